@@ -1,0 +1,1 @@
+"""All I/O, offsets, loops and state. Returns dataclasses; never prints."""

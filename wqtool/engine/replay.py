@@ -1,0 +1,311 @@
+"""The workq 0.2.0 job state machine, replayed with an explicit clock (``as_of``).
+
+``WorkqReplay.apply(record)`` does what ``cmdlog.Replay`` + ``job.Controller`` do on startup of a
+workq-server started at ``as_of``: skip already expired adds/schedules, validate, refuse impossible
+histories (recorded as exit-4 findings; the record is then not applied, so the rest of the log still
+replays), ignore records of unknown jobs (warnings). The resulting state is what upstream would rebuild,
+including its quirks (add-jobs get a fresh TTL, leased jobs come back leased with a fresh TTR); where that
+differs from the log's own history, the job carries both values and a note says so.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from ..exitcodes import ExitCode
+from ..formats._common import GoTime, crc32c
+from ..formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, MIN_TTL_MS, MIN_TTR_MS,
+                             NAME_RE, CmdType)
+from .findings import ERROR, NOTE, WARNING, Finding
+from .model import Command, Record
+
+NS_PER_MS = 1_000_000
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+class JobState(IntEnum):
+    NEW = 0
+    COMPLETED = 1
+    FAILED = 2
+    PENDING = 3
+    LEASED = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(slots=True)
+class Job:
+    id: bytes
+    kind: CmdType           # ADD or SCHEDULE
+    name: str
+    ttr: int                # ms, as upstream uses it (uint32-truncated)
+    ttl: int                # ms
+    priority: int
+    max_attempts: int       # uint8-truncated
+    max_fails: int
+    created_ns: int
+    scheduled_ns: int | None  # schedule: the wake-up time
+    expires_ns: int         # what upstream would use after a restart at as_of
+    log_expires_ns: int     # what the log's history says (created+TTL / time+TTL)
+    payload_len: int
+    payload_crc: int
+    src_path: str
+    src_offset: int
+    state: JobState = JobState.NEW
+    attempts: int = 0
+    result: bytes | None = None
+    lease_expires_ns: int | None = None  # leased: upstream restarts the TTR timer at replay
+
+    @property
+    def uuid(self) -> str:
+        return str(uuid.UUID(bytes=self.id))
+
+    def canonical(self) -> dict:
+        """The job's canonical form: the digest and `replay -o json` are made of it."""
+        return {
+            "id": self.uuid, "kind": self.kind.label, "name": self.name, "state": self.state.label,
+            "priority": self.priority, "attempts": self.attempts, "max_attempts": self.max_attempts,
+            "max_fails": self.max_fails, "ttr_ms": self.ttr, "ttl_ms": self.ttl,
+            "created_ns": self.created_ns, "scheduled_ns": self.scheduled_ns, "expires_ns": self.expires_ns,
+            "log_expires_ns": self.log_expires_ns, "lease_expires_ns": self.lease_expires_ns,
+            "payload_len": self.payload_len, "payload_crc32c": f"{self.payload_crc:08x}",
+            "result": None if self.result is None else self.result.hex(),
+        }
+
+
+def is_v4(job_id: bytes) -> bool:
+    return len(job_id) == 16 and job_id[6] >> 4 == 4 and job_id[8] & 0xC0 == 0x80
+
+
+_UNKNOWN_UPSTREAM = "workq-server ignores it and starts"
+
+
+@dataclass(slots=True)
+class ReplayState:
+    as_of_ns: int
+    jobs: dict[bytes, Job]
+    records: int = 0
+    applied: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    def sorted_jobs(self) -> list[Job]:
+        return [self.jobs[k] for k in sorted(self.jobs)]
+
+    def counts_by_state(self) -> dict[str, int]:
+        out = {s.label: 0 for s in JobState}
+        for j in self.jobs.values():
+            out[j.state.label] += 1
+        return out
+
+    def queues(self) -> dict[str, dict[str, int]]:
+        """Per queue name: jobs per state (only queues that hold a replayed job exist after a restart)."""
+        out: dict[str, dict[str, int]] = {}
+        for j in self.jobs.values():
+            q = out.setdefault(j.name, {s.label: 0 for s in JobState})
+            q[j.state.label] += 1
+        return dict(sorted(out.items()))
+
+    def digest(self) -> str:
+        return state_digest(self)
+
+
+def state_digest(state: ReplayState) -> str:
+    """sha256 over one canonical JSON line per job, sorted by job id (as_of is part of the state)."""
+    h = hashlib.sha256()
+    h.update(b"wqtool-workq-state-v1\n")
+    h.update(f"as_of_ns={state.as_of_ns}\n".encode())
+    for job in state.sorted_jobs():
+        h.update(json.dumps(job.canonical(), sort_keys=True, separators=(",", ":")).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+class WorkqReplay:
+    """Applies records in log order. Findings go to ``self.findings`` (capped per code by the caller)."""
+
+    def __init__(self, as_of_ns: int):
+        self.as_of_ns = as_of_ns
+        self.jobs: dict[bytes, Job] = {}
+        self.findings: list[Finding] = []
+        self.records = 0
+        self.applied = 0
+        self.ttl_resets = 0
+        self.leases_restored = 0
+
+    # ---------------------------------------------------------------- helpers
+    def _err(self, rec: Record, code: str, msg: str, upstream: str, job: bytes | None = None) -> None:
+        self.findings.append(Finding(ERROR, code, msg, path=rec.path, offset=rec.offset, record_index=rec.index,
+                                     last_good_offset=rec.offset, upstream="workq-server would refuse to start: "
+                                     + upstream, exit_class=ExitCode.INVALID_HISTORY,
+                                     job_id=str(uuid.UUID(bytes=job)) if job else None))
+
+    def _warn(self, rec: Record, code: str, msg: str, job: bytes | None, upstream: str | None = None) -> None:
+        self.findings.append(Finding(WARNING, code, msg, path=rec.path, offset=rec.offset, record_index=rec.index,
+                                     upstream=upstream, job_id=str(uuid.UUID(bytes=job)) if job else None))
+
+    # ---------------------------------------------------------------- records
+    def apply(self, rec: Record) -> None:
+        self.records += 1
+        c = rec.command
+        if c is None:
+            self._payload_error(rec)
+            return
+        cmd = c.cmd
+        if cmd is CmdType.ADD or cmd is CmdType.SCHEDULE:
+            self._add(rec, c)
+            return
+        job = self.jobs.get(c.job_id)
+        if cmd is CmdType.START_ATTEMPT:
+            if job is None:
+                self._unknown(rec, c)
+            elif job.state is JobState.LEASED:
+                self._err(rec, "WQ-ALREADY-LEASED", "start-attempt on a job that is already leased "
+                          "(two start-attempts without a timeout-attempt between)", "Replay error, Job already leased",
+                          c.job_id)
+            elif job.state is JobState.COMPLETED or job.state is JobState.FAILED:
+                self._err(rec, "WQ-ALREADY-PROCESSED", f"start-attempt on a {job.state.label} job",
+                          "Replay error, Job already processed", c.job_id)
+            elif job.max_attempts and job.attempts >= job.max_attempts:
+                self._err(rec, "WQ-MAX-ATTEMPTS", f"start-attempt number {job.attempts + 1} beyond max-attempts "
+                          f"{job.max_attempts}", "Replay error, Max attempts reached", c.job_id)
+            else:
+                job.state = JobState.LEASED
+                job.attempts += 1
+                self.applied += 1
+            return
+        if cmd is CmdType.COMPLETE or cmd is CmdType.FAIL:
+            if not is_v4(c.job_id):
+                self._err(rec, "WQ-INVALID-ID", f"{cmd.label} of a job id that is not a v4 UUID",
+                          "Replay error, Invalid ID", c.job_id)
+            elif job is None:
+                self._unknown(rec, c)
+            elif job.state is JobState.COMPLETED or job.state is JobState.FAILED:
+                self._err(rec, "WQ-DUPLICATE-RESULT", f"{cmd.label} of a job that is already {job.state.label}",
+                          "Replay error, Duplicate result", c.job_id)
+            elif len(c.result) > MAX_RESULT_BYTES:
+                self._err(rec, "WQ-INVALID-RESULT", f"result of {len(c.result)} bytes (max {MAX_RESULT_BYTES})",
+                          "Replay error, Invalid Result", c.job_id)
+            else:
+                job.state = JobState.COMPLETED if cmd is CmdType.COMPLETE else JobState.FAILED
+                job.result = c.result
+                self.applied += 1
+            return
+        if cmd is CmdType.DELETE or cmd is CmdType.EXPIRE:
+            if job is None:
+                self._unknown(rec, c)
+            else:
+                del self.jobs[c.job_id]
+                self.applied += 1
+            return
+        # TIMEOUT_ATTEMPT
+        if job is None:
+            self._unknown(rec, c)
+            return
+        self.applied += 1
+        if job.state is JobState.COMPLETED or job.state is JobState.FAILED:
+            return
+        if job.max_attempts and job.attempts >= job.max_attempts:
+            job.state = JobState.FAILED
+            job.result = b""
+        else:
+            job.state = JobState.PENDING
+
+    def _unknown(self, rec: Record, c: Command) -> None:
+        self._warn(rec, "WQ-UNKNOWN-JOB", f"{c.cmd.label} of a job that is not live (never added — e.g. a run job — "
+                   "or already gone)", c.job_id, _UNKNOWN_UPSTREAM)
+
+    def _payload_error(self, rec: Record) -> None:
+        from ..errors import UnknownOpcode
+        exc = rec.payload_error
+        field_ = getattr(exc, "field", None)
+        if isinstance(exc, UnknownOpcode):
+            code = "WQ-UNKNOWN-CMD"
+            up = ("unable to recognize cmd from record" if rec.size == 1 else "Replay error, trailing garbage detected")
+        elif rec.size == 0:
+            code, up = "WQ-PAYLOAD-EMPTY", "Replay error, EOF"
+        elif field_ == "trailing":
+            code, up = "WQ-PAYLOAD-TRAILING", "Replay error, trailing garbage detected"
+        elif "ends inside" in str(exc.message):
+            code, up = "WQ-PAYLOAD-SHORT", "Replay error, unexpected EOF"
+        else:
+            code, up = "WQ-PAYLOAD-BAD", "Replay error, " + exc.message
+        self._err(rec, code, f"payload: {exc.message} ({rec.size} bytes)", up)
+
+    def _add(self, rec: Record, c: Command) -> None:
+        cmd = c.cmd
+        created_ns = c.created.unix_ns
+        if cmd is CmdType.ADD:
+            log_exp = created_ns + c.ttl * NS_PER_MS
+            sched = None
+        else:
+            sched = c.time.unix_ns
+            log_exp = sched + c.ttl * NS_PER_MS
+        if log_exp <= self.as_of_ns:
+            self._warn(rec, "WQ-ADD-EXPIRED", f"{cmd.label} already expired at --as-of (expired "
+                       f"{GoTime.from_unix_ns(log_exp).isoformat()}); upstream skips it", c.job_id,
+                       "workq-server skips it silently")
+            return
+        # validation, in upstream's order
+        name = c.name
+        if not is_v4(c.job_id):
+            return self._err(rec, "WQ-INVALID-ID", f"{cmd.label} of a job id that is not a v4 UUID",
+                             "Replay error, Invalid ID", c.job_id)
+        if not NAME_RE.match(name):
+            return self._err(rec, "WQ-INVALID-NAME", f"queue name {name[:40]!r} is not [A-Za-z0-9_.-]{{1,255}}",
+                             "Replay error, Invalid Name", c.job_id)
+        ttr = c.ttr & 0xFFFFFFFF
+        if ttr != c.ttr:
+            self._warn(rec, "WQ-FIELD-TRUNCATED", f"TTR {c.ttr} is truncated to uint32 ({ttr}) by upstream",
+                       c.job_id)
+        if not MIN_TTR_MS <= ttr <= MAX_TTR_MS:
+            return self._err(rec, "WQ-INVALID-TTR", f"TTR {ttr} ms outside {MIN_TTR_MS}..{MAX_TTR_MS}",
+                             "Replay error, Invalid TTR", c.job_id)
+        if not MIN_TTL_MS <= c.ttl <= MAX_TTL_MS:
+            return self._err(rec, "WQ-INVALID-TTL", f"TTL {c.ttl} ms outside {MIN_TTL_MS}..{MAX_TTL_MS}",
+                             "Replay error, Invalid TTL", c.job_id)
+        if len(c.payload) > MAX_PAYLOAD_BYTES:
+            return self._err(rec, "WQ-INVALID-PAYLOAD", f"payload of {len(c.payload)} bytes (max {MAX_PAYLOAD_BYTES})",
+                             "Replay error, Invalid Payload", c.job_id)
+        if not INT32_MIN <= c.priority <= INT32_MAX:
+            return self._err(rec, "WQ-INVALID-PRIORITY", f"priority {c.priority} outside int32",
+                             "Replay error, Invalid Priority", c.job_id)
+        max_attempts = c.max_attempts & 0xFF
+        if max_attempts != c.max_attempts:
+            self._warn(rec, "WQ-FIELD-TRUNCATED", f"max-attempts {c.max_attempts} is truncated to uint8 "
+                       f"({max_attempts}) by upstream", c.job_id)
+        if c.job_id in self.jobs:
+            return self._err(rec, "WQ-DUPLICATE-JOB", f"{cmd.label} of a job that is already live",
+                             "Replay error, Duplicate job", c.job_id)
+        if cmd is CmdType.ADD:
+            exp = self.as_of_ns + c.ttl * NS_PER_MS  # upstream: NewTimer(TTL) at replay
+            self.ttl_resets += 1
+        else:
+            exp = log_exp
+        self.jobs[c.job_id] = Job(c.job_id, cmd, name.decode("ascii"), ttr, c.ttl, c.priority, max_attempts,
+                                  c.max_fails & 0xFF, created_ns, sched, exp, log_exp, len(c.payload),
+                                  crc32c(c.payload), rec.path, rec.offset)
+        self.applied += 1
+
+    # ---------------------------------------------------------------- result
+    def finish(self) -> ReplayState:
+        leased = 0
+        for j in self.jobs.values():
+            if j.state is JobState.LEASED:
+                j.lease_expires_ns = self.as_of_ns + j.ttr * NS_PER_MS
+                leased += 1
+        resets = sum(1 for j in self.jobs.values() if j.kind is CmdType.ADD)
+        if resets:
+            self.findings.append(Finding(NOTE, "WQ-TTL-RESET", f"{resets} add-job(s) would get a fresh TTL at a "
+                                         "restart at --as-of: upstream expires them at as-of+TTL, not created+TTL "
+                                         "(see expires vs log_expires)", upstream="workq-server restarts TTL timers"))
+        if leased:
+            self.findings.append(Finding(NOTE, "WQ-LEASE-RESTORED", f"{leased} job(s) come back leased; upstream "
+                                         "restarts their TTR, logging timeout-attempt at as-of+TTR",
+                                         upstream="workq-server keeps the lease"))
+        return ReplayState(self.as_of_ns, self.jobs, self.records, self.applied, self.findings)

@@ -1,0 +1,109 @@
+"""verify: framing, CRC and replay-level checks over one or more logs; findings are data."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..exitcodes import ExitCode
+from .findings import ERROR, Finding
+from .model import Record
+from .reader import LogSet, RecordReader
+from .replay import ReplayState, WorkqReplay
+
+# Which class wins when a log has several: corruption, then impossible history, then a torn tail.
+_PRECEDENCE = {ExitCode.CORRUPT: 3, ExitCode.INVALID_HISTORY: 2, ExitCode.TORN_TAIL: 1, ExitCode.OK: 0}
+
+
+def worst_exit(codes) -> ExitCode:
+    best = ExitCode.OK
+    for c in codes:
+        c = ExitCode(c)
+        if _PRECEDENCE.get(c, 4) > _PRECEDENCE.get(best, 4):
+            best = c
+    return best
+
+
+@dataclass(slots=True)
+class LogReport:
+    root: str
+    segments: int = 0
+    records: int = 0
+    bytes: int = 0
+    findings: list[Finding] = field(default_factory=list)   # the first max_findings, in file order
+    counts: Counter = field(default_factory=Counter)          # every finding, by code
+    severities: Counter = field(default_factory=Counter)
+    exit_code: ExitCode = ExitCode.OK
+    last_good: tuple[str, int] | None = None  # torn tail: (newest segment, offset to truncate at)
+    state: ReplayState | None = None
+
+    @property
+    def omitted(self) -> int:
+        return sum(self.counts.values()) - len(self.findings)
+
+
+@dataclass(slots=True)
+class VerifyReport:
+    logs: list[LogReport]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return worst_exit(lr.exit_code for lr in self.logs)
+
+
+class FindingSink:
+    """Counts every finding, keeps the first ``limit`` (None = all), tracks the exit class."""
+
+    def __init__(self, report: LogReport, limit: int | None):
+        self.report = report
+        self.limit = limit
+        self.exit_classes: set[int] = set()
+
+    def add(self, f: Finding) -> None:
+        r = self.report
+        r.counts[f.code] += 1
+        r.severities[f.severity] += 1
+        if f.exit_class:
+            self.exit_classes.add(f.exit_class)
+            if f.exit_class == ExitCode.TORN_TAIL:
+                r.last_good = (f.path, f.last_good_offset)
+        if self.limit is None or len(r.findings) < self.limit:
+            r.findings.append(f)
+
+    def close(self) -> None:
+        self.report.exit_code = worst_exit(self.exit_classes)
+
+
+def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, on_record=None) -> LogReport:
+    """Read one log through the reader and the replay state machine; the core of verify and replay."""
+    report = LogReport(root=log.root)
+    sink = FindingSink(report, limit)
+    reader = RecordReader(log)
+    replay = WorkqReplay(as_of_ns)
+    rfind = replay.findings
+    apply = replay.apply
+    for ev in reader.events():
+        if ev.__class__ is Record:
+            apply(ev)
+            if rfind:
+                for f in rfind:
+                    sink.add(f)
+                rfind.clear()
+            if on_record is not None:
+                on_record(ev)
+        else:
+            sink.add(ev)
+    state = replay.finish()
+    for f in rfind:
+        sink.add(f)
+    rfind.clear()
+    sink.close()
+    report.segments = reader.segments_read
+    report.records = reader.records
+    report.bytes = reader.bytes
+    report.state = state
+    return report
+
+
+def verify(logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None) -> VerifyReport:
+    return VerifyReport([run_log(log, as_of_ns, limit=max_findings) for log in logs])

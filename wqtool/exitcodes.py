@@ -1,0 +1,30 @@
+"""Exit codes: one table for every command (README, --help and man pages document it)."""
+from __future__ import annotations
+
+from enum import IntEnum, unique
+
+
+@unique
+class ExitCode(IntEnum):
+    OK = 0               # clean (warnings allowed)
+    TORN_TAIL = 1        # valid up to offset X of the newest segment, nothing valid after X
+    USAGE = 2            # bad command line
+    CORRUPT = 3          # damage with valid data after it, bad header in a non-tail segment
+    INVALID_HISTORY = 4  # intact bytes, history upstream refuses
+    IO = 5               # unreadable path, permission
+    INTERNAL = 70        # a bug in wqtool (rerun with --traceback)
+    INTERRUPTED = 130    # SIGINT
+
+
+EXIT_TABLE = [
+    (ExitCode.OK, "clean: every segment parses, every CRC holds, replay meets no impossible history (warnings allowed)"),
+    (ExitCode.TORN_TAIL, "torn tail only: valid up to offset X of the newest segment and nothing valid follows X; "
+                         "truncating at X loses no valid record"),
+    (ExitCode.USAGE, "usage error"),
+    (ExitCode.CORRUPT, "corrupt: damage with valid data after it, or a bad header / wrong version in a segment "
+                       "that is not the newest one's empty tail"),
+    (ExitCode.INVALID_HISTORY, "invalid history: bytes intact but a history workq-server 0.2.0 refuses"),
+    (ExitCode.IO, "I/O error (unreadable path, permission)"),
+    (ExitCode.INTERNAL, "internal error: a bug in wqtool (rerun with --traceback and report it)"),
+    (ExitCode.INTERRUPTED, "interrupted"),
+]

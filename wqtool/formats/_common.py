@@ -1,0 +1,202 @@
+"""Building blocks shared by the format schemas: Go binary time, bounded varints, strict enums, CRC-32C.
+
+Meaning lives here, in Adapters; byte order lives in the field types of each schema.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from enum import IntEnum
+from typing import NamedTuple
+
+import crcmod
+import google_crc32c
+from construct import Adapter, Construct, ConstructError, Int8ub, Int16sb, Int32sb, Int64sb, Struct
+from construct.core import stream_read, stream_write
+
+# ---------------------------------------------------------------- checksums
+#: CRC-32C (Castagnoli) as declared: reflected poly 0x82F63B78 (normal 0x1EDC6F41), init and xorout 0xFFFFFFFF.
+CRC32C_POLY = 0x11EDC6F41
+CRC32C_CHECK = 0xE3069283  # crc32c(b"123456789")
+#: The declared reference implementation (slow, pure table); the tests compare the fast one against it.
+crc32c_reference = crcmod.mkCrcFun(CRC32C_POLY, initCrc=0x00000000, rev=True, xorOut=0xFFFFFFFF)
+
+
+def crc32c(data: bytes) -> int:
+    """Hardware CRC-32C (google-crc32c). Takes bytes (memoryviews are rejected by google_crc32c.value)."""
+    return google_crc32c.value(data)
+
+
+# ---------------------------------------------------------------- errors raised by the schemas
+class VarintOverflow(ConstructError):
+    """A varint that does not fit in 64 bits (Go: 'binary: varint overflows a 64-bit integer')."""
+
+
+class UnknownEnumValue(ConstructError):
+    """A strict enum met a value it does not declare."""
+
+
+class BadTimeVersion(ConstructError):
+    """A Go binary time whose version byte is not 1 (Go: 'Time.UnmarshalBinary: unsupported version')."""
+
+
+# ---------------------------------------------------------------- varints (Go encoding/binary)
+MAX_VARINT_LEN64 = 10
+
+
+class _UVarInt(Construct):
+    """Unsigned LEB128 exactly as Go's binary.ReadUvarint: at most 10 bytes, overflow past 64 bits is an error.
+
+    Parsing accepts non-minimal encodings (as Go does); building always writes the minimal one.
+    """
+
+    def _parse(self, stream, context, path):
+        result = 0
+        shift = 0
+        for i in range(MAX_VARINT_LEN64):
+            b = stream_read(stream, 1, path)[0]
+            if b < 0x80:
+                if i == MAX_VARINT_LEN64 - 1 and b > 1:
+                    raise VarintOverflow("varint overflows a 64-bit integer", path=path)
+                return result | (b << shift)
+            result |= (b & 0x7F) << shift
+            shift += 7
+        raise VarintOverflow("varint overflows a 64-bit integer", path=path)
+
+    def _build(self, obj, stream, context, path):
+        if not isinstance(obj, int) or obj < 0 or obj >= 1 << 64:
+            raise VarintOverflow(f"uvarint out of range: {obj!r}", path=path)
+        data = encode_uvarint(obj)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise ConstructError("uvarint has no fixed size", path=path)
+
+
+def encode_uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+class _ZigZag(Adapter):
+    """Signed zig-zag over the unsigned varint, as Go's binary.PutVarint / ReadVarint."""
+
+    def _decode(self, obj, context, path):
+        return (obj >> 1) ^ -(obj & 1)
+
+    def _encode(self, obj, context, path):
+        if not -(1 << 63) <= obj < (1 << 63):
+            raise VarintOverflow(f"varint out of range: {obj!r}", path=path)
+        return ((obj << 1) ^ (obj >> 63)) & ((1 << 64) - 1)
+
+
+#: Go binary.PutUvarint / ReadUvarint.
+UVarInt = _UVarInt()
+#: Go binary.PutVarint / ReadVarint (zig-zag).
+ZVarInt = _ZigZag(UVarInt)
+
+
+def zigzag_decode(n: int) -> int:
+    return (n >> 1) ^ -(n & 1)
+
+
+def zigzag_encode(n: int) -> int:
+    return ((n << 1) ^ (n >> 63)) & ((1 << 64) - 1)
+
+
+# ---------------------------------------------------------------- strict enums
+class StrictEnum(Adapter):
+    """An IntEnum over an integer field that refuses undeclared values.
+
+    Not construct.Enum: that one parses an unknown byte to a plain int, and a Switch keyed by IntEnum
+    members then silently takes its default branch.
+    """
+
+    def __init__(self, subcon, enum_cls: type[IntEnum]):
+        super().__init__(subcon)
+        self.enum_cls = enum_cls
+
+    def _decode(self, obj, context, path):
+        try:
+            return self.enum_cls(obj)
+        except ValueError:
+            raise UnknownEnumValue(f"unknown {self.enum_cls.__name__} {obj}", path=path) from None
+
+    def _encode(self, obj, context, path):
+        try:
+            return int(self.enum_cls(obj))
+        except ValueError:
+            raise UnknownEnumValue(f"unknown {self.enum_cls.__name__} {obj}", path=path) from None
+
+
+# ---------------------------------------------------------------- Go binary time (version 1, 15 bytes)
+#: Seconds from 0001-01-01T00:00:00Z to the Unix epoch.
+UNIX_TO_INTERNAL = 62135596800
+GO_TIME_VERSION = 1
+GO_TIME_SIZE = 15
+ZONE_UTC = -1  # FF FF
+
+
+class GoTime(NamedTuple):
+    """A Go time.Time as MarshalBinary v1 stores it: seconds since year 1, nanoseconds, zone offset in minutes.
+
+    Kept raw so that re-encoding is byte-identical; ``zone == -1`` is UTC (what workq writes).
+    """
+
+    sec: int
+    nsec: int = 0
+    zone: int = ZONE_UTC
+
+    @property
+    def is_zero(self) -> bool:
+        return self.sec == 0 and self.nsec == 0
+
+    @property
+    def unix_ns(self) -> int:
+        return (self.sec - UNIX_TO_INTERNAL) * 1_000_000_000 + self.nsec
+
+    @classmethod
+    def from_unix_ns(cls, ns: int, zone: int = ZONE_UTC) -> "GoTime":
+        s, n = divmod(ns, 1_000_000_000)
+        return cls(s + UNIX_TO_INTERNAL, n, zone)
+
+    def isoformat(self) -> str:
+        """RFC 3339 in UTC with nanoseconds; the Go zero time as 0001-01-01T00:00:00Z."""
+        return format_unix_ns(self.unix_ns)
+
+
+def format_unix_ns(ns: int) -> str:
+    s, n = divmod(ns, 1_000_000_000)
+    try:
+        d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=s)
+    except OverflowError:
+        return f"@{ns}ns"
+    base = d.strftime("%Y-%m-%dT%H:%M:%S")
+    if d.year < 1000:
+        base = f"{d.year:04d}" + base[len(str(d.year)):]
+    return base + (f".{n:09d}".rstrip("0") if n else "") + "Z"
+
+
+class _GoTimeAdapter(Adapter):
+    def _decode(self, obj, context, path):
+        if obj.version != GO_TIME_VERSION:
+            raise BadTimeVersion(f"unsupported Go time version {obj.version}", path=path)
+        return GoTime(obj.sec, obj.nsec, obj.zone)
+
+    def _encode(self, obj, context, path):
+        return dict(version=GO_TIME_VERSION, sec=obj.sec, nsec=obj.nsec, zone=obj.zone)
+
+
+#: Go time.Time.MarshalBinary, version 1 (15 bytes): version u8, seconds i64 BE, nanoseconds i32 BE, zone i16 BE.
+go_time = _GoTimeAdapter(Struct(
+    "version" / Int8ub,
+    "sec" / Int64sb,
+    "nsec" / Int32sb,
+    "zone" / Int16sb,
+))
+
+GO_ZERO_TIME = GoTime(0, 0, ZONE_UTC)
