@@ -45,3 +45,5 @@ class Record:
     #: A finding about the payload (unknown type, short, trailing bytes) when it could not be decoded.
     payload_error: "object | None" = None
     raw_payload: bytes = field(default=b"", repr=False)
+    #: The whole record's bytes, only when the reader was asked for them (dump -o hex).
+    raw: bytes | None = field(default=None, repr=False)

@@ -241,12 +241,10 @@ class RecordReader:
     corruption (exit 3).
     """
 
-    def __init__(self, log: LogSet, *, decode: bool = True, from_offset: int | None = None,
-                 to_offset: int | None = None):
+    def __init__(self, log: LogSet, *, decode: bool = True, keep_raw: bool = False):
         self.log = log
+        self.keep_raw = keep_raw
         self.decode = decode
-        self.from_offset = from_offset
-        self.to_offset = to_offset
         self.records = 0
         self.bytes = 0
         self.segments_read = 0
@@ -305,9 +303,8 @@ class RecordReader:
         if not scan:
             return
         data, end, path = sd.data, sd.size, sd.path
-        lo = self.from_offset or 0
-        hi = self.to_offset
         decode = self.decode
+        keep_raw = self.keep_raw
         pos = HEADER_SIZE
         zone_warned = False
         while pos < end:
@@ -358,27 +355,26 @@ class RecordReader:
                         else:
                             length = need
                             nxt = pend + 4
-                            if pos >= lo and (hi is None or pos < hi):
-                                version, sec, nsec, zone = _TIME.unpack_from(body, 0)
-                                if zone != 0xFFFF and not zone_warned:
-                                    zone_warned = True
-                                    yield Finding(WARNING, "WQ-ZONE", f"record TIME has zone offset "
-                                                  f"{zone if zone < 0x8000 else zone - 0x10000} min, not FF FF (UTC); "
-                                                  "upstream accepts it (first such record in this segment)",
-                                                  path=path, offset=pos, record_index=index)
-                                rec = Record(path, pos, length, index, GoTime(sec, nsec, zone - 0x10000 if
-                                             zone >= 0x8000 else zone), size, stored)
-                                if decode:
-                                    try:
-                                        rec.command = decode_payload(body, q - pos, len(body))
-                                    except (InvalidPayload, UnknownOpcode) as exc:
-                                        rec.payload_error = exc
-                                        rec.raw_payload = bytes(body[q - pos:])
-                                else:
-                                    rec.raw_payload = body
-                                yield rec
-                            elif hi is not None and pos >= hi:
-                                return
+                            version, sec, nsec, zone = _TIME.unpack_from(body, 0)
+                            if zone != 0xFFFF and not zone_warned:
+                                zone_warned = True
+                                yield Finding(WARNING, "WQ-ZONE", f"record TIME has zone offset "
+                                              f"{zone if zone < 0x8000 else zone - 0x10000} min, not FF FF (UTC); "
+                                              "upstream accepts it (first such record in this segment)",
+                                              path=path, offset=pos, record_index=index)
+                            rec = Record(path, pos, length, index, GoTime(sec, nsec, zone - 0x10000 if
+                                         zone >= 0x8000 else zone), size, stored)
+                            if decode:
+                                try:
+                                    rec.command = decode_payload(body, q - pos, len(body))
+                                except (InvalidPayload, UnknownOpcode) as exc:
+                                    rec.payload_error = exc
+                                    rec.raw_payload = bytes(body[q - pos:])
+                            else:
+                                rec.raw_payload = body
+                            if keep_raw:
+                                rec.raw = bytes(data[pos:nxt])
+                            yield rec
                             index += 1
                             pos = nxt
                             continue

@@ -74,35 +74,56 @@ class FindingSink:
         self.report.exit_code = worst_exit(self.exit_classes)
 
 
-def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, on_record=None) -> LogReport:
-    """Read one log through the reader and the replay state machine; the core of verify and replay."""
-    report = LogReport(root=log.root)
-    sink = FindingSink(report, limit)
-    reader = RecordReader(log)
-    replay = WorkqReplay(as_of_ns)
-    rfind = replay.findings
-    apply = replay.apply
-    for ev in reader.events():
-        if ev.__class__ is Record:
-            apply(ev)
-            if rfind:
-                for f in rfind:
-                    sink.add(f)
-                rfind.clear()
-            if on_record is not None:
-                on_record(ev)
-        else:
-            sink.add(ev)
-    state = replay.finish()
-    for f in rfind:
-        sink.add(f)
-    rfind.clear()
-    sink.close()
-    report.segments = reader.segments_read
-    report.records = reader.records
-    report.bytes = reader.bytes
-    report.state = state
-    return report
+class LogRun:
+    """One pass over one log: the reader feeds the replay state machine; every finding is counted.
+
+    ``events()`` yields the records and findings in file order (replay findings right after the record
+    that caused them); once it is exhausted, ``report`` holds the counts, exit code and replayed state.
+    verify, replay, dump and stats all drive this one loop.
+    """
+
+    def __init__(self, log: LogSet, as_of_ns: int, *, limit: int | None = None, **reader_kwargs):
+        self.report = LogReport(root=log.root)
+        self.sink = FindingSink(self.report, limit)
+        self.reader = RecordReader(log, **reader_kwargs)
+        self.replay = WorkqReplay(as_of_ns)
+
+    def events(self):
+        add = self.sink.add
+        replay = self.replay
+        rfind = replay.findings
+        apply = replay.apply
+        for ev in self.reader.events():
+            if ev.__class__ is Record:
+                apply(ev)
+                yield ev
+                if rfind:
+                    for f in rfind:
+                        add(f)
+                        yield f
+                    rfind.clear()
+            else:
+                add(ev)
+                yield ev
+        state = replay.finish()
+        for f in rfind:
+            add(f)
+            yield f
+        rfind.clear()
+        self.sink.close()
+        r = self.report
+        r.segments = self.reader.segments_read
+        r.records = self.reader.records
+        r.bytes = self.reader.bytes
+        r.state = state
+
+
+def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None) -> LogReport:
+    """Verify and replay one log; the findings, counts and replayed state are in the returned report."""
+    run = LogRun(log, as_of_ns, limit=limit)
+    for _ in run.events():
+        pass
+    return run.report
 
 
 def verify(logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None) -> VerifyReport:

@@ -1,0 +1,45 @@
+# The README's two commands: `make demo` (main job on a bundled sample) and `make test` (the whole suite).
+# Both work on a fresh machine with only python3 (>= 3.11) and Java 17: they create .venv and install into it.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(PY) -m pip --disable-pip-version-check -q
+SAMPLE  = demo/cmdlog
+AS_OF   = 2026-11-22T00:00:00Z
+
+.PHONY: demo test install install-test bench fixtures man clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PIP) install -e '.[test]'
+	@touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: $(VENV)/.installed
+	rm -rf $(SAMPLE)
+	$(PY) scripts/make_sample.py $(SAMPLE)
+	$(VENV)/bin/wqtool dump --limit 12 $(SAMPLE)
+	$(VENV)/bin/wqtool dump --stats $(SAMPLE)
+	$(VENV)/bin/wqtool verify --as-of $(AS_OF) $(SAMPLE)
+	$(VENV)/bin/wqtool replay --as-of $(AS_OF) $(SAMPLE) | tail -n 16
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed
+	$(PY) bench/bench_workq.py
+
+fixtures: $(VENV)/.installed
+	$(PY) scripts/make_fixtures.py
+
+man: $(VENV)/.installed
+	$(PY) scripts/gen_man.py
+
+clean:
+	rm -rf $(VENV) demo .pytest_cache .hypothesis

@@ -1,0 +1,98 @@
+"""Shared options (Annotated aliases) and the small helpers every command uses."""
+from __future__ import annotations
+
+import datetime as _dt
+import enum
+import re
+import time
+from typing import Annotated, Optional
+
+import typer
+
+from ..engine.reader import LogSet, discover
+from ..errors import UsageError
+
+
+class LogFormat(str, enum.Enum):
+    auto = "auto"
+    workq = "workq"
+
+
+class Output(str, enum.Enum):
+    table = "table"
+    jsonl = "jsonl"
+    json = "json"
+
+
+class DumpOutput(str, enum.Enum):
+    table = "table"
+    jsonl = "jsonl"
+    json = "json"
+    hex = "hex"
+
+
+class PayloadMode(str, enum.Enum):
+    text = "text"
+    hex = "hex"
+    base64 = "base64"
+    none = "none"
+
+
+Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH...",
+                                            show_default=False)]
+FormatOpt = Annotated[LogFormat, typer.Option("--format", "-f", help="Log format (auto: detect by magic).",
+                                              case_sensitive=False)]
+AsOf = Annotated[Optional[str], typer.Option(
+    "--as-of", metavar="TIME",
+    help="The clock replay uses: RFC 3339 (2026-11-21T23:30:00Z), epoch seconds, or 'now' (default).")]
+MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", min=0, metavar="N",
+                                                   help="Show at most N findings per log (all are counted).")]
+Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each segment's size at start: a live, growing log "
+                                       "is read as it was when the command began.")]
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def parse_time(value: str | None, option: str, *, default_now: bool = True) -> int | None:
+    """RFC 3339, epoch seconds (int or decimal) or 'now' → Unix nanoseconds."""
+    if value is None:
+        return time.time_ns() if default_now else None
+    v = value.strip()
+    if v == "now":
+        return time.time_ns()
+    if re.fullmatch(r"-?\d+(\.\d+)?", v):
+        whole, _, frac = v.partition(".")
+        return int(whole) * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0) * (-1 if v.startswith("-") else 1)
+    if _RFC3339.match(v):
+        frac = ""
+        m = re.search(r"\.(\d+)", v)
+        if m:
+            frac = m.group(1)
+            v = v.replace(m.group(0), "")
+        d = _dt.datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
+        secs = int(d.timestamp())
+        return secs * 1_000_000_000 + int((frac + "000000000")[:9])
+    raise UsageError(f"{option}: expected RFC 3339 (2026-11-21T23:30:00Z), epoch seconds or 'now', got {value!r}")
+
+
+def resolve_logs(paths: list[str], fmt: LogFormat, *, horizon: bool = False) -> list[LogSet]:
+    """Discover the logs behind PATHs; --format auto detects workq by its segment names and magic."""
+    logs = discover(paths, horizon=horizon)
+    if fmt is LogFormat.auto:
+        for log in logs:
+            if not log.is_dir:
+                for seg in log.segments:
+                    _require_workq_file(seg.path, seg.seq is not None)
+    return logs
+
+
+def _require_workq_file(path: str, named_like_segment: bool) -> None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return  # the reader reports it as an I/O error
+    if head == b"wqwq" or named_like_segment:
+        return
+    raise UsageError(f"cannot detect the log format: not a workq segment (expected magic 77717771 'wqwq' at "
+                     f"offset 0, found {head.hex() or 'an empty file'}); pass --format to force one", path=path)

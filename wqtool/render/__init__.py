@@ -1,0 +1,1 @@
+"""Output: rich tables, JSON Lines, hex. Input = engine results; nothing here reads logs."""

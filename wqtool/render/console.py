@@ -1,0 +1,26 @@
+"""Consoles are built lazily (rich freezes the terminal width when a Console is created)."""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+from rich.console import Console
+
+
+@functools.lru_cache(maxsize=None)
+def stdout_console() -> Console:
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False,
+                   no_color=bool(os.environ.get("NO_COLOR")) or None)
+
+
+@functools.lru_cache(maxsize=None)
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, highlight=False, stderr=True,
+                   no_color=bool(os.environ.get("NO_COLOR")) or None)
+
+
+def reset() -> None:
+    """Forget the cached consoles (tests swap sys.stdout)."""
+    stdout_console.cache_clear()
+    stderr_console.cache_clear()

@@ -1,0 +1,34 @@
+"""Findings as one-liners (stderr), tables and JSON."""
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from ..engine.findings import Finding
+from ..engine.serialize import finding_to_jsonable
+
+
+def one_line(f: Finding) -> str:
+    rec = f" (record {f.record_index})" if f.record_index is not None and f.offset is not None else ""
+    up = f" [{f.upstream}]" if f.upstream and f.severity == "error" else ""
+    return f"{f.severity}: {f.location()}: {f.code} {f.message}{rec}{up}"
+
+
+def write_one_line(out: TextIO, f: Finding) -> None:
+    out.write("wqtool: " + one_line(f) + "\n")
+
+
+def findings_lines(findings: list[Finding]) -> list[str]:
+    """One greppable line per finding: severity, code, file@offset, record, message, upstream reaction."""
+    out = []
+    for f in findings:
+        rec = f" #{f.record_index}" if f.record_index is not None and f.offset is not None else ""
+        out.append(f"  {f.severity:<7} {f.code:<20} {f.location()}{rec}: {f.message}")
+        if f.upstream and f.severity == "error":
+            out.append(f"  {'':<7} {'':<20} upstream: {f.upstream}")
+    return out
+
+
+def findings_jsonl(out: TextIO, findings: list[Finding]) -> None:
+    for f in findings:
+        out.write(json.dumps(finding_to_jsonable(f), ensure_ascii=False) + "\n")
