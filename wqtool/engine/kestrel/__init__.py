@@ -1,0 +1,61 @@
+"""Kestrel queue journals (0.8 / 1.x / 2.1+): discovery, reading, replay, verify, pack and qdump.
+
+Spec: ``../shared/specs/kestrel-journal.md``. Schemas live in ``wqtool.formats.kestrel``; everything here is
+engine (I/O, loops, state); nothing prints. Public API (all times explicit; ``as_of_ns`` = ns since epoch)::
+
+    from wqtool.engine import kestrel
+
+    sets = kestrel.discover(paths, kestrel_version="auto", queue=None)   # -> list[FileSet]
+        # a directory -> one FileSet per queue (2.x order: q.<ms> numerically, then q; .pack rule and ~~ temps
+        # applied *virtually*; stray names / temps / half-finished packs are findings on FileSet.findings);
+        # files named explicitly -> one FileSet per (dir, queue) holding just those files.
+
+    reader = kestrel.JournalReader(fileset, resync=True, from_offset=None, to_offset=None)
+    for ev in reader.events():      # Record | Finding, interleaved in file order (same shape as workq)
+        ...
+    kestrel.record_to_jsonable(rec, payload="base64")       # row with KESTREL_RECORD_FIELDS
+    kestrel.damage_to_jsonable(finding)                       # row for a damage finding (error set)
+
+    report = kestrel.run_log(fileset, as_of_ns, limit=None, keep_open=False, on_record=None,
+                             kestrel_version=None, resync=True)
+        # -> wqtool.engine.verify.LogReport: root, segments, records, bytes, findings, counts, severities,
+        #    exit_code, last_good, state (KestrelState: .digest(), .sorted_items(), .queue, .open,
+        #    .canonical_rows(), .expired(), .counts_by_state(), .version_guess)
+    kestrel.verify(filesets, as_of_ns, max_findings=None, keep_open=False)   # -> VerifyReport
+
+    plan = kestrel.pack_plan(fileset, as_of_ns, drop_expired=False, salvage=False, kestrel_version=None)
+        # -> PackPlan (sizes before/after, records dropped, digests, .dropped lines, .to_jsonable());
+        #    raises PackRefused (exit 3/4) on corrupt input unless salvage
+    kestrel.write_pack(plan, output_path_or_dir)              # -> PackResult; new file only, re-verified
+    kestrel.apply_plan(plan, now_ms=None)                     # -> ApplyResult; Kestrel-style crash-safe install
+    kestrel.apply_steps(plan)                                 # the step labels (for fail_at / progress)
+
+    for stream, chunk in kestrel.qdump(paths, now_ms=..., quiet=False, dump_contents=False, raw=False,
+                                       queue_state=False):   # qdump.sh -q / -d / -A / -Q
+        ...   # stream: "out" (str), "err" (str), "raw" (bytes, -A)
+
+    kestrel.KESTREL_CODES                                     # KQ- finding codes (severity, meaning)
+
+Exit classes follow ``wqtool.exitcodes``: torn tail of the live file 1; damage followed by valid data, damage in
+a rotated file, negative / absurd sizes 3; an open xid reused (history Kestrel cannot represent) 4.
+"""
+from __future__ import annotations
+
+from .codes import KESTREL_CODES
+from .model import Op, Record
+from .pack import (ApplyResult, InjectedCrash, PackMismatch, PackPlan, PackRefused, PackResult, apply_plan,
+                   apply_steps, pack_plan, write_pack)
+from .qdump import QDUMP_USAGE, duration_str, qdump, qdump_file, qdump_text
+from .reader import KESTREL_VERSIONS, FileSet, JournalFile, JournalReader, discover
+from .replay import Item, KestrelReplay, KestrelState, first_difference, state_digest
+from .serialize import KESTREL_RECORD_FIELDS, damage_to_jsonable, record_to_jsonable
+from .verify import run_log, verify
+from .writer import JournalWriter, rewrite_records
+
+__all__ = [
+    "KESTREL_CODES", "Op", "Record", "ApplyResult", "InjectedCrash", "PackMismatch", "PackPlan", "PackRefused",
+    "PackResult", "apply_plan", "apply_steps", "pack_plan", "write_pack", "QDUMP_USAGE", "duration_str", "qdump",
+    "qdump_file", "qdump_text", "KESTREL_VERSIONS", "FileSet", "JournalFile", "JournalReader", "discover", "Item",
+    "KestrelReplay", "KestrelState", "first_difference", "state_digest", "KESTREL_RECORD_FIELDS",
+    "damage_to_jsonable", "record_to_jsonable", "run_log", "verify", "JournalWriter", "rewrite_records",
+]
