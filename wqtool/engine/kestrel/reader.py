@@ -150,7 +150,7 @@ def classify(queue: str, root: str, names: Sequence[str]) -> FileSet:
     # the .pack rule (cleanUpPackedFiles), simulated
     packs.sort(key=lambda p: p[0])
     for ts, pname in packs:
-        victims = [r for r in rotated if r[0] <= ts]
+        victims = sorted((r for r in rotated if r[0] <= ts), key=lambda r: r[0])
         rotated = [r for r in rotated if r[0] > ts]
         for v in victims:
             fs.superseded.append(os.path.join(root, v[1]))

@@ -1,0 +1,49 @@
+"""Helpers for the Kestrel tests: the spec's time constant, journal builders, a directory snapshot."""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from wqtool.engine import kestrel as k
+
+#: T = 1300000000000 ms (spec §13.1): LE bytes 00 c8 09 ae 2e 01 00 00.
+T = 1_300_000_000_000
+T_BYTES = bytes.fromhex("00c809ae2e010000")
+ZERO8 = bytes(8)
+AS_OF_NS = (T + 3_600_000) * 1_000_000   # an hour after T
+
+
+def write_journal(path: str, build) -> str:
+    """``build(writer)`` writes records into a new file at ``path``."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with k.JournalWriter(path) as w:
+        build(w)
+    return path
+
+
+def one_set(d: str, **kw) -> k.FileSet:
+    sets = k.discover([d], **kw)
+    assert len(sets) == 1, sets
+    return sets[0]
+
+
+def dir_snapshot(d: str) -> dict[str, str]:
+    out = {}
+    for n in sorted(os.listdir(d)):
+        with open(os.path.join(d, n), "rb") as f:
+            out[n] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def replay_dir(d: str, queue: str = "q", *, as_of_ns: int = AS_OF_NS, keep_open: bool = True, **kw):
+    sets = k.discover([d], queue=queue)
+    return k.run_log(sets[0], as_of_ns, keep_open=keep_open, **kw)
+
+
+@pytest.fixture
+def qdir(tmp_path):
+    d = tmp_path / "spool"
+    d.mkdir()
+    return str(d)
