@@ -5,7 +5,6 @@ Every error the tool means to report is a WqError; the CLI funnel renders it as 
 """
 from __future__ import annotations
 
-import os
 
 
 class WqError(Exception):
@@ -25,7 +24,7 @@ class WqError(Exception):
     def __str__(self) -> str:
         where = ""
         if self.path is not None:
-            where = os.path.basename(self.path) if os.path.basename(self.path) else self.path
+            where = self.path
             if self.offset is not None:
                 where += f"@0x{self.offset:x}"
             where += ": "

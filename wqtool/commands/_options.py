@@ -38,7 +38,7 @@ class PayloadMode(str, enum.Enum):
     none = "none"
 
 
-Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH...",
+Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH",
                                             show_default=False)]
 FormatOpt = Annotated[LogFormat, typer.Option("--format", "-f", help="Log format (auto: detect by magic).",
                                               case_sensitive=False)]

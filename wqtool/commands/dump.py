@@ -45,6 +45,8 @@ def dump(
     is the one `wqtool verify` gives (see `wqtool verify --help`).
 
     Example:
+
+    \b
       wqtool dump /var/lib/workq/cmdlog
       wqtool dump -o jsonl --type add,schedule --payload hex /var/lib/workq/cmdlog/000000003.log
       wqtool dump --job 00000000-0000-4000-8000-000000000001 --since 2026-11-21T23:00:00Z DIR

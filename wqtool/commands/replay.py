@@ -28,6 +28,8 @@ def replay(
     leased jobs come back leased with a fresh TTR. Errors are reported on stderr; the exit code is verify's.
 
     Example:
+
+    \b
       wqtool replay /var/lib/workq/cmdlog
       wqtool replay -o json --as-of 2026-11-21T23:30:00Z DIR | jq .digest
     """

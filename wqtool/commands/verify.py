@@ -30,16 +30,22 @@ def verify(
     the last good offset, and what workq-server 0.2.0 would do where that differs from starting normally.
 
     Exit codes:
+
+    \b
       0  clean: every segment parses, every CRC holds, no impossible history (warnings allowed)
       1  torn tail only: valid up to offset X of the newest segment, nothing valid after X
       2  usage error
       3  corrupt: damage with valid data after it, or a bad header in a non-tail segment
       4  invalid history: intact bytes, but a history workq-server 0.2.0 refuses
       5  I/O error (unreadable path, permission)
+      70  internal error (a bug: rerun with --traceback and report it)
       130 interrupted
+
     Several classes in one run: 3 wins over 4, 4 over 1.
 
     Example:
+
+    \b
       wqtool verify /var/lib/workq/cmdlog
       wqtool verify --quiet DIR || echo "cmdlog needs attention: $?"
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
