@@ -70,9 +70,15 @@ def segment_events(seg: Segment, start_index: int, is_newest: bool, *, decode: b
         yield from reader._segment_events(sd, start_index, is_newest)
 
 
-def segment_size(seg: Segment) -> int:
-    with SegmentData(seg) as sd:
-        return sd.size
+def segment_scan(seg: Segment, start_index: int, is_newest: bool, *, decode: bool = True):
+    """(bytes read, events) for one segment: ``segment_events`` plus the size the reader accounts for."""
+    reader = RecordReader(LogSet(os.path.dirname(seg.path), [seg]), decode=decode)
+    sd = SegmentData(seg)
+
+    def events():
+        with sd:
+            yield from reader._segment_events(sd, start_index, is_newest)
+    return sd.size, events()
 
 
 def count_records(seg: Segment, is_newest: bool) -> int:
