@@ -217,3 +217,14 @@ def test_digest_depends_on_content_and_order(qdir):
     db = k.run_log(one_set(b), AS_OF_NS).state.digest()
     assert da != db
     assert k.first_difference(k.run_log(one_set(a), AS_OF_NS).state, k.run_log(one_set(b), AS_OF_NS).state)
+
+
+@settings(max_examples=50, deadline=None)
+@given(OPS)
+def test_fast_digest_equals_its_json_definition(ops):
+    from wqtool.engine.kestrel.replay import state_digest_reference
+    with tempfile.TemporaryDirectory() as d:
+        build_set(d, ops, [])
+        for keep in (False, True):
+            st_ = k.run_log(one_set(d), AS_OF_NS, keep_open=keep).state
+            assert st_.digest() == state_digest_reference(st_)

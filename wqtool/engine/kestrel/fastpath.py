@@ -57,11 +57,9 @@ def _block(size: int, rem: int, minimum: int, what: str) -> None:
                      f"(Kestrel 2.1.1+: 'Data unexpectedly short')", size)
 
 
-def decode_op(b, pos: int, end: int) -> tuple[Op, int]:
-    """Decode the record at ``b[pos:end]``; returns ``(op, next_pos)`` or raises ``Damage``.
-
-    ``b`` is bytes, bytearray, mmap or memoryview; ``pos < end`` is the caller's loop condition.
-    """
+def decode_fields(b, pos: int, end: int) -> tuple:
+    """Decode the record at ``b[pos:end]`` into ``(opcode, xid, add_time, expiry, data, next_pos)`` or raise
+    ``Damage``. ``b`` is bytes, bytearray, mmap or memoryview; ``pos < end`` is the caller's loop condition."""
     c = b[pos]
     if c > 9:
         signed = c - 256 if c >= 128 else c
@@ -69,7 +67,7 @@ def decode_op(b, pos: int, end: int) -> tuple[Op, int]:
     op = _OPS[c]
     rem = end - pos
     if c == 1 or c == 3:
-        return Op(op), pos + 1
+        return op, None, None, None, None, pos + 1
     if c == 2:
         if rem < 5:
             raise Damage(TRUNCATED, f"record cut short: {rem} bytes left, ADDX needs at least 5")
@@ -78,7 +76,7 @@ def decode_op(b, pos: int, end: int) -> tuple[Op, int]:
         _, add_time, expiry = _IQQ.unpack_from(b, pos + 1)
         s = pos + 21
         e = pos + ADDX_OVERHEAD + size
-        return Op(op, None, add_time, expiry, bytes(b[s:e])), e
+        return op, None, add_time, expiry, bytes(b[s:e]), e
     if c == 7 or c == 8:
         if rem < 9:
             raise Damage(TRUNCATED, f"record cut short: {rem} bytes left, {op.name} needs at least 9")
@@ -87,7 +85,7 @@ def decode_op(b, pos: int, end: int) -> tuple[Op, int]:
         _, _, add_time, expiry = _IIQQ.unpack_from(b, pos + 1)
         s = pos + 25
         e = pos + ADD_XID_OVERHEAD + size
-        return Op(op, xid, add_time, expiry, bytes(b[s:e])), e
+        return op, xid, add_time, expiry, bytes(b[s:e]), e
     if c == 0:
         if rem < 5:
             raise Damage(TRUNCATED, f"record cut short: {rem} bytes left, ADD needs at least 5")
@@ -95,11 +93,17 @@ def decode_op(b, pos: int, end: int) -> tuple[Op, int]:
         _block(size, rem - ADDX_OVERHEAD, LEGACY_BLOCK_MIN, "ADD")
         expiry = _I32.unpack_from(b, pos + 5)[0]
         e = pos + ADDX_OVERHEAD + size
-        return Op(op, None, None, expiry, bytes(b[pos + 9:e])), e
+        return op, None, None, expiry, bytes(b[pos + 9:e]), e
     # 4, 5, 6, 9: i32 xid
     if rem < 5:
         raise Damage(TRUNCATED, f"record cut short: {rem} bytes left, {op.name} needs 5")
-    return Op(op, _I32.unpack_from(b, pos + 1)[0]), pos + 5
+    return op, _I32.unpack_from(b, pos + 1)[0], None, None, None, pos + 5
+
+
+def decode_op(b, pos: int, end: int) -> tuple[Op, int]:
+    """Decode the record at ``b[pos:end]``; returns ``(op, next_pos)`` or raises ``Damage``."""
+    op, xid, add_time, expiry, data, nxt = decode_fields(b, pos, end)
+    return Op(op, xid, add_time, expiry, data), nxt
 
 
 def record_length(b, pos: int, end: int) -> int:

@@ -165,14 +165,15 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
         expired_dropped = len(state.queue) - len(expected.queue)
         if expired_dropped:
             dropped.append(f"{expired_dropped} queued item(s) expired at --as-of dropped (--drop-expired)")
+    digest_input = state.digest()
     n_open = len(expected.open)
     n_queued = len(expected.queue)
     size = (n_open * (ADDX_FIXED + XID_RECORD_SIZE) + n_queued * ADDX_FIXED
             + sum(len(i.data) for i in expected.queue) + sum(len(i.data) for i in expected.open.values()))
     reader_files = [(f.path, os.stat(f.path).st_size) for f in fileset.files]
     plan = PackPlan(fileset, as_of_ns, drop_expired, salvage, reader_files, report.bytes, report.records, size,
-                    2 * n_open + n_queued, n_queued, n_open, expired_dropped, int(code), state.digest(),
-                    expected.digest(), expected, report, dropped)
+                    2 * n_open + n_queued, n_queued, n_open, expired_dropped, int(code), digest_input,
+                    digest_input if expected is state else expected.digest(), expected, report, dropped)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
 

@@ -23,7 +23,7 @@ from ...formats.kestrel import (LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC
                                 TEMP_MARKER)
 from ..findings import ERROR, NOTE, WARNING, Finding
 from ..reader import SegmentData
-from .fastpath import SIZE_ABSURD, SIZE_NEGATIVE, Damage, decode_op
+from .fastpath import SIZE_ABSURD, SIZE_NEGATIVE, Damage, decode_fields, decode_op
 from .model import Record
 
 KESTREL_VERSIONS = ("1", "2", "auto")
@@ -373,9 +373,10 @@ class JournalReader:
         hi = self.to_offset
         pos = 0
         _Record = Record
+        decode = decode_fields
         while pos < end:
             try:
-                op, nxt = decode_op(data, pos, end)
+                op, xid, add_time, expiry, item, nxt = decode(data, pos, end)
             except Damage as d:
                 f = self._damage(d, data, pos, end, path, index, is_live, newest)
                 self.damage.append(f)
@@ -385,7 +386,7 @@ class JournalReader:
                 pos = f.resumes_at
                 continue
             if pos >= lo and (hi is None or pos < hi):
-                yield _Record(path, pos, nxt - pos, index, op.op, op.xid, op.add_time, op.expiry, op.data)
+                yield _Record(path, pos, nxt - pos, index, op, xid, add_time, expiry, item)
             elif hi is not None and pos >= hi:
                 return
             index += 1

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass, field
 
 from ...exitcodes import ExitCode
@@ -31,6 +31,8 @@ from .model import Record
 
 NS_PER_MS = 1_000_000
 QUEUED, OPEN = "queued", "open"
+(_ADD, _REMOVE, _ADDX, _REMOVE_TENTATIVE, _SAVE_XID, _UNREMOVE, _CONFIRM_REMOVE, _ADD_XID, _CONTINUE,
+ _REMOVE_TENTATIVE_XID) = tuple(Opcode)
 
 
 def wrap_i32(v: int) -> int:
@@ -126,8 +128,32 @@ class KestrelState:
         return state_digest(self)
 
 
+def _canonical_line(pos: int, state: str, xid: int | None, it: Item, _sha=hashlib.sha256) -> str:
+    """``json.dumps(item.canonical(...), sort_keys=True, separators=(",", ":"))``, written out for speed
+    (``tests/kestrel/test_replay.py`` checks the two are identical)."""
+    return (f'{{"add_time_ms":{it.add_time},"data_sha256":"{_sha(it.data).hexdigest()}","expiry_ms":{it.expiry},'
+            f'"len":{len(it.data)},"pos":{pos},"state":"{state}","xid":{"null" if xid is None else xid}}}\n')
+
+
 def state_digest(state: KestrelState) -> str:
     """sha256 over one canonical JSON line per item (open transactions by xid, then the queue in order)."""
+    h = hashlib.sha256()
+    h.update(b"wqtool-kestrel-state-v1\n")
+    h.update(f"as_of_ns={state.as_of_ns}\n".encode())
+    buf: list[str] = []
+    for i, x in enumerate(sorted(state.open)):
+        buf.append(_canonical_line(i, OPEN, x, state.open[x]))
+    for i, it in enumerate(state.queue):
+        buf.append(_canonical_line(i, QUEUED, None, it))
+        if len(buf) >= 4096:
+            h.update("".join(buf).encode())
+            buf.clear()
+    h.update("".join(buf).encode())
+    return h.hexdigest()
+
+
+def state_digest_reference(state: KestrelState) -> str:
+    """The digest's definition, via json.dumps (slow; tests compare it with ``state_digest``)."""
     h = hashlib.sha256()
     h.update(b"wqtool-kestrel-state-v1\n")
     h.update(f"as_of_ns={state.as_of_ns}\n".encode())
@@ -163,7 +189,7 @@ class KestrelReplay:
         self.findings: list[Finding] = []
         self.records = 0
         self.applied = 0
-        self.ops = Counter()
+        self.op_counts = [0] * 10   # by opcode (a list: IntEnum hashing is slow)
         self._first_legacy: Record | None = None
 
     # ---------------------------------------------------------------- helpers
@@ -212,49 +238,49 @@ class KestrelReplay:
     def apply(self, rec: Record) -> None:
         self.records += 1
         op = rec.op
-        self.ops[op] += 1
-        if op is Opcode.ADDX:
+        self.op_counts[op] += 1
+        if op is _ADDX:
             self.queue.append(Item(rec.add_time, rec.expiry, rec.data, 0, rec.path, rec.offset))
-        elif op is Opcode.REMOVE:
+        elif op is _REMOVE:
             if self.queue:
                 self.queue.popleft()
             else:
                 self._empty(rec, "REMOVE")
                 return
-        elif op is Opcode.REMOVE_TENTATIVE_XID:
+        elif op is _REMOVE_TENTATIVE_XID:
             xid = rec.xid
             ok = self._open(rec, xid)
             self.counter = xid
             if not ok:
                 self._empty(rec, f"REMOVE_TENTATIVE_XID {xid}")
                 return
-        elif op is Opcode.CONFIRM_REMOVE:
+        elif op is _CONFIRM_REMOVE:
             if self.open.pop(rec.xid, None) is None:
                 self._warn(rec, "KQ-UNKNOWN-XID", f"CONFIRM_REMOVE {rec.xid}: no such open transaction (no-op)",
                            "Kestrel 2.x ignores it")
                 return
-        elif op is Opcode.UNREMOVE:
+        elif op is _UNREMOVE:
             item = self.open.pop(rec.xid, None)
             if item is None:
                 self._warn(rec, "KQ-UNKNOWN-XID", f"UNREMOVE {rec.xid}: no such open transaction (no-op)",
                            "Kestrel 2.x ignores it")
                 return
             self.queue.appendleft(item)
-        elif op is Opcode.CONTINUE:
+        elif op is _CONTINUE:
             if rec.xid == 0:
                 self._warn(rec, "KQ-CONTINUE-XID0", "CONTINUE with xid 0: 2.x never assigns xid 0")
             if self.open.pop(rec.xid, None) is None:
                 self._warn(rec, "KQ-UNKNOWN-XID", f"CONTINUE {rec.xid}: no such open transaction (the new item is "
                            "still appended)", "Kestrel 2.x appends the item")
             self.queue.append(Item(rec.add_time, rec.expiry, rec.data, 0, rec.path, rec.offset))
-        elif op is Opcode.ADD_XID:
+        elif op is _ADD_XID:
             self.queue.append(Item(rec.add_time, rec.expiry, rec.data, rec.xid, rec.path, rec.offset))
-        elif op is Opcode.SAVE_XID:
+        elif op is _SAVE_XID:
             self.counter = rec.xid
-        elif op is Opcode.REMOVE_TENTATIVE:
+        elif op is _REMOVE_TENTATIVE:
             self._legacy_rt(rec)
             return
-        elif op is Opcode.ADD:
+        elif op is _ADD:
             self._legacy_add(rec)
         self.applied += 1
 
@@ -290,7 +316,7 @@ class KestrelReplay:
 
     # ---------------------------------------------------------------- result
     def _guess(self) -> str:
-        o = self.ops
+        o = self.op_counts
         legacy1 = {op.name: o[op] for op in (Opcode.REMOVE_TENTATIVE, Opcode.SAVE_XID, Opcode.ADD_XID) if o[op]}
         new2 = {op.name: o[op] for op in (Opcode.REMOVE_TENTATIVE_XID,) if o[op]}
         old = o[Opcode.ADD]
@@ -312,7 +338,7 @@ class KestrelReplay:
     def finish(self, *, keep_open: bool = False) -> KestrelState:
         guess = self._guess()
         findings = self.findings
-        if self.ops[Opcode.REMOVE_TENTATIVE] or self.ops[Opcode.ADD]:
+        if self.op_counts[Opcode.REMOVE_TENTATIVE] or self.op_counts[Opcode.ADD]:
             if self.version == "auto":
                 meaning = ("auto: opcode 3 replayed the 1.x way, legacy ADD expiry as 2.x reads it (seconds x 1000, "
                            "no 32-bit overflow); --kestrel-version 2 reproduces 2.x's xid-0 replay of opcode 3, "
@@ -324,7 +350,7 @@ class KestrelReplay:
             findings.append(Finding(NOTE, "KQ-VERSION", f"journal looks written by {guess}; {meaning}"))
         if self._first_legacy is not None:
             r = self._first_legacy
-            findings.append(Finding(NOTE, "KQ-LEGACY-ADD", f"{self.ops[Opcode.ADD]} legacy ADD record(s): no add "
+            findings.append(Finding(NOTE, "KQ-LEGACY-ADD", f"{self.op_counts[Opcode.ADD]} legacy ADD record(s): no add "
                                     "time is stored, so Kestrel uses the replay clock (--as-of here) and a later "
                                     "rewrite stores it", path=r.path, offset=r.offset, record_index=r.index))
         backed = 0
