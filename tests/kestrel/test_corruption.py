@@ -3,7 +3,6 @@ exact finding code, offset and last good offset; never a traceback, never a larg
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import tracemalloc
 

@@ -32,10 +32,10 @@ from typing import Callable
 from ...errors import FormatError, InputError, InvalidHistory, UsageError
 from ...exitcodes import ExitCode
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
-from ..findings import ERROR, Finding
+from ..findings import ERROR
 from ..verify import LogReport
 from ..writer import fsync_dir
-from .reader import FileSet, JournalFile, ROLE_LIVE, classify, discover
+from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
 from .verify import run_log
 from .writer import JournalWriter, rewrite_records

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ...exitcodes import ExitCode
-from ...formats.kestrel import INT32_MAX, INT32_MIN, Opcode
+from ...formats.kestrel import Opcode
 from ..findings import ERROR, NOTE, WARNING, Finding
 from .model import Record
 
