@@ -74,7 +74,7 @@ def _log_json(lr: LogReport, findings: bool = True) -> dict:
     d = {"root": lr.root, "verdict": _verdict(lr), "exit_code": int(lr.exit_code), "segments": lr.segments,
          "records": lr.records, "bytes": lr.bytes, "counts": dict(sorted(lr.counts.items())),
          "last_good": None if lr.last_good is None else {"file": lr.last_good[0], "offset": lr.last_good[1]},
-         "omitted_findings": lr.omitted, "digest": lr.state.digest() if lr.state else None}
+         "omitted_findings": lr.omitted}
     if findings:
         d["findings"] = [finding_to_jsonable(f) for f in lr.findings]
     return d

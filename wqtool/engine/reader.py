@@ -231,6 +231,37 @@ _UPSTREAM = {
 }
 
 
+def header_finding(sd: SegmentData, index: int, is_newest: bool) -> tuple[Finding | None, bool]:
+    """(finding, scan_records) for the segment header."""
+    size, path = sd.size, sd.path
+    base = "open segment cursor " + path + ": invalid segment header"
+    if size == 0:
+        return Finding(ERROR, "WQ-HDR-EMPTY", "0-byte segment: no header" + (
+            "; torn tail (the server died right after creating it) — removing the file loses nothing"
+            if is_newest else ""), path=path, offset=0, record_index=index, last_good_offset=0,
+            upstream=UP_REFUSE + "Replay error, " + base + ": EOF",
+            exit_class=ExitCode.TORN_TAIL if is_newest else ExitCode.CORRUPT), False
+    if size < HEADER_SIZE:
+        return Finding(ERROR, "WQ-HDR-SHORT", f"segment is {size} bytes, shorter than its 8-byte header" + (
+            "; torn tail — removing the file loses nothing" if is_newest else ""), path=path, offset=0,
+            record_index=index, last_good_offset=0,
+            upstream=UP_REFUSE + "Replay error, " + base + ": unexpected EOF",
+            exit_class=ExitCode.TORN_TAIL if is_newest else ExitCode.CORRUPT), False
+    head = bytes(sd.data[:HEADER_SIZE])
+    if head != HEADER_BYTES:
+        magic, version = struct.unpack(">II", head)
+        code = "WQ-HDR-MAGIC" if magic != MAGIC else "WQ-HDR-VERSION"
+        what = (f"bad magic {head[:4].hex()} (expected 77717771 'wqwq')" if magic != MAGIC
+                else f"unsupported version {version} (expected 1)")
+        return Finding(ERROR, code, "segment header: " + what, path=path, offset=0, record_index=index,
+                       last_good_offset=0, upstream=UP_REFUSE + "Replay error, " + base,
+                       exit_class=ExitCode.CORRUPT), True
+    if size == HEADER_SIZE:
+        return Finding(WARNING, "WQ-HEADER-ONLY", "header-only segment (no records)", path=path, offset=0,
+                       record_index=index), False
+    return None, True
+
+
 class RecordReader:
     """Streams one log's records (and findings, in file order) — the engine's only reader.
 
@@ -264,40 +295,9 @@ class RecordReader:
                     yield ev
         self.records = index
 
-    # -- headers
-    def _header(self, sd: SegmentData, index: int, is_newest: bool) -> tuple[Finding | None, bool]:
-        """(finding, scan_records) for the segment header."""
-        size, path = sd.size, sd.path
-        base = "open segment cursor " + path + ": invalid segment header"
-        if size == 0:
-            return Finding(ERROR, "WQ-HDR-EMPTY", "0-byte segment: no header" + (
-                "; torn tail (the server died right after creating it) — removing the file loses nothing"
-                if is_newest else ""), path=path, offset=0, record_index=index, last_good_offset=0,
-                upstream=UP_REFUSE + "Replay error, " + base + ": EOF",
-                exit_class=ExitCode.TORN_TAIL if is_newest else ExitCode.CORRUPT), False
-        if size < HEADER_SIZE:
-            return Finding(ERROR, "WQ-HDR-SHORT", f"segment is {size} bytes, shorter than its 8-byte header" + (
-                "; torn tail — removing the file loses nothing" if is_newest else ""), path=path, offset=0,
-                record_index=index, last_good_offset=0,
-                upstream=UP_REFUSE + "Replay error, " + base + ": unexpected EOF",
-                exit_class=ExitCode.TORN_TAIL if is_newest else ExitCode.CORRUPT), False
-        head = bytes(sd.data[:HEADER_SIZE])
-        if head != HEADER_BYTES:
-            magic, version = struct.unpack(">II", head)
-            code = "WQ-HDR-MAGIC" if magic != MAGIC else "WQ-HDR-VERSION"
-            what = (f"bad magic {head[:4].hex()} (expected 77717771 'wqwq')" if magic != MAGIC
-                    else f"unsupported version {version} (expected 1)")
-            return Finding(ERROR, code, "segment header: " + what, path=path, offset=0, record_index=index,
-                           last_good_offset=0, upstream=UP_REFUSE + "Replay error, " + base,
-                           exit_class=ExitCode.CORRUPT), True
-        if size == HEADER_SIZE:
-            return Finding(WARNING, "WQ-HEADER-ONLY", "header-only segment (no records)", path=path, offset=0,
-                           record_index=index), False
-        return None, True
-
     # -- records
     def _segment_events(self, sd: SegmentData, index: int, is_newest: bool) -> Iterator[Record | Finding]:
-        f, scan = self._header(sd, index, is_newest)
+        f, scan = header_finding(sd, index, is_newest)
         if f is not None:
             yield f
         if not scan:

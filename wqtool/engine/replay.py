@@ -86,6 +86,19 @@ def is_v4(job_id: bytes) -> bool:
 _UNKNOWN_UPSTREAM = "workq-server ignores it and starts"
 
 
+# Finding constructors shared with the hot kernel (fastreplay.py), so both paths say exactly the same thing.
+def unknown_job_finding(path: str, offset: int, index: int, cmd: CmdType, job_id: bytes) -> Finding:
+    return Finding(WARNING, "WQ-UNKNOWN-JOB", f"{cmd.label} of a job that is not live (never added — e.g. a run job — "
+                   "or already gone)", path=path, offset=offset, record_index=index, upstream=_UNKNOWN_UPSTREAM,
+                   job_id=str(uuid.UUID(bytes=job_id)))
+
+
+def expired_finding(path: str, offset: int, index: int, cmd: CmdType, log_exp_ns: int, job_id: bytes) -> Finding:
+    return Finding(WARNING, "WQ-ADD-EXPIRED", f"{cmd.label} already expired at --as-of (expired "
+                   f"{GoTime.from_unix_ns(log_exp_ns).isoformat()}); upstream skips it", path=path, offset=offset,
+                   record_index=index, upstream="workq-server skips it silently", job_id=str(uuid.UUID(bytes=job_id)))
+
+
 @dataclass(slots=True)
 class ReplayState:
     as_of_ns: int
@@ -217,8 +230,7 @@ class WorkqReplay:
             job.state = JobState.PENDING
 
     def _unknown(self, rec: Record, c: Command) -> None:
-        self._warn(rec, "WQ-UNKNOWN-JOB", f"{c.cmd.label} of a job that is not live (never added — e.g. a run job — "
-                   "or already gone)", c.job_id, _UNKNOWN_UPSTREAM)
+        self.findings.append(unknown_job_finding(rec.path, rec.offset, rec.index, c.cmd, c.job_id))
 
     def _payload_error(self, rec: Record) -> None:
         from ..errors import UnknownOpcode
@@ -247,9 +259,7 @@ class WorkqReplay:
             sched = c.time.unix_ns
             log_exp = sched + c.ttl * NS_PER_MS
         if log_exp <= self.as_of_ns:
-            self._warn(rec, "WQ-ADD-EXPIRED", f"{cmd.label} already expired at --as-of (expired "
-                       f"{GoTime.from_unix_ns(log_exp).isoformat()}); upstream skips it", c.job_id,
-                       "workq-server skips it silently")
+            self.findings.append(expired_finding(rec.path, rec.offset, rec.index, cmd, log_exp, c.job_id))
             return
         # validation, in upstream's order
         name = c.name
@@ -300,12 +310,18 @@ class WorkqReplay:
                 j.lease_expires_ns = self.as_of_ns + j.ttr * NS_PER_MS
                 leased += 1
         resets = sum(1 for j in self.jobs.values() if j.kind is CmdType.ADD)
-        if resets:
-            self.findings.append(Finding(NOTE, "WQ-TTL-RESET", f"{resets} add-job(s) would get a fresh TTL at a "
-                                         "restart at --as-of: upstream expires them at as-of+TTL, not created+TTL "
-                                         "(see expires vs log_expires)", upstream="workq-server restarts TTL timers"))
-        if leased:
-            self.findings.append(Finding(NOTE, "WQ-LEASE-RESTORED", f"{leased} job(s) come back leased; upstream "
-                                         "restarts their TTR, logging timeout-attempt at as-of+TTR",
-                                         upstream="workq-server keeps the lease"))
+        self.findings.extend(closing_notes(resets, leased))
         return ReplayState(self.as_of_ns, self.jobs, self.records, self.applied, self.findings)
+
+
+def closing_notes(resets: int, leased: int) -> list[Finding]:
+    """The notes on upstream's restart quirks, from the live add-jobs and leased jobs at the end."""
+    out = []
+    if resets:
+        out.append(Finding(NOTE, "WQ-TTL-RESET", f"{resets} add-job(s) would get a fresh TTL at a restart at "
+                           "--as-of: upstream expires them at as-of+TTL, not created+TTL (see expires vs log_expires)",
+                           upstream="workq-server restarts TTL timers"))
+    if leased:
+        out.append(Finding(NOTE, "WQ-LEASE-RESTORED", f"{leased} job(s) come back leased; upstream restarts their "
+                           "TTR, logging timeout-attempt at as-of+TTR", upstream="workq-server keeps the lease"))
+    return out

@@ -1,12 +1,14 @@
 """verify: framing, CRC and replay-level checks over one or more logs; findings are data."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..exitcodes import ExitCode
-from .findings import ERROR, Finding
+from .fastreplay import Bail, fast_run
+from .findings import Finding
 from .model import Record
 from .reader import LogSet, RecordReader
 from .replay import ReplayState, WorkqReplay
@@ -118,13 +120,55 @@ class LogRun:
         r.state = state
 
 
-def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None) -> LogReport:
-    """Verify and replay one log; the findings, counts and replayed state are in the returned report."""
+def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool = True,
+            engine: str = "auto", workers: int = 1) -> LogReport:
+    """Verify and replay one log; the findings, counts and (with ``state``) the replayed state are returned.
+
+    ``engine``: "auto" runs the hot kernel (fastreplay.py) and falls back to the reference path (reader +
+    replay state machine) when the kernel meets anything it does not handle; "reference" and "fast" force
+    one of them (tests compare the two). ``workers`` > 1 splits the kernel's work by job over processes
+    (only without ``state``).
+    """
+    if engine != "reference":
+        try:
+            res = fast_run(log, as_of_ns, keep=state, nparts=workers)
+        except Bail:
+            if engine == "fast":
+                raise
+        else:
+            report = LogReport(root=log.root, segments=res.segments, records=res.records, bytes=res.bytes,
+                               state=res.state)
+            sink = FindingSink(report, limit)
+            for f in res.findings:
+                sink.add(f)
+            sink.close()
+            return report
     run = LogRun(log, as_of_ns, limit=limit)
     for _ in run.events():
         pass
     return run.report
 
 
-def verify(logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None) -> VerifyReport:
-    return VerifyReport([run_log(log, as_of_ns, limit=max_findings) for log in logs])
+def verify(logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None,
+           workers: int | None = None) -> VerifyReport:
+    """Verify logs (no replayed state kept). ``workers`` None: 2 processes for logs over 64 MiB."""
+    out = []
+    for log in logs:
+        w = workers
+        if w is None:
+            w = min(2, os.cpu_count() or 1) if _log_size(log) >= PARALLEL_MIN_BYTES else 1
+        out.append(run_log(log, as_of_ns, limit=max_findings, state=False, workers=w))
+    return VerifyReport(out)
+
+
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+
+def _log_size(log: LogSet) -> int:
+    total = 0
+    for s in log.segments:
+        try:
+            total += os.path.getsize(s.path)
+        except OSError:
+            pass
+    return total

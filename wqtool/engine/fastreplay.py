@@ -1,0 +1,417 @@
+"""The hot kernel of verify/replay for intact logs, proven equal to the reference path.
+
+The reference path is ``RecordReader`` + ``WorkqReplay`` (reader.py, replay.py): readable, complete, and
+the specification. This kernel runs the same framing, CRC-32C and job state machine in one tight loop over
+each segment with a compact per-job state (one int), and only for what an intact log contains: clean
+records, records of jobs that are not live (WQ-UNKNOWN-JOB) and adds already expired at as-of
+(WQ-ADD-EXPIRED). Anything else — damage, an undecodable payload, an impossible history, an unusual field —
+raises ``Bail``, and the caller runs the reference path over the whole log, which reports it precisely.
+``tests/engine/test_fastreplay.py`` checks with hypothesis that both paths give the same findings, exit
+code, counts and state digest on random valid, invalid and damaged logs.
+
+With ``nparts > 1`` each process handles the jobs whose id's last byte falls in its partition (a job's
+state depends only on its own records, in log order): every process frames every record, but checks CRCs
+and replays only its own share; findings merge back into file order.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from google_crc32c import value as _crc
+
+from ..formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, NAME_RE, SIZE_CAP,
+                             CmdType)
+from ..formats._common import UNIX_TO_INTERNAL
+from .fastpath import decode_payload
+from .findings import Finding
+from .reader import LogSet, SegmentData, header_finding
+from .replay import (Job, JobState, ReplayState, WorkqReplay, closing_notes, expired_finding,
+                     unknown_job_finding)
+from ..formats._common import crc32c
+
+_U32 = struct.Struct(">I").unpack_from
+_TIME = struct.Struct(">BqiH").unpack_from
+_CMDS = {int(c): c for c in CmdType}
+_NAME_MATCH = NAME_RE.match
+_NS = 1_000_000_000
+_UNIX_NS = UNIX_TO_INTERNAL * _NS
+# packed job state: bits 0-2 state, bit 3 kind (0 add, 1 schedule), bits 4-11 max_attempts, 12+ attempts
+_ST_MASK = 7
+_NOT_ST = ~7
+_ATTEMPT = 1 << 12
+
+
+class Bail(Exception):
+    """The kernel met something only the reference path reports precisely."""
+
+
+def _uvarint(data, p: int, end: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    for i in range(10):
+        if p >= end:
+            raise Bail
+        c = data[p]
+        p += 1
+        if c < 0x80:
+            if i == 9 and c > 1:
+                raise Bail
+            return result | (c << shift), p
+        result |= (c & 0x7F) << shift
+        shift += 7
+    raise Bail
+
+
+class FastReplay:
+    """One pass of the kernel over one log (or one partition of its jobs)."""
+
+    def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False):
+        self.log = log
+        self.as_of_ns = as_of_ns
+        self.part = part
+        self.nparts = nparts
+        self.keep = keep            # keep what replay needs to rebuild Job objects (results, add locations)
+        self.jobs: dict[bytes, int] = {}
+        self.results: dict[bytes, bytes] = {}
+        self.locs: dict[bytes, tuple[int, int]] = {}
+        self.findings: list[Finding] = []
+        self.records = 0
+        self.applied = 0
+        self.bytes = 0
+        self.segments = 0
+
+    def run(self) -> None:
+        """Raises Bail when the log needs the reference path."""
+        index = 0
+        newest = self.log.newest
+        for seg_no, seg in enumerate(self.log.segments):
+            with SegmentData(seg) as sd:
+                self.segments += 1
+                self.bytes += sd.size
+                f, scan = header_finding(sd, index, seg is newest)
+                if f is not None:
+                    if f.severity == "error":
+                        raise Bail
+                    if self.part == 0:
+                        self.findings.append((seg_no, f))
+                if scan:
+                    try:
+                        index = self._scan(sd.data, sd.size, sd.path, index, seg_no)
+                    except (IndexError, struct.error):
+                        raise Bail from None
+        self.records = index
+
+    def _scan(self, data, end: int, path: str, index: int, seg_no: int) -> int:  # noqa: C901 — the hot loop
+        jobs = self.jobs
+        jobs_get = jobs.get
+        results = self.results
+        locs = self.locs
+        keep = self.keep
+        out = self.findings.append
+        as_of = self.as_of_ns
+        part, nparts = self.part, self.nparts
+        crc, u32, tunp, uvar = _crc, _U32, _TIME, _uvarint
+        applied = 0
+        pos = 8
+        while pos < end:
+            if end - pos < 20 or data[pos] != 1:
+                raise Bail
+            s = data[pos + 15]
+            if s < 0x80:
+                q = pos + 16
+            else:
+                s, q = uvar(data, pos + 15, pos + 19)
+                if s > SIZE_CAP:
+                    raise Bail
+            pend = q + s
+            nxt = pend + 4
+            if nxt > end or s < 17:
+                raise Bail
+            if nparts > 1 and data[q + 16] % nparts != part:
+                index += 1
+                pos = nxt
+                continue
+            if crc(data[pos:pend]) != u32(data, pend)[0] or data[pos + 13] != 255 or data[pos + 14] != 255:
+                raise Bail
+            c = data[q]
+            if c >= 5:
+                if c > 8 or s != 17:
+                    raise Bail
+                jid = data[q + 1:q + 17]
+                v = jobs_get(jid)
+                if v is None:
+                    out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
+                elif c <= 6:                      # delete, expire
+                    del jobs[jid]
+                    applied += 1
+                elif c == 7:                      # start-attempt
+                    st = v & _ST_MASK
+                    if st == 4 or st == 1 or st == 2:
+                        raise Bail
+                    ma = (v >> 4) & 255
+                    if ma and (v >> 12) >= ma:
+                        raise Bail
+                    jobs[jid] = ((v & _NOT_ST) | 4) + _ATTEMPT
+                    applied += 1
+                else:                             # timeout-attempt
+                    applied += 1
+                    st = v & _ST_MASK
+                    if st != 1 and st != 2:
+                        ma = (v >> 4) & 255
+                        if ma and (v >> 12) >= ma:
+                            jobs[jid] = (v & _NOT_ST) | 2
+                            if keep:
+                                results[jid] = b""
+                        else:
+                            jobs[jid] = (v & _NOT_ST) | 3
+            elif c >= 3:                          # complete, fail
+                r = data[q + 17]
+                if r < 0x80:
+                    rs = q + 18
+                else:
+                    r, rs = uvar(data, q + 17, pend)
+                if rs + r != pend or r > MAX_RESULT_BYTES:
+                    raise Bail
+                jid = data[q + 1:q + 17]
+                if jid[6] >> 4 != 4 or jid[8] & 0xC0 != 0x80:
+                    raise Bail
+                v = jobs_get(jid)
+                if v is None:
+                    out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
+                else:
+                    st = v & _ST_MASK
+                    if st == 1 or st == 2:
+                        raise Bail
+                    jobs[jid] = (v & _NOT_ST) | (1 if c == 3 else 2)
+                    if keep:
+                        results[jid] = bytes(data[rs:pend])
+                    applied += 1
+            elif c >= 1:                          # add, schedule
+                p = q + 17
+                n = data[p]
+                p += 1
+                if n >= 0x80:
+                    n &= 0x7F
+                    sh = 7
+                    while True:
+                        b = data[p]
+                        p += 1
+                        n |= (b & 0x7F) << sh
+                        if b < 0x80:
+                            break
+                        sh += 7
+                        if sh > 56:
+                            raise Bail
+                name = data[p:p + n]
+                p += n
+                ttr = data[p]
+                p += 1
+                if ttr >= 0x80:
+                    ttr &= 0x7F
+                    sh = 7
+                    while True:
+                        b = data[p]
+                        p += 1
+                        ttr |= (b & 0x7F) << sh
+                        if b < 0x80:
+                            break
+                        sh += 7
+                        if sh > 56:
+                            raise Bail
+                ttl = data[p]
+                p += 1
+                if ttl >= 0x80:
+                    ttl &= 0x7F
+                    sh = 7
+                    while True:
+                        b = data[p]
+                        p += 1
+                        ttl |= (b & 0x7F) << sh
+                        if b < 0x80:
+                            break
+                        sh += 7
+                        if sh > 56:
+                            raise Bail
+                zz = data[p]
+                p += 1
+                if zz >= 0x80:
+                    zz &= 0x7F
+                    sh = 7
+                    while True:
+                        b = data[p]
+                        p += 1
+                        zz |= (b & 0x7F) << sh
+                        if b < 0x80:
+                            break
+                        sh += 7
+                        if sh > 56:
+                            raise Bail
+                ma = data[p]
+                p += 1
+                if ma >= 0x80:
+                    ma &= 0x7F
+                    sh = 7
+                    while True:
+                        b = data[p]
+                        p += 1
+                        ma |= (b & 0x7F) << sh
+                        if b < 0x80:
+                            break
+                        sh += 7
+                        if sh > 56:
+                            raise Bail
+                mf = data[p]
+                p += 1
+                if mf >= 0x80:
+                    mf &= 0x7F
+                    sh = 7
+                    while True:
+                        b = data[p]
+                        p += 1
+                        mf |= (b & 0x7F) << sh
+                        if b < 0x80:
+                            break
+                        sh += 7
+                        if sh > 56:
+                            raise Bail
+                plen = data[p]
+                p += 1
+                if plen >= 0x80:
+                    plen &= 0x7F
+                    sh = 7
+                    while True:
+                        b = data[p]
+                        p += 1
+                        plen |= (b & 0x7F) << sh
+                        if b < 0x80:
+                            break
+                        sh += 7
+                        if sh > 56:
+                            raise Bail
+                p += plen
+                if p + 30 != pend:
+                    raise Bail
+                tver, tsec, tnsec, tzone = tunp(data, p)
+                cver, csec, cnsec, czone = tunp(data, p + 15)
+                if tver != 1 or cver != 1:
+                    raise Bail
+                if c == 1:
+                    log_exp = csec * _NS - _UNIX_NS + cnsec + ttl * 1_000_000
+                else:
+                    log_exp = tsec * _NS - _UNIX_NS + tnsec + ttl * 1_000_000
+                jid = data[q + 1:q + 17]
+                if log_exp <= as_of:
+                    out((seg_no, expired_finding(path, pos, index, _CMDS[c], log_exp, jid)))
+                else:
+                    prio = (zz >> 1) ^ -(zz & 1)
+                    if (jid[6] >> 4 != 4 or jid[8] & 0xC0 != 0x80 or not _NAME_MATCH(name)
+                            or not 1 <= ttr <= MAX_TTR_MS or not 1 <= ttl <= MAX_TTL_MS or plen > MAX_PAYLOAD_BYTES
+                            or not -2147483648 <= prio <= 2147483647 or ma > 255 or jid in jobs):
+                        raise Bail
+                    jobs[jid] = ((c - 1) << 3) | (ma << 4)
+                    if keep:
+                        locs[jid] = (seg_no, pos)
+                    applied += 1
+            else:
+                raise Bail
+            index += 1
+            pos = nxt
+        self.applied += applied
+        return index
+
+
+def _finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
+    """Rebuild the reference Job objects for the live jobs (one decode each) and close like WorkqReplay."""
+    as_of = fr.as_of_ns
+    jobs: dict[bytes, Job] = {}
+    by_seg: dict[int, list[tuple[int, bytes]]] = {}
+    live = fr.jobs
+    for jid, (seg_no, off) in fr.locs.items():
+        if jid not in live or live[jid] is None:
+            continue
+        by_seg.setdefault(seg_no, []).append((off, jid))
+    for seg_no, items in sorted(by_seg.items()):
+        seg = log.segments[seg_no]
+        with SegmentData(seg) as sd:
+            data = sd.data
+            for off, jid in sorted(items):
+                s, q = _uvarint(data, off + 15, off + 25)
+                c = decode_payload(data, q, q + s)
+                created_ns = c.created.unix_ns
+                if c.cmd is CmdType.ADD:
+                    log_exp, sched, exp = created_ns + c.ttl * 1_000_000, None, as_of + c.ttl * 1_000_000
+                else:
+                    sched = c.time.unix_ns
+                    log_exp = exp = sched + c.ttl * 1_000_000
+                v = fr.jobs[jid]
+                j = Job(c.job_id, c.cmd, c.name.decode("ascii"), c.ttr, c.ttl, c.priority, c.max_attempts,
+                        c.max_fails & 0xFF, created_ns, sched, exp, log_exp, len(c.payload), crc32c(c.payload),
+                        seg.path, off, JobState(v & _ST_MASK), v >> 12, fr.results.get(jid))
+                jobs[jid] = j
+    r = WorkqReplay(as_of)
+    r.jobs = jobs
+    r.findings = findings
+    r.records = fr.records
+    r.applied = fr.applied
+    return r.finish()
+
+
+@dataclass(slots=True)
+class FastResult:
+    findings: list[Finding]        # discovery findings, then file order, then the closing notes
+    records: int
+    applied: int
+    bytes: int
+    segments: int
+    state: ReplayState | None      # only with keep=True
+
+
+def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1) -> FastResult:
+    """Verify/replay one intact log with the kernel, over ``nparts`` processes (keep=False only).
+
+    Raises Bail when the log needs the reference path."""
+    if nparts > 1 and not keep:
+        return _parallel(log, as_of_ns, nparts)
+    fr = FastReplay(log, as_of_ns, keep=keep)
+    fr.run()
+    findings = list(log.findings) + [f for _, f in fr.findings]
+    if keep:
+        state = _finish_state(log, fr, findings)
+    else:
+        findings.extend(closing_notes(*_note_counts(fr.jobs)))
+        state = None
+    return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state)
+
+
+def _note_counts(jobs: dict[bytes, int]) -> tuple[int, int]:
+    live_adds = leased = 0
+    for v in jobs.values():
+        if not v & 8:
+            live_adds += 1
+        if v & _ST_MASK == 4:
+            leased += 1
+    return live_adds, leased
+
+
+def _worker(args):
+    log, as_of_ns, part, nparts = args
+    fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=False)
+    try:
+        fr.run()
+    except Bail:
+        return None
+    return fr.findings, fr.records, fr.applied, fr.bytes, fr.segments, _note_counts(fr.jobs)
+
+
+def _parallel(log: LogSet, as_of_ns: int, nparts: int) -> FastResult:
+    import multiprocessing as mp
+    with mp.get_context("fork").Pool(nparts) as pool:
+        parts = pool.map(_worker, [(log, as_of_ns, k, nparts) for k in range(nparts)])
+    if any(p is None for p in parts):
+        raise Bail
+    merged = sorted((sf for p in parts for sf in p[0]), key=lambda sf: (sf[0], sf[1].offset or 0))
+    findings = list(log.findings) + [f for _, f in merged]
+    findings.extend(closing_notes(sum(p[5][0] for p in parts), sum(p[5][1] for p in parts)))
+    first = parts[0]
+    return FastResult(findings, first[1], sum(p[2] for p in parts), first[3], first[4], None)
