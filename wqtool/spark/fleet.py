@@ -24,21 +24,22 @@ import heapq
 import json
 import os
 import pickle
+import struct
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..engine.findings import Finding
 from ..engine.reader import LogSet, Segment
-from ..engine.replay import JobState, ReplayState, WorkqReplay
+from ..engine.replay import JobState, ReplayState, WorkqReplay, closing_notes
 from ..engine.stats import RecordStats
 from ..engine.verify import LogReport, VerifyReport, worst_exit
 from ..exitcodes import ExitCode
 from ..formats.workq import CmdType
 
 # stage outputs: kind of row
-_REC, _SEG, _LOG, _LINE, _JOB, _DIGEST = 0, 1, 2, 3, 4, 5
-_BATCH = 8192
+_REC, _SEG, _LOG, _LINE, _JOB = 0, 1, 2, 3, 4
 _NS_PER_MS = 1_000_000
 _INF = float("inf")
 
@@ -72,9 +73,15 @@ class FleetLog:
 
 
 # ---------------------------------------------------------------- stage A: one task per segment
-_A_FIELDS = (("kind", "int8"), ("key", "binary"), ("log", "int32"), ("seg", "int32"), ("off", "int64"),
-             ("idx", "int64"), ("size", "int64"), ("crc", "int64"), ("body", "binary"))
-_B_FIELDS = (("log", "int32"), ("kind", "int8"), ("key", "binary"), ("blob", "binary"))
+# Rows between the stages are few and large: a chunk of packed records per (segment, job part), so the JVM
+# moves megabytes, not millions of rows. A job's part is the first byte of its id: parts are ranges of ids, so
+# the digest's job-id order is the part order, then the order inside a part.
+_A_FIELDS = (("part", "int32"), ("log", "int32"), ("seg", "int32"), ("chunk", "int32"), ("kind", "int8"),
+             ("blob", "binary"))
+_B_FIELDS = (("log", "int32"), ("kind", "int8"), ("part", "int32"), ("blob", "binary"))
+_HDR = struct.Struct(">QQIII")          # offset, index in segment, payload size, crc, len(body)
+_CHUNK = 8 << 20                        # bytes of packed records per row
+_PARTS = 256
 
 
 def _ddl(fields) -> str:
@@ -88,6 +95,11 @@ def _arrow_schema(fields):
     return pa.schema([pa.field(n, t[k]) for n, k in fields])
 
 
+def _batch(schema, cols):
+    import pyarrow as pa
+    return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema)], schema=schema)
+
+
 @dataclass
 class _SegTask:
     log: int
@@ -97,6 +109,8 @@ class _SegTask:
 
 
 class _StageA:
+    """Frame and CRC-check one segment with the engine's reader; route each record to its job's part."""
+
     def __init__(self, tasks: list[_SegTask], limit: int | None, cwd: str):
         self.tasks, self.limit, self.cwd = tasks, limit, cwd
 
@@ -109,46 +123,51 @@ class _StageA:
                     yield from self._scan(self.tasks[tid], schema)
 
     def _scan(self, t: _SegTask, schema):
-        import pyarrow as pa
-
         from ..engine.model import Record
         from ._segments import segment_scan
-        key, off, idx, size, crc, body = [], [], [], [], [], []
+        pack = _HDR.pack
+        parts: dict[int, list] = {}
+        sizes: dict[int, int] = {}
+        chunks: dict[int, int] = {}
+        out = ([], [], [], [], [], [])
         size_bytes, events = segment_scan(t.segment, 0, t.is_newest, decode=False)
         acc = _FindingAcc(self.limit)
-        n = 0
-        seq = 0
+        n = seq = 0
+
+        def emit(p: int) -> None:
+            c = chunks.get(p, 0)
+            chunks[p] = c + 1
+            for col, v in zip(out, (p, t.log, t.seg, c, _REC, b"".join(parts.pop(p)))):
+                col.append(v)
+            sizes[p] = 0
+
         for ev in events:
             if ev.__class__ is Record:
                 b = ev.raw_payload
-                p = len(b) - ev.size
-                key.append(b[p + 1:p + 17])
-                off.append(ev.offset)
-                idx.append(ev.index)
-                size.append(ev.size)
-                crc.append(ev.crc)
-                body.append(b)
+                k = len(b) - ev.size + 1
+                p = b[k] if k < len(b) else 0
+                buf = parts.get(p)
+                if buf is None:
+                    buf = parts[p] = []
+                buf.append(pack(ev.offset, ev.index, ev.size, ev.crc, len(b)))
+                buf.append(b)
                 n += 1
-                if n % _BATCH == 0:
-                    yield _a_batch(pa, schema, t, key, off, idx, size, crc, body)
-                    key, off, idx, size, crc, body = [], [], [], [], [], []
+                sz = sizes.get(p, 0) + len(b) + 28
+                sizes[p] = sz
+                if sz >= _CHUNK:
+                    emit(p)
+                    yield _batch(schema, out)
+                    for col in out:
+                        col.clear()
             else:
                 seq += 1
                 acc.add((t.seg, ev.offset or 0, 0, seq), ev)
-        if key:
-            yield _a_batch(pa, schema, t, key, off, idx, size, crc, body)
+        for p in sorted(parts):
+            emit(p)
         summary = {"seg": t.seg, "records": n, "bytes": size_bytes, "findings": acc}
-        yield pa.RecordBatch.from_pydict(
-            {"kind": [_SEG], "key": [b""], "log": [t.log], "seg": [t.seg], "off": [-1], "idx": [0], "size": [0],
-             "crc": [0], "body": [pickle.dumps(summary, protocol=5)]}, schema=schema)
-
-
-def _a_batch(pa, schema, t, key, off, idx, size, crc, body):
-    n = len(key)
-    return pa.RecordBatch.from_arrays([
-        pa.array([_REC] * n, pa.int8()), pa.array(key, pa.binary()), pa.array([t.log] * n, pa.int32()),
-        pa.array([t.seg] * n, pa.int32()), pa.array(off, pa.int64()), pa.array(idx, pa.int64()),
-        pa.array(size, pa.int64()), pa.array(crc, pa.int64()), pa.array(body, pa.binary())], schema=schema)
+        for col, v in zip(out, (-1, t.log, t.seg, 0, _SEG, pickle.dumps(summary, protocol=5))):
+            col.append(v)
+        yield _batch(schema, out)
 
 
 class _FindingAcc:
@@ -188,157 +207,110 @@ class _FindingAcc:
 
 # ---------------------------------------------------------------- stage B: by job
 class _StageB:
-    def __init__(self, paths: dict, as_of_ns: int, limit: int | None, want_jobs: bool, cwd: str):
-        self.paths, self.as_of_ns, self.limit, self.want_jobs, self.cwd = paths, as_of_ns, limit, want_jobs, cwd
+    """All records of a set of jobs, in log order (chunks sorted by log, segment, chunk): the engine's codec and
+    ``WorkqReplay`` — a job's state depends only on its own records, so each job ends as in the local run."""
+
+    def __init__(self, paths: dict, as_of_ns: int, limit: int | None, *, digest: bool, jobs: bool, stats: bool,
+                 cwd: str):
+        self.paths, self.as_of_ns, self.limit, self.cwd = paths, as_of_ns, limit, cwd
+        self.want_digest, self.want_jobs, self.want_stats = digest, jobs, stats
 
     def __call__(self, batches):
-        import pyarrow as pa
-
         from ._segments import rebuild_record
         schema = _arrow_schema(_B_FIELDS)
         paths = self.paths
+        unpack = _HDR.unpack_from
+        hsize = _HDR.size
         accs: dict[int, _LogAcc] = {}
-        out_log, out_kind, out_key, out_blob = [], [], [], []
-
-        def flush_job(k: bytes) -> None:
-            for acc in accs.values():
-                job = acc.replay.jobs.pop(k, None)
-                if acc.seen == k:
-                    acc.distinct += 1
-                    acc.seen = None
-                if job is None:
-                    continue
-                if job.state is JobState.LEASED:  # what WorkqReplay.finish() does to a leased job
-                    job.lease_expires_ns = self.as_of_ns + job.ttr * _NS_PER_MS
-                acc.count_job(job)
-                out_log.append(acc.log)
-                out_kind.append(_LINE)
-                out_key.append(k)
-                out_blob.append(json.dumps(job.canonical(), sort_keys=True, separators=(",", ":")).encode())
-                if self.want_jobs:
-                    out_log.append(acc.log)
-                    out_kind.append(_JOB)
-                    out_key.append(k)
-                    out_blob.append(pickle.dumps(job, protocol=5))
-
-        def batch():
-            b = pa.RecordBatch.from_arrays([pa.array(out_log, pa.int32()), pa.array(out_kind, pa.int8()),
-                                            pa.array(out_key, pa.binary()), pa.array(out_blob, pa.binary())],
-                                           schema=schema)
-            out_log.clear(), out_kind.clear(), out_key.clear(), out_blob.clear()
-            return b
-
-        cur = None
+        out = ([], [], [], [])
         for rb in batches:
-            kind = rb.column(0).to_pylist()
-            key = rb.column(1).to_pylist()
-            logs = rb.column(2).to_pylist()
-            segs = rb.column(3).to_pylist()
-            offs = rb.column(4).to_pylist()
-            idxs = rb.column(5).to_pylist()
-            sizes = rb.column(6).to_pylist()
-            crcs = rb.column(7).to_pylist()
-            bodies = rb.column(8).to_pylist()
-            for i in range(len(kind)):
-                log = logs[i]
-                if kind[i] != _REC:  # stage A's per-segment summaries go straight on to the driver
-                    out_log.append(log), out_kind.append(_SEG), out_key.append(b""), out_blob.append(bodies[i])
+            logs = rb.column(1).to_pylist()
+            segs = rb.column(2).to_pylist()
+            kinds = rb.column(4).to_pylist()
+            blobs = rb.column(5).to_pylist()
+            for log, seg, kind, blob in zip(logs, segs, kinds, blobs):
+                if kind == _SEG:  # stage A's per-segment summaries go straight on to the driver
+                    for col, v in zip(out, (log, _SEG, -1, blob)):
+                        col.append(v)
                     continue
-                k = key[i]
-                if k != cur:
-                    if cur is not None:
-                        flush_job(cur)
-                    cur = k
                 acc = accs.get(log)
                 if acc is None:
-                    acc = accs[log] = _LogAcc(log, self.as_of_ns, self.limit)
-                seg = segs[i]
-                rec = rebuild_record(paths[log, seg], offs[i], idxs[i], sizes[i], crcs[i], bodies[i])
-                acc.apply(rec, seg, k)
-            if len(out_log) >= _BATCH:
-                yield batch()
-        if cur is not None:
-            flush_job(cur)
+                    acc = accs[log] = _LogAcc(log, self.as_of_ns, self.limit, self.want_stats)
+                path = paths[log, seg]
+                pos, end = 0, len(blob)
+                while pos < end:
+                    off, idx, size, crc, blen = unpack(blob, pos)
+                    pos += hsize
+                    acc.apply(rebuild_record(path, off, idx, size, crc, blob[pos:pos + blen]), seg)
+                    pos += blen
+            if len(out[0]) >= 64:
+                yield _batch(schema, out)
+                for col in out:
+                    col.clear()
         for acc in accs.values():
-            out_log.append(acc.log), out_kind.append(_LOG), out_key.append(b"")
-            out_blob.append(pickle.dumps(acc.summary(), protocol=5))
-        if out_log:
-            yield batch()
+            for row in acc.finish(self.want_digest, self.want_jobs):
+                for col, v in zip(out, row):
+                    col.append(v)
+        if self.want_stats and accs:  # jobs seen in any log: a job's records are all in this task
+            union = set().union(*(acc.stats.jobs for acc in accs.values()))
+            for col, v in zip(out, (-1, _LOG, -1, pickle.dumps(len(union)))):
+                col.append(v)
+        if out[0]:
+            yield _batch(schema, out)
 
 
 class _LogAcc:
-    """Stage B's state for one log inside one task: the replay (one job at a time), stats and findings."""
+    """Stage B's state for one log inside one task: the replay, stats and findings."""
 
-    def __init__(self, log: int, as_of_ns: int, limit: int | None):
+    def __init__(self, log: int, as_of_ns: int, limit: int | None, stats: bool):
         self.log = log
         self.replay = WorkqReplay(as_of_ns)
-        self.stats = RecordStats()
+        self.stats = RecordStats() if stats else None
         self.findings = _FindingAcc(limit)
-        self.distinct = 0
-        self.seen = None
-        self.by_state: Counter = Counter()
-        self.by_queue: Counter = Counter()
-        self.add_jobs = 0
-        self.leased = 0
 
-    def apply(self, rec, seg: int, k: bytes) -> None:
+    def apply(self, rec, seg: int) -> None:
         r = self.replay
         r.apply(rec)
-        self.stats.add(rec)
-        if rec.command is not None:
-            self.seen = k
-            self.stats.jobs.clear()
+        if self.stats is not None:
+            self.stats.add(rec)
         if r.findings:
             for n, f in enumerate(r.findings):
                 self.findings.add((seg, rec.offset, 1, n), f)
             r.findings.clear()
 
-    def count_job(self, job) -> None:
-        label = job.state.label
-        self.by_state[label] += 1
-        self.by_queue[job.name, label] += 1
-        self.add_jobs += job.kind is CmdType.ADD
-        self.leased += job.state is JobState.LEASED
-
-    def summary(self) -> dict:
-        return {"records": self.replay.records, "applied": self.replay.applied, "stats": self.stats,
-                "distinct": self.distinct, "by_state": self.by_state, "by_queue": self.by_queue,
-                "add_jobs": self.add_jobs, "leased": self.leased, "findings": self.findings}
-
-
-# ---------------------------------------------------------------- stage C: the digests
-class _StageC:
-    def __init__(self, as_of_ns: int):
-        self.as_of_ns = as_of_ns
-
-    def __call__(self, batches):
-        import pyarrow as pa
-        schema = _arrow_schema(_B_FIELDS)
-        hashes: dict[int, object] = {}
-        for rb in batches:
-            kind = rb.column(1).to_pylist()
-            if _LINE not in kind:
-                yield rb
-                continue
-            logs = rb.column(0).to_pylist()
-            blobs = rb.column(3).to_pylist()
-            keep = []
-            for i, kd in enumerate(kind):
-                if kd == _LINE:
-                    h = hashes.get(logs[i])
-                    if h is None:
-                        h = hashes[logs[i]] = _digest_start(self.as_of_ns)
-                    h.update(blobs[i])
-                    h.update(b"\n")
-                else:
-                    keep.append(i)
-            if keep:
-                yield rb.take(pa.array(keep, pa.int32()))
-        if hashes:
-            logs = sorted(hashes)
-            yield pa.RecordBatch.from_pydict({"log": logs, "kind": [_DIGEST] * len(logs), "key": [b""] * len(logs),
-                                              "blob": [hashes[g].hexdigest().encode() for g in logs]},
-                                             schema=schema)
+    def finish(self, digest: bool, want_jobs: bool):
+        """Rows for the driver: the summary, the canonical lines per part (zlib), the jobs (pickled)."""
+        r = self.replay
+        by_state: Counter = Counter()
+        by_queue: Counter = Counter()
+        add_jobs = leased = 0
+        lines: dict[int, list] = {}
+        for k in sorted(r.jobs):
+            job = r.jobs[k]
+            if job.state is JobState.LEASED:  # what WorkqReplay.finish() does to a leased job
+                job.lease_expires_ns = r.as_of_ns + job.ttr * _NS_PER_MS
+                leased += 1
+            label = job.state.label
+            by_state[label] += 1
+            by_queue[job.name, label] += 1
+            add_jobs += job.kind is CmdType.ADD
+            if digest:
+                lines.setdefault(k[0], []).append(
+                    json.dumps(job.canonical(), sort_keys=True, separators=(",", ":")).encode())
+        stats = None
+        if self.stats is not None:  # the job ids stay here (for the union); their count goes on
+            stats = RecordStats(self.stats.records, self.stats.bytes, self.stats.by_type, self.stats.bytes_by_type,
+                                self.stats.first_ns, self.stats.last_ns, set(), self.stats.undecodable)
+        yield self.log, _LOG, -1, pickle.dumps({
+            "records": r.records, "applied": r.applied, "stats": stats,
+            "distinct": 0 if stats is None else len(self.stats.jobs),
+            "by_state": by_state, "by_queue": by_queue, "add_jobs": add_jobs, "leased": leased,
+            "findings": self.findings}, protocol=5)
+        for p, ls in lines.items():
+            ls.append(b"")
+            yield self.log, _LINE, p, zlib.compress(b"\n".join(ls), 1)
+        if want_jobs and r.jobs:
+            yield self.log, _JOB, -1, pickle.dumps(list(r.jobs.values()), protocol=5)
 
 
 def _digest_start(as_of_ns: int):
@@ -350,36 +322,57 @@ def _digest_start(as_of_ns: int):
 
 
 # ---------------------------------------------------------------- the driver
-def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, want_jobs: bool = False,
-              partitions: int | None = None, progress: Callable[[str], None] | None = None) -> list[FleetLog]:
-    """Verify, replay and count ``logs`` on ``spark``; one FleetLog per log, in order."""
+def run_reference(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
+                  want_jobs: bool = False, stats: bool = False, partitions: int | None = None,
+                  progress: Callable[[str], None] | None = None, stats_total: list | None = None) -> list[FleetLog]:
+    """The reference pipeline (stages A and B): any log, damaged or not; one FleetLog per log, in order."""
     say = progress or (lambda _m: None)
     cwd = os.getcwd()
     tasks: list[_SegTask] = []
     paths: dict[tuple[int, int], str] = {}
+    total = 0
     for li, log in enumerate(logs):
         newest = log.newest
         for si, seg in enumerate(log.segments):
             tasks.append(_SegTask(li, si, seg, seg is newest))
             paths[li, si] = seg.path
+            try:
+                total += os.path.getsize(seg.path)
+            except OSError:
+                pass
     if partitions is None:
-        partitions = int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
+        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions", "8")), total // (256 << 20) + 1)
     rows: list = []
     if tasks:
-        say(f"spark: {len(logs)} log(s), {len(tasks)} segment(s), {partitions} job partition(s)")
+        say(f"spark: {len(logs)} log(s), {len(tasks)} segment(s), {total} bytes, {partitions} job partition(s)")
         a = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_StageA(tasks, limit, cwd), _ddl(_A_FIELDS))
-        b = (a.repartition(partitions, "key").sortWithinPartitions("key", "log", "seg", "off")
-             .mapInArrow(_StageB(paths, as_of_ns, limit, want_jobs, cwd), _ddl(_B_FIELDS)))
-        c = b.repartition(1).sortWithinPartitions("log", "kind", "key").mapInArrow(_StageC(as_of_ns), _ddl(_B_FIELDS))
-        rows = c.collect()
-    return [_assemble(li, log, as_of_ns, limit, [r for r in rows if r["log"] == li]) for li, log in enumerate(logs)]
+        b = (a.repartition(partitions, "part").sortWithinPartitions("log", "seg", "chunk")
+             .mapInArrow(_StageB(paths, as_of_ns, limit, digest=digest, jobs=want_jobs, stats=stats, cwd=cwd),
+                         _ddl(_B_FIELDS)))
+        key = "spark.sql.adaptive.coalescePartitions.enabled"  # keep the job partitions: they are the parallelism
+        old = spark.conf.get(key, None)
+        spark.conf.set(key, "false")
+        try:
+            rows = b.collect()
+        finally:
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+    by_log: dict[int, list] = {}
+    for r in rows:
+        by_log.setdefault(r["log"], []).append(r)
+    fleet = [_assemble(li, log, as_of_ns, limit, by_log.get(li, []), digest) for li, log in enumerate(logs)]
+    if stats_total is not None:
+        stats_total.extend(pickle.loads(r["blob"]) for r in by_log.get(-1, ()))
+    return fleet
 
 
-def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows) -> FleetLog:
+def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want_digest: bool) -> FleetLog:
     segs: dict[int, dict] = {}
     parts: list[dict] = []
     jobs: dict = {}
-    digest = None
+    lines: list[tuple[int, bytes]] = []
     for r in rows:
         kind = r["kind"]
         if kind == _SEG:
@@ -388,10 +381,18 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows) -> F
         elif kind == _LOG:
             parts.append(pickle.loads(r["blob"]))
         elif kind == _JOB:
-            job = pickle.loads(r["blob"])
-            jobs[job.id] = job
-        elif kind == _DIGEST:
-            digest = r["blob"].decode()
+            for job in pickle.loads(r["blob"]):
+                jobs[job.id] = job
+        elif kind == _LINE:
+            lines.append((r["part"], r["blob"]))
+    digest = ""
+    if want_digest:  # parts are ranges of job ids: in part order, the lines are in job-id order
+        h = _digest_start(as_of_ns)
+        for _, blob in sorted(lines, key=lambda pb: pb[0]):
+            h.update(zlib.decompress(blob))
+        digest = h.hexdigest()
+        if jobs:
+            jobs = dict(sorted(jobs.items()))
     base, n = {}, 0
     for si in range(len(log.segments)):
         base[si] = n
@@ -424,7 +425,8 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows) -> F
     by_queue: Counter = Counter()
     add_jobs = leased = records = applied = distinct = 0
     for p in parts:
-        stats.merge(p["stats"])
+        if p["stats"] is not None:
+            stats.merge(p["stats"])
         by_state.update(p["by_state"])
         by_queue.update(p["by_queue"])
         add_jobs += p["add_jobs"]
@@ -432,7 +434,7 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows) -> F
         records += p["records"]
         applied += p["applied"]
         distinct += p["distinct"]
-    notes = _finish_notes(as_of_ns, add_jobs, leased)
+    notes = closing_notes(add_jobs, leased)
     for f in notes:
         merged.append(((_INF,), f))
         counts[f.code] += 1
@@ -449,28 +451,167 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows) -> F
         queues.setdefault(name, {s.label: 0 for s in JobState})[label] = v
     n_jobs = sum(by_state.values())
     report.state = FleetReplayState(as_of_ns, jobs, records, applied, [f for f in notes],
-                                    fleet_digest=digest or _digest_start(as_of_ns).hexdigest(), job_count=n_jobs,
+                                    fleet_digest=digest, job_count=n_jobs,
                                     by_state=dict(by_state), by_queue=queues)
     return FleetLog(report, stats, distinct)
 
 
-def _finish_notes(as_of_ns: int, add_jobs: int, leased: int) -> list[Finding]:
-    """The notes ``WorkqReplay.finish()`` adds for a state with ``add_jobs`` add-jobs and ``leased`` leased jobs
-    (run on stand-ins, so the text is the engine's own)."""
-    from types import SimpleNamespace
-    r = WorkqReplay(as_of_ns)
-    n = max(add_jobs, leased)
-    r.jobs = {i: SimpleNamespace(kind=CmdType.ADD if i < add_jobs else CmdType.SCHEDULE, ttr=0,
-                                 state=JobState.LEASED if i < leased else JobState.NEW, lease_expires_ns=None)
-              for i in range(n)}
-    return r.finish().findings
+# ---------------------------------------------------------------- the fast path: the engine's kernel
+class _FastTask:
+    """One share of one log through the engine's hot kernel (``FastReplay``): every record is framed, the jobs
+    whose id's last byte is ``part`` mod ``nparts`` are CRC-checked and replayed. Returns None when the kernel
+    bails (damage, unusual history): that log then goes through the reference pipeline."""
+
+    def __init__(self, tasks: list[tuple[int, LogSet, int, int]], as_of_ns: int, digest: bool, want_jobs: bool,
+                 cwd: str):
+        self.tasks, self.as_of_ns, self.digest, self.want_jobs, self.cwd = tasks, as_of_ns, digest, want_jobs, cwd
+
+    def __call__(self, batches):
+        import pyarrow as pa
+
+        from ._segments import working_dir
+        schema = _arrow_schema(_B_FIELDS)
+        with working_dir(self.cwd):
+            for batch in batches:
+                for tid in batch.column(0).to_pylist():
+                    li = self.tasks[tid][0]
+                    blob = pickle.dumps(self._run(*self.tasks[tid][1:]), protocol=5)
+                    yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
+                                                      pa.array([tid], pa.int32()), pa.array([blob], pa.binary())],
+                                                     schema=schema)
+
+    def _run(self, log: LogSet, part: int, nparts: int):
+        from ..engine.fastreplay import Bail, FastReplay, _finish_state, _note_counts
+        fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs)
+        try:
+            fr.run()
+        except Bail:
+            return None
+        out = {"findings": fr.findings, "records": fr.records, "applied": fr.applied, "bytes": fr.bytes,
+               "segments": fr.segments, "notes": _note_counts(fr.jobs), "keys": b"", "lines": b"", "jobs": None}
+        if fr.keep:
+            state = _finish_state(log, fr, [])
+            keys = sorted(state.jobs)
+            if self.digest:
+                out["keys"] = b"".join(keys)
+                out["lines"] = zlib.compress(b"\n".join(
+                    json.dumps(state.jobs[k].canonical(), sort_keys=True, separators=(",", ":")).encode()
+                    for k in keys), 1)
+            if self.want_jobs:
+                out["jobs"] = [state.jobs[k] for k in keys]
+            out["by_state"] = Counter(j.state.label for j in state.jobs.values())
+            out["by_queue"] = Counter((j.name, j.state.label) for j in state.jobs.values())
+        return out
+
+
+def _slots(spark) -> int:
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # noqa: BLE001 — Spark Connect has no SparkContext
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "2")))
+
+
+def _log_bytes(log: LogSet) -> int:
+    total = 0
+    for seg in log.segments:
+        try:
+            total += os.path.getsize(seg.path)
+        except OSError:
+            pass
+    return total
+
+
+def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
+              want_jobs: bool = False, stats: bool = False, progress: Callable[[str], None] | None = None,
+              stats_total: list | None = None, fast: bool = True) -> list[FleetLog]:
+    """Verify and replay ``logs`` on ``spark``; one FleetLog per log, in order.
+
+    Intact logs go through the engine's kernel, one task per share of a log's jobs (a big log is split by job
+    over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on — and every
+    log with ``stats`` — goes through the reference pipeline (``run_reference``). Either way the results are
+    the local engine's.
+    """
+    say = progress or (lambda _m: None)
+    if stats or not fast or not logs:
+        return run_reference(spark, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
+                             progress=progress, stats_total=stats_total)
+    slots = _slots(spark)
+    sizes = [_log_bytes(log) for log in logs]
+    total = sum(sizes) or 1
+    tasks: list[tuple[int, LogSet, int, int]] = []
+    for li, log in sorted(enumerate(logs), key=lambda il: -sizes[il[0]]):  # biggest first: better packing
+        if not log.segments:
+            continue
+        nparts = 1 if len(logs) >= 2 * slots else max(1, min(slots, round(sizes[li] * slots / total)))
+        tasks.extend((li, log, k, nparts) for k in range(nparts))
+    results: dict[int, list] = {}
+    if tasks:
+        say(f"spark: {len(logs)} log(s), {total} bytes, {len(tasks)} task(s) on {slots} slot(s)")
+        df = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
+            _FastTask(tasks, as_of_ns, digest, want_jobs, os.getcwd()), _ddl(_B_FIELDS))
+        for r in df.collect():
+            results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
+    bailed = [li for li, parts in results.items() if any(p is None for p in parts)]
+    out: dict[int, FleetLog] = {}
+    for li, log in enumerate(logs):
+        if li not in bailed:
+            out[li] = _assemble_fast(log, as_of_ns, limit, results.get(li, []), digest)
+    if bailed:
+        say(f"spark: {len(bailed)} log(s) need the reference path (damage or unusual history)")
+        ref = run_reference(spark, [logs[li] for li in bailed], as_of_ns, limit=limit, digest=digest,
+                            want_jobs=want_jobs, progress=progress)
+        out.update(zip(bailed, ref))
+    return [out[li] for li in range(len(logs))]
+
+
+def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[dict], want_digest: bool) -> FleetLog:
+    """Merge the kernel's shares of one log, as ``fast_run`` merges its processes' (and ``run_log`` its sink)."""
+    from ..engine.verify import FindingSink
+    merged = sorted((sf for p in parts for sf in p["findings"]), key=lambda sf: (sf[0], sf[1].offset or 0))
+    findings = list(log.findings) + [f for _, f in merged]
+    notes = closing_notes(sum(p["notes"][0] for p in parts), sum(p["notes"][1] for p in parts))
+    findings.extend(notes)
+    first = parts[0] if parts else {"records": 0, "bytes": 0, "segments": 0}
+    report = LogReport(root=log.root, segments=first["segments"], records=first["records"], bytes=first["bytes"])
+    sink = FindingSink(report, limit)
+    for f in findings:
+        sink.add(f)
+    sink.close()
+    digest = ""
+    jobs: dict = {}
+    if want_digest:
+        h = _digest_start(as_of_ns)
+        streams = []
+        for p in parts:
+            kb = p["keys"]
+            if kb:
+                keys = [kb[i:i + 16] for i in range(0, len(kb), 16)]
+                streams.append(zip(keys, zlib.decompress(p["lines"]).split(b"\n")))
+        for _, line in heapq.merge(*streams, key=lambda kl: kl[0]):
+            h.update(line)
+            h.update(b"\n")
+        digest = h.hexdigest()
+    by_state = {s.label: 0 for s in JobState}
+    by_queue: dict[str, dict[str, int]] = {}
+    for p in parts:
+        for j in p["jobs"] or ():
+            jobs[j.id] = j
+        for label, v in p.get("by_state", {}).items():
+            by_state[label] += v
+        for (name, label), v in p.get("by_queue", {}).items():
+            by_queue.setdefault(name, {s.label: 0 for s in JobState})[label] += v
+    jobs = dict(sorted(jobs.items()))
+    report.state = FleetReplayState(as_of_ns, jobs, report.records, sum(p["applied"] for p in parts), notes,
+                                    fleet_digest=digest, job_count=sum(by_state.values()), by_state=by_state,
+                                    by_queue=dict(sorted(by_queue.items())))
+    return FleetLog(report, RecordStats(), 0)
 
 
 # ---------------------------------------------------------------- commands' entry points
 def fleet_verify(spark, logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None,
-                 progress=None) -> VerifyReport:
+                 digest: bool = True, progress=None) -> VerifyReport:
     """``engine.verify.verify`` on Spark: the same reports (findings, counts, exit codes, digests)."""
-    return VerifyReport([fl.report for fl in run_fleet(spark, logs, as_of_ns, limit=max_findings,
+    return VerifyReport([fl.report for fl in run_fleet(spark, logs, as_of_ns, limit=max_findings, digest=digest,
                                                        progress=progress)])
 
 
@@ -479,8 +620,12 @@ def fleet_replay(spark, log: LogSet, as_of_ns: int, *, progress=None) -> LogRepo
     return run_fleet(spark, [log], as_of_ns, want_jobs=True, progress=progress)[0].report
 
 
-def fleet_stats(spark, logs: Sequence[LogSet], as_of_ns: int, *, progress=None) -> list[FleetLog]:
-    return run_fleet(spark, logs, as_of_ns, limit=0, progress=progress)
+def fleet_stats(spark, logs: Sequence[LogSet], as_of_ns: int, *, progress=None) -> tuple[list[FleetLog], int]:
+    """Per log: the report (counts of findings, exit code, state counts, digest) and the record stats; and the
+    number of distinct job ids over all logs."""
+    union: list[int] = []
+    fleet = run_fleet(spark, logs, as_of_ns, limit=0, stats=True, progress=progress, stats_total=union)
+    return fleet, sum(union)
 
 
 def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet", payload: str = "base64",
