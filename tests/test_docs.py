@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import ROOT, cli
 
-COMMANDS = ["dump", "verify", "replay"]
+COMMANDS = ["dump", "verify", "replay", "pack"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -10,6 +10,7 @@ from typer.exceptions import TyperException
 
 from . import __version__
 from .commands.dump import dump
+from .commands.pack import pack
 from .commands.replay import replay
 from .commands.verify import verify
 from .errors import WqError
@@ -17,7 +18,7 @@ from .exitcodes import ExitCode
 
 app = typer.Typer(
     name="wqtool",
-    help="Inspect, verify, replay and repair job-queue logs (workq 0.2.0 command logs).",
+    help="Inspect, verify, replay and compact job-queue logs (workq 0.2.0 command logs, Kestrel journals).",
     no_args_is_help=True,
     add_completion=True,
     rich_markup_mode=None,
@@ -45,6 +46,7 @@ def root(
 app.command("dump")(dump)
 app.command("verify")(verify)
 app.command("replay")(replay)
+app.command("pack")(pack)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -87,7 +87,7 @@ def test_usage_and_io_errors_are_one_line(in_root, argv, code, needle):
 def test_directory_without_segments(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     r = cli("verify", str(tmp_path))
-    assert r.code == 2 and r.err.count("\n") == 1 and "not a workq log directory" in r.err
+    assert r.code == 2 and r.err.count("\n") == 1 and "not a workq log directory" in r.err, r.err
 
 
 def test_fresh_directory_with_only_lock_files_is_an_empty_clean_log(tmp_path):

@@ -9,13 +9,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engine.reader import LogSet, discover
 from ..errors import UsageError
 
 
 class LogFormat(str, enum.Enum):
     auto = "auto"
     workq = "workq"
+    kestrel = "kestrel"
+
+
+class KestrelVersion(str, enum.Enum):
+    auto = "auto"
+    v1 = "1"
+    v2 = "2"
 
 
 class Output(str, enum.Enum):
@@ -40,8 +46,13 @@ class PayloadMode(str, enum.Enum):
 
 Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH",
                                             show_default=False)]
-FormatOpt = Annotated[LogFormat, typer.Option("--format", "-f", help="Log format (auto: detect by magic).",
-                                              case_sensitive=False)]
+FormatOpt = Annotated[LogFormat, typer.Option("--format", "-f", help="Log format (auto: workq by its segment names "
+                                              "and magic, else Kestrel).", case_sensitive=False)]
+KestrelVersionOpt = Annotated[KestrelVersion, typer.Option(
+    "--kestrel-version", help="Kestrel: the meaning of op 3 and of legacy ADD expiry (1.x or 2.x); auto guesses "
+    "and says so.")]
+KeepOpen = Annotated[bool, typer.Option("--keep-open", help="Kestrel: show open transactions as open instead of "
+                                        "returning them to the queue head as Kestrel does at startup.")]
 AsOf = Annotated[Optional[str], typer.Option(
     "--as-of", metavar="TIME",
     help="The clock replay uses: RFC 3339 (2026-11-21T23:30:00Z), epoch seconds, or 'now' (default).")]
@@ -73,26 +84,3 @@ def parse_time(value: str | None, option: str, *, default_now: bool = True) -> i
         secs = int(d.timestamp())
         return secs * 1_000_000_000 + int((frac + "000000000")[:9])
     raise UsageError(f"{option}: expected RFC 3339 (2026-11-21T23:30:00Z), epoch seconds or 'now', got {value!r}")
-
-
-def resolve_logs(paths: list[str], fmt: LogFormat, *, horizon: bool = False) -> list[LogSet]:
-    """Discover the logs behind PATHs; --format auto detects workq by its segment names and magic."""
-    logs = discover(paths, horizon=horizon)
-    if fmt is LogFormat.auto:
-        for log in logs:
-            if not log.is_dir:
-                for seg in log.segments:
-                    _require_workq_file(seg.path, seg.seq is not None)
-    return logs
-
-
-def _require_workq_file(path: str, named_like_segment: bool) -> None:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError:
-        return  # the reader reports it as an I/O error
-    if head == b"wqwq" or named_like_segment:
-        return
-    raise UsageError(f"cannot detect the log format: not a workq segment (expected magic 77717771 'wqwq' at "
-                     f"offset 0, found {head.hex() or 'an empty file'}); pass --format to force one", path=path)

@@ -1,43 +1,59 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Annotated, Optional
 
 import typer
 
-from ..engine.dump import RecordFilter, parse_jobs, parse_types
+from ..engine import kestrel
+from ..engine.dump import RecordFilter, parse_jobs, parse_kestrel_ops, parse_types
 from ..engine.findings import ERROR
 from ..engine.model import Record
 from ..engine.stats import RecordStats
 from ..engine.verify import LogRun, worst_exit
+from ..errors import UsageError
 from ..render.console import stdout_console
 from ..render.findings import write_one_line
+from ..render.kestrel import KESTREL_WRITERS
 from ..render.progress import ByteProgress
 from ..render.records import RECORD_WRITERS
-from ._options import AsOf, DumpOutput, FormatOpt, LogFormat, Paths, PayloadMode, parse_time, resolve_logs
+from ._formats import resolve
+from ._options import (AsOf, DumpOutput, FormatOpt, KestrelVersion, KestrelVersionOpt, LogFormat, Paths,
+                       PayloadMode, parse_time)
 
 
 def dump(
     paths: Paths,
     output: Annotated[DumpOutput, typer.Option("--output", "-o", help="Rendering.")] = DumpOutput.table,
     type_: Annotated[Optional[list[str]], typer.Option("--type", "-t", metavar="CMD[,CMD]",
-                     help="Only these commands (add, schedule, complete, fail, delete, expire, start-attempt, "
-                          "timeout-attempt); repeatable.")] = None,
+                     help="Only these commands (workq: add, schedule, complete, fail, delete, expire, start-attempt, "
+                          "timeout-attempt; Kestrel: the opcode names, e.g. addx,remove); repeatable.")] = None,
     job: Annotated[Optional[list[str]], typer.Option("--job", "-j", metavar="UUID", help="Only records of this job; "
-                   "repeatable.")] = None,
-    since: Annotated[Optional[str], typer.Option(metavar="TIME", help="Only records written at or after TIME.")] = None,
-    until: Annotated[Optional[str], typer.Option(metavar="TIME", help="Only records written before TIME.")] = None,
+                   "repeatable (workq).")] = None,
+    since: Annotated[Optional[str], typer.Option(metavar="TIME", help="Only records written at or after TIME "
+                     "(workq).")] = None,
+    until: Annotated[Optional[str], typer.Option(metavar="TIME", help="Only records written before TIME "
+                     "(workq).")] = None,
     from_offset: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Only records at byte offset >= N "
-                           "(of their segment).")] = None,
+                           "(of their file).")] = None,
     to_offset: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Only records at byte offset < N.")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, metavar="N", help="Stop after N records.")] = None,
     payload: Annotated[Optional[PayloadMode], typer.Option(help="Payload/result rendering "
                        "[default: text for table, base64 for json/jsonl].")] = None,
     stats: Annotated[bool, typer.Option("--stats", help="Print statistics (records and bytes per command, time span, "
-                     "jobs) instead of records.")] = False,
+                     "jobs) instead of records (workq).")] = False,
+    qdump: Annotated[bool, typer.Option("--qdump", help="Kestrel: qdump.sh's own line format and summary.")] = False,
+    qdump_contents: Annotated[bool, typer.Option("--qdump-contents", "-d", help="With --qdump: item contents "
+                              "(qdump -d).")] = False,
+    qdump_raw: Annotated[bool, typer.Option("--qdump-raw", "-A", help="With --qdump: raw item contents only "
+                         "(qdump -A).")] = False,
+    qdump_queue: Annotated[bool, typer.Option("--qdump-queue", "-Q", help="With --qdump: the final queued items "
+                           "(qdump -Q).")] = False,
     fmt: FormatOpt = LogFormat.auto,
     as_of: AsOf = None,
+    kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
 ) -> int:
     """Show the records of a log: table, JSON Lines, JSON or hex; filtered.
 
@@ -51,27 +67,49 @@ def dump(
       wqtool dump -o jsonl --type add,schedule --payload hex /var/lib/workq/cmdlog/000000003.log
       wqtool dump --job 00000000-0000-4000-8000-000000000001 --since 2026-11-21T23:00:00Z DIR
       wqtool dump --stats DIR
+      wqtool dump --qdump -d /var/spool/kestrel/jobs
     """
-    flt = RecordFilter(parse_types(type_), parse_jobs(job), parse_time(since, "--since", default_now=False),
-                       parse_time(until, "--until", default_now=False), from_offset, to_offset)
     as_of_ns = parse_time(as_of, "--as-of")
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
+    logs = resolve(paths, fmt.value, kestrel_version=kestrel_version.value)
+    if qdump or qdump_contents or qdump_raw or qdump_queue:
+        return _qdump(logs, as_of_ns, qdump_contents, qdump_raw, qdump_queue)
     out = sys.stdout
-    writer = None if stats else RECORD_WRITERS[output.value](out, mode)
     total = RecordStats()
     codes = []
-    shown = 0
-    for log in resolve_logs(paths, fmt):
-        run = LogRun(log, as_of_ns, limit=0, keep_raw=output is DumpOutput.hex)
-        bar = ByteProgress(sum(_size(s.path) for s in log.segments), "dump")
+    shown = [0]
+    writers = {}
+    filters = {}
+
+    def writer_for(fmt_: str):
+        if fmt_ not in writers:
+            table = KESTREL_WRITERS if fmt_ == "kestrel" else RECORD_WRITERS
+            writers[fmt_] = table[output.value](out, mode)
+            if fmt_ == "kestrel":
+                if job or since or until or stats:
+                    raise UsageError("--job, --since, --until and --stats apply to workq logs only")
+                filters[fmt_] = RecordFilter(parse_kestrel_ops(type_), None, None, None, from_offset, to_offset)
+            else:
+                filters[fmt_] = RecordFilter(parse_types(type_), parse_jobs(job),
+                                             parse_time(since, "--since", default_now=False),
+                                             parse_time(until, "--until", default_now=False), from_offset, to_offset)
+        return writers[fmt_], filters[fmt_]
+
+    for lg in logs:
+        w, flt = writer_for(lg.fmt)
+        if lg.fmt == "kestrel":
+            codes.append(_dump_kestrel(lg.log, as_of_ns, w, flt, limit, shown))
+            continue
+        run = LogRun(lg.log, as_of_ns, limit=0, keep_raw=output is DumpOutput.hex)
+        bar = ByteProgress(sum(_size(s.path) for s in lg.log.segments), "dump")
         for ev in run.events():
             if ev.__class__ is Record:
                 if flt.match(ev):
-                    if limit is not None and shown >= limit:
+                    if limit is not None and shown[0] >= limit:
                         break
-                    shown += 1
-                    total.add(ev) if stats else writer.write(ev)
-                    if shown & 0xFFF == 0:
+                    shown[0] += 1
+                    total.add(ev) if stats else w.write(ev)
+                    if shown[0] & 0xFFF == 0:
                         bar.update(ev.offset)
             elif ev.severity == ERROR:
                 out.flush()
@@ -81,13 +119,53 @@ def dump(
         codes.append(run.report.exit_code)
     if stats:
         _print_stats(total, output)
-    else:
-        writer.close()
+    for w in writers.values():
+        if not stats:
+            w.close()
     return worst_exit(codes)
 
 
+class _Stop(Exception):
+    pass
+
+
+def _dump_kestrel(fileset, as_of_ns: int, w, flt: RecordFilter, limit: int | None, shown: list[int]) -> int:
+    def on_record(rec) -> None:
+        if flt.match_kestrel(rec):
+            if limit is not None and shown[0] >= limit:
+                raise _Stop
+            shown[0] += 1
+            w.write(rec)
+    try:
+        report = kestrel.run_log(fileset, as_of_ns, on_record=on_record)
+    except _Stop:
+        return 0
+    sys.stdout.flush()
+    for f in report.findings:
+        if f.severity == ERROR:
+            write_one_line(sys.stderr, f)
+    return report.exit_code
+
+
+def _qdump(logs, as_of_ns: int, contents: bool, raw: bool, queue: bool) -> int:
+    files = []
+    for lg in logs:
+        if lg.fmt != "kestrel":
+            raise UsageError("--qdump applies to Kestrel journals only", path=lg.root)
+        files += [f.path for f in lg.log.files]
+    for stream, chunk in kestrel.qdump(files, now_ms=as_of_ns // 1_000_000, dump_contents=contents, raw=raw,
+                                       queue_state=queue):
+        if stream == "raw":
+            sys.stdout.flush()
+            sys.stdout.buffer.write(chunk)
+        elif stream == "err":
+            sys.stderr.write(chunk)
+        else:
+            sys.stdout.write(chunk)
+    return 0
+
+
 def _size(path: str) -> int:
-    import os
     try:
         return os.path.getsize(path)
     except OSError:

@@ -6,12 +6,16 @@ from typing import Annotated
 
 import typer
 
+from ..engine import kestrel
 from ..engine.verify import run_log
 from ..errors import UsageError
 from ..render.console import stdout_console
 from ..render.findings import write_one_line
+from ..render import kestrel as kr
 from ..render.state import counts_table, job_to_jsonable, state_summary, write_jobs_table
-from ._options import AsOf, FormatOpt, LogFormat, Output, Paths, parse_time, resolve_logs
+from ._formats import resolve
+from ._options import (AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LogFormat, Output, Paths,
+                       parse_time)
 
 
 def replay(
@@ -19,6 +23,9 @@ def replay(
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
     as_of: AsOf = None,
     fmt: FormatOpt = LogFormat.auto,
+    summary: Annotated[bool, typer.Option("--summary", help="Counts and digest only, without the job list.")] = False,
+    kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
+    keep_open: KeepOpen = False,
 ) -> int:
     """The queue state a log encodes, as workq-server 0.2.0 would rebuild it if started at --as-of.
 
@@ -27,35 +34,46 @@ def replay(
     Upstream quirks are reproduced and shown: add-jobs get a fresh TTL at restart (expires vs log_expires),
     leased jobs come back leased with a fresh TTR. Errors are reported on stderr; the exit code is verify's.
 
+    Kestrel journals replay as Kestrel 2.x does at startup: open transactions go back to the queue head in
+    ascending xid order (--keep-open shows them open); expiry is never applied at replay, --as-of only marks
+    the items that would be expired.
+
     Example:
 
     \b
       wqtool replay /var/lib/workq/cmdlog
       wqtool replay -o json --as-of 2026-11-21T23:30:00Z DIR | jq .digest
+      wqtool replay --summary DIR
+      wqtool replay --format kestrel --keep-open /var/spool/kestrel/jobs
     """
     as_of_ns = parse_time(as_of, "--as-of")
-    logs = resolve_logs(paths, fmt)
+    logs = resolve(paths, fmt.value, kestrel_version=kestrel_version.value)
     if len(logs) != 1:
-        raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory)")
-    report = run_log(logs[0], as_of_ns)
+        raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "
+                         "or queue)")
+    if logs[0].fmt == "kestrel":
+        return _replay_kestrel(logs[0].log, as_of_ns, output, summary, keep_open)
+    report = run_log(logs[0].log, as_of_ns)
     state = report.state
     for f in report.findings:
         if f.severity == "error":
             write_one_line(sys.stderr, f)
+    jobs = [] if summary else state.sorted_jobs()
     if output is Output.json:
         doc = state_summary(state)
         doc.update(root=report.root, exit_code=int(report.exit_code), findings=dict(sorted(report.counts.items())),
-                   jobs=[job_to_jsonable(j) for j in state.sorted_jobs()])
+                   jobs=[job_to_jsonable(j) for j in jobs])
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     elif output is Output.jsonl:
-        for j in state.sorted_jobs():
+        for j in jobs:
             sys.stdout.write(json.dumps(job_to_jsonable(j)) + "\n")
         doc = state_summary(state)
         doc.update(root=report.root, exit_code=int(report.exit_code), findings=dict(sorted(report.counts.items())))
         sys.stdout.write(json.dumps({"summary": doc}) + "\n")
     else:
-        write_jobs_table(sys.stdout, state)
-        sys.stdout.flush()
+        if not summary:
+            write_jobs_table(sys.stdout, state)
+            sys.stdout.flush()
         con = stdout_console()
         con.print(counts_table(state))
         s = state_summary(state)
@@ -64,4 +82,34 @@ def replay(
             if f.severity == "note":
                 con.print(f"note: {f.message}")
         con.print(f"digest sha256:{s['digest']}")
+    return report.exit_code
+
+
+def _replay_kestrel(fileset, as_of_ns: int, output: Output, summary: bool, keep_open: bool) -> int:
+    report = kestrel.run_log(fileset, as_of_ns, keep_open=keep_open)
+    state = report.state
+    for f in report.findings:
+        if f.severity == "error":
+            write_one_line(sys.stderr, f)
+    doc = kr.summary(state)
+    doc.update(root=report.root, queue=fileset.queue, exit_code=int(report.exit_code),
+               findings=dict(sorted(report.counts.items())))
+    if output is Output.json:
+        doc["items"] = [] if summary else kr.item_rows(state)
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    elif output is Output.jsonl:
+        if not summary:
+            for row in kr.item_rows(state):
+                sys.stdout.write(json.dumps(row) + "\n")
+        sys.stdout.write(json.dumps({"summary": doc}) + "\n")
+    else:
+        if not summary:
+            kr.write_items_table(sys.stdout, state)
+        sys.stdout.write(f"queue {fileset.queue}: {doc['items']} items ({doc['bytes']} bytes), "
+                         f"{doc['counts']}, {doc['expired_at_as_of']} expired at as-of, "
+                         f"from {doc['records']} records; writer guess: {doc['version_guess']}\n")
+        for f in report.findings:
+            if f.severity == "note":
+                sys.stdout.write(f"note: {f.message}\n")
+        sys.stdout.write(f"digest sha256:{doc['digest']}\n")
     return report.exit_code

@@ -6,11 +6,14 @@ from typing import Annotated
 
 import typer
 
+from ..engine import kestrel
 from ..engine.serialize import finding_to_jsonable
-from ..engine.verify import LogReport, verify as engine_verify
+from ..engine.verify import LogReport, VerifyReport, verify as engine_verify
 from ..exitcodes import EXIT_TABLE
 from ..render.findings import findings_jsonl, findings_lines
-from ._options import AsOf, FormatOpt, Horizon, LogFormat, MaxFindings, Output, Paths, parse_time, resolve_logs
+from ._formats import resolve
+from ._options import (AsOf, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt, LogFormat, MaxFindings,
+                       Output, Paths, parse_time)
 
 EXIT_HELP = "\n".join(f"  {int(c):>3}  {text}" for c, text in EXIT_TABLE)
 
@@ -23,11 +26,14 @@ def verify(
     horizon: Horizon = False,
     fmt: FormatOpt = LogFormat.auto,
     as_of: AsOf = None,
+    kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
+    keep_open: KeepOpen = False,
 ) -> int:
     """Check framing, CRCs and replay-level history; exact offsets; exit code for cron.
 
-    Every finding has a stable code (WQ-CRC, WQ-TRUNCATED, ...), the segment, byte offset, record index,
-    the last good offset, and what workq-server 0.2.0 would do where that differs from starting normally.
+    Works on workq command logs and Kestrel journals (--format). Every finding has a stable code (WQ-CRC,
+    WQ-TRUNCATED, KQ-..., ...), the segment, byte offset, record index,
+    the last good offset, and what the upstream server would do where that differs from starting normally.
 
     Exit codes:
 
@@ -49,9 +55,15 @@ def verify(
       wqtool verify /var/lib/workq/cmdlog
       wqtool verify --quiet DIR || echo "cmdlog needs attention: $?"
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
+      wqtool verify --format kestrel /var/spool/kestrel/jobs
     """
     as_of_ns = parse_time(as_of, "--as-of")
-    report = engine_verify(resolve_logs(paths, fmt, horizon=horizon), as_of_ns, max_findings=max_findings)
+    report = VerifyReport([])
+    for lg in resolve(paths, fmt.value, horizon=horizon, kestrel_version=kestrel_version.value):
+        if lg.fmt == "kestrel":
+            report.logs += kestrel.verify([lg.log], as_of_ns, max_findings=max_findings, keep_open=keep_open).logs
+        else:
+            report.logs += engine_verify([lg.log], as_of_ns, max_findings=max_findings).logs
     if not quiet:
         if output is Output.json:
             doc = {"exit_code": int(report.exit_code), "logs": [_log_json(lr) for lr in report.logs]}

@@ -39,6 +39,23 @@ def parse_jobs(values: list[str] | None) -> frozenset[bytes] | None:
     return frozenset(out)
 
 
+def parse_kestrel_ops(values: list[str] | None) -> frozenset | None:
+    from ..formats.kestrel import Opcode
+    if not values:
+        return None
+    by = {o.name.lower().replace("_", "-"): o for o in Opcode}
+    out = set()
+    for v in values:
+        for part in v.split(","):
+            part = part.strip().lower().replace("_", "-")
+            if not part:
+                continue
+            if part not in by:
+                raise UsageError(f"--type: unknown Kestrel opcode {part!r} (expected one of {', '.join(by)})")
+            out.add(by[part])
+    return frozenset(out)
+
+
 @dataclass(slots=True, frozen=True)
 class RecordFilter:
     types: frozenset[CmdType] | None = None
@@ -47,6 +64,13 @@ class RecordFilter:
     until_ns: int | None = None
     from_offset: int | None = None
     to_offset: int | None = None
+
+    def match_kestrel(self, rec) -> bool:
+        if self.from_offset is not None and rec.offset < self.from_offset:
+            return False
+        if self.to_offset is not None and rec.offset >= self.to_offset:
+            return False
+        return self.types is None or rec.op in self.types
 
     def match(self, rec: Record) -> bool:
         if self.from_offset is not None and rec.offset < self.from_offset:

@@ -75,3 +75,12 @@ CODES: dict[str, tuple[str, str]] = {
     "WQ-TTL-RESET": (NOTE, "upstream gives add-jobs a fresh TTL at restart"),
     "WQ-LEASE-RESTORED": (NOTE, "leased jobs come back leased with a fresh TTR at restart"),
 }
+
+
+
+def all_codes() -> dict[str, tuple[str, str]]:
+    """Every stable finding code of every format: code -> (severity, meaning)."""
+    from .kestrel.codes import KESTREL_CODES
+    clash = set(CODES) & set(KESTREL_CODES)
+    assert not clash, clash
+    return {**CODES, **KESTREL_CODES}

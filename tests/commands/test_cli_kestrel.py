@@ -1,0 +1,93 @@
+"""The CLI over Kestrel journals and `wqtool pack` (Kestrel half): snapshots, exit codes, golden rows."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import ROOT, cli
+
+KF = os.path.join(ROOT, "fixtures", "kestrel")
+AS_OF = "2026-11-21T23:30:00Z"
+SCENARIOS = sorted(n for n in os.listdir(KF) if os.path.isdir(os.path.join(KF, n)))
+
+
+@pytest.mark.parametrize("argv,name", [
+    (["dump", "fixtures/kestrel/clean-journal/queue"], "k_dump_table.txt"),
+    (["dump", "--qdump", "-d", "fixtures/kestrel/clean-journal/queue"], "k_qdump.txt"),
+    (["dump", "--qdump", "-Q", "fixtures/kestrel/rotated-set-with-pack/queue"], "k_qdump_queue.txt"),
+    (["verify", "fixtures/kestrel/torn-tail/queue"], "k_verify_torn.txt"),
+    (["verify", "fixtures/kestrel/stray-names/queue"], "k_verify_stray.txt"),
+    (["replay", "fixtures/kestrel/rotated-set-with-pack/queue"], "k_replay.txt"),
+    (["replay", "--keep-open", "-o", "json", "fixtures/kestrel/rotated-set-with-pack/queue"], "k_replay_open.json"),
+    (["pack", "fixtures/kestrel/rotated-set-with-pack/queue"], "k_pack_plan.txt"),
+])
+def test_kestrel_cli_snapshots(in_root, snapshot, argv, name):
+    r = cli(*argv, "--as-of", AS_OF)
+    snapshot.snapshot_dir = os.path.join(os.path.dirname(__file__), "snapshots")
+    out = r.out.replace("elapsed_s", "elapsed_s")
+    out = "\n".join(l for l in out.splitlines() if not l.strip().startswith("time:")) + "\n"
+    snapshot.assert_match(f"exit {r.code}\n--- stdout\n{out}--- stderr\n{r.err}", name)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_dump_jsonl_matches_the_kestrel_golden_rows(in_root, name):
+    exp = os.path.join(KF, name, "expected.jsonl")
+    if not os.path.exists(exp):
+        pytest.skip("no expected rows")
+    r = cli("dump", "-o", "jsonl", "--format", "kestrel", "--as-of", AS_OF, f"fixtures/kestrel/{name}/queue")
+    got = [json.loads(l) for l in r.out.splitlines()]
+    want = [json.loads(l) for l in open(exp)]
+    want_records = [w for w in want if w.get("error") is None]
+    assert [g for g in got if g.get("error") is None] == want_records
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_replay_digest_matches_the_kestrel_golden_state(in_root, name):
+    exp = os.path.join(KF, name, "expected-replay.json")
+    if not os.path.exists(exp):
+        pytest.skip("no expected state")
+    want = json.load(open(exp))
+    r = cli("replay", "-o", "json", "--format", "kestrel", "--as-of", AS_OF, f"fixtures/kestrel/{name}/queue")
+    if r.code in (0, 1, 3, 4) and r.out:
+        got = json.loads(r.out)
+        if "digest" in want and want.get("as_of") in (None, AS_OF):
+            assert got["digest"] == want["digest"]
+
+
+def test_auto_detects_kestrel_and_workq_side_by_side(in_root):
+    r = cli("verify", "-q", "--as-of", AS_OF, "fixtures/kestrel/clean-journal/queue", "fixtures/workq/sample-clean/log")
+    assert r.code == 0
+
+
+def test_pack_kestrel_writes_a_new_file_and_refuses_to_overwrite(tmp_path, in_root):
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cli("pack", "--as-of", AS_OF, "-o", str(out), "fixtures/kestrel/rotated-set-with-pack/queue")
+    assert r.code == 0 and "re-verified, digest equal" in r.out
+    packed = out / "jobs"
+    a = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, "fixtures/kestrel/rotated-set-with-pack/queue").out)
+    b = json.loads(cli("replay", "-o", "json", "--format", "kestrel", "--as-of", AS_OF, str(packed)).out)
+    assert a["digest"] == b["digest"]
+    r2 = cli("pack", "--as-of", AS_OF, "-o", str(packed), "fixtures/kestrel/rotated-set-with-pack/queue")
+    assert r2.code != 0 and "Traceback" not in r2.err
+
+
+def test_pack_refuses_corruption_unless_salvage(in_root, tmp_path):
+    r = cli("pack", "--as-of", AS_OF, "fixtures/kestrel/damage-mid-live/queue")
+    assert r.code == 3 and "refusing to pack corruption" in r.err and r.err.count("\n") == 1
+    r = cli("pack", "--salvage", "--as-of", AS_OF, "-o", str(tmp_path), "fixtures/kestrel/damage-mid-live/queue")
+    assert r.code == 0 and "dropped:" in r.out
+
+
+def test_pack_apply_kestrel_in_place(tmp_path, in_root):
+    d = tmp_path / "queue"
+    shutil.copytree(os.path.join(KF, "rotated-set-with-pack", "queue"), d)
+    before = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, str(d)).out)["digest"]
+    r = cli("pack", "--apply", "--as-of", AS_OF, str(d))
+    assert r.code == 0, r.err
+    after = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, str(d)).out)["digest"]
+    assert before == after
+    assert cli("verify", "-q", "--as-of", AS_OF, str(d)).code == 0
