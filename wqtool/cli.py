@@ -12,6 +12,7 @@ from . import __version__
 from .commands.dump import dump
 from .commands.pack import pack
 from .commands.replay import replay
+from .commands.stats import stats
 from .commands.verify import verify
 from .errors import WqError
 from .exitcodes import ExitCode
@@ -46,6 +47,7 @@ def root(
 app.command("dump")(dump)
 app.command("verify")(verify)
 app.command("replay")(replay)
+app.command("stats")(stats)
 app.command("pack")(pack)
 
 

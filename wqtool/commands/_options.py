@@ -84,3 +84,20 @@ def parse_time(value: str | None, option: str, *, default_now: bool = True) -> i
         secs = int(d.timestamp())
         return secs * 1_000_000_000 + int((frac + "000000000")[:9])
     raise UsageError(f"{option}: expected RFC 3339 (2026-11-21T23:30:00Z), epoch seconds or 'now', got {value!r}")
+
+
+# ---------------------------------------------------------------- --engine spark (wqtool.spark, imported lazily)
+class Engine(str, enum.Enum):
+    local = "local"
+    spark = "spark"
+
+
+EngineOpt = Annotated[Engine, typer.Option("--engine", case_sensitive=False, help="local: this process. spark: a "
+                                           "Spark session (needs wqtool[spark] and Java 17; workq logs), see "
+                                           "--master, --spark-conf, --remote.")]
+MasterOpt = Annotated[Optional[str], typer.Option("--master", metavar="URL", help="--engine spark: the Spark master "
+                                                  "(local[2], spark://host:7077, yarn, ...) [default: local[*]].")]
+SparkConfOpt = Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="--engine spark: "
+                                                           "a Spark setting; repeatable.")]
+RemoteOpt = Annotated[Optional[str], typer.Option("--remote", metavar="sc://HOST:PORT", help="--engine spark: use "
+                                                  "this Spark Connect server instead of starting Spark here.")]

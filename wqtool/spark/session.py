@@ -5,9 +5,11 @@ lingers after ``stop()`` until the Python process exits; that is PySpark's behav
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import Iterable, Sequence
+import time
+from typing import Callable, Iterable, Sequence
 
 DEFAULT_MASTER = "local[*]"
 
@@ -74,3 +76,31 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     from . import register
     register(spark)
     return spark
+
+
+@contextlib.contextmanager
+def open_session(master: str | None = None, conf: Sequence[str] | None = None, remote: str | None = None,
+                 *, progress: Callable[[str], None] | None = None):
+    """A session for one command: start-up reported through ``progress``; stopped at the end.
+
+    pyspark missing is a usage error with the way out; a bad --spark-conf too.
+    """
+    from ..errors import UsageError
+    say = progress or (lambda _m: None)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise UsageError("--engine spark needs pyspark: pip install 'wqtool[spark]' (and Java 17)") from None
+    try:
+        settings = parse_conf(conf)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    t0 = time.monotonic()
+    say(f"spark: starting a session on {remote or master or DEFAULT_MASTER} ...")
+    spark = build_session(master=master, conf=settings, remote=remote)
+    say(f"spark: session ready in {time.monotonic() - t0:.1f} s")
+    try:
+        yield spark
+    finally:
+        if not remote:
+            spark.stop()
