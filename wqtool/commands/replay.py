@@ -16,6 +16,7 @@ from ..render.state import counts_table, job_to_jsonable, state_summary, write_j
 from ._formats import resolve
 from ._options import (AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LogFormat, Output, Paths,
                        parse_time)
+from ._options import Engine, EngineOpt, MasterOpt, RemoteOpt, SparkConfOpt
 
 
 def replay(
@@ -26,6 +27,10 @@ def replay(
     summary: Annotated[bool, typer.Option("--summary", help="Counts and digest only, without the job list.")] = False,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
+    engine: EngineOpt = Engine.local,
+    master: MasterOpt = None,
+    spark_conf: SparkConfOpt = None,
+    remote: RemoteOpt = None,
 ) -> int:
     """The queue state a log encodes, as workq-server 0.2.0 would rebuild it if started at --as-of.
 
@@ -52,8 +57,17 @@ def replay(
         raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "
                          "or queue)")
     if logs[0].fmt == "kestrel":
+        if engine is Engine.spark:
+            raise UsageError("--engine spark replays workq logs (Kestrel: not yet)")
         return _replay_kestrel(logs[0].log, as_of_ns, output, summary, keep_open)
-    report = run_log(logs[0].log, as_of_ns)
+    if engine is Engine.spark:  # the same report, replayed on Spark by job
+        from ..spark.fleet import fleet_replay
+        from ..spark.session import open_session
+        say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+        with open_session(master, spark_conf, remote, progress=say) as spark:
+            report = fleet_replay(spark, logs[0].log, as_of_ns, progress=say)
+    else:
+        report = run_log(logs[0].log, as_of_ns)
     state = report.state
     for f in report.findings:
         if f.severity == "error":
