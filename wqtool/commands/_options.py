@@ -35,6 +35,7 @@ class DumpOutput(str, enum.Enum):
     jsonl = "jsonl"
     json = "json"
     hex = "hex"
+    parquet = "parquet"   # --engine spark, with --out DIR
 
 
 class PayloadMode(str, enum.Enum):

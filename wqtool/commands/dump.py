@@ -22,6 +22,7 @@ from ..render.records import RECORD_WRITERS
 from ._formats import resolve
 from ._options import (AsOf, DumpOutput, FormatOpt, KestrelVersion, KestrelVersionOpt, LogFormat, Paths,
                        PayloadMode, parse_time)
+from ._options import Engine, EngineOpt, MasterOpt, RemoteOpt, SparkConfOpt
 
 
 def dump(
@@ -54,6 +55,12 @@ def dump(
     fmt: FormatOpt = LogFormat.auto,
     as_of: AsOf = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
+    engine: EngineOpt = Engine.local,
+    out_dir: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="--engine spark: write the records "
+                       "to DIR (-o parquet or -o jsonl files), as the workq Spark data source reads them.")] = None,
+    master: MasterOpt = None,
+    spark_conf: SparkConfOpt = None,
+    remote: RemoteOpt = None,
 ) -> int:
     """Show the records of a log: table, JSON Lines, JSON or hex; filtered.
 
@@ -68,10 +75,20 @@ def dump(
       wqtool dump --job 00000000-0000-4000-8000-000000000001 --since 2026-11-21T23:00:00Z DIR
       wqtool dump --stats DIR
       wqtool dump --qdump -d /var/spool/kestrel/jobs
+      wqtool dump --engine spark -o parquet --out /tmp/records.parquet /srv/fleet/*/cmdlog
     """
     as_of_ns = parse_time(as_of, "--as-of")
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
     logs = resolve(paths, fmt.value, kestrel_version=kestrel_version.value)
+    if engine is Engine.spark or output is DumpOutput.parquet:
+        if engine is not Engine.spark or output not in (DumpOutput.parquet, DumpOutput.jsonl) or not out_dir:
+            raise UsageError("-o parquet needs --engine spark; --engine spark dump writes -o parquet or -o jsonl "
+                             "files to --out DIR")
+        if type_ or job or since or until or from_offset is not None or to_offset is not None or limit is not None \
+                or stats or any(lg.fmt != "workq" for lg in logs):
+            raise UsageError("--engine spark dump exports whole workq logs (no filters, no --stats); filter the "
+                             "Parquet output, or use the local engine")
+        return _dump_spark(paths, output, out_dir, mode, master, spark_conf, remote)
     if qdump or qdump_contents or qdump_raw or qdump_queue:
         return _qdump(logs, as_of_ns, qdump_contents, qdump_raw, qdump_queue)
     out = sys.stdout
@@ -187,3 +204,18 @@ def _print_stats(st: RecordStats, output: DumpOutput) -> None:
     for k, v in d["by_type"].items():
         t.add_row(k, str(v["records"]), str(v["bytes"]))
     stdout_console().print(t)
+
+
+def _dump_spark(paths: list[str], output: DumpOutput, out_dir: str, mode: str, master, spark_conf, remote) -> int:
+    """Export with the workq Spark data source; its findings (framing, CRC, payloads) go to stderr and decide
+    the exit code (history checks: `wqtool verify --engine spark`)."""
+    from ..spark.fleet import export_records
+    from ..spark.session import open_session
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    with open_session(master, spark_conf, remote, progress=say) as spark:
+        found = export_records(spark, paths, out_dir, fmt="parquet" if output is DumpOutput.parquet else "json",
+                               payload="false" if mode == "none" else mode, progress=say)
+    for f in found:
+        if f.severity == ERROR:
+            write_one_line(sys.stderr, f)
+    return worst_exit(f.exit_class for f in found)
