@@ -95,6 +95,14 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
         settings = parse_conf(conf)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if not remote:  # a session someone else started in this process (tests, a notebook): use it, leave it running
+        from pyspark.sql import SparkSession
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            from . import register
+            register(active)
+            yield active
+            return
     t0 = time.monotonic()
     say(f"spark: starting a session on {remote or master or DEFAULT_MASTER} ...")
     spark = build_session(master=master, conf=settings, remote=remote)
