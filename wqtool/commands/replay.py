@@ -91,7 +91,7 @@ def replay(
         con = stdout_console()
         con.print(counts_table(state))
         s = state_summary(state)
-        con.print(f"as of {s['as_of']}: {s['jobs']} jobs from {s['records']} records ({s['applied']} applied)")
+        con.print(f"as of {s['as_of']}: {s['job_count']} jobs from {s['records']} records ({s['applied']} applied)")
         for f in report.findings:
             if f.severity == "note":
                 con.print(f"note: {f.message}")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -28,6 +28,8 @@ def verify(
     as_of: AsOf = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, metavar="N", help="workq: processes that "
+                       "share an intact log's jobs [default: 2 for logs of 64 MiB and more, else 1].")] = None,
 ) -> int:
     """Check framing, CRCs and replay-level history; exact offsets; exit code for cron.
 
@@ -63,7 +65,7 @@ def verify(
         if lg.fmt == "kestrel":
             report.logs += kestrel.verify([lg.log], as_of_ns, max_findings=max_findings, keep_open=keep_open).logs
         else:
-            report.logs += engine_verify([lg.log], as_of_ns, max_findings=max_findings).logs
+            report.logs += engine_verify([lg.log], as_of_ns, max_findings=max_findings, workers=workers).logs
     if not quiet:
         if output is Output.json:
             doc = {"exit_code": int(report.exit_code), "logs": [_log_json(lr) for lr in report.logs]}

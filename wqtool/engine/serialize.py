@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import base64
-import uuid
 
-from ..formats._common import format_unix_ns
+from ..formats._common import format_unix_ns, format_uuid
 from .findings import Finding
 from .model import Record
 
@@ -38,7 +37,7 @@ def record_to_jsonable(rec: Record, *, payload: str = "base64") -> dict:
         row["payload"] = render_bytes(rec.raw_payload, payload)
         return row
     row["cmd"] = c.cmd.label
-    row["job_id"] = str(uuid.UUID(bytes=c.job_id))
+    row["job_id"] = format_uuid(c.job_id)
     if c.name is not None:
         row.update(name=c.name.decode("latin-1"), priority=c.priority, ttr_ms=c.ttr, ttl_ms=c.ttl,
                    max_attempts=c.max_attempts, max_fails=c.max_fails,

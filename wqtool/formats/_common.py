@@ -5,6 +5,7 @@ Meaning lives here, in Adapters; byte order lives in the field types of each sch
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -171,14 +172,25 @@ class GoTime(NamedTuple):
 
 def format_unix_ns(ns: int) -> str:
     s, n = divmod(ns, 1_000_000_000)
+    base = _format_seconds(s)
+    if base is None:
+        return f"@{ns}ns"
+    return base + (f".{n:09d}".rstrip("0") if n else "") + "Z"
+
+
+@functools.lru_cache(maxsize=8192)
+def _format_seconds(s: int) -> str | None:
     try:
         d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=s)
     except OverflowError:
-        return f"@{ns}ns"
-    base = d.strftime("%Y-%m-%dT%H:%M:%S")
-    if d.year < 1000:
-        base = f"{d.year:04d}" + base[len(str(d.year)):]
-    return base + (f".{n:09d}".rstrip("0") if n else "") + "Z"
+        return None
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}"
+
+
+def format_uuid(b: bytes) -> str:
+    """RFC 4122 text form of 16 bytes (uuid.UUID(bytes=b), without building the object)."""
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class _GoTimeAdapter(Adapter):

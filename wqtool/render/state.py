@@ -22,7 +22,7 @@ def job_to_jsonable(j: Job) -> dict:
 
 
 def state_summary(state: ReplayState) -> dict:
-    return {"as_of": format_unix_ns(state.as_of_ns), "jobs": len(state.jobs), "counts": state.counts_by_state(),
+    return {"as_of": format_unix_ns(state.as_of_ns), "job_count": len(state.jobs), "counts": state.counts_by_state(),
             "queues": state.queues(), "records": state.records, "applied": state.applied,
             "digest": state.digest()}
 
