@@ -1,4 +1,4 @@
-"""Kestrel queue journals (0.8, 1.x, 2.1+) — spec: ../shared/specs/kestrel-journal.md.
+"""Kestrel queue journals (0.8, 1.x, 2.1+) — spec: docs/formats/kestrel-journal.md.
 
 A journal file is a headerless, checksum-free concatenation of records: ``u8 opcode`` + an opcode-specific
 little-endian, **signed** body. Each schema here describes one record; the engine owns every loop over a file

@@ -1,6 +1,6 @@
 """Kestrel queue journals (0.8 / 1.x / 2.1+): discovery, reading, replay, verify, pack and qdump.
 
-Spec: ``../shared/specs/kestrel-journal.md``. Schemas live in ``wqtool.formats.kestrel``; everything here is
+Spec: ``docs/formats/kestrel-journal.md``. Schemas live in ``wqtool.formats.kestrel``; everything here is
 engine (I/O, loops, state); nothing prints. Public API (all times explicit; ``as_of_ns`` = ns since epoch)::
 
     from wqtool.engine import kestrel
