@@ -7,7 +7,17 @@ import pytest
 
 from tests.conftest import ROOT, cli
 
-COMMANDS = ["dump", "verify", "replay", "pack"]
+def _commands() -> list[str]:
+    import typer
+    from wqtool.cli import app
+    return sorted(typer.main.get_command(app).commands)
+
+
+COMMANDS = _commands()
+
+
+def test_the_expected_commands_exist():
+    assert {"dump", "verify", "replay", "pack"} <= set(COMMANDS)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
