@@ -23,12 +23,10 @@ from google_crc32c import value as _crc
 from ..formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, NAME_RE, SIZE_CAP,
                              CmdType)
 from ..formats._common import UNIX_TO_INTERNAL
-from .fastpath import decode_payload
 from .findings import Finding
 from .reader import LogSet, SegmentData, header_finding
 from .replay import (Job, JobState, ReplayState, WorkqReplay, closing_notes, expired_finding,
                      unknown_job_finding)
-from ..formats._common import crc32c
 
 _U32 = struct.Struct(">I").unpack_from
 _TIME = struct.Struct(">BqiH").unpack_from
@@ -40,6 +38,7 @@ _UNIX_NS = UNIX_TO_INTERNAL * _NS
 _ST_MASK = 7
 _NOT_ST = ~7
 _ATTEMPT = 1 << 12
+_STATES = list(JobState)
 
 
 class Bail(Exception):
@@ -311,7 +310,10 @@ class FastReplay:
                         raise Bail
                     jobs[jid] = ((c - 1) << 3) | (ma << 4)
                     if keep:
-                        locs[jid] = (seg_no, pos)
+                        pl0 = pend - 30 - plen
+                        locs[jid] = (path, pos, name, ttr, ttl, prio, ma, mf, plen, crc(data[pl0:pl0 + plen]),
+                                     csec * _NS - _UNIX_NS + cnsec,
+                                     None if c == 1 else tsec * _NS - _UNIX_NS + tnsec, log_exp)
                     applied += 1
             else:
                 raise Bail
@@ -322,33 +324,18 @@ class FastReplay:
 
 
 def _finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
-    """Rebuild the reference Job objects for the live jobs (one decode each) and close like WorkqReplay."""
+    """Build the reference Job objects of the live jobs from what the kernel kept, and close like WorkqReplay."""
     as_of = fr.as_of_ns
     jobs: dict[bytes, Job] = {}
-    by_seg: dict[int, list[tuple[int, bytes]]] = {}
-    live = fr.jobs
-    for jid, (seg_no, off) in fr.locs.items():
-        if jid not in live or live[jid] is None:
-            continue
-        by_seg.setdefault(seg_no, []).append((off, jid))
-    for seg_no, items in sorted(by_seg.items()):
-        seg = log.segments[seg_no]
-        with SegmentData(seg) as sd:
-            data = sd.data
-            for off, jid in sorted(items):
-                s, q = _uvarint(data, off + 15, off + 25)
-                c = decode_payload(data, q, q + s)
-                created_ns = c.created.unix_ns
-                if c.cmd is CmdType.ADD:
-                    log_exp, sched, exp = created_ns + c.ttl * 1_000_000, None, as_of + c.ttl * 1_000_000
-                else:
-                    sched = c.time.unix_ns
-                    log_exp = exp = sched + c.ttl * 1_000_000
-                v = fr.jobs[jid]
-                j = Job(c.job_id, c.cmd, c.name.decode("ascii"), c.ttr, c.ttl, c.priority, c.max_attempts,
-                        c.max_fails & 0xFF, created_ns, sched, exp, log_exp, len(c.payload), crc32c(c.payload),
-                        seg.path, off, JobState(v & _ST_MASK), v >> 12, fr.results.get(jid))
-                jobs[jid] = j
+    results = fr.results
+    for jid, v in fr.jobs.items():
+        path, off, name, ttr, ttl, prio, ma, mf, plen, pcrc, created_ns, sched, log_exp = fr.locs[jid]
+        if sched is None:
+            kind, exp = CmdType.ADD, as_of + ttl * 1_000_000
+        else:
+            kind, exp = CmdType.SCHEDULE, log_exp
+        jobs[jid] = Job(jid, kind, name.decode("ascii"), ttr, ttl, prio, ma, mf & 0xFF, created_ns, sched, exp,
+                        log_exp, plen, pcrc, path, off, _STATES[v & _ST_MASK], v >> 12, results.get(jid))
     r = WorkqReplay(as_of)
     r.jobs = jobs
     r.findings = findings
