@@ -1,0 +1,66 @@
+"""Fleet jobs: verify, replay and stats on Spark give the local engine's findings, exit codes and digests."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import AS_OF, cli
+from tests.spark.conftest import as_of_ns
+
+
+def _local(path, limit=None):
+    from wqtool.engine.reader import discover
+    from wqtool.engine.verify import run_log
+    return run_log(discover([path])[0], as_of_ns(), limit=limit)
+
+
+def _same(a, b):
+    from wqtool.engine.serialize import finding_to_jsonable
+    assert [finding_to_jsonable(f) for f in a.findings] == [finding_to_jsonable(f) for f in b.findings]
+    assert (a.exit_code, a.counts, a.severities, a.records, a.bytes, a.segments, a.last_good) == \
+        (b.exit_code, b.counts, b.severities, b.records, b.bytes, b.segments, b.last_good)
+    assert a.state.digest() == b.state.digest()
+    assert a.state.counts_by_state() == b.state.counts_by_state()
+    assert a.state.queues() == b.state.queues()
+    assert (a.state.records, a.state.applied) == (b.state.records, b.state.applied)
+
+
+@pytest.mark.parametrize("limit", [None, 2])
+@pytest.mark.parametrize("fast", [True, False])
+def test_fleet_equals_local_on_every_log(spark, corpus, fast, limit):
+    from wqtool.engine.reader import discover
+    from wqtool.spark.fleet import run_fleet
+    names = sorted(corpus)
+    logs = [discover([corpus[n]])[0] for n in names]
+    fleet = run_fleet(spark, logs, as_of_ns(), limit=limit, want_jobs=True, fast=fast)
+    for name, fl in zip(names, fleet):
+        local = _local(corpus[name], limit)
+        _same(fl.report, local)
+        assert list(fl.report.state.jobs) == sorted(local.state.jobs), name
+        assert [j.canonical() for j in fl.report.state.jobs.values()] == \
+            [j.canonical() for j in local.state.sorted_jobs()], name
+
+
+def test_verify_cli_same_output_and_exit_code(corpus):
+    paths = [corpus[n] for n in sorted(corpus)]
+    local = cli("verify", "-o", "json", "--as-of", AS_OF, *paths)
+    spark = cli("verify", "--engine", "spark", "-o", "json", "--as-of", AS_OF, *paths)
+    assert spark.code == local.code == 3
+    assert json.loads(spark.out) == json.loads(local.out)
+    assert "spark:" in spark.err
+
+
+@pytest.mark.parametrize("name", ["crc-mismatch-mid-segment", "sample-clean", "truncated-newest"])
+def test_replay_cli_same_state(corpus, name):
+    local = cli("replay", "-o", "json", "--as-of", AS_OF, corpus[name])
+    spark = cli("replay", "--engine", "spark", "-o", "json", "--as-of", AS_OF, corpus[name])
+    assert (spark.code, json.loads(spark.out)) == (local.code, json.loads(local.out))
+
+
+def test_stats_same_document(corpus):
+    paths = [corpus[n] for n in sorted(corpus)]
+    local = cli("stats", "-o", "json", "--as-of", AS_OF, *paths)
+    spark = cli("stats", "--engine", "spark", "-o", "json", "--as-of", AS_OF, *paths)
+    assert spark.code == local.code == 3
+    assert json.loads(spark.out) == json.loads(local.out)
