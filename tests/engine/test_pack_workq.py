@@ -526,3 +526,19 @@ def test_apply_needs_a_directory(tmp_path):
     plan = plans.pack_plan(discover([os.path.join(base, "000000001.log")])[0], AS_OF)
     with pytest.raises(UsageError):
         plans.apply_plan(plan, stale_lock_hold=0)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_apply_keeps_owner_and_modes(tmp_path):
+    base = crash_base(tmp_path)
+    os.chmod(base, 0o750)
+    for n in os.listdir(base):
+        os.chmod(os.path.join(base, n), 0o640)
+        os.chown(os.path.join(base, n), 1234, 4321)
+    os.chown(base, 1234, 4321)
+    plans.apply_plan(plans.pack_plan(load(base), AS_OF), stale_lock_hold=0)
+    st = os.stat(base)
+    assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o750, 1234, 4321)
+    for n in os.listdir(base):
+        st = os.stat(os.path.join(base, n))
+        assert (st.st_mode & 0o777, st.st_uid, st.st_gid) == (0o640, 1234, 4321), n

@@ -54,7 +54,7 @@ Installing (``apply_plan``), with ``D`` the log directory and ``P`` its parent:
     ``lock_timeout``; a running workq-server holds append.lock for its whole life -> LogBusy. Under the locks:
     leftovers of crashed packs are recovered, and the log must still be what the plan read.
  2. ``P/<name>.pack-tmp-<pid>-<n>``: mkdir, lock files created and locked, segments written and fsynced one
-    by one, re-verified (digest), directory fsynced.
+    by one, given ``D``'s owner and modes, re-verified (digest), directory fsynced.
  3. renamed to ``P/<name>.pack-new-<inode>-<stamp>`` (verified and ready; the inode tells it apart from the
     old log later), ``P`` fsynced.
  4. ``renameat2(RENAME_EXCHANGE)`` swaps it with ``D``: ``D`` names the complete new log, the ready name the
@@ -271,21 +271,6 @@ def _synth_record(t: GoTime, jid: bytes, cmd: CmdType, result: bytes | None) -> 
     return encode_record(t, bytes((int(cmd),)) + jid + encode_uvarint(len(result)) + result)
 
 
-def _segment_layout(lengths: Iterator[int], segment_size: int) -> tuple[int, int, int]:
-    """(segments, bytes, records) the writer's roll-over rule gives for these record lengths."""
-    segs = total = n = 0
-    size = segment_size  # forces a first segment
-    for ln in lengths:
-        if segs == 0 or size >= segment_size:
-            segs += 1
-            size = HEADER_SIZE
-            total += HEADER_SIZE
-        size += ln
-        total += ln
-        n += 1
-    return segs, total, n
-
-
 def _read_varint_len(head: bytes, at: int) -> tuple[int, int]:
     size = shift = 0
     for i in range(10):
@@ -450,28 +435,38 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     state = report.state
     by_kind_before = _count_kinds(log, clean=code == ExitCode.OK)
     seg_no = {s.path: i for i, s in enumerate(log.segments)}
-    order = sorted(state.jobs, key=lambda j: (seg_no.get(state.jobs[j].src_path, -1), state.jobs[j].src_offset))
+    order = [jid for _, _, jid in sorted((seg_no.get(j.src_path, -1), j.src_offset, jid)
+                                         for jid, j in state.jobs.items())]
+    # one pass over the live jobs: add-record lengths, output kinds, and the writer's roll-over rule
     lengths = array("Q")
-    by_kind_after: Counter = Counter()
+    kinds: Counter = Counter()
+    segs_after = bytes_after = records_after = 0
+    size = 0
+    jobs = state.jobs
     with _SourceReader() as src:
         for jid in order:
-            job = state.jobs[jid]
-            lengths.append(src.length(job.src_path, job.src_offset))
-            by_kind_after[job.kind.label] += 1
-            for cmd, _ in _tail(job):
-                by_kind_after[cmd.label] += 1
-
-    def all_lengths():
-        for jid, ln in zip(order, lengths):
-            yield ln
-            for cmd, result in _tail(state.jobs[jid]):
-                yield _synth_length(cmd, result)
-    segs_after, bytes_after, records_after = _segment_layout(all_lengths(), segment_size)
+            job = jobs[jid]
+            ln = src.length(job.src_path, job.src_offset)
+            lengths.append(ln)
+            kinds[job.kind] += 1
+            recs = [ln]
+            for cmd, result in _tail(job):
+                kinds[cmd] += 1
+                recs.append(_ID_RECORD if result is None else _synth_length(cmd, result))
+            for r_len in recs:
+                if segs_after == 0 or size >= segment_size:
+                    segs_after += 1
+                    size = HEADER_SIZE
+                    bytes_after += HEADER_SIZE
+                size += r_len
+                bytes_after += r_len
+            records_after += len(recs)
+    by_kind_after = {c.label: n for c, n in sorted(kinds.items())}
     plan = WorkqPackPlan(
         log=log, as_of_ns=as_of_ns, segment_size=segment_size, salvage=salvage, input_exit_code=int(code),
         inputs=inputs, segments_before=report.segments, bytes_before=report.bytes, records_before=report.records,
         by_kind_before=dict(by_kind_before), segments_after=segs_after, bytes_after=bytes_after,
-        records_after=records_after, by_kind_after=dict(by_kind_after), jobs_kept=len(order),
+        records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(order),
         jobs_by_state=state.counts_by_state(), digest_before=state.digest(), state=state, order=order,
         src_lengths=lengths, report=report, dropped=_dropped_from(report, log), recovered=recovered)
     plan.elapsed_s = time.perf_counter() - t0
@@ -810,6 +805,24 @@ def _check_unchanged(plan: WorkqPackPlan) -> None:
                          "plan again", path=log.root)
 
 
+def _copy_ownership(src_dir: str, dst_dir: str) -> None:
+    """Give the new log the old one's directory mode and owner (so that a workq-server running as another user
+    than wqtool can still append); files get the owner and the mode of the old newest segment (or 0666&~umask)."""
+    st = os.stat(src_dir)
+    os.chmod(dst_dir, st.st_mode & 0o7777)
+    segs = sorted(n for n in os.listdir(src_dir) if n.endswith(".log"))
+    fmode = os.stat(os.path.join(src_dir, segs[-1])).st_mode & 0o777 if segs else None
+    for n in [None] + sorted(os.listdir(dst_dir)):
+        p = dst_dir if n is None else os.path.join(dst_dir, n)
+        if n is not None and fmode is not None:
+            os.chmod(p, fmode)
+        if (os.stat(p).st_uid, os.stat(p).st_gid) != (st.st_uid, st.st_gid):
+            try:
+                os.chown(p, st.st_uid, st.st_gid)
+            except PermissionError:
+                pass   # not root: the files stay ours, as any file we create
+
+
 def _resolve_swap(swap: str, parent: str) -> str:
     if swap not in ("auto", "exchange", "rename"):
         raise UsageError(f"swap must be auto, exchange or rename, not {swap!r}")
@@ -827,7 +840,7 @@ def apply_steps(plan: WorkqPackPlan, *, swap: str = "auto", fsync: bool = True) 
         out.append("write:" + segment_name(seq))
         if fsync:
             out.append("fsync:" + segment_name(seq))
-    out.append("verify-temp")
+    out += ["own-temp", "verify-temp"]
     if fsync:
         out.append("fsync-dir:temp")
     out.append("rename-temp-to-ready")
@@ -881,6 +894,7 @@ def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callabl
                 new_locks = _Locks(tmp, lock_timeout, what="pack")
             step("lock-files-temp", lock_files)
             names, total = _write_segments(plan, tmp, step, fsync)
+            step("own-temp", lambda: _copy_ownership(d, tmp))
             digest, records = step("verify-temp", lambda: _verify_output(plan, tmp))
             if fsync:
                 step("fsync-dir:temp", lambda: fsync_dir(tmp))
