@@ -11,9 +11,11 @@ from ..engine.serialize import finding_to_jsonable
 from ..engine.verify import LogReport, VerifyReport, verify as engine_verify
 from ..exitcodes import EXIT_TABLE
 from ..render.findings import findings_jsonl, findings_lines
+from ..errors import UsageError
 from ._formats import resolve
 from ._options import (AsOf, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt, LogFormat, MaxFindings,
                        Output, Paths, parse_time)
+from ._options import Engine, EngineOpt, MasterOpt, RemoteOpt, SparkConfOpt
 
 EXIT_HELP = "\n".join(f"  {int(c):>3}  {text}" for c, text in EXIT_TABLE)
 
@@ -30,6 +32,10 @@ def verify(
     keep_open: KeepOpen = False,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, metavar="N", help="workq: processes that "
                        "share an intact log's jobs [default: 2 for logs of 64 MiB and more, else 1].")] = None,
+    engine: EngineOpt = Engine.local,
+    master: MasterOpt = None,
+    spark_conf: SparkConfOpt = None,
+    remote: RemoteOpt = None,
 ) -> int:
     """Check framing, CRCs and replay-level history; exact offsets; exit code for cron.
 
@@ -61,7 +67,10 @@ def verify(
     """
     as_of_ns = parse_time(as_of, "--as-of")
     report = VerifyReport([])
-    for lg in resolve(paths, fmt.value, horizon=horizon, kestrel_version=kestrel_version.value):
+    if engine is Engine.spark:  # the same reports, computed on Spark: a task per log or per share of its jobs
+        report = _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, output, master, spark_conf, remote)
+        paths = []
+    for lg in [] if not paths else resolve(paths, fmt.value, horizon=horizon, kestrel_version=kestrel_version.value):
         if lg.fmt == "kestrel":
             report.logs += kestrel.verify([lg.log], as_of_ns, max_findings=max_findings, keep_open=keep_open).logs
         else:
@@ -78,6 +87,19 @@ def verify(
             for lr in report.logs:
                 _log_table(lr)
     return report.exit_code
+
+
+def _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, output, master, spark_conf, remote) -> VerifyReport:
+    """verify on Spark (workq logs): the report ``engine.verify.verify`` gives, computed by ``wqtool.spark.fleet``."""
+    from ..spark.fleet import fleet_verify
+    from ..spark.session import open_session
+    logs = resolve(paths, fmt.value, horizon=horizon)
+    if any(lg.fmt != "workq" for lg in logs):
+        raise UsageError("--engine spark verifies workq logs (Kestrel journals: not yet)")
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    with open_session(master, spark_conf, remote, progress=say) as spark:
+        return fleet_verify(spark, [lg.log for lg in logs], as_of_ns, max_findings=max_findings,
+                            digest=False, progress=say)
 
 
 def _verdict(lr: LogReport) -> str:
