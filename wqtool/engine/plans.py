@@ -25,13 +25,17 @@ API (the CLI's ``wqtool pack`` is a thin layer over these; nothing here prints):
         changed since the plan), PackMismatch (nothing installed), OSError, and InjectedCrash for ``fail_at``.
 
     apply_steps(plan, *, swap="auto", fsync=True) -> list[str]
-        The labels of apply's steps; ``fail_at="before:<label>"`` / ``"after:<label>"`` (or
+        The labels of apply's steps (``swap="auto"`` probes the parent's filesystem for renameat2, as
+        ``exchange_supported(dir)`` does, with two empty temp directories); ``fail_at="before:<label>"`` / ``"after:<label>"`` (or
         ``"during:write:<segment>"``, leaving half a segment) raises InjectedCrash there with no cleanup (a
         simulated crash: only the flocks are released, as the kernel would); ``hook(when, label)`` sees each.
 
     finish_interrupted(path, *, lock_timeout=1.0, cleanup=False) -> list[str]
         Recovery (below), callable before ``discover`` (the one crash window of the rename fallback leaves
         ``path`` missing). Returns what it did, one line each.
+
+    first_difference(expected: ReplayState, actual: ReplayState) -> (job uuid | None, description)
+        What PackMismatch reports: the first job, by id, whose canonical form differs.
 
 Plan contents: input segments / bytes / records (and by kind), output segments / bytes / records (and by kind),
 records dropped by kind (input minus output per kind), live jobs kept (and by state), the input's replay
