@@ -1,0 +1,150 @@
+"""Fleet benchmark: local single-process verify/replay vs --engine spark on local[2], in one run.
+
+    python bench/bench_fleet.py [--dirs 4] [--segments 4] [--segment-mib 16] [--out bench/out/fleet] [--reference]
+
+Generates (once, cached under --out) DIRS log directories of SEGMENTS segments of SEGMENT-MIB MiB each with
+wqtool's own writer (two distinct logs, each copied into half of the directories: every directory is a whole,
+valid log), then measures in this process, on a warm page cache:
+  local verify   engine.verify.run_log(state=False, workers=1) per directory (the hot kernel, one process)
+  local replay   engine.verify.run_log() + state digest per directory
+  spark          session start-up (local[2]), the first job (a tiny fixture), then fleet verify and replay over
+                 all directories (wqtool.spark.fleet.run_fleet), excluding and including the start-up
+and prints MB/s, the ratio spark/local (target >= 1.6 once started) and whether the digests are identical.
+--reference also times the reference pipeline (segments framed per task, shuffle by job), the path damaged
+logs take. Not a test: the numbers go in notes. The machine's 2 cores may be shared: load is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+AS_OF_NS = 1_795_306_600_000_000_000  # 2026-11-22T00:00:00Z
+
+
+def generate(out: str, dirs: int, segments: int, segment_mib: int) -> list[str]:
+    from wqtool.engine.sample import SampleSpec, generate
+    paths = [os.path.join(out, f"server{i:02d}") for i in range(dirs)]
+    stamp = os.path.join(out, f".ready-{dirs}x{segments}x{segment_mib}")
+    if os.path.exists(stamp):
+        return paths
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    seg = segment_mib << 20
+    records = int(segments * seg / 84)  # ~84 bytes per record with payload_max=64
+    for k in range(min(2, dirs)):
+        t = time.perf_counter()
+        generate(paths[k], SampleSpec(records=records, segment_size=seg, seed=k + 1))
+        print(f"generated {paths[k]}: {len(os.listdir(paths[k]))} files in {time.perf_counter() - t:.1f} s",
+              file=sys.stderr)
+    for i in range(2, dirs):
+        shutil.copytree(paths[i % 2], paths[i])
+    open(stamp, "w").close()
+    return paths
+
+
+def _spin(n: int) -> int:
+    x = 0
+    for i in range(n):
+        x ^= i * 2654435761 & 0xFFFFFFFF
+    return x
+
+
+def headroom(n: int = 6_000_000) -> float:
+    """How much faster two processes do two units of CPU work than one process does, right now (2.0 on an
+    idle 2-core machine): the ceiling for any 2-way speed-up measured in this run."""
+    import multiprocessing as mp
+    t = time.perf_counter()
+    _spin(n)
+    _spin(n)
+    one = time.perf_counter() - t
+    with mp.get_context("fork").Pool(2) as pool:
+        t = time.perf_counter()
+        pool.map(_spin, [n, n])
+        two = time.perf_counter() - t
+    return one / two
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dirs", type=int, default=4)
+    ap.add_argument("--segments", type=int, default=4)
+    ap.add_argument("--segment-mib", type=int, default=16)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "fleet"))
+    ap.add_argument("--reference", action="store_true")
+    a = ap.parse_args()
+
+    from wqtool.engine.reader import discover
+    from wqtool.engine.verify import run_log
+
+    paths = generate(a.out, a.dirs, a.segments, a.segment_mib)
+    logs = discover(paths)
+    nseg = sum(len(g.segments) for g in logs)
+    size = sum(os.path.getsize(s.path) for g in logs for s in g.segments)
+    for g in logs:  # warm the page cache
+        for s in g.segments:
+            with open(s.path, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+    rows = []
+    ceiling = headroom()
+
+    def row(name, secs, note=""):
+        rows.append((name, secs, size / secs / 1e6 if secs else 0.0, note))
+
+    t = time.perf_counter()
+    v_local = [run_log(g, AS_OF_NS, state=False, workers=1) for g in logs]
+    t_lv = time.perf_counter() - t
+    row("local verify (1 process)", t_lv)
+    t = time.perf_counter()
+    r_local = [run_log(g, AS_OF_NS) for g in logs]
+    d_local = [r.state.digest() for r in r_local]
+    t_lr = time.perf_counter() - t
+    row("local replay + digest (1 process)", t_lr)
+
+    from wqtool.spark.fleet import run_fleet, run_reference
+    from wqtool.spark.session import build_session
+    t = time.perf_counter()
+    spark = build_session(master="local[2]")
+    t_start = time.perf_counter() - t
+    t = time.perf_counter()
+    run_fleet(spark, discover([os.path.join(ROOT, "fixtures", "workq", "sample-clean", "log")]), AS_OF_NS)
+    t_first = time.perf_counter() - t
+    fixed = t_start + t_first
+
+    t = time.perf_counter()
+    v_spark = run_fleet(spark, logs, AS_OF_NS, digest=False)
+    t_sv = time.perf_counter() - t
+    same_v = all((a_.report.exit_code, a_.report.counts) == (b.exit_code, b.counts) for a_, b in zip(v_spark, v_local))
+    row("spark verify local[2]", t_sv, f"x{t_lv / t_sv:.2f} vs local; same findings: {same_v}")
+    row("spark verify incl. start-up", t_sv + fixed, f"x{t_lv / (t_sv + fixed):.2f}")
+    t = time.perf_counter()
+    r_spark = run_fleet(spark, logs, AS_OF_NS)
+    t_sr = time.perf_counter() - t
+    same_d = [f.report.state.digest() for f in r_spark] == d_local
+    row("spark replay + digest local[2]", t_sr, f"x{t_lr / t_sr:.2f} vs local; identical digests: {same_d}")
+    row("spark replay incl. start-up", t_sr + fixed, f"x{t_lr / (t_sr + fixed):.2f}")
+    if a.reference:
+        t = time.perf_counter()
+        ref = run_reference(spark, logs, AS_OF_NS)
+        t_ref = time.perf_counter() - t
+        same_r = [f.report.state.digest() for f in ref] == d_local
+        row("spark reference pipeline (damaged-log path)", t_ref, f"x{t_lr / t_ref:.2f}; identical digests: {same_r}")
+    spark.stop()
+
+    records = sum(r.records for r in v_local)
+    print(f"\nfleet: {len(logs)} directories, {nseg} segments, {size / 2**20:.0f} MiB, {records} records; "
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; 2-process headroom now x{ceiling:.2f} "
+          f"(x{headroom():.2f} at the end)")
+    print(f"spark fixed cost: session start-up {t_start:.1f} s + first job {t_first:.1f} s = {fixed:.1f} s\n")
+    print(f"{'run':<44} {'seconds':>8} {'MB/s':>8}  note")
+    for name, secs, mbs, note in rows:
+        print(f"{name:<44} {secs:>8.2f} {mbs:>8.1f}  {note}")
+
+
+if __name__ == "__main__":
+    main()
