@@ -77,8 +77,6 @@ def _in_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
-AS_OF_NS = None
-
 
 def as_of_ns() -> int:
     from wqtool.commands._options import parse_time

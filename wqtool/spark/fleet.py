@@ -1,21 +1,24 @@
 """Fleet jobs on Spark: verify, replay and stats over many workq logs, the same results as the local engine.
 
-One Spark job, three stages, for any number of log directories:
+Two paths, both engine code run in Spark tasks, merged on the driver into ``engine.verify.LogReport``s:
 
-  A  one task per segment (``spark.range`` with one row per partition → ``mapInArrow``): the engine's reader
-     frames and CRC-checks the segment (payloads not decoded); reader findings, counts and sizes go to the
-     driver; every record goes on as (job id, log, segment, offset, index in segment, bytes).
-  B  shuffled by job id and sorted by (job id, log, segment, offset): each task holds all records of its jobs
-     in log order, decodes them with the engine's codec and applies them to ``WorkqReplay`` one job at a time —
-     a job's state depends only on its own records, so the state, the findings (unknown job, duplicates,
-     skip-if-expired at --as-of, ...) and their order within the job are the local engine's. A finished job's
-     canonical line (the digest's input) goes on; memory stays one job plus counters.
-  C  one task, lines sorted by job id per log: the sha256 digest, exactly as ``state_digest`` makes it.
+  fast       (``run_fleet``) intact logs through the engine's hot kernel (``FastReplay``): one task per log, or
+             a big log split by job over the executor slots (every share frames every record, CRC-checks and
+             replays the jobs whose id's last byte is its own) — a job's state depends only on its own records
+             in log order. A log the kernel bails on (damage, unusual history) goes to the reference path.
+  reference  (``run_reference``; stats use it for every log) any log:
+             A  one task per segment (``spark.range`` with one row per partition → ``mapInArrow``): the engine's
+                reader frames and CRC-checks the segment (payloads not decoded); reader findings, counts and sizes
+                go to the driver; records go on packed in chunks per job part (first byte of the job id).
+             B  shuffled by part, chunks sorted by (log, segment, chunk): each task holds all records of its jobs
+                in log order, decodes them with the engine's codec and applies them to ``WorkqReplay`` — so the
+                state, the findings (unknown job, duplicates, skip-if-expired at --as-of, ...) and their order
+                within a job are the local engine's. Canonical job lines (the digest's input) go to the driver
+                per part; parts are ranges of job ids, so the driver hashes them in order.
 
-The driver merges the small results: findings sorted back into file order (the first --max-findings kept, all
-counted), exit code, counts, record indexes made log-wide (per-segment counts give each segment's base), the
-notes ``WorkqReplay.finish()`` adds. Everything the tasks run is engine code (``_segments``); only this module
-and ``datasources`` import pyspark.
+The driver puts findings back into file order (the first --max-findings kept, all counted), computes exit code,
+counts, log-wide record indexes (per-segment counts give each segment's base) and the closing notes exactly as
+``WorkqReplay.finish()`` does. Only this module and ``datasources`` import pyspark.
 """
 from __future__ import annotations
 
