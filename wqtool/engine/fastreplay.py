@@ -310,6 +310,8 @@ class FastReplay:
                         raise Bail
                     jobs[jid] = ((c - 1) << 3) | (ma << 4)
                     if keep:
+                        if jid in results:       # an earlier job with this id had a result; the new one has none
+                            del results[jid]
                         pl0 = pend - 30 - plen
                         locs[jid] = (path, pos, name, ttr, ttl, prio, ma, mf, plen, crc(data[pl0:pl0 + plen]),
                                      csec * _NS - _UNIX_NS + cnsec,

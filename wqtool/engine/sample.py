@@ -43,6 +43,7 @@ class SampleSpec:
     t0_ns: int = T0_NS
     step_ns: int = 1_000_000          # time between records
     ttl_ms: tuple[int, int] = (3_600_000, 2_592_000_000)
+    reuse_ids: float = 0.0            # chance that an add reuses the id of a job that is gone (valid upstream)
 
 
 def generate(directory: str, spec: SampleSpec = SampleSpec()) -> int:
@@ -57,6 +58,7 @@ def generate(directory: str, spec: SampleSpec = SampleSpec()) -> int:
     leased: list[bytes] = []
     attempts: dict[bytes, tuple[int, int]] = {}   # id -> (attempts, max_attempts)
     done: list[bytes] = []
+    gone: list[bytes] = []
     t = spec.t0_ns
     written = 0
     with SegmentWriter(directory, segment_size=spec.segment_size) as w:
@@ -65,7 +67,8 @@ def generate(directory: str, spec: SampleSpec = SampleSpec()) -> int:
             now = GoTime.from_unix_ns(t)
             r = rng.random()
             if r < 0.36 or not (queued or leased):
-                jid = v4_id(rng)
+                jid = (gone.pop(rng.randrange(len(gone))) if spec.reuse_ids and gone and rng.random() < spec.reuse_ids
+                       else v4_id(rng))
                 max_att = rng.choice((0, 0, 1, 3))
                 ttl = rng.randrange(*spec.ttl_ms)
                 body = _payload(rng, spec.payload_max)
@@ -103,9 +106,11 @@ def generate(directory: str, spec: SampleSpec = SampleSpec()) -> int:
             elif done:
                 jid = done.pop(rng.randrange(len(done)))
                 c = Command(rng.choice((CmdType.DELETE, CmdType.EXPIRE)), jid)
+                gone.append(jid)
             elif queued:
                 jid = queued.pop(rng.randrange(len(queued)))
                 c = Command(CmdType.DELETE, jid)
+                gone.append(jid)
             else:
                 continue
             rec = encode_record(now, encode_payload(c))
