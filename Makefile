@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test,spark]'
 	@touch $@
 
 install: $(VENV)/.installed

@@ -325,7 +325,7 @@ class FastReplay:
         return index
 
 
-def _finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
+def finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
     """Build the reference Job objects of the live jobs from what the kernel kept, and close like WorkqReplay."""
     as_of = fr.as_of_ns
     jobs: dict[bytes, Job] = {}
@@ -366,14 +366,14 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1) 
     fr.run()
     findings = list(log.findings) + [f for _, f in fr.findings]
     if keep:
-        state = _finish_state(log, fr, findings)
+        state = finish_state(log, fr, findings)
     else:
-        findings.extend(closing_notes(*_note_counts(fr.jobs)))
+        findings.extend(closing_notes(*note_counts(fr.jobs)))
         state = None
     return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state)
 
 
-def _note_counts(jobs: dict[bytes, int]) -> tuple[int, int]:
+def note_counts(jobs: dict[bytes, int]) -> tuple[int, int]:
     live_adds = leased = 0
     for v in jobs.values():
         if not v & 8:
@@ -390,7 +390,7 @@ def _worker(args):
         fr.run()
     except Bail:
         return None
-    return fr.findings, fr.records, fr.applied, fr.bytes, fr.segments, _note_counts(fr.jobs)
+    return fr.findings, fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs)
 
 
 def _parallel(log: LogSet, as_of_ns: int, nparts: int) -> FastResult:

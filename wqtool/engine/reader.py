@@ -289,14 +289,14 @@ class RecordReader:
                 self.segments_read += 1
                 self.bytes += sd.size
                 is_newest = seg is newest
-                for ev in self._segment_events(sd, index, is_newest):
+                for ev in self.segment_events(sd, index, is_newest):
                     if ev.__class__ is Record:
                         index += 1
                     yield ev
         self.records = index
 
     # -- records
-    def _segment_events(self, sd: SegmentData, index: int, is_newest: bool) -> Iterator[Record | Finding]:
+    def segment_events(self, sd: SegmentData, index: int, is_newest: bool) -> Iterator[Record | Finding]:
         f, scan = header_finding(sd, index, is_newest)
         if f is not None:
             yield f

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from ..exitcodes import ExitCode
-from ..formats._common import GoTime, crc32c
+from ..formats._common import GoTime, crc32c, format_uuid
 from ..formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, MIN_TTL_MS, MIN_TTR_MS,
                              NAME_RE, CmdType)
 from .findings import ERROR, NOTE, WARNING, Finding
@@ -64,7 +64,7 @@ class Job:
 
     @property
     def uuid(self) -> str:
-        return str(uuid.UUID(bytes=self.id))
+        return format_uuid(self.id)
 
     def canonical(self) -> dict:
         """The job's canonical form: the digest and `replay -o json` are made of it."""
@@ -128,14 +128,39 @@ class ReplayState:
         return state_digest(self)
 
 
-def state_digest(state: ReplayState) -> str:
-    """sha256 over one canonical JSON line per job, sorted by job id (as_of is part of the state)."""
+def digest_start(as_of_ns: int):
+    """The digest's sha256 object after its header; feed it ``digest_line(job)`` in job-id order."""
     h = hashlib.sha256()
     h.update(b"wqtool-workq-state-v1\n")
-    h.update(f"as_of_ns={state.as_of_ns}\n".encode())
-    for job in state.sorted_jobs():
-        h.update(json.dumps(job.canonical(), sort_keys=True, separators=(",", ":")).encode())
-        h.update(b"\n")
+    h.update(f"as_of_ns={as_of_ns}\n".encode())
+    return h
+
+
+def _n(v: int | None) -> str:
+    return "null" if v is None else str(v)
+
+
+def digest_line(j: Job) -> bytes:
+    """``json.dumps(j.canonical(), sort_keys=True, separators=(",", ":"))`` + newline, built directly (3x faster).
+
+    Safe without JSON escaping: every string is a UUID, a hex string, a state/kind label or a queue name that
+    replay validated as [A-Za-z0-9_.-]. tests/engine/test_replay.py checks equality with json.dumps.
+    """
+    res = "null" if j.result is None else f'"{j.result.hex()}"'
+    return (f'{{"attempts":{j.attempts},"created_ns":{j.created_ns},"expires_ns":{j.expires_ns},'
+            f'"id":"{j.uuid}","kind":"{j.kind.label}","lease_expires_ns":{_n(j.lease_expires_ns)},'
+            f'"log_expires_ns":{j.log_expires_ns},"max_attempts":{j.max_attempts},"max_fails":{j.max_fails},'
+            f'"name":"{j.name}","payload_crc32c":"{j.payload_crc:08x}","payload_len":{j.payload_len},'
+            f'"priority":{j.priority},"result":{res},"scheduled_ns":{_n(j.scheduled_ns)},'
+            f'"state":"{j.state.label}","ttl_ms":{j.ttl},"ttr_ms":{j.ttr}}}\n').encode()
+
+
+def state_digest(state: ReplayState) -> str:
+    """sha256 over one canonical JSON line per job, sorted by job id (as_of is part of the state)."""
+    h = digest_start(state.as_of_ns)
+    jobs = state.jobs
+    for k in sorted(jobs):
+        h.update(digest_line(jobs[k]))
     return h.hexdigest()
 
 

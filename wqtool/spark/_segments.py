@@ -67,7 +67,7 @@ def segment_events(seg: Segment, start_index: int, is_newest: bool, *, decode: b
     them for this segment inside its log (``is_newest`` decides torn tail vs corruption)."""
     reader = RecordReader(LogSet(os.path.dirname(seg.path), [seg]), decode=decode)
     with SegmentData(seg) as sd:
-        yield from reader._segment_events(sd, start_index, is_newest)
+        yield from reader.segment_events(sd, start_index, is_newest)
 
 
 def segment_scan(seg: Segment, start_index: int, is_newest: bool, *, decode: bool = True):
@@ -77,7 +77,7 @@ def segment_scan(seg: Segment, start_index: int, is_newest: bool, *, decode: boo
 
     def events():
         with sd:
-            yield from reader._segment_events(sd, start_index, is_newest)
+            yield from reader.segment_events(sd, start_index, is_newest)
     return sd.size, events()
 
 

@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 
 from ..engine.findings import Finding
 from ..engine.reader import LogSet, Segment
-from ..engine.replay import JobState, ReplayState, WorkqReplay, closing_notes
+from ..engine.replay import JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start
 from ..engine.stats import RecordStats
 from ..engine.verify import LogReport, VerifyReport, worst_exit
 from ..exitcodes import ExitCode
@@ -299,7 +299,7 @@ class _LogAcc:
             add_jobs += job.kind is CmdType.ADD
             if digest:
                 lines.setdefault(k[0], []).append(
-                    json.dumps(job.canonical(), sort_keys=True, separators=(",", ":")).encode())
+                    digest_line(job)[:-1])
         stats = None
         if self.stats is not None:  # the job ids stay here (for the union); their count goes on
             stats = RecordStats(self.stats.records, self.stats.bytes, self.stats.by_type, self.stats.bytes_by_type,
@@ -317,11 +317,7 @@ class _LogAcc:
 
 
 def _digest_start(as_of_ns: int):
-    """``engine.replay.state_digest`` up to the first job line (its header); tests prove the digests equal."""
-    h = hashlib.sha256()
-    h.update(b"wqtool-workq-state-v1\n")
-    h.update(f"as_of_ns={as_of_ns}\n".encode())
-    return h
+    return digest_start(as_of_ns)
 
 
 # ---------------------------------------------------------------- the driver
@@ -484,21 +480,21 @@ class _FastTask:
                                                      schema=schema)
 
     def _run(self, log: LogSet, part: int, nparts: int):
-        from ..engine.fastreplay import Bail, FastReplay, _finish_state, _note_counts
+        from ..engine.fastreplay import Bail, FastReplay, finish_state, note_counts
         fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs)
         try:
             fr.run()
         except Bail:
             return None
         out = {"findings": fr.findings, "records": fr.records, "applied": fr.applied, "bytes": fr.bytes,
-               "segments": fr.segments, "notes": _note_counts(fr.jobs), "keys": b"", "lines": b"", "jobs": None}
+               "segments": fr.segments, "notes": note_counts(fr.jobs), "keys": b"", "lines": b"", "jobs": None}
         if fr.keep:
-            state = _finish_state(log, fr, [])
+            state = finish_state(log, fr, [])
             keys = sorted(state.jobs)
             if self.digest:
                 out["keys"] = b"".join(keys)
                 out["lines"] = zlib.compress(b"\n".join(
-                    json.dumps(state.jobs[k].canonical(), sort_keys=True, separators=(",", ":")).encode()
+                    digest_line(state.jobs[k])[:-1]
                     for k in keys), 1)
             if self.want_jobs:
                 out["jobs"] = [state.jobs[k] for k in keys]
