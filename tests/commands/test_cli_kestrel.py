@@ -66,7 +66,7 @@ def test_pack_kestrel_writes_a_new_file_and_refuses_to_overwrite(tmp_path, in_ro
     out = tmp_path / "out"
     out.mkdir()
     r = cli("pack", "--as-of", AS_OF, "-o", str(out), "fixtures/kestrel/rotated-set-with-pack/queue")
-    assert r.code == 0 and "re-verified, digest equal" in r.out
+    assert r.code == 0 and "re-verified, replay digest equal" in r.out
     packed = out / "jobs"
     a = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, "fixtures/kestrel/rotated-set-with-pack/queue").out)
     b = json.loads(cli("replay", "-o", "json", "--format", "kestrel", "--as-of", AS_OF, str(packed)).out)
@@ -91,3 +91,34 @@ def test_pack_apply_kestrel_in_place(tmp_path, in_root):
     after = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, str(d)).out)["digest"]
     assert before == after
     assert cli("verify", "-q", "--as-of", AS_OF, str(d)).code == 0
+
+
+# ---------------------------------------------------------------- wqtool pack, workq half (engine: tests/engine/test_pack_workq.py)
+def test_workq_pack_plan_snapshot(in_root, snapshot):
+    r = cli("pack", "--as-of", AS_OF, "fixtures/workq/sample-clean/log")
+    snapshot.snapshot_dir = os.path.join(os.path.dirname(__file__), "snapshots")
+    out = "\n".join(l for l in r.out.splitlines() if not l.strip().startswith("time:")) + "\n"
+    snapshot.assert_match(f"exit {r.code}\n--- stdout\n{out}--- stderr\n{r.err}", "w_pack_plan.txt")
+
+
+def test_workq_pack_output_and_apply_keep_the_digest(tmp_path, in_root):
+    src = tmp_path / "log"
+    shutil.copytree(os.path.join(ROOT, "fixtures", "workq", "sample-clean", "log"), src)
+    digest = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, str(src)).out)["digest"]
+    r = cli("pack", "--as-of", AS_OF, "-o", str(tmp_path / "packed"), str(src))
+    assert r.code == 0, r.err
+    assert json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, str(tmp_path / "packed")).out)["digest"] == digest
+    r = cli("pack", "--as-of", AS_OF, "--apply", "--json", str(src))
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["installed"]["backup"] and os.path.isdir(doc["installed"]["backup"])
+    assert json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, str(src)).out)["digest"] == digest
+    assert cli("verify", "-q", "--as-of", AS_OF, str(src)).code == 0
+
+
+@pytest.mark.parametrize("name,code", [("crc-mismatch-mid-segment", 3), ("duplicate-add", 4)])
+def test_workq_pack_refuses_damage_unless_salvage(in_root, name, code):
+    r = cli("pack", "--as-of", AS_OF, f"fixtures/workq/{name}/log")
+    assert r.code == code and r.err.count("\n") == 1 and "--salvage" in r.err
+    r = cli("pack", "--salvage", "--json", "--as-of", AS_OF, f"fixtures/workq/{name}/log")
+    assert r.code == 0 and json.loads(r.out)["dropped"]

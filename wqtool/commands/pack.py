@@ -51,6 +51,12 @@ def pack(
     as_of_ns = parse_time(as_of, "--as-of")
     if out and apply:
         raise UsageError("--output and --apply exclude each other")
+    if apply and fmt is not LogFormat.kestrel:
+        import os
+        from ..engine import plans
+        for p in paths:  # a pack --apply that crashed mid-swap is finished first (no-op otherwise)
+            if os.path.isdir(p) or not os.path.exists(p):
+                plans.finish_interrupted(p)
     logs = resolve(paths, fmt.value, kestrel_version=kestrel_version.value)
     if len(logs) != 1:
         raise UsageError(f"pack takes one log; these paths name {len(logs)} (run it once per directory or queue)")
@@ -58,25 +64,40 @@ def pack(
     if lg.fmt == "kestrel":
         plan = kestrel.pack_plan(lg.log, as_of_ns, drop_expired=drop_expired, salvage=salvage,
                                  kestrel_version=kestrel_version.value)
-        doc = plan.to_jsonable()
+        d = plan.to_jsonable()
+        doc = {"format": "kestrel", "root": d["root"], "queue": d["queue"], "as_of_ns": as_of_ns,
+               "before": {"records": d["records_before"], "bytes": d["bytes_before"], "files": len(d["inputs"])},
+               "after": {"records": d["records_after"], "bytes": d["bytes_after"], "items": d["items_queued"],
+                         "open_transactions": d["open_transactions"]},
+               "records_dropped": d["records_dropped"], "dropped": d["dropped"], "digest": d["digest_expected"],
+               "digest_input": d["digest_input"], "elapsed_s": d["elapsed_s"], "plan": d}
         if out:
             res = kestrel.write_pack(plan, out)
             doc["written"] = {"path": res.path, "bytes": res.bytes, "records": res.records, "digest": res.digest}
         elif apply:
             res = kestrel.apply_plan(plan)
-            doc["installed"] = {"path": res.installed, "removed": res.removed, "bytes_after": res.bytes_after}
+            doc["installed"] = {"path": res.installed, "removed": res.removed, "bytes_after": res.bytes_after,
+                                "steps": res.steps}
     else:
         if drop_expired:
             raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
         from ..engine import plans
         plan = plans.pack_plan(lg.log, as_of_ns, segment_size=segment_size, salvage=salvage)
-        doc = plan.to_jsonable()
+        d = plan.to_jsonable()
+        doc = {"format": "workq", "root": d["root"], "as_of_ns": as_of_ns, "before": d["before"],
+               "after": d["after"], "records_dropped": d["records_dropped"],
+               "dropped": [f"{x['path'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
+                           + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"
+                           for x in d["dropped"]] + d["recovered"],
+               "digest": d["digest_before"], "elapsed_s": d["elapsed_s"], "plan": d}
         if out:
             res = plans.write_pack(plan, out)
-            doc["written"] = res.to_jsonable()
+            doc["written"] = {"path": res.path, "segments": res.segments, "bytes": res.bytes, "records": res.records,
+                              "digest": res.digest}
         elif apply:
             res = plans.apply_plan(plan)
-            doc["installed"] = res.to_jsonable()
+            doc["installed"] = {"path": res.path, "backup": res.backup, "swap": res.swap,
+                                "bytes_after": res.bytes_after, "steps": res.steps}
     _report(doc, json_report, wrote=bool(out or apply))
     return 0
 
@@ -86,20 +107,22 @@ def _report(doc: dict, as_json: bool, wrote: bool) -> None:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     w = sys.stdout.write
-    before, after = doc.get("bytes_before", 0), doc.get("bytes_after", 0)
-    w(f"pack {doc.get('root')}{' queue ' + doc['queue'] if doc.get('queue') else ''}:\n")
-    w(f"  before: {doc.get('records_before')} records, {before} bytes\n")
-    w(f"  after:  {doc.get('records_after')} records, {after} bytes "
-      f"({(1 - after / before) * 100 if before else 0:.1f}% smaller)\n")
-    w(f"  records dropped: {doc.get('records_dropped')}\n")
-    for line in doc.get("dropped", []):
+    b, a = doc["before"], doc["after"]
+    w(f"pack {doc['root']}{' queue ' + doc['queue'] if doc.get('queue') else ''} ({doc['format']}):\n")
+    w(f"  before: {b['records']} records, {b['bytes']} bytes\n")
+    w(f"  after:  {a['records']} records, {a['bytes']} bytes "
+      f"({(1 - a['bytes'] / b['bytes']) * 100 if b['bytes'] else 0:.1f}% smaller)\n")
+    w(f"  records dropped: {doc['records_dropped']}\n")
+    for line in doc["dropped"]:
         w(f"  dropped: {line}\n")
-    w(f"  digest: {doc.get('digest_input')}\n")
+    w(f"  state digest: {doc['digest']}\n")
     if "written" in doc:
-        w(f"  wrote {doc['written'].get('path')}: re-verified, digest equal\n")
+        w(f"  wrote {doc['written']['path']}: re-verified, replay digest equal\n")
     elif "installed" in doc:
-        w(f"  installed: {json.dumps(doc['installed'])}\n")
+        i = doc["installed"]
+        w(f"  installed in {i['path']}: re-verified, replay digest equal"
+          + (f"; the old log is kept as {i['backup']}" if i.get("backup") else "")
+          + (f"; superseded files removed: {', '.join(i['removed'])}" if i.get("removed") else "") + "\n")
     elif not wrote:
         w("  (plan only: nothing written; use -o FILE|DIR or --apply)\n")
-    if "elapsed_s" in doc:
-        w(f"  time: {doc['elapsed_s']:.3f} s\n")
+    w(f"  time: {doc['elapsed_s']:.3f} s\n")
