@@ -10,6 +10,6 @@ from __future__ import annotations
 
 
 def register(spark) -> None:
-    """Register the ``workq`` data source (and ``kestrel`` once it exists) on a SparkSession."""
+    """Register the ``workq`` and ``kestrel`` data sources on a SparkSession."""
     from .datasources import register as _register
     _register(spark)

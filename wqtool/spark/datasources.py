@@ -19,11 +19,22 @@ Options
             framing of every segment but the newest of each log once to number them. segment: per segment,
             no planning pass.
   paths     a JSON list of paths, for several at once (``load()`` takes one).
+
+``spark.read.format("kestrel").load("/var/spool/kestrel")`` reads Kestrel queue journals the same way: one
+partition per journal file, files in the engine's replay order (a directory is one file set per queue; the
+``.pack`` and temp rules applied virtually), rows with ``KESTREL_RECORD_FIELDS`` as ``dump -o jsonl --format
+kestrel`` prints them. Same payload / mode / paths options; ``index`` log (default: across the queue's files,
+planning reads every file but the live one) | file; ``queue`` one queue of each directory; ``kestrel_version``.
+Permissive ``_corrupt`` rows carry the reader's findings (framing damage, discovery's file-set warnings) with
+the record columns of ``damage_to_jsonable``; each file is read by the engine's reader on its own, told whether
+it is the live file (damage at the end of the live file is a torn tail, elsewhere corruption). History
+findings (removes on an empty queue, xid reuse, ...) need the queue replayed: ``wqtool verify --engine spark``.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import (BinaryType, BooleanType, DecimalType, IntegerType, LongType, StringType, StructField,
@@ -57,26 +68,30 @@ class Options:
     paths: tuple[str, ...] = ()
     cwd: str | None = None     # the driver's working directory at register(): relative paths mean what they said
 
+    NAME: ClassVar[str] = "workq"
+    INDEX: ClassVar[tuple[str, ...]] = ("log", "segment")
+
     @classmethod
     def parse(cls, options, cwd: str | None = None) -> "Options":
         o = {k.lower(): v for k, v in dict(options).items()}
+        name = cls.NAME
         payload = str(o.get("payload", "false")).lower()
         if payload not in PAYLOAD_OPTIONS:
-            raise ValueError(f"workq: option payload must be one of {', '.join(PAYLOAD_OPTIONS)}, got {payload!r}")
+            raise ValueError(f"{name}: option payload must be one of {', '.join(PAYLOAD_OPTIONS)}, got {payload!r}")
         payload = "base64" if payload == "true" else payload
         mode = str(o.get("mode", "permissive")).lower()
         if mode not in ("permissive", "failfast"):
-            raise ValueError(f"workq: option mode must be permissive or failfast, got {mode!r}")
+            raise ValueError(f"{name}: option mode must be permissive or failfast, got {mode!r}")
         index = str(o.get("index", "log")).lower()
-        if index not in ("log", "segment"):
-            raise ValueError(f"workq: option index must be log or segment, got {index!r}")
+        if index not in cls.INDEX:
+            raise ValueError(f"{name}: option index must be {' or '.join(cls.INDEX)}, got {index!r}")
         if "paths" in o:
             paths = json.loads(o["paths"])
             paths = [paths] if isinstance(paths, str) else list(paths)
         elif "path" in o:
             paths = [o["path"]]
         else:
-            raise ValueError("workq: no path given: load(path) or option('paths', json.dumps([...]))")
+            raise ValueError(f"{name}: no path given: load(path) or option('paths', json.dumps([...]))")
         return cls(payload, mode == "permissive", index == "log", tuple(paths), cwd)
 
     def columns(self) -> list[tuple[str, str]]:
@@ -234,6 +249,163 @@ class WorkqReader(DataSourceReader):
             yield flush()
 
 
+# ---------------------------------------------------------------- kestrel
+#: Spark type of each KESTREL_RECORD_FIELDS column.
+_KESTREL_TYPES = {
+    "file": "string", "offset": "long", "length": "long", "index": "long", "op": "string", "xid": "long",
+    "add_time": "string", "expiry": "string", "payload_len": "long", "payload": "bytes", "error": "string",
+}
+
+
+@dataclass(frozen=True)
+class KestrelOptions(Options):
+    """The workq options (payload, mode, index = log | file, paths), plus ``queue`` (one queue of each
+    directory) and ``kestrel_version`` (passed to discovery; it only matters for replay)."""
+
+    queue: str | None = None
+    kestrel_version: str = "auto"
+
+    NAME: ClassVar[str] = "kestrel"
+    INDEX: ClassVar[tuple[str, ...]] = ("log", "file", "segment")
+
+    @classmethod
+    def parse(cls, options, cwd: str | None = None) -> "KestrelOptions":
+        base = super().parse(options, cwd)
+        o = {k.lower(): v for k, v in dict(options).items()}
+        return replace(base, queue=o.get("queue") or None, kestrel_version=str(o.get("kestrel_version", "auto")))
+
+    def columns(self) -> list[tuple[str, str]]:
+        from ..engine.kestrel import KESTREL_RECORD_FIELDS
+        assert set(KESTREL_RECORD_FIELDS) == set(_KESTREL_TYPES), \
+            "KESTREL_RECORD_FIELDS changed: update wqtool.spark.datasources._KESTREL_TYPES"
+        cols = []
+        for name in KESTREL_RECORD_FIELDS:
+            t = _KESTREL_TYPES[name]
+            if name == "payload" and self.payload == "false":
+                continue
+            if t == "bytes":
+                t = "binary" if self.payload == "binary" else "string"
+            cols.append((name, t))
+        return cols
+
+
+@dataclass
+class JournalPartition(InputPartition):
+    """One journal file of one queue. ``live``: the queue's live file (damage at its end is a torn tail);
+    ``set_findings`` (discovery's: temps, stray names, half-finished packs) ride with the queue's first file."""
+
+    fileset: object                     # engine.kestrel.FileSet (its files and findings are not read here)
+    file: object | None                 # engine.kestrel.JournalFile; None: a queue without journal files
+    live: bool
+    start_index: int
+    set_findings: list = field(default_factory=list)
+
+    def __post_init__(self):
+        super().__init__(self.file.path if self.file is not None else self.fileset.live_path)
+
+
+class KestrelDataSource(DataSource):
+    """``spark.read.format("kestrel")``: Kestrel queue journal records, one partition per journal file, in the
+    engine's replay order (``.pack`` and temp rules applied virtually, as ``wqtool dump`` does)."""
+
+    cwd: str | None = None     # set on the subclass register() makes
+
+    @classmethod
+    def name(cls) -> str:
+        return "kestrel"
+
+    def schema(self) -> StructType:
+        return record_schema(KestrelOptions.parse(self.options, self.cwd))
+
+    def reader(self, schema: StructType) -> "KestrelReader":
+        return KestrelReader(KestrelOptions.parse(self.options, self.cwd))
+
+
+class KestrelReader(DataSourceReader):
+    def __init__(self, opts: KestrelOptions):
+        self.opts = opts
+
+    def partitions(self) -> list[JournalPartition]:
+        from ._journals import count_records, is_live, plan_queues
+        from ._segments import working_dir
+        opts = self.opts
+        parts: list[JournalPartition] = []
+        with working_dir(opts.cwd):
+            for fs in plan_queues(opts.paths, opts.kestrel_version, opts.queue):
+                findings, fs.findings = list(fs.findings), []   # shipped once, with the first partition
+                if not fs.files:
+                    parts.append(JournalPartition(fs, None, False, 0, findings))
+                    continue
+                index = 0
+                for i, jf in enumerate(fs.files):
+                    live = is_live(fs, jf)
+                    parts.append(JournalPartition(fs, jf, live, index if opts.log_index else 0,
+                                                  findings if i == 0 else []))
+                    if opts.log_index and i < len(fs.files) - 1:
+                        index += count_records(fs, jf, live)
+        return parts
+
+    def read(self, partition: JournalPartition):
+        import pyarrow as pa
+
+        from ..engine import kestrel
+        from ..engine.findings import ERROR
+        from ..engine.serialize import finding_to_jsonable
+        from ._journals import file_events
+        from ._segments import working_dir
+
+        opts = self.opts
+        schema = _arrow_schema(opts)
+        render = "none" if opts.payload in ("false", "binary") else opts.payload
+        binary = opts.payload == "binary"
+        Record, to_row, damage_row = kestrel.Record, kestrel.record_to_jsonable, kestrel.damage_to_jsonable
+        names = schema.names
+        rows: list[dict] = []
+
+        def flush():
+            batch = pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names}, schema=schema)
+            rows.clear()
+            return batch
+
+        def finding(f):
+            if not opts.permissive:
+                if f.severity == ERROR:
+                    raise ValueError(f"kestrel (mode failfast): {f.location()}: {f.code}: {f.message}")
+                return
+            row = damage_row(f)
+            row["_corrupt"] = finding_to_jsonable(f)
+            rows.append(row)
+
+        for f in partition.set_findings:
+            finding(f)
+        if partition.file is not None:
+            with working_dir(opts.cwd):
+                for ev in file_events(partition.fileset, partition.file, partition.live, partition.start_index):
+                    if ev.__class__ is Record:
+                        row = to_row(ev, payload=render)
+                        if binary:
+                            row["payload"] = ev.data
+                        rows.append(row)
+                    else:
+                        finding(ev)
+                    if len(rows) >= BATCH_ROWS:
+                        yield flush()
+        if rows:
+            yield flush()
+
+
+def _arrow_schema(opts: Options):
+    """The Arrow schema of ``record_schema(opts)`` (what ``read()`` yields)."""
+    import pyarrow as pa
+    arrow_types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "u64": pa.decimal128(20, 0),
+                   "bool": pa.bool_(), "binary": pa.binary()}
+    fields = [pa.field(n, arrow_types[t]) for n, t in opts.columns()]
+    if opts.permissive:
+        fields.append(pa.field("_corrupt", pa.struct([pa.field(n, arrow_types[t])
+                                                      for n, t in _FINDING_TYPES.items()])))
+    return pa.schema(fields)
+
+
 def register(spark) -> None:
     """Register the wqtool data sources on ``spark`` (idempotent).
 
@@ -241,5 +413,6 @@ def register(spark) -> None:
     ships it by value), so ``load("cmdlog")`` reads ./cmdlog and the ``file`` column says ``cmdlog/...``.
     """
     import os
-    spark.dataSource.register(type("WorkqDataSource", (WorkqDataSource,), {"cwd": os.getcwd(),
-                                                                         "__module__": __name__ + "._registered"}))
+    for base in (WorkqDataSource, KestrelDataSource):
+        spark.dataSource.register(type(base.__name__, (base,), {"cwd": os.getcwd(),
+                                                               "__module__": __name__ + "._registered"}))
