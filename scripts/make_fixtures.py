@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from wqtool.cli import run  # noqa: E402
-from wqtool.engine.fastpath import encode_payload, encode_record  # noqa: E402
+from wqtool.engine.fastpath import encode_record  # noqa: E402
 from wqtool.engine.sample import SampleSpec, generate  # noqa: E402
 from wqtool.engine.writer import SegmentWriter  # noqa: E402
 from wqtool.formats._common import GoTime  # noqa: E402

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.conftest import AS_OF, ALL_WORKQ, WORKQ_FIXTURES, cli
+from tests.conftest import AS_OF, ALL_WORKQ, cli
 
 A2 = "fixtures/workq/upstream-a2-run2/log"
 SAMPLE = "fixtures/workq/sample-clean/log"

@@ -1,7 +1,6 @@
 """Damage made in code: bit flips, truncations, hostile sizes, bad headers — exact finding, offset, exit code."""
 from __future__ import annotations
 
-import os
 import shutil
 import tracemalloc
 

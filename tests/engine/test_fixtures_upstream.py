@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.conftest import AS_OF, UPSTREAM, WORKQ_FIXTURES, fixture_log
+from tests.conftest import UPSTREAM, WORKQ_FIXTURES, fixture_log
 from wqtool.engine.fastpath import encode_payload, encode_record
 from wqtool.engine.model import Record
 from wqtool.engine.reader import RecordReader, discover

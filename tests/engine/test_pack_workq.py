@@ -11,7 +11,7 @@ import tempfile
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import UPSTREAM, fixture_log
 from wqtool.engine import plans

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from construct import ChecksumError, ConstError, ConstructError, StreamError, TerminatedError
+from construct import ChecksumError, ConstError, StreamError, TerminatedError
 from hypothesis import given, strategies as st
 
 from wqtool.formats import workq

@@ -18,7 +18,7 @@ from ..errors import InputError, InvalidPayload, UnknownOpcode, UsageError
 from ..exitcodes import ExitCode
 from ..formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, MAGIC, SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP
 from .fastpath import decode_payload
-from .findings import ERROR, NOTE, WARNING, Finding
+from .findings import ERROR, WARNING, Finding
 from .model import Record
 from ..formats._common import GoTime
 

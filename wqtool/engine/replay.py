@@ -10,8 +10,6 @@ differs from the log's own history, the job carries both values and a note says 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 import uuid
 from dataclasses import dataclass, field
 from enum import IntEnum
