@@ -61,6 +61,26 @@ def pack(
     if len(logs) != 1:
         raise UsageError(f"pack takes one log; these paths name {len(logs)} (run it once per directory or queue)")
     lg = logs[0]
+    with _progress(lg):
+        doc = _pack(lg, as_of_ns, out, apply, drop_expired, salvage, segment_size, kestrel_version)
+    _report(doc, json_report, wrote=bool(out or apply))
+    return 0
+
+
+def _progress(lg):
+    """A spinner with the input size on stderr while pack works — only on a terminal and for large inputs."""
+    import contextlib
+    import os
+    from ..render.progress import MIN_BYTES
+    files = lg.log.files if lg.fmt == "kestrel" else lg.log.segments
+    total = sum(os.path.getsize(f.path) for f in files if os.path.exists(f.path))
+    if not sys.stderr.isatty() or total < MIN_BYTES:
+        return contextlib.nullcontext()
+    from ..render.console import stderr_console
+    return stderr_console().status(f"pack: replaying, writing and re-verifying {total / 1e6:.0f} MB ...")
+
+
+def _pack(lg, as_of_ns, out, apply, drop_expired, salvage, segment_size, kestrel_version) -> dict:
     if lg.fmt == "kestrel":
         plan = kestrel.pack_plan(lg.log, as_of_ns, drop_expired=drop_expired, salvage=salvage,
                                  kestrel_version=kestrel_version.value)
@@ -98,8 +118,7 @@ def pack(
             res = plans.apply_plan(plan)
             doc["installed"] = {"path": res.path, "backup": res.backup, "swap": res.swap,
                                 "bytes_after": res.bytes_after, "steps": res.steps}
-    _report(doc, json_report, wrote=bool(out or apply))
-    return 0
+    return doc
 
 
 def _report(doc: dict, as_json: bool, wrote: bool) -> None:
