@@ -85,10 +85,14 @@ def dump(
             raise UsageError("-o parquet needs --engine spark; --engine spark dump writes -o parquet or -o jsonl "
                              "files to --out DIR")
         if type_ or job or since or until or from_offset is not None or to_offset is not None or limit is not None \
-                or stats or any(lg.fmt != "workq" for lg in logs):
-            raise UsageError("--engine spark dump exports whole workq logs (no filters, no --stats); filter the "
-                             "Parquet output, or use the local engine")
-        return _dump_spark(paths, output, out_dir, mode, master, spark_conf, remote)
+                or stats or qdump or qdump_contents or qdump_raw or qdump_queue:
+            raise UsageError("--engine spark dump exports whole logs (no filters, no --stats, no --qdump); filter "
+                             "the Parquet output, or use the local engine")
+        by_fmt: dict[str, list[str]] = {}
+        for p in paths:  # a PATH is one format (a directory, a file); auto-detected ones again, one at a time
+            f = fmt.value if fmt is not LogFormat.auto else resolve([p], "auto")[0].fmt
+            by_fmt.setdefault(f, []).append(p)
+        return _dump_spark(by_fmt, output, out_dir, mode, master, spark_conf, remote)
     if qdump or qdump_contents or qdump_raw or qdump_queue:
         return _qdump(logs, as_of_ns, qdump_contents, qdump_raw, qdump_queue)
     out = sys.stdout
@@ -206,15 +210,20 @@ def _print_stats(st: RecordStats, output: DumpOutput) -> None:
     stdout_console().print(t)
 
 
-def _dump_spark(paths: list[str], output: DumpOutput, out_dir: str, mode: str, master, spark_conf, remote) -> int:
-    """Export with the workq Spark data source; its findings (framing, CRC, payloads) go to stderr and decide
-    the exit code (history checks: `wqtool verify --engine spark`)."""
+def _dump_spark(by_fmt: dict[str, list[str]], output: DumpOutput, out_dir: str, mode: str, master, spark_conf,
+                remote) -> int:
+    """Export with the workq / kestrel Spark data source (both present: to OUT/workq and OUT/kestrel, two
+    schemas); their findings (framing, CRC, payloads) go to stderr and decide the exit code (history checks:
+    `wqtool verify --engine spark`)."""
     from ..spark.fleet import export_records
     from ..spark.session import open_session
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    found = []
     with open_session(master, spark_conf, remote, progress=say) as spark:
-        found = export_records(spark, paths, out_dir, fmt="parquet" if output is DumpOutput.parquet else "json",
-                               payload="false" if mode == "none" else mode, progress=say)
+        for source, paths in by_fmt.items():
+            found += export_records(spark, paths, out_dir if len(by_fmt) == 1 else os.path.join(out_dir, source),
+                                    fmt="parquet" if output is DumpOutput.parquet else "json",
+                                    payload="false" if mode == "none" else mode, progress=say, source=source)
     for f in found:
         if f.severity == ERROR:
             write_one_line(sys.stderr, f)

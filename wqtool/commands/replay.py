@@ -57,9 +57,14 @@ def replay(
         raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "
                          "or queue)")
     if logs[0].fmt == "kestrel":
-        if engine is Engine.spark:
-            raise UsageError("--engine spark replays workq logs (Kestrel: not yet)")
-        return _replay_kestrel(logs[0].log, as_of_ns, output, summary, keep_open)
+        report = None
+        if engine is Engine.spark:  # the same report: the queue replayed by the engine in one Spark task
+            from ..spark.fleet import fleet_replay_kestrel
+            from ..spark.session import open_session
+            say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+            with open_session(master, spark_conf, remote, progress=say) as spark:
+                report = fleet_replay_kestrel(spark, logs[0].log, as_of_ns, keep_open=keep_open, progress=say)
+        return _replay_kestrel(logs[0].log, as_of_ns, output, summary, keep_open, report)
     if engine is Engine.spark:  # the same report, replayed on Spark by job
         from ..spark.fleet import fleet_replay
         from ..spark.session import open_session
@@ -99,8 +104,9 @@ def replay(
     return report.exit_code
 
 
-def _replay_kestrel(fileset, as_of_ns: int, output: Output, summary: bool, keep_open: bool) -> int:
-    report = kestrel.run_log(fileset, as_of_ns, keep_open=keep_open)
+def _replay_kestrel(fileset, as_of_ns: int, output: Output, summary: bool, keep_open: bool, report=None) -> int:
+    if report is None:
+        report = kestrel.run_log(fileset, as_of_ns, keep_open=keep_open)
     state = report.state
     for f in report.findings:
         if f.severity == "error":

@@ -11,7 +11,6 @@ from ..engine.serialize import finding_to_jsonable
 from ..engine.verify import LogReport, VerifyReport, verify as engine_verify
 from ..exitcodes import EXIT_TABLE
 from ..render.findings import findings_jsonl, findings_lines
-from ..errors import UsageError
 from ._formats import resolve
 from ._options import (AsOf, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt, LogFormat, MaxFindings,
                        Output, Paths, parse_time)
@@ -68,7 +67,8 @@ def verify(
     as_of_ns = parse_time(as_of, "--as-of")
     report = VerifyReport([])
     if engine is Engine.spark:  # the same reports, computed on Spark: a task per log or per share of its jobs
-        report = _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, output, master, spark_conf, remote)
+        report = _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, kestrel_version.value, keep_open, master,
+                               spark_conf, remote)
         paths = []
     for lg in [] if not paths else resolve(paths, fmt.value, horizon=horizon, kestrel_version=kestrel_version.value):
         if lg.fmt == "kestrel":
@@ -89,17 +89,27 @@ def verify(
     return report.exit_code
 
 
-def _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, output, master, spark_conf, remote) -> VerifyReport:
-    """verify on Spark (workq logs): the report ``engine.verify.verify`` gives, computed by ``wqtool.spark.fleet``."""
-    from ..spark.fleet import fleet_verify
+def _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, kestrel_version, keep_open, master, spark_conf,
+                  remote) -> VerifyReport:
+    """verify on Spark: the reports the local engine gives, computed by ``wqtool.spark.fleet`` — workq logs by
+    log or job share, Kestrel queues a task each; in the order ``resolve`` gives, as the local engine."""
+    from ..spark.fleet import fleet_verify, fleet_verify_kestrel
     from ..spark.session import open_session
-    logs = resolve(paths, fmt.value, horizon=horizon)
-    if any(lg.fmt != "workq" for lg in logs):
-        raise UsageError("--engine spark verifies workq logs (Kestrel journals: not yet)")
+    logs = resolve(paths, fmt.value, horizon=horizon, kestrel_version=kestrel_version)
+    wq = [i for i, lg in enumerate(logs) if lg.fmt == "workq"]
+    kq = [i for i, lg in enumerate(logs) if lg.fmt == "kestrel"]
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    reports: dict = {}
     with open_session(master, spark_conf, remote, progress=say) as spark:
-        return fleet_verify(spark, [lg.log for lg in logs], as_of_ns, max_findings=max_findings,
-                            digest=False, progress=say)
+        if wq:
+            rep = fleet_verify(spark, [logs[i].log for i in wq], as_of_ns, max_findings=max_findings, digest=False,
+                               progress=say)
+            reports.update(zip(wq, rep.logs))
+        if kq:
+            rep = fleet_verify_kestrel(spark, [logs[i].log for i in kq], as_of_ns, max_findings=max_findings,
+                                       keep_open=keep_open, progress=say)
+            reports.update(zip(kq, rep.logs))
+    return VerifyReport([reports[i] for i in range(len(logs))])
 
 
 def _verdict(lr: LogReport) -> str:

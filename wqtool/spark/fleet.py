@@ -606,6 +606,100 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
     return FleetLog(report, RecordStats(), 0)
 
 
+# ---------------------------------------------------------------- Kestrel: one task per queue
+@dataclass(slots=True)
+class KestrelSummary:
+    """A ``KestrelState``'s numbers without its items (verify, stats), computed next to the replay."""
+
+    as_of_ns: int
+    state_digest: str
+    by_state: dict
+    items: int
+    data_bytes: int
+    expired: int
+    xid_counter: int
+    records: int
+    applied: int
+    version_guess: str
+    queue: str = ""
+
+    @classmethod
+    def of(cls, state, queue: str) -> "KestrelSummary":
+        return cls(state.as_of_ns, state.digest(), state.counts_by_state(), state.items, state.data_bytes,
+                   len(state.expired()), state.xid_counter, state.records, state.applied, state.version_guess,
+                   queue)
+
+    def digest(self) -> str:
+        return self.state_digest
+
+    def counts_by_state(self) -> dict[str, int]:
+        return dict(self.by_state)
+
+    def queues(self) -> dict[str, dict[str, int]]:
+        return {self.queue: dict(self.by_state)}
+
+
+class _KestrelTask:
+    """Whole queues through ``engine.kestrel.run_log`` (the reader and the replay state machine), one per
+    task: a queue's state depends on every record of its file set in order, so the queue is the unit. Ships the
+    LogReport back; its state whole (``items``) or as a ``KestrelSummary``; with ``collect`` (a picklable
+    factory of an object with ``add(record)``) also that accumulator, fed every record."""
+
+    def __init__(self, sets: list, as_of_ns: int, limit: int | None, keep_open: bool, items: bool, collect,
+                 cwd: str):
+        self.sets, self.as_of_ns, self.limit, self.keep_open = sets, as_of_ns, limit, keep_open
+        self.items, self.collect, self.cwd = items, collect, cwd
+
+    def __call__(self, batches):
+        import pyarrow as pa
+
+        from ..engine import kestrel
+        from ._segments import working_dir
+        schema = _arrow_schema(_B_FIELDS)
+        with working_dir(self.cwd):
+            for batch in batches:
+                for li in batch.column(0).to_pylist():
+                    fs = self.sets[li]
+                    acc = self.collect() if self.collect is not None else None
+                    report = kestrel.run_log(fs, self.as_of_ns, limit=self.limit, keep_open=self.keep_open,
+                                             on_record=None if acc is None else acc.add)
+                    if not self.items:
+                        report.state = KestrelSummary.of(report.state, fs.queue)
+                    blob = pickle.dumps((report, acc), protocol=5)
+                    yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
+                                                      pa.array([li], pa.int32()), pa.array([blob], pa.binary())],
+                                                     schema=schema)
+
+
+def _set_bytes(fs) -> int:
+    total = 0
+    for jf in fs.files:
+        try:
+            total += os.path.getsize(jf.path)
+        except OSError:
+            pass
+    return total
+
+
+def run_kestrel(spark, sets: Sequence, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
+                items: bool = False, collect=None, progress: Callable[[str], None] | None = None) -> list[tuple]:
+    """``engine.kestrel.run_log`` for every Kestrel file set, one Spark task per queue (biggest first);
+    ``[(LogReport, collected or None)]`` in the order of ``sets`` — the local engine's reports."""
+    say = progress or (lambda _m: None)
+    if not sets:
+        return []
+    sizes = [_set_bytes(fs) for fs in sets]
+    order = sorted(range(len(sets)), key=lambda i: -sizes[i])   # partition k runs queue order[k]
+    say(f"spark: {len(sets)} Kestrel queue(s), {sum(sizes)} bytes, a task per queue")
+    df = spark.range(0, len(sets), 1, len(sets)).mapInArrow(
+        _KestrelTask([sets[i] for i in order], as_of_ns, limit, keep_open, items, collect, os.getcwd()),
+        _ddl(_B_FIELDS))
+    out: dict[int, tuple] = {}
+    for r in df.collect():
+        out[order[r["log"]]] = pickle.loads(r["blob"])
+    return [out[i] for i in range(len(sets))]
+
+
 # ---------------------------------------------------------------- commands' entry points
 def fleet_verify(spark, logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None,
                  digest: bool = True, progress=None) -> VerifyReport:
@@ -627,12 +721,24 @@ def fleet_stats(spark, logs: Sequence[LogSet], as_of_ns: int, *, progress=None) 
     return fleet, sum(union)
 
 
+def fleet_verify_kestrel(spark, sets: Sequence, as_of_ns: int, *, max_findings: int | None = None,
+                         keep_open: bool = False, progress=None) -> VerifyReport:
+    """``engine.kestrel.verify`` on Spark: one task per queue, the same reports."""
+    return VerifyReport([r for r, _ in run_kestrel(spark, sets, as_of_ns, limit=max_findings, keep_open=keep_open,
+                                                   progress=progress)])
+
+
+def fleet_replay_kestrel(spark, fileset, as_of_ns: int, *, keep_open: bool = False, progress=None) -> LogReport:
+    """``engine.kestrel.run_log`` on Spark, with the replayed state whole (for replay's output)."""
+    return run_kestrel(spark, [fileset], as_of_ns, keep_open=keep_open, items=True, progress=progress)[0][0]
+
+
 def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet", payload: str = "base64",
-                   progress=None):
-    """Write the records of PATHs (the ``workq`` data source's rows, permissive) to ``out`` as Parquet or JSON
-    Lines files; returns the findings met on the way (the ``_corrupt`` rows), in order."""
+                   progress=None, source: str = "workq"):
+    """Write the records of PATHs (the ``source`` data source's rows — ``workq`` or ``kestrel`` —, permissive) to
+    ``out`` as Parquet or JSON Lines files; returns the findings met on the way (the ``_corrupt`` rows)."""
     say = progress or (lambda _m: None)
-    df = (spark.read.format("workq").option("payload", payload).option("mode", "permissive")
+    df = (spark.read.format(source).option("payload", payload).option("mode", "permissive")
           .option("paths", json.dumps(list(paths))).load())
     say(f"spark: writing {fmt} to {out}")
     writer = df.write.mode("errorifexists")
