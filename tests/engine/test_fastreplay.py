@@ -3,6 +3,9 @@
 Random logs — valid, with records of unknown jobs, expired adds, impossible histories, invalid fields,
 undecodable payloads and byte damage — go through both; findings, exit code, counts and the state digest
 must be identical, whether the kernel handled the log or handed it back to the reference path.
+
+Every test here runs twice: with the kernel's loop in Python (``_scan_py``) and in C (``_kernel.scan``,
+skipped where the extension is not built; tests/engine/test_kernel_c.py insists it is built where it can be).
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from wqtool.engine import fastreplay
 from wqtool.engine.fastpath import encode_payload, encode_record
 from wqtool.engine.fastreplay import Bail, fast_run
 from wqtool.engine.model import Command
@@ -24,6 +28,20 @@ from wqtool.formats.workq import CmdType
 T = 1_795_302_000 * 10**9
 IDS = [bytes.fromhex(f"000000000000400080000000000000{i:02x}") for i in range(1, 9)] + \
       [bytes.fromhex("0000000000001000800000000000000a")]   # the last one is not v4
+
+
+@pytest.fixture(scope="module", autouse=True, params=["python", "c"])
+def kernel(request):
+    """Force one implementation of FastReplay._scan for the whole module (forked workers inherit it)."""
+    if request.param == "c" and fastreplay._kernel is None:
+        pytest.skip("the C kernel (wqtool.engine._kernel) is not built")
+    saved = fastreplay._C_SCAN, fastreplay.KERNEL
+    fastreplay._C_SCAN = fastreplay._kernel.scan if request.param == "c" else None
+    fastreplay.KERNEL = request.param
+    try:
+        yield request.param
+    finally:
+        fastreplay._C_SCAN, fastreplay.KERNEL = saved
 
 
 @st.composite
@@ -176,3 +194,13 @@ def test_damage_makes_the_kernel_hand_back(tmp_path):
         fast_run(discover([str(tmp_path)])[0], T)
     with pytest.raises(Bail):
         run_log(discover([str(tmp_path)])[0], T, engine="fast", state=False, workers=2)
+
+
+def test_the_forced_kernel_is_the_one_that_runs(kernel, tmp_path, monkeypatch):
+    generate(str(tmp_path), SampleSpec(records=50, segment_size=1 << 20, seed=3))
+    calls = []
+    py = fastreplay.FastReplay._scan_py
+    monkeypatch.setattr(fastreplay.FastReplay, "_scan_py", lambda self, *a: calls.append(1) or py(self, *a))
+    res = fast_run(discover([str(tmp_path)])[0], T)
+    assert res.records == 50 and fastreplay.KERNEL == kernel
+    assert bool(calls) == (kernel == "python")

@@ -12,9 +12,15 @@ code, counts and state digest on random valid, invalid and damaged logs.
 With ``nparts > 1`` each process handles the jobs whose id's last byte falls in its partition (a job's
 state depends only on its own records, in log order): every process frames every record, but checks CRCs
 and replays only its own share; findings merge back into file order.
+
+The loop (``FastReplay._scan``) has two implementations doing exactly the same thing: ``_scan_py`` below and
+the optional C extension ``_kernel.scan`` (_kernel.c, built by setup.py where a compiler exists).
+``_scan`` uses the C one when it is importable, unless ``WQTOOL_PURE_PYTHON=1``; ``KERNEL`` says which
+("c" or "python"). tests/engine/test_kernel_c.py compares the two directly, on random and hostile bytes.
 """
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 
@@ -43,6 +49,14 @@ _STATES = list(JobState)
 
 class Bail(Exception):
     """The kernel met something only the reference path reports precisely."""
+
+
+try:
+    from . import _kernel
+except ImportError:          # not built (no compiler at install time): the Python loop does the work
+    _kernel = None
+_C_SCAN = None if _kernel is None or os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0") else _kernel.scan
+KERNEL = "c" if _C_SCAN is not None else "python"
 
 
 def _uvarint(data, p: int, end: int) -> tuple[int, int]:
@@ -101,7 +115,14 @@ class FastReplay:
                         raise Bail from None
         self.records = index
 
-    def _scan(self, data, end: int, path: str, index: int, seg_no: int) -> int:  # noqa: C901 — the hot loop
+    def _scan(self, data, end: int, path: str, index: int, seg_no: int) -> int:
+        """Frame, check and replay the records of ``data[8:end]``; returns the next record index."""
+        scan = _C_SCAN
+        if scan is not None and end <= len(data):
+            return scan(self, data, end, path, index, seg_no)
+        return self._scan_py(data, end, path, index, seg_no)
+
+    def _scan_py(self, data, end: int, path: str, index: int, seg_no: int) -> int:  # noqa: C901 — the hot loop
         jobs = self.jobs
         jobs_get = jobs.get
         results = self.results
