@@ -1,0 +1,222 @@
+"""Kestrel journals on Spark: the ``kestrel`` data source (rows == `dump -o jsonl --format kestrel`, permissive
+findings == the reader's findings verify reports, failfast), the fleet (verify / replay / stats == the local
+engine, a task per queue; mixed with workq logs) and the Parquet export — on every fixture under
+``fixtures/kestrel/*/queue`` and damaged copies made here."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import struct
+
+import pytest
+
+from tests.conftest import AS_OF, ROOT, cli
+from tests.spark.conftest import as_of_ns
+
+KESTREL_FIXTURES = sorted(os.path.basename(os.path.dirname(p))
+                          for p in glob.glob(os.path.join(ROOT, "fixtures", "kestrel", "*", "queue")))
+
+# Findings of the replay (history) and run_log's closing note: verify reports them, a row-level reader cannot.
+HISTORY = {"KQ-XID-REUSED", "KQ-REMOVE-EMPTY", "KQ-UNKNOWN-XID", "KQ-LEGACY-RT", "KQ-XID0-COLLISION",
+           "KQ-CONTINUE-XID0", "KQ-LEGACY-ADD", "KQ-VERSION", "KQ-OPEN-BACKED-OUT", "KQ-EXPIRED", "KQ-NO-CHECKSUM"}
+
+
+def _poke(name: str, at: int, data: bytes):
+    def damage(d: str) -> None:
+        with open(os.path.join(d, name), "r+b") as f:
+            f.seek(at)
+            f.write(data)
+    return damage
+
+
+def _cut(name: str, by: int):
+    def damage(d: str) -> None:
+        p = os.path.join(d, name)
+        with open(p, "r+b") as f:
+            f.truncate(os.path.getsize(p) - by)
+    return damage
+
+
+# name -> (source fixture, damage(dir), exit code verify gives)
+DAMAGE = {
+    "k-truncated-live": ("clean-journal", _cut("things", 10), 1),              # inside the ADDX at 177: torn tail
+    "k-truncated-pack": ("rotated-set-with-pack", _cut("jobs.2000.pack", 4), 3),   # damage in a rotated file
+    "k-bad-opcode-rotated": ("rotated-set-with-pack", _poke("jobs.3000", 28, b"\x0c"), 3),
+    "k-bad-opcode-live": ("clean-journal", _poke("things", 70, b"\xee"), 3),  # records resume at 71
+    "k-negative-size": ("legacy-1x-journal", _poke("legacy", 74, struct.pack("<i", -5)), 3),
+    "k-absurd-size": ("clean-journal", _poke("things", 105, struct.pack("<i", 0x7FFFFFF0)), 3),
+}
+NAMES = KESTREL_FIXTURES + sorted(DAMAGE)
+
+
+@pytest.fixture(scope="session")
+def kcorpus(tmp_path_factory):
+    """{name: queue directory}: the fixtures (relative to the repo root, as the CLI tests use them) and the
+    damaged copies (absolute, in a temp dir)."""
+    base = tmp_path_factory.mktemp("kestrel-damaged")
+    out = {n: os.path.join("fixtures", "kestrel", n, "queue") for n in KESTREL_FIXTURES}
+    for name, (src, damage, _) in DAMAGE.items():
+        d = str(base / name)
+        shutil.copytree(os.path.join(ROOT, "fixtures", "kestrel", src, "queue"), d)
+        for p in os.listdir(d):
+            os.chmod(os.path.join(d, p), 0o644)
+        damage(d)
+        out[name] = d
+    return out
+
+
+def _owner(kcorpus, path: str) -> str:
+    return next(n for n, d in kcorpus.items() if path.startswith(d + os.sep))
+
+
+@pytest.fixture(scope="module")
+def kloaded(spark, kcorpus):
+    """Every queue of the corpus read in one Spark job: {name: (record rows, [(row, _corrupt)])}."""
+    from wqtool.spark import register
+    register(spark)  # the registered source remembers the working directory: the repo root here
+    df = (spark.read.format("kestrel").option("payload", "true")
+          .option("paths", json.dumps([kcorpus[n] for n in NAMES])).load())
+    out = {n: ([], []) for n in NAMES}
+    for r in df.collect():
+        r = r.asDict(recursive=True)
+        bad = r.pop("_corrupt")
+        if bad is None:
+            out[_owner(kcorpus, r["file"])][0].append(r)
+        else:
+            out[_owner(kcorpus, bad["file"])][1].append((r, bad))
+    return out
+
+
+def _local(path: str, limit=None, keep_open=False):
+    from wqtool.engine import kestrel
+    [fs] = kestrel.discover([path])
+    return kestrel.run_log(fs, as_of_ns(), limit=limit, keep_open=keep_open)
+
+
+# ---------------------------------------------------------------- the data source
+@pytest.mark.parametrize("name", NAMES)
+def test_rows_equal_dump_jsonl(name, kloaded, kcorpus):
+    res = cli("dump", "-o", "jsonl", "--format", "kestrel", "--as-of", AS_OF, kcorpus[name])
+    expected = [json.loads(line) for line in res.out.splitlines()]
+    assert expected and kloaded[name][0] == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_permissive_yields_the_reader_findings_verify_reports(name, kloaded, kcorpus):
+    from wqtool.engine.kestrel import damage_to_jsonable
+    from wqtool.engine.serialize import finding_to_jsonable
+    report = _local(kcorpus[name])
+    reader = [f for f in report.findings if f.code not in HISTORY]
+    assert [bad for _, bad in kloaded[name][1]] == [finding_to_jsonable(f) for f in reader]
+    assert [row for row, _ in kloaded[name][1]] == [damage_to_jsonable(f) for f in reader]
+    if name in DAMAGE:
+        assert int(report.exit_code) == DAMAGE[name][2]
+        assert any(bad["severity"] == "error" and bad["last_good_offset"] is not None
+                   for _, bad in kloaded[name][1])
+
+
+def test_one_partition_per_journal_file_in_replay_order(spark, kcorpus):
+    df = spark.read.format("kestrel").option("mode", "failfast").load(kcorpus["rotated-set-with-pack"])
+    assert df.rdd.getNumPartitions() == 3
+    rows = df.collect()
+    assert [r["index"] for r in rows] == list(range(len(rows)))   # indexes run across the queue's files
+    assert [os.path.basename(r["file"]) for r in rows][0] == "jobs.2000.pack"
+    assert os.path.basename(rows[-1]["file"]) == "jobs"
+    per_file = (spark.read.format("kestrel").option("mode", "failfast").option("index", "file")
+                .load(kcorpus["rotated-set-with-pack"]).collect())
+    assert [r["index"] for r in per_file if r["file"].endswith("/jobs")] == [0, 1]
+
+
+def test_failfast_raises_on_the_first_error_and_schema_is_dump_fields(spark, kcorpus):
+    from wqtool.engine.kestrel import KESTREL_RECORD_FIELDS
+    with pytest.raises(Exception, match="KQ-BAD-OPCODE"):
+        spark.read.format("kestrel").option("mode", "failfast").load(kcorpus["damage-mid-live"]).collect()
+    df = spark.read.format("kestrel").option("mode", "failfast").load(kcorpus["clean-journal"])
+    assert tuple(df.columns) == tuple(f for f in KESTREL_RECORD_FIELDS if f != "payload")
+    assert dict(df.dtypes)["xid"] == "bigint"
+    binary = spark.read.format("kestrel").option("payload", "binary").load(kcorpus["clean-journal"])
+    assert dict(binary.dtypes)["payload"] == "binary"
+    from wqtool.engine import kestrel
+    [fs] = kestrel.discover([kcorpus["clean-journal"]])
+    data = [ev.data for ev in kestrel.JournalReader(fs).events() if ev.__class__ is kestrel.Record]
+    assert [r["payload"] for r in binary.collect()] == data
+
+
+# ---------------------------------------------------------------- fleet
+def test_run_kestrel_equals_local_on_every_queue(spark, kcorpus):
+    from wqtool.engine import kestrel
+    from wqtool.engine.serialize import finding_to_jsonable
+    from wqtool.spark.fleet import run_kestrel
+    sets = [kestrel.discover([kcorpus[n]])[0] for n in NAMES]
+    for keep_open, limit in ((False, None), (True, 1)):
+        fleet = run_kestrel(spark, sets, as_of_ns(), limit=limit, keep_open=keep_open, items=True)
+        for name, (a, _) in zip(NAMES, fleet):
+            b = _local(kcorpus[name], limit, keep_open)
+            assert [finding_to_jsonable(f) for f in a.findings] == [finding_to_jsonable(f) for f in b.findings]
+            assert (a.root, a.exit_code, a.counts, a.severities, a.records, a.bytes, a.segments, a.last_good) == \
+                (b.root, b.exit_code, b.counts, b.severities, b.records, b.bytes, b.segments, b.last_good), name
+            assert a.state.digest() == b.state.digest(), name
+            assert a.state.canonical_rows() == b.state.canonical_rows(), name
+
+
+def test_verify_cli_same_output_and_exit_code_mixed_with_workq(kcorpus):
+    paths = [kcorpus[n] for n in NAMES] + [os.path.join("fixtures", "workq", "sample-clean", "log")]
+    local = cli("verify", "-o", "json", "--as-of", AS_OF, *paths)
+    spark = cli("verify", "--engine", "spark", "-o", "json", "--as-of", AS_OF, *paths)
+    assert spark.code == local.code == 3
+    assert json.loads(spark.out) == json.loads(local.out)
+    assert "Kestrel queue(s)" in spark.err
+    for name in ("torn-tail", "k-truncated-live", "clean-journal"):   # exit 1 and 0 on their own
+        args = ("-o", "json", "--keep-open", "--max-findings", "1", "--as-of", AS_OF, kcorpus[name])
+        local, spark = cli("verify", *args), cli("verify", "--engine", "spark", *args)
+        assert (spark.code, json.loads(spark.out)) == (local.code, json.loads(local.out)), name
+
+
+@pytest.mark.parametrize("name", ["clean-journal", "torn-tail", "k-bad-opcode-live", "half-finished-pack"])
+def test_replay_cli_same_state(kcorpus, name):
+    for extra in ((), ("--keep-open",)):
+        local = cli("replay", "-o", "json", "--as-of", AS_OF, *extra, kcorpus[name])
+        spark = cli("replay", "--engine", "spark", "-o", "json", "--as-of", AS_OF, *extra, kcorpus[name])
+        assert (spark.code, json.loads(spark.out)) == (local.code, json.loads(local.out))
+        assert json.loads(spark.out)["digest"]
+
+
+def test_stats_same_document_mixed_with_workq(kcorpus):
+    paths = [kcorpus[n] for n in NAMES] + [os.path.join("fixtures", "workq", "sample-clean", "log")]
+    local = cli("stats", "-o", "json", "--as-of", AS_OF, *paths)
+    spark = cli("stats", "--engine", "spark", "-o", "json", "--as-of", AS_OF, *paths)
+    assert spark.code == local.code == 3
+    assert json.loads(spark.out) == json.loads(local.out)
+    doc = json.loads(local.out)
+    assert [d["root"] for d in doc["logs"]][:2] == ["fixtures/workq/sample-clean/log",
+                                                   "fixtures/kestrel/clean-journal/queue/things"]
+    assert doc["logs"][1]["state"]["queues"] == {"things": {"queued": 3, "open": 0}}
+
+
+# ---------------------------------------------------------------- export
+def test_parquet_round_trip(spark, kcorpus, kloaded, tmp_path):
+    names = ["clean-journal", "rotated-set-with-pack", "k-bad-opcode-live"]
+    out = str(tmp_path / "kestrel.parquet")
+    res = cli("dump", "--engine", "spark", "-o", "parquet", "--out", out, *(kcorpus[n] for n in names))
+    assert res.code == 3, res.err
+    assert "KQ-BAD-OPCODE" in res.err
+    back = [r.asDict(recursive=True) for r in spark.read.parquet(out).collect()]
+    key = lambda r: (r["file"], r["offset"] if r["offset"] is not None else -1, r["error"] or "")  # noqa: E731
+    records = sorted(({k: v for k, v in r.items() if k != "_corrupt"} for r in back if r["_corrupt"] is None),
+                     key=key)
+    assert records == sorted((r for n in names for r in kloaded[n][0]), key=key)
+    bad = sorted((r["_corrupt"] for r in back if r["_corrupt"] is not None), key=lambda f: (f["file"], f["code"]))
+    assert bad == sorted((f for n in names for _, f in kloaded[n][1]), key=lambda f: (f["file"], f["code"]))
+
+
+def test_jsonl_export_mixed_with_workq_writes_a_directory_per_format(spark, kcorpus, tmp_path):
+    out = str(tmp_path / "mixed")
+    res = cli("dump", "--engine", "spark", "-o", "jsonl", "--out", out, kcorpus["torn-tail"],
+              os.path.join("fixtures", "workq", "sample-clean", "log"))
+    assert res.code == 1, res.err                     # the torn tail of the live Kestrel file
+    assert sorted(os.listdir(out)) == ["kestrel", "workq"]
+    rows = [json.loads(line) for p in sorted(glob.glob(os.path.join(out, "kestrel", "*.json")))
+            for line in open(p)]
+    assert {r["op"] for r in rows if r.get("op")} == {"addx", "remove"}
