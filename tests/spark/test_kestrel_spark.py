@@ -122,7 +122,7 @@ def test_one_partition_per_journal_file_in_replay_order(spark, kcorpus):
     assert df.rdd.getNumPartitions() == 3
     rows = df.collect()
     assert [r["index"] for r in rows] == list(range(len(rows)))   # indexes run across the queue's files
-    assert [os.path.basename(r["file"]) for r in rows][0] == "jobs.2000.pack"
+    assert os.path.basename(rows[0]["file"]) == "jobs.2000.pack"
     assert os.path.basename(rows[-1]["file"]) == "jobs"
     per_file = (spark.read.format("kestrel").option("mode", "failfast").option("index", "file")
                 .load(kcorpus["rotated-set-with-pack"]).collect())
@@ -203,7 +203,7 @@ def test_parquet_round_trip(spark, kcorpus, kloaded, tmp_path):
     assert res.code == 3, res.err
     assert "KQ-BAD-OPCODE" in res.err
     back = [r.asDict(recursive=True) for r in spark.read.parquet(out).collect()]
-    key = lambda r: (r["file"], r["offset"] if r["offset"] is not None else -1, r["error"] or "")  # noqa: E731
+    key = lambda r: (r["file"], r["offset"] if r["offset"] is not None else -1, r["error"] or "")
     records = sorted(({k: v for k, v in r.items() if k != "_corrupt"} for r in back if r["_corrupt"] is None),
                      key=key)
     assert records == sorted((r for n in names for r in kloaded[n][0]), key=key)
@@ -217,6 +217,8 @@ def test_jsonl_export_mixed_with_workq_writes_a_directory_per_format(spark, kcor
               os.path.join("fixtures", "workq", "sample-clean", "log"))
     assert res.code == 1, res.err                     # the torn tail of the live Kestrel file
     assert sorted(os.listdir(out)) == ["kestrel", "workq"]
-    rows = [json.loads(line) for p in sorted(glob.glob(os.path.join(out, "kestrel", "*.json")))
-            for line in open(p)]
+    rows = []
+    for p in sorted(glob.glob(os.path.join(out, "kestrel", "*.json"))):
+        with open(p) as f:
+            rows += [json.loads(line) for line in f]
     assert {r["op"] for r in rows if r.get("op")} == {"addx", "remove"}

@@ -9,10 +9,16 @@ across the queue's files: a task is told the index of its file's first record (`
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from ..engine import kestrel
-from ..engine.kestrel.reader import ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, FileSet, JournalFile
+from ..engine.kestrel.reader import (
+    ROLE_EXPLICIT,
+    ROLE_LIVE,
+    ROLE_ROTATED,
+    FileSet,
+    JournalFile,
+)
 from ._segments import expand_paths
 
 

@@ -1,6 +1,7 @@
-"""Fleet jobs on Spark: verify, replay and stats over many workq logs, the same results as the local engine.
+"""Fleet jobs on Spark: verify, replay and stats over many workq logs and Kestrel queues, the same results as
+the local engine.
 
-Two paths, both engine code run in Spark tasks, merged on the driver into ``engine.verify.LogReport``s:
+Two paths for workq logs, both engine code run in Spark tasks, merged on the driver into ``engine.verify.LogReport``s:
 
   fast       (``run_fleet``) intact logs through the engine's hot kernel (``FastReplay``): one task per log, or
              a big log split by job over the executor slots (every share frames every record, CRC-checks and
@@ -15,6 +16,10 @@ Two paths, both engine code run in Spark tasks, merged on the driver into ``engi
                 state, the findings (unknown job, duplicates, skip-if-expired at --as-of, ...) and their order
                 within a job are the local engine's. Canonical job lines (the digest's input) go to the driver
                 per part; parts are ranges of job ids, so the driver hashes them in order.
+
+Kestrel queues (``run_kestrel``): a queue's state depends on every record of its file set in order, so one task
+per queue runs ``engine.kestrel.run_log`` on it (biggest queues first) and ships the LogReport back — the
+local engine's report by construction; its state whole for replay, as a ``KestrelSummary`` for verify / stats.
 
 The driver puts findings back into file order (the first --max-findings kept, all counted), computes exit code,
 counts, log-wide record indexes (per-segment counts give each segment's base) and the closing notes exactly as
