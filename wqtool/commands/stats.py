@@ -10,7 +10,7 @@ import typer
 from ..engine import kestrel
 from ..engine.model import Record
 from ..engine.replay import JobState
-from ..engine.stats import RecordStats
+from ..engine.stats import KestrelRecordStats, RecordStats
 from ..engine.verify import LogRun, worst_exit
 from ._formats import resolve
 from ._options import (AsOf, Engine, EngineOpt, FormatOpt, LogFormat, MasterOpt, Output, Paths, RemoteOpt,
@@ -81,26 +81,6 @@ def stats(
             sys.stdout.write(json.dumps(d) + "\n")
         sys.stdout.write(json.dumps({"total": doc["total"]}) + "\n")
     return doc["total"]["damage"]["exit_code"]
-
-
-class KestrelRecordStats(RecordStats):
-    """``RecordStats`` over Kestrel records: records and bytes per opcode, time span from the items' add times
-    (legacy ADDs store none), no job ids. (Engine material: belongs next to ``RecordStats`` in the engine.)"""
-
-    __slots__ = ()
-
-    def add(self, rec) -> None:
-        self.records += 1
-        self.bytes += rec.length
-        label = rec.op.label
-        self.by_type[label] += 1
-        self.bytes_by_type[label] += rec.length
-        if rec.add_time:
-            t = rec.add_time * 1_000_000
-            if self.first_ns is None or t < self.first_ns:
-                self.first_ns = t
-            if self.last_ns is None or t > self.last_ns:
-                self.last_ns = t
 
 
 class _KestrelStateView:

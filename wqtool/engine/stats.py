@@ -59,3 +59,23 @@ class RecordStats:
             "last_time": None if self.last_ns is None else format_unix_ns(self.last_ns),
             "jobs": len(self.jobs),
         }
+
+
+class KestrelRecordStats(RecordStats):
+    """``RecordStats`` over Kestrel records: records and bytes per opcode, time span from the items' add times
+    (legacy ADDs store none), no job ids."""
+
+    __slots__ = ()
+
+    def add(self, rec) -> None:
+        self.records += 1
+        self.bytes += rec.length
+        label = rec.op.label
+        self.by_type[label] += 1
+        self.bytes_by_type[label] += rec.length
+        if rec.add_time:
+            t = rec.add_time * 1_000_000
+            if self.first_ns is None or t < self.first_ns:
+                self.first_ns = t
+            if self.last_ns is None or t > self.last_ns:
+                self.last_ns = t
