@@ -68,7 +68,7 @@ def verify(
     report = VerifyReport([])
     if engine is Engine.spark:  # the same reports, computed on Spark: a task per log or per share of its jobs
         report = _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, kestrel_version.value, keep_open, master,
-                               spark_conf, remote)
+                               spark_conf, remote, quiet)
         paths = []
     for lg in [] if not paths else resolve(paths, fmt.value, horizon=horizon, kestrel_version=kestrel_version.value):
         if lg.fmt == "kestrel":
@@ -90,7 +90,7 @@ def verify(
 
 
 def _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, kestrel_version, keep_open, master, spark_conf,
-                  remote) -> VerifyReport:
+                  remote, quiet=False) -> VerifyReport:
     """verify on Spark: the reports the local engine gives, computed by ``wqtool.spark.fleet`` — workq logs by
     log or job share, Kestrel queues a task each; in the order ``resolve`` gives, as the local engine."""
     from ..spark.fleet import fleet_verify, fleet_verify_kestrel
@@ -98,7 +98,7 @@ def _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, kestrel_version, 
     logs = resolve(paths, fmt.value, horizon=horizon, kestrel_version=kestrel_version)
     wq = [i for i, lg in enumerate(logs) if lg.fmt == "workq"]
     kq = [i for i, lg in enumerate(logs) if lg.fmt == "kestrel"]
-    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    say = (lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr, flush=True))  # noqa: E731
     reports: dict = {}
     with open_session(master, spark_conf, remote, progress=say) as spark:
         if wq:

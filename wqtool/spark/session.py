@@ -44,6 +44,36 @@ def _prepare_env(local: bool) -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")   # loopback only; silences the hostname warning
 
 
+_LOG4J2 = """\
+# wqtool: Spark's own logging at WARN, on stderr, without the start-up banner lines.
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = spark: %p %c{1}: %m%n
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+"""
+
+
+def _log4j2_file() -> str:
+    import tempfile
+    path = os.path.join(tempfile.gettempdir(), f"wqtool-log4j2-{os.getuid()}.properties")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == _LOG4J2:
+                return path
+    except OSError:
+        pass
+    tmp = path + f".{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(_LOG4J2)
+    os.replace(tmp, path)
+    return path
+
+
 def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[str] | None = None,
                   remote: str | None = None, app_name: str = "wqtool", log_level: str = "WARN"):
     """Return a SparkSession: Spark Connect when ``remote`` (sc://host:port), else classic on ``master``.
@@ -65,6 +95,7 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     else:
         builder = builder.master(master)
         settings = {**_DEFAULT_CONF, **conf}
+        settings.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j2_file()}")
         if local:
             settings.setdefault("spark.driver.host", "127.0.0.1")
             settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
