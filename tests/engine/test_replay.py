@@ -144,3 +144,15 @@ def test_digest_line_is_the_canonical_json(tmp_path_factory, seed, n):
     st_ = run_log(discover([str(d)])[0], T + 10**9, engine="reference").state
     for j in st_.jobs.values():
         assert digest_line(j) == json.dumps(j.canonical(), sort_keys=True, separators=(",", ":")).encode() + b"\n"
+
+
+@pytest.mark.parametrize("name", [b"q1\n", b"", b"x" * 256, b"q 1", b"q\xff"])
+def test_invalid_names_like_go(tmp_path, name):
+    """Go's ^[a-zA-Z0-9_.-]{1,255}$ matches the whole name: no trailing newline (Python's $ would allow one)."""
+    rep = replay(tmp_path, [add(name=name)])
+    assert codes(rep) == ["WQ-INVALID-NAME"]
+
+
+def test_longest_valid_name(tmp_path):
+    rep = replay(tmp_path, [add(name=b"a" * 255)])
+    assert codes(rep) == [] and rep.exit_code == ExitCode.OK

@@ -170,12 +170,9 @@ static void name_init(void)
                          c == '_' || c == '.' || c == '-';
 }
 
-/* NAME_RE.match(name) with NAME_RE = ^[A-Za-z0-9_.\-]{1,255}$ — Python's $ also matches before one final
-   newline, so "q1\n" matches */
+/* NAME_RE.match(name) with NAME_RE = [A-Za-z0-9_.\-]{1,255}\Z (as Go's ^...$: the whole name) */
 static int name_ok(const unsigned char *s, Py_ssize_t n)
 {
-    if (n >= 1 && s[n - 1] == '\n')
-        n--;
     if (n < 1 || n > 255)
         return 0;
     for (Py_ssize_t i = 0; i < n; i++)

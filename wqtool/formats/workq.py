@@ -105,7 +105,7 @@ record = Struct(
 
 # ---------------------------------------------------------------- limits (upstream validation and sanity caps)
 MAX_NAME_LEN = 255
-NAME_RE = re.compile(rb"^[A-Za-z0-9_.\-]{1,255}$")
+NAME_RE = re.compile(rb"[A-Za-z0-9_.\-]{1,255}\Z")  # use .match; \Z, not $: Go's $ is the end of text only
 MIN_TTR_MS, MAX_TTR_MS = 1, 86_400_000
 MIN_TTL_MS, MAX_TTL_MS = 1, 2_592_000_000
 MAX_PAYLOAD_BYTES = 1_048_576
