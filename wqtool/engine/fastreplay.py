@@ -31,7 +31,7 @@ from ..formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MA
 from ..formats._common import UNIX_TO_INTERNAL
 from .findings import Finding
 from .reader import LogSet, SegmentData, header_finding
-from .replay import (Job, JobState, ReplayState, WorkqReplay, closing_notes, expired_finding,
+from .replay import (Job, JobState, ReplayState, closing_notes, expired_finding,
                      unknown_job_finding)
 
 _U32 = struct.Struct(">I").unpack_from
@@ -347,24 +347,34 @@ class FastReplay:
 
 
 def finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
-    """Build the reference Job objects of the live jobs from what the kernel kept, and close like WorkqReplay."""
+    """Build the reference Job objects of the live jobs from what the kernel kept, and close as
+    ``WorkqReplay.finish`` does (lease expiry at as-of + TTR, the closing notes)."""
     as_of = fr.as_of_ns
     jobs: dict[bytes, Job] = {}
-    results = fr.results
+    results_get = fr.results.get
+    locs = fr.locs
+    names: dict[bytes, str] = {}
+    leased = resets = 0
+    add, schedule, leased_state, states = CmdType.ADD, CmdType.SCHEDULE, JobState.LEASED, _STATES
     for jid, v in fr.jobs.items():
-        path, off, name, ttr, ttl, prio, ma, mf, plen, pcrc, created_ns, sched, log_exp = fr.locs[jid]
+        path, off, name, ttr, ttl, prio, ma, mf, plen, pcrc, created_ns, sched, log_exp = locs[jid]
+        nm = names.get(name)
+        if nm is None:
+            nm = names[name] = name.decode("ascii")
         if sched is None:
-            kind, exp = CmdType.ADD, as_of + ttl * 1_000_000
+            kind, exp = add, as_of + ttl * 1_000_000
+            resets += 1
         else:
-            kind, exp = CmdType.SCHEDULE, log_exp
-        jobs[jid] = Job(jid, kind, name.decode("ascii"), ttr, ttl, prio, ma, mf & 0xFF, created_ns, sched, exp,
-                        log_exp, plen, pcrc, path, off, _STATES[v & _ST_MASK], v >> 12, results.get(jid))
-    r = WorkqReplay(as_of)
-    r.jobs = jobs
-    r.findings = findings
-    r.records = fr.records
-    r.applied = fr.applied
-    return r.finish()
+            kind, exp = schedule, log_exp
+        st = states[v & _ST_MASK]
+        lease = None
+        if st is leased_state:
+            lease = as_of + ttr * 1_000_000
+            leased += 1
+        jobs[jid] = Job(jid, kind, nm, ttr, ttl, prio, ma, mf & 0xFF, created_ns, sched, exp, log_exp, plen, pcrc,
+                        path, off, st, v >> 12, results_get(jid), lease)
+    findings.extend(closing_notes(resets, leased))
+    return ReplayState(as_of, jobs, fr.records, fr.applied, findings)
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ differs from the log's own history, the job carries both values and a note says 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 import uuid
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -34,7 +35,10 @@ class JobState(IntEnum):
 
     @property
     def label(self) -> str:
-        return self.name.lower()
+        return _STATE_LABELS[self]
+
+
+_STATE_LABELS = {s: s.name.lower() for s in JobState}
 
 
 @dataclass(slots=True)
@@ -109,17 +113,18 @@ class ReplayState:
         return [self.jobs[k] for k in sorted(self.jobs)]
 
     def counts_by_state(self) -> dict[str, int]:
-        out = {s.label: 0 for s in JobState}
-        for j in self.jobs.values():
-            out[j.state.label] += 1
-        return out
+        c = Counter(j.state for j in self.jobs.values())
+        return {lab: c[s] for s, lab in _STATE_LABELS.items()}
 
     def queues(self) -> dict[str, dict[str, int]]:
         """Per queue name: jobs per state (only queues that hold a replayed job exist after a restart)."""
+        c = Counter((j.name, j.state) for j in self.jobs.values())
         out: dict[str, dict[str, int]] = {}
-        for j in self.jobs.values():
-            q = out.setdefault(j.name, {s.label: 0 for s in JobState})
-            q[j.state.label] += 1
+        for (name, st), n in c.items():
+            q = out.get(name)
+            if q is None:
+                q = out[name] = dict.fromkeys(_STATE_LABELS.values(), 0)
+            q[_STATE_LABELS[st]] = n
         return dict(sorted(out.items()))
 
     def digest(self) -> str:
@@ -139,18 +144,28 @@ def _n(v: int | None) -> str:
 
 
 def digest_line(j: Job) -> bytes:
-    """``json.dumps(j.canonical(), sort_keys=True, separators=(",", ":"))`` + newline, built directly (3x faster).
+    """``json.dumps(j.canonical(), sort_keys=True, separators=(",", ":"))`` + newline, built directly (3x faster)."""
+    return _digest_text(j).encode()
+
+
+def _digest_text(j: Job) -> str:
+    """digest_line as str.
 
     Safe without JSON escaping: every string is a UUID, a hex string, a state/kind label or a queue name that
     replay validated as [A-Za-z0-9_.-]. tests/engine/test_replay.py checks equality with json.dumps.
     """
     res = "null" if j.result is None else f'"{j.result.hex()}"'
+    h = j.id.hex()
     return (f'{{"attempts":{j.attempts},"created_ns":{j.created_ns},"expires_ns":{j.expires_ns},'
-            f'"id":"{j.uuid}","kind":"{j.kind.label}","lease_expires_ns":{_n(j.lease_expires_ns)},'
+            f'"id":"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}","kind":"{_KIND_LABELS[j.kind]}",'
+            f'"lease_expires_ns":{_n(j.lease_expires_ns)},'
             f'"log_expires_ns":{j.log_expires_ns},"max_attempts":{j.max_attempts},"max_fails":{j.max_fails},'
             f'"name":"{j.name}","payload_crc32c":"{j.payload_crc:08x}","payload_len":{j.payload_len},'
             f'"priority":{j.priority},"result":{res},"scheduled_ns":{_n(j.scheduled_ns)},'
-            f'"state":"{j.state.label}","ttl_ms":{j.ttl},"ttr_ms":{j.ttr}}}\n').encode()
+            f'"state":"{_STATE_LABELS[j.state]}","ttl_ms":{j.ttl},"ttr_ms":{j.ttr}}}\n')
+
+
+_KIND_LABELS = {c: c.label for c in CmdType}
 
 
 def state_digest(state: ReplayState) -> str:

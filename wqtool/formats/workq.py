@@ -45,7 +45,10 @@ class CmdType(IntEnum):
     @property
     def label(self) -> str:
         """The name used in output and on the command line: add, start-attempt, ..."""
-        return self.name.lower().replace("_", "-")
+        return _CMD_LABELS[self]
+
+
+_CMD_LABELS = {c: c.name.lower().replace("_", "-") for c in CmdType}
 
 
 JOB_ID_SIZE = 16
