@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test install install-test bench fixtures man clean
+.PHONY: demo test install install-test bench bench-kestrel bench-pack bench-fleet fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/_kernel.c
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,15 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed
 	$(PY) bench/bench_workq.py
+
+bench-kestrel: $(VENV)/.installed
+	$(PY) bench/bench_kestrel.py
+
+bench-pack: $(VENV)/.installed
+	$(PY) bench/bench_pack_workq.py
+
+bench-fleet: $(VENV)/.installed-test
+	$(PY) bench/bench_fleet.py
 
 fixtures: $(VENV)/.installed
 	$(PY) scripts/make_fixtures.py
