@@ -78,3 +78,26 @@ class InvalidPayload(FormatError):
 class InvalidHistory(WqError):
     """Intact bytes describing a history the upstream server refuses."""
     exit_code = 4
+
+
+class PackRefused(FormatError):
+    """pack: the input has corruption (exit 3) or a history the server refuses (exit 4), and no --salvage."""
+
+    def __init__(self, message: str, *, exit_code: int, report=None, path: str | None = None,
+                 offset: int | None = None):
+        super().__init__(message, path=path, offset=offset)
+        self.exit_code = exit_code
+        self.report = report
+
+
+class PackMismatch(WqError):
+    """pack: the packed output does not replay to the input's state (a bug in wqtool: nothing was installed)."""
+
+    exit_code = 70  # ExitCode.INTERNAL
+
+    def __init__(self, message: str, *, expected: str, actual: str, job_id: str | None = None,
+                 path: str | None = None):
+        super().__init__(message, path=path)
+        self.expected = expected
+        self.actual = actual
+        self.job_id = job_id

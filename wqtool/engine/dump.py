@@ -11,7 +11,8 @@ from .model import Record
 _BY_LABEL = {c.label: c for c in CmdType}
 
 
-def parse_types(values: list[str] | None) -> frozenset[CmdType] | None:
+def _parse_labels(values: list[str] | None, by_label: dict, what: str) -> frozenset | None:
+    """--type values (repeatable, comma-separated, case- and _/- insensitive) -> the members they name."""
     if not values:
         return None
     out = set()
@@ -20,10 +21,14 @@ def parse_types(values: list[str] | None) -> frozenset[CmdType] | None:
             part = part.strip().lower().replace("_", "-")
             if not part:
                 continue
-            if part not in _BY_LABEL:
-                raise UsageError(f"--type: unknown command {part!r} (expected one of {', '.join(_BY_LABEL)})")
-            out.add(_BY_LABEL[part])
+            if part not in by_label:
+                raise UsageError(f"--type: unknown {what} {part!r} (expected one of {', '.join(by_label)})")
+            out.add(by_label[part])
     return frozenset(out)
+
+
+def parse_types(values: list[str] | None) -> frozenset[CmdType] | None:
+    return _parse_labels(values, _BY_LABEL, "command")
 
 
 def parse_jobs(values: list[str] | None) -> frozenset[bytes] | None:
@@ -41,19 +46,7 @@ def parse_jobs(values: list[str] | None) -> frozenset[bytes] | None:
 
 def parse_kestrel_ops(values: list[str] | None) -> frozenset | None:
     from ..formats.kestrel import Opcode
-    if not values:
-        return None
-    by = {o.name.lower().replace("_", "-"): o for o in Opcode}
-    out = set()
-    for v in values:
-        for part in v.split(","):
-            part = part.strip().lower().replace("_", "-")
-            if not part:
-                continue
-            if part not in by:
-                raise UsageError(f"--type: unknown Kestrel opcode {part!r} (expected one of {', '.join(by)})")
-            out.add(by[part])
-    return frozenset(out)
+    return _parse_labels(values, {o.name.lower().replace("_", "-"): o for o in Opcode}, "Kestrel opcode")
 
 
 @dataclass(slots=True, frozen=True)

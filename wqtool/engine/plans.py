@@ -96,7 +96,7 @@ from typing import Callable, Iterator
 
 from google_crc32c import value as _crc
 
-from ..errors import InputError, UsageError, WqError, FormatError
+from ..errors import InputError, PackMismatch, PackRefused, UsageError
 from ..exitcodes import ExitCode
 from ..formats._common import GoTime, encode_uvarint, format_unix_ns
 from ..formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
@@ -116,29 +116,6 @@ _KIND = {int(c): c.label for c in CmdType}
 
 
 # ---------------------------------------------------------------- errors
-class PackRefused(FormatError):
-    """Corruption (exit 3) or a history workq-server refuses (exit 4) in the input, and no ``salvage``."""
-
-    def __init__(self, message: str, *, exit_code: int, report: LogReport, path: str | None = None,
-                 offset: int | None = None):
-        super().__init__(message, path=path, offset=offset)
-        self.exit_code = exit_code
-        self.report = report
-
-
-class PackMismatch(WqError):
-    """The packed output does not replay to the input's state (a bug in wqtool: nothing was installed)."""
-
-    exit_code = ExitCode.INTERNAL
-
-    def __init__(self, message: str, *, expected: str, actual: str, job_id: str | None = None,
-                 path: str | None = None):
-        super().__init__(message, path=path)
-        self.expected = expected
-        self.actual = actual
-        self.job_id = job_id
-
-
 class LogBusy(InputError):
     """A lock file of the log is held by another process (a running workq-server, a cleaner, another pack)."""
 

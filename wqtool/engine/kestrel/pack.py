@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ...errors import FormatError, InputError, InvalidHistory, UsageError
+from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...exitcodes import ExitCode
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR
@@ -41,27 +41,6 @@ from .verify import run_log
 from .writer import JournalWriter, rewrite_records
 
 NS_PER_MS = 1_000_000
-
-
-class PackRefused(FormatError):
-    """The input has corruption (3) or a history Kestrel cannot represent (4) and --salvage was not given."""
-
-    def __init__(self, message: str, *, exit_code: int, report: LogReport, path: str | None = None,
-                 offset: int | None = None):
-        super().__init__(message, path=path, offset=offset)
-        self.exit_code = exit_code
-        self.report = report
-
-
-class PackMismatch(InvalidHistory):
-    """The packed output does not replay to the input's state (a bug: nothing was installed)."""
-
-    exit_code = 70
-
-    def __init__(self, message: str, *, expected: str, actual: str, path: str | None = None):
-        super().__init__(message, path=path)
-        self.expected = expected
-        self.actual = actual
 
 
 class InjectedCrash(BaseException):
