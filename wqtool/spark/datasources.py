@@ -181,14 +181,12 @@ class WorkqReader(DataSourceReader):
         import pyarrow as pa
 
         from ..engine.findings import ERROR
-        from ..engine.model import Record
-        from ..engine.replay import WorkqReplay
-        from ..engine.serialize import finding_to_jsonable, record_to_jsonable
-        from ._segments import segment_events, working_dir
+        from ..engine.serialize import finding_to_jsonable
+        from ._segments import working_dir
 
         opts = self.opts
         cols = opts.columns()
-        names = [n for n, _ in cols]
+        [n for n, _ in cols]
         arrow_types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "u64": pa.decimal128(20, 0),
                        "bool": pa.bool_(), "binary": pa.binary()}
         fields = [pa.field(n, arrow_types[t]) for n, t in cols]

@@ -27,7 +27,6 @@ counts, log-wide record indexes (per-segment counts give each segment's base) an
 """
 from __future__ import annotations
 
-import hashlib
 import heapq
 import json
 import os
