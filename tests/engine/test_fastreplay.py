@@ -204,3 +204,31 @@ def test_the_forced_kernel_is_the_one_that_runs(kernel, tmp_path, monkeypatch):
     res = fast_run(discover([str(tmp_path)])[0], T)
     assert res.records == 50 and fastreplay.KERNEL == kernel
     assert bool(calls) == (kernel == "python")
+
+
+def test_gc_is_paused_during_the_run_and_restored(tmp_path, monkeypatch):
+    """fast_run / finish_state switch cyclic GC off while they build (no cycles there) and restore it after."""
+    import gc
+    generate(str(tmp_path), SampleSpec(records=200, segment_size=1 << 20, seed=4))
+    log = discover([str(tmp_path)])[0]
+    seen = []
+    finish = fastreplay._finish_state
+    monkeypatch.setattr(fastreplay, "_finish_state", lambda *a: seen.append(gc.isenabled()) or finish(*a))
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        fast_run(log, T)
+        assert seen == [False] and gc.isenabled()
+        gc.disable()
+        fast_run(log, T)
+        assert not gc.isenabled()
+        gc.enable()
+        seg = tmp_path / "000000001.log"
+        data = bytearray(seg.read_bytes())
+        data[100] ^= 1
+        seg.write_bytes(bytes(data))
+        with pytest.raises(Bail):
+            fast_run(discover([str(tmp_path)])[0], T)
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -10,8 +10,9 @@ differs from the log's own history, the job carries both values and a note says 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+import os
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -168,12 +169,29 @@ def _digest_text(j: Job) -> str:
 _KIND_LABELS = {c: c.label for c in CmdType}
 
 
+# The optional C kernel's digest_text(jobs) == b"".join(digest_line(j) for j in jobs) (_kernel.c; off with
+# WQTOOL_PURE_PYTHON=1, like fastreplay's scan; tests/engine/test_digest_c.py compares both).
+try:
+    from . import _kernel
+except ImportError:  # pragma: no cover - the extension is optional
+    _kernel = None
+_C_DIGEST = (None if _kernel is None or os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0")
+             else getattr(_kernel, "digest_text", None))
+_DIGEST_CHUNK = 8192
+
+
 def state_digest(state: ReplayState) -> str:
     """sha256 over one canonical JSON line per job, sorted by job id (as_of is part of the state)."""
     h = digest_start(state.as_of_ns)
     jobs = state.jobs
-    for k in sorted(jobs):
-        h.update(digest_line(jobs[k]))
+    c_digest = _C_DIGEST
+    if c_digest is not None:
+        ordered = [jobs[k] for k in sorted(jobs)]
+        for i in range(0, len(ordered), _DIGEST_CHUNK):
+            h.update(c_digest(ordered[i:i + _DIGEST_CHUNK]))
+    else:
+        for k in sorted(jobs):
+            h.update(digest_line(jobs[k]))
     return h.hexdigest()
 
 
