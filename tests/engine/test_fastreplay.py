@@ -232,3 +232,17 @@ def test_gc_is_paused_during_the_run_and_restored(tmp_path, monkeypatch):
         assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("workers,state", [(1, True), (1, False), (2, False)])
+def test_kernel_keeps_limit_findings_and_counts_the_rest(tmp_path, workers, state):
+    """A warning per record (expired adds, records of gone jobs) must not make memory follow the file."""
+    generate(str(tmp_path), SampleSpec(records=2000, segment_size=20_000, seed=5))
+    log = discover([str(tmp_path)])[0]
+    late = T + 40 * 86400 * 10**9          # every add has expired: hundreds of warnings
+    ref = run_log(log, late, engine="reference")
+    got = run_log(log, late, engine="fast", limit=7, state=state, workers=workers)
+    assert sum(ref.counts.values()) > 100
+    assert got.counts == ref.counts and got.severities == ref.severities and got.exit_code == ref.exit_code
+    assert len(got.findings) == 7
+    assert [(f.code, f.offset) for f in got.findings] == [(f.code, f.offset) for f in ref.findings[:7]]

@@ -19,6 +19,10 @@ from ._options import (AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersion
 from ._options import Engine, EngineOpt, MasterOpt, RemoteOpt, SparkConfOpt
 
 
+#: findings kept for stderr (all are counted in the output): memory follows the live state, not the log
+REPLAY_FINDINGS_SHOWN = 1000
+
+
 def replay(
     paths: Paths,
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
@@ -72,7 +76,7 @@ def replay(
         with open_session(master, spark_conf, remote, progress=say) as spark:
             report = fleet_replay(spark, logs[0].log, as_of_ns, progress=say)
     else:
-        report = run_log(logs[0].log, as_of_ns)
+        report = run_log(logs[0].log, as_of_ns, limit=REPLAY_FINDINGS_SHOWN)
     state = report.state
     for f in report.findings:
         if f.severity == "error":

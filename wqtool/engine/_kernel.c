@@ -226,6 +226,7 @@ static PyObject *pylong_i128(i128 x)
 
 typedef struct {
     PyObject *mod;          /* wqtool.engine.fastreplay, looked up on first need */
+    Py_ssize_t limit;       /* findings kept (CappedFindings.limit); -1: all */
 } Ctx;
 
 static PyObject *ctx_mod(Ctx *cx)
@@ -253,6 +254,15 @@ static int add_finding(Ctx *cx, PyObject *findings, const char *ctor, PyObject *
 {
     int rc = -1;
     PyObject *fn = NULL, *cmds = NULL, *co = NULL, *cmd = NULL, *po = NULL, *io = NULL, *f = NULL, *t = NULL;
+    if (cx->limit >= 0 && PyList_GET_SIZE(findings) >= cx->limit) {
+        /* over the cap: only counted (CappedFindings.over), the Finding is never built */
+        PyObject *r = PyObject_CallMethod(findings, "over", "s",
+                                          log_exp ? "WQ-ADD-EXPIRED" : "WQ-UNKNOWN-JOB");
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        return 0;
+    }
     PyObject *m = ctx_mod(cx);
     if (m == NULL)
         return -1;
@@ -269,7 +279,7 @@ static int add_finding(Ctx *cx, PyObject *findings, const char *ctor, PyObject *
     if (PyList_CheckExact(findings)) {
         rc = PyList_Append(findings, t);
     } else {
-        PyObject *r = PyObject_CallMethod(findings, "append", "O", t);
+        PyObject *r = PyObject_CallMethod(findings, "append", "(O)", t);  /* "(O)": t is a tuple */
         rc = r ? 0 : -1;
         Py_XDECREF(r);
     }
@@ -345,7 +355,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOnOLO:scan", &fr, &data, &end, &path, &index, &seg_no))
         return NULL;
 
-    Ctx cx = {NULL};
+    Ctx cx = {NULL, -1};
     Py_buffer view;
     view.obj = NULL;
     PyObject *jobs = NULL, *results = NULL, *locs = NULL, *findings = NULL, *keep_o = NULL, *asof_o = NULL;
@@ -360,6 +370,21 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
     int keep = PyObject_IsTrue(keep_o);
     if (keep < 0)
         goto fail;
+    if (!PyList_CheckExact(findings)) {   /* a CappedFindings: its limit (None: keep all) */
+        PyObject *lim = PyObject_GetAttrString(findings, "limit");
+        if (lim == NULL)
+            PyErr_Clear();
+        else {
+            if (lim != Py_None) {
+                cx.limit = PyLong_AsSsize_t(lim);
+                if (cx.limit == -1 && PyErr_Occurred()) {
+                    Py_DECREF(lim);
+                    goto fail;
+                }
+            }
+            Py_DECREF(lim);
+        }
+    }
     long long part = attr_ll(fr, "part", &err);
     long long nparts = err ? 0 : attr_ll(fr, "nparts", &err);
     if (err)

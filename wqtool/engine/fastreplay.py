@@ -23,8 +23,9 @@ from __future__ import annotations
 import gc
 import os
 import struct
+from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from google_crc32c import value as _crc
 
@@ -47,6 +48,31 @@ _ST_MASK = 7
 _NOT_ST = ~7
 _ATTEMPT = 1 << 12
 _STATES = list(JobState)
+
+
+class CappedFindings(list):
+    """The kernel's findings: the first ``limit`` (seg_no, Finding) pairs, and only a count (by code and
+    severity) of the rest — an old log can hold a warning per record (expired adds, records of gone jobs), and
+    memory must follow the live state, not the file. The C loop appends through this ``append`` too."""
+
+    def __init__(self, limit: int | None = None):
+        super().__init__()
+        self.limit = limit
+        self.overflow: Counter = Counter()
+
+    def append(self, item) -> None:
+        if self.limit is None or len(self) < self.limit:
+            list.append(self, item)
+        else:
+            f = item[1]
+            self.overflow[(f.code, f.severity)] += 1
+
+    def full(self) -> bool:
+        return self.limit is not None and len(self) >= self.limit
+
+    def over(self, code: str) -> None:
+        """Count a warning the kernel did not build (it is over the cap)."""
+        self.overflow[(code, "warning")] += 1
 
 
 class Bail(Exception):
@@ -81,7 +107,8 @@ def _uvarint(data, p: int, end: int) -> tuple[int, int]:
 class FastReplay:
     """One pass of the kernel over one log (or one partition of its jobs)."""
 
-    def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False):
+    def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False,
+                 limit: int | None = None):
         self.log = log
         self.as_of_ns = as_of_ns
         self.part = part
@@ -90,7 +117,7 @@ class FastReplay:
         self.jobs: dict[bytes, int] = {}
         self.results: dict[bytes, bytes] = {}
         self.locs: dict[bytes, tuple[int, int]] = {}
-        self.findings: list[Finding] = []
+        self.findings = CappedFindings(limit)
         self.records = 0
         self.applied = 0
         self.bytes = 0
@@ -131,6 +158,8 @@ class FastReplay:
         locs = self.locs
         keep = self.keep
         out = self.findings.append
+        full = self.findings.full
+        over = self.findings.over
         as_of = self.as_of_ns
         part, nparts = self.part, self.nparts
         crc, u32, tunp, uvar = _crc, _U32, _TIME, _uvarint
@@ -163,7 +192,10 @@ class FastReplay:
                 jid = data[q + 1:q + 17]
                 v = jobs_get(jid)
                 if v is None:
-                    out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
+                    if full():
+                        over("WQ-UNKNOWN-JOB")
+                    else:
+                        out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
                 elif c <= 6:                      # delete, expire
                     del jobs[jid]
                     applied += 1
@@ -200,7 +232,10 @@ class FastReplay:
                     raise Bail
                 v = jobs_get(jid)
                 if v is None:
-                    out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
+                    if full():
+                        over("WQ-UNKNOWN-JOB")
+                    else:
+                        out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
                 else:
                     st = v & _ST_MASK
                     if st == 1 or st == 2:
@@ -324,7 +359,10 @@ class FastReplay:
                     log_exp = tsec * _NS - _UNIX_NS + tnsec + ttl * 1_000_000
                 jid = data[q + 1:q + 17]
                 if log_exp <= as_of:
-                    out((seg_no, expired_finding(path, pos, index, _CMDS[c], log_exp, jid)))
+                    if full():
+                        over("WQ-ADD-EXPIRED")
+                    else:
+                        out((seg_no, expired_finding(path, pos, index, _CMDS[c], log_exp, jid)))
                 else:
                     prio = (zz >> 1) ^ -(zz & 1)
                     if (jid[6] >> 4 != 4 or jid[8] & 0xC0 != 0x80 or not _NAME_MATCH(name)
@@ -392,16 +430,18 @@ class FastResult:
     bytes: int
     segments: int
     state: ReplayState | None      # only with keep=True
+    overflow: Counter = field(default_factory=Counter)   # (code, severity) -> findings counted, not kept
 
 
-def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1) -> FastResult:
+def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
+             limit: int | None = None) -> FastResult:
     """Verify/replay one intact log with the kernel, over ``nparts`` processes (keep=False only).
 
     Raises Bail when the log needs the reference path."""
     if nparts > 1 and not keep:
-        return _parallel(log, as_of_ns, nparts)
+        return _parallel(log, as_of_ns, nparts, limit)
     with _gc_paused():
-        fr = FastReplay(log, as_of_ns, keep=keep)
+        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit)
         fr.run()
         findings = list(log.findings) + [f for _, f in fr.findings]
         if keep:
@@ -409,7 +449,7 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1) 
         else:
             findings.extend(closing_notes(*note_counts(fr.jobs)))
             state = None
-    return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state)
+    return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state, fr.findings.overflow)
 
 
 @contextmanager
@@ -437,23 +477,30 @@ def note_counts(jobs: dict[bytes, int]) -> tuple[int, int]:
 
 
 def _worker(args):
-    log, as_of_ns, part, nparts = args
-    fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=False)
+    log, as_of_ns, part, nparts, limit = args
+    fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=False, limit=limit)
     try:
         fr.run()
     except Bail:
         return None
-    return fr.findings, fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs)
+    return list(fr.findings), fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs), fr.findings.overflow
 
 
-def _parallel(log: LogSet, as_of_ns: int, nparts: int) -> FastResult:
+def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None) -> FastResult:
     import multiprocessing as mp
     with mp.get_context("fork").Pool(nparts) as pool:
-        parts = pool.map(_worker, [(log, as_of_ns, k, nparts) for k in range(nparts)])
+        parts = pool.map(_worker, [(log, as_of_ns, k, nparts, limit) for k in range(nparts)])
     if any(p is None for p in parts):
         raise Bail
     merged = sorted((sf for p in parts for sf in p[0]), key=lambda sf: (sf[0], sf[1].offset or 0))
+    overflow: Counter = Counter()
+    for p in parts:
+        overflow.update(p[6])
+    if limit is not None and len(merged) > limit:  # each part kept its first `limit`: the first `limit` overall
+        for _, f in merged[limit:]:
+            overflow[(f.code, f.severity)] += 1
+        merged = merged[:limit]
     findings = list(log.findings) + [f for _, f in merged]
     findings.extend(closing_notes(sum(p[5][0] for p in parts), sum(p[5][1] for p in parts)))
     first = parts[0]
-    return FastResult(findings, first[1], sum(p[2] for p in parts), first[3], first[4], None)
+    return FastResult(findings, first[1], sum(p[2] for p in parts), first[3], first[4], None, overflow)

@@ -131,7 +131,7 @@ def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool
     """
     if engine != "reference":
         try:
-            res = fast_run(log, as_of_ns, keep=state, nparts=workers)
+            res = fast_run(log, as_of_ns, keep=state, nparts=workers, limit=limit)
         except Bail:
             if engine == "fast":
                 raise
@@ -141,6 +141,9 @@ def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool
             sink = FindingSink(report, limit)
             for f in res.findings:
                 sink.add(f)
+            for (code, severity), n in res.overflow.items():  # counted by the kernel, not kept
+                report.counts[code] += n
+                report.severities[severity] += n
             sink.close()
             return report
     run = LogRun(log, as_of_ns, limit=limit)
