@@ -95,6 +95,7 @@ def main() -> None:
 
     def row(name, secs, note=""):
         rows.append((name, secs, size / secs / 1e6 if secs else 0.0, note))
+        print(f"  {name:<44} {secs:>8.2f} s {size / secs / 1e6 if secs else 0.0:>8.1f} MB/s  {note}", flush=True)
 
     t = time.perf_counter()
     v_local = [run_log(g, AS_OF_NS, state=False, workers=1) for g in logs]

@@ -58,6 +58,14 @@ logger.native.level = error
 """
 
 
+def _local_driver_gib() -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2
+    return max(2, min(16, total // 4 // 2**30))
+
+
 def _log4j2_file() -> str:
     import tempfile
     path = os.path.join(tempfile.gettempdir(), f"wqtool-log4j2-{os.getuid()}.properties")
@@ -97,6 +105,9 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
         settings = {**_DEFAULT_CONF, **conf}
         settings.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j2_file()}")
         if local:
+            # local mode: the driver JVM is the executor too; Spark's 1g default overflows on a fleet replay of
+            # ~1 GiB of logs (job states are collected). A quarter of this machine's memory, 2..16 GiB.
+            settings.setdefault("spark.driver.memory", f"{_local_driver_gib()}g")
             settings.setdefault("spark.driver.host", "127.0.0.1")
             settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
     for k, v in settings.items():
