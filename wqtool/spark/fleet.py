@@ -41,7 +41,7 @@ from ..engine.findings import Finding
 from ..engine.reader import LogSet, Segment
 from ..engine.replay import JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start
 from ..engine.stats import RecordStats
-from ..engine.verify import LogReport, VerifyReport, worst_exit
+from ..engine.verify import LogReport, VerifyReport, log_size, worst_exit
 from ..exitcodes import ExitCode
 from ..formats.workq import CmdType
 
@@ -514,16 +514,6 @@ def _slots(spark) -> int:
         return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "2")))
 
 
-def _log_bytes(log: LogSet) -> int:
-    total = 0
-    for seg in log.segments:
-        try:
-            total += os.path.getsize(seg.path)
-        except OSError:
-            pass
-    return total
-
-
 def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
               want_jobs: bool = False, stats: bool = False, progress: Callable[[str], None] | None = None,
               stats_total: list | None = None, fast: bool = True) -> list[FleetLog]:
@@ -539,7 +529,7 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
         return run_reference(spark, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
                              progress=progress, stats_total=stats_total)
     slots = _slots(spark)
-    sizes = [_log_bytes(log) for log in logs]
+    sizes = [log_size(log) for log in logs]
     total = sum(sizes) or 1
     tasks: list[tuple[int, LogSet, int, int]] = []
     for li, log in sorted(enumerate(logs), key=lambda il: -sizes[il[0]]):  # biggest first: better packing
