@@ -495,7 +495,9 @@ class _FastTask:
         if fr.keep:
             state = finish_state(log, fr, [])
             keys = sorted(state.jobs)
-            if self.digest:
+            if self.digest and nparts == 1:
+                out["digest"] = state.digest()   # the whole log is here: no lines to ship to the driver
+            elif self.digest:
                 out["keys"] = b"".join(keys)
                 out["lines"] = zlib.compress(b"\n".join(
                     digest_line(state.jobs[k])[:-1]
@@ -572,7 +574,9 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
     sink.close()
     digest = ""
     jobs: dict = {}
-    if want_digest:
+    if want_digest and len(parts) == 1 and parts[0].get("digest"):
+        digest = parts[0]["digest"]
+    elif want_digest:
         h = _digest_start(as_of_ns)
         streams = []
         for p in parts:
