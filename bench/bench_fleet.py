@@ -1,6 +1,6 @@
 """Fleet benchmark: local single-process verify/replay vs --engine spark on local[2], in one run.
 
-    python bench/bench_fleet.py [--dirs 4] [--segments 4] [--segment-mib 16] [--out bench/out/fleet] [--reference]
+    python bench/bench_fleet.py [--dirs 4] [--segments 4] [--segment-mib 64] [--out bench/out/fleet] [--reference]
 
 Generates (once, cached under --out) DIRS log directories of SEGMENTS segments of SEGMENT-MIB MiB each with
 wqtool's own writer (two distinct logs, each copied into half of the directories: every directory is a whole,
@@ -73,7 +73,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dirs", type=int, default=4)
     ap.add_argument("--segments", type=int, default=4)
-    ap.add_argument("--segment-mib", type=int, default=16)
+    ap.add_argument("--segment-mib", type=int, default=64)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "fleet"))
     ap.add_argument("--reference", action="store_true")
     a = ap.parse_args()
