@@ -389,7 +389,7 @@ class FastReplay:
 def finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
     """Build the reference Job objects of the live jobs from what the kernel kept, and close as
     ``WorkqReplay.finish`` does (lease expiry at as-of + TTR, the closing notes)."""
-    with _gc_paused():          # also for callers outside fast_run (the Spark executors)
+    with gc_paused():          # also for callers outside fast_run (the Spark executors)
         return _finish_state(fr, findings)
 
 
@@ -440,7 +440,7 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
     Raises Bail when the log needs the reference path."""
     if nparts > 1 and not keep:
         return _parallel(log, as_of_ns, nparts, limit)
-    with _gc_paused():
+    with gc_paused():
         fr = FastReplay(log, as_of_ns, keep=keep, limit=limit)
         fr.run()
         findings = list(log.findings) + [f for _, f in fr.findings]
@@ -453,7 +453,7 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
 
 
 @contextmanager
-def _gc_paused():
+def gc_paused():
     """No cyclic GC while the kernel fills its dicts and finish_state builds the Jobs: hundreds of thousands of
     new container objects (none in a cycle) would otherwise trigger repeated full collections (~0.6 s on the
     1.2 M-record bench). The previous setting is restored, also on Bail."""
