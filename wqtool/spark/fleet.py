@@ -505,8 +505,10 @@ class _FastTask:
                     for k in keys), 1)
             if self.want_jobs:
                 out["jobs"] = [state.jobs[k] for k in keys]
-            out["by_state"] = Counter(j.state.label for j in state.jobs.values())
-            out["by_queue"] = Counter((j.name, j.state.label) for j in state.jobs.values())
+            by_state = Counter(j.state for j in state.jobs.values())          # enum keys: no per-job .label
+            by_queue = Counter((j.name, j.state) for j in state.jobs.values())
+            out["by_state"] = Counter({st.label: n for st, n in by_state.items()})
+            out["by_queue"] = Counter({(name, st.label): n for (name, st), n in by_queue.items()})
         return out
 
 
