@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 
 from ..engine import kestrel
-from ..engine.reader import LogSet, discover, segment_seq
+from ..engine.reader import discover, segment_seq
 from ..errors import UsageError
 from ..formats.workq import LOCK_FILES
 
@@ -90,10 +90,3 @@ def resolve(paths: list[str], fmt: str, *, horizon: bool = False, kestrel_versio
             raise UsageError("no workq segments and no Kestrel journals found", path=kestrel_paths[0])
         out += [Log("kestrel", fs) for fs in sets]
     return out
-
-
-def workq_only(logs: list[Log], what: str) -> list[LogSet]:
-    for lg in logs:
-        if lg.fmt != "workq":
-            raise UsageError(f"{what} applies to workq logs only", path=lg.root)
-    return [lg.log for lg in logs]

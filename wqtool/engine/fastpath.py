@@ -5,15 +5,14 @@ both directions against the construct schema (same values, same bytes, same acce
 """
 from __future__ import annotations
 
-import struct
 
 from ..errors import InvalidPayload, UnknownOpcode
-from ..formats._common import GoTime, crc32c, encode_uvarint, zigzag_decode, zigzag_encode
-from ..formats.workq import CmdType, JOB_ID_SIZE
+from ..formats._common import GO_TIME_STRUCT, GoTime, crc32c, encode_uvarint, zigzag_decode, zigzag_encode
+from ..formats.workq import JOB_ID_SIZE, RECORD_CRC_STRUCT, CmdType
 from .model import Command
 
-_TIME = struct.Struct(">BqiH")  # version, sec, nsec, zone (zone read unsigned, converted below)
-_U32 = struct.Struct(">I")
+_TIME = GO_TIME_STRUCT
+_U32 = RECORD_CRC_STRUCT
 _CMDS = {int(c): c for c in CmdType}
 _ADD, _SCHEDULE, _COMPLETE, _FAIL = CmdType.ADD, CmdType.SCHEDULE, CmdType.COMPLETE, CmdType.FAIL
 

@@ -29,16 +29,16 @@ from dataclasses import dataclass, field
 
 from google_crc32c import value as _crc
 
-from ..formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, NAME_RE, SIZE_CAP,
+from ..formats.workq import (RECORD_CRC_STRUCT, MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, NAME_RE, SIZE_CAP,
                              CmdType)
-from ..formats._common import UNIX_TO_INTERNAL
+from ..formats._common import GO_TIME_STRUCT, UNIX_TO_INTERNAL
 from .findings import Finding
 from .reader import LogSet, SegmentData, header_finding
 from .replay import (Job, JobState, ReplayState, closing_notes, expired_finding,
                      unknown_job_finding)
 
-_U32 = struct.Struct(">I").unpack_from
-_TIME = struct.Struct(">BqiH").unpack_from
+_U32 = RECORD_CRC_STRUCT.unpack_from
+_TIME = GO_TIME_STRUCT.unpack_from
 _CMDS = {int(c): c for c in CmdType}
 _NAME_MATCH = NAME_RE.match
 _NS = 1_000_000_000

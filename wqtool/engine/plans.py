@@ -86,7 +86,6 @@ import fcntl
 import itertools
 import os
 import shutil
-import struct
 import time
 import uuid
 from array import array
@@ -99,7 +98,7 @@ from google_crc32c import value as _crc
 from ..errors import InputError, PackMismatch, PackRefused, UsageError
 from ..exitcodes import ExitCode
 from ..formats._common import GoTime, encode_uvarint, format_unix_ns
-from ..formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
+from ..formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, LOCK_FILES, RECORD_CRC_STRUCT, CmdType
 from .fastpath import encode_record
 from .findings import ERROR, Finding
 from .reader import LogSet, RecordReader, SegmentData, discover
@@ -110,7 +109,7 @@ from .writer import fsync_dir, segment_name
 __all__ = ["WorkqPackPlan", "PackResult", "ApplyResult", "Dropped", "PackRefused", "PackMismatch", "LogBusy",
            "InjectedCrash", "pack_plan", "write_pack", "apply_plan", "apply_steps", "finish_interrupted"]
 
-_U32 = struct.Struct(">I")
+_U32 = RECORD_CRC_STRUCT
 _ID_RECORD = 15 + 1 + 17 + 4      # every ID-only record is 37 bytes
 _KIND = {int(c): c.label for c in CmdType}
 

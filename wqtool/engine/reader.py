@@ -8,7 +8,6 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import struct
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -16,14 +15,14 @@ from google_crc32c import value as _crc
 
 from ..errors import InputError, InvalidPayload, UnknownOpcode, UsageError
 from ..exitcodes import ExitCode
-from ..formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, MAGIC, SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP
+from ..formats.workq import RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, LOCK_FILES, MAGIC, SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP
 from .fastpath import decode_payload
 from .findings import ERROR, WARNING, Finding
 from .model import Record
-from ..formats._common import GoTime
+from ..formats._common import GO_TIME_STRUCT, GoTime
 
-_U32 = struct.Struct(">I")
-_TIME = struct.Struct(">BqiH")
+_U32 = RECORD_CRC_STRUCT
+_TIME = GO_TIME_STRUCT
 _MAX_SEC = 315537897599  # 9999-12-31T23:59:59Z in seconds since year 1
 
 UP_REFUSE = "workq-server would refuse to start: "
@@ -63,7 +62,7 @@ def _stat_size(path: str) -> int:
     return os.stat(path).st_size
 
 
-def _input_error(path: str, exc: OSError) -> InputError:
+def input_error(path: str, exc: OSError) -> InputError:
     reason = exc.strerror or str(exc)
     if exc.errno == errno.ENOENT:
         reason = "no such file or directory"
@@ -86,7 +85,7 @@ def discover(paths: Sequence[str], *, horizon: bool = False) -> list[LogSet]:
         try:
             st = os.stat(p)
         except OSError as exc:
-            raise _input_error(p, exc) from None
+            raise input_error(p, exc) from None
         if os.path.isdir(p):
             logs.append(_discover_dir(p, horizon))
             continue
@@ -113,7 +112,7 @@ def _discover_dir(d: str, horizon: bool) -> LogSet:
     try:
         names = sorted(os.listdir(d))
     except OSError as exc:
-        raise _input_error(d, exc) from None
+        raise input_error(d, exc) from None
     segs: list[Segment] = []
     log = LogSet(root=d, segments=segs)
     for name in names:
@@ -156,7 +155,7 @@ class SegmentData:
         try:
             self._f = open(seg.path, "rb")
         except OSError as exc:
-            raise _input_error(seg.path, exc) from None
+            raise input_error(seg.path, exc) from None
         try:
             size = os.fstat(self._f.fileno()).st_size
             if seg.pinned_size is not None:
@@ -170,7 +169,7 @@ class SegmentData:
                 self.data = self._f.read(size)
         except OSError as exc:
             self._f.close()
-            raise _input_error(seg.path, exc) from None
+            raise input_error(seg.path, exc) from None
 
     def close(self) -> None:
         if self._mm is not None:
@@ -249,7 +248,7 @@ def header_finding(sd: SegmentData, index: int, is_newest: bool) -> tuple[Findin
             exit_class=ExitCode.TORN_TAIL if is_newest else ExitCode.CORRUPT), False
     head = bytes(sd.data[:HEADER_SIZE])
     if head != HEADER_BYTES:
-        magic, version = struct.unpack(">II", head)
+        magic, version = HEADER_STRUCT.unpack(head)
         code = "WQ-HDR-MAGIC" if magic != MAGIC else "WQ-HDR-VERSION"
         what = (f"bad magic {head[:4].hex()} (expected 77717771 'wqwq')" if magic != MAGIC
                 else f"unsupported version {version} (expected 1)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import struct
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -212,3 +213,7 @@ go_time = _GoTimeAdapter(Struct(
 ))
 
 GO_ZERO_TIME = GoTime(0, 0, ZONE_UTC)
+
+#: The same 15 bytes for the hand-written hot paths (struct is ~50x faster than construct here): version u8,
+#: seconds i64, nanoseconds i32, zone read as u16 (0xFFFF = UTC). Proven equal to ``go_time`` by the tests.
+GO_TIME_STRUCT = struct.Struct(">BqiH")

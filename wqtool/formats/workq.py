@@ -6,6 +6,7 @@ Each schema here describes one header, one record or one payload.
 from __future__ import annotations
 
 import re
+import struct
 from enum import IntEnum, unique
 
 from construct import (Bytes, Checksum, Const, GreedyBytes, Int8ub, Int32ub, Prefixed, RawCopy, Struct,
@@ -106,6 +107,11 @@ record = Struct(
     "crc" / Checksum(Int32ub, lambda data: crc32c(data), this.body.data),
 )
 
+#: The header for the hand-written paths: magic, version (u32 BE each).
+HEADER_STRUCT = struct.Struct(">II")
+#: The CRC field for the hand-written hot paths: u32 big-endian, after TIME ‖ SIZE ‖ PAYLOAD.
+RECORD_CRC_STRUCT = struct.Struct(">I")
+
 # ---------------------------------------------------------------- limits (upstream validation and sanity caps)
 MAX_NAME_LEN = 255
 NAME_RE = re.compile(rb"[A-Za-z0-9_.\-]{1,255}\Z")  # use .match; \Z, not $: Go's $ is the end of text only
@@ -120,4 +126,3 @@ MAX_FAILS_MAX = 255
 MAX_COMMAND_SIZE = 1 + JOB_ID_SIZE + 2 + MAX_NAME_LEN + 5 + 5 + 5 + 2 + 2 + 3 + MAX_PAYLOAD_BYTES + 15 + 15
 #: The sane cap the reader applies to SIZE (a little headroom over MAX_COMMAND_SIZE).
 SIZE_CAP = 2 * 1024 * 1024
-RECORD_OVERHEAD_MIN = 15 + 1 + 4

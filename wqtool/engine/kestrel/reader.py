@@ -11,7 +11,6 @@ The reader mmaps each file read-only and checks every block size (sign, bytes le
 """
 from __future__ import annotations
 
-import errno
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from ...exitcodes import ExitCode
 from ...formats.kestrel import (LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC, LONG_MAX, LONG_MIN, PACK_SUFFIX,
                                 TEMP_MARKER)
 from ..findings import ERROR, NOTE, WARNING, Finding
-from ..reader import SegmentData
+from ..reader import SegmentData, input_error
 from .fastpath import SIZE_ABSURD, SIZE_NEGATIVE, Damage, decode_fields, decode_op
 from .model import Record
 
@@ -79,15 +78,6 @@ class FileSet:
         """Every file of the queue that is on disk (replayed, superseded, temps; not stray names)."""
         seen = [f.path for f in self.files] + list(self.superseded)
         return list(dict.fromkeys(seen))
-
-
-def _input_error(path: str, exc: OSError) -> InputError:
-    reason = exc.strerror or str(exc)
-    if exc.errno == errno.ENOENT:
-        reason = "no such file or directory"
-    elif exc.errno == errno.EACCES:
-        reason = "permission denied"
-    return InputError(reason, path=path)
 
 
 def queue_of(name: str) -> str:
@@ -200,7 +190,7 @@ def discover(paths: Sequence[str], kestrel_version: str = "auto", *, queue: str 
         try:
             os.stat(p)
         except OSError as exc:
-            raise _input_error(p, exc) from None
+            raise input_error(p, exc) from None
         if os.path.isdir(p):
             sets = _discover_dir(p, queue)
             for fs in sets:
@@ -255,7 +245,7 @@ def _discover_dir(d: str, only: str | None) -> list[FileSet]:
     try:
         entries = sorted(os.listdir(d))
     except OSError as exc:
-        raise _input_error(d, exc) from None
+        raise input_error(d, exc) from None
     groups: dict[str, list[str]] = {}
     for name in entries:
         if not os.path.isfile(os.path.join(d, name)):
