@@ -64,3 +64,14 @@ def test_stats_same_document(corpus):
     spark = cli("stats", "--engine", "spark", "-o", "json", "--as-of", AS_OF, *paths)
     assert spark.code == local.code == 3
     assert json.loads(spark.out) == json.loads(local.out)
+
+
+def test_warm_up_starts_a_worker_per_slot_with_the_engine_loaded(spark):
+    """``warm_up`` is the benchmark's definition of "started": every slot has its own Python worker, the engine
+    imported, and a second call finds the same workers (reused, not respawned)."""
+    from wqtool.spark.session import warm_up
+    slots = spark.sparkContext.defaultParallelism
+    assert slots == 2
+    first = warm_up(spark)
+    assert len(first) == slots
+    assert warm_up(spark, hold_s=0.2) == first

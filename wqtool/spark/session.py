@@ -1,7 +1,8 @@
 """The one SparkSession builder every `--engine spark` command and the tests use.
 
-Start-up costs ~6-7 s (JVM) plus ~3 s for the first job, so a command builds exactly one session. The JVM
-lingers after ``stop()`` until the Python process exits; that is PySpark's behaviour, not a leak of ours.
+Start-up costs ~6-7 s (JVM) plus ~3-4 s for the first job (its Python workers start and import the engine; see
+``warm_up``), so a command builds exactly one session. The JVM lingers after ``stop()`` until the Python process
+exits; that is PySpark's behaviour, not a leak of ours.
 """
 from __future__ import annotations
 
@@ -118,6 +119,35 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     from . import register
     register(spark)
     return spark
+
+
+class _Warm:
+    """A warm-up task: imports the engine's hot path (and pyarrow) in the Python worker that runs it and holds
+    the slot briefly, so that every slot gets its own worker rather than one worker taking all the tasks."""
+
+    def __init__(self, hold_s: float):
+        self.hold_s = hold_s
+
+    def __call__(self, batches):
+        import pyarrow as pa
+
+        from ..engine import fastreplay, kestrel, replay, verify  # noqa: F401 — the import is the point
+        time.sleep(self.hold_s)
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays([pa.array([os.getpid()] * batch.num_rows, pa.int64())], names=["pid"])
+
+
+def warm_up(spark, *, hold_s: float = 0.5) -> frozenset[int]:
+    """Start a Python worker on every executor slot with the engine imported: the cost a fleet's first job
+    would otherwise pay on the clock (about 1 s here, more on a busy machine). Returns the process ids of the
+    workers that answered (one per slot in local mode; Spark Connect gives no slot count: 2 tasks).
+    """
+    try:
+        slots = max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # noqa: BLE001 — Spark Connect has no SparkContext
+        slots = 2
+    rows = spark.range(0, slots, 1, slots).mapInArrow(_Warm(hold_s), "pid bigint").collect()
+    return frozenset(r["pid"] for r in rows)
 
 
 @contextlib.contextmanager
