@@ -1,8 +1,9 @@
-"""The workq data source: rows equal `dump -o jsonl`, permissive findings equal verify's row-level findings,
-failfast raises, Parquet round-trips."""
+"""The workq data source: rows equal `dump -o jsonl`, permissive findings equal verify's findings (the row-level
+ones in file order, then the replay's), failfast raises, Parquet round-trips."""
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
 
 import pytest
@@ -10,11 +11,7 @@ import pytest
 from tests.conftest import AS_OF, cli
 from tests.spark.conftest import DAMAGE, as_of_ns
 
-# Findings that need the whole log replayed: verify reports them, a row-level reader cannot.
-HISTORY = {"WQ-DUPLICATE-JOB", "WQ-INVALID-ID", "WQ-INVALID-NAME", "WQ-INVALID-TTR", "WQ-INVALID-TTL",
-           "WQ-INVALID-PAYLOAD", "WQ-INVALID-PRIORITY", "WQ-INVALID-RESULT", "WQ-ALREADY-LEASED",
-           "WQ-ALREADY-PROCESSED", "WQ-MAX-ATTEMPTS", "WQ-DUPLICATE-RESULT", "WQ-UNKNOWN-JOB", "WQ-ADD-EXPIRED",
-           "WQ-FIELD-TRUNCATED", "WQ-TTL-RESET", "WQ-LEASE-RESTORED"}
+from wqtool.engine.findings import REPLAY_CODES
 
 
 def _plain(row: dict) -> dict:
@@ -27,8 +24,8 @@ def loaded(spark, corpus):
     from wqtool.spark import register
     register(spark)  # the registered source remembers the working directory: the repo root here
     names = sorted(corpus)
-    df = spark.read.format("workq").option("payload", "true").option("paths",
-                                                                      json.dumps([corpus[n] for n in names])).load()
+    df = (spark.read.format("workq").option("payload", "true").option("as_of", AS_OF)
+          .option("paths", json.dumps([corpus[n] for n in names])).load())
     rows = [r.asDict(recursive=True) for r in df.collect()]
     out = {n: ([], []) for n in names}
     owner = {corpus[n]: n for n in names}
@@ -56,15 +53,63 @@ def test_rows_equal_dump_jsonl(name, loaded, corpus):
 
 
 @pytest.mark.parametrize("name", _names())
-def test_permissive_yields_the_row_level_findings_verify_reports(name, loaded, corpus):
+def test_permissive_yields_the_findings_verify_reports(name, loaded, corpus):
+    """Each segment's partition: its reader's and payload decoder's findings; the newest segment's partition
+    then adds the replay's (history: duplicates, unknown jobs, expiries at as_of, the closing notes)."""
     from wqtool.engine.reader import discover
     from wqtool.engine.serialize import finding_to_jsonable
     from wqtool.engine.verify import run_log
     report = run_log(discover([corpus[name]])[0], as_of_ns(), engine="reference")
-    expected = [finding_to_jsonable(f) for f in report.findings if f.code not in HISTORY]
+    expected = ([finding_to_jsonable(f) for f in report.findings if f.code not in REPLAY_CODES]
+                + [finding_to_jsonable(f) for f in report.findings if f.code in REPLAY_CODES])
     assert loaded[name][1] == expected
+    assert any(f["code"] in REPLAY_CODES for f in loaded[name][1])   # every fixture has closing notes at least
     if name in DAMAGE:
         assert any(f["severity"] == "error" for f in loaded[name][1])
+
+
+def test_history_false_yields_the_row_level_findings_only(spark, corpus):
+    from wqtool.engine.reader import discover
+    from wqtool.engine.serialize import finding_to_jsonable
+    from wqtool.engine.verify import run_log
+    names = ["duplicate-add", "flip-mid-segment", "upstream-a-run1"]
+    df = (spark.read.format("workq").option("history", "false").option("as_of", AS_OF)
+          .option("paths", json.dumps([corpus[n] for n in names])).load())
+    got = [r["_corrupt"].asDict() for r in df.where("_corrupt is not null").collect()]
+    expected = [finding_to_jsonable(f) for n in names
+                for f in run_log(discover([corpus[n]])[0], as_of_ns(), engine="reference").findings
+                if f.code not in REPLAY_CODES]
+    assert got == expected and any(f["code"] == "WQ-CRC" for f in got)
+
+
+def test_log_wide_notes_name_the_log_in_the_file_column(spark, corpus):
+    rows = (spark.read.format("workq").option("as_of", AS_OF).load(corpus["sample-clean"])
+            .where("_corrupt is not null").collect())
+    notes = {r["_corrupt"]["code"]: r for r in rows}
+    assert set(notes) == {"WQ-TTL-RESET", "WQ-LEASE-RESTORED"}
+    assert all(r["file"] == corpus["sample-clean"] and r["_corrupt"]["file"] is None for r in notes.values())
+
+
+def test_failfast_fails_on_an_impossible_history_unless_history_is_off(spark, corpus):
+    with pytest.raises(Exception, match="WQ-DUPLICATE-JOB"):
+        spark.read.format("workq").option("mode", "failfast").option("as_of", AS_OF).load(
+            corpus["duplicate-add"]).collect()
+    rows = spark.read.format("workq").option("mode", "failfast").option("as_of", AS_OF).option(
+        "history", "false").load(corpus["duplicate-add"]).collect()
+    assert len(rows) == run_log_records(corpus["duplicate-add"])
+
+
+def test_bad_history_and_as_of_options_name_the_option(spark, corpus):
+    for key, value, msg in (("history", "maybe", "option history must be true or false"),
+                            ("as_of", "yesterday", "option as_of: expected RFC 3339")):
+        with pytest.raises(Exception, match=msg):
+            spark.read.format("workq").option(key, value).load(corpus["sample-clean"]).collect()
+
+
+def run_log_records(path: str) -> int:
+    from wqtool.engine.reader import discover
+    from wqtool.engine.verify import run_log
+    return run_log(discover([path])[0], as_of_ns()).records
 
 
 def test_failfast_raises_on_the_first_error(spark, corpus):
@@ -97,6 +142,64 @@ def test_parquet_round_trip(spark, corpus, tmp_path, loaded):
                       if r["_corrupt"] is None), key=lambda r: (r["file"], r["offset"]))
     expected = sorted(loaded["sample-clean"][0] + loaded["flip-mid-segment"][0], key=lambda r: (r["file"], r["offset"]))
     assert records == expected
-    key = lambda f: (f["file"], f["offset"] or 0, f["code"])  # noqa: E731 — part files come back in any order
+    key = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731 — part files come back in any order
     assert sorted((r["_corrupt"] for r in back if r["_corrupt"] is not None), key=key) == \
-        sorted(loaded["flip-mid-segment"][1], key=key)
+        sorted(loaded["sample-clean"][1] + loaded["flip-mid-segment"][1], key=key)
+
+
+def _read_jsonl_dir(out: str) -> list[dict]:
+    import glob
+    rows = []
+    for p in sorted(glob.glob(os.path.join(out, "*.json"))):
+        with open(p) as f:
+            rows += [json.loads(line) for line in f]
+    return rows
+
+
+def test_jsonl_export_rows_are_dump_jsonl_lines(corpus, tmp_path):
+    """``-o jsonl --out DIR``: each record row is the line ``dump -o jsonl`` prints (nulls kept), plus
+    ``"_corrupt": null``; each finding row's ``_corrupt`` is the finding ``verify -o jsonl`` prints."""
+    names = ["upstream-b-after-clean", "crc-mismatch-mid-segment"]
+    out = str(tmp_path / "jsonl")
+    res = cli("dump", "--engine", "spark", "-o", "jsonl", "--payload", "hex", "--as-of", AS_OF, "--out", out,
+              *[corpus[n] for n in names])
+    local = cli("dump", "-o", "jsonl", "--payload", "hex", "--as-of", AS_OF, *[corpus[n] for n in names])
+    assert res.code == local.code == 3, res.err
+    rows = _read_jsonl_dir(out)
+    records = [r for r in rows if r.pop("_corrupt") is None]
+    key = lambda r: (r["file"], r["offset"])  # noqa: E731
+    assert sorted(records, key=key) == sorted((json.loads(line) for line in local.out.splitlines()), key=key)
+    v = cli("verify", "-o", "jsonl", "--as-of", AS_OF, *[corpus[n] for n in names])
+    want = [json.loads(line) for line in v.out.splitlines() if '"summary"' not in line]
+    got = [r["_corrupt"] for r in _read_jsonl_dir(out) if r["_corrupt"] is not None]
+    key = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731
+    assert sorted(got, key=key) == sorted(want, key=key) and len(got) > 5
+
+
+@pytest.mark.parametrize("names", [["duplicate-add"], ["sample-clean", "truncated-newest"], ["double-lease-and-result",
+                                                                                            "flip-first-record"]])
+def test_export_exit_code_is_the_local_dumps(corpus, tmp_path, names):
+    paths = [corpus[n] for n in names]
+    res = cli("dump", "--engine", "spark", "-o", "parquet", "--as-of", AS_OF, "--out", str(tmp_path / "o"), *paths)
+    local = cli("dump", "-o", "jsonl", "--as-of", AS_OF, *paths)
+    verify = cli("verify", "-q", "--as-of", AS_OF, *paths)
+    assert res.code == local.code == verify.code != 0, (res.err, local.err)
+
+
+def test_parquet_payload_binary_holds_the_bytes(spark, corpus, tmp_path):
+    import base64
+    out = str(tmp_path / "bin.parquet")
+    res = cli("dump", "--engine", "spark", "-o", "parquet", "--payload", "binary", "--as-of", AS_OF, "--out", out,
+              corpus["sample-clean"])
+    assert res.code == 0, res.err
+    df = spark.read.parquet(out)
+    assert dict(df.dtypes)["payload"] == "binary" and dict(df.dtypes)["result"] == "binary"
+    local = [json.loads(line) for line in cli("dump", "-o", "jsonl", corpus["sample-clean"]).out.splitlines()]
+    got = {(r["file"], r["offset"]): (r["payload"], r["result"]) for r in df.where("_corrupt is null").collect()}
+    assert got == {(r["file"], r["offset"]): (None if r["payload"] is None else base64.b64decode(r["payload"]),
+                                              None if r["result"] is None else base64.b64decode(r["result"]))
+                   for r in local}
+    assert any(p for p, _ in got.values())
+    bad = cli("dump", "--engine", "spark", "-o", "jsonl", "--payload", "binary", "--out", str(tmp_path / "j"),
+              corpus["sample-clean"])
+    assert bad.code == 2 and "--payload binary needs -o parquet" in bad.err

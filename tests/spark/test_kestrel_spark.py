@@ -18,9 +18,7 @@ from tests.spark.conftest import as_of_ns
 KESTREL_FIXTURES = sorted(os.path.basename(os.path.dirname(p))
                           for p in glob.glob(os.path.join(ROOT, "fixtures", "kestrel", "*", "queue")))
 
-# Findings of the replay (history) and run_log's closing note: verify reports them, a row-level reader cannot.
-HISTORY = {"KQ-XID-REUSED", "KQ-REMOVE-EMPTY", "KQ-UNKNOWN-XID", "KQ-LEGACY-RT", "KQ-XID0-COLLISION",
-           "KQ-CONTINUE-XID0", "KQ-LEGACY-ADD", "KQ-VERSION", "KQ-OPEN-BACKED-OUT", "KQ-EXPIRED", "KQ-NO-CHECKSUM"}
+from wqtool.engine.kestrel import KESTREL_REPLAY_CODES
 
 
 def _poke(name: str, at: int, data: bytes):
@@ -76,7 +74,7 @@ def kloaded(spark, kcorpus):
     """Every queue of the corpus read in one Spark job: {name: (record rows, [(row, _corrupt)])}."""
     from wqtool.spark import register
     register(spark)  # the registered source remembers the working directory: the repo root here
-    df = (spark.read.format("kestrel").option("payload", "true")
+    df = (spark.read.format("kestrel").option("payload", "true").option("as_of", AS_OF)
           .option("paths", json.dumps([kcorpus[n] for n in NAMES])).load())
     out = {n: ([], []) for n in NAMES}
     for r in df.collect():
@@ -85,7 +83,7 @@ def kloaded(spark, kcorpus):
         if bad is None:
             out[_owner(kcorpus, r["file"])][0].append(r)
         else:
-            out[_owner(kcorpus, bad["file"])][1].append((r, bad))
+            out[_owner(kcorpus, r["file"])][1].append((r, bad))
     return out
 
 
@@ -104,17 +102,42 @@ def test_rows_equal_dump_jsonl(name, kloaded, kcorpus):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_permissive_yields_the_reader_findings_verify_reports(name, kloaded, kcorpus):
+def test_permissive_yields_the_findings_verify_reports(name, kloaded, kcorpus):
+    """The reader's findings file by file, then (the queue's last partition) the replay's and the closing
+    notes: verify's findings, the queue-wide ones with the live file in the row's ``file`` column."""
     from wqtool.engine.kestrel import damage_to_jsonable
     from wqtool.engine.serialize import finding_to_jsonable
     report = _local(kcorpus[name])
-    reader = [f for f in report.findings if f.code not in HISTORY]
-    assert [bad for _, bad in kloaded[name][1]] == [finding_to_jsonable(f) for f in reader]
-    assert [row for row, _ in kloaded[name][1]] == [damage_to_jsonable(f) for f in reader]
+    ordered = ([f for f in report.findings if f.code not in KESTREL_REPLAY_CODES]
+               + [f for f in report.findings if f.code in KESTREL_REPLAY_CODES])
+    assert [bad for _, bad in kloaded[name][1]] == [finding_to_jsonable(f) for f in ordered]
+    rows = [damage_to_jsonable(f) for f in ordered]
+    for row in rows:
+        row["file"] = row["file"] or report.root
+    assert [row for row, _ in kloaded[name][1]] == rows
+    assert any(f.code == "KQ-NO-CHECKSUM" for f in ordered)
     if name in DAMAGE:
         assert int(report.exit_code) == DAMAGE[name][2]
         assert any(bad["severity"] == "error" and bad["last_good_offset"] is not None
                    for _, bad in kloaded[name][1])
+
+
+def test_history_false_and_keep_open(spark, kcorpus):
+    from wqtool.engine.serialize import finding_to_jsonable
+    path = kcorpus["rotated-set-with-pack"]
+    off = (spark.read.format("kestrel").option("history", "false").load(path)
+           .where("_corrupt is not null").collect())
+    assert [r["_corrupt"].asDict() for r in off] == [finding_to_jsonable(f) for f in _local(path).findings
+                                                     if f.code not in KESTREL_REPLAY_CODES]
+    codes = {}
+    for keep_open in (False, True):
+        got = (spark.read.format("kestrel").option("as_of", AS_OF).option("keep_open", str(keep_open).lower())
+               .load(path).where("_corrupt is not null").collect())
+        want = [finding_to_jsonable(f) for f in _local(path, keep_open=keep_open).findings]
+        assert sorted(json.dumps(r["_corrupt"].asDict(), sort_keys=True) for r in got) == \
+            sorted(json.dumps(w, sort_keys=True) for w in want)
+        codes[keep_open] = {r["_corrupt"]["code"] for r in got}
+    assert codes[False] - codes[True] == {"KQ-OPEN-BACKED-OUT"}   # the open transaction: backed out, or kept open
 
 
 def test_one_partition_per_journal_file_in_replay_order(spark, kcorpus):
@@ -141,7 +164,7 @@ def test_failfast_raises_on_the_first_error_and_schema_is_dump_fields(spark, kco
     from wqtool.engine import kestrel
     [fs] = kestrel.discover([kcorpus["clean-journal"]])
     data = [ev.data for ev in kestrel.JournalReader(fs).events() if ev.__class__ is kestrel.Record]
-    assert [r["payload"] for r in binary.collect()] == data
+    assert [r["payload"] for r in binary.where("_corrupt is null").collect()] == data
 
 
 # ---------------------------------------------------------------- fleet
@@ -199,7 +222,8 @@ def test_stats_same_document_mixed_with_workq(kcorpus):
 def test_parquet_round_trip(spark, kcorpus, kloaded, tmp_path):
     names = ["clean-journal", "rotated-set-with-pack", "k-bad-opcode-live"]
     out = str(tmp_path / "kestrel.parquet")
-    res = cli("dump", "--engine", "spark", "-o", "parquet", "--out", out, *(kcorpus[n] for n in names))
+    res = cli("dump", "--engine", "spark", "-o", "parquet", "--as-of", AS_OF, "--out", out,
+              *(kcorpus[n] for n in names))
     assert res.code == 3, res.err
     assert "KQ-BAD-OPCODE" in res.err
     back = [r.asDict(recursive=True) for r in spark.read.parquet(out).collect()]
@@ -207,8 +231,10 @@ def test_parquet_round_trip(spark, kcorpus, kloaded, tmp_path):
     records = sorted(({k: v for k, v in r.items() if k != "_corrupt"} for r in back if r["_corrupt"] is None),
                      key=key)
     assert records == sorted((r for n in names for r in kloaded[n][0]), key=key)
-    bad = sorted((r["_corrupt"] for r in back if r["_corrupt"] is not None), key=lambda f: (f["file"], f["code"]))
-    assert bad == sorted((f for n in names for _, f in kloaded[n][1]), key=lambda f: (f["file"], f["code"]))
+    fkey = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731 — part files come back in any order
+    bad = sorted((r["_corrupt"] for r in back if r["_corrupt"] is not None), key=fkey)
+    assert bad == sorted((f for n in names for _, f in kloaded[n][1]), key=fkey)
+    assert {f["code"] for f in bad} >= {"KQ-BAD-OPCODE", "KQ-OPEN-BACKED-OUT", "KQ-NO-CHECKSUM"}
 
 
 def test_jsonl_export_mixed_with_workq_writes_a_directory_per_format(spark, kcorpus, tmp_path):

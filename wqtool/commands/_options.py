@@ -1,14 +1,13 @@
 """Shared options (Annotated aliases) and the small helpers every command uses."""
 from __future__ import annotations
 
-import datetime as _dt
 import enum
-import re
 import time
 from typing import Annotated, Optional
 
 import typer
 
+from ..engine.instant import EXPECTED, parse_instant
 from ..errors import UsageError
 
 
@@ -43,6 +42,7 @@ class PayloadMode(str, enum.Enum):
     hex = "hex"
     base64 = "base64"
     none = "none"
+    binary = "binary"    # --engine spark -o parquet: the bytes as a binary column
 
 
 Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH",
@@ -62,29 +62,15 @@ MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", min=0, met
 Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each segment's size at start: a live, growing log "
                                        "is read as it was when the command began.")]
 
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-
 
 def parse_time(value: str | None, option: str, *, default_now: bool = True) -> int | None:
-    """RFC 3339, epoch seconds (int or decimal) or 'now' → Unix nanoseconds."""
+    """RFC 3339, epoch seconds (int or decimal) or 'now' → Unix nanoseconds (``engine.instant``)."""
     if value is None:
         return time.time_ns() if default_now else None
-    v = value.strip()
-    if v == "now":
-        return time.time_ns()
-    if re.fullmatch(r"-?\d+(\.\d+)?", v):
-        whole, _, frac = v.partition(".")
-        return int(whole) * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0) * (-1 if v.startswith("-") else 1)
-    if _RFC3339.match(v):
-        frac = ""
-        m = re.search(r"\.(\d+)", v)
-        if m:
-            frac = m.group(1)
-            v = v.replace(m.group(0), "")
-        d = _dt.datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
-        secs = int(d.timestamp())
-        return secs * 1_000_000_000 + int((frac + "000000000")[:9])
-    raise UsageError(f"{option}: expected RFC 3339 (2026-11-21T23:30:00Z), epoch seconds or 'now', got {value!r}")
+    try:
+        return parse_instant(value)
+    except ValueError:
+        raise UsageError(f"{option}: expected {EXPECTED}, got {value!r}") from None
 
 
 # ---------------------------------------------------------------- --engine spark (wqtool.spark, imported lazily)

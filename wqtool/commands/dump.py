@@ -42,7 +42,8 @@ def dump(
     to_offset: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Only records at byte offset < N.")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, metavar="N", help="Stop after N records.")] = None,
     payload: Annotated[Optional[PayloadMode], typer.Option(help="Payload/result rendering "
-                       "[default: text for table, base64 for json/jsonl].")] = None,
+                       "[default: text for table, base64 for json/jsonl]; binary: raw bytes (--engine spark "
+                       "-o parquet only).")] = None,
     stats: Annotated[bool, typer.Option("--stats", help="Print statistics (records and bytes per command, time span, "
                      "jobs) instead of records (workq).")] = False,
     qdump: Annotated[bool, typer.Option("--qdump", help="Kestrel: qdump.sh's own line format and summary.")] = False,
@@ -57,7 +58,8 @@ def dump(
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     engine: EngineOpt = Engine.local,
     out_dir: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="--engine spark: write the records "
-                       "to DIR (-o parquet or -o jsonl files), as the workq Spark data source reads them.")] = None,
+                       "to DIR (-o parquet or -o jsonl files), as the workq / kestrel Spark data sources read them "
+                       "(permissive: a _corrupt row per finding verify reports).")] = None,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
     remote: RemoteOpt = None,
@@ -88,11 +90,16 @@ def dump(
                 or stats or qdump or qdump_contents or qdump_raw or qdump_queue:
             raise UsageError("--engine spark dump exports whole logs (no filters, no --stats, no --qdump); filter "
                              "the Parquet output, or use the local engine")
+        if mode == "binary" and output is not DumpOutput.parquet:
+            raise UsageError("--payload binary needs -o parquet (JSON has no bytes)")
         by_fmt: dict[str, list[str]] = {}
         for p in paths:  # a PATH is one format (a directory, a file); auto-detected ones again, one at a time
             f = fmt.value if fmt is not LogFormat.auto else resolve([p], "auto")[0].fmt
             by_fmt.setdefault(f, []).append(p)
-        return _dump_spark(by_fmt, output, out_dir, mode, master, spark_conf, remote)
+        return _dump_spark(by_fmt, output, out_dir, mode, as_of_ns, kestrel_version.value, master, spark_conf,
+                           remote)
+    if mode == "binary":
+        raise UsageError("--payload binary is for --engine spark -o parquet; use hex or base64 here")
     if qdump or qdump_contents or qdump_raw or qdump_queue:
         return _qdump(logs, as_of_ns, qdump_contents, qdump_raw, qdump_queue)
     out = sys.stdout
@@ -210,11 +217,11 @@ def _print_stats(st: RecordStats, output: DumpOutput) -> None:
     stdout_console().print(t)
 
 
-def _dump_spark(by_fmt: dict[str, list[str]], output: DumpOutput, out_dir: str, mode: str, master, spark_conf,
-                remote) -> int:
+def _dump_spark(by_fmt: dict[str, list[str]], output: DumpOutput, out_dir: str, mode: str, as_of_ns: int,
+                kestrel_version: str, master, spark_conf, remote) -> int:
     """Export with the workq / kestrel Spark data source (both present: to OUT/workq and OUT/kestrel, two
-    schemas); their findings (framing, CRC, payloads) go to stderr and decide the exit code (history checks:
-    `wqtool verify --engine spark`)."""
+    schemas); their findings — verify's, the replay's at --as-of included — are rows of the export, the errors
+    go to stderr, and together they decide the exit code, as the local dump's."""
     from ..spark.fleet import export_records
     from ..spark.session import open_session
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -223,7 +230,8 @@ def _dump_spark(by_fmt: dict[str, list[str]], output: DumpOutput, out_dir: str, 
         for source, paths in by_fmt.items():
             found += export_records(spark, paths, out_dir if len(by_fmt) == 1 else os.path.join(out_dir, source),
                                     fmt="parquet" if output is DumpOutput.parquet else "json",
-                                    payload="false" if mode == "none" else mode, progress=say, source=source)
+                                    payload="false" if mode == "none" else mode, progress=say, source=source,
+                                    as_of_ns=as_of_ns, kestrel_version=kestrel_version)
     for f in found:
         if f.severity == ERROR:
             write_one_line(sys.stderr, f)

@@ -76,6 +76,17 @@ CODES: dict[str, tuple[str, str]] = {
     "WQ-LEASE-RESTORED": (NOTE, "leased jobs come back leased with a fresh TTR at restart"),
 }
 
+#: Codes only the replay state machine raises — on decoded records, whose meaning depends on the job's earlier
+#: records anywhere in the log, and at the end (closing notes). The others come from discovery, the reader
+#: (framing, CRC) and the payload decoder: what a reader of one segment reports on its own (the Spark data source's
+#: row-level findings). tests/engine/test_replay_findings.py proves the split against where each finding arises.
+REPLAY_CODES: frozenset[str] = frozenset({
+    "WQ-DUPLICATE-JOB", "WQ-INVALID-ID", "WQ-INVALID-NAME", "WQ-INVALID-TTR", "WQ-INVALID-TTL",
+    "WQ-INVALID-PAYLOAD", "WQ-INVALID-PRIORITY", "WQ-INVALID-RESULT", "WQ-ALREADY-LEASED", "WQ-ALREADY-PROCESSED",
+    "WQ-MAX-ATTEMPTS", "WQ-DUPLICATE-RESULT", "WQ-UNKNOWN-JOB", "WQ-ADD-EXPIRED", "WQ-FIELD-TRUNCATED",
+    "WQ-TTL-RESET", "WQ-LEASE-RESTORED",
+})
+
 
 
 def all_codes() -> dict[str, tuple[str, str]]:

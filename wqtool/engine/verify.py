@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..exitcodes import ExitCode
 from .fastreplay import Bail, fast_run
-from .findings import Finding
+from .findings import REPLAY_CODES, Finding
 from .model import Record
 from .reader import LogSet, RecordReader
 from .replay import ReplayState, WorkqReplay
@@ -150,6 +150,28 @@ def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool
     for _ in run.events():
         pass
     return run.report
+
+
+def replay_findings(log: LogSet, as_of_ns: int, *, keep_max: int = 100_000) -> Iterator[Finding]:
+    """The findings of ``run_log(log)`` that only the replay of the whole log raises (``REPLAY_CODES``: checks on
+    decoded records that depend on the job's earlier records, and the closing notes), in ``run_log``'s order; the
+    others (discovery, framing, CRC, payload decoding) are what a reader of one segment reports.
+
+    The hot kernel when it takes the log and its findings fit in ``keep_max``; else the reference pass, streamed
+    (memory: the replayed state, no finding kept).
+    """
+    try:
+        res = fast_run(log, as_of_ns, keep=False, limit=keep_max)
+    except Bail:
+        res = None
+    if res is not None and not res.overflow:
+        for f in res.findings:
+            if f.code in REPLAY_CODES:
+                yield f
+        return
+    for ev in LogRun(log, as_of_ns, limit=0).events():
+        if ev.__class__ is not Record and ev.code in REPLAY_CODES:
+            yield ev
 
 
 def verify(logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None,

@@ -10,11 +10,16 @@ One input partition per segment file, in the order the engine reads them; the ro
 Options
   payload   false (default: no payload column) | true or base64 (as ``dump -o jsonl``) | hex | text | binary
             (BinaryType; also the result column). ``result`` follows the same rendering.
-  mode      permissive (default): every finding of the reader and the payload decoder becomes one row whose
-            ``_corrupt`` struct holds it (the fields of ``verify -o jsonl``: code, offset, last good offset,
-            ...), and reading goes on where the engine resyncs. failfast: the first error finding fails the
-            read. Findings that need the whole log replayed (history: unknown jobs, duplicates, ...) are not
-            row-level; ``wqtool verify --engine spark`` reports them.
+  mode      permissive (default): every finding verify reports becomes one row whose ``_corrupt`` struct holds
+            it (the fields of ``verify -o jsonl``: code, offset, last good offset, ...), and reading goes on
+            where the engine resyncs. failfast: the first error finding fails the read.
+  history   true (default): the replay's findings too (``engine.findings.REPLAY_CODES``: duplicates, unknown
+            jobs, impossible leases, expiries at ``as_of``, the closing notes) — the partition of each log's
+            newest segment replays the whole log with the engine (``engine.verify.replay_findings``: the hot
+            kernel, ~200 MB/s here) and adds them after its records; with the row-level findings (discovery,
+            framing, CRC, payloads) in file order before them, they are exactly verify's findings.
+            false: row-level findings only, no replay pass.
+  as_of     the clock of those checks, as ``--as-of``: RFC 3339, epoch seconds or now (default).
   index     log (default): ``index`` is the record's index in its log, as dump prints it; planning reads the
             framing of every segment but the newest of each log once to number them. segment: per segment,
             no planning pass.
@@ -24,11 +29,13 @@ Options
 partition per journal file, files in the engine's replay order (a directory is one file set per queue; the
 ``.pack`` and temp rules applied virtually), rows with ``KESTREL_RECORD_FIELDS`` as ``dump -o jsonl --format
 kestrel`` prints them. Same payload / mode / paths options; ``index`` log (default: across the queue's files,
-planning reads every file but the live one) | file; ``queue`` one queue of each directory; ``kestrel_version``.
-Permissive ``_corrupt`` rows carry the reader's findings (framing damage, discovery's file-set warnings) with
-the record columns of ``damage_to_jsonable``; each file is read by the engine's reader on its own, told whether
-it is the live file (damage at the end of the live file is a torn tail, elsewhere corruption). History
-findings (removes on an empty queue, xid reuse, ...) need the queue replayed: ``wqtool verify --engine spark``.
+planning reads every file but the live one) | file; ``queue`` one queue of each directory; ``kestrel_version``;
+``keep_open`` (as ``--keep-open``). Permissive ``_corrupt`` rows carry the reader's findings (framing damage,
+discovery's file-set warnings) with the record columns of ``damage_to_jsonable``; each file is read by the
+engine's reader on its own, told whether it is the live file (damage at the end of the live file is a torn tail,
+elsewhere corruption). With ``history`` (default) the queue's last file's partition replays the queue
+(``engine.kestrel.replay_findings``) and adds the replay's findings (removes on an empty queue, xid reuse, the
+closing notes): together, verify's findings.
 """
 from __future__ import annotations
 
@@ -67,6 +74,8 @@ class Options:
     log_index: bool = True
     paths: tuple[str, ...] = ()
     cwd: str | None = None     # the driver's working directory at register(): relative paths mean what they said
+    history: bool = True       # add the replay's findings (a replay pass per log)
+    as_of_ns: int = 0          # the replay's clock ("now" is read once, when the options are parsed)
 
     NAME: ClassVar[str] = "workq"
     INDEX: ClassVar[tuple[str, ...]] = ("log", "segment")
@@ -92,7 +101,13 @@ class Options:
             paths = [o["path"]]
         else:
             raise ValueError(f"{name}: no path given: load(path) or option('paths', json.dumps([...]))")
-        return cls(payload, mode == "permissive", index == "log", tuple(paths), cwd)
+        history = _bool(o, name, "history", True)
+        from ..engine.instant import parse_instant
+        try:
+            as_of_ns = parse_instant(str(o.get("as_of", "now")))
+        except ValueError as exc:
+            raise ValueError(f"{name}: option as_of: {exc}") from None
+        return cls(payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns)
 
     def columns(self) -> list[tuple[str, str]]:
         from ..engine.serialize import RECORD_FIELDS
@@ -106,6 +121,13 @@ class Options:
                 t = "binary" if self.payload == "binary" else "string"
             cols.append((name, t))
         return cols
+
+
+def _bool(o: dict, name: str, key: str, default: bool) -> bool:
+    v = str(o.get(key, default)).lower()
+    if v not in ("true", "false"):
+        raise ValueError(f"{name}: option {key} must be true or false, got {o.get(key)!r}")
+    return v == "true"
 
 
 def _struct(cols) -> StructType:
@@ -125,13 +147,15 @@ def record_schema(opts: Options) -> StructType:
 
 @dataclass
 class SegmentPartition(InputPartition):
-    """One segment of one log; ``log_findings`` (discovery's) ride with the log's first partition."""
+    """One segment of one log; ``log_findings`` (discovery's) ride with the log's first partition, the whole
+    ``log`` (for the replay's findings, option history) with its last."""
 
     root: str
     segment: object | None              # engine.reader.Segment; None: a log without segments
     is_newest: bool
     start_index: int
     log_findings: list = field(default_factory=list)
+    log: object | None = None           # engine.reader.LogSet: replay it after this segment's rows
 
     def __post_init__(self):
         super().__init__(self.segment.path if self.segment is not None else self.root)
@@ -167,12 +191,14 @@ class WorkqReader(DataSourceReader):
         for log in logs:
             index = 0
             newest = log.newest
+            replay = log if self.opts.history else None
             if not log.segments:
-                parts.append(SegmentPartition(log.root, None, False, 0, list(log.findings)))
+                parts.append(SegmentPartition(log.root, None, False, 0, list(log.findings), replay))
                 continue
+            last = len(log.segments) - 1
             for i, seg in enumerate(log.segments):
                 parts.append(SegmentPartition(log.root, seg, seg is newest, index if self.opts.log_index else 0,
-                                              list(log.findings) if i == 0 else []))
+                                              list(log.findings) if i == 0 else [], replay if i == last else None))
                 if self.opts.log_index and seg is not newest:
                     index += count_records(seg, False)
         return parts
@@ -209,14 +235,22 @@ class WorkqReader(DataSourceReader):
                 if f.severity == ERROR:
                     raise ValueError(f"workq (mode failfast): {f.location()}: {f.code}: {f.message}")
                 return
-            d = finding_to_jsonable(f)
-            rows.append({"file": d["file"], "offset": d["offset"], "_corrupt": d})
+            d = finding_to_jsonable(f)   # a log-wide note has no file: the row names the log
+            rows.append({"file": d["file"] or partition.root, "offset": d["offset"], "_corrupt": d})
 
         for f in partition.log_findings:
             finding(f)
         seg = partition.segment
         with working_dir(opts.cwd):
             yield from self._batches(seg, partition, rows, flush, finding, render, binary)
+            if partition.log is not None:
+                from ..engine.verify import replay_findings
+                for f in replay_findings(partition.log, opts.as_of_ns):
+                    finding(f)
+                    if len(rows) >= BATCH_ROWS:
+                        yield flush()
+                if rows:
+                    yield flush()
 
     def _batches(self, seg, partition, rows, flush, finding, render, binary):
         from ..engine.model import Record
@@ -262,6 +296,7 @@ class KestrelOptions(Options):
 
     queue: str | None = None
     kestrel_version: str = "auto"
+    keep_open: bool = False
 
     NAME: ClassVar[str] = "kestrel"
     INDEX: ClassVar[tuple[str, ...]] = ("log", "file", "segment")
@@ -270,7 +305,13 @@ class KestrelOptions(Options):
     def parse(cls, options, cwd: str | None = None) -> "KestrelOptions":
         base = super().parse(options, cwd)
         o = {k.lower(): v for k, v in dict(options).items()}
-        return replace(base, queue=o.get("queue") or None, kestrel_version=str(o.get("kestrel_version", "auto")))
+        version = str(o.get("kestrel_version", "auto"))
+        from ..engine.kestrel import KESTREL_VERSIONS
+        if version not in KESTREL_VERSIONS:
+            raise ValueError(f"kestrel: option kestrel_version must be one of {', '.join(KESTREL_VERSIONS)}, "
+                             f"got {version!r}")
+        return replace(base, queue=o.get("queue") or None, kestrel_version=version,
+                       keep_open=_bool(o, "kestrel", "keep_open", False))
 
     def columns(self) -> list[tuple[str, str]]:
         from ..engine.kestrel import KESTREL_RECORD_FIELDS
@@ -297,6 +338,7 @@ class JournalPartition(InputPartition):
     live: bool
     start_index: int
     set_findings: list = field(default_factory=list)
+    replay: bool = False                # the queue's last partition: add the replay's findings (option history)
 
     def __post_init__(self):
         super().__init__(self.file.path if self.file is not None else self.fileset.live_path)
@@ -332,13 +374,14 @@ class KestrelReader(DataSourceReader):
             for fs in plan_queues(opts.paths, opts.kestrel_version, opts.queue):
                 findings, fs.findings = list(fs.findings), []   # shipped once, with the first partition
                 if not fs.files:
-                    parts.append(JournalPartition(fs, None, False, 0, findings))
+                    parts.append(JournalPartition(fs, None, False, 0, findings, opts.history))
                     continue
                 index = 0
+                last = len(fs.files) - 1
                 for i, jf in enumerate(fs.files):
                     live = is_live(fs, jf)
                     parts.append(JournalPartition(fs, jf, live, index if opts.log_index else 0,
-                                                  findings if i == 0 else []))
+                                                  findings if i == 0 else [], opts.history and i == last))
                     if opts.log_index and i < len(fs.files) - 1:
                         index += count_records(fs, jf, live)
         return parts
@@ -371,6 +414,9 @@ class KestrelReader(DataSourceReader):
                     raise ValueError(f"kestrel (mode failfast): {f.location()}: {f.code}: {f.message}")
                 return
             row = damage_row(f)
+            if row["file"] is None:    # a queue-wide note: the row names the queue's live file
+                fs = partition.fileset
+                row["file"] = fs.live_path if fs.is_dir else fs.root
             row["_corrupt"] = finding_to_jsonable(f)
             rows.append(row)
 
@@ -386,6 +432,12 @@ class KestrelReader(DataSourceReader):
                         rows.append(row)
                     else:
                         finding(ev)
+                    if len(rows) >= BATCH_ROWS:
+                        yield flush()
+        if partition.replay:
+            with working_dir(opts.cwd):
+                for f in kestrel.replay_findings(partition.fileset, opts.as_of_ns, keep_open=opts.keep_open):
+                    finding(f)
                     if len(rows) >= BATCH_ROWS:
                         yield flush()
         if rows:

@@ -735,15 +735,23 @@ def fleet_replay_kestrel(spark, fileset, as_of_ns: int, *, keep_open: bool = Fal
 
 
 def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet", payload: str = "base64",
-                   progress=None, source: str = "workq"):
-    """Write the records of PATHs (the ``source`` data source's rows — ``workq`` or ``kestrel`` —, permissive) to
-    ``out`` as Parquet or JSON Lines files; returns the findings met on the way (the ``_corrupt`` rows)."""
+                   progress=None, source: str = "workq", as_of_ns: int | None = None,
+                   kestrel_version: str = "auto"):
+    """Write the records of PATHs (the ``source`` data source's rows — ``workq`` or ``kestrel`` —, permissive:
+    a ``_corrupt`` row per finding verify reports at ``as_of_ns``) to ``out`` as Parquet or JSON Lines files
+    (null fields written, as ``dump -o jsonl`` does); returns those findings."""
+    from ..formats._common import format_unix_ns
     say = progress or (lambda _m: None)
-    df = (spark.read.format(source).option("payload", payload).option("mode", "permissive")
-          .option("paths", json.dumps(list(paths))).load())
+    reader = (spark.read.format(source).option("payload", payload).option("mode", "permissive")
+              .option("paths", json.dumps(list(paths))))
+    if as_of_ns is not None:
+        reader = reader.option("as_of", format_unix_ns(as_of_ns))
+    if source == "kestrel":
+        reader = reader.option("kestrel_version", kestrel_version)
+    df = reader.load()
     say(f"spark: writing {fmt} to {out}")
     writer = df.write.mode("errorifexists")
-    writer.parquet(out) if fmt == "parquet" else writer.json(out)
+    writer.parquet(out) if fmt == "parquet" else writer.option("ignoreNullFields", "false").json(out)
     back = spark.read.parquet(out) if fmt == "parquet" else spark.read.schema(df.schema).json(out)
     corrupt = back.where("_corrupt is not null").select("_corrupt").collect()
     return [Finding(**_finding_kwargs(r["_corrupt"].asDict())) for r in corrupt]

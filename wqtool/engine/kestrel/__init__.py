@@ -41,7 +41,7 @@ a rotated file, negative / absurd sizes 3; an open xid reused (history Kestrel c
 """
 from __future__ import annotations
 
-from .codes import KESTREL_CODES
+from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
 from .model import Op, Record
 from .pack import (ApplyResult, InjectedCrash, PackMismatch, PackPlan, PackRefused, PackResult, apply_plan,
                    apply_steps, pack_plan, write_pack)
@@ -49,11 +49,11 @@ from .qdump import QDUMP_USAGE, duration_str, qdump, qdump_file, qdump_text
 from .reader import KESTREL_VERSIONS, FileSet, JournalFile, JournalReader, discover
 from .replay import Item, KestrelReplay, KestrelState, first_difference, state_digest
 from .serialize import KESTREL_RECORD_FIELDS, damage_to_jsonable, record_to_jsonable
-from .verify import run_log, verify
+from .verify import KestrelRun, replay_findings, run_log, verify
 from .writer import JournalWriter, rewrite_records
 
 __all__ = [
-    "KESTREL_CODES", "Op", "Record", "ApplyResult", "InjectedCrash", "PackMismatch", "PackPlan", "PackRefused",
+    "KESTREL_CODES", "KESTREL_REPLAY_CODES", "KestrelRun", "replay_findings", "Op", "Record", "ApplyResult", "InjectedCrash", "PackMismatch", "PackPlan", "PackRefused",
     "PackResult", "apply_plan", "apply_steps", "pack_plan", "write_pack", "QDUMP_USAGE", "duration_str", "qdump",
     "qdump_file", "qdump_text", "KESTREL_VERSIONS", "FileSet", "JournalFile", "JournalReader", "discover", "Item",
     "KestrelReplay", "KestrelState", "first_difference", "state_digest", "KESTREL_RECORD_FIELDS",

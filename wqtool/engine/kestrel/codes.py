@@ -40,3 +40,10 @@ KESTREL_CODES: dict[str, tuple[str, str]] = {
     "KQ-RESYNC": (NOTE, "records resume after damage (Kestrel stops reading the file at the damage)"),
     "KQ-NO-CHECKSUM": (NOTE, "Kestrel journals carry no checksum: only framing damage is detectable"),
 }
+
+#: Codes only the queue's replay raises (its records in order across the file set, the closing notes, and
+#: run_log's KQ-NO-CHECKSUM); the others come from discovery and the reader of one journal file.
+KESTREL_REPLAY_CODES: frozenset[str] = frozenset({
+    "KQ-XID-REUSED", "KQ-REMOVE-EMPTY", "KQ-UNKNOWN-XID", "KQ-LEGACY-RT", "KQ-XID0-COLLISION", "KQ-CONTINUE-XID0",
+    "KQ-LEGACY-ADD", "KQ-VERSION", "KQ-OPEN-BACKED-OUT", "KQ-EXPIRED", "KQ-NO-CHECKSUM",
+})

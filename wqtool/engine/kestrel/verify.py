@@ -7,10 +7,11 @@ stray files) are warnings.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..findings import NOTE, Finding
 from ..verify import FindingSink, LogReport, VerifyReport
+from .codes import KESTREL_REPLAY_CODES
 from .model import Record
 from .reader import FileSet, JournalReader
 from .replay import KestrelReplay
@@ -20,6 +21,52 @@ NO_CHECKSUM = Finding(NOTE, "KQ-NO-CHECKSUM", "Kestrel journals carry no checksu
                       "or times go unnoticed")
 
 
+class KestrelRun:
+    """One pass over one file set: the reader feeds the replay state machine; every finding is counted.
+
+    ``events()`` yields records and findings in file order (replay findings right after the record that caused
+    them, then the closing notes and KQ-NO-CHECKSUM); once it is exhausted, ``report`` holds the counts, exit
+    code and the ``KestrelState``. ``limit=0`` keeps no finding in the report: a stream.
+    """
+
+    def __init__(self, fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
+                 kestrel_version: str | None = None, resync: bool = True):
+        self.report = LogReport(root=fileset.live_path if fileset.is_dir else fileset.root)
+        self.sink = FindingSink(self.report, limit)
+        self.reader = JournalReader(fileset, resync=resync)
+        self.replay = KestrelReplay(as_of_ns, version=kestrel_version or fileset.kestrel_version)
+        self.keep_open = keep_open
+
+    def events(self):
+        add = self.sink.add
+        replay = self.replay
+        rfind = replay.findings
+        apply = replay.apply
+        for ev in self.reader.events():
+            if ev.__class__ is Record:
+                apply(ev)
+                yield ev
+                if rfind:
+                    for f in rfind:
+                        add(f)
+                        yield f
+                    rfind.clear()
+            else:
+                add(ev)
+                yield ev
+        state = replay.finish(keep_open=self.keep_open)
+        for f in [*rfind, NO_CHECKSUM]:
+            add(f)
+            yield f
+        rfind.clear()
+        self.sink.close()
+        r = self.report
+        r.segments = self.reader.segments_read
+        r.records = self.reader.records
+        r.bytes = self.reader.bytes
+        r.state = state
+
+
 def run_log(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
             on_record=None, kestrel_version: str | None = None, resync: bool = True) -> LogReport:
     """Read one file set through the reader and the replay state machine; the core of verify, replay and pack.
@@ -27,34 +74,24 @@ def run_log(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_o
     Returns a ``wqtool.engine.verify.LogReport`` whose ``state`` is a ``KestrelState`` (``.digest()``,
     ``.sorted_items()``, ``.queue``, ``.open``). ``on_record(record)`` is called after each record is applied.
     """
-    report = LogReport(root=fileset.live_path if fileset.is_dir else fileset.root)
-    sink = FindingSink(report, limit)
-    reader = JournalReader(fileset, resync=resync)
-    replay = KestrelReplay(as_of_ns, version=kestrel_version or fileset.kestrel_version)
-    rfind = replay.findings
-    apply = replay.apply
-    for ev in reader.events():
-        if ev.__class__ is Record:
-            apply(ev)
-            if rfind:
-                for f in rfind:
-                    sink.add(f)
-                rfind.clear()
-            if on_record is not None:
+    run = KestrelRun(fileset, as_of_ns, limit=limit, keep_open=keep_open, kestrel_version=kestrel_version,
+                     resync=resync)
+    if on_record is None:
+        for _ in run.events():
+            pass
+    else:
+        for ev in run.events():
+            if ev.__class__ is Record:
                 on_record(ev)
-        else:
-            sink.add(ev)
-    state = replay.finish(keep_open=keep_open)
-    for f in rfind:
-        sink.add(f)
-    rfind.clear()
-    sink.add(NO_CHECKSUM)
-    sink.close()
-    report.segments = reader.segments_read
-    report.records = reader.records
-    report.bytes = reader.bytes
-    report.state = state
-    return report
+    return run.report
+
+
+def replay_findings(fileset: FileSet, as_of_ns: int, *, keep_open: bool = False) -> Iterator[Finding]:
+    """The findings of ``run_log(fileset)`` that only the queue's replay raises (``KESTREL_REPLAY_CODES``), in
+    its order, streamed (no finding is kept); the rest are what the reader of one journal file reports."""
+    for ev in KestrelRun(fileset, as_of_ns, limit=0, keep_open=keep_open).events():
+        if ev.__class__ is not Record and ev.code in KESTREL_REPLAY_CODES:
+            yield ev
 
 
 def verify(filesets: Sequence[FileSet], as_of_ns: int, *, max_findings: int | None = None,
