@@ -46,6 +46,12 @@ class InputError(WqError):
     exit_code = 5
 
 
+class SparkError(WqError):
+    """--engine spark: the session could not start (no Java, no Connect server) or a Spark job failed for a
+    reason outside the log (an executor lost, a path it cannot read). Not a finding about the log."""
+    exit_code = 5
+
+
 class FormatError(WqError):
     """Bytes that do not match the declared format."""
     exit_code = 3

@@ -92,6 +92,8 @@ def dump(
                              "the Parquet output, or use the local engine")
         if mode == "binary" and output is not DumpOutput.parquet:
             raise UsageError("--payload binary needs -o parquet (JSON has no bytes)")
+        if not remote and "://" not in out_dir and os.path.lexists(out_dir):   # before paying for a session
+            raise UsageError(f"--out {out_dir}: already exists; the export never overwrites: name a new directory")
         by_fmt: dict[str, list[str]] = {}
         for p in paths:  # a PATH is one format (a directory, a file); auto-detected ones again, one at a time
             f = fmt.value if fmt is not LogFormat.auto else resolve([p], "auto")[0].fmt

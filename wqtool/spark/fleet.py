@@ -750,7 +750,7 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
         reader = reader.option("kestrel_version", kestrel_version)
     df = reader.load()
     say(f"spark: writing {fmt} to {out}")
-    writer = df.write.mode("errorifexists")
+    writer = df.write.mode("error")            # never overwrite; "errorifexists" is not a Spark Connect mode
     writer.parquet(out) if fmt == "parquet" else writer.option("ignoreNullFields", "false").json(out)
     back = spark.read.parquet(out) if fmt == "parquet" else spark.read.schema(df.schema).json(out)
     corrupt = back.where("_corrupt is not null").select("_corrupt").collect()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
 from typing import Callable, Iterable, Sequence
@@ -104,7 +105,10 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     else:
         builder = builder.master(master)
         settings = {**_DEFAULT_CONF, **conf}
-        settings.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j2_file()}")
+        java_opts = settings.get("spark.driver.extraJavaOptions", "")
+        if "log4j2.configurationFile" not in java_opts:   # the caller's own options keep Spark at WARN too
+            settings["spark.driver.extraJavaOptions"] = \
+                f"{java_opts} -Dlog4j2.configurationFile=file:{_log4j2_file()}".strip()
         if local:
             # local mode: the driver JVM is the executor too; Spark's 1g default overflows on a fleet replay of
             # ~1 GiB of logs (job states are collected). A quarter of this machine's memory, 2..16 GiB.
@@ -157,7 +161,7 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
 
     pyspark missing is a usage error with the way out; a bad --spark-conf too.
     """
-    from ..errors import UsageError
+    from ..errors import SparkError, UsageError
     say = progress or (lambda _m: None)
     try:
         import pyspark  # noqa: F401
@@ -173,14 +177,88 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
         if active is not None:
             from . import register
             register(active)
-            yield active
+            with job_errors():
+                yield active
             return
     t0 = time.monotonic()
-    say(f"spark: starting a session on {remote or master or DEFAULT_MASTER} ...")
-    spark = build_session(master=master, conf=settings, remote=remote)
+    where = redact(remote) if remote else (master or DEFAULT_MASTER)
+    say(f"spark: starting a session on {where} ...")
+    if remote:
+        _reachable(remote, where)   # the Connect client retries a dead address for minutes: ask once, bounded
+    try:
+        spark = build_session(master=master, conf=settings, remote=remote)
+        if remote:
+            spark.version      # Spark Connect connects lazily: fail here, with the address, not mid-job
+    except Exception as exc:  # noqa: BLE001 — whatever PySpark raises: one line, exit 5
+        if not _from_spark(exc):
+            raise
+        hint = "" if remote else " (Java 17 on PATH or JAVA_HOME?)"
+        raise SparkError(f"--engine spark: no session on {where}{hint}: {spark_message(exc)}") from exc
     say(f"spark: session ready in {time.monotonic() - t0:.1f} s")
     try:
-        yield spark
+        with job_errors():
+            yield spark
     finally:
         if not remote:
             spark.stop()
+
+
+@contextlib.contextmanager
+def job_errors():
+    """What PySpark raises while a command's jobs run becomes one ``SparkError`` line (exit 5); wqtool's own
+    errors and anything else pass through."""
+    from ..errors import SparkError
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001
+        if not _from_spark(exc):
+            raise
+        raise SparkError(f"--engine spark: a Spark job failed: {spark_message(exc)}") from exc
+
+
+def _reachable(remote: str, where: str, timeout_s: float = 10.0) -> None:
+    """A TCP connection to the Spark Connect endpoint of ``sc://host[:port]/...`` (port 15002 by default)."""
+    import socket
+    from urllib.parse import urlparse
+
+    from ..errors import SparkError, UsageError
+    try:
+        url = urlparse(remote.split(";", 1)[0].replace("sc://", "http://", 1) if remote.startswith("sc://") else "")
+        host, port = url.hostname, url.port or 15002
+    except ValueError:
+        host = None
+    if not host:
+        raise UsageError(f"--remote: expected sc://host[:port][/;param=value...], got {where!r}")
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise SparkError(f"--engine spark: no Spark Connect server at {where} ({host}:{port}): "
+                         f"{exc.strerror or exc}") from None
+
+
+def redact(url: str) -> str:
+    """A Spark Connect URL fit for stderr: ``token=...`` parameters masked."""
+    return re.sub(r"(?i)(token=)[^;/]*", r"\1***", url)
+
+
+def _from_spark(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] in ("pyspark", "py4j", "grpc")
+
+
+_EXC_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(\w*(?:Error|Exception)): (.+)$")
+
+
+def spark_message(exc: BaseException) -> str:
+    """One line for what went wrong in Spark: the Python exception a task raised (the last ``XError: ...`` line
+    of a worker's traceback), else the first line of PySpark's message; at most 400 characters."""
+    text = str(exc)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    grpc = re.search(r'status = StatusCode\.(\w+)\s+details = "([^"]*)"', text)   # a Spark Connect RPC error
+    if grpc:
+        return f"{grpc.group(1)}: {grpc.group(2)}"[:400]
+    if "Traceback" in text:
+        hits = [m for m in map(_EXC_LINE.match, lines) if m]
+        if hits:
+            m = hits[-1]
+            return f"{m.group(1)}: {m.group(2)}"[:400]
+    return (lines[0].strip() if lines else type(exc).__name__)[:400]

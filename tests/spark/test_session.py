@@ -1,0 +1,140 @@
+"""Sessions as a user meets them: a fresh process with --master / --spark-conf (Spark's logging at WARN), Spark
+Connect (--remote) against a real server on loopback, and the one-line errors (no Java, no server, a failed job,
+an export that would overwrite)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import AS_OF, ROOT, cli
+
+WQTOOL = os.path.join(os.path.dirname(sys.executable), "wqtool")
+LOGS = [os.path.join("fixtures", "workq", n, "log") for n in ("sample-clean", "duplicate-add", "upstream-a-run1")]
+KQ = os.path.join("fixtures", "kestrel", "clean-journal", "queue")
+INCUBATOR = "WARNING: Using incubator modules: jdk.incubator.vector"   # the JVM's own line, before any logging
+
+
+def _run(*args, env=None, timeout=240):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([WQTOOL, *args], cwd=ROOT, env=e, capture_output=True, text=True, timeout=timeout)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_master_and_spark_conf_in_a_fresh_process():
+    """A real start-up: the master and confs given are used, stderr holds only wqtool's progress lines and
+    Spark's WARN-level logging, even with the user's own driver Java options."""
+    local = cli("verify", "-o", "json", "--as-of", AS_OF, *LOGS, KQ)
+    res = _run("verify", "--engine", "spark", "--master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=3",
+               "--spark-conf", "spark.driver.extraJavaOptions=-Dwqtool.test=1", "-o", "json", "--as-of", AS_OF,
+               *LOGS, KQ)
+    assert (res.returncode, json.loads(res.stdout)) == (local.code, json.loads(local.out)), res.stderr
+    lines = res.stderr.splitlines()
+    assert "spark: starting a session on local[1] ..." in lines
+    assert any(ln.endswith("on 1 slot(s)") for ln in lines), lines     # local[1]: one executor slot
+    noise = [ln for ln in lines if not ln.startswith("spark: ") and ln != INCUBATOR]
+    assert noise == [], noise
+    assert not [ln for ln in lines if " INFO " in ln]
+
+
+def test_no_java_is_one_line_exit_5():
+    res = _run("verify", "--engine", "spark", LOGS[0], env={"JAVA_HOME": "/nonexistent"}, timeout=60)
+    assert res.returncode == 5, res.stderr
+    last = res.stderr.splitlines()[-1]
+    assert last.startswith("wqtool: --engine spark: no session on local[*] (Java 17 on PATH or JAVA_HOME?): ")
+    assert "Traceback" not in res.stderr
+
+
+def test_no_connect_server_is_one_line_exit_5_and_the_token_stays_secret():
+    port = _free_port()
+    t = time.monotonic()
+    res = cli("verify", "--engine", "spark", "--remote", f"sc://localhost:{port}/;token=s3cret", LOGS[0])
+    assert time.monotonic() - t < 15
+    assert res.code == 5
+    assert f"no Spark Connect server at sc://localhost:{port}/;token=*** (localhost:{port})" in res.err
+    assert "s3cret" not in res.err
+    bad = cli("verify", "--engine", "spark", "--remote", "http://example", LOGS[0])
+    assert bad.code == 2 and "--remote: expected sc://host[:port]" in bad.err
+
+
+def test_a_failed_job_is_one_line(spark):
+    from wqtool.errors import SparkError
+    from wqtool.spark.session import job_errors
+    with pytest.raises(SparkError) as info:
+        with job_errors():
+            spark.read.format("workq").option("mode", "failfast").option("as_of", AS_OF).load(LOGS[1]).collect()
+    msg = str(info.value)
+    assert msg.startswith("--engine spark: a Spark job failed: ValueError: workq (mode failfast): "
+                          "000000001.log@0x82: WQ-DUPLICATE-JOB"), msg
+    assert "\n" not in msg
+    with pytest.raises(KeyError):      # not Spark's: passes through untouched
+        with job_errors():
+            raise KeyError("x")
+
+
+def test_export_never_overwrites_and_binary_needs_parquet(tmp_path):
+    out = tmp_path / "exists"
+    out.mkdir()
+    res = cli("dump", "--engine", "spark", "-o", "parquet", "--out", str(out), LOGS[0])
+    assert res.code == 2 and "already exists; the export never overwrites" in res.err
+    assert cli("dump", "--payload", "binary", LOGS[0]).code == 2
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server (local[2]) on a free loopback port, with a token; killed at the end."""
+    port, token = _free_port(), "wq-test-token"
+    env = dict(os.environ, SPARK_CONNECT_AUTHENTICATE_TOKEN=token)
+    log = tmp_path_factory.mktemp("connect") / "server.out"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "spark", "connect_server.py"),
+                                 str(port)], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and "ready" not in log.read_text().split():
+            time.sleep(0.5)
+        assert "ready" in log.read_text().split(), \
+            f"the Spark Connect server did not start (exit {proc.poll()}):\n{log.read_text()[-2000:]}"
+        yield f"sc://localhost:{port}/;token={token}"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_spark_connect_gives_the_local_results(connect_server, tmp_path):
+    """--remote: the same verify document, replay digest, stats and export as the local engine."""
+    r = connect_server
+    local = cli("verify", "-o", "json", "--as-of", AS_OF, *LOGS, KQ)
+    res = _run("verify", "--engine", "spark", "--remote", r, "-o", "json", "--as-of", AS_OF, *LOGS, KQ)
+    assert (res.returncode, json.loads(res.stdout)) == (local.code, json.loads(local.out)), res.stderr
+    assert "token=***" in res.stderr and "wq-test-token" not in res.stderr
+    wrong = _run("verify", "--engine", "spark", "--remote", r.replace("wq-test-token", "nope"), LOGS[0])
+    assert wrong.returncode == 5 and wrong.stderr.splitlines()[-1].startswith(
+        "wqtool: --engine spark: no session on sc://localhost:") and "UNAUTHENTICATED" in wrong.stderr, wrong.stderr
+    for path in (LOGS[2], KQ):
+        a = _run("replay", "--engine", "spark", "--remote", r, "-o", "json", "--as-of", AS_OF, path)
+        b = cli("replay", "-o", "json", "--as-of", AS_OF, path)
+        assert (a.returncode, json.loads(a.stdout)) == (b.code, json.loads(b.out)), a.stderr
+    a = _run("stats", "--engine", "spark", "--remote", r, "-o", "json", "--as-of", AS_OF, *LOGS, KQ)
+    b = cli("stats", "-o", "json", "--as-of", AS_OF, *LOGS, KQ)
+    assert (a.returncode, json.loads(a.stdout)) == (b.code, json.loads(b.out)), a.stderr
+    out = str(tmp_path / "export")
+    a = _run("dump", "--engine", "spark", "--remote", r, "-o", "parquet", "--as-of", AS_OF, "--out", out, *LOGS)
+    assert a.returncode == cli("dump", "-o", "jsonl", "--as-of", AS_OF, *LOGS).code == 4, a.stderr
+    import pyarrow.parquet as pq
+    rows = pq.read_table(out).to_pylist()
+    local_rows = [json.loads(line) for line in cli("dump", "-o", "jsonl", *LOGS).out.splitlines()]
+    assert len([r_ for r_ in rows if r_["_corrupt"] is None]) == len(local_rows)
+    assert {r_["_corrupt"]["code"] for r_ in rows if r_["_corrupt"]} >= {"WQ-DUPLICATE-JOB", "WQ-TTL-RESET"}
