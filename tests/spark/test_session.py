@@ -17,7 +17,6 @@ from tests.conftest import AS_OF, ROOT, cli
 WQTOOL = os.path.join(os.path.dirname(sys.executable), "wqtool")
 LOGS = [os.path.join("fixtures", "workq", n, "log") for n in ("sample-clean", "duplicate-add", "upstream-a-run1")]
 KQ = os.path.join("fixtures", "kestrel", "clean-journal", "queue")
-INCUBATOR = "WARNING: Using incubator modules: jdk.incubator.vector"   # the JVM's own line, before any logging
 
 
 def _run(*args, env=None, timeout=240):
@@ -43,9 +42,14 @@ def test_master_and_spark_conf_in_a_fresh_process():
     lines = res.stderr.splitlines()
     assert "spark: starting a session on local[1] ..." in lines
     assert any(ln.endswith("on 1 slot(s)") for ln in lines), lines     # local[1]: one executor slot
-    noise = [ln for ln in lines if not ln.startswith("spark: ") and ln != INCUBATOR]
-    assert noise == [], noise
+    noise = [ln for ln in lines if not ln.startswith("spark: ")]
+    assert noise == [], noise          # not even the JDK's incubator-module line
     assert not [ln for ln in lines if " INFO " in ln]
+
+
+def test_quiet_verify_on_spark_prints_nothing_for_cron():
+    res = _run("verify", "--engine", "spark", "--master", "local[1]", "-q", "--as-of", AS_OF, *LOGS)
+    assert (res.returncode, res.stdout, res.stderr) == (4, "", "")
 
 
 def test_no_java_is_one_line_exit_5():

@@ -84,6 +84,51 @@ def _log4j2_file() -> str:
     return path
 
 
+#: The JVM's own start-up line (Spark 4 adds --add-modules=jdk.incubator.vector; the JDK has no switch for it).
+_JVM_NOISE = (b"WARNING: Using incubator modules: ",)
+
+
+def _quiet_gateway(conf: dict[str, str]) -> None:
+    """Start the driver JVM as PySpark would, but with its stderr through a filter that drops only the JDK's
+    incubator-module warning (Spark's logging is already at WARN): ``verify -q`` in cron stays silent.
+
+    Uses PySpark's ``launch_gateway(conf, popen_kwargs)`` and the class attribute SparkContext reads a running
+    gateway from; on any surprise (another PySpark layout) it does nothing and PySpark starts the JVM itself.
+    """
+    import threading
+    try:
+        from pyspark import SparkConf
+        from pyspark.core.context import SparkContext
+        from pyspark.java_gateway import launch_gateway
+        lock = SparkContext._lock
+    except (ImportError, AttributeError):
+        return
+    with lock:
+        if getattr(SparkContext, "_gateway", None) is not None:
+            return
+        spark_conf = SparkConf(loadDefaults=True)
+        for k, v in conf.items():
+            spark_conf.set(k, v)
+        rfd, wfd = os.pipe()   # pumped from before the launch: a failing start-up (no java) still shows its lines
+        threading.Thread(target=_pump, args=(rfd,), name="wqtool-jvm-stderr", daemon=True).start()
+        try:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": wfd})
+        finally:
+            os.close(wfd)      # the JVM (and the workers it starts) hold the write end now
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
+
+
+def _pump(rfd: int) -> None:
+    with os.fdopen(rfd, "rb", buffering=0) as src:
+        for line in iter(src.readline, b""):
+            if not line.startswith(_JVM_NOISE):
+                try:
+                    os.write(2, line)
+                except OSError:
+                    return
+
+
 def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[str] | None = None,
                   remote: str | None = None, app_name: str = "wqtool", log_level: str = "WARN"):
     """Return a SparkSession: Spark Connect when ``remote`` (sc://host:port), else classic on ``master``.
@@ -117,6 +162,8 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
             settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
     for k, v in settings.items():
         builder = builder.config(k, v)
+    if not remote:
+        _quiet_gateway({**settings, "spark.master": master, "spark.app.name": app_name})
     spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel(log_level)
