@@ -248,3 +248,13 @@ def test_jsonl_export_mixed_with_workq_writes_a_directory_per_format(spark, kcor
         with open(p) as f:
             rows += [json.loads(line) for line in f]
     assert {r["op"] for r in rows if r.get("op")} == {"addx", "remove"}
+
+
+@pytest.mark.parametrize("extra", [("--keep-open",), ("--kestrel-version", "2")])
+def test_stats_kestrel_options_same_on_both_engines(kcorpus, extra):
+    paths = [kcorpus["rotated-set-with-pack"], kcorpus["legacy-1x-journal"]]
+    plain = cli("stats", "-o", "json", "--as-of", AS_OF, *paths)
+    local = cli("stats", "-o", "json", "--as-of", AS_OF, *extra, *paths)
+    spark = cli("stats", "--engine", "spark", "-o", "json", "--as-of", AS_OF, *extra, *paths)
+    assert spark.code == local.code
+    assert json.loads(spark.out) == json.loads(local.out) != json.loads(plain.out)   # the option changes the answer

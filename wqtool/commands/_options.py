@@ -80,8 +80,8 @@ class Engine(str, enum.Enum):
 
 
 EngineOpt = Annotated[Engine, typer.Option("--engine", case_sensitive=False, help="local: this process. spark: a "
-                                           "Spark session (needs wqtool[spark] and Java 17; workq logs), see "
-                                           "--master, --spark-conf, --remote.")]
+                                           "Spark session (needs wqtool[spark] and Java 17; workq logs and Kestrel "
+                                           "queues), see --master, --spark-conf, --remote.")]
 MasterOpt = Annotated[Optional[str], typer.Option("--master", metavar="URL", help="--engine spark: the Spark master "
                                                   "(local[2], spark://host:7077, yarn, ...) [default: local[*]].")]
 SparkConfOpt = Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="--engine spark: "

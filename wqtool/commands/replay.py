@@ -74,7 +74,7 @@ def replay(
         from ..spark.session import open_session
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
         with open_session(master, spark_conf, remote, progress=say) as spark:
-            report = fleet_replay(spark, logs[0].log, as_of_ns, progress=say)
+            report = fleet_replay(spark, logs[0].log, as_of_ns, limit=REPLAY_FINDINGS_SHOWN, progress=say)
     else:
         report = run_log(logs[0].log, as_of_ns, limit=REPLAY_FINDINGS_SHOWN)
     state = report.state

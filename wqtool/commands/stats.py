@@ -13,8 +13,8 @@ from ..engine.replay import JobState
 from ..engine.stats import KestrelRecordStats, RecordStats
 from ..engine.verify import LogRun, worst_exit
 from ._formats import resolve
-from ._options import (AsOf, Engine, EngineOpt, FormatOpt, LogFormat, MasterOpt, Output, Paths, RemoteOpt,
-                       SparkConfOpt, parse_time)
+from ._options import (AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
+                       LogFormat, MasterOpt, Output, Paths, RemoteOpt, SparkConfOpt, parse_time)
 
 
 def stats(
@@ -22,6 +22,9 @@ def stats(
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
     as_of: AsOf = None,
     fmt: FormatOpt = LogFormat.auto,
+    horizon: Horizon = False,
+    kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
+    keep_open: KeepOpen = False,
     engine: EngineOpt = Engine.local,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
@@ -41,7 +44,7 @@ def stats(
       wqtool stats --engine spark --master local[4] /srv/fleet/*/cmdlog
     """
     as_of_ns = parse_time(as_of, "--as-of")
-    resolved = resolve(paths, fmt.value)
+    resolved = resolve(paths, fmt.value, horizon=horizon, kestrel_version=kestrel_version.value)
     logs = [lg.log for lg in resolved if lg.fmt == "workq"]
     sets = [lg.log for lg in resolved if lg.fmt == "kestrel"]
     if engine is Engine.spark:
@@ -51,7 +54,8 @@ def stats(
         with open_session(master, spark_conf, remote, progress=_say) as spark:
             if logs:
                 fleet, total_jobs = fleet_stats(spark, logs, as_of_ns, progress=_say)
-            queues = run_kestrel(spark, sets, as_of_ns, limit=0, collect=KestrelRecordStats, progress=_say)
+            queues = run_kestrel(spark, sets, as_of_ns, limit=0, keep_open=keep_open, collect=KestrelRecordStats,
+                                 progress=_say)
         wq = [(fl.report, fl.stats, fl.jobs) for fl in fleet]
         kq = [(report, st, 0) for report, st in queues]
     else:
@@ -66,7 +70,7 @@ def stats(
             wq.append((run.report, st, len(st.jobs)))
         for fs in sets:
             st = KestrelRecordStats()
-            report = kestrel.run_log(fs, as_of_ns, limit=0, on_record=st.add)
+            report = kestrel.run_log(fs, as_of_ns, limit=0, keep_open=keep_open, on_record=st.add)
             report.state = _KestrelStateView(report.state, fs.queue)
             kq.append((report, st, 0))
         total_jobs = len(seen)

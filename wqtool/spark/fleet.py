@@ -527,7 +527,8 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
     Intact logs go through the engine's kernel, one task per share of a log's jobs (a big log is split by job
     over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on — and every
     log with ``stats`` — goes through the reference pipeline (``run_reference``). Either way the results are
-    the local engine's.
+    the local engine's. Without ``digest`` and ``want_jobs`` (verify) the kernel keeps no job state, so the
+    reports' state counts are empty there, as local verify keeps no state at all.
     """
     say = progress or (lambda _m: None)
     if stats or not fast or not logs:
@@ -709,9 +710,10 @@ def fleet_verify(spark, logs: Sequence[LogSet], as_of_ns: int, *, max_findings: 
                                                        progress=progress)])
 
 
-def fleet_replay(spark, log: LogSet, as_of_ns: int, *, progress=None) -> LogReport:
-    """``engine.verify.run_log`` on Spark, with the replayed jobs collected (for replay's output)."""
-    return run_fleet(spark, [log], as_of_ns, want_jobs=True, progress=progress)[0].report
+def fleet_replay(spark, log: LogSet, as_of_ns: int, *, limit: int | None = None, progress=None) -> LogReport:
+    """``engine.verify.run_log`` on Spark (the first ``limit`` findings kept, all counted), with the replayed jobs
+    collected (for replay's output)."""
+    return run_fleet(spark, [log], as_of_ns, limit=limit, want_jobs=True, progress=progress)[0].report
 
 
 def fleet_stats(spark, logs: Sequence[LogSet], as_of_ns: int, *, progress=None) -> tuple[list[FleetLog], int]:
