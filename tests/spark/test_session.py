@@ -142,3 +142,19 @@ def test_spark_connect_gives_the_local_results(connect_server, tmp_path):
     local_rows = [json.loads(line) for line in cli("dump", "-o", "jsonl", *LOGS).out.splitlines()]
     assert len([r_ for r_ in rows if r_["_corrupt"] is None]) == len(local_rows)
     assert {r_["_corrupt"]["code"] for r_ in rows if r_["_corrupt"]} >= {"WQ-DUPLICATE-JOB", "WQ-TTL-RESET"}
+
+
+def test_progress_lines_while_a_job_runs(spark):
+    """A job longer than the interval reports its stage's task counts (only when they change)."""
+    from wqtool.spark.session import task_progress, warm_up
+    lines: list[str] = []
+    with task_progress(spark, lines.append, every_s=0.2):
+        warm_up(spark, hold_s=1.5)
+    assert lines, "no progress line during a 1.5 s job"
+    assert all(ln.startswith("spark: stage ") and "task(s) done" in ln for ln in lines), lines
+    assert any(ln.endswith("0/2 task(s) done, 2 running") for ln in lines), lines   # both warm-up tasks hold a slot
+    assert len(lines) == len(set(lines))          # a line only when the counts changed
+    quiet: list[str] = []
+    with task_progress(spark, None, every_s=0.2):   # no progress callback (verify -q): no thread, no lines
+        warm_up(spark, hold_s=0.5)
+    assert quiet == []

@@ -23,6 +23,8 @@ _DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
     "spark.sql.session.timeZone": "UTC",
+    # the status tracker (our progress lines) sees task starts at once, not at the next 100 ms-spaced event
+    "spark.ui.liveUpdate.period": "0ms",
 }
 
 
@@ -224,7 +226,7 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
         if active is not None:
             from . import register
             register(active)
-            with job_errors():
+            with job_errors(), task_progress(active, progress):
                 yield active
             return
     t0 = time.monotonic()
@@ -243,11 +245,55 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
         raise SparkError(f"--engine spark: no session on {where}{hint}: {spark_message(exc)}") from exc
     say(f"spark: session ready in {time.monotonic() - t0:.1f} s")
     try:
-        with job_errors():
+        with job_errors(), task_progress(spark, progress):
             yield spark
     finally:
         if not remote:
             spark.stop()
+
+
+#: Seconds between progress lines of a running job (a line only when its task counts changed).
+PROGRESS_EVERY_S = 10.0
+
+
+@contextlib.contextmanager
+def task_progress(spark, progress: Callable[[str], None] | None, every_s: float = PROGRESS_EVERY_S):
+    """While the block runs, report the active stages' task counts through ``progress`` every ``every_s``
+    seconds when they changed: ``spark: stage 3: 5/16 task(s) done, 2 running``. Spark's own console progress
+    bar stays off (it redraws with carriage returns into logs). Nothing for Spark Connect (no status tracker)."""
+    import threading
+    try:
+        tracker = spark.sparkContext.statusTracker() if progress is not None else None
+    except Exception:  # noqa: BLE001 — Spark Connect: no SparkContext
+        tracker = None
+    if tracker is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def poll() -> None:
+        last: dict[int, tuple[int, int]] = {}
+        while not stop.wait(every_s):
+            try:
+                for sid in sorted(tracker.getActiveStageIds()):
+                    info = tracker.getStageInfo(sid)
+                    if info is None:
+                        continue
+                    now = (info.numCompletedTasks, info.numActiveTasks)
+                    if last.get(sid) != now:
+                        last[sid] = now
+                        progress(f"spark: stage {sid}: {info.numCompletedTasks}/{info.numTasks} task(s) done, "
+                                 f"{info.numActiveTasks} running")
+            except Exception:  # noqa: BLE001 — the session is going away: stop reporting
+                return
+
+    t = threading.Thread(target=poll, name="wqtool-spark-progress", daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(timeout=every_s + 5)
 
 
 @contextlib.contextmanager
