@@ -203,3 +203,37 @@ def test_parquet_payload_binary_holds_the_bytes(spark, corpus, tmp_path):
     bad = cli("dump", "--engine", "spark", "-o", "jsonl", "--payload", "binary", "--out", str(tmp_path / "j"),
               corpus["sample-clean"])
     assert bad.code == 2 and "--payload binary needs -o parquet" in bad.err
+
+
+def test_export_errors_on_stderr_are_capped_and_counted(tmp_path):
+    """1,200 impossible start-attempts: the export's rows hold them all; stderr shows the first 1,000 by offset
+    and counts the rest; the exit code is the local dump's."""
+    from wqtool.engine import writer
+    from wqtool.formats._common import GoTime
+    from wqtool.formats.workq import CmdType
+    d = str(tmp_path / "log")
+    jid = bytes.fromhex("0123456789ab4def8123456789abcdef")
+    t = GoTime(63930899691, 0, -1)
+    with writer.SegmentWriter(d) as w:
+        w.append(writer.add(jid, "q", ttr=60_000, ttl=86_400_000, created=t), t)
+        w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
+        w.append(writer.result(CmdType.COMPLETE, jid), t)
+        for _ in range(1200):
+            w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
+    out = str(tmp_path / "o")
+    res = cli("dump", "--engine", "spark", "-o", "parquet", "--as-of", AS_OF, "--out", out, d)
+    assert res.code == cli("dump", "-o", "jsonl", "--as-of", AS_OF, d).code == 4
+    shown = [ln for ln in res.err.splitlines() if "WQ-ALREADY-PROCESSED" in ln]
+    assert len(shown) == 1000 and "... 200 more error finding(s)" in res.err
+    import re
+    offsets = [int(re.search(r"@0x([0-9a-f]+)", ln).group(1), 16) for ln in shown]
+    assert offsets == sorted(offsets)
+
+
+def test_export_as_of_beyond_rfc3339_years(corpus, tmp_path):
+    """An --as-of past year 9999 still reaches the data source exactly (as '@<ns>ns')."""
+    path = corpus["duplicate-add"]
+    res = cli("dump", "--engine", "spark", "-o", "parquet", "--as-of", "300000000000", "--out",
+              str(tmp_path / "o"), path)
+    local = cli("dump", "-o", "jsonl", "--as-of", "300000000000", path)
+    assert res.code == local.code, res.err

@@ -68,6 +68,9 @@ def test_no_connect_server_is_one_line_exit_5_and_the_token_stays_secret():
     assert res.code == 5
     assert f"no Spark Connect server at sc://localhost:{port}/;token=*** (localhost:{port})" in res.err
     assert "s3cret" not in res.err
+    slash = cli("verify", "--engine", "spark", "--remote", f"sc://localhost:{port}/;token=ab/cd+ef==;use_ssl=true",
+                LOGS[0])
+    assert "token=***;use_ssl=true" in slash.err and "cd+ef" not in slash.err
     bad = cli("verify", "--engine", "spark", "--remote", "http://example", LOGS[0])
     assert bad.code == 2 and "--remote: expected sc://host[:port]" in bad.err
 
@@ -85,6 +88,44 @@ def test_a_failed_job_is_one_line(spark):
     with pytest.raises(KeyError):      # not Spark's: passes through untouched
         with job_errors():
             raise KeyError("x")
+
+
+def test_task_exit_codes_keep_their_meaning():
+    """A failed Spark job: a wqtool error raised in a task keeps its exit code, an OSError is 5, any other
+    Python exception is a bug (70, as locally), a failure without a Python exception (executor lost) is 5."""
+    from wqtool.spark.session import _task_exit_code, spark_message
+
+    class FakeSparkError(Exception):
+        pass
+    FakeSparkError.__module__ = "pyspark.errors.exceptions.captured"
+    tb = "An exception was thrown from the Python worker.\nTraceback (most recent call last):\n  File \"x.py\"\n{}"
+    for line, code in (("wqtool.errors.BadMagic: segment header magic", 3), ("wqtool.errors.InputError: gone", 5),
+                       ("FileNotFoundError: [Errno 2] No such file", 5), ("KeyError: 'job'", 70)):
+        exc = FakeSparkError(tb.format(line))
+        assert _task_exit_code(exc) == code, line
+        assert spark_message(exc) == (line[len("wqtool.errors."):] if line.startswith("wqtool.") else line)
+    assert _task_exit_code(FakeSparkError("org.apache.spark.SparkException: Job aborted: executor lost")) == 5
+
+
+def test_a_failed_job_is_one_line_in_a_fresh_process(tmp_path):
+    """Spark's own ERROR/WARN lines about the failed task (with stack traces) are off: wqtool's line says it."""
+    script = tmp_path / "fail.py"
+    script.write_text(f"""
+import sys
+sys.path.insert(0, {ROOT!r})
+from wqtool.spark.session import build_session, job_errors
+from wqtool.errors import SparkError
+spark = build_session(master="local[1]")
+try:
+    with job_errors():
+        spark.read.format("workq").option("mode", "failfast").option("as_of", {AS_OF!r}).load({LOGS[1]!r}).collect()
+except SparkError as e:
+    print(e.exit_code, e)
+""")
+    res = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert res.stdout.startswith("70 --engine spark: a Spark job failed: ValueError: workq (mode failfast): "), \
+        res.stdout + res.stderr
+    assert res.stderr == "", res.stderr
 
 
 def test_export_never_overwrites_and_binary_needs_parquet(tmp_path):
@@ -154,7 +195,9 @@ def test_progress_lines_while_a_job_runs(spark):
     assert all(ln.startswith("spark: stage ") and "task(s) done" in ln for ln in lines), lines
     assert any(ln.endswith("0/2 task(s) done, 2 running") for ln in lines), lines   # both warm-up tasks hold a slot
     assert len(lines) == len(set(lines))          # a line only when the counts changed
-    quiet: list[str] = []
-    with task_progress(spark, None, every_s=0.2):   # no progress callback (verify -q): no thread, no lines
-        warm_up(spark, hold_s=0.5)
-    assert quiet == []
+    import threading
+    with task_progress(spark, None, every_s=0.2):   # no progress callback (verify -q): no polling thread
+        assert "wqtool-spark-progress" not in {t.name for t in threading.enumerate()}
+    with task_progress(spark, lines.append, every_s=0.2):
+        assert "wqtool-spark-progress" in {t.name for t in threading.enumerate()}
+    assert "wqtool-spark-progress" not in {t.name for t in threading.enumerate()}   # stopped at the end

@@ -227,14 +227,16 @@ def _dump_spark(by_fmt: dict[str, list[str]], output: DumpOutput, out_dir: str, 
     from ..spark.fleet import export_records
     from ..spark.session import open_session
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    found = []
+    classes: set[int] = set()
     with open_session(master, spark_conf, remote, progress=say) as spark:
         for source, paths in by_fmt.items():
-            found += export_records(spark, paths, out_dir if len(by_fmt) == 1 else os.path.join(out_dir, source),
-                                    fmt="parquet" if output is DumpOutput.parquet else "json",
-                                    payload="false" if mode == "none" else mode, progress=say, source=source,
-                                    as_of_ns=as_of_ns, kestrel_version=kestrel_version)
-    for f in found:
-        if f.severity == ERROR:
-            write_one_line(sys.stderr, f)
-    return worst_exit(f.exit_class for f in found)
+            res = export_records(spark, paths, out_dir if len(by_fmt) == 1 else os.path.join(out_dir, source),
+                                 fmt="parquet" if output is DumpOutput.parquet else "json",
+                                 payload="false" if mode == "none" else mode, progress=say, source=source,
+                                 as_of_ns=as_of_ns, kestrel_version=kestrel_version)
+            for f in res.errors:
+                write_one_line(sys.stderr, f)
+            if res.error_count > len(res.errors):
+                say(f"... {res.error_count - len(res.errors)} more error finding(s): the _corrupt rows of the export")
+            classes |= res.exit_classes
+    return worst_exit(classes)

@@ -100,7 +100,7 @@ def _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, kestrel_version, 
     kq = [i for i, lg in enumerate(logs) if lg.fmt == "kestrel"]
     say = (lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr, flush=True))  # noqa: E731
     reports: dict = {}
-    with open_session(master, spark_conf, remote, progress=say) as spark:
+    with open_session(master, spark_conf, remote, progress=None if quiet else say) as spark:
         if wq:
             rep = fleet_verify(spark, [logs[i].log for i in wq], as_of_ns, max_findings=max_findings, digest=False,
                                progress=say)

@@ -1,4 +1,4 @@
-"""Instants on the command line and in data source options: RFC 3339, epoch seconds or 'now' → Unix ns."""
+"""Instants on the command line and in data source options: RFC 3339, epoch seconds, '@<n>ns' or 'now' → Unix ns."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -14,6 +14,8 @@ def parse_instant(value: str) -> int:
     v = value.strip()
     if v == "now":
         return time.time_ns()
+    if re.fullmatch(r"@-?\d+ns", v):      # exact nanoseconds, as format_unix_ns writes instants beyond RFC 3339
+        return int(v[1:-2])
     if re.fullmatch(r"-?\d+(\.\d+)?", v):
         whole, _, frac = v.partition(".")
         return int(whole) * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0) * (-1 if v.startswith("-") else 1)

@@ -22,7 +22,7 @@ Options
   as_of     the clock of those checks, as ``--as-of``: RFC 3339, epoch seconds or now (default).
   index     log (default): ``index`` is the record's index in its log, as dump prints it; planning reads the
             framing of every segment but the newest of each log once to number them. segment: per segment,
-            no planning pass.
+            no planning pass (row-level ``_corrupt.record_index`` too; the replay's findings keep the log's).
   paths     a JSON list of paths, for several at once (``load()`` takes one).
 
 ``spark.read.format("kestrel").load("/var/spool/kestrel")`` reads Kestrel queue journals the same way: one

@@ -736,18 +736,30 @@ def fleet_replay_kestrel(spark, fileset, as_of_ns: int, *, keep_open: bool = Fal
     return run_kestrel(spark, [fileset], as_of_ns, keep_open=keep_open, items=True, progress=progress)[0][0]
 
 
+#: Error findings an export brings back to the driver (for stderr); all are counted, exit classes from all.
+EXPORT_ERRORS_SHOWN = 1000
+
+
+@dataclass(slots=True)
+class ExportResult:
+    errors: list[Finding]          # the first EXPORT_ERRORS_SHOWN error findings, by file and offset
+    error_count: int               # every error finding
+    exit_classes: set[int]         # of every finding (worst_exit gives the command's exit code)
+
+
 def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet", payload: str = "base64",
                    progress=None, source: str = "workq", as_of_ns: int | None = None,
-                   kestrel_version: str = "auto"):
+                   kestrel_version: str = "auto") -> ExportResult:
     """Write the records of PATHs (the ``source`` data source's rows — ``workq`` or ``kestrel`` —, permissive:
     a ``_corrupt`` row per finding verify reports at ``as_of_ns``) to ``out`` as Parquet or JSON Lines files
-    (null fields written, as ``dump -o jsonl`` does); returns those findings."""
-    from ..formats._common import format_unix_ns
+    (null fields written, as ``dump -o jsonl`` does). What comes back to the driver is bounded: the exit
+    classes, the error count and the first errors — not the findings (a log read long after it was written can
+    hold a warning per record)."""
     say = progress or (lambda _m: None)
     reader = (spark.read.format(source).option("payload", payload).option("mode", "permissive")
               .option("paths", json.dumps(list(paths))))
     if as_of_ns is not None:
-        reader = reader.option("as_of", format_unix_ns(as_of_ns))
+        reader = reader.option("as_of", f"@{as_of_ns}ns")
     if source == "kestrel":
         reader = reader.option("kestrel_version", kestrel_version)
     df = reader.load()
@@ -755,8 +767,12 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
     writer = df.write.mode("error")            # never overwrite; "errorifexists" is not a Spark Connect mode
     writer.parquet(out) if fmt == "parquet" else writer.option("ignoreNullFields", "false").json(out)
     back = spark.read.parquet(out) if fmt == "parquet" else spark.read.schema(df.schema).json(out)
-    corrupt = back.where("_corrupt is not null").select("_corrupt").collect()
-    return [Finding(**_finding_kwargs(r["_corrupt"].asDict())) for r in corrupt]
+    found = back.where("_corrupt is not null").select("_corrupt.*")
+    classes = {int(r[0] or 0) for r in found.select("exit_class").distinct().collect()}
+    errors = found.where("severity = 'error'")
+    count = errors.count()
+    first = errors.orderBy("file", "offset", "record_index", "code").limit(EXPORT_ERRORS_SHOWN).collect()
+    return ExportResult([Finding(**_finding_kwargs(r.asDict())) for r in first], count, classes)
 
 
 def _finding_kwargs(d: dict) -> dict:

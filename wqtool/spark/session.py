@@ -59,6 +59,11 @@ appender.stderr.layout.type = PatternLayout
 appender.stderr.layout.pattern = spark: %p %c{1}: %m%n
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
+# a failed task: wqtool reports it as one line (the stack traces are in --traceback)
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
 
 
@@ -112,17 +117,24 @@ def _quiet_gateway(conf: dict[str, str]) -> None:
         for k, v in conf.items():
             spark_conf.set(k, v)
         rfd, wfd = os.pipe()   # pumped from before the launch: a failing start-up (no java) still shows its lines
-        threading.Thread(target=_pump, args=(rfd,), name="wqtool-jvm-stderr", daemon=True).start()
+        pump = threading.Thread(target=_pump, args=(rfd,), name="wqtool-jvm-stderr", daemon=True)
+        pump.start()
         try:
             gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": wfd})
-        finally:
-            os.close(wfd)      # the JVM (and the workers it starts) hold the write end now
+        except TypeError:      # another launch_gateway signature: let PySpark start the JVM its own way
+            os.close(wfd)
+            return
+        except BaseException:
+            os.close(wfd)
+            pump.join(timeout=2)   # the launcher's own lines first, then wqtool's one-line error
+            raise
+        os.close(wfd)          # the JVM (and the workers it starts) hold the write end now
         SparkContext._gateway = gateway
         SparkContext._jvm = gateway.jvm
 
 
 def _pump(rfd: int) -> None:
-    with os.fdopen(rfd, "rb", buffering=0) as src:
+    with os.fdopen(rfd, "rb") as src:
         for line in iter(src.readline, b""):
             if not line.startswith(_JVM_NOISE):
                 try:
@@ -241,7 +253,7 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
     except Exception as exc:  # noqa: BLE001 — whatever PySpark raises: one line, exit 5
         if not _from_spark(exc):
             raise
-        hint = "" if remote else " (Java 17 on PATH or JAVA_HOME?)"
+        hint = " (Java 17 on PATH or JAVA_HOME?)" if "JAVA_GATEWAY_EXITED" in str(exc) else ""
         raise SparkError(f"--engine spark: no session on {where}{hint}: {spark_message(exc)}") from exc
     say(f"spark: session ready in {time.monotonic() - t0:.1f} s")
     try:
@@ -306,7 +318,35 @@ def job_errors():
     except Exception as exc:  # noqa: BLE001
         if not _from_spark(exc):
             raise
-        raise SparkError(f"--engine spark: a Spark job failed: {spark_message(exc)}") from exc
+        err = SparkError(f"--engine spark: a Spark job failed: {spark_message(exc)}")
+        err.exit_code = _task_exit_code(exc)
+        raise err from exc
+
+
+def _task_exit_code(exc: BaseException) -> int:
+    """A task's Python exception keeps its meaning: a wqtool error its exit code, an OSError 5, any other
+    Python exception 70 (a bug, as in the local engine); a failure with no Python exception (an executor lost,
+    a JVM-side error) is 5."""
+    from .. import errors
+    from ..exitcodes import ExitCode
+    name = _worker_exception(str(exc))
+    if name is None:
+        return int(ExitCode.IO)
+    cls = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, errors.WqError):
+        return int(cls.exit_code)
+    if name in ("OSError", "FileNotFoundError", "PermissionError", "IsADirectoryError", "NotADirectoryError",
+                "TimeoutError", "ConnectionError"):
+        return int(ExitCode.IO)
+    return int(ExitCode.INTERNAL)
+
+
+def _worker_exception(text: str) -> str | None:
+    """The class name of the exception a Python worker raised (the last ``XError: ...`` line of its traceback)."""
+    if "Traceback" not in text:
+        return None
+    hits = [m for m in map(_EXC_LINE.match, text.splitlines()) if m]
+    return hits[-1].group(1) if hits else None
 
 
 def _reachable(remote: str, where: str, timeout_s: float = 10.0) -> None:
@@ -331,14 +371,14 @@ def _reachable(remote: str, where: str, timeout_s: float = 10.0) -> None:
 
 def redact(url: str) -> str:
     """A Spark Connect URL fit for stderr: ``token=...`` parameters masked."""
-    return re.sub(r"(?i)(token=)[^;/]*", r"\1***", url)
+    return re.sub(r"(?i)(token=)[^;]*", r"\1***", url)
 
 
 def _from_spark(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] in ("pyspark", "py4j", "grpc")
 
 
-_EXC_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(\w*(?:Error|Exception)): (.+)$")
+_EXC_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*): (.+)$")   # a traceback's last line: Class: message
 
 
 def spark_message(exc: BaseException) -> str:
