@@ -24,7 +24,8 @@ EXIT_TABLE = [
     (ExitCode.CORRUPT, "corrupt: damage with valid data after it, or a bad header / wrong version in a segment "
                        "that is not the newest one's empty tail"),
     (ExitCode.INVALID_HISTORY, "invalid history: bytes intact but a history workq-server 0.2.0 refuses"),
-    (ExitCode.IO, "I/O error (unreadable path, permission; --engine spark: no session or a failed Spark job)"),
+    (ExitCode.IO, "I/O error (unreadable path, permission; --engine spark: no session, or a Spark job lost to "
+                  "something outside wqtool — a task's own error keeps its code)"),
     (ExitCode.INTERNAL, "internal error: a bug in wqtool (rerun with --traceback and report it)"),
     (ExitCode.INTERRUPTED, "interrupted"),
 ]
