@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from tests.conftest import AS_OF, cli
-from tests.spark.conftest import DAMAGE, as_of_ns
+from tests.spark.conftest import DAMAGE, already_processed_log, as_of_ns
 
 from wqtool.engine.findings import REPLAY_CODES
 
@@ -208,18 +208,7 @@ def test_parquet_payload_binary_holds_the_bytes(spark, corpus, tmp_path):
 def test_export_errors_on_stderr_are_capped_and_counted(tmp_path):
     """1,200 impossible start-attempts: the export's rows hold them all; stderr shows the first 1,000 by offset
     and counts the rest; the exit code is the local dump's."""
-    from wqtool.engine import writer
-    from wqtool.formats._common import GoTime
-    from wqtool.formats.workq import CmdType
-    d = str(tmp_path / "log")
-    jid = bytes.fromhex("0123456789ab4def8123456789abcdef")
-    t = GoTime(63930899691, 0, -1)
-    with writer.SegmentWriter(d) as w:
-        w.append(writer.add(jid, "q", ttr=60_000, ttl=86_400_000, created=t), t)
-        w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
-        w.append(writer.result(CmdType.COMPLETE, jid), t)
-        for _ in range(1200):
-            w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
+    d = already_processed_log(str(tmp_path / "log"), 1200)
     out = str(tmp_path / "o")
     res = cli("dump", "--engine", "spark", "-o", "parquet", "--as-of", AS_OF, "--out", out, d)
     assert res.code == cli("dump", "-o", "jsonl", "--as-of", AS_OF, d).code == 4

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.conftest import AS_OF, cli
-from tests.spark.conftest import as_of_ns
+from tests.spark.conftest import already_processed_log, as_of_ns
 
 
 def _local(path, limit=None):
@@ -79,18 +79,7 @@ def test_warm_up_starts_a_worker_per_slot_with_the_engine_loaded(spark):
 
 def test_replay_shows_at_most_1000_errors_on_both_engines(tmp_path):
     """A log with 1,200 impossible start-attempts: both engines count them all and print the first 1,000."""
-    from wqtool.engine import writer
-    from wqtool.formats._common import GoTime
-    from wqtool.formats.workq import CmdType
-    d = str(tmp_path / "log")
-    jid = bytes.fromhex("0123456789ab4def8123456789abcdef")
-    t = GoTime(63930899691, 0, -1)
-    with writer.SegmentWriter(d) as w:
-        w.append(writer.add(jid, "q", ttr=60_000, ttl=86_400_000, created=t), t)
-        w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
-        w.append(writer.result(CmdType.COMPLETE, jid), t)
-        for _ in range(1200):
-            w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
+    d = already_processed_log(str(tmp_path / "log"), 1200)
     runs = [cli("replay", *engine, "-o", "json", "--as-of", AS_OF, d) for engine in ((), ("--engine", "spark"))]
     for res in runs:
         assert res.code == 4

@@ -76,6 +76,26 @@ class FindingSink:
         self.report.exit_code = worst_exit(self.exit_classes)
 
 
+def replay_events(events, replay, add, record_cls):
+    """The loop every pass shares (workq and Kestrel): the reader's events into ``replay``; yields records and
+    findings in file order, each replay finding right after the record that caused it; ``add`` sees every
+    finding. The caller finishes the replay."""
+    rfind = replay.findings
+    apply = replay.apply
+    for ev in events:
+        if ev.__class__ is record_cls:
+            apply(ev)
+            yield ev
+            if rfind:
+                for f in rfind:
+                    add(f)
+                    yield f
+                rfind.clear()
+        else:
+            add(ev)
+            yield ev
+
+
 class LogRun:
     """One pass over one log: the reader feeds the replay state machine; every finding is counted.
 
@@ -93,25 +113,12 @@ class LogRun:
     def events(self):
         add = self.sink.add
         replay = self.replay
-        rfind = replay.findings
-        apply = replay.apply
-        for ev in self.reader.events():
-            if ev.__class__ is Record:
-                apply(ev)
-                yield ev
-                if rfind:
-                    for f in rfind:
-                        add(f)
-                        yield f
-                    rfind.clear()
-            else:
-                add(ev)
-                yield ev
+        yield from replay_events(self.reader.events(), replay, add, Record)
         state = replay.finish()
-        for f in rfind:
+        for f in replay.findings:
             add(f)
             yield f
-        rfind.clear()
+        replay.findings.clear()
         self.sink.close()
         r = self.report
         r.segments = self.reader.segments_read

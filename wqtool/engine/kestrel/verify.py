@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 from ..findings import NOTE, Finding
-from ..verify import FindingSink, LogReport, VerifyReport
+from ..verify import FindingSink, LogReport, VerifyReport, replay_events
 from .codes import KESTREL_REPLAY_CODES
 from .model import Record
 from .reader import FileSet, JournalReader
@@ -40,25 +40,12 @@ class KestrelRun:
     def events(self):
         add = self.sink.add
         replay = self.replay
-        rfind = replay.findings
-        apply = replay.apply
-        for ev in self.reader.events():
-            if ev.__class__ is Record:
-                apply(ev)
-                yield ev
-                if rfind:
-                    for f in rfind:
-                        add(f)
-                        yield f
-                    rfind.clear()
-            else:
-                add(ev)
-                yield ev
+        yield from replay_events(self.reader.events(), replay, add, Record)
         state = replay.finish(keep_open=self.keep_open)
-        for f in [*rfind, NO_CHECKSUM]:
+        for f in [*replay.findings, NO_CHECKSUM]:
             add(f)
             yield f
-        rfind.clear()
+        replay.findings.clear()
         self.sink.close()
         r = self.report
         r.segments = self.reader.segments_read
