@@ -18,8 +18,16 @@ def test_import_contracts_hold():
 
 
 def test_local_cli_does_not_import_pyspark():
-    code = ("import sys, wqtool.cli; from wqtool.cli import run; "
-            "run(['verify', '-q', 'fixtures/workq/sample-clean/log']); "
-            "assert 'pyspark' not in sys.modules, 'pyspark imported'")
+    """--engine local (the default) never imports pyspark: every command, workq and Kestrel."""
+    runs = [["verify", "-q", "fixtures/workq/sample-clean/log", "fixtures/kestrel/clean-journal/queue"],
+            ["replay", "--summary", "fixtures/workq/sample-clean/log"],
+            ["replay", "--summary", "fixtures/kestrel/clean-journal/queue"],
+            ["dump", "-o", "jsonl", "fixtures/workq/sample-clean/log"],
+            ["stats", "-o", "json", "fixtures/workq/sample-clean/log", "fixtures/kestrel/clean-journal/queue"]]
+    code = ("import contextlib, io, sys, wqtool.cli; from wqtool.cli import run\n"
+            f"for argv in {runs!r}:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n"
+            "        assert run(argv) == 0, argv\n"
+            "    assert 'pyspark' not in sys.modules, ('pyspark imported by', argv)\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

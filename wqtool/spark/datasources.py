@@ -19,7 +19,7 @@ Options
             kernel, ~200 MB/s here) and adds them after its records; with the row-level findings (discovery,
             framing, CRC, payloads) in file order before them, they are exactly verify's findings.
             false: row-level findings only, no replay pass.
-  as_of     the clock of those checks, as ``--as-of``: RFC 3339, epoch seconds or now (default).
+  as_of     the clock of those checks, as ``--as-of``: RFC 3339, epoch seconds, @<n>ns (exact) or now (default).
   index     log (default): ``index`` is the record's index in its log, as dump prints it; planning reads the
             framing of every segment but the newest of each log once to number them. segment: per segment,
             no planning pass (row-level ``_corrupt.record_index`` too; the replay's findings keep the log's).
