@@ -47,8 +47,8 @@ class InputError(WqError):
 
 
 class SparkError(WqError):
-    """--engine spark: the session could not start (no Java, no Connect server) or a Spark job failed for a
-    reason outside the log (an executor lost, a path it cannot read). Not a finding about the log."""
+    """--engine spark: the session could not start (no Java, no Connect server) or a Spark job failed. Exit 5,
+    or the code the failing task's own exception means (a wqtool error's, 70 for a bug). Not a finding."""
     exit_code = 5
 
 

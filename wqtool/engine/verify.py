@@ -76,55 +76,67 @@ class FindingSink:
         self.report.exit_code = worst_exit(self.exit_classes)
 
 
-def replay_events(events, replay, add, record_cls):
-    """The loop every pass shares (workq and Kestrel): the reader's events into ``replay``; yields records and
-    findings in file order, each replay finding right after the record that caused it; ``add`` sees every
-    finding. The caller finishes the replay."""
-    rfind = replay.findings
-    apply = replay.apply
-    for ev in events:
-        if ev.__class__ is record_cls:
-            apply(ev)
-            yield ev
-            if rfind:
-                for f in rfind:
-                    add(f)
-                    yield f
-                rfind.clear()
-        else:
-            add(ev)
-            yield ev
+class ReplayPass:
+    """One pass over one log of either format: the reader feeds the replay state machine; every finding is
+    counted. ``events()`` yields records and findings in file order (each replay finding right after the record
+    that caused it, the closing findings last); once it is exhausted, ``report`` holds the counts, exit code
+    and replayed state. A format gives its reader, replay, record class and ``finish``."""
 
+    record_cls: type
 
-class LogRun:
-    """One pass over one log: the reader feeds the replay state machine; every finding is counted.
-
-    ``events()`` yields the records and findings in file order (replay findings right after the record
-    that caused them); once it is exhausted, ``report`` holds the counts, exit code and replayed state.
-    verify, replay, dump and stats all drive this one loop.
-    """
-
-    def __init__(self, log: LogSet, as_of_ns: int, *, limit: int | None = None, **reader_kwargs):
-        self.report = LogReport(root=log.root)
+    def __init__(self, root: str, reader, replay, limit: int | None):
+        self.report = LogReport(root=root)
         self.sink = FindingSink(self.report, limit)
-        self.reader = RecordReader(log, **reader_kwargs)
-        self.replay = WorkqReplay(as_of_ns)
+        self.reader = reader
+        self.replay = replay
+
+    def finish(self) -> tuple[object, list[Finding]]:
+        """The replayed state and the findings that close the pass."""
+        raise NotImplementedError
 
     def events(self):
         add = self.sink.add
         replay = self.replay
-        yield from replay_events(self.reader.events(), replay, add, Record)
-        state = replay.finish()
-        for f in replay.findings:
+        rfind = replay.findings
+        apply = replay.apply
+        record_cls = self.record_cls
+        for ev in self.reader.events():
+            if ev.__class__ is record_cls:
+                apply(ev)
+                yield ev
+                if rfind:
+                    for f in rfind:
+                        add(f)
+                        yield f
+                    rfind.clear()
+            else:
+                add(ev)
+                yield ev
+        state, closing = self.finish()
+        for f in closing:
             add(f)
             yield f
-        replay.findings.clear()
         self.sink.close()
         r = self.report
         r.segments = self.reader.segments_read
         r.records = self.reader.records
         r.bytes = self.reader.bytes
         r.state = state
+
+
+class LogRun(ReplayPass):
+    """One pass over one workq log (``ReplayPass``): verify, replay, dump and stats all drive this one loop."""
+
+    record_cls = Record
+
+    def __init__(self, log: LogSet, as_of_ns: int, *, limit: int | None = None, **reader_kwargs):
+        super().__init__(log.root, RecordReader(log, **reader_kwargs), WorkqReplay(as_of_ns), limit)
+
+    def finish(self) -> tuple[ReplayState, list[Finding]]:
+        state = self.replay.finish()
+        closing = list(self.replay.findings)
+        self.replay.findings.clear()
+        return state, closing
 
 
 def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool = True,

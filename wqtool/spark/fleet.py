@@ -512,13 +512,6 @@ class _FastTask:
         return out
 
 
-def _slots(spark) -> int:
-    try:
-        return max(1, int(spark.sparkContext.defaultParallelism))
-    except Exception:  # noqa: BLE001 — Spark Connect has no SparkContext
-        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "2")))
-
-
 def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
               want_jobs: bool = False, stats: bool = False, progress: Callable[[str], None] | None = None,
               stats_total: list | None = None, fast: bool = True) -> list[FleetLog]:
@@ -534,7 +527,8 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
     if stats or not fast or not logs:
         return run_reference(spark, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
                              progress=progress, stats_total=stats_total)
-    slots = _slots(spark)
+    from .session import slot_count
+    slots = slot_count(spark, default=int(spark.conf.get("spark.sql.shuffle.partitions", "2")))
     sizes = [log_size(log) for log in logs]
     total = sum(sizes) or 1
     tasks: list[tuple[int, LogSet, int, int]] = []
@@ -768,10 +762,11 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
     writer.parquet(out) if fmt == "parquet" else writer.option("ignoreNullFields", "false").json(out)
     back = spark.read.parquet(out) if fmt == "parquet" else spark.read.schema(df.schema).json(out)
     found = back.where("_corrupt is not null").select("_corrupt.*")
-    classes = {int(r[0] or 0) for r in found.select("exit_class").distinct().collect()}
-    errors = found.where("severity = 'error'")
-    count = errors.count()
-    first = errors.orderBy("file", "offset", "record_index", "code").limit(EXPORT_ERRORS_SHOWN).collect()
+    tally = found.groupBy("exit_class", "severity").count().collect()   # one pass: exit classes and error count
+    classes = {int(r["exit_class"] or 0) for r in tally}
+    count = sum(r["count"] for r in tally if r["severity"] == "error")
+    first = [] if not count else (found.where("severity = 'error'").orderBy("file", "offset", "record_index", "code")
+                                  .limit(EXPORT_ERRORS_SHOWN).collect())
     return ExportResult([Finding(**_finding_kwargs(r.asDict())) for r in first], count, classes)
 
 

@@ -202,15 +202,21 @@ class _Warm:
             yield pa.RecordBatch.from_arrays([pa.array([os.getpid()] * batch.num_rows, pa.int64())], names=["pid"])
 
 
+def slot_count(spark, *, default: int) -> int:
+    """The executor slots of a classic session (``defaultParallelism``); ``default`` for Spark Connect, which
+    does not say."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # noqa: BLE001 — Spark Connect has no SparkContext
+        return max(1, default)
+
+
 def warm_up(spark, *, hold_s: float = 0.5) -> frozenset[int]:
     """Start a Python worker on every executor slot with the engine imported: the cost a fleet's first job
     would otherwise pay on the clock (about 1 s here, more on a busy machine). Returns the process ids of the
     workers that answered (one per slot in local mode; Spark Connect gives no slot count: 2 tasks).
     """
-    try:
-        slots = max(1, int(spark.sparkContext.defaultParallelism))
-    except Exception:  # noqa: BLE001 — Spark Connect has no SparkContext
-        slots = 2
+    slots = slot_count(spark, default=2)
     rows = spark.range(0, slots, 1, slots).mapInArrow(_Warm(hold_s), "pid bigint").collect()
     return frozenset(r["pid"] for r in rows)
 
@@ -310,8 +316,8 @@ def task_progress(spark, progress: Callable[[str], None] | None, every_s: float 
 
 @contextlib.contextmanager
 def job_errors():
-    """What PySpark raises while a command's jobs run becomes one ``SparkError`` line (exit 5); wqtool's own
-    errors and anything else pass through."""
+    """What PySpark raises while a command's jobs run becomes one ``SparkError`` line, with the exit code the
+    task's own exception means (``_task_exit_code``); wqtool's own errors and anything else pass through."""
     from ..errors import SparkError
     try:
         yield
@@ -327,26 +333,29 @@ def _task_exit_code(exc: BaseException) -> int:
     """A task's Python exception keeps its meaning: a wqtool error its exit code, an OSError 5, any other
     Python exception 70 (a bug, as in the local engine); a failure with no Python exception (an executor lost,
     a JVM-side error) is 5."""
+    import builtins
+
     from .. import errors
     from ..exitcodes import ExitCode
-    name = _worker_exception(str(exc))
-    if name is None:
+    m = _worker_exception(str(exc))
+    if m is None:
         return int(ExitCode.IO)
-    cls = getattr(errors, name, None)
-    if isinstance(cls, type) and issubclass(cls, errors.WqError):
-        return int(cls.exit_code)
-    if name in ("OSError", "FileNotFoundError", "PermissionError", "IsADirectoryError", "NotADirectoryError",
-                "TimeoutError", "ConnectionError"):
+    name = m.group(1)
+    ours = getattr(errors, name, None)
+    if isinstance(ours, type) and issubclass(ours, errors.WqError):
+        return int(ours.exit_code)
+    builtin = getattr(builtins, name, None)
+    if isinstance(builtin, type) and issubclass(builtin, OSError):
         return int(ExitCode.IO)
     return int(ExitCode.INTERNAL)
 
 
-def _worker_exception(text: str) -> str | None:
-    """The class name of the exception a Python worker raised (the last ``XError: ...`` line of its traceback)."""
+def _worker_exception(text: str) -> re.Match | None:
+    """The last line of a Python worker's traceback in ``text`` (groups: class name, message), if there is one."""
     if "Traceback" not in text:
         return None
     hits = [m for m in map(_EXC_LINE.match, text.splitlines()) if m]
-    return hits[-1].group(1) if hits else None
+    return hits[-1] if hits else None
 
 
 def _reachable(remote: str, where: str, timeout_s: float = 10.0) -> None:
@@ -385,13 +394,9 @@ def spark_message(exc: BaseException) -> str:
     """One line for what went wrong in Spark: the Python exception a task raised (the last ``XError: ...`` line
     of a worker's traceback), else the first line of PySpark's message; at most 400 characters."""
     text = str(exc)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
     grpc = re.search(r'status = StatusCode\.(\w+)\s+details = "([^"]*)"', text)   # a Spark Connect RPC error
-    if grpc:
-        return f"{grpc.group(1)}: {grpc.group(2)}"[:400]
-    if "Traceback" in text:
-        hits = [m for m in map(_EXC_LINE.match, lines) if m]
-        if hits:
-            m = hits[-1]
-            return f"{m.group(1)}: {m.group(2)}"[:400]
+    m = grpc or _worker_exception(text)
+    if m:
+        return f"{m.group(1)}: {m.group(2)}"[:400]
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     return (lines[0].strip() if lines else type(exc).__name__)[:400]

@@ -53,7 +53,8 @@ from .verify import KestrelRun, replay_findings, run_log, verify
 from .writer import JournalWriter, rewrite_records
 
 __all__ = [
-    "KESTREL_CODES", "KESTREL_REPLAY_CODES", "KestrelRun", "replay_findings", "Op", "Record", "ApplyResult", "InjectedCrash", "PackMismatch", "PackPlan", "PackRefused",
+    "KESTREL_CODES", "KESTREL_REPLAY_CODES", "KestrelRun", "replay_findings", "Op", "Record", "ApplyResult",
+    "InjectedCrash", "PackMismatch", "PackPlan", "PackRefused",
     "PackResult", "apply_plan", "apply_steps", "pack_plan", "write_pack", "QDUMP_USAGE", "duration_str", "qdump",
     "qdump_file", "qdump_text", "KESTREL_VERSIONS", "FileSet", "JournalFile", "JournalReader", "discover", "Item",
     "KestrelReplay", "KestrelState", "first_difference", "state_digest", "KESTREL_RECORD_FIELDS",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 from ..findings import NOTE, Finding
-from ..verify import FindingSink, LogReport, VerifyReport, replay_events
+from ..verify import LogReport, ReplayPass, VerifyReport
 from .codes import KESTREL_REPLAY_CODES
 from .model import Record
 from .reader import FileSet, JournalReader
@@ -21,37 +21,23 @@ NO_CHECKSUM = Finding(NOTE, "KQ-NO-CHECKSUM", "Kestrel journals carry no checksu
                       "or times go unnoticed")
 
 
-class KestrelRun:
-    """One pass over one file set: the reader feeds the replay state machine; every finding is counted.
+class KestrelRun(ReplayPass):
+    """One pass over one file set (``ReplayPass``); the closing findings are the replay's notes, then
+    KQ-NO-CHECKSUM. ``limit=0`` keeps no finding in the report: a stream."""
 
-    ``events()`` yields records and findings in file order (replay findings right after the record that caused
-    them, then the closing notes and KQ-NO-CHECKSUM); once it is exhausted, ``report`` holds the counts, exit
-    code and the ``KestrelState``. ``limit=0`` keeps no finding in the report: a stream.
-    """
+    record_cls = Record
 
     def __init__(self, fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
                  kestrel_version: str | None = None, resync: bool = True):
-        self.report = LogReport(root=fileset.live_path if fileset.is_dir else fileset.root)
-        self.sink = FindingSink(self.report, limit)
-        self.reader = JournalReader(fileset, resync=resync)
-        self.replay = KestrelReplay(as_of_ns, version=kestrel_version or fileset.kestrel_version)
+        super().__init__(fileset.live_path if fileset.is_dir else fileset.root, JournalReader(fileset, resync=resync),
+                         KestrelReplay(as_of_ns, version=kestrel_version or fileset.kestrel_version), limit)
         self.keep_open = keep_open
 
-    def events(self):
-        add = self.sink.add
-        replay = self.replay
-        yield from replay_events(self.reader.events(), replay, add, Record)
-        state = replay.finish(keep_open=self.keep_open)
-        for f in [*replay.findings, NO_CHECKSUM]:
-            add(f)
-            yield f
-        replay.findings.clear()
-        self.sink.close()
-        r = self.report
-        r.segments = self.reader.segments_read
-        r.records = self.reader.records
-        r.bytes = self.reader.bytes
-        r.state = state
+    def finish(self):
+        state = self.replay.finish(keep_open=self.keep_open)
+        closing = [*self.replay.findings, NO_CHECKSUM]
+        self.replay.findings.clear()
+        return state, closing
 
 
 def run_log(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
