@@ -32,7 +32,7 @@ AS_OF_NS = 1_795_306_600_000_000_000  # 2026-11-22T00:00:00Z
 
 
 def generate(out: str, dirs: int, segments: int, segment_mib: int) -> list[str]:
-    from wqtool.engine.sample import SampleSpec, generate
+    from wqtool.engine.workq.sample import SampleSpec, generate
     paths = [os.path.join(out, f"server{i:02d}") for i in range(dirs)]
     stamp = os.path.join(out, f".ready-{dirs}x{segments}x{segment_mib}")
     if os.path.exists(stamp):
@@ -86,8 +86,8 @@ def main() -> None:
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
 
-    from wqtool.engine.reader import discover
-    from wqtool.engine.verify import run_log
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
 
     paths = generate(a.out, a.dirs, a.segments, a.segment_mib)
     logs = discover(paths)
@@ -141,7 +141,7 @@ def main() -> None:
         lambda: run_fleet(spark, logs, AS_OF_NS))
     med = statistics.median
     t_lv, t_sv, t_lr, t_sr = med(s_lv), med(s_sv), med(s_lr), med(s_sr)
-    same_v = all((a_.report.exit_code, a_.report.counts) == (b.exit_code, b.counts) for a_, b in zip(v_spark, v_local))
+    same_v = all((a_.report.verdict, a_.report.counts) == (b.verdict, b.counts) for a_, b in zip(v_spark, v_local))
     same_d = [f.report.state.digest() for f in r_spark] == d_local
     row("local verify (1 process)", t_lv, runs(s_lv))
     row("spark verify local[2]", t_sv, f"{runs(s_sv)}; same findings: {same_v}")

@@ -108,7 +108,7 @@ def measure(kind: str, d: str) -> dict:
         elif kind in ("verify", "replay"):
             r = k.run_log(fs, AS_OF_NS, limit=100)
             records, nbytes = r.records, r.bytes
-            extra["exit"] = int(r.exit_code)
+            extra["exit"] = int(r.verdict)
             extra["items"] = r.state.items
             if kind == "replay":
                 extra["digest"] = r.state.digest()[:16]

@@ -33,9 +33,9 @@ OUT = os.path.join(ROOT, "bench", "out", "workq-pack")
 
 
 def measure(kind: str, d: str, as_of_ns: int) -> dict:
-    from wqtool.engine import plans
-    from wqtool.engine.reader import discover
-    from wqtool.engine.verify import run_log
+    from wqtool.engine.workq import pack as plans
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
     t0 = time.perf_counter()
     records = nbytes = 0
     extra: dict = {}
@@ -96,7 +96,7 @@ def main() -> int:
     if args.runner:
         print(json.dumps(run_one(args.runner, args.dir, args.as_of_ns)))
         return 0
-    from wqtool.engine.sample import T0_NS, SampleSpec, generate
+    from wqtool.engine.workq.sample import T0_NS, SampleSpec, generate
     d = os.path.join(OUT, f"gen-{args.records}")
     t0 = time.perf_counter()
     if not (args.keep and os.path.exists(os.path.join(d, "000000001.log"))):

@@ -61,7 +61,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs per measurement")
     a = ap.parse_args()
     sys.path.insert(0, ROOT)
-    from wqtool.engine.sample import SampleSpec, generate
+    from wqtool.engine.workq.sample import SampleSpec, generate
 
     d = os.path.join(a.out, f"workq-{a.records}-{a.payload_max}-{a.segment_size}")
     if not os.path.isdir(d):

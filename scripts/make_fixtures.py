@@ -21,12 +21,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from wqtool.cli import run  # noqa: E402
-from wqtool.engine.fastpath import encode_record  # noqa: E402
-from wqtool.engine.sample import SampleSpec, generate  # noqa: E402
-from wqtool.engine.writer import SegmentWriter  # noqa: E402
+from wqtool.engine.workq.fastpath import encode_record  # noqa: E402
+from wqtool.engine.workq.sample import SampleSpec, generate  # noqa: E402
+from wqtool.engine.workq.writer import SegmentWriter  # noqa: E402
 from wqtool.formats._common import GoTime  # noqa: E402
 from wqtool.formats.workq import CmdType  # noqa: E402
-from wqtool.engine.model import Command  # noqa: E402
+from wqtool.engine.workq.model import Command  # noqa: E402
 
 AS_OF = "2026-11-21T23:30:00Z"
 BASE = os.path.join("fixtures", "workq")
@@ -47,8 +47,8 @@ def _flip(path: str, offset: int, mask: int = 0x01) -> None:
 
 def _record_offsets(path: str) -> list[tuple[int, int]]:
     """(offset, length) of each record of a clean segment, through the engine's reader."""
-    from wqtool.engine.reader import discover, RecordReader
-    from wqtool.engine.model import Record
+    from wqtool.engine.workq.reader import discover, RecordReader
+    from wqtool.engine.workq.model import Record
     log = discover([path])[0]
     return [(e.offset, e.length) for e in RecordReader(log).events() if e.__class__ is Record]
 

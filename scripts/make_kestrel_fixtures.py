@@ -158,7 +158,7 @@ def expected(scenario_dir: str) -> tuple[str, dict]:
         ro = k.run_log(fs, AS_OF_NS, keep_open=True)
         out["queues"].append({
             "queue": fs.queue, "files": [f.path for f in fs.files], "superseded": sorted(fs.superseded),
-            "exit_code": int(r.exit_code), "records": r.records, "bytes": r.bytes,
+            "exit_code": int(r.verdict), "records": r.records, "bytes": r.bytes,
             "counts": dict(sorted(r.counts.items())),
             "last_good": None if r.last_good is None else {"file": r.last_good[0], "offset": r.last_good[1]},
             "digest": r.state.digest(), "digest_keep_open": ro.state.digest(),

@@ -1,7 +1,7 @@
 """Build the demo's sample workq log with wqtool's own writer: make_sample.py DIR [--records N]."""
 import argparse
 
-from wqtool.engine.sample import SampleSpec, generate
+from wqtool.engine.workq.sample import SampleSpec, generate
 
 ap = argparse.ArgumentParser(description=__doc__)
 ap.add_argument("dir")

@@ -14,8 +14,9 @@ from .commands.pack import pack
 from .commands.replay import replay
 from .commands.stats import stats
 from .commands.verify import verify
-from .errors import WqError
-from .exitcodes import ExitCode
+from .engine.findings import Verdict
+from .errors import FormatError, InputError, PackMismatch, PackRefused, SparkError, UsageError, WqError
+from .exitcodes import ExitCode, for_verdict
 
 app = typer.Typer(
     name="wqtool",
@@ -51,6 +52,36 @@ app.command("stats")(stats)
 app.command("pack")(pack)
 
 
+#: Error classes to exit codes (the first class in an error's MRO that is listed wins).
+_ERROR_EXIT = {
+    UsageError: ExitCode.USAGE,
+    InputError: ExitCode.IO,
+    PackMismatch: ExitCode.INTERNAL,
+    FormatError: ExitCode.CORRUPT,
+    WqError: ExitCode.CORRUPT,
+}
+
+
+def _class_exit(cls: type) -> ExitCode:
+    for c in cls.__mro__:
+        if c in _ERROR_EXIT:
+            return _ERROR_EXIT[c]
+    if issubclass(cls, OSError):
+        return ExitCode.IO
+    return ExitCode.INTERNAL
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    """The one mapping of an error to an exit code: wqtool errors by class (a refused pack by its input's
+    verdict; a failed Spark job by the class of its task's error, 5 when it has none), OSError 5, anything else
+    a bug (70)."""
+    if isinstance(exc, PackRefused):
+        return for_verdict(exc.verdict)
+    if isinstance(exc, SparkError):
+        return ExitCode.IO if exc.cause is None or issubclass(exc.cause, SparkError) else _class_exit(exc.cause)
+    return _class_exit(type(exc))
+
+
 def main(argv: list[str] | None = None) -> None:
     sys.exit(run(argv))
 
@@ -61,7 +92,7 @@ def run(argv: list[str] | None = None) -> int:
     show_tb = "--traceback" in args
     try:
         rv = app(args=args, prog_name="wqtool", standalone_mode=False)
-        code = int(rv) if isinstance(rv, int) else 0
+        code = for_verdict(rv) if isinstance(rv, Verdict) else int(rv) if isinstance(rv, int) else 0
     except typer.Exit as e:
         code = e.exit_code
     except typer.Abort:
@@ -78,7 +109,7 @@ def run(argv: list[str] | None = None) -> int:
             import traceback
             traceback.print_exc()
         print(f"wqtool: {e}", file=sys.stderr)
-        code = e.exit_code
+        code = exit_code_for(e)
     except BrokenPipeError:
         # the reader of our stdout went away (| head): quiet exit, no traceback from the final flush
         devnull = os.open(os.devnull, os.O_WRONLY)

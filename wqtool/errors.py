@@ -1,16 +1,13 @@
 """The WqError tree. Imports nothing from wqtool.
 
-Every error the tool means to report is a WqError; the CLI funnel renders it as one line
-(``<file>@0x<offset>: <message>``) and maps it to an exit code once.
+Every error the tool means to report is a WqError; the CLI funnel (``wqtool.cli``) renders it as one line
+(``<file>@0x<offset>: <message>``) and maps its class to an exit code once.
 """
 from __future__ import annotations
 
 
-
 class WqError(Exception):
     """Root of every error wqtool reports on purpose."""
-
-    exit_code: int = 3  # ExitCode.CORRUPT; kept as an int so this module imports nothing
 
     def __init__(self, message: str, *, path: str | None = None, offset: int | None = None,
                  field: str | None = None, record_index: int | None = None) -> None:
@@ -38,42 +35,26 @@ class WqError(Exception):
 
 class UsageError(WqError):
     """The call's words are off (bad option value, incompatible options)."""
-    exit_code = 2
 
 
 class InputError(WqError):
     """A path that is missing, holds no log, or cannot be read."""
-    exit_code = 5
 
 
 class SparkError(WqError):
-    """--engine spark: the session could not start (no Java, no Connect server) or a Spark job failed. Exit 5,
-    or the code the failing task's own exception means (a wqtool error's, 70 for a bug). Not a finding."""
-    exit_code = 5
+    """--engine spark: the session could not start (no Java, no Connect server) or a Spark job failed. Not a
+    finding. ``cause``: the class of the exception a failed task raised (a wqtool error, an OSError, any other
+    Python exception), or None (no session, or a failure outside Python): the CLI maps it as it maps a local
+    error, so a task's error keeps its exit code."""
+
+    cause: type | None = None
 
 
 class FormatError(WqError):
     """Bytes that do not match the declared format."""
-    exit_code = 3
-
-
-class BadMagic(FormatError):
-    pass
-
-
-class TruncatedRecord(FormatError):
-    pass
-
-
-class ChecksumMismatch(FormatError):
-    pass
 
 
 class UnknownOpcode(FormatError):
-    pass
-
-
-class RecordTooLarge(FormatError):
     pass
 
 
@@ -81,25 +62,19 @@ class InvalidPayload(FormatError):
     """A payload that ends inside a field, carries trailing bytes, or holds an out-of-range value."""
 
 
-class InvalidHistory(WqError):
-    """Intact bytes describing a history the upstream server refuses."""
-    exit_code = 4
-
-
 class PackRefused(FormatError):
-    """pack: the input has corruption (exit 3) or a history the server refuses (exit 4), and no --salvage."""
+    """pack / repair: the input has corruption or a history the server refuses, and no --salvage. ``verdict``
+    is the input's (the engine's Verdict as its stable number: 3 corrupt, 4 invalid history)."""
 
-    def __init__(self, message: str, *, exit_code: int, report=None, path: str | None = None,
+    def __init__(self, message: str, *, verdict: int, report=None, path: str | None = None,
                  offset: int | None = None):
         super().__init__(message, path=path, offset=offset)
-        self.exit_code = exit_code
+        self.verdict = verdict
         self.report = report
 
 
 class PackMismatch(WqError):
     """pack: the packed output does not replay to the input's state (a bug in wqtool: nothing was installed)."""
-
-    exit_code = 70  # ExitCode.INTERNAL
 
     def __init__(self, message: str, *, expected: str, actual: str, job_id: str | None = None,
                  path: str | None = None):

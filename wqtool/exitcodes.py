@@ -29,3 +29,12 @@ EXIT_TABLE = [
     (ExitCode.INTERNAL, "internal error: a bug in wqtool (rerun with --traceback and report it)"),
     (ExitCode.INTERRUPTED, "interrupted"),
 ]
+
+
+#: The engine's verdicts, by their stable number (wqtool.engine.findings.Verdict), to exit codes.
+_FOR_VERDICT = {0: ExitCode.OK, 1: ExitCode.TORN_TAIL, 3: ExitCode.CORRUPT, 4: ExitCode.INVALID_HISTORY}
+
+
+def for_verdict(verdict: int) -> ExitCode:
+    """The exit code a verdict means (verify, and every command that reads a log)."""
+    return _FOR_VERDICT[int(verdict)]

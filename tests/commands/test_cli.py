@@ -130,7 +130,7 @@ def test_unreadable_file_is_an_io_error(tmp_path, copy_log, monkeypatch):
 
 
 def test_internal_errors_are_one_line_unless_traceback(monkeypatch):
-    import wqtool.engine.verify as v
+    import wqtool.engine.workq.verify as v
     monkeypatch.setattr(v, "verify", lambda *a, **k: 1 / 0)
     monkeypatch.setattr("wqtool.commands.verify.engine_verify", lambda *a, **k: 1 / 0)
     r = cli("verify", A2)
@@ -155,14 +155,14 @@ def test_as_of_forms(in_root):
 
 def test_horizon_pins_sizes(tmp_path, copy_log):
     d = copy_log("upstream-a2-run1")
-    from wqtool.engine.reader import discover
+    from wqtool.engine.workq.reader import discover
     log = discover([d], horizon=True)[0]
     seg = log.segments[0].path
     with open(seg, "ab") as f:
         f.write(b"\x01\x02\x03")  # the log grows (a torn append in progress) after start
-    from wqtool.engine.verify import run_log
-    assert run_log(log, 0).exit_code == 0
-    assert run_log(discover([d])[0], 0).exit_code == 1
+    from wqtool.engine.workq.verify import run_log
+    assert run_log(log, 0).verdict == 0
+    assert run_log(discover([d])[0], 0).verdict == 1
 
 
 def test_version():

@@ -86,7 +86,7 @@ def as_of_ns() -> int:
 def already_processed_log(d: str, n: int) -> str:
     """A one-segment log: a job added, started, completed, then ``n`` start-attempts on it (n errors
     WQ-ALREADY-PROCESSED, exit 4) — more findings than the commands show."""
-    from wqtool.engine import writer
+    from wqtool.engine.workq import writer
     from wqtool.formats._common import GoTime
     from wqtool.formats.workq import CmdType
     jid = bytes.fromhex("0123456789ab4def8123456789abcdef")

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import AS_OF, cli
 from tests.spark.conftest import DAMAGE, already_processed_log, as_of_ns
 
-from wqtool.engine.findings import REPLAY_CODES
+from wqtool.engine.workq.codes import REPLAY_CODES
 
 
 def _plain(row: dict) -> dict:
@@ -56,9 +56,9 @@ def test_rows_equal_dump_jsonl(name, loaded, corpus):
 def test_permissive_yields_the_findings_verify_reports(name, loaded, corpus):
     """Each segment's partition: its reader's and payload decoder's findings; the newest segment's partition
     then adds the replay's (history: duplicates, unknown jobs, expiries at as_of, the closing notes)."""
-    from wqtool.engine.reader import discover
+    from wqtool.engine.workq.reader import discover
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.engine.verify import run_log
+    from wqtool.engine.workq.verify import run_log
     report = run_log(discover([corpus[name]])[0], as_of_ns(), engine="reference")
     expected = ([finding_to_jsonable(f) for f in report.findings if f.code not in REPLAY_CODES]
                 + [finding_to_jsonable(f) for f in report.findings if f.code in REPLAY_CODES])
@@ -69,9 +69,9 @@ def test_permissive_yields_the_findings_verify_reports(name, loaded, corpus):
 
 
 def test_history_false_yields_the_row_level_findings_only(spark, corpus):
-    from wqtool.engine.reader import discover
+    from wqtool.engine.workq.reader import discover
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.engine.verify import run_log
+    from wqtool.engine.workq.verify import run_log
     names = ["duplicate-add", "flip-mid-segment", "upstream-a-run1"]
     df = (spark.read.format("workq").option("history", "false").option("as_of", AS_OF)
           .option("paths", json.dumps([corpus[n] for n in names])).load())
@@ -107,8 +107,8 @@ def test_bad_history_and_as_of_options_name_the_option(spark, corpus):
 
 
 def run_log_records(path: str) -> int:
-    from wqtool.engine.reader import discover
-    from wqtool.engine.verify import run_log
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
     return run_log(discover([path])[0], as_of_ns()).records
 
 
@@ -118,7 +118,7 @@ def test_failfast_raises_on_the_first_error(spark, corpus):
 
 
 def test_failfast_schema_is_dump_fields(spark, corpus):
-    from wqtool.engine.serialize import RECORD_FIELDS
+    from wqtool.engine.workq.serialize import RECORD_FIELDS
     df = spark.read.format("workq").option("mode", "failfast").load(corpus["sample-clean"])
     assert tuple(df.columns) == tuple(f for f in RECORD_FIELDS if f != "payload")
     assert dict(df.dtypes)["ttr_ms"] == "decimal(20,0)" and dict(df.dtypes)["offset"] == "bigint"

@@ -66,7 +66,7 @@ def _kestrel(spark, paths, **options):
 
 # ---------------------------------------------------------------- workq: partitions
 def test_workq_one_partition_per_segment(spark, corpus):
-    from wqtool.engine.reader import discover
+    from wqtool.engine.workq.reader import discover
     path = corpus["sample-clean"]
     [log] = discover([path])
     assert len(log.segments) == 4
@@ -75,7 +75,7 @@ def test_workq_one_partition_per_segment(spark, corpus):
 
 
 def test_workq_one_partition_per_segment_over_a_glob_of_two_logs(spark):
-    from wqtool.engine.reader import discover
+    from wqtool.engine.workq.reader import discover
     pattern = "fixtures/workq/upstream-b-*/log"
     dirs = sorted(glob.glob(pattern))
     assert len(dirs) == 2

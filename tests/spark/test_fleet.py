@@ -10,16 +10,16 @@ from tests.spark.conftest import already_processed_log, as_of_ns
 
 
 def _local(path, limit=None):
-    from wqtool.engine.reader import discover
-    from wqtool.engine.verify import run_log
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
     return run_log(discover([path])[0], as_of_ns(), limit=limit)
 
 
 def _same(a, b):
     from wqtool.engine.serialize import finding_to_jsonable
     assert [finding_to_jsonable(f) for f in a.findings] == [finding_to_jsonable(f) for f in b.findings]
-    assert (a.exit_code, a.counts, a.severities, a.records, a.bytes, a.segments, a.last_good) == \
-        (b.exit_code, b.counts, b.severities, b.records, b.bytes, b.segments, b.last_good)
+    assert (a.verdict, a.counts, a.severities, a.records, a.bytes, a.segments, a.last_good) == \
+        (b.verdict, b.counts, b.severities, b.records, b.bytes, b.segments, b.last_good)
     assert a.state.digest() == b.state.digest()
     assert a.state.counts_by_state() == b.state.counts_by_state()
     assert a.state.queues() == b.state.queues()
@@ -29,7 +29,7 @@ def _same(a, b):
 @pytest.mark.parametrize("limit", [None, 2])
 @pytest.mark.parametrize("fast", [True, False])
 def test_fleet_equals_local_on_every_log(spark, corpus, fast, limit):
-    from wqtool.engine.reader import discover
+    from wqtool.engine.workq.reader import discover
     from wqtool.spark.fleet import run_fleet
     names = sorted(corpus)
     logs = [discover([corpus[n]])[0] for n in names]

@@ -18,13 +18,13 @@ BAIL = ["double-lease-and-result", "duplicate-add"]
 
 
 def _log(corpus, name):
-    from wqtool.engine.reader import discover
+    from wqtool.engine.workq.reader import discover
     [log] = discover([corpus[name]])
     return log
 
 
 def _local(corpus, name, limit=None):
-    from wqtool.engine.verify import run_log
+    from wqtool.engine.workq.verify import run_log
     return run_log(_log(corpus, name), as_of_ns(), limit=limit)
 
 
@@ -32,9 +32,9 @@ def _assert_same(fleet, local, name):
     from wqtool.engine.serialize import finding_to_jsonable
     a, b = fleet.report, local
     assert [finding_to_jsonable(f) for f in a.findings] == [finding_to_jsonable(f) for f in b.findings], name
-    assert (a.root, a.exit_code, dict(a.counts), dict(a.severities), a.records, a.bytes, a.segments,
+    assert (a.root, a.verdict, dict(a.counts), dict(a.severities), a.records, a.bytes, a.segments,
             a.last_good) == \
-        (b.root, b.exit_code, dict(b.counts), dict(b.severities), b.records, b.bytes, b.segments, b.last_good), name
+        (b.root, b.verdict, dict(b.counts), dict(b.severities), b.records, b.bytes, b.segments, b.last_good), name
     assert a.state.digest() == b.state.digest(), name
     assert a.state.counts_by_state() == b.state.counts_by_state(), name
     assert a.state.queues() == b.state.queues(), name
@@ -42,7 +42,7 @@ def _assert_same(fleet, local, name):
 
 
 def _assert_same_jobs(fleet, local, name):
-    from wqtool.engine.replay import digest_line
+    from wqtool.engine.workq.replay import digest_line
     jobs = fleet.report.state.jobs
     assert list(jobs) == sorted(local.state.jobs), name
     assert [digest_line(j) for j in jobs.values()] == [digest_line(j) for j in local.state.sorted_jobs()], name
@@ -51,7 +51,7 @@ def _assert_same_jobs(fleet, local, name):
 def test_split_logs_have_findings_in_both_shares(corpus):
     """The premise of the split tests: each share of these logs runs in the kernel and reports findings of
     its own, so the driver really has two shares' findings to merge (and the others bail)."""
-    from wqtool.engine.fastreplay import Bail, FastReplay
+    from wqtool.engine.workq.fastreplay import Bail, FastReplay
     for name in SPLIT + BAIL:
         shares = []
         for k in range(2):
@@ -113,7 +113,7 @@ def test_run_fleet_without_digest_same_findings(spark, corpus):
     local = _local(corpus, "upstream-a-run1")
     assert fl.report.state.digest() == ""
     assert [finding_to_jsonable(f) for f in fl.report.findings] == [finding_to_jsonable(f) for f in local.findings]
-    assert (fl.report.exit_code, dict(fl.report.counts)) == (local.exit_code, dict(local.counts))
+    assert (fl.report.verdict, dict(fl.report.counts)) == (local.verdict, dict(local.counts))
 
 
 @pytest.mark.parametrize("extra", [(), ("--max-findings", "2")])

@@ -117,7 +117,7 @@ def test_permissive_yields_the_findings_verify_reports(name, kloaded, kcorpus):
     assert [row for row, _ in kloaded[name][1]] == rows
     assert any(f.code == "KQ-NO-CHECKSUM" for f in ordered)
     if name in DAMAGE:
-        assert int(report.exit_code) == DAMAGE[name][2]
+        assert int(report.verdict) == DAMAGE[name][2]
         assert any(bad["severity"] == "error" and bad["last_good_offset"] is not None
                    for _, bad in kloaded[name][1])
 
@@ -178,8 +178,8 @@ def test_run_kestrel_equals_local_on_every_queue(spark, kcorpus):
         for name, (a, _) in zip(NAMES, fleet):
             b = _local(kcorpus[name], limit, keep_open)
             assert [finding_to_jsonable(f) for f in a.findings] == [finding_to_jsonable(f) for f in b.findings]
-            assert (a.root, a.exit_code, a.counts, a.severities, a.records, a.bytes, a.segments, a.last_good) == \
-                (b.root, b.exit_code, b.counts, b.severities, b.records, b.bytes, b.segments, b.last_good), name
+            assert (a.root, a.verdict, a.counts, a.severities, a.records, a.bytes, a.segments, a.last_good) == \
+                (b.root, b.verdict, b.counts, b.severities, b.records, b.bytes, b.segments, b.last_good), name
             assert a.state.digest() == b.state.digest(), name
             assert a.state.canonical_rows() == b.state.canonical_rows(), name
 

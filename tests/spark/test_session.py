@@ -93,13 +93,20 @@ def test_a_failed_job_is_one_line(spark):
 def test_task_exit_codes_keep_their_meaning():
     """A failed Spark job: a wqtool error raised in a task keeps its exit code, an OSError is 5, any other
     Python exception is a bug (70, as locally), a failure without a Python exception (executor lost) is 5."""
-    from wqtool.spark.session import _task_exit_code, spark_message
+    from wqtool.cli import exit_code_for
+    from wqtool.errors import SparkError
+    from wqtool.spark.session import spark_message, task_cause
+
+    def _task_exit_code(exc):
+        err = SparkError("x")
+        err.cause = task_cause(exc)
+        return exit_code_for(err)
 
     class FakeSparkError(Exception):
         pass
     FakeSparkError.__module__ = "pyspark.errors.exceptions.captured"
     tb = "An exception was thrown from the Python worker.\nTraceback (most recent call last):\n  File \"x.py\"\n{}"
-    for line, code in (("wqtool.errors.BadMagic: segment header magic", 3), ("wqtool.errors.InputError: gone", 5),
+    for line, code in (("wqtool.errors.UnknownOpcode: unknown command type 9", 3), ("wqtool.errors.InputError: gone", 5),
                        ("FileNotFoundError: [Errno 2] No such file", 5), ("KeyError: 'job'", 70)):
         exc = FakeSparkError(tb.format(line))
         assert _task_exit_code(exc) == code, line
@@ -115,12 +122,13 @@ import sys
 sys.path.insert(0, {ROOT!r})
 from wqtool.spark.session import build_session, job_errors
 from wqtool.errors import SparkError
+from wqtool.cli import exit_code_for
 spark = build_session(master="local[1]")
 try:
     with job_errors():
         spark.read.format("workq").option("mode", "failfast").option("as_of", {AS_OF!r}).load({LOGS[1]!r}).collect()
 except SparkError as e:
-    print(e.exit_code, e)
+    print(int(exit_code_for(e)), e)
 """)
     res = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert res.stdout.startswith("70 --engine spark: a Spark job failed: ValueError: workq (mode failfast): "), \

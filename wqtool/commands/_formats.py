@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 
 from ..engine import kestrel
-from ..engine.reader import discover, segment_seq
+from ..engine.workq.reader import discover, segment_seq
 from ..errors import UsageError
 from ..formats.workq import LOCK_FILES
 

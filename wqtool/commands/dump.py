@@ -8,11 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from ..engine import kestrel
-from ..engine.dump import RecordFilter, parse_jobs, parse_kestrel_ops, parse_types
-from ..engine.findings import ERROR
-from ..engine.model import Record
-from ..engine.stats import RecordStats
-from ..engine.verify import LogRun, worst_exit
+from ..engine.workq.dump import RecordFilter, parse_jobs, parse_kestrel_ops, parse_types
+from ..engine.findings import ERROR, worst
+from ..engine.workq.model import Record
+from ..engine.workq.stats import RecordStats
+from ..engine.workq.verify import LogRun
 from ..errors import UsageError
 from ..render.console import stdout_console
 from ..render.findings import write_one_line
@@ -146,13 +146,13 @@ def dump(
                 write_one_line(sys.stderr, ev)
         bar.close()
         run.sink.close()
-        codes.append(run.report.exit_code)
+        codes.append(run.report.verdict)
     if stats:
         _print_stats(total, output)
     for w in writers.values():
         if not stats:
             w.close()
-    return worst_exit(codes)
+    return worst(codes)
 
 
 class _Stop(Exception):
@@ -174,7 +174,7 @@ def _dump_kestrel(fileset, as_of_ns: int, w, flt: RecordFilter, limit: int | Non
     for f in report.findings:
         if f.severity == ERROR:
             write_one_line(sys.stderr, f)
-    return report.exit_code
+    return report.verdict
 
 
 def _qdump(logs, as_of_ns: int, contents: bool, raw: bool, queue: bool) -> int:
@@ -239,4 +239,4 @@ def _dump_spark(by_fmt: dict[str, list[str]], output: DumpOutput, out_dir: str, 
             if res.error_count > len(res.errors):
                 say(f"... {res.error_count - len(res.errors)} more error finding(s): the _corrupt rows of the export")
             classes |= res.exit_classes
-    return worst_exit(classes)
+    return worst(classes)

@@ -53,7 +53,7 @@ def pack(
         raise UsageError("--output and --apply exclude each other")
     if apply and fmt is not LogFormat.kestrel:
         import os
-        from ..engine import plans
+        from ..engine.workq import pack as plans
         for p in paths:  # a pack --apply that crashed mid-swap is finished first (no-op otherwise)
             if os.path.isdir(p) or not os.path.exists(p):
                 plans.finish_interrupted(p)
@@ -101,7 +101,7 @@ def _pack(lg, as_of_ns, out, apply, drop_expired, salvage, segment_size, kestrel
     else:
         if drop_expired:
             raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
-        from ..engine import plans
+        from ..engine.workq import pack as plans
         plan = plans.pack_plan(lg.log, as_of_ns, segment_size=segment_size, salvage=salvage)
         d = plan.to_jsonable()
         doc = {"format": "workq", "root": d["root"], "as_of_ns": as_of_ns, "before": d["before"],

@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 
 from ..engine import kestrel
-from ..engine.verify import run_log
+from ..engine.workq.verify import run_log
 from ..errors import UsageError
 from ..render.console import stdout_console
+from ..exitcodes import for_verdict
 from ..render.findings import write_one_line
 from ..render import kestrel as kr
 from ..render.state import counts_table, job_to_jsonable, state_summary, write_jobs_table
@@ -84,14 +85,14 @@ def replay(
     jobs = [] if summary else state.sorted_jobs()
     if output is Output.json:
         doc = state_summary(state)
-        doc.update(root=report.root, exit_code=int(report.exit_code), findings=dict(sorted(report.counts.items())),
+        doc.update(root=report.root, exit_code=int(for_verdict(report.verdict)), findings=dict(sorted(report.counts.items())),
                    jobs=[job_to_jsonable(j) for j in jobs])
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     elif output is Output.jsonl:
         for j in jobs:
             sys.stdout.write(json.dumps(job_to_jsonable(j)) + "\n")
         doc = state_summary(state)
-        doc.update(root=report.root, exit_code=int(report.exit_code), findings=dict(sorted(report.counts.items())))
+        doc.update(root=report.root, exit_code=int(for_verdict(report.verdict)), findings=dict(sorted(report.counts.items())))
         sys.stdout.write(json.dumps({"summary": doc}) + "\n")
     else:
         if not summary:
@@ -105,7 +106,7 @@ def replay(
             if f.severity == "note":
                 con.print(f"note: {f.message}")
         con.print(f"digest sha256:{s['digest']}")
-    return report.exit_code
+    return report.verdict
 
 
 def _replay_kestrel(fileset, as_of_ns: int, output: Output, summary: bool, keep_open: bool, report=None) -> int:
@@ -116,7 +117,7 @@ def _replay_kestrel(fileset, as_of_ns: int, output: Output, summary: bool, keep_
         if f.severity == "error":
             write_one_line(sys.stderr, f)
     doc = kr.summary(state)
-    doc.update(root=report.root, queue=fileset.queue, exit_code=int(report.exit_code),
+    doc.update(root=report.root, queue=fileset.queue, exit_code=int(for_verdict(report.verdict)),
                findings=dict(sorted(report.counts.items())))
     if output is Output.json:
         doc["items"] = [] if summary else kr.item_rows(state)
@@ -136,4 +137,4 @@ def _replay_kestrel(fileset, as_of_ns: int, output: Output, summary: bool, keep_
             if f.severity == "note":
                 sys.stdout.write(f"note: {f.message}\n")
         sys.stdout.write(f"digest sha256:{doc['digest']}\n")
-    return report.exit_code
+    return report.verdict

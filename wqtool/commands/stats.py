@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from ..engine import kestrel
-from ..engine.model import Record
-from ..engine.replay import JobState
-from ..engine.stats import KestrelRecordStats, RecordStats
-from ..engine.verify import LogRun, worst_exit
+from ..engine.workq.model import Record
+from ..engine.workq.replay import JobState
+from ..engine.workq.stats import KestrelRecordStats, RecordStats
+from ..engine.findings import worst
+from ..engine.workq.verify import LogRun
+from ..exitcodes import for_verdict
 from ._formats import resolve
 from ._options import (AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
                        LogFormat, MasterOpt, Output, Paths, RemoteOpt, SparkConfOpt, parse_time)
@@ -84,7 +86,7 @@ def stats(
         for d in doc["logs"]:
             sys.stdout.write(json.dumps(d) + "\n")
         sys.stdout.write(json.dumps({"total": doc["total"]}) + "\n")
-    return doc["total"]["damage"]["exit_code"]
+    return worst(d["damage"]["exit_code"] for d in doc["logs"])
 
 
 class _KestrelStateView:
@@ -126,7 +128,7 @@ def stats_doc(per_log, total_jobs: int) -> dict:
         logs.append({"root": report.root, "segments": report.segments, **d,
                      "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
                                "digest": state.digest()},
-                     "damage": _damage(report.exit_code, report.counts, report.severities)})
+                     "damage": _damage(report.verdict, report.counts, report.severities)})
         tot.merge(st)
         tot_states.update(by_state)
         for q, c in queues.items():
@@ -138,12 +140,12 @@ def stats_doc(per_log, total_jobs: int) -> dict:
     total = {"logs": len(logs), "segments": sum(d["segments"] for d in logs), **t,
              "state": {"jobs": sum(tot_states.values()), "by_state": dict(tot_states),
                        "queues": {q: dict(c) for q, c in sorted(tot_queues.items())}},
-             "damage": _damage(worst_exit(d["damage"]["exit_code"] for d in logs), tot_counts, tot_sev)}
+             "damage": _damage(worst(d["damage"]["exit_code"] for d in logs), tot_counts, tot_sev)}
     return {"logs": logs, "total": total}
 
 
 def _damage(exit_code, counts, severities) -> dict:
-    return {"exit_code": int(exit_code), "errors": severities.get("error", 0),
+    return {"exit_code": int(for_verdict(exit_code)), "errors": severities.get("error", 0),
             "warnings": severities.get("warning", 0), "counts": dict(sorted(counts.items()))}
 
 

@@ -8,8 +8,8 @@ import typer
 
 from ..engine import kestrel
 from ..engine.serialize import finding_to_jsonable
-from ..engine.verify import LogReport, VerifyReport, verify as engine_verify
-from ..exitcodes import EXIT_TABLE
+from ..engine.workq.verify import LogReport, VerifyReport, verify as engine_verify
+from ..exitcodes import EXIT_TABLE, for_verdict
 from ..render.findings import findings_jsonl, findings_lines
 from ._formats import resolve
 from ._options import (AsOf, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt, LogFormat, MaxFindings,
@@ -77,7 +77,7 @@ def verify(
             report.logs += engine_verify([lg.log], as_of_ns, max_findings=max_findings, workers=workers).logs
     if not quiet:
         if output is Output.json:
-            doc = {"exit_code": int(report.exit_code), "logs": [_log_json(lr) for lr in report.logs]}
+            doc = {"exit_code": int(for_verdict(report.verdict)), "logs": [_log_json(lr) for lr in report.logs]}
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         elif output is Output.jsonl:
             for lr in report.logs:
@@ -86,7 +86,7 @@ def verify(
         else:
             for lr in report.logs:
                 _log_table(lr)
-    return report.exit_code
+    return report.verdict
 
 
 def _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, kestrel_version, keep_open, master, spark_conf,
@@ -113,11 +113,11 @@ def _verify_spark(paths, fmt, horizon, as_of_ns, max_findings, kestrel_version, 
 
 
 def _verdict(lr: LogReport) -> str:
-    return {0: "clean", 1: "torn tail", 3: "CORRUPT", 4: "INVALID HISTORY"}.get(int(lr.exit_code), str(lr.exit_code))
+    return lr.verdict.label
 
 
 def _log_json(lr: LogReport, findings: bool = True) -> dict:
-    d = {"root": lr.root, "verdict": _verdict(lr), "exit_code": int(lr.exit_code), "segments": lr.segments,
+    d = {"root": lr.root, "verdict": _verdict(lr), "exit_code": int(for_verdict(lr.verdict)), "segments": lr.segments,
          "records": lr.records, "bytes": lr.bytes, "counts": dict(sorted(lr.counts.items())),
          "last_good": None if lr.last_good is None else {"file": lr.last_good[0], "offset": lr.last_good[1]},
          "omitted_findings": lr.omitted}
@@ -129,7 +129,7 @@ def _log_json(lr: LogReport, findings: bool = True) -> dict:
 def _log_table(lr: LogReport) -> None:
     w = sys.stdout.write
     w(f"{lr.root}: {lr.segments} segment(s), {lr.records} records, {lr.bytes} bytes: "
-      f"{_verdict(lr)} (exit {int(lr.exit_code)})\n")
+      f"{_verdict(lr)} (exit {int(for_verdict(lr.verdict))})\n")
     if lr.last_good:
         w(f"  valid up to {lr.last_good[0]}@0x{lr.last_good[1]:x} ({lr.last_good[1]}); "
           "truncating there loses no valid record\n")

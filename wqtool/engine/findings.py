@@ -1,97 +1,69 @@
-"""Findings are data, not exceptions: every check adds one, with a stable code and exact location."""
+"""Findings are data, not exceptions: every check adds one, with a stable code and exact location.
+
+The severity of damage is the engine's own ``Verdict`` (clean, torn tail, corrupt, invalid history); the CLI
+maps it to exit codes once (``wqtool.cli``). Its integer values are part of the JSON a finding serialises to
+(``exit_class``), so they are stable.
+"""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-
-from ..exitcodes import ExitCode
+from enum import IntEnum, unique
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
+
+
+@unique
+class Verdict(IntEnum):
+    """What a log, or one finding, says about the log's state."""
+
+    CLEAN = 0            # parses, history valid (warnings and notes allowed)
+    TORN_TAIL = 1        # valid up to offset X of the newest file, nothing valid after X
+    CORRUPT = 3          # damage with valid data after it, or where the format allows no damage
+    INVALID_HISTORY = 4  # intact bytes, a history the upstream system refuses
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_LABELS = {Verdict.CLEAN: "clean", Verdict.TORN_TAIL: "torn tail", Verdict.CORRUPT: "CORRUPT",
+           Verdict.INVALID_HISTORY: "INVALID HISTORY"}
+#: Which verdict wins when a log has several: corruption, then impossible history, then a torn tail.
+PRECEDENCE = (Verdict.CLEAN, Verdict.TORN_TAIL, Verdict.INVALID_HISTORY, Verdict.CORRUPT)
+_RANK = {v: i for i, v in enumerate(PRECEDENCE)}
+
+
+def worst(verdicts) -> Verdict:
+    """The most severe of ``verdicts`` (CLEAN when empty)."""
+    best = Verdict.CLEAN
+    for v in verdicts:
+        v = Verdict(v)
+        if _RANK[v] > _RANK[best]:
+            best = v
+    return best
 
 
 @dataclass(slots=True)
 class Finding:
     severity: str                 # error | warning | note
-    code: str                     # stable: WQ-CRC, WQ-TORN-TAIL, ...
+    code: str                     # stable: WQ-CRC, KQ-TRUNCATED, ...
     message: str
-    path: str | None = None       # segment file
+    path: str | None = None       # segment / journal file
     offset: int | None = None     # byte offset in that file
     record_index: int | None = None
     last_good_offset: int | None = None
-    upstream: str | None = None   # what workq-server 0.2.0 does with this, where it differs from "starts"
-    exit_class: int = ExitCode.OK  # the verify exit code this finding forces (0 for warnings and notes)
+    upstream: str | None = None   # what the upstream system does with this, where it differs from "starts"
+    verdict: Verdict = Verdict.CLEAN  # what this finding says about the log (CLEAN for warnings and notes)
     job_id: str | None = None
     resumes_at: int | None = None  # after damage: where valid records resume in the same file (None: nowhere)
 
     def location(self) -> str:
-        import os
         where = os.path.basename(self.path) if self.path else "-"
         if self.offset is not None:
             where += f"@0x{self.offset:x}"
         return where
 
 
-# The stable finding codes, their severity and meaning (README, man page and `wqtool verify --codes` list these).
-CODES: dict[str, tuple[str, str]] = {
-    # framing and headers (exit 1 when the newest segment's tail, else 3)
-    "WQ-HDR-EMPTY": (ERROR, "0-byte segment (no header)"),
-    "WQ-HDR-SHORT": (ERROR, "segment shorter than its 8-byte header"),
-    "WQ-HDR-MAGIC": (ERROR, "segment header magic is not 'wqwq'"),
-    "WQ-HDR-VERSION": (ERROR, "segment header version is not 1"),
-    "WQ-TRUNCATED": (ERROR, "record cut short by the end of the segment"),
-    "WQ-TIME-VERSION": (ERROR, "record TIME does not start with Go time version 1 (junk or damage)"),
-    "WQ-SIZE-OVERFLOW": (ERROR, "record SIZE varint overflows 64 bits"),
-    "WQ-SIZE-TOO-LARGE": (ERROR, "record SIZE beyond any valid command (refused before allocating)"),
-    "WQ-CRC": (ERROR, "record CRC-32C mismatch"),
-    # payloads and history (exit 4)
-    "WQ-PAYLOAD-EMPTY": (ERROR, "record with an empty payload"),
-    "WQ-UNKNOWN-CMD": (ERROR, "unknown command type"),
-    "WQ-PAYLOAD-SHORT": (ERROR, "payload ends inside a field"),
-    "WQ-PAYLOAD-TRAILING": (ERROR, "payload has bytes after the command"),
-    "WQ-PAYLOAD-BAD": (ERROR, "payload field undecodable (varint overflow, bad time version)"),
-    "WQ-DUPLICATE-JOB": (ERROR, "add/schedule of a job id that is already live"),
-    "WQ-INVALID-ID": (ERROR, "job id is not a v4 (RFC 4122) UUID"),
-    "WQ-INVALID-NAME": (ERROR, "queue name not [A-Za-z0-9_.-]{1,255}"),
-    "WQ-INVALID-TTR": (ERROR, "TTR outside 1..86400000 ms"),
-    "WQ-INVALID-TTL": (ERROR, "TTL outside 1..2592000000 ms"),
-    "WQ-INVALID-PAYLOAD": (ERROR, "job payload larger than 1 MiB"),
-    "WQ-INVALID-PRIORITY": (ERROR, "priority outside int32"),
-    "WQ-INVALID-RESULT": (ERROR, "result larger than 1 MiB"),
-    "WQ-ALREADY-LEASED": (ERROR, "start-attempt on a job that is already leased"),
-    "WQ-ALREADY-PROCESSED": (ERROR, "start-attempt on a completed or failed job"),
-    "WQ-MAX-ATTEMPTS": (ERROR, "start-attempt beyond max-attempts"),
-    "WQ-DUPLICATE-RESULT": (ERROR, "second complete/fail for one job"),
-    # warnings (exit unchanged)
-    "WQ-UNKNOWN-JOB": (WARNING, "record for a job that is not live (never added, a run job, or already gone)"),
-    "WQ-ADD-EXPIRED": (WARNING, "add/schedule already expired at --as-of (upstream skips it)"),
-    "WQ-MISSING-FIRST": (WARNING, "the first segment is not 000000001.log"),
-    "WQ-SEGMENT-GAP": (WARNING, "segment numbers have a gap"),
-    "WQ-HEADER-ONLY": (WARNING, "header-only (empty) segment"),
-    "WQ-ZONE": (WARNING, "a Go time with a zone offset other than FF FF (UTC)"),
-    "WQ-IGNORED-FILE": (WARNING, "a file in the log directory that upstream ignores"),
-    "WQ-FIELD-TRUNCATED": (WARNING, "a field upstream truncates (TTR to uint32, max-attempts to uint8)"),
-    "WQ-NO-SEGMENTS": (WARNING, "log directory with lock files but no segment yet"),
-    "WQ-LOCK-BUSY": (WARNING, "read.lock is held exclusively (a cleaner cycle is running)"),
-    "WQ-RESYNC": (NOTE, "valid records resume after damage"),
-    "WQ-TTL-RESET": (NOTE, "upstream gives add-jobs a fresh TTL at restart"),
-    "WQ-LEASE-RESTORED": (NOTE, "leased jobs come back leased with a fresh TTR at restart"),
-}
-
-#: Codes only the replay state machine raises — on decoded records, whose meaning depends on the job's earlier
-#: records anywhere in the log, and at the end (closing notes). The others come from discovery, the reader
-#: (framing, CRC) and the payload decoder: what a reader of one segment reports on its own (the Spark data source's
-#: row-level findings). tests/engine/test_replay_findings.py proves the split against where each finding arises.
-REPLAY_CODES: frozenset[str] = frozenset({
-    "WQ-DUPLICATE-JOB", "WQ-INVALID-ID", "WQ-INVALID-NAME", "WQ-INVALID-TTR", "WQ-INVALID-TTL",
-    "WQ-INVALID-PAYLOAD", "WQ-INVALID-PRIORITY", "WQ-INVALID-RESULT", "WQ-ALREADY-LEASED", "WQ-ALREADY-PROCESSED",
-    "WQ-MAX-ATTEMPTS", "WQ-DUPLICATE-RESULT", "WQ-UNKNOWN-JOB", "WQ-ADD-EXPIRED", "WQ-FIELD-TRUNCATED",
-    "WQ-TTL-RESET", "WQ-LEASE-RESTORED",
-})
-
-
-
-def all_codes() -> dict[str, tuple[str, str]]:
-    """Every stable finding code of every format: code -> (severity, meaning)."""
-    from .kestrel.codes import KESTREL_CODES
-    clash = set(CODES) & set(KESTREL_CODES)
-    assert not clash, clash
-    return {**CODES, **KESTREL_CODES}
+#: A format's finding codes: code -> (severity, meaning).
+Codes = dict[str, tuple[str, str]]

@@ -6,8 +6,9 @@ import os
 import uuid
 from typing import TextIO
 
-from ..engine.model import Record
-from ..engine.serialize import record_to_jsonable, render_bytes
+from ..engine.workq.model import Record
+from ..engine.workq.serialize import record_to_jsonable
+from ..engine.serialize import render_bytes
 
 _HEAD = f"{'segment':<14} {'offset':>10} {'len':>6} {'#':>7}  {'time':<30} {'cmd':<15} {'job':<36}  details"
 

@@ -6,7 +6,7 @@ from typing import TextIO
 
 from rich.table import Table
 
-from ..engine.replay import Job, ReplayState
+from ..engine.workq.replay import Job, ReplayState
 from ..formats._common import format_unix_ns
 
 

@@ -13,9 +13,9 @@ import os
 import struct
 from typing import Iterator, Sequence
 
-from ..engine.fastpath import decode_payload
-from ..engine.model import Record
-from ..engine.reader import LogSet, RecordReader, Segment, SegmentData, discover
+from ..engine.workq.fastpath import decode_payload
+from ..engine.workq.model import Record
+from ..engine.workq.reader import LogSet, RecordReader, Segment, FileView, discover
 from ..errors import InputError, InvalidPayload, UnknownOpcode
 from ..formats._common import GoTime
 
@@ -66,14 +66,14 @@ def segment_events(seg: Segment, start_index: int, is_newest: bool, *, decode: b
     """The records and findings of one segment, in file order, exactly as ``RecordReader.events()`` yields
     them for this segment inside its log (``is_newest`` decides torn tail vs corruption)."""
     reader = RecordReader(LogSet(os.path.dirname(seg.path), [seg]), decode=decode)
-    with SegmentData(seg) as sd:
+    with FileView(seg) as sd:
         yield from reader.segment_events(sd, start_index, is_newest)
 
 
 def segment_scan(seg: Segment, start_index: int, is_newest: bool, *, decode: bool = True):
     """(bytes read, events) for one segment: ``segment_events`` plus the size the reader accounts for."""
     reader = RecordReader(LogSet(os.path.dirname(seg.path), [seg]), decode=decode)
-    sd = SegmentData(seg)
+    sd = FileView(seg)
 
     def events():
         with sd:

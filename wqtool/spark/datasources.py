@@ -110,7 +110,7 @@ class Options:
         return cls(payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns)
 
     def columns(self) -> list[tuple[str, str]]:
-        from ..engine.serialize import RECORD_FIELDS
+        from ..engine.workq.serialize import RECORD_FIELDS
         assert set(RECORD_FIELDS) == set(_TYPES), "RECORD_FIELDS changed: update wqtool.spark.datasources._TYPES"
         cols = []
         for name in RECORD_FIELDS:
@@ -244,7 +244,7 @@ class WorkqReader(DataSourceReader):
         with working_dir(opts.cwd):
             yield from self._batches(seg, partition, rows, flush, finding, render, binary)
             if partition.log is not None:
-                from ..engine.verify import replay_findings
+                from ..engine.workq.verify import replay_findings
                 for f in replay_findings(partition.log, opts.as_of_ns):
                     finding(f)
                     if len(rows) >= BATCH_ROWS:
@@ -253,9 +253,9 @@ class WorkqReader(DataSourceReader):
                     yield flush()
 
     def _batches(self, seg, partition, rows, flush, finding, render, binary):
-        from ..engine.model import Record
-        from ..engine.replay import WorkqReplay
-        from ..engine.serialize import record_to_jsonable
+        from ..engine.workq.model import Record
+        from ..engine.workq.replay import WorkqReplay
+        from ..engine.workq.serialize import record_to_jsonable
         from ._segments import segment_events
         events = () if seg is None else segment_events(seg, partition.start_index, partition.is_newest)
         for ev in events:

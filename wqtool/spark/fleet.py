@@ -37,12 +37,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..engine.findings import Finding
-from ..engine.reader import LogSet, Segment
-from ..engine.replay import JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start
-from ..engine.stats import RecordStats
-from ..engine.verify import LogReport, VerifyReport, log_size, worst_exit
-from ..exitcodes import ExitCode
+from ..engine.findings import Finding, Verdict, worst
+from ..engine.workq.reader import LogSet, Segment
+from ..engine.workq.replay import JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start
+from ..engine.workq.stats import RecordStats
+from ..engine.run import LogReport, VerifyReport
+from ..engine.workq.verify import log_size
 from ..formats.workq import CmdType
 
 # stage outputs: kind of row
@@ -130,7 +130,7 @@ class _StageA:
                     yield from self._scan(self.tasks[tid], schema)
 
     def _scan(self, t: _SegTask, schema):
-        from ..engine.model import Record
+        from ..engine.workq.model import Record
         from ._segments import segment_scan
         pack = _HDR.pack
         parts: dict[int, list] = {}
@@ -192,9 +192,9 @@ class _FindingAcc:
     def add(self, key: tuple, f: Finding) -> None:
         self.counts[f.code] += 1
         self.severities[f.severity] += 1
-        if f.exit_class:
-            self.exits.add(int(f.exit_class))
-            if f.exit_class == ExitCode.TORN_TAIL and (self.torn is None or key > self.torn[0]):
+        if f.verdict:
+            self.exits.add(int(f.verdict))
+            if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
                 self.torn = (key, f.path, f.last_good_offset)
         self._n += 1
         if self.limit is None:
@@ -409,8 +409,8 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
         merged.append(((-1, i, 0, 0), f))
         counts[f.code] += 1
         sev[f.severity] += 1
-        if f.exit_class:
-            exits.add(int(f.exit_class))
+        if f.verdict:
+            exits.add(int(f.verdict))
     accs = [d["findings"] for d in segs.values()] + [p["findings"] for p in parts]
     for acc in accs:
         counts.update(acc.counts)
@@ -446,7 +446,7 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
     report.findings = kept if limit is None else kept[:limit]
     report.counts = counts
     report.severities = sev
-    report.exit_code = worst_exit(exits)
+    report.verdict = worst(exits)
     if torn is not None:
         report.last_good = (torn[1], torn[2])
     queues: dict[str, dict[str, int]] = {}
@@ -484,7 +484,7 @@ class _FastTask:
                                                      schema=schema)
 
     def _run(self, log: LogSet, part: int, nparts: int):
-        from ..engine.fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
+        from ..engine.workq.fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
         fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs)
         try:
             with gc_paused():   # as fast_run does locally: millions of new dict entries, no cycles
@@ -559,7 +559,7 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
 
 def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[dict], want_digest: bool) -> FleetLog:
     """Merge the kernel's shares of one log, as ``fast_run`` merges its processes' (and ``run_log`` its sink)."""
-    from ..engine.verify import FindingSink
+    from ..engine.workq.verify import FindingSink
     merged = sorted((sf for p in parts for sf in p["findings"]), key=lambda sf: (sf[0], sf[1].offset or 0))
     findings = list(log.findings) + [f for _, f in merged]
     notes = closing_notes(sum(p["notes"][0] for p in parts), sum(p["notes"][1] for p in parts))
@@ -738,7 +738,7 @@ EXPORT_ERRORS_SHOWN = 1000
 class ExportResult:
     errors: list[Finding]          # the first EXPORT_ERRORS_SHOWN error findings, by file and offset
     error_count: int               # every error finding
-    exit_classes: set[int]         # of every finding (worst_exit gives the command's exit code)
+    exit_classes: set[int]         # of every finding (worst() gives the command's exit code)
 
 
 def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet", payload: str = "base64",
@@ -773,5 +773,5 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
 def _finding_kwargs(d: dict) -> dict:
     return {"severity": d["severity"], "code": d["code"], "message": d["message"], "path": d["file"],
             "offset": d["offset"], "record_index": d["record_index"], "last_good_offset": d["last_good_offset"],
-            "upstream": d["upstream"], "exit_class": ExitCode(d["exit_class"] or 0), "job_id": d["job_id"],
+            "upstream": d["upstream"], "verdict": Verdict(d["exit_class"] or 0), "job_id": d["job_id"],
             "resumes_at": d["resumes_at"]}

@@ -196,7 +196,8 @@ class _Warm:
     def __call__(self, batches):
         import pyarrow as pa
 
-        from ..engine import fastreplay, kestrel, replay, verify  # noqa: F401 — the import is the point
+        from ..engine import kestrel
+        from ..engine.workq import fastreplay, replay, verify  # noqa: F401 — the import is the point
         time.sleep(self.hold_s)
         for batch in batches:
             yield pa.RecordBatch.from_arrays([pa.array([os.getpid()] * batch.num_rows, pa.int64())], names=["pid"])
@@ -316,8 +317,9 @@ def task_progress(spark, progress: Callable[[str], None] | None, every_s: float 
 
 @contextlib.contextmanager
 def job_errors():
-    """What PySpark raises while a command's jobs run becomes one ``SparkError`` line, with the exit code the
-    task's own exception means (``_task_exit_code``); wqtool's own errors and anything else pass through."""
+    """What PySpark raises while a command's jobs run becomes one ``SparkError`` line whose ``cause`` is the class
+    of the task's own exception (``task_cause``), so the CLI gives it the exit code it has locally; wqtool's own
+    errors and anything else pass through."""
     from ..errors import SparkError
     try:
         yield
@@ -325,29 +327,28 @@ def job_errors():
         if not _from_spark(exc):
             raise
         err = SparkError(f"--engine spark: a Spark job failed: {spark_message(exc)}")
-        err.exit_code = _task_exit_code(exc)
+        err.cause = task_cause(exc)
         raise err from exc
 
 
-def _task_exit_code(exc: BaseException) -> int:
-    """A task's Python exception keeps its meaning: a wqtool error its exit code, an OSError 5, any other
-    Python exception 70 (a bug, as in the local engine); a failure with no Python exception (an executor lost,
-    a JVM-side error) is 5."""
+def task_cause(exc: BaseException) -> type | None:
+    """The class of the Python exception a task raised, as far as it means something here: a wqtool error
+    class, an OSError class, ``Exception`` for any other Python exception (a bug, as in the local engine);
+    None for a failure with no Python exception (an executor lost, a JVM-side error)."""
     import builtins
 
     from .. import errors
-    from ..exitcodes import ExitCode
     m = _worker_exception(str(exc))
     if m is None:
-        return int(ExitCode.IO)
+        return None
     name = m.group(1)
     ours = getattr(errors, name, None)
     if isinstance(ours, type) and issubclass(ours, errors.WqError):
-        return int(ours.exit_code)
+        return ours
     builtin = getattr(builtins, name, None)
     if isinstance(builtin, type) and issubclass(builtin, OSError):
-        return int(ExitCode.IO)
-    return int(ExitCode.INTERNAL)
+        return builtin
+    return Exception
 
 
 def _worker_exception(text: str) -> re.Match | None:

@@ -1,4 +1,4 @@
-"""Stable finding codes for Kestrel journals (merged into ``wqtool.engine.findings.CODES`` by the owner).
+"""Stable finding codes for Kestrel journals .
 
 Same shape as ``CODES``: code -> (severity, meaning). Framing codes are errors whose exit class depends on where
 they are (1 at the end of the live file with nothing valid after, else 3); KQ-SIZE-NEGATIVE and KQ-SIZE-ABSURD
@@ -6,9 +6,9 @@ are always 3 (Kestrel cannot start); KQ-XID-REUSED is 4.
 """
 from __future__ import annotations
 
-from ..findings import ERROR, NOTE, WARNING
+from ..findings import ERROR, NOTE, WARNING, Codes
 
-KESTREL_CODES: dict[str, tuple[str, str]] = {
+KESTREL_CODES: Codes = {
     # framing (exit 1 when at the end of the live file with nothing valid after it, else 3)
     "KQ-TRUNCATED": (ERROR, "record cut short by the end of the file (Kestrel: 'Unexpected EOF', truncates)"),
     "KQ-BAD-OPCODE": (ERROR, "invalid opcode (not 0..9) where a record should start"),

@@ -30,11 +30,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
-from ...exitcodes import ExitCode
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
-from ..findings import ERROR
-from ..verify import LogReport
-from ..writer import fsync_dir
+from ..findings import ERROR, Verdict
+from ..fsops import fsync_dir
+from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
 from .verify import run_log
@@ -117,25 +116,25 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
     """
     t0 = time.perf_counter()
     report = run_log(fileset, as_of_ns, keep_open=True, kestrel_version=kestrel_version, on_record=on_record)
-    code = report.exit_code
+    code = report.verdict
     errors = [f for f in report.findings if f.severity == ERROR]
-    if code in (ExitCode.CORRUPT, ExitCode.INVALID_HISTORY) and not salvage:
-        first = next((f for f in errors if f.exit_class == code), errors[0] if errors else None)
-        what = "corruption" if code == ExitCode.CORRUPT else "a history Kestrel cannot represent"
+    if code in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
+        first = next((f for f in errors if f.verdict == code), errors[0] if errors else None)
+        what = "corruption" if code == Verdict.CORRUPT else "a history Kestrel cannot represent"
         raise PackRefused(f"refusing to pack {what} ({first.code}: {first.message}); --salvage packs what is "
                           "readable and lists what is dropped" if first else f"refusing to pack {what}",
-                          exit_code=int(code), report=report, path=first.path if first else None,
+                          verdict=int(code), report=report, path=first.path if first else None,
                           offset=first.offset if first else None)
     state: KestrelState = report.state
     dropped: list[str] = []
     for f in errors:
-        if f.exit_class == ExitCode.TORN_TAIL:
+        if f.verdict == Verdict.TORN_TAIL:
             dropped.append(f"{os.path.basename(f.path)}@0x{f.offset:x}: torn tail dropped ({f.code}); Kestrel "
                            "truncates it too")
-        elif f.exit_class == ExitCode.CORRUPT:
+        elif f.verdict == Verdict.CORRUPT:
             span = (f"0x{f.offset:x}..0x{f.resumes_at:x}" if f.resumes_at is not None else f"0x{f.offset:x}..end")
             dropped.append(f"{os.path.basename(f.path)} {span}: unreadable bytes dropped ({f.code})")
-        elif f.exit_class == ExitCode.INVALID_HISTORY:
+        elif f.verdict == Verdict.INVALID_HISTORY:
             dropped.append(f"{os.path.basename(f.path)}@0x{f.offset:x}: {f.message}")
     expected = state
     expired_dropped = 0
@@ -162,10 +161,10 @@ def _verify_output(plan: PackPlan, path: str) -> str:
                  files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version="2")
     rep = run_log(fs, plan.as_of_ns, keep_open=True, resync=False)
     got = rep.state.digest()
-    if rep.exit_code != ExitCode.OK or got != plan.digest_expected:
+    if rep.verdict != Verdict.CLEAN or got != plan.digest_expected:
         diff = first_difference(plan.state, rep.state) or "states differ"
         raise PackMismatch(f"packed output does not replay to the input state: expected digest "
-                           f"{plan.digest_expected}, got {got} (exit {int(rep.exit_code)}); {diff}",
+                           f"{plan.digest_expected}, got {got} (exit {int(rep.verdict)}); {diff}",
                            expected=plan.digest_expected, actual=got, path=path)
     return got
 

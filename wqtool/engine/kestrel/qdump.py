@@ -22,7 +22,7 @@ from collections import deque
 from typing import Iterator, Sequence
 
 from ...formats.kestrel import Opcode
-from ..reader import SegmentData
+from ..fileio import FileView
 from .fastpath import Damage, decode_op
 from .reader import JournalFile, ROLE_EXPLICIT
 from .replay import wrap_i32
@@ -78,7 +78,7 @@ def qdump_file(path: str, *, now_ms: int, quiet: bool = False, dump_contents: bo
     """One file, as ``qdump.sh [-q] [-d] [-A] [-Q] <path>``. ``-A`` and ``-Q`` imply quiet."""
     quiet = quiet or raw or queue_state
     try:
-        sd = SegmentData(JournalFile(path, ROLE_EXPLICIT))
+        sd = FileView(JournalFile(path, ROLE_EXPLICIT))
     except Exception:
         yield "err", f"Can't open journal file: {path}\n"
         return

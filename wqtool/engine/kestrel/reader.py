@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...exitcodes import ExitCode
 from ...formats.kestrel import (LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC, LONG_MAX, LONG_MIN, PACK_SUFFIX,
                                 TEMP_MARKER)
-from ..findings import ERROR, NOTE, WARNING, Finding
-from ..reader import SegmentData, input_error
+from ..fileio import FileView, input_error
+from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .fastpath import SIZE_ABSURD, SIZE_NEGATIVE, Damage, decode_fields, decode_op
 from .model import Record
 
@@ -38,7 +37,7 @@ class JournalFile:
     path: str
     role: str
     ts: int | None = None          # <ms> of a rotated file or pack
-    pinned_size: int | None = None  # (SegmentData compatibility)
+    pinned_size: int | None = None  # (FileView compatibility)
 
 
 @dataclass(slots=True)
@@ -342,7 +341,7 @@ class JournalReader:
         files = self.fileset.files
         newest = files[-1] if files else None
         for jf in files:
-            with SegmentData(jf) as sd:
+            with FileView(jf) as sd:
                 self.segments_read += 1
                 self.bytes += sd.size
                 self.files_read.append((jf.path, sd.size))
@@ -353,7 +352,7 @@ class JournalReader:
                     yield ev
         self.records = index
 
-    def _file_events(self, sd: SegmentData, index: int, is_live: bool, newest) -> Iterator[Record | Finding]:
+    def _file_events(self, sd: FileView, index: int, is_live: bool, newest) -> Iterator[Record | Finding]:
         data, end, path = sd.data, sd.size, sd.path
         if end >= 4 and bytes(data[:4]) in (LIBKESTREL_WRITER_MAGIC, LIBKESTREL_READER_MAGIC):
             yield Finding(WARNING, "KQ-FOREIGN-FILE", "this is a libkestrel (3.0) "
@@ -388,11 +387,11 @@ class JournalReader:
         msg = d.message
         always_corrupt = d.code in (SIZE_NEGATIVE, SIZE_ABSURD)
         if resume is None and is_live and not always_corrupt:
-            exit_class = ExitCode.TORN_TAIL
+            exit_class = Verdict.TORN_TAIL
             msg += (f"; torn tail: the live file is valid up to 0x{pos:x} and nothing valid follows "
                     f"({end - pos} bytes) — truncating there (as Kestrel does) loses no valid record")
         else:
-            exit_class = ExitCode.CORRUPT
+            exit_class = Verdict.CORRUPT
             if resume is not None:
                 msg += (f"; valid records resume at 0x{resume:x} ({resume - pos} bytes unreadable) — Kestrel does "
                         "not resynchronise and loses them")
@@ -401,5 +400,5 @@ class JournalReader:
             else:
                 msg += f" ({end - pos} bytes from here unreadable)"
         return Finding(ERROR, d.code, msg, path=path, offset=pos, record_index=index, last_good_offset=pos,
-                       upstream=_upstream(d.code, path, pos, newest, is_live), exit_class=exit_class,
+                       upstream=_upstream(d.code, path, pos, newest, is_live), verdict=exit_class,
                        resumes_at=resume)

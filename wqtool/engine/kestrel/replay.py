@@ -24,9 +24,8 @@ import json
 from collections import deque
 from dataclasses import dataclass, field
 
-from ...exitcodes import ExitCode
 from ...formats.kestrel import Opcode
-from ..findings import ERROR, NOTE, WARNING, Finding
+from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .model import Record
 
 NS_PER_MS = 1_000_000
@@ -228,7 +227,7 @@ class KestrelReplay:
                                              f"is already open: the earlier open item ({len(lost.data)} bytes) is "
                                              "lost; a correct writer never reuses an open xid",
                                              path=rec.path, offset=rec.offset, record_index=rec.index,
-                                             last_good_offset=rec.offset, exit_class=ExitCode.INVALID_HISTORY,
+                                             last_good_offset=rec.offset, verdict=Verdict.INVALID_HISTORY,
                                              upstream="Kestrel 2.x overwrites the open transaction: one item lost"))
         item.xid = xid
         self.open[xid] = item

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...formats._common import format_unix_ns
 from ...formats.kestrel import Opcode
-from ..serialize import finding_to_jsonable, render_bytes  # noqa: F401  (re-exported for the CLI)
+from ..serialize import finding_to_jsonable, render_bytes  # noqa: F401  (re-exported)
 from .model import Record
 
 #: The fields of a Kestrel record row, in output order (Spark's schema uses the same list).

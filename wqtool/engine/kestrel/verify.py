@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 from ..findings import NOTE, Finding
-from ..verify import LogReport, ReplayPass, VerifyReport
+from ..run import LogReport, ReplayPass, VerifyReport
 from .codes import KESTREL_REPLAY_CODES
 from .model import Record
 from .reader import FileSet, JournalReader

@@ -1,0 +1,248 @@
+"""The hot kernel (fastreplay.py) is proven equal to the reference path (reader + WorkqReplay).
+
+Random logs — valid, with records of unknown jobs, expired adds, impossible histories, invalid fields,
+undecodable payloads and byte damage — go through both; findings, exit code, counts and the state digest
+must be identical, whether the kernel handled the log or handed it back to the reference path.
+
+Every test here runs twice: with the kernel's loop in Python (``_scan_py``) and in C (``_kernel.scan``,
+skipped where the extension is not built; tests/engine/test_kernel_c.py insists it is built where it can be).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from wqtool.engine.workq import fastreplay
+from wqtool.engine.workq.fastpath import encode_payload, encode_record
+from wqtool.engine.workq.fastreplay import Bail, fast_run
+from wqtool.engine.workq.model import Command
+from wqtool.engine.workq.reader import discover
+from wqtool.engine.workq.sample import SampleSpec, generate
+from wqtool.engine.workq.verify import run_log
+from wqtool.engine.workq.writer import SegmentWriter
+from wqtool.formats._common import GO_ZERO_TIME, GoTime
+from wqtool.formats.workq import CmdType
+
+T = 1_795_302_000 * 10**9
+IDS = [bytes.fromhex(f"000000000000400080000000000000{i:02x}") for i in range(1, 9)] + \
+      [bytes.fromhex("0000000000001000800000000000000a")]   # the last one is not v4
+
+
+@pytest.fixture(scope="module", autouse=True, params=["python", "c"])
+def kernel(request):
+    """Force one implementation of FastReplay._scan for the whole module (forked workers inherit it)."""
+    if request.param == "c" and fastreplay._kernel is None:
+        pytest.skip("the C kernel (wqtool.engine.workq._kernel) is not built")
+    saved = fastreplay._C_SCAN, fastreplay.KERNEL
+    fastreplay._C_SCAN = fastreplay._kernel.scan if request.param == "c" else None
+    fastreplay.KERNEL = request.param
+    try:
+        yield request.param
+    finally:
+        fastreplay._C_SCAN, fastreplay.KERNEL = saved
+
+
+@st.composite
+def command(draw):
+    kind = draw(st.sampled_from(list(CmdType) + [None]))
+    jid = draw(st.sampled_from(IDS))
+    if kind is None:   # undecodable payloads with a valid CRC
+        return draw(st.sampled_from([b"", b"\x09", b"\x09\x00", b"\x05" + jid + b"\x00", b"\x05" + jid[:10]]))
+    if kind in (CmdType.ADD, CmdType.SCHEDULE):
+        created = T + draw(st.sampled_from([0, -3_600_000 * 10**6 - 1, -10**9]))
+        return Command(kind, jid, draw(st.sampled_from([b"q1", b"q2", b"bad name", b"x" * 200])),
+                       draw(st.sampled_from([1, 5000, 0, 86_400_001, 2**32 + 5])),
+                       draw(st.sampled_from([3_600_000, 1, 2_592_000_001])),
+                       draw(st.sampled_from([0, 5, -3, 2**31])), draw(st.sampled_from([0, 1, 2, 300])), 0,
+                       draw(st.sampled_from([b"", b"payload"])),
+                       GO_ZERO_TIME if kind is CmdType.ADD else GoTime.from_unix_ns(T + 600 * 10**9),
+                       GoTime.from_unix_ns(created))
+    if kind in (CmdType.COMPLETE, CmdType.FAIL):
+        return Command(kind, jid, result=draw(st.sampled_from([b"", b"ok"])))
+    return Command(kind, jid)
+
+
+@st.composite
+def valid_command(draw):
+    """Commands with valid fields (the history may still be refused): where the kernel must do the work."""
+    kind = draw(st.sampled_from(list(CmdType)))
+    jid = draw(st.sampled_from(IDS[:2]))
+    if kind in (CmdType.ADD, CmdType.SCHEDULE):
+        created = T + draw(st.sampled_from([0, 0, 0, -3_600_000 * 10**6 - 1]))
+        return Command(kind, jid, b"q1", 5000, 3_600_000, draw(st.sampled_from([0, -3])),
+                       draw(st.sampled_from([0, 1, 2])), 0, b"p",
+                       GO_ZERO_TIME if kind is CmdType.ADD else GoTime.from_unix_ns(T + 600 * 10**9),
+                       GoTime.from_unix_ns(created))
+    if kind in (CmdType.COMPLETE, CmdType.FAIL):
+        return Command(kind, jid, result=draw(st.sampled_from([b"", b"ok"])))
+    return Command(kind, jid)
+
+
+def write_log(d, cmds, segment_size, damage):
+    with SegmentWriter(str(d), segment_size=segment_size) as w:
+        for i, c in enumerate(cmds):
+            payload = c if isinstance(c, bytes) else encode_payload(c)
+            w.append_raw(encode_record(GoTime.from_unix_ns(T + i * 10**6), payload))
+    segs = sorted(p for p in os.listdir(d) if p.endswith(".log"))
+    if damage is not None and segs:
+        p = os.path.join(d, segs[damage[0] % len(segs)])
+        data = bytearray(open(p, "rb").read())
+        if damage[1] == "flip" and len(data) > 8:
+            i = 8 + damage[2] % (len(data) - 8)
+            data[i] ^= 1 << (damage[2] % 8)
+        elif damage[1] == "cut":
+            data = data[:damage[2] % (len(data) + 1)]
+        open(p, "wb").write(bytes(data))
+
+
+def key(report):
+    return ([(f.severity, f.code, f.path, f.offset, f.record_index, f.message, f.upstream, f.job_id, f.verdict)
+             for f in report.findings], int(report.verdict), report.records, dict(report.counts))
+
+
+AS_OF = T + 60 * 10**9
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(command(), max_size=40), st.sampled_from([60, 300, 1 << 20]),
+       st.one_of(st.none(), st.tuples(st.integers(0, 5), st.sampled_from(["flip", "cut"]), st.integers(0, 10**6))))
+def test_kernel_equals_reference(tmp_path_factory, cmds, segment_size, damage):
+    d = tmp_path_factory.mktemp("k")
+    write_log(d, cmds, segment_size, damage)
+    log = discover([str(d)])[0]
+    ref = run_log(log, AS_OF, engine="reference")
+    auto = run_log(log, AS_OF, engine="auto")
+    assert key(auto) == key(ref)
+    assert auto.state.digest() == ref.state.digest()
+    verify_only = run_log(log, AS_OF, engine="auto", state=False)
+    assert key(verify_only) == key(ref)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(valid_command(), max_size=16))
+def test_kernel_handles_warning_only_logs_itself(tmp_path_factory, cmds):
+    """Unknown jobs and expired adds are everyday in real logs: the kernel hands back only logs with errors,
+    and whatever it handles itself equals the reference."""
+    d = tmp_path_factory.mktemp("w")
+    write_log(d, cmds, 1 << 20, None)
+    log = discover([str(d)])[0]
+    ref = run_log(log, AS_OF, engine="reference")
+    try:
+        fast = run_log(log, AS_OF, engine="fast")
+    except Bail:
+        assert ref.verdict != 0 or ref.counts.get("WQ-FIELD-TRUNCATED")
+    else:
+        assert key(fast) == key(ref) and fast.state.digest() == ref.state.digest()
+
+
+@pytest.mark.parametrize("first", [CmdType.COMPLETE, CmdType.FAIL])
+@pytest.mark.parametrize("gone", [CmdType.DELETE, CmdType.EXPIRE])
+def test_a_reused_id_starts_without_the_old_result(tmp_path, first, gone):
+    """Found by pack's tests: the kernel once handed a re-added job the result of the previous one."""
+    j = IDS[0]
+    add = Command(CmdType.ADD, j, b"q", 1000, 3_600_000, 0, 0, 0, b"", GO_ZERO_TIME, GoTime.from_unix_ns(T))
+    write_log(tmp_path, [add, Command(first, j, result=b"r"), Command(gone, j), add], 1 << 20, None)
+    log = discover([str(tmp_path)])[0]
+    ref = run_log(log, AS_OF, engine="reference")
+    fast = run_log(log, AS_OF, engine="fast")
+    assert fast.state.jobs[j].result is None
+    assert key(fast) == key(ref) and fast.state.digest() == ref.state.digest()
+
+
+@pytest.mark.parametrize("name", ["upstream-a-run1", "upstream-b-after-clean", "sample-clean"])
+def test_kernel_handles_the_real_fixtures(name):
+    from tests.conftest import fixture_log
+    log = discover([fixture_log(name)])[0]
+    for as_of in (T, T + 3600 * 10**9, T + 10 * 86400 * 10**9):
+        ref = run_log(log, as_of, engine="reference")
+        fast = run_log(log, as_of, engine="fast")
+        assert key(fast) == key(ref) and fast.state.digest() == ref.state.digest()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 400), st.sampled_from([0.0, 0.5, 1.0]),
+       st.sampled_from([T - 10**9, T + 10**8, T + 40 * 86400 * 10**9]))
+def test_kernel_equals_reference_on_generated_logs(tmp_path_factory, seed, n, reuse, as_of):
+    """Valid histories by construction (ids re-added after their job is gone, leases, timeouts, results)."""
+    d = tmp_path_factory.mktemp("g")
+    generate(str(d), SampleSpec(records=n, segment_size=2000, seed=seed, reuse_ids=reuse))
+    log = discover([str(d)])[0]
+    ref = run_log(log, as_of, engine="reference")
+    fast = run_log(log, as_of, engine="fast")
+    assert key(fast) == key(ref) and fast.state.digest() == ref.state.digest()
+
+
+def test_parallel_kernel_equals_reference(tmp_path):
+    generate(str(tmp_path), SampleSpec(records=3000, segment_size=20_000, seed=11))
+    # sprinkle records of unknown jobs and an expired add in a second log
+    log = discover([str(tmp_path)])[0]
+    for as_of in (T, T + 10**9, T + 40 * 86400 * 10**9):
+        ref = run_log(log, as_of, engine="reference")
+        par = run_log(log, as_of, engine="fast", state=False, workers=2)
+        assert key(par) == key(ref)
+
+
+def test_damage_makes_the_kernel_hand_back(tmp_path):
+    generate(str(tmp_path), SampleSpec(records=50, segment_size=1 << 20, seed=2))
+    seg = tmp_path / "000000001.log"
+    data = bytearray(seg.read_bytes())
+    data[100] ^= 1
+    seg.write_bytes(bytes(data))
+    with pytest.raises(Bail):
+        fast_run(discover([str(tmp_path)])[0], T)
+    with pytest.raises(Bail):
+        run_log(discover([str(tmp_path)])[0], T, engine="fast", state=False, workers=2)
+
+
+def test_the_forced_kernel_is_the_one_that_runs(kernel, tmp_path, monkeypatch):
+    generate(str(tmp_path), SampleSpec(records=50, segment_size=1 << 20, seed=3))
+    calls = []
+    py = fastreplay.FastReplay._scan_py
+    monkeypatch.setattr(fastreplay.FastReplay, "_scan_py", lambda self, *a: calls.append(1) or py(self, *a))
+    res = fast_run(discover([str(tmp_path)])[0], T)
+    assert res.records == 50 and fastreplay.KERNEL == kernel
+    assert bool(calls) == (kernel == "python")
+
+
+def test_gc_is_paused_during_the_run_and_restored(tmp_path, monkeypatch):
+    """fast_run / finish_state switch cyclic GC off while they build (no cycles there) and restore it after."""
+    import gc
+    generate(str(tmp_path), SampleSpec(records=200, segment_size=1 << 20, seed=4))
+    log = discover([str(tmp_path)])[0]
+    seen = []
+    finish = fastreplay._finish_state
+    monkeypatch.setattr(fastreplay, "_finish_state", lambda *a: seen.append(gc.isenabled()) or finish(*a))
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        fast_run(log, T)
+        assert seen == [False] and gc.isenabled()
+        gc.disable()
+        fast_run(log, T)
+        assert not gc.isenabled()
+        gc.enable()
+        seg = tmp_path / "000000001.log"
+        data = bytearray(seg.read_bytes())
+        data[100] ^= 1
+        seg.write_bytes(bytes(data))
+        with pytest.raises(Bail):
+            fast_run(discover([str(tmp_path)])[0], T)
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("workers,state", [(1, True), (1, False), (2, False)])
+def test_kernel_keeps_limit_findings_and_counts_the_rest(tmp_path, workers, state):
+    """A warning per record (expired adds, records of gone jobs) must not make memory follow the file."""
+    generate(str(tmp_path), SampleSpec(records=2000, segment_size=20_000, seed=5))
+    log = discover([str(tmp_path)])[0]
+    late = T + 40 * 86400 * 10**9          # every add has expired: hundreds of warnings
+    ref = run_log(log, late, engine="reference")
+    got = run_log(log, late, engine="fast", limit=7, state=state, workers=workers)
+    assert sum(ref.counts.values()) > 100
+    assert got.counts == ref.counts and got.severities == ref.severities and got.verdict == ref.verdict
+    assert len(got.findings) == 7
+    assert [(f.code, f.offset) for f in got.findings] == [(f.code, f.offset) for f in ref.findings[:7]]

@@ -1,0 +1,354 @@
+"""The C loop (``_kernel.scan``, _kernel.c) does exactly what the Python loop (``FastReplay._scan_py``) does.
+
+Both run on the same bytes from the same starting state — random bytes, well-framed records with random and
+hostile fields (huge and over-long varints, extreme times, names at the regex's edges, bad CRCs), cut and
+flipped segments, every partition — and must leave the same outcome: returned index or Bail, jobs (in
+insertion order), results, locs, findings and applied, even when they bail halfway.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+from google_crc32c import value as crc32c
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from wqtool.engine.workq import fastreplay
+from wqtool.engine.workq.fastreplay import Bail, FastReplay
+from wqtool.engine.workq.reader import discover
+from wqtool.engine.workq.sample import SampleSpec, generate
+from wqtool.formats import workq
+from wqtool.formats._common import UNIX_TO_INTERNAL
+
+_kernel = fastreplay._kernel
+needs_c = pytest.mark.skipif(_kernel is None, reason="the C kernel (wqtool.engine.workq._kernel) is not built")
+
+HEADER = bytes.fromhex("7771777100000001")
+T = 1_795_302_000 * 10**9
+SEC = T // 10**9 + UNIX_TO_INTERNAL          # GoTime seconds of T
+IDS = [bytes.fromhex(f"000000000000400080000000000000{i:02x}") for i in range(1, 7)] + \
+      [bytes.fromhex("0000000000001000800000000000000a"),     # not v4
+       bytes.fromhex("000000000000400040000000000000ff")]     # bad variant
+
+
+def test_the_c_kernel_is_built_where_it_can_be():
+    """CI (and any machine with a C compiler) must not silently fall back to the Python loop."""
+    if not (os.environ.get("CI") or shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler here: the pure-Python loop is expected")
+    assert _kernel is not None, "wqtool.engine.workq._kernel is not built: run `pip install -e .` (needs Python headers)"
+
+
+def test_pure_python_can_be_forced():
+    code = "from wqtool.engine.workq import fastreplay as f; print(f.KERNEL, f._C_SCAN is None)"
+    env = dict(os.environ, WQTOOL_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["python", "True"]
+    env.pop("WQTOOL_PURE_PYTHON")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == (["c", "False"] if _kernel is not None else ["python", "True"])
+
+
+@needs_c
+def test_constants_match_the_format():
+    assert _kernel.CONSTANTS == {
+        "SIZE_CAP": workq.SIZE_CAP, "MAX_RESULT_BYTES": workq.MAX_RESULT_BYTES,
+        "MAX_PAYLOAD_BYTES": workq.MAX_PAYLOAD_BYTES, "MAX_TTR_MS": workq.MAX_TTR_MS,
+        "MAX_TTL_MS": workq.MAX_TTL_MS, "UNIX_TO_INTERNAL": UNIX_TO_INTERNAL}
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 7))
+def test_crc32c_equals_google(b, skip):
+    b = memoryview(b)[min(skip, len(b)):]   # every alignment
+    assert _kernel.crc32c(b) == _kernel.crc32c_sw(b) == crc32c(bytes(b))
+
+
+# ---------------------------------------------------------------- building hostile records
+
+def uvarint(v: int, pad: int = 0) -> bytes:
+    """LEB128 of v (any size), made ``pad`` bytes longer than needed (non-minimal but decodable)."""
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    if pad:
+        out.append(v | 0x80)
+        out += b"\x80" * (pad - 1) + b"\x00"
+    else:
+        out.append(v)
+    return bytes(out)
+
+
+def gotime(ver, sec, nsec, zone=0xFFFF) -> bytes:
+    return struct.pack(">BqiH", ver, sec, nsec, zone)
+
+
+BIG = st.sampled_from([0, 1, 2, 127, 128, 255, 256, 5000, 86_400_000, 86_400_001, 2_592_000_000, 2_592_000_001,
+                       1_048_576, 1_048_577, 2**31 - 1, 2**31, 2**32 + 5, 2**56, 2**62, 2**63 - 1, 2**63, 2**64 - 1,
+                       2**64, 2**70])
+PAD = st.sampled_from([0, 0, 0, 1, 3, 9])
+SECS = st.sampled_from([SEC, SEC - 86400 * 40, SEC + 86400 * 40, 0, 1, -1, 2**63 - 1, -(2**63), UNIX_TO_INTERNAL])
+NSECS = st.sampled_from([0, 999_999_999, -1, 2**31 - 1, -(2**31)])
+
+
+@st.composite
+def payload(draw):
+    c = draw(st.sampled_from([0, 1, 1, 1, 2, 2, 3, 4, 5, 6, 7, 7, 8, 8, 9, 255]))
+    jid = draw(st.sampled_from(IDS))
+    kind = draw(st.sampled_from(["ok", "ok", "ok", "random", "tail"]))
+    if kind == "random":
+        return draw(st.binary(max_size=80))
+    head = bytes((c,)) + jid
+    if kind == "tail":
+        return head + draw(st.binary(max_size=60))
+    if c in (1, 2):
+        name = draw(st.sampled_from([b"q1", b"q1\n", b"q1\n\n", b"\nq1", b"", b"\n", b"bad name", b"a" * 255,
+                                     b"a" * 256, b"a" * 255 + b"\n", b"Z.9_-z", b"q\x00", b"q\xff"]))
+        nlen = draw(st.sampled_from([len(name)] * 6 + [len(name) + 1, max(0, len(name) - 1), 2**40, 2**63 - 1]))
+        plen_true = draw(st.sampled_from([0, 1, 7]))
+        plen = draw(st.sampled_from([plen_true] * 6 + [plen_true + 1, 2**62]))
+        fields = b"".join(uvarint(draw(BIG), draw(PAD)) for _ in range(5))   # ttr, ttl, zz, ma, mf
+        if draw(st.booleans()):   # mostly plausible values, so the valid path is reached
+            fields = b"".join(uvarint(v) for v in (draw(st.sampled_from([1, 5000, 86_400_000])),
+                                                   draw(st.sampled_from([1, 3_600_000, 2_592_000_000, 2**40])),
+                                                   draw(st.sampled_from([0, 1, 6, 2**32 - 1, 2**32])),
+                                                   draw(st.sampled_from([0, 1, 2, 255, 256])),
+                                                   draw(st.sampled_from([0, 3, 2**63 - 1]))))
+        t1 = gotime(draw(st.sampled_from([1, 1, 1, 0, 2])), draw(SECS), draw(NSECS))
+        t2 = gotime(draw(st.sampled_from([1, 1, 1, 0])), draw(SECS), draw(NSECS), draw(st.sampled_from([0xFFFF, 0])))
+        return (head + uvarint(nlen, draw(PAD)) + name + fields + uvarint(plen, draw(PAD)) + b"p" * plen_true
+                + t1 + t2 + draw(st.sampled_from([b"", b"", b"", b"x"])))
+    if c in (3, 4):
+        res = draw(st.sampled_from([b"", b"ok", b"r" * 200]))
+        rlen = draw(st.sampled_from([len(res)] * 4 + [len(res) + 1, 2**63, 2**64 - 1, 2**64]))
+        return head + uvarint(rlen, draw(PAD)) + res
+    return head + draw(st.sampled_from([b"", b"", b"", b"x"]))
+
+
+@st.composite
+def good_payload(draw):
+    """A well-formed command of a v4 job with plausible fields (the history may still be impossible)."""
+    c = draw(st.sampled_from([1, 1, 1, 2, 2, 3, 4, 5, 6, 7, 7, 7, 8, 8]))
+    jid = draw(st.sampled_from(IDS[:6]))
+    head = bytes((c,)) + jid
+    if c in (1, 2):
+        name = draw(st.sampled_from([b"q1", b"q1", b"Z.9_-z", b"q1\n", b"a" * 255]))
+        pl = draw(st.sampled_from([b"", b"p", b"payload" * 20]))
+        ttl = draw(st.sampled_from([3_600_000, 3_600_000, 1, 2_592_000_000]))
+        pad = st.sampled_from([0] * 20 + [1, 8, 9])   # 9 and 10 bytes: the longest the loop takes, one too long
+        fields = (uvarint(len(name), draw(pad)) + name + uvarint(draw(st.sampled_from([1, 5000, 86_400_000])), draw(pad))
+                  + uvarint(ttl, draw(pad)) + uvarint(draw(st.sampled_from([0, 5, 6, 2**32 - 1])), draw(pad))
+                  + uvarint(draw(st.sampled_from([0, 0, 1, 2])), draw(pad))
+                  + uvarint(draw(st.sampled_from([0, 3, 300])), draw(pad)) + uvarint(len(pl), draw(pad)) + pl)
+        dt = draw(st.sampled_from([0, 0, 600, -3600, -86400 * 60]))
+        sched = gotime(1, SEC + dt + 600, 123) if c == 2 else gotime(1, 0, 0, 0)
+        return head + fields + sched + gotime(1, SEC + dt, draw(st.sampled_from([0, 999_999_999])))
+    if c in (3, 4):
+        res = draw(st.sampled_from([b"", b"ok", b"r" * 200]))
+        return head + uvarint(len(res), draw(st.sampled_from([0] * 12 + [1, 8, 9]))) + res
+    return head
+
+
+@st.composite
+def record(draw, good=True):
+    p = draw(good_payload() if good else payload())
+    framing_ok = good or draw(st.booleans())
+    t = gotime(1, SEC, 0) if framing_ok else gotime(draw(st.sampled_from([1, 1, 0])), SEC, 0,
+                                                     draw(st.sampled_from([0xFFFF, 0xFFFE, 0x7FFF])))
+    size = len(p) if framing_ok else draw(st.sampled_from([len(p)] * 4 + [len(p) + 1, max(0, len(p) - 1), 2**21,
+                                                                           2**21 + 1, 2**28, 2**35]))
+    body = t + uvarint(size, 0 if framing_ok else draw(st.sampled_from([0, 0, 1, 2, 3, 6]))) + p
+    crc = crc32c(body) ^ (0 if framing_ok else draw(st.sampled_from([0] * 6 + [1, 0x80000000])))
+    return body + struct.pack(">I", crc)
+
+
+@st.composite
+def segment(draw):
+    recs = draw(st.lists(record(), max_size=25))
+    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 2]))):
+        recs.insert(draw(st.integers(0, len(recs))), draw(record(good=False)))
+    data = HEADER + b"".join(recs)
+    how = draw(st.sampled_from(["none"] * 12 + ["flip", "cut", "junk", "random"]))
+    if how == "flip" and len(data) > 8:
+        i = draw(st.integers(8, len(data) - 1))
+        data = data[:i] + bytes((data[i] ^ (1 << draw(st.integers(0, 7))),)) + data[i + 1:]
+    elif how == "cut":
+        data = data[:draw(st.integers(0, len(data)))]
+    elif how == "junk":
+        data += draw(st.binary(min_size=1, max_size=40))
+    elif how == "random":
+        data = HEADER + draw(st.binary(max_size=400))
+    return data
+
+
+@st.composite
+def start_state(draw):
+    """jobs/results as earlier segments leave them (plus a few packed ints no real log produces)."""
+    jobs, results = {}, {}
+    for jid in draw(st.lists(st.sampled_from(IDS), max_size=6, unique=True)):
+        st_ = draw(st.sampled_from([0, 1, 2, 3, 4]))
+        kind = draw(st.integers(0, 1))
+        ma = draw(st.sampled_from([0, 1, 2, 255]))
+        att = draw(st.sampled_from([0, 1, 2, 300, 2**40]))
+        jobs[jid] = st_ | kind << 3 | ma << 4 | att << 12
+        if draw(st.booleans()):
+            results[jid] = draw(st.sampled_from([b"", b"old"]))
+    return jobs, results
+
+
+AS_OFS = st.sampled_from([T, T + 60 * 10**9, T + 40 * 86400 * 10**9, 0, -(2**63), 2**63 - 1, 2**63, 2**80, -(2**80)])
+
+
+def run(impl: str, data, end: int, state, *, keep: bool, part: int, nparts: int, as_of: int, index: int):
+    fr = FastReplay(None, as_of, part=part, nparts=nparts, keep=keep)
+    fr.jobs, fr.results = dict(state[0]), dict(state[1])
+    fr.applied = 5
+    scan = fr._scan_py if impl == "python" else (lambda *a: _kernel.scan(fr, *a))
+    try:
+        out = scan(data, end, "dir/000000001.log", index, 3)
+    except (Bail, IndexError, struct.error) as exc:   # run() turns the last two into Bail
+        out = type(exc).__name__ if impl == "c" else "Bail"
+    return (out, list(fr.jobs.items()), list(fr.results.items()), list(fr.locs.items()), fr.findings,
+            fr.applied)
+
+
+def check(data, end, state, **kw):
+    py = run("python", data, end, state, **kw)
+    c = run("c", data, end, state, **kw)
+    assert c == py
+    return py
+
+
+@needs_c
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(segment(), start_state(), st.booleans(), st.sampled_from([(0, 1), (0, 2), (1, 2), (2, 3)]), AS_OFS,
+       st.sampled_from([0, 17]), st.data())
+def test_c_scan_equals_python_scan(data, state, keep, part, as_of, index, d):
+    end = len(data) if d.draw(st.booleans()) else d.draw(st.integers(0, len(data)))
+    check(data, end, state, keep=keep, part=part[0], nparts=part[1], as_of=as_of, index=index)
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=600), st.booleans(), st.sampled_from([(0, 1), (1, 2)]))
+def test_c_scan_survives_random_bytes(data, keep, part):
+    for d in (data, HEADER + data):
+        check(d, len(d), ({}, {}), keep=keep, part=part[0], nparts=part[1], as_of=T, index=0)
+
+
+@needs_c
+@pytest.mark.parametrize("reuse", [0.0, 0.7])
+def test_c_scan_equals_python_scan_on_generated_segments_via_mmap(tmp_path, reuse):
+    generate(str(tmp_path), SampleSpec(records=3000, segment_size=40_000, seed=5, reuse_ids=reuse))
+    log = discover([str(tmp_path)])[0]
+    for keep, part, nparts in [(True, 0, 1), (False, 0, 1), (False, 0, 2), (False, 1, 2), (False, 2, 3)]:
+        for as_of in (T - 10**12, T + 10**12, T + 40 * 86400 * 10**9):
+            frs = {}
+            for impl in ("python", "c"):
+                fr = FastReplay(log, as_of, part=part, nparts=nparts, keep=keep)
+                index = 0
+                for seg_no, seg in enumerate(log.segments):
+                    with open(seg.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                        index = (fr._scan_py(mm, len(mm), seg.path, index, seg_no) if impl == "python"
+                                 else _kernel.scan(fr, mm, len(mm), seg.path, index, seg_no))
+                frs[impl] = (index, list(fr.jobs.items()), list(fr.results.items()), list(fr.locs.items()),
+                             fr.findings, fr.applied)
+            assert frs["c"] == frs["python"]
+            assert frs["c"][0] >= 2990   # every record framed (the generator may stop one short)
+
+
+@needs_c
+def test_c_scan_releases_the_buffer_on_every_exit(tmp_path):
+    """An mmap with an export still held cannot be closed: bail, error and success paths all release it."""
+    p = tmp_path / "s.log"
+    p.write_bytes(HEADER + b"\x01" + b"\x00" * 30)
+    with open(p, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        fr = FastReplay(None, T)
+        with pytest.raises(Bail):
+            _kernel.scan(fr, mm, len(mm), "s", 0, 0)
+        with pytest.raises(ValueError):
+            _kernel.scan(fr, mm, len(mm) + 1, "s", 0, 0)
+        assert _kernel.scan(fr, mm, 8, "s", 0, 0) == 0
+        fr.jobs = []   # not a dict
+        with pytest.raises(TypeError):
+            _kernel.scan(fr, mm, len(mm), "s", 0, 0)
+        mm.close()
+
+
+def test_dispatch_leaves_short_buffers_to_python(monkeypatch):
+    """end past the data (never from FileView) goes to the Python loop, whose IndexError run() turns into Bail."""
+    if _kernel is not None:
+        monkeypatch.setattr(fastreplay, "_C_SCAN", _kernel.scan)
+    fr = FastReplay(None, T)
+    with pytest.raises(IndexError):
+        fr._scan(HEADER, 40, "s", 0, 0)
+
+
+def rec(payload: bytes, size: bytes | None = None) -> bytes:
+    body = gotime(1, SEC, 0) + (uvarint(len(payload)) if size is None else size) + payload
+    return body + struct.pack(">I", crc32c(body))
+
+
+def add(jid=IDS[0], name=b"q1", ttr=5000, ttl=3_600_000, zz=0, ma=0, mf=0, pl=b"", csec=SEC, cnsec=0, c=1,
+        raw_fields: bytes | None = None) -> bytes:
+    fields = raw_fields if raw_fields is not None else b"".join(uvarint(v) for v in (ttr, ttl, zz, ma, mf))
+    sched = gotime(1, csec + 600, 0) if c == 2 else gotime(1, 0, 0, 0)
+    return bytes((c,)) + jid + uvarint(len(name)) + name + fields + uvarint(len(pl)) + pl + sched + gotime(1, csec, cnsec)
+
+
+EDGES = {
+    "result length 2**64 in 10 bytes": rec(b"\x03" + IDS[0] + uvarint(2**64)),
+    "result length 2**63 in 10 bytes": rec(b"\x03" + IDS[0] + uvarint(2**63)),
+    "empty result, 10-byte length": rec(b"\x03" + IDS[0] + uvarint(0, 9)),
+    "empty result, 11-byte length": rec(b"\x03" + IDS[0] + uvarint(0, 10)),
+    "result length past the record": rec(b"\x04" + IDS[0] + uvarint(3) + b"ok"),
+    "ttr in 9 bytes": rec(add(raw_fields=uvarint(5000, 7) + b"".join(uvarint(v) for v in (3_600_000, 0, 0, 0)))),
+    "ttr in 10 bytes": rec(add(raw_fields=uvarint(5000, 8) + b"".join(uvarint(v) for v in (3_600_000, 0, 0, 0)))),
+    "mf 2**63 - 1": rec(add(mf=2**63 - 1)),
+    "mf 2**63": rec(add(mf=2**63)),
+    "SIZE in 4 bytes": None,   # filled below
+    "SIZE in 5 bytes": None,
+    "name q1 newline": rec(add(name=b"q1\n")),
+    "name q1 two newlines": rec(add(name=b"q1\n\n")),
+    "name of 255 and a newline": rec(add(name=b"n" * 255 + b"\n")),
+    "name of 256": rec(add(name=b"n" * 256)),
+    "empty name": rec(add(name=b"")),
+    "ttl max": rec(add(ttl=2_592_000_000)), "ttl max + 1": rec(add(ttl=2_592_000_001)),
+    "ttr max": rec(add(ttr=86_400_000)), "ttr max + 1": rec(add(ttr=86_400_001)), "ttr 0": rec(add(ttr=0)),
+    "prio min": rec(add(zz=2**32 - 1)), "prio max": rec(add(zz=2**32 - 2)), "prio max + 1": rec(add(zz=2**32)),
+    "max attempts 255": rec(add(ma=255)), "max attempts 256": rec(add(ma=256)),
+    "payload 1 MiB": rec(add(pl=b"x" * 1_048_576)), "payload 1 MiB + 1": rec(add(pl=b"x" * 1_048_577)),
+    "far-future add": rec(add(csec=2**63 - 1, cnsec=2**31 - 1)),
+    "far-past add": rec(add(csec=-(2**63), cnsec=-(2**31))),
+    "far-future schedule": rec(add(csec=2**63 - 601, c=2)),
+    "time version 2": rec(add()[:-15] + gotime(2, SEC, 0)),
+    "not v4": rec(add(jid=IDS[6])), "bad variant": rec(add(jid=IDS[7])),
+    "add, (start, timeout) x2 (ma 2)": b"".join(rec(p) for p in (add(ma=2), b"\x07" + IDS[0], b"\x08" + IDS[0],
+                                                                 b"\x07" + IDS[0], b"\x08" + IDS[0])),
+    "add, start, start": b"".join(rec(p) for p in (add(), b"\x07" + IDS[0], b"\x07" + IDS[0])),
+    "add, complete, delete, add": b"".join(rec(p) for p in (add(), b"\x03" + IDS[0] + b"\x02ok", b"\x05" + IDS[0],
+                                                            add())),
+    "start of an unknown job": rec(b"\x07" + IDS[5]),
+    "command 9": rec(b"\x09" + IDS[0]), "command 0": rec(b"\x00" + IDS[0]),
+    "delete with a tail": rec(b"\x05" + IDS[0] + b"x"),
+}
+_p = b"\x05" + IDS[0]
+EDGES["SIZE in 4 bytes"] = rec(_p, uvarint(len(_p), 3))
+EDGES["SIZE in 5 bytes"] = rec(_p, uvarint(len(_p), 4))
+
+
+@needs_c
+@pytest.mark.parametrize("name", list(EDGES))
+@pytest.mark.parametrize("keep", [False, True])
+def test_c_scan_equals_python_scan_on_edge_records(name, keep):
+    first = rec(add(ma=1)) if "result" in name else b""   # a live job for the completes
+    data = HEADER + first + EDGES[name] + rec(b"\x06" + IDS[0])
+    for as_of in (T, -(2**80), 2**80):
+        check(data, len(data), ({}, {}), keep=keep, part=0, nparts=1, as_of=as_of, index=0)

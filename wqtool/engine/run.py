@@ -1,0 +1,123 @@
+"""The format-neutral pass: a format's reader feeds its replay state machine; every finding is counted.
+
+verify, replay, dump and stats of every format drive this one loop (``ReplayPass``); a format supplies its
+reader (``events()`` yielding records and findings in file order), its replay (``apply(record)`` and a
+``findings`` list it appends to) and ``finish()``.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .findings import Finding, Verdict, worst
+
+
+@dataclass(slots=True)
+class LogReport:
+    root: str
+    segments: int = 0
+    records: int = 0
+    bytes: int = 0
+    findings: list[Finding] = field(default_factory=list)   # the first max_findings, in file order
+    counts: Counter = field(default_factory=Counter)          # every finding, by code
+    severities: Counter = field(default_factory=Counter)
+    verdict: Verdict = Verdict.CLEAN
+    last_good: tuple[str, int] | None = None  # torn tail: (newest file, offset to truncate at)
+    state: object | None = None               # the format's replayed state
+
+    @property
+    def omitted(self) -> int:
+        return sum(self.counts.values()) - len(self.findings)
+
+
+@dataclass(slots=True)
+class VerifyReport:
+    logs: list[LogReport]
+
+    @property
+    def verdict(self) -> Verdict:
+        return worst(lr.verdict for lr in self.logs)
+
+
+class FindingSink:
+    """Counts every finding, keeps the first ``limit`` (None = all), tracks the verdict."""
+
+    def __init__(self, report: LogReport, limit: int | None):
+        self.report = report
+        self.limit = limit
+        self.verdicts: set[Verdict] = set()
+
+    def add(self, f: Finding) -> None:
+        r = self.report
+        r.counts[f.code] += 1
+        r.severities[f.severity] += 1
+        if f.verdict:
+            self.verdicts.add(f.verdict)
+            if f.verdict == Verdict.TORN_TAIL:
+                r.last_good = (f.path, f.last_good_offset)
+        if self.limit is None or len(r.findings) < self.limit:
+            r.findings.append(f)
+
+    def close(self) -> None:
+        self.report.verdict = worst(self.verdicts)
+
+
+class ReplayPass:
+    """One pass over one log of any format: the reader feeds the replay state machine; every finding is
+    counted. ``events()`` yields records and findings in file order (each replay finding right after the record
+    that caused it, the closing findings last); once it is exhausted, ``report`` holds the counts, verdict and
+    replayed state. A format gives its reader, replay, record class and ``finish``."""
+
+    record_cls: type
+
+    def __init__(self, root: str, reader, replay, limit: int | None):
+        self.report = LogReport(root=root)
+        self.sink = FindingSink(self.report, limit)
+        self.reader = reader
+        self.replay = replay
+
+    def finish(self) -> tuple[object, list[Finding]]:
+        """The replayed state and the findings that close the pass."""
+        raise NotImplementedError
+
+    def events(self):
+        add = self.sink.add
+        replay = self.replay
+        rfind = replay.findings
+        apply = replay.apply
+        record_cls = self.record_cls
+        for ev in self.reader.events():
+            if ev.__class__ is record_cls:
+                apply(ev)
+                yield ev
+                if rfind:
+                    for f in rfind:
+                        add(f)
+                        yield f
+                    rfind.clear()
+            else:
+                add(ev)
+                yield ev
+        state, closing = self.finish()
+        for f in closing:
+            add(f)
+            yield f
+        self.sink.close()
+        r = self.report
+        r.segments = self.reader.segments_read
+        r.records = self.reader.records
+        r.bytes = self.reader.bytes
+        r.state = state
+
+
+def files_size(paths: Iterable[str]) -> int:
+    """Bytes in these files now (missing or unreadable ones count 0: the reader reports them)."""
+    total = 0
+    for p in paths:
+        try:
+            total += os.path.getsize(p)
+        except OSError:
+            pass
+    return total

@@ -1,0 +1,922 @@
+"""pack for workq command logs: a reviewable plan, a verified new log, an atomic swap.
+
+API (the CLI's ``wqtool pack`` is a thin layer over these; nothing here prints)::
+
+    pack_plan(log: LogSet, as_of_ns: int, *, segment_size=DEFAULT_SEGMENT_SIZE, salvage=False,
+              recover=True) -> WorkqPackPlan
+        Replays ``log`` as of ``as_of_ns`` (``verify.run_log``) and describes the packed log; writes nothing
+        except, for a directory with ``recover``, finishing a swap a crashed ``apply_plan`` left half done
+        (see "Recovery"; what it did is in ``plan.recovered``).
+        Raises PackRefused (verdict 3 or 4 on the instance, message naming the first error finding) for a
+        corrupt log or a history workq-server refuses, unless ``salvage``; a torn tail (exit 1) is packed and
+        ``plan.dropped`` says what is left behind. LogBusy (exit 5) when recovery meets a pack in progress.
+
+    write_pack(plan, out_dir, *, fsync=True) -> PackResult
+        Writes the packed log into ``out_dir`` (created; an existing directory must be empty: never an append),
+        segments ``000000001.log``... of ``plan.segment_size`` plus empty ``append.lock`` / ``read.lock``, then
+        re-verifies it and compares its replay digest with the input's at the same as-of.
+        Raises UsageError (out_dir not empty), InputError (the input changed since the plan, unreadable),
+        PackMismatch (exit 70: both digests and the first differing job). On any error what it wrote is removed.
+
+    apply_plan(plan, *, fail_at=None, hook=None, lock_timeout=1.0, swap="auto", fsync=True,
+               stale_lock_hold=1.1) -> ApplyResult
+        Installs the packed log in place of the log's directory (sequence below). Raises UsageError (not a
+        directory log), LogBusy (exit 5: a lock is held, e.g. by a running workq-server), InputError (the log
+        changed since the plan), PackMismatch (nothing installed), OSError, and InjectedCrash for ``fail_at``.
+
+    apply_steps(plan, *, swap="auto", fsync=True) -> list[str]
+        The labels of apply's steps (``swap="auto"`` probes the parent's filesystem for renameat2, as
+        ``exchange_supported(dir)`` does, with two empty temp directories); ``fail_at="before:<label>"`` / ``"after:<label>"`` (or
+        ``"during:write:<segment>"``, leaving half a segment) raises InjectedCrash there with no cleanup (a
+        simulated crash: only the flocks are released, as the kernel would); ``hook(when, label)`` sees each.
+
+    finish_interrupted(path, *, lock_timeout=1.0, cleanup=False) -> list[str]
+        Recovery (below), callable before ``discover`` (the one crash window of the rename fallback leaves
+        ``path`` missing). Returns what it did, one line each.
+
+    first_difference(expected: ReplayState, actual: ReplayState) -> (job uuid | None, description)
+        What PackMismatch reports: the first job, by id, whose canonical form differs.
+
+Plan contents: input segments / bytes / records (and by kind), output segments / bytes / records (and by kind),
+records dropped by kind (input minus output per kind), live jobs kept (and by state), the input's replay
+digest, what was dropped (torn tail, unreadable spans, refused records, ignored files) and the state itself.
+
+The packed log. For each live job, in log order of its add/schedule record: that record copied byte for byte
+(same TIME, same CRC), then what its state needs, each synthesized record with TIME = as-of (so packing a
+packed log at the same as-of is byte-identical): PENDING = ``attempts`` x (start-attempt, timeout-attempt)
+(one lone timeout-attempt when it never ran); LEASED = (attempts-1) pairs + start-attempt; COMPLETED /
+FAILED = (attempts-1) pairs + start-attempt (none when it never ran) + complete / fail with the stored result,
+except a FAILED job with an empty result at max-attempts, written as ``attempts`` pairs (upstream's timeout
+failure). Deleted, expired and finished-and-gone jobs leave no record at all, so nothing can resurrect them
+(upstream's cleaner bug, spec 7.5). Records of jobs that are not live, already-expired adds and refused
+records are dropped. A job's ``attempts`` in the output is exactly the number of its applied start-attempts,
+so ``records_dropped_by_kind`` can only go negative for timeout-attempt (by the number of jobs failed with an
+empty result at their last attempt, which the input expressed with a ``fail`` record).
+
+Installing (``apply_plan``), with ``D`` the log directory and ``P`` its parent:
+ 1. flock LOCK_EX|LOCK_NB on ``D/append.lock`` then ``D/read.lock`` (created if missing), retried until
+    ``lock_timeout``; a running workq-server holds append.lock for its whole life -> LogBusy. Under the locks:
+    leftovers of crashed packs are recovered, and the log must still be what the plan read.
+ 2. ``P/<name>.pack-tmp-<pid>-<n>``: mkdir, lock files created and locked, segments written and fsynced one
+    by one, given ``D``'s owner and modes, re-verified (digest), directory fsynced.
+ 3. renamed to ``P/<name>.pack-new-<inode>-<stamp>`` (verified and ready; the inode tells it apart from the
+    old log later), ``P`` fsynced.
+ 4. ``renameat2(RENAME_EXCHANGE)`` swaps it with ``D``: ``D`` names the complete new log, the ready name the
+    complete old one; ``P`` fsynced. Then the old log is renamed to ``P/<name>.pre-pack-<stamp>`` (kept, nothing
+    is lost; ``.2``, ``.3``... if taken), ``P`` fsynced. ``<stamp>`` is as-of in compact UTC.
+ 5. the new directory's locks are released; the old one's are held ``stale_lock_hold`` s more so that a
+    server that opened the old lock files before the swap times out (upstream waits 1 s) instead of locking a
+    directory that is no longer ``D``.
+ ``swap="rename"`` (or a filesystem / libc without renameat2) replaces 4 by rename(D -> backup), fsync,
+ rename(ready -> D), fsync: between the two renames ``D`` does not exist.
+
+Recovery (``finish_interrupted``; ``pack_plan`` and ``apply_plan`` run it): every ``<name>.pack-new-<ino>-<stamp>``
+whose lock files can be locked (a running apply holds them) is either the verified new log (its inode is
+``<ino>``): if ``D`` is missing the rename fallback crashed between its renames -> renamed to ``D``; otherwise
+the swap never happened and it is removed (``cleanup``, i.e. under ``D``'s locks only); or the old log after an
+exchange (another inode) -> renamed to its backup name. ``<name>.pack-tmp-*`` (unverified) are removed with
+``cleanup``. So a crash at any step leaves ``D`` naming a complete log replaying to the original state (or, in
+the fallback's one window, missing with the recovery rule above), and the next plan/apply finishes the job.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import itertools
+import os
+import shutil
+import time
+import uuid
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from google_crc32c import value as _crc
+
+from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...formats._common import GoTime, encode_uvarint, format_unix_ns
+from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, LOCK_FILES, RECORD_CRC_STRUCT, CmdType
+from .fastpath import encode_record
+from ..findings import ERROR, Finding, Verdict
+from ..fsops import fsync_dir
+from .reader import LogSet, RecordReader, FileView, discover
+from .replay import Job, JobState, ReplayState
+from ..run import LogReport
+from .verify import run_log
+from .writer import segment_name
+
+__all__ = ["WorkqPackPlan", "PackResult", "ApplyResult", "Dropped", "PackRefused", "PackMismatch", "LogBusy",
+           "InjectedCrash", "pack_plan", "write_pack", "apply_plan", "apply_steps", "finish_interrupted"]
+
+_U32 = RECORD_CRC_STRUCT
+_ID_RECORD = 15 + 1 + 17 + 4      # every ID-only record is 37 bytes
+_KIND = {int(c): c.label for c in CmdType}
+
+
+# ---------------------------------------------------------------- errors
+class LogBusy(InputError):
+    """A lock file of the log is held by another process (a running workq-server, a cleaner, another pack)."""
+
+
+class InjectedCrash(BaseException):
+    """Raised by ``apply_plan(fail_at=...)`` to simulate a crash at a step (no cleanup runs)."""
+
+
+# ---------------------------------------------------------------- plan
+@dataclass(slots=True)
+class Dropped:
+    """One thing of the input the packed log leaves behind (besides records of gone jobs)."""
+
+    what: str               # torn-tail | unreadable | refused-record | ignored-file
+    code: str               # the finding code (WQ-TRUNCATED, WQ-CRC, WQ-DUPLICATE-JOB, WQ-IGNORED-FILE, ...)
+    path: str | None
+    offset: int | None
+    length: int | None      # bytes (None: unknown / a whole file)
+    message: str
+
+    def to_jsonable(self) -> dict:
+        return {"what": self.what, "code": self.code, "path": self.path, "offset": self.offset,
+                "length": self.length, "message": self.message}
+
+
+@dataclass(slots=True)
+class WorkqPackPlan:
+    """What pack would write. Nothing in here has been written yet."""
+
+    log: LogSet
+    as_of_ns: int
+    segment_size: int
+    salvage: bool
+    input_exit_code: int
+    inputs: list[tuple[str, int, int]]     # (segment path, size, mtime_ns) as read
+    segments_before: int
+    bytes_before: int
+    records_before: int
+    by_kind_before: dict[str, int]
+    segments_after: int
+    bytes_after: int
+    records_after: int
+    by_kind_after: dict[str, int]
+    jobs_kept: int
+    jobs_by_state: dict[str, int]
+    digest_before: str                     # replay digest of the input at as_of; the output must match it
+    state: ReplayState                     # the live state the output encodes
+    order: list[bytes]                     # live job ids, in log order of their add/schedule record
+    src_lengths: array                     # length of each of those records (same order)
+    report: LogReport
+    dropped: list[Dropped] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def records_dropped(self) -> int:
+        return self.records_before - self.records_after
+
+    @property
+    def records_dropped_by_kind(self) -> dict[str, int]:
+        kinds = sorted(set(self.by_kind_before) | set(self.by_kind_after))
+        return {k: self.by_kind_before.get(k, 0) - self.by_kind_after.get(k, 0) for k in kinds}
+
+    def to_jsonable(self) -> dict:
+        return {
+            "root": self.log.root, "as_of": format_unix_ns(self.as_of_ns), "as_of_ns": self.as_of_ns,
+            "segment_size": self.segment_size, "salvage": self.salvage,
+            "input_exit_code": int(self.input_exit_code),
+            "before": {"segments": self.segments_before, "bytes": self.bytes_before, "records": self.records_before,
+                       "by_kind": dict(sorted(self.by_kind_before.items()))},
+            "after": {"segments": self.segments_after, "bytes": self.bytes_after, "records": self.records_after,
+                      "by_kind": dict(sorted(self.by_kind_after.items()))},
+            "records_dropped": self.records_dropped, "records_dropped_by_kind": self.records_dropped_by_kind,
+            "jobs_kept": self.jobs_kept, "jobs_by_state": self.jobs_by_state,
+            "digest_before": self.digest_before, "dropped": [d.to_jsonable() for d in self.dropped],
+            "recovered": self.recovered, "elapsed_s": round(self.elapsed_s, 6),
+        }
+
+
+@dataclass(slots=True)
+class PackResult:
+    path: str                  # the directory holding the packed log
+    segments: list[str]        # segment file names written
+    bytes: int
+    records: int
+    digest: str                # replay digest of the output (== plan.digest_before)
+    elapsed_s: float
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    path: str                  # the log directory, now holding the packed log
+    backup: str                # the old log, kept
+    swap: str                  # "exchange" (renameat2) or "rename" (fallback)
+    steps: list[str]           # labels of the steps run
+    result: PackResult
+    bytes_before: int
+    bytes_after: int
+    recovered: list[str]
+
+
+# ---------------------------------------------------------------- synthesized history
+def _tail(job: Job) -> list[tuple[CmdType, bytes | None]]:
+    """The commands after a live job's add/schedule that rebuild its state (see the module docstring)."""
+    st, a = job.state, job.attempts
+    S, T = (CmdType.START_ATTEMPT, None), (CmdType.TIMEOUT_ATTEMPT, None)
+    if st is JobState.NEW:
+        return []
+    if st is JobState.PENDING:
+        return [S, T] * a if a else [T]
+    lead = [S, T] * (a - 1) + [S] if a else []
+    if st is JobState.LEASED:
+        return lead
+    if st is JobState.COMPLETED:
+        return lead + [(CmdType.COMPLETE, job.result or b"")]
+    # FAILED
+    if job.result == b"" and a and job.max_attempts and a >= job.max_attempts:
+        return [S, T] * a
+    return lead + [(CmdType.FAIL, job.result or b"")]
+
+
+def _synth_length(cmd: CmdType, result: bytes | None) -> int:
+    if result is None:
+        return _ID_RECORD
+    n = 17 + len(encode_uvarint(len(result))) + len(result)
+    return 15 + len(encode_uvarint(n)) + n + 4
+
+
+def _synth_record(t: GoTime, jid: bytes, cmd: CmdType, result: bytes | None) -> bytes:
+    if result is None:
+        return encode_record(t, bytes((int(cmd),)) + jid)
+    return encode_record(t, bytes((int(cmd),)) + jid + encode_uvarint(len(result)) + result)
+
+
+def _read_varint_len(head: bytes, at: int) -> tuple[int, int]:
+    size = shift = 0
+    for i in range(10):
+        c = head[at + i]
+        size |= (c & 0x7F) << shift
+        if c < 0x80:
+            return size, at + i + 1
+        shift += 7
+    raise ValueError("varint too long")
+
+
+class _SourceReader:
+    """pread of whole records from the input segments (one open file at a time)."""
+
+    def __init__(self) -> None:
+        self._path: str | None = None
+        self._fd: int | None = None
+
+    def _open(self, path: str) -> int:
+        if path != self._path:
+            self.close()
+            try:
+                self._fd = os.open(path, os.O_RDONLY)
+            except OSError as exc:
+                raise InputError(exc.strerror or str(exc), path=path) from None
+            self._path = path
+        return self._fd
+
+    def length(self, path: str, offset: int) -> int:
+        head = os.pread(self._open(path), 25, offset)
+        try:
+            size, q = _read_varint_len(head, 15)
+        except (IndexError, ValueError):
+            raise InputError("the log changed since it was read: no record here any more", path=path,
+                             offset=offset) from None
+        return q + size + 4
+
+    def record(self, path: str, offset: int, length: int, jid: bytes) -> bytes:
+        rec = os.pread(self._open(path), length, offset)
+        if len(rec) != length or _crc(rec[:-4]) != _U32.unpack_from(rec, length - 4)[0]:
+            raise InputError("the log changed since the plan: the record there no longer holds its CRC",
+                             path=path, offset=offset)
+        _, q = _read_varint_len(rec, 15)
+        if rec[q] not in (CmdType.ADD, CmdType.SCHEDULE) or rec[q + 1:q + 17] != jid:
+            raise InputError("the log changed since the plan: the record there is not the job's add/schedule",
+                             path=path, offset=offset)
+        return rec
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = self._path = None
+
+    def __enter__(self) -> "_SourceReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _iter_records(plan: WorkqPackPlan) -> Iterator[bytes]:
+    """The packed log's records, in order (streamed: one job at a time)."""
+    t = GoTime.from_unix_ns(plan.as_of_ns)
+    jobs = plan.state.jobs
+    with _SourceReader() as src:
+        for jid, ln in zip(plan.order, plan.src_lengths):
+            job = jobs[jid]
+            yield src.record(job.src_path, job.src_offset, ln, jid)
+            for cmd, result in _tail(job):
+                yield _synth_record(t, jid, cmd, result)
+
+
+# ---------------------------------------------------------------- counting the input
+def _count_kinds(log: LogSet, clean: bool) -> Counter:
+    """Input records by kind. ``clean``: run_log found no error, so the framing is intact (fast loop)."""
+    out: Counter = Counter()
+    if clean:
+        counts = [0] * 256
+        for seg in log.segments:
+            with FileView(seg) as sd:
+                data, end = sd.data, sd.size
+                if end <= HEADER_SIZE:
+                    continue
+                pos = HEADER_SIZE
+                while pos < end:
+                    s = data[pos + 15]
+                    q = pos + 16
+                    if s >= 0x80:
+                        s, q = _read_varint_len(data[pos + 15:pos + 26], 0)
+                        q += pos + 15
+                    counts[data[q] if s else 0] += 1
+                    pos = q + s + 4
+        for c, n in enumerate(counts):
+            if n:
+                out[_KIND.get(c, "(undecodable)")] += n
+        return out
+    for ev in RecordReader(log, decode=False).events():
+        if ev.__class__ is Finding:
+            continue
+        body = ev.raw_payload
+        c = body[len(body) - ev.size] if ev.size else 0
+        out[_KIND.get(c, "(undecodable)")] += 1
+    return out
+
+
+def _dropped_from(report: LogReport, log: LogSet) -> list[Dropped]:
+    sizes = {}
+    out: list[Dropped] = []
+    with _SourceReader() as src:
+        for f in report.findings:
+            if f.code == "WQ-IGNORED-FILE":
+                out.append(Dropped("ignored-file", f.code, f.path, None, None, f.message + "; not carried over "
+                                   "(it stays in the backup)"))
+                continue
+            if f.severity != ERROR or not f.verdict:
+                continue
+            if f.verdict == Verdict.INVALID_HISTORY:
+                try:
+                    ln = src.length(f.path, f.offset)
+                except (InputError, OSError):
+                    ln = None
+                out.append(Dropped("refused-record", f.code, f.path, f.offset, ln, f.message))
+                continue
+            if f.path not in sizes:
+                try:
+                    sizes[f.path] = os.path.getsize(f.path)
+                except OSError:
+                    sizes[f.path] = None
+            end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
+            ln = None if end is None or f.offset is None else end - f.offset
+            what = "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable"
+            out.append(Dropped(what, f.code, f.path, f.offset, ln, f.message))
+    return out
+
+
+def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT_SIZE, salvage: bool = False,
+              recover: bool = True) -> WorkqPackPlan:
+    """Replay ``log`` at ``as_of_ns`` and describe the packed log (see the module docstring)."""
+    t0 = time.perf_counter()
+    if segment_size < 1:
+        raise UsageError(f"segment size must be positive, not {segment_size}")
+    recovered = finish_interrupted(log.root) if recover and log.is_dir else []
+    inputs = []
+    for seg in log.segments:
+        try:
+            st = os.stat(seg.path)
+        except OSError as exc:
+            raise InputError(exc.strerror or str(exc), path=seg.path) from None
+        inputs.append((seg.path, st.st_size, st.st_mtime_ns))
+    report = run_log(log, as_of_ns, state=True)
+    code = report.verdict
+    errors = [f for f in report.findings if f.severity == ERROR]
+    if code in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
+        first = next((f for f in errors if f.verdict == code), errors[0] if errors else None)
+        what = "a corrupt log" if code == Verdict.CORRUPT else "a history workq-server refuses"
+        where = f"{os.path.basename(first.path)}@0x{first.offset:x} " if first and first.path and \
+            first.offset is not None else ""
+        msg = (f"refusing to pack {what} ({where}{first.code}: {first.message}); --salvage packs what is readable "
+               "and lists what is dropped") if first else f"refusing to pack {what}"
+        raise PackRefused(msg, verdict=int(code), report=report, path=first.path if first else None,
+                          offset=first.offset if first else None)
+    state = report.state
+    by_kind_before = _count_kinds(log, clean=code == Verdict.CLEAN)
+    seg_no = {s.path: i for i, s in enumerate(log.segments)}
+    order = [jid for _, _, jid in sorted((seg_no.get(j.src_path, -1), j.src_offset, jid)
+                                         for jid, j in state.jobs.items())]
+    # one pass over the live jobs: add-record lengths, output kinds, and the writer's roll-over rule
+    lengths = array("Q")
+    kinds: Counter = Counter()
+    segs_after = bytes_after = records_after = 0
+    size = 0
+    jobs = state.jobs
+    with _SourceReader() as src:
+        for jid in order:
+            job = jobs[jid]
+            ln = src.length(job.src_path, job.src_offset)
+            lengths.append(ln)
+            kinds[job.kind] += 1
+            recs = [ln]
+            for cmd, result in _tail(job):
+                kinds[cmd] += 1
+                recs.append(_ID_RECORD if result is None else _synth_length(cmd, result))
+            for r_len in recs:
+                if segs_after == 0 or size >= segment_size:
+                    segs_after += 1
+                    size = HEADER_SIZE
+                    bytes_after += HEADER_SIZE
+                size += r_len
+                bytes_after += r_len
+            records_after += len(recs)
+    by_kind_after = {c.label: n for c, n in sorted(kinds.items())}
+    plan = WorkqPackPlan(
+        log=log, as_of_ns=as_of_ns, segment_size=segment_size, salvage=salvage, input_exit_code=int(code),
+        inputs=inputs, segments_before=report.segments, bytes_before=report.bytes, records_before=report.records,
+        by_kind_before=dict(by_kind_before), segments_after=segs_after, bytes_after=bytes_after,
+        records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(order),
+        jobs_by_state=state.counts_by_state(), digest_before=state.digest(), state=state, order=order,
+        src_lengths=lengths, report=report, dropped=_dropped_from(report, log), recovered=recovered)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+# ---------------------------------------------------------------- writing and verifying
+def first_difference(expected: ReplayState, actual: ReplayState) -> tuple[str | None, str]:
+    """(job uuid, description) of the first job (by id) whose canonical form differs."""
+    for jid in sorted(set(expected.jobs) | set(actual.jobs)):
+        a, b = expected.jobs.get(jid), actual.jobs.get(jid)
+        ca = a.canonical() if a else None
+        cb = b.canonical() if b else None
+        if ca != cb:
+            u = str(uuid.UUID(bytes=jid))
+            if ca is None:
+                return u, f"job {u} is in the output only"
+            if cb is None:
+                return u, f"job {u} is missing from the output"
+            keys = [k for k in sorted(ca) if ca[k] != cb[k]]
+            return u, f"job {u} differs in " + ", ".join(f"{k} ({ca[k]!r} -> {cb[k]!r})" for k in keys)
+    return None, "states differ"
+
+
+def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
+    """Replay the written log at the plan's as-of; (digest, records) or PackMismatch."""
+    rep = run_log(discover([directory])[0], plan.as_of_ns, state=True)
+    got = rep.state.digest()
+    if rep.verdict != Verdict.CLEAN or got != plan.digest_before:
+        jid, diff = first_difference(plan.state, rep.state)
+        raise PackMismatch(f"packed log does not replay to the input's state at as-of: expected digest "
+                           f"{plan.digest_before}, got {got} (verify exit {int(rep.verdict)}); first difference: "
+                           f"{diff}", expected=plan.digest_before, actual=got, job_id=jid, path=directory)
+    return got, rep.records
+
+
+class _Steps:
+    """Runs labelled steps, with crash injection and an observer."""
+
+    def __init__(self, fail_at: str | None, hook: Callable[[str, str], None] | None):
+        self.fail_at = fail_at
+        self.hook = hook
+        self.done: list[str] = []
+
+    def __call__(self, label: str, fn: Callable[[], object]):
+        if self.hook is not None:
+            self.hook("before", label)
+        if self.fail_at == "before:" + label:
+            raise InjectedCrash("before:" + label)
+        r = fn()
+        self.done.append(label)
+        if self.hook is not None:
+            self.hook("after", label)
+        if self.fail_at == "after:" + label:
+            raise InjectedCrash("after:" + label)
+        return r
+
+    def during(self, label: str) -> bool:
+        return self.fail_at == "during:" + label
+
+
+def _write_segments(plan: WorkqPackPlan, directory: str, step: _Steps, fsync: bool) -> tuple[list[str], int]:
+    """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender)."""
+    recs = _iter_records(plan)
+    pending = next(recs, None)
+    names: list[str] = []
+    total = 0
+    seq = 0
+    limit = plan.segment_size
+    while pending is not None:
+        seq += 1
+        name = segment_name(seq)
+        path = os.path.join(directory, name)
+        holder: dict = {}
+
+        def write(name=name, path=path, holder=holder):
+            nonlocal pending, total
+            f = open(path, "xb", buffering=1 << 20)
+            holder["f"] = f
+            f.write(HEADER_BYTES)
+            size = HEADER_SIZE
+            first = True
+            while pending is not None and (first or size < limit):
+                f.write(pending)
+                size += len(pending)
+                first = False
+                pending = next(recs, None)
+                if step.during("write:" + name):
+                    f.flush()
+                    f.close()
+                    raise InjectedCrash("during:write:" + name)
+            f.flush()
+            total += size
+
+        try:
+            step("write:" + name, write)
+            names.append(name)
+            if fsync:
+                step("fsync:" + name, lambda holder=holder: os.fsync(holder["f"].fileno()))
+        finally:
+            f = holder.get("f")
+            if f is not None and not f.closed:
+                f.close()
+    return names, total
+
+
+def _make_lock_files(directory: str) -> None:
+    for n in LOCK_FILES:
+        fd = os.open(os.path.join(directory, n), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        os.close(fd)
+
+
+def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> PackResult:
+    """Write the packed log into the new (or empty) directory ``out_dir``, re-verify it, compare digests."""
+    t0 = time.perf_counter()
+    created = False
+    if os.path.lexists(out_dir):
+        if not os.path.isdir(out_dir):
+            raise UsageError("output exists and is not a directory; pack writes a new directory", path=out_dir)
+        if os.listdir(out_dir):
+            raise UsageError("output directory is not empty; pack never appends to or mixes with a log",
+                             path=out_dir)
+    else:
+        try:
+            os.mkdir(out_dir)
+        except OSError as exc:
+            raise InputError(exc.strerror or str(exc), path=out_dir) from None
+        created = True
+    step = _Steps(None, None)
+    try:
+        _make_lock_files(out_dir)
+        names, total = _write_segments(plan, out_dir, step, fsync)
+        digest, records = _verify_output(plan, out_dir)
+        if fsync:
+            fsync_dir(out_dir)
+            if created:
+                fsync_dir(os.path.dirname(os.path.abspath(out_dir)))
+    except BaseException:
+        if created:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        else:
+            for n in os.listdir(out_dir):
+                _unlink(os.path.join(out_dir, n))
+        raise
+    return PackResult(out_dir, names, total, records, digest, time.perf_counter() - t0)
+
+
+def _unlink(p: str) -> None:
+    try:
+        os.unlink(p)
+    except FileNotFoundError:
+        pass
+
+
+# ---------------------------------------------------------------- locks
+class _Locks:
+    """LOCK_EX on a directory's append.lock then read.lock (created if missing), non-blocking with a timeout."""
+
+    def __init__(self, directory: str, timeout: float, *, what: str = "log"):
+        self.directory = directory
+        self.fds: list[int] = []
+        try:
+            for name in LOCK_FILES:
+                path = os.path.join(directory, name)
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+                except OSError as exc:
+                    raise InputError(exc.strerror or str(exc), path=path) from None
+                self.fds.append(fd)
+                deadline = time.monotonic() + timeout
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except OSError as exc:
+                        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                            raise
+                        if time.monotonic() >= deadline:
+                            who = ("held by a running workq-server?" if name == "append.lock" else
+                                   "held by a workq-server cleaner cycle or a reader?")
+                            if what != "log":
+                                who = "held by a pack in progress?"
+                            raise LogBusy(f"{name} is locked ({who}); waited {timeout:g} s for LOCK_EX",
+                                          path=path) from None
+                        time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)   # closing drops the flock
+            except OSError:
+                pass
+        self.fds = []
+
+
+# ---------------------------------------------------------------- swapping directories
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _renameat2():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RENAMEAT2 = _renameat2()
+
+
+class _NoExchange(Exception):
+    pass
+
+
+def _exchange(a: str, b: str) -> None:
+    """Atomically swap two paths (renameat2 RENAME_EXCHANGE); _NoExchange when the system cannot."""
+    if _RENAMEAT2 is None:
+        raise _NoExchange
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+        e = ctypes.get_errno()
+        if e in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise _NoExchange
+        raise OSError(e, os.strerror(e), a, None, b)
+
+
+def exchange_supported(directory: str) -> bool:
+    """Whether renameat2(RENAME_EXCHANGE) works in ``directory``'s filesystem (probed with two temp dirs)."""
+    if _RENAMEAT2 is None:
+        return False
+    a = os.path.join(directory, f".wqtool-xchg-a-{os.getpid()}")
+    b = os.path.join(directory, f".wqtool-xchg-b-{os.getpid()}")
+    try:
+        os.mkdir(a)
+        os.mkdir(b)
+        _exchange(a, b)
+        return True
+    except (_NoExchange, OSError):
+        return False
+    finally:
+        for p in (a, b):
+            try:
+                os.rmdir(p)
+            except OSError:
+                pass
+
+
+def _stamp(as_of_ns: int) -> str:
+    return format_unix_ns(as_of_ns).replace("-", "").replace(":", "")
+
+
+def _backup_name(parent: str, name: str, stamp: str) -> str:
+    base = os.path.join(parent, f"{name}.pre-pack-{stamp}")
+    p = base
+    for n in itertools.count(2):
+        if not os.path.lexists(p):
+            return p
+        p = f"{base}.{n}"
+    raise AssertionError
+
+
+def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str]], list[str]]:
+    """(ready dirs as (path, inode, stamp), temp dirs) of packs of ``name`` in ``parent``."""
+    ready, temps = [], []
+    try:
+        entries = sorted(os.listdir(parent))
+    except OSError:
+        return ready, temps
+    pre_new, pre_tmp = name + ".pack-new-", name + ".pack-tmp-"
+    for e in entries:
+        p = os.path.join(parent, e)
+        if e.startswith(pre_new) and os.path.isdir(p):
+            ino, _, stamp = e[len(pre_new):].partition("-")
+            if ino.isdigit() and stamp:
+                ready.append((p, int(ino), stamp))
+        elif e.startswith(pre_tmp) and os.path.isdir(p):
+            temps.append(p)
+    return ready, temps
+
+
+def finish_interrupted(path: str, *, lock_timeout: float = 1.0, cleanup: bool = False,
+                       fsync: bool = True) -> list[str]:
+    """Finish what a crashed ``apply_plan`` left in ``path``'s parent (rules in the module docstring).
+
+    ``cleanup`` (only while holding ``path``'s locks, as ``apply_plan`` does) also removes unverified temp
+    directories and verified ones whose swap never started. Raises LogBusy when a pack is in progress."""
+    d = os.path.abspath(path)
+    parent, name = os.path.split(d)
+    ready, temps = _leftovers(parent, name)
+    done: list[str] = []
+    for p, ino, stamp in ready:
+        locks = _Locks(p, lock_timeout, what="pack")
+        try:
+            if os.stat(p).st_ino == ino:
+                if not os.path.lexists(d):
+                    os.rename(p, d)
+                    done.append(f"finished an interrupted swap: renamed {os.path.basename(p)} to {name}")
+                elif cleanup:
+                    shutil.rmtree(p)
+                    done.append(f"removed {os.path.basename(p)} (a verified pack whose swap never started)")
+                else:
+                    continue
+            else:
+                b = _backup_name(parent, name, stamp)
+                os.rename(p, b)
+                done.append(f"finished an interrupted swap: the old log {os.path.basename(p)} renamed to "
+                            f"{os.path.basename(b)}")
+            if fsync:
+                fsync_dir(parent)
+        finally:
+            locks.release()
+    if cleanup:
+        for p in temps:
+            shutil.rmtree(p, ignore_errors=True)
+            done.append(f"removed {os.path.basename(p)} (an unfinished pack)")
+        if temps and fsync:
+            fsync_dir(parent)
+    return done
+
+
+def _check_unchanged(plan: WorkqPackPlan) -> None:
+    log = plan.log
+    now = discover([log.root])[0]
+    cur = []
+    for seg in now.segments:
+        st = os.stat(seg.path)
+        cur.append((seg.path, st.st_size, st.st_mtime_ns))
+    if cur != plan.inputs:
+        raise InputError("the log changed since the plan was made (segments added, grown or rewritten); "
+                         "plan again", path=log.root)
+
+
+def _copy_ownership(src_dir: str, dst_dir: str) -> None:
+    """Give the new log the old one's directory mode and owner (so that a workq-server running as another user
+    than wqtool can still append); files get the owner and the mode of the old newest segment (or 0666&~umask)."""
+    st = os.stat(src_dir)
+    os.chmod(dst_dir, st.st_mode & 0o7777)
+    segs = sorted(n for n in os.listdir(src_dir) if n.endswith(".log"))
+    fmode = os.stat(os.path.join(src_dir, segs[-1])).st_mode & 0o777 if segs else None
+    for n in [None] + sorted(os.listdir(dst_dir)):
+        p = dst_dir if n is None else os.path.join(dst_dir, n)
+        if n is not None and fmode is not None:
+            os.chmod(p, fmode)
+        if (os.stat(p).st_uid, os.stat(p).st_gid) != (st.st_uid, st.st_gid):
+            try:
+                os.chown(p, st.st_uid, st.st_gid)
+            except PermissionError:
+                pass   # not root: the files stay ours, as any file we create
+
+
+def _resolve_swap(swap: str, parent: str) -> str:
+    if swap not in ("auto", "exchange", "rename"):
+        raise UsageError(f"swap must be auto, exchange or rename, not {swap!r}")
+    if swap == "auto":
+        return "exchange" if exchange_supported(parent) else "rename"
+    return swap
+
+
+def apply_steps(plan: WorkqPackPlan, *, swap: str = "auto", fsync: bool = True) -> list[str]:
+    """The labels of the steps ``apply_plan`` runs, in order (each can be failed before: / after:)."""
+    parent = os.path.dirname(os.path.abspath(plan.log.root))
+    swap = _resolve_swap(swap, parent)
+    out = ["mkdir-temp", "lock-files-temp"]
+    for seq in range(1, plan.segments_after + 1):
+        out.append("write:" + segment_name(seq))
+        if fsync:
+            out.append("fsync:" + segment_name(seq))
+    out += ["own-temp", "verify-temp"]
+    if fsync:
+        out.append("fsync-dir:temp")
+    out.append("rename-temp-to-ready")
+    if fsync:
+        out.append("fsync-dir:parent:ready")
+    if swap == "exchange":
+        out.append("exchange")
+        if fsync:
+            out.append("fsync-dir:parent:exchange")
+        out.append("rename-old-to-backup")
+        if fsync:
+            out.append("fsync-dir:parent:backup")
+    else:
+        out.append("rename-log-to-backup")
+        if fsync:
+            out.append("fsync-dir:parent:backup")
+        out.append("rename-ready-to-log")
+        if fsync:
+            out.append("fsync-dir:parent:log")
+    return out
+
+
+def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+               lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True,
+               stale_lock_hold: float = 1.1) -> ApplyResult:
+    """Install the packed log in place of the log directory, atomically (sequence in the module docstring)."""
+    t0 = time.perf_counter()
+    log = plan.log
+    if not log.is_dir:
+        raise UsageError("--apply needs the log's directory (segments named one by one cannot be installed)",
+                         path=log.root)
+    d = os.path.abspath(log.root)
+    parent, name = os.path.split(d)
+    swap = _resolve_swap(swap, parent)
+    step = _Steps(fail_at, hook)
+    stamp = _stamp(plan.as_of_ns)
+    old_locks = _Locks(d, lock_timeout)
+    new_locks: _Locks | None = None
+    tmp = os.path.join(parent, f"{name}.pack-tmp-{os.getpid()}-{time.monotonic_ns()}")
+    swapped = False
+    try:
+        recovered = finish_interrupted(d, lock_timeout=lock_timeout, cleanup=True, fsync=fsync)
+        _check_unchanged(plan)
+        # 2. the new log, in a sibling temp directory, verified
+        try:
+            step("mkdir-temp", lambda: os.mkdir(tmp))
+
+            def lock_files():
+                nonlocal new_locks
+                _make_lock_files(tmp)
+                new_locks = _Locks(tmp, lock_timeout, what="pack")
+            step("lock-files-temp", lock_files)
+            names, total = _write_segments(plan, tmp, step, fsync)
+            step("own-temp", lambda: _copy_ownership(d, tmp))
+            digest, records = step("verify-temp", lambda: _verify_output(plan, tmp))
+            if fsync:
+                step("fsync-dir:temp", lambda: fsync_dir(tmp))
+        except Exception:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        # 3. verified and ready: named after its inode, so that recovery can tell it from the old log
+        ready = os.path.join(parent, f"{name}.pack-new-{os.stat(tmp).st_ino}-{stamp}")
+        try:
+            step("rename-temp-to-ready", lambda: os.rename(tmp, ready))
+        except Exception:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if fsync:
+            step("fsync-dir:parent:ready", lambda: fsync_dir(parent))
+        # 4. the swap
+        backup = _backup_name(parent, name, stamp)
+        if swap == "exchange":
+            try:
+                step("exchange", lambda: _exchange(ready, d))
+            except _NoExchange:
+                shutil.rmtree(ready, ignore_errors=True)
+                raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use swap='rename'",
+                              parent) from None
+            swapped = True
+            if fsync:
+                step("fsync-dir:parent:exchange", lambda: fsync_dir(parent))
+            step("rename-old-to-backup", lambda: os.rename(ready, backup))
+            if fsync:
+                step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
+        else:
+            step("rename-log-to-backup", lambda: os.rename(d, backup))
+            swapped = True
+            if fsync:
+                step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
+            step("rename-ready-to-log", lambda: os.rename(ready, d))
+            if fsync:
+                step("fsync-dir:parent:log", lambda: fsync_dir(parent))
+    finally:
+        if new_locks is not None:
+            new_locks.release()
+        if swapped and stale_lock_hold > 0 and old_locks.fds:
+            time.sleep(stale_lock_hold)
+        old_locks.release()
+    result = PackResult(d, names, total, records, digest, time.perf_counter() - t0)
+    return ApplyResult(d, backup, swap, step.done, result, plan.bytes_before, total, recovered)

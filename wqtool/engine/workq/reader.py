@@ -1,0 +1,354 @@
+"""Segment discovery and the streaming record reader — the one place bytes become records or findings.
+
+Memory stays bounded whatever the file size: segments are mmapped read-only, SIZE is checked against the
+sane cap and the bytes that remain before anything is sliced, and every varint read is bounded to 10 bytes.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from google_crc32c import value as _crc
+
+from ...errors import InputError, InvalidPayload, UnknownOpcode, UsageError
+from ..fileio import FileView, input_error
+from ...formats.workq import RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, LOCK_FILES, MAGIC, SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP
+from .fastpath import decode_payload
+from ..findings import ERROR, WARNING, Finding, Verdict
+from .model import Record
+from ...formats._common import GO_TIME_STRUCT, GoTime
+
+_U32 = RECORD_CRC_STRUCT
+_TIME = GO_TIME_STRUCT
+_MAX_SEC = 315537897599  # 9999-12-31T23:59:59Z in seconds since year 1
+
+UP_REFUSE = "workq-server would refuse to start: "
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    path: str
+    seq: int | None       # None: a file named explicitly that upstream would not take as a segment
+    pinned_size: int | None = None  # --horizon: the size at start
+
+
+@dataclass(slots=True)
+class LogSet:
+    """One log: the segments of one directory, in upstream's order, and what discovery noticed."""
+
+    root: str
+    segments: list[Segment]
+    findings: list[Finding] = field(default_factory=list)
+    is_dir: bool = True
+
+    @property
+    def newest(self) -> Segment | None:
+        return self.segments[-1] if self.segments else None
+
+
+def segment_seq(name: str) -> int | None:
+    """Upstream parseSequence: exactly 9 digits that fit a uint32, then '.log'."""
+    m = SEGMENT_NAME.match(name)
+    if not m:
+        return None
+    seq = int(m.group(1))
+    return seq if seq <= SEGMENT_SEQ_MAX else None
+
+
+def _stat_size(path: str) -> int:
+    return os.stat(path).st_size
+
+
+def discover(paths: Sequence[str], *, horizon: bool = False) -> list[LogSet]:
+    """Resolve PATHs (directories, segment files, or several) into logs, one per directory.
+
+    Directories are scanned with upstream's rules; files named explicitly are taken as segments of their
+    directory's log (a name upstream would ignore gets a warning). Nothing is ever silently skipped.
+    """
+    if not paths:
+        raise UsageError("no PATH given")
+    logs: list[LogSet] = []
+    by_dir: dict[str, LogSet] = {}
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError as exc:
+            raise input_error(p, exc) from None
+        if os.path.isdir(p):
+            logs.append(_discover_dir(p, horizon))
+            continue
+        parent = os.path.dirname(os.path.abspath(p))
+        log = by_dir.get(parent)
+        if log is None:
+            log = LogSet(root=os.path.dirname(p) or ".", segments=[], is_dir=False)
+            by_dir[parent] = log
+            logs.append(log)
+        seq = segment_seq(os.path.basename(p))
+        if seq is None:
+            log.findings.append(Finding(WARNING, "WQ-IGNORED-FILE", "named explicitly, but workq-server ignores "
+                                        "this file name (not NNNNNNNNN.log)", path=p))
+        if not os.access(p, os.R_OK):
+            raise InputError("permission denied", path=p)
+        log.segments.append(Segment(p, seq, st.st_size if horizon else None))
+    for log in logs:
+        if not log.is_dir and all(s.seq is not None for s in log.segments):
+            log.segments.sort(key=lambda s: s.seq)
+    return logs
+
+
+def _discover_dir(d: str, horizon: bool) -> LogSet:
+    try:
+        names = sorted(os.listdir(d))
+    except OSError as exc:
+        raise input_error(d, exc) from None
+    segs: list[Segment] = []
+    log = LogSet(root=d, segments=segs)
+    for name in names:
+        path = os.path.join(d, name)
+        seq = segment_seq(name)
+        if seq is not None and not os.path.isdir(path):
+            segs.append(Segment(path, seq, _stat_size(path) if horizon else None))
+        elif name in LOCK_FILES:
+            continue
+        else:
+            why = "not a segment name (NNNNNNNNN.log)"
+            if name.endswith(".log.rw"):
+                why = "a cleaner rewrite left over from an interrupted cycle"
+            elif os.path.isdir(path):
+                why = "a subdirectory"
+            log.findings.append(Finding(WARNING, "WQ-IGNORED-FILE", f"ignored by workq-server: {why}", path=path))
+    segs.sort(key=lambda s: s.seq)
+    if not segs:
+        if not any(n in LOCK_FILES for n in names):
+            raise UsageError("not a workq log directory: no segments (NNNNNNNNN.log) and no lock files", path=d)
+        log.findings.append(Finding(WARNING, "WQ-NO-SEGMENTS", "no segment yet (workq creates the first one on "
+                                    "the first mutating command)", path=d))
+        return log
+    if segs[0].seq != 1:
+        log.findings.append(Finding(WARNING, "WQ-MISSING-FIRST", f"log starts at segment {segs[0].seq}, not 1 "
+                                    "(earlier segments were removed by the cleaner, or lost)", path=segs[0].path))
+    for a, b in zip(segs, segs[1:]):
+        if b.seq != a.seq + 1:
+            log.findings.append(Finding(WARNING, "WQ-SEGMENT-GAP", f"segments {a.seq + 1}..{b.seq - 1} are missing "
+                                        "(legal: the cleaner deletes segments it emptied)", path=b.path))
+    return log
+
+
+# ---------------------------------------------------------------- scanning one segment
+def _plausible_record_at(data, p: int, end: int) -> bool:
+    """True when a whole, CRC-valid record with a plausible TIME starts at p (used to resync after damage)."""
+    if p + 20 > end:
+        return False
+    version, sec, nsec, zone = _TIME.unpack_from(data, p)
+    if version != 1 or not (0 <= nsec <= 999_999_999) or not (0 <= sec <= _MAX_SEC):
+        return False
+    if zone != 0xFFFF and not (zone <= 1440 or zone >= 0x10000 - 1440):
+        return False
+    q = p + 15
+    size = 0
+    shift = 0
+    for i in range(4):  # SIZE_CAP fits in 3 varint bytes
+        if q >= end:
+            return False
+        c = data[q]
+        q += 1
+        size |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            break
+    else:
+        return False
+    if size > SIZE_CAP or q + size + 4 > end:
+        return False
+    return _crc(data[p:q + size]) == _U32.unpack_from(data, q + size)[0]
+
+
+def find_resync(data, start: int, end: int) -> int | None:
+    """The first offset after ``start`` where a valid record begins, or None."""
+    p = start
+    while True:
+        p = data.find(b"\x01", p + 1, end - 19)
+        if p < 0:
+            return None
+        if _plausible_record_at(data, p, end):
+            return p
+
+
+_UPSTREAM = {
+    "WQ-TRUNCATED": "Replay error, unexpected EOF",
+    "WQ-TIME-VERSION": "Replay error, Time.UnmarshalBinary: unsupported version",
+    "WQ-SIZE-OVERFLOW": "Replay error, binary: varint overflows a 64-bit integer",
+    "WQ-CRC": "Replay error, crc mismatch",
+}
+
+
+def header_finding(sd: FileView, index: int, is_newest: bool) -> tuple[Finding | None, bool]:
+    """(finding, scan_records) for the segment header."""
+    size, path = sd.size, sd.path
+    base = "open segment cursor " + path + ": invalid segment header"
+    if size == 0:
+        return Finding(ERROR, "WQ-HDR-EMPTY", "0-byte segment: no header" + (
+            "; torn tail (the server died right after creating it) — removing the file loses nothing"
+            if is_newest else ""), path=path, offset=0, record_index=index, last_good_offset=0,
+            upstream=UP_REFUSE + "Replay error, " + base + ": EOF",
+            verdict=Verdict.TORN_TAIL if is_newest else Verdict.CORRUPT), False
+    if size < HEADER_SIZE:
+        return Finding(ERROR, "WQ-HDR-SHORT", f"segment is {size} bytes, shorter than its 8-byte header" + (
+            "; torn tail — removing the file loses nothing" if is_newest else ""), path=path, offset=0,
+            record_index=index, last_good_offset=0,
+            upstream=UP_REFUSE + "Replay error, " + base + ": unexpected EOF",
+            verdict=Verdict.TORN_TAIL if is_newest else Verdict.CORRUPT), False
+    head = bytes(sd.data[:HEADER_SIZE])
+    if head != HEADER_BYTES:
+        magic, version = HEADER_STRUCT.unpack(head)
+        code = "WQ-HDR-MAGIC" if magic != MAGIC else "WQ-HDR-VERSION"
+        what = (f"bad magic {head[:4].hex()} (expected 77717771 'wqwq')" if magic != MAGIC
+                else f"unsupported version {version} (expected 1)")
+        return Finding(ERROR, code, "segment header: " + what, path=path, offset=0, record_index=index,
+                       last_good_offset=0, upstream=UP_REFUSE + "Replay error, " + base,
+                       verdict=Verdict.CORRUPT), True
+    if size == HEADER_SIZE:
+        return Finding(WARNING, "WQ-HEADER-ONLY", "header-only segment (no records)", path=path, offset=0,
+                       record_index=index), False
+    return None, True
+
+
+class RecordReader:
+    """Streams one log's records (and findings, in file order) — the engine's only reader.
+
+    ``events()`` yields ``Record`` and ``Finding`` objects interleaved in file order. A damaged stretch gives
+    one error finding at the offset where the damaged record starts (``last_good_offset`` = that offset), then
+    the reader resyncs to the next valid record in the same segment, if any, so everything readable is read.
+    Damage in the newest segment with nothing valid after it is a torn tail (exit 1); any other damage is
+    corruption (exit 3).
+    """
+
+    def __init__(self, log: LogSet, *, decode: bool = True, keep_raw: bool = False):
+        self.log = log
+        self.keep_raw = keep_raw
+        self.decode = decode
+        self.records = 0
+        self.bytes = 0
+        self.segments_read = 0
+
+    def events(self) -> Iterator[Record | Finding]:
+        yield from self.log.findings
+        index = 0
+        newest = self.log.newest
+        for seg in self.log.segments:
+            with FileView(seg) as sd:
+                self.segments_read += 1
+                self.bytes += sd.size
+                is_newest = seg is newest
+                for ev in self.segment_events(sd, index, is_newest):
+                    if ev.__class__ is Record:
+                        index += 1
+                    yield ev
+        self.records = index
+
+    # -- records
+    def segment_events(self, sd: FileView, index: int, is_newest: bool) -> Iterator[Record | Finding]:
+        f, scan = header_finding(sd, index, is_newest)
+        if f is not None:
+            yield f
+        if not scan:
+            return
+        data, end, path = sd.data, sd.size, sd.path
+        decode = self.decode
+        keep_raw = self.keep_raw
+        pos = HEADER_SIZE
+        zone_warned = False
+        while pos < end:
+            rem = end - pos
+            code = None
+            if rem < 15:
+                code, msg = "WQ-TRUNCATED", f"record cut short: {rem} bytes left, a record needs at least 20"
+            elif data[pos] != 1:
+                code, msg = "WQ-TIME-VERSION", (f"expected a record (Go time version 01) but found byte "
+                                                f"{data[pos]:02x}")
+            else:
+                q = pos + 15
+                size = 0
+                shift = 0
+                i = 0
+                while True:
+                    if q >= end:
+                        code, msg = "WQ-TRUNCATED", "record cut short inside its SIZE varint"
+                        break
+                    c = data[q]
+                    q += 1
+                    if c < 0x80:
+                        if i == 9 and c > 1:
+                            code, msg = "WQ-SIZE-OVERFLOW", "SIZE varint overflows a 64-bit integer"
+                        size |= c << shift
+                        break
+                    size |= (c & 0x7F) << shift
+                    shift += 7
+                    i += 1
+                    if i == 10:
+                        code, msg = "WQ-SIZE-OVERFLOW", "SIZE varint overflows a 64-bit integer (more than 10 bytes)"
+                        break
+                if code is None:
+                    need = q - pos + size + 4
+                    if size > SIZE_CAP:
+                        code = "WQ-SIZE-TOO-LARGE"
+                        msg = (f"SIZE {size} is beyond any valid command (max {SIZE_CAP}); "
+                               f"{rem} bytes left in the segment; nothing allocated")
+                    elif need > rem:
+                        code, msg = "WQ-TRUNCATED", f"record cut short: needs {need} bytes, {rem} left"
+                    else:
+                        pend = q + size
+                        body = data[pos:pend]
+                        stored = _U32.unpack_from(data, pend)[0]
+                        crc = _crc(body)
+                        if crc != stored:
+                            code, msg = "WQ-CRC", f"crc mismatch: stored {stored:08x}, computed {crc:08x}"
+                        else:
+                            length = need
+                            nxt = pend + 4
+                            version, sec, nsec, zone = _TIME.unpack_from(body, 0)
+                            if zone != 0xFFFF and not zone_warned:
+                                zone_warned = True
+                                yield Finding(WARNING, "WQ-ZONE", f"record TIME has zone offset "
+                                              f"{zone if zone < 0x8000 else zone - 0x10000} min, not FF FF (UTC); "
+                                              "upstream accepts it (first such record in this segment)",
+                                              path=path, offset=pos, record_index=index)
+                            rec = Record(path, pos, length, index, GoTime(sec, nsec, zone - 0x10000 if
+                                         zone >= 0x8000 else zone), size, stored)
+                            if decode:
+                                try:
+                                    rec.command = decode_payload(body, q - pos, len(body))
+                                except (InvalidPayload, UnknownOpcode) as exc:
+                                    rec.payload_error = exc
+                                    rec.raw_payload = bytes(body[q - pos:])
+                            else:
+                                rec.raw_payload = body
+                            if keep_raw:
+                                rec.raw = bytes(data[pos:nxt])
+                            yield rec
+                            index += 1
+                            pos = nxt
+                            continue
+            # damage at pos
+            if code == "WQ-SIZE-TOO-LARGE":
+                up = (UP_REFUSE + "Go panic 'makeslice: len out of range' (exit 2)" if size >= 1 << 48 else
+                      UP_REFUSE + "Replay error, unexpected EOF" if size > rem else UP_REFUSE + "Replay error, crc mismatch")
+            else:
+                up = UP_REFUSE + _UPSTREAM[code]
+            resume = find_resync(data, pos, end)
+            if resume is None and is_newest:
+                exit_class = Verdict.TORN_TAIL
+                msg += (f"; torn tail: the log is valid up to 0x{pos:x} and nothing valid follows "
+                        f"({end - pos} bytes) — truncating there loses no valid record")
+            else:
+                exit_class = Verdict.CORRUPT
+                if resume is not None:
+                    msg += f"; valid records resume at 0x{resume:x} ({resume - pos} bytes unreadable)"
+                else:
+                    msg += f"; nothing valid follows in this segment ({end - pos} bytes), but later segments exist"
+            yield Finding(ERROR, code, msg, path=path, offset=pos, record_index=index, last_good_offset=pos,
+                          upstream=up, verdict=exit_class, resumes_at=resume)
+            if resume is None:
+                return
+            pos = resume
