@@ -98,14 +98,14 @@ def replay(
         if not summary:
             write_jobs_table(sys.stdout, state)
             sys.stdout.flush()
-        con = stdout_console()
-        con.print(counts_table(state))
+        stdout_console().print(counts_table(state))
         s = state_summary(state)
-        con.print(f"as of {s['as_of']}: {s['job_count']} jobs from {s['records']} records ({s['applied']} applied)")
+        w = sys.stdout.write   # plain lines: never wrapped, never read as markup
+        w(f"as of {s['as_of']}: {s['job_count']} jobs from {s['records']} records ({s['applied']} applied)\n")
         for f in report.findings:
             if f.severity == "note":
-                con.print(f"note: {f.message}")
-        con.print(f"digest sha256:{s['digest']}")
+                w(f"note: {f.message}\n")
+        w(f"digest sha256:{s['digest']}\n")
     return report.verdict
 
 
