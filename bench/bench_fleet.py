@@ -109,7 +109,7 @@ def main() -> None:
     def runs(secs):
         return "runs " + " ".join(f"{x:.2f}" for x in secs) if n > 1 else ""
 
-    from wqtool.spark.fleet import run_fleet, run_reference
+    from wqtool.spark.workq_fleet import run_fleet, run_reference
     from wqtool.spark.session import build_session, warm_up
     t = time.perf_counter()
     spark = build_session(master="local[2]")

@@ -30,7 +30,7 @@ def _same(a, b):
 @pytest.mark.parametrize("fast", [True, False])
 def test_fleet_equals_local_on_every_log(spark, corpus, fast, limit):
     from wqtool.engine.workq.reader import discover
-    from wqtool.spark.fleet import run_fleet
+    from wqtool.spark.workq_fleet import run_fleet
     names = sorted(corpus)
     logs = [discover([corpus[n]])[0] for n in names]
     fleet = run_fleet(spark, logs, as_of_ns(), limit=limit, want_jobs=True, fast=fast)

@@ -171,10 +171,12 @@ def test_failfast_raises_on_the_first_error_and_schema_is_dump_fields(spark, kco
 def test_run_kestrel_equals_local_on_every_queue(spark, kcorpus):
     from wqtool.engine import kestrel
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.spark.fleet import run_kestrel
+    from wqtool.engine.format import Options, get
+    from wqtool.spark.fleet import PerLogFleet
     sets = [kestrel.discover([kcorpus[n]])[0] for n in NAMES]
     for keep_open, limit in ((False, None), (True, 1)):
-        fleet = run_kestrel(spark, sets, as_of_ns(), limit=limit, keep_open=keep_open, items=True)
+        fleet = PerLogFleet(get("kestrel")).run(spark, sets, Options(as_of_ns(), extra={"keep_open": keep_open}),
+                                                limit=limit, items=True)
         for name, (a, _) in zip(NAMES, fleet):
             b = _local(kcorpus[name], limit, keep_open)
             assert [finding_to_jsonable(f) for f in a.findings] == [finding_to_jsonable(f) for f in b.findings]
@@ -190,7 +192,7 @@ def test_verify_cli_same_output_and_exit_code_mixed_with_workq(kcorpus):
     spark = cli("verify", "--engine", "spark", "-o", "json", "--as-of", AS_OF, *paths)
     assert spark.code == local.code == 3
     assert json.loads(spark.out) == json.loads(local.out)
-    assert "Kestrel queue(s)" in spark.err
+    assert "a task per log" in spark.err
     for name in ("torn-tail", "k-truncated-live", "clean-journal"):   # exit 1 and 0 on their own
         args = ("-o", "json", "--keep-open", "--max-findings", "1", "--as-of", AS_OF, kcorpus[name])
         local, spark = cli("verify", *args), cli("verify", "--engine", "spark", *args)

@@ -5,16 +5,23 @@ import enum
 import time
 from typing import Annotated, Optional
 
+import click
 import typer
 
+from ..engine import format as registry
+from ..engine.format import Options
 from ..engine.instant import EXPECTED, parse_instant
 from ..errors import UsageError
 
 
-class LogFormat(str, enum.Enum):
-    auto = "auto"
-    workq = "workq"
-    kestrel = "kestrel"
+def _format_name(value: str) -> str:
+    """--format: auto or a registered format (read from the registry when used, so a format registered at run
+    time is accepted)."""
+    v = str(value).lower()
+    choices = ["auto", *registry.names()]
+    if v not in choices:
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(map(repr, choices))}.")
+    return v
 
 
 class KestrelVersion(str, enum.Enum):
@@ -47,8 +54,10 @@ class PayloadMode(str, enum.Enum):
 
 Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH",
                                             show_default=False)]
-FormatOpt = Annotated[LogFormat, typer.Option("--format", "-f", help="Log format (auto: workq by its segment names "
-                                              "and magic, else Kestrel).", case_sensitive=False)]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", parser=_format_name, metavar="<auto|"
+                                        + "|".join(registry.names()) + ">",
+                                        help="Log format (auto: detected from each PATH by the formats' own "
+                                             "declarations: magic, file names, first record).")]
 KestrelVersionOpt = Annotated[KestrelVersion, typer.Option(
     "--kestrel-version", help="Kestrel: the meaning of op 3 and of legacy ADD expiry (1.x or 2.x); auto guesses "
     "and says so.")]
@@ -61,6 +70,11 @@ MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", min=0, met
                                                    help="Show at most N findings per log (all are counted).")]
 Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each segment's size at start: a live, growing log "
                                        "is read as it was when the command began.")]
+
+
+def options(as_of: str | None, *, horizon: bool = False, **extra) -> Options:
+    """The engine's Options from a command's --as-of, --horizon and format-specific settings."""
+    return Options(parse_time(as_of, "--as-of"), horizon, {k: v for k, v in extra.items() if v is not None})
 
 
 def parse_time(value: str | None, option: str, *, default_now: bool = True) -> int | None:

@@ -60,3 +60,15 @@ class FileView:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def read_span(path: str, offset: int, length: int) -> bytes:
+    """``length`` bytes of ``path`` at ``offset`` (fewer at the end of the file), read-only."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise input_error(path, exc) from None
+    try:
+        return os.pread(fd, length, offset)
+    finally:
+        os.close(fd)

@@ -39,6 +39,9 @@ class Opcode(IntEnum):
         return self.name.lower().replace("_", "-")
 
 
+#: A journal's first byte is an opcode: a byte above this cannot start a Kestrel journal.
+MAX_OPCODE = max(Opcode)
+
 #: Opcodes whose body is an item block (``size`` + times + data).
 ITEM_OPS = frozenset({Opcode.ADD, Opcode.ADDX, Opcode.ADD_XID, Opcode.CONTINUE})
 #: Opcodes whose body is exactly one ``i32 xid``.

@@ -1,70 +1,52 @@
-"""Record output for dump: a streaming text table, JSON Lines, a JSON array, and hex."""
+"""Record output for dump, for every format (through its ``RecordView``): a streaming text table, JSON Lines,
+a JSON array, and hex."""
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from typing import TextIO
 
-from ..engine.workq.model import Record
-from ..engine.workq.serialize import record_to_jsonable
-from ..engine.serialize import render_bytes
-
-_HEAD = f"{'segment':<14} {'offset':>10} {'len':>6} {'#':>7}  {'time':<30} {'cmd':<15} {'job':<36}  details"
+from ..engine.fileio import read_span
+from ..engine.format import RecordView
 
 
-def _details(rec: Record, payload: str) -> str:
-    c = rec.command
-    if c is None:
-        return f"UNDECODABLE: {getattr(rec.payload_error, 'message', rec.payload_error)}"
+def table_line(columns, cells) -> str:
     parts = []
-    if c.name is not None:
-        parts.append(f"q={c.name.decode('latin-1')} prio={c.priority} ttr={c.ttr}ms ttl={c.ttl}ms "
-                     f"max-att={c.max_attempts} max-fails={c.max_fails}")
-        if not c.time.is_zero:
-            parts.append(f"at={c.time.isoformat()}")
-        parts.append(f"created={c.created.isoformat()}")
-        parts.append(f"payload[{len(c.payload)}]" + ("" if payload == "none" else "=" + _quote(c.payload, payload)))
-    if c.result is not None:
-        parts.append(f"result[{len(c.result)}]" + ("" if payload == "none" else "=" + _quote(c.result, payload)))
-    return " ".join(parts)
-
-
-def _quote(b: bytes, mode: str, limit: int = 64) -> str:
-    s = render_bytes(b[:limit], mode)
-    s = json.dumps(s, ensure_ascii=False) if mode == "text" else s
-    return s + ("…" if len(b) > limit else "")
+    for i, (col, cell) in enumerate(zip(columns, cells)):
+        if i:
+            parts.append(" " * col.gap)
+        parts.append(str(cell) if col.width is None else f"{cell:{col.align}{col.width}}")
+    return "".join(parts)
 
 
 class RecordTable:
     """A streaming fixed-width table: one line per record, header once (works for millions of rows)."""
 
-    def __init__(self, out: TextIO, payload: str):
+    def __init__(self, out: TextIO, payload: str, view: RecordView):
         self.out = out
         self.payload = payload
+        self.view = view
         self.started = False
+        self._head = table_line(view.columns, [c.title for c in view.columns])
 
-    def write(self, rec: Record) -> None:
+    def write(self, rec) -> None:
         if not self.started:
-            self.out.write(_HEAD + "\n")
+            self.out.write(self._head + "\n")
             self.started = True
-        c = rec.command
-        self.out.write(f"{os.path.basename(rec.path):<14} {rec.offset:>10} {rec.length:>6} {rec.index:>7}  "
-                       f"{rec.time.isoformat():<30} {(c.cmd.label if c else '?'):<15} "
-                       f"{(str(uuid.UUID(bytes=c.job_id)) if c else '-'):<36}  {_details(rec, self.payload)}\n")
+        self.out.write(table_line(self.view.columns, self.view.cells(rec, self.payload)) + "\n")
 
     def close(self) -> None:
         if not self.started:
-            self.out.write(_HEAD + "\n")
+            self.out.write(self._head + "\n")
 
 
 class RecordJsonl:
-    def __init__(self, out: TextIO, payload: str):
+    def __init__(self, out: TextIO, payload: str, view: RecordView):
         self.out = out
         self.payload = payload
+        self.view = view
 
-    def write(self, rec: Record) -> None:
-        self.out.write(json.dumps(record_to_jsonable(rec, payload=self.payload), ensure_ascii=False) + "\n")
+    def write(self, rec) -> None:
+        self.out.write(json.dumps(self.view.row(rec, self.payload), ensure_ascii=False) + "\n")
 
     def close(self) -> None:
         pass
@@ -73,13 +55,13 @@ class RecordJsonl:
 class RecordJsonArray(RecordJsonl):
     """A JSON array streamed element by element (memory stays flat)."""
 
-    def __init__(self, out: TextIO, payload: str):
-        super().__init__(out, payload)
+    def __init__(self, out: TextIO, payload: str, view: RecordView):
+        super().__init__(out, payload, view)
         self.n = 0
 
-    def write(self, rec: Record) -> None:
+    def write(self, rec) -> None:
         self.out.write(("[\n  " if self.n == 0 else ",\n  ")
-                       + json.dumps(record_to_jsonable(rec, payload=self.payload), ensure_ascii=False))
+                       + json.dumps(self.view.row(rec, self.payload), ensure_ascii=False))
         self.n += 1
 
     def close(self) -> None:
@@ -96,17 +78,21 @@ def hexdump(data: bytes, base: int) -> list[str]:
     return lines
 
 
+#: the most bytes of one record a hex dump shows
+HEX_MAX = 1 << 20
+
+
 class RecordHex:
-    """Each record as a header line and a canonical hex dump of its bytes (offsets are file offsets)."""
+    """Each record as a title line and a canonical hex dump of its bytes (offsets are file offsets)."""
 
-    def __init__(self, out: TextIO, payload: str):
+    def __init__(self, out: TextIO, payload: str, view: RecordView):
         self.out = out
+        self.view = view
 
-    def write(self, rec: Record) -> None:
-        c = rec.command
-        self.out.write(f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} "
-                       f"{c.cmd.label if c else '?'} len={rec.length} size={rec.size} crc={rec.crc:08x}\n")
-        self.out.write("\n".join(hexdump(rec.raw or b"", rec.offset)) + "\n")
+    def write(self, rec) -> None:
+        self.out.write(self.view.hex_title(rec) + "\n")
+        self.out.write("\n".join(hexdump(read_span(rec.path, rec.offset, min(rec.length, HEX_MAX)), rec.offset))
+                       + "\n")
 
     def close(self) -> None:
         pass

@@ -1,8 +1,8 @@
-"""The only place pyspark is imported: wqtool's formats as Spark data sources, and the fleet jobs.
+"""The only place pyspark is imported: every registered format as a Spark data source, and the fleet jobs.
 
     from wqtool.spark import register
     register(spark)
-    spark.read.format("workq").load("/var/lib/workq/cmdlog").groupBy("cmd").count().show()
+    spark.read.format(name).load(path)      # name: any registered format (wqtool.engine.format.names())
 
 Importing this package does not import pyspark; ``register`` does.
 """
@@ -10,6 +10,6 @@ from __future__ import annotations
 
 
 def register(spark) -> None:
-    """Register the ``workq`` and ``kestrel`` data sources on a SparkSession."""
+    """Register a data source per registered format on a SparkSession (``spark.read.format(<name>)``)."""
     from .datasources import register as _register
     _register(spark)

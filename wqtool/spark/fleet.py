@@ -1,629 +1,81 @@
-"""Fleet jobs on Spark: verify, replay and stats over many workq logs and Kestrel queues, the same results as
-the local engine.
+"""Fleet jobs on Spark for every format: verify, replay, stats and export over many logs, the same results as the
+local engine.
 
-Two paths for workq logs, both engine code run in Spark tasks, merged on the driver into ``engine.verify.LogReport``s:
-
-  fast       (``run_fleet``) intact logs through the engine's hot kernel (``FastReplay``): one task per log, or
-             a big log split by job over the executor slots (every share frames every record, CRC-checks and
-             replays the jobs whose id's last byte is its own) — a job's state depends only on its own records
-             in log order. A log the kernel bails on (damage, unusual history) goes to the reference path.
-  reference  (``run_reference``; stats use it for every log) any log:
-             A  one task per segment (``spark.range`` with one row per partition → ``mapInArrow``): the engine's
-                reader frames and CRC-checks the segment (payloads not decoded); reader findings, counts and sizes
-                go to the driver; records go on packed in chunks per job part (first byte of the job id).
-             B  shuffled by part, chunks sorted by (log, segment, chunk): each task holds all records of its jobs
-                in log order, decodes them with the engine's codec and applies them to ``WorkqReplay`` — so the
-                state, the findings (unknown job, duplicates, skip-if-expired at --as-of, ...) and their order
-                within a job are the local engine's. Canonical job lines (the digest's input) go to the driver
-                per part; parts are ranges of job ids, so the driver hashes them in order.
-
-Kestrel queues (``run_kestrel``): a queue's state depends on every record of its file set in order, so one task
-per queue runs ``engine.kestrel.run_log`` on it (biggest queues first) and ships the LogReport back — the
-local engine's report by construction; its state whole for replay, as a ``KestrelSummary`` for verify / stats.
-
-The driver puts findings back into file order (the first --max-findings kept, all counted), computes exit code,
-counts, log-wide record indexes (per-segment counts give each segment's base) and the closing notes exactly as
-``WorkqReplay.finish()`` does. Only this module and ``datasources`` import pyspark.
+Each format's logs go to its fleet strategy: the class its ``Format.spark_fleet`` names (workq: split by job,
+``workq_fleet.WorkqFleet``), else ``PerLogFleet``: one Spark task per log runs the engine's reader -> replay
+pass on it (biggest logs first) and ships the LogReport back — the local engine's report by construction; the
+state whole for replay, as a ``StateSummary`` for verify / stats. Results come back in the commands' order.
+Only this package imports pyspark.
 """
 from __future__ import annotations
 
-import heapq
 import json
 import os
 import pickle
-import struct
-import zlib
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..engine.findings import Finding, Verdict, worst
-from ..engine.workq.reader import LogSet, Segment
-from ..engine.workq.replay import JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start
-from ..engine.workq.stats import RecordStats
-from ..engine.run import LogReport, VerifyReport
-from ..engine.workq.verify import log_size
-from ..formats.workq import CmdType
+from ..engine.findings import Finding, Verdict
+from ..engine.format import Log, Options, load_object
+from ..engine.run import LogReport, VerifyReport, files_size
+from ..engine.stats import StatsCollector
 
-# stage outputs: kind of row
-_REC, _SEG, _LOG, _LINE, _JOB = 0, 1, 2, 3, 4
-_NS_PER_MS = 1_000_000
-_INF = float("inf")
+_LOG = 2
+_FIELDS = "log int, kind tinyint, part int, blob binary"
 
 
-# ---------------------------------------------------------------- results
-@dataclass(slots=True)
-class FleetReplayState(ReplayState):
-    """A ReplayState computed on Spark: the digest, counts per state and per queue come from the executors;
-    ``jobs`` holds the jobs only when they were asked for (replay), else it is empty and ``job_count`` says."""
-
-    fleet_digest: str = ""
-    job_count: int = 0
-    by_state: dict = field(default_factory=dict)
-    by_queue: dict = field(default_factory=dict)
-
-    def digest(self) -> str:
-        return self.fleet_digest
-
-    def counts_by_state(self) -> dict[str, int]:
-        return dict(self.by_state)
-
-    def queues(self) -> dict[str, dict[str, int]]:
-        return dict(self.by_queue)
+def _strategy(fmt):
+    return load_object(fmt.spark_fleet)() if fmt.spark_fleet else PerLogFleet(fmt)
 
 
-@dataclass(slots=True)
-class FleetLog:
-    report: LogReport            # as engine.verify.run_log returns it; .state is a FleetReplayState
-    stats: RecordStats           # .jobs is empty: the distinct job count is in ``jobs``
-    jobs: int = 0
+def _by_format(logs: Sequence[Log]):
+    """[(format, [(index, log data)])] in the order formats first appear."""
+    groups: dict[str, tuple] = {}
+    for i, log in enumerate(logs):
+        groups.setdefault(log.fmt.name, (log.fmt, []))[1].append((i, log.data))
+    return list(groups.values())
 
 
-# ---------------------------------------------------------------- stage A: one task per segment
-# Rows between the stages are few and large: a chunk of packed records per (segment, job part), so the JVM
-# moves megabytes, not millions of rows. A job's part is the first byte of its id: parts are ranges of ids, so
-# the digest's job-id order is the part order, then the order inside a part.
-_A_FIELDS = (("part", "int32"), ("log", "int32"), ("seg", "int32"), ("chunk", "int32"), ("kind", "int8"),
-             ("blob", "binary"))
-_B_FIELDS = (("log", "int32"), ("kind", "int8"), ("part", "int32"), ("blob", "binary"))
-_HDR = struct.Struct(">QQIII")          # offset, index in segment, payload size, crc, len(body)
-_CHUNK = 8 << 20                        # bytes of packed records per row
-_PARTS = 256
+# ---------------------------------------------------------------- commands' entry points
+def fleet_verify(spark, logs: Sequence[Log], opts: Options, *, max_findings: int | None = None,
+                 progress=None) -> VerifyReport:
+    """Every format's ``verify`` on Spark: the same reports (findings, counts, verdicts)."""
+    out: dict[int, LogReport] = {}
+    for fmt, items in _by_format(logs):
+        reps = _strategy(fmt).verify(spark, [d for _, d in items], opts, max_findings=max_findings, progress=progress)
+        out.update(zip((i for i, _ in items), reps))
+    return VerifyReport([out[i] for i in range(len(logs))])
 
 
-def _ddl(fields) -> str:
-    t = {"int8": "tinyint", "int32": "int", "int64": "bigint", "binary": "binary"}
-    return ", ".join(f"{n} {t[k]}" for n, k in fields)
+def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, progress=None) -> LogReport:
+    """``run_log`` on Spark (the first ``limit`` findings kept, all counted), with the replayed state whole."""
+    return _strategy(log.fmt).replay(spark, log.data, opts, limit=limit, progress=progress)
 
 
-def _arrow_schema(fields):
-    import pyarrow as pa
-    t = {"int8": pa.int8(), "int32": pa.int32(), "int64": pa.int64(), "binary": pa.binary()}
-    return pa.schema([pa.field(n, t[k]) for n, k in fields])
-
-
-def _batch(schema, cols):
-    import pyarrow as pa
-    return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema)], schema=schema)
-
-
-@dataclass
-class _SegTask:
-    log: int
-    seg: int
-    segment: Segment
-    is_newest: bool
-
-
-class _StageA:
-    """Frame and CRC-check one segment with the engine's reader; route each record to its job's part."""
-
-    def __init__(self, tasks: list[_SegTask], limit: int | None, cwd: str):
-        self.tasks, self.limit, self.cwd = tasks, limit, cwd
-
-    def __call__(self, batches):
-        from ._segments import working_dir
-        schema = _arrow_schema(_A_FIELDS)
-        with working_dir(self.cwd):
-            for batch in batches:
-                for tid in batch.column(0).to_pylist():
-                    yield from self._scan(self.tasks[tid], schema)
-
-    def _scan(self, t: _SegTask, schema):
-        from ..engine.workq.model import Record
-        from ._segments import segment_scan
-        pack = _HDR.pack
-        parts: dict[int, list] = {}
-        sizes: dict[int, int] = {}
-        chunks: dict[int, int] = {}
-        out = ([], [], [], [], [], [])
-        size_bytes, events = segment_scan(t.segment, 0, t.is_newest, decode=False)
-        acc = _FindingAcc(self.limit)
-        n = seq = 0
-
-        def emit(p: int) -> None:
-            c = chunks.get(p, 0)
-            chunks[p] = c + 1
-            for col, v in zip(out, (p, t.log, t.seg, c, _REC, b"".join(parts.pop(p)))):
-                col.append(v)
-            sizes[p] = 0
-
-        for ev in events:
-            if ev.__class__ is Record:
-                b = ev.raw_payload
-                k = len(b) - ev.size + 1
-                p = b[k] if k < len(b) else 0
-                buf = parts.get(p)
-                if buf is None:
-                    buf = parts[p] = []
-                buf.append(pack(ev.offset, ev.index, ev.size, ev.crc, len(b)))
-                buf.append(b)
-                n += 1
-                sz = sizes.get(p, 0) + len(b) + 28
-                sizes[p] = sz
-                if sz >= _CHUNK:
-                    emit(p)
-                    yield _batch(schema, out)
-                    for col in out:
-                        col.clear()
-            else:
-                seq += 1
-                acc.add((t.seg, ev.offset or 0, 0, seq), ev)
-        for p in sorted(parts):
-            emit(p)
-        summary = {"seg": t.seg, "records": n, "bytes": size_bytes, "findings": acc}
-        for col, v in zip(out, (-1, t.log, t.seg, 0, _SEG, pickle.dumps(summary, protocol=5))):
-            col.append(v)
-        yield _batch(schema, out)
-
-
-class _FindingAcc:
-    """Counts every finding; keeps the ``limit`` first in file order (sort key given by the caller)."""
-
-    def __init__(self, limit: int | None):
-        self.limit = limit
-        self.kept: list = []           # heap of (negated key, n, finding) when limited, else (key, n, finding)
-        self.counts: Counter = Counter()
-        self.severities: Counter = Counter()
-        self.exits: set[int] = set()
-        self.torn: tuple | None = None  # (key, path, last_good_offset) of the last torn-tail finding
-        self._n = 0
-
-    def add(self, key: tuple, f: Finding) -> None:
-        self.counts[f.code] += 1
-        self.severities[f.severity] += 1
-        if f.verdict:
-            self.exits.add(int(f.verdict))
-            if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
-                self.torn = (key, f.path, f.last_good_offset)
-        self._n += 1
-        if self.limit is None:
-            self.kept.append((key, self._n, f))
-        elif self.limit > 0:
-            item = (tuple(-k for k in key), -self._n, f)
-            if len(self.kept) < self.limit:
-                heapq.heappush(self.kept, item)
-            elif item > self.kept[0]:
-                heapq.heapreplace(self.kept, item)
-
-    def items(self) -> list[tuple[tuple, Finding]]:
-        if self.limit is None:
-            return [(k, f) for k, _, f in self.kept]
-        return [(tuple(-k for k in nk), f) for nk, _, f in self.kept]
-
-
-# ---------------------------------------------------------------- stage B: by job
-class _StageB:
-    """All records of a set of jobs, in log order (chunks sorted by log, segment, chunk): the engine's codec and
-    ``WorkqReplay`` — a job's state depends only on its own records, so each job ends as in the local run."""
-
-    def __init__(self, paths: dict, as_of_ns: int, limit: int | None, *, digest: bool, jobs: bool, stats: bool,
-                 cwd: str):
-        self.paths, self.as_of_ns, self.limit, self.cwd = paths, as_of_ns, limit, cwd
-        self.want_digest, self.want_jobs, self.want_stats = digest, jobs, stats
-
-    def __call__(self, batches):
-        from ._segments import rebuild_record
-        schema = _arrow_schema(_B_FIELDS)
-        paths = self.paths
-        unpack = _HDR.unpack_from
-        hsize = _HDR.size
-        accs: dict[int, _LogAcc] = {}
-        out = ([], [], [], [])
-        for rb in batches:
-            logs = rb.column(1).to_pylist()
-            segs = rb.column(2).to_pylist()
-            kinds = rb.column(4).to_pylist()
-            blobs = rb.column(5).to_pylist()
-            for log, seg, kind, blob in zip(logs, segs, kinds, blobs):
-                if kind == _SEG:  # stage A's per-segment summaries go straight on to the driver
-                    for col, v in zip(out, (log, _SEG, -1, blob)):
-                        col.append(v)
-                    continue
-                acc = accs.get(log)
-                if acc is None:
-                    acc = accs[log] = _LogAcc(log, self.as_of_ns, self.limit, self.want_stats)
-                path = paths[log, seg]
-                pos, end = 0, len(blob)
-                while pos < end:
-                    off, idx, size, crc, blen = unpack(blob, pos)
-                    pos += hsize
-                    acc.apply(rebuild_record(path, off, idx, size, crc, blob[pos:pos + blen]), seg)
-                    pos += blen
-            if len(out[0]) >= 64:
-                yield _batch(schema, out)
-                for col in out:
-                    col.clear()
-        for acc in accs.values():
-            for row in acc.finish(self.want_digest, self.want_jobs):
-                for col, v in zip(out, row):
-                    col.append(v)
-        if self.want_stats and accs:  # jobs seen in any log: a job's records are all in this task
-            union = set().union(*(acc.stats.jobs for acc in accs.values()))
-            for col, v in zip(out, (-1, _LOG, -1, pickle.dumps(len(union)))):
-                col.append(v)
-        if out[0]:
-            yield _batch(schema, out)
-
-
-class _LogAcc:
-    """Stage B's state for one log inside one task: the replay, stats and findings."""
-
-    def __init__(self, log: int, as_of_ns: int, limit: int | None, stats: bool):
-        self.log = log
-        self.replay = WorkqReplay(as_of_ns)
-        self.stats = RecordStats() if stats else None
-        self.findings = _FindingAcc(limit)
-
-    def apply(self, rec, seg: int) -> None:
-        r = self.replay
-        r.apply(rec)
-        if self.stats is not None:
-            self.stats.add(rec)
-        if r.findings:
-            for n, f in enumerate(r.findings):
-                self.findings.add((seg, rec.offset, 1, n), f)
-            r.findings.clear()
-
-    def finish(self, digest: bool, want_jobs: bool):
-        """Rows for the driver: the summary, the canonical lines per part (zlib), the jobs (pickled)."""
-        r = self.replay
-        by_state: Counter = Counter()
-        by_queue: Counter = Counter()
-        add_jobs = leased = 0
-        lines: dict[int, list] = {}
-        for k in sorted(r.jobs):
-            job = r.jobs[k]
-            if job.state is JobState.LEASED:  # what WorkqReplay.finish() does to a leased job
-                job.lease_expires_ns = r.as_of_ns + job.ttr * _NS_PER_MS
-                leased += 1
-            label = job.state.label
-            by_state[label] += 1
-            by_queue[job.name, label] += 1
-            add_jobs += job.kind is CmdType.ADD
-            if digest:
-                lines.setdefault(k[0], []).append(
-                    digest_line(job)[:-1])
-        stats = None
-        if self.stats is not None:  # the job ids stay here (for the union); their count goes on
-            stats = RecordStats(self.stats.records, self.stats.bytes, self.stats.by_type, self.stats.bytes_by_type,
-                                self.stats.first_ns, self.stats.last_ns, set(), self.stats.undecodable)
-        yield self.log, _LOG, -1, pickle.dumps({
-            "records": r.records, "applied": r.applied, "stats": stats,
-            "distinct": 0 if stats is None else len(self.stats.jobs),
-            "by_state": by_state, "by_queue": by_queue, "add_jobs": add_jobs, "leased": leased,
-            "findings": self.findings}, protocol=5)
-        for p, ls in lines.items():
-            ls.append(b"")
-            yield self.log, _LINE, p, zlib.compress(b"\n".join(ls), 1)
-        if want_jobs and r.jobs:
-            yield self.log, _JOB, -1, pickle.dumps(list(r.jobs.values()), protocol=5)
-
-
-def _digest_start(as_of_ns: int):
-    return digest_start(as_of_ns)
-
-
-# ---------------------------------------------------------------- the driver
-def run_reference(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
-                  want_jobs: bool = False, stats: bool = False, partitions: int | None = None,
-                  progress: Callable[[str], None] | None = None, stats_total: list | None = None) -> list[FleetLog]:
-    """The reference pipeline (stages A and B): any log, damaged or not; one FleetLog per log, in order."""
-    say = progress or (lambda _m: None)
-    cwd = os.getcwd()
-    tasks: list[_SegTask] = []
-    paths: dict[tuple[int, int], str] = {}
+def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> tuple[list[tuple], int]:
+    """Per log: (LogReport whose state is a summary with the digest and counts, RecordStats, distinct jobs), and
+    the number of distinct jobs over all logs."""
+    out: dict[int, tuple] = {}
     total = 0
-    for li, log in enumerate(logs):
-        newest = log.newest
-        for si, seg in enumerate(log.segments):
-            tasks.append(_SegTask(li, si, seg, seg is newest))
-            paths[li, si] = seg.path
-            try:
-                total += os.path.getsize(seg.path)
-            except OSError:
-                pass
-    if partitions is None:
-        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions", "8")), total // (256 << 20) + 1)
-    rows: list = []
-    if tasks:
-        say(f"spark: {len(logs)} log(s), {len(tasks)} segment(s), {total} bytes, {partitions} job partition(s)")
-        a = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_StageA(tasks, limit, cwd), _ddl(_A_FIELDS))
-        b = (a.repartition(partitions, "part").sortWithinPartitions("log", "seg", "chunk")
-             .mapInArrow(_StageB(paths, as_of_ns, limit, digest=digest, jobs=want_jobs, stats=stats, cwd=cwd),
-                         _ddl(_B_FIELDS)))
-        key = "spark.sql.adaptive.coalescePartitions.enabled"  # keep the job partitions: they are the parallelism
-        old = spark.conf.get(key, None)
-        spark.conf.set(key, "false")
-        try:
-            rows = b.collect()
-        finally:
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
-    by_log: dict[int, list] = {}
-    for r in rows:
-        by_log.setdefault(r["log"], []).append(r)
-    fleet = [_assemble(li, log, as_of_ns, limit, by_log.get(li, []), digest) for li, log in enumerate(logs)]
-    if stats_total is not None:
-        stats_total.extend(pickle.loads(r["blob"]) for r in by_log.get(-1, ()))
-    return fleet
+    for fmt, items in _by_format(logs):
+        per, n = _strategy(fmt).stats(spark, [d for _, d in items], opts, progress=progress)
+        out.update(zip((i for i, _ in items), per))
+        total += n
+    return [out[i] for i in range(len(logs))], total
 
 
-def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want_digest: bool) -> FleetLog:
-    segs: dict[int, dict] = {}
-    parts: list[dict] = []
-    jobs: dict = {}
-    lines: list[tuple[int, bytes]] = []
-    for r in rows:
-        kind = r["kind"]
-        if kind == _SEG:
-            d = pickle.loads(r["blob"])
-            segs[d["seg"]] = d
-        elif kind == _LOG:
-            parts.append(pickle.loads(r["blob"]))
-        elif kind == _JOB:
-            for job in pickle.loads(r["blob"]):
-                jobs[job.id] = job
-        elif kind == _LINE:
-            lines.append((r["part"], r["blob"]))
-    digest = ""
-    if want_digest:  # parts are ranges of job ids: in part order, the lines are in job-id order
-        h = _digest_start(as_of_ns)
-        for _, blob in sorted(lines, key=lambda pb: pb[0]):
-            h.update(zlib.decompress(blob))
-        digest = h.hexdigest()
-        if jobs:
-            jobs = dict(sorted(jobs.items()))
-    base, n = {}, 0
-    for si in range(len(log.segments)):
-        base[si] = n
-        n += segs[si]["records"] if si in segs else 0
-    report = LogReport(root=log.root, segments=len(log.segments), records=n,
-                       bytes=sum(d["bytes"] for d in segs.values()))
-    # findings back in file order: discovery's, then per segment by offset (reader before replay), then notes
-    merged: list[tuple[tuple, Finding]] = []
-    counts, sev, exits, torn = Counter(), Counter(), set(), None
-    for i, f in enumerate(log.findings):
-        merged.append(((-1, i, 0, 0), f))
-        counts[f.code] += 1
-        sev[f.severity] += 1
-        if f.verdict:
-            exits.add(int(f.verdict))
-    accs = [d["findings"] for d in segs.values()] + [p["findings"] for p in parts]
-    for acc in accs:
-        counts.update(acc.counts)
-        sev.update(acc.severities)
-        exits |= acc.exits
-        if acc.torn is not None and (torn is None or acc.torn[0] > torn[0]):
-            torn = acc.torn
-        for key, f in acc.items():
-            if f.record_index is not None and key[0] >= 0:
-                f.record_index += base[key[0]]
-            merged.append((key, f))
-    merged.sort(key=lambda kf: kf[0])
-    stats = RecordStats()
-    by_state: Counter = Counter({s.label: 0 for s in JobState})
-    by_queue: Counter = Counter()
-    add_jobs = leased = records = applied = distinct = 0
-    for p in parts:
-        if p["stats"] is not None:
-            stats.merge(p["stats"])
-        by_state.update(p["by_state"])
-        by_queue.update(p["by_queue"])
-        add_jobs += p["add_jobs"]
-        leased += p["leased"]
-        records += p["records"]
-        applied += p["applied"]
-        distinct += p["distinct"]
-    notes = closing_notes(add_jobs, leased)
-    for f in notes:
-        merged.append(((_INF,), f))
-        counts[f.code] += 1
-        sev[f.severity] += 1
-    kept = [f for _, f in merged]
-    report.findings = kept if limit is None else kept[:limit]
-    report.counts = counts
-    report.severities = sev
-    report.verdict = worst(exits)
-    if torn is not None:
-        report.last_good = (torn[1], torn[2])
-    queues: dict[str, dict[str, int]] = {}
-    for (name, label), v in sorted(by_queue.items()):
-        queues.setdefault(name, {s.label: 0 for s in JobState})[label] = v
-    n_jobs = sum(by_state.values())
-    report.state = FleetReplayState(as_of_ns, jobs, records, applied, [f for f in notes],
-                                    fleet_digest=digest, job_count=n_jobs,
-                                    by_state=dict(by_state), by_queue=queues)
-    return FleetLog(report, stats, distinct)
-
-
-# ---------------------------------------------------------------- the fast path: the engine's kernel
-class _FastTask:
-    """One share of one log through the engine's hot kernel (``FastReplay``): every record is framed, the jobs
-    whose id's last byte is ``part`` mod ``nparts`` are CRC-checked and replayed. Returns None when the kernel
-    bails (damage, unusual history): that log then goes through the reference pipeline."""
-
-    def __init__(self, tasks: list[tuple[int, LogSet, int, int]], as_of_ns: int, digest: bool, want_jobs: bool,
-                 cwd: str):
-        self.tasks, self.as_of_ns, self.digest, self.want_jobs, self.cwd = tasks, as_of_ns, digest, want_jobs, cwd
-
-    def __call__(self, batches):
-        import pyarrow as pa
-
-        from ._segments import working_dir
-        schema = _arrow_schema(_B_FIELDS)
-        with working_dir(self.cwd):
-            for batch in batches:
-                for tid in batch.column(0).to_pylist():
-                    li = self.tasks[tid][0]
-                    blob = pickle.dumps(self._run(*self.tasks[tid][1:]), protocol=5)
-                    yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
-                                                      pa.array([tid], pa.int32()), pa.array([blob], pa.binary())],
-                                                     schema=schema)
-
-    def _run(self, log: LogSet, part: int, nparts: int):
-        from ..engine.workq.fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
-        fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs)
-        try:
-            with gc_paused():   # as fast_run does locally: millions of new dict entries, no cycles
-                fr.run()
-        except Bail:
-            return None
-        out = {"findings": fr.findings, "records": fr.records, "applied": fr.applied, "bytes": fr.bytes,
-               "segments": fr.segments, "notes": note_counts(fr.jobs), "keys": b"", "lines": b"", "jobs": None}
-        if fr.keep:
-            state = finish_state(log, fr, [])
-            keys = sorted(state.jobs)
-            if self.digest and nparts == 1:
-                out["digest"] = state.digest()   # the whole log is here: no lines to ship to the driver
-            elif self.digest:
-                out["keys"] = b"".join(keys)
-                out["lines"] = zlib.compress(b"\n".join(
-                    digest_line(state.jobs[k])[:-1]
-                    for k in keys), 1)
-            if self.want_jobs:
-                out["jobs"] = [state.jobs[k] for k in keys]
-            by_state = Counter(j.state for j in state.jobs.values())          # enum keys: no per-job .label
-            by_queue = Counter((j.name, j.state) for j in state.jobs.values())
-            out["by_state"] = Counter({st.label: n for st, n in by_state.items()})
-            out["by_queue"] = Counter({(name, st.label): n for (name, st), n in by_queue.items()})
-        return out
-
-
-def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
-              want_jobs: bool = False, stats: bool = False, progress: Callable[[str], None] | None = None,
-              stats_total: list | None = None, fast: bool = True) -> list[FleetLog]:
-    """Verify and replay ``logs`` on ``spark``; one FleetLog per log, in order.
-
-    Intact logs go through the engine's kernel, one task per share of a log's jobs (a big log is split by job
-    over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on — and every
-    log with ``stats`` — goes through the reference pipeline (``run_reference``). Either way the results are
-    the local engine's. Without ``digest`` and ``want_jobs`` (verify) the kernel keeps no job state, so the
-    reports' state counts are empty there, as local verify keeps no state at all.
-    """
-    say = progress or (lambda _m: None)
-    if stats or not fast or not logs:
-        return run_reference(spark, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
-                             progress=progress, stats_total=stats_total)
-    from .session import slot_count
-    slots = slot_count(spark, default=int(spark.conf.get("spark.sql.shuffle.partitions", "2")))
-    sizes = [log_size(log) for log in logs]
-    total = sum(sizes) or 1
-    tasks: list[tuple[int, LogSet, int, int]] = []
-    for li, log in sorted(enumerate(logs), key=lambda il: -sizes[il[0]]):  # biggest first: better packing
-        if not log.segments:
-            continue
-        nparts = 1 if len(logs) >= 2 * slots else max(1, min(slots, round(sizes[li] * slots / total)))
-        tasks.extend((li, log, k, nparts) for k in range(nparts))
-    results: dict[int, list] = {}
-    if tasks:
-        say(f"spark: {len(logs)} log(s), {total} bytes, {len(tasks)} task(s) on {slots} slot(s)")
-        df = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
-            _FastTask(tasks, as_of_ns, digest, want_jobs, os.getcwd()), _ddl(_B_FIELDS))
-        for r in df.collect():
-            results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
-    bailed = [li for li, parts in results.items() if any(p is None for p in parts)]
-    out: dict[int, FleetLog] = {}
-    for li, log in enumerate(logs):
-        if li not in bailed:
-            out[li] = _assemble_fast(log, as_of_ns, limit, results.get(li, []), digest)
-    if bailed:
-        say(f"spark: {len(bailed)} log(s) need the reference path (damage or unusual history)")
-        ref = run_reference(spark, [logs[li] for li in bailed], as_of_ns, limit=limit, digest=digest,
-                            want_jobs=want_jobs, progress=progress)
-        out.update(zip(bailed, ref))
-    return [out[li] for li in range(len(logs))]
-
-
-def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[dict], want_digest: bool) -> FleetLog:
-    """Merge the kernel's shares of one log, as ``fast_run`` merges its processes' (and ``run_log`` its sink)."""
-    from ..engine.workq.verify import FindingSink
-    merged = sorted((sf for p in parts for sf in p["findings"]), key=lambda sf: (sf[0], sf[1].offset or 0))
-    findings = list(log.findings) + [f for _, f in merged]
-    notes = closing_notes(sum(p["notes"][0] for p in parts), sum(p["notes"][1] for p in parts))
-    findings.extend(notes)
-    first = parts[0] if parts else {"records": 0, "bytes": 0, "segments": 0}
-    report = LogReport(root=log.root, segments=first["segments"], records=first["records"], bytes=first["bytes"])
-    sink = FindingSink(report, limit)
-    for f in findings:
-        sink.add(f)
-    sink.close()
-    digest = ""
-    jobs: dict = {}
-    if want_digest and len(parts) == 1 and parts[0].get("digest"):
-        digest = parts[0]["digest"]
-    elif want_digest:
-        h = _digest_start(as_of_ns)
-        streams = []
-        for p in parts:
-            kb = p["keys"]
-            if kb:
-                keys = [kb[i:i + 16] for i in range(0, len(kb), 16)]
-                streams.append(zip(keys, zlib.decompress(p["lines"]).split(b"\n")))
-        for _, line in heapq.merge(*streams, key=lambda kl: kl[0]):
-            h.update(line)
-            h.update(b"\n")
-        digest = h.hexdigest()
-    by_state = {s.label: 0 for s in JobState}
-    by_queue: dict[str, dict[str, int]] = {}
-    for p in parts:
-        for j in p["jobs"] or ():
-            jobs[j.id] = j
-        for label, v in p.get("by_state", {}).items():
-            by_state[label] += v
-        for (name, label), v in p.get("by_queue", {}).items():
-            by_queue.setdefault(name, {s.label: 0 for s in JobState})[label] += v
-    jobs = dict(sorted(jobs.items()))
-    report.state = FleetReplayState(as_of_ns, jobs, report.records, sum(p["applied"] for p in parts), notes,
-                                    fleet_digest=digest, job_count=sum(by_state.values()), by_state=by_state,
-                                    by_queue=dict(sorted(by_queue.items())))
-    return FleetLog(report, RecordStats(), 0)
-
-
-# ---------------------------------------------------------------- Kestrel: one task per queue
+# ---------------------------------------------------------------- the generic strategy: a task per log
 @dataclass(slots=True)
-class KestrelSummary:
-    """A ``KestrelState``'s numbers without its items (verify, stats), computed next to the replay."""
+class StateSummary:
+    """What verify and stats need of a replayed state (its view's digest and counts), without the state."""
 
-    as_of_ns: int
     state_digest: str
     by_state: dict
-    items: int
-    data_bytes: int
-    expired: int
-    xid_counter: int
-    records: int
-    applied: int
-    version_guess: str
-    queue: str = ""
+    by_queue: dict
 
     @classmethod
-    def of(cls, state, queue: str) -> "KestrelSummary":
-        return cls(state.as_of_ns, state.digest(), state.counts_by_state(), state.items, state.data_bytes,
-                   len(state.expired()), state.xid_counter, state.records, state.applied, state.version_guess,
-                   queue)
+    def of(cls, view) -> "StateSummary":
+        return cls(view.digest(), view.counts_by_state(), view.queues())
 
     def digest(self) -> str:
         return self.state_digest
@@ -632,105 +84,88 @@ class KestrelSummary:
         return dict(self.by_state)
 
     def queues(self) -> dict[str, dict[str, int]]:
-        return {self.queue: dict(self.by_state)}
+        return {q: dict(c) for q, c in self.by_queue.items()}
 
 
-class _KestrelTask:
-    """Whole queues through ``engine.kestrel.run_log`` (the reader and the replay state machine), one per
-    task: a queue's state depends on every record of its file set in order, so the queue is the unit. Ships the
-    LogReport back; its state whole (``items``) or as a ``KestrelSummary``; with ``collect`` (a picklable
-    factory of an object with ``add(record)``) also that accumulator, fed every record."""
+class _LogTask:
+    """Whole logs through the format's ``run`` (the reader and the replay state machine), one per task: the log
+    is the unit. Ships the LogReport back — its state whole (``items``) or as a ``StateSummary`` — and, with
+    ``stats``, the RecordStats of every record."""
 
-    def __init__(self, sets: list, as_of_ns: int, limit: int | None, keep_open: bool, items: bool, collect,
+    def __init__(self, fmt_name: str, datas: list, opts: Options, limit: int | None, items: bool, stats: bool,
                  cwd: str):
-        self.sets, self.as_of_ns, self.limit, self.keep_open = sets, as_of_ns, limit, keep_open
-        self.items, self.collect, self.cwd = items, collect, cwd
+        self.fmt_name, self.datas, self.opts, self.limit = fmt_name, datas, opts, limit
+        self.items, self.stats, self.cwd = items, stats, cwd
 
     def __call__(self, batches):
         import pyarrow as pa
 
-        from ..engine import kestrel
-        from ._segments import working_dir
-        schema = _arrow_schema(_B_FIELDS)
+        from ..engine.format import get
+        from ._paths import working_dir
+        fmt = get(self.fmt_name)
+        schema = pa.schema([pa.field("log", pa.int32()), pa.field("kind", pa.int8()), pa.field("part", pa.int32()),
+                            pa.field("blob", pa.binary())])
         with working_dir(self.cwd):
             for batch in batches:
                 for li in batch.column(0).to_pylist():
-                    fs = self.sets[li]
-                    acc = self.collect() if self.collect is not None else None
-                    report = kestrel.run_log(fs, self.as_of_ns, limit=self.limit, keep_open=self.keep_open,
-                                             on_record=None if acc is None else acc.add)
+                    data = self.datas[li]
+                    acc = StatsCollector(self.fmt_name) if self.stats else None
+                    run = fmt.run(data, self.opts, limit=self.limit)
+                    if acc is None:
+                        for _ in run.events():
+                            pass
+                    else:
+                        rec_cls = fmt.record_cls
+                        for ev in run.events():
+                            if ev.__class__ is rec_cls:
+                                acc.add(ev)
+                    report = run.report
                     if not self.items:
-                        report.state = KestrelSummary.of(report.state, fs.queue)
-                    blob = pickle.dumps((report, acc), protocol=5)
+                        report.state = StateSummary.of(fmt.state_view(report.state, data))
+                    blob = pickle.dumps((report, None if acc is None else acc.stats), protocol=5)
                     yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
                                                       pa.array([li], pa.int32()), pa.array([blob], pa.binary())],
                                                      schema=schema)
 
 
-def _set_bytes(fs) -> int:
-    total = 0
-    for jf in fs.files:
-        try:
-            total += os.path.getsize(jf.path)
-        except OSError:
-            pass
-    return total
+class PerLogFleet:
+    """One Spark task per log (biggest first), each the format's own pass: for formats whose state depends on
+    every record of the log in order (a Kestrel queue)."""
+
+    def __init__(self, fmt):
+        self.fmt = fmt
+
+    def run(self, spark, datas: Sequence, opts: Options, *, limit: int | None = None, items: bool = False,
+            stats: bool = False, progress: Callable[[str], None] | None = None) -> list[tuple]:
+        say = progress or (lambda _m: None)
+        if not datas:
+            return []
+        sizes = [files_size(self.fmt.files(d)) for d in datas]
+        order = sorted(range(len(datas)), key=lambda i: -sizes[i])   # partition k runs log order[k]
+        say(f"spark: {len(datas)} {self.fmt.plural}, {sum(sizes)} bytes, a task per log")
+        df = spark.range(0, len(datas), 1, len(datas)).mapInArrow(
+            _LogTask(self.fmt.name, [datas[i] for i in order], opts, limit, items, stats, os.getcwd()), _FIELDS)
+        out: dict[int, tuple] = {}
+        for r in df.collect():
+            out[order[r["log"]]] = pickle.loads(r["blob"])
+        return [out[i] for i in range(len(datas))]
+
+    def verify(self, spark, datas, opts, *, max_findings=None, progress=None) -> list[LogReport]:
+        return [r for r, _ in self.run(spark, datas, opts, limit=max_findings, progress=progress)]
+
+    def replay(self, spark, data, opts, *, limit=None, progress=None) -> LogReport:
+        return self.run(spark, [data], opts, limit=limit, items=True, progress=progress)[0][0]
+
+    def stats(self, spark, datas, opts, *, progress=None):
+        per = self.run(spark, datas, opts, limit=0, stats=True, progress=progress)
+        union: set = set()
+        for _, st in per:
+            union |= st.jobs
+        return [(r, st, len(st.jobs)) for r, st in per], len(union)
 
 
-def run_kestrel(spark, sets: Sequence, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
-                items: bool = False, collect=None, progress: Callable[[str], None] | None = None) -> list[tuple]:
-    """``engine.kestrel.run_log`` for every Kestrel file set, one Spark task per queue (biggest first);
-    ``[(LogReport, collected or None)]`` in the order of ``sets`` — the local engine's reports."""
-    say = progress or (lambda _m: None)
-    if not sets:
-        return []
-    sizes = [_set_bytes(fs) for fs in sets]
-    order = sorted(range(len(sets)), key=lambda i: -sizes[i])   # partition k runs queue order[k]
-    say(f"spark: {len(sets)} Kestrel queue(s), {sum(sizes)} bytes, a task per queue")
-    df = spark.range(0, len(sets), 1, len(sets)).mapInArrow(
-        _KestrelTask([sets[i] for i in order], as_of_ns, limit, keep_open, items, collect, os.getcwd()),
-        _ddl(_B_FIELDS))
-    out: dict[int, tuple] = {}
-    for r in df.collect():
-        out[order[r["log"]]] = pickle.loads(r["blob"])
-    return [out[i] for i in range(len(sets))]
-
-
-# ---------------------------------------------------------------- commands' entry points
-def fleet_verify(spark, logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None,
-                 digest: bool = True, progress=None) -> VerifyReport:
-    """``engine.verify.verify`` on Spark: the same reports (findings, counts, exit codes, digests)."""
-    return VerifyReport([fl.report for fl in run_fleet(spark, logs, as_of_ns, limit=max_findings, digest=digest,
-                                                       progress=progress)])
-
-
-def fleet_replay(spark, log: LogSet, as_of_ns: int, *, limit: int | None = None, progress=None) -> LogReport:
-    """``engine.verify.run_log`` on Spark (the first ``limit`` findings kept, all counted), with the replayed jobs
-    collected (for replay's output)."""
-    return run_fleet(spark, [log], as_of_ns, limit=limit, want_jobs=True, progress=progress)[0].report
-
-
-def fleet_stats(spark, logs: Sequence[LogSet], as_of_ns: int, *, progress=None) -> tuple[list[FleetLog], int]:
-    """Per log: the report (counts of findings, exit code, state counts, digest) and the record stats; and the
-    number of distinct job ids over all logs."""
-    union: list[int] = []
-    fleet = run_fleet(spark, logs, as_of_ns, limit=0, stats=True, progress=progress, stats_total=union)
-    return fleet, sum(union)
-
-
-def fleet_verify_kestrel(spark, sets: Sequence, as_of_ns: int, *, max_findings: int | None = None,
-                         keep_open: bool = False, progress=None) -> VerifyReport:
-    """``engine.kestrel.verify`` on Spark: one task per queue, the same reports."""
-    return VerifyReport([r for r, _ in run_kestrel(spark, sets, as_of_ns, limit=max_findings, keep_open=keep_open,
-                                                   progress=progress)])
-
-
-def fleet_replay_kestrel(spark, fileset, as_of_ns: int, *, keep_open: bool = False, progress=None) -> LogReport:
-    """``engine.kestrel.run_log`` on Spark, with the replayed state whole (for replay's output)."""
-    return run_kestrel(spark, [fileset], as_of_ns, keep_open=keep_open, items=True, progress=progress)[0][0]
-
-
-#: Error findings an export brings back to the driver (for stderr); all are counted, exit classes from all.
+# ---------------------------------------------------------------- export (dump --engine spark)
+#: Error findings an export brings back to the driver (for stderr); all are counted, verdicts from all.
 EXPORT_ERRORS_SHOWN = 1000
 
 
@@ -738,31 +173,30 @@ EXPORT_ERRORS_SHOWN = 1000
 class ExportResult:
     errors: list[Finding]          # the first EXPORT_ERRORS_SHOWN error findings, by file and offset
     error_count: int               # every error finding
-    exit_classes: set[int]         # of every finding (worst() gives the command's exit code)
+    exit_classes: set[int]         # the verdicts of every finding (worst() gives the command's)
 
 
 def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet", payload: str = "base64",
-                   progress=None, source: str = "workq", as_of_ns: int | None = None,
-                   kestrel_version: str = "auto") -> ExportResult:
-    """Write the records of PATHs (the ``source`` data source's rows — ``workq`` or ``kestrel`` —, permissive:
-    a ``_corrupt`` row per finding verify reports at ``as_of_ns``) to ``out`` as Parquet or JSON Lines files
-    (null fields written, as ``dump -o jsonl`` does). What comes back to the driver is bounded: the exit
-    classes, the error count and the first errors — not the findings (a log read long after it was written can
-    hold a warning per record)."""
+                   progress=None, source: str, opts: Options | None = None) -> ExportResult:
+    """Write the records of PATHs (the ``source`` format's data source rows, permissive: a ``_corrupt`` row per
+    finding verify reports at ``opts.as_of_ns``) to ``out`` as Parquet or JSON Lines files (null fields
+    written, as ``dump -o jsonl`` does). What comes back to the driver is bounded: the verdicts, the error count
+    and the first errors — not the findings (a log read long after it was written can hold a warning per
+    record)."""
     say = progress or (lambda _m: None)
     reader = (spark.read.format(source).option("payload", payload).option("mode", "permissive")
               .option("paths", json.dumps(list(paths))))
-    if as_of_ns is not None:
-        reader = reader.option("as_of", f"@{as_of_ns}ns")
-    if source == "kestrel":
-        reader = reader.option("kestrel_version", kestrel_version)
+    if opts is not None:
+        reader = reader.option("as_of", f"@{opts.as_of_ns}ns")
+        for k, v in sorted(opts.extra.items()):
+            reader = reader.option(k, str(v).lower() if isinstance(v, bool) else str(v))
     df = reader.load()
     say(f"spark: writing {fmt} to {out}")
     writer = df.write.mode("error")            # never overwrite; "errorifexists" is not a Spark Connect mode
     writer.parquet(out) if fmt == "parquet" else writer.option("ignoreNullFields", "false").json(out)
     back = spark.read.parquet(out) if fmt == "parquet" else spark.read.schema(df.schema).json(out)
     found = back.where("_corrupt is not null").select("_corrupt.*")
-    tally = found.groupBy("exit_class", "severity").count().collect()   # one pass: exit classes and error count
+    tally = found.groupBy("exit_class", "severity").count().collect()   # one pass: verdicts and error count
     classes = {int(r["exit_class"] or 0) for r in tally}
     count = sum(r["count"] for r in tally if r["severity"] == "error")
     first = [] if not count else (found.where("severity = 'error'").orderBy("file", "offset", "record_index", "code")

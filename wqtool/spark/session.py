@@ -196,8 +196,8 @@ class _Warm:
     def __call__(self, batches):
         import pyarrow as pa
 
-        from ..engine import kestrel
-        from ..engine.workq import fastreplay, replay, verify  # noqa: F401 — the import is the point
+        from ..engine.format import formats
+        formats()      # the import is the point: every format's engine (and its hot path) in this worker
         time.sleep(self.hold_s)
         for batch in batches:
             yield pa.RecordBatch.from_arrays([pa.array([os.getpid()] * batch.num_rows, pa.int64())], names=["pid"])

@@ -18,8 +18,8 @@ engine (I/O, loops, state); nothing prints. Public API (all times explicit; ``as
 
     report = kestrel.run_log(fileset, as_of_ns, limit=None, keep_open=False, on_record=None,
                              kestrel_version=None, resync=True)
-        # -> wqtool.engine.verify.LogReport: root, segments, records, bytes, findings, counts, severities,
-        #    exit_code, last_good, state (KestrelState: .digest(), .sorted_items(), .queue, .open,
+        # -> wqtool.engine.run.LogReport: root, segments, records, bytes, findings, counts, severities,
+        #    verdict, last_good, state (KestrelState: .digest(), .sorted_items(), .queue, .open,
         #    .canonical_rows(), .expired(), .counts_by_state(), .version_guess)
     kestrel.verify(filesets, as_of_ns, max_findings=None, keep_open=False)   # -> VerifyReport
 
@@ -36,8 +36,9 @@ engine (I/O, loops, state); nothing prints. Public API (all times explicit; ``as
 
     kestrel.KESTREL_CODES                                     # KQ- finding codes (severity, meaning)
 
-Exit classes follow ``wqtool.exitcodes``: torn tail of the live file 1; damage followed by valid data, damage in
-a rotated file, negative / absurd sizes 3; an open xid reused (history Kestrel cannot represent) 4.
+Verdicts (``wqtool.engine.findings.Verdict``): torn tail of the live file; corrupt for damage followed by valid
+data, damage in a rotated file, negative / absurd sizes; invalid history for an open xid reused (a history Kestrel
+cannot represent).
 """
 from __future__ import annotations
 

@@ -87,6 +87,22 @@ class PackPlan:
             "elapsed_s": round(self.elapsed_s, 6),
         }
 
+    def report_doc(self) -> dict:
+        """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
+        d = self.to_jsonable()
+        return {"format": "kestrel", "root": d["root"], "queue": d["queue"], "as_of_ns": self.as_of_ns,
+                "before": {"records": d["records_before"], "bytes": d["bytes_before"], "files": len(d["inputs"])},
+                "after": {"records": d["records_after"], "bytes": d["bytes_after"], "items": d["items_queued"],
+                          "open_transactions": d["open_transactions"]},
+                "records_dropped": d["records_dropped"], "dropped": d["dropped"], "digest": d["digest_expected"],
+                "digest_input": d["digest_input"], "elapsed_s": d["elapsed_s"], "plan": d}
+
+    def write(self, out: str) -> "PackResult":
+        return write_pack(self, out)
+
+    def apply(self, **kw) -> "ApplyResult":
+        return apply_plan(self, **kw)
+
 
 @dataclass(slots=True)
 class PackResult:
@@ -95,6 +111,9 @@ class PackResult:
     records: int
     digest: str
     elapsed_s: float
+
+    def to_jsonable(self) -> dict:
+        return {"path": self.path, "bytes": self.bytes, "records": self.records, "digest": self.digest}
 
 
 @dataclass(slots=True)
@@ -105,6 +124,10 @@ class ApplyResult:
     result: PackResult
     bytes_before: int
     bytes_after: int
+
+    def to_jsonable(self) -> dict:
+        return {"path": self.installed, "removed": self.removed, "bytes_after": self.bytes_after,
+                "steps": self.steps}
 
 
 def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, salvage: bool = False,

@@ -6,10 +6,16 @@ stored) and for an expiry of 0 (never); the legacy ADD's expiry is its stored se
 """
 from __future__ import annotations
 
+import json
+import os
+from typing import Iterator
+
 from ...formats._common import format_unix_ns
 from ...formats.kestrel import Opcode
-from ..serialize import finding_to_jsonable, render_bytes  # noqa: F401  (re-exported)
+from ..format import Column, RecordView, StateView
+from ..serialize import render_bytes
 from .model import Record
+from .replay import KestrelState
 
 #: The fields of a Kestrel record row, in output order (Spark's schema uses the same list).
 KESTREL_RECORD_FIELDS = ("file", "offset", "length", "index", "op", "xid", "add_time", "expiry", "payload_len",
@@ -45,3 +51,102 @@ def damage_to_jsonable(f) -> dict:
     row = dict.fromkeys(KESTREL_RECORD_FIELDS)
     row.update(file=f.path, offset=f.offset, index=f.record_index, error=f"{f.code}: {f.message}")
     return row
+
+
+# ---------------------------------------------------------------- dump: records as a table
+def _preview(data: bytes | None, mode: str, limit: int = 48) -> str:
+    if data is None or mode == "none":
+        return ""
+    s = render_bytes(data[:limit], mode)
+    return "=" + (json.dumps(s, ensure_ascii=False) if mode == "text" else s) + ("…" if len(data) > limit else "")
+
+
+class KestrelRecordView(RecordView):
+    fields = KESTREL_RECORD_FIELDS
+    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "op": "string", "xid": "long",
+             "add_time": "string", "expiry": "string", "payload_len": "long", "payload": "bytes", "error": "string"}
+    columns = (Column("file", 16), Column("offset", 10, ">"), Column("len", 7, ">"), Column("#", 7, ">"),
+               Column("op", 21, gap=2), Column("xid", 10, ">"), Column("details", None, gap=2))
+
+    def row(self, rec: Record, payload: str) -> dict:
+        return record_to_jsonable(rec, payload=payload)
+
+    def damage_row(self, f) -> dict:
+        return damage_to_jsonable(f)
+
+    def binary(self, rec: Record) -> dict:
+        return {"payload": rec.data}
+
+    def cells(self, rec: Record, payload: str) -> tuple:
+        row = record_to_jsonable(rec, payload="none")
+        details = ""
+        if rec.data is not None:
+            details = (f"add={row['add_time'] or '-'} exp={row['expiry'] or 'never'} "
+                       f"data[{len(rec.data)}]{_preview(rec.data, payload)}")
+        return (os.path.basename(rec.path), rec.offset, rec.length, rec.index, row["op"],
+                "" if rec.xid is None else str(rec.xid), details)
+
+    def hex_title(self, rec: Record) -> str:
+        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} {rec.op.name} len={rec.length}"
+
+
+# ---------------------------------------------------------------- replay: the queue
+def item_rows(state: KestrelState, payload: str = "base64") -> list[dict]:
+    out = []
+    for pos, (st, xid, it) in enumerate(state.sorted_items()):
+        out.append({"pos": pos, "state": st, "xid": xid, "add_time": ms_to_iso(it.add_time),
+                    "expiry": ms_to_iso(it.expiry), "expired_at_as_of": it.expired_at(state.as_of_ms),
+                    "len": len(it.data), "data": render_bytes(it.data, payload), "file": it.path,
+                    "offset": it.offset})
+    return out
+
+
+def state_summary(state: KestrelState) -> dict:
+    return {"items": state.items, "bytes": state.data_bytes, "counts": state.counts_by_state(),
+            "expired_at_as_of": len(state.expired()), "xid_counter": state.xid_counter,
+            "records": state.records, "applied": state.applied, "version_guess": state.version_guess,
+            "digest": state.digest()}
+
+
+class KestrelStateView(StateView):
+    """A ``KestrelState`` (or the Spark fleet's ``KestrelSummary``, for stats) of one queue."""
+
+    rows_key = "items"
+
+    def __init__(self, state, queue: str):
+        self.state = state
+        self.queue = queue
+
+    def summary(self) -> dict:
+        return state_summary(self.state)
+
+    def rows(self, payload: str = "base64") -> Iterator[dict]:
+        return iter(item_rows(self.state, payload))
+
+    def extra_doc(self) -> dict:
+        return {"queue": self.queue}
+
+    def table_header(self) -> str:
+        return f"{'pos':>6} {'state':<7} {'xid':>10}  {'add_time':<26} {'expiry':<26} {'len':>8}  data"
+
+    def table_lines(self) -> Iterator[str]:
+        state = self.state
+        for row, (_, _, it) in zip(item_rows(state, "none"), state.sorted_items()):
+            exp = (row["expiry"] or "never") + (" (expired)" if row["expired_at_as_of"] else "")
+            yield (f"{row['pos']:>6} {row['state']:<7} {'' if row['xid'] is None else row['xid']:>10}  "
+                   f"{row['add_time'] or '-':<26} {exp:<26} {row['len']:>8}  {_preview(it.data, 'text')}")
+
+    def summary_lines(self) -> list[str]:
+        d = state_summary(self.state)
+        return [f"queue {self.queue}: {d['items']} items ({d['bytes']} bytes), {d['counts']}, "
+                f"{d['expired_at_as_of']} expired at as-of, from {d['records']} records; "
+                f"writer guess: {d['version_guess']}"]
+
+    def counts_by_state(self) -> dict[str, int]:
+        return self.state.counts_by_state()
+
+    def queues(self) -> dict[str, dict[str, int]]:
+        return {self.queue: self.state.counts_by_state()}
+
+    def digest(self) -> str:
+        return self.state.digest()

@@ -1,8 +1,8 @@
 """verify / replay for Kestrel file sets: the reader and the state machine, findings collected as data.
 
-Same exit-code table as workq (``wqtool.exitcodes``): a torn final record or junk at the end of the live file
-= 1; damage followed by valid data, damage in a rotated file, negative or absurd sizes = 3; history Kestrel
-cannot represent (an open xid reused) = 4; oddities it tolerates (removes on an empty queue, unknown xids,
+The same verdicts as every format: a torn final record or junk at the end of the live file is a torn tail;
+damage followed by valid data, damage in a rotated file, negative or absurd sizes are corrupt; history Kestrel
+cannot represent (an open xid reused) is invalid history; oddities it tolerates (removes on an empty queue, unknown xids,
 stray files) are warnings.
 """
 from __future__ import annotations

@@ -194,6 +194,22 @@ class WorkqPackPlan:
             "recovered": self.recovered, "elapsed_s": round(self.elapsed_s, 6),
         }
 
+    def report_doc(self) -> dict:
+        """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
+        d = self.to_jsonable()
+        return {"format": "workq", "root": d["root"], "as_of_ns": self.as_of_ns, "before": d["before"],
+                "after": d["after"], "records_dropped": d["records_dropped"],
+                "dropped": [f"{x['path'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
+                            + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"
+                            for x in d["dropped"]] + d["recovered"],
+                "digest": d["digest_before"], "elapsed_s": d["elapsed_s"], "plan": d}
+
+    def write(self, out: str) -> "PackResult":
+        return write_pack(self, out)
+
+    def apply(self, **kw) -> "ApplyResult":
+        return apply_plan(self, **kw)
+
 
 @dataclass(slots=True)
 class PackResult:
@@ -203,6 +219,10 @@ class PackResult:
     records: int
     digest: str                # replay digest of the output (== plan.digest_before)
     elapsed_s: float
+
+    def to_jsonable(self) -> dict:
+        return {"path": self.path, "segments": self.segments, "bytes": self.bytes, "records": self.records,
+                "digest": self.digest}
 
 
 @dataclass(slots=True)
@@ -215,6 +235,10 @@ class ApplyResult:
     bytes_before: int
     bytes_after: int
     recovered: list[str]
+
+    def to_jsonable(self) -> dict:
+        return {"path": self.path, "backup": self.backup, "swap": self.swap, "bytes_after": self.bytes_after,
+                "steps": self.steps}
 
 
 # ---------------------------------------------------------------- synthesized history

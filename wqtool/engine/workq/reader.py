@@ -352,3 +352,12 @@ class RecordReader:
             if resume is None:
                 return
             pos = resume
+
+
+def segment_events(seg: Segment, start_index: int, is_newest: bool, *, decode: bool = True
+                   ) -> Iterator[Record | Finding]:
+    """The records and findings of one segment, in file order, exactly as ``RecordReader.events()`` yields
+    them for this segment inside its log (``is_newest`` decides torn tail vs corruption)."""
+    reader = RecordReader(LogSet(os.path.dirname(seg.path), [seg]), decode=decode)
+    with FileView(seg) as sd:
+        yield from reader.segment_events(sd, start_index, is_newest)

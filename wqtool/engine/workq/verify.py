@@ -84,13 +84,13 @@ def replay_findings(log: LogSet, as_of_ns: int, *, keep_max: int = 100_000) -> I
 def verify(logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = None,
            workers: int | None = None) -> VerifyReport:
     """Verify logs (no replayed state kept). ``workers`` None: 2 processes for logs over 64 MiB."""
-    out = []
-    for log in logs:
-        w = workers
-        if w is None:
-            w = min(2, os.cpu_count() or 1) if log_size(log) >= PARALLEL_MIN_BYTES else 1
-        out.append(run_log(log, as_of_ns, limit=max_findings, state=False, workers=w))
-    return VerifyReport(out)
+    return VerifyReport([run_log(log, as_of_ns, limit=max_findings, state=False,
+                                 workers=default_workers(log) if workers is None else workers) for log in logs])
+
+
+def default_workers(log: LogSet) -> int:
+    """Processes for verifying ``log``: 2 for logs of PARALLEL_MIN_BYTES and more (on 2+ cores), else 1."""
+    return min(2, os.cpu_count() or 1) if log_size(log) >= PARALLEL_MIN_BYTES else 1
 
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024

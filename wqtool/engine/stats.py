@@ -1,11 +1,14 @@
-"""Record statistics: counts and bytes per command type, time span, distinct jobs (dump --stats, stats)."""
+"""Record statistics, for every format: counts and bytes per record kind, time span, distinct jobs.
+
+Fed ``RecordFacts`` (``Format.facts(record)``); ``dump --stats`` and ``stats`` print ``to_jsonable()``.
+"""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ...formats._common import format_unix_ns
-from .model import Record
+from ..formats._common import format_unix_ns
+from .format import RecordFacts
 
 
 @dataclass(slots=True)
@@ -17,31 +20,26 @@ class RecordStats:
     first_ns: int | None = None
     last_ns: int | None = None
     jobs: set = field(default_factory=set)
-    undecodable: int = 0
 
-    def add(self, rec: Record) -> None:
+    def add(self, f: RecordFacts) -> None:
         self.records += 1
-        self.bytes += rec.length
-        c = rec.command
-        label = c.cmd.label if c is not None else "(undecodable)"
-        if c is None:
-            self.undecodable += 1
-        else:
-            self.jobs.add(c.job_id)
-        self.by_type[label] += 1
-        self.bytes_by_type[label] += rec.length
-        t = rec.time.unix_ns
-        if self.first_ns is None or t < self.first_ns:
-            self.first_ns = t
-        if self.last_ns is None or t > self.last_ns:
-            self.last_ns = t
+        self.bytes += f.length
+        self.by_type[f.kind] += 1
+        self.bytes_by_type[f.kind] += f.length
+        if f.job is not None:
+            self.jobs.add(f.job)
+        t = f.time_ns
+        if t is not None:
+            if self.first_ns is None or t < self.first_ns:
+                self.first_ns = t
+            if self.last_ns is None or t > self.last_ns:
+                self.last_ns = t
 
     def merge(self, other: "RecordStats") -> None:
         self.records += other.records
         self.bytes += other.bytes
         self.by_type.update(other.by_type)
         self.bytes_by_type.update(other.bytes_by_type)
-        self.undecodable += other.undecodable
         self.jobs |= other.jobs
         for t in (other.first_ns, other.last_ns):
             if t is None:
@@ -61,21 +59,22 @@ class RecordStats:
         }
 
 
-class KestrelRecordStats(RecordStats):
-    """``RecordStats`` over Kestrel records: records and bytes per opcode, time span from the items' add times
-    (legacy ADDs store none), no job ids."""
+class StatsCollector:
+    """``add(record)`` for one format: the record's facts into ``stats`` (picklable: Spark tasks build one)."""
 
-    __slots__ = ()
+    def __init__(self, fmt_name: str):
+        self.fmt_name = fmt_name
+        self.stats = RecordStats()
+        self._facts = None
 
     def add(self, rec) -> None:
-        self.records += 1
-        self.bytes += rec.length
-        label = rec.op.label
-        self.by_type[label] += 1
-        self.bytes_by_type[label] += rec.length
-        if rec.add_time:
-            t = rec.add_time * 1_000_000
-            if self.first_ns is None or t < self.first_ns:
-                self.first_ns = t
-            if self.last_ns is None or t > self.last_ns:
-                self.last_ns = t
+        if self._facts is None:
+            from .format import get
+            self._facts = get(self.fmt_name).facts
+        self.stats.add(self._facts(rec))
+
+    def __getstate__(self):
+        return {"fmt_name": self.fmt_name, "stats": self.stats}
+
+    def __setstate__(self, d):
+        self.fmt_name, self.stats, self._facts = d["fmt_name"], d["stats"], None

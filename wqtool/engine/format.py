@@ -1,0 +1,410 @@
+"""The Format interface and its registry: the one contract every log format implements.
+
+Commands, the server and the Spark layer call this interface and never name a format. A format is a package
+``wqtool.engine.<name>`` whose ``format.py`` defines a ``Format`` subclass and registers one instance; the
+registry imports the built-in packages lazily (``BUILTIN``) so that this module imports no format, and
+``register()`` adds more at run time (a test registers a toy format in-process).
+
+What a format supplies (see ``Format`` for the signatures):
+
+* identity: ``name`` (``--format`` value, Spark source name), ``title``, ``codes`` (its finding codes),
+  ``replay_codes`` (those only its replay raises), ``record_fields`` (its JSON row), ``record_kinds`` (the
+  ``dump --type`` vocabulary);
+* ``detect(path)``: evidence from the format's own declarations in ``wqtool.formats`` (magic, names);
+* ``discover(paths, opts)``: the logs behind PATHs (a log = whatever the format reads as one unit);
+* ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log`` and
+  ``verify`` (a hot path may stand in for the pass), ``replay_findings``;
+* views for output: ``record_view`` (JSON row, table cells, hex title), ``state_view(state)`` (replayed state as
+  rows, summary and text), ``new_stats()`` (per-record statistics);
+* plans for the commands that change files: ``pack_plan`` (``engine.plan``), later ``repair_plan`` and
+  ``clean_plan``;
+* Spark: ``spark_source`` / ``spark_fleet``, dotted paths of classes in ``wqtool.spark`` (imported only there).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterator, Sequence
+
+from ..errors import InputError, UsageError
+from .fileio import input_error
+from .findings import Codes, Finding
+from .run import LogReport, ReplayPass, VerifyReport
+
+#: The packages of the formats that ship with wqtool, in detection order.
+BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel")
+
+
+# ---------------------------------------------------------------- values passed to every format
+@dataclass(frozen=True)
+class Options:
+    """What a command asks of a format. ``as_of_ns`` is replay's clock; ``extra`` holds format-specific
+    settings by name (``kestrel_version``, ``keep_open``, ``queue``, ``segment_size``, ``drop_expired``, ...):
+    a format reads those it knows and ignores the rest, or refuses one it cannot honour (``UsageError``)."""
+
+    as_of_ns: int
+    horizon: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        v = self.extra.get(key)
+        return default if v is None else v
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a format claims a path. ``strong``: its own declarations match (magic bytes, the upstream naming
+    rules and a first record that parses); weak evidence is a guess that read-only commands may act on, but a
+    command that changes files refuses it unless ``--format`` names the format."""
+
+    strong: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class RecordFacts:
+    """What filters and statistics need of one record, whatever the format."""
+
+    kind: str                  # the record's kind label (add, complete, addx, ...)
+    length: int                # bytes
+    time_ns: int | None        # when it was written (or the item's add time); None: not stored
+    job: bytes | None = None   # the job / entity it belongs to, if the format has one
+
+
+@dataclass(frozen=True)
+class Column:
+    """A fixed-width text column: ``width`` None for the last, unpadded one; ``gap`` spaces before it."""
+
+    title: str
+    width: int | None
+    align: str = "<"
+    gap: int = 1
+
+
+class RecordView:
+    """How a format's records look in ``dump``'s outputs and in Spark rows."""
+
+    fields: tuple[str, ...] = ()
+    #: each field's type in Spark rows: string, long, int, u64 (any uint64: DECIMAL(20,0)), bool, bytes (the
+    #: payload renderings: a string, or binary with the data source's ``payload=binary``)
+    types: dict[str, str] = {}
+    columns: tuple[Column, ...] = ()
+
+    def row(self, rec, payload: str) -> dict:
+        """The record's stable JSON row (``fields``, in order)."""
+        raise NotImplementedError
+
+    def damage_row(self, f: Finding) -> dict:
+        """A row for an error finding in the record stream (Spark permissive mode, exports)."""
+        row = dict.fromkeys(self.fields)
+        row.update(file=f.path, offset=f.offset, error=f"{f.code}: {f.message}")
+        return row
+
+    def binary(self, rec) -> dict:
+        """The raw bytes of the record's ``bytes`` fields (Spark ``payload=binary``)."""
+        return {}
+
+    def cells(self, rec, payload: str) -> tuple:
+        """The record's table cells, one per column."""
+        raise NotImplementedError
+
+    def hex_title(self, rec) -> str:
+        """The line above a record's hex dump."""
+        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} len={rec.length}"
+
+
+class StateView:
+    """How a format's replayed state looks in ``replay`` and ``stats`` (JSON and text)."""
+
+    rows_key: str = "rows"      # the JSON key of the row list: "jobs", "items", ...
+
+    def summary(self) -> dict:
+        """The state's summary fields (replay -o json / jsonl), digest included."""
+        raise NotImplementedError
+
+    def rows(self, payload: str = "base64") -> Iterator[dict]:
+        """One JSON row per job / item, in the digest's order."""
+        raise NotImplementedError
+
+    def table_header(self) -> str:
+        raise NotImplementedError
+
+    def table_lines(self) -> Iterator[str]:
+        raise NotImplementedError
+
+    def counts_matrix(self) -> tuple[str, list[str], list[tuple[str, dict[str, int]]]] | None:
+        """(title, state labels, [(group, counts per label)]) for a counts table, or None."""
+        return None
+
+    def summary_lines(self) -> list[str]:
+        """The lines under the table (``replay``'s text output), without notes and digest."""
+        return []
+
+    def extra_doc(self) -> dict:
+        """Fields ``replay -o json`` adds before ``exit_code`` (e.g. the queue's name)."""
+        return {}
+
+    # what stats asks of a state (the Spark fleet ships a summary with the same three answers)
+    def counts_by_state(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    def queues(self) -> dict[str, dict[str, int]]:
+        raise NotImplementedError
+
+    def digest(self) -> str:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- the interface
+class Format:
+    """A log format (subclass, set the class attributes, register an instance)."""
+
+    name: ClassVar[str]                         # --format value and Spark source name
+    title: ClassVar[str]                        # "workq 0.2.0 command log"
+    plural: ClassVar[str]                       # "workq logs", "Kestrel journals" (messages)
+    file_expected: ClassVar[str]                # "a workq segment (expected magic ... at offset 0)"
+    dir_expected: ClassVar[str]                 # "a workq log directory (no segments ..., no lock files)"
+    codes: ClassVar[Codes] = {}
+    replay_codes: ClassVar[frozenset[str]] = frozenset()
+    #: ``dump --type`` vocabulary: label -> the value ``RecordFacts.kind`` carries for it.
+    record_kinds: ClassVar[tuple[str, ...]] = ()
+    #: dump filters beyond --type and the offsets that this format supports: "job", "time".
+    filters: ClassVar[frozenset[str]] = frozenset()
+    #: extra dump views by option name (e.g. "qdump"): see ``special_dump``.
+    special_dumps: ClassVar[frozenset[str]] = frozenset()
+    #: ``wqtool.spark`` classes, by dotted path "module:Class" (None: the generic ones).
+    spark_source: ClassVar[str | None] = None
+    spark_fleet: ClassVar[str | None] = None
+    record_view: RecordView
+    #: the record class the reader yields (events() tells records from findings by class)
+    record_cls: ClassVar[type]
+
+    # -- detection and discovery
+    def detect(self, path: str) -> Evidence | None:
+        """Evidence that ``path`` (an existing directory or regular file) is this format, or None."""
+        raise NotImplementedError
+
+    def discover(self, paths: Sequence[str], opts: Options) -> list[Any]:
+        """The logs behind PATHs (each an object with ``.root``, ``.findings`` and ``.is_dir``)."""
+        raise NotImplementedError
+
+    def files(self, log) -> list[str]:
+        """The files one log reads, in order (sizes, progress, --horizon)."""
+        raise NotImplementedError
+
+    def log_name(self, log) -> str:
+        """What reports call the log (``LogReport.root``)."""
+        return log.root
+
+    def file_events(self, log, i: int, start_index: int = 0) -> Iterator:
+        """The records and row-level findings of the log's ``i``-th file, in file order, as the log's reader
+        yields them for that file (record indexes from ``start_index``; the log's discovery findings are not
+        repeated): what a Spark task reading one file yields."""
+        raise NotImplementedError
+
+    def file_records(self, log, i: int) -> int:
+        """How many records the reader reads from the log's ``i``-th file (the next file's ``start_index``)."""
+        cls = self.record_cls
+        return sum(1 for ev in self.file_events(log, i) if ev.__class__ is cls)
+
+    def source_options(self, options: dict) -> dict:
+        """A Spark data source's format-specific options (lower-cased keys) -> ``Options.extra``; a bad value is
+        a ValueError naming the option."""
+        return {}
+
+    # -- reading
+    def run(self, log, opts: Options, *, limit: int | None = None) -> ReplayPass:
+        """The reference reader -> replay pass over one log: ``events()`` yields records and findings in file
+        order; once exhausted, ``.report`` (a LogReport with the replayed state)."""
+        raise NotImplementedError
+
+    def run_log(self, log, opts: Options, *, limit: int | None = None, state: bool = True,
+                workers: int | None = None) -> LogReport:
+        """verify + replay of one log, as fast as the format can (a hot path may stand in for ``run``)."""
+        p = self.run(log, opts, limit=limit)
+        for _ in p.events():
+            pass
+        return p.report
+
+    def verify(self, logs: Sequence[Any], opts: Options, *, max_findings: int | None = None,
+               workers: int | None = None) -> VerifyReport:
+        return VerifyReport([self.run_log(log, opts, limit=max_findings, state=False, workers=workers)
+                             for log in logs])
+
+    def replay_findings(self, log, opts: Options) -> Iterator[Finding]:
+        """The findings only the replay of the whole log raises (``replay_codes``), streamed, in run order."""
+        cls = self.record_cls
+        for ev in self.run(log, opts, limit=0).events():
+            if ev.__class__ is not cls and ev.code in self.replay_codes:
+                yield ev
+
+    # -- views
+    def facts(self, rec) -> RecordFacts:
+        raise NotImplementedError
+
+    def state_view(self, state) -> StateView:
+        raise NotImplementedError
+
+    def special_dump(self, which: str, logs: Sequence[Any], opts: Options, **kw) -> Iterator[tuple[str, Any]]:
+        """An extra dump view (``special_dumps``): yields (stream, chunk), stream "out" | "err" (str) or
+        "raw" (bytes)."""
+        raise UsageError(f"--{which} does not apply to {self.plural}")
+
+    # -- plans (commands that change files)
+    def pack_plan(self, log, opts: Options):
+        raise UsageError(f"pack is not available for {self.plural}")
+
+    def finish_interrupted(self, path: str) -> list[str]:
+        """Before discovery for --apply: finish what a crashed apply left behind (a no-op by default)."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"<format {self.name}>"
+
+
+# ---------------------------------------------------------------- the registry
+_REGISTRY: dict[str, Format] = {}
+_loaded = False
+
+
+def register(fmt: Format, *, replace: bool = False) -> Format:
+    """Add a format (its name must be new unless ``replace``). Returns it."""
+    if fmt.name in _REGISTRY and not replace and _REGISTRY[fmt.name] is not fmt:
+        raise ValueError(f"a format named {fmt.name!r} is already registered")
+    clash = {c for f in _REGISTRY.values() if f.name != fmt.name for c in f.codes} & set(fmt.codes)
+    if clash:
+        raise ValueError(f"finding codes of {fmt.name!r} clash with another format's: {sorted(clash)}")
+    _REGISTRY[fmt.name] = fmt
+    return fmt
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for pkg in BUILTIN:
+            importlib.import_module(pkg + ".format")
+
+
+def formats() -> list[Format]:
+    """Every registered format, in detection order."""
+    _load()
+    return list(_REGISTRY.values())
+
+
+def names() -> list[str]:
+    return [f.name for f in formats()]
+
+
+def get(name: str) -> Format:
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UsageError(f"--format: unknown format {name!r} (expected one of auto, {', '.join(names())})") \
+            from None
+
+
+def all_codes() -> Codes:
+    """Every stable finding code of every format: code -> (severity, meaning)."""
+    out: Codes = {}
+    for f in formats():
+        out.update(f.codes)
+    return out
+
+
+def format_of_code(code: str) -> Format | None:
+    for f in formats():
+        if code in f.codes:
+            return f
+    return None
+
+
+def load_object(dotted: str) -> Any:
+    """``"package.module:Name"`` -> the object (for the Spark classes a format names)."""
+    mod, _, attr = dotted.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+# ---------------------------------------------------------------- logs: a format and one of its logs
+@dataclass
+class Log:
+    """One log as a command sees it: its format and the format's own log object."""
+
+    fmt: Format
+    data: Any
+
+    @property
+    def root(self) -> str:
+        return self.data.root
+
+    @property
+    def files(self) -> list[str]:
+        return self.fmt.files(self.data)
+
+
+def check_input(path: str) -> os.stat_result:
+    """stat() a PATH and refuse what no format can read, without opening it."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise input_error(path, exc) from None
+    return st
+
+
+def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Format, Evidence]:
+    """The format of one existing PATH: the first strong claim in registry order, else the first weak one."""
+    cands = list(candidates) if candidates is not None else formats()
+    weak: tuple[Format, Evidence] | None = None
+    for f in cands:
+        ev = f.detect(path)
+        if ev is None:
+            continue
+        if ev.strong:
+            return f, ev
+        if weak is None:
+            weak = (f, ev)
+    if weak is not None:
+        return weak
+    if os.path.isdir(path):
+        raise UsageError("not " + " nor ".join(f.dir_expected for f in cands), path=path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise input_error(path, exc) from None
+    raise UsageError("cannot detect the log format: not " + " nor ".join(f.file_expected for f in cands)
+                     + f", found {head.hex()}; pass --format to force one", path=path)
+
+
+def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
+            on_detect: Callable[[str, Format, Evidence], None] | None = None) -> list[Log]:
+    """The logs behind PATHs, each with its format: ``fmt`` "auto" detects each PATH (``detect``) and
+    groups the PATHs by format, in registry order; a named format takes them all."""
+    if not paths:
+        raise UsageError("no PATH given")
+    if fmt != "auto":
+        f = get(fmt)
+        return [Log(f, d) for d in f.discover(list(paths), opts)]
+    groups: dict[str, list[str]] = {}
+    for p in paths:
+        check_input(p)
+        f, ev = detect(p)
+        if on_detect is not None:
+            on_detect(p, f, ev)
+        groups.setdefault(f.name, []).append(p)
+    out: list[Log] = []
+    for f in formats():
+        if f.name in groups:
+            out += [Log(f, d) for d in f.discover(groups[f.name], opts)]
+    return out
+
+
+def is_regular_or_dir(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)

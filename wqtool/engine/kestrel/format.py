@@ -1,0 +1,139 @@
+"""Kestrel queue journals behind the Format interface (``wqtool.engine.format``)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Iterator, Sequence
+
+from ...formats import kestrel as schema
+from ..format import Evidence, Format, Options, RecordFacts, register
+from ..run import LogReport, VerifyReport
+from .pack import pack_plan
+from .qdump import qdump
+from .verify import KestrelRun, replay_findings, run_log, verify
+from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
+from .model import Record
+from .reader import KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, FileSet, JournalReader, discover
+from .serialize import KestrelRecordView, KestrelStateView
+
+_KINDS = tuple(o.label for o in schema.Opcode)
+_LABEL = {o: o.label for o in schema.Opcode}
+
+
+def _version(opts: Options) -> str:
+    return str(opts.get("kestrel_version", "auto"))
+
+
+class KestrelFormat(Format):
+    name = "kestrel"
+    title = "Kestrel queue journal"
+    plural = "Kestrel journals"
+    kind_noun = "Kestrel opcode"
+    file_expected = f"a Kestrel journal (first byte an opcode 0-{int(schema.MAX_OPCODE)})"
+    dir_expected = "a Kestrel queue directory (no journal files)"
+    codes = KESTREL_CODES
+    replay_codes = KESTREL_REPLAY_CODES
+    record_kinds = _KINDS
+    special_dumps = frozenset({"qdump"})
+    record_cls = Record
+    record_view = KestrelRecordView()
+    spark_source = None
+    spark_fleet = None   # the generic fleet: a task per queue
+
+    # -- detection and discovery
+    def detect(self, path: str) -> Evidence | None:
+        if os.path.isdir(path):
+            for n in sorted(os.listdir(path)):
+                p = os.path.join(path, n)
+                if os.path.isfile(p) and _could_start_journal(p):
+                    return Evidence(False, f"{n}: its first byte could be a journal opcode")
+            return None
+        if _could_start_journal(path):
+            return Evidence(False, "its first byte could be a journal opcode")
+        return None
+
+    def discover(self, paths: Sequence[str], opts: Options) -> list[FileSet]:
+        return discover(paths, _version(opts), queue=opts.get("queue"))
+
+    def files(self, log: FileSet) -> list[str]:
+        return [f.path for f in log.files]
+
+    def log_name(self, log: FileSet) -> str:
+        return log.live_path if log.is_dir else log.root
+
+    def file_events(self, log: FileSet, i: int, start_index: int = 0) -> Iterator:
+        """One journal file read on its own by the engine's reader: the framing of a file does not depend on the
+        others, only the torn-tail-vs-corrupt call does (damage at the end of the live file — the set's last —
+        is a torn tail)."""
+        jf = log.files[i]
+        live = i == len(log.files) - 1 and jf.role in (ROLE_LIVE, ROLE_EXPLICIT)
+        one = FileSet(root=log.root, queue=log.queue, files=[dataclasses.replace(jf, role=ROLE_LIVE if live
+                                                                                 else ROLE_ROTATED)],
+                      is_dir=log.is_dir, kestrel_version=log.kestrel_version)
+        for ev in JournalReader(one).events():
+            if start_index:
+                if ev.__class__ is Record:
+                    ev.index += start_index
+                elif ev.record_index is not None:
+                    ev.record_index += start_index
+            yield ev
+
+    def source_options(self, o: dict) -> dict:
+        version = str(o.get("kestrel_version", "auto"))
+        if version not in KESTREL_VERSIONS:
+            raise ValueError(f"kestrel: option kestrel_version must be one of {', '.join(KESTREL_VERSIONS)}, "
+                             f"got {version!r}")
+        keep = str(o.get("keep_open", "false")).lower()
+        if keep not in ("true", "false"):
+            raise ValueError(f"kestrel: option keep_open must be true or false, got {o.get('keep_open')!r}")
+        return {"kestrel_version": version, "keep_open": keep == "true", "queue": o.get("queue") or None}
+
+    # -- reading
+    def run(self, log: FileSet, opts: Options, *, limit: int | None = None) -> KestrelRun:
+        return KestrelRun(log, opts.as_of_ns, limit=limit, keep_open=bool(opts.get("keep_open")))
+
+    def run_log(self, log: FileSet, opts: Options, *, limit: int | None = None, state: bool = True,
+                workers: int | None = None) -> LogReport:
+        return run_log(log, opts.as_of_ns, limit=limit, keep_open=bool(opts.get("keep_open")))
+
+    def verify(self, logs, opts: Options, *, max_findings: int | None = None,
+               workers: int | None = None) -> VerifyReport:
+        return verify(logs, opts.as_of_ns, max_findings=max_findings, keep_open=bool(opts.get("keep_open")))
+
+    def replay_findings(self, log: FileSet, opts: Options) -> Iterator:
+        return replay_findings(log, opts.as_of_ns, keep_open=bool(opts.get("keep_open")))
+
+    # -- views
+    def facts(self, rec: Record) -> RecordFacts:
+        t = rec.add_time
+        return RecordFacts(_LABEL[rec.op], rec.length, t * 1_000_000 if t else None, None)
+
+    def state_view(self, state, log: FileSet | None = None) -> KestrelStateView:
+        return KestrelStateView(state, log.queue if log is not None else getattr(state, "queue", ""))
+
+    def special_dump(self, which: str, logs, opts: Options, *, contents: bool = False, raw: bool = False,
+                     queue: bool = False, **_kw):
+        if which != "qdump":
+            return super().special_dump(which, logs, opts)
+        files = [f.path for fs in logs for f in fs.files]
+        return qdump(files, now_ms=opts.as_of_ns // 1_000_000, dump_contents=contents, raw=raw,
+                           queue_state=queue)
+
+    # -- plans
+    def pack_plan(self, log: FileSet, opts: Options):
+        return pack_plan(log, opts.as_of_ns, drop_expired=bool(opts.get("drop_expired")),
+                              salvage=bool(opts.get("salvage")), kestrel_version=_version(opts))
+
+
+def _could_start_journal(path: str) -> bool:
+    """A regular file whose first byte could be an opcode (or that is empty): Kestrel's journals have no
+    header, so this is all a first byte can say."""
+    try:
+        with open(path, "rb") as f:
+            b = f.read(1)
+    except OSError:
+        return False
+    return b == b"" or b[0] <= schema.MAX_OPCODE
+
+
+FORMAT = register(KestrelFormat())

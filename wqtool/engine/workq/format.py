@@ -1,0 +1,122 @@
+"""workq 0.2.0 command logs behind the Format interface (``wqtool.engine.format``)."""
+from __future__ import annotations
+
+import os
+from typing import Iterator, Sequence
+
+from ...formats import workq as schema
+from ..format import Evidence, Format, Options, RecordFacts, register
+from ..run import LogReport, VerifyReport
+from . import pack as pack_mod, verify as verify_mod
+from .codes import CODES, REPLAY_CODES
+from .model import Record
+from .reader import LogSet, discover, segment_events, segment_seq
+from .replay import WorkqReplay
+from .serialize import WorkqRecordView, WorkqStateView
+
+_KINDS = tuple(c.label for c in schema.CmdType)
+_LABEL = {c: c.label for c in schema.CmdType}
+
+
+class WorkqFormat(Format):
+    name = "workq"
+    title = "workq 0.2.0 command log"
+    plural = "workq logs"
+    kind_noun = "command"
+    file_expected = f"a workq segment (expected magic {schema.MAGIC:08x} 'wqwq' at offset 0)"
+    dir_expected = "a workq log directory (no segments NNNNNNNNN.log, no lock files)"
+    codes = CODES
+    replay_codes = REPLAY_CODES
+    record_kinds = _KINDS
+    filters = frozenset({"job", "time"})
+    record_cls = Record
+    record_view = WorkqRecordView()
+    spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
+    spark_fleet = "wqtool.spark.workq_fleet:WorkqFleet"
+
+    # -- detection and discovery
+    def detect(self, path: str) -> Evidence | None:
+        if os.path.isdir(path):
+            try:
+                names = os.listdir(path)
+            except OSError:
+                return Evidence(True, "an unreadable directory (the reader reports it)")
+            if any(segment_seq(n) is not None for n in names):
+                return Evidence(True, "segment files NNNNNNNNN.log")
+            if any(n in schema.LOCK_FILES for n in names):
+                return Evidence(True, "workq lock files")
+            return None
+        if segment_seq(os.path.basename(path)) is not None:
+            return Evidence(True, "a segment name NNNNNNNNN.log")
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(schema.HEADER_BYTES))
+        except OSError:
+            return Evidence(True, "an unreadable file (the reader reports it)")
+        if head[:4] == schema.HEADER_BYTES[:4]:
+            return Evidence(True, "the segment magic 'wqwq'")
+        return None
+
+    def discover(self, paths: Sequence[str], opts: Options) -> list[LogSet]:
+        return discover(paths, horizon=opts.horizon)
+
+    def files(self, log: LogSet) -> list[str]:
+        return [s.path for s in log.segments]
+
+    def file_events(self, log: LogSet, i: int, start_index: int = 0) -> Iterator:
+        seg = log.segments[i]
+        for ev in segment_events(seg, start_index, seg is log.newest):
+            yield ev
+            if ev.__class__ is Record and ev.command is None:   # the payload's findings (replay adds no other)
+                r = WorkqReplay(0)
+                r.apply(ev)
+                yield from r.findings
+
+    def file_records(self, log: LogSet, i: int) -> int:
+        seg = log.segments[i]
+        return sum(1 for ev in segment_events(seg, 0, seg is log.newest, decode=False) if ev.__class__ is Record)
+
+    # -- reading
+    def run(self, log: LogSet, opts: Options, *, limit: int | None = None) -> verify_mod.LogRun:
+        return verify_mod.LogRun(log, opts.as_of_ns, limit=limit)
+
+    def run_log(self, log: LogSet, opts: Options, *, limit: int | None = None, state: bool = True,
+                workers: int | None = None) -> LogReport:
+        if state:
+            workers = 1
+        elif workers is None:
+            workers = verify_mod.default_workers(log)
+        return verify_mod.run_log(log, opts.as_of_ns, limit=limit, state=state, workers=workers)
+
+    def verify(self, logs, opts: Options, *, max_findings: int | None = None,
+               workers: int | None = None) -> VerifyReport:
+        return verify_mod.verify(logs, opts.as_of_ns, max_findings=max_findings, workers=workers)
+
+    def replay_findings(self, log: LogSet, opts: Options) -> Iterator:
+        return verify_mod.replay_findings(log, opts.as_of_ns)
+
+    # -- views
+    def facts(self, rec: Record) -> RecordFacts:
+        c = rec.command
+        if c is None:
+            return RecordFacts("(undecodable)", rec.length, rec.time.unix_ns, None)
+        return RecordFacts(_LABEL[c.cmd], rec.length, rec.time.unix_ns, c.job_id)
+
+    def state_view(self, state, log=None) -> WorkqStateView:
+        return WorkqStateView(state)
+
+    # -- plans
+    def pack_plan(self, log: LogSet, opts: Options):
+        if opts.get("drop_expired"):
+            from ...errors import UsageError
+            raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
+        return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.get("segment_size", schema.DEFAULT_SEGMENT_SIZE),
+                              salvage=bool(opts.get("salvage")))
+
+    def finish_interrupted(self, path: str) -> list[str]:
+        if os.path.isdir(path) or not os.path.exists(path):
+            return pack_mod.finish_interrupted(path)
+        return []
+
+
+FORMAT = register(WorkqFormat())

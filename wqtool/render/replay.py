@@ -1,0 +1,45 @@
+"""replay's output for every format (through its ``StateView``): rows, counts, summary, notes, digest."""
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from ..engine.format import StateView
+from ..engine.run import LogReport
+from ..exitcodes import for_verdict
+from .console import stdout_console
+from .state import counts_table, write_state_table
+
+
+def _doc(report: LogReport, view: StateView) -> dict:
+    doc = view.summary()
+    doc["root"] = report.root
+    doc.update(view.extra_doc())
+    doc.update(exit_code=int(for_verdict(report.verdict)), findings=dict(sorted(report.counts.items())))
+    return doc
+
+
+def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, summary: bool) -> None:
+    if output == "json":
+        doc = _doc(report, view)
+        doc[view.rows_key] = [] if summary else list(view.rows())
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return
+    if output == "jsonl":
+        if not summary:
+            for row in view.rows():
+                out.write(json.dumps(row) + "\n")
+        out.write(json.dumps({"summary": _doc(report, view)}) + "\n")
+        return
+    if not summary:
+        write_state_table(out, view)
+    table = counts_table(view)
+    if table is not None:
+        out.flush()
+        stdout_console().print(table)
+    for line in view.summary_lines():     # plain lines: never wrapped, never read as markup
+        out.write(line + "\n")
+    for f in report.findings:
+        if f.severity == "note":
+            out.write(f"note: {f.message}\n")
+    out.write(f"digest sha256:{view.digest()}\n")

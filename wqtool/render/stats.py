@@ -1,0 +1,97 @@
+"""stats' output for every format: per log and in total, records and bytes per kind, state, damage."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import TextIO
+
+from ..engine.findings import worst
+from ..engine.stats import RecordStats
+from ..exitcodes import for_verdict
+
+
+def stats_doc(per_log, total_jobs: int) -> dict:
+    """The stats document from (LogReport, StateView, RecordStats, distinct jobs) per log — the same for both
+    engines. The total's states are every log's, in the order they first appear."""
+    logs = []
+    tot = RecordStats()
+    tot_states: Counter = Counter()
+    tot_queues: dict[str, Counter] = {}
+    tot_counts: Counter = Counter()
+    tot_sev: Counter = Counter()
+    verdicts = []
+    for report, view, st, jobs in per_log:
+        d = st.to_jsonable()
+        d["jobs"] = jobs
+        by_state = view.counts_by_state()
+        queues = view.queues()
+        logs.append({"root": report.root, "segments": report.segments, **d,
+                     "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
+                               "digest": view.digest()},
+                     "damage": _damage(report.verdict, report.counts, report.severities)})
+        verdicts.append(report.verdict)
+        tot.merge(st)
+        for k, v in by_state.items():
+            tot_states[k] += v
+        for q, c in queues.items():
+            tot_queues.setdefault(q, Counter()).update(c)
+        tot_counts.update(report.counts)
+        tot_sev.update(report.severities)
+    t = tot.to_jsonable()
+    t["jobs"] = total_jobs
+    total = {"logs": len(logs), "segments": sum(d["segments"] for d in logs), **t,
+             "state": {"jobs": sum(tot_states.values()), "by_state": dict(tot_states),
+                       "queues": {q: dict(c) for q, c in sorted(tot_queues.items())}},
+             "damage": _damage(worst(verdicts), tot_counts, tot_sev)}
+    return {"logs": logs, "total": total}
+
+
+def _damage(verdict, counts, severities) -> dict:
+    return {"exit_code": int(for_verdict(verdict)), "errors": severities.get("error", 0),
+            "warnings": severities.get("warning", 0), "counts": dict(sorted(counts.items()))}
+
+
+def write_stats(out: TextIO, doc: dict, output: str) -> None:
+    if output == "json":
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return
+    if output == "jsonl":
+        for d in doc["logs"]:
+            out.write(json.dumps(d) + "\n")
+        out.write(json.dumps({"total": doc["total"]}) + "\n")
+        return
+    w = out.write
+    for d in doc["logs"] + [dict(doc["total"], root=f"total ({doc['total']['logs']} log(s))")]:
+        s, dm = d["state"], d["damage"]
+        w(f"{d['root']}: {d['segments']} segment(s), {d['records']} records, {d['bytes']} bytes, {d['jobs']} job id(s)\n")
+        if d["first_time"]:
+            w(f"  written {d['first_time']} .. {d['last_time']}\n")
+        for k, v in d["by_type"].items():
+            w(f"  {k:<16} {v['records']:>10} records {v['bytes']:>14} bytes\n")
+        w("  jobs at --as-of: " + ", ".join(f"{k} {v}" for k, v in s["by_state"].items()) + f" ({s['jobs']} live)\n")
+        if s["queues"]:
+            w("  queues: " + ", ".join(f"{q} {sum(c.values())}" for q, c in s["queues"].items()) + "\n")
+        if s.get("digest"):
+            w(f"  digest sha256:{s['digest']}\n")
+        w(f"  damage: exit {dm['exit_code']}, {dm['errors']} error(s), {dm['warnings']} warning(s)"
+          + (": " + ", ".join(f"{k} {v}" for k, v in dm["counts"].items()) if dm["counts"] else "") + "\n")
+
+
+def write_record_stats(out: TextIO, st: RecordStats, output: str) -> None:
+    """dump --stats."""
+    d = st.to_jsonable()
+    if output != "table":
+        out.write(json.dumps(d, indent=None if output == "jsonl" else 2) + "\n")
+        return
+    from rich.table import Table
+
+    from .console import stdout_console
+    out.write(f"{d['records']} records, {d['bytes']} bytes, {d['jobs']} jobs\n"
+              f"records written {d['first_time']} .. {d['last_time']}\n")
+    t = Table()
+    t.add_column("command")
+    t.add_column("records", justify="right")
+    t.add_column("bytes", justify="right")
+    for k, v in d["by_type"].items():
+        t.add_row(k, str(v["records"]), str(v["bytes"]))
+    stdout_console().print(t)
