@@ -8,8 +8,44 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import stat
 
 from ..errors import InputError
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def open_regular(path: str) -> int:
+    """A read-only descriptor of ``path``, which must be a regular file: FIFOs, devices and sockets are refused
+    without a blocking open or read (O_NONBLOCK, then fstat). InputError otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise input_error(path, exc) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise InputError(f"{kind_of(st.st_mode)}, not a regular file: refused without reading it", path=path)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_head(path: str, n: int) -> bytes:
+    """The first ``n`` bytes of a regular file (detection); InputError for anything else."""
+    fd = open_regular(path)
+    try:
+        return os.pread(fd, n, 0)
+    finally:
+        os.close(fd)
 
 
 def input_error(path: str, exc: OSError) -> InputError:
@@ -30,10 +66,7 @@ class FileView:
 
     def __init__(self, source):
         self.path = source.path
-        try:
-            self._f = open(source.path, "rb")
-        except OSError as exc:
-            raise input_error(source.path, exc) from None
+        self._f = os.fdopen(open_regular(source.path), "rb")
         try:
             size = os.fstat(self._f.fileno()).st_size
             pinned = getattr(source, "pinned_size", None)
@@ -64,10 +97,7 @@ class FileView:
 
 def read_span(path: str, offset: int, length: int) -> bytes:
     """``length`` bytes of ``path`` at ``offset`` (fewer at the end of the file), read-only."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        raise input_error(path, exc) from None
+    fd = open_regular(path)
     try:
         return os.pread(fd, length, offset)
     finally:

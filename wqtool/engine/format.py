@@ -28,8 +28,8 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
-from ..errors import InputError, UsageError
-from .fileio import input_error
+from ..errors import UsageError
+from .fileio import input_error, kind_of, read_head
 from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
 
@@ -350,11 +350,15 @@ class Log:
 
 
 def check_input(path: str) -> os.stat_result:
-    """stat() a PATH and refuse what no format can read, without opening it."""
+    """stat() a PATH and refuse what no format can read — anything but a directory or a regular file (FIFOs,
+    devices, sockets) — without opening it: UsageError (exit 2)."""
     try:
         st = os.stat(path)
     except OSError as exc:
         raise input_error(path, exc) from None
+    if not is_regular_or_dir(st):
+        raise UsageError(f"{kind_of(st.st_mode)}, not a log directory or file: refused without reading it",
+                         path=path)
     return st
 
 
@@ -374,11 +378,7 @@ def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Forma
         return weak
     if os.path.isdir(path):
         raise UsageError("not " + " nor ".join(f.dir_expected for f in cands), path=path)
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-    except OSError as exc:
-        raise input_error(path, exc) from None
+    head = read_head(path, 4)
     raise UsageError("cannot detect the log format: not " + " nor ".join(f.file_expected for f in cands)
                      + f", found {head.hex()}; pass --format to force one", path=path)
 
@@ -391,6 +391,8 @@ def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
         raise UsageError("no PATH given")
     if fmt != "auto":
         f = get(fmt)
+        for p in paths:
+            check_input(p)
         return [Log(f, d) for d in f.discover(list(paths), opts)]
     groups: dict[str, list[str]] = {}
     for p in paths:

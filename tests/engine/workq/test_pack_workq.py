@@ -158,10 +158,10 @@ def check_pack(src, tmp, as_of=AS_OF, segment_size=512, later=None, prop=False):
     assert len(out_recs) == plan.records_after == res.records
     assert Counter(r.command.cmd.label for r in out_recs) == Counter(plan.by_kind_after)
     assert sum(plan.by_kind_before.values()) == plan.records_before == rep.records
-    sizes = [os.path.getsize(os.path.join(out1, n)) for n in res.segments]
+    sizes = [os.path.getsize(os.path.join(out1, n)) for n in res.files]
     assert sum(sizes) == plan.bytes_after == res.bytes and len(sizes) == plan.segments_after
     assert all(s - 37 - 8 < segment_size or True for s in sizes)
-    assert sorted(os.listdir(out1)) == sorted(res.segments + ["append.lock", "read.lock"])
+    assert sorted(os.listdir(out1)) == sorted(res.files + ["append.lock", "read.lock"])
     # add/schedule records are the input's, byte for byte
     src_raw = {r.raw for r in records(src)}
     for r in out_recs:
@@ -405,7 +405,7 @@ def test_input_changed_since_plan(tmp_path):
 def test_empty_live_state_gives_a_log_without_segments(tmp_path):
     src = one_job(str(tmp_path), [CmdType.DELETE])
     plan, res = pack_to(src, str(tmp_path / "out"))
-    assert plan.jobs_kept == 0 and plan.segments_after == 0 and res.segments == []
+    assert plan.jobs_kept == 0 and plan.segments_after == 0 and res.files == []
     assert sorted(os.listdir(res.path)) == ["append.lock", "read.lock"]
 
 
@@ -432,7 +432,7 @@ def test_apply_swaps_in_place_and_keeps_a_backup(tmp_path):
     assert res.backup.endswith("base.pre-pack-20261122T000000Z")
     backup = files(res.backup)
     assert {k: v for k, v in backup.items() if k.endswith(".log")} == {k: v for k, v in old.items() if k.endswith(".log")}
-    assert sorted(os.listdir(base)) == sorted(res.result.segments + ["append.lock", "read.lock"])
+    assert sorted(os.listdir(base)) == sorted(res.result.files + ["append.lock", "read.lock"])
     assert res.bytes_after == plan.bytes_after < res.bytes_before
     # again at the same as-of: same bytes, second backup name
     plan2 = plans.pack_plan(load(base), AS_OF, segment_size=300)

@@ -5,7 +5,9 @@ import dataclasses
 import os
 from typing import Iterator, Sequence
 
+from ...errors import InputError
 from ...formats import kestrel as schema
+from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..run import LogReport, VerifyReport
 from .pack import pack_plan
@@ -129,9 +131,8 @@ def _could_start_journal(path: str) -> bool:
     """A regular file whose first byte could be an opcode (or that is empty): Kestrel's journals have no
     header, so this is all a first byte can say."""
     try:
-        with open(path, "rb") as f:
-            b = f.read(1)
-    except OSError:
+        b = read_head(path, 1)
+    except InputError:
         return False
     return b == b"" or b[0] <= schema.MAX_OPCODE
 

@@ -27,12 +27,14 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, ClassVar
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import fsync_dir
+from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, rename_noreplace, unlink_quiet
+from ..plan import InjectedCrash  # noqa: F401  (re-exported)
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
 from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
@@ -42,13 +44,11 @@ from .writer import JournalWriter, rewrite_records
 NS_PER_MS = 1_000_000
 
 
-class InjectedCrash(BaseException):
-    """Raised by ``apply_plan(fail_at=...)`` to simulate a crash at a step: no cleanup runs."""
-
-
 @dataclass(slots=True)
-class PackPlan:
+class PackPlan(Plan):
     """What pack would do. Sizes in bytes; ``records_dropped`` = records before - records after."""
+
+    kind: ClassVar[str] = "pack"
 
     fileset: FileSet
     as_of_ns: int
@@ -69,6 +69,7 @@ class PackPlan:
     report: LogReport
     dropped: list[str] = field(default_factory=list)   # what was not carried over, one line each
     elapsed_s: float = 0.0
+    live_sig: FileSig | None = None        # the live file before it was read (a writer changing it is refused)
 
     @property
     def records_dropped(self) -> int:
@@ -97,37 +98,17 @@ class PackPlan:
                 "records_dropped": d["records_dropped"], "dropped": d["dropped"], "digest": d["digest_expected"],
                 "digest_input": d["digest_input"], "elapsed_s": d["elapsed_s"], "plan": d}
 
-    def write(self, out: str) -> "PackResult":
+    def write(self, out: str) -> WriteResult:
         return write_pack(self, out)
 
-    def apply(self, **kw) -> "ApplyResult":
+    def apply(self, **kw) -> ApplyResult:
         return apply_plan(self, **kw)
 
-
-@dataclass(slots=True)
-class PackResult:
-    path: str
-    bytes: int
-    records: int
-    digest: str
-    elapsed_s: float
-
-    def to_jsonable(self) -> dict:
-        return {"path": self.path, "bytes": self.bytes, "records": self.records, "digest": self.digest}
+    def apply_steps(self, **kw) -> list[str]:
+        return apply_steps(self, **kw)
 
 
-@dataclass(slots=True)
-class ApplyResult:
-    installed: str                 # the live file now holding the packed journal
-    removed: list[str]
-    steps: list[str]
-    result: PackResult
-    bytes_before: int
-    bytes_after: int
-
-    def to_jsonable(self) -> dict:
-        return {"path": self.installed, "removed": self.removed, "bytes_after": self.bytes_after,
-                "steps": self.steps}
+PackResult = WriteResult        # the names this module's callers and tests know
 
 
 def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, salvage: bool = False,
@@ -138,6 +119,7 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
     represent, unless ``salvage``; a torn tail (exit 1) is packed, and the bytes dropped are listed.
     """
     t0 = time.perf_counter()
+    live_sig = FileSig.of(fileset.live_path) if fileset.is_dir else None
     report = run_log(fileset, as_of_ns, keep_open=True, kestrel_version=kestrel_version, on_record=on_record)
     code = report.verdict
     errors = [f for f in report.findings if f.severity == ERROR]
@@ -176,6 +158,7 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
                     2 * n_open + n_queued, n_queued, n_open, expired_dropped, int(code), digest_input,
                     digest_input if expected is state else expected.digest(), expected, report, dropped)
     plan.elapsed_s = time.perf_counter() - t0
+    plan.live_sig = live_sig if live_sig is not None and live_sig.ino is not None else None
     return plan
 
 
@@ -210,11 +193,11 @@ def write_pack(plan: PackPlan, output: str, *, fsync: bool = True) -> PackResult
         digest = _verify_output(plan, output)
     except BaseException:
         w._f.close()
-        _unlink(output)
+        unlink_quiet(output)
         raise
     if fsync:
         fsync_dir(os.path.dirname(os.path.abspath(output)))
-    return PackResult(output, w.size, w.records, digest, time.perf_counter() - t0)
+    return WriteResult(output, None, w.size, w.records, digest, time.perf_counter() - t0)
 
 
 # ---------------------------------------------------------------- installing
@@ -241,7 +224,8 @@ def _check_unchanged(plan: PackPlan) -> None:
                                              and _belongs(n, fs.queue)))
     cur = [(f.path, os.stat(f.path).st_size) for f in now.files]
     if cur != plan.inputs or sorted(now.superseded) != sorted(fs.superseded):
-        raise InputError("the queue's files changed since the plan was made; plan again", path=fs.root)
+        raise InputError("the queue's files changed since the plan was made (is a writer live? Kestrel must be "
+                         "stopped before pack --apply); plan again", path=fs.root)
 
 
 def _belongs(name: str, queue: str) -> bool:
@@ -252,15 +236,14 @@ def _belongs(name: str, queue: str) -> bool:
 def apply_steps(plan: PackPlan, *, now_ms: int | None = None, fsync: bool = True) -> list[str]:
     """The labels of the steps ``apply_plan`` runs (each can be failed ``before:`` or ``after:``; the write can
     also be failed ``during:write-temp``, leaving half of the temp file)."""
-    return [label for label, _ in _build_steps(plan, now_ms, fsync=fsync, fail_at=None, ctx={}, dry=True)[0]]
+    return labels(lambda step: _run_steps(plan, step, _names(plan, now_ms), fsync, {}, dry=True))
 
 
-def _build_steps(plan: PackPlan, now_ms: int | None, *, fsync: bool, fail_at: str | None, ctx: dict,
-                 dry: bool = False):
+def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync: bool, ctx: dict,
+               dry: bool = False) -> None:
     fs = plan.fileset
-    d = fs.root
-    q = fs.queue
-    t_rot, t_pack = _names(plan, now_ms)
+    d, q = fs.root, fs.queue
+    t_rot, t_pack = stamps
     live = os.path.join(d, q)
     rotated_live = os.path.join(d, f"{q}.{t_rot}")
     temp = os.path.join(d, f"{q}{TEMP_MARKER}{t_pack}")
@@ -271,98 +254,155 @@ def _build_steps(plan: PackPlan, now_ms: int | None, *, fsync: bool, fail_at: st
         for p in (rotated_live, temp, packf, placed):
             if os.path.lexists(p):
                 raise InputError("a name the pack needs is taken; retry", path=p)
-    steps: list[tuple[str, Callable]] = []
 
     def dirsync(label):
         if fsync:
-            steps.append((f"fsync-dir:{label}", lambda: fsync_dir(d)))
+            step(f"fsync-dir:{label}", lambda: fsync_dir(d))
 
-    # 1. write, fsync and verify the temp file
-    def _write():
-        w = JournalWriter(temp, mode="xb")
-        ctx["w"] = w
-        if fail_at == "during:write-temp":
+    # 1. write, fsync and verify the temp file (an error removes it)
+    def write():
+        w = ctx["w"] = JournalWriter(temp, mode="xb")
+        if step.during("write-temp"):
             blob = b"".join(rewrite_records(plan.state))
             w._f.write(blob[: len(blob) // 2])
             w._f.flush()
-            raise InjectedCrash("during:write-temp")
+            step.crash("write-temp")
         w.write_state(plan.state)
         w._f.flush()
 
-    def _fsync():
-        os.fsync(ctx["w"]._f.fileno())
+    def drop_temp():
+        w = ctx.get("w")
+        if w is not None:
+            w._f.close()
+        unlink_quiet(temp)
 
-    def _verify():
+    def verify():
         ctx["w"]._f.close()
         ctx["digest"] = _verify_output(plan, temp)
 
-    steps.append(("write-temp", _write))
+    step("write-temp", write, rollback=drop_temp)
     if fsync:
-        steps.append(("fsync-temp", _fsync))
-    steps.append(("verify-temp", _verify))
-    # 2. rotate the live file (same replay: it becomes the newest rotated file)
+        step("fsync-temp", lambda: os.fsync(ctx["w"]._f.fileno()))
+    step("verify-temp", verify)
+    # 2. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
     victims = [f.path for f in fs.files if f.role != ROLE_LIVE] + list(fs.superseded)
     if has_live:
-        steps.append(("rename-live", lambda: os.rename(live, rotated_live)))
+        step("check-live", lambda: _check_quiet(plan, ctx, live_exists=True))
+        step("rename-live", lambda: os.rename(live, rotated_live), rollback=lambda: _unrotate(rotated_live, live))
         dirsync("rename-live")
         victims.append(rotated_live)
     # 3. publish the pack: from here the .pack rule supersedes every older file
-    steps.append(("rename-temp-to-pack", lambda: os.rename(temp, packf)))
+    step("rename-temp-to-pack", lambda: os.rename(temp, packf), rollback=lambda: unlink_quiet(packf))
     dirsync("rename-temp-to-pack")
-    # 4. delete what it supersedes (what Kestrel's cleanUpPackedFiles would delete)
+    # 4. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
+    step("check-quiet", lambda: _check_quiet(plan, ctx, live_exists=False))
+    step.commit()
     victims = list(dict.fromkeys(victims))
     for v in victims:
-        steps.append((f"unlink:{os.path.basename(v)}", (lambda v=v: _unlink(v))))
+        step(f"unlink:{os.path.basename(v)}", (lambda v=v: unlink_quiet(v)))
     if victims:
         dirsync("unlink")
-    # 5. move it into place
-    steps.append(("rename-pack-to-rotated", lambda: os.rename(packf, placed)))
+    ctx["victims"] = victims
+    # 5. move it into place (never over a live file that a writer may have created meanwhile)
+    step("rename-pack-to-rotated", lambda: os.rename(packf, placed))
     dirsync("rename-pack-to-rotated")
-    steps.append(("rename-rotated-to-live", lambda: os.rename(placed, live)))
+    step("rename-rotated-to-live", lambda: _place(placed, live, ctx))
     dirsync("rename-rotated-to-live")
-    return steps, temp, live, victims
 
 
-def _unlink(p: str) -> None:
+def _unrotate(rotated: str, live: str) -> None:
+    """Undo the rotation of the live file; when a writer created a new live file meanwhile, the rotated one stays
+    a rotated file (it replays before the new live file, in order: nothing is lost)."""
     try:
-        os.unlink(p)
-    except FileNotFoundError:
+        rename_noreplace(rotated, live)
+    except FileExistsError:
         pass
+
+
+def _place(placed: str, live: str, ctx: dict) -> None:
+    try:
+        rename_noreplace(placed, live)
+        ctx["installed"] = live
+    except FileExistsError:     # a writer created a new live file: the pack stays the newest rotated file
+        ctx["installed"] = placed
+
+
+def _check_quiet(plan: PackPlan, ctx: dict, *, live_exists: bool) -> None:
+    """Kestrel has no lock files: refuse while another process holds a file of the queue open, or the live
+    file changed since the plan (size, inode, or — once rotated — grew through our own descriptor), or a new
+    live file appeared. Raising here rolls the apply back (nothing is lost)."""
+    fs = plan.fileset
+    live = fs.live_path
+    _refuse_holders(plan)
+    fd = ctx.get("live_fd")
+    planned = plan.live_sig
+    if planned is None:
+        return
+    if live_exists:
+        now = FileSig.of(live)
+        if (now.ino, now.size) != (planned.ino, planned.size):
+            raise LogBusy("the live journal changed since the plan (a writer is live): Kestrel must be stopped "
+                          "before pack --apply; nothing was changed", path=live)
+    else:
+        grown = fd is not None and os.fstat(fd).st_size != planned.size
+        if grown or os.path.lexists(live):
+            raise LogBusy("a writer appended to the queue during the pack (Kestrel must be stopped before pack "
+                          "--apply): rolled back, nothing was lost", path=live)
+
+
+def _refuse_holders(plan: PackPlan) -> None:
+    fs = plan.fileset
+    found = holders(list(dict.fromkeys([f.path for f in fs.files] + list(fs.superseded) + [fs.live_path])))
+    if found:
+        raise LogBusy(f"Kestrel must be stopped before pack --apply: {describe_holders(found)}; nothing was "
+                      "changed", path=fs.live_path)
 
 
 def apply_plan(plan: PackPlan, *, now_ms: int | None = None, fail_at: str | None = None, fsync: bool = True,
                hook: Callable[[str, str], None] | None = None) -> ApplyResult:
     """Install the packed journal into the queue's directory (see the module docstring for the sequence).
 
-    Refuses when the queue's files changed since the plan. ``fail_at`` = ``"before:<step>"``,
-    ``"after:<step>"`` (labels from ``apply_steps``) or ``"during:write-temp"`` raises ``InjectedCrash`` there,
-    with no cleanup, to test crash safety; ``hook(when, label)`` observes each step. An ordinary error while
-    writing or verifying the temp file removes it; later steps leave a consistent file set whatever happens.
+    Refuses when the queue's files changed since the plan, or while a writer is live (another process holds a
+    file of the queue open, or the live file changes at any point up to the deletion of the old files: the
+    apply is rolled back). ``fail_at`` = ``"before:<step>"``, ``"after:<step>"`` (labels from ``apply_steps``)
+    or ``"during:write-temp"`` raises ``InjectedCrash`` there, with no cleanup, to test crash safety;
+    ``hook(when, label)`` observes each step. An ordinary error before the old files are deleted rolls back;
+    later steps leave a consistent file set whatever happens.
     """
+    _refuse_holders(plan)
     _check_unchanged(plan)
     t0 = time.perf_counter()
     ctx: dict = {}
-    steps, temp, live, victims = _build_steps(plan, now_ms, fsync=fsync, fail_at=fail_at, ctx=ctx)
-    done: list[str] = []
-    for label, fn in steps:
-        if hook is not None:
-            hook("before", label)
-        if fail_at == f"before:{label}":
-            raise InjectedCrash(label)
-        try:
-            fn()
-        except Exception:
-            if label in ("write-temp", "fsync-temp", "verify-temp"):
-                w = ctx.get("w")
-                if w is not None:
-                    w._f.close()
-                _unlink(temp)
-            raise
-        done.append(label)
-        if hook is not None:
-            hook("after", label)
-        if fail_at == f"after:{label}":
-            raise InjectedCrash(label)
+    live = plan.fileset.live_path
+    try:
+        ctx["live_fd"] = os.open(live, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        pass
+    try:
+        with StepRunner(fail_at, hook) as step:
+            _run_steps(plan, step, _names(plan, now_ms), fsync, ctx)
+        fd = ctx.get("live_fd")
+        if fd is not None and plan.live_sig is not None and os.fstat(fd).st_size != plan.live_sig.size:
+            _rescue(plan, fd, ctx)    # a writer appended between the last check and the unlink: keep its bytes
+    finally:
+        if ctx.get("live_fd") is not None:
+            os.close(ctx["live_fd"])
     w = ctx["w"]
-    result = PackResult(live, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
-    return ApplyResult(live, victims, done, result, plan.bytes_before, w.size)
+    result = WriteResult(ctx["installed"], None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
+    return ApplyResult(ctx["installed"], step.done, result, plan.bytes_before, w.size, removed=ctx["victims"])
+
+
+def _rescue(plan: PackPlan, fd: int, ctx: dict) -> None:
+    """The old live file grew after the last check (a writer raced the unlink): its new records follow the packed
+    state, so they are appended to the new live file, and the apply fails loudly."""
+    start = plan.live_sig.size
+    end = os.fstat(fd).st_size
+    extra = os.pread(fd, end - start, start)
+    target = ctx["installed"]
+    with open(target, "ab") as f:
+        f.write(extra)
+        f.flush()
+        os.fsync(f.fileno())
+    raise LogBusy(f"a writer appended {len(extra)} bytes to the journal during the final step of pack --apply: they "
+                  f"were appended to {os.path.basename(target)} (nothing lost), but the writer still writes to the "
+                  "replaced file — stop Kestrel now and restart it", path=target)

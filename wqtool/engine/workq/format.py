@@ -4,7 +4,9 @@ from __future__ import annotations
 import os
 from typing import Iterator, Sequence
 
+from ...errors import InputError
 from ...formats import workq as schema
+from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..run import LogReport, VerifyReport
 from . import pack as pack_mod, verify as verify_mod
@@ -49,9 +51,8 @@ class WorkqFormat(Format):
         if segment_seq(os.path.basename(path)) is not None:
             return Evidence(True, "a segment name NNNNNNNNN.log")
         try:
-            with open(path, "rb") as f:
-                head = f.read(len(schema.HEADER_BYTES))
-        except OSError:
+            head = read_head(path, len(schema.HEADER_BYTES))
+        except InputError:
             return Evidence(True, "an unreadable file (the reader reports it)")
         if head[:4] == schema.HEADER_BYTES[:4]:
             return Evidence(True, "the segment magic 'wqwq'")

@@ -80,10 +80,7 @@ the fallback's one window, missing with the recovery rule above), and the next p
 """
 from __future__ import annotations
 
-import ctypes
 import errno
-import fcntl
-import itertools
 import os
 import shutil
 import time
@@ -100,8 +97,11 @@ from ...formats._common import GoTime, encode_uvarint, format_unix_ns
 from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, LOCK_FILES, RECORD_CRC_STRUCT, CmdType
 from .fastpath import encode_record
 from ..findings import ERROR, Finding, Verdict
-from ..fsops import fsync_dir
-from .reader import LogSet, RecordReader, FileView, discover
+from ..fsops import (LockSet, LogBusy, NoExchange, backup_name, exchange, exchange_supported, fsync_dir,
+                     unlink_quiet)
+from ..plan import ApplyResult, InjectedCrash, Plan, StepRunner, WriteResult
+from ..fileio import FileView
+from .reader import LogSet, RecordReader, discover
 from .replay import Job, JobState, ReplayState
 from ..run import LogReport
 from .verify import run_log
@@ -113,15 +113,6 @@ __all__ = ["WorkqPackPlan", "PackResult", "ApplyResult", "Dropped", "PackRefused
 _U32 = RECORD_CRC_STRUCT
 _ID_RECORD = 15 + 1 + 17 + 4      # every ID-only record is 37 bytes
 _KIND = {int(c): c.label for c in CmdType}
-
-
-# ---------------------------------------------------------------- errors
-class LogBusy(InputError):
-    """A lock file of the log is held by another process (a running workq-server, a cleaner, another pack)."""
-
-
-class InjectedCrash(BaseException):
-    """Raised by ``apply_plan(fail_at=...)`` to simulate a crash at a step (no cleanup runs)."""
 
 
 # ---------------------------------------------------------------- plan
@@ -142,8 +133,10 @@ class Dropped:
 
 
 @dataclass(slots=True)
-class WorkqPackPlan:
+class WorkqPackPlan(Plan):
     """What pack would write. Nothing in here has been written yet."""
+
+    kind = "pack"
 
     log: LogSet
     as_of_ns: int
@@ -204,41 +197,17 @@ class WorkqPackPlan:
                             for x in d["dropped"]] + d["recovered"],
                 "digest": d["digest_before"], "elapsed_s": d["elapsed_s"], "plan": d}
 
-    def write(self, out: str) -> "PackResult":
+    def write(self, out: str) -> WriteResult:
         return write_pack(self, out)
 
-    def apply(self, **kw) -> "ApplyResult":
+    def apply(self, **kw) -> ApplyResult:
         return apply_plan(self, **kw)
 
-
-@dataclass(slots=True)
-class PackResult:
-    path: str                  # the directory holding the packed log
-    segments: list[str]        # segment file names written
-    bytes: int
-    records: int
-    digest: str                # replay digest of the output (== plan.digest_before)
-    elapsed_s: float
-
-    def to_jsonable(self) -> dict:
-        return {"path": self.path, "segments": self.segments, "bytes": self.bytes, "records": self.records,
-                "digest": self.digest}
+    def apply_steps(self, **kw) -> list[str]:
+        return apply_steps(self, **kw)
 
 
-@dataclass(slots=True)
-class ApplyResult:
-    path: str                  # the log directory, now holding the packed log
-    backup: str                # the old log, kept
-    swap: str                  # "exchange" (renameat2) or "rename" (fallback)
-    steps: list[str]           # labels of the steps run
-    result: PackResult
-    bytes_before: int
-    bytes_after: int
-    recovered: list[str]
-
-    def to_jsonable(self) -> dict:
-        return {"path": self.path, "backup": self.backup, "swap": self.swap, "bytes_after": self.bytes_after,
-                "steps": self.steps}
+PackResult = WriteResult        # the names this module's callers and tests know
 
 
 # ---------------------------------------------------------------- synthesized history
@@ -506,32 +475,7 @@ def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
     return got, rep.records
 
 
-class _Steps:
-    """Runs labelled steps, with crash injection and an observer."""
-
-    def __init__(self, fail_at: str | None, hook: Callable[[str, str], None] | None):
-        self.fail_at = fail_at
-        self.hook = hook
-        self.done: list[str] = []
-
-    def __call__(self, label: str, fn: Callable[[], object]):
-        if self.hook is not None:
-            self.hook("before", label)
-        if self.fail_at == "before:" + label:
-            raise InjectedCrash("before:" + label)
-        r = fn()
-        self.done.append(label)
-        if self.hook is not None:
-            self.hook("after", label)
-        if self.fail_at == "after:" + label:
-            raise InjectedCrash("after:" + label)
-        return r
-
-    def during(self, label: str) -> bool:
-        return self.fail_at == "during:" + label
-
-
-def _write_segments(plan: WorkqPackPlan, directory: str, step: _Steps, fsync: bool) -> tuple[list[str], int]:
+def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
     """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender)."""
     recs = _iter_records(plan)
     pending = next(recs, None)
@@ -560,7 +504,7 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: _Steps, fsync: bo
                 if step.during("write:" + name):
                     f.flush()
                     f.close()
-                    raise InjectedCrash("during:write:" + name)
+                    step.crash("write:" + name)
             f.flush()
             total += size
 
@@ -598,7 +542,7 @@ def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> Pack
         except OSError as exc:
             raise InputError(exc.strerror or str(exc), path=out_dir) from None
         created = True
-    step = _Steps(None, None)
+    step = StepRunner()
     try:
         _make_lock_files(out_dir)
         names, total = _write_segments(plan, out_dir, step, fsync)
@@ -612,115 +556,24 @@ def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> Pack
             shutil.rmtree(out_dir, ignore_errors=True)
         else:
             for n in os.listdir(out_dir):
-                _unlink(os.path.join(out_dir, n))
+                unlink_quiet(os.path.join(out_dir, n))
         raise
-    return PackResult(out_dir, names, total, records, digest, time.perf_counter() - t0)
-
-
-def _unlink(p: str) -> None:
-    try:
-        os.unlink(p)
-    except FileNotFoundError:
-        pass
+    return WriteResult(out_dir, names, total, records, digest, time.perf_counter() - t0)
 
 
 # ---------------------------------------------------------------- locks
-class _Locks:
-    """LOCK_EX on a directory's append.lock then read.lock (created if missing), non-blocking with a timeout."""
-
-    def __init__(self, directory: str, timeout: float, *, what: str = "log"):
-        self.directory = directory
-        self.fds: list[int] = []
-        try:
-            for name in LOCK_FILES:
-                path = os.path.join(directory, name)
-                try:
-                    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
-                except OSError as exc:
-                    raise InputError(exc.strerror or str(exc), path=path) from None
-                self.fds.append(fd)
-                deadline = time.monotonic() + timeout
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except OSError as exc:
-                        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                            raise
-                        if time.monotonic() >= deadline:
-                            who = ("held by a running workq-server?" if name == "append.lock" else
-                                   "held by a workq-server cleaner cycle or a reader?")
-                            if what != "log":
-                                who = "held by a pack in progress?"
-                            raise LogBusy(f"{name} is locked ({who}); waited {timeout:g} s for LOCK_EX",
-                                          path=path) from None
-                        time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
-        except BaseException:
-            self.release()
-            raise
-
-    def release(self) -> None:
-        for fd in self.fds:
-            try:
-                os.close(fd)   # closing drops the flock
-            except OSError:
-                pass
-        self.fds = []
+def _busy(what: str):
+    def who(name: str) -> str:
+        if what != "log":
+            return "held by a pack in progress?"
+        return ("held by a running workq-server?" if name == "append.lock" else
+                "held by a workq-server cleaner cycle or a reader?")
+    return who
 
 
-# ---------------------------------------------------------------- swapping directories
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _renameat2():
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_RENAMEAT2 = _renameat2()
-
-
-class _NoExchange(Exception):
-    pass
-
-
-def _exchange(a: str, b: str) -> None:
-    """Atomically swap two paths (renameat2 RENAME_EXCHANGE); _NoExchange when the system cannot."""
-    if _RENAMEAT2 is None:
-        raise _NoExchange
-    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
-        e = ctypes.get_errno()
-        if e in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise _NoExchange
-        raise OSError(e, os.strerror(e), a, None, b)
-
-
-def exchange_supported(directory: str) -> bool:
-    """Whether renameat2(RENAME_EXCHANGE) works in ``directory``'s filesystem (probed with two temp dirs)."""
-    if _RENAMEAT2 is None:
-        return False
-    a = os.path.join(directory, f".wqtool-xchg-a-{os.getpid()}")
-    b = os.path.join(directory, f".wqtool-xchg-b-{os.getpid()}")
-    try:
-        os.mkdir(a)
-        os.mkdir(b)
-        _exchange(a, b)
-        return True
-    except (_NoExchange, OSError):
-        return False
-    finally:
-        for p in (a, b):
-            try:
-                os.rmdir(p)
-            except OSError:
-                pass
+def _Locks(directory: str, timeout: float, *, what: str = "log") -> LockSet:
+    """LOCK_EX on a directory's append.lock then read.lock, as the server and its cleaner take them."""
+    return LockSet(directory, LOCK_FILES, timeout, busy=_busy(what))
 
 
 def _stamp(as_of_ns: int) -> str:
@@ -728,13 +581,7 @@ def _stamp(as_of_ns: int) -> str:
 
 
 def _backup_name(parent: str, name: str, stamp: str) -> str:
-    base = os.path.join(parent, f"{name}.pre-pack-{stamp}")
-    p = base
-    for n in itertools.count(2):
-        if not os.path.lexists(p):
-            return p
-        p = f"{base}.{n}"
-    raise AssertionError
+    return backup_name(parent, name, f"pre-pack-{stamp}")
 
 
 def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str]], list[str]]:
@@ -878,7 +725,7 @@ def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callabl
     d = os.path.abspath(log.root)
     parent, name = os.path.split(d)
     swap = _resolve_swap(swap, parent)
-    step = _Steps(fail_at, hook)
+    step = StepRunner(fail_at, hook)
     stamp = _stamp(plan.as_of_ns)
     old_locks = _Locks(d, lock_timeout)
     new_locks: _Locks | None = None
@@ -917,8 +764,8 @@ def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callabl
         backup = _backup_name(parent, name, stamp)
         if swap == "exchange":
             try:
-                step("exchange", lambda: _exchange(ready, d))
-            except _NoExchange:
+                step("exchange", lambda: exchange(ready, d))
+            except NoExchange:
                 shutil.rmtree(ready, ignore_errors=True)
                 raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use swap='rename'",
                               parent) from None
@@ -942,5 +789,5 @@ def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callabl
         if swapped and stale_lock_hold > 0 and old_locks.fds:
             time.sleep(stale_lock_hold)
         old_locks.release()
-    result = PackResult(d, names, total, records, digest, time.perf_counter() - t0)
-    return ApplyResult(d, backup, swap, step.done, result, plan.bytes_before, total, recovered)
+    result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)
+    return ApplyResult(d, step.done, result, plan.bytes_before, total, backup=backup, swap=swap, recovered=recovered)

@@ -1,0 +1,167 @@
+"""The plan framework: every command that changes files (pack, repair, clean) runs on it.
+
+A command builds a ``Plan`` first (nothing is written; the CLI prints it without ``--apply``), then executes it
+as labelled steps through one ``StepRunner``:
+
+* crash injection at every step: ``fail_at="before:<label>"`` / ``"after:<label>"`` raise ``InjectedCrash``
+  there, and ``"during:<label>"`` lets a step that writes stop half way (``runner.during(label)``); an injected
+  crash runs no cleanup — only what the kernel would do (closing files drops their flocks);
+* ``hook(when, label)`` observes each step ("before" / "after"), for progress and tests;
+* rollbacks: a step may register what undoes it if a *later* step fails with an ordinary error (a temp file to
+  remove, a rename to reverse); ``commit()`` marks the point of no return and clears them.
+
+One result type per outcome: ``WriteResult`` (a new log written somewhere else: ``pack -o``) and
+``ApplyResult`` (installed in place: ``--apply``). A format supplies only its plan and its steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+class InjectedCrash(BaseException):
+    """Raised by a plan's ``apply(fail_at=...)`` to simulate a crash at a step (no cleanup runs)."""
+
+
+class StepRunner:
+    """Runs labelled steps with crash injection, an observer and rollbacks (see the module docstring)."""
+
+    def __init__(self, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None):
+        self.fail_at = fail_at
+        self.hook = hook
+        self.done: list[str] = []
+        self._rollbacks: list[tuple[str, Callable[[], None]]] = []
+
+    def __call__(self, label: str, fn: Callable[[], Any], *, rollback: Callable[[], None] | None = None) -> Any:
+        if self.hook is not None:
+            self.hook("before", label)
+        if self.fail_at == "before:" + label:
+            raise InjectedCrash("before:" + label)
+        r = fn()
+        self.done.append(label)
+        if rollback is not None:
+            self._rollbacks.append((label, rollback))
+        if self.hook is not None:
+            self.hook("after", label)
+        if self.fail_at == "after:" + label:
+            raise InjectedCrash("after:" + label)
+        return r
+
+    def during(self, label: str) -> bool:
+        """True when this run must crash half way through step ``label`` (the step simulates it)."""
+        return self.fail_at == "during:" + label
+
+    def crash(self, label: str) -> None:
+        raise InjectedCrash("during:" + label)
+
+    def commit(self) -> None:
+        """The point of no return: what ran so far is no longer undone on a later error."""
+        self._rollbacks.clear()
+
+    def rollback(self) -> list[str]:
+        """Undo the steps that registered a rollback, newest first; returns their labels. Errors while undoing
+        are collected, not raised over the original error."""
+        undone = []
+        while self._rollbacks:
+            label, fn = self._rollbacks.pop()
+            try:
+                fn()
+                undone.append(label)
+            except Exception:  # noqa: BLE001 — best effort; the caller re-raises the original error
+                undone.append(label + " (rollback failed)")
+        return undone
+
+    def __enter__(self) -> "StepRunner":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None and issubclass(exc_type, Exception):   # not InjectedCrash, not Ctrl-C
+            self.rollback()
+
+
+def labels(build: Callable[["StepRunner"], None]) -> list[str]:
+    """The labels a step sequence would run, by running ``build`` against a runner whose steps do nothing."""
+    dry = _DryRunner()
+    build(dry)
+    return dry.done
+
+
+class _DryRunner(StepRunner):
+    def __call__(self, label, fn, *, rollback=None):
+        self.done.append(label)
+        return None
+
+    def during(self, label: str) -> bool:
+        return False
+
+
+@dataclass(slots=True)
+class WriteResult:
+    """A new log written where the caller asked (never over an existing one), re-verified."""
+
+    path: str                      # the file or directory written
+    files: list[str] | None        # the files written in it (None: ``path`` is the one file)
+    bytes: int
+    records: int
+    digest: str                    # its replay digest (== the plan's)
+    elapsed_s: float
+
+    def to_jsonable(self) -> dict:
+        d: dict = {"path": self.path}
+        if self.files is not None:
+            d["segments"] = self.files
+        d.update(bytes=self.bytes, records=self.records, digest=self.digest)
+        return d
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    """A plan installed in place: what was run, what was kept aside and where."""
+
+    path: str                      # the log (directory or live file) now holding the result
+    steps: list[str]               # the labels run
+    result: WriteResult | None     # the new content, re-verified (None: nothing was rewritten)
+    bytes_before: int
+    bytes_after: int
+    backup: str | None = None      # the old log kept whole (a directory or file)
+    swap: str | None = None        # how it was swapped in ("exchange" | "rename")
+    removed: list[str] | None = None       # files removed (superseded, reclaimed)
+    recovered: list[str] = field(default_factory=list)   # leftovers of a crashed earlier apply, finished
+    quarantine: list[str] = field(default_factory=list)  # files holding every byte cut (repair)
+
+    def to_jsonable(self) -> dict:
+        d: dict = {"path": self.path}
+        if self.backup is not None:
+            d["backup"] = self.backup
+        if self.swap is not None:
+            d["swap"] = self.swap
+        if self.removed is not None:
+            d["removed"] = self.removed
+        if self.quarantine:
+            d["quarantine"] = self.quarantine
+        d.update(bytes_after=self.bytes_after, steps=self.steps)
+        return d
+
+
+class Plan:
+    """What a file-changing command would do; nothing in it has been written. Subclasses: a format's pack /
+    repair / clean plans."""
+
+    kind: str = ""                 # "pack" | "repair" | "clean"
+
+    def report_doc(self) -> dict:
+        """The command's report (the same shape for every format of a kind)."""
+        raise NotImplementedError
+
+    def write(self, out: str) -> WriteResult:
+        """Write the result to a new file or directory ``out`` (pack -o)."""
+        raise NotImplementedError
+
+    def apply(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+              **kw) -> ApplyResult:
+        """Install the result in place, atomically (crash-safe at every step)."""
+        raise NotImplementedError
+
+    def apply_steps(self, **kw) -> list[str]:
+        """The labels ``apply`` runs, in order (each can be failed ``before:`` / ``after:``)."""
+        raise NotImplementedError
