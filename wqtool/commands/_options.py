@@ -5,7 +5,6 @@ import enum
 import time
 from typing import Annotated, Optional
 
-import click
 import typer
 
 from ..engine import format as registry
@@ -20,7 +19,7 @@ def _format_name(value: str) -> str:
     v = str(value).lower()
     choices = ["auto", *registry.names()]
     if v not in choices:
-        raise click.BadParameter(f"{value!r} is not one of {', '.join(map(repr, choices))}.")
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(map(repr, choices))}.")
     return v
 
 
@@ -72,9 +71,20 @@ Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each segment's siz
                                        "is read as it was when the command began.")]
 
 
-def options(as_of: str | None, *, horizon: bool = False, **extra) -> Options:
-    """The engine's Options from a command's --as-of, --horizon and format-specific settings."""
-    return Options(parse_time(as_of, "--as-of"), horizon, {k: v for k, v in extra.items() if v is not None})
+def options(as_of: str | None, *, horizon: bool = False, settings: list[str] | None = None, **extra) -> Options:
+    """The engine's Options from a command's --as-of, --horizon, its format-specific flags and ``-O KEY=VALUE``
+    settings (checked against the formats' declared options by ``format.resolve``)."""
+    d = {k: v for k, v in extra.items() if v is not None}
+    keys = []
+    for item in settings or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"-O: expected KEY=VALUE, got {item!r}")
+        d[key.strip().lower()] = value
+        keys.append(key.strip().lower())
+    if keys:
+        d["_options"] = tuple(keys)
+    return Options(parse_time(as_of, "--as-of"), horizon, d)
 
 
 def parse_time(value: str | None, option: str, *, default_now: bool = True) -> int | None:
@@ -102,3 +112,6 @@ SparkConfOpt = Annotated[Optional[list[str]], typer.Option("--spark-conf", metav
                                                            "a Spark setting; repeatable.")]
 RemoteOpt = Annotated[Optional[str], typer.Option("--remote", metavar="sc://HOST:PORT", help="--engine spark: use "
                                                   "this Spark Connect server instead of starting Spark here.")]
+
+SettingOpt = Annotated[Optional[list[str]], typer.Option("--option", "-O", metavar="KEY=VALUE", help="A format-specific "
+                                                        "setting (see wqtool-formats(5)); repeatable.")]

@@ -17,7 +17,7 @@ from ..render.progress import ByteProgress
 from ..render.records import RECORD_WRITERS
 from ..render.stats import write_record_stats
 from . import _spark
-from ._options import (AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion, KestrelVersionOpt, MasterOpt,
+from ._options import (SettingOpt, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion, KestrelVersionOpt, MasterOpt,
                        PayloadMode, Paths, RemoteOpt, SparkConfOpt, options, parse_time)
 
 
@@ -50,6 +50,7 @@ def dump(
     qdump_queue: Annotated[bool, typer.Option("--qdump-queue", "-Q", help="With --qdump: the final queued items "
                            "(qdump -Q).")] = False,
     fmt: FormatOpt = "auto",
+    settings: SettingOpt = None,
     as_of: AsOf = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     engine: EngineOpt = Engine.local,
@@ -75,7 +76,7 @@ def dump(
       wqtool dump --qdump -d /var/spool/kestrel/jobs
       wqtool dump --engine spark -o parquet --out /tmp/records.parquet /srv/fleet/*/cmdlog
     """
-    opts = options(as_of, kestrel_version=kestrel_version.value)
+    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value)
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
     logs = resolve(paths, fmt, opts)
     if engine is Engine.spark or output is DumpOutput.parquet:

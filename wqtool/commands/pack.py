@@ -11,7 +11,7 @@ from ..engine import format as registry
 from ..engine.format import resolve
 from ..errors import UsageError
 from ..render.plan import write_pack_report
-from ._options import AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, Paths, options
+from ._options import SettingOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, Paths, options
 
 
 def pack(
@@ -29,6 +29,7 @@ def pack(
                             "segment size of the output (upstream's -cmdlog-seg-size) [default: 67108864].")] = None,
     json_report: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
     fmt: FormatOpt = "auto",
+    settings: SettingOpt = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
 ) -> int:
     """Compact a log to what its live state needs — proven lossless before anything is installed.
@@ -50,7 +51,7 @@ def pack(
       wqtool pack --apply --as-of now /var/lib/workq/cmdlog
       wqtool pack --format kestrel --drop-expired --apply /var/spool/kestrel/jobs
     """
-    opts = options(as_of, kestrel_version=kestrel_version.value, drop_expired=drop_expired or None,
+    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, drop_expired=drop_expired or None,
                    salvage=salvage or None, segment_size=segment_size)
     if out and apply:
         raise UsageError("--output and --apply exclude each other")

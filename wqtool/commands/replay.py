@@ -1,16 +1,17 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
 from ..engine.format import resolve
 from ..errors import UsageError
 from ..render.findings import write_one_line
-from ..render.replay import write_replay
+from ..exitcodes import ExitCode
+from ..render.replay import write_replay, write_send
 from . import _spark
-from ._options import (AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, MasterOpt,
+from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, MasterOpt,
                        Output, Paths, RemoteOpt, SparkConfOpt, options)
 
 
@@ -23,9 +24,15 @@ def replay(
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
     as_of: AsOf = None,
     fmt: FormatOpt = "auto",
+    settings: SettingOpt = None,
     summary: Annotated[bool, typer.Option("--summary", help="Counts and digest only, without the job list.")] = False,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
+    send: Annotated[Optional[str], typer.Option("--send", metavar="URL", help="Deliver what the log holds "
+                    "pending to its receiver (an Orth admin, a fastjournal daemon, ...); an item is deleted or marked "
+                    "only after the receiver acknowledged it.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --send: print what would be sent, send "
+                       "nothing.")] = False,
     engine: EngineOpt = Engine.local,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
@@ -50,12 +57,18 @@ def replay(
       wqtool replay --summary DIR
       wqtool replay --format kestrel --keep-open /var/spool/kestrel/jobs
     """
-    opts = options(as_of, kestrel_version=kestrel_version.value, keep_open=keep_open)
+    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)
     if len(logs) != 1:
         raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "
                          "or queue)")
     log = logs[0]
+    if send is not None:
+        sent = log.fmt.send(log.data, send, opts, dry_run=dry_run, progress=_spark.say)
+        write_send(sys.stdout, sent)
+        return ExitCode.IO if sent.failed else 0
+    if dry_run:
+        raise UsageError("--dry-run goes with --send")
     if engine is Engine.spark:  # the same report, replayed on Spark
         from ..spark.fleet import fleet_replay
         with _spark.session(master, spark_conf, remote) as spark:

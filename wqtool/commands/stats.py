@@ -10,7 +10,7 @@ from ..engine.format import resolve
 from ..engine.stats import RecordStats
 from ..render.stats import stats_doc, write_stats
 from . import _spark
-from ._options import (AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
+from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
                        MasterOpt, Output, Paths, RemoteOpt, SparkConfOpt, options)
 
 
@@ -19,6 +19,7 @@ def stats(
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
     as_of: AsOf = None,
     fmt: FormatOpt = "auto",
+    settings: SettingOpt = None,
     horizon: Horizon = False,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
@@ -40,7 +41,7 @@ def stats(
       wqtool stats -o json /srv/fleet/*/cmdlog
       wqtool stats --engine spark --master local[4] /srv/fleet/*/cmdlog
     """
-    opts = options(as_of, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
+    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)
     if engine is Engine.spark:
         from ..spark.fleet import fleet_stats

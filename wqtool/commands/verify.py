@@ -10,7 +10,7 @@ from ..engine.run import VerifyReport
 from ..exitcodes import EXIT_TABLE
 from ..render.report import write_verify
 from . import _spark
-from ._options import (AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
+from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
                        MasterOpt, MaxFindings, Output, Paths, RemoteOpt, SparkConfOpt, options)
 
 EXIT_HELP = "\n".join(f"  {int(c):>3}  {text}" for c, text in EXIT_TABLE)
@@ -23,6 +23,7 @@ def verify(
     max_findings: MaxFindings = 100,
     horizon: Horizon = False,
     fmt: FormatOpt = "auto",
+    settings: SettingOpt = None,
     as_of: AsOf = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
@@ -61,7 +62,7 @@ def verify(
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
       wqtool verify --format kestrel /var/spool/kestrel/jobs
     """
-    opts = options(as_of, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
+    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)
     if engine is Engine.spark:  # the same reports, computed on Spark
         from ..spark.fleet import fleet_verify

@@ -73,6 +73,19 @@ class RecordFacts:
     job: bytes | None = None   # the job / entity it belongs to, if the format has one
 
 
+@dataclass(slots=True)
+class SendReport:
+    """What ``replay --send TARGET`` did (or, ``dry_run``, would do): one line per item, and the counts. An item
+    counts as sent only once the receiver acknowledged it; nothing is deleted or marked before that."""
+
+    target: str
+    dry_run: bool = False
+    sent: int = 0              # delivered and acknowledged (dry run: would be sent)
+    skipped: int = 0           # nothing to send for it (already delivered, not pending)
+    failed: int = 0            # refused by the receiver or not delivered (kept, to be sent again)
+    lines: list[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class Column:
     """A fixed-width text column: ``width`` None for the last, unpadded one; ``gap`` spaces before it."""
@@ -174,6 +187,8 @@ class Format:
     filters: ClassVar[frozenset[str]] = frozenset()
     #: extra dump views by option name (e.g. "qdump"): see ``special_dump``.
     special_dumps: ClassVar[frozenset[str]] = frozenset()
+    #: format-specific settings accepted as ``-O KEY=VALUE`` (name -> help); they arrive in ``Options.extra``.
+    options: ClassVar[dict[str, str]] = {}
     #: ``wqtool.spark`` classes, by dotted path "module:Class" (None: the generic ones).
     spark_source: ClassVar[str | None] = None
     spark_fleet: ClassVar[str | None] = None
@@ -185,6 +200,11 @@ class Format:
     def detect(self, path: str) -> Evidence | None:
         """Evidence that ``path`` (an existing directory or regular file) is this format, or None."""
         raise NotImplementedError
+
+    def detect_url(self, url: str) -> Evidence | None:
+        """Evidence that a PATH given as a URL (``scheme://...``, ``jdbc:...``) is this format's (e.g. a database
+        table); None: the format reads no URLs. ``discover`` then receives the URL as a path."""
+        return None
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[Any]:
         """The logs behind PATHs (each an object with ``.root``, ``.findings`` and ``.is_dir``)."""
@@ -252,9 +272,22 @@ class Format:
         "raw" (bytes)."""
         raise UsageError(f"--{which} does not apply to {self.plural}")
 
-    # -- plans (commands that change files)
+    # -- plans (commands that change files): each returns an engine.plan.Plan
     def pack_plan(self, log, opts: Options):
         raise UsageError(f"pack is not available for {self.plural}")
+
+    def repair_plan(self, log, opts: Options):
+        raise UsageError(f"repair is not available for {self.plural}")
+
+    def clean_plan(self, log, opts: Options):
+        raise UsageError(f"clean is not available for {self.plural}")
+
+    # -- delivery
+    def send(self, log, target: str, opts: Options, *, dry_run: bool = False,
+             progress: Callable[[str], None] | None = None) -> SendReport:
+        """``replay --send TARGET``: deliver what the log holds pending to its receiver (an Orth admin, a
+        fastjournal daemon, ...), marking or deleting an item only after the receiver acknowledged it."""
+        raise UsageError(f"--send does not apply to {self.plural}")
 
     def finish_interrupted(self, path: str) -> list[str]:
         """Before discovery for --apply: finish what a crashed apply left behind (a no-op by default)."""
@@ -383,21 +416,40 @@ def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Forma
                      + f", found {head.hex()}; pass --format to force one", path=path)
 
 
+def detect_url(url: str) -> tuple[Format, Evidence]:
+    for f in formats():
+        ev = f.detect_url(url)
+        if ev is not None:
+            return f, ev
+    raise UsageError("no format reads this URL", path=url)
+
+
 def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
             on_detect: Callable[[str, Format, Evidence], None] | None = None) -> list[Log]:
     """The logs behind PATHs, each with its format: ``fmt`` "auto" detects each PATH (``detect``) and
     groups the PATHs by format, in registry order; a named format takes them all."""
     if not paths:
         raise UsageError("no PATH given")
+    known = {k for f in formats() for k in f.options}
+    for k in opts.extra.get("_options", ()):
+        if k not in known:
+            raise UsageError(f"-O {k}: no format takes this option (known: {', '.join(sorted(known)) or 'none'})")
     if fmt != "auto":
         f = get(fmt)
         for p in paths:
-            check_input(p)
+            if is_url(p):
+                if f.detect_url(p) is None:
+                    raise UsageError(f"{f.plural} are not read from URLs", path=p)
+            else:
+                check_input(p)
         return [Log(f, d) for d in f.discover(list(paths), opts)]
     groups: dict[str, list[str]] = {}
     for p in paths:
-        check_input(p)
-        f, ev = detect(p)
+        if is_url(p):
+            f, ev = detect_url(p)
+        else:
+            check_input(p)
+            f, ev = detect(p)
         if on_detect is not None:
             on_detect(p, f, ev)
         groups.setdefault(f.name, []).append(p)
@@ -406,6 +458,10 @@ def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
         if f.name in groups:
             out += [Log(f, d) for d in f.discover(groups[f.name], opts)]
     return out
+
+
+def is_url(path: str) -> bool:
+    return "://" in path or path.startswith("jdbc:")
 
 
 def is_regular_or_dir(st: os.stat_result) -> bool:

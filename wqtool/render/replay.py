@@ -43,3 +43,12 @@ def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, s
         if f.severity == "note":
             out.write(f"note: {f.message}\n")
     out.write(f"digest sha256:{view.digest()}\n")
+
+
+def write_send(out: TextIO, rep) -> None:
+    """replay --send: one line per item, then the counts."""
+    for line in rep.lines:
+        out.write(line + "\n")
+    what = "would send" if rep.dry_run else "sent"
+    out.write(f"{rep.target}: {what} {rep.sent}, skipped {rep.skipped}, failed {rep.failed}"
+              + (" (dry run: nothing sent)" if rep.dry_run else "") + "\n")

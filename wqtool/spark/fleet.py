@@ -189,6 +189,8 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
     if opts is not None:
         reader = reader.option("as_of", f"@{opts.as_of_ns}ns")
         for k, v in sorted(opts.extra.items()):
+            if k.startswith("_"):
+                continue
             reader = reader.option(k, str(v).lower() if isinstance(v, bool) else str(v))
     df = reader.load()
     say(f"spark: writing {fmt} to {out}")
