@@ -179,6 +179,9 @@ class Format:
     plural: ClassVar[str]                       # "workq logs", "Kestrel journals" (messages)
     file_expected: ClassVar[str]                # "a workq segment (expected magic ... at offset 0)"
     dir_expected: ClassVar[str]                 # "a workq log directory (no segments ..., no lock files)"
+    #: the format in a few paragraphs for wqtool-formats(5): blank lines separate paragraphs; lines indented by two
+    #: spaces are kept verbatim (byte layouts, examples)
+    manual: ClassVar[str] = ""
     codes: ClassVar[Codes] = {}
     replay_codes: ClassVar[frozenset[str]] = frozenset()
     #: ``dump --type`` vocabulary: label -> the value ``RecordFacts.kind`` carries for it.

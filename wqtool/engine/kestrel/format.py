@@ -33,6 +33,23 @@ class KestrelFormat(Format):
     kind_noun = "Kestrel opcode"
     file_expected = f"a Kestrel journal (first byte an opcode 0-{int(schema.MAX_OPCODE)})"
     dir_expected = "a Kestrel queue directory (no journal files)"
+    manual = """A queue directory holds one journal per queue: the live file <q>, rotated files <q>.<ms> replayed first in
+numeric order, a finished pack <q>.<ms>.pack that supersedes every <q>.<ts> with ts <= ms (Kestrel deletes them and
+renames it), and <q>~~<ms> temp files of an unfinished rewrite (deleted at start-up). wqtool applies these rules
+virtually: it never renames or deletes while reading. Byte-level reference: docs/formats/kestrel-journal.md.
+
+A journal is records back to back, no header and no checksum: an opcode byte (0 ADD legacy, 1 REMOVE, 2 ADDX,
+3 REMOVE_TENTATIVE legacy, 4 SAVE_XID, 5 UNREMOVE, 6 CONFIRM_REMOVE, 7 ADD_XID, 8 CONTINUE,
+9 REMOVE_TENTATIVE_XID), then a little-endian, signed body:
+
+  ADDX        i32 size; i64 add_ms; i64 expiry_ms (0 = never); data[size-16]
+  ADD_XID,
+  CONTINUE    i32 xid; then an ADDX block
+  ADD         i32 size; i32 expiry_s; data[size-4]            (starling / 0.8)
+  4, 5, 6, 9  i32 xid
+
+Only framing damage is detectable (KQ-NO-CHECKSUM). Kestrel has no lock files: stop it before pack --apply (wqtool
+refuses while another process holds a journal open, and rolls back if the live file changes)."""
     codes = KESTREL_CODES
     replay_codes = KESTREL_REPLAY_CODES
     record_kinds = _KINDS
