@@ -10,7 +10,7 @@ from ..engine.run import VerifyReport
 from ..exitcodes import EXIT_TABLE
 from ..render.report import write_verify
 from . import _spark
-from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
+from ._options import (MAX_WORKERS, SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
                        MasterOpt, MaxFindings, Output, Paths, RemoteOpt, SparkConfOpt, options)
 
 EXIT_HELP = "\n".join(f"  {int(c):>3}  {text}" for c, text in EXIT_TABLE)
@@ -42,7 +42,7 @@ def verify(
     as_of: AsOf = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, metavar="N", help="workq: processes that "
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=MAX_WORKERS, metavar="N", help="workq: processes that "
                        "share an intact log's jobs [default: 2 for logs of 64 MiB and more, else 1].")] = None,
     explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE", callback=_explain, is_eager=True,
                        help="Print what a finding code means (its format and severity), then exit.")] = None,

@@ -7,7 +7,6 @@ from typing import Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import kestrel as schema
-from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..run import LogReport, VerifyReport
 from .pack import pack_plan
@@ -15,7 +14,8 @@ from .qdump import qdump
 from .verify import KestrelRun, replay_findings, run_log, verify
 from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
 from .model import Record
-from .reader import KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, FileSet, JournalReader, discover
+from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, FileSet, JournalReader,
+                     discover, journal_evidence, journal_name)
 from .serialize import KestrelRecordView, KestrelStateView
 
 _KINDS = tuple(o.label for o in schema.Opcode)
@@ -32,7 +32,7 @@ class KestrelFormat(Format):
     plural = "Kestrel journals"
     kind_noun = "Kestrel opcode"
     file_expected = f"a Kestrel journal (first byte an opcode 0-{int(schema.MAX_OPCODE)})"
-    dir_expected = "a Kestrel queue directory (no journal files)"
+    dir_expected = "a Kestrel queue directory (no file parses as a journal)"
     manual = """A queue directory holds one journal per queue: the live file <q>, rotated files <q>.<ms> replayed first in
 numeric order, a finished pack <q>.<ms>.pack that supersedes every <q>.<ts> with ts <= ms (Kestrel deletes them and
 renames it), and <q>~~<ms> temp files of an unfinished rewrite (deleted at start-up). wqtool applies these rules
@@ -61,18 +61,24 @@ refuses while another process holds a journal open, and rolls back if the live f
 
     # -- detection and discovery
     def detect(self, path: str) -> Evidence | None:
+        """Strong: a journal-named file where records parse from the first byte (or resume after damage at its
+        start). A directory needs one such file; a single empty file is weak evidence (a fresh journal)."""
         if os.path.isdir(path):
             for n in sorted(os.listdir(path)):
                 p = os.path.join(path, n)
-                if os.path.isfile(p) and _could_start_journal(p):
-                    return Evidence(False, f"{n}: its first byte could be a journal opcode")
+                if os.path.isfile(p) and journal_name(n):
+                    grade, why = journal_evidence(p)
+                    if grade == STRONG:
+                        return Evidence(True, f"{n}: {why}")
             return None
-        if _could_start_journal(path):
-            return Evidence(False, "its first byte could be a journal opcode")
-        return None
+        try:
+            grade, why = journal_evidence(path)
+        except InputError:
+            return None
+        return None if grade is None else Evidence(grade == STRONG, why)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[FileSet]:
-        return discover(paths, _version(opts), queue=opts.get("queue"))
+        return discover(paths, _version(opts), queue=opts.get("queue"), evidence=bool(opts.get("_detected")))
 
     def files(self, log: FileSet) -> list[str]:
         return [f.path for f in log.files]
@@ -142,16 +148,6 @@ refuses while another process holds a journal open, and rolls back if the live f
     def pack_plan(self, log: FileSet, opts: Options):
         return pack_plan(log, opts.as_of_ns, drop_expired=bool(opts.get("drop_expired")),
                               salvage=bool(opts.get("salvage")), kestrel_version=_version(opts))
-
-
-def _could_start_journal(path: str) -> bool:
-    """A regular file whose first byte could be an opcode (or that is empty): Kestrel's journals have no
-    header, so this is all a first byte can say."""
-    try:
-        b = read_head(path, 1)
-    except InputError:
-        return False
-    return b == b"" or b[0] <= schema.MAX_OPCODE
 
 
 FORMAT = register(KestrelFormat())
