@@ -292,6 +292,12 @@ class Format:
         fastjournal daemon, ...), marking or deleting an item only after the receiver acknowledged it."""
         raise UsageError(f"--send does not apply to {self.plural}")
 
+    def live_writer(self, log) -> str | None:
+        """Who is writing this log right now, in words (a server holding its lock, a process holding a file open),
+        or None. A partial last record of a live log is "in flight", not damage; commands that change files
+        refuse a live log."""
+        return None
+
     def finish_interrupted(self, path: str) -> list[str]:
         """Before discovery for --apply: finish what a crashed apply left behind (a no-op by default)."""
         return []

@@ -8,6 +8,7 @@ from typing import Iterator, Sequence
 from ...errors import InputError
 from ...formats import kestrel as schema
 from ..format import Evidence, Format, Options, RecordFacts, register
+from ..fsops import describe_holders, holders
 from ..run import LogReport, VerifyReport
 from .pack import pack_plan
 from .qdump import qdump
@@ -143,6 +144,10 @@ refuses while another process holds a journal open, and rolls back if the live f
         files = [f.path for fs in logs for f in fs.files]
         return qdump(files, now_ms=opts.as_of_ns // 1_000_000, dump_contents=contents, raw=raw,
                            queue_state=queue)
+
+    def live_writer(self, log: FileSet) -> str | None:
+        found = holders(list(dict.fromkeys(self.files(log) + ([log.live_path] if log.is_dir else []))))
+        return describe_holders(found) if found else None
 
     # -- plans
     def pack_plan(self, log: FileSet, opts: Options):

@@ -7,6 +7,7 @@ from typing import Iterator, Sequence
 from ...errors import InputError
 from ...formats import workq as schema
 from ..fileio import read_head
+from ..fsops import is_locked
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..run import LogReport, VerifyReport
 from . import pack as pack_mod, verify as verify_mod
@@ -129,6 +130,14 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
             raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
         return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.get("segment_size", schema.DEFAULT_SEGMENT_SIZE),
                               salvage=bool(opts.get("salvage")))
+
+    def live_writer(self, log: LogSet) -> str | None:
+        if not log.is_dir:
+            return None
+        lock = os.path.join(log.root, "append.lock")
+        if is_locked(lock):
+            return "append.lock is held (a workq-server is running on this log)"
+        return None
 
     def finish_interrupted(self, path: str) -> list[str]:
         if os.path.isdir(path) or not os.path.exists(path):
