@@ -7,7 +7,6 @@ import typer
 
 from ..engine.findings import worst
 from ..engine.format import resolve
-from ..engine.stats import RecordStats
 from ..render.stats import stats_doc, write_stats
 from . import _spark
 from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
@@ -49,14 +48,11 @@ def stats(
             per_log, total_jobs = fleet_stats(spark, logs, opts, progress=_spark.say)
     else:
         per_log, seen = [], set()
-        for log in logs:
-            run, st, facts = log.fmt.run(log.data, opts, limit=0), RecordStats(), log.fmt.facts
-            for ev in run.events():
-                if ev.__class__ is log.fmt.record_cls:
-                    st.add(facts(ev))
+        for log in logs:   # one pass per log; the job ids themselves only for a union over logs
+            report, st = log.fmt.stats_log(log.data, opts, ids=len(logs) > 1)
             seen |= st.jobs
-            per_log.append((run.report, st, len(st.jobs)))
-        total_jobs = len(seen)
+            per_log.append((report, st, st.job_count()))
+        total_jobs = len(seen) if len(logs) > 1 else sum(n for _, _, n in per_log)
     doc = stats_doc([(r, log.fmt.state_view(r.state, log.data), st, n) for log, (r, st, n) in zip(logs, per_log)],
                     total_jobs)
     write_stats(sys.stdout, doc, output.value)

@@ -113,6 +113,13 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     def replay_findings(self, log: LogSet, opts: Options) -> Iterator:
         return verify_mod.replay_findings(log, opts.as_of_ns)
 
+    def stats_log(self, log: LogSet, opts: Options, *, ids: bool = True):
+        fast = verify_mod.fast_stats(log, opts.as_of_ns, ids=ids)     # the kernel's one pass
+        return fast if fast is not None else super().stats_log(log, opts, ids=ids)
+
+    def encoded_records(self, log: LogSet, opts: Options, *, style: str, payload: str, limit: int | None = None):
+        return verify_mod.fast_dump(log, opts.as_of_ns, style=style, payload=payload, limit=limit)
+
     # -- views
     def facts(self, rec: Record) -> RecordFacts:
         c = rec.command
