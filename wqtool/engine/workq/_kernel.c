@@ -779,14 +779,14 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
     return 0;
 }
 
-/* index of the job with this id, or -1; *slot: where it is (found) or where it would go (not found) */
-static Py_ssize_t jt_find(JobTable *t, const uint8_t *id, size_t *slot)
+/* index of the job with this id (h = id_hash(id)), or -1; *slot: where it is (found) or would go (not found) */
+static Py_ssize_t jt_find_h(JobTable *t, const uint8_t *id, uint64_t h, size_t *slot)
 {
     if (t->slots == NULL) {
         *slot = 0;
         return -1;
     }
-    size_t i = (size_t)id_hash(id) & t->mask, tomb = (size_t)-1;
+    size_t i = (size_t)h & t->mask, tomb = (size_t)-1;
     for (;;) {
         uint32_t s = t->slots[i];
         if (s == 0) {
@@ -801,6 +801,48 @@ static Py_ssize_t jt_find(JobTable *t, const uint8_t *id, size_t *slot)
             return (Py_ssize_t)s - 1;
         }
         i = (i + 1) & t->mask;
+    }
+}
+
+static inline Py_ssize_t jt_find(JobTable *t, const uint8_t *id, size_t *slot)
+{
+    return jt_find_h(t, id, id_hash(id), slot);
+}
+
+/* a prefetch the optimiser keeps (GCC 12 drops some __builtin_prefetch calls whose address it had to load) */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PREFETCH(p) __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)(p)))
+#else
+#define PREFETCH(p) __builtin_prefetch(p)
+#endif
+
+/* start loading the index slot of this id (the scan calls it two records ahead) */
+static inline void jt_prefetch(JobTable *t, const uint8_t *id)
+{
+    if (t->slots != NULL)
+        PREFETCH(&t->slots[(size_t)id_hash(id) & t->mask]);
+}
+
+/* start loading the record the slot of this hash points to (one record ahead: its slot was prefetched before) */
+static inline void jt_prefetch_rec(JobTable *t, uint64_t h)
+{
+    if (t->slots != NULL) {
+        uint32_t v = t->slots[(size_t)h & t->mask];
+        if (v != 0 && v != TOMB) {
+            const char *r = (const char *)&t->jobs[v - 1];
+            PREFETCH(r);
+            PREFETCH(r + sizeof(JobRec) - 1);
+        }
+    }
+}
+
+/* start loading job k of the sorted order (digest and rows walk the records in id order, not memory order) */
+static inline void jt_prefetch_sorted(JobTable *t, size_t k)
+{
+    if (k < t->order_n) {
+        const char *r = (const char *)&t->jobs[t->order[k]];
+        PREFETCH(r);
+        PREFETCH(r + sizeof(JobRec) - 1);
     }
 }
 
@@ -1491,14 +1533,28 @@ static PyObject *jt_memory(JobTable *t, PyObject *unused)
 }
 
 /* ---- text helpers (the caller reserved room) */
+static const char DIGITS2[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 static inline char *w_u64(char *p, uint64_t u)
 {
     char tmp[24];
     int i = 24;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) {
+        uint64_t q = u / 100;
+        unsigned r = (unsigned)(u - q * 100);
+        i -= 2;
+        memcpy(tmp + i, DIGITS2 + 2 * r, 2);
+        u = q;
+    }
+    if (u >= 10) {
+        i -= 2;
+        memcpy(tmp + i, DIGITS2 + 2 * u, 2);
+    } else {
+        tmp[--i] = (char)('0' + u);
+    }
     memcpy(p, tmp + i, (size_t)(24 - i));
     return p + 24 - i;
 }
@@ -1569,6 +1625,15 @@ static inline char *w_2(char *p, int v)
     return p + 2;
 }
 
+/* "YYYY-MM-DDTHH:MM:SS" of the last seconds seen, a few slots (times of neighbouring jobs share their second) */
+static struct {
+    int64_t secs;
+    char text[19];
+    int valid;
+} sec_cache[64];
+
+static void w_seconds(char *p, int64_t secs);
+
 /* engine's format_unix_ns(ns): RFC 3339 UTC with nanoseconds (trailing zeros dropped), or "@<ns>ns" outside
    years 1..9999 (where datetime overflows). At most 48 bytes. */
 static char *w_time(char *p, i128 ns)
@@ -1584,6 +1649,36 @@ static char *w_time(char *p, i128 ns)
         return W(p, "ns");
     }
     int64_t secs = (int64_t)s;
+    unsigned slot = (unsigned)((uint64_t)secs & 63);
+    if (!sec_cache[slot].valid || sec_cache[slot].secs != secs) {
+        w_seconds(sec_cache[slot].text, secs);
+        sec_cache[slot].secs = secs;
+        sec_cache[slot].valid = 1;
+    }
+    memcpy(p, sec_cache[slot].text, 19);
+    p += 19;
+    if (n) {
+        char f[9];
+        uint32_t v = (uint32_t)n;
+        for (int i = 7; i >= 1; i -= 2) {
+            memcpy(f + i, DIGITS2 + 2 * (v % 100), 2);
+            v /= 100;
+        }
+        f[0] = (char)('0' + v);
+        int len = 9;
+        while (f[len - 1] == '0')
+            len--;
+        *p++ = '.';
+        memcpy(p, f, (size_t)len);
+        p += len;
+    }
+    *p++ = 'Z';
+    return p;
+}
+
+/* the 19 characters YYYY-MM-DDTHH:MM:SS of secs since the Unix epoch (years 1..9999) */
+static void w_seconds(char *p, int64_t secs)
+{
     int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
     int64_t sod = secs - days * 86400;
     int64_t z = days + 719468;
@@ -1609,23 +1704,7 @@ static char *w_time(char *p, i128 ns)
     *p++ = ':';
     p = w_2(p, (int)(sod / 60 % 60));
     *p++ = ':';
-    p = w_2(p, (int)(sod % 60));
-    if (n) {
-        char f[9];
-        uint32_t v = (uint32_t)n;
-        for (int i = 8; i >= 0; i--) {
-            f[i] = (char)('0' + v % 10);
-            v /= 10;
-        }
-        int len = 9;
-        while (f[len - 1] == '0')
-            len--;
-        *p++ = '.';
-        memcpy(p, f, (size_t)len);
-        p += len;
-    }
-    *p++ = 'Z';
-    return p;
+    w_2(p, (int)(sod % 60));
 }
 
 static const char *const KIND_LABEL[3] = {"?", "add", "schedule"};
@@ -1755,7 +1834,10 @@ static PyObject *jt_digest(JobTable *t, PyObject *args)
     if (buf_room(&b, chunk + 4096) < 0)
         goto done;
     for (size_t k = 0; k < t->order_n; k++) {
+        jt_prefetch_sorted(t, k + 8);
         JobRec *j = &t->jobs[t->order[k]];
+        if (j->has_res)
+            PREFETCH(t->res + j->res_off);
         if (buf_room(&b, line_max(t, j)) < 0)
             goto done;
         b.n = (size_t)(w_digest_line(b.p + b.n, t, j, asof) - b.p);
@@ -1908,6 +1990,7 @@ static PyObject *jt_encode_rows(JobTable *t, PyObject *args)
         stop = (Py_ssize_t)t->order_n;
     Buf b = {0};
     for (Py_ssize_t k = start; k < stop; k++) {
+        jt_prefetch_sorted(t, (size_t)k + 8);
         JobRec *j = &t->jobs[t->order[k]];
         if (buf_room(&b, line_max(t, j) + 256) < 0) {
             PyMem_Free(b.p);
@@ -2097,6 +2180,26 @@ static PyTypeObject ScanStatsType = {
 
 /* =========================================================================================== scan */
 
+/* where the job id of the record at `at` lies (SIZE of 1 or 2 bytes; -1 otherwise or past end), and where the record
+   after it starts: for prefetching only (the scan checks every record itself) */
+static inline Py_ssize_t peek_id(const unsigned char *d, Py_ssize_t at, Py_ssize_t end, Py_ssize_t *next)
+{
+    if (at < 0 || end - at < 40)
+        return -1;
+    size_t s = d[at + 15];
+    Py_ssize_t q = at + 16;
+    if (s >= 0x80) {
+        if (d[at + 16] >= 0x80)
+            return -1;
+        s = (s & 0x7F) | ((size_t)d[at + 16] << 7);
+        q++;
+    }
+    if (s < 17 || (size_t)(end - q) < s + 4)
+        return -1;
+    *next = q + (Py_ssize_t)s + 4;
+    return q + 1;
+}
+
 static long long attr_ll(PyObject *fr, const char *name, int *err)
 {
     PyObject *o = PyObject_GetAttrString(fr, name);
@@ -2198,8 +2301,15 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
     const unsigned char *d = (const unsigned char *)view.buf;
     Py_ssize_t pos = 8;
     const i128 unix_ns = (i128)UNIX_TO_INTERNAL * NS;
+    /* the index is the scan's cost (cache misses): the slot of the job two records ahead and the record of the
+       job one ahead are loaded while this one is worked on; `hnext` carries the next record's id hash */
+    uint64_t hcur = 0, hnext = 0;
+    Py_ssize_t idcur = -1, idnext = -1;
 
     while (pos < end) {
+        hcur = hnext;
+        idcur = idnext;
+        idnext = -1;
         if (end - pos < 20 || d[pos] != 1)
             goto bail;
         uint64_t s = d[pos + 15];
@@ -2219,6 +2329,19 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             pos = nxt;
             continue;
         }
+        {
+            Py_ssize_t n2 = -1, n3;
+            idnext = peek_id(d, nxt, end, &n2);
+            if (idnext >= 0) {
+                hnext = id_hash(d + idnext);
+                jt_prefetch_rec(t, hnext);
+                Py_ssize_t id2 = peek_id(d, n2, end, &n3);
+                if (id2 >= 0)
+                    jt_prefetch(t, d + id2);
+            }
+        }
+        if (idcur != q + 1)
+            hcur = id_hash(d + q + 1);
         if (crc32c(d + pos, (size_t)(pend - pos)) != be32(d + pend) || d[pos + 13] != 255 || d[pos + 14] != 255)
             goto bail;
         int c = d[q];
@@ -2239,7 +2362,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             if (c > 8 || s != 17)
                 goto bail;
             size_t slot;
-            Py_ssize_t ix = jt_find(t, jid, &slot);
+            Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
             if (ix < 0) {
                 if (!(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
@@ -2288,7 +2411,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             if ((jid[6] >> 4) != 4 || (jid[8] & 0xC0) != 0x80)
                 goto bail;
             size_t slot;
-            Py_ssize_t ix = jt_find(t, jid, &slot);
+            Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
             if (ix < 0) {
                 if (!(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
@@ -2357,7 +2480,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                     prio < -2147483648LL || prio > 2147483647LL || ma > 255)
                     goto bail;
                 size_t slot;
-                if (jt_find(t, jid, &slot) >= 0)
+                if (jt_find_h(t, jid, hcur, &slot) >= 0)
                     goto bail;
                 /* the compact state keeps times as int64 ns (years 1678..2262): others go the reference way */
                 if (created < (i128)INT64_MIN || created > (i128)INT64_MAX || log_exp < (i128)INT64_MIN ||
