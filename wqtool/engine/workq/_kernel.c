@@ -2040,59 +2040,80 @@ static PyTypeObject JobTableType = {
 /* =========================================================================================== record statistics */
 
 /* What stats needs of every record (engine.stats.RecordStats): records and bytes per command, first and last
-   record time, the distinct job ids (a set of 16-byte keys). */
+   record time, the distinct job ids. The ids are appended as they come (cheap: no random access per record) and
+   sorted and made unique whenever the list doubles past what the last pass left, and on demand: memory follows the
+   distinct ids, 16 bytes each (x2 at most). */
+typedef struct {
+    uint64_t hi, lo;                    /* the id, big-endian: sorting these sorts the ids */
+} IdKey;
+
 typedef struct {
     PyObject_HEAD
     uint64_t records[9], bytes[9];
     i128 tmin, tmax;
     int have_t;
-    uint8_t *keys;          /* 16 bytes per slot */
-    uint8_t *full;          /* slot used */
-    size_t mask, n;
+    IdKey *ids;
+    size_t n, cap, uniq;                /* ids[0:uniq] sorted and unique when uniq == n */
 } ScanStats;
 
 static PyTypeObject ScanStatsType;
 
-static int ss_grow(ScanStats *s)
+static int idkey_cmp(const void *a, const void *b)
 {
-    size_t cap = s->keys ? (s->mask + 1) * 2 : 1024;
-    uint8_t *k = PyMem_Malloc(cap * 16), *f = PyMem_Calloc(cap, 1);
-    if (k == NULL || f == NULL) {
-        PyMem_Free(k);
-        PyMem_Free(f);
+    const IdKey *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return 0;
+}
+
+/* sort ids[0:n] (bucketed by their first two bytes), drop duplicates */
+static int ss_unique(ScanStats *s)
+{
+    if (s->uniq == s->n)
+        return 0;
+    size_t n = s->n;
+    IdKey *tmp = PyMem_Malloc(n * sizeof(IdKey));
+    size_t *cnt = PyMem_Calloc(65537, sizeof(size_t));
+    if (tmp == NULL || cnt == NULL) {
+        PyMem_Free(tmp);
+        PyMem_Free(cnt);
         PyErr_NoMemory();
         return -1;
     }
-    for (size_t i = 0; s->keys && i <= s->mask; i++) {
-        if (!s->full[i])
-            continue;
-        size_t j = (size_t)id_hash(s->keys + 16 * i) & (cap - 1);
-        while (f[j])
-            j = (j + 1) & (cap - 1);
-        memcpy(k + 16 * j, s->keys + 16 * i, 16);
-        f[j] = 1;
+    for (size_t k = 0; k < n; k++)
+        cnt[(s->ids[k].hi >> 48) + 1]++;
+    for (size_t i = 1; i <= 65536; i++)
+        cnt[i] += cnt[i - 1];
+    for (size_t k = 0; k < n; k++)
+        tmp[cnt[s->ids[k].hi >> 48]++] = s->ids[k];
+    size_t start = 0, w = 0;
+    for (size_t i = 0; i < 65536; i++) {
+        size_t e = cnt[i];
+        if (e - start > 1)
+            qsort(tmp + start, e - start, sizeof(IdKey), idkey_cmp);
+        for (size_t k = start; k < e; k++)
+            if (w == 0 || idkey_cmp(&tmp[k], &s->ids[w - 1]) != 0)
+                s->ids[w++] = tmp[k];
+        start = e;
     }
-    PyMem_Free(s->keys);
-    PyMem_Free(s->full);
-    s->keys = k;
-    s->full = f;
-    s->mask = cap - 1;
+    PyMem_Free(tmp);
+    PyMem_Free(cnt);
+    s->n = s->uniq = w;
     return 0;
 }
 
 static int ss_add_id(ScanStats *s, const uint8_t *id)
 {
-    if (s->keys == NULL || (s->n + 1) * 2 > s->mask + 1)
-        if (ss_grow(s) < 0)
+    if (s->n == s->cap) {
+        if (s->n >= 2 * s->uniq + (1u << 20) && ss_unique(s) < 0)
             return -1;
-    size_t i = (size_t)id_hash(id) & s->mask;
-    while (s->full[i]) {
-        if (memcmp(s->keys + 16 * i, id, 16) == 0)
-            return 0;
-        i = (i + 1) & s->mask;
+        if (s->n == s->cap && grow((void **)&s->ids, &s->cap, s->n + 1, sizeof(IdKey), 4096) < 0)
+            return -1;
     }
-    memcpy(s->keys + 16 * i, id, 16);
-    s->full[i] = 1;
+    s->ids[s->n].hi = load_be64(id);
+    s->ids[s->n].lo = load_be64(id + 8);
     s->n++;
     return 0;
 }
@@ -2106,8 +2127,7 @@ static PyObject *ss_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 static void ss_dealloc(ScanStats *s)
 {
-    PyMem_Free(s->keys);
-    PyMem_Free(s->full);
+    PyMem_Free(s->ids);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -2139,14 +2159,25 @@ static PyObject *ss_last(ScanStats *s, PyObject *u)
         Py_RETURN_NONE;
     return i128_obj(s->tmax);
 }
-static PyObject *ss_distinct(ScanStats *s, PyObject *u) { return PyLong_FromSize_t(s->n); }
+static PyObject *ss_distinct(ScanStats *s, PyObject *u)
+{
+    if (ss_unique(s) < 0)
+        return NULL;
+    return PyLong_FromSize_t(s->n);
+}
+
 static PyObject *ss_ids(ScanStats *s, PyObject *u)
 {
+    if (ss_unique(s) < 0)
+        return NULL;
     PyObject *out = PySet_New(NULL);
-    for (size_t i = 0; out && s->keys && i <= s->mask; i++) {
-        if (!s->full[i])
-            continue;
-        PyObject *b = PyBytes_FromStringAndSize((const char *)s->keys + 16 * i, 16);
+    for (size_t i = 0; out && i < s->n; i++) {
+        uint8_t id[16];
+        for (int k = 0; k < 8; k++) {
+            id[k] = (uint8_t)(s->ids[i].hi >> (56 - 8 * k));
+            id[8 + k] = (uint8_t)(s->ids[i].lo >> (56 - 8 * k));
+        }
+        PyObject *b = PyBytes_FromStringAndSize((const char *)id, 16);
         if (b == NULL || PySet_Add(out, b) < 0) {
             Py_XDECREF(b);
             Py_CLEAR(out);
@@ -2355,8 +2386,8 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             if (!stats->have_t || tr > stats->tmax)
                 stats->tmax = tr;
             stats->have_t = 1;
-            if (ss_add_id(stats, jid) < 0)
-                goto fail;
+            /* the distinct job ids: added below for adds and for records of jobs not in the table (a job in the
+               table came from an add of this pass, whose id is in already) */
         }
         if (c >= 5) {
             if (c > 8 || s != 17)
@@ -2364,7 +2395,8 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             size_t slot;
             Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
             if (ix < 0) {
-                if (!(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
+                if ((stats != NULL && ss_add_id(stats, jid) < 0) ||
+                    !(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
                     goto fail;
             } else if (c <= 6) {                      /* delete, expire */
@@ -2413,7 +2445,8 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             size_t slot;
             Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
             if (ix < 0) {
-                if (!(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
+                if ((stats != NULL && ss_add_id(stats, jid) < 0) ||
+                    !(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
                     goto fail;
             } else {
@@ -2445,6 +2478,8 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             p = lim;
             if (d[p] != 1 || d[p + 15] != 1)
                 goto bail;
+            if (stats != NULL && ss_add_id(stats, jid) < 0)
+                goto fail;
             i128 tsec = be64s(d + p + 1), tnsec = be32s(d + p + 9);
             i128 csec = be64s(d + p + 16), cnsec = be32s(d + p + 24);
             i128 created = csec * NS - unix_ns + cnsec;

@@ -207,13 +207,16 @@ class FastReplay:
                     stats.first = tr
                 if stats.last is None or tr > stats.last:
                     stats.last = tr
-                stats.id_set.add(bytes(data[q + 1:q + 17]))
+                # the distinct job ids: added below for adds and for records of jobs not in the table (a job in
+                # the table came from an add of this pass, whose id is in already)
             if c >= 5:
                 if c > 8 or s != 17:
                     raise Bail
                 jid = bytes(data[q + 1:q + 17])
                 v = jobs_get(jid)
                 if v is None:
+                    if stats is not None:
+                        stats.id_set.add(jid)
                     if full():
                         over("WQ-UNKNOWN-JOB")
                     else:
@@ -257,6 +260,8 @@ class FastReplay:
                     raise Bail
                 v = jobs_get(jid)
                 if v is None:
+                    if stats is not None:
+                        stats.id_set.add(jid)
                     if full():
                         over("WQ-UNKNOWN-JOB")
                     else:
@@ -378,6 +383,8 @@ class FastReplay:
                 cver, csec, cnsec, czone = tunp(data, p + 15)
                 if tver != 1 or cver != 1:
                     raise Bail
+                if stats is not None:
+                    stats.id_set.add(bytes(data[q + 1:q + 17]))
                 if c == 1:
                     log_exp = csec * _NS - _UNIX_NS + cnsec + ttl * 1_000_000
                 else:
