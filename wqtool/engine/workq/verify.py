@@ -168,8 +168,24 @@ def verify(logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = 
 
 
 def default_workers(log: LogSet) -> int:
-    """Processes for verifying ``log``: 2 for logs of PARALLEL_MIN_BYTES and more (on 2+ cores), else 1."""
-    return min(2, os.cpu_count() or 1) if log_size(log) >= PARALLEL_MIN_BYTES else 1
+    """Processes for verifying ``log``: 2 for logs of PARALLEL_MIN_BYTES and more when a second core is idle (the
+    one-minute load average leaves one free), else 1: on a busy machine the second process only waits for a core
+    and adds its start-up (the report is the same either way)."""
+    if log_size(log) < PARALLEL_MIN_BYTES:
+        return 1
+    return 2 if idle_cores() >= 1 else 1
+
+
+def idle_cores() -> float:
+    """Cores this process may use minus the one-minute load average (0 where that is unknown)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:       # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        return cores - os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
