@@ -3,7 +3,8 @@
 Random operation streams — every opcode, legacy ones included, xids that collide, removes on an empty queue,
 split over rotated files, sometimes damaged (cut, flipped, junk appended) — go through both, under every
 --kestrel-version and with and without --keep-open: findings, counts, verdict, sizes, the state (items with their
-data, xids, positions) and its digest must be identical, whether the fast path took the set or handed it back.
+data, xids, positions) and its digest must be identical, whether the fast path took the set or handed it back —
+with the fast path's loop in Python and in C (kestrel/_kernel.c).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 import tempfile
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import examples
 
@@ -88,6 +89,15 @@ def build(d: str, ops, cuts, damage) -> None:
         open(p, "wb").write(bytes(data))
 
 
+@pytest.fixture(params=["python", "c"], autouse=True)
+def kernel(request, monkeypatch):
+    """Every test here runs with the Python loop and with the C one (kestrel/_kernel.c)."""
+    if request.param == "c" and fastreplay._kernel is None:
+        pytest.skip("the Kestrel C kernel is not built")
+    monkeypatch.setattr(fastreplay, "KERNEL", request.param)
+    return request.param
+
+
 def key(r):
     st_ = r.state
     items = [(s, x, it.add_time, it.expiry, it.data, it.xid, it.path, it.offset, it.legacy)
@@ -98,7 +108,7 @@ def key(r):
             st_.backed_out, st_.digest())
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(OPS, st.lists(st.integers(0, 50), max_size=3), st.sampled_from(["auto", "1", "2"]), st.booleans(),
        st.sampled_from([None, 0, 3]),
        st.one_of(st.none(), st.tuples(st.integers(0, 3), st.sampled_from(["flip", "cut", "junk"]),
@@ -129,3 +139,40 @@ def test_the_fast_path_takes_intact_2x_journals_and_hands_back_the_rest(qdir):
                                                       w.remove_tentative(1)))
     with pytest.raises(fastreplay.Bail):               # KQ-XID-REUSED: an error the reference reports
         fastreplay.fast_run(one_set(qdir), AS_OF_NS)
+
+
+def test_the_c_kernel_is_built_where_it_can_be():
+    import shutil
+    if not (os.environ.get("CI") or shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler here: the pure-Python loop is expected")
+    assert fastreplay._kernel is not None, "wqtool.engine.kestrel._kernel is not built: run `pip install -e .`"
+
+
+def test_big_queues_and_many_open_transactions(qdir):
+    """Past the C ring's and open map's first sizes: thousands of items, hundreds open, removed out of order."""
+    import random
+    rng = random.Random(5)
+
+    def build(w):
+        for i in range(6000):
+            w.add(bytes([i % 251]) * rng.randrange(0, 30), T + i, rng.choice([0, T - 1, T + 10**9]))
+        xids = list(range(1, 700))
+        for x in xids:
+            w.remove_tentative(x)
+        rng.shuffle(xids)
+        for n, x in enumerate(xids[:500]):
+            (w.unremove if n % 3 else w.confirm_remove)(x)
+        for _ in range(2000):
+            w.remove()
+        for x in range(2000, 2300):
+            w.remove_tentative(x)
+            if x % 2:
+                w.continue_(x, b"next", T)
+    write_journal(os.path.join(qdir, "q"), build)
+    fs = one_set(qdir)
+    for keep_open in (False, True):
+        run = KestrelRun(fs, AS_OF_NS, keep_open=keep_open)
+        for _ in run.events():
+            pass
+        assert key(fastreplay.fast_run(fs, AS_OF_NS, keep_open=keep_open,
+                                       no_checksum=run.report.findings[-1])) == key(run.report)

@@ -9,11 +9,17 @@ holds: the modern opcodes, removes on an empty queue and unknown xids (warnings)
 open xid raise ``Bail`` and the caller runs the reference path over the whole file set.
 ``tests/engine/kestrel/test_fastreplay.py`` checks with hypothesis that both paths give the same report and
 state digest on random valid, odd and damaged journals.
+
+The loop has two implementations doing exactly the same thing: ``_scan`` below and the optional C extension
+``_kernel.KQueue.scan`` (kestrel/_kernel.c: items as fixed-size C records, the data left in the files until the
+end), used when it is built unless ``WQTOOL_PURE_PYTHON=1``; ``KERNEL`` says which.
 """
 from __future__ import annotations
 
+import os
 import struct
 from collections import Counter, deque
+from contextlib import ExitStack
 
 from ...formats.kestrel import LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC
 from ..fileio import FileView
@@ -31,6 +37,14 @@ _MAGICS = (LIBKESTREL_WRITER_MAGIC, LIBKESTREL_READER_MAGIC)
 
 class Bail(Exception):
     """The journal needs the reference path."""
+
+
+try:
+    from . import _kernel
+except ImportError:          # not built: the Python loop does the work
+    _kernel = None
+#: "c" or "python": the loop fast_run uses (tests switch it)
+KERNEL = "c" if _kernel is not None and os.environ.get("WQTOOL_PURE_PYTHON", "") in ("", "0") else "python"
 
 
 class _Findings(list):
@@ -57,18 +71,35 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
         found.append(f)
     index = nbytes = segments = 0
     paths: list[str] = []
-    queue: deque = deque()
-    opened: dict[int, tuple] = {}
-    for jf in fileset.files:
-        with FileView(jf) as sd:
-            segments += 1
-            nbytes += sd.size
-            paths.append(sd.path)
-            index = _scan(rp, queue, opened, sd.data, sd.size, sd.path, len(paths) - 1, index, found)
+    if KERNEL == "c":
+        with ExitStack() as stack:      # the items' data stays in the files until the end
+            kq = _kernel.KQueue()
+            views = []
+            for jf in fileset.files:
+                sd = stack.enter_context(FileView(jf))
+                views.append(sd.data)
+                segments += 1
+                nbytes += sd.size
+                paths.append(sd.path)
+                if sd.size >= 4 and bytes(sd.data[:4]) in _MAGICS:
+                    raise Bail
+                index = kq.scan(sd.data, sd.size, sd.path, len(paths) - 1, index, found)
+            q, o, rp.counter, rp.op_counts, rp.applied = kq.export()
+            rp.queue = deque(Item(a, e, bytes(views[f][d:d + n]), x, paths[f], r) for a, e, x, f, r, d, n in q)
+            rp.open = {k: Item(a, e, bytes(views[f][d:d + n]), x, paths[f], r) for k, (a, e, x, f, r, d, n) in o}
+    else:
+        queue: deque = deque()
+        opened: dict[int, tuple] = {}
+        for jf in fileset.files:
+            with FileView(jf) as sd:
+                segments += 1
+                nbytes += sd.size
+                paths.append(sd.path)
+                index = _scan(rp, queue, opened, sd.data, sd.size, sd.path, len(paths) - 1, index, found)
+        # the items still there, as Item objects (xid: the one they were opened with, else what ADD_XID stored)
+        rp.queue = deque(Item(a, e, d, x, paths[f], o) for a, e, d, x, o, f in queue)
+        rp.open = {k: Item(a, e, d, x, paths[f], o) for k, (a, e, d, x, o, f) in opened.items()}
     rp.records = index
-    # the items still there, as Item objects (xid: the one they were opened with, else what ADD_XID stored)
-    rp.queue = deque(Item(a, e, d, x, paths[f], o) for a, e, d, x, o, f in queue)
-    rp.open = {k: Item(a, e, d, x, paths[f], o) for k, (a, e, d, x, o, f) in opened.items()}
     rp.findings = []
     state = rp.finish(keep_open=keep_open)
     closing = [*rp.findings]
