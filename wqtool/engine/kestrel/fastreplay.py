@@ -16,6 +16,7 @@ end), used when it is built unless ``WQTOOL_PURE_PYTHON=1``; ``KERNEL`` says whi
 """
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections import Counter, deque
@@ -84,6 +85,9 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
                 if sd.size >= 4 and bytes(sd.data[:4]) in _MAGICS:
                     raise Bail
                 index = kq.scan(sd.data, sd.size, sd.path, len(paths) - 1, index, found)
+                if isinstance(sd.data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                    sd.data.madvise(mmap.MADV_DONTNEED)   # out of our RSS (still cached): the live items' pages
+                                                          # come back when their data is read at the end
             q, o, rp.counter, rp.op_counts, rp.applied = kq.export()
             rp.queue = deque(Item(a, e, bytes(views[f][d:d + n]), x, paths[f], r) for a, e, x, f, r, d, n in q)
             rp.open = {k: Item(a, e, bytes(views[f][d:d + n]), x, paths[f], r) for k, (a, e, x, f, r, d, n) in o}

@@ -107,7 +107,7 @@ def item_rows(state: KestrelState, payload: str = "base64") -> list[dict]:
 
 def state_summary(state: KestrelState) -> dict:
     return {"items": state.items, "bytes": state.data_bytes, "counts": state.counts_by_state(),
-            "expired_at_as_of": len(state.expired()), "xid_counter": state.xid_counter,
+            "expired_at_as_of": state.expired_count(), "xid_counter": state.xid_counter,
             "records": state.records, "applied": state.applied, "version_guess": state.version_guess,
             "digest": state.digest()}
 
