@@ -7,7 +7,7 @@
  * appended through out.append). Items are fixed-size C records (times, xid, where the data lies: file number,
  * offset, length) in a pool with a free list; the queue is a ring of item numbers, the open transactions an
  * int32 -> item map that remembers insertion order: memory follows the items still there, never the records.
- * KQueue.export() hands them back for fastreplay to build its Item objects (the data read from the files).
+ * KQueue.export(views, paths, Item) hands them back as Item objects, their data read from the files' views.
  * tests/engine/kestrel/test_fastreplay.py holds it equal to the Python loop and to the reference path.
  */
 #define PY_SSIZE_T_CLEAN
@@ -445,11 +445,27 @@ done:
     return ret;
 }
 
-static PyObject *item_tuple(KQueue *k, uint32_t i)
+/* the item as item_type(add_time, expiry, data, xid, path, offset), its data read from views[fno] */
+static PyObject *item_object(KQueue *k, uint32_t i, PyObject *views, PyObject *paths, PyObject *item_type)
 {
     KItem *it = &k->items[i];
-    return Py_BuildValue("(LLiIKKI)", (long long)it->add, (long long)it->exp, (int)it->xid, (unsigned int)it->fno,
-                         (unsigned long long)it->off, (unsigned long long)it->off + it->hdr, (unsigned int)it->len);
+    if (it->fno >= (uint32_t)PyList_GET_SIZE(views) || it->fno >= (uint32_t)PyList_GET_SIZE(paths)) {
+        PyErr_SetString(PyExc_IndexError, "export: no view for an item's file");
+        return NULL;
+    }
+    Py_buffer b;
+    if (PyObject_GetBuffer(PyList_GET_ITEM(views, it->fno), &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *data = NULL;
+    if ((uint64_t)b.len < it->off + it->hdr + it->len)
+        PyErr_SetString(PyExc_IndexError, "export: an item's data is past the end of its file's view");
+    else
+        data = PyBytes_FromStringAndSize((const char *)b.buf + it->off + it->hdr, (Py_ssize_t)it->len);
+    PyBuffer_Release(&b);
+    if (data == NULL)
+        return NULL;
+    return PyObject_CallFunction(item_type, "LLNiOK", (long long)it->add, (long long)it->exp, data, (int)it->xid,
+                                 PyList_GET_ITEM(paths, it->fno), (unsigned long long)it->off);
 }
 
 static int seq_cmp(const void *a, const void *b)
@@ -459,17 +475,21 @@ static int seq_cmp(const void *a, const void *b)
 }
 
 PyDoc_STRVAR(export_doc,
-"export() -> (queue, open, counter, op_counts, applied): queue head -> tail and open [(xid, item)] in the order\n"
-"they were opened, each item (add_time, expiry, xid, file number, record offset, data offset, data length).");
+"export(views, paths, item_type) -> (queue, open, counter, op_counts, applied): the queue head -> tail and the open\n"
+"transactions [(xid, item)] in the order they were opened, each item_type(add_time, expiry, data, xid, path,\n"
+"offset) with its data read from views[file number] (the files' buffers, still open).");
 
-static PyObject *kq_export(KQueue *k, PyObject *unused)
+static PyObject *kq_export(KQueue *k, PyObject *args)
 {
+    PyObject *views, *paths, *item_type;
+    if (!PyArg_ParseTuple(args, "O!O!O:export", &PyList_Type, &views, &PyList_Type, &paths, &item_type))
+        return NULL;
     PyObject *q = PyList_New((Py_ssize_t)k->count), *o = PyList_New(0), *ops = PyList_New(10), *ret = NULL;
     OpenSlot **slots = NULL;
     if (q == NULL || o == NULL || ops == NULL)
         goto done;
     for (size_t i = 0; i < k->count; i++) {
-        PyObject *t = item_tuple(k, k->ring[(k->head + i) & (k->cap - 1)]);
+        PyObject *t = item_object(k, k->ring[(k->head + i) & (k->cap - 1)], views, paths, item_type);
         if (t == NULL)
             goto done;
         PyList_SET_ITEM(q, (Py_ssize_t)i, t);
@@ -485,7 +505,7 @@ static PyObject *kq_export(KQueue *k, PyObject *unused)
             slots[n++] = &k->open[i];
     qsort(slots, n, sizeof(OpenSlot *), seq_cmp);
     for (size_t i = 0; i < n; i++) {
-        PyObject *t = item_tuple(k, slots[i]->item - 1);
+        PyObject *t = item_object(k, slots[i]->item - 1, views, paths, item_type);
         PyObject *pair = t ? Py_BuildValue("(iN)", (int)slots[i]->key, t) : NULL;
         if (pair == NULL || PyList_Append(o, pair) < 0) {
             Py_XDECREF(pair);
@@ -525,7 +545,7 @@ static void kq_dealloc(KQueue *k)
 
 static PyMethodDef kq_methods[] = {
     {"scan", (PyCFunction)kq_scan, METH_VARARGS, scan_doc},
-    {"export", (PyCFunction)kq_export, METH_NOARGS, export_doc},
+    {"export", (PyCFunction)kq_export, METH_VARARGS, export_doc},
     {NULL, NULL, 0, NULL},
 };
 

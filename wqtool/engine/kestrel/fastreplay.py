@@ -88,9 +88,9 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
                 if isinstance(sd.data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
                     sd.data.madvise(mmap.MADV_DONTNEED)   # out of our RSS (still cached): the live items' pages
                                                           # come back when their data is read at the end
-            q, o, rp.counter, rp.op_counts, rp.applied = kq.export()
-            rp.queue = deque(Item(a, e, bytes(views[f][d:d + n]), x, paths[f], r) for a, e, x, f, r, d, n in q)
-            rp.open = {k: Item(a, e, bytes(views[f][d:d + n]), x, paths[f], r) for k, (a, e, x, f, r, d, n) in o}
+            q, o, rp.counter, rp.op_counts, rp.applied = kq.export(views, paths, Item)
+            rp.queue = deque(q)
+            rp.open = dict(o)
     else:
         queue: deque = deque()
         opened: dict[int, tuple] = {}
