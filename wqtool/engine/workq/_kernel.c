@@ -2540,7 +2540,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 j->sched = c == 2 ? (int64_t)sched : 0;
                 j->logexp = (int64_t)log_exp;
                 j->plen = (uint32_t)plen;
-                j->pcrc = crc32c(d + pl0, (size_t)plen);
+                j->pcrc = keep ? crc32c(d + pl0, (size_t)plen) : 0;   /* the digest's: only a kept state */
                 j->seg = (uint32_t)seg;
                 j->off = (uint64_t)pos;
                 applied++;

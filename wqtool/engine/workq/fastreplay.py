@@ -212,7 +212,7 @@ class FastReplay:
             if c >= 5:
                 if c > 8 or s != 17:
                     raise Bail
-                jid = bytes(data[q + 1:q + 17])
+                jid = data[q + 1:q + 17]
                 v = jobs_get(jid)
                 if v is None:
                     if stats is not None:
@@ -255,7 +255,7 @@ class FastReplay:
                     r, rs = uvar(data, q + 17, pend)
                 if rs + r != pend or r > MAX_RESULT_BYTES:
                     raise Bail
-                jid = bytes(data[q + 1:q + 17])
+                jid = data[q + 1:q + 17]
                 if jid[6] >> 4 != 4 or jid[8] & 0xC0 != 0x80:
                     raise Bail
                 v = jobs_get(jid)
@@ -384,12 +384,12 @@ class FastReplay:
                 if tver != 1 or cver != 1:
                     raise Bail
                 if stats is not None:
-                    stats.id_set.add(bytes(data[q + 1:q + 17]))
+                    stats.id_set.add(data[q + 1:q + 17])
                 if c == 1:
                     log_exp = csec * _NS - _UNIX_NS + cnsec + ttl * 1_000_000
                 else:
                     log_exp = tsec * _NS - _UNIX_NS + tnsec + ttl * 1_000_000
-                jid = bytes(data[q + 1:q + 17])
+                jid = data[q + 1:q + 17]
                 if log_exp <= as_of:
                     if full():
                         over("WQ-ADD-EXPIRED")
@@ -407,13 +407,12 @@ class FastReplay:
                     if (not INT64_MIN <= created <= INT64_MAX or not INT64_MIN <= log_exp <= INT64_MAX
                             or (sched is not None and not INT64_MIN <= sched <= INT64_MAX)):
                         raise Bail
-                    nb = bytes(name)
-                    nm = names.get(nb)
+                    nm = names.get(name)
                     if nm is None:
-                        nm = names[nb] = nb.decode("ascii")
+                        nm = names[name] = name.decode("ascii")
                     pl0 = pend - 30 - plen
                     jobs[jid] = [c, nm, ttr, ttl, prio, ma, mf & 0xFF, created, sched, log_exp, plen,
-                                 crc(data[pl0:pl0 + plen]), seg_no, pos, 0, 0, None]
+                                 crc(data[pl0:pl0 + plen]) if keep else 0, seg_no, pos, 0, 0, None]
                     applied += 1
             else:
                 raise Bail

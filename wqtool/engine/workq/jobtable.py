@@ -17,8 +17,9 @@ A row (``get_row(id)``, ``rows()``, ``put(id, row)``), fields in this order (``R
   created_ns      ns since the Unix epoch (int64: the kernel hands years outside 1678..2262 to the reference path)
   scheduled_ns    schedule: the wake-up time; add: None
   log_expires_ns  created+TTL (add) / time+TTL (schedule)
-  payload_len, payload_crc   the job body is not kept: its length and CRC-32C (the digest's fields); the body is
-                  read back from the add record (seg, offset) when an output needs it (pack)
+  payload_len, payload_crc   the job body is not kept: its length and CRC-32C (the digest's fields; 0 when the
+                  scan keeps no state: verify); the body is read back from the add record (seg, offset) when an
+                  output needs it (pack)
   seg, offset     the add/schedule record: segment number in the log, byte offset
   state           JobState (0 new .. 4 leased);  attempts: uint32
   result          bytes (complete / fail / a timeout failure) or None; kept only when the scan keeps state
@@ -27,8 +28,10 @@ What depends on the as-of (expires_ns of an add-job, lease_expires_ns) is comput
 (``replay.CompactJobs``), as ``WorkqReplay.finish`` does.
 
 The other methods: ``ids()`` (insertion order), ``sorted_ids()``, ``note_counts()`` -> (live add-jobs, leased),
-``counts()`` -> ([jobs per state], {queue: [jobs per state]}), ``delete(id)``; the C table also writes the digest
-lines (``digest(h, as_of_ns)``) and replay's JSON rows (``encode_rows(style, as_of_ns, start, stop)``) itself.
+``counts()`` -> ([jobs per state], {queue: [jobs per state]}), ``delete(id)``.
+
+Both write the digest lines (``digest(h, as_of_ns)``); the C table also replay's JSON rows
+(``encode_rows(style, as_of_ns, start, stop)``).
 
 ``ScanStats`` / ``PyScanStats``: what ``stats`` needs of every record (records and bytes per command type, first and
 last record time, the distinct job ids), collected by the same scan.
@@ -36,6 +39,9 @@ last record time, the distinct job ids), collected by the same scan.
 from __future__ import annotations
 
 from ...formats.workq import NAME_RE
+
+_KIND = ("?", "add", "schedule")
+_STATE = ("new", "completed", "failed", "pending", "leased")
 
 ROW = ("kind", "name", "ttr", "ttl", "priority", "max_attempts", "max_fails", "created_ns", "scheduled_ns",
        "log_expires_ns", "payload_len", "payload_crc", "seg", "offset", "state", "attempts", "result")
@@ -93,6 +99,27 @@ class PyJobTable:
             adds += v[K_KIND] == 1
             leased += v[K_STATE] == 4
         return adds, leased
+
+    def digest(self, h, as_of_ns: int) -> None:
+        """h.update() with every job's digest line (``replay.digest_line`` of its Job), in id order, from the rows."""
+        d, nl, lines = self.d, "null", []
+        for k in sorted(d):
+            kind, name, ttr, ttl, prio, ma, mf, created, sched, log_exp, plen, pcrc, _, _, st, att, res = d[k]
+            x = k.hex()
+            lines.append(
+                f'{{"attempts":{att},"created_ns":{created},'
+                f'"expires_ns":{as_of_ns + ttl * 1_000_000 if kind == 1 else log_exp},'
+                f'"id":"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}","kind":"{_KIND[kind]}",'
+                f'"lease_expires_ns":{as_of_ns + ttr * 1_000_000 if st == 4 else nl},'
+                f'"log_expires_ns":{log_exp},"max_attempts":{ma},"max_fails":{mf},"name":"{name}",'
+                f'"payload_crc32c":"{pcrc:08x}","payload_len":{plen},"priority":{prio},'
+                f'"result":{nl if res is None else chr(34) + res.hex() + chr(34)},'
+                f'"scheduled_ns":{nl if sched is None else sched},"state":"{_STATE[st]}","ttl_ms":{ttl},'
+                f'"ttr_ms":{ttr}}}\n')
+            if len(lines) >= 4096:
+                h.update("".join(lines).encode())
+                lines.clear()
+        h.update("".join(lines).encode())
 
     def counts(self) -> tuple[list[int], dict[str, list[int]]]:
         by = [0] * 5
