@@ -849,7 +849,7 @@ static inline void jt_prefetch_sorted(JobTable *t, size_t k)
 static int jt_rehash(JobTable *t, size_t want)
 {
     size_t cap = 16;
-    while (cap < want * 4)
+    while (cap < want * 3)             /* load 1/3 .. 2/3 of the growth trigger (1/2) after a rehash */
         cap *= 2;
     if (t->n >= TOMB - 1) {
         PyErr_SetString(PyExc_OverflowError, "JobTable: too many jobs");
