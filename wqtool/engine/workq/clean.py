@@ -26,16 +26,18 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
-from ...formats.workq import HEADER_BYTES, LOCK_FILES, CmdType
+from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, unlink_quiet
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
 from .model import Record
 from .reader import LogSet, Segment
+from .fastreplay import Bail, fast_run
 from .verify import LogRun, run_log
 
 _NO_EFFECT = frozenset({"WQ-ADD-EXPIRED", "WQ-UNKNOWN-JOB"})
 _LABEL = {c: c.label for c in CmdType}
+_BY_INT = {int(c): c.label for c in CmdType}
 
 
 @dataclass(slots=True)
@@ -46,7 +48,7 @@ class SegmentClean:
     seq: int
     size: int
     mtime_ns: int
-    records: int
+    records: int | None
     drops: array = field(default_factory=lambda: array("Q"))     # (offset, length) pairs of dropped records
     dropped_by_kind: Counter = field(default_factory=Counter)
     active: bool = False
@@ -63,7 +65,7 @@ class SegmentClean:
     def action(self) -> str:
         if self.active or not self.dropped:
             return "keep"
-        return "delete" if self.dropped == self.records else "rewrite"
+        return "delete" if self.dropped_bytes == self.size - HEADER_SIZE else "rewrite"
 
     @property
     def size_after(self) -> int:
@@ -100,7 +102,7 @@ class WorkqCleanPlan(Plan):
                       "records": self.records_before - dropped},
             "reclaimed": {"bytes": before_b - after_b, "files": sum(1 for s in self.segments if s.action == "delete"),
                           "records": dropped, "by_kind": dict(sorted(kinds.items()))},
-            "actions": [{"file": s.path, "action": s.action, "records": s.records, "dropped": s.dropped,
+            "actions": [{"file": s.path, "action": s.action, "dropped": s.dropped,
                          "bytes_before": s.size, "bytes_after": s.size_after}
                         for s in self.segments if s.action != "keep"],
             "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6),
@@ -130,6 +132,29 @@ def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
         sc = SegmentClean(seg.path, seg.seq or 0, st.st_size, st.st_mtime_ns, 0, active=i == len(log.segments) - 1)
         segs.append(sc)
         by_path[seg.path] = sc
+    try:            # an intact log: the hot kernel reports every no-effect record (a finding each)
+        res = fast_run(log, as_of_ns, keep=True, limit=None)
+    except Bail:
+        res = None
+    if res is not None:
+        state, verdict, records = res.state, Verdict.CLEAN, res.records
+        for f in res.findings:
+            if f.code in _NO_EFFECT and f.path in by_path and not by_path[f.path].active:
+                sc = by_path[f.path]
+                ln, kind = _record_at(f.path, f.offset)
+                sc.drops.extend((f.offset, ln))
+                sc.dropped_by_kind[kind] += 1
+        for sc in segs:       # the kernel counts records per log, not per segment (not needed to decide)
+            sc.records = None
+    else:
+        state, verdict, records = _reference(log, as_of_ns, by_path)
+    plan = WorkqCleanPlan(log, as_of_ns, state.digest(), segs, int(verdict), records)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _reference(log: LogSet, as_of_ns: int, by_path: dict):
+    """The reference pass (any log): the replay's findings right after each record say whether it had an effect."""
     run = LogRun(log, as_of_ns, limit=0)
     current: Record | None = None
     first = None
@@ -153,9 +178,26 @@ def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
                           + (f" ({first.code} at {os.path.basename(first.path or '')}@0x{first.offset or 0:x})"
                              if first else "") + "; run `wqtool repair` first", verdict=int(report.verdict),
                           report=report, path=log.root)
-    plan = WorkqCleanPlan(log, as_of_ns, report.state.digest(), segs, int(report.verdict), report.records)
-    plan.elapsed_s = time.perf_counter() - t0
-    return plan
+    return report.state, report.verdict, report.records
+
+
+def _record_at(path: str, offset: int) -> tuple[int, str]:
+    """(length, kind label) of the intact record at ``offset`` (the kernel vouched for its framing)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        head = os.pread(fd, 26, offset)
+    finally:
+        os.close(fd)
+    size, shift, q = 0, 0, 15
+    while True:
+        c = head[q]
+        q += 1
+        size |= (c & 0x7F) << shift
+        if c < 0x80:
+            break
+        shift += 7
+    cmd = head[q] if size else 0
+    return q + size + 4, _BY_INT.get(cmd, "(undecodable)")
 
 
 def _rw(path: str) -> str:

@@ -117,7 +117,7 @@ class WorkqRepairPlan(Plan):
             "before": {"files": len(self.segments), "bytes": sum(s.size for s in self.segments),
                        "records": self.records_before},
             "after": {"files": len(kept), "bytes": sum(s.size_after for s in kept),
-                      "records": sum(s.kept for s in kept)},
+                      "records": self.records_before if self.nothing_to_do else sum(s.kept for s in kept)},
             "cut": {"bytes": sum(c.length for c in self.cuts), "ranges": len(self.cuts), "by_what": dict(by_what)},
             "actions": [{"file": s.path, "action": s.action, "bytes_before": s.size, "bytes_after": s.size_after}
                         for s in self.segments if s.action != "keep"],
@@ -156,6 +156,13 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
     log = discover([log.root])[0]
     sigs = {s.path: FileSig.of(s.path) for s in log.segments}
     segs = {s.path: SegmentPlan(s.path, s.seq or 0, sigs[s.path].size or 0) for s in log.segments}
+    if truncate_to_ns is None:          # an intact log (the hot kernel takes it) has nothing to repair
+        rep = run_log(log, as_of_ns, state=True)
+        if rep.verdict == Verdict.CLEAN:
+            d = rep.state.digest()
+            plan = WorkqRepairPlan(log, as_of_ns, 0, list(segs.values()), d, d, [], [], sigs, rep.records)
+            plan.elapsed_s = time.perf_counter() - t0
+            return plan
     before, after = WorkqReplay(as_of_ns), WorkqReplay(as_of_ns)
     cut_from: tuple[str, int] | None = None     # (segment, offset) of the first record after T
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
@@ -177,8 +184,9 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
                 segs[ev.path].cuts.append(Cut(ev.path, ev.offset, ev.length, "refused-record", f.code, f.message))
             if refused:
                 continue
-            after.apply(ev)
-            after.findings.clear()
+            if truncate_to_ns is not None:    # else the state after is the state before: refused or unreadable
+                after.apply(ev)               # records never changed it
+                after.findings.clear()
             segs[ev.path].kept += 1
             continue
         f = ev
@@ -220,7 +228,7 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
                 sp.cuts = [Cut(s.path, 0, sp.size, "after-time", None,
                                f"a segment written after {format_unix_ns(truncate_to_ns)}")]
                 sp.remove, sp.kept = True, 0
-    state_after = after.finish()
+    state_after = after.finish() if truncate_to_ns is not None else state_before
     verdict = worst(v for v, fs in errors.items() if fs)
     plan = WorkqRepairPlan(log, as_of_ns, int(verdict), list(segs.values()), state_before.digest(),
                            state_after.digest(), _diff(state_before, state_after),
