@@ -77,7 +77,7 @@ class JobLogStateView(StateView):
         s = self.state
         counts = s.counts_by_state()
         lost = sum(r["lost"] for r in s.analytics().get("lost", []))
-        return {"rows": sum(counts.values()), "counts": counts, "lost_at_as_of": lost,
+        return {"total_rows": sum(counts.values()), "counts": counts, "lost_at_as_of": lost,
                 "as_of_table_time": format_datetime(s.ctx.as_of_local), "timezone": s.ctx.timezone,
                 "registry": s.ctx.registry.origin or None, "digest": s.digest()}
 
@@ -101,7 +101,7 @@ class JobLogStateView(StateView):
     def summary_lines(self) -> list[str]:
         d = self.summary()
         c = d["counts"]
-        return [f"as of {d['as_of_table_time']} ({d['timezone']}): {d['rows']} row(s): "
+        return [f"as of {d['as_of_table_time']} ({d['timezone']}): {d['total_rows']} row(s): "
                 + ", ".join(f"{Status(k).ui} {v}" for k, v in c.items() if v)
                 + f"; {d['lost_at_as_of']} lost at --as-of"]
 
