@@ -649,16 +649,24 @@ def _read_db(reader: TableReader, src: Source, file: int, last: bool):
         yield from fs
         if where is None:
             return
-        n = 0
-        for fields in dburl.select_rows(conn, src.table, names):
-            row, bad = reader._emit(_pick(where, fields), Source(src.kind, where_label), n, 0, file, False, False)
-            n += 1
-            if row is not None:
-                yield row
-            else:
-                yield from bad
+        yield from db_rows(reader, dburl.select_rows(conn, src.table, names), where, where_label, file)
     finally:
         conn.close()
+
+
+def db_rows(reader: TableReader, rows, where, label: str, file: int):
+    """Rows of a database table (value lists in the table's column order): no byte offset, no index — a table
+    has no positions; rows come in id order (the Spark JDBC reader runs this too)."""
+    src = Source("db", label)
+    conv = reader.conv
+    for fields in rows:
+        row, bad = conv.row(_pick(where, fields), label, None, 0, None, file, Verdict.CORRUPT)
+        reader.records += 1 if row is not None else 0
+        if row is not None:
+            yield row
+        else:
+            yield from bad
+    del src
 
 
 _READERS = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet, "sqldump": _read_dump,
@@ -668,8 +676,6 @@ _READERS = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet, "s
 # ---------------------------------------------------------------- the registry
 def read_registry(src: Source, tz=None) -> tuple[list[RegistryRow], list[Finding]]:
     """The rows of orth_job_registry from a source (bad rows are warnings)."""
-    rows: list[RegistryRow] = []
-    bad: list[Finding] = []
     raw: list[tuple[int | None, list]] = []
     path = dburl.redact(src.path) if dburl.is_db_url(src.path) else src.path
     try:
@@ -727,6 +733,14 @@ def read_registry(src: Source, tz=None) -> tuple[list[RegistryRow], list[Finding
                 conn.close()
     except (OSError, InputError) as e:
         raise InputError(f"cannot read the registry: {e}", path=path) from None
+    return registry_rows(raw, path, tz)
+
+
+def registry_rows(raw, path: str, tz=None) -> tuple[list[RegistryRow], list[Finding]]:
+    """(offset, [id, registry_group, registry_key, registry_value, update_time]) -> registry rows and the
+    warnings of rows that cannot be read."""
+    rows: list[RegistryRow] = []
+    bad: list[Finding] = []
     conv = Converter(tz)
     for off, (rid, group, key, value, ut) in raw:
         t = None if ut is None else conv._datetime(ut)

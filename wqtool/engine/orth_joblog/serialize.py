@@ -49,7 +49,8 @@ class JobLogRecordView(RecordView):
                 f"{r.executor_address or '-'} {r.executor_handler or '-'}")
 
     def hex_title(self, r: Row) -> str:
-        return f"{os.path.basename(r.path)}@0x{r.offset:x} #{r.index} id={r.id} len={r.length}"
+        where = "" if r.offset is None else f"@0x{r.offset:x} #{r.index}"
+        return f"{os.path.basename(r.path)}{where} id={r.id} len={r.length}"
 
 
 def state_rows(state: JobLogState) -> Iterator[dict]:
