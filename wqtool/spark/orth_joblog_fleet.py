@@ -206,7 +206,7 @@ class _LogJob:
         ctx = CheckContext(now, Registry.of(log.registry_origin if log.registry else "", reg_rows, now),
                            log.timezone)
         r, table = self._jdbc_reader(src.table)
-        b = r.option("dbtable", f"(SELECT MIN(\"id\") AS lo, MAX(\"id\") AS hi FROM \"{table}\") b").load().collect()[0]
+        b = r.option("dbtable", f"(SELECT MIN(`id`) AS lo, MAX(`id`) AS hi FROM `{table}`) b").load().collect()[0]
         slots = max(2, int(self.spark.sparkContext.defaultParallelism)) if hasattr(self.spark, "sparkContext") else 2
         r = r.option("dbtable", table)
         if b["lo"] is not None and b["hi"] > b["lo"]:
