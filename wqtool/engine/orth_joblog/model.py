@@ -91,13 +91,22 @@ def from_datetime(v: _dt.datetime) -> int | None:
     return (v.toordinal() - _EPOCH_ORD) * 86400 + v.hour * 3600 + v.minute * 60 + v.second
 
 
+_DAY_TEXT: dict[int, str] = {}
+
+
 def format_datetime(t: int | None) -> str | None:
     """Naive seconds -> ``YYYY-MM-DD HH:MM:SS`` (MySQL's text form)."""
     if t is None:
         return None
     days, secs = divmod(t, 86400)
-    d = _dt.date.fromordinal(days + _EPOCH_ORD)
-    return f"{d.year:04d}-{d.month:02d}-{d.day:02d} {secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
+    d = _DAY_TEXT.get(days)
+    if d is None:
+        x = _dt.date.fromordinal(days + _EPOCH_ORD)
+        d = f"{x.year:04d}-{x.month:02d}-{x.day:02d}"
+        if len(_DAY_TEXT) > 100_000:
+            _DAY_TEXT.clear()
+        _DAY_TEXT[days] = d
+    return f"{d} {secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
 
 
 def day_of(t: int) -> str:
