@@ -724,6 +724,12 @@ def parse_lenient(data: bytes) -> GsonResult:
         e.length = r.pos - start
         entries.append(e)
     r.end_array()
-    if r.peek() != EOF:        # assertFullConsumption
-        raise r.error("JSON document was not fully consumed.")
+    # assertFullConsumption peeks once more after fromJson restored the reader's default (legacy strict) mode:
+    # only whitespace may follow (a comment there is a syntax error)
+    p = r.pos
+    while p < r.n and r.buf[p] in _WS:
+        p += 1
+    if p < r.n:
+        raise r.error("JSON document was not fully consumed." if r.buf[p] not in b"/#" else
+                      "a comment after the document (Gson checks the end in its strict mode)", p)
     return GsonResult(entries, r.lenient)
