@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass, field
 
 from ...formats._common import format_unix_ns
-from ...formats.orth import (CALLBACK_DIR, CALLBACK_NAME, HandleCode, JAVA_TRIM_MAX, LEGACY_CALLBACK_DIR,
+from ...formats.orth import (CALLBACK_DIR, CALLBACK_NAME, DATE_DIR, GLUE_DIR, HandleCode, JAVA_TRIM_MAX, LEGACY_CALLBACK_DIR,
                              LEGACY_NAME, STREAM_HEAD, log_status)
 from ..fileio import FileView, input_error, kind_of
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
@@ -65,6 +65,8 @@ def discover(paths, opts=None) -> list[CallbackSet]:
                         _add_dir(cs, dp, kind)
                     elif os.path.lexists(dp):
                         cs.findings.append(_not_a_dir(dp, d))
+            elif _is_log_path(p):
+                cs = CallbackSet(root=p, files=[], log_path=p)      # a logPath without retry directories
             else:
                 cs = CallbackSet(root=p, files=[])
                 _add_dir(cs, p, DIR_OTHER)
@@ -81,6 +83,13 @@ def discover(paths, opts=None) -> list[CallbackSet]:
                 cs.log_path = os.path.dirname(os.path.abspath(parent))
             out.append(cs)
     return out
+
+
+def _is_log_path(p: str) -> bool:
+    try:
+        return any(DATE_DIR.match(n) or n == GLUE_DIR for n in os.listdir(p))
+    except OSError:
+        return False
 
 
 def _listdir(d: str) -> list[str]:
@@ -300,7 +309,7 @@ class CallbackReader:
             uses = f" (uses {', '.join(res.lenient)})" if res.lenient else ""
             yield Finding(WARNING, "OC-LENIENT-JSON", f"Orth's lenient Gson accepts it but strict JSON does not: "
                           f"{strict}{uses}", path=path, offset=0)
-        elif canonical is not None and canonical != data:
+        elif canonical is not None and canonical != data and bad is None:
             i = next((k for k, (a, b) in enumerate(zip(canonical, data)) if a != b), min(len(canonical), len(data)))
             yield Finding(NOTE, "OC-NOT-CANONICAL", f"not the bytes Orth writes for these {len(entries)} "
                           f"entr{'y' if len(entries) == 1 else 'ies'} (first difference at byte {i}; Orth would write "
@@ -387,7 +396,7 @@ class CallbackState:
             it = self.items[lid]
             out.append({"log_id": lid, "log_date": _iso_ms(it.log_date_tim), "handle_code": it.handle_code,
                         "status": log_status(200, it.handle_code), "admin_status": "Pending",
-                        "delivery": it.delivery, "handle_msg": it.handle_msg,
+                        "delivery": it.delivery, "handle_msg": _text(it.handle_msg),
                         "files": [os.path.basename(f) for f in it.files]})
         return out
 
@@ -405,6 +414,10 @@ class CallbackState:
                                                                                                      "surrogatepass"))
             h.update(b"\n")
         return h.hexdigest()
+
+
+def _text(s: str | None) -> str | None:
+    return None if s is None else s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _iso_ms(ms: int) -> str | None:

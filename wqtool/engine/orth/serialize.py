@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Iterator
 
 from ...formats._common import format_unix_ns
@@ -24,10 +25,18 @@ def _iso_ms(ms: int) -> str | None:
         return None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text(s: str | None) -> str | None:
+    """A string for output: lone surrogates (a Java ``\\ud800`` escape, or bytes that are not UTF-8) as U+FFFD."""
+    return s if s is None or not _SURROGATE.search(s) else _SURROGATE.sub("\ufffd", s)
+
+
 def _short(s: str | None, n: int = 60) -> str:
     if s is None:
         return "-"
-    t = json.dumps(s, ensure_ascii=False)
+    t = json.dumps(text(s), ensure_ascii=False)
     return t if len(t) <= n else t[:n - 1] + "…"
 
 
@@ -43,7 +52,7 @@ class CallbackRecordView(RecordView):
     def row(self, rec: Callback, payload: str) -> dict:
         return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index, "entry": rec.entry,
                 "source": rec.source, "log_id": rec.log_id, "log_date_tim": rec.log_date_tim,
-                "log_date": _iso_ms(rec.log_date_tim), "handle_code": rec.handle_code, "handle_msg": rec.handle_msg,
+                "log_date": _iso_ms(rec.log_date_tim), "handle_code": rec.handle_code, "handle_msg": text(rec.handle_msg),
                 "file_state": rec.file_state, "error": None}
 
     def cells(self, rec: Callback, payload: str) -> tuple:
