@@ -107,14 +107,16 @@ def send(cs: CallbackSet, target: str, *, token: str | None, header: str = TOKEN
                 rep.failed += 1
                 rep.lines.append(f"{name}: not accepted, kept: {said}")
                 continue
-            run(f"delete:{name}", lambda cf=cf, sig=sig: _delete(cf.path, sig))
+            gone = run(f"delete:{name}", lambda cf=cf, sig=sig: _delete(cf.path, sig))
             rep.sent += 1
-            rep.lines.append(f"{name}: {len(entries)} callback(s) accepted ({ids}); deleted")
+            rep.lines.append(f"{name}: {len(entries)} callback(s) accepted ({ids}); "
+                             + ("deleted" if gone else "kept: the file changed meanwhile"))
     return rep
 
 
-def _delete(path: str, sig: FileSig) -> None:
+def _delete(path: str, sig: FileSig) -> bool:
     if FileSig.of(path) != sig:
-        return        # rewritten meanwhile (Orth wrote the same batch again): keep the new one
+        return False      # rewritten meanwhile (Orth wrote a batch under this name again): keep it
     os.unlink(path)
     fsync_dir(os.path.dirname(path) or ".")
+    return True
