@@ -23,6 +23,7 @@ import java.util.List;
  *   ser FILE...    each FILE holds lines "logId|logDateTim|handleCode|handleMsg-or-\N" (messages as JSON
  *                  strings); writes FILE.ser = ObjectOutputStream.writeObject(ArrayList) of them.
  *   deser FILE...  reads each Java stream and prints its elements, or "ERR <exception>".
+ *   readlog FILE...  the lines Files.newBufferedReader + readLine return before an IOException: "N OK|ERR".
  */
 public class Oracle {
     static final Gson GSON = new GsonBuilder().setDateFormat("yyyy-MM-dd HH:mm:ss").disableHtmlEscaping().create();
@@ -33,6 +34,8 @@ public class Oracle {
             String path = args[i];
             if (cmd.equals("gson")) {
                 System.out.println(gson(path));
+            } else if (cmd.equals("readlog")) {
+                System.out.println(readlog(path));
             } else if (cmd.equals("ser")) {
                 ser(path);
             } else {
@@ -58,6 +61,23 @@ public class Oracle {
         } catch (Throwable e) {
             return "ERR " + e.getClass().getName() + ": " + String.valueOf(e.getMessage()).replace('\n', ' ');
         }
+    }
+
+    /** xxl-tool FileTool.readLines as OrthJobFileAppender.readLog uses it: how many lines come back. */
+    static String readlog(String path) {
+        int n = 0;
+        try (java.io.BufferedReader r = Files.newBufferedReader(Paths.get(path), StandardCharsets.UTF_8)) {
+            for (;;) {
+                String line = r.readLine();
+                if (line == null) {
+                    break;
+                }
+                n++;
+            }
+        } catch (Exception e) {
+            return n + " ERR";
+        }
+        return n + " OK";
     }
 
     static void ser(String path) throws Exception {
