@@ -46,6 +46,7 @@ bench-fleet: $(VENV)/.installed-test
 
 fixtures: $(VENV)/.installed
 	$(PY) scripts/make_fixtures.py
+	$(PY) scripts/make_orth_fixtures.py
 
 man: $(VENV)/.installed
 	$(PY) scripts/gen_man.py
