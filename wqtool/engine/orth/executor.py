@@ -8,6 +8,7 @@ derives each log id's run and callback state, cross-referenced with the retry fi
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ import stat
 from dataclasses import dataclass, field
 
 from ...formats.orth import (CALLBACK_DIR, CALLBACK_MARKERS, DATE_DIR, END_HANDLE_CODE, GLUE_DIR, KNOWN_DIRS,
-                             LEGACY_CALLBACK_DIR, LINE_PREFIX, LINE_TIME_FORMAT, LOG_FILE, MARKERS, log_status)
+                             LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, MARKERS, log_status)
 from ..fileio import FileView, input_error, kind_of
 from ..findings import NOTE, WARNING, Finding
 from ..run import ReplayPass
@@ -167,16 +168,23 @@ def zone(name: str):
         raise UsageError(f"-O tz: unknown time zone {name!r} (an IANA name such as Asia/Shanghai, or UTC)") from None
 
 
+@functools.lru_cache(maxsize=8192)
 def local_ns(text: str, tz) -> int | None:
-    """A line's ``yyyy-MM-dd HH:mm:ss`` in the executor's zone, as ns since the epoch."""
+    """A line's ``yyyy-MM-dd HH:mm:ss`` (``LINE_TIME_FORMAT``) in the executor's zone, as ns since the epoch."""
     try:
-        d = dt.datetime.strptime(text, LINE_TIME_FORMAT).replace(tzinfo=tz)
+        d = dt.datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]),
+                        int(text[17:19]), tzinfo=tz)
     except ValueError:
         return None
     return int(d.timestamp()) * 1_000_000_000
 
 
+_MARKER_STARTS = ("<br>-----------", "-----------", "orth script file")
+
+
 def _classify(text: str) -> tuple[str, int | None]:
+    if not text.startswith(_MARKER_STARTS):
+        return "log", None
     for kind, rx in MARKERS:
         m = rx.match(text)
         if m is not None:
