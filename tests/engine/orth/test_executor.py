@@ -98,3 +98,24 @@ def test_read_lines_stops_where_java_does(oracle, tmp_path):
         n, _ = line.split()
         assert len(read_lines(c)) == int(n), (c[:60], line)
     _ = os
+
+
+def test_long_lines_are_bounded_and_bad_bytes_found_anywhere(tmp_path):
+    from wqtool.engine.orth.executor import MESSAGE_CAP, first_bad_utf8
+    head = (b"2026-01-30 12:00:05 [c.C#m]-[1]-[t] <br>----------- Orth job execute start -----------<br>----------- "
+            b"Param: x\n")
+    big = b"y" * (3 * MESSAGE_CAP) + "é".encode() * 600_000 + b"\xff" + b"z" * 100 + b"\n"
+    p = tmp_path / "2026-01-30" / "9.log"
+    p.parent.mkdir()
+    p.write_bytes(head + big)
+    fmt = registry.get("orth-executor-logs")
+    (log,) = fmt.discover([str(p)], Options(0))
+    evs = list(fmt.run(log, Options(0)).events())
+    (bad,) = [e for e in evs if e.__class__ is not LogEntry and e.code == "OE-INVALID-UTF8"]
+    assert bad.offset == len(head) + 3 * MESSAGE_CAP + 1_200_000
+    (e1,) = [e for e in evs if e.__class__ is LogEntry]          # the long line continues the first entry
+    assert (e1.lines, e1.length, e1.kind) == (2, len(head) + len(big), "start")
+    assert len(e1.message) < 2 * MESSAGE_CAP
+    for k in range(1, 5):       # a character split across the 1 MiB pieces is still one character
+        data = b"a" * ((1 << 20) - k) + "中".encode() + b"\xff"
+        assert first_bad_utf8(data, 0, len(data)) == len(data) - 1

@@ -7,6 +7,7 @@ derives each log id's run and callback state, cross-referenced with the retry fi
 """
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import functools
 import hashlib
@@ -27,6 +28,8 @@ from .retention import lenient_date
 
 #: Message text kept per entry (the entry's ``length`` stays exact); the markers are matched on the head and tail.
 MESSAGE_CAP = 64 << 10
+#: Above this size the viewer's line count (which needs the text up to the bad byte) is not computed.
+VIEWER_CHECK_MAX = 64 << 20
 _TAIL = 4 << 10
 _EOL = re.compile(rb"\r\n|\r|\n")
 
@@ -156,6 +159,21 @@ def _date_dir(s: ExecutorLogSet, d: str, name: str, report: bool = True) -> None
 
 
 # ---------------------------------------------------------------- the reader: one log file
+def first_bad_utf8(data, start: int, end: int, chunk: int = 1 << 20) -> int | None:
+    """The offset of the first byte of ``data[start:end]`` that is not UTF-8, read 1 MiB at a time."""
+    dec = codecs.getincrementaldecoder("utf-8")()
+    pos = start
+    while pos < end:
+        piece = bytes(data[pos:min(end, pos + chunk)])
+        held = len(dec.getstate()[0])          # bytes of a character begun in the previous piece
+        try:
+            dec.decode(piece, final=pos + len(piece) >= end)
+        except UnicodeDecodeError as exc:
+            return pos - held + exc.start
+        pos += len(piece)
+    return None
+
+
 def zone(name: str):
     """The executor's zone (``-O tz=``): an IANA name or UTC."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -228,7 +246,7 @@ class ExecutorReader:
             self.bytes += n
             pending: list = []           # the open entry: [start, end, first line no, lines, prefix match, parts]
             line_no = 0
-            bad_at = None
+            self._bad = None             # offset of the first byte that is not UTF-8
             pos = 0
             for m in _EOL.finditer(data) if n else ():
                 line_no += 1
@@ -241,21 +259,24 @@ class ExecutorReader:
             if pending:
                 yield from self._entry(f, pending)
             # findings of the whole file
-            try:
-                bytes(data[:n]).decode("utf-8") if n < (64 << 20) else None
-            except UnicodeDecodeError as exc:
-                bad_at = exc.start
-            if bad_at is not None:
-                shown = viewer_lines(bytes(data[:n]))
+            if self._bad is not None:
+                bad_at = self._bad
+                if n <= VIEWER_CHECK_MAX:
+                    shown = viewer_lines(bytes(data[:bad_at]) + b"\xff")
+                    view = f"shows lines 1..{shown} only (toLineNum={shown}) of {line_no}"
+                else:
+                    view = f"stops before it (line count not computed above {VIEWER_CHECK_MAX} bytes)"
                 yield Finding(WARNING, "OE-INVALID-UTF8", f"byte 0x{data[bad_at]:02x} at {bad_at} is not UTF-8 (raw "
-                              f"script output?): Orth's log viewer (readLog, strict UTF-8 in 8192-char chunks) shows "
-                              f"lines 1..{shown} only (toLineNum={shown}) of {line_no}", path=f.path, offset=bad_at)
+                              f"script output?): Orth's log viewer (readLog, strict UTF-8 in 8192-char chunks) "
+                              f"{view}", path=f.path, offset=bad_at)
             if partial:
                 yield Finding(NOTE, "OE-PARTIAL-LINE", f"the last line (line {line_no}) has no line separator: a write "
                               "in progress, or cut short", path=f.path, offset=pos)
 
     def _line(self, f, data, start, end, after, line_no, pending):
-        raw = bytes(data[start:end])
+        raw = bytes(data[start:min(end, start + MESSAGE_CAP)])      # a line of gigabytes is not copied whole
+        if self._bad is None and not (end - start <= MESSAGE_CAP and raw.isascii()):
+            self._bad = first_bad_utf8(data, start, end)
         m = LINE_PREFIX.match(raw)
         out = ()
         if m is not None:

@@ -132,7 +132,8 @@ class OrthCallbacksFormat(Format):
         if not log.log_path:
             raise UsageError("clean works on an executor logPath (it holds the job logs that tell which retry files "
                              "were delivered); name the logPath", path=log.root)
-        return OrthExecutorLogsFormat().clean_plan(discover_executor([log.log_path], tz=_tz(opts))[0], opts)
+        from ..format import get
+        return get("orth-executor-logs").clean_plan(discover_executor([log.log_path], tz=_tz(opts))[0], opts)
 
     def finish_interrupted(self, path: str) -> list[str]:
         from .retention import finish_interrupted
@@ -219,10 +220,10 @@ class OrthExecutorLogsFormat(Format):
     def clean_plan(self, log: ExecutorLogSet, opts: Options):
         from .retention import clean_plan, default_retention
         from .delivered import delivered_files
-        if not log.is_dir or log.log_path is None or os.path.normpath(log.root) != os.path.normpath(log.log_path):
-            if not (log.is_dir and is_log_path(log.root)):
-                raise UsageError("clean works on a whole executor logPath (the directory holding the date "
-                                 "directories)", path=log.root)
+        if not (log.is_dir and is_log_path(log.root) and not DATE_DIR.match(os.path.basename(
+                os.path.normpath(log.root)))):
+            raise UsageError("clean works on a whole executor logPath (the directory holding the date "
+                             "directories)", path=log.root)
         tz = _tz(opts)
         return clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts), delivered_files(log))
 
