@@ -57,6 +57,7 @@ bench-orth: $(VENV)/.installed-test
 fixtures: $(VENV)/.installed
 	$(PY) scripts/make_fixtures.py
 	$(PY) scripts/make_orth_joblog_fixtures.py
+	$(PY) scripts/make_orth_fixtures.py
 
 man: $(VENV)/.installed
 	$(PY) scripts/gen_man.py

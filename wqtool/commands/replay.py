@@ -56,6 +56,7 @@ def replay(
       wqtool replay -o json --as-of 2026-11-21T23:30:00Z DIR | jq .digest
       wqtool replay --summary DIR
       wqtool replay --format kestrel --keep-open /var/spool/kestrel/jobs
+      wqtool replay --send http://admin:8080/orth-admin -O access_token=TOKEN --dry-run LOGPATH/callbacklogs
     """
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)

@@ -34,7 +34,8 @@ from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
 
 #: The packages of the formats that ship with wqtool, in detection order.
-BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth_joblog")
+BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth",
+                           "wqtool.engine.orth_joblog")
 
 
 # ---------------------------------------------------------------- values passed to every format
@@ -213,6 +214,12 @@ class Format:
     def detect(self, path: str) -> Evidence | None:
         """Evidence that ``path`` (an existing directory or regular file) is this format, or None."""
         raise NotImplementedError
+
+    def fits(self, path: str) -> bool:
+        """Whether ``--format <name>`` may read ``path`` (default: the format claims it). A format that reads
+        a container other formats also claim (an Orth logPath holds the retry files and the executor logs) says so
+        here."""
+        return self.detect(path) is not None
 
     def detect_url(self, url: str) -> Evidence | None:
         """Evidence that a PATH given as a URL (``scheme://...``, ``jdbc:...``) is this format's (e.g. a database
@@ -490,7 +497,7 @@ def _fits(f: Format, path: str) -> None:
     """A forced --format must fit: refused (exit 2) when the format finds no evidence and another format claims
     the path with strong evidence (``--format kestrel`` on a workq log). Without evidence either way, the forced
     format reads it (a damaged log is still read as what the user says it is)."""
-    if f.detect(path) is not None:
+    if f.fits(path):
         return
     for other in formats():
         if other is f:

@@ -182,6 +182,21 @@ STATUS_RULES: tuple[tuple[Status, Cond], ...] = (
     (Status.FAILED, TRUE),
 )
 
+
+def holds(cond: "Cond", row) -> bool:
+    """Whether a condition holds for ``row`` (a mapping of column -> int): the declarations' meaning, as the engine's
+    compiled predicates and the generated SQL apply it (tests prove the three agree)."""
+    if isinstance(cond, In):
+        return (row[cond.column] in cond.values) is not cond.negate
+    if isinstance(cond, All):
+        return all(holds(t, row) for t in cond.terms)
+    if isinstance(cond, AnyOf):
+        return any(holds(t, row) for t in cond.terms)
+    if isinstance(cond, Not):
+        return not holds(cond.term, row)
+    raise TypeError(f"not a condition: {cond!r}")
+
+
 #: §5.3 JobLogReportHelper / findLogReport: running (Init rows count as running), success; fail = the rest.
 REPORT_RUNNING: Cond = All((In("trigger_code", (0, 200)), In("handle_code", (0,))))
 REPORT_SUCCESS: Cond = In("handle_code", (200,))

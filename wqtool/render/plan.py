@@ -37,12 +37,13 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         out.write(json.dumps(doc, indent=2) + "\n")
         return
     w = out.write
-    b, a = doc["before"], doc["after"]
     w(f"{kind} {doc['root']}{' queue ' + doc['queue'] if doc.get('queue') else ''} ({doc['format']}):\n")
     if doc.get("nothing_to_do") or not doc.get("actions"):
         w(f"  nothing to {kind}: {doc.get('why') or 'the log is already as it should be'}\n")
-    w(f"  before: {b['files']} file(s), {b['records']} records, {b['bytes']} bytes\n")
-    w(f"  after:  {a['files']} file(s), {a['records']} records, {a['bytes']} bytes\n")
+    for label, key in (("before", "before"), ("after: ", "after")):
+        if key in doc:
+            x = doc[key]
+            w(f"  {label} {x['files']} file(s), {x['records']} records, {x['bytes']} bytes\n")
     if "reclaimed" in doc:
         r = doc["reclaimed"]
         w(f"  reclaimed: {r['bytes']} bytes, {r['files']} file(s), {r['records']} record(s)"
@@ -55,7 +56,7 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         w(f"  {line}\n")
     if doc.get("digest_before") and doc.get("digest_after") and doc["digest_before"] != doc["digest_after"]:
         w(f"  digest before: {doc['digest_before']}\n  digest after:  {doc['digest_after']}\n")
-    else:
+    elif doc.get("digest") or doc.get("digest_after"):
         w(f"  state digest: {doc.get('digest') or doc.get('digest_after')}\n")
     if doc.get("nothing_to_do"):
         pass
