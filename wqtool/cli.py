@@ -12,6 +12,7 @@ from . import __version__
 from .commands.dump import dump
 from .commands.pack import pack
 from .commands.replay import replay
+from .commands.serve import serve
 from .commands.stats import stats
 from .commands.verify import verify
 from .engine.findings import Verdict
@@ -50,6 +51,7 @@ app.command("verify")(verify)
 app.command("replay")(replay)
 app.command("stats")(stats)
 app.command("pack")(pack)
+app.command("serve")(serve)
 
 
 #: Error classes to exit codes (the first class in an error's MRO that is listed wins).
