@@ -214,7 +214,7 @@ class Conn(asyncio.Protocol):
             box.append(w)
             return w
 
-        res = srv.handlers.execute(req, body, time.time_ns(), make_waiter)
+        res = srv.handlers.execute(req, body, srv.clock(), make_waiter)
         if res is None:
             w = box[0]
             if not w.done:

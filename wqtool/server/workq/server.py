@@ -41,6 +41,20 @@ from .conn import Conn
 from .handlers import Handlers
 from .queue import LiveQueue
 
+def make_clock():
+    """The server's wall clock (Unix ns). ``WQTOOL_SERVE_TIME=<instant>`` (RFC 3339 or epoch seconds) starts it at
+    that instant instead of now, for tests and demos on old logs; it then runs at the real rate."""
+    v = os.environ.get("WQTOOL_SERVE_TIME")
+    if not v:
+        return time.time_ns
+    from ...engine.instant import parse_instant
+    try:
+        offset = parse_instant(v) - time.time_ns()
+    except ValueError:
+        raise UsageError(f"WQTOOL_SERVE_TIME: not an instant: {v!r}") from None
+    return lambda: time.time_ns() + offset
+
+
 LOGO = "\n. . .,---.\n| | ||   |\n`-'-'`---|\n         |\n"
 SYNC_POLICIES = ("interval", "os", "always")
 
@@ -131,6 +145,7 @@ class Server:
         self.opts = opts
         self.log = log or StructLog(opts.log_level)
         self.out = out or sys.stdout
+        self.clock = make_clock()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.queue = LiveQueue(self._log_record if opts.cmdlog_path else None)
         self.handlers = Handlers(self.queue, self._stats)
@@ -168,12 +183,12 @@ class Server:
         self.locks.lock_append()
         try:
             self.locks.lock_read_shared()
-            now = time.time_ns()
+            now = self.clock()
             rep = replay_directory(path, now)
             self.locks.unlock_read()
             if rep.verdict != Verdict.CLEAN:
                 raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
-            self.queue.restore(rep.state, rep.payloads, time.time_ns())
+            self.queue.restore(rep.state, rep.payloads, self.clock())
             self.appender = Appender(path, segment_size=self.opts.seg_size)
             self.appender.open()
             r = rep.report
@@ -197,7 +212,7 @@ class Server:
         self.address = f"{sock[0]}:{sock[1]}" if ":" not in sock[0] else f"[{sock[0]}]:{sock[1]}"
         if self.opts.metrics:
             await self._start_metrics()
-        self.started_ns = time.time_ns()
+        self.started_ns = self.clock()
         if self.appender is not None:
             if self.opts.sync == "interval":
                 self.loop.call_later(self.opts.sync_int_ms / 1000, self._interval_sync)
@@ -237,7 +252,7 @@ class Server:
         for c in list(self.conns):
             c.abort("server stopping")
         self.conns.clear()
-        now = time.time_ns()
+        now = self.clock()
         self.queue.advance(now)
         digest = None
         if self.appender is not None:
@@ -265,7 +280,7 @@ class Server:
             payload = bytes((cmd,)) + jid + encode_uvarint(len(extra)) + extra
         else:
             payload = bytes((cmd,)) + jid
-        self.pending.append(encode_record(GoTime.from_unix_ns(time.time_ns()), payload))
+        self.pending.append(encode_record(GoTime.from_unix_ns(self.clock()), payload))
         self.lsn += 1
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
@@ -370,13 +385,13 @@ class Server:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_at = at
-        delay = max(0.0, (at - time.time_ns()) / 1e9)
+        delay = max(0.0, (at - self.clock()) / 1e9)
         self._timer = self.loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_at = None
-        self.queue.advance(time.time_ns())
+        self.queue.advance(self.clock())
         self.after_change()
 
     def _sweep(self) -> None:
