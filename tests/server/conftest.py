@@ -244,8 +244,8 @@ class Client:
         head, n = self.line().rsplit(b" ", 1)
         out = {"id": head}
         for _ in range(int(n)):
-            if self.buf.startswith(b"payload ") or (len(self.buf) < 8 and b"payload ".startswith(self.buf)):
-                self.read_exact(8)
+            if "payload-size" in out and "payload" not in out:      # raw bytes: no line splitting
+                assert self.read_exact(8) == b"payload "
                 out["payload"] = self.read_exact(out["payload-size"] + 2)[:-2]
                 continue
             k, _, v = self.line().partition(b" ")
