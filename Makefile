@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test install install-test bench bench-kestrel bench-pack bench-fleet fixtures man clean
+.PHONY: demo test install install-test bench bench-kestrel bench-pack bench-fleet bench-serve fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,9 @@ bench-pack: $(VENV)/.installed
 
 bench-fleet: $(VENV)/.installed-test
 	$(PY) bench/bench_fleet.py
+
+bench-serve: $(VENV)/.installed
+	$(PY) bench/bench_serve.py
 
 fixtures: $(VENV)/.installed
 	$(PY) scripts/make_fixtures.py

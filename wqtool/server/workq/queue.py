@@ -251,7 +251,7 @@ class LiveQueue:
 
     def lease(self, names: list[bytes], wait_ms: int, now: int, w: Waiter) -> bytes | None:
         for name in names:
-            q = self.queues[name]
+            q = self.queue(name)
             while q.ready:
                 job = q.ready.pop(0)
                 job.where = IN_NONE
@@ -261,7 +261,7 @@ class LiveQueue:
             return wire.TIMEOUT
         w.names = names
         for name in names:
-            self.queues[name].waiters[id(w)] = w
+            self.queue(name).waiters[id(w)] = w
         w.seq = self._push(now + wait_ms * NS_PER_MS, R_WAIT, w)
         return None
 

@@ -199,6 +199,10 @@ def parse_uuid(tok: bytes) -> bytes | None:
     prefix; an optional ``-`` before every group; hex of either case; anything after the 32 digits ignored.
     Where upstream indexes past the end of the text (``urn:uuid:`` + 23 characters ending on a group) and the
     Go runtime panics — taking the whole server down — this answers Invalid ID."""
+    if len(tok) == 36 and tok[8] == 45 and tok[13] == 45 and tok[18] == 45 and tok[23] == 45:   # canonical
+        h = tok[:8] + tok[9:13] + tok[14:18] + tok[19:23] + tok[24:]
+        if _HEX.issuperset(h):
+            return bytes.fromhex(h.decode("ascii"))
     if len(tok) < 32:
         return None
     t = tok
