@@ -228,3 +228,29 @@ def test_damaged_logs_are_refused_with_the_finding(tmp_path, name, code, finding
     assert finding in r.stderr and "workq-server would refuse to start" in r.stderr
     assert "Listening" not in r.stdout
     assert {p: open(os.path.join(d, p), "rb").read() for p in os.listdir(d) if p in before} == before
+
+
+def test_a_thousand_segment_log_replays_well_under_two_seconds(server_factory, tmp_path):
+    from wqtool.engine.workq.writer import SegmentWriter, add, result, simple
+    from wqtool.formats._common import GoTime
+    from wqtool.formats.workq import CmdType
+    d = str(tmp_path / "log")
+    now = GoTime.from_unix_ns(time.time_ns())
+    with SegmentWriter(d, segment_size=400) as w:
+        for i in range(3000):
+            j = bytes.fromhex("00000000000040008000%012x" % i)
+            w.append(add(j, f"big-{i % 7}", ttr=60000, ttl=3_600_000, created=now, payload=b"x" * 40), now)
+            if i % 3 == 0:
+                w.append(simple(CmdType.START_ATTEMPT, j), now)
+                w.append(result(CmdType.COMPLETE, j, b"ok"), now)
+    assert len([p for p in os.listdir(d) if p.endswith(".log")]) >= 1000
+    t0 = time.monotonic()
+    srv = server_factory("-cmdlog-path", d)
+    started = time.monotonic() - t0
+    c = srv.client()
+    assert c.inspect_job(b"00000000-0000-4000-8000-%012x" % 2999)["payload-size"] == 40
+    srv.stop()
+    m = re.search(r'msg="log replayed" .*segments=(\d+) .*jobs=(\d+) elapsed_ms=([\d.]+)', srv.stderr_text())
+    assert m and int(m.group(1)) >= 1000 and int(m.group(2)) == 3000
+    assert float(m.group(3)) < 2000, m.group(0)
+    assert started < 10                                    # process start, imports and replay, on a busy machine
