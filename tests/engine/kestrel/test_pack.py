@@ -9,6 +9,8 @@ import tempfile
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine import kestrel as k
 from wqtool.engine.kestrel import pack as pack_mod
 from wqtool.errors import InputError, UsageError
@@ -23,7 +25,7 @@ def digests(d: str, queue: str = "q") -> tuple[str, str]:
     return (k.run_log(fs, AS_OF_NS, keep_open=True).state.digest(), k.run_log(fs, AS_OF_NS).state.digest())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(OPS, st.lists(st.integers(0, 40), max_size=3))
 def test_pack_preserves_digest_and_is_idempotent(ops, cuts):
     with tempfile.TemporaryDirectory() as d:

@@ -298,8 +298,9 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     step("check-quiet", lambda: _check_quiet(plan, ctx, live_exists=False))
     step.commit()
     victims = list(dict.fromkeys(victims))
-    for v in victims:
-        step(f"unlink:{os.path.basename(v)}", (lambda v=v: unlink_quiet(v)))
+    for v in victims:   # labels name no time stamp: the same steps whenever the plan runs
+        step("unlink-rotated-live" if v == rotated_live else f"unlink:{os.path.basename(v)}",
+             (lambda v=v: unlink_quiet(v)))
     if victims:
         dirsync("unlink")
     ctx["victims"] = victims
