@@ -160,6 +160,7 @@ class Server:
         self.lsn = 0                 # records made so far
         self.durable_lsn = 0         # records written (and fsynced under "always")
         self._commit_scheduled = False
+        self._closed = False
         self._retry_handle = None
         self._timer = None
         self._timer_at: int | None = None
@@ -249,14 +250,18 @@ class Server:
     async def shutdown(self) -> None:
         for s in self.listeners:
             s.close()
-        for c in list(self.conns):
-            c.abort("server stopping")
-        self.conns.clear()
         now = self.clock()
         self.queue.advance(now)
+        for c in list(self.conns):
+            if c.blocked is not None:          # its run ends (records logged below), its lease stops waiting
+                self.queue.cancel(c.blocked)
+                c.blocked = None
+            c.abort("server stopping")
+        self.conns.clear()
         digest = None
         if self.appender is not None:
             self._commit()
+            self._closed = True                 # nothing is appended after the final commit
             if self.pending:
                 self.log.error("records could not be written at shutdown", records=len(self.pending))
             try:
@@ -270,6 +275,8 @@ class Server:
 
     # ---------------------------------------------------------------- records and group commit
     def _log_record(self, cmd: CmdType, jid: bytes, extra) -> None:
+        if self._closed:
+            return
         if cmd is CmdType.ADD or cmd is CmdType.SCHEDULE:
             j = extra
             payload = encode_payload(Command(cmd, jid, j.name, j.ttr, j.ttl, j.priority, j.max_attempts,
@@ -293,6 +300,8 @@ class Server:
 
     def _commit(self) -> None:
         self._commit_scheduled = False
+        if self._closed:
+            return
         if self.pending:
             recs = self.pending
             self.pending = []
@@ -330,6 +339,8 @@ class Server:
 
     def _retry(self) -> None:
         self._retry_handle = None
+        if self._closed:
+            return
         recs = self.pending
         self.pending = []
         try:
