@@ -14,7 +14,10 @@ as the Go client does (one request, wait for its reply):
   an already completed job.
 
 Prints one row per server, policy and phase: operations per second (every request counts as one operation) and
-p50 / p99 latency of a request in milliseconds. workq-server needs ``-cmdlog-sync-int 0`` with os/always
+p50 / p99 latency of a request in milliseconds. The floor, measured first in the same run: a trivial asyncio
+server that answers every request without doing anything (``+OK``, or a fixed job for ``lease``), driven by the
+same load generator — on a small machine the load generator shares the CPU with the server, and the floor says
+how much of the result is the client and the machine. workq-server needs ``-cmdlog-sync-int 0`` with os/always
 (upstream quirk); the script passes it.
 """
 from __future__ import annotations
@@ -33,10 +36,41 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out", "serve")
 
 
+FLOOR = r"""
+import asyncio, socket
+class P(asyncio.Protocol):
+    def connection_made(self, t):
+        self.t, self.buf, self.skip = t, b"", False
+        t.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def data_received(self, d):
+        self.buf += d
+        out = []
+        while b"\n" in self.buf:
+            line, _, self.buf = self.buf.partition(b"\n")
+            if self.skip:
+                self.skip = False
+                continue
+            if line.startswith(b"lease"):
+                out.append(b"+OK 1\r\n00000000-0000-4000-8000-000000000001 q 60000 2\r\nok\r\n")
+            else:
+                self.skip = line.startswith((b"add", b"complete"))
+                out.append(b"+OK\r\n")
+        if out:
+            self.t.write(b"".join(out))
+async def main():
+    srv = await asyncio.get_running_loop().create_server(P, "127.0.0.1", 0)
+    print("Listening on 127.0.0.1:%d" % srv.sockets[0].getsockname()[1], flush=True)
+    await asyncio.sleep(3600)
+asyncio.run(main())
+"""
+
+
 def start(kind: str, sync: str, logdir: str) -> tuple[subprocess.Popen, tuple[str, int]]:
     shutil.rmtree(logdir, ignore_errors=True)
     os.makedirs(logdir)
-    if kind == "wqtool":
+    if kind == "floor":
+        cmd = [sys.executable, "-c", FLOOR]
+    elif kind == "wqtool":
         cmd = [sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", "-cmdlog-path", logdir,
                "-cmdlog-sync", sync, "--log-level", "warning"]
     else:
@@ -139,13 +173,15 @@ def pct(xs: list, p: float) -> float:
     return xs[min(len(xs) - 1, int(p * len(xs)))] / 1e6
 
 
-async def bench(addr, n: int, seconds: float) -> dict:
+async def bench(addr, n: int, seconds: float, phases=("add-lease-complete", "run-result")) -> dict:
     conns = []
     for _ in range(n):
         r, w = await asyncio.open_connection(*addr)
         conns.append(Conn(r, w))
     out = {}
     for name, fn, base in (("add-lease-complete", phase_alc, 1 << 40), ("run-result", phase_run, 2 << 40)):
+        if name not in phases:
+            continue
         t0 = time.perf_counter()
         lat = await fn(conns, seconds, base + int(time.time()))
         dt = time.perf_counter() - t0
@@ -165,6 +201,14 @@ def main() -> None:
     print(f"{a.connections} connections, {a.seconds:g} s per phase, load average {os.getloadavg()[0]:.2f}; "
           f"workq-server on PATH: {'yes' if len(servers) > 1 else 'no'}")
     print(f"{'server':<13} {'sync':<9} {'phase':<19} {'ops/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ops':>8}")
+    p, addr = start("floor", "-", os.path.join(OUT, "floor"))
+    try:
+        floor = asyncio.run(bench(addr, a.connections, a.seconds, ("add-lease-complete",)))
+    finally:
+        p.kill()
+        p.wait(5)
+    for phase, (ops, p50, p99, n) in floor.items():
+        print(f"{'floor':<13} {'-':<9} {phase:<19} {ops:>9.0f} {p50:>8.2f} {p99:>8.2f} {n:>8}", flush=True)
     for sync in a.sync.split(","):
         for kind in servers:
             p, addr = start(kind, sync, os.path.join(OUT, f"{kind}-{sync}"))

@@ -293,6 +293,13 @@ class Server:
             self._commit_scheduled = True
             self.loop.call_soon(self._commit)
 
+    def end_batch(self) -> None:
+        """A connection has handled what it had read. Under interval / os the records only need to reach
+        write(2) before their replies leave: write them now (no extra loop iteration). Under always the write
+        and its fsync wait for the end of the loop iteration, shared by every connection served in it."""
+        if self.pending and self.opts.sync != "always" and self._retry_handle is None and not self._closed:
+            self._commit()
+
     def reply_lsn(self) -> int:
         """The log position a reply made now depends on (in read-only mode, read-only replies do not wait for
         records that cannot be written)."""
