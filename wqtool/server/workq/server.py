@@ -13,7 +13,7 @@ One event loop thread runs the protocol, the live queues and the command log:
 * an append that fails opens the circuit breaker as upstream (mutating commands answer ``-SERVER-ERROR
   Read-only mode triggered by cmdlog circuit breaker`` until restart); the records are retried every second and
   the replies waiting for them are released once they are written;
-* cleaning every ``-cmdlog-clean-int`` ms (see ``Server._clean``);
+* cleaning every ``-cmdlog-clean-int`` ms through ``wqtool clean``'s engine (``_cleaner``, ``Server._clean_tick``);
 * SIGTERM / SIGINT: stop accepting, close connections, write and fsync what is pending, release the locks,
   log the live state's replay digest, exit 0.
 """
@@ -161,6 +161,7 @@ class Server:
         self.durable_lsn = 0         # records written (and fsynced under "always")
         self._commit_scheduled = False
         self._closed = False
+        self._cleaning = False
         self._retry_handle = None
         self._timer = None
         self._timer_at: int | None = None
@@ -223,7 +224,8 @@ class Server:
         self.after_change()
         self.log.info("listening", addr=self.address, cmdlog=self.opts.cmdlog_path or None,
                       sync=self.opts.sync if self.appender else None,
-                      cleaning=("on" if self.clean else "not available") if self.appender else None)
+                      cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
+                      if self.appender else None)
         self.out.write(LOGO + f"Listening on {self.address}\n")
         self.out.flush()
 
@@ -427,12 +429,30 @@ class Server:
                 c.abort(f"idle for {it:g} s")
 
     def _clean_tick(self) -> None:
+        """Every -cmdlog-clean-int ms: one cleaning cycle in a worker thread (skipped while one still runs);
+        errors are logged and the server keeps serving, as upstream's cleaner."""
         self.loop.call_later(self.opts.clean_int_ms / 1000, self._clean_tick)
-        if self.clean is not None:
+        if self.clean is None or self._cleaning or self._closed:
+            return
+        self._cleaning = True
+        t0 = time.perf_counter()
+
+        def done(fut) -> None:
+            self._cleaning = False
             try:
-                self.clean()
+                doc = fut.result()
             except Exception as exc:  # noqa: BLE001 — upstream logs cleaner errors and keeps serving
-                self.log.error("cleaner clean err", error=f"{type(exc).__name__}: {exc}")
+                self.metrics["clean_errors"] += 1
+                self.log.error("cleaner cycle failed", error=f"{type(exc).__name__}: {exc}")
+                return
+            self.metrics["cleans"] += 1
+            if doc is not None:
+                rec = doc["reclaimed"]
+                self.log.info("cleaned", records=rec["records"], bytes=rec["bytes"], segments_deleted=rec["files"],
+                              segments_rewritten=sum(1 for a in doc["actions"] if a["action"] == "rewrite"),
+                              elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
+
+        self.loop.run_in_executor(None, self.clean, self.clock()).add_done_callback(done)
 
     def _stats(self) -> tuple[int, int]:
         return len(self.conns), self.started_ns
@@ -467,6 +487,10 @@ class Server:
                   f"wqtool_serve_fsync_seconds_total {self.fsync_seconds:.6f}",
                   "# TYPE wqtool_serve_append_errors_total counter",
                   f"wqtool_serve_append_errors_total {self.append_errors}",
+                  "# TYPE wqtool_serve_clean_cycles_total counter",
+                  f"wqtool_serve_clean_cycles_total {self.metrics['cleans']}",
+                  "# TYPE wqtool_serve_clean_errors_total counter",
+                  f"wqtool_serve_clean_errors_total {self.metrics['clean_errors']}",
                   "# TYPE wqtool_serve_read_only gauge", f"wqtool_serve_read_only {int(self.handlers.read_only)}",
                   "# TYPE wqtool_serve_started_seconds gauge",
                   f"wqtool_serve_started_seconds {self.started_ns / 1e9:.3f}"]
@@ -503,12 +527,27 @@ class Server:
 
 
 def _cleaner(server: Server):
-    """One cleaning cycle through ``wqtool clean``'s engine, or None when this build has no cleaning engine."""
+    """One cleaning cycle through ``wqtool clean``'s engine (``engine.workq.clean``), or None when this build has
+    none. A cycle replays the log at the server's clock, drops only records the replay gives no effect (expired
+    adds, records of jobs that are not live) from every segment but the active one — never the record that
+    removed a live job, so nothing is resurrected — re-verifies the digest, and swaps segments under LOCK_EX on
+    read.lock, as upstream's cleaner cycle; the server keeps append.lock. It runs in a worker thread: segments
+    before the active one are immutable to the appender, which only appends to the newest."""
     try:
-        from ...engine.workq import clean as _clean  # noqa: F401 — issue 10, may not be merged yet
+        from ...engine.workq import clean as clean_mod
     except ImportError:
         return None
-    return None
+    from ...engine.workq.reader import discover
+
+    def cycle(as_of_ns: int) -> dict | None:
+        (log,) = discover([server.opts.cmdlog_path])
+        plan = clean_mod.clean_plan(log, as_of_ns)
+        if not plan.changed:
+            return None
+        clean_mod.apply_plan(plan, locks="read")
+        return plan.report_doc()
+
+    return cycle
 
 
 def serve(opts: ServeOptions) -> int:
