@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test test-quick install install-test bench bench-kestrel bench-pack bench-fleet bench-serve fixtures man clean
+.PHONY: demo test test-quick install install-test bench bench-kestrel bench-pack bench-repair bench-fleet bench-serve fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ bench-kestrel: $(VENV)/.installed
 
 bench-pack: $(VENV)/.installed
 	$(PY) bench/bench_pack_workq.py
+
+bench-repair: $(VENV)/.installed
+	$(PY) bench/bench_repair.py
 
 bench-fleet: $(VENV)/.installed-test
 	$(PY) bench/bench_fleet.py

@@ -9,8 +9,10 @@ import typer
 from typer.exceptions import TyperException
 
 from . import __version__
+from .commands.clean import clean
 from .commands.dump import dump
 from .commands.pack import pack
+from .commands.repair import repair
 from .commands.replay import replay
 from .commands.serve import serve
 from .commands.stats import stats
@@ -51,6 +53,8 @@ app.command("verify")(verify)
 app.command("replay")(replay)
 app.command("stats")(stats)
 app.command("pack")(pack)
+app.command("repair")(repair)
+app.command("clean")(clean)
 app.command("serve")(serve)
 
 

@@ -86,5 +86,5 @@ def serve(
     except StartRefused as e:
         write_one_line(sys.stderr, e.finding)
         print(f"wqtool: refusing to serve {cmdlog_path}: workq-server would not start on it either (see "
-              f"`wqtool verify {cmdlog_path}`)", file=sys.stderr)
+              f"`wqtool verify {cmdlog_path}`; `wqtool repair {cmdlog_path}` plans a fix)", file=sys.stderr)
         return e.verdict

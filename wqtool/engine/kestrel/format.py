@@ -145,6 +145,16 @@ refuses while another process holds a journal open, and rolls back if the live f
         return qdump(files, now_ms=opts.as_of_ns // 1_000_000, dump_contents=contents, raw=raw,
                            queue_state=queue)
 
+    def repair_plan(self, log: FileSet, opts: Options):
+        from .repair import repair_plan
+        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
+                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"),
+                           kestrel_version=_version(opts))
+
+    def clean_plan(self, log: FileSet, opts: Options):
+        from .clean import clean_plan
+        return clean_plan(log, opts.as_of_ns)
+
     def live_writer(self, log: FileSet) -> str | None:
         found = holders(list(dict.fromkeys(self.files(log) + ([log.live_path] if log.is_dir else []))))
         return describe_holders(found) if found else None
