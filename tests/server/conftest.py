@@ -74,11 +74,14 @@ class ServerProc:
             self.p.wait(5)
 
     def stderr_text(self) -> str:
-        try:
-            _, err = self.p.communicate(timeout=5)
-        except (subprocess.TimeoutExpired, ValueError):
-            return ""
-        return (err or b"").decode(errors="replace")
+        """Everything the server wrote on stderr (after it exited; read once, then cached)."""
+        if getattr(self, "_err", None) is None:
+            try:
+                _, err = self.p.communicate(timeout=5)
+            except (subprocess.TimeoutExpired, ValueError):
+                return ""
+            self._err = (err or b"").decode(errors="replace")
+        return self._err
 
 
 @pytest.fixture

@@ -256,3 +256,34 @@ def test_a_thousand_segment_log_replays_well_under_two_seconds(server_factory, t
     assert m and int(m.group(1)) >= 1000 and int(m.group(2)) == 3000
     assert float(m.group(3)) < 2000, m.group(0)
     assert started < 10                                    # process start, imports and replay, on a busy machine
+
+
+def test_background_cleaning_drops_dead_records_and_never_resurrects(server_factory, tmp_path):
+    d = str(tmp_path / "log")
+    srv = server_factory("-cmdlog-path", d, "-cmdlog-seg-size", "300", "-cmdlog-clean-int", "400")
+    c = srv.client()
+    c.add(jid(0xe101), b"cl", 1000, 3_600_000, b"deleted later")     # spec 7.5: add + delete in one segment
+    c.delete(jid(0xe101))
+    for i in range(4):
+        c.add(jid(0xe110 + i), b"cl-short", 1000, 200, b"short-lived")
+    c.add(jid(0xe120), b"cl", 1000, 3_600_000, b"keeps")
+    time.sleep(0.4)                                                     # the short ones expire (logged)
+    for i in range(6):                                                  # roll: the old segments are not active
+        c.add(jid(0xe130 + i), b"cl-fill", 1000, 3_600_000, b"f" * 60)
+    deadline = time.monotonic() + 10
+    kinds = []
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        kinds = [json.loads(x)["job_id"] for x in cli("dump", "-o", "jsonl", d).out.splitlines()]
+        if not any(k.endswith("e110") for k in kinds):
+            break
+    assert not any(k.endswith(("e110", "e111", "e112", "e113")) for k in kinds), "expired adds were not cleaned"
+    as_of, digest = stop_digest(srv)
+    assert re.search(r"msg=cleaned records=\d+", srv.stderr_text()), srv.stderr_text()
+    assert cli("verify", d).code == 0
+    assert json.loads(cli("replay", "-o", "json", "--as-of", as_of, d).out)["digest"] == digest
+    srv2 = server_factory("-cmdlog-path", d)
+    c2 = srv2.client()
+    with pytest.raises(Reply):
+        c2.inspect_job(jid(0xe101))                                     # the deleted job stays deleted
+    assert c2.inspect_job(jid(0xe120))["payload"] == b"keeps"
