@@ -7,7 +7,6 @@ what the verdict means (the server refuses anything but a clean log, as workq-se
 """
 from __future__ import annotations
 
-import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -91,7 +90,3 @@ def _size_at(data, pos: int, end: int) -> tuple[int, int]:
             return pos, size
         shift += 7
     raise FormatError("bad SIZE varint while reading a record back", offset=pos)
-
-
-def directory_exists(path: str) -> bool:
-    return os.path.isdir(path)

@@ -7,9 +7,10 @@ the controller's validation (v4 ID, name, TTR and TTL ranges, expiration in the 
 """
 from __future__ import annotations
 
+from ...formats._common import format_uuid
 from ...formats.workq import MAX_TTL_MS, MAX_TTR_MS
 from . import wire
-from .queue import LiveQueue, Job, Waiter, NS_PER_MS, IN_READY
+from .queue import NS_PER_MS, Job, LiveQueue
 
 MUTATING = frozenset((b"add", b"run", b"schedule", b"lease", b"complete", b"fail", b"delete"))
 
@@ -247,7 +248,6 @@ def _queue_block(name: bytes, q) -> bytes:
 
 def job_block(job: Job) -> list[bytes]:
     """The 12-key (13 for scheduled jobs) block of ``inspect job`` / ``inspect jobs``; the payload raw."""
-    from ...formats._common import format_uuid
     head = (b"%s %d\r\nname %s\r\nttr %d\r\nttl %d\r\npayload-size %d\r\npayload " % (
         format_uuid(job.id).encode(), 13 if job.time_ns is not None else 12, job.name, job.ttr, job.ttl,
         len(job.payload)))
@@ -258,5 +258,3 @@ def job_block(job: Job) -> list[bytes]:
         tail += b"time %s\r\n" % wire.timestamp(job.time_ns)
     return [head, job.payload, tail]
 
-
-__all__ = ["Handlers", "MUTATING", "job_block", "IN_READY", "Waiter"]
