@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test test-quick install install-test bench bench-kestrel bench-pack bench-repair bench-fleet bench-orth fixtures man clean
+.PHONY: demo test test-quick install install-test bench bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,9 @@ bench-fleet: $(VENV)/.installed-test
 
 bench-orth: $(VENV)/.installed-test
 	$(PY) bench/bench_orth.py
+
+bench-serve: $(VENV)/.installed
+	$(PY) bench/bench_serve.py
 
 fixtures: $(VENV)/.installed
 	$(PY) scripts/make_fixtures.py

@@ -63,7 +63,8 @@ def command_page(name: str, cmd) -> str:
     rest = "\n".join(help_text.strip().splitlines()[1:])
     out = [HEADER.rstrip("\n"), f'.TH WQTOOL-{name.upper()} 1 "" "wqtool {__version__}" "wqtool manual"',
            ".SH NAME", f"wqtool\\-{esc(name)} \\- {esc(summary)}", ".SH SYNOPSIS",
-           f".B wqtool {esc(name)}", "[\\fIOPTIONS\\fR] \\fIPATH\\fR...", ".SH DESCRIPTION"]
+           f".B wqtool {esc(name)}", "[\\fIOPTIONS\\fR]" + (" \\fIPATH\\fR..." if any(
+               p.param_type_name == "argument" for p in cmd.params) else ""), ".SH DESCRIPTION"]
     out += _help_sections(rest)
     out.append(".SH OPTIONS")
     ctx = cmd.make_context(name, ["x"], resilient_parsing=True)

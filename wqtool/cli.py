@@ -14,6 +14,7 @@ from .commands.dump import dump
 from .commands.pack import pack
 from .commands.repair import repair
 from .commands.replay import replay
+from .commands.serve import serve
 from .commands.stats import stats
 from .commands.verify import verify
 from .engine.findings import Verdict
@@ -54,6 +55,7 @@ app.command("stats")(stats)
 app.command("pack")(pack)
 app.command("repair")(repair)
 app.command("clean")(clean)
+app.command("serve")(serve)
 
 
 #: Error classes to exit codes (the first class in an error's MRO that is listed wins).
