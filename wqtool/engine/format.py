@@ -34,7 +34,8 @@ from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
 
 #: The packages of the formats that ship with wqtool, in detection order.
-BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.snaplist")
+BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.snaplist",
+                            "wqtool.engine.evtj")
 
 
 # ---------------------------------------------------------------- values passed to every format
