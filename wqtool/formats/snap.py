@@ -306,7 +306,7 @@ RESERVED_FLAGS = 0xE000          # bits 13-15 [decided: must be 0]
 
 #: The u16 flags as named bits (most significant first, as BitStruct reads them).
 fj_flags = BitStruct(
-    "reserved" / BitsInteger(3),               # 15-13
+    "reserved" / Const(0, BitsInteger(3)),     # 15-13 [decided: must be 0]
     "persist_again" / Flag,                    # 12
     "listen" / Flag,                           # 11: notify the client of changes [decided: refused]
     "data" / Flag,                             # 10: return the data (request); pairs follow (reply) [decided]
