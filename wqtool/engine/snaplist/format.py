@@ -35,22 +35,18 @@ def _offset(opts: Options) -> int:
 
 
 def _first_line_evidence(path: str) -> Evidence | None:
-    """Strong: a first non-blank line that upstream's reader accepts (uri, priority and key_start_date present);
-    weak: only blank bytes or nothing (every line acknowledged)."""
+    """Strong: a line in the first 64 KiB that upstream's reader accepts (uri, priority and key_start_date
+    present); weak: the hour file name alone (every line acknowledged, or none parses)."""
     try:
         head = read_head(path, DETECT_BYTES)
     except InputError:
         return None
-    body = head.lstrip(b"\n")
-    if not body:
-        return Evidence(False, f"{os.path.basename(path)}: an hour file name, no pending line (all acknowledged)")
-    nl = body.find(b"\n")
-    if nl < 0:
-        return None
-    t = tokenize(body[:nl])
-    if not t.missing:
-        return Evidence(True, f"{os.path.basename(path)}: an hour file whose first line parses")
-    return None
+    name = os.path.basename(path)
+    lines = head.split(b"\n")[:-1]          # whole lines only
+    for line in lines:
+        if line and not tokenize(line).missing:
+            return Evidence(True, f"{name}: an hour file with a line that parses")
+    return Evidence(False, f"{name}: an hour file name, no line that parses in its first {DETECT_BYTES} bytes")
 
 
 class SnaplistFormat(Format):
