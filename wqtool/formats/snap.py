@@ -198,8 +198,8 @@ def schemas(byteorder: str = NATIVE_BYTE_ORDER) -> SimpleNamespace:
     u16, u32, u64 = (Int16ul, Int32ul, Int64ul) if le else (Int16ub, Int32ub, Int64ub)
     journal_header = Struct(                 # event_journal_header_t, 8 bytes
         "magic" / Const(EVTJ_MAGIC),
-        "major_version" / Int8ul,
-        "minor_version" / Int8ul,
+        "major_version" / Default(Int8ul, EVTJ_MAJOR_VERSION),
+        "minor_version" / Default(Int8ul, EVTJ_MINOR_VERSION),
         "pad" / Default(u16, 0),
     )
     event_header = Struct(                   # event_journal_event_t, 32 bytes, fields as stored

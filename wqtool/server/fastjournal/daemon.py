@@ -63,7 +63,7 @@ class FastJournalServer:
     """One journal directory served on one port (see the module docstring)."""
 
     def __init__(self, journal_dir: str, *, sync: str = "full", segment_size: int = DEFAULT_SEGMENT_SIZE,
-                 clock: Callable[[], int] | None = None):
+                 clock: Callable[[], int] | None = None, track_keys: bool = False):
         self.dir = journal_dir
         self.sync = sync
         self.segment_size = segment_size
@@ -74,7 +74,8 @@ class FastJournalServer:
         self.replayed = 0
         self.truncated: tuple[str, int] | None = None
         self.failed: BaseException | None = None
-        self.stats = collections.Counter()
+        self.stats = collections.Counter()          # requests by function
+        self.keys: collections.Counter | None = collections.Counter() if track_keys else None   # (function, key)
         self._waiting: set = set()
         self._conns: set = set()
 
@@ -123,6 +124,8 @@ class FastJournalServer:
         now = self.clock()
         f = req.function
         self.stats[f] += 1
+        if self.keys is not None:
+            self.keys[(f, req.key)] += 1
         err = lambda text: Reply(req.identifier, 0, now, None, text)  # noqa: E731
         if req.version != FJ_VERSION:
             return err(FjError.VERSION), False
