@@ -159,3 +159,12 @@ def test_heaps_stay_bounded_by_the_distinct_resources():
     for i in range(20000):
         f.set(b"http://a/%d" % (i % 100), i % 7, i, timestamp=i)
     assert len(f.entries) == 100 and len(f._waiting) <= 2 * 100 + 1024 + 1
+
+
+def test_a_re_added_uri_is_not_mistaken_for_its_deleted_self():
+    """Found by the model: heap items of a deleted entry must not match a new entry for the same uri."""
+    f = Fifo()
+    f.set(b"http://c.org/x", 0, 1000, timestamp=0, overwrite=False)
+    f.delete(b"http://c.org/x", 0, complete=True)
+    f.set(b"http://c.org/x", 0, 1001, timestamp=0, overwrite=False)
+    assert f.next(1000, b"c.org") is None and f.next_due(1000, b"c.org") == 1001

@@ -72,6 +72,7 @@ class Fifo:
         self._domains: list = []                       # domains that may have ready entries
         self._in_domains: set = set()
         self._pushed = 0
+        self._gen = 0          # generations are unique across entries: a re-added uri never matches old items
 
     # ---------------------------------------------------------------- index
     def bulk(self) -> None:
@@ -94,7 +95,8 @@ class Fifo:
             self.rebuild()
 
     def _touch(self, e: Entry) -> None:
-        e.gen += 1
+        self._gen += 1
+        e.gen = self._gen
         if self._indexed:
             self._index(e)
 
@@ -140,7 +142,8 @@ class Fifo:
                 if timestamp <= t:
                     return Outcome.STALE
                 del self.tombstones[uri]
-            e = self.entries[uri] = Entry(uri, domain_of(uri), priority, key_start_date, timestamp)
+            self._gen += 1
+            e = self.entries[uri] = Entry(uri, domain_of(uri), priority, key_start_date, timestamp, 0, self._gen)
             if self._indexed:
                 self._index(e)
             return Outcome.ADDED
