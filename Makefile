@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test install install-test bench bench-kestrel bench-pack bench-fleet fixtures man clean
+.PHONY: demo test install install-test bench bench-kestrel bench-pack bench-fleet bench-fastjournal fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +44,12 @@ bench-pack: $(VENV)/.installed
 bench-fleet: $(VENV)/.installed-test
 	$(PY) bench/bench_fleet.py
 
+bench-fastjournal: $(VENV)/.installed
+	$(PY) bench/bench_fastjournal.py
+
 fixtures: $(VENV)/.installed
 	$(PY) scripts/make_fixtures.py
+	$(PY) scripts/make_snap_fixtures.py
 
 man: $(VENV)/.installed
 	$(PY) scripts/gen_man.py

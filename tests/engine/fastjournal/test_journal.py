@@ -188,3 +188,38 @@ def test_pack_refuses_corruption_unless_salvage(tmp_path):
         FMT.pack_plan(log, OPTS)
     plan = FMT.pack_plan(log, Options(OPTS.as_of_ns, extra={"salvage": True}))
     assert plan.report_doc()["dropped"] and plan.report_doc()["after"]["entries"] == 2
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.integers(0, 255), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1),
+       st.booleans(), st.integers(0, 0xFFFF), st.integers(0, 40), st.integers(0, 255))
+def test_the_journal_set_fast_path_equals_the_wire_codec(uri, prio, ksd, ts, over, ident, flip_at, flip):
+    from wqtool.engine.fastjournal.reader import _decode_change, decode_change
+    from wqtool.engine.fastjournal.wire import BadRequest, WireError
+    req = bytearray(set_request(uri, prio, ksd, ts, overwrite=over, identifier=ident))
+    for r in (bytes(req), bytes(req[:flip_at] + bytes([flip]) + req[flip_at + 1:])):
+        try:
+            slow = _decode_change("p", 0, 0, 0, 1, r)
+        except (WireError, BadRequest):
+            slow = None
+        try:
+            fast = decode_change("p", 0, 0, 0, 1, r)
+        except (WireError, BadRequest):
+            fast = None
+        assert fast == slow
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 255), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1),
+       st.booleans(), st.integers(0, 0xFFFF), st.sampled_from([0, 1 << 9, 1 << 10, 1 << 6, 1 << 11, 1 << 12]))
+def test_the_set_writer_fast_path_equals_the_wire_codec(uri, prio, ksd, ts, over, ident, flags):
+    from wqtool.engine.fastjournal.wire import Request, encode_request
+    from wqtool.engine.fastjournal.writer import fifo_value
+    from wqtool.formats.snap import FLAG_OVERWRITE, Function
+    want = encode_request(Request(Function.SET, ident, flags | (FLAG_OVERWRITE if over else 0), ts, uri,
+                                  value_type=1, value=fifo_value(prio, ksd)))
+    assert set_request(uri, prio, ksd, ts, overwrite=over, identifier=ident, flags=flags) == want

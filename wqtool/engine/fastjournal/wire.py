@@ -275,6 +275,8 @@ def decode_reply(buf, pos: int = 0, n: int | None = None) -> Reply:
 def encode_reply(r: Reply) -> bytes:
     """The reply's bytes; widths, the timeout bit and the data bit (pairs present) are set from the contents."""
     flags = r.flags & ~(FLAG_KEY16 | VALUE_SIZE_MASK | FLAG_TIMEOUT | FLAG_DATA)
+    if r.pairs is None and r.timeout is None and not r.error:      # the common acknowledgement
+        return _JR.pack(JR_MAGIC, r.version, r.identifier, flags, r.timestamp) + b"\x00"
     keys = [r.error] + [k for k, _, _ in (r.pairs or ())]
     wide = any(len(k) > 0xFF for k in keys)
     if wide:
