@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test install install-test bench bench-kestrel bench-pack bench-fleet bench-fastjournal fixtures man clean
+.PHONY: demo test test-quick install install-test bench bench-kestrel bench-pack bench-repair bench-fleet bench-fastjournal fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(PY) -m pytest
 
+# The inner loop (~1 min): no Spark, no exhaustive sweeps, a tenth of the property-test examples.
+test-quick: $(VENV)/.installed-test
+	WQTOOL_TESTS=quick $(PY) -m pytest -q -m "not spark and not slow"
+
 bench: $(VENV)/.installed
 	$(PY) bench/bench_workq.py
 
@@ -40,6 +44,9 @@ bench-kestrel: $(VENV)/.installed
 
 bench-pack: $(VENV)/.installed
 	$(PY) bench/bench_pack_workq.py
+
+bench-repair: $(VENV)/.installed
+	$(PY) bench/bench_repair.py
 
 bench-fleet: $(VENV)/.installed-test
 	$(PY) bench/bench_fleet.py

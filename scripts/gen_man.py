@@ -90,9 +90,38 @@ def main_page(group) -> str:
     return "\n".join(out) + "\n"
 
 
+def _manual(text: str) -> list[str]:
+    """A format's ``manual`` text to roff: paragraphs, and runs of two-space-indented lines kept verbatim."""
+    out: list[str] = []
+    for block in text.strip().split("\n\n"):
+        lines = block.splitlines()
+        if all(ln.startswith("  ") for ln in lines):
+            out += [".PP", ".nf", *(esc(ln[2:]) for ln in lines), ".fi"]
+        else:
+            out += [".PP", esc(" ".join(ln.strip() for ln in lines))]
+    return out
+
+
+def formats_page() -> str:
+    """wqtool-formats(5): every registered format, its manual and every finding code it reports."""
+    from wqtool.engine import format as registry
+    out = [HEADER.rstrip("\n"), f'.TH WQTOOL-FORMATS 5 "" "wqtool {__version__}" "wqtool manual"', ".SH NAME",
+           "wqtool\\-formats \\- the log formats wqtool reads and writes, and their finding codes",
+           ".SH DESCRIPTION", ".PP",
+           esc("--format takes " + ", ".join(["auto"] + registry.names()) + "; auto detects each PATH from the "
+               "formats' own declarations (magic bytes, naming rules, a first record that parses). Every finding "
+               "has a stable code; `wqtool verify --explain CODE` prints its entry.")]
+    for f in registry.formats():
+        out += [f".SH {esc(f.title.upper())} (\\-\\-format {esc(f.name)})", *_manual(f.manual), ".SS Finding codes"]
+        for code, (severity, meaning) in f.codes.items():
+            out += [".TP", f"\\fB{esc(code)}\\fR ({severity})", esc(meaning)]
+    out += [".SH SEE ALSO", "\\fBwqtool\\fR(1), \\fBwqtool\\-verify\\fR(1)"]
+    return "\n".join(out) + "\n"
+
+
 def pages() -> dict[str, str]:
     group = typer.main.get_command(app)
-    res = {"wqtool.1": main_page(group)}
+    res = {"wqtool.1": main_page(group), "wqtool-formats.5": formats_page()}
     for name, cmd in group.commands.items():
         res[f"wqtool-{name}.1"] = command_page(name, cmd)
     return res

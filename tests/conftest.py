@@ -21,6 +21,15 @@ os.environ["TERMINAL_WIDTH"] = "120"
 os.environ["NO_COLOR"] = "1"
 
 
+#: ``make test-quick`` (WQTOOL_TESTS=quick): property tests run a tenth of their examples (at least 10); the full
+#: run (``make test``, CI) runs every example. Use ``max_examples=examples(N)``.
+QUICK = os.environ.get("WQTOOL_TESTS", "") == "quick"
+
+
+def examples(n: int) -> int:
+    return max(10, n // 10) if QUICK else n
+
+
 def fixture_log(name: str) -> str:
     return os.path.join(WORKQ_FIXTURES, name, "log")
 

@@ -9,8 +9,10 @@ import typer
 from typer.exceptions import TyperException
 
 from . import __version__
+from .commands.clean import clean
 from .commands.dump import dump
 from .commands.pack import pack
+from .commands.repair import repair
 from .commands.replay import replay
 from .commands.stats import stats
 from .commands.verify import verify
@@ -50,6 +52,8 @@ app.command("verify")(verify)
 app.command("replay")(replay)
 app.command("stats")(stats)
 app.command("pack")(pack)
+app.command("repair")(repair)
+app.command("clean")(clean)
 
 
 #: Error classes to exit codes (the first class in an error's MRO that is listed wins).

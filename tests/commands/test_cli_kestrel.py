@@ -79,7 +79,16 @@ def test_pack_refuses_corruption_unless_salvage(in_root, tmp_path):
     r = cli("pack", "--as-of", AS_OF, "fixtures/kestrel/damage-mid-live/queue")
     assert r.code == 3 and "refusing to pack corruption" in r.err and r.err.count("\n") == 1
     r = cli("pack", "--salvage", "--as-of", AS_OF, "-o", str(tmp_path), "fixtures/kestrel/damage-mid-live/queue")
-    assert r.code == 0 and "dropped:" in r.out
+    assert r.code == 3 and "dropped:" in r.out   # written, but the exit code reports the input's damage, as verify
+
+
+@pytest.mark.parametrize("path,code", [("fixtures/kestrel/torn-tail/queue", 1),
+                                       ("fixtures/workq/torn-tail-mid-record/log", 1),
+                                       ("fixtures/workq/sample-clean/log", 0)])
+def test_pack_exit_code_is_the_inputs_verdict(in_root, path, code):
+    """pack (plan only, or writing) exits with the input's damage class exactly as verify does."""
+    assert cli("verify", "-q", "--as-of", AS_OF, path).code == code
+    assert cli("pack", "--as-of", AS_OF, path).code == code
 
 
 def test_pack_apply_kestrel_in_place(tmp_path, in_root):
@@ -121,4 +130,4 @@ def test_workq_pack_refuses_damage_unless_salvage(in_root, name, code):
     r = cli("pack", "--as-of", AS_OF, f"fixtures/workq/{name}/log")
     assert r.code == code and r.err.count("\n") == 1 and "--salvage" in r.err
     r = cli("pack", "--salvage", "--json", "--as-of", AS_OF, f"fixtures/workq/{name}/log")
-    assert r.code == 0 and json.loads(r.out)["dropped"]
+    assert r.code == code and json.loads(r.out)["dropped"]

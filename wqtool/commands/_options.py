@@ -13,6 +13,13 @@ from ..engine.instant import EXPECTED, parse_instant
 from ..errors import UsageError
 
 
+#: Every number an option takes is bounded: nothing a user types can make wqtool hang or overflow.
+MAX_FINDINGS = 1_000_000_000
+MAX_WORKERS = 256
+MAX_OFFSET = (1 << 63) - 1
+MAX_SEGMENT_SIZE = 1 << 40
+
+
 def _format_name(value: str) -> str:
     """--format: auto or a registered format (read from the registry when used, so a format registered at run
     time is accepted)."""
@@ -65,7 +72,7 @@ KeepOpen = Annotated[bool, typer.Option("--keep-open", help="Kestrel: show open 
 AsOf = Annotated[Optional[str], typer.Option(
     "--as-of", metavar="TIME",
     help="The clock replay uses: RFC 3339 (2026-11-21T23:30:00Z), epoch seconds, or 'now' (default).")]
-MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", min=0, metavar="N",
+MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", min=0, max=MAX_FINDINGS, metavar="N",
                                                    help="Show at most N findings per log (all are counted).")]
 Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each segment's size at start: a live, growing log "
                                        "is read as it was when the command began.")]

@@ -17,7 +17,7 @@ from ..render.progress import ByteProgress
 from ..render.records import RECORD_WRITERS
 from ..render.stats import write_record_stats
 from . import _spark
-from ._options import (SettingOpt, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion, KestrelVersionOpt, MasterOpt,
+from ._options import (MAX_OFFSET, SettingOpt, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion, KestrelVersionOpt, MasterOpt,
                        PayloadMode, Paths, RemoteOpt, SparkConfOpt, options, parse_time)
 
 
@@ -33,10 +33,10 @@ def dump(
                      "(workq).")] = None,
     until: Annotated[Optional[str], typer.Option(metavar="TIME", help="Only records written before TIME "
                      "(workq).")] = None,
-    from_offset: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Only records at byte offset >= N "
+    from_offset: Annotated[Optional[int], typer.Option(min=0, max=MAX_OFFSET, metavar="N", help="Only records at byte offset >= N "
                            "(of their file).")] = None,
-    to_offset: Annotated[Optional[int], typer.Option(min=0, metavar="N", help="Only records at byte offset < N.")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, metavar="N", help="Stop after N records.")] = None,
+    to_offset: Annotated[Optional[int], typer.Option(min=0, max=MAX_OFFSET, metavar="N", help="Only records at byte offset < N.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, max=MAX_OFFSET, metavar="N", help="Stop after N records.")] = None,
     payload: Annotated[Optional[PayloadMode], typer.Option(help="Payload/result rendering "
                        "[default: text for table, base64 for json/jsonl]; binary: raw bytes (--engine spark "
                        "-o parquet only).")] = None,

@@ -8,10 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from ..engine import format as registry
+from ..engine.findings import Verdict
 from ..engine.format import resolve
 from ..errors import UsageError
 from ..render.plan import write_pack_report
-from ._options import SettingOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, Paths, options
+from ._options import MAX_SEGMENT_SIZE, SettingOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, Paths, options
 
 
 def pack(
@@ -25,7 +26,7 @@ def pack(
                             "--as-of.")] = False,
     salvage: Annotated[bool, typer.Option("--salvage", help="Pack what is readable from a corrupt log and list "
                        "exactly what is dropped (refused otherwise, exit 3/4).")] = False,
-    segment_size: Annotated[Optional[int], typer.Option("--segment-size", min=64, metavar="BYTES", help="workq: "
+    segment_size: Annotated[Optional[int], typer.Option("--segment-size", min=64, max=MAX_SEGMENT_SIZE, metavar="BYTES", help="workq: "
                             "segment size of the output (upstream's -cmdlog-seg-size) [default: 67108864].")] = None,
     json_report: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
     fmt: FormatOpt = "auto",
@@ -63,6 +64,9 @@ def pack(
     if len(logs) != 1:
         raise UsageError(f"pack takes one log; these paths name {len(logs)} (run it once per directory or queue)")
     log = logs[0]
+    if (apply or out) and log.weak:
+        raise UsageError(f"auto-detected as {log.fmt.title} from weak evidence only; pass --format {log.fmt.name} "
+                         "to write anything", path=log.root)
     with _progress(log.files):
         plan = log.fmt.pack_plan(log.data, opts)
         doc = plan.report_doc()
@@ -71,7 +75,7 @@ def pack(
         elif apply:
             doc["installed"] = plan.apply().to_jsonable()
     write_pack_report(sys.stdout, doc, as_json=json_report, wrote=bool(out or apply))
-    return 0
+    return Verdict(plan.input_verdict)   # the input's damage class, as verify reports it
 
 
 def _progress(files: list[str]):

@@ -10,10 +10,25 @@ from ..engine.run import VerifyReport
 from ..exitcodes import EXIT_TABLE
 from ..render.report import write_verify
 from . import _spark
-from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
+from ._options import (MAX_WORKERS, SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
                        MasterOpt, MaxFindings, Output, Paths, RemoteOpt, SparkConfOpt, options)
 
 EXIT_HELP = "\n".join(f"  {int(c):>3}  {text}" for c, text in EXIT_TABLE)
+
+
+def _explain(value: Optional[str]) -> None:
+    """--explain CODE: the finding code's entry (format, severity, meaning), then exit."""
+    if value is None:
+        return
+    from ..engine import format as registry
+    code = value.strip().upper()
+    fmt = registry.format_of_code(code)
+    if fmt is None:
+        raise typer.BadParameter(f"unknown finding code {value!r}; the codes are listed in wqtool-formats(5)",
+                                 param_hint="--explain")
+    severity, meaning = fmt.codes[code]
+    sys.stdout.write(f"{code} ({fmt.title}, {severity}): {meaning}\n")
+    raise typer.Exit(0)
 
 
 def verify(
@@ -27,8 +42,10 @@ def verify(
     as_of: AsOf = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, metavar="N", help="workq: processes that "
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=MAX_WORKERS, metavar="N", help="workq: processes that "
                        "share an intact log's jobs [default: 2 for logs of 64 MiB and more, else 1].")] = None,
+    explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE", callback=_explain, is_eager=True,
+                       help="Print what a finding code means (its format and severity), then exit.")] = None,
     engine: EngineOpt = Engine.local,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
@@ -61,6 +78,7 @@ def verify(
       wqtool verify --quiet DIR || echo "cmdlog needs attention: $?"
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
       wqtool verify --format kestrel /var/spool/kestrel/jobs
+      wqtool verify --explain WQ-CRC
     """
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)

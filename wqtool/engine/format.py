@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from ..errors import UsageError
@@ -180,6 +180,9 @@ class Format:
     plural: ClassVar[str]                       # "workq logs", "Kestrel journals" (messages)
     file_expected: ClassVar[str]                # "a workq segment (expected magic ... at offset 0)"
     dir_expected: ClassVar[str]                 # "a workq log directory (no segments ..., no lock files)"
+    #: the format in a few paragraphs for wqtool-formats(5): blank lines separate paragraphs; lines indented by two
+    #: spaces are kept verbatim (byte layouts, examples)
+    manual: ClassVar[str] = ""
     codes: ClassVar[Codes] = {}
     replay_codes: ClassVar[frozenset[str]] = frozenset()
     #: ``dump --type`` vocabulary: label -> the value ``RecordFacts.kind`` carries for it.
@@ -290,6 +293,12 @@ class Format:
         fastjournal daemon, ...), marking or deleting an item only after the receiver acknowledged it."""
         raise UsageError(f"--send does not apply to {self.plural}")
 
+    def live_writer(self, log) -> str | None:
+        """Who is writing this log right now, in words (a server holding its lock, a process holding a file open),
+        or None. A partial last record of a live log is "in flight", not damage; commands that change files
+        refuse a live log."""
+        return None
+
     def finish_interrupted(self, path: str) -> list[str]:
         """Before discovery for --apply: finish what a crashed apply left behind (a no-op by default)."""
         return []
@@ -369,10 +378,12 @@ def load_object(dotted: str) -> Any:
 # ---------------------------------------------------------------- logs: a format and one of its logs
 @dataclass
 class Log:
-    """One log as a command sees it: its format and the format's own log object."""
+    """One log as a command sees it: its format and the format's own log object. ``weak``: auto-detected from
+    weak evidence only (commands that change files refuse it unless --format names the format)."""
 
     fmt: Format
     data: Any
+    weak: bool = False
 
     @property
     def root(self) -> str:
@@ -443,8 +454,10 @@ def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
                     raise UsageError(f"{f.plural} are not read from URLs", path=p)
             else:
                 check_input(p)
+                _fits(f, p)
         return [Log(f, d) for d in f.discover(list(paths), opts)]
     groups: dict[str, list[str]] = {}
+    weak: set[str] = set()
     for p in paths:
         if is_url(p):
             f, ev = detect_url(p)
@@ -454,11 +467,29 @@ def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
         if on_detect is not None:
             on_detect(p, f, ev)
         groups.setdefault(f.name, []).append(p)
+        if not ev.strong:
+            weak.add(f.name)
+    detected = replace(opts, extra={**opts.extra, "_detected": True})
     out: list[Log] = []
     for f in formats():
         if f.name in groups:
-            out += [Log(f, d) for d in f.discover(groups[f.name], opts)]
+            out += [Log(f, d, f.name in weak) for d in f.discover(groups[f.name], detected)]
     return out
+
+
+def _fits(f: Format, path: str) -> None:
+    """A forced --format must fit: refused (exit 2) when the format finds no evidence and another format claims
+    the path with strong evidence (``--format kestrel`` on a workq log). Without evidence either way, the forced
+    format reads it (a damaged log is still read as what the user says it is)."""
+    if f.detect(path) is not None:
+        return
+    for other in formats():
+        if other is f:
+            continue
+        ev = other.detect(path)
+        if ev is not None and ev.strong:
+            raise UsageError(f"this is a {other.title} ({ev.reason}), not a {f.title}: --format {f.name} does not "
+                             f"fit; drop --format or pass --format {other.name}", path=path)
 
 
 def is_url(path: str) -> bool:

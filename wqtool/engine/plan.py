@@ -149,6 +149,11 @@ class Plan:
 
     kind: str = ""                 # "pack" | "repair" | "clean"
 
+    @property
+    def input_verdict(self) -> int:
+        """The input's verdict, as verify gives it (the command's exit code reports it, whatever was done)."""
+        return int(getattr(self, "input_exit_code", 0))
+
     def report_doc(self) -> dict:
         """The command's report (the same shape for every format of a kind)."""
         raise NotImplementedError

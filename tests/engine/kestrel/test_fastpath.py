@@ -4,6 +4,8 @@ from __future__ import annotations
 from construct import ConstructError
 from hypothesis import given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine.kestrel.fastpath import Damage, decode_op, encode_op, record_length
 from wqtool.engine.kestrel.model import Op
 from wqtool.formats.kestrel import Opcode, journal_op
@@ -29,7 +31,7 @@ def ops(draw):
     return Op(op, draw(i32))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(ops())
 def test_build_equal(o):
     raw = journal_op.build(schema_obj(o))
@@ -56,7 +58,7 @@ def _schema(raw: bytes):
         return None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.one_of(st.binary(min_size=1, max_size=40),
                  ops().map(lambda o: encode_op(o)).flatmap(
                      lambda b: st.sampled_from([b, b[:-1] or b"\x0b", b + b"\x01"]))))
@@ -65,7 +67,7 @@ def test_parse_equal_on_random_bytes(raw):
     assert _fast(raw) == _schema(raw)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.sampled_from([0, 2, 7, 8]), st.integers(-2**31, 2**31 - 1), st.binary(max_size=24))
 def test_hostile_sizes_refused_without_allocation(op, size, tail):
     import struct

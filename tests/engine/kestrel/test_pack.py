@@ -9,6 +9,8 @@ import tempfile
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine import kestrel as k
 from wqtool.engine.kestrel import pack as pack_mod
 from wqtool.errors import InputError, UsageError
@@ -23,7 +25,7 @@ def digests(d: str, queue: str = "q") -> tuple[str, str]:
     return (k.run_log(fs, AS_OF_NS, keep_open=True).state.digest(), k.run_log(fs, AS_OF_NS).state.digest())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(OPS, st.lists(st.integers(0, 40), max_size=3))
 def test_pack_preserves_digest_and_is_idempotent(ops, cuts):
     with tempfile.TemporaryDirectory() as d:
@@ -155,12 +157,13 @@ def test_os_error_at_a_rename_leaves_a_consistent_set(qdir, monkeypatch):
 def test_mismatch_aborts_and_removes_output(qdir, tmp_path, monkeypatch):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.add(b"b", T)))
     plan = k.pack_plan(one_set(qdir), AS_OF_NS)
-    real = pack_mod.JournalWriter.write_state
+    real = pack_mod.PackPlan.content_chunks
 
-    def lossy(self, state, **kw):
-        real(self, state, **kw)
-        self.add(b"extra", T)
-    monkeypatch.setattr(pack_mod.JournalWriter, "write_state", lossy)
+    def lossy(self):
+        yield from real(self)
+        from wqtool.engine.kestrel.fastpath import encode_addx
+        yield encode_addx(b"extra", T)
+    monkeypatch.setattr(pack_mod.PackPlan, "content_chunks", lossy)
     out = str(tmp_path / "out")
     with pytest.raises(k.PackMismatch) as e:
         k.write_pack(plan, out)

@@ -7,6 +7,8 @@ import tempfile
 
 from hypothesis import given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine import kestrel as k
 from wqtool.engine.findings import Verdict
 
@@ -97,7 +99,7 @@ def build_set(d: str, ops, cuts) -> None:
         write_journal(os.path.join(d, name), lambda w, p=piece: write_ops(w, p))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(OPS, st.lists(st.integers(0, 40), max_size=3))
 def test_replay_equals_reference_model(ops, cuts):
     m = Model()
@@ -219,7 +221,7 @@ def test_digest_depends_on_content_and_order(qdir):
     assert k.first_difference(k.run_log(one_set(a), AS_OF_NS).state, k.run_log(one_set(b), AS_OF_NS).state)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(OPS)
 def test_fast_digest_equals_its_json_definition(ops):
     from wqtool.engine.kestrel.replay import state_digest_reference

@@ -16,6 +16,8 @@ from enum import IntEnum
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine.workq import replay
 from wqtool.engine.workq.reader import discover
 from wqtool.engine.workq.replay import Job, JobState, ReplayState, digest_line, state_digest
@@ -42,7 +44,7 @@ def job(**kw) -> Job:
 
 
 @needs_c
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 2**32), st.integers(1, 1500), st.sampled_from([0.0, 0.5]),
        st.sampled_from([T0_NS, T, T + 40 * 86400 * 10**9]))
 def test_c_equals_python_on_generated_logs(tmp_path_factory, seed, n, reuse, as_of):

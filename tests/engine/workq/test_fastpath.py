@@ -5,6 +5,8 @@ import pytest
 from construct import ConstructError
 from hypothesis import given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine.workq.fastpath import decode_payload, encode_payload, encode_record
 from wqtool.engine.workq.model import Command
 from wqtool.errors import InvalidPayload, UnknownOpcode
@@ -53,13 +55,13 @@ def from_container(obj) -> Command:
     return Command(obj.cmd, b.job_id)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(commands())
 def test_fast_encode_equals_schema_build(c):
     assert encode_payload(c) == workq.payload.build(to_container(c))
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(commands())
 def test_fast_decode_equals_schema_parse(c):
     raw = workq.payload.build(to_container(c))
@@ -80,7 +82,7 @@ def _fast_outcome(raw: bytes):
         return "error"
 
 
-@settings(max_examples=600)
+@settings(max_examples=examples(600))
 @given(st.one_of(
     st.binary(max_size=120),
     commands().map(lambda c: encode_payload(c)).flatmap(
@@ -92,7 +94,7 @@ def test_fast_and_schema_agree_on_arbitrary_bytes(raw):
     assert _fast_outcome(raw) == _schema_outcome(raw)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(go_times, st.binary(max_size=400))
 def test_fast_record_equals_schema_record(t, payload):
     built = workq.record.build(dict(body=dict(value=dict(time=t, size=len(payload), payload=payload))))

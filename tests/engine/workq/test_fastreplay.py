@@ -14,6 +14,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine.workq import fastreplay
 from wqtool.engine.workq.fastpath import encode_payload, encode_record
 from wqtool.engine.workq.fastreplay import Bail, fast_run
@@ -105,7 +107,7 @@ def key(report):
 AS_OF = T + 60 * 10**9
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(command(), max_size=40), st.sampled_from([60, 300, 1 << 20]),
        st.one_of(st.none(), st.tuples(st.integers(0, 5), st.sampled_from(["flip", "cut"]), st.integers(0, 10**6))))
 def test_kernel_equals_reference(tmp_path_factory, cmds, segment_size, damage):
@@ -120,7 +122,7 @@ def test_kernel_equals_reference(tmp_path_factory, cmds, segment_size, damage):
     assert key(verify_only) == key(ref)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(valid_command(), max_size=16))
 def test_kernel_handles_warning_only_logs_itself(tmp_path_factory, cmds):
     """Unknown jobs and expired adds are everyday in real logs: the kernel hands back only logs with errors,
@@ -153,7 +155,7 @@ def test_a_reused_id_starts_without_the_old_result(tmp_path, first, gone):
 
 @pytest.mark.parametrize("name", ["upstream-a-run1", "upstream-b-after-clean", "sample-clean"])
 def test_kernel_handles_the_real_fixtures(name):
-    from tests.conftest import fixture_log
+    from tests.conftest import examples, fixture_log
     log = discover([fixture_log(name)])[0]
     for as_of in (T, T + 3600 * 10**9, T + 10 * 86400 * 10**9):
         ref = run_log(log, as_of, engine="reference")
@@ -161,7 +163,7 @@ def test_kernel_handles_the_real_fixtures(name):
         assert key(fast) == key(ref) and fast.state.digest() == ref.state.digest()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 2**32), st.integers(1, 400), st.sampled_from([0.0, 0.5, 1.0]),
        st.sampled_from([T - 10**9, T + 10**8, T + 40 * 86400 * 10**9]))
 def test_kernel_equals_reference_on_generated_logs(tmp_path_factory, seed, n, reuse, as_of):

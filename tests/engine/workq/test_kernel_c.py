@@ -18,6 +18,8 @@ import pytest
 from google_crc32c import value as crc32c
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine.workq import fastreplay
 from wqtool.engine.workq.fastreplay import Bail, FastReplay
 from wqtool.engine.workq.reader import discover
@@ -62,7 +64,7 @@ def test_constants_match_the_format():
 
 
 @needs_c
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=300), st.integers(0, 7))
 def test_crc32c_equals_google(b, skip):
     b = memoryview(b)[min(skip, len(b)):]   # every alignment
@@ -226,7 +228,7 @@ def check(data, end, state, **kw):
 
 
 @needs_c
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(segment(), start_state(), st.booleans(), st.sampled_from([(0, 1), (0, 2), (1, 2), (2, 3)]), AS_OFS,
        st.sampled_from([0, 17]), st.data())
 def test_c_scan_equals_python_scan(data, state, keep, part, as_of, index, d):
@@ -235,7 +237,7 @@ def test_c_scan_equals_python_scan(data, state, keep, part, as_of, index, d):
 
 
 @needs_c
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=600), st.booleans(), st.sampled_from([(0, 1), (1, 2)]))
 def test_c_scan_survives_random_bytes(data, keep, part):
     for d in (data, HEADER + data):

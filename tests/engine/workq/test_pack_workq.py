@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tests.conftest import UPSTREAM, fixture_log
+from tests.conftest import examples, UPSTREAM, fixture_log
 from wqtool.engine.workq import pack as plans
 from wqtool.engine.workq.fastpath import encode_payload, encode_record
 from wqtool.engine.workq.model import Command, Record
@@ -184,7 +184,7 @@ def check_pack(src, tmp, as_of=AS_OF, segment_size=512, later=None, prop=False):
 
 
 # ---------------------------------------------------------------- properties
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(OP, max_size=60), st.integers(60, 900), st.integers(40, 2000), st.booleans())
 def test_random_streams_pack_to_the_same_state(ops, in_size, out_size, with_invalid):
     with tempfile.TemporaryDirectory() as tmp:
@@ -193,7 +193,7 @@ def test_random_streams_pack_to_the_same_state(ops, in_size, out_size, with_inva
         check_pack(src, tmp, segment_size=out_size, later=LATER, prop=True)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.integers(1, 1500), st.integers(200, 8192), st.integers(0, 3))
 def test_generated_logs_pack_to_the_same_state(seed, n, seg, as_of_step):
     from wqtool.engine.workq.sample import T0_NS

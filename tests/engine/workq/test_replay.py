@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine.workq.model import Command, Record
 from wqtool.engine.workq.reader import RecordReader, discover
 from wqtool.engine.workq.replay import JobState
@@ -119,7 +121,7 @@ def test_digest_is_deterministic_and_depends_on_state_and_clock(tmp_path):
     assert len(a.digest()) == 64 and a.digest() != c.digest() and a.digest() != d.digest()
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(min_value=0, max_value=2**32), st.integers(min_value=1, max_value=300),
        st.integers(min_value=200, max_value=5000))
 def test_random_valid_streams_round_trip_and_verify_clean(tmp_path_factory, seed, n, segsize):
@@ -133,7 +135,7 @@ def test_random_valid_streams_round_trip_and_verify_clean(tmp_path_factory, seed
     assert all(r.command is not None for r in recs)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(min_value=0, max_value=2**32), st.integers(min_value=1, max_value=200))
 def test_digest_line_is_the_canonical_json(tmp_path_factory, seed, n):
     """digest_line() is built by hand for speed; it must be byte-equal to the documented canonical JSON."""

@@ -24,6 +24,8 @@ KESTREL_CODES: Codes = {
     "KQ-HALF-PACK": (WARNING, "a finished .pack next to the files it supersedes (Kestrel deletes them, renames it)"),
     "KQ-PACK-PENDING": (NOTE, "a .pack file superseding nothing (Kestrel renames it into place)"),
     "KQ-FOREIGN-FILE": (WARNING, "a libkestrel (3.0) file where a 2.x journal is expected"),
+    "KQ-NOT-JOURNAL": (WARNING, "files in a queue directory that are not journals (auto-detection reads only files "
+                                "where records parse) or not regular files; they are not read"),
     "KQ-PARTIAL-SET": (WARNING, "files named explicitly, but the queue has other journal files"),
     "KQ-NO-LIVE": (NOTE, "no live journal file <q> (Kestrel starts a new one)"),
     # history oddities Kestrel tolerates (warnings)

@@ -7,15 +7,16 @@ from typing import Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import kestrel as schema
-from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
+from ..fsops import describe_holders, holders
 from ..run import LogReport, VerifyReport
 from .pack import pack_plan
 from .qdump import qdump
 from .verify import KestrelRun, replay_findings, run_log, verify
 from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
 from .model import Record
-from .reader import KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, FileSet, JournalReader, discover
+from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, FileSet, JournalReader,
+                     discover, journal_evidence, journal_name)
 from .serialize import KestrelRecordView, KestrelStateView
 
 _KINDS = tuple(o.label for o in schema.Opcode)
@@ -32,7 +33,24 @@ class KestrelFormat(Format):
     plural = "Kestrel journals"
     kind_noun = "Kestrel opcode"
     file_expected = f"a Kestrel journal (first byte an opcode 0-{int(schema.MAX_OPCODE)})"
-    dir_expected = "a Kestrel queue directory (no journal files)"
+    dir_expected = "a Kestrel queue directory (no file parses as a journal)"
+    manual = """A queue directory holds one journal per queue: the live file <q>, rotated files <q>.<ms> replayed first in
+numeric order, a finished pack <q>.<ms>.pack that supersedes every <q>.<ts> with ts <= ms (Kestrel deletes them and
+renames it), and <q>~~<ms> temp files of an unfinished rewrite (deleted at start-up). wqtool applies these rules
+virtually: it never renames or deletes while reading. Byte-level reference: docs/formats/kestrel-journal.md.
+
+A journal is records back to back, no header and no checksum: an opcode byte (0 ADD legacy, 1 REMOVE, 2 ADDX,
+3 REMOVE_TENTATIVE legacy, 4 SAVE_XID, 5 UNREMOVE, 6 CONFIRM_REMOVE, 7 ADD_XID, 8 CONTINUE,
+9 REMOVE_TENTATIVE_XID), then a little-endian, signed body:
+
+  ADDX        i32 size; i64 add_ms; i64 expiry_ms (0 = never); data[size-16]
+  ADD_XID,
+  CONTINUE    i32 xid; then an ADDX block
+  ADD         i32 size; i32 expiry_s; data[size-4]            (starling / 0.8)
+  4, 5, 6, 9  i32 xid
+
+Only framing damage is detectable (KQ-NO-CHECKSUM). Kestrel has no lock files: stop it before pack --apply (wqtool
+refuses while another process holds a journal open, and rolls back if the live file changes)."""
     codes = KESTREL_CODES
     replay_codes = KESTREL_REPLAY_CODES
     record_kinds = _KINDS
@@ -44,18 +62,24 @@ class KestrelFormat(Format):
 
     # -- detection and discovery
     def detect(self, path: str) -> Evidence | None:
+        """Strong: a journal-named file where records parse from the first byte (or resume after damage at its
+        start). A directory needs one such file; a single empty file is weak evidence (a fresh journal)."""
         if os.path.isdir(path):
             for n in sorted(os.listdir(path)):
                 p = os.path.join(path, n)
-                if os.path.isfile(p) and _could_start_journal(p):
-                    return Evidence(False, f"{n}: its first byte could be a journal opcode")
+                if os.path.isfile(p) and journal_name(n):
+                    grade, why = journal_evidence(p)
+                    if grade == STRONG:
+                        return Evidence(True, f"{n}: {why}")
             return None
-        if _could_start_journal(path):
-            return Evidence(False, "its first byte could be a journal opcode")
-        return None
+        try:
+            grade, why = journal_evidence(path)
+        except InputError:
+            return None
+        return None if grade is None else Evidence(grade == STRONG, why)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[FileSet]:
-        return discover(paths, _version(opts), queue=opts.get("queue"))
+        return discover(paths, _version(opts), queue=opts.get("queue"), evidence=bool(opts.get("_detected")))
 
     def files(self, log: FileSet) -> list[str]:
         return [f.path for f in log.files]
@@ -121,20 +145,24 @@ class KestrelFormat(Format):
         return qdump(files, now_ms=opts.as_of_ns // 1_000_000, dump_contents=contents, raw=raw,
                            queue_state=queue)
 
+    def repair_plan(self, log: FileSet, opts: Options):
+        from .repair import repair_plan
+        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
+                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"),
+                           kestrel_version=_version(opts))
+
+    def clean_plan(self, log: FileSet, opts: Options):
+        from .clean import clean_plan
+        return clean_plan(log, opts.as_of_ns)
+
+    def live_writer(self, log: FileSet) -> str | None:
+        found = holders(list(dict.fromkeys(self.files(log) + ([log.live_path] if log.is_dir else []))))
+        return describe_holders(found) if found else None
+
     # -- plans
     def pack_plan(self, log: FileSet, opts: Options):
         return pack_plan(log, opts.as_of_ns, drop_expired=bool(opts.get("drop_expired")),
                               salvage=bool(opts.get("salvage")), kestrel_version=_version(opts))
-
-
-def _could_start_journal(path: str) -> bool:
-    """A regular file whose first byte could be an opcode (or that is empty): Kestrel's journals have no
-    header, so this is all a first byte can say."""
-    try:
-        b = read_head(path, 1)
-    except InputError:
-        return False
-    return b == b"" or b[0] <= schema.MAX_OPCODE
 
 
 FORMAT = register(KestrelFormat())

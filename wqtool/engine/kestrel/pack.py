@@ -98,6 +98,15 @@ class PackPlan(Plan):
                 "records_dropped": d["records_dropped"], "dropped": d["dropped"], "digest": d["digest_expected"],
                 "digest_input": d["digest_input"], "elapsed_s": d["elapsed_s"], "plan": d}
 
+    #: the replay meaning the output is verified with (a pack writes only 2.x opcodes)
+    verify_version: ClassVar[str] = "2"
+    #: where the files a pack supersedes are linked before they are deleted (None: nowhere; repair keeps them)
+    backup_dir: ClassVar[str | None] = None
+
+    def content_chunks(self):
+        """The new journal, record by record: Kestrel 2.x's rewrite of the replayed state."""
+        return rewrite_records(self.state)
+
     def write(self, out: str) -> WriteResult:
         return write_pack(self, out)
 
@@ -164,7 +173,7 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
 
 def _verify_output(plan: PackPlan, path: str) -> str:
     fs = FileSet(root=os.path.dirname(path) or ".", queue=os.path.basename(path),
-                 files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version="2")
+                 files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version=plan.verify_version)
     rep = run_log(fs, plan.as_of_ns, keep_open=True, resync=False)
     got = rep.state.digest()
     if rep.verdict != Verdict.CLEAN or got != plan.digest_expected:
@@ -188,7 +197,8 @@ def write_pack(plan: PackPlan, output: str, *, fsync: bool = True) -> PackResult
     except OSError as exc:
         raise InputError(exc.strerror or str(exc), path=output) from None
     try:
-        w.write_state(plan.state)
+        for chunk in plan.content_chunks():
+            w.raw(chunk)
         w.close()
         digest = _verify_output(plan, output)
     except BaseException:
@@ -263,11 +273,12 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     def write():
         w = ctx["w"] = JournalWriter(temp, mode="xb")
         if step.during("write-temp"):
-            blob = b"".join(rewrite_records(plan.state))
+            blob = b"".join(plan.content_chunks())
             w._f.write(blob[: len(blob) // 2])
             w._f.flush()
             step.crash("write-temp")
-        w.write_state(plan.state)
+        for chunk in plan.content_chunks():
+            w.raw(chunk)
         w._f.flush()
 
     def drop_temp():
@@ -296,10 +307,13 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     dirsync("rename-temp-to-pack")
     # 4. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
     step("check-quiet", lambda: _check_quiet(plan, ctx, live_exists=False))
-    step.commit()
     victims = list(dict.fromkeys(victims))
-    for v in victims:
-        step(f"unlink:{os.path.basename(v)}", (lambda v=v: unlink_quiet(v)))
+    if plan.backup_dir is not None and victims:     # every replaced file kept whole (hard links: no copy)
+        step("backup", lambda: _backup(victims, rotated_live, live, plan.backup_dir, fsync, ctx))
+    step.commit()
+    for v in victims:   # labels name no time stamp: the same steps whenever the plan runs
+        step("unlink-rotated-live" if v == rotated_live else f"unlink:{os.path.basename(v)}",
+             (lambda v=v: unlink_quiet(v)))
     if victims:
         dirsync("unlink")
     ctx["victims"] = victims
@@ -308,6 +322,24 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     dirsync("rename-pack-to-rotated")
     step("rename-rotated-to-live", lambda: _place(placed, live, ctx))
     dirsync("rename-rotated-to-live")
+
+
+def _backup(victims: list[str], rotated_live: str, live: str, bdir: str, fsync: bool, ctx: dict) -> None:
+    os.makedirs(bdir, exist_ok=True)
+    kept = []
+    for v in victims:
+        if not os.path.exists(v):
+            continue
+        dst = os.path.join(bdir, os.path.basename(live if v == rotated_live else v))
+        try:
+            os.link(v, dst)
+        except OSError:
+            import shutil
+            shutil.copy2(v, dst)
+        kept.append(dst)
+    if fsync:
+        fsync_dir(bdir)
+    ctx["backup"] = kept
 
 
 def _unrotate(rotated: str, live: str) -> None:

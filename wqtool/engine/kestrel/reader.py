@@ -172,7 +172,8 @@ def _check_version(kestrel_version: str) -> str:
     return v
 
 
-def discover(paths: Sequence[str], kestrel_version: str = "auto", *, queue: str | None = None) -> list[FileSet]:
+def discover(paths: Sequence[str], kestrel_version: str = "auto", *, queue: str | None = None,
+             evidence: bool = False) -> list[FileSet]:
     """Resolve PATHs into Kestrel file sets.
 
     A directory yields one file set per queue in it (``queue=`` keeps just that one), with 2.x's ordering and
@@ -191,7 +192,7 @@ def discover(paths: Sequence[str], kestrel_version: str = "auto", *, queue: str 
         except OSError as exc:
             raise input_error(p, exc) from None
         if os.path.isdir(p):
-            sets = _discover_dir(p, queue)
+            sets = _discover_dir(p, queue, evidence)
             for fs in sets:
                 fs.kestrel_version = v
             out.extend(sets)
@@ -240,23 +241,50 @@ def _explicit_order(queue: str, named: list[str]) -> list[JournalFile]:
     return files
 
 
-def _discover_dir(d: str, only: str | None) -> list[FileSet]:
+def _discover_dir(d: str, only: str | None, evidence: bool = False) -> list[FileSet]:
+    """One file set per queue. ``evidence`` (auto-detection): a queue is read only if one of its files carries
+    journal evidence (records parse; an empty file only beside real journals); the others are named in a
+    KQ-NOT-JOURNAL warning, never read as journals and never silently skipped."""
     try:
         entries = sorted(os.listdir(d))
     except OSError as exc:
         raise input_error(d, exc) from None
     groups: dict[str, list[str]] = {}
+    others: list[str] = []
     for name in entries:
-        if not os.path.isfile(os.path.join(d, name)):
-            continue
-        groups.setdefault(queue_of(name), []).append(name)
+        path = os.path.join(d, name)
+        if os.path.isfile(path):
+            groups.setdefault(queue_of(name), []).append(name)
+        elif not os.path.isdir(path):
+            others.append(name)          # FIFOs, devices, sockets: never opened
     if only is not None:
         groups = {only: groups.get(only, [])}
         if not groups[only]:
             raise InputError(f"no journal files for queue '{only}'", path=d)
     if not groups:
         raise UsageError("not a Kestrel queue directory: no files", path=d)
-    return [classify(q, d, names) for q, names in sorted(groups.items())]
+    skipped: list[str] = []
+    if evidence:
+        keep = {}
+        for q, names in groups.items():
+            grades = [journal_evidence(os.path.join(d, n))[0] for n in names if journal_name(n)]
+            if STRONG in grades or (WEAK in grades and None not in grades):
+                keep[q] = names
+            else:
+                skipped += names
+        groups = keep
+        if not groups:
+            raise UsageError("not a Kestrel queue directory: no file parses as a journal", path=d)
+    sets = [classify(q, d, names) for q, names in sorted(groups.items())]
+    if skipped or others:
+        what = []
+        if skipped:
+            what.append(f"not journals (no record parses): {', '.join(skipped[:8])}{', ...' if len(skipped) > 8 else ''}"
+                        " — pass --format kestrel to read them anyway")
+        if others:
+            what.append(f"not regular files, never opened: {', '.join(others[:8])}")
+        sets[0].findings.append(Finding(WARNING, "KQ-NOT-JOURNAL", "; ".join(what), path=d))
+    return sets
 
 
 # ---------------------------------------------------------------- resynchronisation after damage
@@ -296,6 +324,57 @@ def find_resync(data, start: int, end: int) -> int | None:
         p = m.start()
         if _plausible_chain(data, p, end):
             return p
+
+
+# ---------------------------------------------------------------- evidence (detection)
+#: how much of a file detection reads (bounded, whatever the file's size)
+EVIDENCE_BYTES = 64 * 1024
+STRONG, WEAK = "strong", "weak"
+
+
+def journal_name(name: str) -> bool:
+    """A name Kestrel 2.x gives a journal file: the live ``<q>`` (no dot), ``<q>.<ms>[.pack]`` or a temp
+    ``<q>~~<ms>``."""
+    if TEMP_MARKER in name:
+        return True
+    q = queue_of(name)
+    return name == q or parse_ts(name, q) is not None
+
+
+def journal_evidence(path: str) -> tuple[str | None, str]:
+    """(STRONG | WEAK | None, why) from the first EVIDENCE_BYTES of a regular file: STRONG when records parse from
+    its first byte (8 records, or all of them, including a plausible item), or, after damage at its start, a plausible
+    chain of records resumes; WEAK when it is empty (a fresh journal); None otherwise (text, other formats)."""
+    from ..fileio import read_head
+    head = read_head(path, EVIDENCE_BYTES)
+    if not head:
+        return WEAK, "an empty file (a fresh journal)"
+    size = os.path.getsize(path)
+    if _chain_from_start(head, size):
+        return STRONG, "records parse from its first byte"
+    resume = find_resync(head, 0, len(head))
+    if resume is not None:
+        return STRONG, f"damaged at its start, records resume at 0x{resume:x}"
+    return None, "no record parses"
+
+
+def _chain_from_start(head: bytes, size: int) -> bool:
+    lo, hi = PLAUSIBLE_MS
+    pos, n, plausible = 0, 0, False
+    end = len(head)
+    while pos < end and n < RESYNC_CHAIN:
+        try:
+            op, nxt = decode_op(head, pos, end)
+        except Damage:
+            # damage after plausible records (a torn tail, or a record cut by the evidence window) is still a journal
+            return n > 0 and plausible
+        if op.add_time is not None:
+            plausible = plausible or (lo <= op.add_time <= hi and (op.expiry == 0 or lo <= op.expiry <= hi * 2))
+        elif op.data is not None:          # a legacy ADD: no add time stored
+            plausible = True
+        n += 1
+        pos = nxt
+    return n > 0 and (plausible or pos == size)
 
 
 # ---------------------------------------------------------------- the reader

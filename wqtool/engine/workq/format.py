@@ -7,6 +7,7 @@ from typing import Iterator, Sequence
 from ...errors import InputError
 from ...formats import workq as schema
 from ..fileio import read_head
+from ..fsops import is_locked
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..run import LogReport, VerifyReport
 from . import pack as pack_mod, verify as verify_mod
@@ -27,6 +28,22 @@ class WorkqFormat(Format):
     kind_noun = "command"
     file_expected = f"a workq segment (expected magic {schema.MAGIC:08x} 'wqwq' at offset 0)"
     dir_expected = "a workq log directory (no segments NNNNNNNNN.log, no lock files)"
+    manual = """A directory of segments named exactly nine digits plus .log (000000001.log, ...), read in numeric order
+(gaps are legal), plus the empty lock files append.lock and read.lock. Every other file is ignored by workq-server
+and reported as WQ-IGNORED-FILE. Byte-level reference: docs/formats/workq-cmdlog.md.
+
+A segment starts with the 8-byte header 77 71 77 71 00 00 00 01 ("wqwq", version 1, big-endian), followed by
+records back to back:
+
+  TIME     15 bytes, Go binary time version 1: 01, seconds since 0001-01-01 (i64 BE), nanoseconds (i32 BE),
+           zone offset in minutes (i16 BE; FF FF = UTC)
+  SIZE     unsigned LEB128 varint (1..10 bytes): the payload length
+  PAYLOAD  one command: CMD_TYPE (1 add, 2 schedule, 3 complete, 4 fail, 5 delete, 6 expire, 7 start-attempt,
+           8 timeout-attempt), the 16-byte job id, then for add/schedule: name, TTR, TTL, priority (zig-zag),
+           max-attempts, max-fails, payload, time, created; for complete/fail: the result
+  CRC      CRC-32C (Castagnoli) over TIME, SIZE and PAYLOAD, stored big-endian
+
+workq-server holds append.lock for its whole life and its cleaner takes read.lock: wqtool's --apply takes both."""
     codes = CODES
     replay_codes = REPLAY_CODES
     record_kinds = _KINDS
@@ -113,6 +130,23 @@ class WorkqFormat(Format):
             raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
         return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.get("segment_size", schema.DEFAULT_SEGMENT_SIZE),
                               salvage=bool(opts.get("salvage")))
+
+    def repair_plan(self, log: LogSet, opts: Options):
+        from .repair import repair_plan
+        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
+                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"))
+
+    def clean_plan(self, log: LogSet, opts: Options):
+        from .clean import clean_plan
+        return clean_plan(log, opts.as_of_ns)
+
+    def live_writer(self, log: LogSet) -> str | None:
+        if not log.is_dir:
+            return None
+        lock = os.path.join(log.root, "append.lock")
+        if is_locked(lock):
+            return "append.lock is held (a workq-server is running on this log)"
+        return None
 
     def finish_interrupted(self, path: str) -> list[str]:
         if os.path.isdir(path) or not os.path.exists(path):
