@@ -472,7 +472,7 @@ def expected(fmt_name: str, scenario_dir: str) -> tuple[str, dict]:
         r = run.report
         view = fmt.state_view(r.state, log)
         out["logs"].append({
-            "root": r.root, "files": fmt.files(log), "verdict": r.verdict.label, "exit_class": int(r.verdict),
+            "root": r.root, "files": fmt.files(log), "verdict": r.verdict.label, "exit_code": int(r.verdict),
             "records": r.records, "bytes": r.bytes, "counts": dict(sorted(r.counts.items())),
             "last_good": None if r.last_good is None else {"file": r.last_good[0], "offset": r.last_good[1]},
             "findings": [finding_to_jsonable(f) for f in r.findings],

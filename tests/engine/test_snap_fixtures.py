@@ -55,7 +55,7 @@ def test_cli_detects_dumps_and_verifies_each_fixture(fmt, name, monkeypatch):
     v = cli("verify", "-o", "json", "--as-of", AS_OF, jdir)
     got = json.loads(v.out)["logs"][0]
     assert got["verdict"] == doc["logs"][0]["verdict"] and got["counts"] == doc["logs"][0]["counts"]
-    assert v.code == {0: 0, 1: 1, 3: 3, 4: 4}[doc["logs"][0]["exit_class"]]
+    assert v.code == {0: 0, 1: 1, 3: 3, 4: 4}[doc["logs"][0]["exit_code"]]
 
 
 @pytest.mark.parametrize("fmt", list(SCRIPT.CORPUS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from construct import ConstructError
+from construct import ConstructError, Struct, Terminated
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -182,9 +182,12 @@ requests = st.builds(
     st.one_of(st.none(), st.tuples(st.sampled_from(list(snap.ValueType)), st.binary(max_size=300))))
 
 
+_ONE_REQUEST = Struct("request" / snap.fj_request, Terminated)      # exactly one message, nothing after it
+
+
 def _schema_request(b: bytes):
     try:
-        return snap.fj_request.parse(b)
+        return _ONE_REQUEST.parse(b).request
     except ConstructError:
         return None
 

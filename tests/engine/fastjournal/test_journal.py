@@ -167,7 +167,7 @@ def test_clean_crash_at_every_step(tmp_path):
     (tmp_path / "src" / ".000000004.fjj.tmp").write_bytes(b"half")
     digest = run(src)[0].state.digest()
     plan = FMT.clean_plan(FMT.discover([src], OPTS)[0], OPTS)
-    assert [os.path.basename(r["file"]) for r in plan.report_doc()["remove"]] == \
+    assert [os.path.basename(r["file"]) for r in plan.report_doc()["actions"]] == \
         ["000000001.fjj", "000000002.fjj", ".000000004.fjj.tmp"]
     for i, at in enumerate(_steps(plan)[:-1]):
         d = str(tmp_path / f"c{i}")

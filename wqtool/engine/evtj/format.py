@@ -9,7 +9,9 @@ from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_O
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES
+from ..fsops import describe_holders, holders
 from .model import Event, EvtjJournal
+from .pack import pack_plan
 from .reader import EvtjReader, discover
 from .serialize import EvtjRecordView, EvtjStateView
 from .verify import EvtjRun
@@ -46,6 +48,24 @@ class EvtjFormat(Format):
                                   "native: the loader reads its own machine's order)"}
     record_cls = Event
     record_view = EvtjRecordView()
+    manual = """prinbee's event journal (prinbee/journal/journal.cpp): a directory with journal.conf (advgetopt
+name=value: maximum_number_of_files 2-255, maximum_file_size, maximum_events, inline_attachment_size_threshold,
+sync, compress_when_full, file_management, attachment_copy_handling), journal-N.events files (N below
+maximum_number_of_files; the loader reads them in order), {id}.bin external attachments and counters.seq.
+Structures are written raw in the writer's native byte order (little-endian on amd64 and arm64;
+-O evtj_byte_order= reads another); there is no checksum.
+
+  header  "EVTJ" u8 major 1, u8 minor 0, u16 pad                                   8 bytes
+  event   "ev" u8 status (1 READY, 2 FORWARDED, 3 ACKNOWLEDGED, 4 COMPLETED, 100 FAILED)
+          u8 request_id_size, u32 size (the whole event), u64 tv_sec, u64 tv_nsec,
+          u8 attachment_count, 7 pad bytes; u32 offset per attachment (bit 31: external
+          {id}.bin), the request id, the inline attachments back to back
+
+The loader stops reading a file at the first event with a bad magic ('00 00' ends a compressed file), an unknown
+status, request_id_size 0, offset + size beyond the file, no inline data, or a time more than 5 s after --as-of;
+it indexes READY, FORWARDED and ACKNOWLEDGED events by request id (the last wins) and skips the others. Statuses
+only move forward. replay gives the live events in time order; pack is prinbee's compression done offline (the
+live events kept byte for byte)."""
 
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
@@ -88,6 +108,13 @@ class EvtjFormat(Format):
 
     def state_view(self, state, log: EvtjJournal | None = None) -> EvtjStateView:
         return EvtjStateView(state)
+
+    def live_writer(self, log: EvtjJournal) -> str | None:
+        found = holders(self.files(log))
+        return describe_holders(found) if found else None
+
+    def pack_plan(self, log: EvtjJournal, opts: Options):
+        return pack_plan(log, salvage=bool(opts.get("salvage")))
 
 
 FORMAT = register(EvtjFormat())

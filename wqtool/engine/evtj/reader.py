@@ -127,8 +127,10 @@ def _discover_dir(d: str, as_of_ns: int, byteorder: str, *, keep_files: bool = T
         elif name == COUNTERS_FILE:
             j.counter = _read_counter(path, byteorder)
         elif name != JOURNAL_CONF and keep_files:
-            j.findings.append(Finding(WARNING, "EVTJ-FOREIGN-FILE", f"'{name}' is no part of an event journal "
-                                      "(journal.conf, journal-N.events, {id}.bin, counters.seq)", path=path))
+            what = ("the temp file of an interrupted wqtool pack (the loader never reads it; remove it)"
+                    if name.startswith(".") and name.endswith(".wqtool-pack") else
+                    "no part of an event journal (journal.conf, journal-N.events, {id}.bin, counters.seq)")
+            j.findings.append(Finding(WARNING, "EVTJ-FOREIGN-FILE", f"'{name}' is {what}", path=path))
     events.sort(key=lambda f: f.number)
     for f in events:
         if f.number >= j.max_files:

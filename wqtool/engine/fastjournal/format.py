@@ -9,6 +9,7 @@ from ...errors import InputError
 from ...formats.snap import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
+from ..fsops import is_locked
 from .codes import FASTJOURNAL_CODES, FASTJOURNAL_REPLAY_CODES
 from .model import KINDS, Change, FjjJournal
 from .pack import clean_plan, pack_plan
@@ -37,6 +38,23 @@ class FastjournalFormat(Format):
     filters = frozenset({"time"})
     record_cls = Change
     record_view = FjjRecordView()
+    manual = """Per the unimplemented libfastjournal design: m2osw/fastjournal holds a README only; no upstream file,
+message or daemon exists. This is the journal of wqtool's own implementation of the design's priority FIFO
+(wqtool serve --fastjournal): a directory of segments NNNNNNNNN.fjj read in numeric order, and journal.lock
+(flock held by the running server; pack --apply and clean take it). Big-endian:
+
+  segment header  "FJJL" u16 version 1, u16 flags (bit 0: snapshot), u32 segment number,
+                  u32 CRC-32C of the first 12 bytes                                    16 bytes
+  record          u32 size, u64 applied_at (server clock, µs), one FJ request message
+                  (size - 8 bytes), u32 CRC-32C of size .. request
+
+Each record is a change the server applied, stored as the design's own FJ request: SET (key: the uri; value:
+type BUFFER, u8 priority + u64 key_start_date µs; timestamp: the newest wins; flag bit 5: overwrite), DELETE
+(timestamp; bit 5: complete, else a tombstone remains), GET with a timeout (the entry marked worked on until
+applied_at + timeout; its timestamp names the version handed out). The newest snapshot segment holds the whole
+state; segments before it are superseded. replay gives the FIFO at --as-of in NEXT order (domain, priority,
+key_start_date) with each entry due, waiting or worked on; pack writes a snapshot; clean removes superseded
+segments and temp files."""
 
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
@@ -72,6 +90,10 @@ class FastjournalFormat(Format):
 
     def state_view(self, state, log: FjjJournal | None = None) -> FjjStateView:
         return FjjStateView(state)
+
+    def live_writer(self, log: FjjJournal) -> str | None:
+        return "a fastjournal server holds journal.lock" if log.is_dir and is_locked(
+            os.path.join(log.root, FJJ_LOCK)) else None
 
     def pack_plan(self, log: FjjJournal, opts: Options):
         return pack_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")))

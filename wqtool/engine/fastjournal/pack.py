@@ -67,6 +67,10 @@ class FjjPackPlan(Plan):
     dropped: list[str] = field(default_factory=list)
 
     @property
+    def input_exit_code(self) -> int:
+        return int(self.report.verdict)
+
+    @property
     def bytes_after(self) -> int:
         return 16 + sum(16 + len(r) for _, r in self.records)
 
@@ -135,8 +139,12 @@ def _verify_segment(plan: FjjPackPlan, path: str, seq: int) -> str:
 def write_pack(plan: FjjPackPlan, out: str) -> WriteResult:
     t0 = time.perf_counter()
     if os.path.lexists(out):
-        raise UsageError("output exists; pack writes a new directory and never overwrites", path=out)
-    os.mkdir(out)
+        if not os.path.isdir(out) or os.listdir(out):
+            raise UsageError("output exists and is not an empty directory; pack never overwrites", path=out)
+        created = False
+    else:
+        os.mkdir(out)
+        created = True
     path = os.path.join(out, fjj_segment_name(1))
     try:
         w = _write_segment(plan, path, 1)
@@ -145,7 +153,8 @@ def write_pack(plan: FjjPackPlan, out: str) -> WriteResult:
         fsync_dir(out)
     except BaseException:
         unlink_quiet(path)
-        os.rmdir(out)
+        if created:
+            os.rmdir(out)
         raise
     return WriteResult(out, [path], w.size, w.records, digest, time.perf_counter() - t0)
 
@@ -217,12 +226,27 @@ class FjjCleanPlan(Plan):
     journal: FjjJournal
     as_of_ns: int
     remove: list[tuple[str, int, str]]
+    digest: str = ""
+    verdict: int = 0
+    records: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def input_exit_code(self) -> int:
+        return self.verdict
 
     def report_doc(self) -> dict:
+        kept = sum(os.path.getsize(s.path) for s in self.journal.segments if os.path.exists(s.path))
+        freed = sum(n for _, n, _ in self.remove)
+        segs = len(self.journal.segments) + len(self.journal.superseded)
         return {"format": "fastjournal", "root": self.journal.root, "as_of_ns": self.as_of_ns,
-                "remove": [{"file": p, "bytes": n, "reason": r} for p, n, r in self.remove],
-                "keep": [{"file": s.path, "reason": "replayed"} for s in self.journal.segments],
-                "bytes_freed": sum(n for _, n, _ in self.remove), "notes": []}
+                "nothing_to_do": not self.remove,
+                "why": "no superseded segment, no temp file" if not self.remove else None,
+                "before": {"files": segs, "records": self.records, "bytes": kept + freed},
+                "after": {"files": len(self.journal.segments), "records": self.records, "bytes": kept},
+                "reclaimed": {"bytes": freed, "files": len(self.remove), "records": 0},
+                "actions": [{"file": p, "action": "delete", "why": r} for p, _n, r in self.remove],
+                "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6)}
 
     def apply(self, **kw) -> ApplyResult:
         return apply_clean(self, **kw)
@@ -232,11 +256,15 @@ class FjjCleanPlan(Plan):
 
 
 def clean_plan(journal: FjjJournal, as_of_ns: int) -> FjjCleanPlan:
+    t0 = time.perf_counter()
     if not journal.is_dir:
         raise UsageError("clean needs the journal directory", path=journal.root)
+    rep = run_log(journal, as_of_ns, limit=0)
     remove = [(p, os.path.getsize(p), "superseded by a snapshot") for p in journal.superseded]
     remove += [(p, os.path.getsize(p), "temp file of an interrupted pack") for p in journal.temps]
-    return FjjCleanPlan(journal, as_of_ns, remove)
+    plan = FjjCleanPlan(journal, as_of_ns, remove, rep.state.digest(), int(rep.verdict), rep.records)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
 
 
 def _clean_steps(plan: FjjCleanPlan, step: StepRunner, ctx: dict) -> None:
@@ -267,3 +295,7 @@ def apply_clean(plan: FjjCleanPlan, *, fail_at: str | None = None, hook: Callabl
             ctx["lock"].release()
     return ApplyResult(plan.journal.root, step.done, None, sum(n for _, n, _ in plan.remove), 0,
                        removed=[p for p, _, _ in plan.remove])
+
+
+#: the name the conformance suite and callers know
+apply_plan = apply_pack

@@ -25,6 +25,7 @@ from ..fsops import fsync_dir, unlink_quiet
 from ..plan import ApplyResult, Plan, StepRunner, labels
 from .model import ListJournal
 from .pack import _check_alone, _open_locked, read_all, rescue_late_writers
+from .verify import run_log
 
 
 @dataclass(slots=True)
@@ -35,17 +36,35 @@ class ListCleanPlan(Plan):
     as_of_ns: int
     remove: list[tuple[str, int, str]]        # (path, bytes, reason)
     keep: list[tuple[str, str]]               # (path, reason)
+    digest: str = ""                          # the replay digest (clean changes no entry)
+    verdict: int = 0                          # the input's, as verify gives it
+    records: int = 0
+    acked_removed: int = 0                    # blank runs in the files removed
+    sizes: dict = field(default_factory=dict)
     elapsed_s: float = 0.0
-    notes: list[str] = field(default_factory=list)
+
+    @property
+    def input_exit_code(self) -> int:
+        return self.verdict
 
     def report_doc(self) -> dict:
         prev, cur = kept_hours(self.journal.current_hour)
+        files = len(self.journal.files)
+        before = sum(self.sizes.values())
+        freed = sum(n for _, n, _ in self.remove)
+        gone = sum(1 for p, _, _ in self.remove if p in self.sizes)
         return {"format": "snaplist", "root": self.journal.root, "as_of_ns": self.as_of_ns,
                 "current_hour": cur, "previous_hour": prev,
-                "remove": [{"file": p, "bytes": n, "reason": r} for p, n, r in self.remove],
+                "nothing_to_do": not self.remove,
+                "why": "no exhausted hour file outside the current and previous hour" if not self.remove else None,
+                "before": {"files": files, "records": self.records, "bytes": before},
+                "after": {"files": files - gone, "records": self.records - self.acked_removed,
+                          "bytes": before - sum(n for p, n, _ in self.remove if p in self.sizes)},
+                "reclaimed": {"bytes": freed, "files": len(self.remove), "records": self.acked_removed},
+                "actions": [{"file": p, "action": "delete", "why": r} for p, _n, r in self.remove],
                 "keep": [{"file": p, "reason": r} for p, r in self.keep],
-                "bytes_freed": sum(n for _, n, _ in self.remove), "notes": self.notes,
-                "elapsed_s": round(self.elapsed_s, 6)}
+                "lines": [f"kept {os.path.basename(p)}: {r}" for p, r in self.keep],
+                "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6)}
 
     def apply(self, **kw) -> ApplyResult:
         return apply_clean(self, **kw)
@@ -65,21 +84,27 @@ def clean_plan(journal: ListJournal) -> ListCleanPlan:
         raise UsageError("clean needs the journal directory (hour files named one by one are not cleaned)",
                          path=journal.root)
     prev, cur = kept_hours(journal.current_hour)
+    report = run_log(journal, limit=0)
     remove, keep = [], []
+    sizes: dict = {}
+    acked = 0
     for hf in journal.files:
         with open(hf.path, "rb") as f:
             data = f.read()
+        sizes[hf.path] = len(data)
         name = os.path.basename(hf.path)
         if hf.hour in (prev, cur):
             keep.append((hf.path, f"{'current' if hf.hour == cur else 'previous'} hour: a writer may append"))
         elif is_exhausted(data):
             remove.append((hf.path, len(data), "exhausted: every line acknowledged" if data else "empty"))
+            acked += 1 if data else 0
         else:
             keep.append((hf.path, f"{name} still holds lines that are not acknowledged (send them first: "
                                   "wqtool replay --send)"))
     for t in journal.temps:
         remove.append((t, os.path.getsize(t), "temp file of an interrupted wqtool pack"))
-    plan = ListCleanPlan(journal, journal.as_of_ns, remove, keep)
+    plan = ListCleanPlan(journal, journal.as_of_ns, remove, keep, report.state.digest(), int(report.verdict),
+                         report.records, acked, sizes)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
 

@@ -8,6 +8,7 @@ from ...errors import InputError, UsageError
 from ...formats.snap import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
+from ..fsops import describe_holders, holders
 from .clean import clean_plan
 from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES
 from .fastpath import tokenize
@@ -64,6 +65,24 @@ class SnaplistFormat(Format):
                                        "LIST_PROCESSING_LATENCY): which hour file a line belongs in"}
     record_cls = Line
     record_view = SnaplistRecordView()
+    manual = """The snapwebsites list plugin's client journal (list.cpp): a directory (default
+/var/lib/snapwebsites/list/journal) of hour files 0.msg ... 23.msg. A request goes to the file of the UTC hour of its
+start date, one ASCII line appended under flock(LOCK_EX) in one write():
+
+  priority=<0-255>;key_start_date=<µs since the epoch>;uri=<page key, ';' written as %3A>\\n
+
+key_start_date is the start date plus the start-date offset (10 s by default: -O start_date_offset_us=), plus 1 h
+with priority 180 while the site is updating. The reader (snapbackend listjournal) visits the hours E+1 ... 23,
+0 ... E (E: the current hour at --as-of), skips the leading run of \\n, tokenizes each line on ';' (spaces
+trimmed, unknown names ignored, the last of a repeated name wins), sends it, and once acknowledged overwrites the
+line and its \\n with \\n bytes in place. A finished file is unlinked unless it is the current or the previous
+hour's.
+
+dump shows pending lines, blank runs (acknowledged) and skipped lines; replay gives one entry per uri (the largest
+key_start_date wins), in the General Sort Index order <domain>:<priority>:<key_start_date>, due or waiting at
+--as-of. pack drops the blank runs and keeps every other byte; clean unlinks exhausted hour files but the current
+and previous hour's, under each file's flock. replay --send fastjournal://HOST:PORT forwards the pending lines to
+a fastjournal daemon (per the unimplemented libfastjournal design), blanking each only once acknowledged."""
 
     # -- detection and discovery
     def detect(self, path: str) -> Evidence | None:
@@ -108,6 +127,10 @@ class SnaplistFormat(Format):
 
     def state_view(self, state, log: ListJournal | None = None) -> SnaplistStateView:
         return SnaplistStateView(state)
+
+    def live_writer(self, log: ListJournal) -> str | None:
+        found = holders(self.files(log))
+        return describe_holders(found) if found else None
 
     # -- plans
     def pack_plan(self, log: ListJournal, opts: Options):

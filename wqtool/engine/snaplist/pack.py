@@ -85,6 +85,10 @@ class ListPackPlan(Plan):
     elapsed_s: float = 0.0
     dropped: list[str] = field(default_factory=list)
 
+    @property
+    def input_exit_code(self) -> int:
+        return int(self.report.verdict)
+
     def report_doc(self) -> dict:
         return {"format": "snaplist", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
                 "before": {"records": self.records_before, "bytes": self.bytes_before,
@@ -143,11 +147,9 @@ def _reverify(plan: ListPackPlan, root: str, files: list[HourFile]) -> str:
 
 
 def write_pack(plan: ListPackPlan, out: str) -> WriteResult:
-    """Write the packed hour files (all of them) into a new directory ``out``; re-verify the digest."""
+    """Write the packed hour files (all of them) into ``out`` (a new or empty directory); re-verify the digest."""
     t0 = time.perf_counter()
-    if os.path.lexists(out):
-        raise UsageError("output exists; pack writes a new directory and never overwrites", path=out)
-    os.mkdir(out, 0o700)
+    created = new_output_dir(out)
     written, total, files = [], 0, []
     try:
         for hf in plan.journal.files:
@@ -162,9 +164,20 @@ def write_pack(plan: ListPackPlan, out: str) -> WriteResult:
     except BaseException:
         for p in written:
             unlink_quiet(p)
-        os.rmdir(out)
+        if created:
+            os.rmdir(out)
         raise
     return WriteResult(out, written, total, plan.records_after, digest, time.perf_counter() - t0)
+
+
+def new_output_dir(out: str) -> bool:
+    """``out`` must be a new path (created, True) or an empty directory (False): pack never overwrites."""
+    if os.path.lexists(out):
+        if not os.path.isdir(out) or os.listdir(out):
+            raise UsageError("output exists and is not an empty directory; pack never overwrites", path=out)
+        return False
+    os.mkdir(out, 0o700)
+    return True
 
 
 # ---------------------------------------------------------------- installing, one hour file at a time
