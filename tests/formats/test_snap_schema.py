@@ -9,6 +9,8 @@ from construct import ConstructError, Struct, Terminated
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
+
 from wqtool.engine.evtj import fastpath as ev_fast
 from wqtool.engine.evtj.writer import EvtjWriter, build_event
 from wqtool.engine.fastjournal import wire
@@ -70,7 +72,7 @@ events = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(events, st.sampled_from(["little", "big"]))
 def test_event_fast_codec_equals_the_schema(e, order):
     s = snap.schemas(order)
@@ -85,7 +87,7 @@ def test_event_fast_codec_equals_the_schema(e, order):
     assert s.event.parse(built).request_id == e["request_id"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(min_size=32, max_size=32), st.sampled_from(["little", "big"]))
 def test_event_header_decode_equals_the_schema_on_any_bytes(raw, order):
     h = snap.schemas(order).event_header.parse(raw)
@@ -104,7 +106,7 @@ def test_build_event_places_inline_and_external_attachments():
 uris = st.binary(min_size=1, max_size=80).filter(lambda b: b";" not in b and b"\n" not in b)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(-(2**70), 2**70), st.integers(-(2**70), 2**70), uris)
 def test_line_encoder_equals_the_schema(prio, ksd, uri):
     built = snap.list_line.build(dict(priority=prio, key_start_date=ksd, uri=uri))
@@ -133,7 +135,7 @@ line_bytes = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(line_bytes)
 def test_canonical_parse_equals_the_schema_on_any_bytes(line):
     assert sl_fast.parse_canonical(line) == _schema_parse(line)
@@ -192,7 +194,7 @@ def _schema_request(b: bytes):
         return None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(requests)
 def test_request_codec_equals_the_schema(r):
     raw = wire.encode_request(r)
@@ -208,7 +210,7 @@ def test_request_codec_equals_the_schema(r):
         assert wire.frame_request(raw[:cut]) is None
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(st.one_of(st.binary(max_size=40), requests.map(wire.encode_request).flatmap(
     lambda b: st.tuples(st.integers(0, len(b) - 1), st.integers(0, 255)).map(
         lambda t: b[:t[0]] + bytes([t[1]]) + b[t[0] + 1:]))))
@@ -234,7 +236,7 @@ replies = st.builds(
               st.lists(st.tuples(st.binary(max_size=20), st.none(), st.none()), max_size=4)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(replies)
 def test_reply_codec_equals_the_schema(r):
     raw = wire.encode_reply(r)
@@ -278,7 +280,7 @@ def test_fifo_value_layout():
 
 
 # ---------------------------------------------------------------- the FJJL journal
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(0, 0xFFFF), st.integers(0, 2**64 - 1), requests)
 def test_journal_writer_equals_the_schema(seq, flags, at, r):
     h = segment_header(seq, flags)

@@ -96,3 +96,27 @@ def test_kill_9_loses_no_acknowledged_set(tmp_path):
     (log,) = fmt.discover([d], Options(time.time_ns()))
     rep = fmt.run_log(log, Options(time.time_ns()))
     assert rep.verdict == 0          # the restarts truncated any torn tail; the history replays clean
+
+
+def test_python_dash_m_entry_point(tmp_path):
+    """``python -m wqtool.server.fastjournal``: serves until SIGTERM (exit 0); a second server on the same journal
+    is refused with one line (exit 5)."""
+    d = str(tmp_path / "journal")
+    p = subprocess.Popen([sys.executable, "-m", "wqtool.server.fastjournal", "--listen", "127.0.0.1:0", d],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(p.stderr, selectors.EVENT_READ)
+        assert sel.select(20), "no start-up line"
+        line = p.stderr.readline()
+        port = int(line.rsplit(":", 1)[1].split()[0])
+        with Client("127.0.0.1", port, timeout=10) as c:
+            assert c.ping().error == b""
+        second = subprocess.run([sys.executable, "-m", "wqtool.server.fastjournal", "--listen", "127.0.0.1:0", d],
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 5 and "journal.lock is locked" in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+    finally:
+        p.terminate()
+        p.wait(20)
+    assert p.returncode == 0

@@ -3,6 +3,7 @@ no duplicates (one entry per uri, the newest timestamp wins), not-before times, 
 tombstones, the order (domain, priority, time), "next job at T"."""
 from __future__ import annotations
 
+from tests.conftest import examples
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -119,7 +120,7 @@ class FifoVersusModel(RuleBasedStateMachine):
         assert len(set(self.fifo.entries)) == len(self.fifo.entries)      # no duplicates, by construction
 
 
-FifoVersusModel.TestCase.settings = settings(max_examples=200, stateful_step_count=60, deadline=None)
+FifoVersusModel.TestCase.settings = settings(max_examples=examples(200), stateful_step_count=60, deadline=None)
 TestFifoRules = FifoVersusModel.TestCase
 
 

@@ -190,11 +190,12 @@ def test_pack_refuses_corruption_unless_salvage(tmp_path):
     assert plan.report_doc()["dropped"] and plan.report_doc()["after"]["entries"] == 2
 
 
+from tests.conftest import examples
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(min_size=1, max_size=300), st.integers(0, 255), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1),
        st.booleans(), st.integers(0, 0xFFFF), st.integers(0, 40), st.integers(0, 255))
 def test_the_journal_set_fast_path_equals_the_wire_codec(uri, prio, ksd, ts, over, ident, flip_at, flip):
@@ -213,7 +214,7 @@ def test_the_journal_set_fast_path_equals_the_wire_codec(uri, prio, ksd, ts, ove
         assert fast == slow
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=300), st.integers(0, 255), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1),
        st.booleans(), st.integers(0, 0xFFFF), st.sampled_from([0, 1 << 9, 1 << 10, 1 << 6, 1 << 11, 1 << 12]))
 def test_the_set_writer_fast_path_equals_the_wire_codec(uri, prio, ksd, ts, over, ident, flags):
