@@ -181,7 +181,7 @@ def test_clean_removes_exhausted_files_but_the_current_and_previous_hour(tmp_pat
     assert [os.path.basename(r["file"]) for r in doc["actions"]] == ["1.msg", ".0.msg.wqtool-pack"]
     assert doc["reclaimed"]["files"] == 2 and doc["after"]["files"] == doc["before"]["files"] - 1
     assert {os.path.basename(k["file"]): k["reason"][:8] for k in doc["keep"]} == \
-        {"0.msg": "0.msg st", "2.msg": "previous", "3.msg": "current "}
+        {"0.msg": "still ho", "2.msg": "previous", "3.msg": "current "}
     assert (doc["current_hour"], doc["previous_hour"]) == (3, 2)
     res = plan.apply()
     assert sorted(os.listdir(d)) == ["0.msg", "2.msg", "3.msg"] and len(res.removed) == 2

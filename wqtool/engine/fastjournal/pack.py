@@ -276,11 +276,18 @@ def _clean_steps(plan: FjjCleanPlan, step: StepRunner, ctx: dict) -> None:
         if gone:
             raise InputError("the journal changed since the plan was made; plan again", path=d)
 
+    def reverify():
+        rep = run_log(discover([d])[0], plan.as_of_ns, limit=0)
+        if rep.state.digest() != plan.digest:
+            raise PackMismatch(f"after clean the journal replays to {rep.state.digest()}, not {plan.digest}",
+                               expected=plan.digest, actual=rep.state.digest(), path=d)
+
     step("lock", lambda: _lock(plan.journal, ctx))
     step("check", check)
     for p, _, _ in plan.remove:
         step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
     step("fsync-dir", lambda: fsync_dir(d))
+    step("verify", reverify)
     step("unlock", lambda: ctx.pop("lock").release())
 
 

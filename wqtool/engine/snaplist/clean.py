@@ -99,7 +99,7 @@ def clean_plan(journal: ListJournal) -> ListCleanPlan:
             remove.append((hf.path, len(data), "exhausted: every line acknowledged" if data else "empty"))
             acked += 1 if data else 0
         else:
-            keep.append((hf.path, f"{name} still holds lines that are not acknowledged (send them first: "
+            keep.append((hf.path, "still holds lines that are not acknowledged (send them first: "
                                   "wqtool replay --send)"))
     for t in journal.temps:
         remove.append((t, os.path.getsize(t), "temp file of an interrupted wqtool pack"))
