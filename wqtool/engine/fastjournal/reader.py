@@ -217,7 +217,8 @@ class FjjReader:
             tail = f"; valid records resume at 0x{resume:x} ({resume - pos} byte(s) unreadable)"
         f = Finding(ERROR, code, msg + tail, path=seg.path, offset=pos, record_index=self._index,
                     last_good_offset=pos, verdict=Verdict.TORN_TAIL if torn else Verdict.CORRUPT, resumes_at=resume,
-                    upstream="the server refuses to start" if not torn else "truncated at start-up")
+                    upstream=("wqtool's fastjournal server refuses to start on it" if not torn else
+                              "wqtool's fastjournal server truncates it at start-up"))
         return f, resume
 
     def _walk(self, seg: Segment, data, n: int, newest: bool) -> Iterator:
