@@ -9,9 +9,10 @@
    ``--distinct``, each a change, journaled), then NEXT phase (each NEXT marks the entry it returns worked on: a
    change, journaled), then NEXT without a mark (a read). Operations per second and p50 / p99 latency.
 2. **Replay** of a journal of ``--records`` SETs over ``--distinct`` resources (written with the engine's writer,
-   cached under bench/out/fastjournal/), each in a fresh process: seconds, records/s and peak RSS — and the same for
-   a journal of the same resources with a fifth of the records, and of the same records over a tenth of the
-   resources: memory follows the distinct resources, not the records.
+   cached under bench/out/fastjournal/), each in a fresh process: seconds, records/s, peak RSS (which counts the
+   journal's mmapped pages: clean, file-backed) and the heap after the replay (RssAnon: the state) — and the same
+   for a journal of the same resources with a fifth of the records, and of the same records over a tenth of the
+   resources: the heap follows the distinct resources, not the records.
 """
 from __future__ import annotations
 
@@ -145,8 +146,13 @@ def replay_main(d: str) -> None:
     (log,) = fmt.discover([d], opts)
     rep = fmt.run_log(log, opts)
     el = time.perf_counter() - t0
+    anon = 0
+    with open("/proc/self/status") as f:          # the heap now (the state is alive): RssAnon, without the
+        for line in f:                             # journal's mmapped (clean, file-backed) pages
+            if line.startswith("RssAnon:"):
+                anon = int(line.split()[1]) / 1024
     print(json.dumps({"seconds": el, "records": rep.records, "entries": len(rep.state.fifo.entries),
-                      "verdict": int(rep.verdict),
+                      "verdict": int(rep.verdict), "anon_mb": anon,
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
@@ -185,12 +191,13 @@ def main() -> None:
         p.wait(30)
         shutil.rmtree(d)
     print(f"replay (each in a fresh process; {OUT})")
-    print(f"{'journal':<34} {'MB':>7} {'seconds':>8} {'records/s':>10} {'entries':>8} {'peak RSS MB':>12}")
+    print(f"{'journal':<34} {'MB':>7} {'seconds':>8} {'records/s':>10} {'entries':>8} {'peak RSS MB':>12} "
+          f"{'heap MB':>8}")
     for records, distinct in ((args.records, args.distinct), (args.records // 5, args.distinct),
                               (args.records, args.distinct // 10)):
         r = run_replay(records, distinct)
         print(f"{f'{records:,} SETs / {distinct:,} resources':<34} {r['mb']:>7.1f} {r['seconds']:>8.2f} "
-              f"{r['records'] / r['seconds']:>10.0f} {r['entries']:>8} {r['rss_mb']:>12.0f}")
+              f"{r['records'] / r['seconds']:>10.0f} {r['entries']:>8} {r['rss_mb']:>12.0f} {r['anon_mb']:>8.0f}")
 
 
 if __name__ == "__main__":
