@@ -34,8 +34,8 @@ from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
 
 #: The packages of the formats that ship with wqtool, in detection order.
-BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.snaplist",
-                            "wqtool.engine.evtj", "wqtool.engine.fastjournal")
+BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth_joblog",
+                            "wqtool.engine.snaplist", "wqtool.engine.evtj", "wqtool.engine.fastjournal")
 
 
 # ---------------------------------------------------------------- values passed to every format
@@ -169,6 +169,16 @@ class StateView:
 
     def digest(self) -> str:
         raise NotImplementedError
+
+    # analytics (stats): named tables of the state, and the chart of one of them
+    def analytics(self) -> dict[str, list[dict]]:
+        """Named tables ``stats`` prints, puts in its JSON and writes with ``--out DIR`` (rows of plain values)."""
+        return {}
+
+    def chart(self) -> dict | None:
+        """What ``stats --chart FILE`` draws: ``{"table", "x", "series", "labels", "colors", "title"}`` naming one
+        of ``analytics()``'s tables (a bar per ``x``, the series stacked), or None."""
+        return None
 
 
 # ---------------------------------------------------------------- the interface

@@ -8,6 +8,7 @@ from typing import TextIO
 from ..engine.findings import worst
 from ..engine.stats import RecordStats
 from ..exitcodes import for_verdict
+from .analytics import write_tables_text
 
 
 def stats_doc(per_log, total_jobs: int) -> dict:
@@ -25,10 +26,14 @@ def stats_doc(per_log, total_jobs: int) -> dict:
         d["jobs"] = jobs
         by_state = view.counts_by_state()
         queues = view.queues()
-        logs.append({"root": report.root, "segments": report.segments, **d,
-                     "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
-                               "digest": view.digest()},
-                     "damage": _damage(report.verdict, report.counts, report.severities)})
+        doc = {"root": report.root, "segments": report.segments, **d,
+               "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
+                         "digest": view.digest()},
+               "damage": _damage(report.verdict, report.counts, report.severities)}
+        tables = view.analytics()
+        if tables:
+            doc["analytics"] = tables
+        logs.append(doc)
         verdicts.append(report.verdict)
         tot.merge(st)
         for k, v in by_state.items():
@@ -75,6 +80,8 @@ def write_stats(out: TextIO, doc: dict, output: str) -> None:
             w(f"  digest sha256:{s['digest']}\n")
         w(f"  damage: exit {dm['exit_code']}, {dm['errors']} error(s), {dm['warnings']} warning(s)"
           + (": " + ", ".join(f"{k} {v}" for k, v in dm["counts"].items()) if dm["counts"] else "") + "\n")
+        if d.get("analytics"):
+            write_tables_text(out, d["analytics"])
 
 
 def write_record_stats(out: TextIO, st: RecordStats, output: str) -> None:

@@ -72,10 +72,18 @@ class StateSummary:
     state_digest: str
     by_state: dict
     by_queue: dict
+    tables: dict | None = None
+    chart_spec: dict | None = None
 
     @classmethod
     def of(cls, view) -> "StateSummary":
-        return cls(view.digest(), view.counts_by_state(), view.queues())
+        return cls(view.digest(), view.counts_by_state(), view.queues(), view.analytics(), view.chart())
+
+    def analytics(self) -> dict:
+        return dict(self.tables or {})
+
+    def chart(self) -> dict | None:
+        return self.chart_spec
 
     def digest(self) -> str:
         return self.state_digest
