@@ -23,7 +23,9 @@ from .exitcodes import ExitCode, for_verdict
 
 app = typer.Typer(
     name="wqtool",
-    help="Inspect, verify, replay and compact job-queue logs (workq 0.2.0 command logs, Kestrel journals).",
+    help="Inspect, verify, replay and compact job-queue logs (workq 0.2.0 command logs, Kestrel journals, Snap! "
+         "list journals, prinbee EVTJ journals, and the fastjournal journal — per the unimplemented libfastjournal "
+         "design).",
     no_args_is_help=True,
     add_completion=True,
     rich_markup_mode=None,

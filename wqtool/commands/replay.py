@@ -49,6 +49,12 @@ def replay(
     ascending xid order (--keep-open shows them open); expiry is never applied at replay, --as-of only marks
     the items that would be expired.
 
+    Snap! list journals (0.msg ... 23.msg) replay to one entry per uri (the largest key_start_date wins) in the
+    General Sort Index order <domain>:<priority>:<key_start_date>; EVTJ journals to the live events the prinbee
+    loader indexes; the fastjournal journal to its priority FIFO. --send fastjournal://HOST:PORT forwards a list
+    journal's pending lines to a fastjournal daemon — per the unimplemented libfastjournal design (wqtool's own
+    daemon; none exists upstream) — blanking each line only once the daemon acknowledged it.
+
     Example:
 
     \b
@@ -57,6 +63,8 @@ def replay(
       wqtool replay --summary DIR
       wqtool replay --format kestrel --keep-open /var/spool/kestrel/jobs
       wqtool replay --send http://admin:8080/orth-admin -O access_token=TOKEN --dry-run LOGPATH/callbacklogs
+      wqtool replay --as-of now /var/lib/snapwebsites/list/journal
+      wqtool replay --send fastjournal://127.0.0.1:4008 --dry-run /var/lib/snapwebsites/list/journal
     """
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)

@@ -35,7 +35,8 @@ from .run import LogReport, ReplayPass, VerifyReport
 
 #: The packages of the formats that ship with wqtool, in detection order.
 BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth",
-                           "wqtool.engine.orth_joblog")
+                           "wqtool.engine.orth_joblog", "wqtool.engine.snaplist", "wqtool.engine.evtj",
+                           "wqtool.engine.fastjournal")
 
 
 # ---------------------------------------------------------------- values passed to every format
