@@ -122,10 +122,10 @@ def test_a_kestrel_journal_damaged_at_its_first_byte_is_corrupt_not_unknown(tmp_
 def test_writing_from_weak_evidence_needs_format(tmp_path):
     empty = tmp_path / "jobs"
     empty.write_bytes(b"")
-    r = run("pack", "-o", str(tmp_path / "out"), str(empty))
+    r = run("pack", "--out", str(tmp_path / "out"), str(empty))
     assert r.returncode == 2 and "weak evidence only; pass --format kestrel" in r.stderr
     assert not (tmp_path / "out").exists()
-    r = run("pack", "--format", "kestrel", "-o", str(tmp_path / "out"), str(empty))
+    r = run("pack", "--format", "kestrel", "--out", str(tmp_path / "out"), str(empty))
     assert r.returncode == 0, r.stderr
 
 

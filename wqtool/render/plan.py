@@ -18,7 +18,7 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> 
     w(f"  records dropped: {doc['records_dropped']}\n")
     for line in doc["dropped"]:
         w(f"  dropped: {line}\n")
-    w(f"  state digest: {doc['digest']}\n")
+    w(f"  digest sha256:{doc['digest']}\n")
     if "written" in doc:
         w(f"  wrote {doc['written']['path']}: re-verified, replay digest equal\n")
     elif "installed" in doc:
@@ -27,5 +27,5 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> 
           + (f"; the old log is kept as {i['backup']}" if i.get("backup") else "")
           + (f"; superseded files removed: {', '.join(i['removed'])}" if i.get("removed") else "") + "\n")
     elif not wrote:
-        w("  (plan only: nothing written; use -o FILE|DIR or --apply)\n")
+        w("  (plan only: nothing written; use --out FILE|DIR or --apply)\n")
     w(f"  time: {doc['elapsed_s']:.3f} s\n")
