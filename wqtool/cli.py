@@ -99,6 +99,12 @@ def run(argv: list[str] | None = None) -> int:
         code = for_verdict(rv) if isinstance(rv, Verdict) else int(rv) if isinstance(rv, int) else 0
     except typer.Exit as e:
         code = e.exit_code
+    except SystemExit as e:   # the option parser's own exit: on a closed pipe it exits 1 (click), we say 141
+        if isinstance(e.__context__, BrokenPipeError):
+            _quiet_stdout()
+            code = ExitCode.CLOSED_PIPE
+        else:
+            code = e.code if isinstance(e.code, int) else ExitCode.INTERNAL
     except typer.Abort:
         print("wqtool: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED

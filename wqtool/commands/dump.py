@@ -126,7 +126,7 @@ def dump(
     d = _Dump(output.value, mode, stats, limit, selection, opts, live)
     if follow:
         return d.follow(entries, logs, poll)
-    with track(logs, "dump"):
+    with track(logs, "dump", streaming=True):
         results = [r for _, r in each_log(entries, d.log, say=say_error)]
     d.close()
     return run_exit_code([r for r in results if not isinstance(r, Failed)],
@@ -179,12 +179,10 @@ class _Dump:
                 else:
                     self._finding(w, ev)
         run.sink.close()
-        report = watch.settle(run.report) if held else run.report
         for f in held:
-            note = next((n for n in report.findings if n.offset == f.offset and n.path == f.path
-                         and n.code == fmt_.in_flight_code), None)
-            self._finding(w, note or f, in_flight=note is not None)
-        return report.verdict
+            told = watch.torn_in_flight(f)
+            self._finding(w, told, in_flight=told is not f)
+        return watch.settle(run.report).verdict if held else run.report.verdict
 
     def close(self) -> None:
         if self.stats:

@@ -567,14 +567,17 @@ def _claim(path: str, forced: Format | None) -> tuple[Format, Evidence | None]:
 
 
 def _discover_each(f: Format, items: list[tuple[int, str]], opts: Options) -> list[tuple[int, list]]:
-    """``f.discover`` over one format's PATHs together (files of one directory make one log); when that fails,
-    each PATH alone finds the ones at fault, and the others are discovered together again."""
+    """``f.discover`` over one format's PATHs together (files of one directory make one log), each log placed
+    where its first PATH stands; when that fails, each PATH alone finds the ones at fault, and the others are
+    discovered together again."""
     try:
-        return [(items[0][0], f.discover([p for _, p in items], opts))]
+        logs = f.discover([p for _, p in items], opts)
     except (WqError, OSError) as exc:
         if len(items) == 1:
             return [(items[0][0], [Unresolved(items[0][1], exc)])]
         together = exc
+    else:
+        return [(_first_path(d, items), [d]) for d in logs]
     good, bad = [], []
     for i, p in items:
         try:
@@ -588,6 +591,17 @@ def _discover_each(f: Format, items: list[tuple[int, str]], opts: Options) -> li
     if len(good) == len(items):       # each alone is fine, together they are not: report it on the first
         return [(items[0][0], [Unresolved(items[0][1], together)])]
     return bad + _discover_each(f, good, opts)
+
+
+def _first_path(log, items: list[tuple[int, str]]) -> int:
+    """Where a discovered log stands among the PATHs: the first PATH that is its root or a file in it."""
+    root = getattr(log, "root", None)
+    if isinstance(root, str):
+        r = os.path.abspath(root)
+        for i, p in items:
+            if not is_url(p) and (os.path.abspath(p) == r or os.path.dirname(os.path.abspath(p)) == r):
+                return i
+    return items[0][0]
 
 
 def _fits(f: Format, path: str) -> None:

@@ -35,8 +35,10 @@ class ByteProgress:
         self.total = total
         self._last = 0.0
         if enabled:
+            # stdout is never redirected: data goes where the user sent it, the bar only to the terminal
             self._p = Progress(TextColumn(label), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                               TextColumn("eta"), TimeRemainingColumn(), console=stderr_console(), transient=True)
+                               TextColumn("eta"), TimeRemainingColumn(), console=stderr_console(), transient=True,
+                               redirect_stdout=False, redirect_stderr=True)
             self._task = self._p.add_task(label, total=total)
             self._p.start()
 
@@ -54,9 +56,12 @@ class ByteProgress:
 
 
 @contextlib.contextmanager
-def track(logs, label: str, *, enabled: bool = True) -> Iterator[ByteProgress]:
+def track(logs, label: str, *, enabled: bool = True, streaming: bool = False) -> Iterator[ByteProgress]:
     """A bar over every file of ``logs`` (``engine.format.Log``s) while the block reads them: the engine reports
-    the bytes it has read (files opened and closed, records passed)."""
+    the bytes it has read (files opened and closed, records passed). ``streaming``: the block writes to stdout as
+    it goes (dump): no bar when stdout is that same terminal (the bar would tear the lines)."""
+    if streaming and sys.stdout.isatty():
+        enabled = False
     total = files_size(p for log in logs for p in log.files) if enabled else 0
     bar = ByteProgress(total, label, enabled=None if enabled else False)
     if not bar.enabled:
