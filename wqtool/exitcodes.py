@@ -31,8 +31,9 @@ EXIT_TABLE = [
                   "task's own error keeps its code)"),
     (ExitCode.INTERNAL, "internal error: a bug in wqtool (rerun with --traceback and report it)"),
     (ExitCode.INTERRUPTED, "interrupted (Ctrl-C)"),
-    (ExitCode.CLOSED_PIPE, "the reader of the output went away (a closed pipe, `| head`): wqtool stops at once, "
-                           "silently (128 + SIGPIPE, what the shell reports for a tool killed by SIGPIPE)"),
+    (ExitCode.CLOSED_PIPE, "the reader of the output went away (a closed pipe: head or less quit early): wqtool "
+                           "stops at once, silently (128 + SIGPIPE, as the shell reports a tool killed by SIGPIPE; "
+                           "never 0, which would say clean for a log not read to the end)"),
 ]
 
 #: Several PATHs (or several kinds of damage in one log) in one run: the exit code is the most severe, in this

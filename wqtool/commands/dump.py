@@ -106,6 +106,8 @@ def dump(
             raise UsageError("--payload binary needs -o parquet (JSON has no bytes)")
         if not remote and "://" not in out_dir and os.path.lexists(out_dir):   # before paying for a session
             raise UsageError(f"--out {out_dir}: already exists; the export never overwrites: name a new directory")
+        if "_as_of" in opts.extra:
+            raise UsageError("--engine spark dump takes a time for --as-of (last / first: the local engine)")
         registry.resolve(paths, fmt, opts)     # every PATH must name a log before a session is paid for
         return _dump_spark(paths, fmt, output, out_dir, mode, opts, master, spark_conf, remote)
     if out_dir is not None:

@@ -8,6 +8,7 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..engine.live import LiveWatch
 from ..engine.stats import RecordStats
+from ..errors import UsageError
 from ..render.outcome import Failed, run_exit_code
 from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
@@ -53,9 +54,12 @@ def stats(
     if engine is Engine.spark:
         from ..spark.fleet import fleet_stats
         per_log, total_jobs = [], 0
+        if "_as_of" in opts.extra and len(logs) > 1:
+            raise UsageError("--engine spark stats over several logs takes one --as-of time for all (each log's "
+                             "own last/first: run the local engine, or one log at a time)")
         if logs:
             with _spark.session(master, spark_conf, remote) as spark:
-                per_log, total_jobs = fleet_stats(spark, logs, opts, progress=_spark.say)
+                per_log, total_jobs = fleet_stats(spark, logs, for_log(logs[0], opts), progress=_spark.say)
         results = iter(per_log)
         per_path = list(each_log(entries, lambda log: next(results), say=say_error))
     else:
