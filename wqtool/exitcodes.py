@@ -18,17 +18,21 @@ class ExitCode(IntEnum):
 
 
 EXIT_TABLE = [
-    (ExitCode.OK, "clean: every segment parses, every CRC holds, replay meets no impossible history (warnings "
-                  "allowed; a record a live writer is still appending is in flight, not damage)"),
-    (ExitCode.TORN_TAIL, "torn tail only: valid up to offset X of the newest segment and nothing valid follows X; "
-                         "truncating at X loses no valid record"),
+    (ExitCode.OK, "clean: every segment parses, every record's CRC holds, replay meets no impossible history "
+                  "(warnings allowed; a record a live writer is still appending is in flight, not damage)"),
+    (ExitCode.TORN_TAIL, "torn tail only: the log is valid up to offset X of the newest segment and nothing valid "
+                         "follows X (an incomplete record, junk, a final record failing its CRC, a 0-byte or partial "
+                         "header in the newest segment); truncating at X loses no valid record"),
     (ExitCode.USAGE, "usage error: a bad option or value, or a PATH that is not a log"),
-    (ExitCode.CORRUPT, "corrupt: damage with valid data after it, or a bad header / wrong version in a segment "
-                       "that is not the newest one's empty tail"),
-    (ExitCode.INVALID_HISTORY, "invalid history: bytes intact but a history workq-server 0.2.0 refuses"),
+    (ExitCode.CORRUPT, "corrupt: damage with valid data after it (a later valid record in the same segment, or any "
+                       "later segment), a bad header or a wrong version"),
+    (ExitCode.INVALID_HISTORY, "invalid history: bytes intact but a history the upstream server refuses (a "
+                               "duplicate add, an invalid name, TTR, TTL or id, a start-attempt on a leased or "
+                               "finished job, a second result, an unknown command type, a payload of the wrong "
+                               "length)"),
     (ExitCode.IO, "I/O error: a missing or unreadable path, permission; a log busy with a live writer (--apply "
-                  "refuses); --engine spark: no session, or a Spark job lost to something outside wqtool (a "
-                  "task's own error keeps its code)"),
+                  "refuses); --engine spark: no session (no Java, no Connect server, workers without wqtool), or "
+                  "a Spark job lost to something outside wqtool — an error raised in a task keeps its own code"),
     (ExitCode.INTERNAL, "internal error: a bug in wqtool (rerun with --traceback and report it)"),
     (ExitCode.INTERRUPTED, "interrupted (Ctrl-C)"),
     (ExitCode.CLOSED_PIPE, "the reader of the output went away (a closed pipe: head or less quit early): wqtool "
