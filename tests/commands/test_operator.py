@@ -356,6 +356,8 @@ def test_usage_shows_path_dots_and_help_has_no_type_names():
     (["dump", "--limit", "1e3"], "expected a whole number, got '1e3'"),
     (["verify", "-o", "yaml"], "Invalid value for '--output' / '-o': 'yaml' is not one of 'table', 'jsonl', 'json'."),
     (["pack", "--segment-size", "12"], "expected a whole number from 64 to 1099511627776, got 12"),
+    (["dump", "--follow", "--poll", "x"], "Invalid value for '--poll': expected a number of seconds, got 'x'"),
+    (["dump", "--follow", "--poll", "0"], "expected a number of seconds from 0.05 to 3600, got 0"),
     (["verify", "--as-of", "yesterday"], "--as-of: expected RFC 3339 (2026-11-21T23:30:00Z), '2026-11-21 23:30:00' "
                                          "(UTC), epoch seconds, 'now', or relative to now (-2h, -30m, -1d), got "
                                          "'yesterday'"),

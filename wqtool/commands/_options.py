@@ -53,6 +53,20 @@ def whole_number(lo: int, hi: int, *, offsets: bool = False) -> Callable[[str], 
     return parse
 
 
+def seconds(lo: float, hi: float) -> Callable[[str], float]:
+    """A parser for a bounded number of seconds (decimals allowed), errors in plain words."""
+    def parse(value) -> float:
+        try:
+            n = float(value)
+        except (TypeError, ValueError):
+            raise typer.BadParameter(f"expected a number of seconds, got {value!r}") from None
+        if not lo <= n <= hi:
+            raise typer.BadParameter(f"expected a number of seconds from {lo:g} to {hi:g}, got {value}")
+        return n
+    parse.__name__ = "seconds"
+    return parse
+
+
 def _format_name(value: str) -> str:
     """--format: auto or a registered format (read from the registry when used, so a format registered at run
     time is accepted)."""

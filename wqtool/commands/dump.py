@@ -21,7 +21,7 @@ from ..render.stats import write_record_stats
 from . import _spark
 from ._options import (MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, Paths, RemoteOpt, SettingOpt,
-                       SparkConfOpt, each_log, for_log, options, parse_time, say_error, whole_number)
+                       SparkConfOpt, each_log, for_log, options, parse_time, say_error, seconds, whole_number)
 
 Offset = whole_number(0, MAX_OFFSET, offsets=True)
 
@@ -51,7 +51,7 @@ def dump(
                      "jobs) instead of records.")] = False,
     follow: Annotated[bool, typer.Option("--follow", "-F", help="Keep printing records as the log grows (new "
                       "segments and rotations included), like pg_waldump -f; Ctrl-C ends it (exit 0).")] = False,
-    poll: Annotated[float, typer.Option("--poll", metavar="SECONDS", min=0.05, max=3600.0,
+    poll: Annotated[float, typer.Option("--poll", metavar="SECONDS", parser=seconds(0.05, 3600),
                     help="With --follow: how often to look for new records.")] = 1.0,
     qdump: Annotated[bool, typer.Option("--qdump", help="Kestrel: qdump.sh's own line format and summary.")] = False,
     qdump_contents: Annotated[bool, typer.Option("--qdump-contents", "-d", help="With --qdump: item contents "

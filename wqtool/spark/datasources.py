@@ -404,9 +404,12 @@ def check_workers(spark) -> None:
     """One tiny Spark job: a Python worker imports wqtool and says which version and which Python it runs.
     Raises ``WorkersCannotImportWqtool`` with how to fix it (install wqtool there, or point the workers at this
     Python)."""
+    import importlib
     import sys
 
-    from .. import __version__
+    # the package's version without a static import of wqtool/__init__ (its lazy API reaches exit codes, which
+    # the spark layer never imports)
+    __version__ = importlib.import_module("wqtool").__version__
     if id(spark) in _checked:
         return
     ns: dict = {"__name__": "wqtool_worker_probe"}
