@@ -226,6 +226,36 @@ def test_a_reader_that_closes_early_gets_141_and_silence(big_log, argv):
     assert r.stderr == ""
 
 
+@pytest.fixture(scope="module")
+def many_findings(tmp_path_factory):
+    """A log whose verify report is far bigger than a pipe's buffer: 1,500 impossible start-attempts."""
+    from wqtool.engine.workq import writer
+    from wqtool.formats._common import GoTime
+    from wqtool.formats.workq import CmdType
+    d = str(tmp_path_factory.mktemp("findings") / "log")
+    jid = bytes.fromhex("0123456789ab4def8123456789abcdef")
+    t = GoTime(63930899691, 0, -1)
+    with writer.SegmentWriter(d) as w:
+        w.append(writer.add(jid, "q", ttr=60_000, ttl=86_400_000, created=t), t)
+        w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
+        w.append(writer.result(CmdType.COMPLETE, jid), t)
+        for _ in range(1500):
+            w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
+    return d
+
+
+@pytest.mark.parametrize("argv", [["verify", "--max-findings", "5000"], ["verify", "-o", "jsonl", "--max-findings",
+                                                                          "5000"]])
+def test_verify_into_a_reader_that_closes_early_gets_141(many_findings, argv):
+    cmd = " ".join([f"'{sys.executable}'", "-m", "wqtool", *argv, "--as-of", AS_OF, f"'{many_findings}'"])
+    r = subprocess.run(["bash", "-c", cmd + " | head -1 >/dev/null; echo \"${PIPESTATUS[0]}\""], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert (r.stdout.strip(), r.stderr) == ("141", "")
+    whole = subprocess.run(["bash", "-c", cmd + " | wc -l; echo \"${PIPESTATUS[0]}\""], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert whole.stdout.split()[-1] == "4" and int(whole.stdout.split()[0]) > 1500   # read to the end: the verdict
+
+
 @pytest.mark.parametrize("argv", [["verify"], ["verify", "-o", "json"], ["replay", "--summary"], ["stats"]])
 def test_a_pipe_closed_before_anything_is_written_gets_141(argv):
     """A pipe whose reader is already gone (closed before wqtool starts): the first write fails, wqtool stops
