@@ -20,13 +20,20 @@ from .run import LogReport
 LIVE_FLAG = "--live was given (the log is being written)"
 
 
-def in_flight(report: LogReport, code: str, writer: str) -> LogReport:
+def in_flight(report: LogReport, code: str, writer: str, error_codes: frozenset[str] = frozenset()) -> LogReport:
     """Turn the torn-tail findings of ``report`` into in-flight notes (``code``) and drop them from the verdict:
     the bytes after the last complete record are a record ``writer`` is still appending. Returns ``report``
-    (changed in place); a report without a torn tail is returned unchanged."""
+    (changed in place); a report without a torn tail is returned unchanged. ``error_codes``: the format's
+    error codes, to move the counts of a torn tail the report counted but did not keep (``limit=0``)."""
     torn = [f for f in report.findings if f.verdict == Verdict.TORN_TAIL]
     if not torn and report.verdict != Verdict.TORN_TAIL:
         return report
+    if not torn:     # counted, not kept: with a torn-tail verdict every error counted is the torn tail's
+        for c in [c for c in report.counts if c in error_codes]:
+            n = report.counts.pop(c)
+            report.severities[ERROR] -= n
+            report.counts[code] += n
+            report.severities[NOTE] += n
     notes = []
     for f in torn:
         seen = f.message.split("; torn tail")[0]
@@ -84,7 +91,9 @@ class LiveWatch:
                             and not any(f.verdict == Verdict.TORN_TAIL for f in report.findings)):
             return report
         who = self.live()
-        return report if who is None else in_flight(report, code, who)
+        if who is None:
+            return report
+        return in_flight(report, code, who, frozenset(c for c, (sev, _) in self.fmt.codes.items() if sev == ERROR))
 
     def torn_in_flight(self, f: Finding) -> Finding:
         """One streamed torn-tail finding as the in-flight note it is when the log is live (dump), else itself."""
