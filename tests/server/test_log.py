@@ -207,7 +207,7 @@ def test_a_second_server_and_pack_apply_are_locked_out(server_factory, tmp_path)
         ServerProc("-cmdlog-path", d)
     assert "Timeout waiting for cmdlog lock (appender)" in str(e.value)
     r = cli("pack", "--apply", d)
-    assert r.code == 5 and "locked" in r.err
+    assert r.code == 5 and "append.lock is held" in r.err
     srv.stop()
     assert cli("pack", "--apply", d).code == 0             # once the server is gone
 
@@ -229,7 +229,9 @@ def test_damaged_logs_are_refused_with_the_finding(tmp_path, name, code, finding
     assert r.returncode == code, r.stderr
     assert finding in r.stderr and "workq-server would refuse to start" in r.stderr
     assert "Listening" not in r.stdout
-    assert {p: open(os.path.join(d, p), "rb").read() for p in os.listdir(d) if p in before} == before
+    # nothing modified, nothing created: no server ever ran here (no append.lock), so no lock file is left either
+    assert not any(p.endswith(".lock") for p in before)
+    assert {p: open(os.path.join(d, p), "rb").read() for p in os.listdir(d)} == before
 
 
 def test_a_thousand_segment_log_replays_well_under_two_seconds(server_factory, tmp_path):

@@ -23,7 +23,7 @@ def _local_rows(fmt: str, lp: str) -> list[dict]:
 @pytest.mark.parametrize("fmt", ["orth-callbacks", "orth-executor-logs"])
 def test_data_source_rows_equal_dump(spark, fmt):
     """One read of every fixture's logPath (a partition per file): the records of each logPath equal its local
-    dump, in order, and the _corrupt rows are verify's findings."""
+    dump, in order, and format(fmt + "-findings") rows are verify's findings."""
     from wqtool.spark import register
     register(spark)
     df = spark.read.format(fmt).option("paths", json.dumps(LOGPATHS)).option("as_of", AS_OF).load()
@@ -32,7 +32,9 @@ def test_data_source_rows_equal_dump(spark, fmt):
         mine = [r for r in rows if (r["file"] or "").startswith(lp)]
         recs = [{k: v for k, v in r.items() if k != "_corrupt"} for r in mine if r["_corrupt"] is None]
         assert recs == _local_rows(fmt, lp), lp
-        codes = sorted(r["_corrupt"]["code"] for r in mine if r["_corrupt"] is not None)
+        found = (spark.read.format(fmt + "-findings").option("paths", json.dumps([lp])).option("as_of", AS_OF)
+                 .load().collect())
+        codes = sorted(r["code"] for r in found)
         v = json.loads(cli("verify", "-o", "json", "--max-findings", "100000", "--as-of", AS_OF, "--format", fmt,
                            lp).out)
         assert codes == sorted(c for c, n in v["logs"][0]["counts"].items() for _ in range(n)), lp

@@ -7,11 +7,11 @@ from typing import Annotated
 import typer
 
 from ..engine.findings import Verdict, worst
-from ..engine.fsops import LogBusy
 from ..engine.format import resolve
 from ..errors import UsageError
 from ..render.plan import write_plan_report
-from ._options import AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, Paths, SettingOpt, options
+from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
+                       SettingOpt, options, refuse_unsafe_write)
 
 #: --apply with an --as-of this far past the clock would drop jobs a running system still holds
 FUTURE_SLACK_NS = 60 * 1_000_000_000
@@ -22,7 +22,10 @@ def clean(
     apply: Annotated[bool, typer.Option("--apply", help="Carry out the plan (atomic per step, re-verified); without "
                      "it nothing is written.")] = False,
     as_of: AsOf = None,
-    json_report: Annotated[bool, typer.Option("--json", help="The plan / report as JSON.")] = False,
+    output: ReportOutputOpt = ReportOutput.table,
+    json_report: Annotated[bool, typer.Option("--json", help="The plan / report as JSON (the same as -o json).")]
+    = False,
+    live: LiveOpt = False,
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
@@ -50,17 +53,12 @@ def clean(
                          "'now' (the default) or earlier")
     verdicts = []
     for log in resolve(paths, fmt, opts):
-        if apply and log.weak:
-            raise UsageError(f"auto-detected as {log.fmt.title} from weak evidence only; pass --format "
-                             f"{log.fmt.name} to write anything", path=log.root)
         if apply:
-            who = log.fmt.live_writer(log.data)
-            if who:
-                raise LogBusy(f"the log is live ({who}): stop its writer before clean --apply", path=log.root)
+            refuse_unsafe_write(log, "clean --apply", live=live)
         plan = log.fmt.clean_plan(log.data, opts)
         doc = plan.report_doc()
         if apply:
             doc["applied"] = plan.apply().to_jsonable()
-        write_plan_report(sys.stdout, "clean", doc, as_json=json_report, applied=apply)
+        write_plan_report(sys.stdout, "clean", doc, as_json=json_report or output is ReportOutput.json, applied=apply)
         verdicts.append(Verdict(plan.input_verdict))
     return worst(verdicts)

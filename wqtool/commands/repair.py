@@ -7,10 +7,11 @@ import typer
 
 from ..engine.findings import Verdict, worst
 from ..engine.format import resolve
-from ..engine.fsops import LogBusy
+from ..engine.live import refuse_live
 from ..errors import UsageError
 from ..render.plan import write_plan_report
-from ._options import AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, Paths, SettingOpt, options, parse_time
+from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
+                       SettingOpt, options, parse_time, refuse_unsafe_write)
 
 
 def repair(
@@ -29,7 +30,10 @@ def repair(
                           )] = None,
     no_backup: Annotated[bool, typer.Option("--no-backup", help="Do not keep the old log after the swap.")] = False,
     as_of: AsOf = None,
-    json_report: Annotated[bool, typer.Option("--json", help="The plan / report as JSON.")] = False,
+    output: ReportOutputOpt = ReportOutput.table,
+    json_report: Annotated[bool, typer.Option("--json", help="The plan / report as JSON (the same as -o json).")]
+    = False,
+    live: LiveOpt = False,
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
@@ -60,17 +64,15 @@ def repair(
         raise UsageError("--quarantine names one directory: repair one log at a time with it")
     verdicts = []
     for log in logs:
-        if apply and log.weak:
-            raise UsageError(f"auto-detected as {log.fmt.title} from weak evidence only; pass --format "
-                             f"{log.fmt.name} to write anything", path=log.root)
-        who = log.fmt.live_writer(log.data)
-        if who:
-            raise LogBusy(f"the log is live ({who}): a partial last record is in flight, not damage; stop its writer "
-                          "before repairing", path=log.root)
+        in_flight = "; a partial last record is in flight, not damage"
+        if apply:
+            refuse_unsafe_write(log, "repair --apply", live=live, why=in_flight)
+        else:   # a plan for a live log would call the record in flight damage
+            refuse_live(log, "repair", live=live, why=in_flight)
         plan = log.fmt.repair_plan(log.data, opts)
         doc = plan.report_doc()
         if apply and not doc.get("nothing_to_do"):
             doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()
-        write_plan_report(sys.stdout, "repair", doc, as_json=json_report, applied=apply and not doc["nothing_to_do"])
+        write_plan_report(sys.stdout, "repair", doc, as_json=json_report or output is ReportOutput.json, applied=apply and not doc["nothing_to_do"])
         verdicts.append(Verdict(plan.input_verdict))
     return worst(verdicts)

@@ -28,7 +28,8 @@ def _go_uint(value) -> int:
 Uint = dict(parser=_go_uint, metavar="N")
 
 
-DEFAULT_LISTEN = {"workq": "127.0.0.1:9922", "fastjournal": "127.0.0.1:4008", "orth-admin": "127.0.0.1:8080"}
+#: default -listen of each server (by the option that selects it; none: the workq 0.2.0 server)
+DEFAULT_LISTEN = {None: "127.0.0.1:9922", "--fastjournal": "127.0.0.1:4008", "--orth-admin": "127.0.0.1:8080"}
 
 
 def _split_listen(listen: str) -> tuple[str, int]:
@@ -168,14 +169,14 @@ def serve(
     if fastjournal is not None and orth_admin is not None:
         raise UsageError("--fastjournal and --orth-admin: choose one server")
     if fastjournal is not None or orth_admin is not None:
-        mode = "fastjournal" if fastjournal is not None else "orth-admin"
+        mode = "--fastjournal" if fastjournal is not None else "--orth-admin"
         if cmdlog_path:
-            raise UsageError(f"-cmdlog-path is a workq server's; --{mode} takes its own store")
+            raise UsageError(f"-cmdlog-path is a workq server's; {mode} takes its own store")
         own = ("--journal-sync", "--segment-size") if fastjournal is not None else \
               ("--access-token", "--context-path", "--timezone")
         stray = [k for k, v in mode_opts.items() if v is not None and k not in own]
         if stray:
-            raise UsageError(f"{', '.join(stray)}: not an option of --{mode}")
+            raise UsageError(f"{', '.join(stray)}: not an option of {mode}")
         where = listen or DEFAULT_LISTEN[mode]
         if fastjournal is not None:
             if (journal_sync or "full") not in ("full", "write"):
@@ -186,7 +187,7 @@ def serve(
     stray = [k for k, v in mode_opts.items() if v is not None and k != "--access-token"]
     if stray:
         raise UsageError(f"{', '.join(stray)}: only with --fastjournal or --orth-admin")
-    listen = listen or DEFAULT_LISTEN["workq"]
+    listen = listen or DEFAULT_LISTEN[None]
     from ..server.workq import ServeOptions, StartRefused, serve as run_server
     if log_level not in ("debug", "info", "warning", "error"):
         raise UsageError(f"--log-level: expected debug, info, warning or error, got {log_level!r}")

@@ -7,15 +7,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engine.findings import worst
-from ..engine.format import resolve
+from ..engine.format import Log, resolve_each
+from ..engine.live import LiveWatch
 from ..engine.stats import RecordStats
 from ..errors import UsageError
 from ..render.analytics import write_chart, write_tables_files
+from ..render.outcome import Failed, run_exit_code
+from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
 from . import _spark
-from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
-                       MasterOpt, Output, Paths, RemoteOpt, SparkConfOpt, options)
+from ._options import (AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
+                       LiveOpt, MasterOpt, Output, Paths, RemoteOpt, SettingOpt, SparkConfOpt, each_log, for_log,
+                       options, say_error)
 
 
 class TableFormat(str, enum.Enum):
@@ -30,6 +33,7 @@ def stats(
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     horizon: Horizon = False,
+    live: LiveOpt = False,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
     out_dir: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Also write each analytics table "
@@ -47,7 +51,8 @@ def stats(
     """Per log and in total: records and bytes per command, time span, jobs per state, queues, damage found.
 
     Every PATH is read and replayed (at --as-of) once; the replay digest of each log is included, so the
-    numbers of two runs — or of the two engines — can be compared. The exit code is verify's. Kestrel queues:
+    numbers of two runs — or of the two engines — can be compared. The exit code is verify's (a PATH that
+    cannot be read is named in the output and on stderr; the others are counted). Kestrel queues:
     records and bytes per opcode, time span from the items' add times, items queued / open at --as-of.
     Orth job-log tables (orth_job_log exports, dumps, databases): rows per UI status, the daily report counts
     (JobLogReportHelper), per-executor and per-handler failure rates, trigger-to-handle latency percentiles and
@@ -66,32 +71,45 @@ def stats(
         if target is not None and os.path.lexists(target):
             raise UsageError(f"{what} {target}: already exists; stats never overwrites")
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
-    logs = resolve(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts)
+    logs = [e for e in entries if isinstance(e, Log)]
+    watches = {id(log): LiveWatch(log, live=live) for log in logs}
     if engine is Engine.spark:
         from ..spark.fleet import fleet_stats
-        with _spark.session(master, spark_conf, remote) as spark:
-            per_log, total_jobs = fleet_stats(spark, logs, opts, progress=_spark.say)
+        per_log, total_jobs = [], 0
+        if "_as_of" in opts.extra and len(logs) > 1:
+            raise UsageError("--engine spark stats over several logs takes one --as-of time for all (each log's "
+                             "own last/first: run the local engine, or one log at a time)")
+        if logs:
+            with _spark.session(master, spark_conf, remote) as spark:
+                per_log, total_jobs = fleet_stats(spark, logs, for_log(logs[0], opts), progress=_spark.say)
+        results = iter(per_log)
+        per_path = list(each_log(entries, lambda log: next(results), say=say_error))
     else:
-        per_log, seen = [], set()
-        for log in logs:
-            run, st, facts = log.fmt.run(log.data, opts, limit=0), RecordStats(), log.fmt.facts
+        seen: set = set()
+
+        def one(log):
+            run, st, facts = log.fmt.run(log.data, for_log(log, opts), limit=0), RecordStats(), log.fmt.facts
             for ev in run.events():
                 if ev.__class__ is log.fmt.record_cls:
                     st.add(facts(ev))
-            seen |= st.jobs
-            per_log.append((run.report, st, len(st.jobs)))
+            seen.update(st.jobs)
+            return run.report, st, len(st.jobs)
+        with track(logs, "stats"):
+            per_path = list(each_log(entries, one, say=say_error))
         total_jobs = len(seen)
-    views = [log.fmt.state_view(r.state, log.data) for log, (r, _, _) in zip(logs, per_log)]
-    doc = stats_doc([(r, v, st, n) for v, (r, st, n) in zip(views, per_log)], total_jobs)
-    write_stats(sys.stdout, doc, output.value)
+    items = [r if isinstance(r, Failed) else (watches[id(log)].settle(r[0]),
+                                               log.fmt.state_view(r[0].state, log.data), r[1], r[2])
+             for log, r in per_path]
+    write_stats(sys.stdout, stats_doc(items, total_jobs), output.value)
+    done = [i for i in items if not isinstance(i, Failed)]
     if out_dir is not None:
-        write_tables_files(out_dir, [(r.root, v.analytics()) for v, (r, _, _) in zip(views, per_log)],
-                           out_format.value)
+        write_tables_files(out_dir, [(r.root, v.analytics()) for r, v, _, _ in done], out_format.value)
     if chart is not None:
         charts = []
-        for v, (r, _, _) in zip(views, per_log):
+        for r, v, _, _ in done:
             spec = v.chart()
             if spec is not None:
                 charts.append((r.root, spec, v.analytics().get(spec["table"], [])))
         write_chart(chart, charts)
-    return worst(r.verdict for r, _, _ in per_log)
+    return run_exit_code([i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])

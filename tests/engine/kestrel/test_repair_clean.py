@@ -130,7 +130,7 @@ def test_clean_and_repair_refuse_a_live_writer(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "ok"
         r = cli("clean", "--apply", d)
-        assert r.code == 5 and "stop its writer" in r.err and f"pid {holder.pid}" in r.err
+        assert r.code == 5 and "must be stopped before clean --apply" in r.err and f"pid {holder.pid}" in r.err
         r = cli("repair", "--apply", "--format", "kestrel", d)
         assert r.code == 5
     finally:

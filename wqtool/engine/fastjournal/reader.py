@@ -212,7 +212,7 @@ class FjjReader:
             tail = (f"; torn tail: the newest segment is valid up to 0x{pos:x} and nothing valid follows "
                     f"({n - pos} byte(s)); the server truncates it at start-up (never acknowledged)")
         elif resume is None:
-            tail = f"; nothing valid follows in this segment, and it is not the newest: corrupt"
+            tail = "; nothing valid follows in this segment, and it is not the newest: corrupt"
         else:
             tail = f"; valid records resume at 0x{resume:x} ({resume - pos} byte(s) unreadable)"
         f = Finding(ERROR, code, msg + tail, path=seg.path, offset=pos, record_index=self._index,

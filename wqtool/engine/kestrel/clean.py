@@ -18,6 +18,7 @@ from ...errors import InputError, PackMismatch, UsageError
 from ...formats.kestrel import PACK_SUFFIX
 from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, unlink_quiet
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of
 from .verify import run_log
 
@@ -35,6 +36,7 @@ class KestrelCleanPlan(Plan):
     input_exit_code: int
     records: int
     elapsed_s: float = 0.0
+    shown_digest: str = ""                   # as `wqtool replay` prints it (open transactions backed out)
 
     def report_doc(self) -> dict:
         sizes = {p: (s.size or 0) for p, s in self.sigs.items()}
@@ -48,7 +50,7 @@ class KestrelCleanPlan(Plan):
             "reclaimed": {"bytes": reclaimed, "files": len(self.deletes), "records": 0},
             "actions": [{"file": p, "action": "delete", "why": why} for p, why in self.deletes]
                        + [{"file": p, "action": "rename", "to": to} for p, to in self.renames],
-            "stray": list(self.fileset.stray), "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6),
+            "stray": list(self.fileset.stray), "digest": self.shown_digest or self.digest, "elapsed_s": round(self.elapsed_s, 6),
         }
 
     def apply(self, **kw) -> ApplyResult:
@@ -74,7 +76,8 @@ def clean_plan(fileset: FileSet, as_of_ns: int) -> KestrelCleanPlan:
             renames.append((f.path, f.path[: -len(PACK_SUFFIX)]))
     on_disk = [f.path for f in fileset.files] + list(fileset.superseded)
     plan = KestrelCleanPlan(fileset, as_of_ns, report.state.digest(), deletes, renames,
-                            {p: FileSig.of(p) for p in dict.fromkeys(on_disk)}, int(report.verdict), report.records)
+                            {p: FileSig.of(p) for p in dict.fromkeys(on_disk)}, int(report.verdict), report.records,
+                            shown_digest=replay_digest(report.state))
     plan.elapsed_s = time.perf_counter() - t0
     return plan
 

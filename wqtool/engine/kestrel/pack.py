@@ -70,6 +70,7 @@ class PackPlan(Plan):
     dropped: list[str] = field(default_factory=list)   # what was not carried over, one line each
     elapsed_s: float = 0.0
     live_sig: FileSig | None = None        # the live file before it was read (a writer changing it is refused)
+    keep_open: bool = False                # the digests reported are replay's with --keep-open (else: backed out)
 
     @property
     def records_dropped(self) -> int:
@@ -95,8 +96,14 @@ class PackPlan(Plan):
                 "before": {"records": d["records_before"], "bytes": d["bytes_before"], "files": len(d["inputs"])},
                 "after": {"records": d["records_after"], "bytes": d["bytes_after"], "items": d["items_queued"],
                           "open_transactions": d["open_transactions"]},
-                "records_dropped": d["records_dropped"], "dropped": d["dropped"], "digest": d["digest_expected"],
-                "digest_input": d["digest_input"], "elapsed_s": d["elapsed_s"], "plan": d}
+                "records_dropped": d["records_dropped"], "dropped": d["dropped"],
+                "digest": self.replay_digest(self.state), "digest_input": self.replay_digest(self.report.state),
+                "elapsed_s": d["elapsed_s"], "plan": d}
+
+    def replay_digest(self, state: KestrelState) -> str:
+        """The digest ``wqtool replay`` prints for ``state`` with this plan's options: open transactions backed
+        out to the head unless --keep-open (the plan itself compares the open states, which is stricter)."""
+        return replay_digest(state, keep_open=self.keep_open)
 
     #: the replay meaning the output is verified with (a pack writes only 2.x opcodes)
     verify_version: ClassVar[str] = "2"
@@ -121,7 +128,7 @@ PackResult = WriteResult        # the names this module's callers and tests know
 
 
 def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, salvage: bool = False,
-              kestrel_version: str | None = None, on_record=None) -> PackPlan:
+              kestrel_version: str | None = None, on_record=None, keep_open: bool = False) -> PackPlan:
     """Replay ``fileset`` as of ``as_of_ns`` and describe the packed journal (nothing is written).
 
     Raises ``PackRefused`` (exit 3 or 4) when the input is corrupt or holds a history Kestrel cannot
@@ -168,7 +175,13 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
                     digest_input if expected is state else expected.digest(), expected, report, dropped)
     plan.elapsed_s = time.perf_counter() - t0
     plan.live_sig = live_sig if live_sig is not None and live_sig.ino is not None else None
+    plan.keep_open = keep_open
     return plan
+
+
+def replay_digest(state: KestrelState, *, keep_open: bool = False) -> str:
+    """The digest ``wqtool replay`` prints for ``state``: open transactions backed out unless ``keep_open``."""
+    return state.digest() if keep_open or not state.open else state.backed_out_copy().digest()
 
 
 def _verify_output(plan: PackPlan, path: str) -> str:
@@ -181,7 +194,7 @@ def _verify_output(plan: PackPlan, path: str) -> str:
         raise PackMismatch(f"packed output does not replay to the input state: expected digest "
                            f"{plan.digest_expected}, got {got} (exit {int(rep.verdict)}); {diff}",
                            expected=plan.digest_expected, actual=got, path=path)
-    return got
+    return plan.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
 
 
 def write_pack(plan: PackPlan, output: str, *, fsync: bool = True) -> PackResult:

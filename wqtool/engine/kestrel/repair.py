@@ -31,6 +31,7 @@ from ..fsops import FileSig, fsync_dir
 from ..plan import ApplyResult, Plan
 from ..run import LogReport
 from . import pack as pack_mod
+from .pack import replay_digest
 from .model import Record
 from .reader import FileSet, JournalReader
 from .replay import KestrelReplay, KestrelState
@@ -65,6 +66,7 @@ class KestrelRepairPlan(Plan):
     digest_before: str = ""
     digest_expected: str = ""
     state: KestrelState | None = None            # what the repaired journal replays to (keep_open)
+    state_before: KestrelState | None = None     # what the input replays to (keep_open)
     items_changed: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     inputs: list[tuple[str, int]] = field(default_factory=list)
@@ -111,9 +113,18 @@ class KestrelRepairPlan(Plan):
             "cuts": [c.to_jsonable() for c in self.cuts],
             "lines": [f"cut {os.path.basename(c.path)}@0x{c.offset:x}+{c.length}: {c.what}"
                       + (f" ({c.code})" if c.code else "") for c in self.cuts] + self.items_changed[:100],
-            "digest_before": self.digest_before, "digest_after": self.digest_expected,
-            "digest": self.digest_expected, "elapsed_s": round(self.elapsed_s, 6),
+            # as `wqtool replay` prints them (the plan itself compares the open states, which is stricter)
+            "digest_before": self._shown(self.state_before, self.digest_before),
+            "digest_after": self._shown(self.state, self.digest_expected),
+            "digest": self._shown(self.state, self.digest_expected), "elapsed_s": round(self.elapsed_s, 6),
         }
+
+    def replay_digest(self, state: KestrelState) -> str:
+        return replay_digest(state)
+
+    @staticmethod
+    def _shown(state: KestrelState | None, digest: str) -> str:
+        return digest if state is None else replay_digest(state)
 
     def apply(self, *, quarantine: str | None = None, keep_backup: bool = True, **kw) -> ApplyResult:
         return apply_plan(self, quarantine=quarantine, keep_backup=keep_backup, **kw)
@@ -196,7 +207,7 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
     verdict = worst(v for v, fs in errors.items() if fs)
     plan = KestrelRepairPlan(verify_version=version, fileset=fileset, as_of_ns=as_of_ns, input_exit_code=int(verdict),
                              cuts=cuts, kept=kept, digest_before=s_before.digest(), digest_expected=s_after.digest(),
-                             state=s_after, findings=[f for fs in errors.values() for f in fs],
+                             state=s_after, state_before=s_before, findings=[f for fs in errors.values() for f in fs],
                              inputs=[(f.path, sizes[f.path]) for f in fileset.files], live_sig=live_sig
                              if live_sig.ino is not None else None, records_before=records,
                              bytes_before=sum(sizes.values()))

@@ -9,7 +9,6 @@ no failed line, a failure last, a file that does not parse — is kept.
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 from ...formats.orth import CALLBACK_MARKERS
 from ..findings import ERROR

@@ -192,7 +192,7 @@ def _describe_desc(data: bytes, pos: int) -> str:
     if name == PARAM_CLASS:
         return (f"{name} with {what}: not the four-field layout of xxl-job 2.3-3.2 (handleCode, logDateTim, logId, "
                 "handleMsg); older releases (executeResult) are not read")
-    return f"a {name} element ({what}), not {PARAM_CLASS}"
+    return f"an element of class {name} ({what}), not {PARAM_CLASS}"
 
 
 def encode_legacy(entries, same_object: dict[int, int] | None = None) -> bytes:

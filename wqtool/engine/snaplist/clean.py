@@ -92,7 +92,6 @@ def clean_plan(journal: ListJournal) -> ListCleanPlan:
         with open(hf.path, "rb") as f:
             data = f.read()
         sizes[hf.path] = len(data)
-        name = os.path.basename(hf.path)
         if hf.hour in (prev, cur):
             keep.append((hf.path, f"{'current' if hf.hour == cur else 'previous'} hour: a writer may append"))
         elif is_exhausted(data):

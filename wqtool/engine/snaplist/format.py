@@ -12,7 +12,7 @@ from ..fsops import describe_holders, holders
 from .clean import clean_plan
 from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES
 from .fastpath import tokenize
-from .model import KINDS, HourFile, Line, ListJournal
+from .model import KINDS, Line, ListJournal
 from .pack import pack_plan
 from .reader import ListReader, discover
 from .send import SCHEME, forward

@@ -50,6 +50,8 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     filters = frozenset({"job", "time"})
     record_cls = Record
     record_view = WorkqRecordView()
+    in_flight_code = "WQ-IN-FLIGHT"
+    expired_code = "WQ-ADD-EXPIRED"
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
     spark_fleet = "wqtool.spark.workq_fleet:WorkqFleet"
 
