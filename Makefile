@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test test-quick install install-test bench bench-quick bench-before bench-kestrel bench-pack bench-fleet fixtures man clean
+.PHONY: demo test test-quick install install-test bench bench-quick bench-before bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c wqtool/engine/kestrel/_kernel.c
 	$(PYTHON) -m venv $(VENV)
@@ -58,11 +58,25 @@ bench-kestrel: $(VENV)/.installed
 bench-pack: $(VENV)/.installed
 	$(PY) bench/bench_pack_workq.py
 
+bench-repair: $(VENV)/.installed
+	$(PY) bench/bench_repair.py
+
 bench-fleet: $(VENV)/.installed-test
 	$(PY) bench/bench_fleet.py
 
+bench-orth: $(VENV)/.installed-test
+	$(PY) bench/bench_orth.py
+
+bench-serve: $(VENV)/.installed
+	$(PY) bench/bench_serve.py
+bench-fastjournal: $(VENV)/.installed
+	$(PY) bench/bench_fastjournal.py
+
 fixtures: $(VENV)/.installed
 	$(PY) scripts/make_fixtures.py
+	$(PY) scripts/make_orth_joblog_fixtures.py
+	$(PY) scripts/make_orth_fixtures.py
+	$(PY) scripts/make_snap_fixtures.py
 
 man: $(VENV)/.installed
 	$(PY) scripts/gen_man.py

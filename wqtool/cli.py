@@ -6,27 +6,49 @@ import sys
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperArgument, TyperCommand
 from typer.exceptions import TyperException
 
 from . import __version__
+from .commands.clean import clean
 from .commands.dump import dump
 from .commands.pack import pack
+from .commands.repair import repair
 from .commands.replay import replay
+from .commands.serve import serve
 from .commands.stats import stats
 from .commands.verify import verify
 from .engine.findings import Verdict
-from .errors import FormatError, InputError, PackMismatch, PackRefused, SparkError, UsageError, WqError
+from .errors import WqError
 from .exitcodes import ExitCode, for_verdict
+from .render.outcome import error_text, exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
 
 app = typer.Typer(
     name="wqtool",
-    help="Inspect, verify, replay and compact job-queue logs (workq 0.2.0 command logs, Kestrel journals).",
+    help="Inspect, verify, replay, repair, clean and serve job-queue logs (workq 0.2.0 command logs, Kestrel "
+         "journals, Orth / XXL-JOB executor files and job-log tables, Snap! "
+         "list journals, prinbee EVTJ journals, and the fastjournal journal — per the unimplemented libfastjournal "
+         "design).",
     no_args_is_help=True,
     add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+
+
+class Command(TyperCommand):
+    """A subcommand whose arguments read as ``PATH...`` in the usage line and in help (not ``{PATH}...`` /
+    ``PATH <list[str]>``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for p in self.params:
+            if isinstance(p, TyperArgument):
+                shown = (p.metavar or p.name.upper()) + ("..." if p.nargs != 1 else "")
+                p._usage_display_name = lambda shown=shown, req=p.required: shown if req else f"[{shown}]"
+                p._rich_display_name = lambda shown=shown: shown
+                p.display_type_rich = lambda ctx: None
 
 
 def _version(value: bool) -> None:
@@ -37,72 +59,69 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
+    version: Annotated[Optional[bool], typer.Option("--version", "-V", callback=_version, is_eager=True,
                                                     help="Print the version and exit.")] = None,
     traceback: Annotated[bool, typer.Option("--traceback", help="On an internal error, print the Python "
-                                            "traceback.")] = False,
+                                            "traceback (also accepted after the command).")] = False,
 ) -> None:
     """wqtool: dump, verify and replay job-queue logs. Exit codes are documented in `wqtool verify --help`."""
 
 
-app.command("dump")(dump)
-app.command("verify")(verify)
-app.command("replay")(replay)
-app.command("stats")(stats)
-app.command("pack")(pack)
-
-
-#: Error classes to exit codes (the first class in an error's MRO that is listed wins).
-_ERROR_EXIT = {
-    UsageError: ExitCode.USAGE,
-    InputError: ExitCode.IO,
-    PackMismatch: ExitCode.INTERNAL,
-    FormatError: ExitCode.CORRUPT,
-    WqError: ExitCode.CORRUPT,
-}
-
-
-def _class_exit(cls: type) -> ExitCode:
-    for c in cls.__mro__:
-        if c in _ERROR_EXIT:
-            return _ERROR_EXIT[c]
-    if issubclass(cls, OSError):
-        return ExitCode.IO
-    return ExitCode.INTERNAL
-
-
-def exit_code_for(exc: BaseException) -> ExitCode:
-    """The one mapping of an error to an exit code: wqtool errors by class (a refused pack by its input's
-    verdict; a failed Spark job by the class of its task's error, 5 when it has none), OSError 5, anything else
-    a bug (70)."""
-    if isinstance(exc, PackRefused):
-        return for_verdict(exc.verdict)
-    if isinstance(exc, SparkError):
-        return ExitCode.IO if exc.cause is None or issubclass(exc.cause, SparkError) else _class_exit(exc.cause)
-    return _class_exit(type(exc))
+for _name, _fn in (("dump", dump), ("verify", verify), ("replay", replay), ("stats", stats), ("pack", pack),
+                  ("repair", repair), ("clean", clean), ("serve", serve)):
+    app.command(_name, cls=Command)(_fn)
 
 
 def main(argv: list[str] | None = None) -> None:
     sys.exit(run(argv))
 
 
+def _take_traceback(args: list[str]) -> tuple[list[str], bool]:
+    """--traceback anywhere before a ``--`` (before or after the command) — taken out of the arguments."""
+    end = args.index("--") if "--" in args else len(args)
+    head = [a for a in args[:end] if a != "--traceback"]
+    return head + args[end:], len(head) != end
+
+
+def _quiet_stdout() -> None:
+    """The reader of stdout went away: point stdout at /dev/null so nothing (not even the interpreter's final
+    flush) writes to the dead pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _clean(message: str) -> str:
+    """A parser message in plain words (no validation library's "Value error, " prefix)."""
+    return message.replace("Value error, ", "")
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and map every outcome to an exit code once (commands never call sys.exit)."""
-    args = sys.argv[1:] if argv is None else list(argv)
-    show_tb = "--traceback" in args
+    args, show_tb = _take_traceback(sys.argv[1:] if argv is None else list(argv))
+    if show_tb:
+        args = ["--traceback", *args]
     try:
         rv = app(args=args, prog_name="wqtool", standalone_mode=False)
         code = for_verdict(rv) if isinstance(rv, Verdict) else int(rv) if isinstance(rv, int) else 0
     except typer.Exit as e:
         code = e.exit_code
+    except SystemExit as e:   # the option parser's own exit: on a closed pipe it exits 1 (click), we say 141
+        if isinstance(e.__context__, BrokenPipeError):
+            _quiet_stdout()
+            code = ExitCode.CLOSED_PIPE
+        else:
+            code = e.code if isinstance(e.code, int) else ExitCode.INTERNAL
     except typer.Abort:
         print("wqtool: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
     except TyperException as e:  # usage errors from the option parser
+        if hasattr(e, "message") and isinstance(e.message, str):
+            e.message = _clean(e.message)
         if hasattr(e, "show"):
             e.show()
         else:
-            print(f"wqtool: {e.format_message()}", file=sys.stderr)
+            print(f"wqtool: {_clean(e.format_message())}", file=sys.stderr)
         code = ExitCode.USAGE if getattr(e, "exit_code", 2) in (1, 2) else e.exit_code
     except WqError as e:
         if show_tb:
@@ -111,10 +130,9 @@ def run(argv: list[str] | None = None) -> int:
         print(f"wqtool: {e}", file=sys.stderr)
         code = exit_code_for(e)
     except BrokenPipeError:
-        # the reader of our stdout went away (| head): quiet exit, no traceback from the final flush
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = ExitCode.OK
+        # the reader of our stdout went away (| head): stop at once, silently, as a tool killed by SIGPIPE
+        _quiet_stdout()
+        code = ExitCode.CLOSED_PIPE
     except KeyboardInterrupt:
         print("wqtool: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
@@ -122,8 +140,7 @@ def run(argv: list[str] | None = None) -> int:
         if show_tb:
             import traceback
             traceback.print_exc()
-        where = f"{e.filename}: " if e.filename else ""
-        print(f"wqtool: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"wqtool: {error_text(e)}", file=sys.stderr)
         code = ExitCode.IO
     except Exception as e:  # noqa: BLE001 — the funnel: anything else is a bug
         if show_tb:
@@ -135,6 +152,6 @@ def run(argv: list[str] | None = None) -> int:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _quiet_stdout()
+        code = ExitCode.CLOSED_PIPE
     return int(code)

@@ -8,27 +8,59 @@ from enum import IntEnum, unique
 class ExitCode(IntEnum):
     OK = 0               # clean (warnings allowed)
     TORN_TAIL = 1        # valid up to offset X of the newest segment, nothing valid after X
-    USAGE = 2            # bad command line
+    USAGE = 2            # bad command line, or a PATH that is not a log
     CORRUPT = 3          # damage with valid data after it, bad header in a non-tail segment
     INVALID_HISTORY = 4  # intact bytes, history upstream refuses
-    IO = 5               # unreadable path, permission
+    IO = 5               # unreadable path, permission, a log busy with a live writer (--apply)
     INTERNAL = 70        # a bug in wqtool (rerun with --traceback)
     INTERRUPTED = 130    # SIGINT
+    CLOSED_PIPE = 141    # the reader of stdout went away (128 + SIGPIPE): nothing more is written
 
 
 EXIT_TABLE = [
-    (ExitCode.OK, "clean: every segment parses, every CRC holds, replay meets no impossible history (warnings allowed)"),
-    (ExitCode.TORN_TAIL, "torn tail only: valid up to offset X of the newest segment and nothing valid follows X; "
-                         "truncating at X loses no valid record"),
-    (ExitCode.USAGE, "usage error"),
-    (ExitCode.CORRUPT, "corrupt: damage with valid data after it, or a bad header / wrong version in a segment "
-                       "that is not the newest one's empty tail"),
-    (ExitCode.INVALID_HISTORY, "invalid history: bytes intact but a history workq-server 0.2.0 refuses"),
-    (ExitCode.IO, "I/O error (unreadable path, permission; --engine spark: no session, or a Spark job lost to "
-                  "something outside wqtool — a task's own error keeps its code)"),
+    (ExitCode.OK, "clean: every segment parses, every record's CRC holds, replay meets no impossible history "
+                  "(warnings allowed; a record a live writer is still appending is in flight, not damage)"),
+    (ExitCode.TORN_TAIL, "torn tail only: the log is valid up to offset X of the newest segment and nothing valid "
+                         "follows X (an incomplete record, junk, a final record failing its CRC, a 0-byte or partial "
+                         "header in the newest segment); truncating at X loses no valid record"),
+    (ExitCode.USAGE, "usage error: a bad option or value, or a PATH that is not a log"),
+    (ExitCode.CORRUPT, "corrupt: damage with valid data after it (a later valid record in the same segment, or any "
+                       "later segment), a bad header or a wrong version"),
+    (ExitCode.INVALID_HISTORY, "invalid history: bytes intact but a history the upstream server refuses (a "
+                               "duplicate add, an invalid name, TTR, TTL or id, a start-attempt on a leased or "
+                               "finished job, a second result, an unknown command type, a payload of the wrong "
+                               "length)"),
+    (ExitCode.IO, "I/O error: a missing or unreadable path, permission; a log busy with a live writer (--apply "
+                  "refuses); --engine spark: no session (no Java, no Connect server, workers without wqtool), or "
+                  "a Spark job lost to something outside wqtool — an error raised in a task keeps its own code"),
     (ExitCode.INTERNAL, "internal error: a bug in wqtool (rerun with --traceback and report it)"),
-    (ExitCode.INTERRUPTED, "interrupted"),
+    (ExitCode.INTERRUPTED, "interrupted (Ctrl-C)"),
+    (ExitCode.CLOSED_PIPE, "the reader of the output went away (a closed pipe: head or less quit early): wqtool "
+                           "stops at once, silently (128 + SIGPIPE, as the shell reports a tool killed by SIGPIPE; "
+                           "never 0, which would say clean for a log not read to the end)"),
 ]
+
+#: Several PATHs (or several kinds of damage in one log) in one run: the exit code is the most severe, in this
+#: order (last wins). Damage found beats a PATH that could not be read (its verdict is on record, the unread
+#: PATH is named in the output); a PATH that could not be read or is not a log beats a torn tail (it might hide
+#: worse).
+PRECEDENCE = (ExitCode.OK, ExitCode.TORN_TAIL, ExitCode.USAGE, ExitCode.IO, ExitCode.INVALID_HISTORY,
+              ExitCode.CORRUPT)
+PRECEDENCE_TEXT = "3 > 4 > 5 > 2 > 1 > 0"
+_RANK = {c: i for i, c in enumerate(PRECEDENCE)}
+
+
+def most_severe(codes) -> ExitCode:
+    """The exit code of a run from the codes of its PATHs (``PRECEDENCE``); OK when empty. A code outside the
+    table (internal error, interrupted) wins over all."""
+    best = ExitCode.OK
+    for c in codes:
+        c = ExitCode(int(c))
+        if c not in _RANK:
+            return c
+        if _RANK[c] > _RANK[best]:
+            best = c
+    return best
 
 
 #: The engine's verdicts, by their stable number (wqtool.engine.findings.Verdict), to exit codes.

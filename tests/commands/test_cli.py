@@ -87,6 +87,8 @@ def test_usage_and_io_errors_are_one_line(in_root, argv, code, needle):
 def test_directory_without_segments(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     r = cli("verify", str(tmp_path))
+    assert r.code == 2 and r.err.count("\n") == 1 and "no log found in this directory" in r.err, r.err
+    r = cli("verify", "--format", "workq", str(tmp_path))       # the forced format says what it expected
     assert r.code == 2 and r.err.count("\n") == 1 and "not a workq log directory" in r.err, r.err
 
 

@@ -65,20 +65,20 @@ def test_auto_detects_kestrel_and_workq_side_by_side(in_root):
 def test_pack_kestrel_writes_a_new_file_and_refuses_to_overwrite(tmp_path, in_root):
     out = tmp_path / "out"
     out.mkdir()
-    r = cli("pack", "--as-of", AS_OF, "-o", str(out), "fixtures/kestrel/rotated-set-with-pack/queue")
+    r = cli("pack", "--as-of", AS_OF, "--out", str(out), "fixtures/kestrel/rotated-set-with-pack/queue")
     assert r.code == 0 and "re-verified, replay digest equal" in r.out
     packed = out / "jobs"
     a = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, "fixtures/kestrel/rotated-set-with-pack/queue").out)
     b = json.loads(cli("replay", "-o", "json", "--format", "kestrel", "--as-of", AS_OF, str(packed)).out)
     assert a["digest"] == b["digest"]
-    r2 = cli("pack", "--as-of", AS_OF, "-o", str(packed), "fixtures/kestrel/rotated-set-with-pack/queue")
+    r2 = cli("pack", "--as-of", AS_OF, "--out", str(packed), "fixtures/kestrel/rotated-set-with-pack/queue")
     assert r2.code != 0 and "Traceback" not in r2.err
 
 
 def test_pack_refuses_corruption_unless_salvage(in_root, tmp_path):
     r = cli("pack", "--as-of", AS_OF, "fixtures/kestrel/damage-mid-live/queue")
     assert r.code == 3 and "refusing to pack corruption" in r.err and r.err.count("\n") == 1
-    r = cli("pack", "--salvage", "--as-of", AS_OF, "-o", str(tmp_path), "fixtures/kestrel/damage-mid-live/queue")
+    r = cli("pack", "--salvage", "--as-of", AS_OF, "--out", str(tmp_path), "fixtures/kestrel/damage-mid-live/queue")
     assert r.code == 3 and "dropped:" in r.out   # written, but the exit code reports the input's damage, as verify
 
 
@@ -114,7 +114,7 @@ def test_workq_pack_output_and_apply_keep_the_digest(tmp_path, in_root):
     src = tmp_path / "log"
     shutil.copytree(os.path.join(ROOT, "fixtures", "workq", "sample-clean", "log"), src)
     digest = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, str(src)).out)["digest"]
-    r = cli("pack", "--as-of", AS_OF, "-o", str(tmp_path / "packed"), str(src))
+    r = cli("pack", "--as-of", AS_OF, "--out", str(tmp_path / "packed"), str(src))
     assert r.code == 0, r.err
     assert json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, str(tmp_path / "packed")).out)["digest"] == digest
     r = cli("pack", "--as-of", AS_OF, "--apply", "--json", str(src))

@@ -90,7 +90,7 @@ def _snapshot(d) -> dict:
 def test_a_directory_of_text_files_is_not_a_kestrel_queue(etc_like):
     before = _snapshot(etc_like)
     r = run("verify", str(etc_like))
-    assert r.returncode == 2 and "no file parses as a journal" in r.stderr
+    assert r.returncode == 2 and "no log found in this directory" in r.stderr
     r = run("pack", "--salvage", "--apply", str(etc_like))
     assert r.returncode == 2
     assert _snapshot(etc_like) == before
@@ -122,10 +122,10 @@ def test_a_kestrel_journal_damaged_at_its_first_byte_is_corrupt_not_unknown(tmp_
 def test_writing_from_weak_evidence_needs_format(tmp_path):
     empty = tmp_path / "jobs"
     empty.write_bytes(b"")
-    r = run("pack", "-o", str(tmp_path / "out"), str(empty))
+    r = run("pack", "--out", str(tmp_path / "out"), str(empty))
     assert r.returncode == 2 and "weak evidence only; pass --format kestrel" in r.stderr
     assert not (tmp_path / "out").exists()
-    r = run("pack", "--format", "kestrel", "-o", str(tmp_path / "out"), str(empty))
+    r = run("pack", "--format", "kestrel", "--out", str(tmp_path / "out"), str(empty))
     assert r.returncode == 0, r.stderr
 
 

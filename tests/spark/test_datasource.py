@@ -1,5 +1,6 @@
-"""The workq data source: rows equal `dump -o jsonl`, permissive findings equal verify's findings (the row-level
-ones in file order, then the replay's), failfast raises, Parquet round-trips."""
+"""The workq data sources: format("workq") rows equal `dump -o jsonl` (count() is the number of records; permissive:
+a row per unreadable byte range), format("workq-findings") rows equal verify's findings (the row-level ones in
+file order, then the replay's), failfast raises, Parquet round-trips."""
 from __future__ import annotations
 
 import json
@@ -20,23 +21,29 @@ def _plain(row: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def loaded(spark, corpus):
-    """Every log of the corpus read in one Spark job: {name: (record rows, _corrupt dicts)}."""
+    """Every log of the corpus read in one Spark job per source: {name: (record rows, unreadable-range
+    _corrupt dicts, finding rows)}."""
     from wqtool.spark import register
     register(spark)  # the registered source remembers the working directory: the repo root here
     names = sorted(corpus)
-    df = (spark.read.format("workq").option("payload", "true").option("as_of", AS_OF)
-          .option("paths", json.dumps([corpus[n] for n in names])).load())
+    paths = json.dumps([corpus[n] for n in names])
+    df = spark.read.format("workq").option("payload", "true").option("paths", paths).load()
     rows = [r.asDict(recursive=True) for r in df.collect()]
-    out = {n: ([], []) for n in names}
+    out = {n: ([], [], []) for n in names}
     owner = {corpus[n]: n for n in names}
+
+    def of(f):
+        return owner[next(d for d in owner if f.startswith(d + "/") or f == d)]
     for r in rows:
-        f = r["file"] or r["_corrupt"]["file"]
-        d = next(d for d in owner if f.startswith(d + "/") or f == d)
         if r["_corrupt"] is None:
             del r["_corrupt"]
-            out[owner[d]][0].append(_plain(r))
+            out[of(r["file"])][0].append(_plain(r))
         else:
-            out[owner[d]][1].append(r["_corrupt"])
+            out[of(r["file"])][1].append(r["_corrupt"])
+    found = spark.read.format("workq-findings").option("as_of", AS_OF).option("paths", paths).load()
+    for r in found.collect():
+        d = r.asDict()
+        out[owner[d.pop("log")]][2].append(d)
     return out
 
 
@@ -53,7 +60,7 @@ def test_rows_equal_dump_jsonl(name, loaded, corpus):
 
 
 @pytest.mark.parametrize("name", _names())
-def test_permissive_yields_the_findings_verify_reports(name, loaded, corpus):
+def test_findings_source_yields_the_findings_verify_reports(name, loaded, corpus):
     """Each segment's partition: its reader's and payload decoder's findings; the newest segment's partition
     then adds the replay's (history: duplicates, unknown jobs, expiries at as_of, the closing notes)."""
     from wqtool.engine.workq.reader import discover
@@ -62,10 +69,27 @@ def test_permissive_yields_the_findings_verify_reports(name, loaded, corpus):
     report = run_log(discover([corpus[name]])[0], as_of_ns(), engine="reference")
     expected = ([finding_to_jsonable(f) for f in report.findings if f.code not in REPLAY_CODES]
                 + [finding_to_jsonable(f) for f in report.findings if f.code in REPLAY_CODES])
-    assert loaded[name][1] == expected
-    assert any(f["code"] in REPLAY_CODES for f in loaded[name][1])   # every fixture has closing notes at least
+    assert loaded[name][2] == expected
+    assert any(f["code"] in REPLAY_CODES for f in loaded[name][2])   # every fixture has closing notes at least
     if name in DAMAGE:
-        assert any(f["severity"] == "error" for f in loaded[name][1])
+        assert any(f["severity"] == "error" for f in loaded[name][2])
+
+
+@pytest.mark.parametrize("name", _names())
+def test_permissive_rows_are_the_records_and_the_unreadable_ranges(name, loaded, corpus):
+    """count() is the number of records, plus (permissive) one row per stretch of bytes no record covers:
+    exactly the reader's errors that are framing damage (torn tail, corruption) — warnings, notes and history
+    findings are never rows of format("workq")."""
+    unreadable = [f for f in loaded[name][2] if f["severity"] == "error" and f["exit_class"] in (1, 3)]
+    assert loaded[name][1] == unreadable
+    assert len(loaded[name][0]) == run_log_records(corpus[name])
+
+
+def test_count_is_the_number_of_records(spark, corpus):
+    """A 28-record log with replay warnings and notes: 28 rows (it was 56: a row per warning)."""
+    path = corpus["upstream-a-run1"]
+    assert spark.read.format("workq").load(path).count() == run_log_records(path) == 28
+    assert spark.read.format("workq-findings").option("as_of", "2026-11-23T00:00:00Z").load(path).count() > 0
 
 
 def test_history_false_yields_the_row_level_findings_only(spark, corpus):
@@ -73,37 +97,39 @@ def test_history_false_yields_the_row_level_findings_only(spark, corpus):
     from wqtool.engine.serialize import finding_to_jsonable
     from wqtool.engine.workq.verify import run_log
     names = ["duplicate-add", "flip-mid-segment", "upstream-a-run1"]
-    df = (spark.read.format("workq").option("history", "false").option("as_of", AS_OF)
+    df = (spark.read.format("workq-findings").option("history", "false").option("as_of", AS_OF)
           .option("paths", json.dumps([corpus[n] for n in names])).load())
-    got = [r["_corrupt"].asDict() for r in df.where("_corrupt is not null").collect()]
+    got = [{k: v for k, v in r.asDict().items() if k != "log"} for r in df.collect()]
     expected = [finding_to_jsonable(f) for n in names
                 for f in run_log(discover([corpus[n]])[0], as_of_ns(), engine="reference").findings
                 if f.code not in REPLAY_CODES]
     assert got == expected and any(f["code"] == "WQ-CRC" for f in got)
 
 
-def test_log_wide_notes_name_the_log_in_the_file_column(spark, corpus):
-    rows = (spark.read.format("workq").option("as_of", AS_OF).load(corpus["sample-clean"])
-            .where("_corrupt is not null").collect())
-    notes = {r["_corrupt"]["code"]: r for r in rows}
+def test_log_wide_notes_name_the_log(spark, corpus):
+    rows = spark.read.format("workq-findings").option("as_of", AS_OF).load(corpus["sample-clean"]).collect()
+    notes = {r["code"]: r for r in rows}
     assert set(notes) == {"WQ-TTL-RESET", "WQ-LEASE-RESTORED"}
-    assert all(r["file"] == corpus["sample-clean"] and r["_corrupt"]["file"] is None for r in notes.values())
+    assert all(r["log"] == corpus["sample-clean"] and r["file"] is None for r in notes.values())
 
 
-def test_failfast_fails_on_an_impossible_history_unless_history_is_off(spark, corpus):
-    with pytest.raises(Exception, match="WQ-DUPLICATE-JOB"):
-        spark.read.format("workq").option("mode", "failfast").option("as_of", AS_OF).load(
-            corpus["duplicate-add"]).collect()
-    rows = spark.read.format("workq").option("mode", "failfast").option("as_of", AS_OF).option(
-        "history", "false").load(corpus["duplicate-add"]).collect()
+def test_failfast_reads_records_and_history_belongs_to_the_findings_source(spark, corpus):
+    """An impossible history is not a read error of the records (failfast reads them all); the replay's
+    findings are rows of workq-findings, and the records source says so for option history."""
+    rows = spark.read.format("workq").option("mode", "failfast").load(corpus["duplicate-add"]).collect()
     assert len(rows) == run_log_records(corpus["duplicate-add"])
+    codes = [r["code"] for r in spark.read.format("workq-findings").option("as_of", AS_OF)
+             .load(corpus["duplicate-add"]).collect()]
+    assert "WQ-DUPLICATE-JOB" in codes
+    with pytest.raises(Exception, match=r"workq: option history belongs to spark.read.format\('workq-findings'\)"):
+        spark.read.format("workq").option("history", "false").load(corpus["sample-clean"]).collect()
 
 
 def test_bad_history_and_as_of_options_name_the_option(spark, corpus):
-    for key, value, msg in (("history", "maybe", "option history must be true or false"),
-                            ("as_of", "yesterday", "option as_of: expected RFC 3339")):
+    for key, value, msg in (("history", "maybe", "workq-findings: option history must be true or false"),
+                            ("as_of", "yesterday", "workq-findings: option as_of: expected RFC 3339")):
         with pytest.raises(Exception, match=msg):
-            spark.read.format("workq").option(key, value).load(corpus["sample-clean"]).collect()
+            spark.read.format("workq-findings").option(key, value).load(corpus["sample-clean"]).collect()
 
 
 def run_log_records(path: str) -> int:
@@ -133,11 +159,12 @@ def test_globs_and_files_follow_the_engine_order(spark, corpus):
 
 def test_parquet_round_trip(spark, corpus, tmp_path, loaded):
     out = str(tmp_path / "records.parquet")
-    res = cli("dump", "--engine", "spark", "-o", "parquet", "--out", out, corpus["sample-clean"],
+    res = cli("dump", "--engine", "spark", "-o", "parquet", "--as-of", AS_OF, "--out", out, corpus["sample-clean"],
               corpus["flip-mid-segment"])
     assert res.code == 3, res.err        # the damaged copy: WQ-CRC with valid records after it
     assert "WQ-CRC" in res.err
-    back = [r.asDict(recursive=True) for r in spark.read.parquet(out).collect()]
+    assert sorted(os.listdir(out)) == ["findings", "records"]
+    back = [r.asDict(recursive=True) for r in spark.read.parquet(out + "/records").collect()]
     records = sorted((_plain({k: v for k, v in r.items() if k != "_corrupt"}) for r in back
                       if r["_corrupt"] is None), key=lambda r: (r["file"], r["offset"]))
     expected = sorted(loaded["sample-clean"][0] + loaded["flip-mid-segment"][0], key=lambda r: (r["file"], r["offset"]))
@@ -145,33 +172,35 @@ def test_parquet_round_trip(spark, corpus, tmp_path, loaded):
     key = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731 — part files come back in any order
     assert sorted((r["_corrupt"] for r in back if r["_corrupt"] is not None), key=key) == \
         sorted(loaded["sample-clean"][1] + loaded["flip-mid-segment"][1], key=key)
+    found = [{k: v for k, v in r.asDict().items() if k != "log"} for r in spark.read.parquet(out + "/findings").collect()]
+    assert sorted(found, key=key) == sorted(loaded["sample-clean"][2] + loaded["flip-mid-segment"][2], key=key)
 
 
 def _read_jsonl_dir(out: str) -> list[dict]:
     import glob
     rows = []
-    for p in sorted(glob.glob(os.path.join(out, "*.json"))):
+    for p in sorted(glob.glob(os.path.join(out, "*.json"))):  # noqa: — part files
         with open(p) as f:
             rows += [json.loads(line) for line in f]
     return rows
 
 
 def test_jsonl_export_rows_are_dump_jsonl_lines(corpus, tmp_path):
-    """``-o jsonl --out DIR``: each record row is the line ``dump -o jsonl`` prints (nulls kept), plus
-    ``"_corrupt": null``; each finding row's ``_corrupt`` is the finding ``verify -o jsonl`` prints."""
+    """``-o jsonl --out DIR``: each record row of DIR/records is the line ``dump -o jsonl`` prints (nulls kept),
+    plus ``"_corrupt": null``; each row of DIR/findings is the finding ``verify -o jsonl`` prints, plus its log."""
     names = ["upstream-b-after-clean", "crc-mismatch-mid-segment"]
     out = str(tmp_path / "jsonl")
     res = cli("dump", "--engine", "spark", "-o", "jsonl", "--payload", "hex", "--as-of", AS_OF, "--out", out,
               *[corpus[n] for n in names])
     local = cli("dump", "-o", "jsonl", "--payload", "hex", "--as-of", AS_OF, *[corpus[n] for n in names])
     assert res.code == local.code == 3, res.err
-    rows = _read_jsonl_dir(out)
+    rows = _read_jsonl_dir(out + "/records")
     records = [r for r in rows if r.pop("_corrupt") is None]
     key = lambda r: (r["file"], r["offset"])  # noqa: E731
     assert sorted(records, key=key) == sorted((json.loads(line) for line in local.out.splitlines()), key=key)
     v = cli("verify", "-o", "jsonl", "--as-of", AS_OF, *[corpus[n] for n in names])
     want = [json.loads(line) for line in v.out.splitlines() if '"summary"' not in line]
-    got = [r["_corrupt"] for r in _read_jsonl_dir(out) if r["_corrupt"] is not None]
+    got = [{k: v for k, v in r.items() if k != "log"} for r in _read_jsonl_dir(out + "/findings")]
     key = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731
     assert sorted(got, key=key) == sorted(want, key=key) and len(got) > 5
 
@@ -192,7 +221,7 @@ def test_parquet_payload_binary_holds_the_bytes(spark, corpus, tmp_path):
     res = cli("dump", "--engine", "spark", "-o", "parquet", "--payload", "binary", "--as-of", AS_OF, "--out", out,
               corpus["sample-clean"])
     assert res.code == 0, res.err
-    df = spark.read.parquet(out)
+    df = spark.read.parquet(out + "/records")
     assert dict(df.dtypes)["payload"] == "binary" and dict(df.dtypes)["result"] == "binary"
     local = [json.loads(line) for line in cli("dump", "-o", "jsonl", corpus["sample-clean"]).out.splitlines()]
     got = {(r["file"], r["offset"]): (r["payload"], r["result"]) for r in df.where("_corrupt is null").collect()}

@@ -71,12 +71,13 @@ def _owner(kcorpus, path: str) -> str:
 
 @pytest.fixture(scope="module")
 def kloaded(spark, kcorpus):
-    """Every queue of the corpus read in one Spark job: {name: (record rows, [(row, _corrupt)])}."""
+    """Every queue of the corpus read in one Spark job per source: {name: (record rows, [(row, _corrupt)] of the
+    unreadable ranges, finding rows)}."""
     from wqtool.spark import register
     register(spark)  # the registered source remembers the working directory: the repo root here
-    df = (spark.read.format("kestrel").option("payload", "true").option("as_of", AS_OF)
-          .option("paths", json.dumps([kcorpus[n] for n in NAMES])).load())
-    out = {n: ([], []) for n in NAMES}
+    paths = json.dumps([kcorpus[n] for n in NAMES])
+    df = spark.read.format("kestrel").option("payload", "true").option("paths", paths).load()
+    out = {n: ([], [], []) for n in NAMES}
     for r in df.collect():
         r = r.asDict(recursive=True)
         bad = r.pop("_corrupt")
@@ -84,6 +85,10 @@ def kloaded(spark, kcorpus):
             out[_owner(kcorpus, r["file"])][0].append(r)
         else:
             out[_owner(kcorpus, r["file"])][1].append((r, bad))
+    found = spark.read.format("kestrel-findings").option("as_of", AS_OF).option("paths", paths).load()
+    for r in found.collect():
+        d = r.asDict()
+        out[_owner(kcorpus, d.pop("log"))][2].append(d)
     return out
 
 
@@ -102,41 +107,47 @@ def test_rows_equal_dump_jsonl(name, kloaded, kcorpus):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_permissive_yields_the_findings_verify_reports(name, kloaded, kcorpus):
+def test_findings_source_yields_the_findings_verify_reports(name, kloaded, kcorpus):
     """The reader's findings file by file, then (the queue's last partition) the replay's and the closing
-    notes: verify's findings, the queue-wide ones with the live file in the row's ``file`` column."""
-    from wqtool.engine.kestrel import damage_to_jsonable
+    notes: verify's findings, each with its queue in the ``log`` column."""
     from wqtool.engine.serialize import finding_to_jsonable
     report = _local(kcorpus[name])
     ordered = ([f for f in report.findings if f.code not in KESTREL_REPLAY_CODES]
                + [f for f in report.findings if f.code in KESTREL_REPLAY_CODES])
-    assert [bad for _, bad in kloaded[name][1]] == [finding_to_jsonable(f) for f in ordered]
-    rows = [damage_to_jsonable(f) for f in ordered]
-    for row in rows:
-        row["file"] = row["file"] or report.root
-    assert [row for row, _ in kloaded[name][1]] == rows
+    assert kloaded[name][2] == [finding_to_jsonable(f) for f in ordered]
     assert any(f.code == "KQ-NO-CHECKSUM" for f in ordered)
     if name in DAMAGE:
         assert int(report.verdict) == DAMAGE[name][2]
-        assert any(bad["severity"] == "error" and bad["last_good_offset"] is not None
-                   for _, bad in kloaded[name][1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_permissive_rows_are_the_unreadable_ranges(name, kloaded, kcorpus):
+    """A row per stretch of bytes no record covers (with the damage row's fields: file, offset, error) and the
+    finding in ``_corrupt``; no row for warnings or notes."""
+    from wqtool.engine.kestrel import damage_to_jsonable
+    from wqtool.engine.serialize import finding_to_jsonable
+    report = _local(kcorpus[name])
+    bad = [f for f in report.findings if f.severity == "error" and int(f.verdict) in (1, 3)]
+    assert [b for _, b in kloaded[name][1]] == [finding_to_jsonable(f) for f in bad]
+    assert [row for row, _ in kloaded[name][1]] == [damage_to_jsonable(f) for f in bad]
+    assert len(kloaded[name][0]) == report.records
+    if name in DAMAGE and DAMAGE[name][2] in (1, 3):
+        assert kloaded[name][1]
 
 
 def test_history_false_and_keep_open(spark, kcorpus):
     from wqtool.engine.serialize import finding_to_jsonable
     path = kcorpus["rotated-set-with-pack"]
-    off = (spark.read.format("kestrel").option("history", "false").load(path)
-           .where("_corrupt is not null").collect())
-    assert [r["_corrupt"].asDict() for r in off] == [finding_to_jsonable(f) for f in _local(path).findings
-                                                     if f.code not in KESTREL_REPLAY_CODES]
+    strip = lambda rows: [{k: v for k, v in r.asDict().items() if k != "log"} for r in rows]  # noqa: E731
+    off = strip(spark.read.format("kestrel-findings").option("history", "false").load(path).collect())
+    assert off == [finding_to_jsonable(f) for f in _local(path).findings if f.code not in KESTREL_REPLAY_CODES]
     codes = {}
     for keep_open in (False, True):
-        got = (spark.read.format("kestrel").option("as_of", AS_OF).option("keep_open", str(keep_open).lower())
-               .load(path).where("_corrupt is not null").collect())
+        got = strip(spark.read.format("kestrel-findings").option("as_of", AS_OF)
+                    .option("keep_open", str(keep_open).lower()).load(path).collect())
         want = [finding_to_jsonable(f) for f in _local(path, keep_open=keep_open).findings]
-        assert sorted(json.dumps(r["_corrupt"].asDict(), sort_keys=True) for r in got) == \
-            sorted(json.dumps(w, sort_keys=True) for w in want)
-        codes[keep_open] = {r["_corrupt"]["code"] for r in got}
+        assert sorted(json.dumps(r, sort_keys=True) for r in got) == sorted(json.dumps(w, sort_keys=True) for w in want)
+        codes[keep_open] = {r["code"] for r in got}
     assert codes[False] - codes[True] == {"KQ-OPEN-BACKED-OUT"}   # the open transaction: backed out, or kept open
 
 
@@ -215,9 +226,9 @@ def test_stats_same_document_mixed_with_workq(kcorpus):
     assert spark.code == local.code == 3
     assert json.loads(spark.out) == json.loads(local.out)
     doc = json.loads(local.out)
-    assert [d["root"] for d in doc["logs"]][:2] == ["fixtures/workq/sample-clean/log",
-                                                   "fixtures/kestrel/clean-journal/queue/things"]
-    assert doc["logs"][1]["state"]["queues"] == {"things": {"queued": 3, "open": 0}}
+    assert [d["root"] for d in doc["logs"]][0] == "fixtures/kestrel/clean-journal/queue/things"   # PATH order
+    assert doc["logs"][-1]["root"] == "fixtures/workq/sample-clean/log"
+    assert doc["logs"][0]["state"]["queues"] == {"things": {"queued": 3, "open": 0}}
 
 
 # ---------------------------------------------------------------- export
@@ -228,7 +239,7 @@ def test_parquet_round_trip(spark, kcorpus, kloaded, tmp_path):
               *(kcorpus[n] for n in names))
     assert res.code == 3, res.err
     assert "KQ-BAD-OPCODE" in res.err
-    back = [r.asDict(recursive=True) for r in spark.read.parquet(out).collect()]
+    back = [r.asDict(recursive=True) for r in spark.read.parquet(out + "/records").collect()]
     key = lambda r: (r["file"], r["offset"] if r["offset"] is not None else -1, r["error"] or "")
     records = sorted(({k: v for k, v in r.items() if k != "_corrupt"} for r in back if r["_corrupt"] is None),
                      key=key)
@@ -236,7 +247,11 @@ def test_parquet_round_trip(spark, kcorpus, kloaded, tmp_path):
     fkey = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731 — part files come back in any order
     bad = sorted((r["_corrupt"] for r in back if r["_corrupt"] is not None), key=fkey)
     assert bad == sorted((f for n in names for _, f in kloaded[n][1]), key=fkey)
-    assert {f["code"] for f in bad} >= {"KQ-BAD-OPCODE", "KQ-OPEN-BACKED-OUT", "KQ-NO-CHECKSUM"}
+    assert {f["code"] for f in bad} == {"KQ-BAD-OPCODE"}
+    found = sorted(({k: v for k, v in r.asDict().items() if k != "log"}
+                    for r in spark.read.parquet(out + "/findings").collect()), key=fkey)
+    assert found == sorted((f for n in names for f in kloaded[n][2]), key=fkey)
+    assert {f["code"] for f in found} >= {"KQ-BAD-OPCODE", "KQ-OPEN-BACKED-OUT", "KQ-NO-CHECKSUM"}
 
 
 def test_jsonl_export_mixed_with_workq_writes_a_directory_per_format(spark, kcorpus, tmp_path):
@@ -245,8 +260,9 @@ def test_jsonl_export_mixed_with_workq_writes_a_directory_per_format(spark, kcor
               os.path.join("fixtures", "workq", "sample-clean", "log"))
     assert res.code == 1, res.err                     # the torn tail of the live Kestrel file
     assert sorted(os.listdir(out)) == ["kestrel", "workq"]
+    assert sorted(os.listdir(os.path.join(out, "kestrel"))) == ["findings", "records"]
     rows = []
-    for p in sorted(glob.glob(os.path.join(out, "kestrel", "*.json"))):
+    for p in sorted(glob.glob(os.path.join(out, "kestrel", "records", "*.json"))):
         with open(p) as f:
             rows += [json.loads(line) for line in f]
     assert {r["op"] for r in rows if r.get("op")} == {"addx", "remove"}

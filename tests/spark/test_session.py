@@ -17,6 +17,7 @@ from tests.conftest import AS_OF, ROOT, cli
 WQTOOL = os.path.join(os.path.dirname(sys.executable), "wqtool")
 LOGS = [os.path.join("fixtures", "workq", n, "log") for n in ("sample-clean", "duplicate-add", "upstream-a-run1")]
 KQ = os.path.join("fixtures", "kestrel", "clean-journal", "queue")
+CRC = os.path.join("fixtures", "workq", "crc-mismatch-mid-segment", "log")   # failfast: a read error (WQ-CRC)
 
 
 def _run(*args, env=None, timeout=240):
@@ -80,10 +81,10 @@ def test_a_failed_job_is_one_line(spark):
     from wqtool.spark.session import job_errors
     with pytest.raises(SparkError) as info:
         with job_errors():
-            spark.read.format("workq").option("mode", "failfast").option("as_of", AS_OF).load(LOGS[1]).collect()
+            spark.read.format("workq").option("mode", "failfast").load(CRC).collect()
     msg = str(info.value)
     assert msg.startswith("--engine spark: a Spark job failed: ValueError: workq (mode failfast): "
-                          "000000001.log@0x82: WQ-DUPLICATE-JOB"), msg
+                          "000000001.log@0x11c: WQ-CRC"), msg
     assert "\n" not in msg
     with pytest.raises(KeyError):      # not Spark's: passes through untouched
         with job_errors():
@@ -126,9 +127,11 @@ from wqtool.cli import exit_code_for
 spark = build_session(master="local[1]")
 try:
     with job_errors():
-        spark.read.format("workq").option("mode", "failfast").option("as_of", {AS_OF!r}).load({LOGS[1]!r}).collect()
+        spark.read.format("workq").option("mode", "failfast").load({CRC!r}).collect()
 except SparkError as e:
     print(int(exit_code_for(e)), e)
+finally:
+    spark.stop()     # as the commands do (session.spark_session)
 """)
     res = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert res.stdout.startswith("70 --engine spark: a Spark job failed: ValueError: workq (mode failfast): "), \
@@ -187,10 +190,11 @@ def test_spark_connect_gives_the_local_results(connect_server, tmp_path):
     a = _run("dump", "--engine", "spark", "--remote", r, "-o", "parquet", "--as-of", AS_OF, "--out", out, *LOGS)
     assert a.returncode == cli("dump", "-o", "jsonl", "--as-of", AS_OF, *LOGS).code == 4, a.stderr
     import pyarrow.parquet as pq
-    rows = pq.read_table(out).to_pylist()
+    rows = pq.read_table(out + "/records").to_pylist()
     local_rows = [json.loads(line) for line in cli("dump", "-o", "jsonl", *LOGS).out.splitlines()]
     assert len([r_ for r_ in rows if r_["_corrupt"] is None]) == len(local_rows)
-    assert {r_["_corrupt"]["code"] for r_ in rows if r_["_corrupt"]} >= {"WQ-DUPLICATE-JOB", "WQ-TTL-RESET"}
+    found = pq.read_table(out + "/findings").to_pylist()
+    assert {f["code"] for f in found} >= {"WQ-DUPLICATE-JOB", "WQ-TTL-RESET"}
 
 
 def test_progress_lines_while_a_job_runs(spark):
@@ -209,3 +213,23 @@ def test_progress_lines_while_a_job_runs(spark):
     with task_progress(spark, lines.append, every_s=0.2):
         assert "wqtool-spark-progress" in {t.name for t in threading.enumerate()}
     assert "wqtool-spark-progress" not in {t.name for t in threading.enumerate()}   # stopped at the end
+
+
+def test_the_jvm_stderr_filter_drops_only_worker_teardown(capfd):
+    """_pump: the JDK's incubator line and a PySpark daemon worker's BrokenPipe / ConnectionReset traceback go;
+    any other line or traceback (a worker's real error) passes whole, in order."""
+    from wqtool.spark.session import _pump
+    teardown = (b"Traceback (most recent call last):\n"
+                b'  File "/x/pyspark.zip/pyspark/daemon.py", line 264, in manager\n'
+                b"    code = worker(sock, authenticated)\n"
+                b"ConnectionResetError: [Errno 104] Connection reset by peer\n")
+    real = (b"Traceback (most recent call last):\n"
+            b'  File "/x/pyspark.zip/pyspark/worker.py", line 1, in main\n'
+            b"ValueError: boom\n")
+    rfd, wfd = os.pipe()
+    os.write(wfd, b"WARNING: Using incubator modules: jdk.incubator.vector\n" + teardown + b"kept line\n" + real
+             + teardown.replace(b"ConnectionResetError: [Errno 104] Connection reset by peer",
+                                b"BrokenPipeError: [Errno 32] Broken pipe") + b"Traceback (most recent call last):\n")
+    os.close(wfd)
+    _pump(rfd)
+    assert capfd.readouterr().err == (b"kept line\n" + real + b"Traceback (most recent call last):\n").decode()

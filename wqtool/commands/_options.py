@@ -1,16 +1,20 @@
-"""Shared options (Annotated aliases) and the small helpers every command uses."""
+"""Shared options (Annotated aliases) and the small helpers every command uses: numbers and times in plain
+words, per-PATH outcomes, live writers, --as-of last|first."""
 from __future__ import annotations
 
 import enum
+import re
+import sys
 import time
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Iterator, Optional
 
 import typer
 
 from ..engine import format as registry
-from ..engine.format import Options
+from ..engine.format import AS_OF_WORDS, Log, Options, Unresolved, settle_as_of
 from ..engine.instant import EXPECTED, parse_instant
-from ..errors import UsageError
+from ..errors import UsageError, WqError
+from ..render.outcome import Failed, error_text
 
 
 #: Every number an option takes is bounded: nothing a user types can make wqtool hang or overflow.
@@ -18,6 +22,49 @@ MAX_FINDINGS = 1_000_000_000
 MAX_WORKERS = 256
 MAX_OFFSET = (1 << 63) - 1
 MAX_SEGMENT_SIZE = 1 << 40
+
+
+# ---------------------------------------------------------------- values in plain words
+def whole_number(lo: int, hi: int, *, offsets: bool = False) -> Callable[[str], int]:
+    """A parser for a bounded whole number (``offsets``: also hex, ``0x11c``, and ``@0x11c`` as wqtool prints
+    offsets); a bad value is a one-line usage error in plain words."""
+    what = "a byte offset (decimal, or hex as printed: 0x11c)" if offsets else "a whole number"
+
+    def parse(value) -> int:
+        if isinstance(value, int):
+            n = value
+        else:
+            v = str(value).strip().replace("_", "")
+            if offsets and v.startswith("@"):
+                v = v[1:]
+            try:
+                if offsets and re.fullmatch(r"[+]?0[xX][0-9a-fA-F]+", v):
+                    n = int(v, 16)
+                elif re.fullmatch(r"[+-]?\d+", v):
+                    n = int(v)
+                else:
+                    raise ValueError
+            except ValueError:
+                raise typer.BadParameter(f"expected {what}, got {value!r}") from None
+        if not lo <= n <= hi:
+            raise typer.BadParameter(f"expected {what} from {lo} to {hi}, got {value}")
+        return n
+    parse.__name__ = "offset" if offsets else "number"
+    return parse
+
+
+def seconds(lo: float, hi: float) -> Callable[[str], float]:
+    """A parser for a bounded number of seconds (decimals allowed), errors in plain words."""
+    def parse(value) -> float:
+        try:
+            n = float(value)
+        except (TypeError, ValueError):
+            raise typer.BadParameter(f"expected a number of seconds, got {value!r}") from None
+        if not lo <= n <= hi:
+            raise typer.BadParameter(f"expected a number of seconds from {lo:g} to {hi:g}, got {value}")
+        return n
+    parse.__name__ = "seconds"
+    return parse
 
 
 def _format_name(value: str) -> str:
@@ -71,16 +118,42 @@ KeepOpen = Annotated[bool, typer.Option("--keep-open", help="Kestrel: show open 
                                         "returning them to the queue head as Kestrel does at startup.")]
 AsOf = Annotated[Optional[str], typer.Option(
     "--as-of", metavar="TIME",
-    help="The clock replay uses: RFC 3339 (2026-11-21T23:30:00Z), epoch seconds, or 'now' (default).")]
-MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", min=0, max=MAX_FINDINGS, metavar="N",
+    help="The clock replay uses: RFC 3339 (2026-11-21T23:30:00Z), '2026-11-21 23:30:00' (UTC), epoch seconds, "
+         "relative (-2h, -30m, -1d), 'now' (default), or 'last' / 'first': the log's newest / first record's "
+         "time (reproducible).")]
+MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", parser=whole_number(0, MAX_FINDINGS),
+                                                   metavar="N",
                                                    help="Show at most N findings per log (all are counted).")]
-Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each segment's size at start: a live, growing log "
+Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each file's size at start: a live, growing log "
                                        "is read as it was when the command began.")]
+class ReportOutput(str, enum.Enum):
+    table = "table"
+    json = "json"
+
+
+def _report_format(value) -> ReportOutput:
+    """-o is the rendering in every command; a path here is the old spelling of --out, told as such."""
+    v = str(getattr(value, "value", value))
+    try:
+        return ReportOutput(v.lower())
+    except ValueError:
+        raise typer.BadParameter(f"{v!r} is not one of 'table', 'json' (-o is the report's rendering in every "
+                                 f"command; to write the packed log to a new file or directory: --out {v})") \
+            from None
+
+
+ReportOutputOpt = Annotated[ReportOutput, typer.Option("--output", "-o", parser=_report_format,
+                                                       metavar="<table|json>", help="Rendering of the report.")]
+LiveOpt = Annotated[bool, typer.Option("--live", help="The log is being written (by a writer this host cannot "
+                                       "see): a partial last record is in flight, not a torn tail. Without it, "
+                                       "wqtool looks for one (a held lock, a process holding the file open, the "
+                                       "file changing during the read).")]
 
 
 def options(as_of: str | None, *, horizon: bool = False, settings: list[str] | None = None, **extra) -> Options:
     """The engine's Options from a command's --as-of, --horizon, its format-specific flags and ``-O KEY=VALUE``
-    settings (checked against the formats' declared options by ``format.resolve``)."""
+    settings (checked against the formats' declared options by ``format.resolve``). ``--as-of last|first`` is
+    settled per log (``for_log``)."""
     d = {k: v for k, v in extra.items() if v is not None}
     keys = []
     for item in settings or ():
@@ -91,17 +164,74 @@ def options(as_of: str | None, *, horizon: bool = False, settings: list[str] | N
         keys.append(key.strip().lower())
     if keys:
         d["_options"] = tuple(keys)
+    word = (as_of or "").strip().lower()
+    if word in AS_OF_WORDS:
+        d["_as_of"] = word
+        return Options(time.time_ns(), horizon, d)
     return Options(parse_time(as_of, "--as-of"), horizon, d)
 
 
+def for_log(log: Log, opts: Options) -> Options:
+    """The options one log is read with (``--as-of last|first`` become that log's own time)."""
+    return settle_as_of(log, opts)
+
+
+def as_of_is_now(as_of: str | None) -> bool:
+    """--as-of was left to the wall clock (not given, 'now', or relative to now)."""
+    v = (as_of or "now").strip().lower()
+    return v == "now" or bool(re.fullmatch(r"[+-](\d+(\.\d+)?[smhdw])+", v))
+
+
 def parse_time(value: str | None, option: str, *, default_now: bool = True) -> int | None:
-    """RFC 3339, epoch seconds (int or decimal) or 'now' → Unix nanoseconds (``engine.instant``)."""
+    """Any time ``engine.instant`` reads → Unix nanoseconds; None → now (``default_now``) or None."""
     if value is None:
         return time.time_ns() if default_now else None
     try:
         return parse_instant(value)
     except ValueError:
         raise UsageError(f"{option}: expected {EXPECTED}, got {value!r}") from None
+
+
+# ---------------------------------------------------------------- before writing anything
+def refuse_unsafe_write(log: Log, what: str, *, live: bool = False, why: str = "") -> None:
+    """The checks every command that changes files runs before it plans a write (``what``: "pack --apply",
+    "repair", ...): a log detected from weak evidence only is not written (pass --format), and a log that is being
+    written is refused (``engine.live.refuse_live``: LogBusy, exit 5)."""
+    from ..engine.live import refuse_live
+    if log.weak:
+        raise UsageError(f"auto-detected as {log.fmt.title} from weak evidence only; pass --format {log.fmt.name} "
+                         "to write anything", path=log.root)
+    refuse_live(log, what, live=live, why=why)
+
+
+# ---------------------------------------------------------------- one verdict per PATH
+def each_log(entries: list[Log | Unresolved], work: Callable[[Log], object], *,
+             say: Callable[[str], None] | None = None) -> Iterator[tuple[Log | None, object]]:
+    """Run ``work(log)`` for every resolved log; yield ``(log, result)``, or ``(log or None, Failed)`` for a PATH
+    that named no log and for a log whose reading failed (missing, unreadable, busy): one bad PATH never hides
+    the others. ``say``: where each failure's one line goes as it happens (stderr), or None."""
+    for e in entries:
+        if isinstance(e, Unresolved):
+            f = Failed(e.path, e.error)
+            if say is not None:
+                say(error_text(e.error))
+            yield None, f
+            continue
+        try:
+            result = work(e)
+        except BrokenPipeError:
+            raise
+        except (WqError, OSError) as exc:
+            if say is not None:
+                say(error_text(exc))
+            yield e, Failed(e.root, exc)
+            continue
+        yield e, result
+
+
+def say_error(line: str) -> None:
+    sys.stdout.flush()
+    sys.stderr.write(f"wqtool: {line}\n")
 
 
 # ---------------------------------------------------------------- --engine spark (wqtool.spark, imported lazily)

@@ -8,17 +8,22 @@ import typer
 
 from ..engine import format as registry
 from ..engine.dump import RecordFilter, parse_jobs, parse_kinds
-from ..engine.findings import ERROR, worst
-from ..engine.format import resolve
+from ..engine.findings import ERROR, Verdict, worst
+from ..engine.format import Log, resolve_each
+from ..engine.live import LiveWatch
 from ..engine.stats import RecordStats
 from ..errors import UsageError
 from ..render.findings import write_one_line
-from ..render.progress import ByteProgress
+from ..render.outcome import Failed, run_exit_code
+from ..render.progress import track
 from ..render.records import RECORD_WRITERS
 from ..render.stats import write_record_stats
 from . import _spark
-from ._options import (MAX_OFFSET, SettingOpt, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion, KestrelVersionOpt, MasterOpt,
-                       PayloadMode, Paths, RemoteOpt, SparkConfOpt, options, parse_time)
+from ._options import (MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
+                       KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, Paths, RemoteOpt, SettingOpt,
+                       SparkConfOpt, each_log, for_log, options, parse_time, say_error, seconds, whole_number)
+
+Offset = whole_number(0, MAX_OFFSET, offsets=True)
 
 
 def dump(
@@ -30,18 +35,24 @@ def dump(
     job: Annotated[Optional[list[str]], typer.Option("--job", "-j", metavar="UUID", help="Only records of this job; "
                    "repeatable (workq).")] = None,
     since: Annotated[Optional[str], typer.Option(metavar="TIME", help="Only records written at or after TIME "
-                     "(workq).")] = None,
+                     "(workq; RFC 3339, '2026-11-21 23:15:00' UTC, epoch seconds, -2h).")] = None,
     until: Annotated[Optional[str], typer.Option(metavar="TIME", help="Only records written before TIME "
                      "(workq).")] = None,
-    from_offset: Annotated[Optional[int], typer.Option(min=0, max=MAX_OFFSET, metavar="N", help="Only records at byte offset >= N "
-                           "(of their file).")] = None,
-    to_offset: Annotated[Optional[int], typer.Option(min=0, max=MAX_OFFSET, metavar="N", help="Only records at byte offset < N.")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, max=MAX_OFFSET, metavar="N", help="Stop after N records.")] = None,
+    from_offset: Annotated[Optional[int], typer.Option(parser=Offset, metavar="OFFSET", help="Only records at byte "
+                           "offset >= OFFSET of their file (decimal, or hex as wqtool prints offsets: 0x11c).")] = None,
+    to_offset: Annotated[Optional[int], typer.Option(parser=Offset, metavar="OFFSET", help="Only records at byte "
+                         "offset < OFFSET (decimal or hex).")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", parser=whole_number(0, MAX_OFFSET), metavar="N",
+                     help="Stop after N records.")] = None,
     payload: Annotated[Optional[PayloadMode], typer.Option(help="Payload/result rendering "
                        "[default: text for table, base64 for json/jsonl]; binary: raw bytes (--engine spark "
                        "-o parquet only).")] = None,
     stats: Annotated[bool, typer.Option("--stats", help="Print statistics (records and bytes per command, time span, "
                      "jobs) instead of records.")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-F", help="Keep printing records as the log grows (new "
+                      "segments and rotations included), like pg_waldump -f; Ctrl-C ends it (exit 0).")] = False,
+    poll: Annotated[float, typer.Option("--poll", metavar="SECONDS", parser=seconds(0.05, 3600),
+                    help="With --follow: how often to look for new records.")] = 1.0,
     qdump: Annotated[bool, typer.Option("--qdump", help="Kestrel: qdump.sh's own line format and summary.")] = False,
     qdump_contents: Annotated[bool, typer.Option("--qdump-contents", "-d", help="With --qdump: item contents "
                               "(qdump -d).")] = False,
@@ -49,97 +60,178 @@ def dump(
                          "(qdump -A).")] = False,
     qdump_queue: Annotated[bool, typer.Option("--qdump-queue", "-Q", help="With --qdump: the final queued items "
                            "(qdump -Q).")] = False,
+    live: LiveOpt = False,
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     as_of: AsOf = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     engine: EngineOpt = Engine.local,
     out_dir: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="--engine spark: write the records "
-                       "to DIR (-o parquet or -o jsonl files), as the workq / kestrel Spark data sources read them "
-                       "(permissive: a _corrupt row per finding verify reports).")] = None,
+                       "to DIR/records and verify's findings to DIR/findings (-o parquet or -o jsonl files), as the "
+                       "<format> and <format>-findings Spark data sources read them.")] = None,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
     remote: RemoteOpt = None,
 ) -> int:
-    """Show the records of a log: table, JSON Lines, JSON or hex; filtered.
+    """Show the records of a log: table, JSON Lines, JSON or hex; filtered; --follow a live log.
 
-    Damaged input: everything readable is shown; each finding goes to stderr at its offset and the exit code
-    is the one `wqtool verify` gives (see `wqtool verify --help`).
+    Damaged input: everything readable is shown; each finding goes to stderr at its offset (-o hex also shows
+    the unreadable bytes, marked, between the records around them) and the exit code is the one `wqtool verify`
+    gives (see `wqtool verify --help`). A PATH that cannot be read is named on stderr; the other PATHs are
+    dumped.
 
     Example:
 
     \b
       wqtool dump /var/lib/workq/cmdlog
       wqtool dump -o jsonl --type add,schedule --payload hex /var/lib/workq/cmdlog/000000003.log
-      wqtool dump --job 00000000-0000-4000-8000-000000000001 --since 2026-11-21T23:00:00Z DIR
+      wqtool dump --job 00000000-0000-4000-8000-000000000001 --since '2026-11-21 23:00:00' DIR
+      wqtool dump -o hex --from-offset 0x11c --to-offset 0x200 DIR/000000001.log
+      wqtool dump --follow --type add /var/lib/workq/cmdlog
       wqtool dump --stats DIR
       wqtool dump --qdump -d /var/spool/kestrel/jobs
       wqtool dump --engine spark -o parquet --out /tmp/records.parquet /srv/fleet/*/cmdlog
     """
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value)
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
-    logs = resolve(paths, fmt, opts)
     if engine is Engine.spark or output is DumpOutput.parquet:
         if engine is not Engine.spark or output not in (DumpOutput.parquet, DumpOutput.jsonl) or not out_dir:
             raise UsageError("-o parquet needs --engine spark; --engine spark dump writes -o parquet or -o jsonl "
                              "files to --out DIR")
         if type_ or job or since or until or from_offset is not None or to_offset is not None or limit is not None \
-                or stats or qdump or qdump_contents or qdump_raw or qdump_queue:
-            raise UsageError("--engine spark dump exports whole logs (no filters, no --stats, no --qdump); filter "
-                             "the Parquet output, or use the local engine")
+                or stats or follow or qdump or qdump_contents or qdump_raw or qdump_queue:
+            raise UsageError("--engine spark dump exports whole logs (no filters, no --stats, --follow or --qdump); "
+                             "filter the Parquet output, or use the local engine")
         if mode == "binary" and output is not DumpOutput.parquet:
             raise UsageError("--payload binary needs -o parquet (JSON has no bytes)")
         if not remote and "://" not in out_dir and os.path.lexists(out_dir):   # before paying for a session
             raise UsageError(f"--out {out_dir}: already exists; the export never overwrites: name a new directory")
+        if "_as_of" in opts.extra:
+            raise UsageError("--engine spark dump takes a time for --as-of (last / first: the local engine)")
+        registry.resolve(paths, fmt, opts)     # every PATH must name a log before a session is paid for
         return _dump_spark(paths, fmt, output, out_dir, mode, opts, master, spark_conf, remote)
+    if out_dir is not None:
+        raise UsageError("--out is for --engine spark exports; the local dump writes to stdout")
     if mode == "binary":
         raise UsageError("--payload binary is for --engine spark -o parquet; use hex or base64 here")
+    if follow and stats:
+        raise UsageError("--follow prints records as they come; --stats counts them once: pick one")
+    entries = resolve_each(paths, fmt, opts)
+    logs = [e for e in entries if isinstance(e, Log)]
     if qdump or qdump_contents or qdump_raw or qdump_queue:
-        return _special(logs, "qdump", opts, contents=qdump_contents, raw=qdump_raw, queue=qdump_queue)
+        if follow:
+            raise UsageError("--follow does not apply to --qdump")
+        return _special(entries, logs, "qdump", opts, contents=qdump_contents, raw=qdump_raw, queue=qdump_queue)
     selection = dict(kinds=type_, jobs=parse_jobs(job), since_ns=parse_time(since, "--since", default_now=False),
                      until_ns=parse_time(until, "--until", default_now=False), from_offset=from_offset,
                      to_offset=to_offset)
-    total, verdicts, shown, writers = RecordStats(), [], 0, {}
-    for log in logs:
+    d = _Dump(output.value, mode, stats, limit, selection, opts, live)
+    if follow:
+        return d.follow(entries, logs, poll)
+    with track(logs, "dump", streaming=True):
+        results = [r for _, r in each_log(entries, d.log, say=say_error)]
+    d.close()
+    return run_exit_code([r for r in results if not isinstance(r, Failed)],
+                         [r for r in results if isinstance(r, Failed)])
+
+
+class _Dump:
+    """The records of one log after another through one writer per format (a format's filter and view)."""
+
+    def __init__(self, output: str, mode: str, stats: bool, limit, selection: dict, opts, live: bool):
+        self.output, self.mode, self.stats, self.limit = output, mode, stats, limit
+        self.selection, self.opts, self.live = selection, opts, live
+        self.total, self.shown, self.writers = RecordStats(), 0, {}
+
+    def _writer(self, fmt_):
+        if fmt_.name not in self.writers:
+            self.writers[fmt_.name] = (None if self.stats else RECORD_WRITERS[self.output](sys.stdout, self.mode,
+                                                                                        fmt_.record_view),
+                                       _filter(fmt_, self.selection))
+        return self.writers[fmt_.name]
+
+    def _in_range(self, f) -> bool:
+        lo, hi = self.selection["from_offset"], self.selection["to_offset"]
+        end = f.resumes_at if f.resumes_at is not None else f.offset + 1
+        return (lo is None or end > lo) and (hi is None or f.offset < hi)
+
+    def _finding(self, w, f, *, in_flight: bool = False) -> None:
+        if f.path is not None and f.offset is not None and w is not None and self._in_range(f) and \
+                (in_flight or f.verdict in (Verdict.TORN_TAIL, Verdict.CORRUPT)):
+            w.damage(f, in_flight=in_flight)      # -o hex: the unreadable (or in-flight) bytes, marked
+        sys.stdout.flush()
+        write_one_line(sys.stderr, f)
+
+    def log(self, log: Log) -> Verdict:
         fmt_ = log.fmt
-        if fmt_.name not in writers:
-            writers[fmt_.name] = (None if stats else RECORD_WRITERS[output.value](sys.stdout, mode, fmt_.record_view),
-                                  _filter(fmt_, selection))
-        w, flt = writers[fmt_.name]
-        fast = (fmt_.encoded_records(log.data, opts, style=output.value, payload=mode,
-                                     limit=None if limit is None else limit - shown)
-                if not stats and output in (DumpOutput.jsonl, DumpOutput.json)
-                and all(v is None for v in selection.values()) else None)
+        w, flt = self._writer(fmt_)
+        opts = for_log(log, self.opts)
+        fast = (fmt_.encoded_records(log.data, opts, style=self.output, payload=self.mode,
+                                     limit=None if self.limit is None else self.limit - self.shown)
+                if not self.stats and self.output in ("jsonl", "json")
+                and all(v is None for v in self.selection.values()) else None)
         if fast is not None:   # the format's encoder (intact logs, no filter): rows written as they come
             report, chunks = fast
             for n, text in chunks:
                 w.write_encoded(n, text)
-                shown += n
-            verdicts.append(report.verdict)
-            continue
+                self.shown += n
+            return report.verdict
+        watch = LiveWatch(log, live=self.live)
         run = fmt_.run(log.data, opts, limit=0)
-        bar = ByteProgress(sum(_size(p) for p in log.files), "dump")
+        held = []                 # torn tails: in flight or damage, told once the read is over
         for ev in run.events():
             if ev.__class__ is fmt_.record_cls:
                 if flt.match(ev):
-                    if limit is not None and shown >= limit:
+                    if self.limit is not None and self.shown >= self.limit:
                         break
-                    shown += 1
-                    total.add(fmt_.facts(ev)) if stats else w.write(ev)
-                    if shown & 0xFFF == 0:
-                        bar.update(ev.offset)
+                    self.shown += 1
+                    self.total.add(fmt_.facts(ev)) if self.stats else w.write(ev)
             elif ev.severity == ERROR:
-                sys.stdout.flush()
-                write_one_line(sys.stderr, ev)
-        bar.close()
+                if ev.verdict == Verdict.TORN_TAIL:
+                    held.append(ev)
+                else:
+                    self._finding(w, ev)
         run.sink.close()
-        verdicts.append(run.report.verdict)
-    if stats:
-        write_record_stats(sys.stdout, total, output.value)
-    else:
-        for w, _ in writers.values():
-            w.close()
-    return worst(verdicts)
+        for f in held:
+            told = watch.torn_in_flight(f)
+            self._finding(w, told, in_flight=told is not f)
+        return watch.settle(run.report).verdict if held else run.report.verdict
+
+    def close(self) -> None:
+        if self.stats:
+            write_record_stats(sys.stdout, self.total, self.output)
+        else:
+            for w, _ in self.writers.values():
+                w.close()
+
+    def follow(self, entries, logs: list[Log], poll_s: float) -> int:
+        """--follow: every log's records, then what each gains, until Ctrl-C (exit 0)."""
+        import itertools
+        import time
+        failed = [Failed(e.path, e.error) for e in entries if not isinstance(e, Log)]
+        for f in failed:
+            say_error(f"{f.root}: {f.message}")
+        streams = [(log, self._writer(log.fmt), log.fmt.follow(log.data, for_log(log, self.opts), poll_s=0))
+                   for log in logs]
+        try:
+            for tick in itertools.count():
+                for log, (w, flt), events in streams:
+                    for ev in events:
+                        if ev is None:      # this log's poll is over
+                            break
+                        if ev.__class__ is log.fmt.record_cls:
+                            if flt.match(ev):
+                                if self.limit is not None and self.shown >= self.limit:
+                                    return run_exit_code([], failed)
+                                self.shown += 1
+                                w.write(ev)
+                        elif ev.severity == ERROR:
+                            self._finding(w, ev)
+                sys.stdout.flush()
+                time.sleep(poll_s)
+        except KeyboardInterrupt:
+            sys.stdout.flush()
+            return run_exit_code([], failed)
 
 
 def _filter(fmt_, sel: dict) -> RecordFilter:
@@ -154,8 +246,11 @@ def _filter(fmt_, sel: dict) -> RecordFilter:
                         sel["since_ns"], sel["until_ns"], sel["from_offset"], sel["to_offset"])
 
 
-def _special(logs, which: str, opts, **kw) -> int:
+def _special(entries, logs, which: str, opts, **kw) -> int:
     """An extra view a format offers (--qdump): one call per format, over its logs."""
+    failed = [Failed(e.path, e.error) for e in entries if not isinstance(e, Log)]
+    for f in failed:
+        say_error(f"{f.root}: {f.message}")
     by_fmt: dict = {}
     for log in logs:
         if which not in log.fmt.special_dumps:
@@ -171,20 +266,14 @@ def _special(logs, which: str, opts, **kw) -> int:
                 sys.stderr.write(chunk)
             else:
                 sys.stdout.write(chunk)
-    return 0
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+    return run_exit_code([], failed)
 
 
 def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, master, spark_conf, remote) -> int:
-    """Export with each format's Spark data source (several formats: to OUT/<format>, one schema each); their
-    findings — verify's, the replay's at --as-of included — are rows of the export, the errors go to stderr, and
-    together they decide the exit code, as the local dump's."""
+    """Export with each format's Spark data sources (several formats: to OUT/<format>, one schema each): the
+    records (``<format>``, permissive) to OUT/records, verify's findings — the replay's at --as-of included —
+    (``<format>-findings``) to OUT/findings; the errors go to stderr and the findings decide the exit code, as
+    the local dump's."""
     from ..spark.fleet import export_records
     by_fmt: dict[str, list[str]] = {}
     for p in paths:  # a PATH is one format (a directory, a file)
@@ -199,7 +288,7 @@ def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, m
             for f in res.errors:
                 write_one_line(sys.stderr, f)
             if res.error_count > len(res.errors):
-                _spark.say(f"... {res.error_count - len(res.errors)} more error finding(s): the _corrupt rows of the "
+                _spark.say(f"... {res.error_count - len(res.errors)} more error finding(s): see the findings "
                            "export")
             verdicts |= res.exit_classes
     return worst(verdicts)

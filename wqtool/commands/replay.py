@@ -6,13 +6,16 @@ from typing import Annotated, Optional
 import typer
 
 from ..engine.format import resolve
+from ..engine.live import LiveWatch
 from ..errors import UsageError
-from ..render.findings import write_one_line
 from ..exitcodes import ExitCode
-from ..render.replay import write_replay, write_send
+from ..render.findings import write_one_line
+from ..render.progress import track
+from ..render.replay import nothing_live_hint, write_replay, write_send
 from . import _spark
-from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, MasterOpt,
-                       Output, Paths, RemoteOpt, SparkConfOpt, options)
+from ._options import (AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
+                       MasterOpt, Output, Paths, RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, for_log, options,
+                       say_error)
 
 
 #: findings kept for stderr (all are counted in the output): memory follows the live state, not the log
@@ -28,6 +31,7 @@ def replay(
     summary: Annotated[bool, typer.Option("--summary", help="Counts and digest only, without the job list.")] = False,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
+    live: LiveOpt = False,
     send: Annotated[Optional[str], typer.Option("--send", metavar="URL", help="Deliver what the log holds "
                     "pending to its receiver (an Orth admin, a fastjournal daemon, ...); an item is deleted or marked "
                     "only after the receiver acknowledged it.")] = None,
@@ -44,18 +48,30 @@ def replay(
     canonical serialization of the jobs), so two logs — or a log before and after a pack — can be compared.
     Upstream quirks are reproduced and shown: add-jobs get a fresh TTL at restart (expires vs log_expires),
     leased jobs come back leased with a fresh TTR. Errors are reported on stderr; the exit code is verify's.
+    --as-of last replays at the log's newest record time: the same state and digest whenever it runs (the
+    default, now, expires jobs as time passes).
 
     Kestrel journals replay as Kestrel 2.x does at startup: open transactions go back to the queue head in
     ascending xid order (--keep-open shows them open); expiry is never applied at replay, --as-of only marks
     the items that would be expired.
+
+    Snap! list journals (0.msg ... 23.msg) replay to one entry per uri (the largest key_start_date wins) in the
+    General Sort Index order <domain>:<priority>:<key_start_date>; EVTJ journals to the live events the prinbee
+    loader indexes; the fastjournal journal to its priority FIFO. --send fastjournal://HOST:PORT forwards a list
+    journal's pending lines to a fastjournal daemon — per the unimplemented libfastjournal design (wqtool's own
+    daemon; none exists upstream) — blanking each line only once the daemon acknowledged it.
 
     Example:
 
     \b
       wqtool replay /var/lib/workq/cmdlog
       wqtool replay -o json --as-of 2026-11-21T23:30:00Z DIR | jq .digest
+      wqtool replay --as-of last --summary DIR
       wqtool replay --summary DIR
       wqtool replay --format kestrel --keep-open /var/spool/kestrel/jobs
+      wqtool replay --send http://admin:8080/orth-admin -O access_token=TOKEN --dry-run LOGPATH/callbacklogs
+      wqtool replay --as-of now /var/lib/snapwebsites/list/journal
+      wqtool replay --send fastjournal://127.0.0.1:4008 --dry-run /var/lib/snapwebsites/list/journal
     """
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)
@@ -63,20 +79,29 @@ def replay(
         raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "
                          "or queue)")
     log = logs[0]
+    opts = for_log(log, opts)
     if send is not None:
         sent = log.fmt.send(log.data, send, opts, dry_run=dry_run, progress=_spark.say)
         write_send(sys.stdout, sent)
         return ExitCode.IO if sent.failed else 0
     if dry_run:
         raise UsageError("--dry-run goes with --send")
+    watch = LiveWatch(log, live=live)
     if engine is Engine.spark:  # the same report, replayed on Spark
         from ..spark.fleet import fleet_replay
         with _spark.session(master, spark_conf, remote) as spark:
             report = fleet_replay(spark, log, opts, limit=REPLAY_FINDINGS_SHOWN, progress=_spark.say)
     else:
-        report = log.fmt.run_log(log.data, opts, limit=REPLAY_FINDINGS_SHOWN)
+        with track(logs, "replay"):
+            report = log.fmt.run_log(log.data, opts, limit=REPLAY_FINDINGS_SHOWN)
+    report = watch.settle(report)
     for f in report.findings:
         if f.severity == "error":
             write_one_line(sys.stderr, f)
-    write_replay(sys.stdout, report, log.fmt.state_view(report.state, log.data), output.value, summary)
+    view = log.fmt.state_view(report.state, log.data)
+    write_replay(sys.stdout, report, view, output.value, summary)
+    if as_of_is_now(as_of):
+        hint = nothing_live_hint(report, view, log.fmt.expired_code)
+        if hint:
+            say_error(hint)
     return report.verdict

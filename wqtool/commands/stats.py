@@ -1,16 +1,28 @@
 from __future__ import annotations
 
+import enum
+import os
 import sys
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from ..engine.findings import worst
-from ..engine.format import resolve
+from ..engine.format import Log, resolve_each
+from ..engine.live import LiveWatch
+from ..errors import UsageError
+from ..render.analytics import write_chart, write_tables_files
+from ..render.outcome import Failed, run_exit_code
+from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
 from . import _spark
-from ._options import (SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
-                       MasterOpt, Output, Paths, RemoteOpt, SparkConfOpt, options)
+from ._options import (AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
+                       LiveOpt, MasterOpt, Output, Paths, RemoteOpt, SettingOpt, SparkConfOpt, each_log, for_log,
+                       options, say_error)
+
+
+class TableFormat(str, enum.Enum):
+    csv = "csv"
+    parquet = "parquet"
 
 
 def stats(
@@ -20,8 +32,16 @@ def stats(
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     horizon: Horizon = False,
+    live: LiveOpt = False,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
+    out_dir: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Also write each analytics table "
+                       "(orth-joblog: status, daily, executors, handlers, latency, lost) to a new DIR, one file per "
+                       "table.")] = None,
+    out_format: Annotated[TableFormat, typer.Option("--out-format", help="Files of --out.")] = TableFormat.csv,
+    chart: Annotated[Optional[str], typer.Option("--chart", metavar="FILE", help="Also draw the format's chart "
+                     "(orth-joblog: rows per trigger day, success / fail / running) into a new self-contained HTML "
+                     "FILE.")] = None,
     engine: EngineOpt = Engine.local,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
@@ -30,8 +50,12 @@ def stats(
     """Per log and in total: records and bytes per command, time span, jobs per state, queues, damage found.
 
     Every PATH is read and replayed (at --as-of) once; the replay digest of each log is included, so the
-    numbers of two runs — or of the two engines — can be compared. The exit code is verify's. Kestrel queues:
+    numbers of two runs — or of the two engines — can be compared. The exit code is verify's (a PATH that
+    cannot be read is named in the output and on stderr; the others are counted). Kestrel queues:
     records and bytes per opcode, time span from the items' add times, items queued / open at --as-of.
+    Orth job-log tables (orth_job_log exports, dumps, databases): rows per UI status, the daily report counts
+    (JobLogReportHelper), per-executor and per-handler failure rates, trigger-to-handle latency percentiles and
+    the jobs the lost-job monitor marks lost at --as-of, as tables (--out DIR) and a chart (--chart FILE).
 
     Example:
 
@@ -39,21 +63,35 @@ def stats(
       wqtool stats /var/lib/workq/cmdlog
       wqtool stats -o json /srv/fleet/*/cmdlog
       wqtool stats --engine spark --master local[4] /srv/fleet/*/cmdlog
+      wqtool stats -O timezone=Asia/Shanghai --out /tmp/joblog-stats --chart /tmp/daily.html orth_job_log.csv
+      wqtool stats --engine spark 'jdbc:mariadb://db:3306/orth_job?user=orth&password=...'
     """
+    for target, what in ((out_dir, "--out"), (chart, "--chart")):
+        if target is not None and os.path.lexists(target):
+            raise UsageError(f"{what} {target}: already exists; stats never overwrites")
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
-    logs = resolve(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts)
+    logs = [e for e in entries if isinstance(e, Log)]
+    watches = {id(log): LiveWatch(log, live=live) for log in logs}
     if engine is Engine.spark:
         from ..spark.fleet import fleet_stats
-        with _spark.session(master, spark_conf, remote) as spark:
-            per_log, total_jobs = fleet_stats(spark, logs, opts, progress=_spark.say)
+        per_log, total_jobs = [], 0
+        if "_as_of" in opts.extra and len(logs) > 1:
+            raise UsageError("--engine spark stats over several logs takes one --as-of time for all (each log's "
+                             "own last/first: run the local engine, or one log at a time)")
+        if logs:
+            with _spark.session(master, spark_conf, remote) as spark:
+                per_log, total_jobs = fleet_stats(spark, logs, for_log(logs[0], opts), progress=_spark.say)
+        results = iter(per_log)
+        per_path = list(each_log(entries, lambda log: next(results), say=say_error))
     else:
-        per_log, seen = [], set()
-        for log in logs:   # one pass per log; the job ids themselves only for a union over logs
-            report, st = log.fmt.stats_log(log.data, opts, ids=len(logs) > 1)
-            seen |= st.jobs
-            per_log.append((report, st, st.job_count()))
-        total_jobs = len(seen) if len(logs) > 1 else sum(n for _, _, n in per_log)
-    doc = stats_doc([(r, log.fmt.state_view(r.state, log.data), st, n) for log, (r, st, n) in zip(logs, per_log)],
-                    total_jobs)
-    write_stats(sys.stdout, doc, output.value)
-    return worst(r.verdict for r, _, _ in per_log)
+        seen: set = set()
+        union = len(logs) > 1       # the job ids themselves only for a union over logs
+
+        def one(log):   # one pass per log (the format's fastest: the workq kernel's)
+            report, st = log.fmt.stats_log(log.data, for_log(log, opts), ids=union)
+            seen.update(st.jobs)
+            return report, st, st.job_count()
+        with track(logs, "stats"):
+            per_path = list(each_log(entries, one, say=say_error))
+        total_jobs = len(seen) if union else sum(r[2] for _, r in per_path if not isinstance(r, Failed))

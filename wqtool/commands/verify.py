@@ -5,15 +5,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engine.format import resolve
-from ..engine.run import VerifyReport
-from ..exitcodes import EXIT_TABLE
+from ..engine.format import Log, resolve_each
+from ..engine.live import LiveWatch
+from ..render.outcome import Failed, run_exit_code
+from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
-from ._options import (MAX_WORKERS, SettingOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
-                       MasterOpt, MaxFindings, Output, Paths, RemoteOpt, SparkConfOpt, options)
-
-EXIT_HELP = "\n".join(f"  {int(c):>3}  {text}" for c, text in EXIT_TABLE)
+from ._options import (MAX_WORKERS, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
+                       KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, Paths, RemoteOpt, SettingOpt,
+                       SparkConfOpt, each_log, for_log, options, say_error, whole_number)
+from ._help import exit_help
 
 
 def _explain(value: Optional[str]) -> None:
@@ -34,16 +35,19 @@ def _explain(value: Optional[str]) -> None:
 def verify(
     paths: Paths,
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering of the findings.")] = Output.table,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing; the exit code says it (for cron).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no report; the exit code says it (for cron). "
+                     "A PATH that cannot be read is still named on stderr.")] = False,
     max_findings: MaxFindings = 100,
     horizon: Horizon = False,
+    live: LiveOpt = False,
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     as_of: AsOf = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=MAX_WORKERS, metavar="N", help="workq: processes that "
-                       "share an intact log's jobs [default: 2 for logs of 64 MiB and more, else 1].")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", parser=whole_number(1, MAX_WORKERS), metavar="N",
+                       help="workq: processes that share an intact log's jobs [default: 2 for logs of 64 MiB and "
+                       "more, else 1].")] = None,
     explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE", callback=_explain, is_eager=True,
                        help="Print what a finding code means (its format and severity), then exit.")] = None,
     engine: EngineOpt = Engine.local,
@@ -56,20 +60,13 @@ def verify(
     Works on workq command logs and Kestrel journals (--format). Every finding has a stable code (WQ-CRC,
     WQ-TRUNCATED, KQ-..., ...), the segment, byte offset, record index,
     the last good offset, and what the upstream server would do where that differs from starting normally.
+    Every PATH gets its own verdict, also one that cannot be read or is not a log; the exit code is the most
+    severe. A log being written (a held lock, a process holding it open, a file that changed during the read,
+    --live) has its partial last record reported as in flight (WQ-IN-FLIGHT, KQ-IN-FLIGHT), not as a torn tail.
 
     Exit codes:
 
-    \b
-      0  clean: every segment parses, every CRC holds, no impossible history (warnings allowed)
-      1  torn tail only: valid up to offset X of the newest segment, nothing valid after X
-      2  usage error
-      3  corrupt: damage with valid data after it, or a bad header in a non-tail segment
-      4  invalid history: intact bytes, but a history workq-server 0.2.0 refuses
-      5  I/O error (unreadable path, permission)
-      70  internal error (a bug: rerun with --traceback and report it)
-      130 interrupted
-
-    Several classes in one run: 3 wins over 4, 4 over 1.
+    {EXIT_CODES}
 
     Example:
 
@@ -77,19 +74,48 @@ def verify(
       wqtool verify /var/lib/workq/cmdlog
       wqtool verify --quiet DIR || echo "cmdlog needs attention: $?"
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
+      wqtool verify --horizon --as-of last /var/lib/workq/cmdlog /srv/other/cmdlog
       wqtool verify --format kestrel /var/spool/kestrel/jobs
       wqtool verify --explain WQ-CRC
     """
-    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
-    logs = resolve(paths, fmt, opts)
+    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value,
+                   keep_open=keep_open)
+    entries = resolve_each(paths, fmt, opts)
+    logs = [e for e in entries if isinstance(e, Log)]
+    say = say_error      # errors of PATHs go to stderr even with --quiet (the report does not)
     if engine is Engine.spark:  # the same reports, computed on Spark
-        from ..spark.fleet import fleet_verify
-        with _spark.session(master, spark_conf, remote, quiet=quiet) as spark:
-            report = fleet_verify(spark, logs, opts, max_findings=max_findings,
-                                  progress=(lambda m: None) if quiet else _spark.say)
+        results = _verify_spark(entries, logs, opts, live, max_findings, quiet, say, master, spark_conf, remote)
     else:
-        report = VerifyReport([lr for log in logs for lr in log.fmt.verify(
-            [log.data], opts, max_findings=max_findings, workers=workers).logs])
+        def work(log: Log):
+            watch = LiveWatch(log, live=live)
+            [lr] = log.fmt.verify([log.data], for_log(log, opts), max_findings=max_findings, workers=workers).logs
+            return watch.settle(lr)
+        with track(logs, "verify", enabled=not quiet):
+            results = [r for _, r in each_log(entries, work, say=say)]
     if not quiet:
-        write_verify(sys.stdout, report, output.value)
-    return report.verdict
+        write_verify(sys.stdout, results, output.value)
+    return run_exit_code([r.verdict for r in results if not isinstance(r, Failed)],
+                         [r for r in results if isinstance(r, Failed)])
+
+
+verify.__doc__ = verify.__doc__.replace("{EXIT_CODES}", exit_help())
+
+
+def _verify_spark(entries, logs, opts, live, max_findings, quiet, say, master, spark_conf, remote) -> list:
+    from ..spark.fleet import fleet_verify
+    watches = [LiveWatch(log, live=live) for log in logs]
+    reports = []
+    if logs:
+        with _spark.session(master, spark_conf, remote, quiet=quiet) as spark:
+            progress = (lambda m: None) if quiet else _spark.say
+            if "_as_of" in opts.extra:     # --as-of last|first: each log at its own time
+                for log in logs:
+                    reports += fleet_verify(spark, [log], for_log(log, opts), max_findings=max_findings,
+                                            progress=progress).logs
+            else:
+                reports = fleet_verify(spark, logs, opts, max_findings=max_findings, progress=progress).logs
+    settled = iter([w.settle(r) for w, r in zip(watches, reports)])
+    out = []
+    for _, r in each_log(entries, lambda log: next(settled), say=say):
+        out.append(r)
+    return out

@@ -11,6 +11,7 @@ import os
 import stat
 
 from ..errors import InputError
+from . import progress
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
@@ -82,10 +83,13 @@ class FileView:
         except OSError as exc:
             self._f.close()
             raise input_error(source.path, exc) from None
+        progress.opened(size)
 
     def close(self) -> None:
         if self._mm is not None:
             self._mm.close()
+        if not self._f.closed:
+            progress.closed(self.size)
         self._f.close()
 
     def __enter__(self) -> "FileView":

@@ -29,13 +29,15 @@ import stat
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
-from ..errors import UsageError
+from ..errors import UsageError, WqError
 from .fileio import input_error, kind_of, read_head
 from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
 
 #: The packages of the formats that ship with wqtool, in detection order.
-BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel")
+BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth",
+                           "wqtool.engine.orth_joblog", "wqtool.engine.snaplist", "wqtool.engine.evtj",
+                           "wqtool.engine.fastjournal")
 
 
 # ---------------------------------------------------------------- values passed to every format
@@ -183,6 +185,16 @@ class StateView:
     def digest(self) -> str:
         raise NotImplementedError
 
+    # analytics (stats): named tables of the state, and the chart of one of them
+    def analytics(self) -> dict[str, list[dict]]:
+        """Named tables ``stats`` prints, puts in its JSON and writes with ``--out DIR`` (rows of plain values)."""
+        return {}
+
+    def chart(self) -> dict | None:
+        """What ``stats --chart FILE`` draws: ``{"table", "x", "series", "labels", "colors", "title"}`` naming one
+        of ``analytics()``'s tables (a bar per ``x``, the series stacked), or None."""
+        return None
+
 
 # ---------------------------------------------------------------- the interface
 class Format:
@@ -206,6 +218,11 @@ class Format:
     special_dumps: ClassVar[frozenset[str]] = frozenset()
     #: format-specific settings accepted as ``-O KEY=VALUE`` (name -> help); they arrive in ``Options.extra``.
     options: ClassVar[dict[str, str]] = {}
+    #: the note a torn tail becomes when the log is being written (``engine.live``): "WQ-IN-FLIGHT", ...; None:
+    #: the format cannot tell a record in flight from damage (its torn tails stay torn tails)
+    in_flight_code: ClassVar[str | None] = None
+    #: the code of "a record already expired at --as-of, so replay skips it" (replay's hint when nothing is live)
+    expired_code: ClassVar[str | None] = None
     #: ``wqtool.spark`` classes, by dotted path "module:Class" (None: the generic ones).
     spark_source: ClassVar[str | None] = None
     spark_fleet: ClassVar[str | None] = None
@@ -217,6 +234,12 @@ class Format:
     def detect(self, path: str) -> Evidence | None:
         """Evidence that ``path`` (an existing directory or regular file) is this format, or None."""
         raise NotImplementedError
+
+    def fits(self, path: str) -> bool:
+        """Whether ``--format <name>`` may read ``path`` (default: the format claims it). A format that reads
+        a container other formats also claim (an Orth logPath holds the retry files and the executor logs) says so
+        here."""
+        return self.detect(path) is not None
 
     def detect_url(self, url: str) -> Evidence | None:
         """Evidence that a PATH given as a URL (``scheme://...``, ``jdbc:...``) is this format's (e.g. a database
@@ -331,6 +354,52 @@ class Format:
         or None. A partial last record of a live log is "in flight", not damage; commands that change files
         refuse a live log."""
         return None
+
+    def live_files(self, log) -> list[str]:
+        """The files a writer appends to (watched while a command reads the log: a change means a live writer);
+        default: the log's last file."""
+        return self.files(log)[-1:]
+
+    def time_span(self, log) -> tuple[int | None, int | None]:
+        """(first, newest) record time of the log in Unix ns, for ``--as-of first|last`` (None: no record carries
+        a time). Default: the earliest time in the first file that has timed records and the latest in the last
+        such file (``file_events`` + ``facts``: one file read from each end)."""
+        n = len(self.files(log))
+        first = last = None
+        for i in range(n):
+            times = self._file_times(log, i)
+            if times:
+                first = min(times)
+                break
+        for i in reversed(range(n)):
+            times = self._file_times(log, i)
+            if times:
+                last = max(times)
+                break
+        return first, last
+
+    def _file_times(self, log, i: int) -> list[int]:
+        cls, facts = self.record_cls, self.facts
+        return [t for ev in self.file_events(log, i) if ev.__class__ is cls
+                for t in (facts(ev).time_ns,) if t is not None]
+
+    def refresh(self, log, opts: Options):
+        """The log discovered again (new files, rotations: ``dump --follow``). Default: its directory discovered
+        again, the log of the same name taken; a log of files named one by one stays as it is."""
+        if not getattr(log, "is_dir", False):
+            return log
+        name = self.log_name(log)
+        for d in self.discover([log.root], opts):
+            if self.log_name(d) == name:
+                return d
+        return log
+
+    def follow(self, log, opts: Options, *, poll_s: float = 1.0, stop: Callable[[], bool] | None = None) -> Iterator:
+        """``dump --follow``: the records and findings of the log as ``run`` yields them, then, as the log grows,
+        the new ones (new files and rotations included), until ``stop()`` is true (checked every ``poll_s``).
+        Default: re-discover the log each poll and read what each file gained since (``engine.follow``)."""
+        from .follow import follow_log
+        return follow_log(self, log, opts, poll_s=poll_s, stop=stop)
 
     def finish_interrupted(self, path: str) -> list[str]:
         """Before discovery for --apply: finish what a crashed apply left behind (a no-op by default)."""
@@ -454,11 +523,19 @@ def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Forma
             weak = (f, ev)
     if weak is not None:
         return weak
+    if len(cands) == 1:
+        only = cands[0]
+        if os.path.isdir(path):
+            raise UsageError(f"not {only.dir_expected}", path=path)
+        raise UsageError(f"cannot detect the log format: not {only.file_expected}, found "
+                         f"{read_head(path, 4).hex()}; pass --format to force one", path=path)
+    names = ", ".join(f.name for f in cands)
     if os.path.isdir(path):
-        raise UsageError("not " + " nor ".join(f.dir_expected for f in cands), path=path)
-    head = read_head(path, 4)
-    raise UsageError("cannot detect the log format: not " + " nor ".join(f.file_expected for f in cands)
-                     + f", found {head.hex()}; pass --format to force one", path=path)
+        raise UsageError(f"no log found in this directory: none of the formats ({names}) finds its files here; "
+                         "--format NAME says what that format expects", path=path)
+    raise UsageError(f"cannot detect the log format: its first bytes {read_head(path, 4).hex()} match none of the "
+                     f"formats ({names}); pass --format NAME to read it as one (it says what that format expects; "
+                     "man 5 wqtool-formats lists each format's evidence)", path=path)
 
 
 def detect_url(url: str) -> tuple[Format, Evidence]:
@@ -469,52 +546,129 @@ def detect_url(url: str) -> tuple[Format, Evidence]:
     raise UsageError("no format reads this URL", path=url)
 
 
+@dataclass
+class Unresolved:
+    """A PATH that names no log: missing, unreadable, not a log, or not of the forced ``--format``. ``error`` is
+    what ``resolve`` would have raised (a ``WqError`` or an ``OSError``)."""
+
+    path: str
+    error: Exception
+
+    @property
+    def root(self) -> str:
+        return self.path
+
+
 def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
             on_detect: Callable[[str, Format, Evidence], None] | None = None) -> list[Log]:
     """The logs behind PATHs, each with its format: ``fmt`` "auto" detects each PATH (``detect``) and
-    groups the PATHs by format, in registry order; a named format takes them all."""
+    groups the PATHs by format; a named format takes them all. The first PATH that names no log raises its
+    error (``resolve_each`` reports every PATH instead)."""
+    out: list[Log] = []
+    for entry in resolve_each(paths, fmt, opts, on_detect=on_detect):
+        if isinstance(entry, Unresolved):
+            raise entry.error
+        out.append(entry)
+    return out
+
+
+def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
+                 on_detect: Callable[[str, Format, Evidence], None] | None = None) -> list[Log | Unresolved]:
+    """Like ``resolve``, but one bad PATH does not hide the others: a PATH that names no log (missing,
+    unreadable, not a log, a forced format that does not fit) becomes an ``Unresolved`` entry carrying its error,
+    and the other PATHs are resolved as usual. Entries come in PATH order (the logs of one format's PATHs
+    together, where its first PATH stands). What is wrong with the call itself (no PATH, an unknown ``-O``
+    option, an unknown ``--format``) still raises."""
     if not paths:
         raise UsageError("no PATH given")
     known = {k for f in formats() for k in f.options}
     for k in opts.extra.get("_options", ()):
         if k not in known:
             raise UsageError(f"-O {k}: no format takes this option (known: {', '.join(sorted(known)) or 'none'})")
-    if fmt != "auto":
-        f = get(fmt)
-        for p in paths:
-            if is_url(p):
-                if f.detect_url(p) is None:
-                    raise UsageError(f"{f.plural} are not read from URLs", path=p)
-            else:
-                check_input(p)
-                _fits(f, p)
-        return [Log(f, d) for d in f.discover(list(paths), opts)]
-    groups: dict[str, list[str]] = {}
+    forced = get(fmt) if fmt != "auto" else None
+    entries: list[tuple[int, Log | Unresolved]] = []
+    groups: dict[str, list[tuple[int, str]]] = {}
     weak: set[str] = set()
-    for p in paths:
-        if is_url(p):
-            f, ev = detect_url(p)
-        else:
-            check_input(p)
-            f, ev = detect(p)
-        if on_detect is not None:
+    for i, p in enumerate(paths):
+        try:
+            f, ev = _claim(p, forced)
+        except (WqError, OSError) as exc:
+            entries.append((i, Unresolved(p, exc)))
+            continue
+        if on_detect is not None and ev is not None:
             on_detect(p, f, ev)
-        groups.setdefault(f.name, []).append(p)
-        if not ev.strong:
+        groups.setdefault(f.name, []).append((i, p))
+        if ev is not None and not ev.strong:
             weak.add(f.name)
-    detected = replace(opts, extra={**opts.extra, "_detected": True})
-    out: list[Log] = []
+    o = opts if forced is not None else replace(opts, extra={**opts.extra, "_detected": True})
     for f in formats():
-        if f.name in groups:
-            out += [Log(f, d, f.name in weak) for d in f.discover(groups[f.name], detected)]
-    return out
+        if f.name not in groups:
+            continue
+        for i, datas in _discover_each(f, groups[f.name], o):
+            entries += [(i, Log(f, d, f.name in weak)) if not isinstance(d, Unresolved) else (i, d) for d in datas]
+    entries.sort(key=lambda e: e[0])   # stable: a group's logs stay in discovery order
+    return [e for _, e in entries]
+
+
+def _claim(path: str, forced: Format | None) -> tuple[Format, Evidence | None]:
+    """The format of one PATH (forced: checked to fit; auto: detected), or its error."""
+    if forced is not None:
+        if is_url(path):
+            if forced.detect_url(path) is None:
+                raise UsageError(f"{forced.plural} are not read from URLs", path=path)
+        else:
+            check_input(path)
+            _fits(forced, path)
+        return forced, None
+    if is_url(path):
+        return detect_url(path)
+    check_input(path)
+    return detect(path)
+
+
+def _discover_each(f: Format, items: list[tuple[int, str]], opts: Options) -> list[tuple[int, list]]:
+    """``f.discover`` over one format's PATHs together (files of one directory make one log), each log placed
+    where its first PATH stands; when that fails, each PATH alone finds the ones at fault, and the others are
+    discovered together again."""
+    try:
+        logs = f.discover([p for _, p in items], opts)
+    except (WqError, OSError) as exc:
+        if len(items) == 1:
+            return [(items[0][0], [Unresolved(items[0][1], exc)])]
+        together = exc
+    else:
+        return [(_first_path(d, items), [d]) for d in logs]
+    good, bad = [], []
+    for i, p in items:
+        try:
+            f.discover([p], opts)
+        except (WqError, OSError) as exc:
+            bad.append((i, [Unresolved(p, exc)]))
+        else:
+            good.append((i, p))
+    if not good:
+        return bad
+    if len(good) == len(items):       # each alone is fine, together they are not: report it on the first
+        return [(items[0][0], [Unresolved(items[0][1], together)])]
+    return bad + _discover_each(f, good, opts)
+
+
+def _first_path(log, items: list[tuple[int, str]]) -> int:
+    """Where a discovered log stands among the PATHs: the first PATH that is its root or a file in it."""
+    root = getattr(log, "root", None)
+    if isinstance(root, str):
+        r = os.path.abspath(root)
+        for i, p in items:
+            if not is_url(p) and (os.path.abspath(p) == r or os.path.dirname(os.path.abspath(p)) == r):
+                return i
+    return items[0][0]
 
 
 def _fits(f: Format, path: str) -> None:
     """A forced --format must fit: refused (exit 2) when the format finds no evidence and another format claims
     the path with strong evidence (``--format kestrel`` on a workq log). Without evidence either way, the forced
     format reads it (a damaged log is still read as what the user says it is)."""
-    if f.detect(path) is not None:
+    if f.fits(path):
         return
     for other in formats():
         if other is f:
@@ -523,6 +677,23 @@ def _fits(f: Format, path: str) -> None:
         if ev is not None and ev.strong:
             raise UsageError(f"this is a {other.title} ({ev.reason}), not a {f.title}: --format {f.name} does not "
                              f"fit; drop --format or pass --format {other.name}", path=path)
+
+
+#: ``--as-of`` words that name a time of the log itself (``settle_as_of``)
+AS_OF_WORDS = ("last", "first")
+
+
+def settle_as_of(log: Log, opts: Options) -> Options:
+    """``opts`` with ``--as-of last|first`` made a time of this log: its newest (``last``) or first record's
+    time (``Format.time_span``), so the result is the same whenever it is computed. A log with no timed record
+    keeps the time the command started. Other options are returned as they are."""
+    word = opts.extra.get("_as_of")
+    if word is None:
+        return opts
+    first, last = log.fmt.time_span(log.data)
+    t = last if word == "last" else first
+    extra = {k: v for k, v in opts.extra.items() if k != "_as_of"}
+    return replace(opts, as_of_ns=opts.as_of_ns if t is None else t, extra=extra)
 
 
 def is_url(path: str) -> bool:

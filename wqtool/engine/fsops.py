@@ -272,3 +272,28 @@ def _cmdline(pid: int) -> str:
 def describe_holders(found: list[tuple[int, str, str]]) -> str:
     return "; ".join(f"pid {pid} ({cmd[:80]}) holds {os.path.basename(path)} open" for pid, path, cmd in found[:3]) \
         + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
+
+
+def flock_fd(fd: int, path: str, timeout: float, *, shared: bool = False) -> None:
+    """``flock`` an open descriptor (LOCK_EX, or LOCK_SH), non-blocking, retried until ``timeout`` seconds: the
+    lock a format's own writers take on the file itself (e.g. the list journal's hour files). LogBusy on
+    timeout."""
+    mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, mode)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            if time.monotonic() >= deadline:
+                raise LogBusy(f"locked by another process; waited {timeout:g} s for "
+                              f"{'LOCK_SH' if shared else 'LOCK_EX'}", path=path) from None
+            time.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
+
+
+def fd_holders(fd: int) -> list[tuple[int, str, str]]:
+    """Other processes holding open the file behind our descriptor ``fd`` (even once it is renamed over or
+    unlinked): ``holders`` of ``/proc/self/fd/<fd>``."""
+    return holders([f"/proc/self/fd/{fd}"])

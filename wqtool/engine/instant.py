@@ -1,31 +1,71 @@
-"""Instants on the command line and in data source options: RFC 3339, epoch seconds, '@<n>ns' or 'now' → Unix ns."""
+"""Instants on the command line and in data source options → Unix ns.
+
+Accepted: RFC 3339 (``2026-11-21T23:15:00Z``, ``...+01:00``, fractions to the nanosecond); the same without a zone,
+``T`` or a space between date and time, or a date alone (``2026-11-21 23:15:00``, ``2026-11-21``: UTC); epoch
+seconds (int or decimal); ``@<n>ns`` (exact nanoseconds, as ``format_unix_ns`` writes instants beyond RFC 3339);
+``now``; and a time relative to now (``-2h``, ``-30m``, ``-1d``, ``-1h30m``, ``+15m``; units s, m, h, d, w).
+"""
 from __future__ import annotations
 
 import datetime as _dt
 import re
 import time
 
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-EXPECTED = "RFC 3339 (2026-11-21T23:30:00Z), epoch seconds or 'now'"
+_DATE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[Tt ](\d{2}:\d{2}(?::\d{2})?)(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})?)?$")
+_RELATIVE = re.compile(r"^([+-])((?:\d+(?:\.\d+)?[smhdw])+)$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNIT_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9, "w": 7 * 86400 * 10**9}
+EXPECTED = ("RFC 3339 (2026-11-21T23:30:00Z), '2026-11-21 23:30:00' (UTC), epoch seconds, 'now', "
+            "or relative to now (-2h, -30m, -1d)")
 
 
-def parse_instant(value: str) -> int:
-    """RFC 3339, epoch seconds (int or decimal) or 'now' → Unix nanoseconds; ValueError names what was expected."""
+def parse_instant(value: str, *, now_ns: int | None = None) -> int:
+    """A time in any accepted form (module docstring) → Unix nanoseconds; ValueError names what was expected.
+    ``now_ns``: the clock for 'now' and relative times (default: the wall clock)."""
     v = value.strip()
     if v == "now":
-        return time.time_ns()
-    if re.fullmatch(r"@-?\d+ns", v):      # exact nanoseconds, as format_unix_ns writes instants beyond RFC 3339
+        return time.time_ns() if now_ns is None else now_ns
+    if re.fullmatch(r"@-?\d+ns", v):
         return int(v[1:-2])
     if re.fullmatch(r"-?\d+(\.\d+)?", v):
         whole, _, frac = v.partition(".")
         return int(whole) * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0) * (-1 if v.startswith("-") else 1)
-    if _RFC3339.match(v):
-        frac = ""
-        m = re.search(r"\.(\d+)", v)
-        if m:
-            frac = m.group(1)
-            v = v.replace(m.group(0), "")
-        d = _dt.datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
-        secs = int(d.timestamp())
-        return secs * 1_000_000_000 + int((frac + "000000000")[:9])
+    m = _RELATIVE.match(v)
+    if m:
+        delta = 0
+        for num, unit in _PART.findall(m.group(2)):
+            whole, _, frac = num.partition(".")
+            delta += int(whole) * _UNIT_NS[unit] + (int(frac) * _UNIT_NS[unit] // 10 ** len(frac) if frac else 0)
+        base = time.time_ns() if now_ns is None else now_ns
+        return base + (delta if m.group(1) == "+" else -delta)
+    m = _DATE_TIME.match(v)
+    if m:
+        date, clock, frac, zone = m.groups()
+        clock = clock or "00:00:00"
+        if len(clock) == 5:
+            clock += ":00"
+        tz = _dt.timezone.utc
+        if zone and zone not in "Zz":
+            sign = -1 if zone[0] == "-" else 1
+            hh, mm = int(zone[1:3]), int(zone[-2:])
+            tz = _dt.timezone(sign * _dt.timedelta(hours=hh, minutes=mm))
+        try:
+            d = _dt.datetime.fromisoformat(f"{date}T{clock}").replace(tzinfo=tz)
+        except ValueError:
+            raise ValueError(f"expected {EXPECTED}, got {value!r} (no such date or time)") from None
+        ns = int((frac or ".")[1:].ljust(9, "0")[:9] or 0)
+        return _seconds(d) * 1_000_000_000 + ns
     raise ValueError(f"expected {EXPECTED}, got {value!r}")
+
+
+def _seconds(d: _dt.datetime) -> int:
+    """Whole seconds since the epoch, exactly (no float)."""
+    delta = d - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return delta.days * 86400 + delta.seconds
+
+
+def from_datetime(d: _dt.datetime) -> int:
+    """A ``datetime`` → Unix ns, exactly (microseconds kept); a naive datetime is UTC."""
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=_dt.timezone.utc)
+    return _seconds(d) * 1_000_000_000 + d.microsecond * 1000

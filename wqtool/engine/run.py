@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from . import progress
 from .findings import Finding, Verdict, worst
 
 
@@ -88,9 +89,15 @@ class ReplayPass:
         rfind = replay.findings
         apply = replay.apply
         record_cls = self.record_cls
+        tick = progress.at if progress.active() else None
+        n = 0
         for ev in self.reader.events():
             if ev.__class__ is record_cls:
                 apply(ev)
+                if tick is not None:
+                    n += 1
+                    if not n & 0xFFF:
+                        tick(ev.offset)
                 yield ev
                 if rfind:
                     for f in rfind:

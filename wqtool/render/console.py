@@ -8,9 +8,14 @@ import sys
 from rich.console import Console
 
 
+#: stdout's tables are drawn at their natural width whatever the terminal's (COLUMNS=40, a narrow window, a
+#: pipe, cron): machine output never wraps; a terminal narrower than a table folds its lines itself.
+UNWRAPPED_WIDTH = 100_000
+
+
 @functools.lru_cache(maxsize=None)
 def stdout_console() -> Console:
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False,
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=UNWRAPPED_WIDTH,
                    no_color=bool(os.environ.get("NO_COLOR")) or None)
 
 

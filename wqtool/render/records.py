@@ -5,8 +5,16 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
+import os
+
 from ..engine.fileio import read_span
+from ..engine.findings import Finding
 from ..engine.format import RecordView
+
+
+class _Writer:
+    def damage(self, f: Finding, *, in_flight: bool = False) -> None:
+        """Bytes no record covers (a finding's range): shown by ``-o hex`` only (the others: stderr says it)."""
 
 
 def table_line(columns, cells) -> str:
@@ -18,7 +26,7 @@ def table_line(columns, cells) -> str:
     return "".join(parts)
 
 
-class RecordTable:
+class RecordTable(_Writer):
     """A streaming fixed-width table: one line per record, header once (works for millions of rows)."""
 
     def __init__(self, out: TextIO, payload: str, view: RecordView):
@@ -39,7 +47,7 @@ class RecordTable:
             self.out.write(self._head + "\n")
 
 
-class RecordJsonl:
+class RecordJsonl(_Writer):
     def __init__(self, out: TextIO, payload: str, view: RecordView):
         self.out = out
         self.payload = payload
@@ -92,7 +100,7 @@ def hexdump(data: bytes, base: int) -> list[str]:
 HEX_MAX = 1 << 20
 
 
-class RecordHex:
+class RecordHex(_Writer):
     """Each record as a title line and a canonical hex dump of its bytes (offsets are file offsets)."""
 
     def __init__(self, out: TextIO, payload: str, view: RecordView):
@@ -103,6 +111,22 @@ class RecordHex:
         self.out.write(self.view.hex_title(rec) + "\n")
         self.out.write("\n".join(hexdump(read_span(rec.path, rec.offset, min(rec.length, HEX_MAX)), rec.offset))
                        + "\n")
+
+    def damage(self, f: Finding, *, in_flight: bool = False) -> None:
+        """The bytes from the finding's offset to where records resume (or the end of the file), between the
+        records around them, marked UNREADABLE (or IN FLIGHT: a record a live writer is appending)."""
+        try:
+            size = os.path.getsize(f.path)
+        except OSError:
+            size = f.offset
+        end = f.resumes_at if f.resumes_at is not None else size
+        n = max(0, end - f.offset)
+        what = "IN FLIGHT (a record a live writer is appending, not damage)" if in_flight else "UNREADABLE"
+        self.out.write(f"{os.path.basename(f.path)}@0x{f.offset:x}..0x{end:x} {what}: {n} bytes, {f.code}"
+                       + (f" (first {HEX_MAX} shown)" if n > HEX_MAX else "") + "\n")
+        data = read_span(f.path, f.offset, min(n, HEX_MAX)) if n else b""
+        if data:
+            self.out.write("\n".join(hexdump(data, f.offset)) + "\n")
 
     def close(self) -> None:
         pass

@@ -59,6 +59,18 @@ def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, s
     out.write(f"digest sha256:{view.digest()}\n")
 
 
+def nothing_live_hint(report: LogReport, view: StateView, expired_code: str | None) -> str | None:
+    """When a replay at the wall clock leaves nothing live because every job had expired by then: say so, and
+    how to see the state the log left (``--as-of last``)."""
+    if expired_code is None or sum(view.counts_by_state().values()):
+        return None
+    n = report.counts.get(expired_code, 0)
+    if not n:
+        return None
+    return (f"hint: 0 live jobs because all {n} added job(s) had expired at --as-of now ({expired_code}); "
+            "replay --as-of last shows the state as of the newest record (reproducible)")
+
+
 def write_send(out: TextIO, rep) -> None:
     """replay --send: one line per item, then the counts."""
     for line in rep.lines:

@@ -1,13 +1,15 @@
-"""verify's output for every format: one verdict per log (table, JSON, JSON Lines)."""
+"""verify's output for every format: one verdict per PATH (table, JSON, JSON Lines) — a log's report, or the
+error of a PATH that could not be read or is not a log."""
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import Sequence, TextIO
 
 from ..engine.run import LogReport, VerifyReport
 from ..engine.serialize import finding_to_jsonable
 from ..exitcodes import for_verdict
 from .findings import findings_jsonl, findings_lines
+from .outcome import Failed, run_exit_code
 
 
 def log_json(lr: LogReport, findings: bool = True) -> dict:
@@ -20,17 +22,35 @@ def log_json(lr: LogReport, findings: bool = True) -> dict:
     return d
 
 
-def write_verify(out: TextIO, report: VerifyReport, output: str) -> None:
+def _items(report) -> list[LogReport | Failed]:
+    return list(report.logs) if isinstance(report, VerifyReport) else list(report)
+
+
+def write_verify(out: TextIO, report: VerifyReport | Sequence[LogReport | Failed], output: str) -> None:
+    items = _items(report)
     if output == "json":
-        doc = {"exit_code": int(for_verdict(report.verdict)), "logs": [log_json(lr) for lr in report.logs]}
+        code = run_exit_code([i.verdict for i in items if isinstance(i, LogReport)],
+                             [i for i in items if isinstance(i, Failed)])
+        doc = {"exit_code": int(code), "logs": [i.to_jsonable() if isinstance(i, Failed) else log_json(i)
+                                                for i in items]}
         out.write(json.dumps(doc, indent=2) + "\n")
     elif output == "jsonl":
-        for lr in report.logs:
-            findings_jsonl(out, lr.findings)
-            out.write(json.dumps({"summary": log_json(lr, findings=False)}) + "\n")
+        for i in items:
+            if isinstance(i, Failed):
+                out.write(json.dumps({"summary": i.to_jsonable()}) + "\n")
+                continue
+            findings_jsonl(out, i.findings)
+            out.write(json.dumps({"summary": log_json(i, findings=False)}) + "\n")
     else:
-        for lr in report.logs:
-            write_log_table(out, lr)
+        for i in items:
+            if isinstance(i, Failed):
+                write_failed_line(out, i)
+            else:
+                write_log_table(out, i)
+
+
+def write_failed_line(out: TextIO, f: Failed) -> None:
+    out.write(f"{f.root}: {f.label}: {f.message} (exit {int(f.exit_code)})\n")
 
 
 def write_log_table(out: TextIO, lr: LogReport) -> None:

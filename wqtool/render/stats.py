@@ -8,11 +8,14 @@ from typing import TextIO
 from ..engine.findings import worst
 from ..engine.stats import RecordStats
 from ..exitcodes import for_verdict
+from .analytics import write_tables_text
+from .outcome import Failed, run_exit_code
 
 
 def stats_doc(per_log, total_jobs: int) -> dict:
     """The stats document from (LogReport, StateView, RecordStats, distinct jobs) per log — the same for both
-    engines. The total's states are every log's, in the order they first appear."""
+    engines — or a ``render.outcome.Failed`` for a PATH that could not be read (an entry with its error; its
+    exit code counts in the total's). The total's states are every log's, in the order they first appear."""
     logs = []
     tot = RecordStats()
     tot_states: Counter = Counter()
@@ -20,15 +23,25 @@ def stats_doc(per_log, total_jobs: int) -> dict:
     tot_counts: Counter = Counter()
     tot_sev: Counter = Counter()
     verdicts = []
-    for report, view, st, jobs in per_log:
+    failed = []
+    for item in per_log:
+        if isinstance(item, Failed):
+            logs.append(item.to_jsonable())
+            failed.append(item)
+            continue
+        report, view, st, jobs = item
         d = st.to_jsonable()
         d["jobs"] = jobs
         by_state = view.counts_by_state()
         queues = view.queues()
-        logs.append({"root": report.root, "segments": report.segments, **d,
-                     "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
-                               "digest": view.digest()},
-                     "damage": _damage(report.verdict, report.counts, report.severities)})
+        doc = {"root": report.root, "segments": report.segments, **d,
+               "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
+                         "digest": view.digest()},
+               "damage": _damage(report.verdict, report.counts, report.severities)}
+        tables = view.analytics()
+        if tables:
+            doc["analytics"] = tables
+        logs.append(doc)
         verdicts.append(report.verdict)
         tot.merge(st)
         for k, v in by_state.items():
@@ -39,10 +52,12 @@ def stats_doc(per_log, total_jobs: int) -> dict:
         tot_sev.update(report.severities)
     t = tot.to_jsonable()
     t["jobs"] = total_jobs
-    total = {"logs": len(logs), "segments": sum(d["segments"] for d in logs), **t,
+    total = {"logs": len(logs) - len(failed), "segments": sum(d.get("segments", 0) for d in logs), **t,
              "state": {"jobs": sum(tot_states.values()), "by_state": dict(tot_states),
                        "queues": {q: dict(c) for q, c in sorted(tot_queues.items())}},
              "damage": _damage(worst(verdicts), tot_counts, tot_sev)}
+    if failed:
+        total["damage"]["exit_code"] = int(run_exit_code(verdicts, failed))
     return {"logs": logs, "total": total}
 
 
@@ -62,6 +77,9 @@ def write_stats(out: TextIO, doc: dict, output: str) -> None:
         return
     w = out.write
     for d in doc["logs"] + [dict(doc["total"], root=f"total ({doc['total']['logs']} log(s))")]:
+        if "error" in d:
+            w(f"{d['root']}: {d['verdict']}: {d['error']} (exit {d['exit_code']})\n")
+            continue
         s, dm = d["state"], d["damage"]
         w(f"{d['root']}: {d['segments']} segment(s), {d['records']} records, {d['bytes']} bytes, {d['jobs']} job id(s)\n")
         if d["first_time"]:
@@ -75,6 +93,8 @@ def write_stats(out: TextIO, doc: dict, output: str) -> None:
             w(f"  digest sha256:{s['digest']}\n")
         w(f"  damage: exit {dm['exit_code']}, {dm['errors']} error(s), {dm['warnings']} warning(s)"
           + (": " + ", ".join(f"{k} {v}" for k, v in dm["counts"].items()) if dm["counts"] else "") + "\n")
+        if d.get("analytics"):
+            write_tables_text(out, d["analytics"])
 
 
 def write_record_stats(out: TextIO, st: RecordStats, output: str) -> None:

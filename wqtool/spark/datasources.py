@@ -1,32 +1,37 @@
-"""Every registered format as a Spark data source (the Python Data Source API of Spark 4).
+"""Every registered format as two Spark data sources (the Python Data Source API of Spark 4), following Spark's
+conventions for file sources:
 
-    spark.read.format(name).load(path)          # name: a registered format; path: a directory, a file or a glob
-    spark.read.format(name).option("payload", "true").option("mode", "failfast").load(path)
+    spark.read.format(name).load(path)              # the records: count() is the number of records
+    spark.read.format(name + "-findings").load(path)  # what `wqtool verify` reports, one row per finding
 
-One source per format (``register`` makes them from the format registry), one input partition per file of each
-log (a workq segment, a Kestrel journal file), in the order the engine reads them; the rows have the fields of
-``wqtool dump -o jsonl`` for that format (its ``RecordView``), typed. The engine is imported inside ``read()``: it
-runs on the executors.
+(``name``: a registered format, ``workq``, ``kestrel``, ...; ``path``: a directory, a file or a glob). One input
+partition per file of each log (a workq segment, a Kestrel journal file), in the order the engine reads them. The
+engine is imported inside ``read()``: it runs on the executors. ``wqtool.spark.register(spark)`` registers them
+and first checks that Spark's Python workers can import wqtool (``check_workers``).
 
-Options (every format)
+``format(name)``: the records, with the fields of ``wqtool dump -o jsonl`` for that format (its ``RecordView``),
+typed.
   payload   false (default: no payload column) | true or base64 (as ``dump -o jsonl``) | hex | text | binary
             (BinaryType) — every ``bytes`` column (workq: payload and result) follows it.
-  mode      permissive (default): every finding verify reports becomes one row whose ``_corrupt`` struct holds
-            it (the fields of ``verify -o jsonl``: code, offset, last good offset, ...), and reading goes on
-            where the engine resyncs. failfast: the first error finding fails the read.
-  history   true (default): the replay's findings too (the format's ``replay_codes``: duplicates, unknown jobs,
-            expiries at ``as_of``, removes on an empty queue, the closing notes, ...) — the partition of each
-            log's last file replays the whole log with the engine (``Format.replay_findings``: workq's hot
-            kernel, ~200 MB/s here) and adds them after its records; with the row-level findings (discovery,
-            framing, CRC, payloads) in file order before them, they are exactly verify's findings.
-            false: row-level findings only, no replay pass.
-  as_of     the clock of those checks, as ``--as-of``: RFC 3339, epoch seconds, @<n>ns (exact) or now (default).
+  mode      permissive (default): like Spark's own readers with ``_corrupt_record``, bytes no record covers (a
+            damaged stretch up to where records resume, a torn tail) are one row each, with the record columns
+            null but ``file`` and ``offset`` and the finding in the ``_corrupt`` struct (the fields of
+            ``verify -o jsonl``); record rows have ``_corrupt`` null; warnings, notes and history findings are
+            never rows here (see ``<name>-findings``). failfast: the first error the reader meets fails the read
+            (no ``_corrupt`` column).
   index     log (default): ``index`` is the record's index in its log, as dump prints it; planning reads the
             framing of every file but the last of each log once to number them. file (or segment): per file,
-            no planning pass (row-level ``_corrupt.record_index`` too; the replay's findings keep the log's).
+            no planning pass.
   paths     a JSON list of paths, for several at once (``load()`` takes one).
   and the format's own (``Format.source_options``): Kestrel ``queue`` (one queue of each directory),
   ``kestrel_version``, ``keep_open``.
+
+``format(name + "-findings")``: one row per finding ``wqtool verify`` reports (warnings and notes included),
+with the fields of ``verify -o jsonl``'s finding lines plus ``log`` (the log it belongs to): discovery's, then
+each file's reader and payload findings in file order, then (option ``history``, default true) the replay's —
+duplicates, unknown jobs, expiries at ``as_of``, the closing notes — from a replay of the whole log in its last
+file's partition (``Format.replay_findings``: workq's hot kernel). Options: ``history``, ``as_of`` (as
+``--as-of``: RFC 3339, epoch seconds, @<n>ns, now (default)), ``index``, ``paths`` and the format's own.
 """
 from __future__ import annotations
 
@@ -35,6 +40,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from ..errors import SparkError
 from pyspark.sql.types import (BinaryType, BooleanType, DecimalType, IntegerType, LongType, StringType, StructField,
                                StructType)
 
@@ -64,9 +71,12 @@ class Options:
     extra: dict = field(default_factory=dict)   # the format's own options (Options.extra of the engine)
 
     @classmethod
-    def parse(cls, fmt, options, cwd: str | None = None) -> "Options":
+    def parse(cls, fmt, options, cwd: str | None = None, *, findings: bool = False) -> "Options":
         o = {k.lower(): v for k, v in dict(options).items()}
-        name = fmt.name
+        name = fmt.name + ("-findings" if findings else "")
+        if not findings and "history" in o:
+            raise ValueError(f"{name}: option history belongs to spark.read.format('{fmt.name}-findings'): the "
+                             f"records source yields records (and, permissive, unreadable byte ranges) only")
         payload = str(o.get("payload", "false")).lower()
         if payload not in PAYLOAD_OPTIONS:
             raise ValueError(f"{name}: option payload must be one of {', '.join(PAYLOAD_OPTIONS)}, got {payload!r}")
@@ -90,7 +100,7 @@ class Options:
             as_of_ns = parse_instant(str(o.get("as_of", "now")))
         except ValueError as exc:
             raise ValueError(f"{name}: option as_of: {exc}") from None
-        return cls(name, payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns,
+        return cls(fmt.name, payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns,
                    fmt.source_options(o))
 
     def engine_options(self):
@@ -132,16 +142,35 @@ def record_schema(opts: Options, view) -> StructType:
     return st
 
 
+#: ``<name>-findings`` rows: the log, then ``finding_to_jsonable``'s fields.
+FINDING_COLUMNS = [("log", "string"), *_FINDING_TYPES.items()]
+
+
+def findings_schema() -> StructType:
+    return _struct(FINDING_COLUMNS)
+
+
+def _arrow_types():
+    import pyarrow as pa
+    return {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "u64": pa.decimal128(20, 0),
+            "bool": pa.bool_(), "binary": pa.binary()}
+
+
 def _arrow_schema(opts: Options, view):
     """The Arrow schema of ``record_schema(opts)`` (what ``read()`` yields)."""
     import pyarrow as pa
-    arrow_types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "u64": pa.decimal128(20, 0),
-                   "bool": pa.bool_(), "binary": pa.binary()}
+    arrow_types = _arrow_types()
     fields = [pa.field(n, arrow_types[t]) for n, t in opts.columns(view)]
     if opts.permissive:
         fields.append(pa.field("_corrupt", pa.struct([pa.field(n, arrow_types[t])
                                                       for n, t in _FINDING_TYPES.items()])))
     return pa.schema(fields)
+
+
+def _arrow_findings_schema():
+    import pyarrow as pa
+    arrow_types = _arrow_types()
+    return pa.schema([pa.field(n, arrow_types[t]) for n, t in FINDING_COLUMNS])
 
 
 @dataclass
@@ -184,7 +213,24 @@ class RecordSource(DataSource):
         return RecordSourceReader(Options.parse(self._fmt(), self.options, self.cwd))
 
 
+class FindingSource(RecordSource):
+    """``spark.read.format(<format>-findings)``: what verify reports, one row per finding."""
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.fmt_name + "-findings"
+
+    def schema(self) -> StructType:
+        Options.parse(self._fmt(), self.options, self.cwd, findings=True)
+        return findings_schema()
+
+    def reader(self, schema: StructType) -> "FindingSourceReader":
+        return FindingSourceReader(Options.parse(self._fmt(), self.options, self.cwd, findings=True))
+
+
 class RecordSourceReader(DataSourceReader):
+    findings = False
+
     def __init__(self, opts: Options):
         self.opts = opts
 
@@ -196,26 +242,29 @@ class RecordSourceReader(DataSourceReader):
         from ._paths import expand_paths, working_dir
         opts, fmt = self.opts, self._fmt()
         parts: list[FilePartition] = []
+        history = opts.history and self.findings
         with working_dir(opts.cwd):
             for log in fmt.discover(expand_paths(opts.paths), opts.engine_options()):
                 findings = list(log.findings)
                 name = fmt.log_name(log)
                 files = fmt.files(log)
                 if not files:
-                    parts.append(FilePartition(log, name, None, name, 0, findings, opts.history))
+                    parts.append(FilePartition(log, name, None, name, 0, findings, history))
                     continue
                 index, last = 0, len(files) - 1
                 for i, path in enumerate(files):
                     parts.append(FilePartition(log, name, i, path, index if opts.log_index else 0,
-                                               findings if i == 0 else [], opts.history and i == last))
+                                               findings if i == 0 else [], history and i == last))
                     if opts.log_index and i < last:
                         index += fmt.file_records(log, i)
         return parts
 
     def read(self, partition: FilePartition):
+        """The records of one file; permissive: a row per unreadable byte range (an error finding of the
+        reader with no record at its bytes: damage up to where records resume, a torn tail)."""
         import pyarrow as pa
 
-        from ..engine.findings import ERROR
+        from ..engine.findings import ERROR, Verdict
         from ..engine.serialize import finding_to_jsonable
         from ._paths import working_dir
 
@@ -226,6 +275,7 @@ class RecordSourceReader(DataSourceReader):
         render = "none" if opts.payload in ("false", "binary") else opts.payload
         binary = opts.payload == "binary"
         rec_cls = fmt.record_cls
+        unreadable = (Verdict.TORN_TAIL, Verdict.CORRUPT)
         rows: list[dict] = []
 
         def flush():
@@ -234,10 +284,12 @@ class RecordSourceReader(DataSourceReader):
             return batch
 
         def finding(f):
-            if not opts.permissive:
-                if f.severity == ERROR:
-                    raise ValueError(f"{opts.fmt_name} (mode failfast): {f.location()}: {f.code}: {f.message}")
+            if f.severity != ERROR:
                 return
+            if not opts.permissive:
+                raise ValueError(f"{opts.fmt_name} (mode failfast): {f.location()}: {f.code}: {f.message}")
+            if f.verdict not in unreadable:
+                return          # a record that decodes badly, a history upstream refuses: <name>-findings
             row = view.damage_row(f)
             if row.get("file") is None:     # a log-wide finding: the row names the log
                 row["file"] = partition.name
@@ -258,24 +310,125 @@ class RecordSourceReader(DataSourceReader):
                         finding(ev)
                     if len(rows) >= BATCH_ROWS:
                         yield flush()
+        if rows:
+            yield flush()
+
+
+class FindingSourceReader(RecordSourceReader):
+    findings = True
+
+    def read(self, partition: FilePartition):
+        """The findings of one file as verify reports them: discovery's (the log's first partition), the
+        reader's and payload decoder's in file order, then (the log's last partition, option history) the
+        replay's."""
+        import pyarrow as pa
+
+        from ..engine.serialize import finding_to_jsonable
+        from ._paths import working_dir
+
+        opts, fmt = self.opts, self._fmt()
+        schema = _arrow_findings_schema()
+        names = schema.names
+        rec_cls = fmt.record_cls
+        rows: list[dict] = []
+
+        def flush():
+            batch = pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names}, schema=schema)
+            rows.clear()
+            return batch
+
+        def add(f):
+            rows.append({"log": partition.name, **finding_to_jsonable(f)})
+
+        for f in partition.log_findings:
+            add(f)
+        with working_dir(opts.cwd):
+            if partition.file is not None:
+                for ev in fmt.file_events(partition.log, partition.file, partition.start_index):
+                    if ev.__class__ is not rec_cls:
+                        add(ev)
+                        if len(rows) >= BATCH_ROWS:
+                            yield flush()
             if partition.replay:
                 for f in fmt.replay_findings(partition.log, opts.engine_options()):
-                    finding(f)
+                    add(f)
                     if len(rows) >= BATCH_ROWS:
                         yield flush()
         if rows:
             yield flush()
 
 
-def register(spark) -> None:
-    """Register a data source per format (idempotent): the format's ``spark_source`` class, else a
-    ``RecordSource``, subclassed here to remember the format and the caller's working directory (cloudpickle
-    ships it by value), so ``load("cmdlog")`` reads ./cmdlog and the ``file`` column says ``cmdlog/...``."""
+def register(spark, *, check: bool = True) -> None:
+    """Register two data sources per format (idempotent): ``<format>`` (the format's ``spark_source`` class, else
+    a ``RecordSource``) and ``<format>-findings``, each subclassed here to remember the format and the caller's
+    working directory (cloudpickle ships it by value), so ``load("cmdlog")`` reads ./cmdlog and the ``file``
+    column says ``cmdlog/...``. ``check``: first make sure Spark's Python workers can import wqtool
+    (``check_workers``), so a worker without it is one clear error here, not a ModuleNotFoundError per task."""
     import os
 
     from ..engine.format import formats, load_object
+    if check:
+        check_workers(spark)
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
-        spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,),
-                                       {"fmt_name": fmt.name, "cwd": os.getcwd(),
-                                        "__module__": __name__ + "._registered"}))
+        attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered"}
+        spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,), attrs))
+        spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
+
+
+#: Run on a Spark Python worker: can it import wqtool, and which one? Compiled into a module that does not exist
+#: anywhere (cloudpickle then ships the function by value: unpickling it needs no wqtool on the worker).
+_PROBE = """
+def probe(batches):
+    import sys
+    import pyarrow as pa
+    for _ in batches:
+        try:
+            import wqtool
+            from wqtool.engine import format as registry
+            registry.formats()
+            row = ("ok", wqtool.__version__, sys.executable, "")
+        except Exception as exc:  # noqa: BLE001 — told to the driver
+            row = ("missing", "", sys.executable, f"{type(exc).__name__}: {exc}")
+        yield pa.RecordBatch.from_pydict({k: [v] for k, v in zip(("status", "version", "python", "error"), row)})
+"""
+
+
+class WorkersCannotImportWqtool(SparkError):
+    """Spark's Python workers cannot import wqtool (or run another version of it): exit 5, one line."""
+
+_checked: set[int] = set()      # sessions already checked (by id): a command on a running session checks once
+
+
+def check_workers(spark) -> None:
+    """One tiny Spark job: a Python worker imports wqtool and says which version and which Python it runs.
+    Raises ``WorkersCannotImportWqtool`` with how to fix it (install wqtool there, or point the workers at this
+    Python)."""
+    import importlib
+    import sys
+
+    # the package's version without a static import of wqtool/__init__ (its lazy API reaches exit codes, which
+    # the spark layer never imports)
+    __version__ = importlib.import_module("wqtool").__version__
+    if id(spark) in _checked:
+        return
+    ns: dict = {"__name__": "wqtool_worker_probe"}
+    exec(compile(_PROBE, "<wqtool worker probe>", "exec"), ns)
+    fix = (f"install wqtool (pip install 'wqtool[spark]=={__version__}') in the Python the executors run, or "
+           f"point them at this one ({sys.executable}): PYSPARK_PYTHON={sys.executable} before the session "
+           "starts, or --spark-conf spark.executorEnv.PYSPARK_PYTHON=... / spark.pyspark.python=...")
+    try:
+        rows = spark.range(1).mapInArrow(ns["probe"], "status string, version string, python string, "
+                                                      "error string").collect()
+    except Exception as exc:  # noqa: BLE001 — a worker that cannot even run the probe (no pyarrow, no Python)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise WorkersCannotImportWqtool(f"Spark's Python workers could not run wqtool's check ({first[:300]}); "
+                                        f"{fix}") from None
+    r = rows[0]
+    if r["status"] != "ok":
+        raise WorkersCannotImportWqtool(f"Spark's Python workers cannot import wqtool (worker Python "
+                                        f"{r['python']}: {r['error']}); {fix}")
+    if r["version"] != __version__:
+        raise WorkersCannotImportWqtool(f"Spark's Python workers run wqtool {r['version']} ({r['python']}), this "
+                                        f"driver {__version__}: rows and findings could differ; {fix}")
+    _checked.add(id(spark))

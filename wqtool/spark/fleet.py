@@ -72,10 +72,18 @@ class StateSummary:
     state_digest: str
     by_state: dict
     by_queue: dict
+    tables: dict | None = None
+    chart_spec: dict | None = None
 
     @classmethod
     def of(cls, view) -> "StateSummary":
-        return cls(view.digest(), view.counts_by_state(), view.queues())
+        return cls(view.digest(), view.counts_by_state(), view.queues(), view.analytics(), view.chart())
+
+    def analytics(self) -> dict:
+        return dict(self.tables or {})
+
+    def chart(self) -> dict | None:
+        return self.chart_spec
 
     def digest(self) -> str:
         return self.state_digest
@@ -178,26 +186,35 @@ class ExportResult:
 
 def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet", payload: str = "base64",
                    progress=None, source: str, opts: Options | None = None) -> ExportResult:
-    """Write the records of PATHs (the ``source`` format's data source rows, permissive: a ``_corrupt`` row per
-    finding verify reports at ``opts.as_of_ns``) to ``out`` as Parquet or JSON Lines files (null fields
-    written, as ``dump -o jsonl`` does). What comes back to the driver is bounded: the verdicts, the error count
-    and the first errors — not the findings (a log read long after it was written can hold a warning per
-    record)."""
+    """Write PATHs as the ``source`` format's data sources read them, as Parquet or JSON Lines files (null fields
+    written, as ``dump -o jsonl`` does): the records (permissive: a ``_corrupt`` row per unreadable byte range)
+    to ``out/records``, the findings verify reports at ``opts.as_of_ns`` (``<source>-findings``) to
+    ``out/findings``. What comes back to the driver is bounded: the verdicts, the error count and the first
+    errors — not the findings (a log read long after it was written can hold a warning per record)."""
     say = progress or (lambda _m: None)
-    reader = (spark.read.format(source).option("payload", payload).option("mode", "permissive")
-              .option("paths", json.dumps(list(paths))))
-    if opts is not None:
-        reader = reader.option("as_of", f"@{opts.as_of_ns}ns")
-        for k, v in sorted(opts.extra.items()):
-            if k.startswith("_"):
-                continue
-            reader = reader.option(k, str(v).lower() if isinstance(v, bool) else str(v))
-    df = reader.load()
-    say(f"spark: writing {fmt} to {out}")
-    writer = df.write.mode("error")            # never overwrite; "errorifexists" is not a Spark Connect mode
-    writer.parquet(out) if fmt == "parquet" else writer.option("ignoreNullFields", "false").json(out)
-    back = spark.read.parquet(out) if fmt == "parquet" else spark.read.schema(df.schema).json(out)
-    found = back.where("_corrupt is not null").select("_corrupt.*")
+
+    def reader(name: str, **options):
+        r = spark.read.format(name).option("paths", json.dumps(list(paths)))
+        for k, v in options.items():
+            r = r.option(k, v)
+        if opts is not None:
+            for k, v in sorted(opts.extra.items()):
+                if not k.startswith("_"):
+                    r = r.option(k, str(v).lower() if isinstance(v, bool) else str(v))
+        return r.load()
+
+    def write(df, where: str) -> None:
+        writer = df.write.mode("error")            # never overwrite; "errorifexists" is not a Spark Connect mode
+        writer.parquet(where) if fmt == "parquet" else writer.option("ignoreNullFields", "false").json(where)
+
+    as_of = {} if opts is None else {"as_of": f"@{opts.as_of_ns}ns"}
+    records = reader(source, payload=payload, mode="permissive")
+    findings = reader(f"{source}-findings", **as_of)
+    say(f"spark: writing {fmt} to {out}/records and {out}/findings")
+    write(records, os.path.join(out, "records"))
+    write(findings, os.path.join(out, "findings"))
+    where = os.path.join(out, "findings")
+    found = spark.read.parquet(where) if fmt == "parquet" else spark.read.schema(findings.schema).json(where)
     tally = found.groupBy("exit_class", "severity").count().collect()   # one pass: verdicts and error count
     classes = {int(r["exit_class"] or 0) for r in tally}
     count = sum(r["count"] for r in tally if r["severity"] == "error")

@@ -64,6 +64,10 @@ logger.executor.name = org.apache.spark.executor.Executor
 logger.executor.level = off
 logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
 logger.tasks.level = off
+# the Python worker pool's life (a daemon lost or restarted as a failed job's workers are killed): a task's own
+# error still reaches wqtool as the job's failure
+logger.pyworkers.name = org.apache.spark.api.python.PythonWorkerFactory
+logger.pyworkers.level = error
 """
 
 
@@ -133,14 +137,38 @@ def _quiet_gateway(conf: dict[str, str]) -> None:
         SparkContext._jvm = gateway.jvm
 
 
+#: The last line of a Python worker's traceback when the JVM dropped its socket (a failed or cancelled job's other
+#: workers, a stopping session): PySpark's daemon prints it; it says nothing about the job.
+_WORKER_TEARDOWN = (b"BrokenPipeError: ", b"ConnectionResetError: ")
+
+
 def _pump(rfd: int) -> None:
+    """Copy the JVM's stderr (and its Python workers', which inherit it) to ours, line by line, minus
+    ``_JVM_NOISE`` and the worker tracebacks of a dropped socket (``_WORKER_TEARDOWN`` raised in
+    pyspark/daemon.py): every other traceback passes whole."""
+    held: list[bytes] = []
+
+    def out(data: bytes) -> bool:
+        try:
+            os.write(2, data)
+            return True
+        except OSError:
+            return False
     with os.fdopen(rfd, "rb") as src:
         for line in iter(src.readline, b""):
-            if not line.startswith(_JVM_NOISE):
-                try:
-                    os.write(2, line)
-                except OSError:
+            if held or line.startswith(b"Traceback (most recent call last):"):
+                held.append(line)
+                if len(held) == 1 or line[:1] in (b" ", b"\t"):
+                    continue
+                block, held = held, []      # the exception's line ends the traceback
+                if line.startswith(_WORKER_TEARDOWN) and b"pyspark/daemon.py" in block[1]:
+                    continue
+                if not out(b"".join(block)):
                     return
+            elif not line.startswith(_JVM_NOISE) and not out(line):
+                return
+        if held:
+            out(b"".join(held))
 
 
 def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[str] | None = None,

@@ -24,7 +24,6 @@ counts, log-wide record indexes (per-segment counts give each segment's base) an
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import pickle
 import struct
@@ -38,7 +37,7 @@ from ..engine.workq.reader import LogSet, Segment
 from ..engine.workq.replay import JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start
 from ..engine.stats import RecordStats
 from ..engine.workq.format import FORMAT
-from ..engine.run import LogReport, VerifyReport
+from ..engine.run import LogReport
 from ..engine.workq.verify import log_size
 from ..formats.workq import CmdType
 

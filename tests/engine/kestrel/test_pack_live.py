@@ -87,7 +87,7 @@ def test_a_writer_holding_the_journal_open_is_refused_and_nothing_is_lost(qdir):
         finally:
             n = _stop(p)
         assert r.code == 5, (r.code, r.err)
-        assert "Kestrel must be stopped" in r.err and f"pid {p.pid}" in r.err, r.err
+        assert "must be stopped before pack --apply" in r.err and f"pid {p.pid}" in r.err, r.err
         items = _items(qdir)
         wrote = [b"item-%d" % i for i in range(round_ * 1_000_000, n)]
         assert items[-len(wrote):] == wrote and len(wrote) > 0
@@ -108,7 +108,7 @@ def test_a_writer_reopening_the_journal_per_record_never_loses_one(qdir, attempt
         n = _stop(p)
     assert r.code in (0, 5), (r.code, r.err)
     if r.code == 5:
-        assert "Kestrel must be stopped" in r.err or "a writer" in r.err, r.err
+        assert "must be stopped" in r.err or "a writer" in r.err, r.err
     items = _items(qdir)
     assert items == before + [b"item-%d" % i for i in range(n)], (r.code, r.err, len(items), n)
 

@@ -39,6 +39,8 @@ KESTREL_CODES: Codes = {
     "KQ-VERSION": (NOTE, "which Kestrel version's meaning was used for opcode 3 and legacy ADD expiry"),
     "KQ-OPEN-BACKED-OUT": (NOTE, "open transactions returned to the head at startup (ascending xid)"),
     "KQ-EXPIRED": (NOTE, "items already expired at --as-of (replay never expires; Kestrel drops them on read)"),
+    "KQ-IN-FLIGHT": (NOTE, "a partial last record while the queue is being written (a process holds the live "
+                           "journal open, the live file changed during the read, or --live): in flight, not damage"),
     "KQ-RESYNC": (NOTE, "records resume after damage (Kestrel stops reading the file at the damage)"),
     "KQ-NO-CHECKSUM": (NOTE, "Kestrel journals carry no checksum: only framing damage is detectable"),
 }

@@ -57,6 +57,8 @@ refuses while another process holds a journal open, and rolls back if the live f
     special_dumps = frozenset({"qdump"})
     record_cls = Record
     record_view = KestrelRecordView()
+    in_flight_code = "KQ-IN-FLIGHT"
+    expired_code = None   # Kestrel's replay never expires: expired items stay (KQ-EXPIRED marks them)
     spark_source = None
     spark_fleet = None   # the generic fleet: a task per queue
 
@@ -79,7 +81,14 @@ refuses while another process holds a journal open, and rolls back if the live f
         return None if grade is None else Evidence(grade == STRONG, why)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[FileSet]:
-        return discover(paths, _version(opts), queue=opts.get("queue"), evidence=bool(opts.get("_detected")))
+        sets = discover(paths, _version(opts), queue=opts.get("queue"), evidence=bool(opts.get("_detected")))
+        if opts.horizon:   # pin each file's size at start: a live queue is read as it was when the command began
+            for fs in sets:
+                fs.files = [dataclasses.replace(f, pinned_size=_size(f.path)) for f in fs.files]
+        return sets
+
+    def live_files(self, log: FileSet) -> list[str]:
+        return [log.live_path] if log.is_dir else self.files(log)[-1:]
 
     def files(self, log: FileSet) -> list[str]:
         return [f.path for f in log.files]
@@ -145,6 +154,16 @@ refuses while another process holds a journal open, and rolls back if the live f
         return qdump(files, now_ms=opts.as_of_ns // 1_000_000, dump_contents=contents, raw=raw,
                            queue_state=queue)
 
+    def repair_plan(self, log: FileSet, opts: Options):
+        from .repair import repair_plan
+        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
+                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"),
+                           kestrel_version=_version(opts))
+
+    def clean_plan(self, log: FileSet, opts: Options):
+        from .clean import clean_plan
+        return clean_plan(log, opts.as_of_ns)
+
     def live_writer(self, log: FileSet) -> str | None:
         found = holders(list(dict.fromkeys(self.files(log) + ([log.live_path] if log.is_dir else []))))
         return describe_holders(found) if found else None
@@ -152,7 +171,15 @@ refuses while another process holds a journal open, and rolls back if the live f
     # -- plans
     def pack_plan(self, log: FileSet, opts: Options):
         return pack_plan(log, opts.as_of_ns, drop_expired=bool(opts.get("drop_expired")),
-                              salvage=bool(opts.get("salvage")), kestrel_version=_version(opts))
+                              salvage=bool(opts.get("salvage")), kestrel_version=_version(opts),
+                              keep_open=bool(opts.get("keep_open")))
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
 
 
 FORMAT = register(KestrelFormat())

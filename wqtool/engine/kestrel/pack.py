@@ -70,6 +70,7 @@ class PackPlan(Plan):
     dropped: list[str] = field(default_factory=list)   # what was not carried over, one line each
     elapsed_s: float = 0.0
     live_sig: FileSig | None = None        # the live file before it was read (a writer changing it is refused)
+    keep_open: bool = False                # the digests reported are replay's with --keep-open (else: backed out)
 
     @property
     def records_dropped(self) -> int:
@@ -95,8 +96,23 @@ class PackPlan(Plan):
                 "before": {"records": d["records_before"], "bytes": d["bytes_before"], "files": len(d["inputs"])},
                 "after": {"records": d["records_after"], "bytes": d["bytes_after"], "items": d["items_queued"],
                           "open_transactions": d["open_transactions"]},
-                "records_dropped": d["records_dropped"], "dropped": d["dropped"], "digest": d["digest_expected"],
-                "digest_input": d["digest_input"], "elapsed_s": d["elapsed_s"], "plan": d}
+                "records_dropped": d["records_dropped"], "dropped": d["dropped"],
+                "digest": self.replay_digest(self.state), "digest_input": self.replay_digest(self.report.state),
+                "elapsed_s": d["elapsed_s"], "plan": d}
+
+    def replay_digest(self, state: KestrelState) -> str:
+        """The digest ``wqtool replay`` prints for ``state`` with this plan's options: open transactions backed
+        out to the head unless --keep-open (the plan itself compares the open states, which is stricter)."""
+        return replay_digest(state, keep_open=self.keep_open)
+
+    #: the replay meaning the output is verified with (a pack writes only 2.x opcodes)
+    verify_version: ClassVar[str] = "2"
+    #: where the files a pack supersedes are linked before they are deleted (None: nowhere; repair keeps them)
+    backup_dir: ClassVar[str | None] = None
+
+    def content_chunks(self):
+        """The new journal, record by record: Kestrel 2.x's rewrite of the replayed state."""
+        return rewrite_records(self.state)
 
     def write(self, out: str) -> WriteResult:
         return write_pack(self, out)
@@ -112,7 +128,7 @@ PackResult = WriteResult        # the names this module's callers and tests know
 
 
 def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, salvage: bool = False,
-              kestrel_version: str | None = None, on_record=None) -> PackPlan:
+              kestrel_version: str | None = None, on_record=None, keep_open: bool = False) -> PackPlan:
     """Replay ``fileset`` as of ``as_of_ns`` and describe the packed journal (nothing is written).
 
     Raises ``PackRefused`` (exit 3 or 4) when the input is corrupt or holds a history Kestrel cannot
@@ -159,12 +175,18 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
                     digest_input if expected is state else expected.digest(), expected, report, dropped)
     plan.elapsed_s = time.perf_counter() - t0
     plan.live_sig = live_sig if live_sig is not None and live_sig.ino is not None else None
+    plan.keep_open = keep_open
     return plan
+
+
+def replay_digest(state: KestrelState, *, keep_open: bool = False) -> str:
+    """The digest ``wqtool replay`` prints for ``state``: open transactions backed out unless ``keep_open``."""
+    return state.digest() if keep_open or not state.open else state.backed_out_copy().digest()
 
 
 def _verify_output(plan: PackPlan, path: str) -> str:
     fs = FileSet(root=os.path.dirname(path) or ".", queue=os.path.basename(path),
-                 files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version="2")
+                 files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version=plan.verify_version)
     rep = run_log(fs, plan.as_of_ns, keep_open=True, resync=False)
     got = rep.state.digest()
     if rep.verdict != Verdict.CLEAN or got != plan.digest_expected:
@@ -172,7 +194,7 @@ def _verify_output(plan: PackPlan, path: str) -> str:
         raise PackMismatch(f"packed output does not replay to the input state: expected digest "
                            f"{plan.digest_expected}, got {got} (exit {int(rep.verdict)}); {diff}",
                            expected=plan.digest_expected, actual=got, path=path)
-    return got
+    return plan.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
 
 
 def write_pack(plan: PackPlan, output: str, *, fsync: bool = True) -> PackResult:
@@ -188,7 +210,8 @@ def write_pack(plan: PackPlan, output: str, *, fsync: bool = True) -> PackResult
     except OSError as exc:
         raise InputError(exc.strerror or str(exc), path=output) from None
     try:
-        w.write_state(plan.state)
+        for chunk in plan.content_chunks():
+            w.raw(chunk)
         w.close()
         digest = _verify_output(plan, output)
     except BaseException:
@@ -263,11 +286,12 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     def write():
         w = ctx["w"] = JournalWriter(temp, mode="xb")
         if step.during("write-temp"):
-            blob = b"".join(rewrite_records(plan.state))
+            blob = b"".join(plan.content_chunks())
             w._f.write(blob[: len(blob) // 2])
             w._f.flush()
             step.crash("write-temp")
-        w.write_state(plan.state)
+        for chunk in plan.content_chunks():
+            w.raw(chunk)
         w._f.flush()
 
     def drop_temp():
@@ -296,8 +320,10 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     dirsync("rename-temp-to-pack")
     # 4. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
     step("check-quiet", lambda: _check_quiet(plan, ctx, live_exists=False))
-    step.commit()
     victims = list(dict.fromkeys(victims))
+    if plan.backup_dir is not None and victims:     # every replaced file kept whole (hard links: no copy)
+        step("backup", lambda: _backup(victims, rotated_live, live, plan.backup_dir, fsync, ctx))
+    step.commit()
     for v in victims:   # labels name no time stamp: the same steps whenever the plan runs
         step("unlink-rotated-live" if v == rotated_live else f"unlink:{os.path.basename(v)}",
              (lambda v=v: unlink_quiet(v)))
@@ -309,6 +335,24 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     dirsync("rename-pack-to-rotated")
     step("rename-rotated-to-live", lambda: _place(placed, live, ctx))
     dirsync("rename-rotated-to-live")
+
+
+def _backup(victims: list[str], rotated_live: str, live: str, bdir: str, fsync: bool, ctx: dict) -> None:
+    os.makedirs(bdir, exist_ok=True)
+    kept = []
+    for v in victims:
+        if not os.path.exists(v):
+            continue
+        dst = os.path.join(bdir, os.path.basename(live if v == rotated_live else v))
+        try:
+            os.link(v, dst)
+        except OSError:
+            import shutil
+            shutil.copy2(v, dst)
+        kept.append(dst)
+    if fsync:
+        fsync_dir(bdir)
+    ctx["backup"] = kept
 
 
 def _unrotate(rotated: str, live: str) -> None:

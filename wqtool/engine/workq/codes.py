@@ -49,6 +49,8 @@ CODES: Codes = {
     "WQ-NO-SEGMENTS": (WARNING, "log directory with lock files but no segment yet"),
     "WQ-LOCK-BUSY": (WARNING, "read.lock is held exclusively (a cleaner cycle is running)"),
     "WQ-RESYNC": (NOTE, "valid records resume after damage"),
+    "WQ-IN-FLIGHT": (NOTE, "a partial last record while the log is being written (append.lock held, the newest "
+                           "segment changed during the read, or --live): a record in flight, not a torn tail"),
     "WQ-TTL-RESET": (NOTE, "upstream gives add-jobs a fresh TTL at restart"),
     "WQ-LEASE-RESTORED": (NOTE, "leased jobs come back leased with a fresh TTR at restart"),
 }

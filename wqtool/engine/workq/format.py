@@ -50,6 +50,8 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     filters = frozenset({"job", "time"})
     record_cls = Record
     record_view = WorkqRecordView()
+    in_flight_code = "WQ-IN-FLIGHT"
+    expired_code = "WQ-ADD-EXPIRED"
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
     spark_fleet = "wqtool.spark.workq_fleet:WorkqFleet"
 
@@ -138,6 +140,15 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
             raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
         return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.get("segment_size", schema.DEFAULT_SEGMENT_SIZE),
                               salvage=bool(opts.get("salvage")))
+
+    def repair_plan(self, log: LogSet, opts: Options):
+        from .repair import repair_plan
+        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
+                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"))
+
+    def clean_plan(self, log: LogSet, opts: Options):
+        from .clean import clean_plan
+        return clean_plan(log, opts.as_of_ns)
 
     def live_writer(self, log: LogSet) -> str | None:
         if not log.is_dir:

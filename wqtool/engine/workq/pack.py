@@ -53,34 +53,13 @@ records are dropped. A job's ``attempts`` in the output is exactly the number of
 so ``records_dropped_by_kind`` can only go negative for timeout-attempt (by the number of jobs failed with an
 empty result at their last attempt, which the input expressed with a ``fail`` record).
 
-Installing (``apply_plan``), with ``D`` the log directory and ``P`` its parent:
- 1. flock LOCK_EX|LOCK_NB on ``D/append.lock`` then ``D/read.lock`` (created if missing), retried until
-    ``lock_timeout``; a running workq-server holds append.lock for its whole life -> LogBusy. Under the locks:
-    leftovers of crashed packs are recovered, and the log must still be what the plan read.
- 2. ``P/<name>.pack-tmp-<pid>-<n>``: mkdir, lock files created and locked, segments written and fsynced one
-    by one, given ``D``'s owner and modes, re-verified (digest), directory fsynced.
- 3. renamed to ``P/<name>.pack-new-<inode>-<stamp>`` (verified and ready; the inode tells it apart from the
-    old log later), ``P`` fsynced.
- 4. ``renameat2(RENAME_EXCHANGE)`` swaps it with ``D``: ``D`` names the complete new log, the ready name the
-    complete old one; ``P`` fsynced. Then the old log is renamed to ``P/<name>.pre-pack-<stamp>`` (kept, nothing
-    is lost; ``.2``, ``.3``... if taken), ``P`` fsynced. ``<stamp>`` is as-of in compact UTC.
- 5. the new directory's locks are released; the old one's are held ``stale_lock_hold`` s more so that a
-    server that opened the old lock files before the swap times out (upstream waits 1 s) instead of locking a
-    directory that is no longer ``D``.
- ``swap="rename"`` (or a filesystem / libc without renameat2) replaces 4 by rename(D -> backup), fsync,
- rename(ready -> D), fsync: between the two renames ``D`` does not exist.
-
-Recovery (``finish_interrupted``; ``pack_plan`` and ``apply_plan`` run it): every ``<name>.pack-new-<ino>-<stamp>``
-whose lock files can be locked (a running apply holds them) is either the verified new log (its inode is
-``<ino>``): if ``D`` is missing the rename fallback crashed between its renames -> renamed to ``D``; otherwise
-the swap never happened and it is removed (``cleanup``, i.e. under ``D``'s locks only); or the old log after an
-exchange (another inode) -> renamed to its backup name. ``<name>.pack-tmp-*`` (unverified) are removed with
-``cleanup``. So a crash at any step leaves ``D`` naming a complete log replaying to the original state (or, in
-the fallback's one window, missing with the recovery rule above), and the next plan/apply finishes the job.
+Installing (``apply_plan``) is ``swap.install``, the directory swap pack and repair share: the packed log is written
+into a sibling temp directory under both locks, re-verified, and exchanged with the log directory atomically
+(``renameat2(RENAME_EXCHANGE)``); the old log is kept as ``<dir>.pre-pack-<stamp>``. Its sequence and the recovery
+rules are documented in ``engine/workq/swap.py``.
 """
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import time
@@ -94,12 +73,13 @@ from google_crc32c import value as _crc
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats._common import GoTime, encode_uvarint, format_unix_ns
-from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, LOCK_FILES, RECORD_CRC_STRUCT, CmdType
+from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .fastpath import encode_record
 from ..findings import ERROR, Finding, Verdict
-from ..fsops import (LockSet, LogBusy, NoExchange, backup_name, exchange, exchange_supported, fsync_dir,
-                     unlink_quiet)
-from ..plan import ApplyResult, InjectedCrash, Plan, StepRunner, WriteResult
+from ..fsops import LogBusy, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
+from ..plan import InjectedCrash  # noqa: F401  (re-exported)
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult
+from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
 from ..fileio import FileView
 from .reader import LogSet, RecordReader, discover
 from .replay import Job, JobState, ReplayState
@@ -520,12 +500,6 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
     return names, total
 
 
-def _make_lock_files(directory: str) -> None:
-    for n in LOCK_FILES:
-        fd = os.open(os.path.join(directory, n), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        os.close(fd)
-
-
 def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> PackResult:
     """Write the packed log into the new (or empty) directory ``out_dir``, re-verify it, compare digests."""
     t0 = time.perf_counter()
@@ -544,7 +518,7 @@ def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> Pack
         created = True
     step = StepRunner()
     try:
-        _make_lock_files(out_dir)
+        make_lock_files(out_dir)
         names, total = _write_segments(plan, out_dir, step, fsync)
         digest, records = _verify_output(plan, out_dir)
         if fsync:
@@ -561,88 +535,7 @@ def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> Pack
     return WriteResult(out_dir, names, total, records, digest, time.perf_counter() - t0)
 
 
-# ---------------------------------------------------------------- locks
-def _busy(what: str):
-    def who(name: str) -> str:
-        if what != "log":
-            return "held by a pack in progress?"
-        return ("held by a running workq-server?" if name == "append.lock" else
-                "held by a workq-server cleaner cycle or a reader?")
-    return who
-
-
-def _Locks(directory: str, timeout: float, *, what: str = "log") -> LockSet:
-    """LOCK_EX on a directory's append.lock then read.lock, as the server and its cleaner take them."""
-    return LockSet(directory, LOCK_FILES, timeout, busy=_busy(what))
-
-
-def _stamp(as_of_ns: int) -> str:
-    return format_unix_ns(as_of_ns).replace("-", "").replace(":", "")
-
-
-def _backup_name(parent: str, name: str, stamp: str) -> str:
-    return backup_name(parent, name, f"pre-pack-{stamp}")
-
-
-def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str]], list[str]]:
-    """(ready dirs as (path, inode, stamp), temp dirs) of packs of ``name`` in ``parent``."""
-    ready, temps = [], []
-    try:
-        entries = sorted(os.listdir(parent))
-    except OSError:
-        return ready, temps
-    pre_new, pre_tmp = name + ".pack-new-", name + ".pack-tmp-"
-    for e in entries:
-        p = os.path.join(parent, e)
-        if e.startswith(pre_new) and os.path.isdir(p):
-            ino, _, stamp = e[len(pre_new):].partition("-")
-            if ino.isdigit() and stamp:
-                ready.append((p, int(ino), stamp))
-        elif e.startswith(pre_tmp) and os.path.isdir(p):
-            temps.append(p)
-    return ready, temps
-
-
-def finish_interrupted(path: str, *, lock_timeout: float = 1.0, cleanup: bool = False,
-                       fsync: bool = True) -> list[str]:
-    """Finish what a crashed ``apply_plan`` left in ``path``'s parent (rules in the module docstring).
-
-    ``cleanup`` (only while holding ``path``'s locks, as ``apply_plan`` does) also removes unverified temp
-    directories and verified ones whose swap never started. Raises LogBusy when a pack is in progress."""
-    d = os.path.abspath(path)
-    parent, name = os.path.split(d)
-    ready, temps = _leftovers(parent, name)
-    done: list[str] = []
-    for p, ino, stamp in ready:
-        locks = _Locks(p, lock_timeout, what="pack")
-        try:
-            if os.stat(p).st_ino == ino:
-                if not os.path.lexists(d):
-                    os.rename(p, d)
-                    done.append(f"finished an interrupted swap: renamed {os.path.basename(p)} to {name}")
-                elif cleanup:
-                    shutil.rmtree(p)
-                    done.append(f"removed {os.path.basename(p)} (a verified pack whose swap never started)")
-                else:
-                    continue
-            else:
-                b = _backup_name(parent, name, stamp)
-                os.rename(p, b)
-                done.append(f"finished an interrupted swap: the old log {os.path.basename(p)} renamed to "
-                            f"{os.path.basename(b)}")
-            if fsync:
-                fsync_dir(parent)
-        finally:
-            locks.release()
-    if cleanup:
-        for p in temps:
-            shutil.rmtree(p, ignore_errors=True)
-            done.append(f"removed {os.path.basename(p)} (an unfinished pack)")
-        if temps and fsync:
-            fsync_dir(parent)
-    return done
-
-
+# ---------------------------------------------------------------- installing (engine/workq/swap.py)
 def _check_unchanged(plan: WorkqPackPlan) -> None:
     log = plan.log
     now = discover([log.root])[0]
@@ -655,139 +548,32 @@ def _check_unchanged(plan: WorkqPackPlan) -> None:
                          "plan again", path=log.root)
 
 
-def _copy_ownership(src_dir: str, dst_dir: str) -> None:
-    """Give the new log the old one's directory mode and owner (so that a workq-server running as another user
-    than wqtool can still append); files get the owner and the mode of the old newest segment (or 0666&~umask)."""
-    st = os.stat(src_dir)
-    os.chmod(dst_dir, st.st_mode & 0o7777)
-    segs = sorted(n for n in os.listdir(src_dir) if n.endswith(".log"))
-    fmode = os.stat(os.path.join(src_dir, segs[-1])).st_mode & 0o777 if segs else None
-    for n in [None] + sorted(os.listdir(dst_dir)):
-        p = dst_dir if n is None else os.path.join(dst_dir, n)
-        if n is not None and fmode is not None:
-            os.chmod(p, fmode)
-        if (os.stat(p).st_uid, os.stat(p).st_gid) != (st.st_uid, st.st_gid):
-            try:
-                os.chown(p, st.st_uid, st.st_gid)
-            except PermissionError:
-                pass   # not root: the files stay ours, as any file we create
-
-
-def _resolve_swap(swap: str, parent: str) -> str:
-    if swap not in ("auto", "exchange", "rename"):
-        raise UsageError(f"swap must be auto, exchange or rename, not {swap!r}")
-    if swap == "auto":
-        return "exchange" if exchange_supported(parent) else "rename"
-    return swap
-
-
 def apply_steps(plan: WorkqPackPlan, *, swap: str = "auto", fsync: bool = True) -> list[str]:
     """The labels of the steps ``apply_plan`` runs, in order (each can be failed before: / after:)."""
-    parent = os.path.dirname(os.path.abspath(plan.log.root))
-    swap = _resolve_swap(swap, parent)
-    out = ["mkdir-temp", "lock-files-temp"]
+    fill = []
     for seq in range(1, plan.segments_after + 1):
-        out.append("write:" + segment_name(seq))
+        fill.append("write:" + segment_name(seq))
         if fsync:
-            out.append("fsync:" + segment_name(seq))
-    out += ["own-temp", "verify-temp"]
-    if fsync:
-        out.append("fsync-dir:temp")
-    out.append("rename-temp-to-ready")
-    if fsync:
-        out.append("fsync-dir:parent:ready")
-    if swap == "exchange":
-        out.append("exchange")
-        if fsync:
-            out.append("fsync-dir:parent:exchange")
-        out.append("rename-old-to-backup")
-        if fsync:
-            out.append("fsync-dir:parent:backup")
-    else:
-        out.append("rename-log-to-backup")
-        if fsync:
-            out.append("fsync-dir:parent:backup")
-        out.append("rename-ready-to-log")
-        if fsync:
-            out.append("fsync-dir:parent:log")
-    return out
+            fill.append("fsync:" + segment_name(seq))
+    return install_steps(fill, parent=os.path.dirname(os.path.abspath(plan.log.root)), swap=swap, fsync=fsync)
 
 
 def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
                lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True,
                stale_lock_hold: float = 1.1) -> ApplyResult:
-    """Install the packed log in place of the log directory, atomically (sequence in the module docstring)."""
+    """Install the packed log in place of the log directory, atomically (``swap.install``)."""
     t0 = time.perf_counter()
     log = plan.log
     if not log.is_dir:
         raise UsageError("--apply needs the log's directory (segments named one by one cannot be installed)",
                          path=log.root)
+    r = install(log.root, tag="pack", as_of_ns=plan.as_of_ns, fill=lambda tmp, step: _write_segments(plan, tmp, step,
+                                                                                                       fsync),
+                verify=lambda tmp: _verify_output(plan, tmp), check=lambda: _check_unchanged(plan), fail_at=fail_at,
+                hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold)
+    names, total = r["filled"]
+    digest, records = r["verified"]
     d = os.path.abspath(log.root)
-    parent, name = os.path.split(d)
-    swap = _resolve_swap(swap, parent)
-    step = StepRunner(fail_at, hook)
-    stamp = _stamp(plan.as_of_ns)
-    old_locks = _Locks(d, lock_timeout)
-    new_locks: _Locks | None = None
-    tmp = os.path.join(parent, f"{name}.pack-tmp-{os.getpid()}-{time.monotonic_ns()}")
-    swapped = False
-    try:
-        recovered = finish_interrupted(d, lock_timeout=lock_timeout, cleanup=True, fsync=fsync)
-        _check_unchanged(plan)
-        # 2. the new log, in a sibling temp directory, verified
-        try:
-            step("mkdir-temp", lambda: os.mkdir(tmp))
-
-            def lock_files():
-                nonlocal new_locks
-                _make_lock_files(tmp)
-                new_locks = _Locks(tmp, lock_timeout, what="pack")
-            step("lock-files-temp", lock_files)
-            names, total = _write_segments(plan, tmp, step, fsync)
-            step("own-temp", lambda: _copy_ownership(d, tmp))
-            digest, records = step("verify-temp", lambda: _verify_output(plan, tmp))
-            if fsync:
-                step("fsync-dir:temp", lambda: fsync_dir(tmp))
-        except Exception:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        # 3. verified and ready: named after its inode, so that recovery can tell it from the old log
-        ready = os.path.join(parent, f"{name}.pack-new-{os.stat(tmp).st_ino}-{stamp}")
-        try:
-            step("rename-temp-to-ready", lambda: os.rename(tmp, ready))
-        except Exception:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        if fsync:
-            step("fsync-dir:parent:ready", lambda: fsync_dir(parent))
-        # 4. the swap
-        backup = _backup_name(parent, name, stamp)
-        if swap == "exchange":
-            try:
-                step("exchange", lambda: exchange(ready, d))
-            except NoExchange:
-                shutil.rmtree(ready, ignore_errors=True)
-                raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use swap='rename'",
-                              parent) from None
-            swapped = True
-            if fsync:
-                step("fsync-dir:parent:exchange", lambda: fsync_dir(parent))
-            step("rename-old-to-backup", lambda: os.rename(ready, backup))
-            if fsync:
-                step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
-        else:
-            step("rename-log-to-backup", lambda: os.rename(d, backup))
-            swapped = True
-            if fsync:
-                step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
-            step("rename-ready-to-log", lambda: os.rename(ready, d))
-            if fsync:
-                step("fsync-dir:parent:log", lambda: fsync_dir(parent))
-    finally:
-        if new_locks is not None:
-            new_locks.release()
-        if swapped and stale_lock_hold > 0 and old_locks.fds:
-            time.sleep(stale_lock_hold)
-        old_locks.release()
     result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)
-    return ApplyResult(d, step.done, result, plan.bytes_before, total, backup=backup, swap=swap, recovered=recovered)
+    return ApplyResult(d, r["steps"], result, plan.bytes_before, total, backup=r["backup"], swap=r["swap"],
+                       recovered=r["recovered"])

@@ -1,0 +1,87 @@
+"""The Orth formats through the CLI, with no command naming them: detection, dump, verify, replay, stats; snapshots
+of the outputs the README shows."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import cli
+from wqtool.engine import format as registry
+from wqtool.engine.format import Options
+from wqtool.engine.orth.gson import Entry
+from wqtool.engine.orth.writer import write_retry_file
+
+FIX = os.path.join("fixtures", "orth")
+AS_OF = "2026-02-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("path,fmt", [
+    ("clean-retry-files/logpath", "orth-executor-logs"),
+    ("clean-retry-files/logpath/callbacklogs", "orth-callbacks"),
+    ("clean-retry-files/logpath/callbacklogs/orth-callback-059538ef2afe93f9bfbc272c593e5f0f.log", "orth-callbacks"),
+    ("legacy-callbacklog/logpath/callbacklog", "orth-callbacks"),
+    ("executor-runs/logpath/2026-01-30", "orth-executor-logs"),
+    ("executor-runs/logpath/2026-01-30/100.log", "orth-executor-logs"),
+    ("callbacklogs-not-a-directory/logpath/callbacklogs", "orth-callbacks"),
+])
+def test_detection_is_strong(in_root, path, fmt):
+    f, ev = registry.detect(os.path.join(FIX, path))
+    assert f.name == fmt and ev.strong, ev
+
+
+def test_weak_names_are_not_claimed_strongly(tmp_path):
+    p = tmp_path / "orth-callback-x.log"
+    p.write_bytes(b"hello")
+    assert registry.get("orth-callbacks").detect(str(p)) == registry.get("orth-callbacks").detect(str(p))
+    assert not registry.get("orth-callbacks").detect(str(p)).strong
+    q = tmp_path / "12.log"
+    q.write_bytes(b"not a log line\n")
+    assert registry.get("orth-executor-logs").detect(str(q)) is None
+
+
+def test_dump_verify_replay_stats(in_root, snapshot):
+    snapshot.snapshot_dir = os.path.join(os.path.dirname(__file__), "snapshots")
+    lp = os.path.join(FIX, "executor-runs", "logpath")
+    r = cli("dump", "--as-of", AS_OF, lp)
+    assert r.code == 0
+    snapshot.assert_match(r.out, "o_dump_executor.txt")
+    r = cli("verify", "--as-of", AS_OF, os.path.join(FIX, "poison-file", "logpath", "callbacklogs"),
+            os.path.join(FIX, "truncated-write", "logpath", "callbacklogs"))
+    assert r.code == 3
+    out = "\n".join(x for x in r.out.splitlines() if "upstream:" not in x)      # readdir order varies
+    snapshot.assert_match(out, "o_verify_poison.txt")
+    r = cli("replay", "--as-of", AS_OF, lp)
+    assert r.code == 0
+    snapshot.assert_match(r.out, "o_replay_executor.txt")
+    r = cli("replay", "--as-of", AS_OF, os.path.join(FIX, "clean-retry-files", "logpath", "callbacklogs"))
+    snapshot.assert_match(r.out, "o_replay_callbacks.txt")
+    s = json.loads(cli("stats", "-o", "json", "--format", "orth-callbacks",
+                       os.path.join(FIX, "clean-retry-files", "logpath")).out)
+    assert s["total"]["by_type"] == {"fail": {"records": 2, "bytes": 241}, "success": {"records": 2, "bytes": 111},
+                                     "timeout": {"records": 1, "bytes": 92}}
+    assert s["total"]["jobs"] == 5
+    r = cli("dump", "-o", "jsonl", "--type", "callback-failed,callback-error", lp)
+    kinds = {json.loads(x)["kind"] for x in r.out.splitlines()}
+    assert kinds == {"callback-failed", "callback-error"}
+
+
+def test_the_same_log_id_in_two_files_is_a_duplicate(tmp_path):
+    lp = str(tmp_path / "lp")
+    write_retry_file(lp, [Entry(1, 1769740800000, 500, "first")])
+    write_retry_file(lp, [Entry(1, 1769740800000, 200), Entry(2, 1769740800000, 200)])
+    fmt = registry.get("orth-callbacks")
+    (log,) = fmt.discover([lp], Options(0))
+    rep = fmt.run_log(log, Options(0))
+    (dup,) = [f for f in rep.findings if f.code == "OC-DUPLICATE"]
+    assert dup.record_index == 1 and dup.offset == 1 and rep.verdict == 0
+
+
+def test_options_are_declared_and_checked(in_root, tmp_path):
+    lp = os.path.join(FIX, "executor-runs", "logpath")
+    assert cli("dump", "-O", "tz=Asia/Shanghai", "--since", "2026-01-30T10:40:00Z", lp).code == 0
+    r = cli("dump", "-O", "tz=Mars/Olympus", lp)
+    assert r.code == 2 and "unknown time zone" in r.err
+    r = cli("dump", "-O", "nosuch=1", lp)
+    assert r.code == 2

@@ -1,0 +1,114 @@
+"""The live appender of wqtool serve: SegmentWriter's bytes and roll-over, reopening the newest segment, fsync
+points, a failed write cut back to the last whole record, and upstream's lock messages."""
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from wqtool.engine.fsops import LogBusy
+from wqtool.engine.workq import appender as appender_mod
+from wqtool.engine.workq.appender import Appender, BadActiveSegment, CmdlogLocks
+from wqtool.engine.workq.fastpath import encode_payload, encode_record
+from wqtool.engine.workq.writer import SegmentWriter, simple
+from wqtool.formats._common import GoTime
+from wqtool.formats.workq import CmdType
+
+T = GoTime(63930899691, 0)
+
+
+def records(n: int) -> list[bytes]:
+    return [encode_record(GoTime(T.sec + i, i), encode_payload(simple(CmdType.DELETE, bytes([i]) * 16)))
+            for i in range(n)]
+
+
+def files(d: str) -> dict[str, bytes]:
+    return {p: open(os.path.join(d, p), "rb").read() for p in sorted(os.listdir(d)) if p.endswith(".log")}
+
+
+def test_same_bytes_and_roll_over_as_segment_writer(tmp_path):
+    recs = records(20)
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    os.makedirs(a)
+    ap = Appender(a, segment_size=200)
+    ap.open()
+    ap.append(recs[:7])
+    ap.append(recs[7:8])
+    ap.append(recs[8:])
+    ap.close()
+    with SegmentWriter(b, segment_size=200) as w:
+        for r in recs:
+            w.append_raw(r)
+    assert files(a) == files(b)
+    assert len(files(a)) == 4 and ap.rolls == 4
+
+
+def test_reopens_the_newest_segment_and_appends(tmp_path):
+    d = str(tmp_path)
+    recs = records(6)
+    ap = Appender(d, segment_size=10_000)
+    ap.open()
+    ap.append(recs[:3])
+    ap.close()
+    ap = Appender(d, segment_size=10_000)
+    ap.open()
+    assert ap.seq == 1 and ap.size == 8 + 3 * 37
+    ap.append(recs[3:])
+    ap.close()
+    assert files(d) == {"000000001.log": b"wqwq\x00\x00\x00\x01" + b"".join(recs)}
+
+
+def test_a_full_newest_segment_rolls_before_the_next_append(tmp_path):
+    d = str(tmp_path)
+    ap = Appender(d, segment_size=40)
+    ap.open()
+    ap.append(records(1))
+    ap.close()
+    ap = Appender(d, segment_size=40)
+    ap.open()
+    ap.append(records(1))
+    ap.close()
+    assert sorted(files(d)) == ["000000001.log", "000000002.log"]
+
+
+def test_refuses_a_newest_segment_with_a_foreign_header(tmp_path):
+    open(tmp_path / "000000003.log", "wb").write(b"workqbadheader\n")
+    ap = Appender(str(tmp_path))
+    with pytest.raises(BadActiveSegment):
+        ap.open()
+
+
+def test_a_failed_write_leaves_no_partial_record(tmp_path, monkeypatch):
+    d = str(tmp_path)
+    ap = Appender(d)
+    ap.open()
+    ap.append(records(2))
+    real = os.write
+
+    def half_then_enospc(fd, data):
+        real(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(appender_mod.os, "write", half_then_enospc)
+    with pytest.raises(OSError):
+        ap.append(records(3)[2:])
+    monkeypatch.setattr(appender_mod.os, "write", real)
+    assert os.path.getsize(os.path.join(d, "000000001.log")) == 8 + 2 * 37
+    ap.append(records(3)[2:])                   # the retry appends whole records after whole records
+    ap.close()
+    assert files(d)["000000001.log"] == b"wqwq\x00\x00\x00\x01" + b"".join(records(3))
+
+
+def test_locks_as_upstream(tmp_path):
+    d = str(tmp_path)
+    first = CmdlogLocks(d, timeout=0.2)
+    first.lock_append()
+    first.lock_read_shared()
+    other = CmdlogLocks(d, timeout=0.2)
+    other.lock_read_shared()                    # readers share read.lock
+    with pytest.raises(LogBusy, match=r"Timeout waiting for cmdlog lock \(appender\)"):
+        other.lock_append()
+    first.release()
+    other.lock_append()
+    other.release()

@@ -1,0 +1,144 @@
+"""Operability: workq-server's flags and their checks, graceful stop, metrics, the circuit breaker on a failing
+disk, in-memory mode."""
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.conftest import ROOT, cli
+from tests.server.conftest import jid
+
+
+def run_serve(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wqtool", "serve", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("-cmdlog-sync", "sometimes"), "Invalid cmdlog-sync policy: sometimes"),
+    (("-cmdlog-sync", "interval", "-cmdlog-sync-int", "0"), "Invalid sync interval, must be greater than 0"),
+    (("-listen", "nowhere"), "expected HOST:PORT"),
+    (("-no-such-flag", "1"), "No such option"),
+])
+def test_flag_checks_exit_2(args, message):
+    r = run_serve(*args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_go_style_flags_and_sync_always_without_interval_zero(server_factory, tmp_path):
+    d = str(tmp_path / "log")
+    srv = server_factory(f"-cmdlog-path={d}", "--cmdlog-sync", "always", "-cmdlog-seg-size", "0x400",
+                         "-cmdlog-clean-int", "0")
+    srv.client().add(jid(0xf001), b"flags", 1000, 60000, b"x")
+    assert srv.stop() == 0
+    assert os.listdir(d)
+
+
+def test_sigterm_stops_cleanly_and_releases_the_locks(server_factory, tmp_path):
+    d = str(tmp_path / "log")
+    srv = server_factory("-cmdlog-path", d, "-cmdlog-sync", "os")
+    c = srv.client()
+    c.add(jid(0xf002), b"stop", 1000, 60000, b"x")
+    assert srv.stop() == 0
+    err = srv.stderr_text()
+    assert "msg=stopping signal=SIGTERM" in err and "msg=stopped" in err
+    srv2 = server_factory("-cmdlog-path", d)             # the locks are free again at once
+    assert srv2.client().inspect_job(jid(0xf002))["state"] == 0
+    assert srv2.stop(sig=2) == 0                          # SIGINT too
+
+
+def test_in_memory_mode_writes_nothing(server_factory, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    srv = server_factory()
+    srv.client().add(jid(0xf003), b"mem", 1000, 60000, b"x")
+    srv.stop()
+    assert os.listdir(tmp_path) == []
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_metrics_endpoint(server_factory, tmp_path):
+    port = free_port()
+    srv = server_factory("-cmdlog-path", str(tmp_path / "log"), "--metrics", str(port))
+    c = srv.client()
+    c.add(jid(0xf004), b"met", 1000, 60000, b"x")
+    c.expect(b"bogus\r\n", b"-CLIENT-ERROR Unknown command\r\n")
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    assert 'wqtool_serve_replies_total{command="add",class="ok"} 1' in text
+    assert 'wqtool_serve_replies_total{command="?",class="client_error"} 1' in text
+    assert 'wqtool_serve_jobs{state="new"} 1' in text and "wqtool_serve_connections 1" in text
+    assert "wqtool_serve_read_only 0" in text and "wqtool_serve_records_total 1" in text
+
+
+def test_circuit_breaker_on_a_failing_disk(tmp_path):
+    """An append fails: the command that made the record waits (as upstream's retry loop blocks it), mutating
+    commands are refused with upstream's SERVER-ERROR, reads go on; once the disk works again the waiting reply
+    is released and the record is in the log; read-only lasts until restart, as upstream."""
+    from wqtool.server.workq.server import ServeOptions, Server, StructLog
+
+    async def scenario():
+        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log")),
+                     log=StructLog("error"), out=open(os.devnull, "w"))
+        await srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        r, w = await asyncio.open_connection(host, int(port))
+
+        async def ask(data: bytes, n: int) -> bytes:
+            w.write(data)
+            return await asyncio.wait_for(r.readexactly(n), 5)
+
+        assert await ask(b"add %s br 1000 60000 1\r\nx\r\n" % jid(0xf010), 5) == b"+OK\r\n"
+        real = srv.appender.append
+        fail = {"on": True}
+
+        def flaky(recs):
+            if fail["on"]:
+                raise OSError(28, "No space left on device")
+            return real(recs)
+
+        srv.appender.append = flaky
+        w.write(b"add %s br 1000 60000 1\r\ny\r\n" % jid(0xf011))
+        await asyncio.sleep(0.3)
+        assert srv.handlers.read_only and not r._buffer           # the reply waits for its record
+        r2, w2 = await asyncio.open_connection(host, int(port))
+        w2.write(b"add %s br 1000 60000 1\r\nz\r\ninspect queue br\r\n" % jid(0xf012))
+        ro = b"-SERVER-ERROR Read-only mode triggered by cmdlog circuit breaker\r\n"
+        assert await asyncio.wait_for(r2.readexactly(len(ro)), 5) == ro
+        assert (await asyncio.wait_for(r2.readuntil(b"scheduled-len 0\r\n"), 5)).startswith(b"+OK 1\r\nbr 2\r\n")
+        fail["on"] = False
+        assert await asyncio.wait_for(r.readexactly(5), 5) == b"+OK\r\n"   # released after the retry
+        w2.write(b"delete %s\r\n" % jid(0xf010))
+        assert await asyncio.wait_for(r2.readexactly(len(ro)), 5) == ro    # read-only until restart
+        w.close()
+        w2.close()
+        await srv.shutdown()
+
+    asyncio.run(scenario())
+    rows = cli("dump", "-o", "jsonl", str(tmp_path / "log")).out.splitlines()
+    assert len(rows) == 2 and cli("verify", str(tmp_path / "log")).code == 0
+
+
+def test_stop_while_a_client_waits_in_run(server_factory, tmp_path):
+    d = str(tmp_path / "log")
+    srv = server_factory("-cmdlog-path", d)
+    s = srv.sock()
+    s.sendall(b"run %s stop-run 1000 60000 1\r\nr\r\n" % jid(0xf020))
+    time.sleep(0.3)
+    assert srv.stop() == 0
+    rows = cli("dump", "-o", "jsonl", d).out.splitlines()
+    assert len(rows) == 1 and '"cmd": "expire"' in rows[0]     # the run ended, its expire written before the end
+    assert cli("verify", d).code == 0
+    s.close()

@@ -1,0 +1,56 @@
+"""wqtool.spark.register(spark) checks that Spark's Python workers can import wqtool, and says how to fix it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+#: A worker Python that has pyspark and pyarrow (this venv's) but cannot import wqtool, as an unactivated venv
+#: or a cluster's system Python would be.
+BLOCKER = '''
+import sys
+class _NoWqtool:
+    def find_spec(self, name, path=None, target=None):
+        if name == "wqtool" or name.startswith("wqtool."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+sys.meta_path.insert(0, _NoWqtool())
+'''
+
+SCRIPT = '''
+import os, sys
+from wqtool.spark.session import build_session
+try:
+    spark = build_session(master="local[1]")
+except Exception as exc:
+    print(type(exc).__name__ + ": " + str(exc))
+    sys.exit(3)
+print("registered")
+'''
+
+
+def test_register_says_how_to_fix_workers_that_cannot_import_wqtool(tmp_path):
+    block = tmp_path / "block"
+    block.mkdir()
+    (block / "sitecustomize.py").write_text(BLOCKER)
+    worker = tmp_path / "worker-python"
+    worker.write_text(f"#!/bin/sh\nPYTHONPATH={block}${{PYTHONPATH:+:$PYTHONPATH}} exec {sys.executable} \"$@\"\n")
+    worker.chmod(0o755)
+    env = {**os.environ, "PYSPARK_PYTHON": str(worker), "SPARK_LOCAL_IP": "127.0.0.1"}
+    r = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=240)
+    assert r.returncode == 3, (r.stdout, r.stderr[-2000:])
+    line = r.stdout.strip().splitlines()[-1]
+    assert line.startswith("WorkersCannotImportWqtool: Spark's Python workers cannot import wqtool (worker Python ")
+    assert "ModuleNotFoundError: No module named 'wqtool'" in line
+    assert f"PYSPARK_PYTHON={sys.executable}" in line and "pip install 'wqtool[spark]" in line
+
+
+def test_register_passes_when_the_workers_have_wqtool(spark):
+    from wqtool.spark import register
+    from wqtool.spark.datasources import check_workers
+    check_workers(spark)          # no error: the session's workers run this Python
+    register(spark)
+    assert spark.read.format("workq").load(os.path.join(ROOT, "fixtures/workq/upstream-a-run1/log")).count() == 28

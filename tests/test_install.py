@@ -1,0 +1,57 @@
+"""The man pages are installed with the package: after `pip install`, `man wqtool`, `man wqtool-verify` and
+`man 5 wqtool-formats` find them (PREFIX/share/man, where man(1) looks next to PREFIX/bin on PATH)."""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow       # builds a wheel (~10 s)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    build = tmp_path_factory.mktemp("src")
+    src = str(build / "wqtool")            # a clean copy: the wheel build writes build/ and *.egg-info there
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
+                                                              ".pytest_cache", ".hypothesis", "demo", "bench"))
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), src],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip(f"cannot build a wheel here: {r.stderr[-500:]}")
+    [whl] = glob.glob(str(out / "wqtool-*.whl"))
+    return whl
+
+
+def test_the_wheel_carries_every_man_page(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    pages = sorted(n.split("/data/", 1)[1] for n in names if "/data/share/man/" in n)
+    expected = sorted([f"share/man/man1/{os.path.basename(p)}" for p in glob.glob(os.path.join(ROOT, "man", "*.1"))]
+                      + ["share/man/man5/wqtool-formats.5"])
+    assert pages == expected and "share/man/man1/wqtool-verify.1" in pages
+
+
+@pytest.mark.skipif(shutil.which("man") is None, reason="no man(1) here")
+def test_man_finds_the_pages_after_pip_install(wheel, tmp_path):
+    prefix = tmp_path / "prefix"
+    # --ignore-installed: never touch the wqtool this test runs from
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
+                        "--prefix", str(prefix), wheel], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    env = {"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "MANWIDTH": "100", "LANG": "C.UTF-8"}
+    for args, page in ((["wqtool"], "man1/wqtool.1"), (["wqtool-verify"], "man1/wqtool-verify.1"),
+                       (["5", "wqtool-formats"], "man5/wqtool-formats.5")):
+        w = subprocess.run(["man", "-w", *args], env=env, capture_output=True, text=True, timeout=60)
+        assert w.returncode == 0 and w.stdout.strip() == str(prefix / "share" / "man" / page), (args, w.stderr)
+    shown = subprocess.run(["man", "wqtool-verify"], env=env, capture_output=True, text=True, timeout=60)
+    assert "EXIT STATUS" in shown.stdout and "141" in shown.stdout
+    formats = subprocess.run(["man", "5", "wqtool-formats"], env=env, capture_output=True, text=True, timeout=60)
+    assert "WQ-IN-FLIGHT" in formats.stdout and "KQ-IN-FLIGHT" in formats.stdout

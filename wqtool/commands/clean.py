@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from ..engine.findings import Verdict, worst
+from ..engine.format import resolve
+from ..errors import UsageError
+from ..render.plan import write_plan_report
+from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
+                       SettingOpt, options, refuse_unsafe_write)
+
+#: --apply with an --as-of this far past the clock would drop jobs a running system still holds
+FUTURE_SLACK_NS = 60 * 1_000_000_000
+
+
+def clean(
+    paths: Paths,
+    apply: Annotated[bool, typer.Option("--apply", help="Carry out the plan (atomic per step, re-verified); without "
+                     "it nothing is written.")] = False,
+    as_of: AsOf = None,
+    output: ReportOutputOpt = ReportOutput.table,
+    json_report: Annotated[bool, typer.Option("--json", help="The plan / report as JSON (the same as -o json).")]
+    = False,
+    live: LiveOpt = False,
+    fmt: FormatOpt = "auto",
+    settings: SettingOpt = None,
+    kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
+) -> int:
+    """Retention: reclaim what the log no longer needs, the way the system's own cleaner does — without its bugs.
+
+    workq: the server's cleaning cycle on every segment but the active one: records the replay at --as-of gives no
+    effect (adds already expired, records of jobs that are gone) are dropped, emptied segments deleted, the others
+    rewritten (.rw, fsync, rename, directory fsync); a delete, complete or fail that changed a live job is kept
+    with its add, so a deleted job never comes back (upstream's resurrection bug). Kestrel: what Kestrel does at
+    start-up — finish a half-done pack, delete ~~ temp files and superseded rotated files. The replay digest is
+    compared before and after. Refused while the log's writer runs (workq: append.lock held; Kestrel: a process
+    holding a journal open) and on damaged logs (repair first).
+
+    Example:
+
+    \b
+      wqtool clean /var/lib/workq/cmdlog                 # the plan: what would be reclaimed
+      wqtool clean --apply /var/lib/workq/cmdlog
+      wqtool clean --apply --json /var/spool/kestrel/jobs
+    """
+    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value)
+    if apply and opts.as_of_ns > time.time_ns() + FUTURE_SLACK_NS:
+        raise UsageError("--apply with an --as-of in the future would drop jobs that are still live; clean at "
+                         "'now' (the default) or earlier")
+    verdicts = []
+    for log in resolve(paths, fmt, opts):
+        if apply:
+            refuse_unsafe_write(log, "clean --apply", live=live)
+        plan = log.fmt.clean_plan(log.data, opts)
+        doc = plan.report_doc()
+        if apply:
+            doc["applied"] = plan.apply().to_jsonable()
+        write_plan_report(sys.stdout, "clean", doc, as_json=json_report or output is ReportOutput.json, applied=apply)
+        verdicts.append(Verdict(plan.input_verdict))
+    return worst(verdicts)

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ..engine.findings import Verdict, worst
+from ..engine.format import resolve
+from ..engine.live import refuse_live
+from ..errors import UsageError
+from ..render.plan import write_plan_report
+from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
+                       SettingOpt, options, parse_time, refuse_unsafe_write)
+
+
+def repair(
+    paths: Paths,
+    apply: Annotated[bool, typer.Option("--apply", help="Install the repaired log (atomic; the old one kept as a "
+                     "backup, every cut byte in the quarantine); without it nothing is written.")] = False,
+    salvage: Annotated[bool, typer.Option("--salvage", help="Also cut damage with valid data after it (each damaged "
+                       "range up to where valid records provably resume); refused otherwise (exit 3).")] = False,
+    drop_invalid: Annotated[bool, typer.Option("--drop-invalid", help="Also remove exactly the records the server "
+                            "refuses (each listed); refused otherwise (exit 4).")] = False,
+    truncate_to_time: Annotated[Optional[str], typer.Option("--truncate-to-time", metavar="TIME", help="Point-in-time "
+                                "rollback: drop every record written after TIME (the first one and all that follow)."
+                                )] = None,
+    quarantine: Annotated[Optional[str], typer.Option("--quarantine", metavar="DIR", help="Where the cut bytes go, "
+                          "one file per range named <file>@<offset>-<end>.bin [default: <log>.quarantine-<stamp>]."
+                          )] = None,
+    no_backup: Annotated[bool, typer.Option("--no-backup", help="Do not keep the old log after the swap.")] = False,
+    as_of: AsOf = None,
+    output: ReportOutputOpt = ReportOutput.table,
+    json_report: Annotated[bool, typer.Option("--json", help="The plan / report as JSON (the same as -o json).")]
+    = False,
+    live: LiveOpt = False,
+    fmt: FormatOpt = "auto",
+    settings: SettingOpt = None,
+    kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
+) -> int:
+    """Repair a damaged log so that its server starts on it — plan first, without losing a byte.
+
+    The plan says which byte ranges are cut (a torn tail at the last good offset; with --salvage every damaged
+    range up to where valid records provably resume — CRC for workq, an opcode chain for Kestrel; with
+    --drop-invalid the records the server refuses), which jobs change state, and the replay digests before and
+    after: the readable part keeps its digest. With --apply the repaired log is written beside the old one,
+    re-verified (it must be clean) and its digest compared with the plan's, then swapped in atomically; the old
+    log is kept as a backup (--no-backup to skip) and every cut byte is in the quarantine. Refused while the log's
+    writer runs. The exit code reports the input's damage, as verify's.
+
+    Example:
+
+    \b
+      wqtool repair /var/lib/workq/cmdlog                     # the plan
+      wqtool repair --apply /var/lib/workq/cmdlog             # a torn tail: truncate, quarantine, swap
+      wqtool repair --salvage --drop-invalid --apply --quarantine /root/cut DIR
+      wqtool repair --truncate-to-time '2026-11-21 23:15:00' --apply DIR
+    """
+    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, salvage=salvage or None,
+                   drop_invalid=drop_invalid or None,
+                   truncate_to_ns=parse_time(truncate_to_time, "--truncate-to-time", default_now=False))
+    logs = resolve(paths, fmt, opts)
+    if apply and len(logs) != 1 and quarantine:
+        raise UsageError("--quarantine names one directory: repair one log at a time with it")
+    verdicts = []
+    for log in logs:
+        in_flight = "; a partial last record is in flight, not damage"
+        if apply:
+            refuse_unsafe_write(log, "repair --apply", live=live, why=in_flight)
+        else:   # a plan for a live log would call the record in flight damage
+            refuse_live(log, "repair", live=live, why=in_flight)
+        plan = log.fmt.repair_plan(log.data, opts)
+        doc = plan.report_doc()
+        if apply and not doc.get("nothing_to_do"):
+            doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()
+        write_plan_report(sys.stdout, "repair", doc, as_json=json_report or output is ReportOutput.json, applied=apply and not doc["nothing_to_do"])
+        verdicts.append(Verdict(plan.input_verdict))
+    return worst(verdicts)

@@ -1,0 +1,120 @@
+"""prinbee's event journal (EVTJ) behind the Format interface (``wqtool.engine.format``)."""
+from __future__ import annotations
+
+import os
+from typing import Iterator, Sequence
+
+from ...errors import InputError, UsageError
+from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
+from ..fileio import read_head
+from ..format import Evidence, Format, Options, RecordFacts, register
+from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES
+from ..fsops import describe_holders, holders
+from .model import Event, EvtjJournal
+from .pack import pack_plan
+from .reader import EvtjReader, discover
+from .serialize import EvtjRecordView, EvtjStateView
+from .verify import EvtjRun
+
+
+def _order(opts: Options) -> str:
+    v = str(opts.get("evtj_byte_order", "native")).lower()
+    if v == "native":
+        return NATIVE_BYTE_ORDER
+    if v not in ("little", "big"):
+        raise UsageError(f"-O evtj_byte_order: expected native, little or big, got {v!r}")
+    return v
+
+
+def _magic(path: str) -> bool:
+    try:
+        return read_head(path, 4) == EVTJ_MAGIC
+    except InputError:
+        return False
+
+
+class EvtjFormat(Format):
+    name = "evtj"
+    title = "prinbee event journal (EVTJ)"
+    plural = "EVTJ journals"
+    kind_noun = "event status"
+    file_expected = "an EVTJ file (magic 'EVTJ' at offset 0)"
+    dir_expected = "an event journal directory (no journal-N.events starting with 'EVTJ')"
+    codes = EVTJ_CODES
+    replay_codes = EVTJ_REPLAY_CODES
+    record_kinds = tuple(s.label for s in Status if s != Status.UNKNOWN)
+    filters = frozenset({"time"})
+    options = {"evtj_byte_order": "evtj: the byte order the journal was written in (native, little, big; default "
+                                  "native: the loader reads its own machine's order)"}
+    record_cls = Event
+    record_view = EvtjRecordView()
+    manual = """prinbee's event journal (prinbee/journal/journal.cpp): a directory with journal.conf (advgetopt
+name=value: maximum_number_of_files 2-255, maximum_file_size, maximum_events, inline_attachment_size_threshold,
+sync, compress_when_full, file_management, attachment_copy_handling), journal-N.events files (N below
+maximum_number_of_files; the loader reads them in order), {id}.bin external attachments and counters.seq.
+Structures are written raw in the writer's native byte order (little-endian on amd64 and arm64;
+-O evtj_byte_order= reads another); there is no checksum.
+
+  header  "EVTJ" u8 major 1, u8 minor 0, u16 pad                                   8 bytes
+  event   "ev" u8 status (1 READY, 2 FORWARDED, 3 ACKNOWLEDGED, 4 COMPLETED, 100 FAILED)
+          u8 request_id_size, u32 size (the whole event), u64 tv_sec, u64 tv_nsec,
+          u8 attachment_count, 7 pad bytes; u32 offset per attachment (bit 31: external
+          {id}.bin), the request id, the inline attachments back to back
+
+The loader stops reading a file at the first event with a bad magic ('00 00' ends a compressed file), an unknown
+status, request_id_size 0, offset + size beyond the file, no inline data, or a time more than 5 s after --as-of;
+it indexes READY, FORWARDED and ACKNOWLEDGED events by request id (the last wins) and skips the others. Statuses
+only move forward. replay gives the live events in time order; pack is prinbee's compression done offline (the
+live events kept byte for byte)."""
+
+    def detect(self, path: str) -> Evidence | None:
+        if os.path.isdir(path):
+            try:
+                names = sorted(os.listdir(path))
+            except OSError:
+                return None
+            for n in names:
+                p = os.path.join(path, n)
+                if EVENTS_FILE.match(n) and os.path.isfile(p) and _magic(p):
+                    return Evidence(True, f"{n}: the EVTJ magic")
+            if JOURNAL_CONF in names and any(EVENTS_FILE.match(n) for n in names):
+                return Evidence(False, "journal.conf and journal-N.events names")
+            return None
+        if _magic(path):
+            return Evidence(True, "the EVTJ magic")
+        return None
+
+    def discover(self, paths: Sequence[str], opts: Options) -> list[EvtjJournal]:
+        return discover(paths, opts.as_of_ns, _order(opts))
+
+    def files(self, log: EvtjJournal) -> list[str]:
+        return [f.path for f in log.files]
+
+    def file_events(self, log: EvtjJournal, i: int, start_index: int = 0) -> Iterator:
+        return EvtjReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
+
+    def source_options(self, o: dict) -> dict:
+        return {"evtj_byte_order": o["evtj_byte_order"]} if o.get("evtj_byte_order") else {}
+
+    def run(self, log: EvtjJournal, opts: Options, *, limit: int | None = None) -> EvtjRun:
+        return EvtjRun(log, limit=limit)
+
+    def facts(self, rec: Event) -> RecordFacts:
+        try:
+            kind = Status(rec.status).label
+        except ValueError:
+            kind = str(rec.status)
+        return RecordFacts(kind, rec.length, rec.time_ns, rec.request_id)
+
+    def state_view(self, state, log: EvtjJournal | None = None) -> EvtjStateView:
+        return EvtjStateView(state)
+
+    def live_writer(self, log: EvtjJournal) -> str | None:
+        found = holders(self.files(log))
+        return describe_holders(found) if found else None
+
+    def pack_plan(self, log: EvtjJournal, opts: Options):
+        return pack_plan(log, salvage=bool(opts.get("salvage")))
+
+
+FORMAT = register(EvtjFormat())

@@ -1,0 +1,226 @@
+"""pack of an EVTJ journal: prinbee's own compression, done offline — each loaded file keeps exactly the events
+its loader indexes (READY, FORWARDED, ACKNOWLEDGED), byte for byte and in order; COMPLETED and FAILED events, the
+bytes after a ``00 00`` end marker and a torn tail go. The live events (the replay digest) are unchanged.
+
+``write(out)`` fills a new or empty directory (the compacted files, journal.conf, counters.seq and the live
+events' external attachments). ``apply`` rewrites the files in place, one at a time, while no process holds any
+file of the journal open (prinbee's journal keeps offsets of its events: it must be stopped):
+
+1. ``check:journal-N.events`` — no holder, the file is the one planned;
+2. ``write-temp:…`` — ``.journal-N.events.wqtool-pack``, fsynced; ``verify-temp:…`` — it loads to the same live
+   events;
+3. ``rename:…`` over the file, ``fsync-dir:…``.
+
+A crash at any step leaves the old or the new file (the same live events) and at most a temp file, which the
+loader never reads (``EVTJ-FOREIGN-FILE`` says what it is).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...formats.snap import COUNTERS_FILE, JOURNAL_CONF
+from ..findings import ERROR, Verdict
+from ..fsops import LogBusy, describe_holders, fsync_dir, holders, unlink_quiet, write_new
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..run import LogReport
+from .fastpath import encode_file_header
+from .model import Event, EventsFile, EvtjJournal
+from .replay import LIVE
+from .verify import EvtjRun
+
+TEMP_SUFFIX = ".wqtool-pack"
+
+
+def temp_name(path: str) -> str:
+    return os.path.join(os.path.dirname(path) or ".", "." + os.path.basename(path) + TEMP_SUFFIX)
+
+
+def _run(journal: EvtjJournal) -> tuple[LogReport, dict[str, list[Event]]]:
+    run = EvtjRun(journal)
+    per_file: dict[str, list[Event]] = {f.path: [] for f in journal.files}
+    for ev in run.events():
+        if ev.__class__ is Event:
+            per_file[ev.path].append(ev)
+    return run.report, per_file
+
+
+def compacted(path: str, events: list[Event], byteorder: str) -> bytes:
+    """The file's header and its live events, byte for byte."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return encode_file_header(byteorder) + b"".join(data[e.offset:e.offset + e.length] for e in events
+                                                    if e.status in LIVE)
+
+
+@dataclass(slots=True)
+class EvtjPackPlan(Plan):
+    kind: ClassVar[str] = "pack"
+
+    journal: EvtjJournal
+    as_of_ns: int
+    report: LogReport
+    events: dict[str, list[Event]]
+    sizes: dict[str, int]
+    digest: str
+    dropped: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def input_exit_code(self) -> int:
+        return int(self.report.verdict)
+
+    def _after(self) -> tuple[int, int]:
+        live = [e for evs in self.events.values() for e in evs if e.status in LIVE]
+        return len(live), 8 * len(self.events) + sum(e.length for e in live)
+
+    def report_doc(self) -> dict:
+        recs, size = self._after()
+        return {"format": "evtj", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
+                "before": {"records": self.report.records, "bytes": sum(self.sizes.values()),
+                           "files": len(self.sizes)},
+                "after": {"records": recs, "bytes": size, "files": len(self.sizes)},
+                "records_dropped": self.report.records - recs, "dropped": self.dropped, "digest": self.digest,
+                "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
+                "plan": {"rewrite": list(self.sizes)}}
+
+    def write(self, out: str) -> WriteResult:
+        return write_pack(self, out)
+
+    def apply(self, **kw) -> ApplyResult:
+        return apply_plan(self, **kw)
+
+    def apply_steps(self, **kw) -> list[str]:
+        return labels(lambda step: _steps(self, step, {}))
+
+
+def pack_plan(journal: EvtjJournal, *, salvage: bool = False) -> EvtjPackPlan:
+    t0 = time.perf_counter()
+    report, per_file = _run(journal)
+    v = report.verdict
+    errors = [f for f in report.findings if f.severity == ERROR]
+    if v in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
+        first = next((f for f in errors if f.verdict == v), errors[0] if errors else None)
+        raise PackRefused(f"refusing to pack {'corruption' if v == Verdict.CORRUPT else 'a history the loader refuses'}"
+                          + (f" ({first.code}: {first.message})" if first else "")
+                          + "; --salvage packs what the loader loads and lists what is dropped", verdict=int(v),
+                          report=report, path=first.path if first else None, offset=first.offset if first else None)
+    dropped = [f"{os.path.basename(f.path)}@0x{f.offset:x}: {f.code}: the bytes from here (never loaded)"
+               for f in errors if f.path and f.offset is not None]
+    done = sum(1 for evs in per_file.values() for e in evs if e.status not in LIVE)
+    if done:
+        dropped.append(f"{done} completed / failed event(s) (the loader skips them)")
+    dropped += [f"{os.path.basename(f.path)}@0x{f.offset:x}: the end marker and what follows it"
+                for f in report.findings if f.code == "EVTJ-END-MARKER"]
+    sizes = {f.path: os.path.getsize(f.path) for f in journal.files}
+    plan = EvtjPackPlan(journal, journal.as_of_ns, report, per_file, sizes, report.state.digest(), dropped)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _verify(plan: EvtjPackPlan, root: str, files: list[EventsFile], conf: dict) -> str:
+    j = EvtjJournal(root=root, files=files, as_of_ns=plan.as_of_ns, byteorder=plan.journal.byteorder, is_dir=False,
+                    conf=conf, max_files=plan.journal.max_files, attachments=set(plan.journal.attachments))
+    rep, _ = _run(j)
+    got = rep.state.digest()
+    if got != plan.digest or rep.verdict != Verdict.CLEAN:
+        raise PackMismatch(f"the packed journal does not load to the same live events: expected digest "
+                           f"{plan.digest}, got {got}", expected=plan.digest, actual=got, path=root)
+    return got
+
+
+def write_pack(plan: EvtjPackPlan, out: str) -> WriteResult:
+    t0 = time.perf_counter()
+    if os.path.lexists(out):
+        if not os.path.isdir(out) or os.listdir(out):
+            raise UsageError("output exists and is not an empty directory; pack never overwrites", path=out)
+        created = False
+    else:
+        os.mkdir(out)
+        created = True
+    j = plan.journal
+    written, total, files = [], 0, []
+    try:
+        for f in j.files:
+            p = os.path.join(out, os.path.basename(f.path))
+            total += write_new(p, [compacted(f.path, plan.events[f.path], j.byteorder)])
+            written.append(p)
+            files.append(EventsFile(p, f.number))
+        ids = {i for evs in plan.events.values() for e in evs if e.status in LIVE for i in e.external_ids}
+        for name in [JOURNAL_CONF, COUNTERS_FILE] + [f"{i}.bin" for i in sorted(ids & j.attachments)]:
+            src = os.path.join(j.root, name)
+            if os.path.exists(src):
+                shutil.copyfile(src, os.path.join(out, name))
+                written.append(os.path.join(out, name))
+        fsync_dir(out)
+        digest = _verify(plan, out, files, j.conf)
+    except BaseException:
+        for p in written:
+            unlink_quiet(p)
+        if created:
+            os.rmdir(out)
+        raise
+    recs, _ = plan._after()
+    return WriteResult(out, written, total, recs, digest, time.perf_counter() - t0)
+
+
+def _refuse_holders(plan: EvtjPackPlan) -> None:
+    found = holders([f.path for f in plan.journal.files])
+    if found:
+        raise LogBusy(f"prinbee must be stopped before pack --apply: {describe_holders(found)}; nothing was changed",
+                      path=plan.journal.root)
+
+
+def _steps(plan: EvtjPackPlan, step: StepRunner, ctx: dict) -> None:
+    j = plan.journal
+    d = j.root
+    for f in j.files:
+        name = os.path.basename(f.path)
+        temp = temp_name(f.path)
+
+        def check(f=f, temp=temp):
+            _refuse_holders(plan)
+            if os.path.getsize(f.path) != plan.sizes[f.path]:
+                raise InputError("the file changed since the plan was made (is prinbee running?); plan again",
+                                 path=f.path)
+            if os.path.lexists(temp):
+                raise InputError("a temp file of an interrupted pack is in the way; remove it", path=temp)
+
+        def write(f=f, temp=temp):
+            write_new(temp, [compacted(f.path, plan.events[f.path], j.byteorder)])
+
+        def verify(f=f, temp=temp):
+            jj = EvtjJournal(root=d, files=[EventsFile(temp, f.number)], as_of_ns=plan.as_of_ns,
+                             byteorder=j.byteorder, is_dir=False, attachments=set(j.attachments))
+            rep, per = _run(jj)
+            want = [(e.request_id, e.status, e.time_ns) for e in plan.events[f.path] if e.status in LIVE]
+            if rep.verdict == Verdict.CORRUPT or [(e.request_id, e.status, e.time_ns) for e in per[temp]] != want:
+                raise PackMismatch("the packed file does not load to the same live events", expected="", actual="",
+                                   path=temp)
+
+        step("check:" + name, check)
+        step("write-temp:" + name, write, rollback=lambda temp=temp: unlink_quiet(temp))
+        step("verify-temp:" + name, verify)
+        step("rename:" + name, lambda temp=temp, f=f: os.rename(temp, f.path))
+        step("fsync-dir:" + name, lambda: fsync_dir(d))
+        ctx.setdefault("done", []).append(f.path)
+
+
+def apply_plan(plan: EvtjPackPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+               **_kw) -> ApplyResult:
+    if not plan.journal.is_dir:
+        raise UsageError("--apply needs the journal directory", path=plan.journal.root)
+    _refuse_holders(plan)
+    t0 = time.perf_counter()
+    ctx: dict = {}
+    with StepRunner(fail_at, hook) as step:
+        _steps(plan, step, ctx)
+    recs, size = plan._after()
+    return ApplyResult(plan.journal.root, step.done,
+                       WriteResult(plan.journal.root, ctx.get("done", []), size, recs, plan.digest,
+                                   time.perf_counter() - t0),
+                       sum(plan.sizes.values()), size, removed=[])

@@ -1,0 +1,308 @@
+"""pack and clean of the priority-FIFO journal (per the unimplemented libfastjournal design).
+
+pack: replay as of --as-of and write the state as one **snapshot** segment (header flag bit 0): a SET per entry
+(by uri), a worked-on mark per entry still worked on at --as-of, a DELETE per tombstone; numbered after every
+existing segment, so from the moment it is renamed into place the snapshot rule supersedes everything before it.
+``apply`` (the server must be stopped: it takes ``journal.lock``):
+
+1. ``lock``; ``check`` — the segments are those of the plan;
+2. ``write-temp`` — ``.NNNNNNNNN.fjj.tmp``, fsynced; ``verify-temp`` — it replays alone to the plan's digest;
+3. ``rename-temp`` (never over an existing name), ``fsync-dir`` — the snapshot is live, the old segments superseded;
+4. ``unlink:<segment>`` for each superseded segment, ``fsync-dir``; ``unlock``.
+
+A crash at any step leaves a directory that replays to the same state: before step 3 the old segments (and a temp
+file the reader ignores), after it the snapshot (and superseded segments the reader skips, clean removes).
+
+clean: remove the superseded segments and temp files an interrupted pack left, under the same lock.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...formats.snap import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
+from ..findings import ERROR, Verdict
+from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..run import LogReport
+from .model import FjjJournal, Segment
+from .reader import discover
+from .replay import FifoState
+from .verify import run_log
+from .writer import SegmentWriter, delete_request, mark_request, segments_in, set_request
+
+LOCK_TIMEOUT_S = 0.5
+
+
+def snapshot_records(state: FifoState) -> list[tuple[int, bytes]]:
+    """(applied_at, request) of the snapshot of ``state`` at its --as-of."""
+    now = state.now_us
+    out = []
+    for uri in sorted(state.fifo.entries):
+        e = state.fifo.entries[uri]
+        out.append((now, set_request(uri, e.priority, e.key_start_date, e.timestamp)))
+        if e.worked_until > now:
+            out.append((now, mark_request(uri, e.timestamp, e.worked_until - now)))
+    for uri in sorted(state.fifo.tombstones):
+        out.append((now, delete_request(uri, state.fifo.tombstones[uri])))
+    return out
+
+
+@dataclass(slots=True)
+class FjjPackPlan(Plan):
+    kind: ClassVar[str] = "pack"
+
+    journal: FjjJournal
+    as_of_ns: int
+    report: LogReport
+    inputs: list[tuple[str, int]]
+    seq: int                                  # the snapshot's number
+    records: list[tuple[int, bytes]]
+    digest: str
+    bytes_before: int
+    elapsed_s: float = 0.0
+    dropped: list[str] = field(default_factory=list)
+
+    @property
+    def input_exit_code(self) -> int:
+        return int(self.report.verdict)
+
+    @property
+    def bytes_after(self) -> int:
+        return 16 + sum(16 + len(r) for _, r in self.records)
+
+    def report_doc(self) -> dict:
+        return {"format": "fastjournal", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
+                "before": {"records": self.report.records, "bytes": self.bytes_before, "files": len(self.inputs)},
+                "after": {"records": len(self.records), "bytes": self.bytes_after, "files": 1,
+                          "entries": len(self.report.state.fifo.entries),
+                          "tombstones": len(self.report.state.fifo.tombstones)},
+                "records_dropped": self.report.records - len(self.records), "dropped": self.dropped,
+                "digest": self.digest, "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
+                "plan": {"snapshot": fjj_segment_name(self.seq), "supersedes": [p for p, _ in self.inputs]}}
+
+    def write(self, out: str) -> WriteResult:
+        return write_pack(self, out)
+
+    def apply(self, **kw) -> ApplyResult:
+        return apply_pack(self, **kw)
+
+    def apply_steps(self, **kw) -> list[str]:
+        return labels(lambda step: _pack_steps(self, step, {}))
+
+
+def pack_plan(journal: FjjJournal, as_of_ns: int, *, salvage: bool = False) -> FjjPackPlan:
+    t0 = time.perf_counter()
+    report = run_log(journal, as_of_ns)
+    v = report.verdict
+    errors = [f for f in report.findings if f.severity == ERROR]
+    if v in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
+        first = next((f for f in errors if f.verdict == v), None)
+        raise PackRefused(f"refusing to pack a journal with {'corruption' if v == Verdict.CORRUPT else 'an invalid history'}"
+                          + (f" ({first.code}: {first.message})" if first else "")
+                          + "; --salvage packs what replays and lists what is dropped", verdict=int(v), report=report,
+                          path=first.path if first else None, offset=first.offset if first else None)
+    dropped = [f"{os.path.basename(f.path or '')}@0x{(f.offset or 0):x}: {f.code} dropped" for f in errors]
+    inputs = [(s.path, os.path.getsize(s.path)) for s in journal.segments]
+    existing = [s.seq for s in journal.segments]
+    if journal.is_dir:
+        existing += [seq for seq, _ in segments_in(journal.root)]
+    seq = max(existing, default=0) + 1
+    state: FifoState = report.state
+    plan = FjjPackPlan(journal, as_of_ns, report, inputs, seq, snapshot_records(state), state.digest(),
+                       sum(n for _, n in inputs), dropped=dropped)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _write_segment(plan: FjjPackPlan, path: str, seq: int, *, half: bool = False) -> SegmentWriter:
+    w = SegmentWriter(path, seq, flags=SEGMENT_SNAPSHOT)
+    recs = plan.records[: len(plan.records) // 2] if half else plan.records
+    for at, req in recs:
+        w.append(at, req)
+    return w
+
+
+def _verify_segment(plan: FjjPackPlan, path: str, seq: int) -> str:
+    j = FjjJournal(root=os.path.dirname(path) or ".", segments=[Segment(path, seq, SEGMENT_SNAPSHOT)], is_dir=False)
+    rep = run_log(j, plan.as_of_ns)
+    got = rep.state.digest()
+    if rep.verdict != Verdict.CLEAN or got != plan.digest:
+        raise PackMismatch(f"the snapshot does not replay to the input's state: expected digest {plan.digest}, got "
+                           f"{got}", expected=plan.digest, actual=got, path=path)
+    return got
+
+
+def write_pack(plan: FjjPackPlan, out: str) -> WriteResult:
+    t0 = time.perf_counter()
+    if os.path.lexists(out):
+        if not os.path.isdir(out) or os.listdir(out):
+            raise UsageError("output exists and is not an empty directory; pack never overwrites", path=out)
+        created = False
+    else:
+        os.mkdir(out)
+        created = True
+    path = os.path.join(out, fjj_segment_name(1))
+    try:
+        w = _write_segment(plan, path, 1)
+        w.close()
+        digest = _verify_segment(plan, path, 1)
+        fsync_dir(out)
+    except BaseException:
+        unlink_quiet(path)
+        if created:
+            os.rmdir(out)
+        raise
+    return WriteResult(out, [path], w.size, w.records, digest, time.perf_counter() - t0)
+
+
+def _lock(journal: FjjJournal, ctx: dict) -> None:
+    ctx["lock"] = LockSet(journal.root, [FJJ_LOCK], LOCK_TIMEOUT_S,
+                          busy=lambda n: "a fastjournal server is running: stop it first")
+
+
+def _pack_steps(plan: FjjPackPlan, step: StepRunner, ctx: dict) -> None:
+    j = plan.journal
+    d = j.root
+    name = fjj_segment_name(plan.seq)
+    temp = os.path.join(d, "." + name + FJJ_TEMP_SUFFIX)
+    final = os.path.join(d, name)
+
+    def check():
+        now = discover([d])[0]
+        if [(s.path, os.path.getsize(s.path)) for s in now.segments] != plan.inputs:
+            raise InputError("the journal changed since the plan was made (is a server running?); plan again", path=d)
+
+    def write():
+        if step.during("write-temp"):
+            w = _write_segment(plan, temp, plan.seq, half=True)
+            w.close()
+            step.crash("write-temp")
+        ctx["w"] = _write_segment(plan, temp, plan.seq)
+        ctx["w"].close()
+
+    step("lock", lambda: _lock(j, ctx))
+    step("check", check)
+    step("write-temp", write, rollback=lambda: unlink_quiet(temp))
+    step("verify-temp", lambda: ctx.__setitem__("digest", _verify_segment(plan, temp, plan.seq)))
+    step("rename-temp", lambda: rename_noreplace(temp, final), rollback=lambda: unlink_quiet(final))
+    step("fsync-dir", lambda: fsync_dir(d))
+    step.commit()
+    for p, _ in plan.inputs:
+        step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
+    for p in j.superseded + j.temps:
+        step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
+    step("fsync-dir:unlink", lambda: fsync_dir(d))
+    step("unlock", lambda: ctx.pop("lock").release())
+
+
+def apply_pack(plan: FjjPackPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+               **_kw) -> ApplyResult:
+    if not plan.journal.is_dir:
+        raise UsageError("--apply needs the journal directory", path=plan.journal.root)
+    t0 = time.perf_counter()
+    ctx: dict = {}
+    try:
+        with StepRunner(fail_at, hook) as step:
+            _pack_steps(plan, step, ctx)
+    finally:
+        if "lock" in ctx:
+            ctx["lock"].release()     # what the kernel does for a crashed process
+    w = ctx["w"]
+    final = os.path.join(plan.journal.root, fjj_segment_name(plan.seq))
+    result = WriteResult(final, None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
+    removed = [p for p, _ in plan.inputs] + plan.journal.superseded + plan.journal.temps
+    return ApplyResult(final, step.done, result, plan.bytes_before, w.size, removed=removed)
+
+
+# ---------------------------------------------------------------- clean
+@dataclass(slots=True)
+class FjjCleanPlan(Plan):
+    kind: ClassVar[str] = "clean"
+
+    journal: FjjJournal
+    as_of_ns: int
+    remove: list[tuple[str, int, str]]
+    digest: str = ""
+    verdict: int = 0
+    records: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def input_exit_code(self) -> int:
+        return self.verdict
+
+    def report_doc(self) -> dict:
+        kept = sum(os.path.getsize(s.path) for s in self.journal.segments if os.path.exists(s.path))
+        freed = sum(n for _, n, _ in self.remove)
+        segs = len(self.journal.segments) + len(self.journal.superseded)
+        return {"format": "fastjournal", "root": self.journal.root, "as_of_ns": self.as_of_ns,
+                "nothing_to_do": not self.remove,
+                "why": "no superseded segment, no temp file" if not self.remove else None,
+                "before": {"files": segs, "records": self.records, "bytes": kept + freed},
+                "after": {"files": len(self.journal.segments), "records": self.records, "bytes": kept},
+                "reclaimed": {"bytes": freed, "files": len(self.remove), "records": 0},
+                "actions": [{"file": p, "action": "delete", "why": r} for p, _n, r in self.remove],
+                "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6)}
+
+    def apply(self, **kw) -> ApplyResult:
+        return apply_clean(self, **kw)
+
+    def apply_steps(self, **kw) -> list[str]:
+        return labels(lambda step: _clean_steps(self, step, {}))
+
+
+def clean_plan(journal: FjjJournal, as_of_ns: int) -> FjjCleanPlan:
+    t0 = time.perf_counter()
+    if not journal.is_dir:
+        raise UsageError("clean needs the journal directory", path=journal.root)
+    rep = run_log(journal, as_of_ns, limit=0)
+    remove = [(p, os.path.getsize(p), "superseded by a snapshot") for p in journal.superseded]
+    remove += [(p, os.path.getsize(p), "temp file of an interrupted pack") for p in journal.temps]
+    plan = FjjCleanPlan(journal, as_of_ns, remove, rep.state.digest(), int(rep.verdict), rep.records)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _clean_steps(plan: FjjCleanPlan, step: StepRunner, ctx: dict) -> None:
+    d = plan.journal.root
+
+    def check():
+        now = discover([d])[0]
+        gone = [p for p, _, r in plan.remove if r.startswith("superseded") and p not in now.superseded]
+        if gone:
+            raise InputError("the journal changed since the plan was made; plan again", path=d)
+
+    def reverify():
+        rep = run_log(discover([d])[0], plan.as_of_ns, limit=0)
+        if rep.state.digest() != plan.digest:
+            raise PackMismatch(f"after clean the journal replays to {rep.state.digest()}, not {plan.digest}",
+                               expected=plan.digest, actual=rep.state.digest(), path=d)
+
+    step("lock", lambda: _lock(plan.journal, ctx))
+    step("check", check)
+    for p, _, _ in plan.remove:
+        step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
+    step("fsync-dir", lambda: fsync_dir(d))
+    step("verify", reverify)
+    step("unlock", lambda: ctx.pop("lock").release())
+
+
+def apply_clean(plan: FjjCleanPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+                **_kw) -> ApplyResult:
+    ctx: dict = {}
+    try:
+        with StepRunner(fail_at, hook) as step:
+            _clean_steps(plan, step, ctx)
+    finally:
+        if "lock" in ctx:
+            ctx["lock"].release()
+    return ApplyResult(plan.journal.root, step.done, None, sum(n for _, n, _ in plan.remove), 0,
+                       removed=[p for p, _, _ in plan.remove])
+
+
+#: the name the conformance suite and callers know
+apply_plan = apply_pack

@@ -1,0 +1,130 @@
+"""clean for Kestrel queues: what Kestrel 2.x itself does at start-up and after a pack, plan-first.
+
+Kestrel's start-up (``Journal`` / ``cleanUpPackedFiles``) deletes ``<q>~~<ms>`` temp files of an unfinished rewrite,
+and for every ``<q>.<ms>.pack`` deletes the rotated files it supersedes (``<q>.<ts>`` with ``ts <= ms``) and renames
+it to ``<q>.<ms>``. wqtool already applies these rules virtually when it reads a queue (``reader.classify``); clean
+applies them for real, in Kestrel's order, each step one that Kestrel itself takes, so a crash anywhere leaves a set
+Kestrel (and wqtool) replays to the same state. Stray names are reported, never touched. Kestrel has no lock files:
+clean refuses while another process holds a file of the queue open (a running Kestrel could be writing a temp).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+from ...errors import InputError, PackMismatch, UsageError
+from ...formats.kestrel import PACK_SUFFIX
+from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, unlink_quiet
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from .pack import replay_digest
+from .reader import ROLE_PACK, FileSet, classify, queue_of
+from .verify import run_log
+
+
+@dataclass(slots=True)
+class KestrelCleanPlan(Plan):
+    kind: ClassVar[str] = "clean"
+
+    fileset: FileSet
+    as_of_ns: int
+    digest: str                              # the queue's replay digest (open transactions kept open)
+    deletes: list[tuple[str, str]]           # (path, why): temps, files a pack supersedes
+    renames: list[tuple[str, str]]           # (.pack path, its final name)
+    sigs: dict[str, FileSig]
+    input_exit_code: int
+    records: int
+    elapsed_s: float = 0.0
+    shown_digest: str = ""                   # as `wqtool replay` prints it (open transactions backed out)
+
+    def report_doc(self) -> dict:
+        sizes = {p: (s.size or 0) for p, s in self.sigs.items()}
+        reclaimed = sum(sizes.get(p, 0) for p, _ in self.deletes)
+        before = sum(sizes.values())
+        return {
+            "format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue, "as_of_ns": self.as_of_ns,
+            "before": {"files": len(self.sigs), "bytes": before, "records": self.records},
+            "after": {"files": len(self.sigs) - len(self.deletes), "bytes": before - reclaimed,
+                      "records": self.records},
+            "reclaimed": {"bytes": reclaimed, "files": len(self.deletes), "records": 0},
+            "actions": [{"file": p, "action": "delete", "why": why} for p, why in self.deletes]
+                       + [{"file": p, "action": "rename", "to": to} for p, to in self.renames],
+            "stray": list(self.fileset.stray), "digest": self.shown_digest or self.digest, "elapsed_s": round(self.elapsed_s, 6),
+        }
+
+    def apply(self, **kw) -> ApplyResult:
+        return apply_plan(self, **kw)
+
+    def apply_steps(self, **kw) -> list[str]:
+        return apply_steps(self, **kw)
+
+
+def clean_plan(fileset: FileSet, as_of_ns: int) -> KestrelCleanPlan:
+    t0 = time.perf_counter()
+    if not fileset.is_dir:
+        raise UsageError("clean works on a queue directory (files named one by one are not a queue)",
+                         path=fileset.root)
+    report = run_log(fileset, as_of_ns, keep_open=True, limit=0)
+    files = {f.path for f in fileset.files}
+    deletes = [(p, "a leftover rewrite temp file (Kestrel deletes it at start-up)") for p in fileset.temps]
+    deletes += [(p, "superseded by a finished pack (Kestrel deletes it)") for p in fileset.superseded
+                if p not in fileset.temps and p not in files]
+    renames = []
+    for f in fileset.files:
+        if f.role == ROLE_PACK:
+            renames.append((f.path, f.path[: -len(PACK_SUFFIX)]))
+    on_disk = [f.path for f in fileset.files] + list(fileset.superseded)
+    plan = KestrelCleanPlan(fileset, as_of_ns, report.state.digest(), deletes, renames,
+                            {p: FileSig.of(p) for p in dict.fromkeys(on_disk)}, int(report.verdict), report.records,
+                            shown_digest=replay_digest(report.state))
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _steps(plan: KestrelCleanPlan, step: StepRunner, fsync: bool) -> None:
+    d = plan.fileset.root
+    for p, _ in plan.deletes:
+        step(f"unlink:{os.path.basename(p)}", lambda p=p: unlink_quiet(p))
+    if plan.deletes and fsync:
+        step("fsync-dir:unlink", lambda: fsync_dir(d))
+    for src, dst in plan.renames:
+        step(f"rename:{os.path.basename(src)}", lambda src=src, dst=dst: os.rename(src, dst))
+        if fsync:
+            step(f"fsync-dir:{os.path.basename(dst)}", lambda: fsync_dir(d))
+
+
+def apply_steps(plan: KestrelCleanPlan, *, fsync: bool = True) -> list[str]:
+    return labels(lambda step: _steps(plan, step, fsync))
+
+
+def apply_plan(plan: KestrelCleanPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+               fsync: bool = True) -> ApplyResult:
+    t0 = time.perf_counter()
+    fs = plan.fileset
+    found = holders(list(plan.sigs) + [fs.live_path])
+    if found:
+        raise LogBusy(f"Kestrel must be stopped before clean --apply: {describe_holders(found)}; nothing was changed",
+                      path=fs.live_path)
+    for p, sig in plan.sigs.items():
+        if FileSig.of(p) != sig:
+            raise InputError("the queue's files changed since the plan was made (is Kestrel running?); plan again",
+                             path=p)
+    deleted = {p for p, _ in plan.deletes}
+    for _, dst in plan.renames:
+        if os.path.lexists(dst) and dst not in deleted:
+            raise InputError("the name a pack is renamed to is taken; plan again", path=dst)
+    with StepRunner(fail_at, hook) as step:
+        _steps(plan, step, fsync)
+    names = sorted(n for n in os.listdir(fs.root) if os.path.isfile(os.path.join(fs.root, n))
+                   and queue_of(n) == fs.queue)
+    after = run_log(classify(fs.queue, fs.root, names), plan.as_of_ns, keep_open=True, limit=0)
+    got = after.state.digest()
+    if got != plan.digest:
+        raise PackMismatch(f"the cleaned queue replays differently: expected {plan.digest}, got {got}",
+                           expected=plan.digest, actual=got, path=fs.root)
+    bytes_before = sum((s.size or 0) for s in plan.sigs.values())
+    bytes_after = sum(os.path.getsize(os.path.join(fs.root, n)) for n in names)
+    result = WriteResult(fs.root, None, bytes_after, after.records, got, time.perf_counter() - t0)
+    return ApplyResult(fs.live_path, step.done, result, bytes_before, bytes_after,
+                       removed=[p for p, _ in plan.deletes])

@@ -1,0 +1,271 @@
+"""repair for Kestrel queues: a journal set Kestrel starts on and replays in full, without losing a readable record.
+
+Kestrel itself truncates a torn live file at start-up ("DATA MAY HAVE BEEN LOST!") and stops reading any file at
+the first damaged record — in a rotated file it even truncates the *live* file by mistake (spec §8). The plan reads
+the queue's files in replay order with the engine's reader (which resynchronises on a plausible chain of valid
+opcodes after damage) and cuts:
+
+* the torn tail of the live file (no flag);
+* with ``salvage``: every damaged range ``[offset, resumes_at)`` anywhere (negative / absurd sizes included);
+* with ``drop_invalid``: the records that reuse an open xid (KQ-XID-REUSED: the earlier open item would be lost);
+* with ``truncate_to_ms``: everything from the first item added after T (Kestrel stores no time on other records).
+
+The repaired journal holds every kept record byte for byte, in replay order, in one file, installed exactly as
+``pack --apply`` installs a pack (``pack._run_steps``: temp file, fsync, re-verify; rotate the live file; publish as
+``.pack``; link the replaced files into a backup directory; delete them; rename into place) — so a crash at any step
+leaves a set Kestrel replays as before or as after, and a live writer is detected and rolled back the same way.
+Every cut byte goes to the quarantine directory (``<file>@<offset hex>-<end hex>.bin``).
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ...errors import InputError, PackRefused, UsageError
+from ...formats._common import format_unix_ns
+from ..findings import ERROR, Finding, Verdict, worst
+from ..fsops import FileSig, fsync_dir
+from ..plan import ApplyResult, Plan
+from ..run import LogReport
+from . import pack as pack_mod
+from .pack import replay_digest
+from .model import Record
+from .reader import FileSet, JournalReader
+from .replay import KestrelReplay, KestrelState
+
+NS_PER_MS = 1_000_000
+
+
+@dataclass(slots=True)
+class Cut:
+    path: str
+    offset: int
+    length: int
+    what: str            # torn-tail | unreadable | refused-record | after-time
+    code: str | None
+    message: str
+
+    def to_jsonable(self) -> dict:
+        return {"file": self.path, "offset": self.offset, "length": self.length, "what": self.what,
+                "code": self.code, "message": self.message}
+
+
+@dataclass(slots=True)
+class KestrelRepairPlan(Plan):
+    kind: ClassVar[str] = "repair"
+    verify_version: str = "auto"
+
+    fileset: FileSet = None
+    as_of_ns: int = 0
+    input_exit_code: int = 0
+    cuts: list[Cut] = field(default_factory=list)
+    kept: list[tuple[str, int, int]] = field(default_factory=list)     # (path, offset, length) in replay order
+    digest_before: str = ""
+    digest_expected: str = ""
+    state: KestrelState | None = None            # what the repaired journal replays to (keep_open)
+    state_before: KestrelState | None = None     # what the input replays to (keep_open)
+    items_changed: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    inputs: list[tuple[str, int]] = field(default_factory=list)
+    live_sig: FileSig | None = None
+    records_before: int = 0
+    bytes_before: int = 0
+    report: LogReport | None = None
+    backup_dir: str | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not self.cuts
+
+    def content_chunks(self):
+        """The repaired journal: every kept record, byte for byte, in replay order."""
+        fd_path, fd = None, None
+        try:
+            for path, off, ln in self.kept:
+                if path != fd_path:
+                    if fd is not None:
+                        os.close(fd)
+                    fd, fd_path = os.open(path, os.O_RDONLY), path
+                b = os.pread(fd, ln, off)
+                if len(b) != ln:
+                    raise InputError("the journal changed since the plan was made; plan again", path=path, offset=off)
+                yield b
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def report_doc(self) -> dict:
+        bytes_after = sum(ln for _, _, ln in self.kept)
+        return {
+            "format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue, "as_of_ns": self.as_of_ns,
+            "input_exit_code": self.input_exit_code, "nothing_to_do": self.nothing_to_do,
+            "why": "the journal is clean: Kestrel replays all of it" if self.nothing_to_do else None,
+            "before": {"files": len(self.inputs), "bytes": self.bytes_before, "records": self.records_before},
+            "after": {"files": 1 if self.kept else 0, "bytes": bytes_after, "records": len(self.kept)},
+            "cut": {"bytes": sum(c.length for c in self.cuts), "ranges": len(self.cuts),
+                    "by_what": dict(Counter(c.what for c in self.cuts))},
+            "actions": ([{"file": p, "action": "replace", "bytes_before": s} for p, s in self.inputs]
+                        if not self.nothing_to_do else []),
+            "cuts": [c.to_jsonable() for c in self.cuts],
+            "lines": [f"cut {os.path.basename(c.path)}@0x{c.offset:x}+{c.length}: {c.what}"
+                      + (f" ({c.code})" if c.code else "") for c in self.cuts] + self.items_changed[:100],
+            # as `wqtool replay` prints them (the plan itself compares the open states, which is stricter)
+            "digest_before": self._shown(self.state_before, self.digest_before),
+            "digest_after": self._shown(self.state, self.digest_expected),
+            "digest": self._shown(self.state, self.digest_expected), "elapsed_s": round(self.elapsed_s, 6),
+        }
+
+    def replay_digest(self, state: KestrelState) -> str:
+        return replay_digest(state)
+
+    @staticmethod
+    def _shown(state: KestrelState | None, digest: str) -> str:
+        return digest if state is None else replay_digest(state)
+
+    def apply(self, *, quarantine: str | None = None, keep_backup: bool = True, **kw) -> ApplyResult:
+        return apply_plan(self, quarantine=quarantine, keep_backup=keep_backup, **kw)
+
+    def apply_steps(self, *, keep_backup: bool = True, **kw) -> list[str]:
+        if self.nothing_to_do:
+            return []
+        saved, self.backup_dir = self.backup_dir, default_dirs(self)[0] if keep_backup else None
+        try:
+            labels = pack_mod.apply_steps(self, **kw)
+        finally:
+            self.backup_dir = saved
+        return ["quarantine"] + labels if any(c.length for c in self.cuts) else labels
+
+
+def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
+                truncate_to_ns: int | None = None, kestrel_version: str | None = None) -> KestrelRepairPlan:
+    t0 = time.perf_counter()
+    if not fileset.is_dir:
+        raise UsageError("repair works on a queue directory (files named one by one are not a queue)",
+                         path=fileset.root)
+    version = kestrel_version or fileset.kestrel_version
+    live_sig = FileSig.of(fileset.live_path)
+    before, after = KestrelReplay(as_of_ns, version=version), KestrelReplay(as_of_ns, version=version)
+    sizes = {f.path: os.path.getsize(f.path) for f in fileset.files}
+    errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
+    cuts: list[Cut] = []
+    kept: list[tuple[str, int, int]] = []
+    cut_from: tuple[str, int] | None = None
+    t_ms = None if truncate_to_ns is None else truncate_to_ns // NS_PER_MS
+    records = 0
+    reader = JournalReader(fileset)
+    for ev in reader.events():
+        if ev.__class__ is Record:
+            records += 1
+            before.apply(ev)
+            refused = [f for f in before.findings if f.severity == ERROR]
+            before.findings.clear()
+            if cut_from is None and t_ms is not None and ev.add_time is not None and ev.add_time > t_ms:
+                cut_from = (ev.path, ev.offset)
+            if cut_from is not None:
+                continue
+            errors[Verdict.INVALID_HISTORY] += refused
+            if refused and drop_invalid:
+                cuts.append(Cut(ev.path, ev.offset, ev.length, "refused-record", refused[0].code, refused[0].message))
+                continue
+            after.apply(ev)
+            after.findings.clear()
+            kept.append((ev.path, ev.offset, ev.length))
+            continue
+        f = ev
+        if f.severity != ERROR or f.path not in sizes or cut_from is not None:
+            continue
+        errors.setdefault(f.verdict, []).append(f)
+        end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
+        cuts.append(Cut(f.path, f.offset, end - f.offset,
+                        "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
+    if errors[Verdict.CORRUPT] and not salvage:
+        f = errors[Verdict.CORRUPT][0]
+        raise PackRefused(f"{f.code}: {f.message} — the journal has corruption: --salvage repairs it",
+                          verdict=int(Verdict.CORRUPT), path=f.path, offset=f.offset)
+    if errors[Verdict.INVALID_HISTORY] and not drop_invalid:
+        f = errors[Verdict.INVALID_HISTORY][0]
+        raise PackRefused(f"{f.code}: {f.message} — the journal reuses an open xid: --drop-invalid removes those "
+                          "records (the items they would lose stay queued)", verdict=int(Verdict.INVALID_HISTORY),
+                          path=f.path, offset=f.offset)
+    if cut_from is not None:
+        path, off = cut_from
+        later = False
+        for jf in fileset.files:
+            if jf.path == path:
+                cuts.append(Cut(path, off, sizes[path] - off, "after-time", None,
+                                f"items added after {format_unix_ns(truncate_to_ns)} and all that follows"))
+                later = True
+            elif later and sizes[jf.path]:
+                cuts.append(Cut(jf.path, 0, sizes[jf.path], "after-time", None,
+                                f"written after {format_unix_ns(truncate_to_ns)}"))
+    s_before = before.finish(keep_open=True)
+    s_after = after.finish(keep_open=True)
+    verdict = worst(v for v, fs in errors.items() if fs)
+    plan = KestrelRepairPlan(verify_version=version, fileset=fileset, as_of_ns=as_of_ns, input_exit_code=int(verdict),
+                             cuts=cuts, kept=kept, digest_before=s_before.digest(), digest_expected=s_after.digest(),
+                             state=s_after, state_before=s_before, findings=[f for fs in errors.values() for f in fs],
+                             inputs=[(f.path, sizes[f.path]) for f in fileset.files], live_sig=live_sig
+                             if live_sig.ino is not None else None, records_before=records,
+                             bytes_before=sum(sizes.values()))
+    if s_before.digest() != s_after.digest():
+        plan.items_changed = [f"queue: {s_before.items} item(s) before, {s_after.items} after"]
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def default_dirs(plan: KestrelRepairPlan) -> tuple[str, str]:
+    d = os.path.abspath(plan.fileset.root)
+    stamp = format_unix_ns(plan.as_of_ns).replace("-", "").replace(":", "")
+    return f"{d}.pre-repair-{plan.fileset.queue}-{stamp}", f"{d}.quarantine-{plan.fileset.queue}-{stamp}"
+
+
+def _quarantine(plan: KestrelRepairPlan, qdir: str, fsync: bool) -> list[str]:
+    os.makedirs(qdir, exist_ok=True)
+    out = []
+    for c in plan.cuts:
+        if not c.length:
+            continue
+        dst = os.path.join(qdir, f"{os.path.basename(c.path)}@{c.offset:x}-{c.offset + c.length:x}.bin")
+        with open(c.path, "rb") as src, open(dst, "xb") as f:
+            src.seek(c.offset)
+            left = c.length
+            while left:
+                chunk = src.read(min(1 << 20, left))
+                if not chunk:
+                    raise InputError("the journal shrank while it was being repaired", path=c.path)
+                f.write(chunk)
+                left -= len(chunk)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        out.append(dst)
+    if fsync:
+        fsync_dir(qdir)
+    return out
+
+
+def apply_plan(plan: KestrelRepairPlan, *, quarantine: str | None = None, keep_backup: bool = True,
+               now_ms: int | None = None, fail_at: str | None = None, hook=None, fsync: bool = True) -> ApplyResult:
+    """Quarantine the cut bytes, then install the repaired journal the way a pack is installed."""
+    if plan.nothing_to_do:
+        total = plan.bytes_before
+        return ApplyResult(plan.fileset.live_path, [], None, total, total)
+    bdir, qdef = default_dirs(plan)
+    qdir = quarantine or qdef
+    if os.path.lexists(qdir) and os.listdir(qdir):
+        raise UsageError("the quarantine directory exists and is not empty; name a new one", path=qdir)
+    plan.backup_dir = bdir if keep_backup else None
+    from ..plan import StepRunner
+    written: list[str] = []
+    step = StepRunner(fail_at, hook)
+    if any(c.length for c in plan.cuts):
+        step("quarantine", lambda: written.extend(_quarantine(plan, qdir, fsync)))
+    res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=hook)
+    res.steps = step.done + res.steps
+    res.quarantine = written
+    res.backup = bdir if keep_backup else None
+    return res

@@ -1,0 +1,441 @@
+"""Retry files (``orth-callbacks``): discovery, the reader (one file at a time: bytes -> entries and findings), the
+replay (each log id's callback state) and the pass.
+
+A log is one retry directory set: the ``callbacklogs/`` (and legacy ``callbacklog/``) of one ``logPath``, one of
+those directories, or files named explicitly. Files are read in name order (deterministic); Orth's own order is
+its directory listing (``File.listFiles``: readdir order), which decides what a poison file blocks, so that order
+is recorded at discovery and named in the poison findings' ``upstream`` text.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+
+from ...formats._common import format_unix_ns
+from ...formats.orth import (CALLBACK_DIR, CALLBACK_NAME, DATE_DIR, GLUE_DIR, HandleCode, JAVA_TRIM_MAX, LEGACY_CALLBACK_DIR,
+                             LEGACY_NAME, STREAM_HEAD, log_status)
+from ..fileio import FileView, input_error, kind_of
+from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
+from ..run import ReplayPass
+from .gson import GsonError, encode, parse_lenient, strict_error
+from .javaser import JavaStreamError, parse_legacy
+from .model import Callback
+
+#: A retry file larger than this is not read (a batch is everything queued at one moment; 256 MiB is far beyond).
+MAX_FILE = 256 << 20
+
+DIR_JSON, DIR_LEGACY, DIR_OTHER = "callbacklogs", "callbacklog", "explicit"
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackFile:
+    path: str
+    dir_kind: str           # callbacklogs | callbacklog | explicit (a file or directory outside Orth's names)
+    pinned_size: int | None = None
+
+
+@dataclass(slots=True)
+class CallbackSet:
+    root: str
+    files: list[CallbackFile]
+    findings: list[Finding] = field(default_factory=list)
+    is_dir: bool = True
+    #: directory -> its entries in readdir order (Orth's retry order)
+    listing: dict[str, list[str]] = field(default_factory=dict)
+    log_path: str | None = None      # the logPath these directories belong to, when known
+
+
+# ---------------------------------------------------------------- discovery
+def discover(paths, opts=None) -> list[CallbackSet]:
+    out = []
+    for p in paths:
+        st = os.stat(p)
+        name = os.path.basename(os.path.normpath(p))
+        if stat.S_ISDIR(st.st_mode):
+            if name in (CALLBACK_DIR, LEGACY_CALLBACK_DIR):
+                cs = CallbackSet(root=p, files=[], log_path=os.path.dirname(os.path.normpath(p)) or ".")
+                _add_dir(cs, p, DIR_JSON if name == CALLBACK_DIR else DIR_LEGACY)
+            elif any(os.path.lexists(os.path.join(p, d)) for d in (CALLBACK_DIR, LEGACY_CALLBACK_DIR)):
+                cs = CallbackSet(root=p, files=[], log_path=p)
+                for d, kind in ((CALLBACK_DIR, DIR_JSON), (LEGACY_CALLBACK_DIR, DIR_LEGACY)):
+                    dp = os.path.join(p, d)
+                    if os.path.isdir(dp):
+                        _add_dir(cs, dp, kind)
+                    elif os.path.lexists(dp):
+                        cs.findings.append(_not_a_dir(dp, d))
+            elif _is_log_path(p):
+                cs = CallbackSet(root=p, files=[], log_path=p)      # a logPath without retry directories
+            else:
+                cs = CallbackSet(root=p, files=[])
+                _add_dir(cs, p, DIR_OTHER)
+            out.append(cs)
+        elif name == CALLBACK_DIR:
+            out.append(CallbackSet(root=p, files=[], findings=[_not_a_dir(p, name)], is_dir=False))
+        else:
+            parent = os.path.dirname(os.path.normpath(p)) or "."
+            pname = os.path.basename(os.path.abspath(parent))
+            kind = DIR_JSON if pname == CALLBACK_DIR else DIR_LEGACY if pname == LEGACY_CALLBACK_DIR else DIR_OTHER
+            cs = CallbackSet(root=p, files=[CallbackFile(p, kind)], is_dir=False)
+            if kind == DIR_JSON:
+                cs.listing[parent] = _listdir(parent)
+                cs.log_path = os.path.dirname(os.path.abspath(parent))
+            out.append(cs)
+    return out
+
+
+def _is_log_path(p: str) -> bool:
+    try:
+        return any(DATE_DIR.match(n) or n == GLUE_DIR for n in os.listdir(p))
+    except OSError:
+        return False
+
+
+def _listdir(d: str) -> list[str]:
+    try:
+        return os.listdir(d)       # readdir order, as Java's File.listFiles
+    except OSError as exc:
+        raise input_error(d, exc) from None
+
+
+def _add_dir(cs: CallbackSet, d: str, kind: str) -> None:
+    names = _listdir(d)
+    cs.listing[d] = names
+    for n in sorted(names):
+        p = os.path.join(d, n)
+        try:
+            st = os.stat(p)             # Orth's Files.readString follows symbolic links
+        except OSError:
+            cs.findings.append(Finding(WARNING, "OC-NOT-A-FILE", "a dangling symbolic link in the retry directory: "
+                                       "Orth's read of it fails on every pass and it stays", path=p))
+            continue
+        if stat.S_ISREG(st.st_mode):
+            cs.files.append(CallbackFile(p, kind))
+        else:
+            cs.findings.append(Finding(WARNING, "OC-NOT-A-FILE", f"{kind_of(st.st_mode)} in the retry directory: Orth's read of it "
+                                       "fails on every pass and it stays (not read here)", path=p))
+
+
+def _not_a_dir(p: str, name: str) -> Finding:
+    return Finding(ERROR, "OC-NOT-A-DIR", f"'{name}' is not a directory: while it exists, a callback that fails "
+                   "cannot be persisted (FileTool.createDirectories throws) and is lost; Orth's retry thread deletes "
+                   "it within 30 s", path=p, verdict=Verdict.CORRUPT,
+                   upstream="retryFailCallbackFile: FileTool.delete(callbacklogs), then return")
+
+
+# ---------------------------------------------------------------- the reader: one file
+def _blocked_text(cs: CallbackSet, path: str) -> str:
+    d = os.path.dirname(path) or "."
+    names = cs.listing.get(d)
+    if names is None:
+        return "Orth's retry pass aborts at this file on every run (listing order unknown: named explicitly)"
+    me = os.path.basename(path)
+    after = names[names.index(me) + 1:] if me in names else []
+    if not after:
+        return ("Orth's retry pass aborts at this file on every run; it is listed last here (readdir order), so it "
+                "blocks nothing now, but blocks any file listed after it later")
+    return (f"Orth's retry pass aborts at this file on every run and never reaches the {len(after)} file(s) listed "
+            f"after it (readdir order): {', '.join(after)}")
+
+
+def _first_bad_utf8(data: bytes) -> int | None:
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        return exc.start
+
+
+class CallbackReader:
+    """Reads the files of one ``CallbackSet`` (or just one of them: ``only``): yields ``Callback`` records and
+    findings in file order. ``poison`` collects the files Orth's retry pass aborts at."""
+
+    def __init__(self, cs: CallbackSet, only: int | None = None, start_index: int = 0, discovery: bool = True):
+        self.cs = cs
+        self.only = only
+        self.records = start_index
+        self.bytes = 0
+        self.segments_read = 0
+        self.discovery = discovery
+        self.poison: set[str] = set()
+        self.states: dict[str, str] = {}
+
+    def events(self):
+        if self.discovery:
+            yield from self.cs.findings
+        files = self.cs.files if self.only is None else [self.cs.files[self.only]]
+        for cf in files:
+            yield from self._file(cf)
+
+    def _file(self, cf: CallbackFile):
+        path = cf.path
+        try:
+            with FileView(cf) as v:
+                if v.size > MAX_FILE:
+                    yield Finding(ERROR, "OC-REJECTED", f"{v.size} bytes: larger than {MAX_FILE} bytes, not read",
+                                  path=path, offset=0, verdict=Verdict.CORRUPT)
+                    return
+                data = bytes(v.data)
+        except OSError as exc:
+            raise input_error(path, exc) from None
+        self.segments_read += 1
+        self.bytes += len(data)
+        name = os.path.basename(path)
+        if data.startswith(STREAM_HEAD[:2]):
+            yield from self._legacy(cf, data, name)
+        else:
+            yield from self._json(cf, data, name)
+
+    def _emit(self, cf: CallbackFile, entries, source: str, state: str):
+        for i, e in enumerate(entries):
+            yield Callback(cf.path, e.offset, e.length, self.records, i, source, e.log_id, e.log_date_tim,
+                           e.handle_code, e.handle_msg, state)
+            self.records += 1
+
+    def _codes(self, cf: CallbackFile, entries, first_index: int):
+        for i, e in enumerate(entries):
+            if e is None:
+                continue
+            if e.handle_code <= 0:
+                yield Finding(ERROR, "OC-BAD-HANDLE-CODE", f"log id {e.log_id}: handleCode {e.handle_code} "
+                              "(executors never send <= 0; the admin would accept it and keep the row open); "
+                              "replay --send refuses this file", path=cf.path, offset=e.offset,
+                              record_index=first_index + i, verdict=Verdict.INVALID_HISTORY)
+            elif e.handle_code not in HandleCode._value2member_map_:
+                yield Finding(WARNING, "OC-UNKNOWN-HANDLE-CODE", f"log id {e.log_id}: handleCode {e.handle_code} "
+                              "is none of 200, 500, 502 (the admin stores it; the UI shows Failed)", path=cf.path,
+                              offset=e.offset, record_index=first_index + i)
+
+    def _legacy(self, cf: CallbackFile, data: bytes, name: str):
+        path = cf.path
+        if cf.dir_kind == DIR_JSON:
+            yield Finding(ERROR, "OC-INVALID-UTF8", "a Java-serialized (legacy xxl-job <= 3.2) file in callbacklogs/: "
+                          "not UTF-8 (byte 0 is 0xac), Orth keeps it forever and never resends it", path=path,
+                          offset=0, verdict=Verdict.CORRUPT)
+            state = "stuck"
+        else:
+            state = "stranded"
+        try:
+            res = parse_legacy(data)
+        except JavaStreamError as exc:
+            if exc.eof:
+                yield Finding(ERROR, "OC-TRUNCATED", f"legacy Java stream cut short at byte {exc.offset}: "
+                              f"{exc.message} (an interrupted write); xxl-job <= 3.2 fails to read it, deletes it and "
+                              "loses its callbacks", path=path, offset=exc.offset, last_good_offset=exc.offset,
+                              verdict=Verdict.CORRUPT)
+            else:
+                yield Finding(ERROR, "OC-JAVA-BAD", f"{exc.message} (refused without instantiating anything); "
+                              "xxl-job <= 3.2 would fail to read it, delete it and lose it", path=path,
+                              offset=exc.offset, verdict=Verdict.CORRUPT)
+            self.states[path] = "poison"
+            return
+        if cf.dir_kind != DIR_JSON:
+            yield Finding(WARNING, "OC-STRANDED", f"legacy retry file ({len(res.entries)} callback(s)): Orth and "
+                          "xxl-job >= 3.3 never read callbacklog/, these callbacks are never delivered; "
+                          "`wqtool replay --send URL` delivers them", path=path, offset=0)
+            if LEGACY_NAME.match(name) is None and cf.dir_kind == DIR_LEGACY:
+                yield Finding(WARNING, "OC-FOREIGN-NAME", f"'{name}' is not xxl-job-callback-<ms>[-i].log", path=path)
+        if res.trailing:
+            yield Finding(NOTE, "OC-NOT-CANONICAL", f"{res.trailing} byte(s) after the end of the Java stream "
+                          "(Java's readObject ignores them)", path=path, offset=res.end)
+        first = self.records
+        if any(e.handle_code <= 0 for e in res.entries):
+            state = "refused"
+        self.states[path] = state
+        yield from self._codes(cf, res.entries, first)
+        yield from self._emit(cf, res.entries, "java", state)
+
+    def _json(self, cf: CallbackFile, data: bytes, name: str):
+        path = cf.path
+        state = "stranded" if cf.dir_kind == DIR_LEGACY else "pending"
+        m = CALLBACK_NAME.match(name)
+        if cf.dir_kind == DIR_JSON and m is None:
+            yield Finding(WARNING, "OC-FOREIGN-NAME", f"'{name}' is not orth-callback-<md5>.log (Orth still retries "
+                          "every file in callbacklogs/, whatever its name)", path=path)
+        if cf.dir_kind == DIR_LEGACY:
+            yield Finding(WARNING, "OC-STRANDED", "a JSON file in the legacy callbacklog/ directory: Orth and "
+                          "xxl-job >= 3.3 never read it (xxl-job <= 3.2 fails to deserialize it and deletes it)",
+                          path=path, offset=0)
+        bad = _first_bad_utf8(data)
+        if bad is not None:
+            yield Finding(ERROR, "OC-INVALID-UTF8", f"byte 0x{data[bad]:02x} at {bad} is not UTF-8: Orth's strict read "
+                          "fails (MalformedInputException is caught and logged), the file is kept forever and its "
+                          "callbacks are never resent", path=path, offset=bad, verdict=Verdict.CORRUPT)
+            state = "stuck"
+        text = data.decode("utf-8", "surrogateescape")
+        if not text.strip("".join(map(chr, range(JAVA_TRIM_MAX + 1)))):
+            yield Finding(WARNING, "OC-EMPTY", ("empty" if not data else f"blank ({len(data)} bytes of whitespace)")
+                          + ": Orth deletes it without sending anything", path=path, offset=0)
+            self.states[path] = "empty"
+            return
+        try:
+            res = parse_lenient(data)
+        except GsonError as exc:
+            if state != "stuck":
+                self.poison.add(path)
+            md5 = hashlib.md5(data).hexdigest()
+            named = f"; its name says md5 {m.group('md5')}, the bytes hash to {md5}" if m and m.group("md5") != md5 \
+                else ""
+            if exc.eof:
+                yield Finding(ERROR, "OC-TRUNCATED", f"cut short at byte {len(data)} (an interrupted non-atomic "
+                              f"write: {exc.message}){named}; Orth's Gson rejects it: a poison file", path=path,
+                              offset=exc.offset, last_good_offset=exc.offset, verdict=Verdict.CORRUPT,
+                              upstream=_blocked_text(self.cs, path))
+            else:
+                yield Finding(ERROR, "OC-REJECTED", f"Orth's Gson rejects it: {exc.message} at byte {exc.offset}"
+                              f"{named}: a poison file", path=path, offset=exc.offset, verdict=Verdict.CORRUPT,
+                              upstream=_blocked_text(self.cs, path))
+            self.states[path] = "poison"
+            return
+        entries = res.entries
+        if entries is None or any(e is None for e in entries):
+            where = "the document is null" if entries is None else \
+                f"entry {[i for i, e in enumerate(entries) if e is None][0]} is null"
+            yield Finding(ERROR, "OC-NULL", f"{where}: Orth deletes the file, sends the batch, then fails on a "
+                          "NullPointerException writing the job logs — if the admin did not accept the batch it is "
+                          "lost (never re-persisted), and the rest of that retry pass is skipped", path=path,
+                          offset=0, verdict=Verdict.CORRUPT, upstream=_blocked_text(self.cs, path))
+            state = "null"
+            entries = [e for e in entries or [] if e is not None]
+        elif not entries:
+            yield Finding(WARNING, "OC-EMPTY", "an empty batch []: Orth deletes it without sending anything",
+                          path=path, offset=0)
+            self.states[path] = "empty"
+            return
+        strict = strict_error(text) if bad is None else None
+        canonical = encode(entries) if state != "null" else None
+        if strict is not None:
+            uses = f" (uses {', '.join(res.lenient)})" if res.lenient else ""
+            yield Finding(WARNING, "OC-LENIENT-JSON", f"Orth's lenient Gson accepts it but strict JSON does not: "
+                          f"{strict}{uses}", path=path, offset=0)
+        elif canonical is not None and canonical != data and bad is None:
+            i = next((k for k, (a, b) in enumerate(zip(canonical, data)) if a != b), min(len(canonical), len(data)))
+            yield Finding(NOTE, "OC-NOT-CANONICAL", f"not the bytes Orth writes for these {len(entries)} "
+                          f"entr{'y' if len(entries) == 1 else 'ies'} (first difference at byte {i}; Orth would write "
+                          f"{len(canonical)} bytes)", path=path, offset=i)
+        if m is not None and bad is None:
+            md5 = hashlib.md5(data).hexdigest()
+            if md5 != m.group("md5"):
+                why = ("the canonical encoding of its entries hashes to the name: the content is what Orth wrote, "
+                       "the bytes were rewritten" if canonical is not None and
+                       hashlib.md5(canonical).hexdigest() == m.group("md5") else
+                       "the content changed after Orth wrote it, or the file was renamed")
+                yield Finding(WARNING, "OC-NAME-MD5", f"name says md5 {m.group('md5')}, the bytes hash to {md5}: "
+                              f"{why}", path=path, offset=0)
+        first = self.records
+        if state == "pending" and any(e.handle_code <= 0 for e in entries):
+            state = "refused"
+        self.states[path] = state
+        yield from self._codes(cf, entries, first)
+        yield from self._emit(cf, entries, "json", state)
+
+
+# ---------------------------------------------------------------- replay: each log id's callback state
+@dataclass(slots=True)
+class CallbackItem:
+    log_id: int
+    log_date_tim: int
+    handle_code: int
+    handle_msg: str | None
+    files: list[str]
+    delivery: str               # pending | blocked | stuck | stranded | refused | null
+
+
+DELIVERY_STATES = ("pending", "blocked", "stuck", "stranded", "refused", "null")
+
+
+class CallbackReplay:
+    def __init__(self):
+        self.items: dict[int, CallbackItem] = {}
+        self.findings: list[Finding] = []
+        self.records = 0
+
+    def apply(self, rec: Callback) -> None:
+        self.records += 1
+        it = self.items.get(rec.log_id)
+        if it is None:
+            self.items[rec.log_id] = CallbackItem(rec.log_id, rec.log_date_tim, rec.handle_code, rec.handle_msg,
+                                                  [rec.path], rec.file_state)
+            return
+        if rec.path not in it.files:
+            it.files.append(rec.path)
+            self.findings.append(Finding(NOTE, "OC-DUPLICATE", f"log id {rec.log_id} is also in "
+                                         f"{', '.join(os.path.basename(f) for f in it.files[:-1])} (the admin keeps "
+                                         "the first result it receives; later ones are ignored as duplicates)",
+                                         path=rec.path, offset=rec.offset, record_index=rec.index))
+        it.handle_code, it.handle_msg, it.log_date_tim = rec.handle_code, rec.handle_msg, rec.log_date_tim
+        if it.delivery == "pending":
+            it.delivery = rec.file_state
+
+    def finish(self, cs: CallbackSet, poison: set[str]) -> "CallbackState":
+        blocked_by: dict[str, str] = {}
+        for d, names in cs.listing.items():
+            hit = None
+            for n in names:
+                p = os.path.join(d, n)
+                if hit is not None:
+                    blocked_by[p] = hit
+                if p in poison and hit is None:
+                    hit = n
+        for it in self.items.values():
+            if it.delivery == "pending" and any(f in blocked_by for f in it.files):
+                it.delivery = "blocked"
+        return CallbackState(self.items, self.records, blocked_by)
+
+
+@dataclass
+class CallbackState:
+    items: dict[int, CallbackItem]
+    records: int
+    blocked_by: dict[str, str]
+
+    def rows(self) -> list[dict]:
+        out = []
+        for lid in sorted(self.items):
+            it = self.items[lid]
+            out.append({"log_id": lid, "log_date": _iso_ms(it.log_date_tim), "handle_code": it.handle_code,
+                        "status": log_status(200, it.handle_code), "admin_status": "Pending",
+                        "delivery": it.delivery, "handle_msg": _text(it.handle_msg),
+                        "files": [os.path.basename(f) for f in it.files]})
+        return out
+
+    def counts_by_state(self) -> dict[str, int]:
+        c = {s: 0 for s in DELIVERY_STATES}
+        for it in self.items.values():
+            c[it.delivery] += 1
+        return c
+
+    def digest(self) -> str:
+        import json
+        h = hashlib.sha256()
+        for r in self.rows():
+            h.update(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8",
+                                                                                                     "surrogatepass"))
+            h.update(b"\n")
+        return h.hexdigest()
+
+
+def _text(s: str | None) -> str | None:
+    return None if s is None else s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _iso_ms(ms: int) -> str | None:
+    try:
+        return format_unix_ns(ms * 1_000_000)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+class CallbackRun(ReplayPass):
+    record_cls = Callback
+
+    def __init__(self, cs: CallbackSet, limit: int | None = None):
+        super().__init__(cs.root, CallbackReader(cs), CallbackReplay(), limit)
+        self.cs = cs
+
+    def finish(self):
+        state = self.replay.finish(self.cs, self.reader.poison)
+        closing = list(self.replay.findings)
+        self.replay.findings.clear()
+        return state, closing

@@ -1,0 +1,264 @@
+"""The Orth executor-side formats behind the Format interface: ``orth-callbacks`` (retry files, JSON and legacy
+Java) and ``orth-executor-logs`` (``{logPath}/{yyyy-MM-dd}/{logId}.log``). One package, two formats: the executor
+logs' replay cross-references the retry files of the same ``logPath``."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterator, Sequence
+
+from ...errors import InputError, UsageError
+from ...formats.orth import (ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
+                             LINE_PREFIX, LOG_FILE, STREAM_HEAD, UTF8_BOM, HandleCode)
+from ..fileio import read_head
+from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
+from .callbacks import CallbackReader, CallbackRun, CallbackSet
+from .callbacks import discover as discover_callbacks
+from .codes import CALLBACK_CODES, CALLBACK_REPLAY_CODES, EXECUTOR_CODES, EXECUTOR_REPLAY_CODES
+from .executor import ExecutorLogSet, ExecutorReader, ExecutorRun, is_log_path, zone
+from .executor import discover as discover_executor
+from .model import Callback, LogEntry
+from .serialize import CallbackRecordView, CallbackStateView, ExecutorRecordView, ExecutorStateView
+
+_CODE_KIND = {HandleCode.SUCCESS: "success", HandleCode.FAIL: "fail", HandleCode.TIMEOUT: "timeout"}
+_JSON_START = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\r\n]*(?:\[|null|/[/*]|#|\)\]\}')")
+
+
+def _job(log_id: int) -> bytes:
+    return log_id.to_bytes(8, "big", signed=True)
+
+
+def _head(path: str, n: int) -> bytes | None:
+    try:
+        return read_head(path, n)
+    except InputError:
+        return None
+
+
+def _looks_like_retry_file(path: str) -> bool:
+    h = _head(path, 64)
+    return h is not None and (h.startswith(STREAM_HEAD) or _JSON_START.match(h) is not None)
+
+
+def _looks_like_log_file(path: str) -> bool:
+    h = _head(path, 4096)
+    if h is None:
+        return False
+    if h.startswith(UTF8_BOM):
+        return False
+    first = h.split(b"\n", 1)[0].split(b"\r", 1)[0]
+    return LINE_PREFIX.match(first) is not None
+
+
+# ---------------------------------------------------------------- orth-callbacks
+class OrthCallbacksFormat(Format):
+    name = "orth-callbacks"
+    title = "Orth / XXL-JOB callback retry files"
+    plural = "Orth retry files"
+    kind_noun = "handle result"
+    file_expected = "an Orth retry file (orth-callback-<md5>.log holding a JSON array, or a legacy Java stream)"
+    dir_expected = "an Orth callbacklogs/ (or legacy callbacklog/) directory"
+    manual = """What an Orth (XXL-JOB 3.3 derivative) executor leaves in its logPath when a callback to the admin fails
+(default /data/applogs/orth/jobhandler; spec orth-logs.md sections 1, 2 and 7).
+
+callbacklogs/orth-callback-{md5}.log (also xxl-job-callback-{md5}.log): the Gson JSON array
+[{"logId":N,"logDateTim":MS,"handleCode":C[,"handleMsg":S]}], compact, keys in that order, a null handleMsg
+omitted, <>&=' raw, control characters and U+2028/U+2029 escaped, UTF-8, no trailing newline; {md5} is the lowercase
+MD5 of the file's bytes. Legacy XXL-JOB <= 3.2 files callbacklog/xxl-job-callback-{ms}[-i].log hold
+ObjectOutputStream.writeObject(ArrayList<HandleCallbackParam>); wqtool reads exactly that stream shape with a
+bounded parser and never instantiates a class.
+
+replay lists each log id with its status (the UI's precedence) and its delivery state (pending, blocked by a poison
+file, stuck, stranded, refused). replay --send URL posts each file to URL/api/callback and deletes it only after the
+admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKEN), -O access_token_header=,
+-O timeout=."""
+    codes = CALLBACK_CODES
+    replay_codes = CALLBACK_REPLAY_CODES
+    record_kinds = ("success", "fail", "timeout", "other")
+    filters = frozenset({"time"})
+    options = {"access_token": "replay --send: the admin's access token (default: $ORTH_ACCESS_TOKEN)",
+               "access_token_header": "replay --send: the token header (default ORTH-ACCESS-TOKEN; xxl-job: "
+                                      "XXL-JOB-ACCESS-TOKEN)",
+               "timeout": "replay --send: seconds to wait for the admin per request (default 10)"}
+    record_cls = Callback
+    record_view = CallbackRecordView()
+
+    def detect(self, path: str) -> Evidence | None:
+        name = os.path.basename(os.path.normpath(path))
+        if os.path.isdir(path):
+            try:
+                names = sorted(os.listdir(path))
+            except OSError:
+                return None
+            named = [n for n in names if ANY_CALLBACK_NAME.match(n)]
+            good = [n for n in named if _looks_like_retry_file(os.path.join(path, n))]
+            if name in (CALLBACK_DIR, LEGACY_CALLBACK_DIR):
+                if good:
+                    return Evidence(True, f"a {name}/ directory holding retry files ({good[0]}, ...)")
+                return Evidence(False, f"a directory named {name}/ (no retry file in it to confirm)")
+            if good and len(named) == len(names):
+                return Evidence(True, f"every file is named like a retry file and holds one ({good[0]}, ...)")
+            return None
+        if name == CALLBACK_DIR:
+            return Evidence(True, "a file named callbacklogs (Orth's retry directory must be a directory)")
+        if ANY_CALLBACK_NAME.match(name):
+            if _looks_like_retry_file(path):
+                return Evidence(True, "named like a retry file and starts like one (a JSON array or a Java stream)")
+            return Evidence(False, "named like a retry file")
+        return None
+
+    def fits(self, path: str) -> bool:
+        """--format orth-callbacks also reads a whole executor logPath (its callbacklogs/ and callbacklog/, which
+        exist only once a callback failed)."""
+        return self.detect(path) is not None or (os.path.isdir(path) and is_log_path(path))
+
+    def discover(self, paths: Sequence[str], opts: Options) -> list[CallbackSet]:
+        return discover_callbacks(paths)
+
+    def files(self, log: CallbackSet) -> list[str]:
+        return [f.path for f in log.files]
+
+    def file_events(self, log: CallbackSet, i: int, start_index: int = 0) -> Iterator:
+        return CallbackReader(log, only=i, start_index=start_index, discovery=False).events()
+
+    def run(self, log: CallbackSet, opts: Options, *, limit: int | None = None) -> CallbackRun:
+        return CallbackRun(log, limit)
+
+    def facts(self, rec: Callback) -> RecordFacts:
+        return RecordFacts(_CODE_KIND.get(rec.handle_code, "other"), rec.length, rec.log_date_tim * 1_000_000,
+                           _job(rec.log_id))
+
+    def state_view(self, state, log=None) -> CallbackStateView:
+        return CallbackStateView(state)
+
+    def source_options(self, options: dict) -> dict:
+        return {}
+
+    def send(self, log: CallbackSet, target: str, opts: Options, *, dry_run: bool = False,
+             progress=None, hook=None, fail_at: str | None = None) -> SendReport:
+        from .send import TOKEN_ENV, TOKEN_HEADER, send
+        token = opts.get("access_token") or os.environ.get(TOKEN_ENV) or None
+        try:
+            timeout = float(opts.get("timeout", 10))
+        except ValueError:
+            raise UsageError(f"-O timeout: expected seconds, got {opts.get('timeout')!r}") from None
+        if not target.startswith(("http://", "https://")):
+            raise UsageError(f"--send: expected the admin's http(s):// address, got {target!r}")
+        return send(log, target, token=token, header=opts.get("access_token_header", TOKEN_HEADER),
+                    timeout=timeout, dry_run=dry_run, progress=progress, hook=hook, fail_at=fail_at)
+
+    def clean_plan(self, log: CallbackSet, opts: Options):
+        if not log.log_path:
+            raise UsageError("clean works on an executor logPath (it holds the job logs that tell which retry files "
+                             "were delivered); name the logPath", path=log.root)
+        from ..format import get
+        return get("orth-executor-logs").clean_plan(discover_executor([log.log_path], tz=_tz(opts))[0], opts)
+
+    def finish_interrupted(self, path: str) -> list[str]:
+        from .retention import finish_interrupted
+        return finish_interrupted(path) if os.path.isdir(path) else []
+
+
+# ---------------------------------------------------------------- orth-executor-logs
+def _tz(opts: Options) -> str:
+    tz = str(opts.get("tz", "UTC"))
+    zone(tz)
+    return tz
+
+
+class OrthExecutorLogsFormat(Format):
+    name = "orth-executor-logs"
+    title = "Orth / XXL-JOB executor log folders"
+    plural = "Orth executor logs"
+    kind_noun = "log entry kind"
+    file_expected = "an Orth executor log (<logId>.log whose first line is 'yyyy-MM-dd HH:mm:ss [class#method]-...')"
+    dir_expected = "an Orth executor logPath (yyyy-MM-dd/ date directories, callbacklogs/, gluesource/)"
+    manual = """Executor log folders {logPath}/{yyyy-MM-dd}/{logId}.log (spec orth-logs.md sections 3 and 4): lines
+"yyyy-MM-dd HH:mm:ss [class#method]-[line]-[thread] message" in the executor's zone (-O tz=), continuation lines
+attached to the line before, bytes that are not UTF-8 tolerated; the markers of a run (execute start, end(finish)
+with its handleCode, end(error), timeout, stopped) and of its callbacks.
+
+replay derives each log id's executor state, callback state and status, cross-referenced with the retry files of the
+same logPath. clean applies the executor's log retention exactly (-O retention_days=N, default 30, below 3 disabled;
+lenient date names; gluesource/ and callbacklogs/ untouched) and removes retry files the job logs show were
+acknowledged later."""
+    codes = EXECUTOR_CODES
+    replay_codes = EXECUTOR_REPLAY_CODES
+    record_kinds = ENTRY_KINDS
+    filters = frozenset({"time"})
+    options = {"tz": "the executor JVM's time zone (IANA name; default UTC): log line times and date directories",
+               "retention_days": "clean: orth.job.executor.logretentiondays (default 30; below 3 disables cleaning)"}
+    record_cls = LogEntry
+    record_view = ExecutorRecordView()
+
+    def detect(self, path: str) -> Evidence | None:
+        name = os.path.basename(os.path.normpath(path))
+        if os.path.isdir(path):
+            try:
+                names = sorted(os.listdir(path))
+            except OSError:
+                return None
+            if DATE_DIR.match(name):
+                logs = [n for n in names if LOG_FILE.match(n)]
+                if logs and _looks_like_log_file(os.path.join(path, logs[0])):
+                    return Evidence(True, f"a date directory holding executor logs ({logs[0]}, ...)")
+                return Evidence(False, "a directory named like a date") if not names else None
+            if is_log_path(path):
+                for d in names:
+                    dd = os.path.join(path, d)
+                    if DATE_DIR.match(d) and os.path.isdir(dd):
+                        logs = sorted(n for n in os.listdir(dd) if LOG_FILE.match(n))
+                        if logs and _looks_like_log_file(os.path.join(dd, logs[0])):
+                            return Evidence(True, f"a logPath: {d}/{logs[0]} is an executor log")
+                if any(n in (CALLBACK_DIR, "gluesource") for n in names):
+                    return Evidence(True, "a logPath: it holds " + " and ".join(
+                        n + "/" for n in names if n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR, "gluesource")))
+            return None
+        if LOG_FILE.match(name):
+            if _looks_like_log_file(path):
+                return Evidence(True, "<logId>.log whose first line is an executor log line")
+        return None
+
+    def discover(self, paths: Sequence[str], opts: Options) -> list[ExecutorLogSet]:
+        return discover_executor(paths, tz=_tz(opts))
+
+    def files(self, log: ExecutorLogSet) -> list[str]:
+        return [f.path for f in log.files]
+
+    def file_events(self, log: ExecutorLogSet, i: int, start_index: int = 0) -> Iterator:
+        return ExecutorReader(log, only=i, start_index=start_index, discovery=False).events()
+
+    def run(self, log: ExecutorLogSet, opts: Options, *, limit: int | None = None) -> ExecutorRun:
+        return ExecutorRun(log, limit)
+
+    def facts(self, rec: LogEntry) -> RecordFacts:
+        return RecordFacts(rec.kind, rec.length, rec.time_ns, _job(rec.log_id))
+
+    def state_view(self, state, log=None) -> ExecutorStateView:
+        return ExecutorStateView(state)
+
+    def source_options(self, options: dict) -> dict:
+        tz = str(options.get("tz", "UTC"))
+        try:
+            zone(tz)
+        except UsageError as exc:
+            raise ValueError(f"orth-executor-logs: option tz: {exc.message}") from None
+        return {"tz": tz}
+
+    def clean_plan(self, log: ExecutorLogSet, opts: Options):
+        from .retention import clean_plan, default_retention
+        from .delivered import delivered_files
+        if not (log.is_dir and is_log_path(log.root) and not DATE_DIR.match(os.path.basename(
+                os.path.normpath(log.root)))):
+            raise UsageError("clean works on a whole executor logPath (the directory holding the date "
+                             "directories)", path=log.root)
+        tz = _tz(opts)
+        return clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts), delivered_files(log))
+
+    def finish_interrupted(self, path: str) -> list[str]:
+        from .retention import finish_interrupted
+        return finish_interrupted(path) if os.path.isdir(path) else []
+
+
+CALLBACKS = register(OrthCallbacksFormat())
+FORMAT = register(OrthExecutorLogsFormat())

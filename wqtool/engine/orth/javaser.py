@@ -1,0 +1,229 @@
+"""Legacy XXL-JOB <= 3.2 retry files: ``ObjectOutputStream.writeObject(ArrayList<HandleCallbackParam>)``.
+
+``parse_legacy(data)`` is a bounded parser of exactly that stream shape (``formats.orth``: ``arraylist_head``,
+``param_desc``, ``reference``, ``param_values``, string bodies): it never instantiates anything, checks every length
+against the bytes left before slicing, and raises ``JavaStreamError`` (message, byte offset, whether the bytes ran
+out first) on anything else — another class, another field layout, an unknown type code, a dangling reference.
+``encode_legacy(entries)`` writes the stream from the same schemas (the fixtures' writer); the tests check both
+against real Java.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from construct import ConstructError
+
+from ...formats.orth import (BASE_WIRE_HANDLE, MIN_ELEMENT_BYTES, PARAM_CLASS, STREAM_HEAD, TC_CLASSDESC,
+                             TC_ENDBLOCKDATA, TC_LONGSTRING, TC_NULL, TC_OBJECT, TC_REFERENCE, TC_STRING,
+                             arraylist_head, java_long_utf, java_utf, mutf8_decode, mutf8_encode, param_desc,
+                             param_values, reference)
+from .gson import Entry
+
+_HEAD = arraylist_head.build({"size": 0, "capacity": 0})
+_SIZE_AT = len(_HEAD) - 4 - 2 - 4            # size(4) blockdata(2) capacity(4) end the head
+_DESC = param_desc.build({})
+_VALUES = struct.Struct(">iqq")              # param_values: handleCode, logDateTim, logId
+assert _VALUES.size == param_values.sizeof()
+
+
+class JavaStreamError(Exception):
+    def __init__(self, message: str, offset: int, eof: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.eof = eof
+
+
+@dataclass(slots=True)
+class LegacyResult:
+    entries: list[Entry]
+    end: int            # offset after the stream's last byte (TC_ENDBLOCKDATA)
+    trailing: int       # bytes after it (Java's readObject ignores them)
+
+
+def _first_difference(data: bytes, pos: int, expected: bytes) -> int | None:
+    """The offset of the first byte of ``data[pos:]`` differing from ``expected``, or None if it matches."""
+    got = data[pos:pos + len(expected)]
+    for i, (a, b) in enumerate(zip(got, expected)):
+        if a != b:
+            return pos + i
+    if len(got) < len(expected):
+        return pos + len(got)
+    return None
+
+
+def parse_legacy(data: bytes) -> LegacyResult:
+    n = len(data)
+    if not data.startswith(STREAM_HEAD):
+        bad = _first_difference(data, 0, STREAM_HEAD)
+        raise JavaStreamError(f"not a Java serialization stream: expected {STREAM_HEAD.hex(' ')} at offset 0",
+                              bad or 0, eof=n < 4 and data == STREAM_HEAD[:n])
+    bad = _first_difference(data, 0, _HEAD[:_SIZE_AT])
+    if bad is not None:
+        eof = bad >= n
+        raise JavaStreamError("cut short inside the ArrayList header" if eof else
+                              "not an ArrayList as ObjectOutputStream writes it (class descriptor differs)", bad, eof)
+    if n < len(_HEAD):
+        raise JavaStreamError("cut short inside the ArrayList header", n, eof=True)
+    try:
+        head = arraylist_head.parse(data[:len(_HEAD)])
+    except ConstructError as exc:
+        raise JavaStreamError(f"ArrayList header: {exc}", _SIZE_AT) from None
+    size = head.size
+    pos = len(_HEAD)
+    if size < 0 or size > (n - pos) // MIN_ELEMENT_BYTES + 1:
+        if size < 0:
+            raise JavaStreamError(f"negative list size {size}", _SIZE_AT)
+        raise JavaStreamError(f"list size {size} cannot fit in the {n - pos} bytes left (an element takes at least "
+                              f"{MIN_ELEMENT_BYTES})", _SIZE_AT, eof=True)
+    #: handle -> the string it names (None: an object or class descriptor)
+    handles: dict[int, str | None] = {BASE_WIRE_HANDLE: None, BASE_WIRE_HANDLE + 1: None}
+    nxt = BASE_WIRE_HANDLE + 2
+    desc_handle: int | None = None
+    entries: list[Entry] = []
+
+    def need(k: int, what: str) -> None:
+        if pos + k > n:
+            raise JavaStreamError(f"cut short in {what} (element {len(entries)}): needs {k} bytes, {n - pos} left",
+                                  pos, eof=True)
+
+    for _ in range(size):
+        start = pos
+        need(1, "an element")
+        tag = data[pos]
+        if tag == TC_NULL:
+            raise JavaStreamError("a null list element (xxl-job never writes one)", pos)
+        if tag != TC_OBJECT:
+            raise JavaStreamError(f"unexpected type code 0x{tag:02x} where a list element should start (expected "
+                                  f"TC_OBJECT 0x73)", pos)
+        pos += 1
+        need(1, "a class descriptor")
+        t = data[pos]
+        if t == TC_CLASSDESC:
+            if desc_handle is not None:
+                raise JavaStreamError("a second class descriptor (ObjectOutputStream writes it once)", pos)
+            bad = _first_difference(data, pos, _DESC)
+            if bad is not None:
+                if bad >= n:
+                    raise JavaStreamError("cut short inside the HandleCallbackParam class descriptor", n, eof=True)
+                raise JavaStreamError(_describe_desc(data, pos), bad)
+            pos += len(_DESC)
+            desc_handle = nxt
+            handles[nxt] = None
+            handles[nxt + 1] = "Ljava/lang/String;"
+            nxt += 2
+        elif t == TC_REFERENCE:
+            need(5, "a class reference")
+            h = reference.parse(data[pos:pos + 5]).handle
+            if desc_handle is None or h != desc_handle:
+                raise JavaStreamError(f"reference 0x{h & 0xFFFFFFFF:x} does not name the HandleCallbackParam "
+                                      "class descriptor", pos + 1)
+            pos += 5
+        else:
+            raise JavaStreamError(f"unexpected type code 0x{t:02x} where a class descriptor should be", pos)
+        handles[nxt] = None
+        nxt += 1
+        need(_VALUES.size, "the field values")
+        code, date_tim, log_id = _VALUES.unpack_from(data, pos)
+        pos += _VALUES.size
+        need(1, "handleMsg")
+        t = data[pos]
+        msg: str | None
+        if t == TC_NULL:
+            msg = None
+            pos += 1
+        elif t in (TC_STRING, TC_LONGSTRING):
+            width = 2 if t == TC_STRING else 8
+            need(1 + width, "a string length")
+            ln = int.from_bytes(data[pos + 1:pos + 1 + width], "big")
+            body = pos + 1 + width
+            if ln > n - body:
+                raise JavaStreamError(f"string of {ln} bytes, {n - body} left", pos + 1, eof=True)
+            try:
+                msg = (java_utf if t == TC_STRING else java_long_utf).parse(data[pos + 1:body + ln])
+            except (ConstructError, ValueError) as exc:
+                raise JavaStreamError(f"handleMsg is not modified UTF-8: {exc}", body) from None
+            handles[nxt] = msg
+            nxt += 1
+            pos = body + ln
+        elif t == TC_REFERENCE:
+            need(5, "a string reference")
+            h = int.from_bytes(data[pos + 1:pos + 5], "big")
+            v = handles.get(h)
+            if v is None:
+                raise JavaStreamError(f"reference 0x{h:x} does not name an earlier string", pos + 1)
+            msg = v
+            pos += 5
+        else:
+            raise JavaStreamError(f"unexpected type code 0x{t:02x} for handleMsg (expected a string or null)", pos)
+        entries.append(Entry(log_id, date_tim, code, msg, offset=start, length=pos - start))
+    if pos >= n:
+        raise JavaStreamError("cut short before the end of the list's block data", pos, eof=True)
+    if data[pos] != TC_ENDBLOCKDATA:
+        raise JavaStreamError(f"unexpected type code 0x{data[pos]:02x} after the last element (expected "
+                              "TC_ENDBLOCKDATA 0x78)", pos)
+    pos += 1
+    return LegacyResult(entries, pos, n - pos)
+
+
+def _describe_desc(data: bytes, pos: int) -> str:
+    """What class descriptor is there instead (for the finding): its class name and field names, read bounded."""
+    try:
+        ln = int.from_bytes(data[pos + 1:pos + 3], "big")
+        name = mutf8_decode(data[pos + 3:pos + 3 + ln]) if pos + 3 + ln <= len(data) else "?"
+        p = pos + 3 + ln + 8 + 1
+        count = int.from_bytes(data[p:p + 2], "big")
+        p += 2
+        fields = []
+        for _ in range(min(count, 16)):
+            tc = chr(data[p])
+            fl = int.from_bytes(data[p + 1:p + 3], "big")
+            fields.append(mutf8_decode(data[p + 3:p + 3 + fl]))
+            p += 3 + fl
+            if tc in "L[":
+                if data[p] == TC_STRING:
+                    p += 3 + int.from_bytes(data[p + 1:p + 3], "big")
+                else:
+                    p += 5
+        what = f"fields {', '.join(fields)}"
+    except (IndexError, ValueError):
+        return "not the HandleCallbackParam class descriptor xxl-job 2.3-3.2 writes"
+    if name == PARAM_CLASS:
+        return (f"{name} with {what}: not the four-field layout of xxl-job 2.3-3.2 (handleCode, logDateTim, logId, "
+                "handleMsg); older releases (executeResult) are not read")
+    return f"an element of class {name} ({what}), not {PARAM_CLASS}"
+
+
+def encode_legacy(entries, same_object: dict[int, int] | None = None) -> bytes:
+    """The stream Java writes for ``ArrayList<HandleCallbackParam>`` of ``entries`` (Entry or tuples).
+    ``same_object[i] = j``: entry i's handleMsg is the same String object as entry j's (Java writes a reference)."""
+    same_object = same_object or {}
+    out = [arraylist_head.build({"size": len(entries), "capacity": len(entries)})]
+    nxt = BASE_WIRE_HANDLE + 2
+    desc_handle = None
+    msg_handle: dict[int, int] = {}
+    for i, e in enumerate(entries):
+        out.append(bytes((TC_OBJECT,)))
+        if desc_handle is None:
+            out.append(_DESC)
+            desc_handle = nxt
+            nxt += 2
+        else:
+            out.append(reference.build({"handle": desc_handle}))
+        nxt += 1                                   # the object
+        out.append(_VALUES.pack(e.handle_code, e.log_date_tim, e.log_id))
+        if e.handle_msg is None:
+            out.append(bytes((TC_NULL,)))
+        elif i in same_object:
+            out.append(bytes((TC_REFERENCE,)) + msg_handle[same_object[i]].to_bytes(4, "big"))
+        else:
+            body = mutf8_encode(e.handle_msg)
+            if len(body) <= 0xFFFF:
+                out.append(bytes((TC_STRING,)) + java_utf.build(e.handle_msg))
+            else:
+                out.append(bytes((TC_LONGSTRING,)) + java_long_utf.build(e.handle_msg))
+            msg_handle[i] = nxt
+            nxt += 1
+    out.append(bytes((TC_ENDBLOCKDATA,)))
+    return b"".join(out)

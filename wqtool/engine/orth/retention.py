@@ -1,0 +1,239 @@
+"""``clean`` for Orth executor folders: the executor's log retention exactly as ``JobLogFileCleanThread`` applies it
+(spec §4), plus retry files the admin already acknowledged — as a plan first, then steps on the plan framework.
+
+Retention (``logretentiondays`` = ``-O retention_days=N``, default 30; below 3 the cleaner is disabled): every
+direct child of ``logPath`` that is a directory, has ``-`` in its name and parses with lenient
+``SimpleDateFormat("yyyy-MM-dd")`` (``lenient_date``: ``2026-01-30.bak`` parses, ``2026-02-30`` is March 2nd) is
+deleted when today's midnight is after the parsed date + N days (dates in the executor's zone, ``-O tz=``;
+today = ``--as-of``). ``gluesource/`` and ``callbacklogs/`` have no ``-`` and are never touched.
+
+Delivered retry files: a file in ``callbacklogs/`` or ``callbacklog/`` whose every entry's job log ends its
+callback attempts with ``Orth callback success`` after a failed one (a later attempt got through, so the file is
+a leftover — e.g. ``replay --send`` acknowledged it but was killed before deleting it). Anything less certain is
+kept.
+
+Apply: each date directory is first renamed to ``.wqtool-clean-<name>`` (atomic: Orth's viewer sees the whole
+directory or nothing; the parent is fsynced), then removed file by file; a crash leaves that name, which the next
+apply (``finish_interrupted``) removes first. Each retry file is unlinked and its directory fsynced. Every step
+checks again that what it deletes is what the plan saw.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+from dataclasses import dataclass, field
+
+from ...errors import InputError, UsageError
+from ...formats.orth import LENIENT_DATE, MIN_RETENTION_DAYS, SAMPLE_RETENTION_DAYS
+from ..fsops import FileSig, fsync_dir
+from ..plan import ApplyResult, Plan, StepRunner, labels
+
+QUARANTINE = ".wqtool-clean-"
+
+
+def lenient_date(name: str) -> dt.date | None:
+    """What lenient ``SimpleDateFormat("yyyy-MM-dd").parse(name)`` gives (None: ParseException). Out-of-range
+    years are clamped to ``date.min`` / ``date.max`` (deleted / never deleted, as Java's far dates would be)."""
+    m = LENIENT_DATE.match(name)
+    if m is None:
+        return None
+    y, mo, d = int(m.group("y")), int(m.group("m")), int(m.group("d"))
+    y += (mo - 1) // 12
+    mo = (mo - 1) % 12 + 1
+    if y < 1:
+        return dt.date.min
+    if y > 9999:
+        return dt.date.max
+    try:
+        return dt.date(y, mo, 1) + dt.timedelta(days=d - 1)
+    except OverflowError:
+        return dt.date.min if d < 1 else dt.date.max
+
+
+def expired(parsed: dt.date, today: dt.date, days: int) -> bool:
+    """``todayMidnight > addDays(parsed, days)`` (both local midnights: comparing the dates is the same)."""
+    try:
+        return today > parsed + dt.timedelta(days=days)
+    except OverflowError:
+        return days < 0 or parsed == dt.date.min
+
+
+def today_in(as_of_ns: int, tz) -> dt.date:
+    return dt.datetime.fromtimestamp(as_of_ns / 1e9, tz).date()
+
+
+@dataclass(slots=True)
+class DirAction:
+    name: str
+    path: str
+    date: str
+    files: int
+    bytes: int
+    sig: tuple
+
+
+@dataclass(slots=True)
+class FileAction:
+    path: str
+    reason: str
+    sig: FileSig
+
+
+@dataclass
+class OrthCleanPlan(Plan):
+    kind = "clean"
+    log_path: str
+    retention_days: int
+    today: str
+    tz: str
+    dirs: list[DirAction] = field(default_factory=list)
+    files: list[FileAction] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)        # why something that looks cleanable stays
+    notes: list[str] = field(default_factory=list)
+
+    def report_doc(self) -> dict:
+        return {"format": "orth-executor-logs", "root": self.log_path, "retention_days": self.retention_days,
+                "today": self.today, "tz": self.tz,
+                "delete_dirs": [{"path": a.path, "date": a.date, "files": a.files, "bytes": a.bytes}
+                                for a in self.dirs],
+                "delete_files": [{"path": a.path, "reason": a.reason} for a in self.files],
+                "kept": self.kept, "notes": self.notes,
+                "bytes": sum(a.bytes for a in self.dirs) + sum(a.sig.size for a in self.files),
+                "steps": self.apply_steps(),
+                # the shape every clean plan reports (wqtool clean's table and JSON)
+                "reclaimed": {"bytes": sum(a.bytes for a in self.dirs) + sum(a.sig.size for a in self.files),
+                              "files": sum(a.files for a in self.dirs) + len(self.files), "records": 0},
+                "actions": [{"file": a.path, "action": "delete", "why": f"older than {self.retention_days} day(s) "
+                             f"({a.files} file(s))"} for a in self.dirs]
+                           + [{"file": a.path, "action": "delete", "why": a.reason} for a in self.files],
+                "lines": list(self.notes)}
+
+    def _steps(self, run: StepRunner, out: dict) -> None:
+        for a in self.dirs:
+            q = os.path.join(self.log_path, QUARANTINE + a.name)
+            run(f"hide:{a.name}", lambda a=a, q=q: _hide(a, q))
+            run(f"remove:{a.name}", lambda q=q, a=a: _remove_tree(q, run, f"remove:{a.name}", out))
+        for f in self.files:
+            run(f"delete:{os.path.basename(f.path)}", lambda f=f: _delete_file(f, out))
+
+    def apply_steps(self, **kw) -> list[str]:
+        return labels(lambda r: self._steps(r, {}))
+
+    def apply(self, *, fail_at: str | None = None, hook=None, **kw) -> ApplyResult:
+        before = self.report_doc()["bytes"]
+        out: dict = {"removed": [], "recovered": finish_interrupted(self.log_path)}
+        with StepRunner(fail_at, hook) as run:
+            self._steps(run, out)
+        return ApplyResult(path=self.log_path, steps=run.done, result=None, bytes_before=before, bytes_after=0,
+                           removed=out["removed"], recovered=out["recovered"])
+
+
+def _dir_sig(path: str) -> tuple:
+    st = os.stat(path)
+    return (st.st_ino, st.st_dev)
+
+
+def _hide(a: DirAction, q: str) -> None:
+    if not os.path.isdir(a.path):
+        return                                   # already gone (another cleaner, Orth's own)
+    if _dir_sig(a.path) != a.sig:
+        raise InputError("changed since the plan (a different directory now has this name): nothing deleted",
+                         path=a.path)
+    os.rename(a.path, q)
+    fsync_dir(os.path.dirname(q) or ".")
+
+
+def _remove_tree(q: str, run: StepRunner, label: str, out: dict) -> None:
+    if not os.path.lexists(q):
+        return
+    entries = []
+    for dp, dns, fns in os.walk(q, topdown=False):
+        entries += [os.path.join(dp, n) for n in fns]
+    for i, p in enumerate(entries):
+        if run.during(label) and i == len(entries) // 2:
+            run.crash(label)
+        os.unlink(p)
+    shutil.rmtree(q)
+    fsync_dir(os.path.dirname(q) or ".")
+    out.setdefault("removed", []).append(q)
+
+
+def _delete_file(f: FileAction, out: dict) -> None:
+    if not os.path.lexists(f.path):
+        return
+    if FileSig.of(f.path) != f.sig:
+        raise InputError("changed since the plan: not deleted", path=f.path)
+    os.unlink(f.path)
+    fsync_dir(os.path.dirname(f.path) or ".")
+    out.setdefault("removed", []).append(f.path)
+
+
+def finish_interrupted(log_path: str) -> list[str]:
+    """Remove what a crashed clean left hidden (``.wqtool-clean-*``); returns the paths removed."""
+    done = []
+    try:
+        names = os.listdir(log_path)
+    except OSError:
+        return done
+    for n in sorted(names):
+        if n.startswith(QUARANTINE) and os.path.isdir(os.path.join(log_path, n)):
+            p = os.path.join(log_path, n)
+            shutil.rmtree(p)
+            fsync_dir(log_path)
+            done.append(p)
+    return done
+
+
+def _tree_size(path: str) -> tuple[int, int]:
+    files = size = 0
+    for dp, _, fns in os.walk(path):
+        for n in fns:
+            try:
+                size += os.lstat(os.path.join(dp, n)).st_size
+                files += 1
+            except OSError:
+                pass
+    return files, size
+
+
+def clean_plan(log_path: str, as_of_ns: int, tz, tz_name: str, retention_days: int,
+               delivered: list[tuple[str, str]]) -> OrthCleanPlan:
+    """The plan for one ``logPath``. ``delivered``: (retry file, why it counts as delivered)."""
+    if not os.path.isdir(log_path):
+        raise UsageError("clean needs an Orth executor logPath directory", path=log_path)
+    today = today_in(as_of_ns, tz)
+    plan = OrthCleanPlan(log_path, retention_days, today.isoformat(), tz_name)
+    if retention_days < MIN_RETENTION_DAYS:
+        plan.notes.append(f"retention_days {retention_days} < {MIN_RETENTION_DAYS}: Orth's cleaner is disabled, so no "
+                          "date directory is deleted")
+    for n in sorted(os.listdir(log_path)):
+        p = os.path.join(log_path, n)
+        if n.startswith(QUARANTINE):
+            plan.notes.append(f"{n}: left by an interrupted clean; removed first")
+            continue
+        if not os.path.isdir(p) or "-" not in n:
+            continue
+        d = lenient_date(n)
+        if d is None:
+            plan.kept.append(f"{n}: Orth cannot parse it as a date, never cleaned")
+            continue
+        if retention_days < MIN_RETENTION_DAYS:
+            continue
+        if expired(d, today, retention_days):
+            files, size = _tree_size(p)
+            plan.dirs.append(DirAction(n, p, d.isoformat(), files, size, _dir_sig(p)))
+        elif d.isoformat() != n:
+            plan.kept.append(f"{n}: read as {d.isoformat()}, not expired yet")
+    for path, why in delivered:
+        plan.files.append(FileAction(path, why, FileSig.of(path)))
+    return plan
+
+
+def default_retention(opts) -> int:
+    v = opts.get("retention_days", SAMPLE_RETENTION_DAYS)
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        raise UsageError(f"-O retention_days: expected an integer, got {v!r}") from None
+

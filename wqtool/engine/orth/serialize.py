@@ -1,0 +1,177 @@
+"""The JSON rows and text views of the Orth executor-side formats (dump, replay, stats, Spark rows)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Iterator
+
+from ...formats._common import format_unix_ns
+from ..format import Column, RecordView, StateView
+from .callbacks import CallbackState
+from .executor import ADMIN_STATES, ExecutorState
+from .model import Callback, LogEntry
+
+CALLBACK_FIELDS = ("file", "offset", "length", "index", "entry", "source", "log_id", "log_date_tim", "log_date",
+                   "handle_code", "handle_msg", "file_state", "error")
+EXECUTOR_FIELDS = ("file", "offset", "length", "index", "log_id", "date", "line", "lines", "time", "class", "method",
+                   "src_line", "thread", "kind", "handle_code", "message", "utf8", "error")
+
+
+def _iso_ms(ms: int) -> str | None:
+    try:
+        return format_unix_ns(ms * 1_000_000)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text(s: str | None) -> str | None:
+    """A string for output: lone surrogates (a Java ``\\ud800`` escape, or bytes that are not UTF-8) as U+FFFD."""
+    return s if s is None or not _SURROGATE.search(s) else _SURROGATE.sub("\ufffd", s)
+
+
+def _short(s: str | None, n: int = 60) -> str:
+    if s is None:
+        return "-"
+    t = json.dumps(text(s), ensure_ascii=False)
+    return t if len(t) <= n else t[:n - 1] + "…"
+
+
+class CallbackRecordView(RecordView):
+    fields = CALLBACK_FIELDS
+    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "entry": "long",
+             "source": "string", "log_id": "long", "log_date_tim": "long", "log_date": "string", "handle_code": "int",
+             "handle_msg": "string", "file_state": "string", "error": "string"}
+    columns = (Column("file", 48), Column("offset", 7, ">"), Column("#", 5, ">"), Column("src", 4, gap=2),
+               Column("log_id", 12, ">"), Column("log_date", 24, gap=2), Column("code", 4, ">"),
+               Column("state", 8, gap=2), Column("handle_msg", None, gap=2))
+
+    def row(self, rec: Callback, payload: str) -> dict:
+        return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index, "entry": rec.entry,
+                "source": rec.source, "log_id": rec.log_id, "log_date_tim": rec.log_date_tim,
+                "log_date": _iso_ms(rec.log_date_tim), "handle_code": rec.handle_code, "handle_msg": text(rec.handle_msg),
+                "file_state": rec.file_state, "error": None}
+
+    def cells(self, rec: Callback, payload: str) -> tuple:
+        return (os.path.basename(rec.path), rec.offset, rec.index, rec.source, rec.log_id,
+                _iso_ms(rec.log_date_tim) or str(rec.log_date_tim), rec.handle_code, rec.file_state,
+                _short(rec.handle_msg))
+
+    def hex_title(self, rec: Callback) -> str:
+        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} log id {rec.log_id} len={rec.length}"
+
+
+class ExecutorRecordView(RecordView):
+    fields = EXECUTOR_FIELDS
+    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "log_id": "long",
+             "date": "string", "line": "long", "lines": "long", "time": "string", "class": "string",
+             "method": "string", "src_line": "long", "thread": "string", "kind": "string", "handle_code": "int",
+             "message": "string", "utf8": "bool", "error": "string"}
+    columns = (Column("date", 10), Column("log_id", 10, ">"), Column("line", 6, ">"), Column("time", 19, gap=2),
+               Column("kind", 16, gap=2), Column("thread", 28), Column("message", None))
+
+    def row(self, rec: LogEntry, payload: str) -> dict:
+        return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index,
+                "log_id": rec.log_id, "date": rec.date_dir, "line": rec.line, "lines": rec.lines, "time": rec.time,
+                "class": rec.cls, "method": rec.method, "src_line": rec.src_line, "thread": rec.thread,
+                "kind": rec.kind, "handle_code": rec.handle_code, "message": rec.message, "utf8": rec.utf8,
+                "error": None}
+
+    def cells(self, rec: LogEntry, payload: str) -> tuple:
+        first = rec.message.split("\n", 1)[0]
+        more = f" (+{rec.lines - 1} lines)" if rec.lines > 1 else ""
+        return (rec.date_dir, rec.log_id, rec.line, rec.time or "-", rec.kind, (rec.thread or "-")[:28],
+                (first if len(first) <= 100 else first[:99] + "…") + more)
+
+    def hex_title(self, rec: LogEntry) -> str:
+        return f"{rec.date_dir}/{os.path.basename(rec.path)}@0x{rec.offset:x} line {rec.line} {rec.kind} len={rec.length}"
+
+
+# ---------------------------------------------------------------- replayed state
+class CallbackStateView(StateView):
+    rows_key = "log_ids"
+
+    def __init__(self, state: CallbackState):
+        self.state = state
+
+    def summary(self) -> dict:
+        return {"log_ids": len(self.state.items), "callbacks": self.state.records,
+                "by_delivery": self.state.counts_by_state(), "digest": self.state.digest()}
+
+    def rows(self, payload: str = "base64") -> Iterator[dict]:
+        return iter(self.state.rows())
+
+    def table_header(self) -> str:
+        return f"{'log_id':>12}  {'log_date':<24} {'code':>4}  {'status':<8} {'delivery':<9} files"
+
+    def table_lines(self) -> Iterator[str]:
+        for r in self.state.rows():
+            yield (f"{r['log_id']:>12}  {r['log_date'] or '-':<24} {r['handle_code']:>4}  {r['status']:<8} "
+                   f"{r['delivery']:<9} {', '.join(r['files'])}")
+
+    def summary_lines(self) -> list[str]:
+        s = self.state
+        c = {k: v for k, v in s.counts_by_state().items() if v}
+        return [f"{len(s.items)} log id(s) in {s.records} callback(s) not yet acknowledged by an admin: "
+                + (", ".join(f"{k} {v}" for k, v in c.items()) or "none")]
+
+    def counts_by_state(self) -> dict[str, int]:
+        return self.state.counts_by_state()
+
+    def queues(self) -> dict[str, dict[str, int]]:
+        return {}
+
+    def digest(self) -> str:
+        return self.state.digest()
+
+
+class ExecutorStateView(StateView):
+    rows_key = "log_ids"
+
+    def __init__(self, state: ExecutorState):
+        self.state = state
+
+    def summary(self) -> dict:
+        rows = self.state.rows()
+        return {"log_ids": len(rows), "by_status": self.state.counts_by_state(),
+                "callback_pending": sum(1 for r in rows if r["retry_files"]),
+                "digest": self.state.digest()}
+
+    def rows(self, payload: str = "base64") -> Iterator[dict]:
+        return iter(self.state.rows())
+
+    def table_header(self) -> str:
+        return (f"{'date':<10} {'log_id':>10}  {'executor':<9} {'code':>4}  {'status':<8} {'callback':<8} "
+                f"{'admin':<8} retry")
+
+    def table_lines(self) -> Iterator[str]:
+        for r in self.state.rows():
+            code = "-" if r["handle_code"] is None else r["handle_code"]
+            yield (f"{r['date']:<10} {r['log_id']:>10}  {r['executor']:<9} {code:>4}  {r['status']:<8} "
+                   f"{r['callback']:<8} {r['admin_status']:<8} {', '.join(r['retry_files'])}")
+
+    def counts_matrix(self):
+        by = self.state.by_date()
+        labels = [s for s in ADMIN_STATES if any(c[s] for c in by.values())]
+        if not labels:
+            return None
+        return "log ids per date and status", labels, list(by.items())
+
+    def summary_lines(self) -> list[str]:
+        rows = self.state.rows()
+        pending = sum(1 for r in rows if r["admin_status"] == "Pending" and r["executor"] not in ("running",))
+        return [f"{len(rows)} log id(s); {sum(1 for r in rows if r['executor'] == 'running')} without an end "
+                f"marker; {pending} finished but not acknowledged by an admin as far as the files show"]
+
+    def counts_by_state(self) -> dict[str, int]:
+        return self.state.counts_by_state()
+
+    def queues(self) -> dict[str, dict[str, int]]:
+        return self.state.by_date()
+
+    def digest(self) -> str:
+        return self.state.digest()
+

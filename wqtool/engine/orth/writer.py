@@ -1,0 +1,100 @@
+"""Writers of Orth executor-side files (fixtures, tests, benchmarks): the bytes Orth writes, named as Orth names them,
+but each file written atomically (temp + fsync + rename + directory fsync), which Orth itself does not do.
+
+* ``write_retry_file(dir, entries)``: ``callbacklogs/orth-callback-{md5}.log`` (``appendFailCallbackFile``);
+* ``write_legacy_file(dir, entries, ms)``: ``callbacklog/xxl-job-callback-{ms}.log`` (xxl-job <= 3.2);
+* ``ExecutorLogWriter``: ``{logPath}/{yyyy-MM-dd}/{logId}.log`` lines with the markers of ``JobThread`` and
+  ``TriggerCallbackThread`` (date directory and times in the executor's zone).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+
+from ...formats.orth import CALLBACK_DIR, LEGACY_CALLBACK_DIR, LINE_TIME_FORMAT
+from ..fsops import fsync_dir, write_new
+from .gson import Entry, encode
+from .javaser import encode_legacy
+
+JOB_THREAD = "com.abyss.orth.core.thread.JobThread"
+CALLBACK_THREAD = "com.abyss.orth.core.thread.TriggerCallbackThread"
+
+
+def write_atomic(path: str, data: bytes) -> str:
+    d = os.path.dirname(path) or "."
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp")
+    if os.path.exists(tmp):
+        os.unlink(tmp)
+    write_new(tmp, [data])
+    os.replace(tmp, path)
+    fsync_dir(d)
+    return path
+
+
+def write_retry_file(log_path: str, entries: list[Entry], *, prefix: str = "orth") -> str:
+    data = encode(entries)
+    return write_atomic(os.path.join(log_path, CALLBACK_DIR, f"{prefix}-callback-{hashlib.md5(data).hexdigest()}.log"),
+                        data)
+
+
+def write_legacy_file(log_path: str, entries: list[Entry], ms: int, *, same_object=None, i: int | None = None) -> str:
+    name = f"xxl-job-callback-{ms}" + (f"-{i}" if i is not None else "") + ".log"
+    return write_atomic(os.path.join(log_path, LEGACY_CALLBACK_DIR, name), encode_legacy(entries, same_object))
+
+
+class ExecutorLogWriter:
+    """Appends executor log lines as ``OrthJobHelper.log`` does (one ``\\n``-terminated line per call, the message
+    may hold more lines)."""
+
+    def __init__(self, log_path: str, tz: dt.tzinfo = dt.timezone.utc):
+        self.log_path = log_path
+        self.tz = tz
+
+    def path(self, log_id: int, trigger_ms: int) -> str:
+        day = dt.datetime.fromtimestamp(trigger_ms / 1000, self.tz).strftime("%Y-%m-%d")
+        return os.path.join(self.log_path, day, f"{log_id}.log")
+
+    def raw(self, log_id: int, trigger_ms: int, data: bytes) -> None:
+        p = self.path(log_id, trigger_ms)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "ab") as f:
+            f.write(data)
+
+    def line(self, log_id: int, trigger_ms: int, at_ms: int, message: str, *, cls: str = JOB_THREAD,
+             method: str = "run", src_line: int = 1, thread: str | None = None) -> None:
+        t = dt.datetime.fromtimestamp(at_ms / 1000, self.tz).strftime(LINE_TIME_FORMAT)
+        thread = thread or f"orth-job-thread-{log_id % 97}-{trigger_ms}"
+        self.raw(log_id, trigger_ms, f"{t} [{cls}#{method}]-[{src_line}]-[{thread}] {message}\n".encode("utf-8"))
+
+    # the markers (spec §3.3)
+    def start(self, log_id, trigger_ms, at_ms, param="") -> None:
+        self.line(log_id, trigger_ms, at_ms, "<br>----------- Orth job execute start -----------<br>----------- "
+                  f"Param: {param}", method="runSerial", src_line=202)
+
+    def finish(self, log_id, trigger_ms, at_ms, code=200, msg=None) -> None:
+        self.line(log_id, trigger_ms, at_ms, "<br>----------- Orth job execute end(finish) -----------<br>----------- "
+                  f"Result: handleCode={code}, handleMsg={'null' if msg is None else msg}", method="runSerial",
+                  src_line=241)
+
+    def error(self, log_id, trigger_ms, at_ms, trace: str) -> None:
+        self.line(log_id, trigger_ms, at_ms, f"<br>----------- JobThread Exception: {trace}<br>----------- Orth job "
+                  "execute end(error) -----------", method="runSerial", src_line=236)
+
+    def timeout(self, log_id, trigger_ms, at_ms) -> None:
+        self.line(log_id, trigger_ms, at_ms, "<br>----------- Orth job execute timeout", method="lambda$runSerial$0",
+                  src_line=-1, thread="Thread-3")
+        self.raw(log_id, trigger_ms, b"java.util.concurrent.TimeoutException\n\tat java.base/java.util.concurrent."
+                 b"FutureTask.get(FutureTask.java:204)\n")
+
+    def stopped(self, log_id, trigger_ms, at_ms, reason="Admin scheduler kill request") -> None:
+        self.line(log_id, trigger_ms, at_ms, f"<br>----------- JobThread stopped, reason: {reason}",
+                  method="toStop", src_line=120)
+
+    def callback(self, log_id, trigger_ms, at_ms, outcome="success", detail="") -> None:
+        msg = {"success": "<br>----------- Orth callback success",
+               "failed": f"<br>----------- Orth callback failed, response: {detail or 'Response{code=500, msg=' + chr(39) + 'admin down' + chr(39) + ', data=null}'}",
+               "error": f"<br>----------- Orth callback error: {detail or 'Connection refused'}"}[outcome]
+        self.line(log_id, trigger_ms, at_ms, msg, cls=CALLBACK_THREAD, method="callbackLog", src_line=180,
+                  thread="orth-callback-thread")

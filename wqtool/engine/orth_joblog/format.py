@@ -1,0 +1,152 @@
+"""The Orth job-log table (``orth_job_log``) behind the Format interface (``wqtool.engine.format``)."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterator, Sequence
+
+from ...errors import InputError
+from ...formats.orth_joblog import COLUMN_NAMES, TABLE_NAMES, Status
+from ..fileio import read_head
+from ..format import Evidence, Format, Options, RecordFacts, register
+from ..run import LogReport
+from . import dburl
+from .codes import JOBLOG_CODES, JOBLOG_REPLAY_CODES
+from .model import Row
+from .reader import REGISTRY_TABLE_NAMES, TableLog, TableReader, discover, kind_of_file, split_csv
+from .replay import zone
+from .serialize import JobLogRecordView, JobLogStateView
+from .verify import JobLogRun
+
+_REQUIRED = {"id", "trigger_code", "handle_code"}
+
+
+def _settings(opts: Options) -> dict:
+    tz = str(opts.get("timezone", "UTC"))
+    zone(tz)
+    return {"timezone": tz, "registry": opts.get("registry")}
+
+
+class JobLogFormat(Format):
+    name = "orth-joblog"
+    title = "Orth job-log table (orth_job_log)"
+    plural = "orth_job_log tables"
+    kind_noun = "job-log status"
+    file_expected = ("an orth_job_log export (.csv with a header naming id, trigger_code, handle_code; .jsonl; "
+                     ".parquet; a mysqldump .sql)")
+    dir_expected = "an orth_job_log export directory (orth_job_log*.csv|jsonl|parquet|sql or part-* files)"
+    manual = """The admin table orth_job_log of Orth (XXL-JOB 3.3): a CSV export with a header row (an unquoted empty field
+or \\N is NULL, "" the empty string), JSON Lines, Parquet, a mysqldump file, a directory of export files, or a
+database URL (sqlite:///FILE, mysql://, jdbc:mysql://, jdbc:mariadb://; ?table= another table). Spec:
+/work/shared/specs/orth-logs.md sections 5 and 6.
+
+Settings (-O KEY=VALUE): timezone=ZONE (the zone of the table's datetimes, default UTC), registry=FILE|URL|none (the
+executor registry of the lost-job check), jdbc_jar=, jdbc_driver= (--engine spark). stats adds the admin's report
+counts, failure rates per executor and handler, and trigger-to-handle latency percentiles; --out DIR writes them as
+CSV or Parquet, --chart FILE draws the daily counts."""
+    codes = JOBLOG_CODES
+    replay_codes = JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"}
+    record_kinds = tuple(s.value for s in Status)
+    filters = frozenset()
+    options = {"timezone": "orth-joblog: the zone the admin wrote datetimes in (Orth's default JDBC URL: "
+                           "Asia/Shanghai) [default: UTC]",
+               "registry": "orth-joblog: the orth_job_registry to check lost jobs against: an export file, a "
+                           "database URL, or none [default: beside the export / in the dump / the same database]"}
+    record_cls = Row
+    record_view = JobLogRecordView()
+    spark_fleet = "wqtool.spark.orth_joblog_fleet:JobLogFleet"
+
+    # -- detection and discovery
+    def detect(self, path: str) -> Evidence | None:
+        if os.path.isdir(path):
+            for name in sorted(os.listdir(path)):
+                low = name.lower()
+                if low.startswith(REGISTRY_TABLE_NAMES) or not (low.startswith(TABLE_NAMES) or
+                                                                 low.startswith("part-")):
+                    continue
+                p = os.path.join(path, name)
+                if os.path.isfile(p) and kind_of_file(p):
+                    ev = self.detect(p)
+                    if ev is not None and ev.strong:
+                        return Evidence(True, f"{name}: {ev.reason}")
+            return None
+        kind = kind_of_file(path)
+        if kind is None:
+            return None
+        try:
+            head = read_head(path, 1 << 16 if kind != "sqldump" else 1 << 20)
+        except InputError:
+            return None
+        if kind == "csv":
+            line = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
+            names = {(n or "").strip().lower() for n in (split_csv(line) or [])}
+            if _REQUIRED <= names:
+                return Evidence(True, "a CSV header naming orth_job_log's columns")
+        elif kind == "jsonl":
+            try:
+                obj = json.loads(head.split(b"\n", 1)[0])
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict) and _REQUIRED <= set(obj):
+                return Evidence(True, "a JSON object with orth_job_log's columns")
+        elif kind == "parquet":
+            if head[:4] != b"PAR1":
+                return None
+            try:
+                import pyarrow.parquet as pq
+                names = set(pq.read_schema(path).names)
+            except Exception:  # noqa: BLE001 — no pyarrow, or not readable: a guess only
+                return Evidence(False, "a Parquet file named like an export")
+            if _REQUIRED <= names:
+                return Evidence(True, "a Parquet schema with orth_job_log's columns")
+        elif kind == "sqldump":
+            if any(b"`" + t.encode() + b"`" in head for t in TABLE_NAMES):
+                return Evidence(True, "a SQL dump naming `orth_job_log`")
+        return None
+
+    def detect_url(self, url: str) -> Evidence | None:
+        if dburl.is_db_url(url):
+            return Evidence(True, "a database URL")
+        return None
+
+    def discover(self, paths: Sequence[str], opts: Options) -> list[TableLog]:
+        s = _settings(opts)
+        return discover(paths, timezone=s["timezone"], registry=s["registry"])
+
+    def files(self, log: TableLog) -> list[str]:
+        return log.files
+
+    def file_events(self, log: TableLog, i: int, start_index: int = 0) -> Iterator:
+        return TableReader(log, tz=zone(log.timezone), file_index=i, start_index=start_index).events()
+
+    def source_options(self, o: dict) -> dict:
+        tz = str(o.get("timezone", "UTC"))
+        try:
+            zone(tz)
+        except Exception as e:  # noqa: BLE001
+            raise ValueError(f"orth-joblog: option timezone: {e}") from None
+        return {"timezone": tz, "registry": o.get("registry") or None}
+
+    # -- reading
+    def run(self, log: TableLog, opts: Options, *, limit: int | None = None, keep_rows: bool = False) -> JobLogRun:
+        return JobLogRun(log, opts.as_of_ns, limit=limit, keep_rows=keep_rows)
+
+    def run_log(self, log: TableLog, opts: Options, *, limit: int | None = None, state: bool = True,
+                workers: int | None = None) -> LogReport:
+        p = self.run(log, opts, limit=limit, keep_rows=state)
+        for _ in p.events():
+            pass
+        return p.report
+
+    # -- views
+    def facts(self, rec: Row) -> RecordFacts:
+        from .rules import status_of
+        return RecordFacts(status_of(rec.trigger_code, rec.handle_code).value, rec.length, None,
+                           rec.job_id.to_bytes(8, "big", signed=True))
+
+    def state_view(self, state, log: TableLog | None = None) -> JobLogStateView:
+        return JobLogStateView(state)
+
+
+assert COLUMN_NAMES[0] == "id"
+FORMAT = register(JobLogFormat())

@@ -1,0 +1,92 @@
+"""The declared conditions (``wqtool.formats.orth_joblog``) as Python predicates and as SQL text.
+
+One declaration, two evaluators: ``predicate(cond)`` for the local engine, ``sql(cond)`` for Spark SQL and the
+databases (the same CASE expression the tests run in SQLite and Spark against the Python one).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ...formats.orth_joblog import (LIST_FILTER_FAILED, REPORT_RUNNING, REPORT_SUCCESS, STATUS_RULES, All, AnyOf,
+                                    Cond, In, Not, Status)
+
+
+def predicate(cond: Cond) -> Callable[[dict], bool]:
+    """``cond`` as a function of a mapping column -> int."""
+    if isinstance(cond, In):
+        col, vals = cond.column, frozenset(cond.values)
+        if cond.negate:
+            return lambda r: r[col] not in vals
+        return lambda r: r[col] in vals
+    if isinstance(cond, All):
+        fs = [predicate(t) for t in cond.terms]
+        return lambda r: all(f(r) for f in fs)
+    if isinstance(cond, AnyOf):
+        fs = [predicate(t) for t in cond.terms]
+        return lambda r: any(f(r) for f in fs)
+    if isinstance(cond, Not):
+        f = predicate(cond.term)
+        return lambda r: not f(r)
+    raise TypeError(f"not a condition: {cond!r}")
+
+
+def sql(cond: Cond, quote: str = "") -> str:
+    """``cond`` as a SQL boolean expression (columns quoted with ``quote``)."""
+    if isinstance(cond, In):
+        vals = ", ".join(str(int(v)) for v in cond.values)
+        return f"({quote}{cond.column}{quote} {'NOT IN' if cond.negate else 'IN'} ({vals}))"
+    if isinstance(cond, All):
+        return "(" + " AND ".join(sql(t, quote) for t in cond.terms) + ")" if cond.terms else "(1 = 1)"
+    if isinstance(cond, AnyOf):
+        return "(" + " OR ".join(sql(t, quote) for t in cond.terms) + ")" if cond.terms else "(1 = 0)"
+    if isinstance(cond, Not):
+        return f"(NOT {sql(cond.term, quote)})"
+    raise TypeError(f"not a condition: {cond!r}")
+
+
+def status_sql(quote: str = "") -> str:
+    """§5.2 as a CASE expression yielding the status label."""
+    parts = [f"WHEN {sql(c, quote)} THEN '{s.value}'" for s, c in STATUS_RULES]
+    return "CASE " + " ".join(parts) + " END"
+
+
+_STATUS_PREDICATES = [(s, predicate(c)) for s, c in STATUS_RULES]
+_running, _success = predicate(REPORT_RUNNING), predicate(REPORT_SUCCESS)
+_list_failed = predicate(LIST_FILTER_FAILED)
+
+
+_STATUS_CACHE: dict[tuple[int, int], Status] = {}
+
+
+def status_of(trigger_code: int, handle_code: int) -> Status:
+    """The UI's status of a row (§5.2): the first declared rule that holds (cached per code pair)."""
+    key = (trigger_code, handle_code)
+    s = _STATUS_CACHE.get(key)
+    if s is None:
+        r = {"trigger_code": trigger_code, "handle_code": handle_code}
+        s = next(st for st, p in _STATUS_PREDICATES if p(r))
+        if len(_STATUS_CACHE) < 4096:
+            _STATUS_CACHE[key] = s
+    return s
+
+
+REPORT_BUCKETS = ("running", "suc", "fail")
+
+
+def report_bucket(trigger_code: int, handle_code: int) -> str:
+    """§5.3: which count of orth_job_log_report a row adds to: running, suc or fail (= total - running - suc)."""
+    r = {"trigger_code": trigger_code, "handle_code": handle_code}
+    if _running(r):
+        return "running"
+    if _success(r):
+        return "suc"
+    return "fail"
+
+
+def report_bucket_sql(quote: str = "") -> str:
+    return (f"CASE WHEN {sql(REPORT_RUNNING, quote)} THEN 'running' WHEN {sql(REPORT_SUCCESS, quote)} THEN 'suc' "
+            "ELSE 'fail' END")
+
+
+def list_failed(trigger_code: int, handle_code: int) -> bool:
+    return _list_failed({"trigger_code": trigger_code, "handle_code": handle_code})

@@ -1,0 +1,209 @@
+"""A bounded, quote-aware scanner of ``mysqldump`` files: the rows of INSERT statements for chosen tables.
+
+Works over a read-only mmap (``FileView``): nothing is copied but one value at a time, each capped
+(``VALUE_CAP``); every regex is possessive (no backtracking) and anchored, so a hostile dump costs linear time
+and bounded memory. Statements for other tables, comments (``--``, ``#``, ``/* */`` and MySQL's ``/*!...*/``)
+and everything but INSERT / REPLACE are skipped quote-aware. Yields ``Stmt`` / ``Tuple`` / ``Damage`` events;
+the reader turns them into rows and findings.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: No value of the table is longer than 64 KiB of text; escaped, at most twice that. Past this: damage.
+VALUE_CAP = 1 << 18
+#: A CREATE TABLE statement we read for its column list.
+CREATE_CAP = 1 << 16
+HEADER_MARKERS = (b"-- MySQL dump", b"-- MariaDB dump")
+TRAILER = b"-- Dump completed"
+
+_WS = re.compile(rb"(?:\s++|--[^\n]*+(?:\n|\Z)|#[^\n]*+(?:\n|\Z)|/\*(?:[^*]++|\*(?!/))*+\*/)*+")
+# one statement from its start to its ';' (quote- and comment-aware); no match: it runs to EOF unterminated
+_STMT = re.compile(rb"(?:[^;'\"`/#-]++|'(?:[^'\\]++|\\.|'')*+'|\"(?:[^\"\\]++|\\.|\"\")*+\"|`[^`]*+`"
+                   rb"|/\*(?:[^*]++|\*(?!/))*+\*/|--[^\n]*+|#[^\n]*+|[/#-])*+;", re.S)
+_INSERT = re.compile(rb"(?:INSERT|REPLACE)\s++(?:(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE)\s++)*+(?:INTO\s++)?"
+                     rb"(?:`([^`]{1,64}+)`|([A-Za-z0-9_$]{1,64}+))\s*+(?:\(([^)]{0,4096}+)\)\s*+)?VALUES\s*+", re.I)
+_CREATE = re.compile(rb"CREATE\s++TABLE\s++(?:IF\s++NOT\s++EXISTS\s++)?(?:`([^`]{1,64}+)`|([A-Za-z0-9_$]{1,64}+))",
+                     re.I)
+_COLDEF = re.compile(rb"^\s*+`([^`]{1,64}+)`\s", re.M)
+_VALUE = re.compile(rb"\s*+(?:(NULL)|'((?:[^'\\]++|\\.|'')*+)'|(-?[0-9]++(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?)"
+                    rb"|0x([0-9A-Fa-f]*+)|_(?:binary|utf8mb4|utf8|latin1)\s*+'((?:[^'\\]++|\\.|'')*+)')\s*+([,)])",
+                    re.S | re.I)
+_OPEN = re.compile(rb"\s*+\(")
+_AFTER = re.compile(rb"\s*+([,;])")
+_ESC = re.compile(rb"\\(.)|''", re.S)
+_ESCAPES = {b"0": b"\x00", b"b": b"\x08", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"Z": b"\x1a",
+            b"%": b"\\%", b"_": b"\\_"}
+
+
+def unescape(s: bytes) -> bytes:
+    """A MySQL string literal's body -> its bytes (backslash escapes, doubled quotes)."""
+    if b"\\" not in s and b"''" not in s:
+        return s
+
+    def sub(m: re.Match) -> bytes:
+        c = m.group(1)
+        if c is None:
+            return b"'"
+        return _ESCAPES.get(c, c)
+    return _ESC.sub(sub, s)
+
+
+NULL = None
+
+
+@dataclass(slots=True)
+class Stmt:
+    """An INSERT statement for a wanted table starts: its table and column list (None: the table's order)."""
+
+    offset: int
+    table: str
+    columns: list[str] | None
+
+
+@dataclass(slots=True)
+class Tuple:
+    """One row of an INSERT: its values (bytes of a string literal, int / str of a number, None for NULL)."""
+
+    offset: int
+    length: int
+    values: list
+
+
+@dataclass(slots=True)
+class Damage:
+    """``kind``: parse | too-large | truncated (the file ends inside the statement)."""
+
+    kind: str
+    offset: int
+    stmt_offset: int
+    message: str
+
+
+@dataclass(slots=True)
+class Create:
+    """A CREATE TABLE of a wanted table: its column names in order."""
+
+    offset: int
+    table: str
+    columns: list[str]
+
+
+class DumpScanner:
+    """``events()`` over ``data`` (bytes or mmap) for the tables in ``tables`` (lower-cased names)."""
+
+    def __init__(self, data, tables: frozenset[str]):
+        self.data = data
+        self.n = len(data)
+        self.tables = tables
+
+    def events(self):
+        data, n = self.data, self.n
+        pos = 0
+        while True:
+            pos = _WS.match(data, pos).end()
+            if pos >= n:
+                return
+            m = _INSERT.match(data, pos, min(n, pos + 8192))
+            if m is not None:
+                table = (m.group(1) or m.group(2)).decode("utf-8", "replace").lower()
+                if table in self.tables:
+                    cols = None
+                    if m.group(3) is not None:
+                        cols = [c.strip().strip(b"`").decode("utf-8", "replace").lower()
+                                for c in m.group(3).split(b",")]
+                    yield Stmt(pos, table, cols)
+                    pos = yield from self._tuples(pos, m.end())
+                    continue
+            else:
+                c = _CREATE.match(data, pos, min(n, pos + 512))
+                if c is not None:
+                    table = (c.group(1) or c.group(2)).decode("utf-8", "replace").lower()
+                    end = self._skip(pos)
+                    if table in self.tables and end is not None and end - pos <= CREATE_CAP:
+                        body = bytes(data[pos:end])
+                        yield Create(pos, table, [x.decode("utf-8", "replace").lower()
+                                                  for x in _COLDEF.findall(body)])
+                    if end is None:
+                        yield Damage("truncated", pos, pos, "the file ends inside a CREATE TABLE statement")
+                        return
+                    pos = end
+                    continue
+            end = self._skip(pos)
+            if end is None:
+                yield Damage("truncated", pos, pos, "the file ends inside a statement (no ';')")
+                return
+            pos = end
+
+    def _skip(self, pos: int) -> int | None:
+        """The end of the statement starting at ``pos`` (after its ';'), or None: it runs to EOF."""
+        m = _STMT.match(self.data, pos)
+        return None if m is None else m.end()
+
+    def _tuples(self, stmt: int, pos: int):
+        """The row tuples of one INSERT from ``pos``; returns where scanning resumes."""
+        data, n = self.data, self.n
+        while True:
+            start = pos
+            m = _OPEN.match(data, pos, min(n, pos + 4096))
+            if m is None:
+                return (yield from self._damage(stmt, pos, "expected '(' starting a row"))
+            pos = m.end()
+            values: list = []
+            while True:
+                window = min(n, pos + VALUE_CAP)
+                v = _VALUE.match(data, pos, window)
+                if v is None:
+                    if window < n and _VALUE.match(data, pos) is not None:
+                        return (yield from self._damage(stmt, pos, f"a value longer than {VALUE_CAP} bytes",
+                                                        kind="too-large"))
+                    return (yield from self._damage(stmt, pos, "expected a value (NULL, a number or a quoted "
+                                                    "string) then ',' or ')'"))
+                if v.group(1) is not None:
+                    values.append(NULL)
+                elif v.group(2) is not None:
+                    values.append(unescape(v.group(2)))
+                elif v.group(3) is not None:
+                    t = v.group(3)
+                    values.append(int(t) if t.lstrip(b"-").isdigit() else t.decode("ascii"))
+                elif v.group(4) is not None:
+                    values.append(bytes.fromhex(v.group(4).decode("ascii")) if len(v.group(4)) % 2 == 0
+                                  else b"\x00")
+                else:
+                    values.append(unescape(v.group(5)))
+                pos = v.end()
+                if v.group(6) == b")":
+                    break
+                if len(values) > 4096:
+                    return (yield from self._damage(stmt, pos, "more than 4096 values in a row", kind="too-large"))
+            yield Tuple(start, pos - start, values)
+            a = _AFTER.match(data, pos, min(n, pos + 4096))
+            if a is None:
+                return (yield from self._damage(stmt, pos, "expected ',' or ';' after a row"))
+            pos = a.end()
+            if a.group(1) == b";":
+                return pos
+
+    def _damage(self, stmt: int, at: int, message: str, kind: str = "parse"):
+        """Report damage inside the statement at ``stmt``; resume after its end (quote-aware), or at EOF."""
+        end = self._skip(stmt)
+        if end is None or end <= at:
+            # the statement (or what follows the damage) runs to the end of the file unterminated
+            tail = _STMT.match(self.data, at)
+            if tail is None:
+                yield Damage("truncated", at, stmt, "the file ends inside an INSERT statement")
+                return self.n
+            end = tail.end()
+        yield Damage(kind, at, stmt, message)
+        return end
+
+
+def has_header(head: bytes) -> bool:
+    return any(head.lstrip().startswith(mk) for mk in HEADER_MARKERS)
+
+
+def has_trailer(data) -> bool:
+    """The dump's last 4 KiB hold mysqldump's ``-- Dump completed`` line."""
+    n = len(data)
+    return bytes(data[max(0, n - 4096):n]).find(TRAILER) >= 0

@@ -1,0 +1,162 @@
+"""clean of a list journal: what upstream's reader does when it finishes a file — unlink exhausted hour files,
+except the current and the previous hour's (a writer may still append to them) — and wqtool's own leftovers.
+
+An hour file is exhausted when every byte is ``\\n`` (every line acknowledged) or it is empty. A file with a
+pending line, a skipped line or a torn tail is kept (upstream would send the pending lines first, and loses the
+others when it unlinks: wqtool never does). Each removal runs under the lock upstream's writers take, as its
+reader does (``open(O_RDWR)``, ``flock(LOCK_EX)``):
+
+1. ``lock:<H>.msg``; 2. ``check:<H>.msg`` — the same file as the path, still exhausted under the lock, no other
+process holding it open; 3. ``unlink:<H>.msg``, ``fsync-dir:<H>.msg``; 4. ``unlock:<H>.msg`` — a writer that
+opened the file before the unlink and waited for the lock appends to the unlinked inode: its bytes are appended
+to a new ``<H>.msg``, created the way the writer creates it. Temp files of an interrupted pack are removed
+(``unlink:.<H>.msg.wqtool-pack``): the hour file they were made from is intact.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from ...formats.snap import kept_hours
+from ..fsops import fsync_dir, unlink_quiet
+from ..plan import ApplyResult, Plan, StepRunner, labels
+from .model import ListJournal
+from .pack import _check_alone, _open_locked, read_all, rescue_late_writers
+from .verify import run_log
+
+
+@dataclass(slots=True)
+class ListCleanPlan(Plan):
+    kind: ClassVar[str] = "clean"
+
+    journal: ListJournal
+    as_of_ns: int
+    remove: list[tuple[str, int, str]]        # (path, bytes, reason)
+    keep: list[tuple[str, str]]               # (path, reason)
+    digest: str = ""                          # the replay digest (clean changes no entry)
+    verdict: int = 0                          # the input's, as verify gives it
+    records: int = 0
+    acked_removed: int = 0                    # blank runs in the files removed
+    sizes: dict = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    @property
+    def input_exit_code(self) -> int:
+        return self.verdict
+
+    def report_doc(self) -> dict:
+        prev, cur = kept_hours(self.journal.current_hour)
+        files = len(self.journal.files)
+        before = sum(self.sizes.values())
+        freed = sum(n for _, n, _ in self.remove)
+        gone = sum(1 for p, _, _ in self.remove if p in self.sizes)
+        return {"format": "snaplist", "root": self.journal.root, "as_of_ns": self.as_of_ns,
+                "current_hour": cur, "previous_hour": prev,
+                "nothing_to_do": not self.remove,
+                "why": "no exhausted hour file outside the current and previous hour" if not self.remove else None,
+                "before": {"files": files, "records": self.records, "bytes": before},
+                "after": {"files": files - gone, "records": self.records - self.acked_removed,
+                          "bytes": before - sum(n for p, n, _ in self.remove if p in self.sizes)},
+                "reclaimed": {"bytes": freed, "files": len(self.remove), "records": self.acked_removed},
+                "actions": [{"file": p, "action": "delete", "why": r} for p, _n, r in self.remove],
+                "keep": [{"file": p, "reason": r} for p, r in self.keep],
+                "lines": [f"kept {os.path.basename(p)}: {r}" for p, r in self.keep],
+                "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6)}
+
+    def apply(self, **kw) -> ApplyResult:
+        return apply_clean(self, **kw)
+
+    def apply_steps(self, **kw) -> list[str]:
+        return labels(lambda step: _run_steps(self, step, {}))
+
+
+def is_exhausted(data: bytes) -> bool:
+    return data.count(b"\n") == len(data)
+
+
+def clean_plan(journal: ListJournal) -> ListCleanPlan:
+    t0 = time.perf_counter()
+    if not journal.is_dir:
+        from ...errors import UsageError
+        raise UsageError("clean needs the journal directory (hour files named one by one are not cleaned)",
+                         path=journal.root)
+    prev, cur = kept_hours(journal.current_hour)
+    report = run_log(journal, limit=0)
+    remove, keep = [], []
+    sizes: dict = {}
+    acked = 0
+    for hf in journal.files:
+        with open(hf.path, "rb") as f:
+            data = f.read()
+        sizes[hf.path] = len(data)
+        if hf.hour in (prev, cur):
+            keep.append((hf.path, f"{'current' if hf.hour == cur else 'previous'} hour: a writer may append"))
+        elif is_exhausted(data):
+            remove.append((hf.path, len(data), "exhausted: every line acknowledged" if data else "empty"))
+            acked += 1 if data else 0
+        else:
+            keep.append((hf.path, "still holds lines that are not acknowledged (send them first: "
+                                  "wqtool replay --send)"))
+    for t in journal.temps:
+        remove.append((t, os.path.getsize(t), "temp file of an interrupted wqtool pack"))
+    plan = ListCleanPlan(journal, journal.as_of_ns, remove, keep, report.state.digest(), int(report.verdict),
+                         report.records, acked, sizes)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _run_steps(plan: ListCleanPlan, step: StepRunner, ctx: dict) -> None:
+    d = plan.journal.root
+    for path, _size, _reason in plan.remove:
+        name = os.path.basename(path)
+        if name.startswith("."):
+            step("unlink:" + name, lambda path=path: unlink_quiet(path))
+            step("fsync-dir:" + name, lambda: fsync_dir(d))
+            continue
+        key = "fd:" + name
+
+        def check(path=path, key=key, name=name):
+            fd = ctx[key]
+            _check_alone(path, fd, "clean")
+            data = read_all(fd)
+            if not is_exhausted(data):
+                ctx.setdefault("skipped", []).append(path)
+                ctx["skip:" + name] = True       # a writer appended since the plan: keep it
+            ctx["size:" + name] = len(data)
+
+        def unlink(path=path, name=name):
+            if not ctx.get("skip:" + name):
+                os.unlink(path)
+                ctx.setdefault("removed", []).append(path)
+
+        def unlock(path=path, key=key, name=name):
+            fd = ctx[key]
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            if not ctx.get("skip:" + name):
+                rescue_late_writers(fd, ctx["size:" + name], path, recreate=True)
+
+        step("lock:" + name, lambda path=path, key=key: _open_locked(path, ctx, key))
+        step("check:" + name, check)
+        step("unlink:" + name, unlink)
+        step("fsync-dir:" + name, lambda: fsync_dir(d))
+        step("unlock:" + name, unlock)
+
+
+def apply_clean(plan: ListCleanPlan, *, fail_at: str | None = None,
+                hook: Callable[[str, str], None] | None = None, **_kw) -> ApplyResult:
+    ctx: dict = {}
+    before = sum(n for _, n, _ in plan.remove)
+    try:
+        with StepRunner(fail_at, hook) as step:
+            _run_steps(plan, step, ctx)
+    finally:
+        for fd in ctx.get("fds", []):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    removed = ctx.get("removed", []) + [p for p, _, _ in plan.remove if os.path.basename(p).startswith(".")]
+    return ApplyResult(plan.journal.root, step.done, None, before, 0, removed=removed)

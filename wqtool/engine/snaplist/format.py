@@ -1,0 +1,151 @@
+"""The snapwebsites list client journal behind the Format interface (``wqtool.engine.format``)."""
+from __future__ import annotations
+
+import os
+from typing import Iterator, Sequence
+
+from ...errors import InputError, UsageError
+from ...formats.snap import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
+from ..fileio import read_head
+from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
+from ..fsops import describe_holders, holders
+from .clean import clean_plan
+from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES
+from .fastpath import tokenize
+from .model import KINDS, Line, ListJournal
+from .pack import pack_plan
+from .reader import ListReader, discover
+from .send import SCHEME, forward
+from .serialize import SnaplistRecordView, SnaplistStateView
+from .verify import ListRun
+
+#: How much of a file detection reads (the first line must fit).
+DETECT_BYTES = 64 * 1024
+
+
+def _offset(opts: Options) -> int:
+    raw = opts.get("start_date_offset_us", LIST_PROCESSING_LATENCY_US)
+    try:
+        v = int(raw)
+    except (TypeError, ValueError):
+        raise UsageError(f"-O start_date_offset_us: expected microseconds, got {raw!r}") from None
+    if not 0 <= v <= MAX_START_DATE_OFFSET_US:
+        raise UsageError(f"-O start_date_offset_us: {v} is outside 0..{MAX_START_DATE_OFFSET_US} (upstream clamps it "
+                         "to 10 s .. 24 h)")
+    return v
+
+
+def _first_line_evidence(path: str) -> Evidence | None:
+    """Strong: a line in the first 64 KiB that upstream's reader accepts (uri, priority and key_start_date
+    present); weak: the hour file name alone (every line acknowledged, or none parses)."""
+    try:
+        head = read_head(path, DETECT_BYTES)
+    except InputError:
+        return None
+    name = os.path.basename(path)
+    lines = head.split(b"\n")[:-1]          # whole lines only
+    for line in lines:
+        if line and not tokenize(line).missing:
+            return Evidence(True, f"{name}: an hour file with a line that parses")
+    return Evidence(False, f"{name}: an hour file name, no line that parses in its first {DETECT_BYTES} bytes")
+
+
+class SnaplistFormat(Format):
+    name = "snaplist"
+    title = "snapwebsites list client journal"
+    plural = "list journals"
+    kind_noun = "journal line"
+    file_expected = "a list journal hour file (<0-23>.msg, lines priority=…;key_start_date=…;uri=…)"
+    dir_expected = "a list journal directory (no <0-23>.msg file)"
+    codes = SNAPLIST_CODES
+    replay_codes = SNAPLIST_REPLAY_CODES
+    record_kinds = KINDS
+    filters = frozenset({"time"})
+    options = {"start_date_offset_us": "snaplist: the list plugin's start-date offset in µs (default 10000000 = "
+                                       "LIST_PROCESSING_LATENCY): which hour file a line belongs in"}
+    record_cls = Line
+    record_view = SnaplistRecordView()
+    manual = """The snapwebsites list plugin's client journal (list.cpp): a directory (default
+/var/lib/snapwebsites/list/journal) of hour files 0.msg ... 23.msg. A request goes to the file of the UTC hour of its
+start date, one ASCII line appended under flock(LOCK_EX) in one write():
+
+  priority=<0-255>;key_start_date=<µs since the epoch>;uri=<page key, ';' written as %3A>\\n
+
+key_start_date is the start date plus the start-date offset (10 s by default: -O start_date_offset_us=), plus 1 h
+with priority 180 while the site is updating. The reader (snapbackend listjournal) visits the hours E+1 ... 23,
+0 ... E (E: the current hour at --as-of), skips the leading run of \\n, tokenizes each line on ';' (spaces
+trimmed, unknown names ignored, the last of a repeated name wins), sends it, and once acknowledged overwrites the
+line and its \\n with \\n bytes in place. A finished file is unlinked unless it is the current or the previous
+hour's.
+
+dump shows pending lines, blank runs (acknowledged) and skipped lines; replay gives one entry per uri (the largest
+key_start_date wins), in the General Sort Index order <domain>:<priority>:<key_start_date>, due or waiting at
+--as-of. pack drops the blank runs and keeps every other byte; clean unlinks exhausted hour files but the current
+and previous hour's, under each file's flock. replay --send fastjournal://HOST:PORT forwards the pending lines to
+a fastjournal daemon (per the unimplemented libfastjournal design), blanking each only once acknowledged."""
+
+    # -- detection and discovery
+    def detect(self, path: str) -> Evidence | None:
+        if os.path.isdir(path):
+            weak = None
+            try:
+                names = sorted(os.listdir(path))
+            except OSError:
+                return None
+            for n in names:
+                p = os.path.join(path, n)
+                if HOUR_FILE.match(n) and os.path.isfile(p):
+                    ev = _first_line_evidence(p)
+                    if ev is not None and ev.strong:
+                        return ev
+                    weak = weak or ev
+            return weak
+        if HOUR_FILE.match(os.path.basename(path)):
+            return _first_line_evidence(path)
+        return None
+
+    def discover(self, paths: Sequence[str], opts: Options) -> list[ListJournal]:
+        return discover(paths, opts.as_of_ns, start_date_offset_us=_offset(opts))
+
+    def files(self, log: ListJournal) -> list[str]:
+        return [f.path for f in log.files]
+
+    def file_events(self, log: ListJournal, i: int, start_index: int = 0) -> Iterator:
+        return ListReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
+
+    def source_options(self, o: dict) -> dict:
+        return {"start_date_offset_us": o.get("start_date_offset_us")} if o.get("start_date_offset_us") else {}
+
+    # -- reading
+    def run(self, log: ListJournal, opts: Options, *, limit: int | None = None) -> ListRun:
+        return ListRun(log, limit=limit)
+
+    # -- views
+    def facts(self, rec: Line) -> RecordFacts:
+        t = rec.key_start_date
+        return RecordFacts(rec.kind, rec.length, t * 1000 if t is not None else None, rec.uri)
+
+    def state_view(self, state, log: ListJournal | None = None) -> SnaplistStateView:
+        return SnaplistStateView(state)
+
+    def live_writer(self, log: ListJournal) -> str | None:
+        found = holders(self.files(log))
+        return describe_holders(found) if found else None
+
+    # -- plans
+    def pack_plan(self, log: ListJournal, opts: Options):
+        return pack_plan(log)
+
+    def clean_plan(self, log: ListJournal, opts: Options):
+        return clean_plan(log)
+
+    # -- delivery
+    def send(self, log: ListJournal, target: str, opts: Options, *, dry_run: bool = False,
+             progress=None) -> SendReport:
+        if not target.startswith(SCHEME + "://"):
+            raise UsageError(f"--send: list journals are forwarded to a fastjournal daemon ({SCHEME}://HOST:PORT), "
+                             f"not {target!r}")
+        return forward(log, target, dry_run=dry_run, progress=progress)
+
+
+FORMAT = register(SnaplistFormat())

@@ -1,0 +1,308 @@
+"""pack of a list journal: drop the blank runs (acknowledged lines), keep every other byte exactly.
+
+The plan reads the journal (nothing is written) and lists the hour files holding blank bytes. ``apply`` rewrites
+each of them on its own, under the lock upstream's writers take (``flock(LOCK_EX)`` on the hour file itself):
+
+1. ``lock:<H>.msg`` — open the file (never created), ``flock`` it (writers now wait);
+2. ``check:<H>.msg`` — the same file as the path, no other process holding it open (upstream's reader keeps the
+   file open while it sends and writes its acknowledgements at offsets: a rewrite under it would misplace them,
+   and its final unlink would remove the new file), the content re-read under the lock;
+3. ``write-temp:<H>.msg`` — ``.<H>.msg.wqtool-pack``: the bytes without blank runs, same mode, fsynced; the
+   pending lines of the new content are checked equal to the old content's, byte for byte;
+4. ``rename:<H>.msg`` over the hour file, ``fsync-dir:<H>.msg``;
+5. ``unlock:<H>.msg`` — the lock is released; a writer that opened the old file before the rename and waited for
+   the lock appends to the old inode: its bytes are copied to the new file (waiting, bounded, for such writers to
+   close it), so nothing appended is lost.
+
+A crash at any step leaves the old or the new file under the name (the same pending lines either way) and at
+most a temp file, which the reader reports (``SL-TEMP-FILE``) and ``clean`` removes.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from ...errors import InputError, PackMismatch, UsageError
+from ..fsops import LogBusy, describe_holders, fd_holders, flock_fd, fsync_dir, unlink_quiet, write_new
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..run import LogReport
+from .model import HourFile, ListJournal
+from .reader import temp_name
+from .verify import run_log
+
+LOCK_TIMEOUT_S = 10.0
+#: How long apply waits for writers that opened a replaced / unlinked hour file to close it.
+LATE_WRITER_WAIT_S = 2.0
+
+
+def content_lines(data: bytes) -> list[bytes]:
+    """The non-blank lines of an hour file's content, with their '\\n' (a torn tail last, as it is)."""
+    out = []
+    pos, n = 0, len(data)
+    while pos < n:
+        if data[pos] == 10:
+            pos += 1
+            continue
+        nl = data.find(b"\n", pos)
+        end = n if nl < 0 else nl + 1
+        out.append(data[pos:end])
+        pos = end
+    return out
+
+
+def packed(data: bytes) -> bytes:
+    """The content without blank runs: every non-blank line, byte-exact, in order."""
+    return b"".join(content_lines(data))
+
+
+@dataclass(slots=True)
+class FilePlan:
+    path: str
+    hour: int
+    size: int
+    size_after: int
+    blank_bytes: int
+
+
+@dataclass(slots=True)
+class ListPackPlan(Plan):
+    kind: ClassVar[str] = "pack"
+
+    journal: ListJournal
+    as_of_ns: int
+    report: LogReport
+    files: list[FilePlan]           # the hour files that change
+    unchanged: list[str]            # hour files without a blank byte
+    bytes_before: int
+    bytes_after: int
+    records_before: int
+    records_after: int
+    digest: str
+    elapsed_s: float = 0.0
+    dropped: list[str] = field(default_factory=list)
+
+    @property
+    def input_exit_code(self) -> int:
+        return int(self.report.verdict)
+
+    def report_doc(self) -> dict:
+        return {"format": "snaplist", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
+                "before": {"records": self.records_before, "bytes": self.bytes_before,
+                           "files": len(self.files) + len(self.unchanged)},
+                "after": {"records": self.records_after, "bytes": self.bytes_after,
+                          "files": len(self.files) + len(self.unchanged)},
+                "records_dropped": self.records_before - self.records_after, "dropped": self.dropped,
+                "digest": self.digest, "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
+                "plan": {"rewrite": [{"file": f.path, "bytes_before": f.size, "bytes_after": f.size_after,
+                                      "blank_bytes": f.blank_bytes} for f in self.files],
+                         "unchanged": self.unchanged}}
+
+    def write(self, out: str) -> WriteResult:
+        return write_pack(self, out)
+
+    def apply(self, **kw) -> ApplyResult:
+        return apply_plan(self, **kw)
+
+    def apply_steps(self, **kw) -> list[str]:
+        return labels(lambda step: _run_steps(self, step, {}, dry=True))
+
+
+def pack_plan(journal: ListJournal) -> ListPackPlan:
+    t0 = time.perf_counter()
+    report = run_log(journal)
+    files, unchanged, dropped = [], [], []
+    before = after = 0
+    for hf in journal.files:
+        with open(hf.path, "rb") as f:
+            data = f.read()
+        out = packed(data)
+        before += len(data)
+        after += len(out)
+        if len(out) != len(data):
+            files.append(FilePlan(hf.path, hf.hour, len(data), len(out), len(data) - len(out)))
+            dropped.append(f"{os.path.basename(hf.path)}: {len(data) - len(out)} blank byte(s) (acknowledged lines)")
+        else:
+            unchanged.append(hf.path)
+    state = report.state
+    acked_records = state.acked_runs
+    plan = ListPackPlan(journal, journal.as_of_ns, report, files, unchanged, before, after, report.records,
+                        report.records - acked_records, state.digest(), dropped=dropped)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _reverify(plan: ListPackPlan, root: str, files: list[HourFile]) -> str:
+    j = ListJournal(root=root, files=files, current_hour=plan.journal.current_hour, as_of_ns=plan.as_of_ns,
+                    is_dir=False, start_date_offset_us=plan.journal.start_date_offset_us)
+    rep = run_log(j)
+    got = rep.state.digest()
+    if got != plan.digest:
+        raise PackMismatch(f"packed journal does not replay to the input's entries: expected digest {plan.digest}, "
+                           f"got {got}", expected=plan.digest, actual=got, path=root)
+    return got
+
+
+def write_pack(plan: ListPackPlan, out: str) -> WriteResult:
+    """Write the packed hour files (all of them) into ``out`` (a new or empty directory); re-verify the digest."""
+    t0 = time.perf_counter()
+    created = new_output_dir(out)
+    written, total, files = [], 0, []
+    try:
+        for hf in plan.journal.files:
+            with open(hf.path, "rb") as f:
+                data = packed(f.read())
+            p = os.path.join(out, os.path.basename(hf.path))
+            total += write_new(p, [data], mode=0o600)
+            written.append(p)
+            files.append(HourFile(p, hf.hour))
+        fsync_dir(out)
+        digest = _reverify(plan, out, files)
+    except BaseException:
+        for p in written:
+            unlink_quiet(p)
+        if created:
+            os.rmdir(out)
+        raise
+    return WriteResult(out, written, total, plan.records_after, digest, time.perf_counter() - t0)
+
+
+def new_output_dir(out: str) -> bool:
+    """``out`` must be a new path (created, True) or an empty directory (False): pack never overwrites."""
+    if os.path.lexists(out):
+        if not os.path.isdir(out) or os.listdir(out):
+            raise UsageError("output exists and is not an empty directory; pack never overwrites", path=out)
+        return False
+    os.mkdir(out, 0o700)
+    return True
+
+
+# ---------------------------------------------------------------- installing, one hour file at a time
+def _open_locked(path: str, ctx: dict, key: str) -> int:
+    """Open an existing hour file read-write (never created: O_RDWR without O_CREAT, as upstream's reader) and
+    flock it; the descriptor is kept in ``ctx`` (closed by the caller whatever happens: the kernel drops the lock
+    of a crashed process the same way)."""
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), path=path) from None
+    ctx.setdefault("fds", []).append(fd)
+    ctx[key] = fd
+    flock_fd(fd, path, LOCK_TIMEOUT_S)
+    return fd
+
+
+def _check_alone(path: str, fd: int, what: str) -> None:
+    st, pst = os.fstat(fd), os.stat(path)
+    if (st.st_dev, st.st_ino) != (pst.st_dev, pst.st_ino):
+        raise LogBusy(f"the hour file was replaced while we waited for its lock; {what} again", path=path)
+    found = fd_holders(fd)
+    if found:
+        raise LogBusy(f"{describe_holders(found)}: upstream's reader (snapbackend listjournal) or a writer is using "
+                      f"the file; nothing was changed — {what} again when it is done", path=path)
+
+
+def read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    return os.pread(fd, size, 0) if size else b""
+
+
+def rescue_late_writers(fd: int, read_size: int, path: str, *, recreate: bool) -> int:
+    """After the old inode was renamed over or unlinked and its lock released: wait (bounded) for processes that
+    still hold it open (writers that opened it before the swap), then append whatever they added past
+    ``read_size`` to the file now at ``path`` (``recreate``: creating it the way the writer does). Returns the
+    bytes moved; LogBusy if a writer still holds the old file after the wait (its bytes so far are moved)."""
+    deadline = time.monotonic() + LATE_WRITER_WAIT_S
+    late = fd_holders(fd)
+    while late and time.monotonic() < deadline:
+        time.sleep(0.01)
+        late = fd_holders(fd)
+    flock_fd(fd, path, LOCK_TIMEOUT_S)       # a writer holding the lock is mid-write: let it finish
+    size = os.fstat(fd).st_size
+    moved = 0
+    if size > read_size:
+        extra = os.pread(fd, size - read_size, read_size)
+        flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | (os.O_CREAT if recreate else 0)
+        out = os.open(path, flags, 0o600)
+        try:
+            flock_fd(out, path, LOCK_TIMEOUT_S)
+            os.write(out, extra)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        moved = len(extra)
+    if late:
+        raise LogBusy(f"{describe_holders(late)} still holds the replaced hour file open after "
+                      f"{LATE_WRITER_WAIT_S:g} s; {moved} byte(s) it appended were moved to the new file — check "
+                      "again", path=path)
+    return moved
+
+
+def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict, dry: bool = False) -> None:
+    for fp in plan.files:
+        name = os.path.basename(fp.path)
+        path = fp.path
+        d = os.path.dirname(path) or "."
+        temp = os.path.join(d, temp_name(fp.hour))
+        key = "fd:" + name
+
+        def lock(path=path, key=key):
+            _open_locked(path, ctx, key)
+
+        def check(path=path, key=key, name=name):
+            fd = ctx[key]
+            _check_alone(path, fd, "pack")
+            data = read_all(fd)
+            ctx["old:" + name] = data
+            if os.path.lexists(temp):
+                raise InputError("a temp file of an interrupted pack is in the way (wqtool clean removes it)",
+                                 path=temp)
+
+        def write_temp(path=path, key=key, name=name, temp=temp):
+            data = ctx["old:" + name]
+            new = packed(data)
+            if content_lines(new) != content_lines(data):
+                raise PackMismatch("packed hour file does not keep the pending lines", expected="", actual="",
+                                   path=path)
+            mode = stat.S_IMODE(os.fstat(ctx[key]).st_mode)
+            if step.during("write-temp:" + name):
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+                os.write(fd, new[: len(new) // 2])
+                os.close(fd)
+                step.crash("write-temp:" + name)
+            write_new(temp, [new], mode=mode)
+            ctx["new:" + name] = len(new)
+
+        def unlock(path=path, key=key, name=name):
+            fd = ctx[key]
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            ctx.setdefault("rescued", 0)
+            ctx["rescued"] += rescue_late_writers(fd, len(ctx["old:" + name]), path, recreate=False)
+
+        step("lock:" + name, lock)
+        step("check:" + name, check)
+        step("write-temp:" + name, write_temp, rollback=lambda temp=temp: unlink_quiet(temp))
+        step("rename:" + name, lambda temp=temp, path=path: os.rename(temp, path))
+        step.commit()
+        step("fsync-dir:" + name, lambda d=d: fsync_dir(d))
+        step("unlock:" + name, unlock)
+        ctx.setdefault("done", []).append(path)
+
+
+def apply_plan(plan: ListPackPlan, *, fail_at: str | None = None,
+               hook: Callable[[str, str], None] | None = None, **_kw) -> ApplyResult:
+    ctx: dict = {}
+    try:
+        with StepRunner(fail_at, hook) as step:
+            _run_steps(plan, step, ctx)
+    finally:
+        for fd in ctx.get("fds", []):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    after = sum(os.path.getsize(f.path) for f in plan.journal.files if os.path.exists(f.path))
+    return ApplyResult(plan.journal.root, step.done, None, plan.bytes_before, after, removed=[])

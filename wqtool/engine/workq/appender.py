@@ -1,0 +1,226 @@
+"""The live appender of ``wqtool serve``: workq's captain.Appender on the engine's record codec.
+
+Bytes and roll-over are exactly ``SegmentWriter``'s (records from ``fastpath.encode_record``; a new segment,
+with its 8-byte header, before an append once the current one has reached ``segment_size``: "minimum size"
+semantics). What a long-lived writer needs on top:
+
+* ``open()`` reopens the highest-numbered existing segment (``O_APPEND``) after checking its header, as
+  upstream does; a new directory gets its first segment lazily, on the first append;
+* ``append(records)`` writes whole records with unbuffered ``write(2)`` calls (one per run of records that go
+  to the same segment): once it returns, a killed process loses none of them;
+* ``sync()`` fsyncs the current segment (``dup_fd()`` gives a descriptor a background thread can fsync while
+  appends go on); a roll-over fsyncs the segment it leaves and the directory after creating the new one
+  (upstream closes the old segment without fsync and never fsyncs the directory);
+* a failed write truncates the segment back to its last complete record before raising, so a retry never
+  leaves half a record in the middle of the log (upstream retries the same bytes after a partial write).
+
+``CmdlogLocks``: ``append.lock`` LOCK_EX for the writer's whole life (a second server, ``pack --apply`` and
+``repair --apply`` then time out), ``read.lock`` LOCK_SH while the log is replayed at start-up (a cleaner
+holding LOCK_EX makes the start wait, as upstream's cursor does). Both wait 1 s, as upstream.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from typing import Sequence
+
+from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE
+from ..fsops import LogBusy, fsync_dir
+from .reader import segment_seq
+from .writer import segment_name
+
+#: upstream's captain.TimeoutLock wait
+LOCK_TIMEOUT_S = 1.0
+APPEND_LOCK, READ_LOCK = "append.lock", "read.lock"
+
+
+def flock_wait(path: str, *, shared: bool, timeout: float, what: str) -> int:
+    """Open (create) ``path`` and flock it, retrying LOCK_NB until ``timeout``; returns the descriptor (closing
+    it drops the lock). LogBusy with upstream's message (``Timeout waiting for cmdlog lock (<what>)``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    deadline = time.monotonic() + timeout
+    op = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
+    while True:
+        try:
+            fcntl.flock(fd, op)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise LogBusy(f"Timeout waiting for cmdlog lock ({what}): {os.path.basename(path)} is held by "
+                              f"another process (a running server, a cleaner, or pack/repair --apply); waited "
+                              f"{timeout:g} s", path=path) from None
+            time.sleep(0.01)
+
+
+class CmdlogLocks:
+    """The locks a server holds on its log directory (created if missing, as upstream creates them)."""
+
+    def __init__(self, directory: str, *, timeout: float = LOCK_TIMEOUT_S):
+        self.directory = directory
+        self.timeout = timeout
+        self.append_fd: int | None = None
+        self.read_fd: int | None = None
+
+    def lock_append(self) -> None:
+        self.append_fd = flock_wait(os.path.join(self.directory, APPEND_LOCK), shared=False,
+                                    timeout=self.timeout, what="appender")
+
+    def lock_read_shared(self) -> None:
+        self.read_fd = flock_wait(os.path.join(self.directory, READ_LOCK), shared=True, timeout=self.timeout,
+                                  what="cursor")
+
+    def unlock_read(self) -> None:
+        if self.read_fd is not None:
+            os.close(self.read_fd)
+            self.read_fd = None
+
+    def release(self) -> None:
+        self.unlock_read()
+        if self.append_fd is not None:
+            os.close(self.append_fd)
+            self.append_fd = None
+
+
+class BadActiveSegment(LogBusy):
+    """The newest segment cannot be appended to (its header is not workq's)."""
+
+
+class Appender:
+    """Appends framed records to a workq log directory the way workq-server's appender does (see the module
+    docstring for what it does beyond upstream). Not thread-safe: one event loop owns it."""
+
+    def __init__(self, directory: str, *, segment_size: int = DEFAULT_SEGMENT_SIZE, mode: int = 0o666):
+        self.directory = directory
+        self.segment_size = segment_size or DEFAULT_SEGMENT_SIZE
+        self.mode = mode
+        self.fd: int | None = None
+        self.seq = 0
+        self.size = 0            # bytes of the current segment that hold complete records (or the header)
+        self.rolls = 0
+        self.bytes_written = 0
+        self.records_written = 0
+
+    @property
+    def path(self) -> str | None:
+        return os.path.join(self.directory, segment_name(self.seq)) if self.seq else None
+
+    def open(self) -> None:
+        """Reopen the highest-numbered segment for appending (none yet: the first append creates 000000001)."""
+        seqs = [s for s in (segment_seq(n) for n in os.listdir(self.directory)) if s is not None]
+        if not seqs:
+            self.seq = 0
+            return
+        seq = max(seqs)
+        path = os.path.join(self.directory, segment_name(seq))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0:                      # upstream writes the header into an empty newest segment
+                os.write(fd, HEADER_BYTES)
+                size = HEADER_SIZE
+            else:
+                with open(path, "rb") as f:
+                    head = f.read(HEADER_SIZE)
+                if head != HEADER_BYTES:
+                    raise BadActiveSegment(f"open segment writer: invalid segment header {head[:8].hex()}",
+                                           path=path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd, self.seq, self.size = fd, seq, size
+
+    def _roll(self) -> None:
+        old = self.fd
+        if old is not None:
+            os.fsync(old)
+            os.close(old)
+            self.fd = None
+        seq = self.seq + 1
+        path = os.path.join(self.directory, segment_name(seq))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                     self.mode)
+        try:
+            _write_all(fd, HEADER_BYTES)
+        except BaseException:
+            os.close(fd)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            raise
+        self.fd, self.seq, self.size = fd, seq, HEADER_SIZE
+        self.rolls += 1
+        fsync_dir(self.directory)
+
+    def append(self, records: Sequence[bytes]) -> int:
+        """Write ``records`` (each one whole framed record), rolling over as upstream does; returns the bytes
+        written. On an OSError nothing of the failed run stays in the segment (it is truncated back to the last
+        complete record) and the error propagates; records of earlier runs of this call stay written."""
+        total = 0
+        run: list[bytes] = []
+        run_bytes = 0
+        for rec in records:
+            if self.fd is None or self.size + run_bytes >= self.segment_size:
+                if run:
+                    self._write_run(run, run_bytes)
+                    total += run_bytes
+                    run, run_bytes = [], 0
+                self._roll()
+            run.append(rec)
+            run_bytes += len(rec)
+        if run:
+            self._write_run(run, run_bytes)
+            total += run_bytes
+        return total
+
+    def _write_run(self, run: list[bytes], nbytes: int) -> None:
+        data = run[0] if len(run) == 1 else b"".join(run)
+        try:
+            _write_all(self.fd, data)
+        except OSError:
+            self.repair_tail()
+            raise
+        self.size += nbytes
+        self.bytes_written += nbytes
+        self.records_written += len(run)
+
+    def repair_tail(self) -> None:
+        """Cut whatever a failed write left after the last complete record (best effort)."""
+        if self.fd is None:
+            return
+        try:
+            if os.fstat(self.fd).st_size > self.size:
+                os.ftruncate(self.fd, self.size)
+        except OSError:
+            pass
+
+    def sync(self) -> None:
+        if self.fd is not None:
+            os.fsync(self.fd)
+
+    def dup_fd(self) -> int | None:
+        """A duplicate of the current segment's descriptor (the caller closes it), for an fsync in another thread
+        that must not race with a roll-over closing the original."""
+        return os.dup(self.fd) if self.fd is not None else None
+
+    def close(self, *, sync: bool = True) -> None:
+        if self.fd is not None:
+            try:
+                if sync:
+                    os.fsync(self.fd)
+            finally:
+                os.close(self.fd)
+                self.fd = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]

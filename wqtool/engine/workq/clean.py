@@ -1,0 +1,322 @@
+"""clean for workq command logs: the server's cleaning cycle, without its resurrection bug.
+
+workq-server's cleaner (spec 7) visits every segment but the active (newest) one and drops add/schedule records whose
+logged expiration has passed and every ID-keyed record whose job is not in memory — including the delete or
+complete that removed a job whose add it keeps, so a deleted job comes back at the next restart (spec 7.5).
+
+wqtool's rule is the replay itself: a record is dropped only when the replay at ``as_of`` gives it **no effect** — an
+add/schedule already expired (the replay skips it: WQ-ADD-EXPIRED) or a record of a job that is not live at that
+point (ignored: WQ-UNKNOWN-JOB). Removing records that have no effect cannot change the state at any later record, so
+any subset of the drops — and therefore any crash between two segment renames — replays to the same state; a
+delete, complete or fail that changed a live job is always kept with the add it acts on.
+
+Segments whose every record goes are deleted; the others are rewritten as upstream does (``<seg>.rw``, fsync, rename,
+directory fsync) only when something is dropped; the active segment is never touched (the server appends to it).
+Before anything is renamed the cleaned log — the ``.rw`` files in place of their segments — is replayed and its
+digest compared with the input's. ``apply(locks="both")`` takes append.lock and read.lock (a running server refuses
+it: stop the server, or let the server run this engine itself with ``locks="read"``, holding append.lock).
+"""
+from __future__ import annotations
+
+import os
+import time
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
+from ..findings import ERROR, Verdict
+from ..fsops import LockSet, fsync_dir, unlink_quiet
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from .model import Record
+from .reader import LogSet, Segment
+from .fastreplay import Bail, fast_run
+from .verify import LogRun, run_log
+
+_NO_EFFECT = frozenset({"WQ-ADD-EXPIRED", "WQ-UNKNOWN-JOB"})
+_LABEL = {c: c.label for c in CmdType}
+_BY_INT = {int(c): c.label for c in CmdType}
+
+
+@dataclass(slots=True)
+class SegmentClean:
+    """What cleaning does to one segment: keep it, rewrite it without its no-effect records, or delete it."""
+
+    path: str
+    seq: int
+    size: int
+    mtime_ns: int
+    records: int | None
+    drops: array = field(default_factory=lambda: array("Q"))     # (offset, length) pairs of dropped records
+    dropped_by_kind: Counter = field(default_factory=Counter)
+    active: bool = False
+
+    @property
+    def dropped(self) -> int:
+        return len(self.drops) // 2
+
+    @property
+    def dropped_bytes(self) -> int:
+        return sum(self.drops[1::2])
+
+    @property
+    def action(self) -> str:
+        if self.active or not self.dropped:
+            return "keep"
+        return "delete" if self.dropped_bytes == self.size - HEADER_SIZE else "rewrite"
+
+    @property
+    def size_after(self) -> int:
+        return {"keep": self.size, "delete": 0}.get(self.action, self.size - self.dropped_bytes)
+
+
+@dataclass(slots=True)
+class WorkqCleanPlan(Plan):
+    kind: ClassVar[str] = "clean"
+
+    log: LogSet
+    as_of_ns: int
+    digest: str
+    segments: list[SegmentClean]
+    input_exit_code: int
+    records_before: int
+    elapsed_s: float = 0.0
+
+    @property
+    def changed(self) -> list[SegmentClean]:
+        return [s for s in self.segments if s.action != "keep"]
+
+    def report_doc(self) -> dict:
+        before_b = sum(s.size for s in self.segments)
+        after_b = sum(s.size_after for s in self.segments)
+        dropped = sum(s.dropped for s in self.segments if s.action != "keep")
+        kinds: Counter = Counter()
+        for s in self.changed:
+            kinds.update(s.dropped_by_kind)
+        return {
+            "format": "workq", "root": self.log.root, "as_of_ns": self.as_of_ns,
+            "before": {"files": len(self.segments), "bytes": before_b, "records": self.records_before},
+            "after": {"files": sum(1 for s in self.segments if s.action != "delete"), "bytes": after_b,
+                      "records": self.records_before - dropped},
+            "reclaimed": {"bytes": before_b - after_b, "files": sum(1 for s in self.segments if s.action == "delete"),
+                          "records": dropped, "by_kind": dict(sorted(kinds.items()))},
+            "actions": [{"file": s.path, "action": s.action, "dropped": s.dropped,
+                         "bytes_before": s.size, "bytes_after": s.size_after}
+                        for s in self.segments if s.action != "keep"],
+            "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6),
+        }
+
+    def apply(self, **kw) -> ApplyResult:
+        return apply_plan(self, **kw)
+
+    def apply_steps(self, **kw) -> list[str]:
+        return apply_steps(self, **kw)
+
+
+def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
+    """Replay ``log`` at ``as_of_ns`` and find the records without effect in every segment but the newest.
+    Refuses (PackRefused) a log with corruption or an impossible history — repair it first, as upstream's cleaner
+    aborts its cycle on them; a torn tail in the active segment is fine (that segment is never touched)."""
+    t0 = time.perf_counter()
+    if not log.is_dir:
+        raise UsageError("clean works on a log directory (segments named one by one are not a log)", path=log.root)
+    segs: list[SegmentClean] = []
+    by_path: dict[str, SegmentClean] = {}
+    for i, seg in enumerate(log.segments):
+        try:
+            st = os.stat(seg.path)
+        except OSError as exc:
+            raise InputError(exc.strerror or str(exc), path=seg.path) from None
+        sc = SegmentClean(seg.path, seg.seq or 0, st.st_size, st.st_mtime_ns, 0, active=i == len(log.segments) - 1)
+        segs.append(sc)
+        by_path[seg.path] = sc
+    try:            # an intact log: the hot kernel reports every no-effect record (a finding each)
+        res = fast_run(log, as_of_ns, keep=True, limit=None)
+    except Bail:
+        res = None
+    if res is not None:
+        state, verdict, records = res.state, Verdict.CLEAN, res.records
+        for f in res.findings:
+            if f.code in _NO_EFFECT and f.path in by_path and not by_path[f.path].active:
+                sc = by_path[f.path]
+                ln, kind = _record_at(f.path, f.offset)
+                sc.drops.extend((f.offset, ln))
+                sc.dropped_by_kind[kind] += 1
+        for sc in segs:       # the kernel counts records per log, not per segment (not needed to decide)
+            sc.records = None
+    else:
+        state, verdict, records = _reference(log, as_of_ns, by_path)
+    plan = WorkqCleanPlan(log, as_of_ns, state.digest(), segs, int(verdict), records)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _reference(log: LogSet, as_of_ns: int, by_path: dict):
+    """The reference pass (any log): the replay's findings right after each record say whether it had an effect."""
+    run = LogRun(log, as_of_ns, limit=0)
+    current: Record | None = None
+    first = None
+    for ev in run.events():
+        if ev.__class__ is Record:
+            current = ev
+            by_path[ev.path].records += 1
+        elif first is None and ev.severity == ERROR and ev.verdict in (Verdict.CORRUPT, Verdict.INVALID_HISTORY):
+            first = ev
+        elif ev.code in _NO_EFFECT and current is not None and ev.offset == current.offset \
+                and ev.path == current.path:
+            sc = by_path[ev.path]
+            if not sc.active:
+                sc.drops.extend((current.offset, current.length))
+                c = current.command
+                sc.dropped_by_kind[_LABEL[c.cmd] if c is not None else "(undecodable)"] += 1
+    report = run.report
+    if report.verdict in (Verdict.CORRUPT, Verdict.INVALID_HISTORY):
+        raise PackRefused("refusing to clean a log with " + ("corruption" if report.verdict == Verdict.CORRUPT
+                                                             else "a history workq-server refuses")
+                          + (f" ({first.code} at {os.path.basename(first.path or '')}@0x{first.offset or 0:x})"
+                             if first else "") + "; run `wqtool repair` first", verdict=int(report.verdict),
+                          report=report, path=log.root)
+    return report.state, report.verdict, report.records
+
+
+def _record_at(path: str, offset: int) -> tuple[int, str]:
+    """(length, kind label) of the intact record at ``offset`` (the kernel vouched for its framing)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        head = os.pread(fd, 26, offset)
+    finally:
+        os.close(fd)
+    size, shift, q = 0, 0, 15
+    while True:
+        c = head[q]
+        q += 1
+        size |= (c & 0x7F) << shift
+        if c < 0x80:
+            break
+        shift += 7
+    cmd = head[q] if size else 0
+    return q + size + 4, _BY_INT.get(cmd, "(undecodable)")
+
+
+def _rw(path: str) -> str:
+    return path + ".rw"
+
+
+def _write_rw(sc: SegmentClean, fsync: bool) -> int:
+    """``<seg>.rw``: the header, then the segment's records minus the dropped ones, byte for byte."""
+    drops = {sc.drops[i]: sc.drops[i + 1] for i in range(0, len(sc.drops), 2)}
+    unlink_quiet(_rw(sc.path))          # a stale .rw of an interrupted cycle (upstream does the same)
+    fd_in = os.open(sc.path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd_in).st_size
+        with open(_rw(sc.path), "xb", buffering=1 << 20) as out:
+            out.write(HEADER_BYTES)
+            pos, total = len(HEADER_BYTES), len(HEADER_BYTES)
+            for off in sorted(drops):
+                if off > pos:
+                    total += _copy(fd_in, out, pos, off - pos)
+                pos = off + drops[off]
+            if size > pos:
+                total += _copy(fd_in, out, pos, size - pos)
+            out.flush()
+            if fsync:
+                os.fsync(out.fileno())
+    finally:
+        os.close(fd_in)
+    return total
+
+
+def _copy(fd_in: int, out, offset: int, length: int) -> int:
+    done = 0
+    while done < length:
+        chunk = os.pread(fd_in, min(1 << 20, length - done), offset + done)
+        if not chunk:
+            raise InputError("the segment shrank while it was being cleaned", path=str(fd_in))
+        out.write(chunk)
+        done += len(chunk)
+    return done
+
+
+def _verify(plan: WorkqCleanPlan) -> str:
+    """Replay the cleaned log (``.rw`` files in place of their segments, deleted ones left out) at the plan's
+    as-of: the digest must be the input's."""
+    segs = []
+    for sc in plan.segments:
+        if sc.action == "delete":
+            continue
+        segs.append(Segment(_rw(sc.path) if sc.action == "rewrite" else sc.path, sc.seq))
+    rep = run_log(LogSet(plan.log.root, segs, is_dir=False), plan.as_of_ns, state=True)
+    got = rep.state.digest()
+    if got != plan.digest or rep.verdict not in (Verdict.CLEAN, Verdict(plan.input_exit_code)):
+        raise PackMismatch(f"the cleaned log does not replay to the input's state: expected {plan.digest}, got {got}",
+                           expected=plan.digest, actual=got, path=plan.log.root)
+    return got
+
+
+def _check_unchanged(plan: WorkqCleanPlan) -> None:
+    for sc in plan.segments:
+        try:
+            st = os.stat(sc.path)
+        except OSError:
+            raise InputError("the log changed since the plan was made (a segment is gone); plan again",
+                             path=sc.path) from None
+        if sc.active:
+            if st.st_size < sc.size:
+                raise InputError("the active segment shrank since the plan was made; plan again", path=sc.path)
+        elif (st.st_size, st.st_mtime_ns) != (sc.size, sc.mtime_ns):
+            raise InputError("the log changed since the plan was made; plan again", path=sc.path)
+
+
+def _steps(plan: WorkqCleanPlan, step: StepRunner, fsync: bool, ctx: dict) -> None:
+    d = plan.log.root
+    changed = plan.changed
+    for sc in changed:
+        if sc.action == "rewrite":
+            name = os.path.basename(sc.path)
+            step(f"write:{name}.rw", lambda sc=sc: ctx.__setitem__(sc.path, _write_rw(sc, fsync)),
+                 rollback=lambda sc=sc: unlink_quiet(_rw(sc.path)))
+    if changed:
+        step("verify", lambda: ctx.__setitem__("digest", _verify(plan)))
+    step.commit()       # from here every state of the directory replays the same (see the module docstring)
+    for sc in changed:
+        name = os.path.basename(sc.path)
+        if sc.action == "rewrite":
+            step(f"rename:{name}.rw", lambda sc=sc: os.rename(_rw(sc.path), sc.path))
+        else:
+            step(f"unlink:{name}", lambda sc=sc: unlink_quiet(sc.path))
+        if fsync:
+            step(f"fsync-dir:{name}", lambda: fsync_dir(d))
+
+
+def apply_steps(plan: WorkqCleanPlan, *, fsync: bool = True) -> list[str]:
+    return labels(lambda step: _steps(plan, step, fsync, {}))
+
+
+def apply_plan(plan: WorkqCleanPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+               locks: str = "both", lock_timeout: float = 1.0, fsync: bool = True) -> ApplyResult:
+    """Run the plan. ``locks``: "both" (append.lock and read.lock, as pack: refused while a server runs), "read"
+    (read.lock only: the server's own cleaning timer, which holds append.lock), "none" (the caller holds them)."""
+    if locks not in ("both", "read", "none"):
+        raise UsageError(f"locks must be both, read or none, not {locks!r}")
+    t0 = time.perf_counter()
+    names = {"both": LOCK_FILES, "read": LOCK_FILES[1:], "none": ()}[locks]
+    held = LockSet(plan.log.root, names, lock_timeout, busy=lambda n: "held by a running workq-server?"
+                   if n == "append.lock" else "held by a workq-server cleaner cycle or a reader?") if names else None
+    try:
+        _check_unchanged(plan)
+        ctx: dict = {}
+        with StepRunner(fail_at, hook) as step:
+            _steps(plan, step, fsync, ctx)
+    finally:
+        if held is not None:
+            held.release()
+    before = sum(s.size for s in plan.segments)
+    after = sum(s.size_after for s in plan.segments)
+    result = WriteResult(plan.log.root, [os.path.basename(s.path) for s in plan.changed if s.action == "rewrite"],
+                         after, plan.records_before - sum(s.dropped for s in plan.changed), ctx.get("digest",
+                                                                                                  plan.digest),
+                         time.perf_counter() - t0)
+    return ApplyResult(plan.log.root, step.done, result, before, after,
+                       removed=[s.path for s in plan.changed if s.action == "delete"])

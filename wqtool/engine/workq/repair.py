@@ -1,0 +1,394 @@
+"""repair for workq command logs: a log workq-server 0.2.0 starts on, without losing a readable record.
+
+The plan reads the log with the engine's reader (which resynchronises after damage on the next CRC-valid record)
+and its replay, and decides what to cut:
+
+* a torn tail (the newest segment ends inside a record, or with junk): truncate at the last good offset; a 0-byte
+  or short-header newest segment is removed (upstream creates the next segment itself);
+* with ``salvage``: every damaged range (``[offset, resumes_at)``), a bad header of a middle segment (the segment is
+  re-headed: its records are intact), an empty or short middle segment (removed);
+* with ``drop_invalid``: exactly the records the server refuses (duplicate add, start-attempt on a processed job,
+  undecodable payloads, ...), each listed;
+* with ``truncate_to_ns``: every record from the first one written after T (point-in-time rollback).
+
+Without the flag a class of damage needs, the plan is refused and names the first such finding. Nothing is ever
+invented; every cut byte is written to the quarantine directory, one file per range named
+``<segment>@<offset hex>-<end hex>.bin``; the old log is kept whole as ``<dir>.pre-repair-<stamp>`` unless
+``keep_backup=False``. The repaired log is written beside the old one (unchanged older segments hard-linked, the
+others copied without their cut ranges), replayed — it must be clean — and its digest compared with the plan's
+before the directory swap (``swap.install``, shared with pack): a crash at any step leaves the old or the new log.
+The digest of the readable part is kept: it equals the input's replay (damage was never applied, refused records
+never changed the state); only a point-in-time rollback changes it, and the plan lists the jobs that change.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...formats._common import format_unix_ns
+from ...formats.workq import HEADER_BYTES, HEADER_SIZE
+from ..findings import ERROR, Finding, Verdict, worst
+from ..fsops import FileSig, fsync_dir
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult
+from .model import Record
+from .reader import LogSet, RecordReader, discover
+from .replay import WorkqReplay
+from .swap import finish_interrupted, install, install_steps
+from .verify import run_log
+
+
+@dataclass(slots=True)
+class Cut:
+    """A byte range of the input the repaired log leaves out (it goes to the quarantine)."""
+
+    path: str
+    offset: int
+    length: int
+    what: str          # torn-tail | unreadable | bad-header | empty-segment | short-segment | refused-record | after-time
+    code: str | None   # the finding behind it
+    message: str
+
+    def to_jsonable(self) -> dict:
+        return {"file": self.path, "offset": self.offset, "length": self.length, "what": self.what,
+                "code": self.code, "message": self.message}
+
+
+@dataclass(slots=True)
+class SegmentPlan:
+    path: str
+    seq: int
+    size: int
+    records: int = 0
+    kept: int = 0
+    cuts: list[Cut] = field(default_factory=list)
+    remove: bool = False       # the segment goes (empty, short, or wholly after the rollback point)
+    rehead: bool = False       # its header is rewritten
+
+    @property
+    def action(self) -> str:
+        if self.remove:
+            return "delete"
+        if self.rehead or self.cuts:
+            return "rewrite"
+        return "keep"
+
+    @property
+    def size_after(self) -> int:
+        if self.remove:
+            return 0
+        return self.size - sum(c.length for c in self.cuts if c.what != "bad-header")
+
+
+@dataclass(slots=True)
+class WorkqRepairPlan(Plan):
+    kind: ClassVar[str] = "repair"
+
+    log: LogSet
+    as_of_ns: int
+    input_exit_code: int
+    segments: list[SegmentPlan]
+    digest_before: str
+    digest_after: str
+    jobs_changed: list[dict]
+    findings: list[Finding]          # the errors the repair answers
+    sigs: dict[str, FileSig]
+    records_before: int
+    elapsed_s: float = 0.0
+
+    @property
+    def cuts(self) -> list[Cut]:
+        return [c for s in self.segments for c in s.cuts]
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return all(s.action == "keep" for s in self.segments)
+
+    def report_doc(self) -> dict:
+        kept = [s for s in self.segments if not s.remove]
+        by_what = Counter(c.what for c in self.cuts)
+        return {
+            "format": "workq", "root": self.log.root, "as_of_ns": self.as_of_ns,
+            "input_exit_code": self.input_exit_code, "nothing_to_do": self.nothing_to_do,
+            "why": "the log is clean: workq-server starts on it" if self.nothing_to_do else None,
+            "before": {"files": len(self.segments), "bytes": sum(s.size for s in self.segments),
+                       "records": self.records_before},
+            "after": {"files": len(kept), "bytes": sum(s.size_after for s in kept),
+                      "records": self.records_before if self.nothing_to_do else sum(s.kept for s in kept)},
+            "cut": {"bytes": sum(c.length for c in self.cuts), "ranges": len(self.cuts), "by_what": dict(by_what)},
+            "actions": [{"file": s.path, "action": s.action, "bytes_before": s.size, "bytes_after": s.size_after}
+                        for s in self.segments if s.action != "keep"],
+            "cuts": [c.to_jsonable() for c in self.cuts],
+            "lines": [f"cut {os.path.basename(c.path)}@0x{c.offset:x}+{c.length}: {c.what}"
+                      + (f" ({c.code})" if c.code else "") for c in self.cuts]
+                     + [f"job {j['id']}: {j['before']} -> {j['after']}" for j in self.jobs_changed[:100]],
+            "jobs_changed": self.jobs_changed, "digest_before": self.digest_before, "digest_after": self.digest_after,
+            "digest": self.digest_after, "elapsed_s": round(self.elapsed_s, 6),
+        }
+
+    def write(self, out: str) -> WriteResult:
+        raise UsageError("repair installs in place (--apply); to keep the original, it is backed up beside it")
+
+    def apply(self, **kw) -> ApplyResult:
+        return apply_plan(self, **kw)
+
+    def apply_steps(self, **kw) -> list[str]:
+        return apply_steps(self, **kw)
+
+
+def _refuse(what: str, flag: str, f: Finding, verdict: Verdict, n: int) -> PackRefused:
+    more = f"; and {n - 1} more" if n > 1 else ""
+    return PackRefused(f"{f.code}: {f.message}{more} — the log has {what}: {flag} repairs it",
+                       verdict=int(verdict), path=f.path, offset=f.offset)
+
+
+def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
+                truncate_to_ns: int | None = None) -> WorkqRepairPlan:
+    """Read the whole log once and describe the repair (see the module docstring); nothing is written."""
+    t0 = time.perf_counter()
+    if not log.is_dir:
+        raise UsageError("repair works on a log directory (segments named one by one are not a log)",
+                         path=log.root)
+    finish_interrupted(log.root)          # a crashed earlier install first (no-op otherwise)
+    log = discover([log.root])[0]
+    sigs = {s.path: FileSig.of(s.path) for s in log.segments}
+    segs = {s.path: SegmentPlan(s.path, s.seq or 0, sigs[s.path].size or 0) for s in log.segments}
+    if truncate_to_ns is None:          # an intact log (the hot kernel takes it) has nothing to repair
+        rep = run_log(log, as_of_ns, state=True)
+        if rep.verdict == Verdict.CLEAN:
+            d = rep.state.digest()
+            plan = WorkqRepairPlan(log, as_of_ns, 0, list(segs.values()), d, d, [], [], sigs, rep.records)
+            plan.elapsed_s = time.perf_counter() - t0
+            return plan
+    before, after = WorkqReplay(as_of_ns), WorkqReplay(as_of_ns)
+    cut_from: tuple[str, int] | None = None     # (segment, offset) of the first record after T
+    errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
+    records = 0
+    reader = RecordReader(log)
+    for ev in reader.events():
+        if ev.__class__ is Record:
+            records += 1
+            segs[ev.path].records += 1
+            before.apply(ev)
+            refused = [f for f in before.findings if f.severity == ERROR]
+            before.findings.clear()
+            if cut_from is None and truncate_to_ns is not None and ev.time.unix_ns > truncate_to_ns:
+                cut_from = (ev.path, ev.offset)
+            if cut_from is not None:
+                continue
+            for f in refused:
+                errors[Verdict.INVALID_HISTORY].append(f)
+                segs[ev.path].cuts.append(Cut(ev.path, ev.offset, ev.length, "refused-record", f.code, f.message))
+            if refused:
+                continue
+            if truncate_to_ns is not None:    # else the state after is the state before: refused or unreadable
+                after.apply(ev)               # records never changed it
+                after.findings.clear()
+            segs[ev.path].kept += 1
+            continue
+        f = ev
+        if f.severity != ERROR or f.path not in segs or cut_from is not None:
+            continue                # (findings come in file order: after the rollback point, everything goes)
+        sp = segs[f.path]
+        errors.setdefault(f.verdict, []).append(f)
+        if f.code in ("WQ-HDR-EMPTY", "WQ-HDR-SHORT"):
+            sp.remove = True
+            if sp.size:
+                sp.cuts.append(Cut(f.path, 0, sp.size, "short-segment", f.code, f.message))
+            else:
+                sp.cuts.append(Cut(f.path, 0, 0, "empty-segment", f.code, f.message))
+        elif f.code in ("WQ-HDR-MAGIC", "WQ-HDR-VERSION"):
+            sp.rehead = True
+            sp.cuts.append(Cut(f.path, 0, HEADER_SIZE, "bad-header", f.code, f.message))
+        else:
+            end = f.resumes_at if f.resumes_at is not None else sp.size
+            sp.cuts.append(Cut(f.path, f.offset, end - f.offset,
+                               "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
+    state_before = before.finish()
+    if errors[Verdict.CORRUPT] and not salvage:
+        raise _refuse("corruption (damage with valid data after it)", "--salvage", errors[Verdict.CORRUPT][0],
+                      Verdict.CORRUPT, len(errors[Verdict.CORRUPT]))
+    if errors[Verdict.INVALID_HISTORY] and not drop_invalid:
+        raise _refuse("records workq-server refuses", "--drop-invalid", errors[Verdict.INVALID_HISTORY][0],
+                      Verdict.INVALID_HISTORY, len(errors[Verdict.INVALID_HISTORY]))
+    if cut_from is not None:          # the rollback: the rest of that segment, and every later segment
+        path, off = cut_from
+        later = False
+        for s in log.segments:
+            sp = segs[s.path]
+            if s.path == path:
+                sp.cuts = [c for c in sp.cuts if c.offset < off]
+                sp.cuts.append(Cut(path, off, sp.size - off, "after-time", None,
+                                   f"written after {format_unix_ns(truncate_to_ns)}"))
+                later = True
+            elif later:
+                sp.cuts = [Cut(s.path, 0, sp.size, "after-time", None,
+                               f"a segment written after {format_unix_ns(truncate_to_ns)}")]
+                sp.remove, sp.kept = True, 0
+    state_after = after.finish() if truncate_to_ns is not None else state_before
+    verdict = worst(v for v, fs in errors.items() if fs)
+    plan = WorkqRepairPlan(log, as_of_ns, int(verdict), list(segs.values()), state_before.digest(),
+                           state_after.digest(), _diff(state_before, state_after),
+                           [f for fs in errors.values() for f in fs], sigs, records)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _diff(a, b) -> list[dict]:
+    """Jobs whose state differs between two replays, by id: [{id, before, after}] (state labels, or absent)."""
+    out = []
+    for jid in sorted(set(a.jobs) | set(b.jobs)):
+        ja, jb = a.jobs.get(jid), b.jobs.get(jid)
+        if ja is not None and jb is not None and ja.canonical() == jb.canonical():
+            continue
+        out.append({"id": (ja or jb).uuid, "before": ja.state.label if ja else "absent",
+                    "after": jb.state.label if jb else "absent"})
+    return out
+
+
+# ---------------------------------------------------------------- writing
+def _fill(plan: WorkqRepairPlan, tmp: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
+    """The repaired segments in ``tmp``: unchanged older segments hard-linked (copied where links are not
+    possible), the newest and every changed one written without its cut ranges; removed ones left out."""
+    names, total = [], 0
+    kept = [s for s in plan.segments if not s.remove]
+    for i, sp in enumerate(kept):
+        name = os.path.basename(sp.path)
+        dst = os.path.join(tmp, name)
+        newest = i == len(kept) - 1
+        if sp.action == "keep" and not newest:
+            step(f"link:{name}", lambda sp=sp, dst=dst: _link_or_copy(sp.path, dst, fsync))
+        else:
+            step(f"write:{name}", lambda sp=sp, dst=dst: _write_without(sp, dst, fsync))
+        names.append(name)
+        total += sp.size_after
+    return names, total
+
+
+def _link_or_copy(src: str, dst: str, fsync: bool) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        _write_without(SegmentPlan(src, 0, os.path.getsize(src)), dst, fsync)
+
+
+def _write_without(sp: SegmentPlan, dst: str, fsync: bool) -> None:
+    cuts = sorted((c.offset, c.length) for c in sp.cuts if c.what != "bad-header")
+    fd = os.open(sp.path, os.O_RDONLY)
+    try:
+        with open(dst, "xb", buffering=1 << 20) as out:
+            out.write(HEADER_BYTES)
+            pos = HEADER_SIZE
+            for off, ln in cuts + [(sp.size, 0)]:
+                if off > pos:
+                    _copy(fd, out, pos, off - pos, sp.path)
+                pos = max(pos, off + ln)
+            out.flush()
+            if fsync:
+                os.fsync(out.fileno())
+    finally:
+        os.close(fd)
+
+
+def _copy(fd: int, out, offset: int, length: int, path: str) -> None:
+    done = 0
+    while done < length:
+        chunk = os.pread(fd, min(1 << 20, length - done), offset + done)
+        if not chunk:
+            raise InputError("the segment shrank while it was being repaired", path=path)
+        out.write(chunk)
+        done += len(chunk)
+
+
+def _verify(plan: WorkqRepairPlan, tmp: str) -> tuple[str, int]:
+    rep = run_log(discover([tmp])[0], plan.as_of_ns, state=True)
+    got = rep.state.digest()
+    if rep.verdict != Verdict.CLEAN or got != plan.digest_after:
+        errs = [f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
+                if f.severity == ERROR][:3]
+        raise PackMismatch(f"the repaired log is not what the plan promised (verdict {rep.verdict.label}"
+                           f"{', ' + ', '.join(errs) if errs else ''}; digest {got}, expected {plan.digest_after}); "
+                           "nothing was installed", expected=plan.digest_after, actual=got, path=tmp)
+    return got, rep.records
+
+
+def _quarantine(plan: WorkqRepairPlan, qdir: str, fsync: bool) -> list[str]:
+    """Every cut byte range in its own file under ``qdir`` (created; never overwritten)."""
+    os.makedirs(qdir, exist_ok=True)
+    out = []
+    for c in plan.cuts:
+        if not c.length:
+            continue
+        name = f"{os.path.basename(c.path)}@{c.offset:x}-{c.offset + c.length:x}.bin"
+        dst = os.path.join(qdir, name)
+        fd = os.open(c.path, os.O_RDONLY)
+        try:
+            with open(dst, "xb") as f:
+                _copy(fd, f, c.offset, c.length, c.path)
+                f.flush()
+                if fsync:
+                    os.fsync(f.fileno())
+        finally:
+            os.close(fd)
+        out.append(dst)
+    if fsync:
+        fsync_dir(qdir)
+    return out
+
+
+def _check_unchanged(plan: WorkqRepairPlan) -> None:
+    now = discover([plan.log.root])[0]
+    if [s.path for s in now.segments] != list(plan.sigs) or \
+            any(FileSig.of(p) != sig for p, sig in plan.sigs.items()):
+        raise InputError("the log changed since the plan was made (is workq-server running?); plan again",
+                         path=plan.log.root)
+
+
+def default_quarantine(plan: WorkqRepairPlan) -> str:
+    d = os.path.abspath(plan.log.root)
+    stamp = format_unix_ns(plan.as_of_ns).replace("-", "").replace(":", "")
+    return f"{d}.quarantine-{stamp}"
+
+
+def apply_steps(plan: WorkqRepairPlan, *, swap: str = "auto", fsync: bool = True, keep_backup: bool = True,
+                quarantine: str | None = None) -> list[str]:
+    kept = [s for s in plan.segments if not s.remove]
+    fill = [("link:" if s.action == "keep" and i < len(kept) - 1 else "write:") + os.path.basename(s.path)
+            for i, s in enumerate(kept)]
+    labels = install_steps(fill, parent=os.path.dirname(os.path.abspath(plan.log.root)), swap=swap, fsync=fsync,
+                           keep_backup=keep_backup)
+    if any(c.length for c in plan.cuts):
+        labels.insert(labels.index("rename-temp-to-ready"), "quarantine")
+    return labels
+
+
+def apply_plan(plan: WorkqRepairPlan, *, quarantine: str | None = None, keep_backup: bool = True,
+               fail_at: str | None = None, hook: Callable[[str, str], None] | None = None, lock_timeout: float = 1.0,
+               swap: str = "auto", fsync: bool = True, stale_lock_hold: float = 1.1) -> ApplyResult:
+    """Install the repaired log (``swap.install``); the cut ranges go to ``quarantine`` (default:
+    ``<dir>.quarantine-<stamp>``) before the swap. A plan with nothing to do changes nothing."""
+    t0 = time.perf_counter()
+    d = os.path.abspath(plan.log.root)
+    if plan.nothing_to_do:
+        return ApplyResult(d, [], None, sum(s.size for s in plan.segments), sum(s.size for s in plan.segments))
+    qdir = quarantine or default_quarantine(plan)
+    if os.path.lexists(qdir) and os.listdir(qdir):
+        raise UsageError("the quarantine directory exists and is not empty; name a new one", path=qdir)
+    written: list[str] = []
+
+    def before_swap(step: StepRunner) -> None:
+        if any(c.length for c in plan.cuts):
+            step("quarantine", lambda: written.extend(_quarantine(plan, qdir, fsync)))
+    r = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
+                fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
+                check=lambda: _check_unchanged(plan), before_swap=before_swap, fail_at=fail_at, hook=hook,
+                lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
+                keep_backup=keep_backup)
+    names, total = r["filled"]
+    digest, records = r["verified"]
+    result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)
+    return ApplyResult(d, r["steps"], result, sum(s.size for s in plan.segments), total, backup=r["backup"],
+                       swap=r["swap"], recovered=r["recovered"], quarantine=written)

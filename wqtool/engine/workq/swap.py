@@ -1,0 +1,277 @@
+"""Installing a rewritten workq log in place of the old one, atomically: the directory swap that pack and repair share.
+
+Sequence (``install``), with ``D`` the log directory and ``P`` its parent:
+ 1. flock LOCK_EX|LOCK_NB on ``D/append.lock`` then ``D/read.lock`` (created if missing), retried until
+    ``lock_timeout``; a running workq-server holds append.lock for its whole life -> LogBusy. Under the locks:
+    leftovers of crashed installs are recovered, and the caller checks the log is still what its plan read.
+ 2. ``P/<name>.<tag>-tmp-<pid>-<n>``: mkdir, lock files created and locked, the new segments written and fsynced by
+    the caller's ``fill`` (one step each), given ``D``'s owner and modes, re-verified (digest), directory fsynced.
+ 3. renamed to ``P/<name>.<tag>-new-<inode>-<stamp>`` (verified and ready; the inode tells it apart from the old
+    log later), ``P`` fsynced.
+ 4. ``renameat2(RENAME_EXCHANGE)`` swaps it with ``D``: ``D`` names the complete new log, the ready name the
+    complete old one; ``P`` fsynced. Then the old log is renamed to ``P/<name>.pre-<tag>-<stamp>`` (kept: nothing
+    is lost; ``.2``, ``.3``... if taken), ``P`` fsynced — or, with ``keep_backup=False``, removed.
+ 5. the new directory's locks are released; the old one's are held ``stale_lock_hold`` s more so that a server
+    that opened the old lock files before the swap times out (upstream waits 1 s) instead of locking a directory
+    that is no longer ``D``.
+ ``swap="rename"`` (or a filesystem / libc without renameat2) replaces 4 by rename(D -> backup), fsync,
+ rename(ready -> D), fsync: between the two renames ``D`` does not exist.
+
+Recovery (``finish_interrupted``; plans and installs run it): every ``<name>.<tag>-new-<ino>-<stamp>`` whose lock files
+can be locked (a running install holds them) is either the verified new log (its inode is ``<ino>``): if ``D`` is
+missing the rename fallback crashed between its renames -> renamed to ``D``; otherwise the swap never happened and it
+is removed (``cleanup``, i.e. under ``D``'s locks only); or the old log after an exchange (another inode) -> renamed to
+its backup name. ``<name>.<tag>-tmp-*`` (unverified) are removed with ``cleanup``. So a crash at any step leaves ``D``
+naming a complete log (the old or the new one, never a mix), or, in the fallback's one window, missing with the
+recovery rule above, and the next run finishes the job.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import time
+from typing import Callable
+
+from ...errors import UsageError
+from ...formats._common import format_unix_ns
+from ...formats.workq import LOCK_FILES
+from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fsync_dir
+from ..plan import StepRunner
+
+TAGS = ("pack", "repair")
+
+
+def _busy(what: str):
+    def who(name: str) -> str:
+        if what != "log":
+            return f"held by a {what} in progress?"
+        return ("held by a running workq-server?" if name == "append.lock" else
+                "held by a workq-server cleaner cycle or a reader?")
+    return who
+
+
+def _Locks(directory: str, timeout: float, *, what: str = "log") -> LockSet:
+    """LOCK_EX on a directory's append.lock then read.lock, as the server and its cleaner take them."""
+    return LockSet(directory, LOCK_FILES, timeout, busy=_busy(what))
+
+
+def _stamp(as_of_ns: int) -> str:
+    return format_unix_ns(as_of_ns).replace("-", "").replace(":", "")
+
+
+def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str, str]], list[str]]:
+    """(ready dirs as (path, inode, stamp, tag), temp dirs) of installs of ``name`` in ``parent``."""
+    ready, temps = [], []
+    try:
+        entries = sorted(os.listdir(parent))
+    except OSError:
+        return ready, temps
+    for tag in TAGS:
+        pre_new, pre_tmp = f"{name}.{tag}-new-", f"{name}.{tag}-tmp-"
+        for e in entries:
+            p = os.path.join(parent, e)
+            if e.startswith(pre_new) and os.path.isdir(p):
+                ino, _, stamp = e[len(pre_new):].partition("-")
+                if ino.isdigit() and stamp:
+                    ready.append((p, int(ino), stamp, tag))
+            elif e.startswith(pre_tmp) and os.path.isdir(p):
+                temps.append(p)
+    return ready, temps
+
+
+def finish_interrupted(path: str, *, lock_timeout: float = 1.0, cleanup: bool = False,
+                       fsync: bool = True) -> list[str]:
+    """Finish what a crashed ``install`` (pack or repair) left in ``path``'s parent (rules in the module docstring).
+
+    ``cleanup`` (only while holding ``path``'s locks, as ``apply_plan`` does) also removes unverified temp
+    directories and verified ones whose swap never started. Raises LogBusy when an install is in progress."""
+    d = os.path.abspath(path)
+    parent, name = os.path.split(d)
+    ready, temps = _leftovers(parent, name)
+    done: list[str] = []
+    for p, ino, stamp, tag in ready:
+        locks = _Locks(p, lock_timeout, what="pack")
+        try:
+            if os.stat(p).st_ino == ino:
+                if not os.path.lexists(d):
+                    os.rename(p, d)
+                    done.append(f"finished an interrupted swap: renamed {os.path.basename(p)} to {name}")
+                elif cleanup:
+                    shutil.rmtree(p)
+                    done.append(f"removed {os.path.basename(p)} (a verified rewrite whose swap never started)")
+                else:
+                    continue
+            else:
+                b = backup_name(parent, name, f"pre-{tag}-{stamp}")
+                os.rename(p, b)
+                done.append(f"finished an interrupted swap: the old log {os.path.basename(p)} renamed to "
+                            f"{os.path.basename(b)}")
+            if fsync:
+                fsync_dir(parent)
+        finally:
+            locks.release()
+    if cleanup:
+        for p in temps:
+            shutil.rmtree(p, ignore_errors=True)
+            done.append(f"removed {os.path.basename(p)} (an unfinished rewrite)")
+        if temps and fsync:
+            fsync_dir(parent)
+    return done
+
+
+def _copy_ownership(src_dir: str, dst_dir: str) -> None:
+    """Give the new log the old one's directory mode and owner (so that a workq-server running as another user
+    than wqtool can still append); files get the owner and the mode of the old newest segment (or 0666&~umask)."""
+    st = os.stat(src_dir)
+    os.chmod(dst_dir, st.st_mode & 0o7777)
+    segs = sorted(n for n in os.listdir(src_dir) if n.endswith(".log"))
+    fmode = os.stat(os.path.join(src_dir, segs[-1])).st_mode & 0o777 if segs else None
+    for n in [None] + sorted(os.listdir(dst_dir)):
+        p = dst_dir if n is None else os.path.join(dst_dir, n)
+        if n is not None and fmode is not None:
+            os.chmod(p, fmode)
+        if (os.stat(p).st_uid, os.stat(p).st_gid) != (st.st_uid, st.st_gid):
+            try:
+                os.chown(p, st.st_uid, st.st_gid)
+            except PermissionError:
+                pass   # not root: the files stay ours, as any file we create
+
+
+def resolve_swap(swap: str, parent: str) -> str:
+    if swap not in ("auto", "exchange", "rename"):
+        raise UsageError(f"swap must be auto, exchange or rename, not {swap!r}")
+    if swap == "auto":
+        return "exchange" if exchange_supported(parent) else "rename"
+    return swap
+
+
+def make_lock_files(directory: str) -> None:
+    for n in LOCK_FILES:
+        fd = os.open(os.path.join(directory, n), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        os.close(fd)
+
+
+def install_steps(fill_labels: list[str], *, parent: str, swap: str = "auto", fsync: bool = True,
+                  keep_backup: bool = True) -> list[str]:
+    """The labels ``install`` runs, in order (each can be failed before: / after:); ``fill_labels``: the caller's."""
+    swap = resolve_swap(swap, parent)
+    out = ["mkdir-temp", "lock-files-temp", *fill_labels, "own-temp", "verify-temp"]
+    if fsync:
+        out.append("fsync-dir:temp")
+    out.append("rename-temp-to-ready")
+    if fsync:
+        out.append("fsync-dir:parent:ready")
+    if swap == "exchange":
+        out.append("exchange")
+        if fsync:
+            out.append("fsync-dir:parent:exchange")
+        out.append("rename-old-to-backup")
+        if fsync:
+            out.append("fsync-dir:parent:backup")
+    else:
+        out.append("rename-log-to-backup")
+        if fsync:
+            out.append("fsync-dir:parent:backup")
+        out.append("rename-ready-to-log")
+        if fsync:
+            out.append("fsync-dir:parent:log")
+    if not keep_backup:
+        out.append("remove-backup")
+        if fsync:
+            out.append("fsync-dir:parent:no-backup")
+    return out
+
+
+def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunner], object],
+            verify: Callable[[str], object], check: Callable[[], None] | None = None,
+            before_swap: Callable[[StepRunner], None] | None = None, fail_at: str | None = None,
+            hook: Callable[[str, str], None] | None = None, lock_timeout: float = 1.0, swap: str = "auto",
+            fsync: bool = True, stale_lock_hold: float = 1.1, keep_backup: bool = True) -> dict:
+    """Install a new log in place of the log directory ``root`` (the sequence in the module docstring).
+
+    ``fill(tmp, step)`` writes the new segments into ``tmp`` (as steps) and returns what it wrote; ``verify(tmp)``
+    replays it and raises if it is not what the plan promised; ``check()`` runs under the locks, before anything is
+    written (the log is still what the plan read); ``before_swap(step)`` runs after the new log is verified and
+    before the swap (repair writes its quarantine there). Returns {"steps", "swap", "backup", "filled",
+    "verified", "recovered"}."""
+    if tag not in TAGS:
+        raise ValueError(tag)
+    d = os.path.abspath(root)
+    parent, name = os.path.split(d)
+    swap = resolve_swap(swap, parent)
+    step = StepRunner(fail_at, hook)
+    stamp = _stamp(as_of_ns)
+    old_locks = _Locks(d, lock_timeout)
+    new_locks: LockSet | None = None
+    tmp = os.path.join(parent, f"{name}.{tag}-tmp-{os.getpid()}-{time.monotonic_ns()}")
+    swapped = False
+    backup = None
+    try:
+        recovered = finish_interrupted(d, lock_timeout=lock_timeout, cleanup=True, fsync=fsync)
+        if check is not None:
+            check()
+        # 2. the new log, in a sibling temp directory, verified
+        try:
+            step("mkdir-temp", lambda: os.mkdir(tmp))
+
+            def lock_files():
+                nonlocal new_locks
+                make_lock_files(tmp)
+                new_locks = _Locks(tmp, lock_timeout, what=tag)
+            step("lock-files-temp", lock_files)
+            filled = fill(tmp, step)
+            step("own-temp", lambda: _copy_ownership(d, tmp))
+            verified = step("verify-temp", lambda: verify(tmp))
+            if fsync:
+                step("fsync-dir:temp", lambda: fsync_dir(tmp))
+            if before_swap is not None:
+                before_swap(step)
+        except Exception:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        # 3. verified and ready: named after its inode, so that recovery can tell it from the old log
+        ready = os.path.join(parent, f"{name}.{tag}-new-{os.stat(tmp).st_ino}-{stamp}")
+        try:
+            step("rename-temp-to-ready", lambda: os.rename(tmp, ready))
+        except Exception:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if fsync:
+            step("fsync-dir:parent:ready", lambda: fsync_dir(parent))
+        # 4. the swap
+        backup = backup_name(parent, name, f"pre-{tag}-{stamp}")
+        if swap == "exchange":
+            try:
+                step("exchange", lambda: exchange(ready, d))
+            except NoExchange:
+                shutil.rmtree(ready, ignore_errors=True)
+                raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use swap='rename'",
+                              parent) from None
+            swapped = True
+            if fsync:
+                step("fsync-dir:parent:exchange", lambda: fsync_dir(parent))
+            step("rename-old-to-backup", lambda: os.rename(ready, backup))
+            if fsync:
+                step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
+        else:
+            step("rename-log-to-backup", lambda: os.rename(d, backup))
+            swapped = True
+            if fsync:
+                step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
+            step("rename-ready-to-log", lambda: os.rename(ready, d))
+            if fsync:
+                step("fsync-dir:parent:log", lambda: fsync_dir(parent))
+        if not keep_backup:
+            step("remove-backup", lambda: shutil.rmtree(backup))
+            if fsync:
+                step("fsync-dir:parent:no-backup", lambda: fsync_dir(parent))
+            backup = None
+    finally:
+        if new_locks is not None:
+            new_locks.release()
+        if swapped and stale_lock_hold > 0 and old_locks.fds:
+            time.sleep(stale_lock_hold)
+        old_locks.release()
+    return {"steps": step.done, "swap": swap, "backup": backup, "filled": filled, "verified": verified,
+            "recovered": recovered}

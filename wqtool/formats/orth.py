@@ -1,0 +1,293 @@
+"""Orth (XXL-JOB 3.3 derivative) executor-side files — spec: ../shared/specs/orth-logs.md, sections 1-4.
+
+Declarations only (no I/O, no loops over files): the names Orth gives its files and directories, the retry files'
+JSON (key order, Java types, Gson's escaping), the legacy XXL-JOB <= 3.2 retry files' Java serialization stream
+(one construct schema per element of the exact stream ``ObjectOutputStream.writeObject(ArrayList<
+HandleCallbackParam>)`` writes), the executor log line grammar and markers, the retention rule's constants and the
+UI's status precedence. The engine (``wqtool.engine.orth``) owns every loop over a file.
+"""
+from __future__ import annotations
+
+import re
+from enum import IntEnum, unique
+
+from construct import Adapter, Const, GreedyBytes, Int8ub, Int16ub, Int32sb, Int64sb, Int64ub, Prefixed, Struct
+
+from .orth_joblog import STATUS_RULES as _JL_STATUS_RULES, Status as _JLStatus, holds as _jl_holds
+
+_JL_STATUS_LABEL = {st: st.ui.replace(" (running)", "") for st in _JLStatus}
+
+# ---------------------------------------------------------------- layout of {logPath} (spec §1.1, §2, §3.1)
+#: Default ``orth.job.executor.logpath``.
+DEFAULT_LOG_PATH = "/data/applogs/orth/jobhandler"
+#: Orth / xxl-job 3.3+: the retry directory (plural). **DOC≠CODE**: the design doc says ``callbacklog``.
+CALLBACK_DIR = "callbacklogs"
+#: xxl-job <= 3.2: the legacy retry directory (singular), Java-serialized files.
+LEGACY_CALLBACK_DIR = "callbacklog"
+#: Glue scripts (``{jobId}_{glueUpdatetimeMs}{.sh|.py|...}``): not logs, never cleaned.
+GLUE_DIR = "gluesource"
+#: Children of ``logPath`` that are not date directories (retention never touches them).
+KNOWN_DIRS = (CALLBACK_DIR, LEGACY_CALLBACK_DIR, GLUE_DIR)
+
+#: ``orth-callback-{md5}.log`` (Orth) and ``xxl-job-callback-{md5}.log`` (xxl-job 3.3-3.4): md5 = 32 lowercase hex
+#: digits of the file's exact bytes (``Md5Tool.md5`` + ``HexTool``).
+CALLBACK_NAME = re.compile(r"^(?P<prefix>orth|xxl-job)-callback-(?P<md5>[0-9a-f]{32})\.log$")
+#: xxl-job <= 3.2: ``xxl-job-callback-{System.currentTimeMillis()}[-i].log`` (i in 0..99 when the name was taken).
+LEGACY_NAME = re.compile(r"^xxl-job-callback-(?P<ms>\d{1,19})(?:-(?P<i>\d{1,2}))?\.log$")
+#: Anything named like a retry file, however damaged (for detection and ``callbacklogs`` membership).
+ANY_CALLBACK_NAME = re.compile(r"^(?:orth|xxl-job)-callback-.*\.log$")
+
+#: A date directory as Orth names it: ``SimpleDateFormat("yyyy-MM-dd")`` of the trigger time (executor's zone).
+DATE_DIR = re.compile(r"^(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})$")
+#: ``String.format("%s%s%d.log", dir, sep, logId)``: a Java long in decimal, no leading zeros.
+LOG_FILE = re.compile(r"^(?P<id>-?(?:0|[1-9]\d{0,18}))\.log$")
+JAVA_LONG_MIN, JAVA_LONG_MAX = -(1 << 63), (1 << 63) - 1
+JAVA_INT_MIN, JAVA_INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+# ---------------------------------------------------------------- callback retry files: JSON (spec §1.2)
+@unique
+class HandleCode(IntEnum):
+    """``handleCode`` values executors send (``handle_code`` column)."""
+
+    SUCCESS = 200
+    FAIL = 500
+    TIMEOUT = 502
+
+
+#: ``CallbackRequest`` fields in declaration order = Gson's key order: (JSON key, Java type).
+#: ``logDateTim`` (sic) is the real key. ``handleMsg`` is omitted when null (``serializeNulls`` off).
+CALLBACK_FIELDS: tuple[tuple[str, str], ...] = (
+    ("logId", "long"),
+    ("logDateTim", "long"),
+    ("handleCode", "int"),
+    ("handleMsg", "String"),
+)
+CALLBACK_KEYS = tuple(k for k, _ in CALLBACK_FIELDS)
+
+#: Gson ``JsonWriter`` with ``disableHtmlEscaping()``: REPLACEMENT_CHARS (U+0000-U+001F as ``\\u00xx`` lowercase
+#: hex, except the five short escapes), ``"`` and ``\\``; plus U+2028 / U+2029, which Gson always escapes.
+#: Everything else (``< > & = '``, DEL, all other non-ASCII) is written raw, encoded UTF-8.
+GSON_ESCAPES: dict[str, str] = {chr(c): "\\u%04x" % c for c in range(0x20)}
+GSON_ESCAPES.update({"\t": "\\t", "\b": "\\b", "\n": "\\n", "\r": "\\r", "\f": "\\f", '"': '\\"', "\\": "\\\\",
+                     "\u2028": "\\u2028", "\u2029": "\\u2029"})
+#: What Java's UTF-8 encoder writes for an unpaired surrogate (``FileTool.writeString`` -> replacement).
+JAVA_UNPAIRED_SURROGATE = b"?"
+#: ``StringTool.isBlank``: ``trim().isEmpty()``; ``String.trim`` strips every char <= U+0020.
+JAVA_TRIM_MAX = 0x20
+#: Gson's lenient ``JsonReader`` skips this prefix at the start of a document (``consumeNonExecutePrefix``).
+GSON_NON_EXECUTE_PREFIX = b")]}'\n"
+UTF8_BOM = b"\xef\xbb\xbf"
+
+# ---------------------------------------------------------------- legacy retry files: Java serialization (spec §2)
+STREAM_MAGIC = 0xACED
+STREAM_VERSION = 5
+STREAM_HEAD = b"\xac\xed\x00\x05"
+TC_NULL = 0x70
+TC_REFERENCE = 0x71
+TC_CLASSDESC = 0x72
+TC_OBJECT = 0x73
+TC_STRING = 0x74
+TC_BLOCKDATA = 0x77
+TC_ENDBLOCKDATA = 0x78
+TC_LONGSTRING = 0x7C
+BASE_WIRE_HANDLE = 0x7E0000
+SC_WRITE_METHOD = 0x01
+SC_SERIALIZABLE = 0x02
+
+ARRAYLIST_CLASS = "java.util.ArrayList"
+ARRAYLIST_UID = 8683452581122892189
+PARAM_CLASS = "com.xxl.job.core.biz.model.HandleCallbackParam"
+PARAM_UID = 42
+STRING_TYPE = "Ljava/lang/String;"
+#: ``HandleCallbackParam``'s serializable fields as ``ObjectStreamClass`` orders them: primitives sorted by name,
+#: then objects sorted by name: (type code, name).
+PARAM_FIELDS: tuple[tuple[str, str], ...] = (("I", "handleCode"), ("J", "logDateTim"), ("J", "logId"),
+                                             ("L", "handleMsg"))
+#: Sizes the bounded parser checks against the bytes left before it allocates anything.
+#: A list element is at least TC_OBJECT + TC_REFERENCE handle + 4 + 8 + 8 + TC_NULL bytes.
+MIN_ELEMENT_BYTES = 1 + 5 + 4 + 8 + 8 + 1
+
+
+def mutf8_decode(data: bytes) -> str:
+    """Java's modified UTF-8 (``DataInput.readUTF``): 1-3 byte forms only (NUL as C0 80, supplementary characters
+    as two 3-byte surrogates). Raises ValueError("malformed input around byte N") as Java's
+    UTFDataFormatException does."""
+    units: list[int] = []
+    i, n = 0, len(data)
+    while i < n:
+        c = data[i]
+        if c < 0x80:
+            units.append(c)
+            i += 1
+        elif c >> 5 == 0b110:
+            if i + 1 >= n:
+                raise ValueError(f"malformed input: partial character at end (byte {i})")
+            c2 = data[i + 1]
+            if c2 & 0xC0 != 0x80:
+                raise ValueError(f"malformed input around byte {i + 1}")
+            units.append(((c & 0x1F) << 6) | (c2 & 0x3F))
+            i += 2
+        elif c >> 4 == 0b1110:
+            if i + 2 >= n:
+                raise ValueError(f"malformed input: partial character at end (byte {i})")
+            c2, c3 = data[i + 1], data[i + 2]
+            if c2 & 0xC0 != 0x80 or c3 & 0xC0 != 0x80:
+                raise ValueError(f"malformed input around byte {i + 2}")
+            units.append(((c & 0x0F) << 12) | ((c2 & 0x3F) << 6) | (c3 & 0x3F))
+            i += 3
+        else:
+            raise ValueError(f"malformed input around byte {i}")
+    return utf16_units_to_str(units)
+
+
+def utf16_units_to_str(units) -> str:
+    """A Java string (UTF-16 code units) as a Python str: surrogate pairs joined, lone surrogates kept as is."""
+    if all(u < 0xD800 or u > 0xDFFF for u in units):
+        return "".join(map(chr, units))
+    raw = b"".join(u.to_bytes(2, "little") for u in units)
+    return raw.decode("utf-16-le", "surrogatepass")
+
+
+def mutf8_encode(s: str) -> bytes:
+    """``DataOutput.writeUTF``'s bytes for a Java string (a str whose supplementary characters are two units)."""
+    out = bytearray()
+    for u in java_units(s):
+        if 0 < u < 0x80:
+            out.append(u)
+        elif u < 0x800:
+            out += bytes((0xC0 | (u >> 6), 0x80 | (u & 0x3F)))
+        else:
+            out += bytes((0xE0 | (u >> 12), 0x80 | ((u >> 6) & 0x3F), 0x80 | (u & 0x3F)))
+    return bytes(out)
+
+
+def java_units(s: str) -> list[int]:
+    """The UTF-16 code units of a str (lone surrogates pass through)."""
+    b = s.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(b[i:i + 2], "little") for i in range(0, len(b), 2)]
+
+
+class JavaUtf(Adapter):
+    """Modified UTF-8 bytes <-> str."""
+
+    def _decode(self, obj, context, path):
+        return mutf8_decode(obj)
+
+    def _encode(self, obj, context, path):
+        return mutf8_encode(obj)
+
+
+#: ``writeUTF``: u16 length + modified UTF-8 (class and field names, TC_STRING bodies).
+java_utf = JavaUtf(Prefixed(Int16ub, GreedyBytes))
+#: ``writeLongUTF`` (TC_LONGSTRING, strings of more than 65535 bytes): u64 length + modified UTF-8.
+java_long_utf = JavaUtf(Prefixed(Int64ub, GreedyBytes))
+
+#: The stream header and the ``ArrayList`` object as ``ObjectOutputStream`` writes it (handles 0 and 1), up to the
+#: first element: class descriptor, the ``size`` field, then ``writeObject``'s block data (the capacity int).
+arraylist_head = Struct(
+    "magic" / Const(STREAM_HEAD),
+    "tc_object" / Const(TC_OBJECT, Int8ub),
+    "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
+    "class_name" / Const(b"\x00\x13" + ARRAYLIST_CLASS.encode()),
+    "suid" / Const(ARRAYLIST_UID, Int64sb),
+    "flags" / Const(SC_SERIALIZABLE | SC_WRITE_METHOD, Int8ub),
+    "field_count" / Const(1, Int16ub),
+    "field" / Const(b"I\x00\x04size"),
+    "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
+    "super_desc" / Const(TC_NULL, Int8ub),
+    "size" / Int32sb,
+    "tc_blockdata" / Const(TC_BLOCKDATA, Int8ub),
+    "block_length" / Const(4, Int8ub),
+    "capacity" / Int32sb,
+)
+
+#: ``HandleCallbackParam``'s class descriptor, written once, before the first element's values (handles 2 and 3:
+#: the descriptor, then the type string of ``handleMsg``).
+param_desc = Struct(
+    "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
+    "class_name" / Const(len(PARAM_CLASS).to_bytes(2, "big") + PARAM_CLASS.encode()),
+    "suid" / Const(PARAM_UID, Int64sb),
+    "flags" / Const(SC_SERIALIZABLE, Int8ub),
+    "field_count" / Const(len(PARAM_FIELDS), Int16ub),
+    "fields" / Const(b"".join(t.encode() + len(n).to_bytes(2, "big") + n.encode() for t, n in PARAM_FIELDS[:3])
+                     + b"L\x00\x09handleMsg"),
+    "type_tag" / Const(TC_STRING, Int8ub),
+    "type_name" / Const(len(STRING_TYPE).to_bytes(2, "big") + STRING_TYPE.encode()),
+    "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
+    "super_desc" / Const(TC_NULL, Int8ub),
+)
+
+#: A back reference to an earlier object (the class descriptor, a string): ``TC_REFERENCE`` + u32 handle.
+reference = Struct("tc_reference" / Const(TC_REFERENCE, Int8ub), "handle" / Int32sb)
+
+#: One element's field values, in descriptor order (after ``TC_OBJECT`` + its descriptor or a reference to it);
+#: ``handleMsg`` follows as TC_NULL, TC_STRING, TC_LONGSTRING or TC_REFERENCE.
+param_values = Struct(
+    "handleCode" / Int32sb,
+    "logDateTim" / Int64sb,
+    "logId" / Int64sb,
+)
+string_body = java_utf            # after TC_STRING
+long_string_body = java_long_utf  # after TC_LONGSTRING
+#: ``writeObject``'s end: the list's block data ends after the last element.
+stream_end = Const(TC_ENDBLOCKDATA, Int8ub)
+
+
+# ---------------------------------------------------------------- executor log files (spec §3.2, §3.3)
+#: One prefixed line: time (executor zone, no designator), caller class#method, source line, thread, message.
+LINE_PREFIX = re.compile(rb"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[([^#\]]+)#([^\]]*)\]-\[(-?\d+)\]-\[(.*?)\] (.*)$",
+                         re.DOTALL)
+LINE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+#: Markers (``JobThread`` / ``TriggerCallbackThread`` messages), checked in this order on a prefixed line's message
+#: (``{}`` placeholders are free text): (kind, regex).
+MARKERS: tuple[tuple[str, re.Pattern], ...] = (
+    ("start", re.compile(r"^<br>----------- Orth job execute start -----------<br>----------- Param:", re.S)),
+    ("end-finish", re.compile(r"^<br>----------- Orth job execute end\(finish\) -----------<br>----------- Result: "
+                              r"handleCode=(?P<code>-?\d+), handleMsg=(?P<msg>.*)$", re.S)),
+    ("end-error", re.compile(r"^<br>----------- JobThread Exception: .*<br>----------- Orth job execute "
+                             r"end\(error\) -----------", re.S)),
+    ("timeout", re.compile(r"^<br>----------- Orth job execute timeout", re.S)),
+    ("stopped", re.compile(r"^<br>----------- JobThread stopped, reason: (?P<reason>.*)$", re.S)),
+    ("callback-success", re.compile(r"^<br>----------- Orth callback success", re.S)),
+    ("callback-failed", re.compile(r"^<br>----------- Orth callback failed, response: (?P<response>.*)$", re.S)),
+    ("callback-error", re.compile(r"^<br>----------- Orth callback error: (?P<error>.*)$", re.S)),
+    ("glue", re.compile(r"^----------- glue\.version: ", re.S)),
+    ("script", re.compile(r"^(?:----------- orth script file: |orth script file (?:created|cached) )", re.S)),
+)
+#: The kinds a log entry can have: the markers, an ordinary logged line, and text before any prefixed line.
+ENTRY_KINDS = tuple(k for k, _ in MARKERS) + ("log", "text")
+CALLBACK_MARKERS = ("callback-success", "callback-failed", "callback-error")
+END_MARKERS = ("end-finish", "end-error", "timeout", "stopped")
+#: What a run's end calls back (``JobThread``): end(error) 500, timeout 502 ("Job execution timeout"), a stop 500.
+END_HANDLE_CODE = {"end-error": 500, "timeout": 502, "stopped": 500}
+
+#: ``readLog``: ``Files.newBufferedReader`` decodes strict UTF-8 in chunks of this many UTF-16 units; a malformed
+#: byte fails the whole chunk it falls in (the lines before that chunk are returned).
+READLOG_CHUNK_UNITS = 8192
+READLOG_MISSING = "Log file does not exist"
+
+# ---------------------------------------------------------------- retention (spec §4)
+#: ``logretentiondays`` below this disables the cleaner.
+MIN_RETENTION_DAYS = 3
+#: The sample configuration's ``orth.job.executor.logretentiondays``.
+SAMPLE_RETENTION_DAYS = 30
+#: What lenient ``SimpleDateFormat("yyyy-MM-dd").parse`` reads of a name: spaces / tabs before each number, a
+#: minus sign allowed, any number of ASCII digits, literal ``-`` between; trailing text ignored.
+LENIENT_DATE = re.compile(r"^[ \t]*(?P<y>-?\d+)-[ \t]*(?P<m>-?\d+)-[ \t]*(?P<d>-?\d+)")
+
+
+# ---------------------------------------------------------------- status derivation (spec §5.2, the UI's order)
+#: The rules are declared once, with the job-log table (``formats.orth_joblog.STATUS_RULES``): the executor-side
+#: formats derive a log id's status from the same declaration, labelled as the UI's list shows them.
+STATUSES = tuple(_JL_STATUS_LABEL[s] for s, _ in _JL_STATUS_RULES)
+
+
+def log_status(trigger_code: int, handle_code: int) -> str:
+    """The UI's status of a row with these codes (the first of ``orth_joblog.STATUS_RULES`` that holds)."""
+    row = {"trigger_code": trigger_code, "handle_code": handle_code}
+    for status, cond in _JL_STATUS_RULES:
+        if _jl_holds(cond, row):
+            return _JL_STATUS_LABEL[status]
+    raise AssertionError("unreachable: the last rule matches everything")

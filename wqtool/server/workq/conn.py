@@ -1,0 +1,302 @@
+"""One client connection: upstream's framing (int/prot ParseCmd, int/server clientLoop) as an asyncio Protocol.
+
+Requests on a connection are answered strictly in order; a blocking command (lease, run, result) stops the
+parsing of what follows until it is answered. Every reply is tagged with the log position (LSN) of the records
+applied before it and leaves only once the server has written them (and fsynced them under
+``-cmdlog-sync always``), so no client ever sees state that a crash could take back.
+
+Bounded everything: a line longer than the per-command budget (MaxRead, 1,058,576 bytes) closes the connection
+as upstream's LimitedReader does; a body is read only up to what is left of that budget; unread input beyond
+one command's budget stops reading from the socket; replies waiting to be sent stop the parsing of further
+requests once they pass ``OUT_HIGH``; the transport's buffer pauses both. A half-closed client (EOF) still gets
+the replies to everything it sent, then the connection closes; a vanished one (reset) cancels its waiting
+lease/run/result so no job is leased to nobody.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections import deque
+
+from . import wire
+from .queue import Waiter
+
+OUT_HIGH = 1 << 20            # unsent reply bytes before this connection stops parsing requests
+IN_CAP = wire.MAX_READ + (1 << 16)   # unparsed input before reading from the socket pauses
+
+
+class Conn(asyncio.Protocol):
+    __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
+                 "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
+                 "peer", "resume_scheduled")
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.t = None
+        self.buf = bytearray()
+        self.pos = 0
+        self.scan = 0
+        self.req: wire.Request | None = None
+        self.budget = 0
+        self.blocked: Waiter | None = None
+        self.eof = False
+        self.closing = False
+        self.out: deque = deque()          # (lsn, chunk) not yet handed to the transport
+        self.out_bytes = 0
+        self.paused_write = False
+        self.paused_read = False
+        self.partial_since: float | None = None
+        self.last_active = time.monotonic()
+        self.in_process = False
+        self.resume_scheduled = False
+        self.peer = "?"
+
+    # ---------------------------------------------------------------- asyncio callbacks
+    def connection_made(self, transport) -> None:
+        self.t = transport
+        srv = self.srv
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        if len(srv.conns) >= srv.max_connections:
+            srv.refused += 1
+            srv.log.warn("connection refused: max connections reached", peer=self.peer,
+                         max_connections=srv.max_connections)
+            self.closing = True
+            transport.abort()
+            return
+        srv.conns.add(self)
+        srv.accepted += 1
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                for opt, val in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 6)):
+                    if hasattr(socket, opt):
+                        sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), val)
+            except OSError:
+                pass
+        transport.set_write_buffer_limits(high=OUT_HIGH)
+        srv.log.debug("connection open", peer=self.peer)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closing:
+            return
+        self.buf += data
+        self.last_active = time.monotonic()
+        if self.blocked is None:
+            self.process()
+        if not self.paused_read and len(self.buf) - self.pos > IN_CAP and not self.closing:
+            self.paused_read = True
+            self.t.pause_reading()
+
+    def eof_received(self):
+        self.eof = True
+        if self.blocked is None and not self.closing:
+            self.process()
+        return True            # keep the write side open: a half-closed client still reads its replies
+
+    def connection_lost(self, exc) -> None:
+        srv = self.srv
+        was_open = self in srv.conns
+        srv.conns.discard(self)
+        srv.dirty.discard(self)
+        self.closing = True
+        if self.blocked is not None:
+            srv.queue.cancel(self.blocked)
+            self.blocked = None
+            srv.after_change()
+        if was_open:
+            srv.log.debug("connection closed", peer=self.peer, error=str(exc) if exc else None)
+
+    def pause_writing(self) -> None:
+        self.paused_write = True
+
+    def resume_writing(self) -> None:
+        self.paused_write = False
+        self.flush_out()
+        if self.blocked is None and not self.closing:
+            self.process()
+
+    # ---------------------------------------------------------------- parsing
+    def process(self) -> None:
+        if self.in_process:
+            return
+        self.in_process = True
+        try:
+            self._process()
+        finally:
+            self.in_process = False
+        self.srv.end_batch()
+        self.flush_out()
+        self.srv.after_change()
+
+    def _process(self) -> None:  # noqa: C901 — the framing state machine, kept in one place
+        buf = self.buf
+        srv = self.srv
+        while not self.closing and self.blocked is None and not self.paused_write and self.out_bytes < OUT_HIGH:
+            req = self.req
+            if req is None:
+                nl = buf.find(b"\n", self.scan)
+                if nl < 0:
+                    if len(buf) - self.pos >= wire.MAX_READ:
+                        self.close("line longer than the read budget")
+                        return
+                    self.scan = len(buf)
+                    break
+                end = nl + 1
+                length = end - self.pos
+                if length > wire.MAX_READ:
+                    self.close("line longer than the read budget")
+                    return
+                if length < 2 or buf[nl - 1] != 13:
+                    self.close("line not terminated by CRLF")
+                    return
+                line = bytes(buf[self.pos:nl - 1])
+                self.budget = wire.MAX_READ - length
+                self.pos = self.scan = end
+                r = wire.parse_line(line)
+                if r.__class__ is bytes:
+                    srv.count(b"?", r)
+                    self.reply(r)
+                    continue
+                if r.size is None:
+                    self.execute(r, None)
+                    continue
+                self.req = req = r
+            need = req.size + 2
+            take = need if need <= self.budget else self.budget
+            if len(buf) - self.pos < take:
+                break
+            p = self.pos
+            self.pos = self.scan = p + take
+            self.req = None
+            if take < need or buf[p + take - 2] != 13 or buf[p + take - 1] != 10:
+                r = wire.body_error(req.name)
+                srv.count(req.name, r)
+                self.reply(r)
+                continue
+            with memoryview(buf) as mv:
+                body = bytes(mv[p:p + take - 2])
+            self.execute(req, body)
+        # what is left is an incomplete request (or we stopped for a blocked command / backpressure)
+        if self.pos:
+            if self.pos >= len(buf):
+                buf.clear()
+                self.pos = self.scan = 0
+            elif self.pos > 65536:
+                del buf[:self.pos]
+                self.scan -= self.pos
+                self.pos = 0
+        partial = len(buf) > self.pos or self.req is not None
+        if partial and self.blocked is None:
+            if self.partial_since is None:
+                self.partial_since = time.monotonic()
+        else:
+            self.partial_since = None
+        if self.paused_read and len(buf) - self.pos < IN_CAP // 2 and not self.closing:
+            self.paused_read = False
+            self.t.resume_reading()
+        if self.eof and self.blocked is None and not self.closing:
+            if self.req is not None:              # the client went away inside a body: upstream's reply
+                r = wire.body_error(self.req.name)
+                self.req = None
+                srv.count(b"?", r)
+                self.reply(r)
+            self.close(None)                      # EOF: after the replies to everything it sent
+
+    def execute(self, req: wire.Request, body: bytes | None) -> None:
+        srv = self.srv
+        box: list[Waiter] = []
+
+        def make_waiter() -> Waiter:
+            w = Waiter(self._resume)
+            box.append(w)
+            return w
+
+        res = srv.handlers.execute(req, body, srv.clock(), make_waiter)
+        if res is None:
+            w = box[0]
+            if not w.done:
+                self.blocked = w
+            srv.count(req.name, b"(waiting)")
+            return
+        srv.count(req.name, res if res.__class__ is bytes else res[0])
+        self.reply(res)
+
+    def _resume(self, reply) -> None:
+        """A blocked command is answered (by a timer, another connection's command, or synchronously)."""
+        self.blocked = None
+        self.reply(reply)
+        self.srv.count_late(reply[0] if reply.__class__ is list else reply)
+        if not self.in_process and not self.resume_scheduled and not self.closing:
+            self.resume_scheduled = True
+            self.srv.loop.call_soon(self._continue)
+
+    def _continue(self) -> None:
+        self.resume_scheduled = False
+        if not self.closing or self.out:
+            self.flush_out()
+        if self.blocked is None and not self.closing:
+            self.process()
+
+    # ---------------------------------------------------------------- replies
+    def reply(self, res) -> None:
+        """Queue a reply behind everything this connection was told before, tagged with the log position it
+        depends on."""
+        srv = self.srv
+        lsn = srv.reply_lsn()
+        if res.__class__ is bytes:
+            self.out.append((lsn, res))
+            self.out_bytes += len(res)
+        else:
+            for c in res:
+                self.out.append((lsn, c))
+                self.out_bytes += len(c)
+        if lsn > srv.durable_lsn:
+            srv.dirty.add(self)
+
+    def flush_out(self) -> None:
+        out = self.out
+        if not out or self.t is None:
+            if self.closing and not out:
+                self._maybe_close()
+            return
+        durable = self.srv.durable_lsn
+        t = self.t
+        sent = 0
+        chunks = []
+        while out and out[0][0] <= durable:
+            c = out.popleft()[1]
+            chunks.append(c)
+            sent += len(c)
+            if sent >= OUT_HIGH:
+                break
+        if chunks:
+            self.out_bytes -= sent
+            self.last_active = time.monotonic()
+            if not t.is_closing():
+                t.write(b"".join(chunks) if len(chunks) > 1 else chunks[0])
+        if out and out[0][0] <= durable and not self.paused_write:
+            self.srv.loop.call_soon(self.flush_out)
+        if self.closing and not out:
+            self._maybe_close()
+
+    # ---------------------------------------------------------------- closing
+    def close(self, why: str | None) -> None:
+        """Stop reading requests; close once every reply owed has been handed to the transport."""
+        if why is not None:
+            self.srv.log.debug("closing connection", peer=self.peer, reason=why)
+        self.closing = True
+        self._maybe_close()
+
+    def _maybe_close(self) -> None:
+        if not self.out and self.t is not None and not self.t.is_closing():
+            self.t.close()
+
+    def abort(self, why: str) -> None:
+        self.srv.log.info("dropping connection", peer=self.peer, reason=why)
+        self.closing = True
+        if self.t is not None:
+            self.t.abort()

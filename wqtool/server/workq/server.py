@@ -1,0 +1,562 @@
+"""``wqtool serve``: a workq 0.2.0 server on wqtool's engine (spec: workq-protocol.md, workq-cmdlog.md).
+
+One event loop thread runs the protocol, the live queues and the command log:
+
+* start-up: ``append.lock`` LOCK_EX (held for the server's life), ``read.lock`` LOCK_SH while the log replays
+  through the engine (``engine.workq.startup``: the C kernel), anything but a clean log refused with the
+  engine's finding (as workq-server refuses to start), the live queues rebuilt, the newest segment reopened;
+* group commit: records made while handling the requests of one loop iteration (and by timers) are written
+  together, one ``write(2)`` per segment touched (fsynced first under ``-cmdlog-sync always``), and only then
+  are the replies that depend on them released (each reply carries the log position it depends on);
+* ``-cmdlog-sync interval``: an fsync of the current segment every ``-cmdlog-sync-int`` ms in a worker thread
+  (on a duplicate descriptor, so a roll-over cannot close it under the fsync); ``os``: no fsync;
+* an append that fails opens the circuit breaker as upstream (mutating commands answer ``-SERVER-ERROR
+  Read-only mode triggered by cmdlog circuit breaker`` until restart); the records are retried every second and
+  the replies waiting for them are released once they are written;
+* cleaning every ``-cmdlog-clean-int`` ms through ``wqtool clean``'s engine (``_cleaner``, ``Server._clean_tick``);
+* SIGTERM / SIGINT: stop accepting, close connections, write and fsync what is pending, release the locks,
+  log the live state's replay digest, exit 0.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from ...engine.findings import Finding, Verdict
+from ...engine.workq.appender import Appender, CmdlogLocks
+from ...engine.workq.fastpath import encode_payload, encode_record
+from ...engine.workq.model import Command
+from ...engine.workq.replay import state_digest
+from ...engine.workq.startup import replay_directory
+from ...errors import UsageError
+from ...formats._common import GO_ZERO_TIME, GoTime, encode_uvarint, format_unix_ns
+from ...formats.workq import CmdType
+from . import wire
+from .conn import Conn
+from .handlers import Handlers
+from .queue import LiveQueue
+
+def make_clock():
+    """The server's wall clock (Unix ns). ``WQTOOL_SERVE_TIME=<instant>`` (RFC 3339 or epoch seconds) starts it at
+    that instant instead of now, for tests and demos on old logs; it then runs at the real rate."""
+    v = os.environ.get("WQTOOL_SERVE_TIME")
+    if not v:
+        return time.time_ns
+    from ...engine.instant import parse_instant
+    try:
+        offset = parse_instant(v) - time.time_ns()
+    except ValueError:
+        raise UsageError(f"WQTOOL_SERVE_TIME: not an instant: {v!r}") from None
+    return lambda: time.time_ns() + offset
+
+
+LOGO = "\n. . .,---.\n| | ||   |\n`-'-'`---|\n         |\n"
+SYNC_POLICIES = ("interval", "os", "always")
+
+
+@dataclass(slots=True)
+class ServeOptions:
+    listen: str = "127.0.0.1:9922"
+    cmdlog_path: str = ""
+    seg_size: int = 67_108_864
+    sync: str = "interval"
+    sync_int_ms: int = 1000
+    clean_int_ms: int = 300_000
+    max_connections: int = 10_000
+    idle_timeout_s: float = 0.0          # 0: never close an idle client (upstream never does)
+    request_timeout_s: float = 60.0      # a started request must be complete within this (slow-loris)
+    metrics: str | None = None           # [HOST:]PORT for Prometheus text
+    log_level: str = "info"
+
+
+class StartRefused(Exception):
+    """The log is not one workq-server would start on: the engine's first error finding and the verdict."""
+
+    def __init__(self, finding: Finding, verdict: Verdict):
+        super().__init__(finding.message)
+        self.finding = finding
+        self.verdict = verdict
+
+
+def check_options(o: ServeOptions) -> None:
+    """workq-server's own checks of its flags (cmd/workq-server main.go buildAppenderOptions)."""
+    if o.sync not in SYNC_POLICIES:
+        raise UsageError(f"Invalid cmdlog-sync policy: {o.sync}")
+    if o.sync == "interval" and o.sync_int_ms == 0:
+        raise UsageError("Invalid sync interval, must be greater than 0")
+    host, sep, port = o.listen.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise UsageError(f"-listen: expected HOST:PORT, got {o.listen!r}")
+    if o.max_connections < 1:
+        raise UsageError("--max-connections must be at least 1")
+
+
+# ---------------------------------------------------------------- structured log lines (stderr)
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+
+
+class StructLog:
+    """logfmt lines on stderr: ``time=... level=... msg="..." key=value ...``."""
+
+    def __init__(self, level: str = "info", stream=None):
+        self.level = _LEVELS[level]
+        self.stream = stream or sys.stderr
+
+    def _emit(self, level: str, msg: str, kv: dict) -> None:
+        if _LEVELS[level] < self.level:
+            return
+        parts = [f"time={format_unix_ns(time.time_ns() // 1_000_000 * 1_000_000)}", f"level={level}",
+                 f"msg={_quote(msg)}"]
+        parts += [f"{k}={_quote(str(v))}" for k, v in kv.items() if v is not None]
+        try:
+            self.stream.write(" ".join(parts) + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def debug(self, msg: str, **kv) -> None:
+        self._emit("debug", msg, kv)
+
+    def info(self, msg: str, **kv) -> None:
+        self._emit("info", msg, kv)
+
+    def warn(self, msg: str, **kv) -> None:
+        self._emit("warning", msg, kv)
+
+    def error(self, msg: str, **kv) -> None:
+        self._emit("error", msg, kv)
+
+
+def _quote(s: str) -> str:
+    if s and all(c.isalnum() or c in "-_.:/@+" for c in s):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+# ---------------------------------------------------------------- the server
+class Server:
+    def __init__(self, opts: ServeOptions, *, log: StructLog | None = None, out=None):
+        check_options(opts)
+        self.opts = opts
+        self.log = log or StructLog(opts.log_level)
+        self.out = out or sys.stdout
+        self.clock = make_clock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.queue = LiveQueue(self._log_record if opts.cmdlog_path else None)
+        self.handlers = Handlers(self.queue, self._stats)
+        self.conns: set[Conn] = set()
+        self.dirty: set[Conn] = set()
+        self.max_connections = opts.max_connections
+        self.accepted = self.refused = 0
+        self.started_ns = 0
+        self.locks: CmdlogLocks | None = None
+        self.appender: Appender | None = None
+        self.pending: list[bytes] = []
+        self.lsn = 0                 # records made so far
+        self.durable_lsn = 0         # records written (and fsynced under "always")
+        self._commit_scheduled = False
+        self._closed = False
+        self._cleaning = False
+        self._retry_handle = None
+        self._timer = None
+        self._timer_at: int | None = None
+        self._stop = None
+        self._syncing = False
+        self._synced_bytes = 0
+        self.metrics = Counter()
+        self.replies = Counter()
+        self.fsync_seconds = 0.0
+        self.append_errors = 0
+        self.clean = None            # a callable running one cleaning cycle (None: not available)
+        self.listeners: list = []
+        self.address = ""
+
+    # ---------------------------------------------------------------- start-up
+    def open_log(self) -> None:
+        """Locks, replay through the engine, live queues, appender. Raises StartRefused / LogBusy."""
+        path = self.opts.cmdlog_path
+        if os.path.isdir(path) and not os.path.exists(os.path.join(path, "append.lock")):
+            # no server ever ran here (workq-server creates append.lock first): a log it would refuse is refused
+            # before anything is created in the directory — nothing modified
+            rep = replay_directory(path, self.clock())
+            if rep.verdict != Verdict.CLEAN:
+                raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
+        os.makedirs(path, exist_ok=True)
+        self.locks = CmdlogLocks(path)
+        self.locks.lock_append()
+        try:
+            self.locks.lock_read_shared()
+            now = self.clock()
+            rep = replay_directory(path, now)
+            self.locks.unlock_read()
+            if rep.verdict != Verdict.CLEAN:
+                raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
+            self.queue.restore(rep.state, rep.payloads, self.clock())
+            self.appender = Appender(path, segment_size=self.opts.seg_size)
+            self.appender.open()
+            r = rep.report
+            self.log.info("log replayed", path=path, segments=r.segments, records=r.records, bytes=r.bytes,
+                          jobs=len(rep.state.jobs), elapsed_ms=round(rep.elapsed_s * 1000, 1),
+                          warnings=r.severities.get("warning", 0), active_segment=self.appender.path)
+        except BaseException:
+            self.locks.release()
+            raise
+        self.clean = _cleaner(self)
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        if self.opts.cmdlog_path:
+            self.open_log()
+        host, _, port = self.opts.listen.rpartition(":")
+        server = await self.loop.create_server(lambda: Conn(self), host or None, int(port),
+                                               reuse_address=True, backlog=1024)
+        self.listeners.append(server)
+        sock = server.sockets[0].getsockname()
+        self.address = f"{sock[0]}:{sock[1]}" if ":" not in sock[0] else f"[{sock[0]}]:{sock[1]}"
+        if self.opts.metrics:
+            await self._start_metrics()
+        self.started_ns = self.clock()
+        if self.appender is not None:
+            if self.opts.sync == "interval":
+                self.loop.call_later(self.opts.sync_int_ms / 1000, self._interval_sync)
+            if self.opts.clean_int_ms:
+                self.loop.call_later(self.opts.clean_int_ms / 1000, self._clean_tick)
+        self.loop.call_later(1.0, self._sweep)
+        self.after_change()
+        self.log.info("listening", addr=self.address, cmdlog=self.opts.cmdlog_path or None,
+                      sync=self.opts.sync if self.appender else None,
+                      cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
+                      if self.appender else None)
+        self.out.write(LOGO + f"Listening on {self.address}\n")
+        self.out.flush()
+
+    async def run(self) -> int:
+        await self.start()
+        self._stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self.loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await self._stop.wait()
+        await self.shutdown()
+        return 0
+
+    def _on_signal(self, sig) -> None:
+        self.log.info("stopping", signal=signal.Signals(sig).name)
+        self._stop.set()
+
+    def request_stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    async def shutdown(self) -> None:
+        for s in self.listeners:
+            s.close()
+        now = self.clock()
+        self.queue.advance(now)
+        for c in list(self.conns):
+            if c.blocked is not None:          # its run ends (records logged below), its lease stops waiting
+                self.queue.cancel(c.blocked)
+                c.blocked = None
+            c.abort("server stopping")
+        self.conns.clear()
+        digest = None
+        if self.appender is not None:
+            self._commit()
+            self._closed = True                 # nothing is appended after the final commit
+            if self.pending:
+                self.log.error("records could not be written at shutdown", records=len(self.pending))
+            try:
+                self.appender.close(sync=True)
+            except OSError as exc:
+                self.log.error("fsync at shutdown failed", error=str(exc))
+            self.locks.release()
+            digest = state_digest(self.queue.snapshot(now))
+        self.log.info("stopped", jobs=len(self.queue.jobs), as_of=format_unix_ns(now),
+                      digest=f"sha256:{digest}" if digest else None, records=self.lsn)
+
+    # ---------------------------------------------------------------- records and group commit
+    def _log_record(self, cmd: CmdType, jid: bytes, extra) -> None:
+        if self._closed:
+            return
+        if cmd is CmdType.ADD or cmd is CmdType.SCHEDULE:
+            j = extra
+            payload = encode_payload(Command(cmd, jid, j.name, j.ttr, j.ttl, j.priority, j.max_attempts,
+                                             j.max_fails, j.payload,
+                                             GO_ZERO_TIME if j.time_ns is None else GoTime.from_unix_ns(j.time_ns),
+                                             GoTime.from_unix_ns(j.created_ns)))
+        elif cmd is CmdType.COMPLETE or cmd is CmdType.FAIL:
+            payload = bytes((cmd,)) + jid + encode_uvarint(len(extra)) + extra
+        else:
+            payload = bytes((cmd,)) + jid
+        self.pending.append(encode_record(GoTime.from_unix_ns(self.clock()), payload))
+        self.lsn += 1
+        if not self._commit_scheduled and self._retry_handle is None:
+            self._commit_scheduled = True
+            self.loop.call_soon(self._commit)
+
+    def end_batch(self) -> None:
+        """A connection has handled what it had read. Under interval / os the records only need to reach
+        write(2) before their replies leave: write them now (no extra loop iteration). Under always the write
+        and its fsync wait for the end of the loop iteration, shared by every connection served in it."""
+        if self.pending and self.opts.sync != "always" and self._retry_handle is None and not self._closed:
+            self._commit()
+
+    def reply_lsn(self) -> int:
+        """The log position a reply made now depends on (in read-only mode, read-only replies do not wait for
+        records that cannot be written)."""
+        return self.durable_lsn if self.handlers.read_only else self.lsn
+
+    def _commit(self) -> None:
+        self._commit_scheduled = False
+        if self._closed:
+            return
+        if self.pending:
+            recs = self.pending
+            self.pending = []
+            try:
+                self.appender.append(recs)
+                if self.opts.sync == "always":
+                    t0 = time.perf_counter()
+                    self.appender.sync()
+                    self.fsync_seconds += time.perf_counter() - t0
+                    self.metrics["fsyncs"] += 1
+            except OSError as exc:
+                self.pending = recs + self.pending
+                self._append_failed(exc)
+                return
+            self.durable_lsn = self.lsn - len(self.pending)
+            self.metrics["records"] += len(recs)
+        self._release()
+
+    def _release(self) -> None:
+        if self.dirty:
+            dirty = self.dirty
+            self.dirty = set()
+            for c in dirty:
+                c.flush_out()
+                if c.out and c.out[0][0] > self.durable_lsn:
+                    self.dirty.add(c)
+
+    def _append_failed(self, exc: OSError) -> None:
+        self.append_errors += 1
+        if not self.handlers.read_only:
+            self.handlers.read_only = True
+            self.log.error("cmdlog append failed: read-only mode (circuit breaker open until restart)",
+                           error=str(exc), segment=self.appender.path, pending=len(self.pending))
+        self._retry_handle = self.loop.call_later(1.0, self._retry)
+
+    def _retry(self) -> None:
+        self._retry_handle = None
+        if self._closed:
+            return
+        recs = self.pending
+        self.pending = []
+        try:
+            self.appender.append(recs)
+            self.appender.sync()
+        except OSError as exc:
+            self.pending = recs + self.pending
+            self.append_errors += 1
+            self._retry_handle = self.loop.call_later(1.0, self._retry)
+            if self.append_errors % 60 == 0:
+                self.log.error("cmdlog append still failing", error=str(exc), pending=len(self.pending))
+            return
+        self.durable_lsn = self.lsn - len(self.pending)
+        self.log.warn("cmdlog append recovered; still read-only until restart", written=len(recs))
+        self._release()
+
+    def _interval_sync(self) -> None:
+        self.loop.call_later(self.opts.sync_int_ms / 1000, self._interval_sync)
+        ap = self.appender
+        if ap is None or self._syncing or ap.bytes_written == self._synced_bytes:
+            return
+        fd = ap.dup_fd()
+        if fd is None:
+            return
+        self._syncing = True
+        mark = ap.bytes_written
+
+        def work():
+            t0 = time.perf_counter()
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return time.perf_counter() - t0
+
+        def done(fut):
+            self._syncing = False
+            try:
+                self.fsync_seconds += fut.result()
+                self.metrics["fsyncs"] += 1
+                self._synced_bytes = mark
+            except OSError as exc:
+                self.log.error("interval fsync failed", error=str(exc))
+
+        self.loop.run_in_executor(None, work).add_done_callback(done)
+
+    # ---------------------------------------------------------------- timers and housekeeping
+    def after_change(self) -> None:
+        """Re-arm the loop timer when the earliest deadline moved earlier (called after every batch)."""
+        at = self.queue.next_deadline()
+        if at is None or (self._timer_at is not None and self._timer_at <= at):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = at
+        delay = max(0.0, (at - self.clock()) / 1e9)
+        self._timer = self.loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.queue.advance(self.clock())
+        self.after_change()
+
+    def _sweep(self) -> None:
+        """Once a second: drop clients whose started request did not complete within --request-timeout
+        (slow-loris) and, with --idle-timeout, clients idle that long (never one waiting in lease/run/result)."""
+        self.loop.call_later(1.0, self._sweep)
+        now = time.monotonic()
+        rt, it = self.opts.request_timeout_s, self.opts.idle_timeout_s
+        for c in list(self.conns):
+            if c.closing or c.blocked is not None:
+                continue
+            if rt and c.partial_since is not None and now - c.partial_since > rt:
+                c.abort(f"request not completed within {rt:g} s")
+            elif it and c.partial_since is None and not c.out and now - c.last_active > it:
+                c.abort(f"idle for {it:g} s")
+
+    def _clean_tick(self) -> None:
+        """Every -cmdlog-clean-int ms: one cleaning cycle in a worker thread (skipped while one still runs);
+        errors are logged and the server keeps serving, as upstream's cleaner."""
+        self.loop.call_later(self.opts.clean_int_ms / 1000, self._clean_tick)
+        if self.clean is None or self._cleaning or self._closed:
+            return
+        self._cleaning = True
+        t0 = time.perf_counter()
+
+        def done(fut) -> None:
+            self._cleaning = False
+            try:
+                doc = fut.result()
+            except Exception as exc:  # noqa: BLE001 — upstream logs cleaner errors and keeps serving
+                self.metrics["clean_errors"] += 1
+                self.log.error("cleaner cycle failed", error=f"{type(exc).__name__}: {exc}")
+                return
+            self.metrics["cleans"] += 1
+            if doc is not None:
+                rec = doc["reclaimed"]
+                self.log.info("cleaned", records=rec["records"], bytes=rec["bytes"], segments_deleted=rec["files"],
+                              segments_rewritten=sum(1 for a in doc["actions"] if a["action"] == "rewrite"),
+                              elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
+
+        self.loop.run_in_executor(None, self.clean, self.clock()).add_done_callback(done)
+
+    def _stats(self) -> tuple[int, int]:
+        return len(self.conns), self.started_ns
+
+    # ---------------------------------------------------------------- metrics
+    def count(self, name: bytes, reply) -> None:
+        self.replies[(name, wire.reply_class(reply) if reply != b"(waiting)" else "waiting")] += 1
+
+    def count_late(self, reply) -> None:
+        self.replies[(b"(blocked)", wire.reply_class(reply))] += 1
+
+    def metrics_text(self) -> str:
+        q = self.queue
+        lines = ["# TYPE wqtool_serve_replies_total counter"]
+        for (name, cls), n in sorted(self.replies.items()):
+            lines.append(f'wqtool_serve_replies_total{{command="{name.decode("ascii", "replace")}",'
+                         f'class="{cls}"}} {n}')
+        lines += ["# TYPE wqtool_serve_connections gauge", f"wqtool_serve_connections {len(self.conns)}",
+                  "# TYPE wqtool_serve_connections_accepted_total counter",
+                  f"wqtool_serve_connections_accepted_total {self.accepted}",
+                  "# TYPE wqtool_serve_connections_refused_total counter",
+                  f"wqtool_serve_connections_refused_total {self.refused}",
+                  "# TYPE wqtool_serve_jobs gauge"]
+        for st, n in q.counts().items():
+            lines.append(f'wqtool_serve_jobs{{state="{st}"}} {n}')
+        lines += ["# TYPE wqtool_serve_queues gauge", f"wqtool_serve_queues {len(q.queues)}",
+                  "# TYPE wqtool_serve_evicted_jobs_total counter", f"wqtool_serve_evicted_jobs_total {q.evicted}",
+                  "# TYPE wqtool_serve_records_total counter", f"wqtool_serve_records_total {self.lsn}",
+                  "# TYPE wqtool_serve_records_pending gauge", f"wqtool_serve_records_pending {len(self.pending)}",
+                  "# TYPE wqtool_serve_fsyncs_total counter", f"wqtool_serve_fsyncs_total {self.metrics['fsyncs']}",
+                  "# TYPE wqtool_serve_fsync_seconds_total counter",
+                  f"wqtool_serve_fsync_seconds_total {self.fsync_seconds:.6f}",
+                  "# TYPE wqtool_serve_append_errors_total counter",
+                  f"wqtool_serve_append_errors_total {self.append_errors}",
+                  "# TYPE wqtool_serve_clean_cycles_total counter",
+                  f"wqtool_serve_clean_cycles_total {self.metrics['cleans']}",
+                  "# TYPE wqtool_serve_clean_errors_total counter",
+                  f"wqtool_serve_clean_errors_total {self.metrics['clean_errors']}",
+                  "# TYPE wqtool_serve_read_only gauge", f"wqtool_serve_read_only {int(self.handlers.read_only)}",
+                  "# TYPE wqtool_serve_started_seconds gauge",
+                  f"wqtool_serve_started_seconds {self.started_ns / 1e9:.3f}"]
+        if self.appender is not None:
+            lines += ["# TYPE wqtool_serve_segment gauge", f"wqtool_serve_segment {self.appender.seq}",
+                      "# TYPE wqtool_serve_bytes_appended_total counter",
+                      f"wqtool_serve_bytes_appended_total {self.appender.bytes_written}"]
+        return "\n".join(lines) + "\n"
+
+    async def _start_metrics(self) -> None:
+        host, sep, port = self.opts.metrics.rpartition(":")
+        host = host if sep and host else "127.0.0.1"
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5.0)
+                path = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b"/"
+                if path.split(b"?")[0] in (b"/metrics", b"/"):
+                    body, status = self.metrics_text().encode(), b"200 OK"
+                else:
+                    body, status = b"not found\n", b"404 Not Found"
+                writer.write(b"HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n"
+                             b"Connection: close\r\n\r\n%s" % (status, len(body), body))
+                await asyncio.wait_for(writer.drain(), 5.0)
+            except (asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+                pass
+            finally:
+                writer.close()
+
+        srv = await asyncio.start_server(handle, host, int(port), limit=8192)
+        self.listeners.append(srv)
+        s = srv.sockets[0].getsockname()
+        self.log.info("metrics listening", addr=f"{s[0]}:{s[1]}")
+
+
+def _cleaner(server: Server):
+    """One cleaning cycle through ``wqtool clean``'s engine (``engine.workq.clean``), or None when this build has
+    none. A cycle replays the log at the server's clock, drops only records the replay gives no effect (expired
+    adds, records of jobs that are not live) from every segment but the active one — never the record that
+    removed a live job, so nothing is resurrected — re-verifies the digest, and swaps segments under LOCK_EX on
+    read.lock, as upstream's cleaner cycle; the server keeps append.lock. It runs in a worker thread: segments
+    before the active one are immutable to the appender, which only appends to the newest."""
+    try:
+        from ...engine.workq import clean as clean_mod
+    except ImportError:
+        return None
+    from ...engine.workq.reader import discover
+
+    def cycle(as_of_ns: int) -> dict | None:
+        (log,) = discover([server.opts.cmdlog_path])
+        plan = clean_mod.clean_plan(log, as_of_ns)
+        if not plan.changed:
+            return None
+        clean_mod.apply_plan(plan, locks="read")
+        return plan.report_doc()
+
+    return cycle
+
+
+def serve(opts: ServeOptions) -> int:
+    """Run the server until SIGTERM/SIGINT; 0 on a clean stop. StartRefused, LogBusy, UsageError propagate."""
+    srv = Server(opts)
+    return asyncio.run(srv.run())

@@ -1,0 +1,427 @@
+"""orth_job_log tables on Spark: verify, replay and stats (the analytics) — the orth-joblog format's
+``spark_fleet`` (``JobLogFleet``), with the local engine's results.
+
+Stage 1 (Python, one task per export file; a MySQL / MariaDB table through Spark's JDBC reader, partitioned by id)
+runs the engine's reader (``TableReader`` / ``db_rows``) and per-row checks (``RowChecker``) and yields typed rows
+plus, per task, a summary: the findings (the first ``limit`` by position, all counted), the record statistics and
+the sum of the rows' digest hashes. The rows are persisted; then, in Spark SQL:
+
+* duplicates: ids with more than one row (the first by file and position is the table's, as locally);
+* the analytics in one aggregation (GROUPING SETS) with the SQL generated from the format's declarations: status
+  per job group (``status_sql``: §5.2's CASE), the daily report counts (``report_bucket_sql``: §5.3), statuses per
+  executor and per handler, the trigger-to-handle latency histogram, and the lost-job monitor's condition (§6)
+  against the registry at --as-of.
+
+The driver subtracts duplicates' check findings and digest hashes (re-checked with the engine), adds the
+duplicate findings and the closing notes (``replay.closing``) and assembles ``LogReport``s.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from collections import Counter
+from typing import Sequence
+
+from ..engine.findings import Finding, Verdict, worst
+from ..engine.orth_joblog import dburl
+from ..engine.orth_joblog.model import Row, day_of
+from ..engine.orth_joblog.reader import _header_findings, Source, TableLog, TableReader, db_rows, registry_rows
+from ..engine.orth_joblog.replay import (NO_ADDRESS, NO_HANDLER, CheckContext, JobLogState, Registry, RowChecker,
+                                         Tally, closing, digest_line, duplicate_finding, line_hash, local_seconds,
+                                         zone)
+from ..engine.orth_joblog.rules import report_bucket_sql, status_sql
+from ..engine.orth_joblog.verify import context
+from ..engine.run import LogReport
+from ..engine.stats import RecordStats
+from ..formats.orth_joblog import (COLUMN_NAMES, COLUMNS, LOST_HANDLE_CODE, LOST_MESSAGES, REGISTRY_COLUMN_NAMES)
+
+_ROW, _SUM = 0, 1
+_MOD = 1 << 256
+_SPARK_T = {"int": "int", "str": "string", "datetime": "bigint"}
+_COLS = [(c.name, "bigint" if c.name == "id" else _SPARK_T[c.kind]) for c in COLUMNS]
+_FIELDS = [("kind", "tinyint"), ("file", "int"), ("pos", "bigint"), ("seq", "bigint"), ("idx", "bigint"),
+           ("length", "bigint"), *_COLS, ("blob", "binary")]
+DDL = ", ".join(f"{n} {t}" for n, t in _FIELDS)
+#: JDBC driver class per URL scheme (``-O jdbc_driver=`` overrides; ``-O jdbc_jar=`` adds the jar to the session)
+JDBC_DRIVERS = {"mariadb": "org.mariadb.jdbc.Driver", "mysql": "org.mariadb.jdbc.Driver"}
+DEFAULT_JARS = ("/usr/share/java/mariadb-java-client.jar",)
+
+
+def _arrow_schema():
+    import pyarrow as pa
+    t = {"tinyint": pa.int8(), "int": pa.int32(), "bigint": pa.int64(), "string": pa.string(),
+         "binary": pa.binary()}
+    return pa.schema([pa.field(n, t[k]) for n, k in _FIELDS])
+
+
+class _Acc:
+    """Findings of one task: all counted, the first ``limit`` by key kept."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.kept: list[tuple[tuple, Finding]] = []
+        self.counts: Counter = Counter()
+        self.severities: Counter = Counter()
+        self.exits: set[int] = set()
+        self.torn: tuple | None = None
+
+    def add(self, key: tuple, f: Finding) -> None:
+        self.counts[f.code] += 1
+        self.severities[f.severity] += 1
+        if f.verdict:
+            self.exits.add(int(f.verdict))
+            if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
+                self.torn = (key, f.path, f.last_good_offset)
+        if self.limit is None or len(self.kept) < self.limit:
+            self.kept.append((key, f))
+
+
+class _Stage1:
+    """One source file per task (``TableReader(file_index=i)``) or, for JDBC, the rows Spark read."""
+
+    def __init__(self, log: TableLog, ctx: CheckContext, limit: int | None, cwd: str, jdbc_where=None):
+        self.log, self.ctx, self.limit, self.cwd, self.jdbc_where = log, ctx, limit, cwd, jdbc_where
+
+    def __call__(self, batches):
+        from ._paths import working_dir
+        with working_dir(self.cwd):
+            if self.jdbc_where is None:
+                for batch in batches:
+                    for i in batch.column(0).to_pylist():
+                        reader = TableReader(self.log, tz=zone(self.log.timezone), file_index=i)
+                        yield from self._run(reader, reader.events(), i)
+            else:
+                reader = TableReader(self.log, tz=zone(self.log.timezone))
+
+                def rows():
+                    names = self.jdbc_where[1]
+                    for batch in batches:
+                        cols = [batch.column(n).to_pylist() for n in names]
+                        for k in range(batch.num_rows):
+                            yield [c[k] for c in cols]
+                events = db_rows(reader, rows(), self.jdbc_where[0], self.log.root, 0)
+                yield from self._run(reader, events, 0)
+
+    def _run(self, reader, events, file: int):
+        schema = _arrow_schema()
+        names = schema.names
+        checker = RowChecker(self.ctx)
+        acc = _Acc(None if self.limit is None else self.limit + 1000)
+        st = RecordStats()
+        from ..engine.orth_joblog.format import FORMAT
+        facts = FORMAT.facts
+        cols = {n: [] for n in names}
+        digest = 0
+        seq = 0
+        for ev in events:
+            seq += 1
+            if ev.__class__ is Row:
+                r = ev
+                pos = r.offset if r.offset is not None else r.id
+                for n, v in zip(("kind", "file", "pos", "seq", "idx", "length"),
+                                (_ROW, file, pos, seq, r.index, r.length)):
+                    cols[n].append(v)
+                for n in COLUMN_NAMES:
+                    cols[n].append(getattr(r, n))
+                cols["blob"].append(None)
+                st.add(facts(r))
+                digest = (digest + line_hash(digest_line(r))) % _MOD
+                found, _flags = checker.check(r)
+                for k, f in enumerate(found, 1):
+                    acc.add((file, pos, seq, k), f)
+                if len(cols["kind"]) >= 8192:
+                    yield _flush(schema, cols)
+            else:
+                pos = ev.offset if ev.offset is not None else -1
+                acc.add((file, pos, seq, 0), ev)
+        summary = {"file": file, "records": reader.records, "bytes": reader.bytes, "segments": reader.segments_read,
+                   "acc": acc, "stats": st, "digest": digest}
+        for n in names:
+            cols[n].append(None)
+        cols["kind"][-1], cols["file"][-1] = _SUM, file
+        cols["blob"][-1] = pickle.dumps(summary, protocol=5)
+        yield _flush(schema, cols)
+
+
+def _flush(schema, cols):
+    import pyarrow as pa
+    batch = pa.RecordBatch.from_arrays([pa.array(cols[f.name], f.type) for f in schema], schema=schema)
+    for v in cols.values():
+        v.clear()
+    return batch
+
+
+# ---------------------------------------------------------------- one log
+class _LogJob:
+    def __init__(self, spark, log: TableLog, opts, limit: int | None, progress):
+        self.spark, self.log, self.opts, self.limit = spark, log, opts, limit
+        self.say = progress or (lambda _m: None)
+        self.src_kind = log.sources[0].kind if log.sources else "csv"
+        self.jdbc = self.src_kind == "mysql"
+
+    # -- the rows DataFrame
+    def rows_df(self):
+        from pyspark import StorageLevel
+        log, spark = self.log, self.spark
+        if self.jdbc:
+            self.ctx, self.reg_findings, self.head_findings, df = self._jdbc()
+        else:
+            self.ctx, self.reg_findings = context(log, self.opts.as_of_ns)
+            self.head_findings = []
+            n = len(log.sources)
+            self.say(f"spark: {log.root}: {n} file(s), a task per file")
+            df = spark.range(0, n, 1, n).mapInArrow(_Stage1(log, self.ctx, self.limit, os.getcwd()), DDL)
+        return df.persist(StorageLevel.MEMORY_AND_DISK)
+
+    def _jdbc_reader(self, table: str):
+        log = self.log
+        url, props = dburl.jdbc(log.sources[0].path)
+        scheme = "mariadb" if url.startswith("jdbc:mariadb") else "mysql"
+        driver = str(self.opts.get("jdbc_driver", JDBC_DRIVERS[scheme]))
+        _add_jar(self.spark, self.opts.get("jdbc_jar"))
+        r = (self.spark.read.format("jdbc").option("url", url).option("user", props["user"])
+             .option("password", props["password"]).option("driver", driver)
+             .option("sessionInitStatement", "SET SESSION sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+             .option("preferTimestampNTZ", "true").option("fetchsize", "10000"))
+        return r, table
+
+    def _jdbc(self):
+        from pyspark.sql import functions as F
+        log = self.log
+        src = log.sources[0]
+        tz = zone(log.timezone)
+        now = local_seconds(self.opts.as_of_ns, tz)
+        reg_rows, reg_findings = [], []
+        if log.registry is not None:
+            r, _ = self._jdbc_reader(log.registry.table)
+            try:
+                rdf = r.option("dbtable", log.registry.table).load()
+                names = [c.lower() for c in rdf.columns]
+                idx = [names.index(c) if c in names else None for c in REGISTRY_COLUMN_NAMES]
+                raw = [(None, [None if i is None else x[i] for i in idx]) for x in rdf.collect()]
+                reg_rows, reg_findings = registry_rows(raw, log.root, tz)
+            except Exception as e:  # noqa: BLE001 — no registry table: as locally, an empty registry
+                if "exist" not in str(e).lower():
+                    raise
+        ctx = CheckContext(now, Registry.of(log.registry_origin if log.registry else "", reg_rows, now),
+                           log.timezone)
+        r, table = self._jdbc_reader(src.table)
+        b = r.option("dbtable", f"(SELECT MIN(`id`) AS lo, MAX(`id`) AS hi FROM `{table}`) b").load().collect()[0]
+        slots = max(2, int(self.spark.sparkContext.defaultParallelism)) if hasattr(self.spark, "sparkContext") else 2
+        r = r.option("dbtable", table)
+        if b["lo"] is not None and b["hi"] > b["lo"]:
+            r = (r.option("partitionColumn", "id").option("lowerBound", str(b["lo"]))
+                 .option("upperBound", str(b["hi"] + 1)).option("numPartitions", str(slots)))
+        df = r.load()
+        names = [c.lower() for c in df.columns]
+        df = df.toDF(*names)
+        where, head = _header_findings(Source("db", log.root), names, None)
+        for f in head:
+            f.offset = None
+        self.say(f"spark: {log.root}: JDBC, {slots} partition(s) by id")
+        if where is None:
+            df = df.where(F.lit(False))
+            where = [0] * len(COLUMN_NAMES)
+        out = df.mapInArrow(_Stage1(log, ctx, self.limit, os.getcwd(), (where, names)), DDL)
+        return ctx, reg_findings, head, out
+
+    # -- the run
+    def run(self, *, want_rows: bool = False, want_stats: bool = False):
+        df = self.rows_df()
+        try:
+            sums = [pickle.loads(r["blob"]) for r in df.where(f"kind = {_SUM}").select("blob").collect()]
+            rows = df.where(f"kind = {_ROW}")
+            dup_keys = self._duplicates(rows)
+            report, stats, tally = self._assemble(sums, rows, dup_keys, want_rows)
+            return report, stats
+        finally:
+            df.unpersist()
+
+    def _duplicates(self, rows):
+        """(file, pos, seq) of every row whose id an earlier row holds, with the row itself (engine Rows)."""
+        from pyspark.sql import functions as F
+        ids = rows.groupBy("id").count().where("count > 1").select("id")
+        if not ids.take(1):
+            return {}
+        dup = rows.join(F.broadcast(ids), "id").orderBy("id", "file", "pos", "seq").collect()
+        out, seen = {}, set()
+        for r in dup:
+            if r["id"] in seen:
+                out[(r["file"], r["pos"], r["seq"])] = self._row(r)
+            seen.add(r["id"])
+        return out
+
+    def _row(self, r) -> Row:
+        src = self.log.sources[r["file"]] if not self.jdbc else None
+        path = self.log.root if src is None or src.kind in ("sqlite", "mysql") else src.path
+        db = src is None or src.kind in ("sqlite", "mysql")
+        return Row(path, None if db else r["pos"], r["length"], r["idx"], r["file"],
+                   *(r[n] for n in COLUMN_NAMES))
+
+    def _assemble(self, sums, rows, dups: dict, want_rows: bool):
+        log, ctx = self.log, self.ctx
+        checker = RowChecker(ctx)
+        counts, sev, exits = Counter(), Counter(), set()
+        kept: list[tuple[tuple, Finding]] = []
+        st = RecordStats()
+        digest = 0
+        torn = None
+        records = nbytes = segments = 0
+        for s in sorted(sums, key=lambda s: s["file"]):
+            a = s["acc"]
+            counts.update(a.counts)
+            sev.update(a.severities)
+            exits |= a.exits
+            kept += a.kept
+            st.merge(s["stats"])
+            digest = (digest + s["digest"]) % _MOD
+            records += s["records"]
+            nbytes += s["bytes"]
+            segments += s["segments"]
+            if a.torn is not None and (torn is None or a.torn[0] > torn[0]):
+                torn = a.torn
+        for key, r in dups.items():       # a duplicate's checks never ran locally: its duplicate finding did
+            found, _ = checker.check(r)
+            for f in found:
+                counts[f.code] -= 1
+                sev[f.severity] -= 1
+            kept = [(k, f) for k, f in kept if k[:3] != key]
+            d = duplicate_finding(r)
+            kept.append(((*key, 0), d))
+            counts[d.code] += 1
+            sev[d.severity] += 1
+            exits.add(int(d.verdict))
+            digest = (digest - line_hash(digest_line(r))) % _MOD
+        kept.sort(key=lambda kf: kf[0])
+        tally = self._tally(rows, dups)
+        tally.digest_sum = digest
+        tally.rows = sum(tally.by_status.values())
+        closing_f = closing(tally, ctx)
+        head = [*self.reg_findings, *log.findings, *self.head_findings]
+        ordered = head + [f for _, f in kept] + closing_f
+        for f in head + closing_f:
+            counts[f.code] += 1
+            sev[f.severity] += 1
+            if f.verdict:
+                exits.add(int(f.verdict))
+        report = LogReport(root=log.root, segments=segments, records=records, bytes=nbytes,
+                           findings=ordered if self.limit is None else ordered[:self.limit],
+                           counts=Counter({k: v for k, v in counts.items() if v}),
+                           severities=Counter({k: v for k, v in sev.items() if v}), verdict=worst(exits))
+        if torn is not None:
+            report.last_good = (torn[1], torn[2])
+        keep = None
+        if want_rows:
+            keep = {}
+            for r in rows.orderBy("file", "pos", "seq").collect():
+                if (r["file"], r["pos"], r["seq"]) not in dups:
+                    keep[r["id"]] = self._row(r)
+        report.state = JobLogState(tally, ctx, keep)
+        return report, st, tally
+
+    def _tally(self, rows, dups: dict) -> Tally:
+        """The analytics of the table's rows (duplicates left out) in one Spark SQL aggregation."""
+        from pyspark.sql import functions as F
+        ctx = self.ctx
+        if dups:
+            keys = self.spark.createDataFrame([tuple(k) for k in dups], "file int, pos bigint, seq bigint")
+            rows = rows.join(F.broadcast(keys), ["file", "pos", "seq"], "left_anti")
+        view = f"orth_joblog_rows_{id(self)}"
+        rows.createOrReplaceTempView(view)
+        alive = self.spark.createDataFrame([(a,) for a in sorted(ctx.registry.alive)] or [("",)], "a string")
+        if not ctx.registry.alive:
+            alive = alive.where("false")
+        aview = f"orth_joblog_alive_{id(self)}"
+        alive.createOrReplaceTempView(aview)
+        lost_msgs = ", ".join("'" + m.replace("'", "''") + "'" for m in LOST_MESSAGES.values())
+        before = ctx.lost_before
+        q = f"""
+        WITH t AS (
+          SELECT job_group, executor_address AS addr, executor_handler AS handler, trigger_time,
+                 {status_sql()} AS status,
+                 CASE WHEN trigger_time IS NULL THEN NULL ELSE floor(trigger_time / 86400) END AS day,
+                 {report_bucket_sql()} AS bucket,
+                 CASE WHEN handle_code > 0 AND handle_time IS NOT NULL AND trigger_time IS NOT NULL
+                      THEN handle_time - trigger_time END AS lat,
+                 (trigger_code = 200 AND handle_code = 0 AND trigger_time <= {before}) AS old_pending,
+                 (a.a IS NOT NULL) AS registered,
+                 (handle_code = {LOST_HANDLE_CODE} AND handle_msg IN ({lost_msgs})) AS marked
+          FROM {view} r LEFT JOIN {aview} a ON r.executor_address = a.a)
+        SELECT grouping_id() AS g, job_group, status, addr, handler, day, bucket, lat,
+               (old_pending AND NOT registered) AS lost, (old_pending AND registered) AS online, marked,
+               count(*) AS n, min(trigger_time) AS oldest
+        FROM t
+        GROUP BY GROUPING SETS ((job_group, status), (addr, status), (handler, status), (day, bucket), (lat),
+                                (old_pending AND NOT registered, addr), (old_pending AND registered), (marked))
+        """
+        t = Tally()
+        for r in self.spark.sql(q).collect():
+            n = r["n"]
+            if r["g"] == _gid(("job_group", "status")):
+                t.by_status[r["status"]] += n
+                t.by_group.setdefault(r["job_group"], Counter())[r["status"]] += n
+            elif r["g"] == _gid(("addr", "status")):
+                t.executors.setdefault(NO_ADDRESS if r["addr"] is None else r["addr"], Counter())[r["status"]] += n
+            elif r["g"] == _gid(("handler", "status")):
+                t.handlers.setdefault(NO_HANDLER if r["handler"] is None else r["handler"], Counter())[r["status"]] \
+                    += n
+            elif r["g"] == _gid(("day", "bucket")) and r["day"] is not None:
+                t.daily.setdefault(day_of(int(r["day"]) * 86400), Counter())[r["bucket"]] += n
+            elif r["g"] == _gid(("lat",)) and r["lat"] is not None:
+                t.latency[int(r["lat"])] += n
+            elif r["g"] == _gid(("lost", "addr")) and r["lost"]:
+                t.lost[NO_ADDRESS if r["addr"] is None else r["addr"]] = [n, r["oldest"]]
+            elif r["g"] == _gid(("online",)) and r["online"]:
+                t.pending_online += n
+            elif r["g"] == _gid(("marked",)) and r["marked"]:
+                t.marked_lost += n
+        self.spark.catalog.dropTempView(view)
+        self.spark.catalog.dropTempView(aview)
+        return t
+
+
+_GROUP_COLS = ("job_group", "status", "addr", "handler", "day", "bucket", "lat", "lost", "online", "marked")
+
+
+def _gid(present: tuple[str, ...]) -> int:
+    """Spark's grouping_id() for a grouping set: bit i (from the left, over the SELECT's grouping columns) set
+    when that column is NOT in the set."""
+    g = 0
+    for c in _GROUP_COLS:
+        g = (g << 1) | (0 if c in present else 1)
+    return g
+
+
+def _add_jar(spark, jar) -> None:
+    """Put the JDBC driver's jar on the session's class path (``ADD JAR``), once per session."""
+    jars = [jar] if jar else [p for p in DEFAULT_JARS if os.path.exists(p)]
+    done = getattr(spark, "_wqtool_jars", set())
+    for j in jars:
+        if j not in done:
+            spark.sql(f"ADD JAR '{j}'")
+            done.add(j)
+    try:
+        spark._wqtool_jars = done
+    except AttributeError:
+        pass
+
+
+# ---------------------------------------------------------------- the strategy
+class JobLogFleet:
+    """The orth-joblog format's fleet strategy (``wqtool.spark.fleet`` calls it)."""
+
+    def verify(self, spark, logs: Sequence[TableLog], opts, *, max_findings: int | None = None,
+               progress=None) -> list[LogReport]:
+        return [_LogJob(spark, log, opts, max_findings, progress).run()[0] for log in logs]
+
+    def replay(self, spark, log: TableLog, opts, *, limit: int | None = None, progress=None) -> LogReport:
+        return _LogJob(spark, log, opts, limit, progress).run(want_rows=True)[0]
+
+    def stats(self, spark, logs: Sequence[TableLog], opts, *, progress=None):
+        out, union = [], set()
+        for log in logs:
+            report, st = _LogJob(spark, log, opts, 0, progress).run(want_stats=True)
+            out.append((report, st, len(st.jobs)))
+            union |= st.jobs
+        return out, len(union)
+
