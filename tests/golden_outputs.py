@@ -4,8 +4,10 @@
 reused ids, leases, results, expired adds), each through the outputs issue 14 rewrites (JSON rows, the
 replayed state, stats) and the ones it must leave alone (tables, verify). ``tests/golden/outputs.json`` holds
 the sha256 and size of ``exit {code}\\n--- stdout\\n...--- stderr\\n...`` of each, recorded with the code
-before the compact state and the streaming writers existed (commit 1c22d37); tests/test_outputs_golden.py
-compares today's outputs with it under the C kernel and under the pure-Python one.
+before the compact state and the streaming writers existed: first on commit 1c22d37, then again on main at
+9124e56 (the operator CLI of issue 9 merged; not one output differed from 1c22d37's), from a checkout of main with
+its own C kernel built in place; tests/test_outputs_golden.py compares today's outputs with it under the C kernel
+and under the pure-Python one.
 
     python -m tests.golden_outputs            # check (what the test does), print the differences
     python -m tests.golden_outputs --record   # rewrite the golden file (only when an output is meant to change)

@@ -95,3 +95,18 @@ def stats(
         with track(logs, "stats"):
             per_path = list(each_log(entries, one, say=say_error))
         total_jobs = len(seen) if union else sum(r[2] for _, r in per_path if not isinstance(r, Failed))
+    items = [r if isinstance(r, Failed) else (watches[id(log)].settle(r[0]),
+                                               log.fmt.state_view(r[0].state, log.data), r[1], r[2])
+             for log, r in per_path]
+    write_stats(sys.stdout, stats_doc(items, total_jobs), output.value)
+    done = [i for i in items if not isinstance(i, Failed)]
+    if out_dir is not None:
+        write_tables_files(out_dir, [(r.root, v.analytics()) for r, v, _, _ in done], out_format.value)
+    if chart is not None:
+        charts = []
+        for r, v, _, _ in done:
+            spec = v.chart()
+            if spec is not None:
+                charts.append((r.root, spec, v.analytics().get(spec["table"], [])))
+        write_chart(chart, charts)
+    return run_exit_code([i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])
