@@ -35,48 +35,22 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import harness  # noqa: E402
 import shapes  # noqa: E402
+from harness import loadavg, timed as run  # noqa: E402
 
-FLOOR = r"""
-import os, sys
-from google_crc32c import value
-d = sys.argv[1]
-c = 0
-for n in sorted(os.listdir(d)):
-    if n.endswith('.log'):
-        with open(os.path.join(d, n), 'rb', buffering=0) as f:
-            while True:
-                b = f.read(1 << 20)
-                if not b:
-                    break
-                c ^= value(b)
-print(c)
-"""
 
 MEASURES = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "replay-json", "dump-jsonl",
             "dump-limit", "stats"]
 DEFAULT = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "dump-jsonl", "dump-limit", "stats"]
 
 
-def run(argv: list[str], cwd: str, env: dict) -> tuple[float, float, int, int]:
-    """(wall seconds, CPU seconds of the process and its children, peak RSS bytes, exit code)."""
-    t = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=env)
-    _, status, ru = os.wait4(p.pid, 0)
-    dt = time.perf_counter() - t
-    code = os.waitstatus_to_exitcode(status)
-    err = p.stderr.read().decode()
-    p.stderr.close()
-    if code != 0:
-        print(f"  ! {' '.join(argv[2:6])}... exit {code}: {err[:300]}", file=sys.stderr)
-    return dt, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, code
-
 
 def argv_of(name: str, d: str, tiny: str) -> list[str]:
     wq = [sys.executable, "-m", "wqtool"]
     a = ["--as-of", shapes.AS_OF]
     return {
-        "floor": [sys.executable, "-c", FLOOR, d],
+        "floor": [sys.executable, "-c", harness.FLOOR_SCRIPT, d],
         "baseline": wq + ["replay", "--summary", "-o", "json", *a, tiny],
         "verify": wq + ["verify", "-q", *a, d],
         "verify-1p": wq + ["verify", "-q", "--workers", "1", *a, d],
@@ -98,12 +72,6 @@ def tiny_log(out: str) -> str:
         os.rename(d + ".tmp", d)
     return d
 
-
-def loadavg() -> str:
-    try:
-        return " ".join(open("/proc/loadavg").read().split()[:3])
-    except OSError:
-        return "?"
 
 
 def main() -> int:
