@@ -9,7 +9,6 @@ import typer
 
 from ..engine.findings import worst
 from ..engine.format import resolve
-from ..engine.stats import RecordStats
 from ..errors import UsageError
 from ..render.analytics import write_chart, write_tables_files
 from ..render.stats import stats_doc, write_stats
@@ -74,12 +73,9 @@ def stats(
     else:
         per_log, seen = [], set()
         for log in logs:
-            run, st, facts = log.fmt.run(log.data, opts, limit=0), RecordStats(), log.fmt.facts
-            for ev in run.events():
-                if ev.__class__ is log.fmt.record_cls:
-                    st.add(facts(ev))
+            report, st = log.fmt.stats_log(log.data, opts)
             seen |= st.jobs
-            per_log.append((run.report, st, len(st.jobs)))
+            per_log.append((report, st, len(st.jobs)))
         total_jobs = len(seen)
     views = [log.fmt.state_view(r.state, log.data) for log, (r, _, _) in zip(logs, per_log)]
     doc = stats_doc([(r, v, st, n) for v, (r, st, n) in zip(views, per_log)], total_jobs)
