@@ -2,8 +2,9 @@
 ``spark_fleet`` (``JobLogFleet``), with the local engine's results.
 
 Stage 1 (Python, one task per export file; a MySQL / MariaDB table through Spark's JDBC reader, partitioned by id)
-runs the engine's reader (``TableReader`` / ``db_rows``) and per-row checks (``RowChecker``) and yields typed rows
-plus, per task, a summary: the findings (the first ``limit`` by position, all counted), the record statistics and
+runs the engine's reader (``TableReader`` / ``db_rows``; CSV and Parquet through its columnar fast path,
+``fastpath``, when pyarrow and numpy import, as the local engine does) and per-row checks (``RowChecker``) and
+yields typed rows plus, per task, a summary: the findings (the first ``limit`` by position, all counted), the record statistics and
 the sum of the rows' digest hashes. The rows are persisted; then, in Spark SQL:
 
 * duplicates: ids with more than one row (the first by file and position is the table's, as locally);
@@ -23,7 +24,7 @@ from collections import Counter
 from typing import Sequence
 
 from ..engine.findings import Finding, Verdict, worst
-from ..engine.orth_joblog import dburl
+from ..engine.orth_joblog import dburl, fastpath
 from ..engine.orth_joblog.model import Row, day_of
 from ..engine.orth_joblog.reader import _header_findings, Source, TableLog, TableReader, db_rows, registry_rows
 from ..engine.orth_joblog.replay import (NO_ADDRESS, NO_HANDLER, CheckContext, JobLogState, Registry, RowChecker,
@@ -89,7 +90,8 @@ class _Stage1:
                 for batch in batches:
                     for i in batch.column(0).to_pylist():
                         reader = TableReader(self.log, tz=zone(self.log.timezone), file_index=i)
-                        yield from self._run(reader, reader.events(), i)
+                        yield from self._run(reader, fastpath.events(reader) if fastpath.available() else
+                                             reader.events(), i)
             else:
                 reader = TableReader(self.log, tz=zone(self.log.timezone))
 
@@ -113,7 +115,17 @@ class _Stage1:
         cols = {n: [] for n in names}
         digest = 0
         seq = 0
+        alive = None
         for ev in events:
+            if ev.__class__ is fastpath.Batch:     # n rows at once: the same columns, sums and findings
+                if alive is None:
+                    import pyarrow as pa
+                    alive = pa.array(sorted(self.ctx.registry.alive), pa.string())
+                yield _batch_rows(schema, ev, file, seq, checker, acc, st, alive)
+                digest = (digest + fastpath.digest_sum(fastpath.digest_lines(ev, fastpath.status_index(ev.ints))))\
+                    % _MOD
+                seq += ev.n
+                continue
             seq += 1
             if ev.__class__ is Row:
                 r = ev
@@ -141,6 +153,48 @@ class _Stage1:
         cols["kind"][-1], cols["file"][-1] = _SUM, file
         cols["blob"][-1] = pickle.dumps(summary, protocol=5)
         yield _flush(schema, cols)
+
+
+def _index_base(sums) -> dict[int, int]:
+    """file -> the log's record index of its first row: a task counts from 0, the local reader across the
+    log's files (one JDBC table: file 0 only, its rows have no index)."""
+    base, n = {}, 0
+    for s in sorted(sums, key=lambda s: s["file"]):
+        base.setdefault(s["file"], n)
+        n += s["records"]
+    return base
+
+
+def _batch_rows(schema, b, file: int, seq0: int, checker: RowChecker, acc: "_Acc", st: RecordStats, alive):
+    """A fast-path Batch as rows of the stage's schema (``_run`` does the same a row at a time): its record
+    statistics into ``st`` and the findings of its suspect rows (``fastpath.suspects``: the reference checks)
+    into ``acc``."""
+    import numpy as np
+    import pyarrow as pa
+    status = fastpath.status_index(b.ints)
+    fastpath.stats_add(st, b, status)
+    seqs = np.arange(seq0 + 1, seq0 + 1 + b.n, dtype=np.int64)
+    for i in np.flatnonzero(fastpath.suspects(b, status, checker.ctx, alive)).tolist():
+        found, _flags = checker.check(b.row(i))
+        for k, f in enumerate(found, 1):
+            acc.add((file, int(b.offsets[i]), int(seqs[i]), k), f)
+    n = b.n
+    cols = {"kind": np.full(n, _ROW, np.int8), "file": np.full(n, file, np.int32), "pos": b.offsets, "seq": seqs,
+            "idx": np.arange(b.index0, b.index0 + n, dtype=np.int64), "length": b.lengths}
+    arrays = []
+    for f in schema:
+        if f.name in cols:
+            arrays.append(pa.array(cols[f.name], f.type))
+        elif f.name in b.ints:
+            arrays.append(pa.array(b.ints[f.name]).cast(f.type))
+        elif f.name in b.strs:
+            arrays.append(b.strs[f.name])
+        elif f.name in b.dts:
+            secs, valid = b.dts[f.name]
+            arrays.append(pa.array(secs, f.type, mask=~valid))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _flush(schema, cols):
@@ -230,6 +284,7 @@ class _LogJob:
         df = self.rows_df()
         try:
             sums = [pickle.loads(r["blob"]) for r in df.where(f"kind = {_SUM}").select("blob").collect()]
+            self.base = _index_base(sums)
             rows = df.where(f"kind = {_ROW}")
             dup_keys = self._duplicates(rows)
             report, stats, tally = self._assemble(sums, rows, dup_keys, want_rows)
@@ -255,8 +310,8 @@ class _LogJob:
         src = self.log.sources[r["file"]] if not self.jdbc else None
         path = self.log.root if src is None or src.kind in ("sqlite", "mysql") else src.path
         db = src is None or src.kind in ("sqlite", "mysql")
-        return Row(path, None if db else r["pos"], r["length"], r["idx"], r["file"],
-                   *(r[n] for n in COLUMN_NAMES))
+        idx = r["idx"] if r["idx"] is None else r["idx"] + self.base.get(r["file"], 0)
+        return Row(path, None if db else r["pos"], r["length"], idx, r["file"], *(r[n] for n in COLUMN_NAMES))
 
     def _assemble(self, sums, rows, dups: dict, want_rows: bool):
         log, ctx = self.log, self.ctx
@@ -272,7 +327,10 @@ class _LogJob:
             counts.update(a.counts)
             sev.update(a.severities)
             exits |= a.exits
-            kept += a.kept
+            for key, f in a.kept:
+                if f.record_index is not None:
+                    f.record_index += self.base.get(key[0], 0)
+                kept.append((key, f))
             st.merge(s["stats"])
             digest = (digest + s["digest"]) % _MOD
             records += s["records"]
