@@ -1,22 +1,33 @@
 """orth_job_log analytics benchmark: `stats` over a generated job-log of >= 10 million rows, one local process vs
 --engine spark on local[2], in one run.
 
-    python bench/bench_orth.py [--rows 10000000] [--parts 8] [--out bench/out/orth]
+    python bench/bench_orth.py [--rows 10000000] [--parts 8] [--out bench/out/orth] [--reference-rows 200000]
+                               [--no-spark]
 
 Generates (once, cached under --out) an export directory of PARTS Parquet part files (pyarrow, vectorised) plus
 its orth_job_registry: three weeks of triggers over 40 executors and 25 handlers, every status, lost jobs. Then
 measures, on a warm page cache:
-  local   what `wqtool stats` does: the engine's reader -> checks -> tally over every row (one process)
-  spark   session start-up (local[2]) — the fixed cost —, then the format's fleet (stats: a Python task per part,
-          duplicates and analytics in Spark SQL), excluding and including the fixed cost
-and prints rows/s, the ratio spark/local, and whether the analytics and digests are identical. Not a test.
+  floor     pyarrow decodes every part (all columns), in this process: the least any reader does
+  local     `wqtool stats -o json` in a child process (the columnar fast path), its wall time and peak RSS
+  spark     session start-up (local[2]) — the fixed cost —, then the format's fleet (stats: a Python task per part
+            on the same fast path, duplicates and analytics in Spark SQL), excluding and including the fixed cost;
+            peak RSS of the whole process tree (driver, JVM, Python workers), sampled every 0.25 s
+  reference `wqtool stats` with WQTOOL_PURE_PYTHON=1 (the per-row reference path) and without, on a separate
+            REFERENCE-ROWS export: the fast path's speed-up
+and prints rows/s, the ratio spark/local, whether Spark's stats output is byte-identical to local's, and the
+load average around each measure (the machine's 2 cores are shared). Not a test.
 """
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,47 +90,156 @@ def generate(out: str, rows: int, parts: int) -> str:
     return d
 
 
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def run_stats(d: str, *, pure: bool = False) -> dict:
+    """`wqtool stats -o json` in a child process: wall seconds, its peak RSS, its output."""
+    env = dict(os.environ)
+    env.pop("WQTOOL_PURE_PYTHON", None)
+    if pure:
+        env["WQTOOL_PURE_PYTHON"] = "1"
+    with tempfile.TemporaryFile() as out:
+        before = load()
+        t = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-m", "wqtool", "stats", "-o", "json", "--as-of", AS_OF, "--format",
+                              "orth-joblog", d], stdout=out, env=env, cwd=ROOT)
+        _, status, ru = os.wait4(p.pid, 0)
+        secs = time.perf_counter() - t
+        out.seek(0)
+        text = out.read().decode()
+    code = os.waitstatus_to_exitcode(status)
+    return {"seconds": secs, "rss_mib": ru.ru_maxrss / 1024, "out": text, "exit": code, "load": f"{before} -> {load()}"}
+
+
+def floor(d: str) -> float:
+    import pyarrow.parquet as pq
+    t = time.perf_counter()
+    for name in sorted(os.listdir(d)):
+        if name.startswith("part-"):
+            pq.read_table(os.path.join(d, name))
+    return time.perf_counter() - t
+
+
+class TreeRss:
+    """Peak RSS (MiB) of this process and all its descendants (the JVM, its Python workers), sampled."""
+
+    def __init__(self, every: float = 0.25):
+        self.every, self.peak, self._stop = every, 0.0, threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+    def _run(self):
+        me = os.getpid()
+        while not self._stop.is_set():
+            parent, rss = {}, {}
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        parent[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                    with open(f"/proc/{pid}/statm") as f:
+                        rss[int(pid)] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                except (OSError, ValueError, IndexError):
+                    continue
+            tree, grew = {me}, True
+            while grew:
+                grew = False
+                for pid, pp in parent.items():
+                    if pp in tree and pid not in tree:
+                        tree.add(pid)
+                        grew = True
+            self.peak = max(self.peak, sum(rss.get(p, 0) for p in tree) / 2**20)
+            self._stop.wait(self.every)
+
+
+def spark_stats(d: str) -> dict:
+    from wqtool.commands._options import parse_time
+    from wqtool.engine.format import Options, resolve
+    from wqtool.render.stats import stats_doc, write_stats
+    from wqtool.spark.fleet import fleet_stats
+    from wqtool.spark.session import build_session
+    opts = Options(parse_time(AS_OF, "--as-of"))
+    logs = resolve([d], "orth-joblog", opts)
+    before = load()
+    with TreeRss() as rss:
+        t = time.perf_counter()
+        spark = build_session(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
+        fixed = time.perf_counter() - t
+        t = time.perf_counter()
+        per, jobs = fleet_stats(spark, logs, opts)
+        secs = time.perf_counter() - t
+        after = load()
+        spark.stop()
+    views = [log.fmt.state_view(r.state, log.data) for log, (r, _, _) in zip(logs, per)]
+    buf = io.StringIO()
+    write_stats(buf, stats_doc([(r, v, st, n) for v, (r, st, n) in zip(views, per)], jobs), "json")
+    return {"seconds": secs, "fixed": fixed, "rss_mib": rss.peak, "out": buf.getvalue(), "load": f"{before} -> {after}"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--parts", type=int, default=8)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "orth"))
+    ap.add_argument("--reference-rows", type=int, default=200_000, help="0: skip the reference comparison")
+    ap.add_argument("--no-spark", action="store_true")
     a = ap.parse_args()
-    from wqtool.commands._options import parse_time
-    from wqtool.engine.format import Options, resolve
-    from wqtool.engine.stats import RecordStats
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     t0 = time.perf_counter()
     d = generate(a.out, a.rows, a.parts)
-    print(f"data: {d} ({sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 1e6:.1f} MB, "
-          f"{a.rows} rows in {a.parts} parts; ready in {time.perf_counter() - t0:.1f} s); load {os.getloadavg()}")
-    opts = Options(parse_time(AS_OF, "--as-of"))
-    logs = resolve([d], "orth-joblog", opts)
-    log = logs[0]
-    t = time.perf_counter()
-    run, st = log.fmt.run(log.data, opts, limit=0), RecordStats()
-    rec_cls, facts = log.fmt.record_cls, log.fmt.facts
-    for ev in run.events():
-        if ev.__class__ is rec_cls:
-            st.add(facts(ev))
-    local_s = time.perf_counter() - t
-    lview = log.fmt.state_view(run.report.state)
-    print(f"local: {local_s:.1f} s, {a.rows / local_s / 1e3:.0f} k rows/s; digest {lview.digest()[:16]}")
-    from wqtool.spark.fleet import fleet_stats
-    from wqtool.spark.session import build_session
-    t = time.perf_counter()
-    spark = build_session(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
-    fixed = time.perf_counter() - t
-    t = time.perf_counter()
-    per, _ = fleet_stats(spark, logs, opts)
-    spark_s = time.perf_counter() - t
-    sview = log.fmt.state_view(per[0][0].state)
-    same = sview.analytics() == lview.analytics() and sview.digest() == lview.digest() and \
-        dict(per[0][0].counts) == dict(run.report.counts)
-    print(f"spark local[2]: session {fixed:.1f} s; stats {spark_s:.1f} s, {a.rows / spark_s / 1e3:.0f} k rows/s")
-    print(f"ratio spark/local: {local_s / spark_s:.2f}x once started, {local_s / (spark_s + fixed):.2f}x including "
-          f"start-up; analytics, counts and digest identical: {same}")
-    spark.stop()
-    return 0 if same else 1
+    mb = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 1e6
+    print(f"data: {d} ({mb:.1f} MB, {a.rows:,} rows in {a.parts} Parquet parts; ready in "
+          f"{time.perf_counter() - t0:.1f} s); {os.cpu_count()} CPUs, load {load()}", flush=True)
+    fl = floor(d)
+    print(f"floor (pyarrow decodes every part): {fl:.1f} s, {a.rows / fl / 1e3:,.0f} k rows/s", flush=True)
+    rows = []
+    local = run_stats(d)
+    if local["exit"] not in (0, 1, 2):
+        print(f"local stats failed: exit {local['exit']}", file=sys.stderr)
+        return 1
+    rows.append(("local (1 process)", local["seconds"], local["rss_mib"], local["load"], ""))
+    print(f"local: {local['seconds']:.1f} s, {a.rows / local['seconds'] / 1e3:,.0f} k rows/s, peak RSS "
+          f"{local['rss_mib']:,.0f} MiB; load {local['load']}", flush=True)
+    same = None
+    if not a.no_spark:
+        sp = spark_stats(d)
+        same = sp["out"] == local["out"]
+        rows.append(("spark local[2], once started", sp["seconds"], sp["rss_mib"], sp["load"],
+                     f"session start-up {sp['fixed']:.1f} s"))
+        rows.append(("spark local[2], with start-up", sp["seconds"] + sp["fixed"], sp["rss_mib"], sp["load"], ""))
+        print(f"spark local[2]: session {sp['fixed']:.1f} s; stats {sp['seconds']:.1f} s, "
+              f"{a.rows / sp['seconds'] / 1e3:,.0f} k rows/s; peak RSS (driver + JVM + workers) "
+              f"{sp['rss_mib']:,.0f} MiB; load {sp['load']}", flush=True)
+    ref = None
+    if a.reference_rows:
+        dr = generate(a.out, a.reference_rows, 1)
+        fast, pure = run_stats(dr), run_stats(dr, pure=True)
+        ref = (a.reference_rows, fast, pure, json.loads(fast["out"]) == json.loads(pure["out"]))
+    print()
+    print(f"{'measure':<32} {'rows':>12} {'seconds':>9} {'k rows/s':>9} {'peak RSS':>10}  load (1/5/15 min)  notes")
+    for name, secs, rss, ld, note in rows:
+        print(f"{name:<32} {a.rows:>12,} {secs:>9.1f} {a.rows / secs / 1e3:>9,.0f} {rss:>7,.0f}MiB  {ld}  {note}")
+    if ref is not None:
+        n, fast, pure, eq = ref
+        for name, r in (("reference (WQTOOL_PURE_PYTHON=1)", pure), ("local fast path", fast)):
+            print(f"{name:<32} {n:>12,} {r['seconds']:>9.1f} {n / r['seconds'] / 1e3:>9,.1f} "
+                  f"{r['rss_mib']:>7,.0f}MiB  {r['load']}")
+        print(f"fast path / reference on {n:,} rows: {pure['seconds'] / fast['seconds']:.1f}x (start-up included); "
+              f"outputs identical: {eq}")
+    if not a.no_spark:
+        print(f"ratio spark/local (local seconds / spark seconds): {rows[0][1] / rows[1][1]:.2f}x once started, "
+              f"{rows[0][1] / rows[2][1]:.2f}x including start-up; stats output byte-identical: {same}")
+    return 0 if same in (None, True) and (ref is None or ref[3]) else 1
 
 
 if __name__ == "__main__":

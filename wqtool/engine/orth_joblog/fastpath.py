@@ -241,9 +241,9 @@ def _civil_from_days(z):
     return y + (m <= 2), m, d
 
 
-def format_datetimes(secs, valid):
-    """``model.format_datetime`` column-wise: a string array of ``YYYY-MM-DD HH:MM:SS`` (NULL where not valid);
-    seconds within Python's datetime range."""
+def format_datetimes(secs, valid, *, quoted: bool = False):
+    """``model.format_datetime`` column-wise: a string array of ``YYYY-MM-DD HH:MM:SS`` (NULL where not valid;
+    ``quoted``: in double quotes, as JSON); seconds within Python's datetime range."""
     import numpy as np
     n = len(secs)
     s = np.where(valid, secs, 0)
@@ -253,9 +253,12 @@ def format_datetimes(secs, valid):
             sod // 36000, sod // 3600 % 10, None, sod // 60 % 60 // 10, sod // 60 % 10, None, sod % 60 // 10,
             sod % 10]
     seps = {4: 45, 7: 45, 10: 32, 13: 58, 16: 58}
-    text = np.empty((n, 19), np.uint8)
+    q = 1 if quoted else 0
+    text = np.empty((n, 19 + 2 * q), np.uint8)
+    if quoted:
+        text[:, 0] = text[:, 20] = 34
     for i, c in enumerate(cols):
-        text[:, i] = seps[i] if c is None else c + 48
+        text[:, i + q] = seps[i] if c is None else c + 48
     return _fixed_text(text, valid)
 
 
@@ -512,20 +515,32 @@ _S = {s: k for k, s in enumerate(STATUS_LABELS)}
 
 # ---------------------------------------------------------------- the digest, column-wise
 def _json_text(arr):
-    """json.dumps(value, ensure_ascii=False) of each string (``null`` for NULL)."""
+    """json.dumps(value, ensure_ascii=False) of each string (``null`` for NULL). Few distinct values (executor
+    addresses, handlers): each distinct value once, then taken by index."""
     import pyarrow.compute as pc
-    if len(arr) == arr.null_count:
+    n = len(arr)
+    if n == arr.null_count:
         return pc.fill_null(arr.cast("string"), "null")
+    if n >= 64:
+        d = pc.dictionary_encode(arr)
+        if len(d.dictionary) <= n // 8:
+            return pc.fill_null(_json_quoted(d.dictionary).take(d.indices), "null")
+    return pc.fill_null(_json_quoted(arr), "null")
+
+
+def _json_quoted(arr):
+    import pyarrow.compute as pc
     s = arr
     for ch in ("\\", '"'):
         if pc.any(pc.match_substring(s, ch)).as_py():
             s = pc.replace_substring(s, ch, _JSON_ESC[ch])
-    if pc.any(pc.match_substring_regex(s, "[\\x00-\\x1f]")).as_py():
+    if not pc.all(pc.utf8_is_printable(s)).as_py() and \
+            pc.any(pc.match_substring_regex(s, "[\\x00-\\x1f]")).as_py():
         for ch in ("\n", "\r", "\t", "\b", "\f"):
             s = pc.replace_substring(s, ch, _JSON_ESC[ch])
         for ch in _CTRL:
             s = pc.replace_substring(s, ch, f"\\u{ord(ch):04x}")
-    return pc.fill_null(pc.binary_join_element_wise('"', s, '"', ""), "null")
+    return pc.binary_join_element_wise('"', s, '"', "")
 
 
 def digest_lines(b: Batch, status, sel=None):
@@ -553,10 +568,10 @@ def digest_lines(b: Batch, status, sel=None):
             txt = b.dt_text.get(c.name)
             if txt is None:
                 s, v = b.dts[c.name]
-                txt = format_datetimes(pick_np(s), pick_np(v))
+                txt = format_datetimes(pick_np(s), pick_np(v), quoted=True)
             else:
-                txt = pick_pa(txt)
-            parts.append(_json_text(txt))
+                txt = pc.binary_join_element_wise('"', pick_pa(txt), '"', "")
+            parts.append(pc.fill_null(txt, "null"))
     head = pc.binary_join_element_wise("[", parts[0], "")
     st = labels.take(pa.array(pick_np(status)))
     parts[-1] = pc.binary_join_element_wise(parts[-1], "]", "")
@@ -569,11 +584,8 @@ def digest_sum(lines) -> int:
     n = len(lines)
     if not n:
         return 0
-    bufs = lines.buffers()
-    offs = np.frombuffer(bufs[1], np.int32)[lines.offset:lines.offset + n + 1].tolist()
-    mv = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
     sha = hashlib.sha256
-    dg = b"".join([sha(mv[a:z]).digest() for a, z in zip(offs, offs[1:])])
+    dg = b"".join([sha(x).digest() for x in lines.cast("binary").to_pylist()])
     words = np.frombuffer(dg, ">u4").reshape(-1, 8).sum(axis=0, dtype=np.uint64)
     return sum(int(w) << (32 * (7 - k)) for k, w in enumerate(words.tolist())) % _MOD
 
