@@ -9,8 +9,9 @@ its orth_job_registry: three weeks of triggers over 40 executors and 25 handlers
 measures, on a warm page cache:
   floor     pyarrow decodes every part (all columns), in this process: the least any reader does
   local     `wqtool stats -o json` in a child process (the columnar fast path), its wall time and peak RSS
-  spark     session start-up (local[2]) — the fixed cost —, then the format's fleet (stats: a Python task per part
-            on the same fast path, duplicates and analytics in Spark SQL), excluding and including the fixed cost;
+  spark     session start-up (local[2]) and worker warm-up — the fixed cost —, then the format's fleet (stats: a
+            Python task per part replays it on the same fast path; ids unique across parts, so the driver adds
+            the tasks' summaries up), excluding and including the fixed cost;
             peak RSS of the whole process tree (driver, JVM, Python workers), sampled every 0.25 s
   reference `wqtool stats` with WQTOOL_PURE_PYTHON=1 (the per-row reference path) and without, on a separate
             REFERENCE-ROWS export: the fast path's speed-up
@@ -167,13 +168,14 @@ def spark_stats(d: str) -> dict:
     from wqtool.engine.format import Options, resolve
     from wqtool.render.stats import stats_doc, write_stats
     from wqtool.spark.fleet import fleet_stats
-    from wqtool.spark.session import build_session
+    from wqtool.spark.session import build_session, warm_up
     opts = Options(parse_time(AS_OF, "--as-of"))
     logs = resolve([d], "orth-joblog", opts)
     before = load()
     with TreeRss() as rss:
         t = time.perf_counter()
         spark = build_session(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
+        warm_up(spark)
         fixed = time.perf_counter() - t
         t = time.perf_counter()
         per, jobs = fleet_stats(spark, logs, opts)

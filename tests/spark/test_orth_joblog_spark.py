@@ -60,9 +60,10 @@ def test_spark_equals_local(spark, name):
     assert dict(r.counts) == dict(run.report.counts)
 
 
-def _generated_table(d):
-    """~3,000 rows over two Parquet parts and a CSV part: every status, duplicates across parts, lost jobs on a
-    dead executor, one row the reference refuses (its batch / block takes the reference reader)."""
+def _generated_table(d, cross: bool = True):
+    """3,000 rows over two Parquet parts and a CSV part: every status, duplicate ids (``cross``: across parts,
+    else within each part only), lost jobs on a dead executor, one row the reference refuses (its batch / block
+    takes the reference reader)."""
     import random
 
     from wqtool.engine.orth_joblog import writer
@@ -74,7 +75,8 @@ def _generated_table(d):
         tc = rnd.choice([200] * 8 + [0, 500])
         hc = rnd.choice([200] * 6 + [0, 500, 502]) if tc == 200 else 0
         t = 1769776200 - rnd.randrange(3 * 86400)
-        rows.append({"id": rnd.randrange(1, 2900), "job_group": rnd.randrange(1, 4), "job_id": rnd.randrange(9),
+        lo = 0 if cross else (0 if i < 1200 else 1200 if i < 2000 else 2000)
+        rows.append({"id": lo + rnd.randrange(1, 2900 if cross else 750), "job_group": rnd.randrange(1, 4), "job_id": rnd.randrange(9),
                      "executor_address": rnd.choice(addrs), "executor_handler": rnd.choice(["a", "b", 'q"uote']),
                      "trigger_time": _dt(t), "schedule_time": _dt(t), "trigger_code": tc,
                      "handle_time": _dt(t + rnd.randrange(60)) if hc else None, "handle_code": hc,
@@ -95,12 +97,14 @@ def _dt(t):
     return format_datetime(t)
 
 
-def test_spark_equals_local_on_a_generated_table(spark, tmp_path):
-    """Several parts, duplicates across them, the fast path's batches and a fallback: Spark == local."""
+@pytest.mark.parametrize("cross", [True, False], ids=["ids-across-parts", "ids-within-parts"])
+def test_spark_equals_local_on_a_generated_table(spark, tmp_path, cross):
+    """Several parts, the fast path's batches and a fallback; duplicate ids across parts (Spark resolves them
+    over the rows) or within parts only (each task's replay is the local one): Spark == local."""
     from wqtool.engine.orth_joblog import fastpath
     from wqtool.spark.fleet import fleet_stats, fleet_verify
     opts = Options(parse_time("2026-01-30T12:30:00Z", "--as-of"))
-    logs = resolve([_generated_table(tmp_path)], "orth-joblog", opts)
+    logs = resolve([_generated_table(tmp_path, cross)], "orth-joblog", opts)
     assert fastpath.available()
     local, lst = logs[0].fmt.stats_log(logs[0].data, opts)
     per, jobs = fleet_stats(spark, logs, opts)

@@ -315,3 +315,51 @@ def test_digest_lines_equal_digest_line(tmp_path_factory, rows):
         lines = fastpath.digest_lines(b, status)
         assert lines.to_pylist() == want
         assert fastpath.digest_sum(lines) == sum(line_hash(x) for x in want) % (1 << 256)
+
+
+@given(st.lists(st.lists(st.integers(-70_000, 70_000) | st.integers(60_000, 60_600), max_size=300), min_size=2,
+                max_size=4))
+@settings(max_examples=examples(200), deadline=None)
+def test_idset_absorb_is_a_disjoint_union(parts):
+    """IdSet.absorb (Spark: the tasks' ids) adds a set of ids that has none in common, refuses one that has."""
+    sets = []
+    for p in parts:
+        s = IdSet()
+        fastpath.add_ids(s, np.array(p, dtype=np.int64))
+        sets.append(s)
+    acc, seen = IdSet(), set()
+    for p, s in zip(parts, sets):
+        ok = acc.absorb(s)
+        assert ok == seen.isdisjoint(p)
+        if not ok:
+            return
+        seen |= set(p)
+    for i in sorted(seen)[:100]:
+        assert not acc.add(i)
+    for i in (-70_001, 70_001, 2**40):
+        assert acc.add(i)
+
+
+@given(TABLES, st.integers(0, 60))
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=HEALTH)
+def test_tallies_of_parts_merge_into_the_whole(tmp_path_factory, rows, cut):
+    """Tally.merge (Spark: the tasks' tallies) of two runs over disjoint ids == the run over all rows."""
+    from wqtool.engine.orth_joblog.replay import Tally
+    seen, uniq = set(), []
+    for r in rows:
+        if r["id"] not in seen:
+            seen.add(r["id"])
+            uniq.append(r)
+    d = tmp_path_factory.mktemp("merge")
+    _registry(d, "csv")
+    parts = [uniq[:cut], uniq[cut:]]
+    tallies = []
+    for k, part in enumerate([*parts, uniq]):
+        p = d / f"t{k}.csv"
+        p.write_bytes(writer.csv_bytes(_as_text(part)))
+        rep, _ = FORMAT.stats_log(_discover(str(p)), OPTS)
+        tallies.append(rep.state.tally)
+    merged = Tally()
+    merged.merge(tallies[0])
+    merged.merge(tallies[1])
+    assert merged == tallies[2]
