@@ -9,7 +9,6 @@ import typer
 
 from ..engine.format import Log, resolve_each
 from ..engine.live import LiveWatch
-from ..engine.stats import RecordStats
 from ..errors import UsageError
 from ..render.analytics import write_chart, write_tables_files
 from ..render.outcome import Failed, run_exit_code
@@ -89,12 +88,9 @@ def stats(
         seen: set = set()
 
         def one(log):
-            run, st, facts = log.fmt.run(log.data, for_log(log, opts), limit=0), RecordStats(), log.fmt.facts
-            for ev in run.events():
-                if ev.__class__ is log.fmt.record_cls:
-                    st.add(facts(ev))
+            report, st = log.fmt.stats_log(log.data, for_log(log, opts))
             seen.update(st.jobs)
-            return run.report, st, len(st.jobs)
+            return report, st, len(st.jobs)
         with track(logs, "stats"):
             per_path = list(each_log(entries, one, say=say_error))
         total_jobs = len(seen)

@@ -12,8 +12,8 @@ What a format supplies (see ``Format`` for the signatures):
   ``dump --type`` vocabulary);
 * ``detect(path)``: evidence from the format's own declarations in ``wqtool.formats`` (magic, names);
 * ``discover(paths, opts)``: the logs behind PATHs (a log = whatever the format reads as one unit);
-* ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log`` and
-  ``verify`` (a hot path may stand in for the pass), ``replay_findings``;
+* ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log``,
+  ``verify`` and ``stats_log`` (a hot path may stand in for the pass), ``replay_findings``;
 * views for output: ``record_view`` (JSON row, table cells, hex title), ``state_view(state)`` (replayed state as
   rows, summary and text), ``new_stats()`` (per-record statistics);
 * plans for the commands that change files: ``pack_plan`` (``engine.plan``), later ``repair_plan`` and
@@ -273,6 +273,17 @@ class Format:
         for _ in p.events():
             pass
         return p.report
+
+    def stats_log(self, log, opts: Options) -> tuple[LogReport, Any]:
+        """``stats`` of one log: its report (with the replayed state) and the ``RecordStats`` of every record, in
+        one pass (a hot path may stand in for ``run``: the same results)."""
+        from .stats import RecordStats
+        p, st = self.run(log, opts, limit=0), RecordStats()
+        cls, facts = self.record_cls, self.facts
+        for ev in p.events():
+            if ev.__class__ is cls:
+                st.add(facts(ev))
+        return p.report, st
 
     def verify(self, logs: Sequence[Any], opts: Options, *, max_findings: int | None = None,
                workers: int | None = None) -> VerifyReport:
