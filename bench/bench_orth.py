@@ -35,6 +35,8 @@ import tempfile
 import threading
 import time
 
+from headroom import headroom   # bench/headroom.py (the script's folder is on sys.path)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 AS_OF = "2026-01-30T12:30:00Z"
@@ -195,28 +197,6 @@ def tree_cpu() -> dict[int, float]:
     return {p: c for p, (_, c) in _tree(os.getpid()).items()}
 
 
-def _spin(n: int) -> int:
-    x = 0
-    for i in range(n):
-        x ^= i * 2654435761 & 0xFFFFFFFF
-    return x
-
-
-def headroom(n: int = 4_000_000) -> float:
-    """How much faster two processes do two units of CPU work than one does, right now (2.0 on an idle 2-core
-    machine): the ceiling of any 2-way speed-up measured beside it (as bench_fleet.py)."""
-    import multiprocessing as mp
-    t = time.perf_counter()
-    _spin(n)
-    _spin(n)
-    one = time.perf_counter() - t
-    with mp.get_context("fork").Pool(2) as pool:
-        t = time.perf_counter()
-        pool.map(_spin, [n, n])
-        two = time.perf_counter() - t
-    return one / two
-
-
 class SparkRun:
     """One session (start-up and worker warm-up: the fixed cost), then ``stats(d)`` as often as asked."""
 
@@ -275,7 +255,7 @@ def main() -> int:
         print(f"spark local[2]: session start-up + worker warm-up {sp.fixed:.1f} s", flush=True)
     pairs = []
     for k in range(a.repeat):
-        room = headroom()
+        room = headroom(4_000_000)
         local = run_stats(d)
         if local["exit"] not in (0, 1, 2):
             print(f"local stats failed: exit {local['exit']}\n{local['stderr']}", file=sys.stderr)
