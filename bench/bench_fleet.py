@@ -26,6 +26,8 @@ import statistics
 import sys
 import time
 
+from headroom import headroom   # bench/headroom.py (the script's folder is on sys.path)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 AS_OF_NS = 1_795_306_600_000_000_000  # 2026-11-22T00:00:00Z
@@ -50,28 +52,6 @@ def generate(out: str, dirs: int, segments: int, segment_mib: int) -> list[str]:
         shutil.copytree(paths[i % 2], paths[i])
     open(stamp, "w").close()
     return paths
-
-
-def _spin(n: int) -> int:
-    x = 0
-    for i in range(n):
-        x ^= i * 2654435761 & 0xFFFFFFFF
-    return x
-
-
-def headroom(n: int = 6_000_000) -> float:
-    """How much faster two processes do two units of CPU work than one process does, right now (2.0 on an
-    idle 2-core machine): the ceiling for any 2-way speed-up measured in this run."""
-    import multiprocessing as mp
-    t = time.perf_counter()
-    _spin(n)
-    _spin(n)
-    one = time.perf_counter() - t
-    with mp.get_context("fork").Pool(2) as pool:
-        t = time.perf_counter()
-        pool.map(_spin, [n, n])
-        two = time.perf_counter() - t
-    return one / two
 
 
 def main() -> None:

@@ -1,23 +1,41 @@
 """orth_job_log analytics benchmark: `stats` over a generated job-log of >= 10 million rows, one local process vs
 --engine spark on local[2], in one run.
 
-    python bench/bench_orth.py [--rows 10000000] [--parts 8] [--out bench/out/orth]
+    python bench/bench_orth.py [--rows 10000000] [--parts 8] [--out bench/out/orth] [--reference-rows 200000]
+                               [--repeat 3] [--no-spark]
 
 Generates (once, cached under --out) an export directory of PARTS Parquet part files (pyarrow, vectorised) plus
 its orth_job_registry: three weeks of triggers over 40 executors and 25 handlers, every status, lost jobs. Then
 measures, on a warm page cache:
-  local   what `wqtool stats` does: the engine's reader -> checks -> tally over every row (one process)
-  spark   session start-up (local[2]) — the fixed cost —, then the format's fleet (stats: a Python task per part,
-          duplicates and analytics in Spark SQL), excluding and including the fixed cost
-and prints rows/s, the ratio spark/local, and whether the analytics and digests are identical. Not a test.
+  floor     pyarrow decodes every part (all columns), in a child process: the least any reader does
+  local     `wqtool stats -o json` in a child process (the columnar fast path), its wall time and peak RSS
+  headroom  how much faster two processes do two units of pure-Python work than one, right now (2.0 idle)
+  spark     session start-up (local[2]) and worker warm-up — the fixed cost —, then the format's fleet (stats: a
+            Python task per part replays it on the same fast path; ids unique across parts, so the driver adds
+            the tasks' summaries up), excluding and including the fixed cost; peak RSS and CPU seconds of the
+            whole process tree (driver, JVM, Python workers), sampled every 0.25 s
+REPEAT (local, spark) pairs run back to back (this shared host's speed drifts: each ratio compares two runs made
+under the same conditions); the table gives medians.
+  reference `wqtool stats` with WQTOOL_PURE_PYTHON=1 (the per-row reference path) and without, on a separate
+            REFERENCE-ROWS export: the fast path's speed-up
+and prints rows/s, the ratio spark/local, whether Spark's stats output is byte-identical to local's, and the
+load average around each measure (the machine's 2 cores are shared). Not a test.
 """
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import os
 import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+
+from headroom import headroom   # bench/headroom.py (the script's folder is on sys.path)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -79,47 +97,217 @@ def generate(out: str, rows: int, parts: int) -> str:
     return d
 
 
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+#: A small process that runs the measured one as its child and reports that child's peak RSS: a child forked
+#: straight from this (larger) process would start with this one's RSS as its high-water mark.
+RUNNER = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+          "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+          "print('maxrss_kib', u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr); sys.exit(r.returncode)")
+
+
+def measured(argv: list[str], env=None) -> dict:
+    """``argv`` in a child of a small runner: wall seconds, the child's peak RSS, its stdout, exit code."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        before = load()
+        t = time.perf_counter()
+        code = subprocess.run([sys.executable, "-c", RUNNER, *argv], stdout=out, stderr=err, env=env,
+                              cwd=ROOT).returncode
+        secs = time.perf_counter() - t
+        out.seek(0)
+        err.seek(0)
+        text, errs = out.read().decode(), err.read().decode().splitlines()
+    last = next((x.split() for x in reversed(errs) if x.startswith("maxrss_kib ")), ["", "0", "0"])
+    return {"seconds": secs, "rss_mib": int(last[1]) / 1024, "cpu": float(last[2]), "out": text, "exit": code,
+            "load": f"{before} -> {load()}",
+            "stderr": "\n".join(x for x in errs if not x.startswith("maxrss_kib "))}
+
+
+def run_stats(d: str, *, pure: bool = False) -> dict:
+    """`wqtool stats -o json` (WQTOOL_PURE_PYTHON=1 with ``pure``)."""
+    env = dict(os.environ)
+    env.pop("WQTOOL_PURE_PYTHON", None)
+    if pure:
+        env["WQTOOL_PURE_PYTHON"] = "1"
+    return measured([sys.executable, "-m", "wqtool", "stats", "-o", "json", "--as-of", AS_OF, "--format",
+                     "orth-joblog", d], env)
+
+
+FLOOR = ("import os, sys, pyarrow.parquet as pq\n"
+         "for n in sorted(os.listdir(sys.argv[1])):\n"
+         "    if n.startswith('part-'):\n"
+         "        pq.read_table(os.path.join(sys.argv[1], n))\n")
+
+
+def floor(d: str) -> dict:
+    """pyarrow decodes every part, all columns, in a child process (its memory stays there)."""
+    return measured([sys.executable, "-c", FLOOR, d])
+
+
+def _tree(me: int) -> dict[int, tuple[int, float]]:
+    """pid -> (RSS bytes, CPU seconds incl. reaped children) of ``me`` and all its descendants."""
+    parent, vals = {}, {}
+    tck, page = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/statm") as f:
+                rss = int(f.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+        parent[int(pid)] = int(rest[1])
+        vals[int(pid)] = (rss, sum(int(x) for x in rest[11:15]) / tck)
+    tree, grew = {me}, True
+    while grew:
+        grew = False
+        for pid, pp in parent.items():
+            if pp in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return {p: vals[p] for p in tree if p in vals}
+
+
+class TreeRss:
+    """Peak RSS (MiB) of this process and all its descendants (the JVM, its Python workers), sampled."""
+
+    def __init__(self, every: float = 0.25):
+        self.every, self.peak, self._stop = every, 0.0, threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, sum(r for r, _ in _tree(os.getpid()).values()) / 2**20)
+            self._stop.wait(self.every)
+
+
+def tree_cpu() -> dict[int, float]:
+    return {p: c for p, (_, c) in _tree(os.getpid()).items()}
+
+
+class SparkRun:
+    """One session (start-up and worker warm-up: the fixed cost), then ``stats(d)`` as often as asked."""
+
+    def __init__(self):
+        from wqtool.spark.session import build_session, warm_up
+        self.rss = TreeRss().__enter__()
+        t = time.perf_counter()
+        self.spark = build_session(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
+        warm_up(self.spark)
+        self.fixed = time.perf_counter() - t
+
+    def stats(self, d: str) -> dict:
+        from wqtool.commands._options import parse_time
+        from wqtool.engine.format import Options, resolve
+        from wqtool.render.stats import stats_doc, write_stats
+        from wqtool.spark.fleet import fleet_stats
+        opts = Options(parse_time(AS_OF, "--as-of"))
+        logs = resolve([d], "orth-joblog", opts)
+        before, cpu0 = load(), tree_cpu()
+        t = time.perf_counter()
+        per, jobs = fleet_stats(self.spark, logs, opts)
+        secs = time.perf_counter() - t
+        cpu1 = tree_cpu()
+        cpu = sum(c - cpu0.get(p, 0.0) for p, c in cpu1.items())
+        views = [log.fmt.state_view(r.state, log.data) for log, (r, _, _) in zip(logs, per)]
+        buf = io.StringIO()
+        write_stats(buf, stats_doc([(r, v, st, n) for v, (r, st, n) in zip(views, per)], jobs), "json")
+        return {"seconds": secs, "cpu": cpu, "rss_mib": self.rss.peak, "out": buf.getvalue(),
+                "load": f"{before} -> {load()}"}
+
+    def stop(self):
+        self.spark.stop()
+        self.rss.__exit__()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--parts", type=int, default=8)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "orth"))
+    ap.add_argument("--reference-rows", type=int, default=200_000, help="0: skip the reference comparison")
+    ap.add_argument("--repeat", type=int, default=3, help="(local, spark) pairs run back to back; medians")
+    ap.add_argument("--no-spark", action="store_true")
     a = ap.parse_args()
-    from wqtool.commands._options import parse_time
-    from wqtool.engine.format import Options, resolve
-    from wqtool.engine.stats import RecordStats
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     t0 = time.perf_counter()
     d = generate(a.out, a.rows, a.parts)
-    print(f"data: {d} ({sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 1e6:.1f} MB, "
-          f"{a.rows} rows in {a.parts} parts; ready in {time.perf_counter() - t0:.1f} s); load {os.getloadavg()}")
-    opts = Options(parse_time(AS_OF, "--as-of"))
-    logs = resolve([d], "orth-joblog", opts)
-    log = logs[0]
-    t = time.perf_counter()
-    run, st = log.fmt.run(log.data, opts, limit=0), RecordStats()
-    rec_cls, facts = log.fmt.record_cls, log.fmt.facts
-    for ev in run.events():
-        if ev.__class__ is rec_cls:
-            st.add(facts(ev))
-    local_s = time.perf_counter() - t
-    lview = log.fmt.state_view(run.report.state)
-    print(f"local: {local_s:.1f} s, {a.rows / local_s / 1e3:.0f} k rows/s; digest {lview.digest()[:16]}")
-    from wqtool.spark.fleet import fleet_stats
-    from wqtool.spark.session import build_session
-    t = time.perf_counter()
-    spark = build_session(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
-    fixed = time.perf_counter() - t
-    t = time.perf_counter()
-    per, _ = fleet_stats(spark, logs, opts)
-    spark_s = time.perf_counter() - t
-    sview = log.fmt.state_view(per[0][0].state)
-    same = sview.analytics() == lview.analytics() and sview.digest() == lview.digest() and \
-        dict(per[0][0].counts) == dict(run.report.counts)
-    print(f"spark local[2]: session {fixed:.1f} s; stats {spark_s:.1f} s, {a.rows / spark_s / 1e3:.0f} k rows/s")
-    print(f"ratio spark/local: {local_s / spark_s:.2f}x once started, {local_s / (spark_s + fixed):.2f}x including "
-          f"start-up; analytics, counts and digest identical: {same}")
-    spark.stop()
-    return 0 if same else 1
+    mb = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 1e6
+    print(f"data: {d} ({mb:.1f} MB, {a.rows:,} rows in {a.parts} Parquet parts; ready in "
+          f"{time.perf_counter() - t0:.1f} s); {os.cpu_count()} CPUs, load {load()}", flush=True)
+    fl = floor(d)
+    print(f"floor (pyarrow decodes every part): {fl['seconds']:.1f} s, {a.rows / fl['seconds'] / 1e3:,.0f} k rows/s",
+          flush=True)
+    sp = None if a.no_spark else SparkRun()
+    if sp is not None:
+        print(f"spark local[2]: session start-up + worker warm-up {sp.fixed:.1f} s", flush=True)
+    pairs = []
+    for k in range(a.repeat):
+        room = headroom(4_000_000)
+        local = run_stats(d)
+        if local["exit"] not in (0, 1, 2):
+            print(f"local stats failed: exit {local['exit']}\n{local['stderr']}", file=sys.stderr)
+            return 1
+        print(f"[{k + 1}] 2-process headroom x{room:.2f}; local: {local['seconds']:.1f} s "
+              f"({local['cpu']:.1f} CPU s), {a.rows / local['seconds'] / 1e3:,.0f} k rows/s, peak RSS "
+              f"{local['rss_mib']:,.0f} MiB; load {local['load']}", flush=True)
+        remote = sp.stats(d) if sp is not None else None
+        if remote is not None:
+            print(f"[{k + 1}] spark: {remote['seconds']:.1f} s ({remote['cpu']:.1f} CPU s), "
+                  f"{a.rows / remote['seconds'] / 1e3:,.0f} k rows/s; ratio x{local['seconds'] / remote['seconds']:.2f};"
+                  f" output identical: {remote['out'] == local['out']}; load {remote['load']}", flush=True)
+        pairs.append((room, local, remote))
+    if sp is not None:
+        sp.stop()
+    ref = None
+    if a.reference_rows:
+        dr = generate(a.out, a.reference_rows, 1)
+        fast, pure = run_stats(dr), run_stats(dr, pure=True)
+        ref = (a.reference_rows, fast, pure, json.loads(fast["out"]) == json.loads(pure["out"]))
+
+    def med(xs):
+        return statistics.median(xs)
+
+    print()
+    print(f"{'measure':<34} {'rows':>11} {'seconds':>8} {'CPU s':>6} {'k rows/s':>9} {'peak RSS':>9}  notes")
+
+    def line(name, n, secs, cpu, rss, note=""):
+        print(f"{name:<34} {n:>11,} {secs:>8.1f} {cpu:>6.1f} {n / secs / 1e3:>9,.1f} {rss:>6,.0f}MiB  {note}")
+    line("floor: pyarrow decodes the parts", a.rows, fl["seconds"], fl["cpu"], fl["rss_mib"], "a child process")
+    loc = [p[1] for p in pairs]
+    line("local: wqtool stats (1 process)", a.rows, med([x["seconds"] for x in loc]), med([x["cpu"] for x in loc]),
+         max(x["rss_mib"] for x in loc), f"median of {len(loc)}")
+    rem = [p[2] for p in pairs if p[2] is not None]
+    if rem:
+        line("spark local[2], once started", a.rows, med([x["seconds"] for x in rem]), med([x["cpu"] for x in rem]),
+             max(x["rss_mib"] for x in rem), f"median of {len(rem)}; driver + JVM + workers")
+        line("spark local[2], with start-up", a.rows, med([x["seconds"] for x in rem]) + sp.fixed,
+             med([x["cpu"] for x in rem]), max(x["rss_mib"] for x in rem), f"fixed cost {sp.fixed:.1f} s")
+    if ref is not None:
+        n, fast, pure, eq = ref
+        line("reference (WQTOOL_PURE_PYTHON=1)", n, pure["seconds"], pure["cpu"], pure["rss_mib"], "process start incl.")
+        line("local fast path", n, fast["seconds"], fast["cpu"], fast["rss_mib"], "process start incl.")
+        print(f"fast path / reference on {n:,} rows: {pure['seconds'] / fast['seconds']:.1f}x; outputs identical: {eq}")
+    print(f"2-process headroom: {', '.join(f'x{p[0]:.2f}' for p in pairs)}; load now {load()}")
+    same = all(p[2]["out"] == p[1]["out"] for p in pairs if p[2] is not None)
+    if rem:
+        ratios = [p[1]["seconds"] / p[2]["seconds"] for p in pairs]
+        print(f"ratio spark/local (local seconds / spark seconds): pairs {', '.join(f'x{r:.2f}' for r in ratios)}, "
+              f"median x{med(ratios):.2f} once started; x{med([x['seconds'] for x in loc]) / (med([x['seconds'] for x in rem]) + sp.fixed):.2f} "
+              f"including start-up; stats output byte-identical: {same}")
+    return 0 if same and (ref is None or ref[3]) else 1
 
 
 if __name__ == "__main__":

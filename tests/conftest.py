@@ -70,3 +70,54 @@ def copy_log(tmp_path):
             p.chmod(0o644)
         return str(dst)
     return _copy
+
+
+def run_on_pty(argv, *, cols: int = 120, side: str = "stdout", env: dict | None = None, timeout: float = 120):
+    """Run ``python -m wqtool argv`` with its stdout or stderr (``side``) on a pseudo-terminal ``cols`` wide, the
+    other stream to a temporary file (a pipe could fill up). Returns (terminal text with "\r\n" as "\n", the
+    other stream's bytes, exit code). COLUMNS / TERMINAL_WIDTH are dropped from the environment (``env``, default
+    ours)."""
+    import fcntl
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import tempfile
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    sink = tempfile.TemporaryFile()
+    streams = {"stdout": slave, "stderr": sink} if side == "stdout" else {"stdout": sink, "stderr": slave}
+    p = subprocess.Popen([sys.executable, "-m", "wqtool", *argv], cwd=ROOT, env=env, **streams)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:        # EIO: the child closed the terminal
+            break
+        if not b:
+            break
+        chunks.append(b)
+    p.wait(timeout=timeout)
+    os.close(master)
+    sink.seek(0)
+    return b"".join(chunks).decode().replace("\r\n", "\n"), sink.read(), p.returncode
+
+
+def already_processed_log(d: str, n: int) -> str:
+    """A one-segment log: a job added, started, completed, then ``n`` start-attempts on it (n errors
+    WQ-ALREADY-PROCESSED, exit 4) — more findings than the commands show."""
+    from wqtool.engine.workq import writer
+    from wqtool.formats._common import GoTime
+    from wqtool.formats.workq import CmdType
+    jid = bytes.fromhex("0123456789ab4def8123456789abcdef")
+    t = GoTime(63930899691, 0, -1)
+    with writer.SegmentWriter(d) as w:
+        w.append(writer.add(jid, "q", ttr=60_000, ttl=86_400_000, created=t), t)
+        w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
+        w.append(writer.result(CmdType.COMPLETE, jid), t)
+        for _ in range(n):
+            w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
+    return d

@@ -232,19 +232,8 @@ def test_a_reader_that_closes_early_gets_141_and_silence(big_log, argv):
 @pytest.fixture(scope="module")
 def many_findings(tmp_path_factory):
     """A log whose verify report is far bigger than a pipe's buffer: 1,500 impossible start-attempts."""
-    from wqtool.engine.workq import writer
-    from wqtool.formats._common import GoTime
-    from wqtool.formats.workq import CmdType
-    d = str(tmp_path_factory.mktemp("findings") / "log")
-    jid = bytes.fromhex("0123456789ab4def8123456789abcdef")
-    t = GoTime(63930899691, 0, -1)
-    with writer.SegmentWriter(d) as w:
-        w.append(writer.add(jid, "q", ttr=60_000, ttl=86_400_000, created=t), t)
-        w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
-        w.append(writer.result(CmdType.COMPLETE, jid), t)
-        for _ in range(1500):
-            w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
-    return d
+    from tests.conftest import already_processed_log
+    return already_processed_log(str(tmp_path_factory.mktemp("findings") / "log"), 1500)
 
 
 @pytest.mark.parametrize("argv", [["verify", "--max-findings", "5000"], ["verify", "-o", "jsonl", "--max-findings",
@@ -434,28 +423,8 @@ def test_pack_o_is_the_report_format_and_out_the_path(in_root, tmp_path):
 # ---------------------------------------------------------------- 10. machine output never wraps
 def _narrow_pty_run(argv, cols=40):
     """Run wqtool with stdout on a pseudo-terminal ``cols`` wide; return its output."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
-    p = subprocess.Popen([sys.executable, "-m", "wqtool", *argv], cwd=ROOT, stdout=slave, stderr=subprocess.PIPE,
-                         env=env)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            b = os.read(master, 65536)
-        except OSError:
-            break
-        if not b:
-            break
-        chunks.append(b)
-    p.wait(timeout=60)
-    os.close(master)
-    return b"".join(chunks).decode().replace("\r\n", "\n")
+    from tests.conftest import run_on_pty
+    return run_on_pty(argv, cols=cols, timeout=60)[0]
 
 
 @pytest.mark.parametrize("how", ["pipe", "pty"])

@@ -1,16 +1,12 @@
 """Issue 9, items 8 and 14: progress on every long pass (stderr, TTY only) and dump --follow."""
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import re
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import time
 
 import pytest
@@ -28,26 +24,9 @@ def mid_log(tmp_path_factory):
 
 
 def _stderr_on_a_tty(argv, env) -> tuple[str, bytes, int]:
-    import tempfile
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
-    sink = tempfile.TemporaryFile()            # stdout: a file, read at the end (a pipe could fill up)
-    p = subprocess.Popen([sys.executable, "-m", "wqtool", *argv], cwd=ROOT, stdout=sink, stderr=slave, env=env)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            b = os.read(master, 65536)
-        except OSError:
-            break
-        if not b:
-            break
-        chunks.append(b)
-    p.wait(timeout=120)
-    os.close(master)
-    sink.seek(0)
-    out = sink.read()
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode()), out, p.returncode
+    from tests.conftest import run_on_pty
+    text, out, code = run_on_pty(argv, side="stderr", env=env)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text), out, code
 
 
 @pytest.mark.parametrize("command", ["verify", "replay", "stats", "pack", "dump"])

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import ALL_WORKQ, AS_OF, ROOT, fixture_log
+from tests.conftest import ALL_WORKQ, AS_OF, ROOT, already_processed_log, fixture_log  # noqa: F401 (re-export)
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark not installed (pip install 'wqtool[spark]')")
 
@@ -83,18 +83,3 @@ def as_of_ns() -> int:
     return parse_time(AS_OF, "--as-of")
 
 
-def already_processed_log(d: str, n: int) -> str:
-    """A one-segment log: a job added, started, completed, then ``n`` start-attempts on it (n errors
-    WQ-ALREADY-PROCESSED, exit 4) — more findings than the commands show."""
-    from wqtool.engine.workq import writer
-    from wqtool.formats._common import GoTime
-    from wqtool.formats.workq import CmdType
-    jid = bytes.fromhex("0123456789ab4def8123456789abcdef")
-    t = GoTime(63930899691, 0, -1)
-    with writer.SegmentWriter(d) as w:
-        w.append(writer.add(jid, "q", ttr=60_000, ttl=86_400_000, created=t), t)
-        w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
-        w.append(writer.result(CmdType.COMPLETE, jid), t)
-        for _ in range(n):
-            w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
-    return d

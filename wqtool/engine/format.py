@@ -12,8 +12,8 @@ What a format supplies (see ``Format`` for the signatures):
   ``dump --type`` vocabulary);
 * ``detect(path)``: evidence from the format's own declarations in ``wqtool.formats`` (magic, names);
 * ``discover(paths, opts)``: the logs behind PATHs (a log = whatever the format reads as one unit);
-* ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log`` and
-  ``verify`` (a hot path may stand in for the pass), ``replay_findings``;
+* ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log``,
+  ``verify`` and ``stats_log`` (a hot path may stand in for the pass), ``replay_findings``;
 * views for output: ``record_view`` (JSON row, table cells, hex title), ``state_view(state)`` (replayed state as
   rows, summary and text), ``new_stats()`` (per-record statistics);
 * plans for the commands that change files: ``pack_plan`` (``engine.plan``), later ``repair_plan`` and
@@ -300,11 +300,12 @@ class Format:
             if ev.__class__ is not cls and ev.code in self.replay_codes:
                 yield ev
 
-    def stats_log(self, log, opts: Options, *, ids: bool = True):
+    def stats_log(self, log, opts: Options, *, ids: bool = True) -> tuple[LogReport, Any]:
         """``stats`` of one log in one pass: (its LogReport — verdict, finding counts, replayed state, no finding
         kept — and its ``RecordStats``). ``ids`` False: the distinct jobs may be only counted
-        (``RecordStats.distinct``) instead of kept in ``RecordStats.jobs`` (needed only for a union over logs).
-        The default drives ``run`` and feeds ``facts(record)`` of every record; a format may do it faster."""
+        (``RecordStats.distinct``, ``job_count()``) instead of kept in ``RecordStats.jobs`` (needed only for a
+        union over logs). The default drives ``run`` and feeds ``facts(record)`` of every record; a hot path may
+        stand in for ``run`` (workq: the kernel's pass; orth-joblog: its columnar fast path): the same results."""
         from .stats import RecordStats
         run, st, facts, cls = self.run(log, opts, limit=0), RecordStats(), self.facts, self.record_cls
         for ev in run.events():

@@ -107,9 +107,13 @@ class ReplayPass:
             else:
                 add(ev)
                 yield ev
+        yield from self.close()
+
+    def close(self):
+        """End the pass (once the reader is exhausted): yields the closing findings, then fills ``report``."""
         state, closing = self.finish()
         for f in closing:
-            add(f)
+            self.sink.add(f)
             yield f
         self.sink.close()
         r = self.report

@@ -2,18 +2,25 @@
 ``spark_fleet`` (``JobLogFleet``), with the local engine's results.
 
 Stage 1 (Python, one task per export file; a MySQL / MariaDB table through Spark's JDBC reader, partitioned by id)
-runs the engine's reader (``TableReader`` / ``db_rows``) and per-row checks (``RowChecker``) and yields typed rows
-plus, per task, a summary: the findings (the first ``limit`` by position, all counted), the record statistics and
-the sum of the rows' digest hashes. The rows are persisted; then, in Spark SQL:
+runs the engine's reader (``TableReader`` / ``db_rows``; CSV and Parquet through its columnar fast path,
+``fastpath``, when pyarrow and numpy import, as the local engine does). Two ways on from there:
 
-* duplicates: ids with more than one row (the first by file and position is the table's, as locally);
-* the analytics in one aggregation (GROUPING SETS) with the SQL generated from the format's declarations: status
-  per job group (``status_sql``: §5.2's CASE), the daily report counts (``report_bucket_sql``: §5.3), statuses per
-  executor and per handler, the trigger-to-handle latency histogram, and the lost-job monitor's condition (§6)
-  against the registry at --as-of.
+* verify and stats, first (``_run_summaries``): each task replays its rows exactly as the local engine does
+  (``JobLogReplay``: the first row of an id wins, the checks, the tally) and yields one summary: the findings
+  (the first ``limit`` by position, all counted), the record statistics, the tally and the ids it saw. When no id
+  is in two tasks — a table's ids are unique, so this is the usual case — the local replay of the whole table
+  is the sum of the tasks' replays: the driver adds the summaries up (``Tally.merge``) and is done.
+* otherwise, and for replay (which lists the rows): the tasks yield their typed rows too, with the per-row checks
+  (``RowChecker``) and the sum of the rows' digest hashes; the rows are persisted; then, in Spark SQL:
 
-The driver subtracts duplicates' check findings and digest hashes (re-checked with the engine), adds the
-duplicate findings and the closing notes (``replay.closing``) and assembles ``LogReport``s.
+  - duplicates: ids with more than one row (the first by file and position is the table's, as locally);
+  - the analytics in one aggregation (GROUPING SETS) with the SQL generated from the format's declarations:
+    status per job group (``status_sql``: §5.2's CASE), the daily report counts (``report_bucket_sql``: §5.3),
+    statuses per executor and per handler, the trigger-to-handle latency histogram, and the lost-job monitor's
+    condition (§6) against the registry at --as-of;
+
+  the driver subtracts duplicates' check findings and digest hashes (re-checked with the engine), adds the
+  duplicate findings and the closing notes (``replay.closing``) and assembles ``LogReport``s.
 """
 from __future__ import annotations
 
@@ -23,12 +30,12 @@ from collections import Counter
 from typing import Sequence
 
 from ..engine.findings import Finding, Verdict, worst
-from ..engine.orth_joblog import dburl
+from ..engine.orth_joblog import dburl, fastpath
 from ..engine.orth_joblog.model import Row, day_of
 from ..engine.orth_joblog.reader import _header_findings, Source, TableLog, TableReader, db_rows, registry_rows
-from ..engine.orth_joblog.replay import (NO_ADDRESS, NO_HANDLER, CheckContext, JobLogState, Registry, RowChecker,
-                                         Tally, closing, digest_line, duplicate_finding, line_hash, local_seconds,
-                                         zone)
+from ..engine.orth_joblog.replay import (NO_ADDRESS, NO_HANDLER, CheckContext, IdSet, JobLogReplay, JobLogState,
+                                         Registry, RowChecker, Tally, closing, digest_line, duplicate_finding,
+                                         line_hash, local_seconds, zone)
 from ..engine.orth_joblog.rules import report_bucket_sql, status_sql
 from ..engine.orth_joblog.verify import context
 from ..engine.run import LogReport
@@ -79,8 +86,10 @@ class _Acc:
 class _Stage1:
     """One source file per task (``TableReader(file_index=i)``) or, for JDBC, the rows Spark read."""
 
-    def __init__(self, log: TableLog, ctx: CheckContext, limit: int | None, cwd: str, jdbc_where=None):
+    def __init__(self, log: TableLog, ctx: CheckContext, limit: int | None, cwd: str, jdbc_where=None, *,
+                 summary_only: bool = False):
         self.log, self.ctx, self.limit, self.cwd, self.jdbc_where = log, ctx, limit, cwd, jdbc_where
+        self.summary_only = summary_only
 
     def __call__(self, batches):
         from ._paths import working_dir
@@ -89,7 +98,8 @@ class _Stage1:
                 for batch in batches:
                     for i in batch.column(0).to_pylist():
                         reader = TableReader(self.log, tz=zone(self.log.timezone), file_index=i)
-                        yield from self._run(reader, reader.events(), i)
+                        yield from self._run(reader, fastpath.events(reader) if fastpath.available() else
+                                             reader.events(), i)
             else:
                 reader = TableReader(self.log, tz=zone(self.log.timezone))
 
@@ -103,6 +113,9 @@ class _Stage1:
                 yield from self._run(reader, events, 0)
 
     def _run(self, reader, events, file: int):
+        if self.summary_only:
+            yield from _summary_run(self, reader, events, file)
+            return
         schema = _arrow_schema()
         names = schema.names
         checker = RowChecker(self.ctx)
@@ -113,7 +126,17 @@ class _Stage1:
         cols = {n: [] for n in names}
         digest = 0
         seq = 0
+        alive = None
         for ev in events:
+            if ev.__class__ is fastpath.Batch:     # n rows at once: the same columns, sums and findings
+                if alive is None:
+                    import pyarrow as pa
+                    alive = pa.array(sorted(self.ctx.registry.alive), pa.string())
+                yield _batch_rows(schema, ev, file, seq, checker, acc, st, alive)
+                digest = (digest + fastpath.digest_sum(fastpath.digest_lines(ev, fastpath.status_index(ev.ints))))\
+                    % _MOD
+                seq += ev.n
+                continue
             seq += 1
             if ev.__class__ is Row:
                 r = ev
@@ -143,6 +166,88 @@ class _Stage1:
         yield _flush(schema, cols)
 
 
+def _summary_run(stage: _Stage1, reader, events, file: int):
+    """The task's rows replayed as the local engine does (``JobLogReplay``: first row of an id wins, the checks,
+    the tally; CSV / Parquet batches through ``fastpath.BatchReplay``), no rows out: one summary row with the
+    findings (keyed by file, position, event, finding), the record statistics, the tally and the ids seen."""
+    from ..engine.orth_joblog.verify import row_facts
+    replay = JobLogReplay(stage.ctx)
+    st = RecordStats()
+    acc = _Acc(None if stage.limit is None else stage.limit + 1000)
+    batches = fastpath.BatchReplay(replay, st) if fastpath.available() else None
+    rfind = replay.findings
+    seq = 0
+    for ev in events:
+        cls = ev.__class__
+        if cls is fastpath.Batch:
+            per_row: dict[int, int] = {}
+            for f in batches.apply(ev):
+                i = f.record_index - ev.index0
+                per_row[i] = per_row.get(i, 0) + 1
+                acc.add((file, int(ev.offsets[i]), seq + 1 + i, per_row[i]), f)
+            seq += ev.n
+            continue
+        seq += 1
+        if cls is Row:
+            replay.apply(ev)
+            st.add(row_facts(ev))
+            pos = ev.offset if ev.offset is not None else ev.id
+            for k, f in enumerate(rfind, 1):
+                acc.add((file, pos, seq, k), f)
+            rfind.clear()
+        else:
+            acc.add((file, ev.offset if ev.offset is not None else -1, seq, 0), ev)
+    summary = {"file": file, "records": reader.records, "bytes": reader.bytes, "segments": reader.segments_read,
+               "acc": acc, "stats": st, "digest": replay.tally.digest_sum, "tally": replay.tally,
+               "ids": replay.seen}
+    schema = _arrow_schema()
+    cols = {n: [None] for n in schema.names}
+    cols["kind"], cols["file"], cols["blob"] = [_SUM], [file], [pickle.dumps(summary, protocol=5)]
+    yield _flush(schema, cols)
+
+
+def _index_base(sums) -> dict[int, int]:
+    """file -> the log's record index of its first row: a task counts from 0, the local reader across the
+    log's files (one JDBC table: file 0 only, its rows have no index)."""
+    base, n = {}, 0
+    for s in sorted(sums, key=lambda s: s["file"]):
+        base.setdefault(s["file"], n)
+        n += s["records"]
+    return base
+
+
+def _batch_rows(schema, b, file: int, seq0: int, checker: RowChecker, acc: "_Acc", st: RecordStats, alive):
+    """A fast-path Batch as rows of the stage's schema (``_run`` does the same a row at a time): its record
+    statistics into ``st`` and the findings of its suspect rows (``fastpath.suspects``: the reference checks)
+    into ``acc``."""
+    import numpy as np
+    import pyarrow as pa
+    status = fastpath.status_index(b.ints)
+    fastpath.stats_add(st, b, status)
+    seqs = np.arange(seq0 + 1, seq0 + 1 + b.n, dtype=np.int64)
+    for i in np.flatnonzero(fastpath.suspects(b, status, checker.ctx, alive)).tolist():
+        found, _flags = checker.check(b.row(i))
+        for k, f in enumerate(found, 1):
+            acc.add((file, int(b.offsets[i]), int(seqs[i]), k), f)
+    n = b.n
+    cols = {"kind": np.full(n, _ROW, np.int8), "file": np.full(n, file, np.int32), "pos": b.offsets, "seq": seqs,
+            "idx": np.arange(b.index0, b.index0 + n, dtype=np.int64), "length": b.lengths}
+    arrays = []
+    for f in schema:
+        if f.name in cols:
+            arrays.append(pa.array(cols[f.name], f.type))
+        elif f.name in b.ints:
+            arrays.append(pa.array(b.ints[f.name]).cast(f.type))
+        elif f.name in b.strs:
+            arrays.append(b.strs[f.name])
+        elif f.name in b.dts:
+            secs, valid = b.dts[f.name]
+            arrays.append(pa.array(secs, f.type, mask=~valid))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def _flush(schema, cols):
     import pyarrow as pa
     batch = pa.RecordBatch.from_arrays([pa.array(cols[f.name], f.type) for f in schema], schema=schema)
@@ -160,18 +265,20 @@ class _LogJob:
         self.jdbc = self.src_kind == "mysql"
 
     # -- the rows DataFrame
-    def rows_df(self):
+    def rows_df(self, *, summary_only: bool = False):
+        """Stage 1: the rows (persisted) and a summary per task; ``summary_only``: the summaries alone."""
         from pyspark import StorageLevel
         log, spark = self.log, self.spark
         if self.jdbc:
-            self.ctx, self.reg_findings, self.head_findings, df = self._jdbc()
+            self.ctx, self.reg_findings, self.head_findings, df = self._jdbc(summary_only)
         else:
             self.ctx, self.reg_findings = context(log, self.opts.as_of_ns)
             self.head_findings = []
             n = len(log.sources)
             self.say(f"spark: {log.root}: {n} file(s), a task per file")
-            df = spark.range(0, n, 1, n).mapInArrow(_Stage1(log, self.ctx, self.limit, os.getcwd()), DDL)
-        return df.persist(StorageLevel.MEMORY_AND_DISK)
+            df = spark.range(0, n, 1, n).mapInArrow(_Stage1(log, self.ctx, self.limit, os.getcwd(),
+                                                            summary_only=summary_only), DDL)
+        return df if summary_only else df.persist(StorageLevel.MEMORY_AND_DISK)
 
     def _jdbc_reader(self, table: str):
         log = self.log
@@ -185,7 +292,7 @@ class _LogJob:
              .option("preferTimestampNTZ", "true").option("fetchsize", "10000"))
         return r, table
 
-    def _jdbc(self):
+    def _jdbc(self, summary_only: bool = False):
         from pyspark.sql import functions as F
         log = self.log
         src = log.sources[0]
@@ -222,20 +329,46 @@ class _LogJob:
         if where is None:
             df = df.where(F.lit(False))
             where = [0] * len(COLUMN_NAMES)
-        out = df.mapInArrow(_Stage1(log, ctx, self.limit, os.getcwd(), (where, names)), DDL)
+        out = df.mapInArrow(_Stage1(log, ctx, self.limit, os.getcwd(), (where, names), summary_only=summary_only),
+                            DDL)
         return ctx, reg_findings, head, out
 
     # -- the run
     def run(self, *, want_rows: bool = False, want_stats: bool = False):
+        if not want_rows:
+            got = self._run_summaries()
+            if got is not None:
+                return got
         df = self.rows_df()
         try:
             sums = [pickle.loads(r["blob"]) for r in df.where(f"kind = {_SUM}").select("blob").collect()]
+            self.base = _index_base(sums)
             rows = df.where(f"kind = {_ROW}")
             dup_keys = self._duplicates(rows)
             report, stats, tally = self._assemble(sums, rows, dup_keys, want_rows)
             return report, stats
         finally:
             df.unpersist()
+
+    def _run_summaries(self):
+        """verify / stats when no id is in two tasks (the usual table): each task replayed its rows as the local
+        engine does, so their findings, statistics and tallies add up to the local ones. None: some id is in
+        two tasks (the rows path decides which row is the table's)."""
+        df = self.rows_df(summary_only=True)
+        sums = [pickle.loads(r["blob"]) for r in df.where(f"kind = {_SUM}").select("blob").collect()]
+        ids = IdSet()
+        for s in sorted(sums, key=lambda s: s["file"]):
+            if not ids.absorb(s["ids"]):
+                self.say(f"spark: {self.log.root}: ids in more than one file: duplicates resolved over the rows")
+                return None
+        self.base = _index_base(sums)
+        m = self._merge(sums)
+        tally = Tally()
+        for s in sums:
+            tally.merge(s["tally"])
+        report = self._report(m, tally)
+        report.state = JobLogState(tally, self.ctx, None)
+        return report, m["stats"]
 
     def _duplicates(self, rows):
         """(file, pos, seq) of every row whose id an earlier row holds, with the row itself (engine Rows)."""
@@ -255,12 +388,11 @@ class _LogJob:
         src = self.log.sources[r["file"]] if not self.jdbc else None
         path = self.log.root if src is None or src.kind in ("sqlite", "mysql") else src.path
         db = src is None or src.kind in ("sqlite", "mysql")
-        return Row(path, None if db else r["pos"], r["length"], r["idx"], r["file"],
-                   *(r[n] for n in COLUMN_NAMES))
+        idx = r["idx"] if r["idx"] is None else r["idx"] + self.base.get(r["file"], 0)
+        return Row(path, None if db else r["pos"], r["length"], idx, r["file"], *(r[n] for n in COLUMN_NAMES))
 
-    def _assemble(self, sums, rows, dups: dict, want_rows: bool):
-        log, ctx = self.log, self.ctx
-        checker = RowChecker(ctx)
+    def _merge(self, sums) -> dict:
+        """The tasks' summaries added up, findings' record indexes rebased to the log's."""
         counts, sev, exits = Counter(), Counter(), set()
         kept: list[tuple[tuple, Finding]] = []
         st = RecordStats()
@@ -272,7 +404,10 @@ class _LogJob:
             counts.update(a.counts)
             sev.update(a.severities)
             exits |= a.exits
-            kept += a.kept
+            for key, f in a.kept:
+                if f.record_index is not None:
+                    f.record_index += self.base.get(key[0], 0)
+                kept.append((key, f))
             st.merge(s["stats"])
             digest = (digest + s["digest"]) % _MOD
             records += s["records"]
@@ -280,6 +415,36 @@ class _LogJob:
             segments += s["segments"]
             if a.torn is not None and (torn is None or a.torn[0] > torn[0]):
                 torn = a.torn
+        return {"counts": counts, "sev": sev, "exits": exits, "kept": kept, "stats": st, "digest": digest,
+                "torn": torn, "records": records, "bytes": nbytes, "segments": segments}
+
+    def _report(self, m: dict, tally: Tally) -> LogReport:
+        """The LogReport of merged summaries: discovery's findings first, the tasks' in file order, the closing
+        notes of ``tally`` last."""
+        log, ctx = self.log, self.ctx
+        counts, sev, exits = m["counts"], m["sev"], m["exits"]
+        kept = sorted(m["kept"], key=lambda kf: kf[0])
+        closing_f = closing(tally, ctx)
+        head = [*self.reg_findings, *log.findings, *self.head_findings]
+        ordered = head + [f for _, f in kept] + closing_f
+        for f in head + closing_f:
+            counts[f.code] += 1
+            sev[f.severity] += 1
+            if f.verdict:
+                exits.add(int(f.verdict))
+        report = LogReport(root=log.root, segments=m["segments"], records=m["records"], bytes=m["bytes"],
+                           findings=ordered if self.limit is None else ordered[:self.limit],
+                           counts=Counter({k: v for k, v in counts.items() if v}),
+                           severities=Counter({k: v for k, v in sev.items() if v}), verdict=worst(exits))
+        if m["torn"] is not None:
+            report.last_good = (m["torn"][1], m["torn"][2])
+        return report
+
+    def _assemble(self, sums, rows, dups: dict, want_rows: bool):
+        ctx = self.ctx
+        checker = RowChecker(ctx)
+        m = self._merge(sums)
+        counts, sev, exits, kept, digest = m["counts"], m["sev"], m["exits"], m["kept"], m["digest"]
         for key, r in dups.items():       # a duplicate's checks never ran locally: its duplicate finding did
             found, _ = checker.check(r)
             for f in found:
@@ -292,24 +457,11 @@ class _LogJob:
             sev[d.severity] += 1
             exits.add(int(d.verdict))
             digest = (digest - line_hash(digest_line(r))) % _MOD
-        kept.sort(key=lambda kf: kf[0])
+        m["kept"] = kept
         tally = self._tally(rows, dups)
         tally.digest_sum = digest
         tally.rows = sum(tally.by_status.values())
-        closing_f = closing(tally, ctx)
-        head = [*self.reg_findings, *log.findings, *self.head_findings]
-        ordered = head + [f for _, f in kept] + closing_f
-        for f in head + closing_f:
-            counts[f.code] += 1
-            sev[f.severity] += 1
-            if f.verdict:
-                exits.add(int(f.verdict))
-        report = LogReport(root=log.root, segments=segments, records=records, bytes=nbytes,
-                           findings=ordered if self.limit is None else ordered[:self.limit],
-                           counts=Counter({k: v for k, v in counts.items() if v}),
-                           severities=Counter({k: v for k, v in sev.items() if v}), verdict=worst(exits))
-        if torn is not None:
-            report.last_good = (torn[1], torn[2])
+        report = self._report(m, tally)
         keep = None
         if want_rows:
             keep = {}
@@ -317,7 +469,7 @@ class _LogJob:
                 if (r["file"], r["pos"], r["seq"]) not in dups:
                     keep[r["id"]] = self._row(r)
         report.state = JobLogState(tally, ctx, keep)
-        return report, st, tally
+        return report, m["stats"], tally
 
     def _tally(self, rows, dups: dict) -> Tally:
         """The analytics of the table's rows (duplicates left out) in one Spark SQL aggregation."""

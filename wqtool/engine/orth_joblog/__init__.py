@@ -4,4 +4,5 @@ lost-job monitor's condition, the report counts and the analytics of ``stats``.
 
     from wqtool.engine.orth_joblog.format import FORMAT      # the Format (registered as "orth-joblog")
     from wqtool.engine.orth_joblog import reader, replay, writer, store
+    from wqtool.engine.orth_joblog import fastpath   # the columnar fast path of stats / verify (pyarrow, numpy)
 """

@@ -16,7 +16,9 @@ from .model import Row
 from .reader import REGISTRY_TABLE_NAMES, TableLog, TableReader, discover, kind_of_file, split_csv
 from .replay import zone
 from .serialize import JobLogRecordView, JobLogStateView
-from .verify import JobLogRun
+from ..stats import RecordStats
+from . import fastpath
+from .verify import JobLogFastRun, JobLogRun, row_facts
 
 _REQUIRED = {"id", "trigger_code", "handle_code"}
 
@@ -133,16 +135,25 @@ CSV or Parquet, --chart FILE draws the daily counts."""
 
     def run_log(self, log: TableLog, opts: Options, *, limit: int | None = None, state: bool = True,
                 workers: int | None = None) -> LogReport:
-        p = self.run(log, opts, limit=limit, keep_rows=state)
+        if not state and fastpath.available():
+            p = JobLogFastRun(log, opts.as_of_ns, limit=limit)
+        else:
+            p = self.run(log, opts, limit=limit, keep_rows=state)
         for _ in p.events():
             pass
         return p.report
 
+    def stats_log(self, log: TableLog, opts: Options, *, ids: bool = True) -> tuple[LogReport, RecordStats]:
+        if not fastpath.available():       # (the job ids are kept either way: ``ids`` allows, never requires, less)
+            return super().stats_log(log, opts, ids=ids)
+        p = JobLogFastRun(log, opts.as_of_ns, limit=0)
+        for _ in p.events():
+            pass
+        return p.report, p.stats
+
     # -- views
     def facts(self, rec: Row) -> RecordFacts:
-        from .rules import status_of
-        return RecordFacts(status_of(rec.trigger_code, rec.handle_code).value, rec.length, None,
-                           rec.job_id.to_bytes(8, "big", signed=True))
+        return row_facts(rec)
 
     def state_view(self, state, log: TableLog | None = None) -> JobLogStateView:
         return JobLogStateView(state)

@@ -263,7 +263,9 @@ class TableReader:
         self.bytes = 0
         self.segments_read = 0
 
-    def events(self) -> Iterator:
+    def events(self, readers: dict | None = None) -> Iterator:
+        """``readers``: a reader function per source kind standing in for the reference ones (the columnar
+        fast path's, ``fastpath.FAST_READERS``: they also yield ``fastpath.Batch`` events)."""
         log = self.log
         if self.file_index is None:
             yield from log.findings
@@ -273,7 +275,8 @@ class TableReader:
         for i, src in items:
             last = i == len(log.sources) - 1
             self.segments_read += 1
-            yield from _READERS[src.kind](self, src, i, last)
+            fn = (readers or _READERS).get(src.kind) or _READERS[src.kind]
+            yield from fn(self, src, i, last)
 
     # -- helpers shared by the text readers
     def _emit(self, vals, src, offset, length, file, torn_ok: bool, last_row: bool):
@@ -339,14 +342,15 @@ def split_csv(text: str) -> list | None:
             return out
 
 
-def _lines(src: Source):
-    """(offset, raw record bytes, terminated) per CSV record / JSON line: a record continues over newlines while
-    its quotes are open (``quotes``); capped at ROW_CAP (then ``None`` bytes: too large, resumes at the next
-    newline)."""
+def _lines(src: Source, start: int = 0, stop: int | None = None):
+    """(offset, raw line bytes, end offset) per line from ``start`` (a line start) to ``stop`` (a line end; None:
+    the end of the file); capped at ROW_CAP (then ``None`` bytes: too large, resumes at the next newline)."""
     fd = open_regular(src.path)
     with os.fdopen(fd, "rb", buffering=1 << 20) as f:
-        pos = 0
-        while True:
+        pos = start
+        if start:
+            f.seek(start)
+        while stop is None or pos < stop:
             line = f.readline(ROW_CAP + 1)
             if not line:
                 return
@@ -363,13 +367,14 @@ def _lines(src: Source):
             yield start, line, pos
 
 
-def _csv_records(src: Source):
-    """(offset, raw bytes, kind) per CSV record: kind "rec", "too-large" (raw None; skipped to the next newline)
-    or "open" (the file ends inside a quoted field)."""
+def _csv_records(src: Source, start: int = 0, stop: int | None = None):
+    """(offset, raw bytes, kind) per CSV record from ``start`` (a record start) to ``stop``: a record continues
+    over newlines while its quotes are open; kind "rec", "too-large" (raw None; skipped to the next newline) or
+    "open" (the file ends inside a quoted field)."""
     parts: list[bytes] = []
     quotes = 0
-    rec_start = 0
-    for start, line, end in _lines(src):
+    rec_start = start
+    for start, line, end in _lines(src, start, stop):
         if line is None:
             if parts:
                 yield rec_start, None, "too-large"
@@ -409,10 +414,43 @@ def _read_csv(reader: TableReader, src: Source, file: int, last: bool):
         yield from _csv_item(reader, src, file, header, where, *prev, True, last)
     if header is None:
         yield Finding(ERROR, "OJL-HEADER", "no CSV header row", path=src.path, offset=0, verdict=Verdict.CORRUPT)
+    count_bytes(reader, src)
+
+
+def count_bytes(reader: TableReader, src: Source) -> None:
     try:
         reader.bytes += os.path.getsize(src.path)
     except OSError:
         pass
+
+
+def csv_range(reader: TableReader, src: Source, file: int, header, where, start: int, stop: int | None,
+              last: bool):
+    """The reference reader over the records from ``start`` (a record start after the header) to ``stop`` (a
+    record end; None: the end of the file): what ``_read_csv`` yields for them (the fast path's fallback)."""
+    prev = None
+    for item in _csv_records(src, start, stop):
+        if prev is not None:
+            yield from _csv_item(reader, src, file, header, where, *prev, False, last)
+        prev = item
+    if prev is not None:
+        yield from _csv_item(reader, src, file, header, where, *prev, stop is None, last)
+
+
+def csv_header(src: Source):
+    """The header of a CSV source as ``_read_csv`` takes it when the file starts with it: (names, where,
+    findings, end offset), or None when the first record is not one (the fast path leaves such files to the
+    reference)."""
+    records = _csv_records(src)
+    try:
+        for start, raw, kind in records:
+            if kind != "rec":
+                return None
+            header, where, fs = _csv_header(src, raw)
+            return header, where, fs, start + len(raw)
+        return None
+    finally:
+        records.close()
 
 
 def _csv_item(reader, src, file, header, where, start, raw, kind, at_eof, last):
@@ -527,7 +565,9 @@ def _json_line(reader, src, file, start, line, end, at_eof, last, announced):
 
 
 # ---------------------------------------------------------------- Parquet
-def _read_parquet(reader: TableReader, src: Source, file: int, last: bool):
+def _read_parquet(reader: TableReader, src: Source, file: int, last: bool, *, batches=None,
+                  batch_size: int = 8192):
+    """``batches``: what turns each Arrow record batch into events (default ``parquet_rows``, the reference)."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -549,16 +589,22 @@ def _read_parquet(reader: TableReader, src: Source, file: int, last: bool):
         cols = [names[w] if w is not None else None for w in where]
         present = [c for c in cols if c is not None]
         n = 0
-        for batch in pf.iter_batches(batch_size=8192, columns=present):
-            data = {c: batch.column(c).to_pylist() for c in present}
-            for k in range(batch.num_rows):
-                vals = [_MISSING if c is None else data[c][k] for c in cols]
-                row, bad = reader._emit(vals, src, n, 0, file, False, False)
-                n += 1
-                if row is not None:
-                    yield row
-                else:
-                    yield from bad
+        for batch in pf.iter_batches(batch_size=batch_size, columns=present):
+            yield from (batches or parquet_rows)(reader, src, file, batch, cols, n)
+            n += batch.num_rows
+
+
+def parquet_rows(reader: TableReader, src: Source, file: int, batch, cols: list, n: int):
+    """The rows (or findings) of one Arrow record batch of a Parquet source, ``n`` its first row's ordinal;
+    ``cols``: the batch's column name per declared column (None: absent)."""
+    data = {c: batch.column(c).to_pylist() for c in cols if c is not None}
+    for k in range(batch.num_rows):
+        vals = [_MISSING if c is None else data[c][k] for c in cols]
+        row, bad = reader._emit(vals, src, n + k, 0, file, False, False)
+        if row is not None:
+            yield row
+        else:
+            yield from bad
 
 
 # ---------------------------------------------------------------- mysqldump

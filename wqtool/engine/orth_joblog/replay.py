@@ -223,6 +223,26 @@ class Tally:
         if flags & RowChecker.MARKED_LOST:
             self.marked_lost += 1
 
+    def merge(self, o: "Tally") -> None:
+        """Add the counts of ``o`` (rows disjoint from these, e.g. another file's with no id in common)."""
+        self.rows += o.rows
+        self.digest_sum = (self.digest_sum + o.digest_sum) % _MOD
+        self.by_status.update(o.by_status)
+        for mine, theirs in ((self.by_group, o.by_group), (self.daily, o.daily), (self.executors, o.executors),
+                             (self.handlers, o.handlers)):
+            for k, c in theirs.items():
+                mine.setdefault(k, Counter()).update(c)
+        self.latency.update(o.latency)
+        for a, (n, t) in o.lost.items():
+            e = self.lost.get(a)
+            if e is None:
+                self.lost[a] = [n, t]
+            else:
+                e[0] += n
+                e[1] = min(e[1], t)
+        self.marked_lost += o.marked_lost
+        self.pending_online += o.pending_online
+
     def digest(self) -> str:
         return hashlib.sha256(f"orth-joblog-state/1 {self.rows} {self.digest_sum:064x}".encode()).hexdigest()
 
@@ -328,6 +348,20 @@ class IdSet:
     def __init__(self):
         self.pages: dict[int, object] = {}
 
+    def absorb(self, other: "IdSet") -> bool:
+        """Add every id of ``other``; False if one of them was here already (nothing is added then)."""
+        for k, q in other.pages.items():
+            p = self.pages.get(k)
+            if p is not None and _page_int(p) & _page_int(q):
+                return False
+        for k, q in other.pages.items():
+            p = self.pages.get(k)
+            if p is None:
+                self.pages[k] = set(q) if q.__class__ is set else bytearray(q)
+            else:
+                self.pages[k] = bytearray((_page_int(p) | _page_int(q)).to_bytes(8192, "little"))
+        return True
+
     def add(self, i: int) -> bool:
         """Add ``i``; False if it was there already."""
         k, low = i >> self._SHIFT, i & 0xFFFF
@@ -350,6 +384,16 @@ class IdSet:
             return False
         p[byte] |= bit
         return True
+
+
+def _page_int(p) -> int:
+    """An IdSet page as an int of 65,536 bits (bit i: low id i)."""
+    if p.__class__ is set:
+        v = 0
+        for x in p:
+            v |= 1 << x
+        return v
+    return int.from_bytes(p, "little")
 
 
 class JobLogReplay:

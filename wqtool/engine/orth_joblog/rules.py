@@ -1,6 +1,7 @@
-"""The declared conditions (``wqtool.formats.orth_joblog``) as Python predicates and as SQL text.
+"""The declared conditions (``wqtool.formats.orth_joblog``) as Python predicates, vectorised predicates and SQL.
 
-One declaration, two evaluators: ``predicate(cond)`` for the local engine, ``sql(cond)`` for Spark SQL and the
+One declaration, three evaluators: ``predicate(cond)`` for the local engine's reference path (a row at a time),
+``vector(cond)`` for its columnar fast path (numpy arrays, ``fastpath``), ``sql(cond)`` for Spark SQL and the
 databases (the same CASE expression the tests run in SQLite and Spark against the Python one).
 """
 from __future__ import annotations
@@ -27,6 +28,33 @@ def predicate(cond: Cond) -> Callable[[dict], bool]:
     if isinstance(cond, Not):
         f = predicate(cond.term)
         return lambda r: not f(r)
+    raise TypeError(f"not a condition: {cond!r}")
+
+
+def vector(cond: Cond) -> Callable[[dict], object]:
+    """``cond`` as a function of a mapping column -> numpy int array, giving a numpy bool array (numpy is
+    imported when the function runs: the fast path's dependency, not the reference's)."""
+    if isinstance(cond, In):
+        col, vals, neg = cond.column, tuple(cond.values), cond.negate
+
+        def f(cols):
+            import numpy as np
+            return np.isin(cols[col], vals, invert=neg)
+        return f
+    if isinstance(cond, (All, AnyOf)):
+        fs, is_all = [vector(t) for t in cond.terms], isinstance(cond, All)
+
+        def g(cols):
+            import numpy as np
+            n = len(next(iter(cols.values())))
+            out = np.full(n, is_all)
+            for f in fs:
+                out = (out & f(cols)) if is_all else (out | f(cols))
+            return out
+        return g
+    if isinstance(cond, Not):
+        f = vector(cond.term)
+        return lambda cols: ~f(cols)
     raise TypeError(f"not a condition: {cond!r}")
 
 
@@ -90,3 +118,25 @@ def report_bucket_sql(quote: str = "") -> str:
 
 def list_failed(trigger_code: int, handle_code: int) -> bool:
     return _list_failed({"trigger_code": trigger_code, "handle_code": handle_code})
+
+
+def status_index(cols: dict):
+    """§5.2 over columns (``trigger_code``, ``handle_code`` numpy arrays): each row's status as its index in
+    ``Status`` order (int8), the first declared rule that holds — ``status_of`` column-wise."""
+    import numpy as np
+    order = list(Status)
+    n = len(cols["trigger_code"])
+    out = np.full(n, -1, np.int8)
+    for s, f in _STATUS_VECS:
+        out = np.where((out < 0) & f(cols), np.int8(order.index(s)), out)
+    return out
+
+
+def bucket_index(cols: dict):
+    """§5.3 over columns: 0 running, 1 suc, 2 fail (``REPORT_BUCKETS`` order) — ``report_bucket`` column-wise."""
+    import numpy as np
+    return np.where(_vec_running(cols), np.int8(0), np.where(_vec_success(cols), np.int8(1), np.int8(2)))
+
+
+_STATUS_VECS = [(s, vector(c)) for s, c in STATUS_RULES]
+_vec_running, _vec_success = vector(REPORT_RUNNING), vector(REPORT_SUCCESS)

@@ -1,11 +1,15 @@
-"""verify / replay / stats of one orth_job_log table: the reader feeds the replay (``ReplayPass``)."""
+"""verify / replay / stats of one orth_job_log table: the reader feeds the replay (``ReplayPass``); the columnar
+fast path (``fastpath``) stands in for it where no rows are kept (``JobLogFastRun``)."""
 from __future__ import annotations
 
 from ..findings import Finding
+from ..format import RecordFacts
 from ..run import ReplayPass
+from ..stats import RecordStats
 from .model import Row
 from .reader import TableLog, TableReader, read_registry
 from .replay import CheckContext, JobLogReplay, Registry, local_seconds, zone
+from .rules import status_of
 
 
 def context(log: TableLog, as_of_ns: int) -> tuple[CheckContext, list[Finding]]:
@@ -17,6 +21,12 @@ def context(log: TableLog, as_of_ns: int) -> tuple[CheckContext, list[Finding]]:
     if log.registry is not None:
         rows, found = read_registry(log.registry, tz)
     return CheckContext(now, Registry.of(log.registry_origin if log.registry else "", rows, now), log.timezone), found
+
+
+def row_facts(rec: Row) -> RecordFacts:
+    """What dump filters and stats need of a row: its status, bytes, no time, its job_id."""
+    return RecordFacts(status_of(rec.trigger_code, rec.handle_code).value, rec.length, None,
+                       rec.job_id.to_bytes(8, "big", signed=True))
 
 
 class JobLogRun(ReplayPass):
@@ -39,3 +49,41 @@ class JobLogRun(ReplayPass):
 
     def finish(self):
         return self.replay.finish()
+
+
+class JobLogFastRun(JobLogRun):
+    """``JobLogRun`` (counts only) on the columnar fast path: ``events()`` yields the same findings in the same
+    order and leaves the same ``report``; rows are applied, not yielded. ``stats``: the RecordStats of every row
+    (``row_facts``), as ``stats`` collects them from the reference pass."""
+
+    def __init__(self, log: TableLog, as_of_ns: int, *, limit: int | None = None,
+                 ctx: tuple[CheckContext, list[Finding]] | None = None):
+        super().__init__(log, as_of_ns, limit=limit, keep_rows=False, ctx=ctx)
+        self.stats = RecordStats()
+
+    def events(self):
+        from . import fastpath
+        add, replay, stats = self.sink.add, self.replay, self.stats
+        batches = fastpath.BatchReplay(replay, stats)
+        rfind = replay.findings
+        for f in self._reg_findings:
+            add(f)
+            yield f
+        for ev in fastpath.events(self.reader):
+            cls = ev.__class__
+            if cls is fastpath.Batch:
+                for f in batches.apply(ev):
+                    add(f)
+                    yield f
+            elif cls is Row:
+                replay.apply(ev)
+                stats.add(row_facts(ev))
+                if rfind:
+                    for f in rfind:
+                        add(f)
+                        yield f
+                    rfind.clear()
+            else:
+                add(ev)
+                yield ev
+        yield from self.close()

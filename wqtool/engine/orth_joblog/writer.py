@@ -48,7 +48,9 @@ def parquet_table(rows, columns=COLUMN_NAMES):
     import datetime as dt
 
     import pyarrow as pa
-    decl = {c.name: c for c in (*COLUMNS, *REGISTRY_COLUMNS)}
+    mine, other = (REGISTRY_COLUMNS, COLUMNS) if set(columns) <= set(REGISTRY_COLUMN_NAMES) else \
+        (COLUMNS, REGISTRY_COLUMNS)
+    decl = {c.name: c for c in (*other, *mine)}   # a name both tables have (id): this table's type
     arrays, fields = [], []
     for name in columns:
         c = decl[name]
