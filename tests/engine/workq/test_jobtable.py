@@ -169,7 +169,9 @@ def test_the_digest_is_the_line_loop(kernel, tmp_path):
 
 
 @needs_c
-def test_the_c_digest_refuses_a_hash_that_keeps_its_buffer(tmp_path):
+def test_the_c_digest_refuses_a_hash_that_keeps_its_buffer(tmp_path, monkeypatch):
+    from wqtool.engine.workq import fastreplay
+    monkeypatch.setattr(fastreplay, "KERNEL", "c")          # the C table also under WQTOOL_PURE_PYTHON=1
     generate(str(tmp_path), SampleSpec(records=50, segment_size=1 << 20, seed=2))
     table = run_log(discover([str(tmp_path)])[0], T, engine="fast").state.jobs.table
 
