@@ -68,6 +68,7 @@ def repair(
             refuse_live(log, "repair", live=live, why=in_flight)
         plan = log.fmt.repair_plan(log.data, for_log(log, opts))
         doc = plan.report_doc()
+        doc["backup"] = not no_backup
         if apply and not doc.get("nothing_to_do"):
             doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()
         return plan.input_verdict, doc     # the exit code reports the input's damage class, as verify's

@@ -131,7 +131,11 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         ap = doc.get("applied") or {}
         w(f"  applied: {len(ap.get('steps', []))} step(s), re-verified"
           + (f"; backup: {ap['backup']}" if ap.get("backup") else "")
+          + ("; no backup kept (--no-backup): the old log is gone, the cut bytes are in the quarantine"
+             if doc.get("backup") is False else "")
           + (f"; quarantine: {', '.join(ap['quarantine'])}" if ap.get("quarantine") else "") + "\n")
     else:
+        if doc.get("backup") is False:
+            w("  --no-backup: the old log will not be kept; only the cut bytes are (in the quarantine)\n")
         w("  (plan only: nothing written; use --apply)\n")
     w(f"  time: {doc.get('elapsed_s', 0):.3f} s\n")
