@@ -166,3 +166,25 @@ def test_clean_on_a_torn_log_says_so():
     assert r.code == 1
     assert "already as it should be" not in r.out
     assert "nothing to clean, but the log is damaged (torn tail, exit 1): `wqtool repair" in r.out
+
+
+def test_the_exit_code_of_apply_is_documented():
+    """The exit code of --apply is the input's class (1 after a torn tail is cut): --help, README, man pages."""
+    import re
+    from wqtool.exitcodes import APPLY_TEXT
+    for cmd in ("repair", "clean"):
+        text = re.sub(r"[\s│]+", " ", cli(cmd, "--help").out)
+        assert "also after a successful --apply" in text, cmd
+    assert "also after a successful --apply" in re.sub(r"\s+", " ", cli("verify", "--help").out.replace("│", " "))
+    readme = re.sub(r"\s+", " ", open(os.path.join(ROOT, "README.md")).read())
+    assert APPLY_TEXT in readme
+    man = re.sub(r"\s+", " ", open(os.path.join(ROOT, "man", "wqtool-repair.1")).read())
+    assert "also after a successful \\-\\-apply" in man or "also after a successful --apply" in man
+
+
+def test_repair_apply_on_a_torn_tail_exits_1_then_verify_exits_0(tmp_path):
+    d = _copy(fixture_log("torn-tail-mid-record"), tmp_path / "log")
+    r = cli("repair", "--apply", "--as-of", AS_OF, d)
+    assert r.code == 1 and "applied:" in r.out
+    assert cli("verify", "-q", d).code == 0
+    assert cli("repair", "--as-of", AS_OF, d).code == 0

@@ -35,7 +35,11 @@ def clean(
     with its add, so a deleted job never comes back (upstream's resurrection bug). Kestrel: what Kestrel does at
     start-up — finish a half-done pack, delete ~~ temp files and superseded rotated files. The replay digest is
     compared before and after. Refused while the log's writer runs (workq: append.lock held; Kestrel: a process
-    holding a journal open) and on damaged logs (repair first).
+    holding a journal open) and on damaged logs (repair first); a torn tail
+    in the active segment is left as it is (the report says so). Every PATH gets its own report.
+
+    Exit code: the INPUT's class, as verify gives it (0 healthy, 1 torn tail, 3 / 4 refused: repair first) —
+    also after a successful --apply. Several PATHs: the most severe, 3 > 4 > 5 > 2 > 1 > 0.
 
     Example:
 

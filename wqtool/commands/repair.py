@@ -43,7 +43,11 @@ def repair(
     after: the readable part keeps its digest. With --apply the repaired log is written beside the old one,
     re-verified (it must be clean) and its digest compared with the plan's, then swapped in atomically; the old
     log is kept as a backup (--no-backup to skip) and every cut byte is in the quarantine. Refused while the log's
-    writer runs. The exit code reports the input's damage, as verify's.
+    writer runs. Every PATH gets its own report (a refusal or an error included).
+
+    Exit code: the INPUT's class, as verify gives it (0 healthy, 1 torn tail, 3 corrupt, 4 invalid history) —
+    also after a successful --apply (1 after a torn tail is cut): the repaired log is proven clean before the
+    swap, and `wqtool verify` on it exits 0. Several PATHs: the most severe, 3 > 4 > 5 > 2 > 1 > 0.
 
     Example:
 
