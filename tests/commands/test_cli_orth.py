@@ -39,6 +39,8 @@ def test_a_log_path_is_both_logs(in_root, scenario):
     # only a legacy callbacklog/ and nothing of an executor's: the retry files alone
     got = registry.detect_all(os.path.join(FIX, "legacy-callbacklog", "logpath"))
     assert [f.name for f, _ in got] == ["orth-callbacks"]
+    # ... which --format orth-executor-logs still reads (a format sharing the directory is no evidence against it)
+    assert cli("verify", "--format", "orth-executor-logs", os.path.join(FIX, "legacy-callbacklog", "logpath")).code == 0
 
 
 def test_verify_a_log_path_gives_the_retry_files_their_own_verdict(in_root, tmp_path):

@@ -692,11 +692,12 @@ def _first_path(log, items: list[tuple[int, str]]) -> int:
 def _fits(f: Format, path: str) -> None:
     """A forced --format must fit: refused (exit 2) when the format finds no evidence and another format claims
     the path with strong evidence (``--format kestrel`` on a workq log). Without evidence either way, the forced
-    format reads it (a damaged log is still read as what the user says it is)."""
+    format reads it (a damaged log is still read as what the user says it is). A format that shares directories
+    with ``f`` (``shares_dir_with``, both ways) is no evidence against it."""
     if f.fits(path):
         return
     for other in formats():
-        if other is f:
+        if other is f or (other.name in f.shares_dir_with and f.name in other.shares_dir_with):
             continue
         ev = other.detect(path)
         if ev is not None and ev.strong:
