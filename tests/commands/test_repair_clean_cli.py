@@ -58,8 +58,10 @@ def test_repair_as_of_last_kestrel_uses_the_queues_time():
 
 def test_clean_as_of_last_orth_executor_logs():
     lp = os.path.join(FX, "orth", "executor-runs", "logpath")
-    now = json.loads(cli("clean", "-o", "json", lp).out)["logs"][0]
-    last = json.loads(cli("clean", "-o", "json", "--as-of", "last", lp).out)["logs"][0]
+    def executor_plan(*args):     # a logPath is two logs (its retry files first): the executor logs' plan
+        logs = json.loads(cli("clean", "-o", "json", *args, lp).out)["logs"]
+        return next(x for x in logs if x["format"] == "orth-executor-logs")
+    now, last = executor_plan(), executor_plan("--as-of", "last")
     assert now["actions"] and not last["actions"]     # at the log's own time nothing is 30 days old yet
 
 
