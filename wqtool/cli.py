@@ -69,7 +69,8 @@ def root(
 
 for _name, _fn in (("dump", dump), ("verify", verify), ("replay", replay), ("stats", stats), ("pack", pack),
                   ("repair", repair), ("clean", clean), ("serve", serve)):
-    app.command(_name, cls=Command)(_fn)
+    # a command's own parsing rules (serve: Go flag errors) come as mixins it declares
+    app.command(_name, cls=type(f"{_name.title()}Command", (*getattr(_fn, "command_mixins", ()), Command), {}))(_fn)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -47,6 +47,14 @@ EXIT_TABLE = [
 PRECEDENCE = (ExitCode.OK, ExitCode.TORN_TAIL, ExitCode.USAGE, ExitCode.IO, ExitCode.INVALID_HISTORY,
               ExitCode.CORRUPT)
 PRECEDENCE_TEXT = "3 > 4 > 5 > 2 > 1 > 0"
+
+#: What the exit code of the commands that change files means (README, --help, man pages say it).
+APPLY_TEXT = ("pack, repair and clean exit with the INPUT's class, as verify gives it before they run — also after "
+              "a successful --apply: `repair --apply` on a torn tail exits 1 once the tail is cut (and 3 / 4 after "
+              "--salvage / --drop-invalid), a healthy log exits 0 (nothing to do). The repaired log itself is "
+              "proven before it is swapped in (re-verified clean, the plan's digest); `wqtool verify` on it then "
+              "exits 0. A refused plan (a flag missing) exits with the input's class too; an --apply that fails "
+              "exits with its error's code and changes nothing.")
 _RANK = {c: i for i, c in enumerate(PRECEDENCE)}
 
 

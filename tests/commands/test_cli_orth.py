@@ -18,7 +18,6 @@ AS_OF = "2026-02-01T00:00:00Z"
 
 
 @pytest.mark.parametrize("path,fmt", [
-    ("clean-retry-files/logpath", "orth-executor-logs"),
     ("clean-retry-files/logpath/callbacklogs", "orth-callbacks"),
     ("clean-retry-files/logpath/callbacklogs/orth-callback-059538ef2afe93f9bfbc272c593e5f0f.log", "orth-callbacks"),
     ("legacy-callbacklog/logpath/callbacklog", "orth-callbacks"),
@@ -29,6 +28,51 @@ AS_OF = "2026-02-01T00:00:00Z"
 def test_detection_is_strong(in_root, path, fmt):
     f, ev = registry.detect(os.path.join(FIX, path))
     assert f.name == fmt and ev.strong, ev
+
+
+@pytest.mark.parametrize("scenario", ["clean-retry-files", "executor-runs", "callbacklogs-not-a-directory",
+                                      "poison-file"])
+def test_a_log_path_is_both_logs(in_root, scenario):
+    """A logPath holding a retry directory is the executor logs and the retry files, each claimed strongly."""
+    got = registry.detect_all(os.path.join(FIX, scenario, "logpath"))
+    assert [(f.name, ev.strong) for f, ev in got] == [("orth-callbacks", True), ("orth-executor-logs", True)]
+    # only a legacy callbacklog/ and nothing of an executor's: the retry files alone
+    got = registry.detect_all(os.path.join(FIX, "legacy-callbacklog", "logpath"))
+    assert [f.name for f, _ in got] == ["orth-callbacks"]
+    # ... which --format orth-executor-logs still reads (a format sharing the directory is no evidence against it)
+    assert cli("verify", "--format", "orth-executor-logs", os.path.join(FIX, "legacy-callbacklog", "logpath")).code == 0
+
+
+def test_verify_a_log_path_gives_the_retry_files_their_own_verdict(in_root, tmp_path):
+    lp = os.path.join(FIX, "poison-file", "logpath")
+    r = cli("verify", lp)
+    assert r.code == 3
+    assert r.out.splitlines()[0].startswith(f"{lp}/callbacklogs: 3 segment(s), 2 records, 193 bytes: CORRUPT")
+    assert "OC-REJECTED" in r.out and f"{lp}: 0 segment(s), 0 records, 0 bytes: clean (exit 0)" in r.out
+    assert cli("verify", "--format", "orth-executor-logs", lp).code == 0     # forced: that format only
+    r = cli("verify", os.path.join(FIX, "callbacklogs-not-a-directory", "logpath"))
+    assert r.code == 3 and "OC-NOT-A-DIR" in r.out
+    empty = tmp_path / "lp"
+    (empty / "callbacklogs").mkdir(parents=True)
+    doc = json.loads(cli("verify", "-o", "json", str(empty)).out)
+    assert [(x["root"], x["verdict"]) for x in doc["logs"]] == [(str(empty / "callbacklogs"), "clean"),
+                                                               (str(empty), "clean")]
+    s = json.loads(cli("stats", "-o", "json", lp).out)
+    assert [x["root"] for x in s["logs"]] == [f"{lp}/callbacklogs", lp]
+    assert cli("stats", lp).code == 3 and cli("dump", lp).code == 3
+
+
+def test_clean_a_log_path_plans_each_file_once(in_root, tmp_path):
+    import shutil
+    lp = str(tmp_path / "lp")
+    shutil.copytree(os.path.join(FIX, "clean-retry-files", "logpath"), lp)
+    forced = json.loads(cli("clean", "--json", "--format", "orth-executor-logs", "--as-of", AS_OF, lp).out)["logs"][0]
+    r = cli("clean", "--json", "--as-of", AS_OF, lp)
+    assert r.code == 0
+    docs = json.loads(r.out)["logs"]
+    assert [d["format"] for d in docs] == ["orth-callbacks", "orth-executor-logs"]
+    acts = [a["file"] for d in docs for a in d["actions"]]
+    assert len(acts) == len(set(acts)) and sorted(acts) == sorted(a["file"] for a in forced["actions"])
 
 
 def test_weak_names_are_not_claimed_strongly(tmp_path):
@@ -85,3 +129,14 @@ def test_options_are_declared_and_checked(in_root, tmp_path):
     assert r.code == 2 and "unknown time zone" in r.err
     r = cli("dump", "-O", "nosuch=1", lp)
     assert r.code == 2
+
+
+def test_replay_json_of_a_log_path_is_one_document():
+    """A logPath is two logs: -o json is one document holding each log's replay, retry files first (as
+    replay --format of each prints it)."""
+    lp = os.path.join(FIX, "executor-runs", "logpath")
+    r = cli("replay", "-o", "json", "--as-of", AS_OF, lp)
+    doc = json.loads(r.out)
+    each = [json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, "--format", f, lp).out)
+            for f in ("orth-callbacks", "orth-executor-logs")]
+    assert doc == {"logs": each}

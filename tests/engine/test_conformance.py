@@ -85,13 +85,23 @@ def test_every_builtin_format_has_conformance_fixtures():
 @pytest.mark.parametrize("fmt_name, scenario, path", SCENARIOS)
 def test_auto_detection_picks_the_format(fmt_name, scenario, path):
     """Auto-detection picks the format — or, for an input that carries no evidence of any format (a CSV export
-    without its header row), refuses with a usage error; never another format."""
+    without its header row), refuses with a usage error; never another format, except a format that shares the
+    directory with it (``shares_dir_with``, declared by both), whose log comes beside its own."""
     try:
         got = {log.fmt.name for log in resolve(_paths(path), "auto", Options(0))}
     except UsageError as e:
         assert "pass --format" in str(e) or "not " in str(e), str(e)
         return
-    assert got == {fmt_name}
+    fmt = registry.get(fmt_name)
+    assert fmt_name in got and got - {fmt_name} <= {o for o in fmt.shares_dir_with
+                                                    if fmt_name in registry.get(o).shares_dir_with}
+
+
+def test_shared_directories_are_declared_by_both_formats():
+    """``shares_dir_with`` names registered formats, and each names the other back (detection requires both)."""
+    for f in registry.formats():
+        for other in f.shares_dir_with:
+            assert f.name in registry.get(other).shares_dir_with, (f.name, other)
 
 
 @pytest.mark.parametrize("fmt_name, scenario, path", SCENARIOS)

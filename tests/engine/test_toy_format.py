@@ -210,3 +210,70 @@ def test_damage_gives_the_exit_codes_and_the_format_is_a_choice(toy):
     assert v.code == 3 and "TOY-BAD-LINE" in v.out
     assert cli("verify", "--format", "nosuch", toy).code == 2
     assert "toy" in registry.names()
+
+
+# ---------------------------------------------------------------- formats that share a directory
+def _dir_format(name: str, suffix: str, shares: frozenset[str]):
+    """A toy format that reads the one ``*<suffix>`` file of a directory (its code prefix: the name upper-cased)."""
+    code = name.upper()
+
+    class DirToy(ToyFormat):
+        shares_dir_with = shares
+        codes = {f"{code}-BAD-LINE": (ERROR, "a line that is not a record"),
+                 f"{code}-UNKNOWN-KEY": (WARNING, "del of a key that is not set"), f"{code}-NOTE": (NOTE, "alive")}
+        replay_codes = frozenset({f"{code}-UNKNOWN-KEY", f"{code}-NOTE"})
+
+        def _file(self, path):
+            mine = sorted(n for n in os.listdir(path) if n.endswith(suffix)) if os.path.isdir(path) else []
+            return os.path.join(path, mine[0]) if mine else None
+
+        def detect(self, path):
+            f = self._file(path)
+            if f is not None and open(f, "rb").read(5) == b"TOY1\n":
+                return Evidence(True, f"a directory holding {os.path.basename(f)}")
+            return None
+
+        def discover(self, paths, opts):
+            return [ToyLog(p, self._file(p), is_dir=True) for p in paths]
+
+    DirToy.name, DirToy.title, DirToy.plural = name, f"{name} log", f"{name} logs"
+    return DirToy()
+
+
+@pytest.fixture
+def shared_dir(tmp_path):
+    a = registry.register(_dir_format("toya", ".toya", frozenset({"toyb"})))
+    b = registry.register(_dir_format("toyb", ".toyb", frozenset({"toya"})))
+    c = registry.register(_dir_format("toyc", ".toyc", frozenset()))        # claims strongly, shares nothing
+    d = tmp_path / "spool"
+    d.mkdir()
+    (d / "one.toya").write_bytes(b"TOY1\nset a\n")
+    (d / "two.toyb").write_bytes(b"TOY1\nset b\nnot a record\nset c\n")
+    yield str(d)
+    for f in (a, b, c):
+        registry.unregister(f.name)
+
+
+def test_a_directory_formats_share_is_a_log_of_each_with_its_own_verdict(shared_dir):
+    assert [f.name for f, _ in registry.detect_all(shared_dir)] == ["toya", "toyb"]
+    v = cli("verify", "-o", "json", shared_dir)
+    assert v.code == 3
+    assert [(x["root"], x["verdict"]) for x in json.loads(v.out)["logs"]] == [(shared_dir, "clean"),
+                                                                             (shared_dir, "CORRUPT")]
+    assert cli("verify", "--format", "toya", shared_dir).code == 0          # a forced format reads only itself
+    r = cli("replay", shared_dir)
+    assert r.code == 3 and r.out.count("== ") == 2 and "toya log ==" in r.out and "toyb log ==" in r.out
+    assert cli("replay", "--format", "toyb", shared_dir).out.count("== ") == 0
+    s = json.loads(cli("stats", "-o", "json", shared_dir).out)
+    assert len(s["logs"]) == 2
+    rows = cli("dump", "-o", "jsonl", shared_dir).out.splitlines()
+    assert [json.loads(x)["key"] for x in rows if '"key"' in x] == ["a", "b", "c"]
+    p = cli("pack", shared_dir)
+    assert p.code == 2 and "holds 2 (toya, toyb): pass --format NAME" in p.err
+
+
+def test_sharing_needs_both_formats_to_declare_it(shared_dir):
+    os.rename(os.path.join(shared_dir, "one.toya"), os.path.join(shared_dir, "one.toyc"))
+    # toyc claims the directory strongly too, but neither it nor toyb names the other: toyb's log alone
+    assert [f.name for f, _ in registry.detect_all(shared_dir)] == ["toyb"]
+    assert [x["verdict"] for x in json.loads(cli("verify", "-o", "json", shared_dir).out)["logs"]] == ["CORRUPT"]

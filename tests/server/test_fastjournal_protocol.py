@@ -4,6 +4,7 @@ server on an ephemeral port; every wait has a timeout."""
 from __future__ import annotations
 
 import os
+import time
 import socket
 import struct
 
@@ -254,6 +255,44 @@ def test_start_up_truncates_a_torn_tail_and_refuses_corruption(tmp_path):
     open(seg, "wb").write(bytes(data))
     with pytest.raises(InputError, match="refusing to start"):
         Running(d, clock=Clock())
+
+
+def test_start_up_quarantines_the_torn_tail_it_cuts(tmp_path):
+    """The cut bytes are kept, byte for byte, in repair's quarantine naming beside the journal; one log line."""
+    d = str(tmp_path / "j")
+    with Running(d, clock=Clock()) as r, Client("127.0.0.1", r.port) as c:
+        c.set(uri(1), 1, T0, 1)
+    seg = os.path.join(d, "000000001.fjj")
+    good = os.path.getsize(seg)
+    torn = encode_record(T0, set_request(uri(2), 1, T0, 1))[:23]
+    with open(seg, "ab") as f:
+        f.write(torn)
+    lines: list[str] = []
+    with Running(d, clock=Clock(), log=lines.append) as r:
+        assert r.server.truncated == (seg, good)
+    (cut,) = r.server.appender.cuts
+    from wqtool.engine.fastjournal.writer import quarantine_dir
+    assert os.path.dirname(cut.quarantine) == quarantine_dir(d, T0 * 1000) == os.path.abspath(d) + \
+        ".quarantine-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(T0 // 1_000_000))
+    assert os.path.basename(cut.quarantine) == f"000000001.fjj@{good:x}-{good + len(torn):x}.bin"
+    assert open(cut.quarantine, "rb").read() == torn
+    assert os.path.getsize(seg) == good
+    assert lines == [f"start-up: cut a torn tail: file={seg} offset={good} bytes={len(torn)} "
+                     f"quarantine={cut.quarantine}"]
+
+
+def test_a_header_cut_short_is_quarantined_too(tmp_path):
+    from wqtool.engine.fastjournal.writer import JournalAppender, segment_header
+    d = tmp_path / "j"
+    d.mkdir()
+    (d / "000000001.fjj").write_bytes(segment_header(1)[:7])
+    app = JournalAppender(str(d), segment_size=1 << 20, now_ns=T0 * 1000)
+    try:
+        (cut,) = app.cuts
+        assert open(cut.quarantine, "rb").read() == segment_header(1)[:7] and cut.offset == 0
+        assert (d / "000000001.fjj").read_bytes() == segment_header(1)
+    finally:
+        app.close()
 
 
 def test_reply_flags_carry_the_data(c):

@@ -25,7 +25,7 @@ def run_serve(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     (("-cmdlog-sync", "sometimes"), "Invalid cmdlog-sync policy: sometimes"),
     (("-cmdlog-sync", "interval", "-cmdlog-sync-int", "0"), "Invalid sync interval, must be greater than 0"),
     (("-listen", "nowhere"), "expected HOST:PORT"),
-    (("-no-such-flag", "1"), "No such option"),
+    (("-no-such-flag", "1"), "flag provided but not defined: -no-such-flag"),      # as workq-server
 ])
 def test_flag_checks_exit_2(args, message):
     r = run_serve(*args)

@@ -100,3 +100,20 @@ def test_modes_refuse_each_others_options(tmp_path):
         assert message in r.stderr, (args, r.stderr)
         assert "Traceback" not in r.stderr
     assert not (tmp_path / "a").exists()          # nothing created by a refused start
+
+
+def test_unknown_single_dash_flags_get_workq_servers_message(tmp_path):
+    """workq-server (Go's flag package): ``flag provided but not defined: -bogus`` + usage, exit 2; the check
+    skips the values of known flags (a value may start with '-'), and nothing is created."""
+    from tests.conftest import cli
+    hint = "Usage: wqtool serve [OPTIONS]\nTry 'wqtool serve -h' for help.\n"
+    for args, flag in ((["-bogus"], "-bogus"), (["-bogus=1"], "-bogus"),
+                       (["-listen", "127.0.0.1:0", "-cmdlog-path", str(tmp_path / "d"), "-nope"], "-nope"),
+                       (["-cmdlog-sync", "-x", "-y"], "-y")):
+        r = cli("serve", *args)
+        assert (r.code, r.err) == (2, f"flag provided but not defined: {flag}\n{hint}"), args
+    r = cli("serve", "--bogus")                      # a double-dash option keeps click's message
+    assert r.code == 2 and "No such option: --bogus" in r.err
+    assert not (tmp_path / "d").exists()
+    r = wqtool("serve", "-bogus", timeout=30)        # the console script, end to end
+    assert r.returncode == 2 and r.stderr.startswith("flag provided but not defined: -bogus\n")

@@ -54,3 +54,15 @@ def test_fleet_verify_and_replay_equal_local(spark):
         for log, b in zip(logs, local):
             a = fleet_replay(spark, log, opts)
             assert log.fmt.state_view(a.state).digest() == log.fmt.state_view(b.state).digest()
+
+
+def test_a_log_path_on_spark_is_both_logs_as_locally(spark):
+    """verify --engine spark on an auto-detected logPath: the retry files and the executor logs, each its own
+    verdict, as the local engine gives them."""
+    lp = os.path.join(ROOT, "fixtures", "orth", "poison-file", "logpath")
+    local = json.loads(cli("verify", "-o", "json", "--as-of", AS_OF, lp).out)
+    remote = cli("verify", "-o", "json", "--engine", "spark", "--as-of", AS_OF, lp)
+    assert remote.code == 3
+    assert ([(x["root"], x["verdict"], x["counts"]) for x in json.loads(remote.out)["logs"]]
+            == [(x["root"], x["verdict"], x["counts"]) for x in local["logs"]])
+    assert [x["root"] for x in local["logs"]] == [lp + "/callbacklogs", lp]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ..exitcodes import EXIT_TABLE, PRECEDENCE_TEXT
+from ..exitcodes import APPLY_TEXT, EXIT_TABLE, PRECEDENCE_TEXT
 
 
 def exit_help(indent: str = "    ") -> str:
@@ -15,4 +15,4 @@ def exit_help(indent: str = "    ") -> str:
         lines += [f"       {w}" for w in wrapped[1:]]
     body = ("\n" + indent).join(lines)
     return (body + "\n\n" + indent + f"Several PATHs, or several kinds of damage in one log: the most severe "
-            f"exit code wins, {PRECEDENCE_TEXT}. Every PATH's own verdict is in the output.")
+            f"exit code wins, {PRECEDENCE_TEXT}. Every PATH's own verdict is in the output.\n\n" + indent + APPLY_TEXT)

@@ -11,10 +11,13 @@ from typing import Annotated, Callable, Iterator, Optional
 import typer
 
 from ..engine import format as registry
+from ..engine.findings import Verdict
 from ..engine.format import AS_OF_WORDS, Log, Options, Unresolved, settle_as_of
 from ..engine.instant import EXPECTED, parse_instant
 from ..errors import UsageError, WqError
-from ..render.outcome import Failed, error_text
+from ..exitcodes import for_verdict
+from ..render.outcome import Failed, error_text, run_exit_code
+from ..render.plan import write_plan_reports
 
 
 #: Every number an option takes is bounded: nothing a user types can make wqtool hang or overflow.
@@ -227,6 +230,22 @@ def each_log(entries: list[Log | Unresolved], work: Callable[[Log], object], *,
             yield e, Failed(e.root, exc)
             continue
         yield e, result
+
+
+def report_each(kind: str, entries: list[Log | Unresolved], work: Callable[[Log], tuple[int, dict]], *,
+                as_json: bool, applied: bool) -> int:
+    """repair / clean: ``work(log)`` -> (the input's verdict, the plan's report) for every log; a PATH that names no
+    log, a refused plan and a failed apply each get their own entry (and their one line on stderr); the report of
+    every PATH, then the run's exit code by the documented precedence."""
+    results = [r for _, r in each_log(entries, work, say=say_error)]
+    for r in results:
+        if not isinstance(r, Failed):
+            r[1].update(verdict=Verdict(r[0]).label, exit_code=int(for_verdict(r[0])))
+    failed = [r for r in results if isinstance(r, Failed)]
+    code = run_exit_code([r[0] for r in results if not isinstance(r, Failed)], failed)
+    write_plan_reports(sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], int(code),
+                       as_json=as_json, applied=applied)
+    return code
 
 
 def say_error(line: str) -> None:

@@ -1,17 +1,14 @@
 from __future__ import annotations
 
-import sys
 import time
 from typing import Annotated
 
 import typer
 
-from ..engine.findings import Verdict, worst
-from ..engine.format import resolve
+from ..engine.format import Log, resolve_each
 from ..errors import UsageError
-from ..render.plan import write_plan_report
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
-                       SettingOpt, options, refuse_unsafe_write)
+                       SettingOpt, for_log, options, refuse_unsafe_write, report_each)
 
 #: --apply with an --as-of this far past the clock would drop jobs a running system still holds
 FUTURE_SLACK_NS = 60 * 1_000_000_000
@@ -38,7 +35,11 @@ def clean(
     with its add, so a deleted job never comes back (upstream's resurrection bug). Kestrel: what Kestrel does at
     start-up — finish a half-done pack, delete ~~ temp files and superseded rotated files. The replay digest is
     compared before and after. Refused while the log's writer runs (workq: append.lock held; Kestrel: a process
-    holding a journal open) and on damaged logs (repair first).
+    holding a journal open) and on damaged logs (repair first); a torn tail
+    in the active segment is left as it is (the report says so). Every PATH gets its own report.
+
+    Exit code: the INPUT's class, as verify gives it (0 healthy, 1 torn tail, 3 / 4 refused: repair first) —
+    also after a successful --apply. Several PATHs: the most severe, 3 > 4 > 5 > 2 > 1 > 0.
 
     Example:
 
@@ -51,14 +52,15 @@ def clean(
     if apply and opts.as_of_ns > time.time_ns() + FUTURE_SLACK_NS:
         raise UsageError("--apply with an --as-of in the future would drop jobs that are still live; clean at "
                          "'now' (the default) or earlier")
-    verdicts = []
-    for log in resolve(paths, fmt, opts):
+    entries = resolve_each(paths, fmt, opts)
+
+    def work(log: Log) -> tuple[int, dict]:
         if apply:
             refuse_unsafe_write(log, "clean --apply", live=live)
-        plan = log.fmt.clean_plan(log.data, opts)
+        plan = log.fmt.clean_plan(log.data, for_log(log, opts))
         doc = plan.report_doc()
         if apply:
             doc["applied"] = plan.apply().to_jsonable()
-        write_plan_report(sys.stdout, "clean", doc, as_json=json_report or output is ReportOutput.json, applied=apply)
-        verdicts.append(Verdict(plan.input_verdict))
-    return worst(verdicts)
+        return plan.input_verdict, doc     # the exit code reports the input's damage class, as verify's
+
+    return report_each("clean", entries, work, as_json=json_report or output is ReportOutput.json, applied=apply)

@@ -276,8 +276,9 @@ def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, m
     the local dump's."""
     from ..spark.fleet import export_records
     by_fmt: dict[str, list[str]] = {}
-    for p in paths:  # a PATH is one format (a directory, a file)
-        by_fmt.setdefault(fmt if fmt != "auto" else registry.detect(p)[0].name, []).append(p)
+    for p in paths:  # a PATH is one format, or several sharing a directory (detect_all)
+        for name in [fmt] if fmt != "auto" else [f.name for f, _ in registry.detect_all(p)]:
+            by_fmt.setdefault(name, []).append(p)
     verdicts: set[int] = set()
     with _spark.session(master, spark_conf, remote) as spark:
         for source, ps in by_fmt.items():

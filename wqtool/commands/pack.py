@@ -72,6 +72,10 @@ def pack(
                 f.finish_interrupted(p)
     logs = resolve(paths, fmt, opts)
     if len(logs) != 1:
+        if len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs):   # a directory formats share
+            raise UsageError(f"pack takes one log; this directory holds {len(logs)} "
+                             f"({', '.join(lg.fmt.name for lg in logs)}): pass --format NAME to pack one",
+                             path=paths[0])
         raise UsageError(f"pack takes one log; these paths name {len(logs)} (run it once per directory or queue)")
     log = logs[0]
     if apply:

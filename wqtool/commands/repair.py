@@ -1,17 +1,14 @@
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
 
-from ..engine.findings import Verdict, worst
-from ..engine.format import resolve
+from ..engine.format import Log, resolve_each
 from ..engine.live import refuse_live
 from ..errors import UsageError
-from ..render.plan import write_plan_report
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
-                       SettingOpt, options, parse_time, refuse_unsafe_write)
+                       SettingOpt, for_log, options, parse_time, refuse_unsafe_write, report_each)
 
 
 def repair(
@@ -46,7 +43,11 @@ def repair(
     after: the readable part keeps its digest. With --apply the repaired log is written beside the old one,
     re-verified (it must be clean) and its digest compared with the plan's, then swapped in atomically; the old
     log is kept as a backup (--no-backup to skip) and every cut byte is in the quarantine. Refused while the log's
-    writer runs. The exit code reports the input's damage, as verify's.
+    writer runs. Every PATH gets its own report (a refusal or an error included).
+
+    Exit code: the INPUT's class, as verify gives it (0 healthy, 1 torn tail, 3 corrupt, 4 invalid history) —
+    also after a successful --apply (1 after a torn tail is cut): the repaired log is proven clean before the
+    swap, and `wqtool verify` on it exits 0. Several PATHs: the most severe, 3 > 4 > 5 > 2 > 1 > 0.
 
     Example:
 
@@ -59,20 +60,21 @@ def repair(
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, salvage=salvage or None,
                    drop_invalid=drop_invalid or None,
                    truncate_to_ns=parse_time(truncate_to_time, "--truncate-to-time", default_now=False))
-    logs = resolve(paths, fmt, opts)
-    if apply and len(logs) != 1 and quarantine:
+    entries = resolve_each(paths, fmt, opts)
+    if apply and quarantine and sum(isinstance(e, Log) for e in entries) > 1:
         raise UsageError("--quarantine names one directory: repair one log at a time with it")
-    verdicts = []
-    for log in logs:
+
+    def work(log: Log) -> tuple[int, dict]:
         in_flight = "; a partial last record is in flight, not damage"
         if apply:
             refuse_unsafe_write(log, "repair --apply", live=live, why=in_flight)
         else:   # a plan for a live log would call the record in flight damage
             refuse_live(log, "repair", live=live, why=in_flight)
-        plan = log.fmt.repair_plan(log.data, opts)
+        plan = log.fmt.repair_plan(log.data, for_log(log, opts))
         doc = plan.report_doc()
+        doc["backup"] = not no_backup
         if apply and not doc.get("nothing_to_do"):
             doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()
-        write_plan_report(sys.stdout, "repair", doc, as_json=json_report or output is ReportOutput.json, applied=apply and not doc["nothing_to_do"])
-        verdicts.append(Verdict(plan.input_verdict))
-    return worst(verdicts)
+        return plan.input_verdict, doc     # the exit code reports the input's damage class, as verify's
+
+    return report_each("repair", entries, work, as_json=json_report or output is ReportOutput.json, applied=apply)

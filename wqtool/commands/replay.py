@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..engine.findings import Verdict, worst
 from ..engine.format import resolve
 from ..engine.live import LiveWatch
 from ..errors import UsageError
@@ -49,7 +50,9 @@ def replay(
     Upstream quirks are reproduced and shown: add-jobs get a fresh TTL at restart (expires vs log_expires),
     leased jobs come back leased with a fresh TTR. Errors are reported on stderr; the exit code is verify's.
     --as-of last replays at the log's newest record time: the same state and digest whenever it runs (the
-    default, now, expires jobs as time passes).
+    default, now, expires jobs as time passes). A directory that two formats share (an Orth logPath: its retry
+    files and its executor logs) is replayed as each of its logs in turn, under a "== ROOT: FORMAT ==" line
+    (-o json: one document, {"logs": [...]} in that order); --format reads one of them.
 
     Kestrel journals replay as Kestrel 2.x does at startup: open transactions go back to the queue head in
     ascending xid order (--keep-open shows them open); expiry is never applied at replay, --as-of only marks
@@ -75,24 +78,44 @@ def replay(
     """
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)
-    if len(logs) != 1:
+    shared = len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs)   # one directory, a log per format
+    if len(logs) != 1 and not shared:
         raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "
                          "or queue)")
-    log = logs[0]
-    opts = for_log(log, opts)
     if send is not None:
-        sent = log.fmt.send(log.data, send, opts, dry_run=dry_run, progress=_spark.say)
-        write_send(sys.stdout, sent)
-        return ExitCode.IO if sent.failed else 0
+        sent = [lg for lg in logs if lg.fmt.can_send] or logs[:1]
+        failed = 0
+        for log in sent:
+            rep = log.fmt.send(log.data, send, for_log(log, opts), dry_run=dry_run, progress=_spark.say)
+            write_send(sys.stdout, rep)
+            failed += rep.failed
+        return ExitCode.IO if failed else 0
     if dry_run:
         raise UsageError("--dry-run goes with --send")
+    verdicts = []
+    wrap = len(logs) > 1 and output is Output.json     # one JSON document: {"logs": [each log's document]}
+    if wrap:
+        sys.stdout.write('{"logs": [\n')
+    for i, log in enumerate(logs):
+        if len(logs) > 1 and output is Output.table:
+            sys.stdout.write(f"== {log.fmt.log_name(log.data)}: {log.fmt.title} ==\n")
+        if wrap and i:
+            sys.stdout.write(",\n")
+        verdicts.append(_replay_one(log, logs, for_log(log, opts), output, summary, as_of, live, engine, master,
+                                    spark_conf, remote))
+    if wrap:
+        sys.stdout.write("]}\n")
+    return worst(verdicts)
+
+
+def _replay_one(log, logs, opts, output, summary, as_of, live, engine, master, spark_conf, remote) -> Verdict:
     watch = LiveWatch(log, live=live)
     if engine is Engine.spark:  # the same report, replayed on Spark
         from ..spark.fleet import fleet_replay
         with _spark.session(master, spark_conf, remote) as spark:
             report = fleet_replay(spark, log, opts, limit=REPLAY_FINDINGS_SHOWN, progress=_spark.say)
     else:
-        with track(logs, "replay"):
+        with track([log], "replay"):
             report = log.fmt.run_log(log.data, opts, limit=REPLAY_FINDINGS_SHOWN)
     report = watch.settle(report)
     for f in report.findings:

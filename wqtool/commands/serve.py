@@ -4,6 +4,7 @@ import sys
 from typing import Annotated, Optional
 
 import typer
+from typer.exceptions import TyperException
 
 from ..errors import UsageError
 from ..render.findings import write_one_line
@@ -26,6 +27,49 @@ def _go_uint(value) -> int:
 
 
 Uint = dict(parser=_go_uint, metavar="N")
+
+
+class GoFlagError(TyperException):
+    """An unknown single-dash flag, reported as workq-server's Go ``flag`` package does (exit 2)."""
+
+    exit_code = 2
+
+    def __init__(self, flag: str, usage: str, command_path: str):
+        super().__init__(f"flag provided but not defined: {flag}")
+        self.flag, self.usage, self.command_path = flag, usage, command_path
+
+    def show(self, file=None) -> None:
+        out = file or sys.stderr
+        out.write(f"flag provided but not defined: {self.flag}\n{self.usage}\n"
+                  f"Try '{self.command_path} -h' for help.\n")
+        out.flush()
+
+
+class GoFlags:
+    """serve's drop-in command line (a mixin for its click Command): workq-server's flags are Go ``flag``
+    package flags, so an unknown one written with one dash (``-bogus``, ``-bogus=1``) gets upstream's message,
+    ``flag provided but not defined: -bogus``, then the usage line and the help hint, exit 2 — where click would
+    read ``-bogus`` as the short options ``-b -o ...``. Double-dash options keep click's message (with its
+    suggestions)."""
+
+    def parse_args(self, ctx, args):
+        takes_value, known = set(), set()
+        for p in self.params:
+            names = [*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ())]
+            known.update(names)
+            if not getattr(p, "is_flag", False) and getattr(p, "param_type_name", "") == "option":
+                takes_value.update(names)
+        known.update(ctx.help_option_names)
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "--" or not a.startswith("-") or a == "-":
+                break                                   # Go stops at the first non-flag argument
+            name = a.split("=", 1)[0]
+            if not a.startswith("--") and name not in known:
+                raise GoFlagError(name, ctx.get_usage(), ctx.command_path)
+            i += 2 if name in takes_value and "=" not in a else 1
+        return super().parse_args(ctx, args)
 
 
 #: default -listen of each server (by the option that selects it; none: the workq 0.2.0 server)
@@ -148,7 +192,8 @@ def serve(
     the one workq-server writes. With -cmdlog-path the log is replayed at start-up (a log workq-server would
     refuse is refused, with the finding; exit code as verify); -cmdlog-sync always answers a command only after
     its record is fsynced. SIGTERM or SIGINT: stop accepting, write and fsync what is pending, release the locks,
-    exit 0. Differences from workq-server (fixed upstream bugs) are listed in the README.
+    exit 0. Differences from workq-server (fixed upstream bugs) are listed in the README. An unknown flag written
+    with one dash is refused as workq-server refuses it: "flag provided but not defined: -NAME", exit 2.
 
     Two other servers share the command: --fastjournal DIR serves the priority FIFO of the libfastjournal design
     (per that unimplemented design; its journal reads as --format fastjournal), and --orth-admin STORE receives
@@ -202,3 +247,7 @@ def serve(
         print(f"wqtool: refusing to serve {cmdlog_path}: workq-server would not start on it either (see "
               f"`wqtool verify {cmdlog_path}`; `wqtool repair {cmdlog_path}` plans a fix)", file=sys.stderr)
         return e.verdict
+
+
+#: click Command mixins cli.py applies to this command
+serve.command_mixins = (GoFlags,)

@@ -8,9 +8,12 @@ registry imports the built-in packages lazily (``BUILTIN``) so that this module 
 What a format supplies (see ``Format`` for the signatures):
 
 * identity: ``name`` (``--format`` value, Spark source name), ``title``, ``codes`` (its finding codes),
+  ``shares_dir_with`` (formats whose logs may live in the same directory: one PATH, a log of each),
   ``replay_codes`` (those only its replay raises), ``record_fields`` (its JSON row), ``record_kinds`` (the
   ``dump --type`` vocabulary);
-* ``detect(path)``: evidence from the format's own declarations in ``wqtool.formats`` (magic, names);
+* ``detect(path)``: evidence from the format's own declarations in ``wqtool.formats`` (magic, names); a PATH
+  is one format's (the first strong claim), or, for a directory, several formats' when each claims it strongly
+  and they declare ``shares_dir_with`` each other (``detect_all``);
 * ``discover(paths, opts)``: the logs behind PATHs (a log = whatever the format reads as one unit);
 * ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log``,
   ``verify`` and ``stats_log`` (a hot path may stand in for the pass), ``replay_findings``;
@@ -198,7 +201,15 @@ class StateView:
 
 # ---------------------------------------------------------------- the interface
 class Format:
-    """A log format (subclass, set the class attributes, register an instance)."""
+    """A log format (subclass, set the class attributes, register an instance).
+
+    A PATH is normally one format's: the first format in registry order whose ``detect`` gives strong evidence.
+    Formats whose logs live side by side in one directory (an Orth logPath: the executor log folders and the
+    callback retry files) each name the other in ``shares_dir_with``; a directory both claim strongly then
+    resolves to a log of each (``detect_all``, ``resolve_each``), every command handles each log on its own (its
+    own verdict, report, plan) and no command names a format. Each such format reads only its own files there, and
+    a plan leaves the other's files to the other's plan (``Options.extra["_shared"]`` names the shared PATHs).
+    """
 
     name: ClassVar[str]                         # --format value and Spark source name
     title: ClassVar[str]                        # "workq 0.2.0 command log"
@@ -223,6 +234,11 @@ class Format:
     in_flight_code: ClassVar[str | None] = None
     #: the code of "a record already expired at --as-of, so replay skips it" (replay's hint when nothing is live)
     expired_code: ClassVar[str | None] = None
+    #: formats that may read the same directory as this one, each its own log of its own files (an Orth logPath
+    #: holds the executor log folders and the callback retry files): when auto-detection finds strong evidence of
+    #: this format and of such a format in one directory, and both name each other here, the PATH resolves to a log
+    #: of each (``detect_all``), each with its own verdict. ``--format`` still reads only the named format.
+    shares_dir_with: ClassVar[frozenset[str]] = frozenset()
     #: ``wqtool.spark`` classes, by dotted path "module:Class" (None: the generic ones).
     spark_source: ClassVar[str | None] = None
     spark_fleet: ClassVar[str | None] = None
@@ -349,6 +365,11 @@ class Format:
         """``replay --send TARGET``: deliver what the log holds pending to its receiver (an Orth admin, a
         fastjournal daemon, ...), marking or deleting an item only after the receiver acknowledged it."""
         raise UsageError(f"--send does not apply to {self.plural}")
+
+    @property
+    def can_send(self) -> bool:
+        """Whether the format implements ``send`` (``replay --send`` on a shared directory sends the logs that can)."""
+        return type(self).send is not Format.send
 
     def live_writer(self, log) -> str | None:
         """Who is writing this log right now, in words (a server holding its lock, a process holding a file open),
@@ -539,6 +560,24 @@ def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Forma
                      "man 5 wqtool-formats lists each format's evidence)", path=path)
 
 
+def detect_all(path: str) -> list[tuple[Format, Evidence]]:
+    """Every format one existing PATH resolves to: ``detect``'s claim, and, for a directory claimed strongly, every
+    other format that claims it strongly too when the two name each other in ``shares_dir_with`` (each reads its
+    own files there: one log each). Registry order."""
+    first, ev = detect(path)
+    if not ev.strong or not first.shares_dir_with or not os.path.isdir(path):
+        return [(first, ev)]
+    out = []
+    for f in formats():
+        if f is first:
+            out.append((first, ev))
+        elif f.name in first.shares_dir_with and first.name in f.shares_dir_with:
+            e = f.detect(path)
+            if e is not None and e.strong:
+                out.append((f, e))
+    return out
+
+
 def detect_url(url: str) -> tuple[Format, Evidence]:
     for f in formats():
         ev = f.detect_url(url)
@@ -562,8 +601,9 @@ class Unresolved:
 
 def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
             on_detect: Callable[[str, Format, Evidence], None] | None = None) -> list[Log]:
-    """The logs behind PATHs, each with its format: ``fmt`` "auto" detects each PATH (``detect``) and
-    groups the PATHs by format; a named format takes them all. The first PATH that names no log raises its
+    """The logs behind PATHs, each with its format: ``fmt`` "auto" detects each PATH (``detect_all``: a
+    directory that formats share gives a log of each) and groups the PATHs by format; a named format takes them
+    all. The first PATH that names no log raises its
     error (``resolve_each`` reports every PATH instead)."""
     out: list[Log] = []
     for entry in resolve_each(paths, fmt, opts, on_detect=on_detect):
@@ -578,7 +618,9 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
     """Like ``resolve``, but one bad PATH does not hide the others: a PATH that names no log (missing,
     unreadable, not a log, a forced format that does not fit) becomes an ``Unresolved`` entry carrying its error,
     and the other PATHs are resolved as usual. Entries come in PATH order (the logs of one format's PATHs
-    together, where its first PATH stands). What is wrong with the call itself (no PATH, an unknown ``-O``
+    together, where its first PATH stands; the logs of a shared directory in registry order). The formats'
+    ``discover`` receives ``Options.extra["_shared"]``: the PATHs that resolved to several formats (so a format
+    leaves the others' files to them, e.g. in a clean plan). What is wrong with the call itself (no PATH, an unknown ``-O``
     option, an unknown ``--format``) still raises."""
     if not paths:
         raise UsageError("no PATH given")
@@ -590,18 +632,23 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
     entries: list[tuple[int, Log | Unresolved]] = []
     groups: dict[str, list[tuple[int, str]]] = {}
     weak: set[str] = set()
+    shared: set[str] = set()
     for i, p in enumerate(paths):
         try:
-            f, ev = _claim(p, forced)
+            claims = _claim(p, forced)
         except (WqError, OSError) as exc:
             entries.append((i, Unresolved(p, exc)))
             continue
-        if on_detect is not None and ev is not None:
-            on_detect(p, f, ev)
-        groups.setdefault(f.name, []).append((i, p))
-        if ev is not None and not ev.strong:
-            weak.add(f.name)
-    o = opts if forced is not None else replace(opts, extra={**opts.extra, "_detected": True})
+        if len(claims) > 1:
+            shared.add(p)
+        for f, ev in claims:
+            if on_detect is not None and ev is not None:
+                on_detect(p, f, ev)
+            groups.setdefault(f.name, []).append((i, p))
+            if ev is not None and not ev.strong:
+                weak.add(f.name)
+    o = opts if forced is not None else replace(opts, extra={**opts.extra, "_detected": True,
+                                                             "_shared": frozenset(shared)})
     for f in formats():
         if f.name not in groups:
             continue
@@ -611,8 +658,9 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
     return [e for _, e in entries]
 
 
-def _claim(path: str, forced: Format | None) -> tuple[Format, Evidence | None]:
-    """The format of one PATH (forced: checked to fit; auto: detected), or its error."""
+def _claim(path: str, forced: Format | None) -> list[tuple[Format, Evidence | None]]:
+    """The formats of one PATH (forced: that one, checked to fit; auto: detected, several for a shared
+    directory), or its error."""
     if forced is not None:
         if is_url(path):
             if forced.detect_url(path) is None:
@@ -620,11 +668,11 @@ def _claim(path: str, forced: Format | None) -> tuple[Format, Evidence | None]:
         else:
             check_input(path)
             _fits(forced, path)
-        return forced, None
+        return [(forced, None)]
     if is_url(path):
-        return detect_url(path)
+        return [detect_url(path)]
     check_input(path)
-    return detect(path)
+    return detect_all(path)
 
 
 def _discover_each(f: Format, items: list[tuple[int, str]], opts: Options) -> list[tuple[int, list]]:
@@ -668,11 +716,12 @@ def _first_path(log, items: list[tuple[int, str]]) -> int:
 def _fits(f: Format, path: str) -> None:
     """A forced --format must fit: refused (exit 2) when the format finds no evidence and another format claims
     the path with strong evidence (``--format kestrel`` on a workq log). Without evidence either way, the forced
-    format reads it (a damaged log is still read as what the user says it is)."""
+    format reads it (a damaged log is still read as what the user says it is). A format that shares directories
+    with ``f`` (``shares_dir_with``, both ways) is no evidence against it."""
     if f.fits(path):
         return
     for other in formats():
-        if other is f:
+        if other is f or (other.name in f.shares_dir_with and f.name in other.shares_dir_with):
             continue
         ev = other.detect(path)
         if ev is not None and ev.strong:

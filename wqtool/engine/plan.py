@@ -19,6 +19,42 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 
+#: The longest list a plan's report holds (cut ranges, kept ranges, jobs that change state); what is left off is
+#: counted in ``<key>_more``. The table shows the first ``SHOWN`` of each list and "... and K more".
+LIST_CAP = 1000
+SHOWN = 10
+
+
+def capped(doc: dict, key: str, items: list) -> dict:
+    """``doc[key]`` = the first ``LIST_CAP`` of ``items``, ``doc[key + "_more"]`` = how many are left off."""
+    doc[key] = items[:LIST_CAP]
+    doc[key + "_more"] = max(0, len(items) - LIST_CAP)
+    return doc
+
+
+class KeptRanges:
+    """Kept records, added in file order, merged into contiguous ranges as they come (a handful per file, however
+    many records): ``to_jsonable()`` -> ``[{file, offset, end, records, salvaged}]``."""
+
+    def __init__(self) -> None:
+        self.ranges: list[list] = []        # [path, offset, end, records]
+
+    def add(self, path: str, offset: int, length: int) -> None:
+        r = self.ranges[-1] if self.ranges else None
+        if r is not None and r[0] == path and r[2] == offset:
+            r[2] += length
+            r[3] += 1
+        else:
+            self.ranges.append([path, offset, offset + length, 1])
+
+    def to_jsonable(self, salvage_starts=()) -> list[dict]:
+        """``salvage_starts``: (path, offset) where valid records resume after an unreadable range: a kept range
+        starting there is salvaged."""
+        starts = set(salvage_starts)
+        return [{"file": p, "offset": o, "end": e, "records": n, "salvaged": (p, o) in starts}
+                for p, o, e, n in self.ranges]
+
+
 class InjectedCrash(BaseException):
     """Raised by a plan's ``apply(fail_at=...)`` to simulate a crash at a step (no cleanup runs)."""
 

@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TextIO
+
+from ..engine.plan import LIST_CAP, SHOWN
+
+from ..errors import PackRefused
+from .outcome import Failed
 
 
 def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> None:
@@ -31,6 +37,44 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> 
     w(f"  time: {doc['elapsed_s']:.3f} s\n")
 
 
+def failed_json(f: Failed) -> dict:
+    """A PATH that got no plan: not a log, unreadable, busy, or refused (a plan that needs a flag: its error)."""
+    d = f.to_jsonable()
+    if isinstance(f.error, PackRefused):
+        d["verdict"] = "refused"
+    return d
+
+
+def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, as_json: bool,
+                       applied: bool) -> None:
+    """clean / repair over several PATHs: one section (table) or one entry of ``logs`` (JSON) per PATH, in PATH
+    order — a plan's report, or a PATH that got none (its error: not a log, unreadable, busy, refused)."""
+    if as_json:
+        doc = {"exit_code": exit_code, "logs": [failed_json(i) if isinstance(i, Failed) else i for i in items]}
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return
+    for i in items:
+        if isinstance(i, Failed):
+            d = failed_json(i)
+            out.write(f"{kind} {i.root}: {d['verdict']}: {i.message} (exit {d['exit_code']})\n")
+        else:
+            write_plan_report(out, kind, i, as_json=False, applied=applied)
+
+
+def _at(path: str, start: int, end: int) -> str:
+    return f"{os.path.basename(path)}@0x{start:x}-0x{end:x}"
+
+
+def _bounded(w, doc: dict, key: str, line) -> None:
+    """The first ``SHOWN`` items of ``doc[key]``, then "... and K more" (K counts what JSON left off too)."""
+    items = doc.get(key) or []
+    for it in items[:SHOWN]:
+        w(f"  {line(it)}\n")
+    more = len(items) - SHOWN + doc.get(key + "_more", 0)
+    if more > 0:
+        w(f"  ... and {more} more (-o json lists up to {LIST_CAP})\n")
+
+
 def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, applied: bool) -> None:
     """clean / repair: what the plan does (or did, with --apply), for every format."""
     if as_json:
@@ -38,8 +82,16 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         return
     w = out.write
     w(f"{kind} {doc['root']}{' queue ' + doc['queue'] if doc.get('queue') else ''} ({doc['format']}):\n")
+    damaged = doc.get("exit_code") or 0
     if doc.get("nothing_to_do") or not doc.get("actions"):
-        w(f"  nothing to {kind}: {doc.get('why') or 'the log is already as it should be'}\n")
+        if damaged:       # clean leaves damage as it is: say so rather than "as it should be"
+            w(f"  nothing to {kind}, but the log is damaged ({doc.get('verdict')}, exit {damaged}): "
+              f"`wqtool repair {doc['root']}` plans the fix\n")
+        else:
+            w(f"  nothing to {kind}: {doc.get('why') or 'the log is already as it should be'}\n")
+    elif damaged and kind != "repair":
+        w(f"  the log is damaged ({doc.get('verdict')}, exit {damaged}): {kind} leaves the damage as it is; "
+          f"`wqtool repair {doc['root']}` plans the fix\n")
     for label, key in (("before:", "before"), ("after: ", "after")):
         if key in doc:
             x = doc[key]
@@ -54,6 +106,21 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         w(f"  {act['action']:<8} {act['file']}{extra}\n")
     for line in doc.get("lines", []):
         w(f"  {line}\n")
+    _bounded(w, doc, "cuts", lambda c: f"cut {_at(c['file'], c['offset'], c['offset'] + c['length'])} "
+             f"({c['length']} bytes): {c['what']}" + (f" ({c['code']})" if c.get("code") else ""))
+    _bounded(w, doc, "kept", lambda r: f"kept {_at(r['file'], r['offset'], r['end'])} ({r['end'] - r['offset']} "
+             f"bytes): {r['records']} record(s)" + (", salvaged" if r.get("salvaged") else ""))
+    _bounded(w, doc, "dropped_records", lambda r: f"drop {_at(r['file'], r['offset'], r['offset'] + r['length'])} "
+             f"({r['length']} bytes): no effect at --as-of")
+    if doc.get("kept_whole") and not doc.get("nothing_to_do"):
+        w(f"  kept whole: {doc['kept_whole']} file(s)\n")
+    if "jobs_changed" in doc and not doc.get("nothing_to_do") and doc.get("actions"):
+        if doc["jobs_changed"]:
+            n = len(doc["jobs_changed"]) + doc.get("jobs_changed_more", 0)
+            w(f"  jobs changing state: {n}\n")
+            _bounded(w, doc, "jobs_changed", lambda j: f"job {j['id']}: {j['before']} -> {j['after']}")
+        else:
+            w("  jobs changing state: none (the same replay digest before and after)\n")
     if doc.get("digest_before") and doc.get("digest_after") and doc["digest_before"] != doc["digest_after"]:
         w(f"  digest before: sha256:{doc['digest_before']}\n  digest after:  sha256:{doc['digest_after']}\n")
     elif doc.get("digest") or doc.get("digest_after"):
@@ -64,7 +131,11 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         ap = doc.get("applied") or {}
         w(f"  applied: {len(ap.get('steps', []))} step(s), re-verified"
           + (f"; backup: {ap['backup']}" if ap.get("backup") else "")
+          + ("; no backup kept (--no-backup): the old log is gone, the cut bytes are in the quarantine"
+             if doc.get("backup") is False else "")
           + (f"; quarantine: {', '.join(ap['quarantine'])}" if ap.get("quarantine") else "") + "\n")
     else:
+        if doc.get("backup") is False:
+            w("  --no-backup: the old log will not be kept; only the cut bytes are (in the quarantine)\n")
         w("  (plan only: nothing written; use --apply)\n")
     w(f"  time: {doc.get('elapsed_s', 0):.3f} s\n")

@@ -187,3 +187,19 @@ def test_a_running_server_is_never_raced(tmp_path):
     r = cli("repair", "--apply", d)
     assert r.code == 1, r.err     # the input's damage class, as verify's
     assert cli("verify", "-q", d).code == 0
+
+
+def test_no_backup_keeps_only_the_quarantine(tmp_path):
+    """--no-backup: the plan says the old log will not be kept; after --apply there is no <dir>.pre-repair-*, the
+    quarantine holds exactly the torn tail, and the repaired log verifies clean."""
+    d = _copy(fixture_log("torn-tail-mid-record"), tmp_path / "log")
+    original = _files(d)
+    assert "--no-backup: the old log will not be kept" in cli("repair", "--no-backup", d).out
+    r = cli("repair", "--apply", "--no-backup", "--quarantine", str(tmp_path / "cut"), d)
+    assert r.code == 1, r.err                 # the input's damage class (a torn tail), as verify's
+    assert "no backup kept (--no-backup)" in r.out
+    assert sorted(os.listdir(tmp_path)) == ["cut", "log"]
+    assert {n: open(tmp_path / "cut" / n, "rb").read() for n in os.listdir(tmp_path / "cut")} == \
+        {"000000004.log@24e-262.bin": original["000000004.log"][0x24e:0x262]}
+    assert _files(d) == {**original, "000000004.log": original["000000004.log"][:0x24e]}
+    assert cli("verify", "-q", d).code == 0

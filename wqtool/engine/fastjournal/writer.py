@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import time
+from dataclasses import dataclass
 
 from ...formats._common import crc32c
 from ...formats.snap import (FIFO_VALUE_SIZE, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, FJJ_VERSION, FLAG_OVERWRITE,
                              FLAG_UPDATE_TIMEOUT, SEGMENT_HEADER_SIZE, Function, ValueType, fjj_segment_name)
+from ...errors import InputError
 from ..fsops import LockSet, fsync_dir
 from .wire import Request, encode_request
 
@@ -121,12 +124,66 @@ class SegmentWriter:
         self.close()
 
 
+@dataclass(frozen=True)
+class TailCut:
+    """A torn tail cut at start-up: ``nbytes`` bytes of ``path`` from ``offset``, kept in ``quarantine``."""
+
+    path: str
+    offset: int
+    nbytes: int
+    quarantine: str
+
+
+def quarantine_dir(directory: str, now_ns: int) -> str:
+    """Where the bytes a start-up cuts go: ``<journal dir>.quarantine-<UTC stamp>`` beside the journal, named as
+    ``wqtool repair`` names its quarantine."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ns // 1_000_000_000))
+    return f"{os.path.abspath(directory)}.quarantine-{stamp}"
+
+
+def cut_tail(path: str, offset: int, qdir: str) -> TailCut:
+    """Cut ``path`` at ``offset`` keeping every cut byte: the bytes from ``offset`` to the end are copied to
+    ``qdir/<segment>@<offset hex>-<end hex>.bin`` (repair's quarantine names), that file and its directories are
+    fsynced, then the segment is truncated and fsynced. A quarantine file of that name already holding exactly
+    those bytes (a start-up that crashed after copying) is kept as it is."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        cut = f.read()
+    if not cut:
+        return TailCut(path, offset, 0, "")
+    dst = os.path.join(qdir, f"{os.path.basename(path)}@{offset:x}-{offset + len(cut):x}.bin")
+    new_dir = not os.path.isdir(qdir)
+    os.makedirs(qdir, exist_ok=True)
+    try:
+        with open(dst, "xb") as q:
+            q.write(cut)
+            q.flush()
+            os.fsync(q.fileno())
+    except FileExistsError:
+        with open(dst, "rb") as q:
+            if q.read() != cut:
+                raise InputError("a quarantine file of that name holds other bytes; move it away and start again",
+                                 path=dst) from None
+    fsync_dir(qdir)
+    if new_dir:
+        fsync_dir(os.path.dirname(qdir) or ".")
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.ftruncate(fd, offset)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return TailCut(path, offset, len(cut), dst)
+
+
 class JournalAppender:
     """The running server's writer (see the module docstring). ``truncate_at``: (segment path, offset) of a torn
-    tail to cut before appending (nothing there was ever acknowledged)."""
+    tail to cut before appending (nothing there was ever acknowledged); the cut bytes are kept in a quarantine
+    beside the journal (``cut_tail``; ``self.cuts`` says what was cut and where it went)."""
 
     def __init__(self, directory: str, *, segment_size: int, sync: str = "full", lock_timeout: float = 0.5,
-                 truncate_at: tuple[str, int] | None = None, lock: LockSet | None = None):
+                 truncate_at: tuple[str, int] | None = None, lock: LockSet | None = None,
+                 now_ns: int | None = None):
         if sync not in SYNC_MODES:
             raise ValueError(f"sync must be one of {SYNC_MODES}")
         self.dir = directory
@@ -137,6 +194,8 @@ class JournalAppender:
         self._io = threading.Lock()
         self.appended = 0          # records handed to append()
         self.durable = 0           # records written (and fsynced with sync="full")
+        self.cuts: list[TailCut] = []
+        self._qdir = quarantine_dir(directory, time.time_ns() if now_ns is None else now_ns)
         try:
             self._open(truncate_at)
         except BaseException:
@@ -147,7 +206,9 @@ class JournalAppender:
         segs = segments_in(self.dir)
         if truncate_at is not None:
             path, off = truncate_at
-            os.truncate(path, off)
+            cut = cut_tail(path, off, self._qdir)
+            if cut.nbytes:
+                self.cuts.append(cut)
         if not segs:
             self._new_segment(1)
             return
@@ -156,7 +217,8 @@ class JournalAppender:
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
         self.size = os.fstat(self.fd).st_size
         if self.size < SEGMENT_HEADER_SIZE:          # a header cut short by a crash: nothing was ever in it
-            os.ftruncate(self.fd, 0)
+            if self.size:
+                self.cuts.append(cut_tail(path, 0, self._qdir))
             os.write(self.fd, segment_header(seq))
             os.fsync(self.fd)
             self.size = SEGMENT_HEADER_SIZE

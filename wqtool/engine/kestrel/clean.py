@@ -51,6 +51,7 @@ class KestrelCleanPlan(Plan):
             "actions": [{"file": p, "action": "delete", "why": why} for p, why in self.deletes]
                        + [{"file": p, "action": "rename", "to": to} for p, to in self.renames],
             "stray": list(self.fileset.stray), "digest": self.shown_digest or self.digest, "elapsed_s": round(self.elapsed_s, 6),
+            "jobs_changed": [], "jobs_changed_more": 0,   # Kestrel's own start-up steps: the queue replays the same
         }
 
     def apply(self, **kw) -> ApplyResult:

@@ -28,7 +28,7 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, fsync_dir
-from ..plan import ApplyResult, Plan
+from ..plan import ApplyResult, KeptRanges, Plan, capped
 from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
@@ -67,7 +67,7 @@ class KestrelRepairPlan(Plan):
     digest_expected: str = ""
     state: KestrelState | None = None            # what the repaired journal replays to (keep_open)
     state_before: KestrelState | None = None     # what the input replays to (keep_open)
-    items_changed: list[str] = field(default_factory=list)
+    items_changed: list[dict] = field(default_factory=list)   # [{id, before, after}] (id: where it was added)
     findings: list[Finding] = field(default_factory=list)
     inputs: list[tuple[str, int]] = field(default_factory=list)
     live_sig: FileSig | None = None
@@ -100,24 +100,32 @@ class KestrelRepairPlan(Plan):
 
     def report_doc(self) -> dict:
         bytes_after = sum(ln for _, _, ln in self.kept)
-        return {
+        ranges = KeptRanges()
+        for path, off, ln in self.kept:
+            ranges.add(path, off, ln)
+        cut_files = {c.path for c in self.cuts}
+        resumes = [(c.path, c.offset + c.length) for c in self.cuts if c.what == "unreadable"]
+        doc = {
             "format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue, "as_of_ns": self.as_of_ns,
             "input_exit_code": self.input_exit_code, "nothing_to_do": self.nothing_to_do,
             "why": "the journal is clean: Kestrel replays all of it" if self.nothing_to_do else None,
             "before": {"files": len(self.inputs), "bytes": self.bytes_before, "records": self.records_before},
-            "after": {"files": 1 if self.kept else 0, "bytes": bytes_after, "records": len(self.kept)},
+            # a repair installs one journal file (the live one, empty when nothing was kept)
+            "after": {"files": len(self.inputs) if self.nothing_to_do else 1, "bytes": bytes_after,
+                      "records": len(self.kept)},
             "cut": {"bytes": sum(c.length for c in self.cuts), "ranges": len(self.cuts),
                     "by_what": dict(Counter(c.what for c in self.cuts))},
             "actions": ([{"file": p, "action": "replace", "bytes_before": s} for p, s in self.inputs]
                         if not self.nothing_to_do else []),
-            "cuts": [c.to_jsonable() for c in self.cuts],
-            "lines": [f"cut {os.path.basename(c.path)}@0x{c.offset:x}+{c.length}: {c.what}"
-                      + (f" ({c.code})" if c.code else "") for c in self.cuts] + self.items_changed[:100],
+            "kept_whole": sum(1 for p, _ in self.inputs if p not in cut_files) if not self.nothing_to_do else 0,
             # as `wqtool replay` prints them (the plan itself compares the open states, which is stricter)
             "digest_before": self._shown(self.state_before, self.digest_before),
             "digest_after": self._shown(self.state, self.digest_expected),
             "digest": self._shown(self.state, self.digest_expected), "elapsed_s": round(self.elapsed_s, 6),
         }
+        capped(doc, "cuts", [c.to_jsonable() for c in self.cuts])
+        capped(doc, "kept", [r for r in ranges.to_jsonable(resumes) if r["file"] in cut_files])
+        return capped(doc, "jobs_changed", self.items_changed)
 
     def replay_digest(self, state: KestrelState) -> str:
         return replay_digest(state)
@@ -211,10 +219,32 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
                              inputs=[(f.path, sizes[f.path]) for f in fileset.files], live_sig=live_sig
                              if live_sig.ino is not None else None, records_before=records,
                              bytes_before=sum(sizes.values()))
-    if s_before.digest() != s_after.digest():
-        plan.items_changed = [f"queue: {s_before.items} item(s) before, {s_after.items} after"]
+    plan.items_changed = items_changed(s_before, s_after)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
+
+
+def _where(state: KestrelState) -> dict[tuple, str]:
+    """Each item by where its add record lies (its identity across two replays of the same bytes) -> its state."""
+    out = {}
+    for i, it in enumerate(state.queue):
+        out[(it.path, it.offset, it.add_time, it.data)] = f"queued #{i}"
+    for x, it in state.open.items():
+        out[(it.path, it.offset, it.add_time, it.data)] = f"open xid {x}"
+    return out
+
+
+def items_changed(a: KestrelState, b: KestrelState) -> list[dict]:
+    """Items whose state differs between two replays: [{id, before, after}] — the id is where the item was added
+    (``<file>@0x<offset>``, as dump shows it); a state is "queued #<position>", "open xid <n>" or "absent"."""
+    wa, wb = _where(a), _where(b)
+    out = []
+    for key in list(wa) + [k for k in wb if k not in wa]:
+        sa, sb = wa.get(key, "absent"), wb.get(key, "absent")
+        if sa.split(" #")[0] != sb.split(" #")[0]:      # a new position in the queue is no change of state
+            path, off = key[0], key[1]
+            out.append({"id": f"{os.path.basename(path or '?')}@0x{off or 0:x}", "before": sa, "after": sb})
+    return out
 
 
 def default_dirs(plan: KestrelRepairPlan) -> tuple[str, str]:

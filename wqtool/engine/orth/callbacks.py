@@ -45,6 +45,18 @@ class CallbackSet:
     #: directory -> its entries in readdir order (Orth's retry order)
     listing: dict[str, list[str]] = field(default_factory=dict)
     log_path: str | None = None      # the logPath these directories belong to, when known
+    #: resolved from a logPath that also gave an orth-executor-logs log (auto-detection): the two logs share it
+    shared: bool = False
+
+    @property
+    def name(self) -> str:
+        """What reports call it: a logPath read for its retry files is named by its retry directory (the logPath's
+        own name is its executor logs')."""
+        if self.is_dir and self.log_path == self.root:
+            dirs = [d for d in (CALLBACK_DIR, LEGACY_CALLBACK_DIR) if os.path.lexists(os.path.join(self.root, d))]
+            if len(dirs) == 1:
+                return os.path.join(self.root, dirs[0])
+        return self.root
 
 
 # ---------------------------------------------------------------- discovery
@@ -431,7 +443,7 @@ class CallbackRun(ReplayPass):
     record_cls = Callback
 
     def __init__(self, cs: CallbackSet, limit: int | None = None):
-        super().__init__(cs.root, CallbackReader(cs), CallbackReplay(), limit)
+        super().__init__(cs.name, CallbackReader(cs), CallbackReplay(), limit)
         self.cs = cs
 
     def finish(self):

@@ -50,6 +50,8 @@ class ExecutorLogSet:
     is_dir: bool = True
     log_path: str | None = None          # where callbacklogs/ would be (cross references), when known
     tz: str = "UTC"                      # the executor JVM's zone (times in lines, date directories)
+    #: resolved from a logPath that also gave an orth-callbacks log (auto-detection): that log owns the retry files
+    shared: bool = False
 
 
 # ---------------------------------------------------------------- discovery

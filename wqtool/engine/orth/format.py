@@ -82,6 +82,7 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
                "timeout": "replay --send: seconds to wait for the admin per request (default 10)"}
     record_cls = Callback
     record_view = CallbackRecordView()
+    shares_dir_with = frozenset({"orth-executor-logs"})     # a logPath: its retry files and its job logs
 
     def detect(self, path: str) -> Evidence | None:
         name = os.path.basename(os.path.normpath(path))
@@ -98,6 +99,9 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
                 return Evidence(False, f"a directory named {name}/ (no retry file in it to confirm)")
             if good and len(named) == len(names):
                 return Evidence(True, f"every file is named like a retry file and holds one ({good[0]}, ...)")
+            retry = [n for n in names if n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR)]
+            if retry and not DATE_DIR.match(name) and is_log_path(path):
+                return Evidence(True, f"a logPath holding the retry directory {retry[0]}/")
             return None
         if name == CALLBACK_DIR:
             return Evidence(True, "a file named callbacklogs (Orth's retry directory must be a directory)")
@@ -113,7 +117,10 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
         return self.detect(path) is not None or (os.path.isdir(path) and is_log_path(path))
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[CallbackSet]:
-        return discover_callbacks(paths)
+        return _mark_shared(discover_callbacks(paths), opts)
+
+    def log_name(self, log: CallbackSet) -> str:
+        return log.name
 
     def files(self, log: CallbackSet) -> list[str]:
         return [f.path for f in log.files]
@@ -151,6 +158,13 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
         if not log.log_path:
             raise UsageError("clean works on an executor logPath (it holds the job logs that tell which retry files "
                              "were delivered); name the logPath", path=log.root)
+        if log.shared:   # the logPath's executor-log plan does the retention: this one, the delivered retry files
+            from .delivered import delivered_files
+            from .retention import clean_plan, default_retention
+            tz = _tz(opts)
+            ex = discover_executor([log.log_path], tz=tz)[0]
+            return clean_plan(log.log_path, opts.as_of_ns, zone(tz), tz, default_retention(opts), delivered_files(ex),
+                              dates=False, fmt=self.name)
         from ..format import get
         return get("orth-executor-logs").clean_plan(discover_executor([log.log_path], tz=_tz(opts))[0], opts)
 
@@ -160,6 +174,14 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
 
 
 # ---------------------------------------------------------------- orth-executor-logs
+def _mark_shared(logs: list, opts: Options) -> list:
+    """Mark the logs resolved from a logPath that gave both Orth formats' logs (``Options.extra["_shared"]``)."""
+    shared = {os.path.abspath(p) for p in opts.extra.get("_shared", ())}
+    for lg in logs:
+        lg.shared = lg.is_dir and os.path.abspath(lg.root) in shared
+    return logs
+
+
 def _tz(opts: Options) -> str:
     tz = str(opts.get("tz", "UTC"))
     zone(tz)
@@ -181,7 +203,12 @@ with its handleCode, end(error), timeout, stopped) and of its callbacks.
 replay derives each log id's executor state, callback state and status, cross-referenced with the retry files of the
 same logPath. clean applies the executor's log retention exactly (-O retention_days=N, default 30, below 3 disabled;
 lenient date names; gluesource/ and callbacklogs/ untouched) and removes retry files the job logs show were
-acknowledged later."""
+acknowledged later.
+
+A logPath holding callbacklogs/ (or callbacklog/) is read as two logs by every command: its retry files
+(orth-callbacks, reported as LOGPATH/callbacklogs) and its executor logs (orth-executor-logs, reported as LOGPATH),
+each with its own verdict; clean plans the retention with the executor logs and the delivered retry files with the
+retry files. --format reads one of them."""
     codes = EXECUTOR_CODES
     replay_codes = EXECUTOR_REPLAY_CODES
     record_kinds = ENTRY_KINDS
@@ -190,6 +217,7 @@ acknowledged later."""
                "retention_days": "clean: orth.job.executor.logretentiondays (default 30; below 3 disables cleaning)"}
     record_cls = LogEntry
     record_view = ExecutorRecordView()
+    shares_dir_with = frozenset({"orth-callbacks"})
 
     def detect(self, path: str) -> Evidence | None:
         name = os.path.basename(os.path.normpath(path))
@@ -220,7 +248,7 @@ acknowledged later."""
         return None
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[ExecutorLogSet]:
-        return discover_executor(paths, tz=_tz(opts))
+        return _mark_shared(discover_executor(paths, tz=_tz(opts)), opts)
 
     def files(self, log: ExecutorLogSet) -> list[str]:
         return [f.path for f in log.files]
@@ -253,7 +281,11 @@ acknowledged later."""
             raise UsageError("clean works on a whole executor logPath (the directory holding the date "
                              "directories)", path=log.root)
         tz = _tz(opts)
-        return clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts), delivered_files(log))
+        plan = clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts),
+                          [] if log.shared else delivered_files(log))
+        if log.shared:
+            plan.notes.append("delivered retry files: the plan of this logPath's orth-callbacks log")
+        return plan
 
     def finish_interrupted(self, path: str) -> list[str]:
         from .retention import finish_interrupted

@@ -91,9 +91,10 @@ class OrthCleanPlan(Plan):
     files: list[FileAction] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)        # why something that looks cleanable stays
     notes: list[str] = field(default_factory=list)
+    fmt: str = "orth-executor-logs"      # the format whose log this plan cleans
 
     def report_doc(self) -> dict:
-        return {"format": "orth-executor-logs", "root": self.log_path, "retention_days": self.retention_days,
+        return {"format": self.fmt, "root": self.log_path, "retention_days": self.retention_days,
                 "today": self.today, "tz": self.tz,
                 "delete_dirs": [{"path": a.path, "date": a.date, "files": a.files, "bytes": a.bytes}
                                 for a in self.dirs],
@@ -198,12 +199,17 @@ def _tree_size(path: str) -> tuple[int, int]:
 
 
 def clean_plan(log_path: str, as_of_ns: int, tz, tz_name: str, retention_days: int,
-               delivered: list[tuple[str, str]]) -> OrthCleanPlan:
-    """The plan for one ``logPath``. ``delivered``: (retry file, why it counts as delivered)."""
+               delivered: list[tuple[str, str]], *, dates: bool = True,
+               fmt: str = "orth-executor-logs") -> OrthCleanPlan:
+    """The plan for one ``logPath``. ``delivered``: (retry file, why it counts as delivered); ``dates`` False:
+    the date directories are left to another log's plan (a logPath read as two logs: the retry files' plan)."""
     if not os.path.isdir(log_path):
         raise UsageError("clean needs an Orth executor logPath directory", path=log_path)
     today = today_in(as_of_ns, tz)
-    plan = OrthCleanPlan(log_path, retention_days, today.isoformat(), tz_name)
+    plan = OrthCleanPlan(log_path, retention_days, today.isoformat(), tz_name, fmt=fmt)
+    if not dates:
+        plan.files += [FileAction(path, why, FileSig.of(path)) for path, why in delivered]
+        return plan
     if retention_days < MIN_RETENTION_DAYS:
         plan.notes.append(f"retention_days {retention_days} < {MIN_RETENTION_DAYS}: Orth's cleaner is disabled, so no "
                           "date directory is deleted")

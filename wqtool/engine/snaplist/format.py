@@ -23,6 +23,16 @@ from .verify import ListRun
 DETECT_BYTES = 64 * 1024
 
 
+def _at(log: ListJournal, opts: Options) -> ListJournal:
+    """``log`` as of ``opts.as_of_ns``: the current hour (and so the reading order and which hours a writer may
+    still append to) is fixed at discovery; a later time (``--as-of last|first``, settled per log) discovers the
+    journal again at that time."""
+    if opts.as_of_ns == log.as_of_ns:
+        return log
+    paths = [log.root] if log.is_dir else [f.path for f in log.files]
+    return discover(paths, opts.as_of_ns, start_date_offset_us=log.start_date_offset_us)[0]
+
+
 def _offset(opts: Options) -> int:
     raw = opts.get("start_date_offset_us", LIST_PROCESSING_LATENCY_US)
     try:
@@ -118,7 +128,7 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
 
     # -- reading
     def run(self, log: ListJournal, opts: Options, *, limit: int | None = None) -> ListRun:
-        return ListRun(log, limit=limit)
+        return ListRun(_at(log, opts), limit=limit)
 
     # -- views
     def facts(self, rec: Line) -> RecordFacts:
@@ -134,10 +144,10 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
 
     # -- plans
     def pack_plan(self, log: ListJournal, opts: Options):
-        return pack_plan(log)
+        return pack_plan(_at(log, opts))
 
     def clean_plan(self, log: ListJournal, opts: Options):
-        return clean_plan(log)
+        return clean_plan(_at(log, opts))
 
     # -- delivery
     def send(self, log: ListJournal, target: str, opts: Options, *, dry_run: bool = False,

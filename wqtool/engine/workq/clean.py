@@ -29,7 +29,7 @@ from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, unlink_quiet
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, labels
 from .model import Record
 from .reader import LogSet, Segment
 from .fastreplay import Bail, fast_run
@@ -95,7 +95,7 @@ class WorkqCleanPlan(Plan):
         kinds: Counter = Counter()
         for s in self.changed:
             kinds.update(s.dropped_by_kind)
-        return {
+        doc = {
             "format": "workq", "root": self.log.root, "as_of_ns": self.as_of_ns,
             "before": {"files": len(self.segments), "bytes": before_b, "records": self.records_before},
             "after": {"files": sum(1 for s in self.segments if s.action != "delete"), "bytes": after_b,
@@ -107,6 +107,9 @@ class WorkqCleanPlan(Plan):
                         for s in self.segments if s.action != "keep"],
             "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6),
         }
+        capped(doc, "dropped_records", [{"file": s.path, "offset": s.drops[i], "length": s.drops[i + 1]}
+                                        for s in self.changed for i in range(0, len(s.drops), 2)])
+        return capped(doc, "jobs_changed", [])   # a record is dropped only when it has no effect: none changes
 
     def apply(self, **kw) -> ApplyResult:
         return apply_plan(self, **kw)

@@ -33,7 +33,7 @@ from ...formats._common import format_unix_ns
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, fsync_dir
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult
+from ..plan import ApplyResult, KeptRanges, Plan, StepRunner, WriteResult, capped
 from .model import Record
 from .reader import LogSet, RecordReader, discover
 from .replay import WorkqReplay
@@ -98,6 +98,7 @@ class WorkqRepairPlan(Plan):
     sigs: dict[str, FileSig]
     records_before: int
     elapsed_s: float = 0.0
+    kept: KeptRanges = field(default_factory=KeptRanges)
 
     @property
     def cuts(self) -> list[Cut]:
@@ -110,7 +111,7 @@ class WorkqRepairPlan(Plan):
     def report_doc(self) -> dict:
         kept = [s for s in self.segments if not s.remove]
         by_what = Counter(c.what for c in self.cuts)
-        return {
+        doc = {
             "format": "workq", "root": self.log.root, "as_of_ns": self.as_of_ns,
             "input_exit_code": self.input_exit_code, "nothing_to_do": self.nothing_to_do,
             "why": "the log is clean: workq-server starts on it" if self.nothing_to_do else None,
@@ -121,13 +122,15 @@ class WorkqRepairPlan(Plan):
             "cut": {"bytes": sum(c.length for c in self.cuts), "ranges": len(self.cuts), "by_what": dict(by_what)},
             "actions": [{"file": s.path, "action": s.action, "bytes_before": s.size, "bytes_after": s.size_after}
                         for s in self.segments if s.action != "keep"],
-            "cuts": [c.to_jsonable() for c in self.cuts],
-            "lines": [f"cut {os.path.basename(c.path)}@0x{c.offset:x}+{c.length}: {c.what}"
-                      + (f" ({c.code})" if c.code else "") for c in self.cuts]
-                     + [f"job {j['id']}: {j['before']} -> {j['after']}" for j in self.jobs_changed[:100]],
-            "jobs_changed": self.jobs_changed, "digest_before": self.digest_before, "digest_after": self.digest_after,
+            "kept_whole": sum(1 for s in kept if s.action == "keep"),
+            "digest_before": self.digest_before, "digest_after": self.digest_after,
             "digest": self.digest_after, "elapsed_s": round(self.elapsed_s, 6),
         }
+        changed = {s.path for s in kept if s.action != "keep"}
+        resumes = [(c.path, c.offset + c.length) for c in self.cuts if c.what == "unreadable"]
+        capped(doc, "cuts", [c.to_jsonable() for c in self.cuts])
+        capped(doc, "kept", [r for r in self.kept.to_jsonable(resumes) if r["file"] in changed])
+        return capped(doc, "jobs_changed", self.jobs_changed)
 
     def write(self, out: str) -> WriteResult:
         raise UsageError("repair installs in place (--apply); to keep the original, it is backed up beside it")
@@ -167,6 +170,7 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
     cut_from: tuple[str, int] | None = None     # (segment, offset) of the first record after T
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
     records = 0
+    kept = KeptRanges()
     reader = RecordReader(log)
     for ev in reader.events():
         if ev.__class__ is Record:
@@ -184,10 +188,10 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
                 segs[ev.path].cuts.append(Cut(ev.path, ev.offset, ev.length, "refused-record", f.code, f.message))
             if refused:
                 continue
-            if truncate_to_ns is not None:    # else the state after is the state before: refused or unreadable
-                after.apply(ev)               # records never changed it
-                after.findings.clear()
+            after.apply(ev)                   # the repaired log's replay: the jobs that change state are proven,
+            after.findings.clear()            # not assumed (refused and unreadable records never change it)
             segs[ev.path].kept += 1
+            kept.add(ev.path, ev.offset, ev.length)
             continue
         f = ev
         if f.severity != ERROR or f.path not in segs or cut_from is not None:
@@ -228,11 +232,11 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
                 sp.cuts = [Cut(s.path, 0, sp.size, "after-time", None,
                                f"a segment written after {format_unix_ns(truncate_to_ns)}")]
                 sp.remove, sp.kept = True, 0
-    state_after = after.finish() if truncate_to_ns is not None else state_before
+    state_after = after.finish()
     verdict = worst(v for v, fs in errors.items() if fs)
     plan = WorkqRepairPlan(log, as_of_ns, int(verdict), list(segs.values()), state_before.digest(),
                            state_after.digest(), _diff(state_before, state_after),
-                           [f for fs in errors.values() for f in fs], sigs, records)
+                           [f for fs in errors.values() for f in fs], sigs, records, kept=kept)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
 

@@ -4,8 +4,10 @@ upstream daemon, protocol implementation or file exists). It speaks the design's
 change through the engine's writer (``JournalAppender``) **before** any reply that could depend on it is sent:
 replies wait until every change made before them is written (and fsynced with ``sync="full"``), in batches
 shared by all connections (group commit). Start-up replays the journal (``engine.fastjournal.verify``): a torn
-tail of the newest segment is truncated (those bytes were never acknowledged); corruption or an invalid history
-stops the start with the finding.
+tail of the newest segment is truncated (those bytes were never acknowledged) after they were copied to a
+quarantine beside the journal (``<dir>.quarantine-<stamp>/<segment>@<offset>-<end>.bin``, as ``wqtool repair``
+keeps what it cuts; fsynced before the cut, the cut fsynced too), and one log line names file, offset, byte count
+and quarantine file; corruption or an invalid history stops the start with the finding.
 
 Functions (the design's numbers; NEXT and PING are the README's unnumbered requests, numbered here):
 
@@ -32,6 +34,7 @@ import asyncio
 import collections
 import os
 import socket
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -59,12 +62,19 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+def _log_stderr(message: str) -> None:
+    sys.stderr.write(f"fastjournal: {message}\n")
+    sys.stderr.flush()
+
+
 class FastJournalServer:
     """One journal directory served on one port (see the module docstring)."""
 
     def __init__(self, journal_dir: str, *, sync: str = "full", segment_size: int = DEFAULT_SEGMENT_SIZE,
-                 clock: Callable[[], int] | None = None, track_keys: bool = False):
+                 clock: Callable[[], int] | None = None, track_keys: bool = False,
+                 log: Callable[[str], None] | None = None):
         self.dir = journal_dir
+        self.log = log or _log_stderr
         self.sync = sync
         self.segment_size = segment_size
         self.clock = clock or now_us
@@ -100,7 +110,10 @@ class FastJournalServer:
             self.fifo.rebuild()
             self.replayed = rep.records
             self.appender = JournalAppender(self.dir, segment_size=self.segment_size, sync=self.sync,
-                                            truncate_at=self.truncated, lock=lock)
+                                            truncate_at=self.truncated, lock=lock, now_ns=self.clock() * 1000)
+            for cut in self.appender.cuts:
+                self.log(f"start-up: cut a torn tail: file={cut.path} offset={cut.offset} bytes={cut.nbytes} "
+                         f"quarantine={cut.quarantine}")
         except BaseException:
             lock.release()
             raise
@@ -331,10 +344,11 @@ class _Conn(asyncio.Protocol):
 # ---------------------------------------------------------------- entry points
 def serve(journal_dir: str, host: str = "127.0.0.1", port: int = 0, *, sync: str = "full",
           segment_size: int = DEFAULT_SEGMENT_SIZE, ready: Callable[[int], None] | None = None,
-          clock: Callable[[], int] | None = None, handle_signals: bool = True) -> FastJournalServer:
+          clock: Callable[[], int] | None = None, handle_signals: bool = True,
+          log: Callable[[str], None] | None = None) -> FastJournalServer:
     """Serve ``journal_dir`` on ``host:port`` until SIGTERM / SIGINT (blocking). ``ready(port)`` is called once
     the port listens (port 0: an ephemeral one). Returns the stopped server."""
-    srv = FastJournalServer(journal_dir, sync=sync, segment_size=segment_size, clock=clock).open()
+    srv = FastJournalServer(journal_dir, sync=sync, segment_size=segment_size, clock=clock, log=log).open()
 
     async def main():
         stop = asyncio.Event()
