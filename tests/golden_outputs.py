@@ -5,7 +5,7 @@ reused ids, leases, results, expired adds), each through the outputs issue 14 re
 replayed state, stats) and the ones it must leave alone (tables, verify). ``tests/golden/outputs.json`` holds
 the sha256 and size of ``exit {code}\\n--- stdout\\n...--- stderr\\n...`` of each, recorded with the code
 before the compact state and the streaming writers existed: first on commit 1c22d37, then again on main at
-9124e56 (the operator CLI of issue 9 merged) and at 5f8be1e (orth-joblog's fast path merged), each time from a
+9124e56 (the operator CLI of issue 9 merged) and at 5f8be1e (orth-joblog's fast path merged) and 793d68c, each time from a
 checkout of main with its own C kernel built in place (not one output differed from 1c22d37's); tests/test_outputs_golden.py compares today's outputs with it under the C kernel
 and under the pure-Python one.
 
