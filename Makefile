@@ -7,9 +7,9 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test test-quick install install-test bench bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man clean
+.PHONY: demo test test-quick install install-test bench bench-quick bench-before bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man clean
 
-$(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c
+$(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c wqtool/engine/kestrel/_kernel.c
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -e .
 	@touch $@
@@ -36,8 +36,21 @@ test: $(VENV)/.installed-test
 test-quick: $(VENV)/.installed-test
 	WQTOOL_TESTS=quick $(PY) -m pytest -q -m "not spark and not slow"
 
+# issue 14's log shape (148.6 MB, 1.24 M records), every command as a ratio to a floor measured in the same run
 bench: $(VENV)/.installed
 	$(PY) bench/bench_workq.py
+
+bench-quick: $(VENV)/.installed
+	$(PY) bench/bench_workq.py --quick --repeat 1
+
+# the same benchmarks on the code before issue 14 (commit $(BEFORE)), built into bench/out/before
+BEFORE = 1c22d37
+bench-before: $(VENV)/.installed
+	rm -rf bench/out/before && mkdir -p bench/out/before
+	git archive $(BEFORE) | tar -x -C bench/out/before
+	cd bench/out/before && $(CURDIR)/$(PY) setup.py -q build_ext --inplace
+	$(PY) bench/bench_workq.py --root bench/out/before
+	cd bench/out/before && $(CURDIR)/$(PY) bench/bench_kestrel.py
 
 bench-kestrel: $(VENV)/.installed
 	$(PY) bench/bench_kestrel.py

@@ -1,9 +1,12 @@
-"""Only the optional C kernel lives here; everything else is in pyproject.toml.
+"""Only the optional C kernels live here; everything else is in pyproject.toml.
 
-``wqtool.engine.workq._kernel`` (FastReplay._scan in C) is optional: where it does not build (no compiler, no
-Python headers, no __int128) the install still succeeds and wqtool runs the pure-Python loop.
+``wqtool.engine.workq._kernel`` (FastReplay._scan and the compact job table in C) and
+``wqtool.engine.kestrel._kernel`` (the Kestrel fast path's loop) are optional: where they do not build (no compiler,
+no Python headers, no __int128) the install still succeeds and wqtool runs the pure-Python loops.
 """
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("wqtool.engine.workq._kernel", ["wqtool/engine/workq/_kernel.c"], optional=True,
+                             extra_compile_args=["-O3"]),
+                   Extension("wqtool.engine.kestrel._kernel", ["wqtool/engine/kestrel/_kernel.c"], optional=True,
                              extra_compile_args=["-O3"])])

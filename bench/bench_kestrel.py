@@ -29,6 +29,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 OUT = os.path.join(ROOT, "bench", "out", "kestrel")
 T = 1_300_000_000_000
 AS_OF_NS = (T + 86_400_000) * 1_000_000
@@ -88,16 +90,7 @@ def measure(kind: str, d: str) -> dict:
     nbytes = 0
     extra = {}
     if kind == "floor":
-        import google_crc32c
-        for name in sorted(os.listdir(d)):
-            with open(os.path.join(d, name), "rb", buffering=0) as f:
-                c = google_crc32c.Checksum()
-                while True:
-                    b = f.read(16 << 20)
-                    if not b:
-                        break
-                    c.update(b)
-                    nbytes += len(b)
+        nbytes = harness.crc_floor(d)
     else:
         fs = k.discover([d], queue="q")[0]
         if kind == "read":
@@ -151,6 +144,7 @@ def main() -> int:
         rows.append(json.loads(p.stdout))
     floor = rows[0]["seconds"]
     total_bytes = rows[0]["bytes"]
+    print(f"load average {harness.loadavg()}")
     print(f"{'measure':<8} {'seconds':>8} {'MB/s':>8} {'records/s':>11} {'x floor':>8} {'peak RSS':>9}  notes")
     for r in rows:
         mbs = total_bytes / 1e6 / r["seconds"]

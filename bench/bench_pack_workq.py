@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 OUT = os.path.join(ROOT, "bench", "out", "workq-pack")
 
 
@@ -40,18 +41,7 @@ def measure(kind: str, d: str, as_of_ns: int) -> dict:
     records = nbytes = 0
     extra: dict = {}
     if kind == "floor":
-        import google_crc32c
-        for name in sorted(os.listdir(d)):
-            if not name.endswith(".log"):
-                continue
-            with open(os.path.join(d, name), "rb", buffering=0) as f:
-                c = google_crc32c.Checksum()
-                while True:
-                    b = f.read(16 << 20)
-                    if not b:
-                        break
-                    c.update(b)
-                    nbytes += len(b)
+        nbytes = harness.crc_floor(d, suffix=".log")
     else:
         log = discover([d])[0]
         if kind == "replay":
@@ -74,11 +64,7 @@ def measure(kind: str, d: str, as_of_ns: int) -> dict:
 
 def run_one(kind: str, d: str, as_of_ns: int) -> dict:
     """In a runner process: the measurement in a child, its peak RSS from RUSAGE_CHILDREN."""
-    p = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", d, "--as-of-ns", str(as_of_ns)],
-                       capture_output=True, text=True, check=True)
-    row = json.loads(p.stdout)
-    row["maxrss_kib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
-    return row
+    return harness.measured_child(__file__, "--measure", kind, "--dir", d, "--as-of-ns", str(as_of_ns))
 
 
 def main() -> int:

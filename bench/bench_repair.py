@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 OUT = os.path.join(ROOT, "bench", "out", "workq-repair")
 
 
@@ -56,18 +57,7 @@ def measure(kind: str, d: str, as_of_ns: int) -> dict:
     nbytes = 0
     extra: dict = {}
     if kind == "floor":
-        import google_crc32c
-        for name in sorted(os.listdir(d)):
-            if not name.endswith(".log"):
-                continue
-            with open(os.path.join(d, name), "rb", buffering=0) as f:
-                c = google_crc32c.Checksum()
-                while True:
-                    b = f.read(16 << 20)
-                    if not b:
-                        break
-                    c.update(b)
-                    nbytes += len(b)
+        nbytes = harness.crc_floor(d, suffix=".log")
     elif kind.startswith("repair"):
         plan = repair.repair_plan(discover([d])[0], as_of_ns, salvage=True)
         nbytes = sum(s.size for s in plan.segments)
@@ -83,11 +73,8 @@ def measure(kind: str, d: str, as_of_ns: int) -> dict:
 
 
 def run_one(kind: str, d: str, as_of_ns: int) -> dict:
-    p = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", d, "--as-of-ns", str(as_of_ns)],
-                       capture_output=True, text=True, check=True)
-    row = json.loads(p.stdout)
-    row["maxrss_kib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return row
+    """In a runner process: the measurement in a child, its peak RSS from RUSAGE_CHILDREN."""
+    return harness.measured_child(__file__, "--measure", kind, "--dir", d, "--as-of-ns", str(as_of_ns))
 
 
 def main() -> int:

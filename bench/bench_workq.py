@@ -1,105 +1,178 @@
-"""workq benchmark: verify, dump -o jsonl and replay throughput against a floor measured in the same run.
+"""workq benchmark (issue 14): every command as a ratio to a read + CRC floor measured in the same run.
 
-    python bench/bench_workq.py [--records 1200000] [--payload-max 380] [--out bench/out]
+    python bench/bench_workq.py [--quick] [--repeat 3] [--only verify,replay] [--root DIR] [--json FILE]
 
-Generates (once, cached under --out) a ~150 MB, ~1.2 M-record cmdlog with wqtool's own writer, then measures
-each command as a separate process (wall time, peak RSS from wait4) on a warm page cache:
-  floor   read every segment + google-crc32c over the same bytes (1 MiB chunks)
-  verify  wqtool verify -q
-  dump    wqtool dump -o jsonl > /dev/null
-  replay  wqtool replay --summary -o json > /dev/null
-and prints MB/s, records/s, peak RSS and the ratio of each to the floor. Not a test: numbers go in notes.
+Runs on the issue-14 log shape (bench/shapes.py: 148.6 MB, 3 segments, 1.24 M records, 657 k live jobs at
+as-of; ``--quick``: a tenth of it, for iterations), generated once and cached under bench/out/. Each measure is a
+separate process (wall time, CPU time and peak RSS from wait4), stdout to /dev/null, warm page cache:
+
+  floor            read every segment + google-crc32c over the same bytes (1 MiB chunks), in a fresh python
+  baseline         wqtool replay --summary on a 3-record log: the process baseline (start-up time and RSS)
+  verify           wqtool verify -q (2 processes for logs over 64 MiB)     verify-1p: --workers 1
+  replay-summary   wqtool replay --summary -o json
+  replay-jsonl     wqtool replay -o jsonl          replay-json: -o json
+  dump-jsonl       wqtool dump -o jsonl            dump-limit: dump -o jsonl --limit 1000 (the same work, ~no output)
+  stats            wqtool stats -o json
+
+The machine has 2 cores shared with others: each run of a measure is paired with a floor run made right before
+it, the figure is the median over ``--repeat`` pairs of (measure time / floor time), and the load average is
+printed. ``x floor`` = how many floors the measure takes (1/x of the floor's throughput). Goals (issue 14):
+replay --summary <= 30x, RSS above baseline <= 500 bytes per live job, replay/dump -o jsonl <= 60x with RSS
+flat in output size (RSS with the full output minus RSS with ~none), stats <= 1.5x replay --summary, verify
+<= 12x. ``--root DIR`` measures another wqtool checkout (``make bench-before`` measures commit 1c22d37, before
+issue 14, built into bench/out/before).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-AS_OF = "2026-11-22T00:00:00Z"
-
-FLOOR = r"""
-import os, sys
-from google_crc32c import value
-d = sys.argv[1]
-c = 0
-for n in sorted(os.listdir(d)):
-    if n.endswith('.log'):
-        with open(os.path.join(d, n), 'rb', buffering=0) as f:
-            while True:
-                b = f.read(1 << 20)
-                if not b:
-                    break
-                c ^= value(b)
-print(c)
-"""
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+import shapes  # noqa: E402
+from harness import loadavg, timed as run  # noqa: E402
 
 
-def run(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int, int]:
-    """(seconds, peak RSS bytes, exit code) of one child process."""
-    t = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT)
-    _, status, ru = os.wait4(p.pid, 0)
-    dt = time.perf_counter() - t
-    p.returncode = os.waitstatus_to_exitcode(status)
-    err = p.stderr.read().decode()
-    if p.returncode not in (0,):
-        print(f"  ! {' '.join(argv[1:4])}… exit {p.returncode}: {err[:300]}", file=sys.stderr)
-    return dt, ru.ru_maxrss * 1024, p.returncode
+MEASURES = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "replay-json", "dump-jsonl",
+            "dump-limit", "stats"]
+DEFAULT = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "dump-jsonl", "dump-limit", "stats"]
+
+
+
+def argv_of(name: str, d: str, tiny: str) -> list[str]:
+    wq = [sys.executable, "-m", "wqtool"]
+    a = ["--as-of", shapes.AS_OF]
+    return {
+        "floor": [sys.executable, "-c", harness.FLOOR_SCRIPT, d],
+        "baseline": wq + ["replay", "--summary", "-o", "json", *a, tiny],
+        "verify": wq + ["verify", "-q", *a, d],
+        "verify-1p": wq + ["verify", "-q", "--workers", "1", *a, d],
+        "replay-summary": wq + ["replay", "--summary", "-o", "json", *a, d],
+        "replay-jsonl": wq + ["replay", "-o", "jsonl", *a, d],
+        "replay-json": wq + ["replay", "-o", "json", *a, d],
+        "dump-jsonl": wq + ["dump", "-o", "jsonl", *a, d],
+        "dump-limit": wq + ["dump", "-o", "jsonl", "--limit", "1000", *a, d],
+        "stats": wq + ["stats", "-o", "json", *a, d],
+    }[name]
+
+
+def tiny_log(out: str) -> str:
+    d = os.path.join(out, "workq-tiny")
+    if not os.path.isdir(d):
+        sys.path.insert(0, ROOT)
+        from wqtool.engine.workq.sample import SampleSpec, generate
+        generate(d + ".tmp", SampleSpec(records=3, seed=1))
+        os.rename(d + ".tmp", d)
+    return d
+
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=1_200_000)
-    ap.add_argument("--payload-max", type=int, default=380)
-    ap.add_argument("--segment-size", type=int, default=64 * 1024 * 1024)
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
-    ap.add_argument("--repeat", type=int, default=3, help="best of N runs per measurement")
+    ap.add_argument("--quick", action="store_true", help="a tenth of the issue-14 log (for iterations)")
+    ap.add_argument("--scale", type=float, default=None, help="any fraction of the issue-14 log")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measure (each paired with a floor run)")
+    ap.add_argument("--only", default=None, help=f"comma-separated measures (default {','.join(DEFAULT)}; "
+                    f"all: {','.join(MEASURES)})")
+    ap.add_argument("--root", default=ROOT, help="the wqtool checkout to measure (default: this one)")
+    ap.add_argument("--pure-python", action="store_true", help="WQTOOL_PURE_PYTHON=1 (the pure-Python kernel)")
+    ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    ap.add_argument("--json", default=None, help="also write the results to this file")
     a = ap.parse_args()
+    scale = a.scale if a.scale is not None else (0.1 if a.quick else 1.0)
+    names = a.only.split(",") if a.only else DEFAULT
+    os.makedirs(a.out, exist_ok=True)
     sys.path.insert(0, ROOT)
-    from wqtool.engine.workq.sample import SampleSpec, generate
-
-    d = os.path.join(a.out, f"workq-{a.records}-{a.payload_max}-{a.segment_size}")
-    if not os.path.isdir(d):
-        t = time.perf_counter()
-        n = generate(d + ".tmp", SampleSpec(records=a.records, payload_max=a.payload_max,
-                                            segment_size=a.segment_size, seed=42))
-        os.rename(d + ".tmp", d)
-        print(f"generated {a.records} records, {n / 1e6:.1f} MB in {time.perf_counter() - t:.1f} s -> {d}")
+    t0 = time.perf_counter()
+    d = shapes.ensure(a.out, scale)
+    tiny = tiny_log(a.out)
+    if time.perf_counter() - t0 > 1:
+        print(f"generated the logs in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    root = os.path.abspath(a.root)
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if a.pure_python:
+        env["WQTOOL_PURE_PYTHON"] = "1"
+    else:
+        env.pop("WQTOOL_PURE_PYTHON", None)
+    check = subprocess.run([sys.executable, "-c", "import wqtool, os; from wqtool.engine.workq import fastreplay as f; "
+                            "print(os.path.dirname(os.path.dirname(wqtool.__file__)), f.KERNEL)"],
+                           capture_output=True, text=True, env=env, cwd=root, check=True).stdout.split()
     size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".log"))
     segs = sum(1 for f in os.listdir(d) if f.endswith(".log"))
-    py = sys.executable
-    wq = [py, "-m", "wqtool"]
-    cases = [
-        ("floor (read + crc32c)", [py, "-c", FLOOR, d]),
-        ("verify", wq + ["verify", "-q", "--as-of", AS_OF, d]),
-        ("verify (1 process)", wq + ["verify", "-q", "--as-of", AS_OF, "--workers", "1", d]),
-        ("replay --summary", wq + ["replay", "--summary", "-o", "json", "--as-of", AS_OF, d]),
-        ("dump -o jsonl", wq + ["dump", "-o", "jsonl", "--as-of", AS_OF, d]),
-    ]
-    run(cases[0][1])  # warm the page cache
-    results = []
-    for name, argv in cases:
-        reps = 1 if name.startswith("dump") else a.repeat
-        best = min((run(argv) for _ in range(reps)), key=lambda r: r[0])
-        results.append((name, *best))
-    replay_doc = json.loads(subprocess.run(cases[3][1], capture_output=True, text=True, cwd=ROOT).stdout)
-    floor = results[0][1]
-    print(f"\nworkq cmdlog: {size / 1e6:.1f} MB, {a.records} records, {segs} segment(s), "
-          f"{replay_doc['job_count']} live jobs at {AS_OF}; {os.cpu_count()} cores; best of {a.repeat}")
-    print(f"{'measure':<24} {'seconds':>8} {'MB/s':>8} {'Mrec/s':>8} {'peak RSS':>10} {'x floor time':>13} exit")
-    for name, dt, rss, code in results:
-        print(f"{name:<24} {dt:>8.2f} {size / dt / 1e6:>8.1f} {a.records / dt / 1e6:>8.3f} "
-              f"{rss / 2**20:>8.0f} MB {dt / floor:>12.1f}x {code}")
-    v = next(r for r in results if r[0] == "verify")
-    rp = next(r for r in results if r[0] == "replay --summary")
-    print(f"\nverify throughput = 1/{v[1] / floor:.1f} of the floor (target >= 1/12); "
-          f"replay {size / rp[1] / 1e6:.0f} MB/s (target >= 40), "
-          f"{rp[2] / max(1, replay_doc['job_count']) / 1024:.1f} KiB peak RSS per live job")
+    info = json.loads(subprocess.run(argv_of("replay-summary", d, tiny), capture_output=True, text=True, env=env,
+                                     cwd=root, check=True).stdout)
+    live, records = info["job_count"], info["records"]
+    load_before = loadavg()
+
+    run(argv_of("floor", d, tiny), root, env)            # warm the page cache
+    rows: dict[str, dict] = {}
+    for name in names:
+        pairs = []
+        for _ in range(a.repeat):
+            f = run(argv_of("floor", d, tiny), root, env)
+            m = run(argv_of(name, d, tiny), root, env)
+            pairs.append((f, m))
+        rows[name] = {
+            "seconds": statistics.median(m[0] for _, m in pairs),
+            "cpu": statistics.median(m[1] for _, m in pairs),
+            "rss": statistics.median(m[2] for _, m in pairs),
+            "floor": statistics.median(f[0] for f, _ in pairs),
+            "x_floor": statistics.median(m[0] / f[0] for f, m in pairs),
+            "exit": max(m[3] for _, m in pairs),
+        }
+    load_after = loadavg()
+
+    print(f"\nworkq cmdlog (issue-14 shape, scale {scale:g}): {size / 1e6:.1f} MB, {records:,} records, {segs} "
+          f"segment(s), {live:,} live jobs at {shapes.AS_OF}")
+    print(f"wqtool at {check[0]} (kernel: {check[1]}); {os.cpu_count()} cores; load average {load_before} before, "
+          f"{load_after} after; medians of {a.repeat} runs, each paired with a floor run")
+    print(f"{'measure':<16} {'seconds':>8} {'cpu s':>7} {'MB/s':>8} {'x floor':>8} {'peak RSS':>10} exit")
+    for name in names:
+        r = rows[name]
+        print(f"{name:<16} {r['seconds']:>8.2f} {r['cpu']:>7.2f} {size / r['seconds'] / 1e6:>8.1f} "
+              f"{r['x_floor']:>8.1f} {r['rss'] / 2**20:>8.0f} MB {r['exit']}")
+    print(f"floor: median {statistics.median(r['floor'] for r in rows.values()):.3f} s")
+    goals = []
+
+    def goal(text: str, ok: bool) -> None:
+        goals.append((text, ok))
+
+    def x(name: str) -> float | None:
+        return rows[name]["x_floor"] if name in rows else None
+
+    if x("replay-summary") is not None:
+        goal(f"replay --summary {x('replay-summary'):.1f}x the floor (goal <= 30x)", x("replay-summary") <= 30)
+        if "baseline" in rows:
+            per = (rows["replay-summary"]["rss"] - rows["baseline"]["rss"]) / max(1, live)
+            goal(f"replay --summary peak RSS {per:.0f} bytes per live job above the baseline's "
+                 f"{rows['baseline']['rss'] / 2**20:.0f} MB (goal <= 500)", per <= 500)
+    for name, flat_vs in (("replay-jsonl", "replay-summary"), ("dump-jsonl", "dump-limit")):
+        if x(name) is not None:
+            goal(f"{name.replace('-', ' -o ')} {x(name):.1f}x the floor (goal <= 60x)", x(name) <= 60)
+            if flat_vs in rows:
+                extra = (rows[name]["rss"] - rows[flat_vs]["rss"]) / 2**20
+                goal(f"{name.replace('-', ' -o ')} RSS {extra:+.0f} MB vs {flat_vs} (the same work, ~no output; "
+                     "goal: flat, <= 16 MB)", extra <= 16)
+    if x("stats") is not None and x("replay-summary") is not None:
+        q = x("stats") / x("replay-summary")      # each against its own floor: robust to load changes between them
+        goal(f"stats {q:.2f}x the time of replay --summary ({x('stats'):.1f}x / {x('replay-summary'):.1f}x the "
+             "floor; goal <= 1.5x)", q <= 1.5)
+    if x("verify") is not None:
+        goal(f"verify {x('verify'):.1f}x the floor (goal <= 12x)", x("verify") <= 12)
+    for text, ok in goals:
+        print(f"  {'PASS' if ok else 'MISS'}  {text}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"scale": scale, "bytes": size, "records": records, "live": live, "kernel": check[1],
+                       "root": check[0], "load": [load_before, load_after], "repeat": a.repeat, "rows": rows,
+                       "goals": goals}, f, indent=2)
     return 0
 
 

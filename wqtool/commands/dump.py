@@ -165,8 +165,19 @@ class _Dump:
     def log(self, log: Log) -> Verdict:
         fmt_ = log.fmt
         w, flt = self._writer(fmt_)
+        opts = for_log(log, self.opts)
+        fast = (fmt_.encoded_records(log.data, opts, style=self.output, payload=self.mode,
+                                     limit=None if self.limit is None else self.limit - self.shown)
+                if not self.stats and self.output in ("jsonl", "json")
+                and all(v is None for v in self.selection.values()) else None)
+        if fast is not None:   # the format's encoder (intact logs, no filter): rows written as they come
+            report, chunks = fast
+            for n, text in chunks:
+                w.write_encoded(n, text)
+                self.shown += n
+            return report.verdict
         watch = LiveWatch(log, live=self.live)
-        run = fmt_.run(log.data, for_log(log, self.opts), limit=0)
+        run = fmt_.run(log.data, opts, limit=0)
         held = []                 # torn tails: in flight or damage, told once the read is over
         for ev in run.events():
             if ev.__class__ is fmt_.record_cls:

@@ -86,14 +86,15 @@ def stats(
         per_path = list(each_log(entries, lambda log: next(results), say=say_error))
     else:
         seen: set = set()
+        union = len(logs) > 1       # the job ids themselves only for a union over logs
 
-        def one(log):
-            report, st = log.fmt.stats_log(log.data, for_log(log, opts))
+        def one(log):   # one pass per log (the format's fastest: the workq kernel's)
+            report, st = log.fmt.stats_log(log.data, for_log(log, opts), ids=union)
             seen.update(st.jobs)
-            return report, st, len(st.jobs)
+            return report, st, st.job_count()
         with track(logs, "stats"):
             per_path = list(each_log(entries, one, say=say_error))
-        total_jobs = len(seen)
+        total_jobs = len(seen) if union else sum(r[2] for _, r in per_path if not isinstance(r, Failed))
     items = [r if isinstance(r, Failed) else (watches[id(log)].settle(r[0]),
                                                log.fmt.state_view(r[0].state, log.data), r[1], r[2])
              for log, r in per_path]

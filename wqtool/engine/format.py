@@ -26,6 +26,7 @@ What a format supplies (see ``Format`` for the signatures):
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import stat
 from dataclasses import dataclass, field, replace
@@ -145,6 +146,19 @@ class StateView:
     def rows(self, payload: str = "base64") -> Iterator[dict]:
         """One JSON row per job / item, in the digest's order."""
         raise NotImplementedError
+
+    def encoded_rows(self, style: str, payload: str = "base64") -> Iterator[str]:
+        """``rows()`` already encoded as replay writes them, in chunks of whole rows (render writes them as they
+        come: memory does not grow with the output). ``style`` "jsonl": ``json.dumps(row) + "\n"`` per row;
+        "json": ``json.dumps(row, indent=2)`` as it nests two levels deep in ``replay -o json``'s document (every
+        line indented by 4 more spaces), rows joined by ",\n" inside a chunk (and by the writer between chunks). A
+        format may encode them faster (workq's C table does)."""
+        if style == "jsonl":
+            for row in self.rows(payload):
+                yield json.dumps(row) + "\n"
+        else:
+            for row in self.rows(payload):
+                yield "    " + json.dumps(row, indent=2).replace("\n", "\n    ")
 
     def table_header(self) -> str:
         raise NotImplementedError
@@ -290,17 +304,6 @@ class Format:
             pass
         return p.report
 
-    def stats_log(self, log, opts: Options) -> tuple[LogReport, Any]:
-        """``stats`` of one log: its report (with the replayed state) and the ``RecordStats`` of every record, in
-        one pass (a hot path may stand in for ``run``: the same results)."""
-        from .stats import RecordStats
-        p, st = self.run(log, opts, limit=0), RecordStats()
-        cls, facts = self.record_cls, self.facts
-        for ev in p.events():
-            if ev.__class__ is cls:
-                st.add(facts(ev))
-        return p.report, st
-
     def verify(self, logs: Sequence[Any], opts: Options, *, max_findings: int | None = None,
                workers: int | None = None) -> VerifyReport:
         return VerifyReport([self.run_log(log, opts, limit=max_findings, state=False, workers=workers)
@@ -312,6 +315,27 @@ class Format:
         for ev in self.run(log, opts, limit=0).events():
             if ev.__class__ is not cls and ev.code in self.replay_codes:
                 yield ev
+
+    def stats_log(self, log, opts: Options, *, ids: bool = True) -> tuple[LogReport, Any]:
+        """``stats`` of one log in one pass: (its LogReport — verdict, finding counts, replayed state, no finding
+        kept — and its ``RecordStats``). ``ids`` False: the distinct jobs may be only counted
+        (``RecordStats.distinct``, ``job_count()``) instead of kept in ``RecordStats.jobs`` (needed only for a
+        union over logs). The default drives ``run`` and feeds ``facts(record)`` of every record; a hot path may
+        stand in for ``run`` (workq: the kernel's pass; orth-joblog: its columnar fast path): the same results."""
+        from .stats import RecordStats
+        run, st, facts, cls = self.run(log, opts, limit=0), RecordStats(), self.facts, self.record_cls
+        for ev in run.events():
+            if ev.__class__ is cls:
+                st.add(facts(ev))
+        return run.report, st
+
+    def encoded_records(self, log, opts: Options, *, style: str, payload: str, limit: int | None = None):
+        """``dump -o jsonl|json`` of a whole log (no filter), fast: ``(LogReport, chunks)`` where chunks yields
+        ``(rows, text)``: ``record_view.row(rec, payload)`` of each record through ``json.dumps(row,
+        ensure_ascii=False)``, each followed by "\n" (style "jsonl") or joined by ",\n  " within a chunk ("json");
+        at most ``limit`` rows. None (the default): no such path for this log — dump runs the reference pass, as it
+        must for a log with errors (they are printed among the rows)."""
+        return None
 
     # -- views
     def facts(self, rec) -> RecordFacts:

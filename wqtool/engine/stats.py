@@ -20,6 +20,10 @@ class RecordStats:
     first_ns: int | None = None
     last_ns: int | None = None
     jobs: set = field(default_factory=set)
+    distinct: int | None = None      # the distinct jobs when counted without keeping ``jobs`` (Format.stats_log)
+
+    def job_count(self) -> int:
+        return len(self.jobs) if self.distinct is None else self.distinct
 
     def add(self, f: RecordFacts) -> None:
         self.records += 1
@@ -55,7 +59,7 @@ class RecordStats:
             "by_type": {k: {"records": v, "bytes": self.bytes_by_type[k]} for k, v in sorted(self.by_type.items())},
             "first_time": None if self.first_ns is None else format_unix_ns(self.first_ns),
             "last_time": None if self.last_ns is None else format_unix_ns(self.last_ns),
-            "jobs": len(self.jobs),
+            "jobs": self.job_count(),
         }
 
 

@@ -56,6 +56,10 @@ class RecordJsonl(_Writer):
     def write(self, rec) -> None:
         self.out.write(json.dumps(self.view.row(rec, self.payload), ensure_ascii=False) + "\n")
 
+    def write_encoded(self, n: int, text: str) -> None:
+        """``n`` rows a format encoded itself (``Format.encoded_records``, style "jsonl")."""
+        self.out.write(text)
+
     def close(self) -> None:
         pass
 
@@ -71,6 +75,12 @@ class RecordJsonArray(RecordJsonl):
         self.out.write(("[\n  " if self.n == 0 else ",\n  ")
                        + json.dumps(self.view.row(rec, self.payload), ensure_ascii=False))
         self.n += 1
+
+    def write_encoded(self, n: int, text: str) -> None:
+        """``n`` rows a format encoded itself (style "json": joined by ",\n  ")."""
+        if n:
+            self.out.write(("[\n  " if self.n == 0 else ",\n  ") + text)
+            self.n += n
 
     def close(self) -> None:
         self.out.write("[]\n" if self.n == 0 else "\n]\n")

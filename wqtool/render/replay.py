@@ -19,16 +19,30 @@ def _doc(report: LogReport, view: StateView) -> dict:
     return doc
 
 
+#: stands for the rows in the document while it is encoded around them (no JSON value of a replay holds a NUL)
+_ROWS = "\x00rows\x00"
+
+
 def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, summary: bool) -> None:
-    if output == "json":
+    if output == "json":    # json.dumps(doc, indent=2), with the rows streamed in place (memory stays flat)
         doc = _doc(report, view)
-        doc[view.rows_key] = [] if summary else list(view.rows())
-        out.write(json.dumps(doc, indent=2) + "\n")
+        doc[view.rows_key] = [] if summary else _ROWS
+        head, _, tail = json.dumps(doc, indent=2).partition(json.dumps(_ROWS))
+        out.write(head)
+        if not summary:
+            n = 0
+            for chunk in view.encoded_rows("json"):
+                if chunk:
+                    out.write(",\n" if n else "[\n")
+                    out.write(chunk)
+                    n += 1
+            out.write("\n  ]" if n else "[]")
+        out.write(tail + "\n")
         return
     if output == "jsonl":
         if not summary:
-            for row in view.rows():
-                out.write(json.dumps(row) + "\n")
+            for chunk in view.encoded_rows("jsonl"):
+                out.write(chunk)
         out.write(json.dumps({"summary": _doc(report, view)}) + "\n")
         return
     if not summary:

@@ -34,6 +34,13 @@ FIX = os.path.join(ROOT, "fixtures", "orth-joblog")
 SCENARIOS = sorted(n for n in os.listdir(FIX) if os.path.isdir(os.path.join(FIX, n)))
 AS_OF = "2026-01-30T12:30:00Z"
 OPTS = Options(parse_time(AS_OF, "--as-of"))
+
+
+@pytest.fixture(autouse=True)
+def _fast_path_on(monkeypatch):
+    """These tests hold the fast path against the reference (called directly): they need it on, also in a run
+    under WQTOOL_PURE_PYTHON=1 (the switch itself is tested below, where it is set)."""
+    monkeypatch.delenv("WQTOOL_PURE_PYTHON", raising=False)
 HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
 
 

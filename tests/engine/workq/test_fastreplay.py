@@ -39,7 +39,7 @@ def kernel(request):
         pytest.skip("the C kernel (wqtool.engine.workq._kernel) is not built")
     saved = fastreplay._C_SCAN, fastreplay.KERNEL
     fastreplay._C_SCAN = fastreplay._kernel.scan if request.param == "c" else None
-    fastreplay.KERNEL = request.param
+    fastreplay.KERNEL = request.param      # what a new FastReplay runs (and its job table)
     try:
         yield request.param
     finally:

@@ -2,8 +2,9 @@
 
 Both run on the same bytes from the same starting state — random bytes, well-framed records with random and
 hostile fields (huge and over-long varints, extreme times, names at the regex's edges, bad CRCs), cut and
-flipped segments, every partition — and must leave the same outcome: returned index or Bail, jobs (in
-insertion order), results, locs, findings and applied, even when they bail halfway.
+flipped segments, every partition — and must leave the same outcome: returned index or Bail, the job table's rows
+(in insertion order: ``_kernel.JobTable`` vs ``PyJobTable``), findings, applied and the record statistics, even
+when they bail halfway.
 """
 from __future__ import annotations
 
@@ -191,33 +192,40 @@ def segment(draw):
 
 @st.composite
 def start_state(draw):
-    """jobs/results as earlier segments leave them (plus a few packed ints no real log produces)."""
-    jobs, results = {}, {}
+    """Job rows as earlier segments leave them (plus a few no real log produces: results without a final state,
+    the largest attempt count)."""
+    rows = []
     for jid in draw(st.lists(st.sampled_from(IDS), max_size=6, unique=True)):
-        st_ = draw(st.sampled_from([0, 1, 2, 3, 4]))
-        kind = draw(st.integers(0, 1))
-        ma = draw(st.sampled_from([0, 1, 2, 255]))
-        att = draw(st.sampled_from([0, 1, 2, 300, 2**40]))
-        jobs[jid] = st_ | kind << 3 | ma << 4 | att << 12
-        if draw(st.booleans()):
-            results[jid] = draw(st.sampled_from([b"", b"old"]))
-    return jobs, results
+        kind = draw(st.integers(1, 2))
+        rows.append((jid, (kind, draw(st.sampled_from(["q1", "Z.9_-z"])), 5000, 3_600_000, draw(st.sampled_from([0, -3])),
+                           draw(st.sampled_from([0, 1, 2, 255])), 0, T, None if kind == 1 else T + 600 * 10**9,
+                           T + 3_600_000 * 10**6, 1, 0xDEADBEEF, 0, 8, draw(st.sampled_from([0, 1, 2, 3, 4])),
+                           draw(st.sampled_from([0, 1, 2, 300, 2**32 - 1])),
+                           draw(st.sampled_from([None, None, b"", b"old"])))))
+    return rows
 
 
 AS_OFS = st.sampled_from([T, T + 60 * 10**9, T + 40 * 86400 * 10**9, 0, -(2**63), 2**63 - 1, 2**63, 2**80, -(2**80)])
 
 
-def run(impl: str, data, end: int, state, *, keep: bool, part: int, nparts: int, as_of: int, index: int):
-    fr = FastReplay(None, as_of, part=part, nparts=nparts, keep=keep)
-    fr.jobs, fr.results = dict(state[0]), dict(state[1])
+def stats_of(fr):
+    s = fr.stats
+    return None if s is None else (s.records(), s.bytes(), s.first_ns(), s.last_ns(), s.distinct(), s.ids())
+
+
+def run(impl: str, data, end: int, state, *, keep: bool, part: int, nparts: int, as_of: int, index: int,
+        stats: bool = False):
+    fr = FastReplay(None, as_of, part=part, nparts=nparts, keep=keep, stats=stats, kernel=impl)
+    for jid, row in state:
+        fr.jobs.put(jid, row)
     fr.applied = 5
     scan = fr._scan_py if impl == "python" else (lambda *a: _kernel.scan(fr, *a))
     try:
         out = scan(data, end, "dir/000000001.log", index, 3)
     except (Bail, IndexError, struct.error) as exc:   # run() turns the last two into Bail
         out = type(exc).__name__ if impl == "c" else "Bail"
-    return (out, list(fr.jobs.items()), list(fr.results.items()), list(fr.locs.items()), fr.findings,
-            fr.applied)
+    return (out, fr.jobs.rows(), fr.findings, fr.applied, stats_of(fr), fr.jobs.note_counts(), fr.jobs.counts(),
+            fr.jobs.sorted_ids())
 
 
 def check(data, end, state, **kw):
@@ -230,10 +238,10 @@ def check(data, end, state, **kw):
 @needs_c
 @settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(segment(), start_state(), st.booleans(), st.sampled_from([(0, 1), (0, 2), (1, 2), (2, 3)]), AS_OFS,
-       st.sampled_from([0, 17]), st.data())
-def test_c_scan_equals_python_scan(data, state, keep, part, as_of, index, d):
+       st.sampled_from([0, 17]), st.booleans(), st.data())
+def test_c_scan_equals_python_scan(data, state, keep, part, as_of, index, stats, d):
     end = len(data) if d.draw(st.booleans()) else d.draw(st.integers(0, len(data)))
-    check(data, end, state, keep=keep, part=part[0], nparts=part[1], as_of=as_of, index=index)
+    check(data, end, state, keep=keep, part=part[0], nparts=part[1], as_of=as_of, index=index, stats=stats)
 
 
 @needs_c
@@ -241,7 +249,7 @@ def test_c_scan_equals_python_scan(data, state, keep, part, as_of, index, d):
 @given(st.binary(max_size=600), st.booleans(), st.sampled_from([(0, 1), (1, 2)]))
 def test_c_scan_survives_random_bytes(data, keep, part):
     for d in (data, HEADER + data):
-        check(d, len(d), ({}, {}), keep=keep, part=part[0], nparts=part[1], as_of=T, index=0)
+        check(d, len(d), [], keep=keep, part=part[0], nparts=part[1], as_of=T, index=0, stats=True)
 
 
 @needs_c
@@ -253,14 +261,14 @@ def test_c_scan_equals_python_scan_on_generated_segments_via_mmap(tmp_path, reus
         for as_of in (T - 10**12, T + 10**12, T + 40 * 86400 * 10**9):
             frs = {}
             for impl in ("python", "c"):
-                fr = FastReplay(log, as_of, part=part, nparts=nparts, keep=keep)
+                fr = FastReplay(log, as_of, part=part, nparts=nparts, keep=keep, stats=nparts == 1, kernel=impl)
                 index = 0
                 for seg_no, seg in enumerate(log.segments):
                     with open(seg.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                         index = (fr._scan_py(mm, len(mm), seg.path, index, seg_no) if impl == "python"
                                  else _kernel.scan(fr, mm, len(mm), seg.path, index, seg_no))
-                frs[impl] = (index, list(fr.jobs.items()), list(fr.results.items()), list(fr.locs.items()),
-                             fr.findings, fr.applied)
+                frs[impl] = (index, fr.jobs.rows(), fr.findings, fr.applied, stats_of(fr), fr.jobs.counts(),
+                             fr.jobs.sorted_ids())
             assert frs["c"] == frs["python"]
             assert frs["c"][0] >= 2990   # every record framed (the generator may stop one short)
 
@@ -272,23 +280,27 @@ def test_c_scan_releases_the_buffer_on_every_exit(tmp_path):
     p.write_bytes(HEADER + b"\x01" + b"\x00" * 30)
     with open(p, "rb") as f:
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        fr = FastReplay(None, T)
+        fr = FastReplay(None, T, kernel="c")
         with pytest.raises(Bail):
             _kernel.scan(fr, mm, len(mm), "s", 0, 0)
         with pytest.raises(ValueError):
             _kernel.scan(fr, mm, len(mm) + 1, "s", 0, 0)
         assert _kernel.scan(fr, mm, 8, "s", 0, 0) == 0
-        fr.jobs = []   # not a dict
+        fr.jobs = {}   # not a JobTable
+        with pytest.raises(TypeError):
+            _kernel.scan(fr, mm, len(mm), "s", 0, 0)
+        fr.jobs, fr.stats = _kernel.JobTable(), {}   # not a ScanStats
         with pytest.raises(TypeError):
             _kernel.scan(fr, mm, len(mm), "s", 0, 0)
         mm.close()
 
 
-def test_dispatch_leaves_short_buffers_to_python(monkeypatch):
-    """end past the data (never from FileView) goes to the Python loop, whose IndexError run() turns into Bail."""
-    if _kernel is not None:
-        monkeypatch.setattr(fastreplay, "_C_SCAN", _kernel.scan)
-    fr = FastReplay(None, T)
+@pytest.mark.parametrize("impl", ["python", "c"])
+def test_short_buffers_raise_index_error_in_both_kernels(impl):
+    """end past the data (never from FileView): IndexError, which run() turns into Bail."""
+    if impl == "c" and _kernel is None:
+        pytest.skip("the C kernel is not built")
+    fr = FastReplay(None, T, kernel=impl)
     with pytest.raises(IndexError):
         fr._scan(HEADER, 40, "s", 0, 0)
 
@@ -353,4 +365,4 @@ def test_c_scan_equals_python_scan_on_edge_records(name, keep):
     first = rec(add(ma=1)) if "result" in name else b""   # a live job for the completes
     data = HEADER + first + EDGES[name] + rec(b"\x06" + IDS[0])
     for as_of in (T, -(2**80), 2**80):
-        check(data, len(data), ({}, {}), keep=keep, part=0, nparts=1, as_of=as_of, index=0)
+        check(data, len(data), [], keep=keep, part=0, nparts=1, as_of=as_of, index=0, stats=keep)

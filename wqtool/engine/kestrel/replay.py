@@ -108,6 +108,20 @@ class KestrelState:
         out.extend((QUEUED, i, it) for i, it in enumerate(self.queue) if it.expired_at(ms))
         return out
 
+    def expired_count(self, as_of_ns: int | None = None) -> int:
+        """``len(self.expired(as_of_ns))``, without building the list."""
+        ms = (self.as_of_ns if as_of_ns is None else as_of_ns) // NS_PER_MS
+        n = 0
+        for it in self.queue:
+            e = it.expiry
+            if e and e <= ms:
+                n += 1
+        for it in self.open.values():
+            e = it.expiry
+            if e and e <= ms:
+                n += 1
+        return n
+
     def without_expired(self, as_of_ns: int | None = None) -> "KestrelState":
         """A copy whose queue drops items expired at ``as_of`` (open transactions are kept, as Kestrel does)."""
         ms = (self.as_of_ns if as_of_ns is None else as_of_ns) // NS_PER_MS
@@ -175,6 +189,27 @@ def first_difference(a: KestrelState, b: KestrelState) -> str | None:
     return None
 
 
+# Finding constructors shared with the fast path (fastreplay.py), so both say exactly the same thing.
+def empty_finding(path: str | None, offset: int | None, index: int | None, what: str) -> Finding:
+    return Finding(WARNING, "KQ-REMOVE-EMPTY", f"{what} on an empty queue: no-op (2.x writes it only when an item "
+                   "was removed; legitimate in 1.x journals, which logged removes of items that had just expired)",
+                   path=path, offset=offset, record_index=index, upstream="Kestrel 2.x ignores it")
+
+
+def unknown_xid_finding(path: str | None, offset: int | None, index: int | None, what: str, xid: int,
+                        outcome: str = "no-op", upstream: str = "Kestrel 2.x ignores it") -> Finding:
+    return Finding(WARNING, "KQ-UNKNOWN-XID", f"{what} {xid}: no such open transaction ({outcome})", path=path,
+                   offset=offset, record_index=index, upstream=upstream)
+
+
+def continue_xid0_finding(path: str | None, offset: int | None, index: int | None) -> Finding:
+    return Finding(WARNING, "KQ-CONTINUE-XID0", "CONTINUE with xid 0: 2.x never assigns xid 0", path=path,
+                   offset=offset, record_index=index)
+
+
+_CONTINUE_UNKNOWN = ("the new item is still appended", "Kestrel 2.x appends the item")
+
+
 class KestrelReplay:
     """Applies records in file-set order. Findings go to ``self.findings`` (the caller drains them)."""
 
@@ -197,9 +232,7 @@ class KestrelReplay:
                                      upstream=upstream))
 
     def _empty(self, rec: Record, what: str) -> None:
-        self._warn(rec, "KQ-REMOVE-EMPTY", f"{what} on an empty queue: no-op (2.x writes it only when an item was "
-                   "removed; legitimate in 1.x journals, which logged removes of items that had just expired)",
-                   "Kestrel 2.x ignores it")
+        self.findings.append(empty_finding(rec.path, rec.offset, rec.index, what))
 
     def _next_xid(self) -> int:
         skip_zero = self.version != "1"
@@ -255,22 +288,20 @@ class KestrelReplay:
                 return
         elif op is _CONFIRM_REMOVE:
             if self.open.pop(rec.xid, None) is None:
-                self._warn(rec, "KQ-UNKNOWN-XID", f"CONFIRM_REMOVE {rec.xid}: no such open transaction (no-op)",
-                           "Kestrel 2.x ignores it")
+                self.findings.append(unknown_xid_finding(rec.path, rec.offset, rec.index, "CONFIRM_REMOVE", rec.xid))
                 return
         elif op is _UNREMOVE:
             item = self.open.pop(rec.xid, None)
             if item is None:
-                self._warn(rec, "KQ-UNKNOWN-XID", f"UNREMOVE {rec.xid}: no such open transaction (no-op)",
-                           "Kestrel 2.x ignores it")
+                self.findings.append(unknown_xid_finding(rec.path, rec.offset, rec.index, "UNREMOVE", rec.xid))
                 return
             self.queue.appendleft(item)
         elif op is _CONTINUE:
             if rec.xid == 0:
-                self._warn(rec, "KQ-CONTINUE-XID0", "CONTINUE with xid 0: 2.x never assigns xid 0")
+                self.findings.append(continue_xid0_finding(rec.path, rec.offset, rec.index))
             if self.open.pop(rec.xid, None) is None:
-                self._warn(rec, "KQ-UNKNOWN-XID", f"CONTINUE {rec.xid}: no such open transaction (the new item is "
-                           "still appended)", "Kestrel 2.x appends the item")
+                self.findings.append(unknown_xid_finding(rec.path, rec.offset, rec.index, "CONTINUE", rec.xid,
+                                                         *_CONTINUE_UNKNOWN))
             self.queue.append(Item(rec.add_time, rec.expiry, rec.data, 0, rec.path, rec.offset))
         elif op is _ADD_XID:
             self.queue.append(Item(rec.add_time, rec.expiry, rec.data, rec.xid, rec.path, rec.offset))
@@ -362,8 +393,8 @@ class KestrelReplay:
                                     upstream="Kestrel 2.x appends UNREMOVE(xid) for each at startup"))
         state = KestrelState(self.as_of_ns, list(self.queue), dict(self.open), keep_open, self.counter,
                              self.records, self.applied, findings, self.version, guess, backed)
-        exp = state.expired()
+        exp = state.expired_count()
         if exp:
-            findings.append(Finding(NOTE, "KQ-EXPIRED", f"{len(exp)} item(s) already expired at --as-of (replay never "
+            findings.append(Finding(NOTE, "KQ-EXPIRED", f"{exp} item(s) already expired at --as-of (replay never "
                                     "expires anything; Kestrel discards them when they reach the head)"))
         return state

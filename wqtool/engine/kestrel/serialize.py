@@ -91,19 +91,23 @@ class KestrelRecordView(RecordView):
 
 
 # ---------------------------------------------------------------- replay: the queue
-def item_rows(state: KestrelState, payload: str = "base64") -> list[dict]:
-    out = []
+def iter_item_rows(state: KestrelState, payload: str = "base64") -> Iterator[dict]:
+    """The items' rows one at a time (replay writes them as they come)."""
+    as_of_ms = state.as_of_ms
     for pos, (st, xid, it) in enumerate(state.sorted_items()):
-        out.append({"pos": pos, "state": st, "xid": xid, "add_time": ms_to_iso(it.add_time),
-                    "expiry": ms_to_iso(it.expiry), "expired_at_as_of": it.expired_at(state.as_of_ms),
-                    "len": len(it.data), "data": render_bytes(it.data, payload), "file": it.path,
-                    "offset": it.offset})
-    return out
+        yield {"pos": pos, "state": st, "xid": xid, "add_time": ms_to_iso(it.add_time),
+               "expiry": ms_to_iso(it.expiry), "expired_at_as_of": it.expired_at(as_of_ms),
+               "len": len(it.data), "data": render_bytes(it.data, payload), "file": it.path,
+               "offset": it.offset}
+
+
+def item_rows(state: KestrelState, payload: str = "base64") -> list[dict]:
+    return list(iter_item_rows(state, payload))
 
 
 def state_summary(state: KestrelState) -> dict:
     return {"items": state.items, "bytes": state.data_bytes, "counts": state.counts_by_state(),
-            "expired_at_as_of": len(state.expired()), "xid_counter": state.xid_counter,
+            "expired_at_as_of": state.expired_count(), "xid_counter": state.xid_counter,
             "records": state.records, "applied": state.applied, "version_guess": state.version_guess,
             "digest": state.digest()}
 
@@ -121,7 +125,7 @@ class KestrelStateView(StateView):
         return state_summary(self.state)
 
     def rows(self, payload: str = "base64") -> Iterator[dict]:
-        return iter(item_rows(self.state, payload))
+        return iter_item_rows(self.state, payload)
 
     def extra_doc(self) -> dict:
         return {"queue": self.queue}
@@ -131,7 +135,7 @@ class KestrelStateView(StateView):
 
     def table_lines(self) -> Iterator[str]:
         state = self.state
-        for row, (_, _, it) in zip(item_rows(state, "none"), state.sorted_items()):
+        for row, (_, _, it) in zip(iter_item_rows(state, "none"), state.sorted_items()):
             exp = (row["expiry"] or "never") + (" (expired)" if row["expired_at_as_of"] else "")
             yield (f"{row['pos']:>6} {row['state']:<7} {'' if row['xid'] is None else row['xid']:>10}  "
                    f"{row['add_time'] or '-':<26} {exp:<26} {row['len']:>8}  {_preview(it.data, 'text')}")

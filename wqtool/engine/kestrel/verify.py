@@ -12,6 +12,7 @@ from typing import Iterator, Sequence
 from ..findings import NOTE, Finding
 from ..run import LogReport, ReplayPass, VerifyReport
 from .codes import KESTREL_REPLAY_CODES
+from .fastreplay import Bail, fast_run
 from .model import Record
 from .reader import FileSet, JournalReader
 from .replay import KestrelReplay
@@ -46,7 +47,14 @@ def run_log(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_o
 
     Returns a ``wqtool.engine.verify.LogReport`` whose ``state`` is a ``KestrelState`` (``.digest()``,
     ``.sorted_items()``, ``.queue``, ``.open``). ``on_record(record)`` is called after each record is applied.
+    Without ``on_record`` an intact journal goes through the fused fast path (fastreplay.py), with the same result.
     """
+    if on_record is None:
+        try:
+            return fast_run(fileset, as_of_ns, limit=limit, keep_open=keep_open, kestrel_version=kestrel_version,
+                            no_checksum=NO_CHECKSUM)
+        except Bail:
+            pass
     run = KestrelRun(fileset, as_of_ns, limit=limit, keep_open=keep_open, kestrel_version=kestrel_version,
                      resync=resync)
     if on_record is None:

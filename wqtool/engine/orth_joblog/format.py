@@ -143,9 +143,9 @@ CSV or Parquet, --chart FILE draws the daily counts."""
             pass
         return p.report
 
-    def stats_log(self, log: TableLog, opts: Options) -> tuple[LogReport, RecordStats]:
-        if not fastpath.available():
-            return super().stats_log(log, opts)
+    def stats_log(self, log: TableLog, opts: Options, *, ids: bool = True) -> tuple[LogReport, RecordStats]:
+        if not fastpath.available():       # (the job ids are kept either way: ``ids`` allows, never requires, less)
+            return super().stats_log(log, opts, ids=ids)
         p = JobLogFastRun(log, opts.as_of_ns, limit=0)
         for _ in p.events():
             pass

@@ -2,7 +2,8 @@
 
 The reference path is ``RecordReader`` + ``WorkqReplay`` (reader.py, replay.py): readable, complete, and
 the specification. This kernel runs the same framing, CRC-32C and job state machine in one tight loop over
-each segment with a compact per-job state (one int), and only for what an intact log contains: clean
+each segment into the compact job state (jobtable.py: a fixed-size row per live job, no payloads; no Python
+object per job with the C kernel), and only for what an intact log contains: clean
 records, records of jobs that are not live (WQ-UNKNOWN-JOB) and adds already expired at as-of
 (WQ-ADD-EXPIRED). Anything else — damage, an undecodable payload, an impossible history, an unusual field —
 raises ``Bail``, and the caller runs the reference path over the whole log, which reports it precisely.
@@ -13,10 +14,12 @@ With ``nparts > 1`` each process handles the jobs whose id's last byte falls in 
 state depends only on its own records, in log order): every process frames every record, but checks CRCs
 and replays only its own share; findings merge back into file order.
 
-The loop (``FastReplay._scan``) has two implementations doing exactly the same thing: ``_scan_py`` below and
-the optional C extension ``_kernel.scan`` (_kernel.c, built by setup.py where a compiler exists).
-``_scan`` uses the C one when it is importable, unless ``WQTOOL_PURE_PYTHON=1``; ``KERNEL`` says which
-("c" or "python"). tests/engine/test_kernel_c.py compares the two directly, on random and hostile bytes.
+The loop (``FastReplay._scan``) has two implementations doing exactly the same thing: ``_scan_py`` below, over a
+``PyJobTable``, and the optional C extension ``_kernel.scan`` over a ``_kernel.JobTable`` (_kernel.c, built by
+setup.py where a compiler exists). A FastReplay takes the C one when it is importable, unless
+``WQTOOL_PURE_PYTHON=1``; ``KERNEL`` says which ("c" or "python"). tests/engine/test_kernel_c.py compares the two
+directly, on random and hostile bytes. With ``stats=True`` the same pass also collects what ``wqtool stats`` needs
+of every record (``fr.stats``: records and bytes per command, time span, distinct job ids).
 """
 from __future__ import annotations
 
@@ -33,9 +36,9 @@ from ...formats.workq import (RECORD_CRC_STRUCT, MAX_PAYLOAD_BYTES, MAX_RESULT_B
                              CmdType)
 from ...formats._common import GO_TIME_STRUCT, UNIX_TO_INTERNAL
 from ..findings import Finding
+from .jobtable import INT64_MAX, INT64_MIN, UINT32_MAX, PyJobTable, PyScanStats
 from .reader import LogSet, FileView, header_finding
-from .replay import (Job, JobState, ReplayState, closing_notes, expired_finding,
-                     unknown_job_finding)
+from .replay import CompactJobs, ReplayState, closing_notes, expired_finding, unknown_job_finding
 
 _U32 = RECORD_CRC_STRUCT.unpack_from
 _TIME = GO_TIME_STRUCT.unpack_from
@@ -43,11 +46,6 @@ _CMDS = {int(c): c for c in CmdType}
 _NAME_MATCH = NAME_RE.match
 _NS = 1_000_000_000
 _UNIX_NS = UNIX_TO_INTERNAL * _NS
-# packed job state: bits 0-2 state, bit 3 kind (0 add, 1 schedule), bits 4-11 max_attempts, 12+ attempts
-_ST_MASK = 7
-_NOT_ST = ~7
-_ATTEMPT = 1 << 12
-_STATES = list(JobState)
 
 
 class CappedFindings(list):
@@ -84,7 +82,13 @@ try:
 except ImportError:          # not built (no compiler at install time): the Python loop does the work
     _kernel = None
 _C_SCAN = None if _kernel is None or os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0") else _kernel.scan
+#: "c" or "python": the kernel a new FastReplay runs (tests switch it)
 KERNEL = "c" if _C_SCAN is not None else "python"
+
+
+def new_table(kernel: str | None = None):
+    """An empty job table for ``kernel`` ("c" / "python"; default ``KERNEL``)."""
+    return _kernel.JobTable() if (kernel or KERNEL) == "c" else PyJobTable()
 
 
 def _uvarint(data, p: int, end: int) -> tuple[int, int]:
@@ -108,20 +112,25 @@ class FastReplay:
     """One pass of the kernel over one log (or one partition of its jobs)."""
 
     def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False,
-                 limit: int | None = None):
+                 limit: int | None = None, stats: bool = False, kernel: str | None = None):
         self.log = log
         self.as_of_ns = as_of_ns
         self.part = part
         self.nparts = nparts
-        self.keep = keep            # keep what replay needs to rebuild Job objects (results, add locations)
-        self.jobs: dict[bytes, int] = {}
-        self.results: dict[bytes, bytes] = {}
-        self.locs: dict[bytes, tuple[int, int]] = {}
+        self.keep = keep            # keep the results (replay's state); verify needs only the states
+        self.kernel = kernel or KERNEL
+        if self.kernel == "c":
+            self.jobs = _kernel.JobTable()
+            self.stats = _kernel.ScanStats() if stats else None
+        else:
+            self.jobs = PyJobTable()
+            self.stats = PyScanStats() if stats else None
         self.findings = CappedFindings(limit)
         self.records = 0
         self.applied = 0
         self.bytes = 0
         self.segments = 0
+        self.sizes: list[int] = []      # bytes read of each segment (what a second pass may read: dump)
 
     def run(self) -> None:
         """Raises Bail when the log needs the reference path."""
@@ -131,6 +140,7 @@ class FastReplay:
             with FileView(seg) as sd:
                 self.segments += 1
                 self.bytes += sd.size
+                self.sizes.append(sd.size)
                 f, scan = header_finding(sd, index, seg is newest)
                 if f is not None:
                     if f.severity == "error":
@@ -146,16 +156,18 @@ class FastReplay:
 
     def _scan(self, data, end: int, path: str, index: int, seg_no: int) -> int:
         """Frame, check and replay the records of ``data[8:end]``; returns the next record index."""
-        scan = _C_SCAN
-        if scan is not None and end <= len(data):
-            return scan(self, data, end, path, index, seg_no)
+        if self.kernel == "c":
+            if end > len(data):     # never from FileView; run() turns it into Bail, as the Python loop's IndexError
+                raise IndexError("end is past the end of data")
+            return _kernel.scan(self, data, end, path, index, seg_no)
         return self._scan_py(data, end, path, index, seg_no)
 
     def _scan_py(self, data, end: int, path: str, index: int, seg_no: int) -> int:  # noqa: C901 — the hot loop
-        jobs = self.jobs
+        table = self.jobs
+        jobs = table.d
         jobs_get = jobs.get
-        results = self.results
-        locs = self.locs
+        names = table.names
+        stats = self.stats
         keep = self.keep
         out = self.findings.append
         full = self.findings.full
@@ -186,12 +198,25 @@ class FastReplay:
             if crc(data[pos:pend]) != u32(data, pend)[0] or data[pos + 13] != 255 or data[pos + 14] != 255:
                 raise Bail
             c = data[q]
+            if stats is not None and 1 <= c <= 8:
+                _, tsec, tnsec, _ = tunp(data, pos)
+                tr = tsec * _NS - _UNIX_NS + tnsec
+                stats.n_records[c] += 1
+                stats.n_bytes[c] += nxt - pos
+                if stats.first is None or tr < stats.first:
+                    stats.first = tr
+                if stats.last is None or tr > stats.last:
+                    stats.last = tr
+                # the distinct job ids: added below for adds and for records of jobs not in the table (a job in
+                # the table came from an add of this pass, whose id is in already)
             if c >= 5:
                 if c > 8 or s != 17:
                     raise Bail
                 jid = data[q + 1:q + 17]
                 v = jobs_get(jid)
                 if v is None:
+                    if stats is not None:
+                        stats.id_set.add(jid)
                     if full():
                         over("WQ-UNKNOWN-JOB")
                     else:
@@ -200,25 +225,28 @@ class FastReplay:
                     del jobs[jid]
                     applied += 1
                 elif c == 7:                      # start-attempt
-                    st = v & _ST_MASK
+                    st = v[14]
                     if st == 4 or st == 1 or st == 2:
                         raise Bail
-                    ma = (v >> 4) & 255
-                    if ma and (v >> 12) >= ma:
+                    ma = v[5]
+                    if ma and v[15] >= ma:
                         raise Bail
-                    jobs[jid] = ((v & _NOT_ST) | 4) + _ATTEMPT
+                    if v[15] >= UINT32_MAX:
+                        raise Bail
+                    v[14] = 4
+                    v[15] += 1
                     applied += 1
                 else:                             # timeout-attempt
                     applied += 1
-                    st = v & _ST_MASK
+                    st = v[14]
                     if st != 1 and st != 2:
-                        ma = (v >> 4) & 255
-                        if ma and (v >> 12) >= ma:
-                            jobs[jid] = (v & _NOT_ST) | 2
+                        ma = v[5]
+                        if ma and v[15] >= ma:
+                            v[14] = 2
                             if keep:
-                                results[jid] = b""
+                                v[16] = b""
                         else:
-                            jobs[jid] = (v & _NOT_ST) | 3
+                            v[14] = 3
             elif c >= 3:                          # complete, fail
                 r = data[q + 17]
                 if r < 0x80:
@@ -232,17 +260,19 @@ class FastReplay:
                     raise Bail
                 v = jobs_get(jid)
                 if v is None:
+                    if stats is not None:
+                        stats.id_set.add(jid)
                     if full():
                         over("WQ-UNKNOWN-JOB")
                     else:
                         out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
                 else:
-                    st = v & _ST_MASK
+                    st = v[14]
                     if st == 1 or st == 2:
                         raise Bail
-                    jobs[jid] = (v & _NOT_ST) | (1 if c == 3 else 2)
+                    v[14] = 1 if c == 3 else 2
                     if keep:
-                        results[jid] = bytes(data[rs:pend])
+                        v[16] = bytes(data[rs:pend])
                     applied += 1
             elif c >= 1:                          # add, schedule
                 p = q + 17
@@ -353,6 +383,8 @@ class FastReplay:
                 cver, csec, cnsec, czone = tunp(data, p + 15)
                 if tver != 1 or cver != 1:
                     raise Bail
+                if stats is not None:
+                    stats.id_set.add(data[q + 1:q + 17])
                 if c == 1:
                     log_exp = csec * _NS - _UNIX_NS + cnsec + ttl * 1_000_000
                 else:
@@ -369,14 +401,18 @@ class FastReplay:
                             or not 1 <= ttr <= MAX_TTR_MS or not 1 <= ttl <= MAX_TTL_MS or plen > MAX_PAYLOAD_BYTES
                             or not -2147483648 <= prio <= 2147483647 or ma > 255 or jid in jobs):
                         raise Bail
-                    jobs[jid] = ((c - 1) << 3) | (ma << 4)
-                    if keep:
-                        if jid in results:       # an earlier job with this id had a result; the new one has none
-                            del results[jid]
-                        pl0 = pend - 30 - plen
-                        locs[jid] = (path, pos, name, ttr, ttl, prio, ma, mf, plen, crc(data[pl0:pl0 + plen]),
-                                     csec * _NS - _UNIX_NS + cnsec,
-                                     None if c == 1 else tsec * _NS - _UNIX_NS + tnsec, log_exp)
+                    created = csec * _NS - _UNIX_NS + cnsec
+                    sched = None if c == 1 else tsec * _NS - _UNIX_NS + tnsec
+                    # the compact state keeps times as int64 ns (years 1678..2262): others go the reference way
+                    if (not INT64_MIN <= created <= INT64_MAX or not INT64_MIN <= log_exp <= INT64_MAX
+                            or (sched is not None and not INT64_MIN <= sched <= INT64_MAX)):
+                        raise Bail
+                    nm = names.get(name)
+                    if nm is None:
+                        nm = names[name] = name.decode("ascii")
+                    pl0 = pend - 30 - plen
+                    jobs[jid] = [c, nm, ttr, ttl, prio, ma, mf & 0xFF, created, sched, log_exp, plen,
+                                 crc(data[pl0:pl0 + plen]) if keep else 0, seg_no, pos, 0, 0, None]
                     applied += 1
             else:
                 raise Bail
@@ -387,39 +423,15 @@ class FastReplay:
 
 
 def finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
-    """Build the reference Job objects of the live jobs from what the kernel kept, and close as
-    ``WorkqReplay.finish`` does (lease expiry at as-of + TTR, the closing notes)."""
-    with gc_paused():          # also for callers outside fast_run (the Spark executors)
-        return _finish_state(fr, findings)
+    """The replayed state over the kernel's job table (no Job object is built: ``CompactJobs`` makes them on
+    demand), closed as ``WorkqReplay.finish`` closes it (lease expiry at as-of + TTR, the closing notes)."""
+    return _finish_state(log, fr, findings)
 
 
-def _finish_state(fr: FastReplay, findings: list[Finding]) -> ReplayState:
-    as_of = fr.as_of_ns
-    jobs: dict[bytes, Job] = {}
-    results_get = fr.results.get
-    locs = fr.locs
-    names: dict[bytes, str] = {}
-    leased = resets = 0
-    add, schedule, leased_state, states = CmdType.ADD, CmdType.SCHEDULE, JobState.LEASED, _STATES
-    for jid, v in fr.jobs.items():
-        path, off, name, ttr, ttl, prio, ma, mf, plen, pcrc, created_ns, sched, log_exp = locs[jid]
-        nm = names.get(name)
-        if nm is None:
-            nm = names[name] = name.decode("ascii")
-        if sched is None:
-            kind, exp = add, as_of + ttl * 1_000_000
-            resets += 1
-        else:
-            kind, exp = schedule, log_exp
-        st = states[v & _ST_MASK]
-        lease = None
-        if st is leased_state:
-            lease = as_of + ttr * 1_000_000
-            leased += 1
-        jobs[jid] = Job(jid, kind, nm, ttr, ttl, prio, ma, mf & 0xFF, created_ns, sched, exp, log_exp, plen, pcrc,
-                        path, off, st, v >> 12, results_get(jid), lease)
-    findings.extend(closing_notes(resets, leased))
-    return ReplayState(as_of, jobs, fr.records, fr.applied, findings)
+def _finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
+    findings.extend(closing_notes(*fr.jobs.note_counts()))
+    paths = [s.path for s in log.segments] if log is not None else []
+    return ReplayState(fr.as_of_ns, CompactJobs(fr.jobs, paths, fr.as_of_ns), fr.records, fr.applied, findings)
 
 
 @dataclass(slots=True)
@@ -431,17 +443,19 @@ class FastResult:
     segments: int
     state: ReplayState | None      # only with keep=True
     overflow: Counter = field(default_factory=Counter)   # (code, severity) -> findings counted, not kept
+    stats: object | None = None    # with stats=True: the ScanStats / PyScanStats of the pass
+    sizes: list[int] = field(default_factory=list)       # the bytes read of each segment
 
 
 def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
-             limit: int | None = None) -> FastResult:
-    """Verify/replay one intact log with the kernel, over ``nparts`` processes (keep=False only).
+             limit: int | None = None, stats: bool = False) -> FastResult:
+    """Verify/replay one intact log with the kernel, over ``nparts`` processes (keep=False, stats=False only).
 
     Raises Bail when the log needs the reference path."""
-    if nparts > 1 and not keep:
+    if nparts > 1 and not keep and not stats:
         return _parallel(log, as_of_ns, nparts, limit)
     with gc_paused():
-        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit)
+        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit, stats=stats)
         fr.run()
         findings = list(log.findings) + [f for _, f in fr.findings]
         if keep:
@@ -449,7 +463,8 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
         else:
             findings.extend(closing_notes(*note_counts(fr.jobs)))
             state = None
-    return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state, fr.findings.overflow)
+    return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state, fr.findings.overflow,
+                      fr.stats, fr.sizes)
 
 
 @contextmanager
@@ -466,14 +481,9 @@ def gc_paused():
             gc.enable()
 
 
-def note_counts(jobs: dict[bytes, int]) -> tuple[int, int]:
-    live_adds = leased = 0
-    for v in jobs.values():
-        if not v & 8:
-            live_adds += 1
-        if v & _ST_MASK == 4:
-            leased += 1
-    return live_adds, leased
+def note_counts(jobs) -> tuple[int, int]:
+    """(live add-jobs, leased jobs) of a job table: what the closing notes count."""
+    return jobs.note_counts()
 
 
 def _worker(args):
@@ -483,7 +493,8 @@ def _worker(args):
         fr.run()
     except Bail:
         return None
-    return list(fr.findings), fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs), fr.findings.overflow
+    return (list(fr.findings), fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs),
+            fr.findings.overflow, fr.sizes)
 
 
 def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None) -> FastResult:
@@ -503,4 +514,5 @@ def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None)
     findings = list(log.findings) + [f for _, f in merged]
     findings.extend(closing_notes(sum(p[5][0] for p in parts), sum(p[5][1] for p in parts)))
     first = parts[0]
-    return FastResult(findings, first[1], sum(p[2] for p in parts), first[3], first[4], None, overflow)
+    return FastResult(findings, first[1], sum(p[2] for p in parts), first[3], first[4], None, overflow,
+                      sizes=first[7])

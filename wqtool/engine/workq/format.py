@@ -10,7 +10,7 @@ from ..fileio import read_head
 from ..fsops import is_locked
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..run import LogReport, VerifyReport
-from . import pack as pack_mod, verify as verify_mod
+from . import verify as verify_mod
 from .codes import CODES, REPLAY_CODES
 from .model import Record
 from .reader import LogSet, discover, segment_events, segment_seq
@@ -115,6 +115,13 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     def replay_findings(self, log: LogSet, opts: Options) -> Iterator:
         return verify_mod.replay_findings(log, opts.as_of_ns)
 
+    def stats_log(self, log: LogSet, opts: Options, *, ids: bool = True):
+        fast = verify_mod.fast_stats(log, opts.as_of_ns, ids=ids)     # the kernel's one pass
+        return fast if fast is not None else super().stats_log(log, opts, ids=ids)
+
+    def encoded_records(self, log: LogSet, opts: Options, *, style: str, payload: str, limit: int | None = None):
+        return verify_mod.fast_dump(log, opts.as_of_ns, style=style, payload=payload, limit=limit)
+
     # -- views
     def facts(self, rec: Record) -> RecordFacts:
         c = rec.command
@@ -127,6 +134,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
 
     # -- plans
     def pack_plan(self, log: LogSet, opts: Options):
+        from . import pack as pack_mod    # only pack needs it (start-up of every other command)
         if opts.get("drop_expired"):
             from ...errors import UsageError
             raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
@@ -152,6 +160,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
 
     def finish_interrupted(self, path: str) -> list[str]:
         if os.path.isdir(path) or not os.path.exists(path):
+            from . import pack as pack_mod
             return pack_mod.finish_interrupted(path)
         return []
 

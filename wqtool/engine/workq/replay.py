@@ -13,8 +13,10 @@ import hashlib
 import os
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Iterator
 
 from ...formats._common import GoTime, crc32c, format_uuid
 from ...formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, MIN_TTL_MS, MIN_TTR_MS,
@@ -101,23 +103,146 @@ def expired_finding(path: str, offset: int, index: int, cmd: CmdType, log_exp_ns
                    record_index=index, upstream="workq-server skips it silently", job_id=str(uuid.UUID(bytes=job_id)))
 
 
+class CompactJobs(Mapping):
+    """The live jobs of a kernel replay as a read-only mapping id -> ``Job`` over its compact job table
+    (jobtable.py): a ``Job`` is built when one is asked for, never kept; counts, the digest and replay's JSON rows
+    come from the table directly (the C table writes them without a Python object per job).
+
+    ``paths``: the log's segment paths (a row keeps the segment's number); ``as_of_ns``: what add-jobs' expiry and
+    leased jobs' lease expiry are computed from, as ``WorkqReplay.finish`` does."""
+
+    __slots__ = ("table", "paths", "as_of_ns")
+
+    def __init__(self, table, paths: list[str], as_of_ns: int):
+        self.table = table
+        self.paths = paths
+        self.as_of_ns = as_of_ns
+
+    def __getitem__(self, jid: bytes) -> Job:
+        row = self.table.get_row(jid) if isinstance(jid, bytes) and len(jid) == 16 else None
+        if row is None:
+            raise KeyError(jid)
+        return self._job(jid, row)
+
+    def _job(self, jid: bytes, row: tuple) -> Job:
+        kind, name, ttr, ttl, prio, ma, mf, created, sched, log_exp, plen, pcrc, seg, off, st, att, res = row
+        as_of = self.as_of_ns
+        if kind == 1:
+            k, exp = CmdType.ADD, as_of + ttl * NS_PER_MS
+        else:
+            k, exp = CmdType.SCHEDULE, log_exp
+        paths = self.paths
+        return Job(jid, k, name, ttr, ttl, prio, ma, mf, created, sched, exp, log_exp, plen, pcrc,
+                   paths[seg] if seg < len(paths) else "", off, _STATES[st], att, res,
+                   as_of + ttr * NS_PER_MS if st == 4 else None)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.table.ids())
+
+    def __contains__(self, jid) -> bool:
+        return isinstance(jid, bytes) and len(jid) == 16 and jid in self.table
+
+    def __repr__(self) -> str:
+        return f"<CompactJobs: {len(self)} jobs>"
+
+    def sorted_ids(self) -> list[bytes]:
+        return self.table.sorted_ids()
+
+    def iter_sorted(self) -> Iterator[Job]:
+        """The jobs in id order, one at a time."""
+        get, job = self.table.get_row, self._job
+        for k in self.table.sorted_ids():
+            yield job(k, get(k))
+
+    def counts(self) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """(jobs per state label, {queue: jobs per state label} sorted by queue): ``ReplayState``'s two counts."""
+        by, per = self.table.counts()
+        labels = list(_STATE_LABELS.values())
+        return (dict(zip(labels, by)),
+                {name: dict(zip(labels, c)) for name, c in sorted(per.items())})
+
+    def digest(self) -> str:
+        """``state_digest`` of the state these jobs are (lines written by the C table when it can)."""
+        as_of = self.as_of_ns
+        c_digest = getattr(self.table, "digest", None)
+        if c_digest is not None:
+            h = digest_start(as_of)
+            try:
+                c_digest(h, as_of)
+                return h.hexdigest()
+            except OverflowError:      # an as-of beyond 128 bits: the Python lines
+                pass
+        h = digest_start(as_of)
+        ids = self.table.sorted_ids()
+        for i in range(0, len(ids), _DIGEST_CHUNK):
+            chunk = [self[k] for k in ids[i:i + _DIGEST_CHUNK]]
+            h.update(_C_DIGEST(chunk) if _C_DIGEST is not None else b"".join(digest_line(j) for j in chunk))
+        return h.hexdigest()
+
+    def encoded_rows(self, style: str, row_fn) -> Iterator[str]:
+        """replay's rows, encoded (see ``StateView.encoded_rows``): by the C table, else ``row_fn(job)`` through
+        json.dumps."""
+        rows = getattr(self.table, "encode_rows", None)
+        if rows is not None:
+            n = len(self.table)
+            try:
+                first = rows(style, self.as_of_ns, 0, min(n, _ROWS_CHUNK)) if n else ""
+            except OverflowError:      # an as-of beyond 128 bits
+                rows = None
+            else:
+                if first:
+                    yield first
+                for i in range(_ROWS_CHUNK, n, _ROWS_CHUNK):
+                    yield rows(style, self.as_of_ns, i, min(n, i + _ROWS_CHUNK))
+                return
+        yield from _json_rows((row_fn(j) for j in self.iter_sorted()), style)
+
+
+def _json_rows(rows, style: str) -> Iterator[str]:
+    """Rows through json.dumps as ``StateView.encoded_rows`` defines it (engine/format.py)."""
+    import json
+    if style == "jsonl":
+        for row in rows:
+            yield json.dumps(row) + "\n"
+    else:
+        for row in rows:
+            yield "    " + json.dumps(row, indent=2).replace("\n", "\n    ")
+
+
+_ROWS_CHUNK = 2048
+
+
 @dataclass(slots=True)
 class ReplayState:
     as_of_ns: int
-    jobs: dict[bytes, Job]
+    jobs: dict[bytes, Job]      # or CompactJobs (the kernel's state): a Mapping id -> Job either way
     records: int = 0
     applied: int = 0
     findings: list[Finding] = field(default_factory=list)
 
     def sorted_jobs(self) -> list[Job]:
-        return [self.jobs[k] for k in sorted(self.jobs)]
+        return list(self.iter_sorted_jobs())
+
+    def iter_sorted_jobs(self) -> Iterator[Job]:
+        """The jobs in id order, built one at a time for a compact state (memory stays flat)."""
+        jobs = self.jobs
+        if isinstance(jobs, CompactJobs):
+            return jobs.iter_sorted()
+        return (jobs[k] for k in sorted(jobs))
 
     def counts_by_state(self) -> dict[str, int]:
+        if isinstance(self.jobs, CompactJobs):
+            return self.jobs.counts()[0]
         c = Counter(j.state for j in self.jobs.values())
         return {lab: c[s] for s, lab in _STATE_LABELS.items()}
 
     def queues(self) -> dict[str, dict[str, int]]:
         """Per queue name: jobs per state (only queues that hold a replayed job exist after a restart)."""
+        if isinstance(self.jobs, CompactJobs):
+            return self.jobs.counts()[1]
         c = Counter((j.name, j.state) for j in self.jobs.values())
         out: dict[str, dict[str, int]] = {}
         for (name, st), n in c.items():
@@ -166,6 +291,7 @@ def _digest_text(j: Job) -> str:
 
 
 _KIND_LABELS = {c: c.label for c in CmdType}
+_STATES = list(JobState)
 
 
 # The optional C kernel's digest_text(jobs) == b"".join(digest_line(j) for j in jobs) (_kernel.c; off with
@@ -181,8 +307,10 @@ _DIGEST_CHUNK = 8192
 
 def state_digest(state: ReplayState) -> str:
     """sha256 over one canonical JSON line per job, sorted by job id (as_of is part of the state)."""
-    h = digest_start(state.as_of_ns)
     jobs = state.jobs
+    if isinstance(jobs, CompactJobs) and jobs.as_of_ns == state.as_of_ns:
+        return jobs.digest()
+    h = digest_start(state.as_of_ns)
     c_digest = _C_DIGEST
     if c_digest is not None:
         ordered = [jobs[k] for k in sorted(jobs)]

@@ -11,7 +11,7 @@ from ...formats._common import format_unix_ns, format_uuid
 from ..format import Column, RecordView, StateView
 from ..serialize import render_bytes
 from .model import Record
-from .replay import Job, ReplayState
+from .replay import CompactJobs, Job, ReplayState
 
 #: The fields of a workq record row, in output order (Spark's schema uses the same list).
 RECORD_FIELDS = ("file", "offset", "length", "index", "time", "cmd", "job_id", "name", "priority", "ttr_ms",
@@ -131,14 +131,20 @@ class WorkqStateView(StateView):
                 "queues": st.queues(), "records": st.records, "applied": st.applied, "digest": st.digest()}
 
     def rows(self, payload: str = "base64") -> Iterator[dict]:
-        for j in self.state.sorted_jobs():
+        for j in self.state.iter_sorted_jobs():
             yield job_to_jsonable(j)
+
+    def encoded_rows(self, style: str, payload: str = "base64") -> Iterator[str]:
+        jobs = self.state.jobs
+        if isinstance(jobs, CompactJobs) and jobs.as_of_ns == self.state.as_of_ns:
+            return jobs.encoded_rows(style, job_to_jsonable)   # the C table encodes them itself
+        return super().encoded_rows(style, payload)
 
     def table_header(self) -> str:
         return _JOBS_HEAD
 
     def table_lines(self) -> Iterator[str]:
-        for j in self.state.sorted_jobs():
+        for j in self.state.iter_sorted_jobs():
             att = f"{j.attempts}/{j.max_attempts}" if j.max_attempts else str(j.attempts)
             res = "" if j.result is None else json.dumps(j.result[:40].decode("utf-8", "backslashreplace"))
             yield (f"{j.uuid:<36}  {j.name:<12} {j.state.label:<9} {j.priority:>6} {att:>4} {j.ttr:>9} {j.ttl:>11}  "

@@ -1,16 +1,22 @@
 """verify: framing, CRC and replay-level checks over one or more logs; findings are data."""
 from __future__ import annotations
 
+import json
 import os
+from collections import Counter
 from typing import Iterator, Sequence
 
-from ..findings import Finding
+from ...errors import InputError
+from ..fileio import FileView
+from ..findings import ERROR, Finding
 from ..run import FindingSink, LogReport, ReplayPass, VerifyReport, files_size
+from ..stats import RecordStats
 from .codes import REPLAY_CODES
-from .fastreplay import Bail, fast_run
+from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader
 from .replay import ReplayState, WorkqReplay
+from ...formats.workq import CmdType
 
 class LogRun(ReplayPass):
     """One pass over one workq log (``ReplayPass``): verify, replay, dump and stats all drive this one loop."""
@@ -43,20 +49,94 @@ def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool
             if engine == "fast":
                 raise
         else:
-            report = LogReport(root=log.root, segments=res.segments, records=res.records, bytes=res.bytes,
-                               state=res.state)
-            sink = FindingSink(report, limit)
-            for f in res.findings:
-                sink.add(f)
-            for (code, severity), n in res.overflow.items():  # counted by the kernel, not kept
-                report.counts[code] += n
-                report.severities[severity] += n
-            sink.close()
-            return report
+            return fast_report(log, res, limit)
     run = LogRun(log, as_of_ns, limit=limit)
     for _ in run.events():
         pass
     return run.report
+
+
+def fast_report(log: LogSet, res: FastResult, limit: int | None) -> LogReport:
+    """The LogReport of a kernel pass, as the reference pass would have filled it."""
+    report = LogReport(root=log.root, segments=res.segments, records=res.records, bytes=res.bytes, state=res.state)
+    sink = FindingSink(report, limit)
+    for f in res.findings:
+        sink.add(f)
+    for (code, severity), n in res.overflow.items():  # counted by the kernel, not kept
+        report.counts[code] += n
+        report.severities[severity] += n
+    sink.close()
+    return report
+
+
+_LABELS = {int(c): c.label for c in CmdType}
+
+
+def fast_stats(log: LogSet, as_of_ns: int, *, ids: bool = True) -> tuple[LogReport, RecordStats] | None:
+    """``stats`` of one log in the kernel's one pass (replay + the facts of every record), or None when the
+    kernel hands the log back (then the reference pass: ``Format.stats_log``'s default)."""
+    try:
+        res = fast_run(log, as_of_ns, keep=True, limit=0, stats=True)
+    except Bail:
+        return None
+    s = res.stats
+    recs, nbytes = s.records(), s.bytes()
+    st = RecordStats(records=res.records, bytes=sum(nbytes),
+                     by_type=Counter({_LABELS[c]: n for c, n in enumerate(recs) if n}),
+                     bytes_by_type=Counter({_LABELS[c]: nbytes[c] for c, n in enumerate(recs) if n}),
+                     first_ns=s.first_ns(), last_ns=s.last_ns(), jobs=s.ids() if ids else set(),
+                     distinct=None if ids else s.distinct())
+    return fast_report(log, res, 0), st
+
+
+#: payload rendering -> the C encoder's mode
+_PAYLOAD_MODES = {"none": 0, "hex": 1, "base64": 2, "text": 3}
+_STYLES = {"jsonl": (b"", b"\n"), "json": (b",\n  ", b"")}
+
+
+def fast_dump(log: LogSet, as_of_ns: int, *, style: str, payload: str, limit: int | None = None):
+    """``dump -o jsonl|json`` of an intact log: the kernel verifies it (its verdict), then the C encoder writes
+    every record's row straight from the segments (``_kernel.encode_records``: record_to_jsonable + json.dumps,
+    proven equal by tests/engine/workq/test_rows_c.py). (LogReport, chunks of (rows, text)), or None: no C
+    kernel, a log with an error (dump prints errors among its rows: the reference pass does that), or an unknown
+    style or payload mode."""
+    from . import fastreplay
+    if fastreplay.KERNEL != "c" or style not in _STYLES or payload not in _PAYLOAD_MODES:
+        return None
+    try:
+        res = fast_run(log, as_of_ns, keep=False, nparts=default_workers(log), limit=0)
+    except Bail:
+        return None
+    report = fast_report(log, res, 0)
+    if report.severities.get(ERROR):
+        return None
+    return report, _encoded(log, res.sizes, style, _PAYLOAD_MODES[payload], limit)
+
+
+def _encoded(log: LogSet, sizes: list[int], style: str, mode: int, limit: int | None) -> Iterator[tuple[int, str]]:
+    from . import _kernel     # (`from ._kernel import x` reads as an import of wqtool to import-linter)
+    encode_records = _kernel.encode_records
+    sep, term = _STYLES[style]
+    left = (1 << 62) if limit is None else limit
+    index = 0
+    for seg, size in zip(log.segments, sizes):
+        if left <= 0:
+            return
+        if size <= 8:                  # no records (the kernel read the header, or that there is none)
+            continue
+        path_json = json.dumps(seg.path, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        with FileView(seg) as sd:
+            if sd.size < size:
+                raise InputError("the log changed while it was read (the segment is shorter now)", path=seg.path)
+            pos = 8
+            while pos < size and left > 0:
+                try:
+                    text, pos, index, n = encode_records(sd.data, pos, size, path_json, index, mode, sep, term,
+                                                         min(left, 4096), 1 << 20)
+                except ValueError as exc:
+                    raise InputError(f"the log changed while it was read: {exc}", path=seg.path) from None
+                left -= n
+                yield n, text
 
 
 def replay_findings(log: LogSet, as_of_ns: int, *, keep_max: int = 100_000) -> Iterator[Finding]:
@@ -89,8 +169,24 @@ def verify(logs: Sequence[LogSet], as_of_ns: int, *, max_findings: int | None = 
 
 
 def default_workers(log: LogSet) -> int:
-    """Processes for verifying ``log``: 2 for logs of PARALLEL_MIN_BYTES and more (on 2+ cores), else 1."""
-    return min(2, os.cpu_count() or 1) if log_size(log) >= PARALLEL_MIN_BYTES else 1
+    """Processes for verifying ``log``: 2 for logs of PARALLEL_MIN_BYTES and more when a second core is idle (the
+    one-minute load average leaves one free), else 1: on a busy machine the second process only waits for a core
+    and adds its start-up (the report is the same either way)."""
+    if log_size(log) < PARALLEL_MIN_BYTES:
+        return 1
+    return 2 if idle_cores() >= 1 else 1
+
+
+def idle_cores() -> float:
+    """Cores this process may use minus the one-minute load average (0 where that is unknown)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:       # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        return cores - os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024

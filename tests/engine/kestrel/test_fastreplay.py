@@ -1,0 +1,178 @@
+"""The Kestrel fast path (kestrel/fastreplay.py) is the reference path (JournalReader + KestrelReplay), exactly.
+
+Random operation streams — every opcode, legacy ones included, xids that collide, removes on an empty queue,
+split over rotated files, sometimes damaged (cut, flipped, junk appended) — go through both, under every
+--kestrel-version and with and without --keep-open: findings, counts, verdict, sizes, the state (items with their
+data, xids, positions) and its digest must be identical, whether the fast path took the set or handed it back —
+with the fast path's loop in Python and in C (kestrel/_kernel.c).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tests.conftest import examples
+
+from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel import fastreplay
+from wqtool.engine.kestrel.verify import KestrelRun
+
+from .conftest import AS_OF_NS, T, one_set, write_journal
+
+XIDS = st.integers(-2, 5)
+DATA = st.binary(max_size=40)
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("add"), DATA, st.sampled_from([0, T - 1, T + 10**9])),
+    st.tuples(st.just("add"), DATA, st.sampled_from([0, T - 1, T + 10**9])),
+    st.tuples(st.just("remove")),
+    st.tuples(st.just("rt"), XIDS),
+    st.tuples(st.just("unremove"), XIDS),
+    st.tuples(st.just("confirm"), XIDS),
+    st.tuples(st.just("continue"), XIDS, DATA),
+    st.tuples(st.just("add_xid"), XIDS, DATA),
+    st.tuples(st.just("save"), XIDS),
+    st.tuples(st.just("legacy_add"), DATA, st.sampled_from([0, 5, 2**31 - 1])),
+    st.tuples(st.just("legacy_rt")),
+), max_size=50)
+
+
+def write_ops(w: k.JournalWriter, ops) -> None:
+    for o in ops:
+        kind = o[0]
+        if kind == "add":
+            w.add(o[1], T, o[2])
+        elif kind == "remove":
+            w.remove()
+        elif kind == "rt":
+            w.remove_tentative(o[1])
+        elif kind == "unremove":
+            w.unremove(o[1])
+        elif kind == "confirm":
+            w.confirm_remove(o[1])
+        elif kind == "continue":
+            w.continue_(o[1], o[2], T)
+        elif kind == "add_xid":
+            w.add_xid(o[1], o[2], T)
+        elif kind == "save":
+            w.save_xid(o[1])
+        elif kind == "legacy_add":
+            w.legacy_add(o[1], o[2])
+        else:
+            w.legacy_remove_tentative()
+
+
+def build(d: str, ops, cuts, damage) -> None:
+    bounds = sorted({min(c, len(ops)) for c in cuts})
+    pieces, prev = [], 0
+    for b in bounds:
+        pieces.append(ops[prev:b])
+        prev = b
+    pieces.append(ops[prev:])
+    names = []
+    for i, piece in enumerate(pieces):
+        name = "q" if i == len(pieces) - 1 else f"q.{1000 + i * 7}"
+        write_journal(os.path.join(d, name), lambda w, p=piece: write_ops(w, p))
+        names.append(name)
+    if damage is not None:
+        p = os.path.join(d, names[damage[0] % len(names)])
+        data = bytearray(open(p, "rb").read())
+        how, n = damage[1], damage[2]
+        if how == "flip" and data:
+            data[n % len(data)] ^= 1 << (n % 8)
+        elif how == "cut":
+            data = data[:n % (len(data) + 1)]
+        elif how == "junk":
+            data += bytes([0x0a, n % 256, 0xff])
+        open(p, "wb").write(bytes(data))
+
+
+@pytest.fixture(params=["python", "c"], autouse=True)
+def kernel(request, monkeypatch):
+    """Every test here runs with the Python loop and with the C one (kestrel/_kernel.c)."""
+    if request.param == "c" and fastreplay._kernel is None:
+        pytest.skip("the Kestrel C kernel is not built")
+    monkeypatch.setattr(fastreplay, "KERNEL", request.param)
+    return request.param
+
+
+def key(r):
+    st_ = r.state
+    items = [(s, x, it.add_time, it.expiry, it.data, it.xid, it.path, it.offset, it.legacy)
+             for s, x, it in st_.sorted_items()]
+    return ([(f.severity, f.code, f.path, f.offset, f.record_index, f.message, f.upstream, f.verdict,
+              f.resumes_at) for f in r.findings], dict(r.counts), dict(r.severities), int(r.verdict), r.records,
+            r.bytes, r.segments, r.root, items, st_.xid_counter, st_.applied, st_.records, st_.version_guess,
+            st_.backed_out, st_.digest())
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(OPS, st.lists(st.integers(0, 50), max_size=3), st.sampled_from(["auto", "1", "2"]), st.booleans(),
+       st.sampled_from([None, 0, 3]),
+       st.one_of(st.none(), st.tuples(st.integers(0, 3), st.sampled_from(["flip", "cut", "junk"]),
+                                      st.integers(0, 10**6))))
+def test_fast_path_equals_the_reference(ops, cuts, version, keep_open, limit, damage):
+    with tempfile.TemporaryDirectory() as d:
+        build(d, ops, cuts, damage)
+        fs = one_set(d, kestrel_version=version)
+        run = KestrelRun(fs, AS_OF_NS, limit=limit, keep_open=keep_open)
+        for _ in run.events():
+            pass
+        got = k.run_log(fs, AS_OF_NS, limit=limit, keep_open=keep_open)
+        assert key(got) == key(run.report)
+
+
+def test_the_fast_path_takes_intact_2x_journals_and_hands_back_the_rest(qdir):
+    write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.remove(), w.remove(), w.add(b"b", T),
+                                                      w.remove_tentative(1), w.unremove(7)))
+    fs = one_set(qdir)
+    r = fastreplay.fast_run(fs, AS_OF_NS)
+    assert r.counts["KQ-REMOVE-EMPTY"] == 1 and r.counts["KQ-UNKNOWN-XID"] == 1 and r.state.open == {}
+    os.remove(os.path.join(qdir, "q"))
+    write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.legacy_remove_tentative()))
+    with pytest.raises(fastreplay.Bail):
+        fastreplay.fast_run(one_set(qdir), AS_OF_NS)
+    os.remove(os.path.join(qdir, "q"))
+    write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.add(b"b", T), w.remove_tentative(1),
+                                                      w.remove_tentative(1)))
+    with pytest.raises(fastreplay.Bail):               # KQ-XID-REUSED: an error the reference reports
+        fastreplay.fast_run(one_set(qdir), AS_OF_NS)
+
+
+def test_the_c_kernel_is_built_where_it_can_be():
+    import shutil
+    if not (os.environ.get("CI") or shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler here: the pure-Python loop is expected")
+    assert fastreplay._kernel is not None, "wqtool.engine.kestrel._kernel is not built: run `pip install -e .`"
+
+
+def test_big_queues_and_many_open_transactions(qdir):
+    """Past the C ring's and open map's first sizes: thousands of items, hundreds open, removed out of order."""
+    import random
+    rng = random.Random(5)
+
+    def build(w):
+        for i in range(6000):
+            w.add(bytes([i % 251]) * rng.randrange(0, 30), T + i, rng.choice([0, T - 1, T + 10**9]))
+        xids = list(range(1, 700))
+        for x in xids:
+            w.remove_tentative(x)
+        rng.shuffle(xids)
+        for n, x in enumerate(xids[:500]):
+            (w.unremove if n % 3 else w.confirm_remove)(x)
+        for _ in range(2000):
+            w.remove()
+        for x in range(2000, 2300):
+            w.remove_tentative(x)
+            if x % 2:
+                w.continue_(x, b"next", T)
+    write_journal(os.path.join(qdir, "q"), build)
+    fs = one_set(qdir)
+    for keep_open in (False, True):
+        run = KestrelRun(fs, AS_OF_NS, keep_open=keep_open)
+        for _ in run.events():
+            pass
+        assert key(fastreplay.fast_run(fs, AS_OF_NS, keep_open=keep_open,
+                                       no_checksum=run.report.findings[-1])) == key(run.report)

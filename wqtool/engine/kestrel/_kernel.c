@@ -1,0 +1,582 @@
+/*
+ * wqtool.engine.kestrel._kernel — optional C implementation of the Kestrel fast path's loop (fastreplay.py).
+ *
+ * KQueue.scan(data, end, path, fno, index, out) does exactly what fastreplay._scan does, in the same order: the
+ * same Bail conditions (raises wqtool.engine.kestrel.fastreplay.Bail), the same queue / open transactions / xid
+ * counter / op counts / applied, the same findings (built by calling the constructors of kestrel/replay.py and
+ * appended through out.append). Items are fixed-size C records (times, xid, where the data lies: file number,
+ * offset, length) in a pool with a free list; the queue is a ring of item numbers, the open transactions an
+ * int32 -> item map that remembers insertion order: memory follows the items still there, never the records.
+ * KQueue.export(views, paths, Item) hands them back as Item objects, their data read from the files' views.
+ * tests/engine/kestrel/test_fastreplay.py holds it equal to the Python loop and to the reference path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int64_t add, exp;
+    uint64_t off;       /* the record's offset in file fno; its data starts hdr bytes further */
+    int32_t xid;
+    uint32_t fno, len;
+    uint32_t next_free;
+    uint8_t hdr;
+} KItem;
+
+typedef struct {
+    int32_t key;
+    uint32_t item;      /* item number + 1; 0: empty */
+    uint64_t seq;       /* insertion order */
+} OpenSlot;
+
+typedef struct {
+    PyObject_HEAD
+    KItem *items;
+    size_t nitems, cap_items;
+    uint32_t free_head;         /* item number + 1 of a free item; 0: none */
+    uint32_t *ring;             /* the queue: item numbers, head .. head + count - 1 (mod cap) */
+    size_t cap, head, count;
+    OpenSlot *open;
+    size_t omask, ocount;
+    uint64_t oseq;
+    int32_t counter;
+    uint64_t ops[10];
+    uint64_t applied;
+} KQueue;
+
+static PyTypeObject KQueueType;
+
+static int kgrow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : first;
+    while (c < need) {
+        if (c > ((size_t)-1) / 4 / elem) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c *= 2;
+    }
+    void *q = PyMem_Realloc(*p, c * elem);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* ---- items */
+static int64_t item_new(KQueue *k)
+{
+    if (k->free_head) {
+        uint32_t i = k->free_head - 1;
+        k->free_head = k->items[i].next_free;
+        return i;
+    }
+    if (k->nitems >= 0xFFFFFFF0u) {
+        PyErr_SetString(PyExc_OverflowError, "KQueue: too many items");
+        return -1;
+    }
+    if (kgrow((void **)&k->items, &k->cap_items, k->nitems + 1, sizeof(KItem), 1024) < 0)
+        return -1;
+    return (int64_t)k->nitems++;
+}
+
+static void item_free(KQueue *k, uint32_t i)
+{
+    k->items[i].next_free = k->free_head;
+    k->free_head = i + 1;
+}
+
+/* ---- the queue (a ring) */
+static int ring_room(KQueue *k)
+{
+    if (k->count < k->cap)
+        return 0;
+    size_t nc = k->cap ? k->cap * 2 : 1024;
+    uint32_t *r = PyMem_Malloc(nc * sizeof(uint32_t));
+    if (r == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < k->count; i++)
+        r[i] = k->ring[(k->head + i) & (k->cap - 1)];
+    PyMem_Free(k->ring);
+    k->ring = r;
+    k->cap = nc;
+    k->head = 0;
+    return 0;
+}
+
+static int push_back(KQueue *k, uint32_t i)
+{
+    if (ring_room(k) < 0)
+        return -1;
+    k->ring[(k->head + k->count) & (k->cap - 1)] = i;
+    k->count++;
+    return 0;
+}
+
+static int push_front(KQueue *k, uint32_t i)
+{
+    if (ring_room(k) < 0)
+        return -1;
+    k->head = (k->head + k->cap - 1) & (k->cap - 1);
+    k->ring[k->head] = i;
+    k->count++;
+    return 0;
+}
+
+static uint32_t pop_front(KQueue *k)
+{
+    uint32_t i = k->ring[k->head];
+    k->head = (k->head + 1) & (k->cap - 1);
+    k->count--;
+    return i;
+}
+
+/* ---- the open transactions: int32 xid -> item, linear probing with backward-shift deletion */
+static inline size_t xhash(int32_t x, size_t mask)
+{
+    uint64_t h = (uint64_t)(uint32_t)x * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h >> 32) & mask;
+}
+
+static OpenSlot *open_find(KQueue *k, int32_t x)
+{
+    if (k->open == NULL)
+        return NULL;
+    size_t i = xhash(x, k->omask);
+    while (k->open[i].item) {
+        if (k->open[i].key == x)
+            return &k->open[i];
+        i = (i + 1) & k->omask;
+    }
+    return NULL;
+}
+
+static int open_put(KQueue *k, int32_t x, uint32_t item)   /* x is not in the map */
+{
+    if (k->open == NULL || (k->ocount + 1) * 2 > k->omask + 1) {
+        size_t cap = k->open ? (k->omask + 1) * 2 : 64;
+        OpenSlot *n = PyMem_Calloc(cap, sizeof(OpenSlot));
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; k->open && i <= k->omask; i++) {
+            if (!k->open[i].item)
+                continue;
+            size_t j = xhash(k->open[i].key, cap - 1);
+            while (n[j].item)
+                j = (j + 1) & (cap - 1);
+            n[j] = k->open[i];
+        }
+        PyMem_Free(k->open);
+        k->open = n;
+        k->omask = cap - 1;
+    }
+    size_t i = xhash(x, k->omask);
+    while (k->open[i].item)
+        i = (i + 1) & k->omask;
+    k->open[i].key = x;
+    k->open[i].item = item + 1;
+    k->open[i].seq = k->oseq++;
+    k->ocount++;
+    return 0;
+}
+
+/* remove x; its item number, or -1 when it is not open */
+static int64_t open_pop(KQueue *k, int32_t x)
+{
+    OpenSlot *s = open_find(k, x);
+    if (s == NULL)
+        return -1;
+    uint32_t item = s->item - 1;
+    size_t i = (size_t)(s - k->open), j = i;
+    for (;;) {                   /* backward shift: keep every later entry reachable from its home slot */
+        j = (j + 1) & k->omask;
+        if (!k->open[j].item)
+            break;
+        size_t home = xhash(k->open[j].key, k->omask);
+        if (((j - home) & k->omask) >= ((j - i) & k->omask)) {
+            k->open[i] = k->open[j];
+            i = j;
+        }
+    }
+    k->open[i].item = 0;
+    k->ocount--;
+    return item;
+}
+
+/* ---- findings: the constructors of kestrel/replay.py */
+static PyObject *replay_mod, *bail_exc;
+
+static int lookups(void)
+{
+    if (replay_mod == NULL && (replay_mod = PyImport_ImportModule("wqtool.engine.kestrel.replay")) == NULL)
+        return -1;
+    if (bail_exc == NULL) {
+        PyObject *m = PyImport_ImportModule("wqtool.engine.kestrel.fastreplay");
+        if (m == NULL)
+            return -1;
+        bail_exc = PyObject_GetAttrString(m, "Bail");
+        Py_DECREF(m);
+        if (bail_exc == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static int emit(PyObject *out, PyObject *f)
+{
+    if (f == NULL)
+        return -1;
+    PyObject *r = PyObject_CallMethod(out, "append", "(O)", f);
+    Py_DECREF(f);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int f_empty(PyObject *out, PyObject *path, Py_ssize_t pos, long long index, int rt, int32_t xid)
+{
+    PyObject *what = rt ? PyUnicode_FromFormat("REMOVE_TENTATIVE_XID %d", (int)xid) : PyUnicode_FromString("REMOVE");
+    if (what == NULL)
+        return -1;
+    PyObject *f = PyObject_CallMethod(replay_mod, "empty_finding", "OnLO", path, pos, index, what);
+    Py_DECREF(what);
+    return emit(out, f);
+}
+
+static int f_unknown(PyObject *out, PyObject *path, Py_ssize_t pos, long long index, const char *what, int32_t xid,
+                     int cont)
+{
+    PyObject *f;
+    if (cont) {
+        PyObject *extra = PyObject_GetAttrString(replay_mod, "_CONTINUE_UNKNOWN");
+        if (extra == NULL)
+            return -1;
+        if (!PyTuple_Check(extra) || PyTuple_GET_SIZE(extra) != 2) {
+            Py_DECREF(extra);
+            PyErr_SetString(PyExc_TypeError, "replay._CONTINUE_UNKNOWN must be a pair");
+            return -1;
+        }
+        f = PyObject_CallMethod(replay_mod, "unknown_xid_finding", "OnLsiOO", path, pos, index, what, (int)xid,
+                                PyTuple_GET_ITEM(extra, 0), PyTuple_GET_ITEM(extra, 1));
+        Py_DECREF(extra);
+    } else {
+        f = PyObject_CallMethod(replay_mod, "unknown_xid_finding", "OnLsi", path, pos, index, what, (int)xid);
+    }
+    return emit(out, f);
+}
+
+static int f_xid0(PyObject *out, PyObject *path, Py_ssize_t pos, long long index)
+{
+    return emit(out, PyObject_CallMethod(replay_mod, "continue_xid0_finding", "OnL", path, pos, index));
+}
+
+/* ---- scan */
+static inline int32_t le32(const unsigned char *p)
+{
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+static inline int64_t le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+PyDoc_STRVAR(scan_doc,
+"scan(data, end, path, fno, index, out) -> int\n\n"
+"fastreplay._scan in C over data[0:end] (file number fno of the set); returns the next record index; raises\n"
+"fastreplay.Bail. Findings go to out.append.");
+
+static PyObject *kq_scan(KQueue *k, PyObject *args)
+{
+    PyObject *data, *path, *out;
+    Py_ssize_t end;
+    unsigned int fno;
+    long long index;
+    if (!PyArg_ParseTuple(args, "OnOILO:scan", &data, &end, &path, &fno, &index, &out))
+        return NULL;
+    if (lookups() < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *ret = NULL;
+    if (end > view.len || end < 0) {
+        PyErr_SetString(PyExc_ValueError, "end is past the end of data");
+        goto done;
+    }
+    const unsigned char *d = view.buf;
+    Py_ssize_t pos = 0;
+    uint64_t applied = 0;
+    while (pos < end) {
+        int c = d[pos];
+        Py_ssize_t rem = end - pos, nxt;
+        if (c == 2) {                                            /* ADDX */
+            if (rem < 21)
+                goto bail;
+            int32_t size = le32(d + pos + 1);
+            if (size < 16 || size > rem - 5)
+                goto bail;
+            nxt = pos + 5 + size;
+            int64_t i = item_new(k);
+            if (i < 0)
+                goto done;
+            KItem *it = &k->items[i];
+            it->add = le64(d + pos + 5);
+            it->exp = le64(d + pos + 13);
+            it->off = (uint64_t)pos;
+            it->hdr = 21;
+            it->len = (uint32_t)(size - 16);
+            it->xid = 0;
+            it->fno = fno;
+            if (push_back(k, (uint32_t)i) < 0)
+                goto done;
+            applied++;
+        } else if (c == 1) {                                     /* REMOVE */
+            nxt = pos + 1;
+            if (k->count) {
+                item_free(k, pop_front(k));
+                applied++;
+            } else if (f_empty(out, path, pos, index, 0, 0) < 0) {
+                goto done;
+            }
+        } else if (c == 9 || c == 6 || c == 5 || c == 4) {
+            if (rem < 5)
+                goto bail;
+            int32_t xid = le32(d + pos + 1);
+            nxt = pos + 5;
+            if (c == 9) {                                        /* REMOVE_TENTATIVE_XID */
+                if (k->count) {
+                    if (open_find(k, xid) != NULL)
+                        goto bail;                               /* KQ-XID-REUSED: the reference reports it */
+                    uint32_t i = pop_front(k);
+                    k->items[i].xid = xid;
+                    if (open_put(k, xid, i) < 0)
+                        goto done;
+                    k->counter = xid;
+                    applied++;
+                } else {
+                    k->counter = xid;
+                    if (f_empty(out, path, pos, index, 1, xid) < 0)
+                        goto done;
+                }
+            } else if (c == 6) {                                 /* CONFIRM_REMOVE */
+                int64_t i = open_pop(k, xid);
+                if (i < 0) {
+                    if (f_unknown(out, path, pos, index, "CONFIRM_REMOVE", xid, 0) < 0)
+                        goto done;
+                } else {
+                    item_free(k, (uint32_t)i);
+                    applied++;
+                }
+            } else if (c == 5) {                                 /* UNREMOVE */
+                int64_t i = open_pop(k, xid);
+                if (i < 0) {
+                    if (f_unknown(out, path, pos, index, "UNREMOVE", xid, 0) < 0)
+                        goto done;
+                } else {
+                    if (push_front(k, (uint32_t)i) < 0)
+                        goto done;
+                    applied++;
+                }
+            } else {                                             /* SAVE_XID */
+                k->counter = xid;
+                applied++;
+            }
+        } else if (c == 8 || c == 7) {                           /* CONTINUE, ADD_XID */
+            if (rem < 25)
+                goto bail;
+            int32_t xid = le32(d + pos + 1), size = le32(d + pos + 5);
+            if (size < 16 || size > rem - 9)
+                goto bail;
+            nxt = pos + 9 + size;
+            if (c == 8) {
+                if (xid == 0 && f_xid0(out, path, pos, index) < 0)
+                    goto done;
+                int64_t o = open_pop(k, xid);
+                if (o < 0) {
+                    if (f_unknown(out, path, pos, index, "CONTINUE", xid, 1) < 0)
+                        goto done;
+                } else {
+                    item_free(k, (uint32_t)o);
+                }
+            }
+            int64_t i = item_new(k);
+            if (i < 0)
+                goto done;
+            KItem *it = &k->items[i];
+            it->add = le64(d + pos + 9);
+            it->exp = le64(d + pos + 17);
+            it->off = (uint64_t)pos;
+            it->hdr = 25;
+            it->len = (uint32_t)(size - 16);
+            it->xid = c == 8 ? 0 : xid;
+            it->fno = fno;
+            if (push_back(k, (uint32_t)i) < 0)
+                goto done;
+            applied++;
+        } else {                                                 /* legacy opcodes, or not an opcode */
+            goto bail;
+        }
+        k->ops[c]++;
+        index++;
+        pos = nxt;
+    }
+    k->applied += applied;
+    ret = PyLong_FromLongLong(index);
+    goto done;
+bail:
+    PyErr_SetNone(bail_exc);
+done:
+    PyBuffer_Release(&view);
+    return ret;
+}
+
+/* the item as item_type(add_time, expiry, data, xid, path, offset), its data read from views[fno] */
+static PyObject *item_object(KQueue *k, uint32_t i, PyObject *views, PyObject *paths, PyObject *item_type)
+{
+    KItem *it = &k->items[i];
+    if (it->fno >= (uint32_t)PyList_GET_SIZE(views) || it->fno >= (uint32_t)PyList_GET_SIZE(paths)) {
+        PyErr_SetString(PyExc_IndexError, "export: no view for an item's file");
+        return NULL;
+    }
+    Py_buffer b;
+    if (PyObject_GetBuffer(PyList_GET_ITEM(views, it->fno), &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *data = NULL;
+    if ((uint64_t)b.len < it->off + it->hdr + it->len)
+        PyErr_SetString(PyExc_IndexError, "export: an item's data is past the end of its file's view");
+    else
+        data = PyBytes_FromStringAndSize((const char *)b.buf + it->off + it->hdr, (Py_ssize_t)it->len);
+    PyBuffer_Release(&b);
+    if (data == NULL)
+        return NULL;
+    return PyObject_CallFunction(item_type, "LLNiOK", (long long)it->add, (long long)it->exp, data, (int)it->xid,
+                                 PyList_GET_ITEM(paths, it->fno), (unsigned long long)it->off);
+}
+
+static int seq_cmp(const void *a, const void *b)
+{
+    const OpenSlot *x = *(const OpenSlot *const *)a, *y = *(const OpenSlot *const *)b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+PyDoc_STRVAR(export_doc,
+"export(views, paths, item_type) -> (queue, open, counter, op_counts, applied): the queue head -> tail and the open\n"
+"transactions [(xid, item)] in the order they were opened, each item_type(add_time, expiry, data, xid, path,\n"
+"offset) with its data read from views[file number] (the files' buffers, still open).");
+
+static PyObject *kq_export(KQueue *k, PyObject *args)
+{
+    PyObject *views, *paths, *item_type;
+    if (!PyArg_ParseTuple(args, "O!O!O:export", &PyList_Type, &views, &PyList_Type, &paths, &item_type))
+        return NULL;
+    PyObject *q = PyList_New((Py_ssize_t)k->count), *o = PyList_New(0), *ops = PyList_New(10), *ret = NULL;
+    OpenSlot **slots = NULL;
+    if (q == NULL || o == NULL || ops == NULL)
+        goto done;
+    for (size_t i = 0; i < k->count; i++) {
+        PyObject *t = item_object(k, k->ring[(k->head + i) & (k->cap - 1)], views, paths, item_type);
+        if (t == NULL)
+            goto done;
+        PyList_SET_ITEM(q, (Py_ssize_t)i, t);
+    }
+    slots = PyMem_Malloc((k->ocount ? k->ocount : 1) * sizeof(OpenSlot *));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t n = 0;
+    for (size_t i = 0; k->open && i <= k->omask; i++)
+        if (k->open[i].item)
+            slots[n++] = &k->open[i];
+    qsort(slots, n, sizeof(OpenSlot *), seq_cmp);
+    for (size_t i = 0; i < n; i++) {
+        PyObject *t = item_object(k, slots[i]->item - 1, views, paths, item_type);
+        PyObject *pair = t ? Py_BuildValue("(iN)", (int)slots[i]->key, t) : NULL;
+        if (pair == NULL || PyList_Append(o, pair) < 0) {
+            Py_XDECREF(pair);
+            goto done;
+        }
+        Py_DECREF(pair);
+    }
+    for (int i = 0; i < 10; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(k->ops[i]);
+        if (v == NULL)
+            goto done;
+        PyList_SET_ITEM(ops, i, v);
+    }
+    ret = Py_BuildValue("(OOiOK)", q, o, (int)k->counter, ops, (unsigned long long)k->applied);
+done:
+    PyMem_Free(slots);
+    Py_XDECREF(q);
+    Py_XDECREF(o);
+    Py_XDECREF(ops);
+    return ret;
+}
+
+static PyObject *kq_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    if (!PyArg_ParseTuple(args, ":KQueue"))
+        return NULL;
+    return type->tp_alloc(type, 0);
+}
+
+static void kq_dealloc(KQueue *k)
+{
+    PyMem_Free(k->items);
+    PyMem_Free(k->ring);
+    PyMem_Free(k->open);
+    Py_TYPE(k)->tp_free((PyObject *)k);
+}
+
+static PyMethodDef kq_methods[] = {
+    {"scan", (PyCFunction)kq_scan, METH_VARARGS, scan_doc},
+    {"export", (PyCFunction)kq_export, METH_VARARGS, export_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject KQueueType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "wqtool.engine.kestrel._kernel.KQueue",
+    .tp_basicsize = sizeof(KQueue),
+    .tp_dealloc = (destructor)kq_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A Kestrel queue replayed by the C loop (see fastreplay.py).",
+    .tp_methods = kq_methods,
+    .tp_new = kq_new,
+};
+
+static struct PyModuleDef moddef = {
+    PyModuleDef_HEAD_INIT, "wqtool.engine.kestrel._kernel",
+    "Optional C implementation of the Kestrel fast path's loop (see fastreplay.py).", -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void)
+{
+    if (PyType_Ready(&KQueueType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&KQueueType);
+    if (PyModule_AddObject(m, "KQueue", (PyObject *)&KQueueType) < 0) {
+        Py_DECREF(&KQueueType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
