@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 
-from headroom import headroom   # bench/headroom.py (the script's folder is on sys.path)
+from harness import headroom   # bench/harness.py (the script's folder is on sys.path)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)

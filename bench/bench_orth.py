@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 
-from headroom import headroom   # bench/headroom.py (the script's folder is on sys.path)
+from harness import headroom   # bench/harness.py (the script's folder is on sys.path)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)

@@ -1,4 +1,6 @@
-"""What the benchmarks share: the read + CRC-32C floor, a measured child process, the load average.
+"""What the benchmarks share: the read + CRC-32C floor, a measured child process, the load average, the 2-process
+headroom (``headroom()``: 2.0 on an idle 2-core machine, less when neighbours have the second core — the ceiling
+of any 2-way speed-up measured beside it, e.g. Spark's ``local[2]`` against one process).
 
 Each ``bench_*.py`` puts this directory on ``sys.path`` and imports it (``import harness``).
 """
@@ -70,3 +72,24 @@ def loadavg() -> str:
         return " ".join(open("/proc/loadavg").read().split()[:3])
     except OSError:
         return "?"
+
+
+def _spin(n: int) -> int:
+    x = 0
+    for i in range(n):
+        x ^= i * 2654435761 & 0xFFFFFFFF
+    return x
+
+
+def headroom(n: int = 6_000_000) -> float:
+    """Seconds of two units of CPU work in one process / the same two units in two processes at once."""
+    import multiprocessing as mp
+    t = time.perf_counter()
+    _spin(n)
+    _spin(n)
+    one = time.perf_counter() - t
+    with mp.get_context("fork").Pool(2) as pool:
+        t = time.perf_counter()
+        pool.map(_spin, [n, n])
+        two = time.perf_counter() - t
+    return one / two
