@@ -6,7 +6,9 @@ no Python headers, no __int128) the install still succeeds and wqtool runs the p
 """
 from setuptools import Extension, setup
 
+_SHARED = ["wqtool/engine/_cgrow.h"]      # included by both kernels
+
 setup(ext_modules=[Extension("wqtool.engine.workq._kernel", ["wqtool/engine/workq/_kernel.c"], optional=True,
-                             extra_compile_args=["-O3"]),
+                             depends=_SHARED, extra_compile_args=["-O3"]),
                    Extension("wqtool.engine.kestrel._kernel", ["wqtool/engine/kestrel/_kernel.c"], optional=True,
-                             extra_compile_args=["-O3"])])
+                             depends=_SHARED, extra_compile_args=["-O3"])])

@@ -12,6 +12,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_cgrow.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -47,27 +48,7 @@ typedef struct {
 
 static PyTypeObject KQueueType;
 
-static int kgrow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : first;
-    while (c < need) {
-        if (c > ((size_t)-1) / 4 / elem) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        c *= 2;
-    }
-    void *q = PyMem_Realloc(*p, c * elem);
-    if (q == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *p = q;
-    *cap = c;
-    return 0;
-}
+/* grow(): ../_cgrow.h */
 
 /* ---- items */
 static int64_t item_new(KQueue *k)
@@ -81,7 +62,7 @@ static int64_t item_new(KQueue *k)
         PyErr_SetString(PyExc_OverflowError, "KQueue: too many items");
         return -1;
     }
-    if (kgrow((void **)&k->items, &k->cap_items, k->nitems + 1, sizeof(KItem), 1024) < 0)
+    if (grow((void **)&k->items, &k->cap_items, k->nitems + 1, sizeof(KItem), 1024) < 0)
         return -1;
     return (int64_t)k->nitems++;
 }

@@ -20,6 +20,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_cgrow.h"
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
@@ -757,27 +758,7 @@ static uint64_t bytes_hash(const uint8_t *s, size_t n)
     return mum(h ^ w, 0xE7037ED1A0B428DBULL ^ hkey1);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : first;
-    while (c < need) {
-        if (c > ((size_t)-1) / 4 / elem) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        c *= 2;
-    }
-    void *q = PyMem_Realloc(*p, c * elem);
-    if (q == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *p = q;
-    *cap = c;
-    return 0;
-}
+/* grow(): ../_cgrow.h */
 
 /* index of the job with this id (h = id_hash(id)), or -1; *slot: where it is (found) or would go (not found) */
 static Py_ssize_t jt_find_h(JobTable *t, const uint8_t *id, uint64_t h, size_t *slot)
