@@ -32,9 +32,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(PY) -m pytest
 
-# The inner loop (~1 min): no Spark, no exhaustive sweeps, a tenth of the property-test examples.
+# The inner loop (~1.5 min on 2 cores): no Spark, no slow end-to-end runs or sweeps, a tenth of the property-test
+# examples, two pytest workers (pytest-xdist).
 test-quick: $(VENV)/.installed-test
-	WQTOOL_TESTS=quick $(PY) -m pytest -q -m "not spark and not slow"
+	WQTOOL_TESTS=quick $(PY) -m pytest -q -m "not spark and not slow" -n 2
 
 # issue 14's log shape (148.6 MB, 1.24 M records), every command as a ratio to a floor measured in the same run
 bench: $(VENV)/.installed

@@ -32,6 +32,7 @@ def _want() -> dict:
         return json.load(f)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["c", pytest.param("python", marks=pytest.mark.slow)])
 def test_every_output_equals_todays(workdir, kernel, monkeypatch):
     if kernel == "c" and fastreplay._kernel is None:

@@ -40,6 +40,7 @@ def _worker(srv, k: int, base: int, acked: dict, stop: threading.Event) -> None:
         c.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["always", "interval"])
 def test_kill_9_under_load_loses_no_acknowledged_command(server_factory, tmp_path, policy):
     d = str(tmp_path / "log")

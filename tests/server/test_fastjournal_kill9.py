@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from wqtool.engine.fastjournal.client import Client, parse_value
 from wqtool.engine.format import Options, get
 
@@ -83,6 +85,7 @@ def check(d: str, acked: dict) -> None:
         assert p.returncode in (0, -signal.SIGTERM)
 
 
+@pytest.mark.slow
 def test_kill_9_loses_no_acknowledged_set(tmp_path):
     d = str(tmp_path / "journal")
     acked: dict = {}

@@ -131,6 +131,7 @@ def test_slow_loris_is_dropped_after_the_request_timeout(strict_server):
     assert time.monotonic() - t0 < 4.5
 
 
+@pytest.mark.slow
 def test_idle_client_is_dropped_but_not_one_waiting_in_lease(strict_server):
     idle = strict_server.client()
     waiting = strict_server.client()
@@ -170,6 +171,7 @@ def test_garbage_floods_and_the_server_stays_up(mem_server):
     assert mem_server.p.poll() is None and int(c.inspect_server()["active-clients"]) >= 1
 
 
+@pytest.mark.slow
 def test_a_client_that_never_reads_cannot_grow_the_server(mem_server):
     c = mem_server.client()
     c.add(jid(0xe007), b"q-nr", 1000, 60000, b"z" * 1_000_000)

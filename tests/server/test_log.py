@@ -95,6 +95,7 @@ def test_log_verifies_clean_and_replays_to_the_servers_digest(server_factory, tm
     assert len(os.listdir(d)) > 3                          # rolled over (2000-byte segments) + the lock files
 
 
+@pytest.mark.slow
 def test_restart_recovers_every_job(server_factory, tmp_path):
     d = str(tmp_path / "log")
     srv = server_factory("-cmdlog-path", d, "-cmdlog-sync", "always")
@@ -198,6 +199,7 @@ def test_segments_roll_at_the_configured_size_and_restart_appends(server_factory
     assert cli("verify", d).code == 0
 
 
+@pytest.mark.slow
 def test_a_second_server_and_pack_apply_are_locked_out(server_factory, tmp_path):
     d = str(tmp_path / "log")
     srv = server_factory("-cmdlog-path", d)
@@ -260,6 +262,7 @@ def test_a_thousand_segment_log_replays_well_under_two_seconds(server_factory, t
     assert started < 10                                    # process start, imports and replay, on a busy machine
 
 
+@pytest.mark.slow
 def test_background_cleaning_drops_dead_records_and_never_resurrects(server_factory, tmp_path):
     d = str(tmp_path / "log")
     srv = server_factory("-cmdlog-path", d, "-cmdlog-seg-size", "300", "-cmdlog-clean-int", "400")

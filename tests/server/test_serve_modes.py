@@ -9,6 +9,8 @@ import sys
 import urllib.error
 import urllib.request
 
+import pytest
+
 from wqtool.engine.fastjournal.client import Client, parse_value
 from wqtool.engine.orth_joblog import writer
 
@@ -22,6 +24,7 @@ def wqtool(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
+@pytest.mark.slow
 def test_fastjournal_mode_serves_journals_and_restarts(server_factory, tmp_path):
     d = str(tmp_path / "fifo")
     s = server_factory("--fastjournal", d, "--journal-sync", "write")
@@ -84,6 +87,7 @@ def test_orth_admin_mode_stores_callbacks(server_factory, tmp_path):
         c.close()
 
 
+@pytest.mark.slow
 def test_modes_refuse_each_others_options(tmp_path):
     cases = [
         (["--fastjournal", str(tmp_path / "a"), "--orth-admin", str(tmp_path / "b.db")], "choose one server"),

@@ -32,6 +32,7 @@ def expected(name: str) -> dict:
 
 
 # ---------------------------------------------------------------- golden corpus
+@pytest.mark.slow
 def test_fixtures_are_current():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_orth_joblog_fixtures.py"), "--check"],
                        capture_output=True, text=True, timeout=300)
