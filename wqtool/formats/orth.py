@@ -1,4 +1,4 @@
-"""Orth (XXL-JOB 3.3 derivative) executor-side files — spec: ../shared/specs/orth-logs.md, sections 1-4.
+"""Orth (XXL-JOB 3.3 derivative) executor-side files — spec: docs/formats/orth-logs.md, sections 1-4.
 
 Declarations only (no I/O, no loops over files): the names Orth gives its files and directories, the retry files'
 JSON (key order, Java types, Gson's escaping), the legacy XXL-JOB <= 3.2 retry files' Java serialization stream

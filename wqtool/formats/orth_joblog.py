@@ -1,6 +1,6 @@
 """The Orth job-log table ``orth_job_log`` and its neighbour ``orth_job_registry``: the single declaration.
 
-Spec: ``/work/shared/specs/orth-logs.md`` §5 (the table, the row lifecycle, the UI's status derivation, the report
+Spec: ``docs/formats/orth-logs.md`` §5 (the table, the row lifecycle, the UI's status derivation, the report
 counts), §6 (the lost-job monitor), §7 (the admin's callback update rules). Declarations only: the columns in DDL
 order with their types, the status rules and the SQL conditions of the admin as data (``Cond`` trees). The engine
 evaluates them in Python (``wqtool.engine.orth_joblog.rules``) and translates the same trees to SQL for Spark and

@@ -1,4 +1,4 @@
-"""Snap! journals — spec: ../shared/specs/snap-journals.md (mirrored in docs/formats/snap-journals.md).
+"""Snap! journals — spec: docs/formats/snap-journals.md.
 
 Three m2osw artefacts, kept apart:
 

@@ -1,5 +1,5 @@
 """Orth / XXL-JOB executor-side files: retry files (``orth-callbacks``) and executor log folders
-(``orth-executor-logs``). Spec: ../shared/specs/orth-logs.md §1-4; declarations in ``wqtool.formats.orth``.
+(``orth-executor-logs``). Spec: docs/formats/orth-logs.md §1-4; declarations in ``wqtool.formats.orth``.
 
     from wqtool.engine.orth import gson, javaser, readlog
     gson.encode(entries) / gson.parse_lenient(data)      # Orth's exact retry-file bytes / what its Gson accepts

@@ -1,4 +1,4 @@
-"""The Orth job-log table ``orth_job_log`` (spec: /work/shared/specs/orth-logs.md §5-§7): rows from CSV / JSON
+"""The Orth job-log table ``orth_job_log`` (spec: docs/formats/orth-logs.md §5-§7): rows from CSV / JSON
 Lines / Parquet exports, mysqldump files, SQLite and MySQL / MariaDB tables; the UI's status of every log id, the
 lost-job monitor's condition, the report counts and the analytics of ``stats``.
 

@@ -40,7 +40,7 @@ class JobLogFormat(Format):
     manual = """The admin table orth_job_log of Orth (XXL-JOB 3.3): a CSV export with a header row (an unquoted empty field
 or \\N is NULL, "" the empty string), JSON Lines, Parquet, a mysqldump file, a directory of export files, or a
 database URL (sqlite:///FILE, mysql://, jdbc:mysql://, jdbc:mariadb://; ?table= another table). Spec:
-/work/shared/specs/orth-logs.md sections 5 and 6.
+docs/formats/orth-logs.md sections 5 and 6.
 
 Settings (-O KEY=VALUE): timezone=ZONE (the zone of the table's datetimes, default UTC), registry=FILE|URL|none (the
 executor registry of the lost-job check), jdbc_jar=, jdbc_driver= (--engine spark). stats adds the admin's report

@@ -1,6 +1,6 @@
 """The workq 0.2.0 client protocol, byte for byte: request lines, value parsers, reply bytes.
 
-Spec: ../shared/specs/workq-protocol.md (sections 2-7). Everything here is pure: bytes in, values or reply
+Spec: docs/formats/workq-protocol.md (sections 2-7). Everything here is pure: bytes in, values or reply
 bytes out. The parsers reproduce Go's ``strconv`` (ParseUint / ParseInt / Atoi), ``time.Parse`` with layout
 ``2006-01-02T15:04:05Z`` and satori/go.uuid v1.0.0's ``FromString``, because the replies to bad input depend
 on exactly what those accept.
