@@ -3,21 +3,13 @@ benchmark and scripts use it. Every wait has a timeout; requests may be pipeline
 from __future__ import annotations
 
 import socket
-import struct
 
 from ...formats.snap import (FLAG_DATA, FLAG_OVERWRITE, FLAG_PERSIST, FLAG_UPDATE_TIMEOUT, FLAG_WORKED_ON,
                              Function, ValueType)
+from . import layout
 from .wire import Reply, Request, decode_reply, encode_request, frame_reply
 
-_VALUE = struct.Struct(">BQ")
-
-
-def entry_value(priority: int, key_start_date: int) -> bytes:
-    return _VALUE.pack(priority, key_start_date)
-
-
-def parse_value(value: bytes) -> tuple[int, int]:
-    return _VALUE.unpack(value)
+entry_value, parse_value = layout.fifo_value, layout.parse_fifo_value
 
 
 class Client:

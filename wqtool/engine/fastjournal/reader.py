@@ -13,7 +13,6 @@ next record whose CRC holds and goes on from there (the verdict says whether any
 from __future__ import annotations
 
 import os
-import struct
 from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
@@ -25,13 +24,11 @@ from ...formats.snap import (FJ_HEADER_SIZE, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, F
 from ..fileio import FileView, input_error, read_span
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from ..fsops import is_locked
+from . import layout
 from .model import OP_DELETE, OP_MARK, OP_OTHER, OP_SET, Change, FjjJournal, Segment
 from .wire import BadRequest, WireError, decode_request, frame_request
 
-_HDR = struct.Struct(">4sHHII")
-_REC = struct.Struct(">IQ")
-_CRC = struct.Struct(">I")
-_VALUE = struct.Struct(">BQ")
+_HDR, _REC, _CRC, _VALUE = layout.SEGMENT_HEAD_CRC, layout.RECORD_HEAD, layout.CRC, layout.FIFO_VALUE
 MIN_RECORD = 8 + FJ_HEADER_SIZE + 1          # applied_at + the smallest request
 
 
@@ -131,7 +128,7 @@ def _discover_dir(d: str) -> FjjJournal:
     return j
 
 
-_SET_HEAD = struct.Struct(">2sHHHHQB")
+_SET_HEAD = layout.SET_SHORT_HEAD
 _SET_FAST_MASK = FLAG_KEY16 | FLAG_TIMEOUT | QUERY_MASK | RESERVED_FLAGS | VALUE_SIZE_MASK
 _SET_FAST_FLAGS = 1 << VALUE_SIZE_SHIFT          # u8 value size, u8 key size, no timeout, a key query
 

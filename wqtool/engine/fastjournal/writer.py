@@ -10,22 +10,20 @@ holding its change is written. ``SegmentWriter`` writes a whole new segment (pac
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import time
 from dataclasses import dataclass
 
 from ...formats._common import crc32c
-from ...formats.snap import (FIFO_VALUE_SIZE, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, FJJ_VERSION, FLAG_OVERWRITE,
-                             FLAG_UPDATE_TIMEOUT, SEGMENT_HEADER_SIZE, Function, ValueType, fjj_segment_name)
+from ...formats.snap import (FIFO_VALUE_SIZE, FJ_MAGIC, FJ_VERSION, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, FJJ_VERSION,
+                             FLAG_OVERWRITE, FLAG_UPDATE_TIMEOUT, SEGMENT_HEADER_SIZE, VALUE_SIZE_SHIFT, Function,
+                             ValueType, fjj_segment_name)
 from ...errors import InputError
 from ..fsops import LockSet, fsync_dir
+from . import layout
 from .wire import Request, encode_request
 
-_HDR = struct.Struct(">4sHHI")
-_REC = struct.Struct(">IQ")
-_CRC = struct.Struct(">I")
-_VALUE = struct.Struct(">BQ")
+_HDR, _REC, _CRC = layout.SEGMENT_HEAD, layout.RECORD_HEAD, layout.CRC
 SYNC_MODES = ("full", "write")
 
 
@@ -39,12 +37,10 @@ def encode_record(applied_at: int, request: bytes) -> bytes:
     return head + request + _CRC.pack(crc32c(head + request))
 
 
-def fifo_value(priority: int, key_start_date: int) -> bytes:
-    return _VALUE.pack(priority, key_start_date)
+fifo_value = layout.fifo_value
 
 
-_SET_SHORT = struct.Struct(">2sHHHHQB")      # a SET with a u8 key size ...
-_SET_VALUE = struct.Struct(">BBBQ")           # ... and its u8 value size 10, type BUFFER, priority, key_start_date
+_SET_SHORT, _SET_VALUE = layout.SET_SHORT_HEAD, layout.SET_FIFO_VALUE
 
 
 def set_request(uri: bytes, priority: int, key_start_date: int, timestamp: int, *, overwrite: bool = True,
@@ -53,8 +49,9 @@ def set_request(uri: bytes, priority: int, key_start_date: int, timestamp: int, 
     for the common short uri (the tests prove it equal to ``encode_request``)."""
     f = flags | (FLAG_OVERWRITE if overwrite else 0)
     if len(uri) <= 0xFF and not f & 0xFFFF & ~0x1FE0:      # no size / timeout / reserved bits given
-        return (_SET_SHORT.pack(b"FJ", 1, 2, identifier, f | 1 << 1, timestamp, len(uri)) + uri
-                + _SET_VALUE.pack(10, 1, priority, key_start_date))
+        return (_SET_SHORT.pack(FJ_MAGIC, FJ_VERSION, Function.SET, identifier, f | 1 << VALUE_SIZE_SHIFT, timestamp,
+                                len(uri)) + uri
+                + _SET_VALUE.pack(1 + FIFO_VALUE_SIZE, ValueType.BUFFER, priority, key_start_date))
     return encode_request(Request(Function.SET, identifier, f, timestamp, uri, value_type=ValueType.BUFFER,
                                   value=fifo_value(priority, key_start_date)))
 

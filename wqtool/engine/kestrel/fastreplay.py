@@ -26,13 +26,12 @@ from ...formats.kestrel import LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC
 from ..fileio import FileView
 from ..findings import Finding
 from ..run import FindingSink, LogReport
+from . import fastpath
 from .reader import FileSet
 from .replay import (_CONTINUE_UNKNOWN, Item, KestrelReplay, KestrelState, continue_xid0_finding, empty_finding,
                      unknown_xid_finding)
 
-_I32 = struct.Struct("<i").unpack_from
-_IQQ = struct.Struct("<iqq").unpack_from
-_IIQQ = struct.Struct("<iiqq").unpack_from
+_I32, _IQQ, _IIQQ = (s.unpack_from for s in (fastpath._I32, fastpath._IQQ, fastpath._IIQQ))   # one set of layouts
 _MAGICS = (LIBKESTREL_WRITER_MAGIC, LIBKESTREL_READER_MAGIC)
 
 
