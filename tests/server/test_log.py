@@ -236,6 +236,16 @@ def test_damaged_logs_are_refused_with_the_finding(tmp_path, name, code, finding
     assert {p: open(os.path.join(d, p), "rb").read() for p in os.listdir(d)} == before
 
 
+def test_an_existing_empty_directory_is_a_new_log(server_factory, tmp_path):
+    """As workq-server: a -cmdlog-path made beforehand (mkdir, a volume mount) starts a new log."""
+    d = tmp_path / "made-by-hand"
+    d.mkdir()
+    srv = server_factory("-cmdlog-path", str(d))
+    srv.client().add(jid(0xe001), b"q", 1000, 600000, b"x")
+    srv.stop()
+    assert any(p.endswith(".log") for p in os.listdir(d)) and cli("verify", str(d)).code == 0
+
+
 def test_a_thousand_segment_log_replays_well_under_two_seconds(server_factory, tmp_path):
     from wqtool.engine.workq.writer import SegmentWriter, add, result, simple
     from wqtool.formats._common import GoTime

@@ -180,9 +180,9 @@ class Server:
     def open_log(self) -> None:
         """Locks, replay through the engine, live queues, appender. Raises StartRefused / LogBusy."""
         path = self.opts.cmdlog_path
-        if os.path.isdir(path) and not os.path.exists(os.path.join(path, "append.lock")):
+        if os.path.isdir(path) and os.listdir(path) and not os.path.exists(os.path.join(path, "append.lock")):
             # no server ever ran here (workq-server creates append.lock first): a log it would refuse is refused
-            # before anything is created in the directory — nothing modified
+            # before anything is created in the directory — nothing modified (an empty directory is a new log)
             rep = replay_directory(path, self.clock())
             if rep.verdict != Verdict.CLEAN:
                 raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
