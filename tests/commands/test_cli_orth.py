@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.conftest import cli
+from tests.conftest import ROOT, cli
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
 from wqtool.engine.orth.gson import Entry
@@ -140,3 +140,15 @@ def test_replay_json_of_a_log_path_is_one_document():
     each = [json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, "--format", f, lp).out)
             for f in ("orth-callbacks", "orth-executor-logs")]
     assert doc == {"logs": each}
+
+
+def test_jdbc_option_reads_a_database_as_a_path_does():
+    """--jdbc URL (the orth-joblog table in a database) gives what the URL as PATH gives, in every reading command;
+    with neither PATH nor --jdbc the command says so (exit 2)."""
+    db = os.path.join(ROOT, "fixtures", "orth-joblog", "sqlite-db", "orth_job.db")
+    url = "sqlite:///" + db
+    for argv in (["dump", "-o", "jsonl"], ["verify", "-o", "json"], ["replay", "-o", "json"], ["stats", "-o", "json"]):
+        by_path, by_opt = cli(*argv, "--as-of", AS_OF, url), cli(*argv, "--as-of", AS_OF, "--jdbc", url)
+        assert (by_opt.code, by_opt.out) == (by_path.code, by_path.out) and by_path.out, argv
+    r = cli("stats")
+    assert r.code == 2 and "Missing argument 'PATH' (or --jdbc URL)." in r.err

@@ -365,10 +365,11 @@ def test_version_short_flag_and_traceback_after_the_command(monkeypatch):
 def test_usage_shows_path_dots_and_help_has_no_type_names():
     for command in ("dump", "verify", "replay", "stats", "pack"):
         r = cli(command, "--help")
-        assert f"Usage: wqtool {command} [OPTIONS] PATH...\n" in r.out
+        paths = "PATH..." if command == "pack" else "[PATH...]"      # the readers also take --jdbc URL
+        assert f"Usage: wqtool {command} [OPTIONS] {paths}\n" in r.out
         assert "<list[str]>" not in r.out and "{PATH}" not in r.out and "PATH...  Log directories" in r.out
     r = cli("verify")
-    assert "Usage: wqtool verify [OPTIONS] PATH..." in r.err and r.code == 2
+    assert "Usage: wqtool verify [OPTIONS] [PATH...]" in r.err and r.code == 2
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -71,6 +71,8 @@ def test_mariadb_table_local_and_spark_equal_the_fixture(mariadb, spark, monkeyp
         assert view.digest() == exp["digest"]
         per, _ = fleet_stats(spark, logs, opts)
         local_stats = json.loads(cli("stats", "-o", "json", "--as-of", as_of, url).out)["logs"][0]["analytics"]
+        assert json.loads(cli("stats", "-o", "json", "--as-of", as_of, "--jdbc", url).out)["logs"][0][
+            "analytics"] == local_stats                                   # --jdbc URL reads it as the PATH does
         assert logs[0].fmt.state_view(per[0][0].state).analytics() == local_stats
 
 

@@ -110,6 +110,21 @@ class PayloadMode(str, enum.Enum):
 
 Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH",
                                             show_default=False)]
+#: The reading commands' PATHs: optional, as ``--jdbc URL`` may name the input instead (``read_paths``).
+ReadPaths = Annotated[Optional[list[str]], typer.Argument(help="Log directories, segment files, or several.",
+                                                          metavar="PATH", show_default=False)]
+JdbcOpt = Annotated[Optional[list[str]], typer.Option(
+    "--jdbc", metavar="URL", show_default=False,
+    help="A database table to read, as a PATH would be (jdbc:mariadb://, jdbc:mysql://, mysql://, sqlite:///FILE; "
+         "?table= another table): the orth-joblog table. Repeatable.")]
+
+
+def read_paths(ctx: typer.Context, paths: list[str] | None, jdbc: list[str] | None) -> list[str]:
+    """The inputs of a reading command: its PATHs, then its --jdbc URLs; at least one."""
+    out = [*(paths or ()), *(jdbc or ())]
+    if not out:      # the parser's own error (the usage line first), as for any missing argument
+        ctx.fail("Missing argument 'PATH' (or --jdbc URL).")
+    return out
 FormatOpt = Annotated[str, typer.Option("--format", "-f", parser=_format_name, metavar="<auto|"
                                         + "|".join(registry.names()) + ">",
                                         help="Log format (auto: detected from each PATH by the formats' own "

@@ -20,14 +20,16 @@ from ..render.records import RECORD_WRITERS
 from ..render.stats import write_record_stats
 from . import _spark
 from ._options import (MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
-                       KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, Paths, RemoteOpt, SettingOpt,
-                       SparkConfOpt, each_log, for_log, options, parse_time, say_error, seconds, whole_number)
+                       KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
+                       SparkConfOpt, each_log, for_log, options, read_paths, parse_time, say_error, seconds, whole_number)
 
 Offset = whole_number(0, MAX_OFFSET, offsets=True)
 
 
 def dump(
-    paths: Paths,
+    ctx: typer.Context,
+    paths: ReadPaths = None,
+    jdbc: JdbcOpt = None,
     output: Annotated[DumpOutput, typer.Option("--output", "-o", help="Rendering.")] = DumpOutput.table,
     type_: Annotated[Optional[list[str]], typer.Option("--type", "-t", metavar="CMD[,CMD]",
                      help="Only these commands (workq: add, schedule, complete, fail, delete, expire, start-attempt, "
@@ -92,6 +94,7 @@ def dump(
       wqtool dump --qdump -d /var/spool/kestrel/jobs
       wqtool dump --engine spark -o parquet --out /tmp/records.parquet /srv/fleet/*/cmdlog
     """
+    paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value)
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
     if engine is Engine.spark or output is DumpOutput.parquet:

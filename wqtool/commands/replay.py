@@ -15,8 +15,8 @@ from ..render.progress import track
 from ..render.replay import nothing_live_hint, write_replay, write_send
 from . import _spark
 from ._options import (AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
-                       MasterOpt, Output, Paths, RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, for_log, options,
-                       say_error)
+                       JdbcOpt, MasterOpt, Output, ReadPaths, RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, for_log,
+                       options, read_paths, say_error)
 
 
 #: findings kept for stderr (all are counted in the output): memory follows the live state, not the log
@@ -24,7 +24,9 @@ REPLAY_FINDINGS_SHOWN = 1000
 
 
 def replay(
-    paths: Paths,
+    ctx: typer.Context,
+    paths: ReadPaths = None,
+    jdbc: JdbcOpt = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
     as_of: AsOf = None,
     fmt: FormatOpt = "auto",
@@ -76,6 +78,7 @@ def replay(
       wqtool replay --as-of now /var/lib/snapwebsites/list/journal
       wqtool replay --send fastjournal://127.0.0.1:4008 --dry-run /var/lib/snapwebsites/list/journal
     """
+    paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)
     shared = len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs)   # one directory, a log per format

@@ -16,8 +16,8 @@ from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
 from . import _spark
 from ._options import (AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
-                       LiveOpt, MasterOpt, Output, Paths, RemoteOpt, SettingOpt, SparkConfOpt, each_log, for_log,
-                       options, say_error)
+                       LiveOpt, MasterOpt, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt, SparkConfOpt, each_log, for_log,
+                       options, read_paths, say_error)
 
 
 class TableFormat(str, enum.Enum):
@@ -26,7 +26,9 @@ class TableFormat(str, enum.Enum):
 
 
 def stats(
-    paths: Paths,
+    ctx: typer.Context,
+    paths: ReadPaths = None,
+    jdbc: JdbcOpt = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
     as_of: AsOf = None,
     fmt: FormatOpt = "auto",
@@ -69,6 +71,7 @@ def stats(
     for target, what in ((out_dir, "--out"), (chart, "--chart")):
         if target is not None and os.path.lexists(target):
             raise UsageError(f"{what} {target}: already exists; stats never overwrites")
+    paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
     entries = resolve_each(paths, fmt, opts)
     logs = [e for e in entries if isinstance(e, Log)]

@@ -12,8 +12,8 @@ from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
 from ._options import (MAX_WORKERS, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
-                       KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, Paths, RemoteOpt, SettingOpt,
-                       SparkConfOpt, each_log, for_log, options, say_error, whole_number)
+                       KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
+                       SparkConfOpt, each_log, for_log, options, read_paths, say_error, whole_number)
 from ._help import exit_help
 
 
@@ -33,7 +33,9 @@ def _explain(value: Optional[str]) -> None:
 
 
 def verify(
-    paths: Paths,
+    ctx: typer.Context,
+    paths: ReadPaths = None,
+    jdbc: JdbcOpt = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering of the findings.")] = Output.table,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no report; the exit code says it (for cron). "
                      "A PATH that cannot be read is still named on stderr.")] = False,
@@ -78,6 +80,7 @@ def verify(
       wqtool verify --format kestrel /var/spool/kestrel/jobs
       wqtool verify --explain WQ-CRC
     """
+    paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value,
                    keep_open=keep_open)
     entries = resolve_each(paths, fmt, opts)
