@@ -66,13 +66,25 @@ def test_clean_as_of_last_orth_executor_logs():
 
 
 def test_clean_as_of_last_snaplist_current_hour():
-    """stale-hours at its last line's time (2026-01-30T00:11:10Z): hour 0 is current, 23 previous, so the
-    exhausted 1.msg goes; at the wall clock the current hour is whatever the clock says."""
+    """stale-hours at its newest line's time (2026-01-30T03:25:10Z, in 3.msg): hour 3 is current, 2 previous, so
+    the exhausted 1.msg goes; at the wall clock the current hour is whatever the clock says."""
     j = os.path.join(FX, "snaplist", "stale-hours", "journal")
     last = json.loads(cli("clean", "-o", "json", "--as-of", "last", j).out)["logs"][0]
-    assert last["as_of_ns"] == 1769731870000000000
-    assert (last["current_hour"], last["previous_hour"]) == (0, 23)
+    assert last["as_of_ns"] == 1769743510000000000
+    assert (last["current_hour"], last["previous_hour"]) == (3, 2)
     assert [os.path.basename(a["file"]) for a in last["actions"]] == ["1.msg"]
+
+
+@pytest.mark.parametrize("hour", range(24))
+def test_snaplist_time_span_does_not_depend_on_the_clock(hour):
+    """The reading order is a ring starting after the current hour of discovery; --as-of last|first must give
+    the same time whatever hour the command runs at (CI once ran at 03:xx and got another file last)."""
+    from wqtool.engine.format import Options, get
+    fmt = get("snaplist")
+    j = os.path.join(FX, "snaplist", "stale-hours", "journal")
+    as_of = (1769731200 + hour * 3600) * 10**9          # 2026-01-30T<hour>:00:00Z
+    log = fmt.discover([j], Options(as_of_ns=as_of))[0]
+    assert fmt.time_span(log) == (1769731810000000000, 1769743510000000000)
 
 
 # ---------------------------------------------------------------- gap 2: one verdict per PATH

@@ -123,6 +123,12 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
     def file_events(self, log: ListJournal, i: int, start_index: int = 0) -> Iterator:
         return ListReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
 
+    def time_span(self, log: ListJournal) -> tuple[int | None, int | None]:
+        """(first, newest) time over every file: the reading order is a ring that starts after the current hour
+        of discovery, so the first and last files depend on the clock; ``--as-of last`` must not."""
+        times = [t for i in range(len(log.files)) for t in self._file_times(log, i)]
+        return (min(times), max(times)) if times else (None, None)
+
     def source_options(self, o: dict) -> dict:
         return {"start_date_offset_us": o.get("start_date_offset_us")} if o.get("start_date_offset_us") else {}
 
