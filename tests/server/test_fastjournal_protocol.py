@@ -133,11 +133,14 @@ def test_delete_tombstone_stale_and_complete(c, srv):
     c.set(uri(1), 1, T0, 100)
     assert c.delete(uri(1), 100).error == b""
     assert srv.server.fifo.tombstones == {uri(1): 100}
-    assert c.set(uri(1), 1, T0, 99).timestamp == 100 and c.get(uri(1)).error == FjError.NOT_FOUND   # late, older
+    assert c.set(uri(1), 1, T0, 99).timestamp == 100                  # late, older: changes nothing
+    g = c.get(uri(1))
+    assert (g.error, g.timestamp, g.pairs) == (FjError.DELETED, 100, [])   # the tombstone, told apart from never set
     c.set(uri(2), 1, T0, 7)
     r = c.delete(uri(2), 5)                                # a newer SET replaced the version handed out
     assert r.error == b"" and r.timestamp == 7 and c.get(uri(2)).error == b""
     assert c.delete(uri(2), 8, complete=True).error == b"" and uri(2) not in srv.server.fifo.tombstones
+    assert c.get(uri(2)).error == FjError.NOT_FOUND                   # complete: no tombstone either
     assert c.delete(uri(3), 1, complete=True).error == FjError.NOT_FOUND
     assert c.call(Request(Function.DELETE, 0, 0, 1, b"")).error == FjError.KEY
 

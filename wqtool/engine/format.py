@@ -89,6 +89,7 @@ class SendReport:
     sent: int = 0              # delivered and acknowledged (dry run: would be sent)
     skipped: int = 0           # nothing to send for it (already delivered, not pending)
     failed: int = 0            # refused by the receiver or not delivered (kept, to be sent again)
+    already: int = 0           # the receiver held it already (delivered before a crash): marked done, not resent
     lines: list[str] = field(default_factory=list)
 
 

@@ -381,6 +381,7 @@ class FjError:
     OK = b""
     EXISTS = b"exists"
     NOT_FOUND = b"not found"
+    DELETED = b"deleted"            # GET of a deleted key: the reply's timestamp is its tombstone's
     WORKED_ON = b"worked on"
     VERSION = b"unsupported version"
     FUNCTION = b"unknown function"

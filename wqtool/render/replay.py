@@ -77,4 +77,5 @@ def write_send(out: TextIO, rep) -> None:
         out.write(line + "\n")
     what = "would send" if rep.dry_run else "sent"
     out.write(f"{rep.target}: {what} {rep.sent}, skipped {rep.skipped}, failed {rep.failed}"
+              + (f", already delivered {rep.already}" if rep.already else "")
               + (" (dry run: nothing sent)" if rep.dry_run else "") + "\n")

@@ -1,6 +1,6 @@
 """The forwarder (the client side of the libfastjournal design, per the unimplemented design): every pending line
 goes to a real daemon over loopback and is blanked only once acknowledged; a crash between an acknowledgement and
-its blanking resends that line alone, which changes nothing on the daemon."""
+its blanking resends nothing: the daemon is asked first."""
 from __future__ import annotations
 
 import json
@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -113,7 +114,10 @@ send.forward(log, sys.argv[2], hook=hook)
 
 
 @pytest.mark.parametrize("window", [1, 32])
-def test_kill_between_acknowledgement_and_blanking_resends_only_that_line(tmp_path, window):
+def test_kill_between_acknowledgement_and_blanking_resends_nothing(tmp_path, window):
+    """Killed after the daemon acknowledged p1 and before p1 was blanked (with a window of 32, p2..p5 were sent
+    too, their replies unread): the next run asks the daemon first, blanks what it already holds without sending
+    it again, and sends only what it never had. Every SET reaches the daemon exactly once."""
     d = str(tmp_path / "j")
     os.makedirs(d)
     append_request(d, b"http://f.org/old", AS_OF_US - 70 * MIN)                     # 2.msg, read first
@@ -127,16 +131,60 @@ def test_kill_between_acknowledgement_and_blanking_resends_only_that_line(tmp_pa
         # acknowledged and blanked: f.org/old and p0; p1 acknowledged, killed before its blanking
         assert content_lines(open(os.path.join(d, "2.msg"), "rb").read()) == []
         assert len(content_lines(open(os.path.join(d, "3.msg"), "rb").read())) == 5
+        in_flight = 3 if window == 1 else 7          # a window sends ahead: the daemon got p2..p5 as well
+        deadline = time.monotonic() + 10
+        while r.server.stats[Function.SET] < in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)                         # what the dead client sent, all processed by the daemon
+        assert r.server.stats[Function.SET] == in_flight
         rep = FMT.send(FMT.discover([d], OPTS)[0], target, OPTS)
-        assert (rep.sent, rep.failed) == (5, 0)
+        held = 1 if window == 1 else 5
+        assert (rep.sent, rep.already, rep.failed) == (5 - held, held, 0), rep.lines
+        assert "blanked 3.msg@0x40: http://e.com/p1 (already at the daemon: not sent)" in rep.lines
         sets = {k: v for (f, k), v in r.server.keys.items() if f == Function.SET}
-        assert sets[b"http://f.org/old"] == 1 and sets[b"http://e.com/p0"] == 1     # never resent
-        assert sets[b"http://e.com/p1"] == 2                                         # the one line in doubt
-        rest = 1 if window == 1 else 2          # a window sends ahead: those lines had no acknowledgement yet
-        assert [sets[b"http://e.com/p%d" % i] for i in range(2, 6)] == [rest] * 4
-        assert r.server.appender.appended == 7 and len(r.server.fifo) == 7      # resends changed nothing
+        assert sets == {b"http://f.org/old": 1, **{b"http://e.com/p%d" % i: 1 for i in range(6)}}
+        assert r.server.appender.appended == 7 and len(r.server.fifo) == 7
     for n in os.listdir(d):
         assert content_lines(open(os.path.join(d, n), "rb").read()) == []
+
+
+def _line(uri=b"http://e.com/x", prio=3, ksd=AS_OF_US):
+    from wqtool.engine.snaplist.model import Line
+    return Line("3.msg", 0, 0, 0, 3, "pending", uri=uri, priority=prio, key_start_date=ksd, valid=True)
+
+
+def test_the_probe_follows_the_fifo_rules(tmp_path):
+    """delivered() says "a SET of this line would change nothing" exactly when the daemon's fifo says so: run the
+    SET after the probe and check that it changed nothing (or something) as predicted."""
+    from wqtool.engine.fastjournal.client import Client
+    from wqtool.engine.snaplist.send import _Conn, delivered, get_request
+    u = b"http://e.com/x"
+    cases = [  # (what the daemon holds first, the line) -> delivered
+        (None, (3, AS_OF_US), False),
+        (("set", 3, AS_OF_US), (3, AS_OF_US), True),          # the same request: a resend
+        (("set", 3, AS_OF_US + 1), (3, AS_OF_US), True),      # a newer request for the uri
+        (("set", 3, AS_OF_US - 1), (3, AS_OF_US), False),     # an older one: this line updates it
+        (("set", 4, AS_OF_US), (3, AS_OF_US), False),         # same timestamp, other priority: an update
+        (("del", AS_OF_US), (3, AS_OF_US), True),             # tombstone not older
+        (("del", AS_OF_US - 1), (3, AS_OF_US), False),        # an older tombstone: the SET adds it again
+        (("complete", AS_OF_US), (3, AS_OF_US), False),       # removed completely: nothing to tell
+    ]
+    for k, (held, (prio, ksd), want) in enumerate(cases):
+        with Running(str(tmp_path / f"fj{k}")) as r:
+            c = Client("127.0.0.1", r.port)
+            if held and held[0] == "set":
+                c.set(u, held[1], held[2], held[2])
+            elif held:
+                c.set(u, 1, held[1], held[1])
+                c.delete(u, held[1], complete=held[0] == "complete")
+            conn = _Conn("127.0.0.1", r.port, 10.0)       # the forwarder's own connection: its parser
+            conn.send(get_request(7, u))
+            probe = conn.reply()
+            conn.close()
+            assert delivered(probe, _line(u, prio, ksd)) is want, (held, prio, ksd)
+            before = r.server.appender.appended
+            c.set(u, prio, ksd, ksd)
+            assert (r.server.appender.appended == before) is want, (held, prio, ksd)   # nothing journaled
+            c.close()
 
 
 def test_replay_send_through_the_cli(tmp_path):
@@ -148,5 +196,9 @@ def test_replay_send_through_the_cli(tmp_path):
         res = cli("replay", "--as-of", AS_OF, "--send", target, d)
         assert res.code == 0 and f"{target}: sent 8, skipped 2, failed 0" in res.out
         assert r.server.fifo.get(b"http://e.com/p1").priority == 9      # the newest line for p1 won
+        append_request(d, b"http://f.org/old", AS_OF_US - 70 * MIN)            # 2.msg: the daemon holds it already
+        res = cli("replay", "--as-of", AS_OF, "--send", target, d)
+        assert res.code == 0 and f"{target}: sent 0, skipped 2, failed 0, already delivered 1" in res.out
+        assert "(already at the daemon: not sent)" in res.out and r.server.stats[Function.SET] == 8
     assert cli("replay", "--send", "http://x", d).code == 2
     assert json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, d).out)["entries"]

@@ -7,10 +7,15 @@ read the way its reader reads them (``open(O_RDWR)``, ``flock(LOCK_EX)``, size, 
 bytes). Each pending line becomes one ``SET`` (key: the uri; value: priority and key_start_date; timestamp: the
 key_start_date, so a resent line is the same request and the daemon's "newest timestamp wins" keeps the line
 with the largest date, as snaplistd does) with the persist flag; the line is blanked in place (line and ``\\n``
-overwritten with ``\\n``, as upstream acknowledges) only once the daemon's reply says it was journaled. A crash
-between a reply and its blanking resends that one line after a restart: the daemon finds the same request and
-changes nothing. Lines upstream would skip or misread (missing fields, bad values, a raw ``;`` in the uri, a torn
-tail) are not sent and stay as they are.
+overwritten with ``\\n``, as upstream acknowledges) only once the daemon's reply says it was journaled.
+
+**Resuming without resending.** A crash between the daemon's reply and the blanking leaves an acknowledged line
+pending (and with a window of requests in flight, up to ``WINDOW`` of them). So every window of pending lines is
+first asked of the daemon (``GET`` with the data flag, pipelined): a line the daemon already holds — the entry at
+the line's timestamp with its priority and date, or a newer one, or a tombstone not older (error "deleted") — is
+one its ``SET`` would not change, so it is blanked without being sent ("already at the daemon"); only the others
+are sent. A line is never blanked on anything but the daemon's word. Lines upstream would skip or misread
+(missing fields, bad values, a raw ``;`` in the uri, a torn tail) are not sent and stay as they are.
 
 The messages are built and parsed with the construct schemas of ``wqtool.formats.snap`` (the single truth).
 """
@@ -59,6 +64,32 @@ def set_request(identifier: int, uri: bytes, priority: int, key_start_date: int)
         flags=_flags(persist=True, overwrite=True, value_size=fj.SizeWidth.U8, key_size16=len(uri) > 255),
         timestamp=key_start_date, timeout=None, count=None, key=uri, upper_key=None,
         value=dict(type=fj.ValueType.BUFFER, data=value)))
+
+
+def get_request(identifier: int, uri: bytes) -> bytes:
+    """``GET uri`` with the data flag: the entry's value comes back (the resume probe)."""
+    return fj.fj_request.build(dict(
+        version=fj.FJ_VERSION, function=fj.Function.GET, identifier=identifier,
+        flags=_flags(data=True, key_size16=len(uri) > 255), timestamp=0, timeout=None, count=None, key=uri,
+        upper_key=None, value=None))
+
+
+def delivered(reply, line: Line) -> bool:
+    """Whether the daemon's answer to ``GET line.uri`` shows that ``SET`` of ``line`` would change nothing (the
+    fifo's rules: a newer timestamp wins, an equal one with the same value is a resend, a tombstone not older
+    stops it)."""
+    ts = line.key_start_date
+    if reply.error == fj.FjError.DELETED:
+        return reply.timestamp >= ts
+    if reply.error or not reply.pairs:
+        return False
+    if reply.timestamp != ts:
+        return reply.timestamp > ts
+    v = reply.pairs[0].value
+    if v is None or v.type != fj.ValueType.BUFFER or len(v.data) != fj.FIFO_VALUE_SIZE:
+        return False
+    held = fj.fifo_value.parse(v.data)
+    return (held.priority, held.key_start_date) == (line.priority, line.key_start_date)
 
 
 class _Conn:
@@ -166,7 +197,25 @@ def forward(journal: ListJournal, target: str, *, dry_run: bool = False,
                 if dry_run:
                     continue
                 for i in range(0, len(todo), WINDOW):
-                    batch = todo[i:i + WINDOW]
+                    batch = []
+                    probes = []
+                    for line in todo[i:i + WINDOW]:       # the resume probe: what does the daemon hold already?
+                        ident = (ident + 1) & 0xFFFF
+                        probes.append(ident)
+                        conn.send(get_request(ident, line.uri))
+                    for line, want in zip(todo[i:i + WINDOW], probes):
+                        r = conn.reply()
+                        if r.identifier != want:
+                            raise InputError(f"reply {r.identifier} does not answer request {want}", path=target)
+                        if not delivered(r, line):
+                            batch.append(line)
+                            continue
+                        acknowledge(hf.path, line.offset, line.length, fd=fd)
+                        if hook is not None:
+                            hook("blanked", line)
+                        rep.already += 1
+                        rep.lines.append(f"blanked {name}@0x{line.offset:x}: {_text(line.uri)} (already at the "
+                                         f"daemon: not sent)")
                     ids = []
                     for line in batch:
                         ident = (ident + 1) & 0xFFFF

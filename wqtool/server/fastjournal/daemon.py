@@ -14,7 +14,8 @@ Functions (the design's numbers; NEXT and PING are the README's unnumbered reque
 * ``SET`` (2): key = the resource's uri, value = type BUFFER ``fifo_value`` (priority u8, key_start_date u64 µs),
   timestamp = the request's (the newest wins); the overwrite flag (bit 5) must be set to update an existing
   entry (else error "exists"). Reply: the timestamp now stored (a stale SET is acknowledged and changes nothing).
-* ``GET`` (3): key = a uri -> that entry (error "not found"); with flag 6 an entry being worked on is skipped
+* ``GET`` (3): key = a uri -> that entry (error "not found"; "deleted" with the tombstone's timestamp when a
+  plain delete removed it, so a client can tell that a SET not newer would change nothing); with flag 6 an entry being worked on is skipped
   (error "worked on"); with a timeout (flag 3) the entry is marked worked on for that many µs (flag 4 needed to
   extend an existing mark). An empty key is ``NEXT`` over every domain.
 * ``NEXT`` (5): key = a domain (empty: any) -> the next due entry, marked worked on when a timeout is given. With
@@ -178,6 +179,9 @@ class FastJournalServer:
         if f == Function.GET and req.key:
             e = fifo.get(req.key)
             if e is None:
+                t = fifo.tombstones.get(req.key)
+                if t is not None:       # deleted: the tombstone's timestamp (a SET not newer changes nothing)
+                    return Reply(req.identifier, 0, t, None, FjError.DELETED, []), False
                 return Reply(req.identifier, 0, now, None, FjError.NOT_FOUND, []), False
             busy = e.worked_on(now)
             if busy and req.flags & FLAG_WORKED_ON:
