@@ -31,3 +31,49 @@ def test_local_cli_does_not_import_pyspark():
             "    assert 'pyspark' not in sys.modules, ('pyspark imported by', argv)\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+#: what a format's ``format`` module may import at registration (detection, codes, --format choices); its
+#: readers' engines, replay, plans and views load on first use (``engine.lazy``)
+_LIGHT = ("format", "codes", "model", "reader", "fastpath", "__init__")
+
+
+def test_the_registry_loads_no_format_engine():
+    """Loading the registry (every CLI start: --format choices, detection) imports each format's declaration
+    only; `verify` of a workq log imports nothing of the other formats' engines. (Eager imports made every start
+    0.2 s slower: issue 8's `make bench` regression.)"""
+    code = ("import sys, contextlib, io\n"
+            "import wqtool.cli\n"
+            "from wqtool.engine import format as registry\n"
+            "registry.formats()\n"
+            "at_import = sorted(m for m in sys.modules if m.startswith('wqtool.engine.') and m.count('.') == 3)\n"
+            "from wqtool.cli import run\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert run(['verify', '-q', 'fixtures/workq/sample-clean/log']) == 0\n"
+            "after = sorted(m for m in sys.modules if m.startswith('wqtool.engine.') and m.count('.') == 3)\n"
+            "print(repr((at_import, after)))\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    at_import, after = eval(r.stdout)
+    heavy = [m for m in at_import if m.rsplit(".", 1)[1] not in _LIGHT and m.split(".")[2] != "workq"]
+    assert heavy == [], heavy
+    assert "wqtool.engine.kestrel.reader" in at_import and "wqtool.engine.snaplist.format" in at_import
+    others = [m for m in after if m.split(".")[2] not in ("workq",) and m.rsplit(".", 1)[1] not in _LIGHT]
+    assert others == [], others
+    assert "wqtool.engine.workq.verify" in after
+
+
+def test_lazy_kestrel_api_keeps_its_functions():
+    """The Kestrel package's API is imported on first use; importing its ``verify`` / ``qdump`` submodules must
+    not turn ``kestrel.verify`` / ``kestrel.qdump`` into modules."""
+    code = ("import importlib, types\n"
+            "from wqtool.engine import kestrel as k\n"
+            "importlib.import_module('wqtool.engine.kestrel.verify'); importlib.import_module('wqtool.engine.kestrel.qdump')\n"
+            "assert callable(k.verify) and not isinstance(k.verify, types.ModuleType)\n"
+            "assert callable(k.qdump) and not isinstance(k.qdump, types.ModuleType)\n"
+            "from wqtool.engine.kestrel import verify, pack_plan, JournalWriter, KESTREL_RECORD_FIELDS\n"
+            "assert verify is k.verify and pack_plan.__module__ == 'wqtool.engine.kestrel.pack'\n"
+            "assert set(k.__all__) <= set(dir(k)) | set(k._WHERE)\n"
+            "try:\n    k.no_such_name\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit('no error')\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -2,19 +2,28 @@
 from __future__ import annotations
 
 import os
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
+from ..lazy import LazyInstance, lazy
 from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES
 from ..fsops import describe_holders, holders
 from .model import Event, EvtjJournal
-from .pack import pack_plan
-from .reader import EvtjReader, discover
-from .serialize import EvtjRecordView, EvtjStateView
-from .verify import EvtjRun
+
+if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
+    import wqtool.engine.evtj.pack  # noqa: F401
+    import wqtool.engine.evtj.reader  # noqa: F401
+    import wqtool.engine.evtj.serialize  # noqa: F401
+    import wqtool.engine.evtj.verify  # noqa: F401
+
+pack_plan = lazy("wqtool.engine.evtj.pack", "pack_plan")
+EvtjReader = lazy("wqtool.engine.evtj.reader", "EvtjReader")
+discover = lazy("wqtool.engine.evtj.reader", "discover")
+EvtjStateView = lazy("wqtool.engine.evtj.serialize", "EvtjStateView")
+EvtjRun = lazy("wqtool.engine.evtj.verify", "EvtjRun")
 
 
 def _order(opts: Options) -> str:
@@ -47,7 +56,7 @@ class EvtjFormat(Format):
     options = {"evtj_byte_order": "evtj: the byte order the journal was written in (native, little, big; default "
                                   "native: the loader reads its own machine's order)"}
     record_cls = Event
-    record_view = EvtjRecordView()
+    record_view = LazyInstance("wqtool.engine.evtj.serialize", "EvtjRecordView")
     manual = """prinbee's event journal (prinbee/journal/journal.cpp): a directory with journal.conf (advgetopt
 name=value: maximum_number_of_files 2-255, maximum_file_size, maximum_events, inline_attachment_size_threshold,
 sync, compress_when_full, file_management, attachment_copy_handling), journal-N.events files (N below

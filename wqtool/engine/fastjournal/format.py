@@ -3,19 +3,29 @@ journal of ``wqtool serve --fastjournal`` (``wqtool.server.fastjournal``); no up
 from __future__ import annotations
 
 import os
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats.snap import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
+from ..lazy import LazyInstance, lazy
 from ..fsops import is_locked
 from .codes import FASTJOURNAL_CODES, FASTJOURNAL_REPLAY_CODES
 from .model import KINDS, Change, FjjJournal
-from .pack import clean_plan, pack_plan
-from .reader import FjjReader, discover
-from .serialize import FjjRecordView, FjjStateView
-from .verify import FjjRun
+
+if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
+    import wqtool.engine.fastjournal.pack  # noqa: F401
+    import wqtool.engine.fastjournal.reader  # noqa: F401
+    import wqtool.engine.fastjournal.serialize  # noqa: F401
+    import wqtool.engine.fastjournal.verify  # noqa: F401
+
+clean_plan = lazy("wqtool.engine.fastjournal.pack", "clean_plan")
+pack_plan = lazy("wqtool.engine.fastjournal.pack", "pack_plan")
+FjjReader = lazy("wqtool.engine.fastjournal.reader", "FjjReader")
+discover = lazy("wqtool.engine.fastjournal.reader", "discover")
+FjjStateView = lazy("wqtool.engine.fastjournal.serialize", "FjjStateView")
+FjjRun = lazy("wqtool.engine.fastjournal.verify", "FjjRun")
 
 
 def _magic(path: str) -> bool:
@@ -37,7 +47,7 @@ class FastjournalFormat(Format):
     record_kinds = KINDS
     filters = frozenset({"time"})
     record_cls = Change
-    record_view = FjjRecordView()
+    record_view = LazyInstance("wqtool.engine.fastjournal.serialize", "FjjRecordView")
     manual = """Per the unimplemented libfastjournal design: m2osw/fastjournal holds a README only; no upstream file,
 message or daemon exists. This is the journal of wqtool's own implementation of the design's priority FIFO
 (wqtool serve --fastjournal): a directory of segments NNNNNNNNN.fjj read in numeric order, and journal.lock

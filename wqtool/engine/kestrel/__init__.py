@@ -42,16 +42,48 @@ cannot represent).
 """
 from __future__ import annotations
 
+import importlib
+import sys
+import types
+
 from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
 from .model import Op, Record
-from .pack import (ApplyResult, InjectedCrash, PackMismatch, PackPlan, PackRefused, PackResult, apply_plan,
-                   apply_steps, pack_plan, write_pack)
-from .qdump import QDUMP_USAGE, duration_str, qdump, qdump_file, qdump_text
 from .reader import KESTREL_VERSIONS, FileSet, JournalFile, JournalReader, discover
-from .replay import Item, KestrelReplay, KestrelState, first_difference, state_digest
-from .serialize import KESTREL_RECORD_FIELDS, damage_to_jsonable, record_to_jsonable
-from .verify import KestrelRun, replay_findings, run_log, verify
-from .writer import JournalWriter, rewrite_records
+
+# The rest of the API is imported on first use (``engine.lazy``): the registry loads every format's package for
+# detection, and a command pays only for the format it runs.
+_LAZY = {
+    "pack": ("ApplyResult", "InjectedCrash", "PackMismatch", "PackPlan", "PackRefused", "PackResult", "apply_plan",
+             "apply_steps", "pack_plan", "write_pack"),
+    "qdump": ("QDUMP_USAGE", "duration_str", "qdump", "qdump_file", "qdump_text"),
+    "replay": ("Item", "KestrelReplay", "KestrelState", "first_difference", "state_digest"),
+    "serialize": ("KESTREL_RECORD_FIELDS", "damage_to_jsonable", "record_to_jsonable"),
+    "verify": ("KestrelRun", "replay_findings", "run_log", "verify"),
+    "writer": ("JournalWriter", "rewrite_records"),
+}
+_WHERE = {name: mod for mod, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str):
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+class _Package(types.ModuleType):
+    """Importing the submodule ``verify`` (or ``qdump``) binds the package's attribute of that name to the module;
+    the API's ``kestrel.verify`` / ``kestrel.qdump`` are the functions, so that binding is declined."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("verify", "qdump") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "KESTREL_CODES", "KESTREL_REPLAY_CODES", "KestrelRun", "replay_findings", "Op", "Record", "ApplyResult",

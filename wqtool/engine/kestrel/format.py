@@ -3,21 +3,32 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import kestrel as schema
 from ..format import Evidence, Format, Options, RecordFacts, register
+from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
 from ..run import LogReport, VerifyReport
-from .pack import pack_plan
-from .qdump import qdump
-from .verify import KestrelRun, replay_findings, run_log, verify
 from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
 from .model import Record
 from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, FileSet, JournalReader,
                      discover, journal_evidence, journal_name)
-from .serialize import KestrelRecordView, KestrelStateView
+
+if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
+    import wqtool.engine.kestrel.pack  # noqa: F401
+    import wqtool.engine.kestrel.qdump  # noqa: F401
+    import wqtool.engine.kestrel.serialize  # noqa: F401
+    import wqtool.engine.kestrel.verify  # noqa: F401
+
+pack_plan = lazy("wqtool.engine.kestrel.pack", "pack_plan")
+qdump = lazy("wqtool.engine.kestrel.qdump", "qdump")
+KestrelRun = lazy("wqtool.engine.kestrel.verify", "KestrelRun")
+replay_findings = lazy("wqtool.engine.kestrel.verify", "replay_findings")
+run_log = lazy("wqtool.engine.kestrel.verify", "run_log")
+verify = lazy("wqtool.engine.kestrel.verify", "verify")
+KestrelStateView = lazy("wqtool.engine.kestrel.serialize", "KestrelStateView")
 
 _KINDS = tuple(o.label for o in schema.Opcode)
 _LABEL = {o: o.label for o in schema.Opcode}
@@ -56,7 +67,7 @@ refuses while another process holds a journal open, and rolls back if the live f
     record_kinds = _KINDS
     special_dumps = frozenset({"qdump"})
     record_cls = Record
-    record_view = KestrelRecordView()
+    record_view = LazyInstance("wqtool.engine.kestrel.serialize", "KestrelRecordView")
     in_flight_code = "KQ-IN-FLIGHT"
     expired_code = None   # Kestrel's replay never expires: expired items stay (KQ-EXPIRED marks them)
     spark_source = None

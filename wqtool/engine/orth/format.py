@@ -5,20 +5,34 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.orth import (ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
                              LINE_PREFIX, LOG_FILE, STREAM_HEAD, UTF8_BOM, HandleCode)
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
-from .callbacks import CallbackReader, CallbackRun, CallbackSet
-from .callbacks import discover as discover_callbacks
+from ..lazy import LazyInstance, lazy
 from .codes import CALLBACK_CODES, CALLBACK_REPLAY_CODES, EXECUTOR_CODES, EXECUTOR_REPLAY_CODES
-from .executor import ExecutorLogSet, ExecutorReader, ExecutorRun, is_log_path, zone
-from .executor import discover as discover_executor
 from .model import Callback, LogEntry
-from .serialize import CallbackRecordView, CallbackStateView, ExecutorRecordView, ExecutorStateView
+
+if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
+    import wqtool.engine.orth.callbacks  # noqa: F401
+    import wqtool.engine.orth.executor  # noqa: F401
+    import wqtool.engine.orth.serialize  # noqa: F401
+
+discover_callbacks = lazy("wqtool.engine.orth.callbacks", "discover")
+discover_executor = lazy("wqtool.engine.orth.executor", "discover")
+CallbackReader = lazy("wqtool.engine.orth.callbacks", "CallbackReader")
+CallbackRun = lazy("wqtool.engine.orth.callbacks", "CallbackRun")
+CallbackSet = lazy("wqtool.engine.orth.callbacks", "CallbackSet")
+ExecutorLogSet = lazy("wqtool.engine.orth.executor", "ExecutorLogSet")
+ExecutorReader = lazy("wqtool.engine.orth.executor", "ExecutorReader")
+ExecutorRun = lazy("wqtool.engine.orth.executor", "ExecutorRun")
+is_log_path = lazy("wqtool.engine.orth.executor", "is_log_path")
+zone = lazy("wqtool.engine.orth.executor", "zone")
+CallbackStateView = lazy("wqtool.engine.orth.serialize", "CallbackStateView")
+ExecutorStateView = lazy("wqtool.engine.orth.serialize", "ExecutorStateView")
 
 _CODE_KIND = {HandleCode.SUCCESS: "success", HandleCode.FAIL: "fail", HandleCode.TIMEOUT: "timeout"}
 _JSON_START = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\r\n]*(?:\[|null|/[/*]|#|\)\]\}')")
@@ -81,7 +95,7 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
                                       "XXL-JOB-ACCESS-TOKEN)",
                "timeout": "replay --send: seconds to wait for the admin per request (default 10)"}
     record_cls = Callback
-    record_view = CallbackRecordView()
+    record_view = LazyInstance("wqtool.engine.orth.serialize", "CallbackRecordView")
     shares_dir_with = frozenset({"orth-executor-logs"})     # a logPath: its retry files and its job logs
 
     def detect(self, path: str) -> Evidence | None:
@@ -216,7 +230,7 @@ retry files. --format reads one of them."""
     options = {"tz": "the executor JVM's time zone (IANA name; default UTC): log line times and date directories",
                "retention_days": "clean: orth.job.executor.logretentiondays (default 30; below 3 disables cleaning)"}
     record_cls = LogEntry
-    record_view = ExecutorRecordView()
+    record_view = LazyInstance("wqtool.engine.orth.serialize", "ExecutorRecordView")
     shares_dir_with = frozenset({"orth-callbacks"})
 
     def detect(self, path: str) -> Evidence | None:

@@ -3,22 +3,38 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
-from ...formats.orth_joblog import COLUMN_NAMES, TABLE_NAMES, Status
+from ...formats.orth_joblog import COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES, Status
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
-from ..run import LogReport
-from . import dburl
+from ..lazy import LazyInstance, lazy
 from .codes import JOBLOG_CODES, JOBLOG_REPLAY_CODES
 from .model import Row
-from .reader import REGISTRY_TABLE_NAMES, TableLog, TableReader, discover, kind_of_file, split_csv
-from .replay import zone
-from .serialize import JobLogRecordView, JobLogStateView
-from ..stats import RecordStats
-from . import fastpath
-from .verify import JobLogFastRun, JobLogRun, row_facts
+
+if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
+    import wqtool.engine.orth_joblog.dburl  # noqa: F401
+    import wqtool.engine.orth_joblog.fastpath  # noqa: F401
+    import wqtool.engine.orth_joblog.reader  # noqa: F401
+    import wqtool.engine.orth_joblog.replay  # noqa: F401
+    import wqtool.engine.orth_joblog.serialize  # noqa: F401
+    import wqtool.engine.orth_joblog.verify  # noqa: F401
+    from ..run import LogReport
+    from ..stats import RecordStats
+    from .reader import TableLog
+
+dburl = lazy("wqtool.engine.orth_joblog.dburl")
+fastpath = lazy("wqtool.engine.orth_joblog.fastpath")
+TableReader = lazy("wqtool.engine.orth_joblog.reader", "TableReader")
+discover = lazy("wqtool.engine.orth_joblog.reader", "discover")
+kind_of_file = lazy("wqtool.engine.orth_joblog.reader", "kind_of_file")
+split_csv = lazy("wqtool.engine.orth_joblog.reader", "split_csv")
+zone = lazy("wqtool.engine.orth_joblog.replay", "zone")
+JobLogStateView = lazy("wqtool.engine.orth_joblog.serialize", "JobLogStateView")
+JobLogFastRun = lazy("wqtool.engine.orth_joblog.verify", "JobLogFastRun")
+JobLogRun = lazy("wqtool.engine.orth_joblog.verify", "JobLogRun")
+row_facts = lazy("wqtool.engine.orth_joblog.verify", "row_facts")
 
 _REQUIRED = {"id", "trigger_code", "handle_code"}
 
@@ -55,7 +71,7 @@ CSV or Parquet, --chart FILE draws the daily counts."""
                "registry": "orth-joblog: the orth_job_registry to check lost jobs against: an export file, a "
                            "database URL, or none [default: beside the export / in the dump / the same database]"}
     record_cls = Row
-    record_view = JobLogRecordView()
+    record_view = LazyInstance("wqtool.engine.orth_joblog.serialize", "JobLogRecordView")
     spark_fleet = "wqtool.spark.orth_joblog_fleet:JobLogFleet"
 
     # -- detection and discovery

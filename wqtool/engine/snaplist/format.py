@@ -2,22 +2,33 @@
 from __future__ import annotations
 
 import os
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
+from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
-from .clean import clean_plan
 from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES
 from .fastpath import tokenize
 from .model import KINDS, Line, ListJournal
-from .pack import pack_plan
-from .reader import ListReader, discover
-from .send import SCHEME, forward
-from .serialize import SnaplistRecordView, SnaplistStateView
-from .verify import ListRun
+
+if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
+    import wqtool.engine.snaplist.clean  # noqa: F401
+    import wqtool.engine.snaplist.pack  # noqa: F401
+    import wqtool.engine.snaplist.reader  # noqa: F401
+    import wqtool.engine.snaplist.send  # noqa: F401
+    import wqtool.engine.snaplist.serialize  # noqa: F401
+    import wqtool.engine.snaplist.verify  # noqa: F401
+
+clean_plan = lazy("wqtool.engine.snaplist.clean", "clean_plan")
+pack_plan = lazy("wqtool.engine.snaplist.pack", "pack_plan")
+ListReader = lazy("wqtool.engine.snaplist.reader", "ListReader")
+discover = lazy("wqtool.engine.snaplist.reader", "discover")
+forward = lazy("wqtool.engine.snaplist.send", "forward")
+SnaplistStateView = lazy("wqtool.engine.snaplist.serialize", "SnaplistStateView")
+ListRun = lazy("wqtool.engine.snaplist.verify", "ListRun")
 
 #: How much of a file detection reads (the first line must fit).
 DETECT_BYTES = 64 * 1024
@@ -74,7 +85,7 @@ class SnaplistFormat(Format):
     options = {"start_date_offset_us": "snaplist: the list plugin's start-date offset in µs (default 10000000 = "
                                        "LIST_PROCESSING_LATENCY): which hour file a line belongs in"}
     record_cls = Line
-    record_view = SnaplistRecordView()
+    record_view = LazyInstance("wqtool.engine.snaplist.serialize", "SnaplistRecordView")
     manual = """The snapwebsites list plugin's client journal (list.cpp): a directory (default
 /var/lib/snapwebsites/list/journal) of hour files 0.msg ... 23.msg. A request goes to the file of the UTC hour of its
 start date, one ASCII line appended under flock(LOCK_EX) in one write():
@@ -158,6 +169,7 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
     # -- delivery
     def send(self, log: ListJournal, target: str, opts: Options, *, dry_run: bool = False,
              progress=None) -> SendReport:
+        from .send import SCHEME
         if not target.startswith(SCHEME + "://"):
             raise UsageError(f"--send: list journals are forwarded to a fastjournal daemon ({SCHEME}://HOST:PORT), "
                              f"not {target!r}")

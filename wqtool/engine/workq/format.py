@@ -2,20 +2,26 @@
 from __future__ import annotations
 
 import os
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import workq as schema
 from ..fileio import read_head
 from ..fsops import is_locked
 from ..format import Evidence, Format, Options, RecordFacts, register
-from ..run import LogReport, VerifyReport
-from . import verify as verify_mod
+from ..lazy import LazyInstance, lazy
 from .codes import CODES, REPLAY_CODES
 from .model import Record
-from .reader import LogSet, discover, segment_events, segment_seq
-from .replay import WorkqReplay
-from .serialize import WorkqRecordView, WorkqStateView
+from .reader import discover, segment_events, segment_seq
+
+if TYPE_CHECKING:       # imported on first use below (``engine.lazy``): a command loads only the format it runs
+    from . import replay, serialize, verify  # noqa: F401
+    from ..run import LogReport, VerifyReport
+    from .reader import LogSet
+
+verify_mod = lazy("wqtool.engine.workq.verify")
+WorkqReplay = lazy("wqtool.engine.workq.replay", "WorkqReplay")
+WorkqStateView = lazy("wqtool.engine.workq.serialize", "WorkqStateView")
 
 _KINDS = tuple(c.label for c in schema.CmdType)
 _LABEL = {c: c.label for c in schema.CmdType}
@@ -49,7 +55,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     record_kinds = _KINDS
     filters = frozenset({"job", "time"})
     record_cls = Record
-    record_view = WorkqRecordView()
+    record_view = LazyInstance("wqtool.engine.workq.serialize", "WorkqRecordView")
     in_flight_code = "WQ-IN-FLIGHT"
     expired_code = "WQ-ADD-EXPIRED"
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
@@ -97,7 +103,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return sum(1 for ev in segment_events(seg, 0, seg is log.newest, decode=False) if ev.__class__ is Record)
 
     # -- reading
-    def run(self, log: LogSet, opts: Options, *, limit: int | None = None) -> verify_mod.LogRun:
+    def run(self, log: LogSet, opts: Options, *, limit: int | None = None) -> "verify_mod.LogRun":
         return verify_mod.LogRun(log, opts.as_of_ns, limit=limit)
 
     def run_log(self, log: LogSet, opts: Options, *, limit: int | None = None, state: bool = True,
