@@ -64,7 +64,8 @@ def replay(
     General Sort Index order <domain>:<priority>:<key_start_date>; EVTJ journals to the live events the prinbee
     loader indexes; the fastjournal journal to its priority FIFO. --send fastjournal://HOST:PORT forwards a list
     journal's pending lines to a fastjournal daemon — per the unimplemented libfastjournal design (wqtool's own
-    daemon; none exists upstream) — blanking each line only once the daemon acknowledged it.
+    daemon; none exists upstream) — blanking each line only once the daemon acknowledged it; after a crash it
+    asks the daemon first and blanks, unsent, what the daemon already holds ("already delivered").
 
     Example:
 
