@@ -140,7 +140,7 @@ def test_a_torn_tail_under_a_held_append_lock_is_in_flight(torn_copy, flock_held
         assert "WQ-IN-FLIGHT" in r.out and "clean (exit 0)" in r.out
         assert "truncat" not in r.out.replace("do not truncate", "")     # never "safe to truncate"
         assert "append.lock is held" in r.out
-    doc = json.loads(cli("verify", "-o", "json", torn_copy).out)["logs"][0]
+    doc = json.loads(cli("verify", "-o", "json", "--as-of", AS_OF, torn_copy).out)["logs"][0]
     assert doc["verdict"] == "clean" and doc["last_good"] is None
     assert doc["counts"] == {"WQ-IN-FLIGHT": 1, "WQ-LEASE-RESTORED": 1, "WQ-TTL-RESET": 1}
     [f] = [f for f in doc["findings"] if f["code"] == "WQ-IN-FLIGHT"]
