@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test test-quick install install-test bench bench-quick bench-before bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man clean
+.PHONY: demo test test-quick test-clock install install-test bench bench-quick bench-before bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c wqtool/engine/kestrel/_kernel.c wqtool/engine/_cgrow.h
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: $(VENV)/.installed-test
 # examples, two pytest workers (pytest-xdist).
 test-quick: $(VENV)/.installed-test
 	WQTOOL_TESTS=quick $(PY) -m pytest -q -m "not spark and not slow" -n 2
+
+# The suite on a moved wall clock (tests/clock/sitecustomize.py): WHEN=<date -d spec>, default 03:30 UTC next year.
+WHEN ?= $(shell date -u +%Y -d '+1 year')-03-01T03:30:00Z
+test-clock: $(VENV)/.installed-test
+	WQTOOL_FAKE_NOW=$$(date -u -d '$(WHEN)' +%s) PYTHONPATH=tests/clock $(PY) -m pytest -q -m "not spark" -n 2
 
 # issue 14's log shape (148.6 MB, 1.24 M records), every command as a ratio to a floor measured in the same run
 bench: $(VENV)/.installed
