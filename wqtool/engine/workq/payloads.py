@@ -22,6 +22,8 @@ import threading
 from bisect import bisect_right
 
 from ...errors import FormatError
+from google_crc32c import value as _crc
+
 from ...formats._common import crc32c
 from .fastpath import decode_payload
 from .jobtable import PyJobTable
@@ -31,6 +33,7 @@ _TIME_BYTES = 15
 #: an add/schedule payload's bytes besides the job body, at most: cmd, id, name (varint + 255), five varints,
 #: the body's length varint, two 15-byte times
 _ADD_OVERHEAD = 1 + 16 + 2 + 255 + 5 * 10 + 5 + 30
+_pread = os.pread
 
 
 class PayloadReader:
@@ -80,30 +83,39 @@ class PayloadReader:
     def read(self, seg: int, offset: int, job_id: bytes, length: int, crc: int) -> bytes:
         """The body of the add/schedule record of ``job_id`` at ``offset`` in segment ``seg`` (FormatError when the
         record there is not that job's, with that length and CRC)."""
-        if seg >= len(self.paths) and seg not in self._moved:
-            raise FormatError(f"no segment number {seg} to read a job body from", offset=offset)
-        seg, offset = self.locate(seg, offset)
-        path = self.paths[seg]
+        if seg in self._moved:
+            seg, offset = self.locate(seg, offset)
+        fd = self._fds.get(seg)
         try:
-            fd = self._fd(seg)
-            buf = os.pread(fd, _TIME_BYTES + 10 + _ADD_OVERHEAD + length, offset)
+            if fd is None:
+                if seg >= len(self.paths):
+                    raise FormatError(f"no segment number {seg} to read a job body from", offset=offset)
+                fd = self._fd(seg)
+            buf = _pread(fd, _TIME_BYTES + 10 + _ADD_OVERHEAD + length, offset)
         except OSError as exc:
-            raise FormatError(f"cannot read a job body back: {exc.strerror or exc}", path=path, offset=offset) \
-                from None
-        pos, size, shift = _TIME_BYTES, 0, 0
+            raise FormatError(f"cannot read a job body back: {exc.strerror or exc}", path=self.paths[seg],
+                              offset=offset) from None
         end = len(buf)
-        for _ in range(10):
-            if pos >= end:
-                break
-            c = buf[pos]
-            pos += 1
-            size |= (c & 0x7F) << shift
-            if c < 0x80:
-                break
-            shift += 7
+        # SIZE: one or two bytes for every record the server writes
+        if end > 17 and buf[15] < 0x80:
+            pos, size = 16, buf[15]
+        elif end > 17 and buf[16] < 0x80:
+            pos, size = 17, (buf[15] & 0x7F) | (buf[16] << 7)
         else:
-            pos = end + 1
-        if pos > end or pos + size > end:
+            pos, size = _size(buf, end)
+        # the body ends the payload but for its two times (15 bytes each as the server writes them): taken from
+        # there when the id, the kind and the CRC say it is this job's; anything else is decoded in full
+        stop = pos + size - 30
+        if pos + size <= end and stop - length > pos + 17 and buf[pos + 1:pos + 17] == job_id and buf[pos] in (1, 2):
+            body = buf[stop - length:stop]
+            if _crc(body) == crc:
+                return body
+        return self._decode(buf, pos, size, seg, offset, job_id, length, crc)
+
+    def _decode(self, buf: bytes, pos: int, size: int, seg: int, offset: int, job_id: bytes, length: int,
+                crc: int) -> bytes:
+        path = self.paths[seg]
+        if pos > len(buf) or pos + size > len(buf):
             raise FormatError("the add/schedule record read back is cut short", path=path, offset=offset)
         try:
             cmd = decode_payload(buf, pos, pos + size)
@@ -165,6 +177,22 @@ class PayloadReader:
     @property
     def open_files(self) -> int:
         return len(self._fds)
+
+
+def _size(buf: bytes, end: int) -> tuple[int, int]:
+    """(payload start, SIZE) of the record in ``buf`` (its SIZE varint after the 15-byte time); a bad varint gives a
+    position past the end."""
+    pos, size, shift = _TIME_BYTES, 0, 0
+    for _ in range(10):
+        if pos >= end:
+            break
+        c = buf[pos]
+        pos += 1
+        size |= (c & 0x7F) << shift
+        if c < 0x80:
+            return pos, size
+        shift += 7
+    return end + 1, 0
 
 
 def _norm(path: str) -> str:

@@ -51,8 +51,12 @@ def job_key(priority: int, time_ns: int | None, created_ns: int, jid: bytes) -> 
     """The ready/scheduled order of a job as one bytes string: upstream's (-priority, UnixNano(time),
     UnixNano(created), id) as big-endian unsigned fields (each biased by 2**63), then the id — bytes compare
     exactly as that tuple does, and take less room."""
-    return _KEY(_B63 - priority, (_ZERO_KEY_TIME if time_ns is None else wire.go_unix_nano(time_ns)) + _B63,
-                wire.go_unix_nano(created_ns) + _B63) + jid
+    if time_ns is None:
+        t = _ZERO_KEY_TIME
+    else:
+        t = time_ns if 0 <= time_ns < _B63 else wire.go_unix_nano(time_ns)
+    c = created_ns if 0 <= created_ns < _B63 else wire.go_unix_nano(created_ns)
+    return _KEY(_B63 - priority, t + _B63, c + _B63) + jid
 
 
 class Job:
@@ -95,10 +99,10 @@ class Entry:
     is_run = False
     run = None
 
-    def __init__(self, jid: bytes, name: bytes, key: bytes, lq: "LiveQueue"):
+    def __init__(self, jid: bytes, name: bytes, key: bytes | None, lq: "LiveQueue"):
         self.id = jid
         self.name = name                 # interned by the queue
-        self.key = key
+        self.key = key                   # the ready order (job_key) while in a ready or scheduled list, else None
         self.where = IN_NONE
         self.ttl_seq = self.ttr_seq = self.sched_seq = 0
         self.waiters: list[Waiter] | None = None
@@ -134,7 +138,7 @@ class RunEntry(Entry):
     __slots__ = ("run", "ttr_at")
     is_run = True
 
-    def __init__(self, jid: bytes, name: bytes, key: bytes, lq: "LiveQueue"):
+    def __init__(self, jid: bytes, name: bytes, key: bytes | None, lq: "LiveQueue"):
         Entry.__init__(self, jid, name, key, lq)
         self.run: "Waiter | None" = None
         self.ttr_at = 0
@@ -309,6 +313,7 @@ class LiveQueue:
         elif job.where == IN_SCHEDULED:
             self.queues[job.name].scheduled.remove(job)
         job.where = IN_NONE
+        job.key = None                      # kept only while the job is in a ready or scheduled list
 
     def _make_ready(self, job: Entry, now: int) -> None:
         """The job is ready in its queue: hand it to the first waiting lease, or queue it."""
@@ -321,6 +326,7 @@ class LiveQueue:
                 continue
             got = self._start_attempt(job, now)
             if got is not None:
+                job.key = None
                 self._finish_lease(w)
                 w.cb(wire.job_reply(job.id, job.name, got[0][K_TTR], got[1]))
             return                          # leased, or failed at the hard cap: not ready any more
@@ -343,7 +349,9 @@ class LiveQueue:
         if row[K_ATT] >= MAX_HARD_ATTEMPTS and not row[K_MA]:
             self._finish(job, FAILED, b"", now, log=True, row=row)
             return None
-        body = self.payload(job, row)
+        body = self.unwritten.get(job.id)
+        if body is None:
+            body = self.payload(job, row)
         row[K_STATE] = LEASED
         row[K_ATT] += 1
         self._set(job, row)
@@ -407,11 +415,15 @@ class LiveQueue:
         for name in names:
             q = self.queue(name)
             while q.ready:
-                job = q.ready[0]
-                got = self._start_attempt(job, now)    # a body that cannot be read leaves the job ready
-                if job.where == IN_READY:
-                    q.ready.remove(job)
-                    job.where = IN_NONE
+                job = q.ready.pop(0)
+                job.where = IN_NONE
+                try:
+                    got = self._start_attempt(job, now)
+                except BaseException:                   # a body that cannot be read leaves the job ready
+                    q.ready.add(job)
+                    job.where = IN_READY
+                    raise
+                job.key = None
                 if got is not None:
                     return b"".join(wire.job_reply(job.id, job.name, got[0][K_TTR], got[1]))
         if wait_ms == 0:
@@ -538,6 +550,7 @@ class LiveQueue:
         else:
             row[K_STATE] = PENDING
             self._set(job, row)
+            job.key = job_key(row[4], row[8], row[7], job.id)
             self._make_ready(job, now)
 
     def _awake(self, job: Entry, now: int) -> None:
@@ -596,11 +609,12 @@ class LiveQueue:
         for jid in table.ids():
             (kind, name, ttr, ttl, prio, ma, mf, created, sched, log_exp, plen, pcrc, seg, off, st, att,
              res) = get(jid)
-            e = Entry(jid, name_of(name)[0], job_key(prio, sched, created, jid), self)
+            e = Entry(jid, name_of(name)[0], None, self)
             jobs[jid] = e
             q = self.queue(e.name)
             e.ttl_seq = push(log_exp, R_TTL, e)
             if st == NEW or st == PENDING:
+                e.key = job_key(prio, sched, created, jid)
                 if sched is not None and sched > now:
                     q.scheduled.add(e)
                     e.where = IN_SCHEDULED

@@ -158,6 +158,7 @@ class Server:
         self.appender: Appender | None = None
         self.pending: list[bytes] = []
         self._adds: dict = {}        # id(record) -> the queue's Entry of a pending add/schedule record
+        self._segs: dict[int, int] = {}   # appender segment sequence number -> the job table's segment number
         self.lsn = 0                 # records made so far
         self.durable_lsn = 0         # records written (and fsynced under "always")
         self._commit_scheduled = False
@@ -351,14 +352,18 @@ class Server:
         if not adds:
             self.appender.append(recs)
             return
-        where = self.appender.positions(recs)
-        self.appender.append(recs)
+        ap = self.appender
+        where = ap.positions(recs)
+        ap.append(recs)
         q = self.queue
-        index = q.reader.index
-        for rec, (path, off) in zip(recs, where):
+        segs = self._segs
+        for rec, (seq, off) in zip(recs, where):
             e = adds.pop(id(rec), None)
             if e is not None:
-                q.located(e, index(path), off)
+                seg = segs.get(seq)
+                if seg is None:
+                    seg = segs[seq] = q.reader.index(ap.segment_path(seq))
+                q.located(e, seg, off)
 
     def _release(self) -> None:
         if self.dirty:
