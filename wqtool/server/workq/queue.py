@@ -42,6 +42,8 @@ R_RUN, R_TTL, R_SCHED, R_TTR, R_WAIT = 0, 1, 2, 3, 4
 _ZERO_KEY_TIME = wire.go_unix_nano(wire.GO_ZERO_UNIX_NS)
 #: a row's segment number until the server has written the job's add/schedule record (its body is held until then)
 NOWHERE = 0xFFFFFFFF
+_SEQ_BITS = 48
+_AT_SHIFT = _SEQ_BITS + 3
 _B63 = 1 << 63
 _KEY = struct.Struct(">QQQ").pack
 _ADD, _SCHEDULE = int(CmdType.ADD), int(CmdType.SCHEDULE)
@@ -250,10 +252,14 @@ class LiveQueue:
         return v
 
     # ---------------------------------------------------------------- timers
+    # A timer is (at << 51 | rank << 48 | seq, obj): the order of (at, rank, seq) in one int (seq < 2**48), so an
+    # entry is a 2-tuple and one int, and that int is also what the owner keeps to tell its live timer from stale
+    # ones (``ttl_seq`` ...; 0: none) — every live job has a TTL timer: this is per-job memory.
     def _push(self, at: int, rank: int, obj) -> int:
         self._seq += 1
-        heapq.heappush(self._heap, (at, rank, self._seq, obj))
-        return self._seq
+        k = (at << _AT_SHIFT) | (rank << _SEQ_BITS) | self._seq
+        heapq.heappush(self._heap, (k, obj))
+        return k
 
     def _drop(self) -> None:
         """One heap entry became stale; rebuild the heap when stale entries dominate (memory follows live
@@ -265,27 +271,30 @@ class LiveQueue:
             self._stale = 0
 
     def _live(self, e) -> bool:
-        at, rank, seq, obj = e
+        k, obj = e
+        rank = (k >> _SEQ_BITS) & 7
         if rank == R_TTL:
-            return obj.ttl_seq == seq
+            return obj.ttl_seq == k
         if rank == R_TTR:
-            return obj.ttr_seq == seq
+            return obj.ttr_seq == k
         if rank == R_SCHED:
-            return obj.sched_seq == seq
-        return not obj.done and obj.seq == seq
+            return obj.sched_seq == k
+        return not obj.done and obj.seq == k
 
     def next_deadline(self) -> int | None:
-        return self._heap[0][0] if self._heap else None
+        return self._heap[0][0] >> _AT_SHIFT if self._heap else None
 
     def advance(self, now: int) -> None:
         """Fire every timer due at ``now`` or earlier, in time order."""
         heap = self._heap
-        while heap and heap[0][0] <= now:
+        limit = (now + 1) << _AT_SHIFT
+        while heap and heap[0][0] < limit:
             e = heapq.heappop(heap)
             if not self._live(e):
                 self._stale = max(0, self._stale - 1)
                 continue
-            at, rank, seq, obj = e
+            k, obj = e
+            rank = (k >> _SEQ_BITS) & 7
             if rank == R_TTL:
                 obj.ttl_seq = 0
                 self._expire(obj)
