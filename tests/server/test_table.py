@@ -218,3 +218,38 @@ def test_a_stale_position_is_an_error_naming_the_file_and_offset(tmp_path):
 
 def jid_bytes(n: int) -> bytes:
     return bytes.fromhex(jid(n).decode().replace("-", ""))
+
+
+def test_a_body_changed_under_the_server_is_a_server_error_and_the_job_stays_ready(inproc, tmp_path):
+    from tests.server.conftest import Reply
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d)
+    c = s.client()
+    c.add(jid(0xe100), b"ch", 1000, 3_600_000, b"original body")
+    seg_path = os.path.join(d, "000000001.log")
+    data = open(seg_path, "rb").read()
+    at = data.index(b"original body")
+    with open(seg_path, "r+b") as f:                         # what no process may do to a live server's log
+        f.seek(at)
+        f.write(b"ORIGINAL BODY")
+    with pytest.raises(Reply) as e:
+        c.lease([b"ch"], 0)
+    assert e.value.args[0] == ("-SERVER-ERROR " + seg_path + "@0x8: the add/schedule record read back "
+                               "does not match the job")
+    assert c.inspect_queue(b"ch") == (1, 0)                   # still ready; the connection still served
+    c.close()
+
+
+def test_the_reader_tells_a_segment_renamed_over_or_deleted(tmp_path):
+    p = str(tmp_path / "000000001.log")
+    q = str(tmp_path / "000000002.log")
+    for x in (p, q):
+        open(x, "wb").write(b"x")
+    r = PayloadReader([p, q])
+    r.pin([p, q])
+    assert not r.replaced(p) and not r.replaced(q)
+    open(p + ".rw", "wb").write(b"y")
+    os.rename(p + ".rw", p)
+    os.unlink(q)
+    assert r.replaced(p) and r.replaced(q)
+    r.close()

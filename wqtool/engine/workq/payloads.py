@@ -135,6 +135,19 @@ class PayloadReader:
             if i is not None:
                 self._fd(i)
 
+    def replaced(self, path: str) -> bool:
+        """Whether ``path`` no longer names the file the reader has open for it (renamed over, or deleted)."""
+        i = self._by_path.get(_norm(path))
+        fd = self._fds.get(i) if i is not None else None
+        if fd is None:
+            return False
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return True
+        old = os.fstat(fd)
+        return (st.st_ino, st.st_dev) != (old.st_ino, old.st_dev)
+
     def rewritten(self, path: str, drops) -> None:
         """``path`` now holds its records minus the ``drops`` ((offset, length) pairs, flat): a new number for it;
         rows naming the old one are translated on read."""

@@ -33,7 +33,7 @@ from ...engine.workq.fastpath import encode_payload, encode_record
 from ...engine.workq.model import Command
 from ...engine.workq.replay import state_digest
 from ...engine.workq.startup import replay_directory
-from ...errors import UsageError
+from ...errors import UsageError, WqError
 from ...formats._common import GO_ZERO_TIME, GoTime, encode_uvarint, format_unix_ns
 from ...formats.workq import CmdType
 from . import wire
@@ -447,7 +447,10 @@ class Server:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_at = None
-        self.queue.advance(self.clock())
+        try:
+            self.queue.advance(self.clock())
+        except WqError as exc:     # a job body that cannot be read back from the log (changed under the server)
+            self.log.error("timer event failed", error=str(exc))
         self.after_change()
 
     def _sweep(self) -> None:
@@ -478,24 +481,29 @@ class Server:
             try:
                 doc = fut.result()
             except Exception as exc:  # noqa: BLE001 — upstream logs cleaner errors and keeps serving
+                self._moved(getattr(exc, "wqtool_moved", ()))
                 self.metrics["clean_errors"] += 1
                 self.log.error("cleaner cycle failed", error=f"{type(exc).__name__}: {exc}")
                 return
             self.metrics["cleans"] += 1
             if doc is not None:
                 doc, moved = doc
-                reader = self.queue.reader
-                for path, action, drops in moved:     # rows naming a rewritten segment are translated on read
-                    if action == "rewrite":
-                        reader.rewritten(path, drops)
-                    else:
-                        reader.gone(path)
+                self._moved(moved)
                 rec = doc["reclaimed"]
                 self.log.info("cleaned", records=rec["records"], bytes=rec["bytes"], segments_deleted=rec["files"],
                               segments_rewritten=sum(1 for a in doc["actions"] if a["action"] == "rewrite"),
                               elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
 
         self.loop.run_in_executor(None, self.clean, self.clock()).add_done_callback(done)
+
+    def _moved(self, moved) -> None:
+        """Segments a cleaning cycle rewrote or deleted: rows naming a rewritten one are translated on read."""
+        reader = self.queue.reader
+        for path, action, drops in moved:
+            if action == "rewrite":
+                reader.rewritten(path, drops)
+            else:
+                reader.gone(path)
 
     def _stats(self) -> tuple[int, int]:
         return len(self.conns), self.started_ns
@@ -592,7 +600,13 @@ def _cleaner(server: Server):
         reader = server.queue.reader
         if reader is not None:
             reader.pin([sc.path for sc in plan.changed])
-        clean_mod.apply_plan(plan, locks="read")
+        try:
+            clean_mod.apply_plan(plan, locks="read")
+        except Exception as exc:
+            # a cycle that failed after renaming some segments: those moved all the same
+            if reader is not None:
+                exc.wqtool_moved = [(sc.path, sc.action, sc.drops) for sc in plan.changed if reader.replaced(sc.path)]
+            raise
         return plan.report_doc(), [(sc.path, sc.action, sc.drops) for sc in plan.changed]
 
     return cycle
