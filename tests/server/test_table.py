@@ -146,6 +146,15 @@ def test_restore_takes_the_table_over(inproc, tmp_path):
     assert q.table is rep.state.jobs.table and type(q.table) is table_type()
     assert [q.jobs[k].payload for k in sorted(q.jobs)] == [body(n) for n in range(3)]
     q.reader.close()
+    # a log the kernel hands to the reference path (a state of Job objects): the same rows in a new table
+    ref = replay_directory(d, now, engine="reference", payloads=False)
+    assert isinstance(ref.state.jobs, dict)
+    q2 = LiveQueue()
+    q2.restore(ref.state, None, now)
+    assert type(q2.table) is PyJobTable and sorted(q2.table.rows()) == sorted(q.table.rows())
+    assert [q2.jobs[k].payload for k in sorted(q2.jobs)] == [body(n) for n in range(3)]
+    assert q2.snapshot(now).digest() == q.snapshot(now).digest() == rep.state.digest()
+    q2.reader.close()
 
 
 def test_jobs_added_live_are_leased_with_their_body_after_roll_overs(inproc, tmp_path):
