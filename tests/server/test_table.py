@@ -262,3 +262,18 @@ def test_the_reader_tells_a_segment_renamed_over_or_deleted(tmp_path):
     os.unlink(q)
     assert r.replaced(p) and r.replaced(q)
     r.close()
+
+
+def test_a_schedule_beyond_the_c_tables_range_moves_the_rows_to_a_pytable():
+    from wqtool.engine.workq.replay import state_digest
+    from wqtool.server.workq.queue import Job
+    t0 = 1_795_302_891_000_000_000
+    q = LiveQueue()
+    q.add(Job(jid_bytes(0xf001), b"far", 1000, 60_000, 0, 0, 0, b"now", None, t0), t0)
+    before = state_digest(q.snapshot(t0))
+    far = 10_000_000_000_000_000_000                         # year 2286: beyond int64 nanoseconds
+    q.add(Job(jid_bytes(0xf002), b"far", 1000, 60_000, 0, 0, 0, b"later", far, t0), t0)
+    assert isinstance(q.table, PyJobTable) and len(q.table) == 2
+    assert q.jobs[jid_bytes(0xf002)].time_ns == far and q.jobs[jid_bytes(0xf002)].payload == b"later"
+    q.delete(jid_bytes(0xf002))
+    assert state_digest(q.snapshot(t0)) == before
