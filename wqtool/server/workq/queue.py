@@ -21,13 +21,13 @@ import heapq
 import struct
 from collections import OrderedDict
 
+from google_crc32c import value as _crc
 from sortedcontainers import SortedList
 
 from ...engine.workq.fastreplay import new_table
 from ...engine.workq.jobtable import (K_ATT, K_MA, K_OFF, K_PCRC, K_PLEN, K_RES, K_SEG, K_STATE, K_TTR, PyJobTable)
 from ...engine.workq.payloads import PayloadReader, job_table
 from ...engine.workq.replay import CompactJobs, ReplayState
-from ...formats._common import crc32c
 from ...errors import FormatError
 from ...formats.workq import CmdType
 from . import wire
@@ -354,7 +354,7 @@ class LiveQueue:
         """LEASED, attempts+1, TTR timer, start-attempt logged: (row, body); None when the job hits the hard cap
         of 255 attempts instead (it fails, with an empty result, and that is logged as a fail). The body is read
         before anything changes (a read that fails leaves the job as it was)."""
-        row = self.row(job)
+        row = self.runs[job.id] if job.is_run else list(self.table.get_row(job.id))
         if row[K_ATT] >= MAX_HARD_ATTEMPTS and not row[K_MA]:
             self._finish(job, FAILED, b"", now, log=True, row=row)
             return None
@@ -363,7 +363,8 @@ class LiveQueue:
             body = self.payload(job, row)
         row[K_STATE] = LEASED
         row[K_ATT] += 1
-        self._set(job, row)
+        if not job.is_run:
+            self.table.put(job.id, tuple(row))
         at = now + row[K_TTR] * NS_PER_MS
         if job.is_run:
             job.ttr_at = at
@@ -380,13 +381,18 @@ class LiveQueue:
         jid = job.id
         if jid in self.jobs:
             return wire.E_DUP_JOB
-        e, name = self._entry(job)
+        names = self._names.get(job.name) or self._name(job.name)
         sched = job.time_ns
-        exp = job.expiration_ns
+        created = job.created_ns
+        exp = (created if sched is None else sched) + job.ttl * NS_PER_MS
         body = job.payload
-        self._put(jid, (_ADD if sched is None else _SCHEDULE, name, job.ttr, job.ttl, job.priority,
-                        job.max_attempts, job.max_fails, job.created_ns, sched, exp, len(body), crc32c(body),
-                        NOWHERE, 0, NEW, 0, None))
+        e = Entry(jid, names[0], job_key(job.priority, sched, created, jid), self)
+        row = (_ADD if sched is None else _SCHEDULE, names[1], job.ttr, job.ttl, job.priority, job.max_attempts,
+               job.max_fails, created, sched, exp, len(body), _crc(body), NOWHERE, 0, NEW, 0, None)
+        try:
+            self.table.put(jid, row)
+        except OverflowError:
+            self._put(jid, row)
         self.unwritten[jid] = body
         self.jobs[jid] = e
         e.ttl_seq = self._push(exp, R_TTL, e)
