@@ -179,6 +179,23 @@ class Appender:
             total += run_bytes
         return total
 
+    def positions(self, records: Sequence[bytes]) -> list[tuple[int, int]]:
+        """Where ``append(records)`` called now writes each record: (segment number, byte offset), the roll-overs
+        included (the job table's position of an add/schedule record; nothing is written). ``segment_path(seq)``
+        names the file."""
+        out = []
+        fd_open, seq, size = self.fd is not None, self.seq, self.size
+        limit = self.segment_size
+        for rec in records:
+            if not fd_open or size >= limit:
+                fd_open, seq, size = True, seq + 1, HEADER_SIZE
+            out.append((seq, size))
+            size += len(rec)
+        return out
+
+    def segment_path(self, seq: int) -> str:
+        return os.path.join(self.directory, segment_name(seq))
+
     def _write_run(self, run: list[bytes], nbytes: int) -> None:
         data = run[0] if len(run) == 1 else b"".join(run)
         try:

@@ -2,7 +2,7 @@
 
 ``replay_directory(dir, as_of_ns)`` runs ``verify.run_log`` (the hot C kernel, falling back to the reference
 reader + replay for anything unusual) with the replayed state kept, then reads the payload of every live job
-back from its add/schedule record (the replayed state keeps only payload lengths and CRCs). The caller decides
+back from its add/schedule record (the replayed state keeps only payload lengths and CRCs) unless asked not to. The caller decides
 what the verdict means (the server refuses anything but a clean log, as workq-server refuses to start).
 """
 from __future__ import annotations
@@ -40,14 +40,16 @@ class Replayed:
         return None
 
 
-def replay_directory(directory: str, as_of_ns: int, *, engine: str = "auto") -> Replayed:
-    """Replay the log in ``directory`` as of ``as_of_ns``; payloads of live jobs are loaded only for a clean
-    log. ``directory`` must exist (a new one holds at least the lock files the caller created)."""
+def replay_directory(directory: str, as_of_ns: int, *, engine: str = "auto", payloads: bool = True) -> Replayed:
+    """Replay the log in ``directory`` as of ``as_of_ns``; payloads of live jobs are loaded (with ``payloads``)
+    only for a clean log — ``wqtool serve`` loads none: it reads a body back when a reply needs it
+    (payloads.PayloadReader). ``directory`` must exist (a new one holds at least the lock files the caller
+    created)."""
     t0 = time.perf_counter()
     (log,) = discover([directory])
     report = run_log(log, as_of_ns, limit=100, state=True, engine=engine)
     out = Replayed(report, report.state)
-    if report.verdict == Verdict.CLEAN and report.state is not None:
+    if payloads and report.verdict == Verdict.CLEAN and report.state is not None:
         out.payloads = load_payloads(report.state)
     out.elapsed_s = time.perf_counter() - t0
     return out

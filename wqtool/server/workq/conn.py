@@ -19,6 +19,7 @@ import socket
 import time
 from collections import deque
 
+from ...errors import WqError
 from . import wire
 from .queue import Waiter
 
@@ -215,7 +216,11 @@ class Conn(asyncio.Protocol):
             box.append(w)
             return w
 
-        res = srv.handlers.execute(req, body, srv.clock(), make_waiter)
+        try:
+            res = srv.handlers.execute(req, body, srv.clock(), make_waiter)
+        except WqError as exc:      # a job body that cannot be read back from the log (changed under the server)
+            srv.log.error("command failed", command=req.name.decode("ascii", "replace"), error=str(exc))
+            res = wire.server_error(str(exc).replace("\r", " ").replace("\n", " "))
         if res is None:
             w = box[0]
             if not w.done:

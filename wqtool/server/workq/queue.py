@@ -18,12 +18,17 @@ was deleted answers -TIMEOUT (upstream dereferences a nil record and crashes); t
 from __future__ import annotations
 
 import heapq
+import struct
 from collections import OrderedDict
 
+from google_crc32c import value as _crc
 from sortedcontainers import SortedList
 
-from ...engine.workq.replay import Job as ReplayJob, JobState, ReplayState
-from ...formats._common import crc32c
+from ...engine.workq.fastreplay import new_table
+from ...engine.workq.jobtable import (K_ATT, K_MA, K_OFF, K_PCRC, K_PLEN, K_RES, K_SEG, K_STATE, K_TTR, PyJobTable)
+from ...engine.workq.payloads import PayloadReader, job_table
+from ...engine.workq.replay import CompactJobs, ReplayState
+from ...errors import FormatError
 from ...formats.workq import CmdType
 from . import wire
 
@@ -35,12 +40,33 @@ IN_NONE, IN_READY, IN_SCHEDULED = 0, 1, 2
 # becomes ready at T is handed out before a lease waiting until T times out, as upstream prefers a job)
 R_RUN, R_TTL, R_SCHED, R_TTR, R_WAIT = 0, 1, 2, 3, 4
 _ZERO_KEY_TIME = wire.go_unix_nano(wire.GO_ZERO_UNIX_NS)
+#: a row's segment number until the server has written the job's add/schedule record (its body is held until then)
+NOWHERE = 0xFFFFFFFF
+_SEQ_BITS = 48
+_AT_SHIFT = _SEQ_BITS + 3
+_B63 = 1 << 63
+_KEY = struct.Struct(">QQQ").pack
+_ADD, _SCHEDULE = int(CmdType.ADD), int(CmdType.SCHEDULE)
+
+
+def job_key(priority: int, time_ns: int | None, created_ns: int, jid: bytes) -> bytes:
+    """The ready/scheduled order of a job as one bytes string: upstream's (-priority, UnixNano(time),
+    UnixNano(created), id) as big-endian unsigned fields (each biased by 2**63), then the id — bytes compare
+    exactly as that tuple does, and take less room."""
+    if time_ns is None:
+        t = _ZERO_KEY_TIME
+    else:
+        t = time_ns if 0 <= time_ns < _B63 else wire.go_unix_nano(time_ns)
+    c = created_ns if 0 <= created_ns < _B63 else wire.go_unix_nano(created_ns)
+    return _KEY(_B63 - priority, t + _B63, c + _B63) + jid
 
 
 class Job:
+    """A job as a command makes it (the handlers' add / schedule / run): every field and the body. The queue keeps
+    none of these: a logged job becomes a row of the job table plus an ``Entry``; a run job a ``RunEntry``."""
+
     __slots__ = ("id", "name", "ttr", "ttl", "priority", "max_attempts", "max_fails", "payload", "time_ns",
-                 "created_ns", "state", "attempts", "result", "key", "where", "ttl_seq", "ttr_seq", "ttr_at",
-                 "sched_seq", "run", "waiters", "is_run")
+                 "created_ns", "is_run")
 
     def __init__(self, jid: bytes, name: bytes, ttr: int, ttl: int, priority: int, max_attempts: int,
                  max_fails: int, payload: bytes, time_ns: int | None, created_ns: int, *, is_run: bool = False):
@@ -54,16 +80,6 @@ class Job:
         self.payload = payload
         self.time_ns = time_ns           # None: an add (Go zero time); else the scheduled time
         self.created_ns = created_ns
-        self.state = NEW
-        self.attempts = 0
-        self.result: bytes | None = None
-        self.key = (-priority, _ZERO_KEY_TIME if time_ns is None else wire.go_unix_nano(time_ns),
-                    wire.go_unix_nano(created_ns), jid)
-        self.where = IN_NONE
-        self.ttl_seq = self.ttr_seq = self.sched_seq = 0
-        self.ttr_at = 0
-        self.run: "Waiter | None" = None
-        self.waiters: list[Waiter] | None = None
         self.is_run = is_run
 
     @property
@@ -75,9 +91,59 @@ class Job:
         base = self.created_ns if self.time_ns is None else self.time_ns
         return base + self.ttl * NS_PER_MS
 
+
+class Entry:
+    """A live job's runtime state: where it is (ready / scheduled list of its queue), its timers, the ``result``
+    calls waiting for it, and its ready-order key. Its durable fields (jobtable.ROW) are the row of the queue's job
+    table; its body is read back from the log (``LiveQueue.payload``). The attributes below read the row."""
+
+    __slots__ = ("id", "name", "key", "where", "ttl_seq", "ttr_seq", "sched_seq", "waiters", "lq")
+    is_run = False
+    run = None
+
+    def __init__(self, jid: bytes, name: bytes, key: bytes | None, lq: "LiveQueue"):
+        self.id = jid
+        self.name = name                 # interned by the queue
+        self.key = key                   # the ready order (job_key) while in a ready or scheduled list, else None
+        self.where = IN_NONE
+        self.ttl_seq = self.ttr_seq = self.sched_seq = 0
+        self.waiters: list[Waiter] | None = None
+        self.lq = lq
+
+    def _f(self, k: int):
+        return self.lq.row(self)[k]
+
+    state = property(lambda self: self._f(K_STATE))
+    attempts = property(lambda self: self._f(K_ATT))
+    result = property(lambda self: self._f(K_RES))
+    ttr = property(lambda self: self._f(K_TTR))
+    ttl = property(lambda self: self._f(3))
+    priority = property(lambda self: self._f(4))
+    max_attempts = property(lambda self: self._f(K_MA))
+    max_fails = property(lambda self: self._f(6))
+    created_ns = property(lambda self: self._f(7))
+    time_ns = property(lambda self: self._f(8))
+
+    @property
+    def payload(self) -> bytes:
+        return self.lq.payload(self, self.lq.row(self))
+
     @property
     def processed(self) -> bool:
-        return self.state == COMPLETED or self.state == FAILED
+        st = self.state
+        return st == COMPLETED or st == FAILED
+
+
+class RunEntry(Entry):
+    """A ``run`` job (never logged, transient): its row is a list in ``LiveQueue.runs`` and its body is held."""
+
+    __slots__ = ("run", "ttr_at")
+    is_run = True
+
+    def __init__(self, jid: bytes, name: bytes, key: bytes | None, lq: "LiveQueue"):
+        Entry.__init__(self, jid, name, key, lq)
+        self.run: "Waiter | None" = None
+        self.ttr_at = 0
 
 
 class Waiter:
@@ -108,20 +174,92 @@ def _key(job: Job):
 
 
 class LiveQueue:
+    """The live queues. Every logged job's durable fields are a row of ``self.table`` — the engine's compact job
+    table (jobtable.py: ``_kernel.JobTable``, or ``PyJobTable`` in pure Python), the very table the start-up replay
+    filled (``restore`` takes it over) — updated (``put``) at every change the queue logs and deleted with the job.
+    A job's body is not held: it is read back from its add/schedule record (``reader``, by segment and offset) when
+    a reply carries it; only until the server has written that record (``located``) is it kept in ``unwritten``.
+    ``run`` jobs are never logged: their rows are lists in ``runs`` and their bodies stay in ``unwritten``."""
+
     def __init__(self, log=None):
         self.log = log or _no_log          # log(cmd: CmdType, job_id: bytes, result: bytes | None)
-        self.jobs: dict[bytes, Job] = {}
+        self.jobs: dict[bytes, Entry] = {}
         self.queues: dict[bytes, WorkQueue] = {}
+        self.table = new_table()
+        self.runs: dict[bytes, list] = {}
+        self.unwritten: dict[bytes, bytes] = {}
+        self.reader: PayloadReader | None = None
         self.evicted = 0
         self._heap: list = []
         self._seq = 0
         self._stale = 0
+        self._names: dict = {}             # queue name bytes -> str and str -> bytes (interned)
+
+    # ---------------------------------------------------------------- rows and bodies
+    def row(self, e: Entry) -> list:
+        """The job's row as a list (a run job's is its own list: changes to it are kept)."""
+        if e.is_run:
+            return self.runs[e.id]
+        return list(self.table.get_row(e.id))
+
+    def _set(self, e: Entry, row: list) -> None:
+        if not e.is_run:
+            self._put(e.id, tuple(row))
+
+    def _put(self, jid: bytes, row: tuple) -> None:
+        try:
+            self.table.put(jid, row)
+        except OverflowError:
+            # a field the C table cannot hold (a schedule beyond the year 2262): the same rows in a PyJobTable,
+            # as the replay hands such a log to the reference path
+            if isinstance(self.table, PyJobTable):
+                raise
+            py = PyJobTable()
+            for r in self.table.rows():
+                py.put(r[0], tuple(r[1:]))
+            self.table = py
+            py.put(jid, row)
+
+    def payload(self, e: Entry, row) -> bytes:
+        """The job's body: held until its record is written (and for run jobs), else read back from the log."""
+        p = self.unwritten.get(e.id)
+        if p is not None:
+            return p
+        if self.reader is None:
+            raise FormatError("a job body is neither held nor in a log this queue reads")
+        return self.reader.read(row[K_SEG], row[K_OFF], e.id, row[K_PLEN], row[K_PCRC])
+
+    def located(self, e: Entry, seg: int, offset: int) -> None:
+        """The server wrote ``e``'s add/schedule record at (segment number ``seg``, ``offset``): the row says so
+        and the body is no longer held (nothing if the job is gone, or is another job with the same id now)."""
+        if self.jobs.get(e.id) is not e:
+            return
+        row = list(self.table.get_row(e.id))
+        row[K_SEG] = seg
+        row[K_OFF] = offset
+        self._put(e.id, tuple(row))
+        self.unwritten.pop(e.id, None)
+
+    def _name(self, name):
+        """The interned queue name as (bytes, str) from either."""
+        v = self._names.get(name)
+        if v is None:
+            if isinstance(name, bytes):
+                v = (name, name.decode("ascii"))
+            else:
+                v = (name.encode("ascii"), name)
+            self._names[v[0]] = self._names[v[1]] = v
+        return v
 
     # ---------------------------------------------------------------- timers
+    # A timer is (at << 51 | rank << 48 | seq, obj): the order of (at, rank, seq) in one int (seq < 2**48), so an
+    # entry is a 2-tuple and one int, and that int is also what the owner keeps to tell its live timer from stale
+    # ones (``ttl_seq`` ...; 0: none) — every live job has a TTL timer: this is per-job memory.
     def _push(self, at: int, rank: int, obj) -> int:
         self._seq += 1
-        heapq.heappush(self._heap, (at, rank, self._seq, obj))
-        return self._seq
+        k = (at << _AT_SHIFT) | (rank << _SEQ_BITS) | self._seq
+        heapq.heappush(self._heap, (k, obj))
+        return k
 
     def _drop(self) -> None:
         """One heap entry became stale; rebuild the heap when stale entries dominate (memory follows live
@@ -133,27 +271,30 @@ class LiveQueue:
             self._stale = 0
 
     def _live(self, e) -> bool:
-        at, rank, seq, obj = e
+        k, obj = e
+        rank = (k >> _SEQ_BITS) & 7
         if rank == R_TTL:
-            return obj.ttl_seq == seq
+            return obj.ttl_seq == k
         if rank == R_TTR:
-            return obj.ttr_seq == seq
+            return obj.ttr_seq == k
         if rank == R_SCHED:
-            return obj.sched_seq == seq
-        return not obj.done and obj.seq == seq
+            return obj.sched_seq == k
+        return not obj.done and obj.seq == k
 
     def next_deadline(self) -> int | None:
-        return self._heap[0][0] if self._heap else None
+        return self._heap[0][0] >> _AT_SHIFT if self._heap else None
 
     def advance(self, now: int) -> None:
         """Fire every timer due at ``now`` or earlier, in time order."""
         heap = self._heap
-        while heap and heap[0][0] <= now:
+        limit = (now + 1) << _AT_SHIFT
+        while heap and heap[0][0] < limit:
             e = heapq.heappop(heap)
             if not self._live(e):
                 self._stale = max(0, self._stale - 1)
                 continue
-            at, rank, seq, obj = e
+            k, obj = e
+            rank = (k >> _SEQ_BITS) & 7
             if rank == R_TTL:
                 obj.ttl_seq = 0
                 self._expire(obj)
@@ -175,14 +316,15 @@ class LiveQueue:
             q = self.queues[name] = WorkQueue()
         return q
 
-    def _dequeue(self, job: Job) -> None:
+    def _dequeue(self, job: Entry) -> None:
         if job.where == IN_READY:
             self.queues[job.name].ready.remove(job)
         elif job.where == IN_SCHEDULED:
             self.queues[job.name].scheduled.remove(job)
         job.where = IN_NONE
+        job.key = None                      # kept only while the job is in a ready or scheduled list
 
-    def _make_ready(self, job: Job, now: int) -> None:
+    def _make_ready(self, job: Entry, now: int) -> None:
         """The job is ready in its queue: hand it to the first waiting lease, or queue it."""
         q = self.queue(job.name)
         waiters = q.waiters
@@ -191,9 +333,11 @@ class LiveQueue:
             if w.done:
                 waiters.popitem(last=False)
                 continue
-            if self._start_attempt(job, now):
+            got = self._start_attempt(job, now)
+            if got is not None:
+                job.key = None
                 self._finish_lease(w)
-                w.cb(wire.job_reply(job.id, job.name, job.ttr, job.payload))
+                w.cb(wire.job_reply(job.id, job.name, got[0][K_TTR], got[1]))
             return                          # leased, or failed at the hard cap: not ready any more
         q.ready.add(job)
         job.where = IN_READY
@@ -206,42 +350,75 @@ class LiveQueue:
                 q.waiters.pop(id(w), None)
         self._drop()
 
-    def _start_attempt(self, job: Job, now: int) -> bool:
-        """LEASED, attempts+1, TTR timer, start-attempt logged; False when the job hits the hard cap of 255
-        attempts instead (it fails, with an empty result, and that is logged as a fail)."""
-        if job.attempts >= MAX_HARD_ATTEMPTS and not job.max_attempts:
-            self._finish(job, FAILED, b"", now, log=True)
-            return False
-        job.state = LEASED
-        job.attempts += 1
-        job.ttr_at = now + job.ttr * NS_PER_MS
-        job.ttr_seq = self._push(job.ttr_at, R_TTR, job)
+    def _start_attempt(self, job: Entry, now: int):
+        """LEASED, attempts+1, TTR timer, start-attempt logged: (row, body); None when the job hits the hard cap
+        of 255 attempts instead (it fails, with an empty result, and that is logged as a fail). The body is read
+        before anything changes (a read that fails leaves the job as it was)."""
+        row = self.runs[job.id] if job.is_run else list(self.table.get_row(job.id))
+        if row[K_ATT] >= MAX_HARD_ATTEMPTS and not row[K_MA]:
+            self._finish(job, FAILED, b"", now, log=True, row=row)
+            return None
+        body = self.unwritten.get(job.id)
+        if body is None:
+            body = self.payload(job, row)
+        row[K_STATE] = LEASED
+        row[K_ATT] += 1
+        if not job.is_run:
+            self.table.put(job.id, tuple(row))
+        at = now + row[K_TTR] * NS_PER_MS
+        if job.is_run:
+            job.ttr_at = at
+        job.ttr_seq = self._push(at, R_TTR, job)
         self.log(CmdType.START_ATTEMPT, job.id, None)
-        return True
+        return row, body
+
+    def _entry(self, job: Job, cls=Entry) -> tuple[Entry, str]:
+        name_b, name_s = self._name(job.name)
+        return cls(job.id, name_b, job_key(job.priority, job.time_ns, job.created_ns, job.id), self), name_s
 
     # ---------------------------------------------------------------- commands (validated by the handlers)
     def add(self, job: Job, now: int) -> bytes:
-        if job.id in self.jobs:
+        jid = job.id
+        if jid in self.jobs:
             return wire.E_DUP_JOB
-        self.jobs[job.id] = job
-        job.ttl_seq = self._push(job.expiration_ns, R_TTL, job)
-        self.log(CmdType.ADD if job.time_ns is None else CmdType.SCHEDULE, job.id, job)
-        if job.time_ns is None:
-            self._make_ready(job, now)
+        names = self._names.get(job.name) or self._name(job.name)
+        sched = job.time_ns
+        created = job.created_ns
+        exp = (created if sched is None else sched) + job.ttl * NS_PER_MS
+        body = job.payload
+        e = Entry(jid, names[0], job_key(job.priority, sched, created, jid), self)
+        row = (_ADD if sched is None else _SCHEDULE, names[1], job.ttr, job.ttl, job.priority, job.max_attempts,
+               job.max_fails, created, sched, exp, len(body), _crc(body), NOWHERE, 0, NEW, 0, None)
+        try:
+            self.table.put(jid, row)
+        except OverflowError:
+            self._put(jid, row)
+        self.unwritten[jid] = body
+        self.jobs[jid] = e
+        e.ttl_seq = self._push(exp, R_TTL, e)
+        self.log(CmdType.ADD if sched is None else CmdType.SCHEDULE, jid, job)
+        if sched is None:
+            self._make_ready(e, now)
         else:
-            q = self.queue(job.name)
-            q.scheduled.add(job)
-            job.where = IN_SCHEDULED
-            job.sched_seq = self._push(job.time_ns, R_SCHED, job)
+            q = self.queue(e.name)
+            q.scheduled.add(e)
+            e.where = IN_SCHEDULED
+            e.sched_seq = self._push(sched, R_SCHED, e)
         return wire.OK
 
     def run(self, job: Job, wait_ms: int, now: int, w: Waiter) -> bytes | None:
-        if job.id in self.jobs:
+        jid = job.id
+        if jid in self.jobs:
             return wire.E_DUP_JOB
-        self.jobs[job.id] = job
-        job.run = w
-        w.job = job
-        self._make_ready(job, now)
+        e, name = self._entry(job, RunEntry)
+        body = job.payload
+        self.runs[jid] = [_ADD, name, job.ttr, job.ttl, job.priority, job.max_attempts, job.max_fails,
+                          job.created_ns, None, job.expiration_ns, len(body), 0, NOWHERE, 0, NEW, 0, None]
+        self.unwritten[jid] = body
+        self.jobs[jid] = e
+        e.run = w
+        w.job = e
+        self._make_ready(e, now)
         if w.done:                          # impossible: a result needs a lease and a complete first
             return None
         w.seq = self._push(now + wait_ms * NS_PER_MS, R_RUN, w)
@@ -255,8 +432,15 @@ class LiveQueue:
             while q.ready:
                 job = q.ready.pop(0)
                 job.where = IN_NONE
-                if self._start_attempt(job, now):
-                    return b"".join(wire.job_reply(job.id, job.name, job.ttr, job.payload))
+                try:
+                    got = self._start_attempt(job, now)
+                except BaseException:                   # a body that cannot be read leaves the job ready
+                    q.ready.add(job)
+                    job.where = IN_READY
+                    raise
+                job.key = None
+                if got is not None:
+                    return b"".join(wire.job_reply(job.id, job.name, got[0][K_TTR], got[1]))
         if wait_ms == 0:
             return wire.TIMEOUT
         w.names = names
@@ -270,14 +454,20 @@ class LiveQueue:
         job = self.jobs.get(jid)
         if job is None:
             return wire.NOT_FOUND
-        if job.processed or job.result is not None:
+        row = self.row(job)
+        st = row[K_STATE]
+        if st == COMPLETED or st == FAILED or row[K_RES] is not None:
             return wire.E_DUP_RESULT
-        self._finish(job, COMPLETED if success else FAILED, result, now, log=True)
+        self._finish(job, COMPLETED if success else FAILED, result, now, log=True, row=row)
         return wire.OK
 
-    def _finish(self, job: Job, state: int, result: bytes, now: int, *, log: bool = False) -> None:
-        job.state = state
-        job.result = result
+    def _finish(self, job: Entry, state: int, result: bytes, now: int, *, log: bool = False,
+                row: list | None = None) -> None:
+        if row is None:
+            row = self.row(job)
+        row[K_STATE] = state
+        row[K_RES] = result
+        self._set(job, row)
         if job.ttr_seq:
             job.ttr_seq = 0
             self._drop()
@@ -308,8 +498,14 @@ class LiveQueue:
         self.log(CmdType.DELETE, jid, None)
         return wire.OK
 
-    def _remove(self, job: Job) -> None:
-        del self.jobs[job.id]
+    def _remove(self, job: Entry) -> None:
+        jid = job.id
+        del self.jobs[jid]
+        if job.is_run:
+            del self.runs[jid]
+        else:
+            self.table.delete(jid)
+        self.unwritten.pop(jid, None)
         self._dequeue(job)
         for attr in ("ttl_seq", "ttr_seq", "sched_seq"):
             if getattr(job, attr):
@@ -320,8 +516,10 @@ class LiveQueue:
         job = self.jobs.get(jid)
         if job is None:
             return wire.NOT_FOUND
-        if job.processed:
-            return b"".join(wire.result_reply(jid, job.state == COMPLETED, job.result or b""))
+        row = self.row(job)
+        st = row[K_STATE]
+        if st == COMPLETED or st == FAILED:
+            return b"".join(wire.result_reply(jid, st == COMPLETED, row[K_RES] or b""))
         if wait_ms == 0:
             return wire.TIMEOUT
         if job.waiters is None:
@@ -346,25 +544,31 @@ class LiveQueue:
             self._end_run(job)
 
     # ---------------------------------------------------------------- time-driven events
-    def _expire(self, job: Job) -> None:
+    def _expire(self, job: Entry) -> None:
         if self.jobs.get(job.id) is not job:
             return
-        if not job.processed:
+        st = self.row(job)[K_STATE]
+        if st != COMPLETED and st != FAILED:
             self.evicted += 1
         self._remove(job)
         self.log(CmdType.EXPIRE, job.id, None)
 
-    def _timeout_attempt(self, job: Job, now: int) -> None:
-        if self.jobs.get(job.id) is not job or job.state != LEASED:
+    def _timeout_attempt(self, job: Entry, now: int) -> None:
+        if self.jobs.get(job.id) is not job:
+            return
+        row = self.row(job)
+        if row[K_STATE] != LEASED:
             return
         self.log(CmdType.TIMEOUT_ATTEMPT, job.id, None)
-        if job.max_attempts and job.attempts >= job.max_attempts:
-            self._finish(job, FAILED, b"", now)
+        if row[K_MA] and row[K_ATT] >= row[K_MA]:
+            self._finish(job, FAILED, b"", now, row=row)
         else:
-            job.state = PENDING
+            row[K_STATE] = PENDING
+            self._set(job, row)
+            job.key = job_key(row[4], row[8], row[7], job.id)
             self._make_ready(job, now)
 
-    def _awake(self, job: Job, now: int) -> None:
+    def _awake(self, job: Entry, now: int) -> None:
         if self.jobs.get(job.id) is not job or job.where != IN_SCHEDULED:
             return
         self.queues[job.name].scheduled.remove(job)
@@ -386,7 +590,7 @@ class LiveQueue:
 
     def _run_deadline(self, w: Waiter, now: int) -> None:
         job = w.job
-        if not w.phase2 and self.jobs.get(job.id) is job and job.state == LEASED:
+        if not w.phase2 and self.jobs.get(job.id) is job and self.runs[job.id][K_STATE] == LEASED:
             w.phase2 = True                   # leased: wait up to the lease's TTR for the result
             w.seq = self._push(job.ttr_at, R_RUN, w)
             return
@@ -394,63 +598,61 @@ class LiveQueue:
         self._end_run(job)
         w.cb([wire.TIMEOUT])
 
-    def _end_run(self, job: Job) -> None:
+    def _end_run(self, job: Entry) -> None:
         if self.jobs.get(job.id) is job:
             self._remove(job)
             self.log(CmdType.EXPIRE, job.id, None)
 
     # ---------------------------------------------------------------- start-up and checks
-    def restore(self, state: ReplayState, payloads: dict[bytes, bytes], now: int) -> None:
-        """Rebuild the live queues from the engine's replayed state (start-up). A job keeps its logged TTL
-        (created + TTL, or time + TTL); a leased job gets a fresh TTR from ``now`` (as upstream)."""
-        for rj in state.jobs.values():
-            sched = rj.scheduled_ns
-            job = Job(rj.id, rj.name.encode("ascii"), rj.ttr, rj.ttl, rj.priority, rj.max_attempts, rj.max_fails,
-                      payloads[rj.id], sched, rj.created_ns)
-            job.state = int(rj.state)
-            job.attempts = rj.attempts
-            job.result = rj.result
-            self.jobs[job.id] = job
-            q = self.queue(job.name)
-            job.ttl_seq = self._push(rj.log_expires_ns, R_TTL, job)
-            if job.state == NEW or job.state == PENDING:
+    def restore(self, state: ReplayState, payloads: dict[bytes, bytes] | None, now: int) -> None:
+        """Rebuild the live queues from the engine's replayed state (start-up), taking its job table over (the
+        kernel's ``CompactJobs.table``; a state of Job objects is turned into a table). Bodies are read back from
+        the log the state was replayed from (``payloads``, when given, are held instead: tests). A job keeps its
+        logged TTL (created + TTL, or time + TTL); a leased job gets a fresh TTR from ``now`` (as upstream)."""
+        if self.jobs:
+            raise ValueError("restore: the queue is not empty")
+        reader = self.reader
+        if reader is None:
+            reader = self.reader = PayloadReader(getattr(state.jobs, "paths", None))
+        table = self.table = job_table(state, reader)
+        if payloads:
+            self.unwritten.update((k, v) for k, v in payloads.items() if k in table)
+        get = table.get_row
+        name_of = self._name
+        push = self._push
+        jobs = self.jobs
+        for jid in table.ids():
+            (kind, name, ttr, ttl, prio, ma, mf, created, sched, log_exp, plen, pcrc, seg, off, st, att,
+             res) = get(jid)
+            e = Entry(jid, name_of(name)[0], None, self)
+            jobs[jid] = e
+            q = self.queue(e.name)
+            e.ttl_seq = push(log_exp, R_TTL, e)
+            if st == NEW or st == PENDING:
+                e.key = job_key(prio, sched, created, jid)
                 if sched is not None and sched > now:
-                    q.scheduled.add(job)
-                    job.where = IN_SCHEDULED
-                    job.sched_seq = self._push(sched, R_SCHED, job)
+                    q.scheduled.add(e)
+                    e.where = IN_SCHEDULED
+                    e.sched_seq = push(sched, R_SCHED, e)
                 else:
-                    q.ready.add(job)
-                    job.where = IN_READY
-            elif job.state == LEASED:
-                job.ttr_at = now + job.ttr * NS_PER_MS
-                job.ttr_seq = self._push(job.ttr_at, R_TTR, job)
+                    q.ready.add(e)
+                    e.where = IN_READY
+            elif st == LEASED:
+                e.ttr_seq = push(now + ttr * NS_PER_MS, R_TTR, e)
 
     def snapshot(self, as_of_ns: int) -> ReplayState:
         """The live jobs as ``wqtool replay --as-of as_of_ns`` describes them (run jobs are never logged, so
-        they are left out): its digest equals the replay digest of the log this server wrote."""
-        jobs = {}
-        for job in self.jobs.values():
-            if job.is_run:
-                continue
-            log_exp = job.expiration_ns
-            if job.time_ns is None:
-                kind, exp = CmdType.ADD, as_of_ns + job.ttl * NS_PER_MS
-            else:
-                kind, exp = CmdType.SCHEDULE, log_exp
-            st = JobState(job.state)
-            lease = as_of_ns + job.ttr * NS_PER_MS if st is JobState.LEASED else None
-            jobs[job.id] = ReplayJob(job.id, kind, job.name.decode("ascii"), job.ttr, job.ttl, job.priority,
-                                     job.max_attempts, job.max_fails, job.created_ns, job.time_ns, exp, log_exp,
-                                     len(job.payload), crc32c(job.payload), "", 0, st, job.attempts,
-                                     job.result if job.processed else None, lease)
-        return ReplayState(as_of_ns, jobs)
+        they are left out): its digest equals the replay digest of the log this server wrote. A view over the
+        queue's job table (valid until the queue changes)."""
+        paths = self.reader.paths if self.reader is not None else []
+        return ReplayState(as_of_ns, CompactJobs(self.table, paths, as_of_ns))
 
     def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(("new", "completed", "failed", "pending", "leased"), 0)
         labels = ("new", "completed", "failed", "pending", "leased")
-        for j in self.jobs.values():
-            out[labels[j.state]] += 1
-        return out
+        by = list(self.table.counts()[0])
+        for row in self.runs.values():
+            by[row[K_STATE]] += 1
+        return dict(zip(labels, by))
 
 
 def _no_log(cmd, jid, extra) -> None:

@@ -33,7 +33,7 @@ from ...engine.workq.fastpath import encode_payload, encode_record
 from ...engine.workq.model import Command
 from ...engine.workq.replay import state_digest
 from ...engine.workq.startup import replay_directory
-from ...errors import UsageError
+from ...errors import UsageError, WqError
 from ...formats._common import GO_ZERO_TIME, GoTime, encode_uvarint, format_unix_ns
 from ...formats.workq import CmdType
 from . import wire
@@ -157,6 +157,8 @@ class Server:
         self.locks: CmdlogLocks | None = None
         self.appender: Appender | None = None
         self.pending: list[bytes] = []
+        self._adds: dict = {}        # id(record) -> the queue's Entry of a pending add/schedule record
+        self._segs: dict[int, int] = {}   # appender segment sequence number -> the job table's segment number
         self.lsn = 0                 # records made so far
         self.durable_lsn = 0         # records written (and fsynced under "always")
         self._commit_scheduled = False
@@ -183,7 +185,7 @@ class Server:
         if os.path.isdir(path) and os.listdir(path) and not os.path.exists(os.path.join(path, "append.lock")):
             # no server ever ran here (workq-server creates append.lock first): a log it would refuse is refused
             # before anything is created in the directory — nothing modified (an empty directory is a new log)
-            rep = replay_directory(path, self.clock())
+            rep = replay_directory(path, self.clock(), payloads=False)
             if rep.verdict != Verdict.CLEAN:
                 raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
         os.makedirs(path, exist_ok=True)
@@ -192,11 +194,11 @@ class Server:
         try:
             self.locks.lock_read_shared()
             now = self.clock()
-            rep = replay_directory(path, now)
+            rep = replay_directory(path, now, payloads=False)
             self.locks.unlock_read()
             if rep.verdict != Verdict.CLEAN:
                 raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
-            self.queue.restore(rep.state, rep.payloads, self.clock())
+            self.queue.restore(rep.state, None, self.clock())   # takes the replay's job table over
             self.appender = Appender(path, segment_size=self.opts.seg_size)
             self.appender.open()
             r = rep.report
@@ -291,6 +293,14 @@ class Server:
                                              j.max_fails, j.payload,
                                              GO_ZERO_TIME if j.time_ns is None else GoTime.from_unix_ns(j.time_ns),
                                              GoTime.from_unix_ns(j.created_ns)))
+            rec = encode_record(GoTime.from_unix_ns(self.clock()), payload)
+            self._adds[id(rec)] = self.queue.jobs.get(jid)   # where it is written goes to the job's row
+            self.pending.append(rec)
+            self.lsn += 1
+            if not self._commit_scheduled and self._retry_handle is None:
+                self._commit_scheduled = True
+                self.loop.call_soon(self._commit)
+            return
         elif cmd is CmdType.COMPLETE or cmd is CmdType.FAIL:
             payload = bytes((cmd,)) + jid + encode_uvarint(len(extra)) + extra
         else:
@@ -321,7 +331,7 @@ class Server:
             recs = self.pending
             self.pending = []
             try:
-                self.appender.append(recs)
+                self._append(recs)
                 if self.opts.sync == "always":
                     t0 = time.perf_counter()
                     self.appender.sync()
@@ -334,6 +344,26 @@ class Server:
             self.durable_lsn = self.lsn - len(self.pending)
             self.metrics["records"] += len(recs)
         self._release()
+
+    def _append(self, recs: list[bytes]) -> None:
+        """Write records; the rows of the jobs whose add/schedule records these are get the segment and offset
+        (the queue then stops holding their bodies)."""
+        adds = self._adds
+        if not adds:
+            self.appender.append(recs)
+            return
+        ap = self.appender
+        where = ap.positions(recs)
+        ap.append(recs)
+        q = self.queue
+        segs = self._segs
+        for rec, (seq, off) in zip(recs, where):
+            e = adds.pop(id(rec), None)
+            if e is not None:
+                seg = segs.get(seq)
+                if seg is None:
+                    seg = segs[seq] = q.reader.index(ap.segment_path(seq))
+                q.located(e, seg, off)
 
     def _release(self) -> None:
         if self.dirty:
@@ -359,7 +389,7 @@ class Server:
         recs = self.pending
         self.pending = []
         try:
-            self.appender.append(recs)
+            self._append(recs)
             self.appender.sync()
         except OSError as exc:
             self.pending = recs + self.pending
@@ -417,7 +447,10 @@ class Server:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_at = None
-        self.queue.advance(self.clock())
+        try:
+            self.queue.advance(self.clock())
+        except WqError as exc:     # a job body that cannot be read back from the log (changed under the server)
+            self.log.error("timer event failed", error=str(exc))
         self.after_change()
 
     def _sweep(self) -> None:
@@ -448,17 +481,29 @@ class Server:
             try:
                 doc = fut.result()
             except Exception as exc:  # noqa: BLE001 — upstream logs cleaner errors and keeps serving
+                self._moved(getattr(exc, "wqtool_moved", ()))
                 self.metrics["clean_errors"] += 1
                 self.log.error("cleaner cycle failed", error=f"{type(exc).__name__}: {exc}")
                 return
             self.metrics["cleans"] += 1
             if doc is not None:
+                doc, moved = doc
+                self._moved(moved)
                 rec = doc["reclaimed"]
                 self.log.info("cleaned", records=rec["records"], bytes=rec["bytes"], segments_deleted=rec["files"],
                               segments_rewritten=sum(1 for a in doc["actions"] if a["action"] == "rewrite"),
                               elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
 
         self.loop.run_in_executor(None, self.clean, self.clock()).add_done_callback(done)
+
+    def _moved(self, moved) -> None:
+        """Segments a cleaning cycle rewrote or deleted: rows naming a rewritten one are translated on read."""
+        reader = self.queue.reader
+        for path, action, drops in moved:
+            if action == "rewrite":
+                reader.rewritten(path, drops)
+            else:
+                reader.gone(path)
 
     def _stats(self) -> tuple[int, int]:
         return len(self.conns), self.started_ns
@@ -545,13 +590,24 @@ def _cleaner(server: Server):
         return None
     from ...engine.workq.reader import discover
 
-    def cycle(as_of_ns: int) -> dict | None:
+    def cycle(as_of_ns: int) -> tuple[dict, list] | None:
         (log,) = discover([server.opts.cmdlog_path])
         plan = clean_mod.clean_plan(log, as_of_ns)
         if not plan.changed:
             return None
-        clean_mod.apply_plan(plan, locks="read")
-        return plan.report_doc()
+        # the queue reads job bodies by (segment, offset): the segments about to change stay open as they are
+        # until the loop learns what moved (Server._clean_tick), so no read meets a renamed file in between
+        reader = server.queue.reader
+        if reader is not None:
+            reader.pin([sc.path for sc in plan.changed])
+        try:
+            clean_mod.apply_plan(plan, locks="read")
+        except Exception as exc:
+            # a cycle that failed after renaming some segments: those moved all the same
+            if reader is not None:
+                exc.wqtool_moved = [(sc.path, sc.action, sc.drops) for sc in plan.changed if reader.replaced(sc.path)]
+            raise
+        return plan.report_doc(), [(sc.path, sc.action, sc.drops) for sc in plan.changed]
 
     return cycle
 

@@ -1,0 +1,279 @@
+"""serve's live queue on the engine's compact job table (issue 14): the table the start-up replay filled is the one the
+server keeps (C ``JobTable`` under the kernel, ``PyJobTable`` under WQTOOL_PURE_PYTHON=1), no job body is held for a
+logged job — a reply reads it back from the log by (segment, offset) — also for jobs added while serving, across
+segment roll-overs, after the server's own cleaning moved records, and after kill -9 and a restart."""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+
+import pytest
+
+from tests.server.conftest import Client, jid
+from wqtool.engine.workq import fastreplay
+from wqtool.engine.workq.jobtable import K_SEG, PyJobTable
+from wqtool.engine.workq.payloads import PayloadReader
+from wqtool.engine.workq.startup import replay_directory
+from wqtool.errors import FormatError
+from wqtool.server.workq.queue import NOWHERE, Entry, LiveQueue
+from wqtool.server.workq.server import ServeOptions, Server, StructLog
+
+
+def table_type():
+    if fastreplay.KERNEL == "c":
+        from wqtool.engine.workq import _kernel
+        return _kernel.JobTable
+    return PyJobTable
+
+
+class InProc:
+    """A Server on its own event loop thread (its queue inspected through ``call``), clients on sockets."""
+
+    def __init__(self, **opts):
+        self.srv = Server(ServeOptions(listen="127.0.0.1:0", **opts), log=StructLog("error"),
+                          out=open(os.devnull, "w"))
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+        self.error: BaseException | None = None
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            try:
+                self.loop.run_until_complete(self.srv.start())
+            except BaseException as exc:  # noqa: BLE001 — reported by the constructor
+                self.error = exc
+                started.set()
+                return
+            started.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        assert started.wait(30)
+        if self.error is not None:
+            raise self.error
+        host, port = self.srv.address.rsplit(":", 1)
+        self.addr = (host, int(port))
+
+    def client(self) -> Client:
+        return Client(self.addr, 5.0)
+
+    def call(self, fn):
+        async def go():
+            return fn()
+        return asyncio.run_coroutine_threadsafe(go(), self.loop).result(10)
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.srv.shutdown(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture
+def inproc():
+    made: list[InProc] = []
+
+    def make(**opts) -> InProc:
+        s = InProc(**opts)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        if s.thread.is_alive():
+            s.stop()
+
+
+def body(n: int) -> bytes:
+    """Distinct bodies of varied sizes, CR/LF and every byte value included."""
+    return bytes((n * 7 + k) % 256 for k in range(n % 5 * 37)) + b"\r\n#%d" % n
+
+
+def test_start_up_takes_the_replay_table_and_holds_no_body(inproc, tmp_path):
+    d = str(tmp_path / "log")
+    a = inproc(cmdlog_path=d, seg_size=400)
+    c = a.client()
+    for n in range(30):
+        c.add(jid(0xa000 + n), b"tq%d" % (n % 3), 60_000, 3_600_000, body(n), priority=n % 4)
+    got = c.lease([b"tq0"], 0)
+    c.complete(got[0], b"done")
+    c.close()
+    a.stop()
+
+    b = inproc(cmdlog_path=d, seg_size=400)
+    q = b.srv.queue
+
+    def check():
+        assert type(q.table) is table_type()                  # the replay's table itself (not a copy)
+        assert len(q.table) == len(q.jobs) == 30
+        assert q.unwritten == {}                              # no body held after start-up
+        assert all(type(e) is Entry for e in q.jobs.values())
+        assert "payload" not in Entry.__slots__ and not hasattr(next(iter(q.jobs.values())), "__dict__")
+        assert all(q.table.get_row(k)[K_SEG] != NOWHERE for k in q.jobs)
+        return q.reader.open_files
+    assert b.call(check) == 0                                 # nothing read yet
+    c = b.client()
+    seen = {}
+    for name in (b"tq0", b"tq1", b"tq2"):
+        while True:
+            try:
+                id_, _, _, payload = c.lease([name], 0)
+            except Exception:  # noqa: BLE001 — -TIMEOUT: the queue is empty
+                break
+            seen[id_] = payload
+    c.close()
+    assert seen == {jid(0xa000 + n): body(n) for n in range(30) if jid(0xa000 + n) != got[0]}
+    assert b.call(lambda: q.unwritten) == {}
+    assert b.call(lambda: q.reader.open_files) >= 2           # the bodies came from several segments
+
+
+def test_restore_takes_the_table_over(inproc, tmp_path):
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d)
+    c = s.client()
+    for n in range(3):
+        c.add(jid(0xa100 + n), b"tt", 60_000, 3_600_000, body(n))
+    c.close()
+    s.stop()
+    now = time.time_ns()
+    rep = replay_directory(d, now, payloads=False)
+    assert rep.payloads == {}
+    q = LiveQueue()
+    q.restore(rep.state, None, now)
+    assert q.table is rep.state.jobs.table and type(q.table) is table_type()
+    assert [q.jobs[k].payload for k in sorted(q.jobs)] == [body(n) for n in range(3)]
+    q.reader.close()
+    # a log the kernel hands to the reference path (a state of Job objects): the same rows in a new table
+    ref = replay_directory(d, now, engine="reference", payloads=False)
+    assert isinstance(ref.state.jobs, dict)
+    q2 = LiveQueue()
+    q2.restore(ref.state, None, now)
+    assert type(q2.table) is PyJobTable and sorted(q2.table.rows()) == sorted(q.table.rows())
+    assert [q2.jobs[k].payload for k in sorted(q2.jobs)] == [body(n) for n in range(3)]
+    assert q2.snapshot(now).digest() == q.snapshot(now).digest() == rep.state.digest()
+    q2.reader.close()
+
+
+def test_jobs_added_live_are_leased_with_their_body_after_roll_overs(inproc, tmp_path):
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=300, sync="always")
+    c = s.client()
+    for n in range(40):
+        c.add(jid(0xb000 + n), b"live", 60_000, 3_600_000, body(n))
+    q = s.srv.queue
+    assert s.call(lambda: s.srv.appender.rolls) >= 4
+    assert s.call(lambda: q.unwritten) == {}                 # every record written: the rows say where
+    segs = s.call(lambda: {q.table.get_row(k)[K_SEG] for k in q.jobs})
+    assert len(segs) >= 4 and NOWHERE not in segs
+    got = [c.lease([b"live"], 0) for _ in range(40)]
+    assert [(g[0], g[3]) for g in got] == [(jid(0xb000 + n), body(n)) for n in range(40)]
+    assert c.inspect_job(jid(0xb007))["payload"] == body(7)
+    c.close()
+
+
+def test_bodies_are_read_back_after_the_servers_cleaning_moved_them(inproc, tmp_path):
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=2000, clean_int_ms=300)
+    c = s.client()
+    for i in range(4):                                        # dropped by cleaning once expired: A moves up
+        c.add(jid(0xc100 + i), b"cl-short", 1000, 200, b"short-lived")
+    c.add(jid(0xc120), b"cl", 1000, 3_600_000, b"A keeps its body")
+    time.sleep(0.4)
+    for i in range(8):
+        c.add(jid(0xc130 + i), b"cl-fill", 1000, 3_600_000, b"f%d" % i * 150)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not s.call(lambda: s.srv.queue.reader._moved):
+        time.sleep(0.2)
+    assert s.call(lambda: s.srv.queue.reader._moved), "no cleaning cycle rewrote a segment"
+    q = s.srv.queue
+    seg, off = s.call(lambda: q.table.get_row(jid_bytes(0xc120))[K_SEG:K_SEG + 2])
+    assert seg in q.reader._moved and q.reader.locate(seg, off)[1] < off   # A's record moved up in its file
+    assert c.lease([b"cl"], 0)[3] == b"A keeps its body"
+    assert [c.lease([b"cl-fill"], 0)[3] for _ in range(8)] == [b"f%d" % i * 150 for i in range(8)]
+    c.close()
+
+
+def test_kill_9_then_restart_serves_every_acknowledged_body(server_factory, tmp_path):
+    d = str(tmp_path / "log")
+    srv = server_factory("-cmdlog-path", d, "-cmdlog-seg-size", "500", "-cmdlog-sync", "always")
+    c = srv.client()
+    for n in range(25):
+        c.add(jid(0xd000 + n), b"k9", 60_000, 3_600_000, body(n))
+    srv.kill()
+    srv2 = server_factory("-cmdlog-path", d)
+    c2 = srv2.client()
+    assert [c2.lease([b"k9"], 0)[::3] for _ in range(25)] == [(jid(0xd000 + n), body(n)) for n in range(25)]
+
+
+def test_a_stale_position_is_an_error_naming_the_file_and_offset(tmp_path):
+    d = str(tmp_path / "log")
+    s = InProc(cmdlog_path=d)
+    c = s.client()
+    c.add(jid(0xe000), b"st", 1000, 3_600_000, b"hello")
+    c.close()
+    q = s.srv.queue
+    seg, off = s.call(lambda: q.table.get_row(jid_bytes(0xe000))[K_SEG:K_SEG + 2])
+    s.stop()
+    r = PayloadReader([os.path.join(d, "000000001.log")])
+    assert r.read(seg, off, jid_bytes(0xe000), 5, __import__("google_crc32c").value(b"hello")) == b"hello"
+    with pytest.raises(FormatError) as e:
+        r.read(seg, off, jid_bytes(0xe001), 5, 0)
+    assert str(e.value).startswith(os.path.join(d, "000000001.log") + "@0x8: ")
+    r.close()
+
+
+def jid_bytes(n: int) -> bytes:
+    return bytes.fromhex(jid(n).decode().replace("-", ""))
+
+
+def test_a_body_changed_under_the_server_is_a_server_error_and_the_job_stays_ready(inproc, tmp_path):
+    from tests.server.conftest import Reply
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d)
+    c = s.client()
+    c.add(jid(0xe100), b"ch", 1000, 3_600_000, b"original body")
+    seg_path = os.path.join(d, "000000001.log")
+    data = open(seg_path, "rb").read()
+    at = data.index(b"original body")
+    with open(seg_path, "r+b") as f:                         # what no process may do to a live server's log
+        f.seek(at)
+        f.write(b"ORIGINAL BODY")
+    with pytest.raises(Reply) as e:
+        c.lease([b"ch"], 0)
+    assert e.value.args[0] == ("-SERVER-ERROR " + seg_path + "@0x8: the add/schedule record read back "
+                               "does not match the job")
+    assert c.inspect_queue(b"ch") == (1, 0)                   # still ready; the connection still served
+    c.close()
+
+
+def test_the_reader_tells_a_segment_renamed_over_or_deleted(tmp_path):
+    p = str(tmp_path / "000000001.log")
+    q = str(tmp_path / "000000002.log")
+    for x in (p, q):
+        open(x, "wb").write(b"x")
+    r = PayloadReader([p, q])
+    r.pin([p, q])
+    assert not r.replaced(p) and not r.replaced(q)
+    open(p + ".rw", "wb").write(b"y")
+    os.rename(p + ".rw", p)
+    os.unlink(q)
+    assert r.replaced(p) and r.replaced(q)
+    r.close()
+
+
+def test_a_schedule_beyond_the_c_tables_range_moves_the_rows_to_a_pytable():
+    from wqtool.engine.workq.replay import state_digest
+    from wqtool.server.workq.queue import Job
+    t0 = 1_795_302_891_000_000_000
+    q = LiveQueue()
+    q.add(Job(jid_bytes(0xf001), b"far", 1000, 60_000, 0, 0, 0, b"now", None, t0), t0)
+    before = state_digest(q.snapshot(t0))
+    far = 10_000_000_000_000_000_000                         # year 2286: beyond int64 nanoseconds
+    q.add(Job(jid_bytes(0xf002), b"far", 1000, 60_000, 0, 0, 0, b"later", far, t0), t0)
+    assert isinstance(q.table, PyJobTable) and len(q.table) == 2
+    assert q.jobs[jid_bytes(0xf002)].time_ns == far and q.jobs[jid_bytes(0xf002)].payload == b"later"
+    q.delete(jid_bytes(0xf002))
+    assert state_digest(q.snapshot(t0)) == before

@@ -1,0 +1,230 @@
+"""Job bodies read back from the log by (segment, offset), for consumers of the compact job table that need the bytes.
+
+The job table (jobtable.py) keeps no payload: a row holds the add/schedule record's segment number (an index into
+the log's segment paths) and byte offset, and the payload's length and CRC-32C. ``PayloadReader`` reads the body of
+such a record back with ``os.pread`` on one cached read-only descriptor per segment, and checks it against the row
+(the record's job id, the length and the CRC), so a stale position is an error naming the file and offset, never
+wrong bytes. ``wqtool serve`` reads a job's body this way each time a reply carries it.
+
+Segments rewritten under the reader (the server's own cleaning cycle renames a ``.rw`` file over a segment, without
+the records that have no effect) are followed with ``pin`` and ``rewritten``: ``pin(paths)`` opens the segments about
+to change, so reads keep seeing the old files until ``rewritten(path, drops)`` gives the segment a new number and
+says which byte ranges were dropped; a row still naming the old number is translated (offset minus the bytes dropped
+before it) to the new file. A deleted segment holds no live job's record (``gone``).
+
+``job_table(state)``: the replayed state's job table — the very table the kernel filled (``CompactJobs.table``),
+or, when the reference path replayed the log (a dict of ``Job``), a new table with the same rows.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from bisect import bisect_right
+
+from ...errors import FormatError
+from google_crc32c import value as _crc
+
+from ...formats._common import crc32c
+from .fastpath import decode_payload
+from .jobtable import PyJobTable
+
+#: the record header before SIZE: the record time (15 bytes)
+_TIME_BYTES = 15
+#: an add/schedule payload's bytes besides the job body, at most: cmd, id, name (varint + 255), five varints,
+#: the body's length varint, two 15-byte times
+_ADD_OVERHEAD = 1 + 16 + 2 + 255 + 5 * 10 + 5 + 30
+_pread = os.pread
+
+
+class PayloadReader:
+    """Reads job bodies back from a log's segments (see the module docstring). ``paths``: the segment paths, a row's
+    ``seg`` indexing them; new segments get a number with ``index(path)``."""
+
+    def __init__(self, paths: list[str] | None = None):
+        self.paths: list[str] = list(paths or [])
+        self._by_path: dict[str, int] = {}         # realpath -> the segment's current number
+        self._raw: dict[str, int] = {}             # path as index() was given it -> its number then
+        for i, p in enumerate(self.paths):
+            self._by_path.setdefault(_norm(p), i)
+        self._fds: dict[int, int] = {}
+        self._moved: dict[int, tuple[int, list[int], list[int]]] = {}   # old seg -> (new seg, drop offsets, cum)
+        self._lock = threading.Lock()
+
+    def index(self, path: str) -> int:
+        """The segment number of ``path`` (a new one is appended)."""
+        i = self._raw.get(path)
+        if i is not None:
+            return i
+        key = _norm(path)
+        i = self._by_path.get(key)
+        if i is None:
+            i = self._by_path[key] = len(self.paths)
+            self.paths.append(path)
+        self._raw[path] = i
+        return i
+
+    def _fd(self, seg: int) -> int:
+        fd = self._fds.get(seg)
+        if fd is None:
+            with self._lock:
+                fd = self._fds.get(seg)
+                if fd is None:
+                    fd = self._fds[seg] = os.open(self.paths[seg], os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        return fd
+
+    def locate(self, seg: int, offset: int) -> tuple[int, int]:
+        """(seg, offset) after the rewrites since the row was written."""
+        while seg in self._moved:
+            new, offs, cum = self._moved[seg]
+            k = bisect_right(offs, offset)
+            seg, offset = new, offset - (cum[k - 1] if k else 0)
+        return seg, offset
+
+    def read(self, seg: int, offset: int, job_id: bytes, length: int, crc: int) -> bytes:
+        """The body of the add/schedule record of ``job_id`` at ``offset`` in segment ``seg`` (FormatError when the
+        record there is not that job's, with that length and CRC)."""
+        if seg in self._moved:
+            seg, offset = self.locate(seg, offset)
+        fd = self._fds.get(seg)
+        try:
+            if fd is None:
+                if seg >= len(self.paths):
+                    raise FormatError(f"no segment number {seg} to read a job body from", offset=offset)
+                fd = self._fd(seg)
+            buf = _pread(fd, _TIME_BYTES + 10 + _ADD_OVERHEAD + length, offset)
+        except OSError as exc:
+            raise FormatError(f"cannot read a job body back: {exc.strerror or exc}", path=self.paths[seg],
+                              offset=offset) from None
+        end = len(buf)
+        # SIZE: one or two bytes for every record the server writes
+        if end > 17 and buf[15] < 0x80:
+            pos, size = 16, buf[15]
+        elif end > 17 and buf[16] < 0x80:
+            pos, size = 17, (buf[15] & 0x7F) | (buf[16] << 7)
+        else:
+            pos, size = _size(buf, end)
+        # the body ends the payload but for its two times (15 bytes each as the server writes them): taken from
+        # there when the id, the kind and the CRC say it is this job's; anything else is decoded in full
+        stop = pos + size - 30
+        if pos + size <= end and stop - length > pos + 17 and buf[pos + 1:pos + 17] == job_id and buf[pos] in (1, 2):
+            body = buf[stop - length:stop]
+            if _crc(body) == crc:
+                return body
+        return self._decode(buf, pos, size, seg, offset, job_id, length, crc)
+
+    def _decode(self, buf: bytes, pos: int, size: int, seg: int, offset: int, job_id: bytes, length: int,
+                crc: int) -> bytes:
+        path = self.paths[seg]
+        if pos > len(buf) or pos + size > len(buf):
+            raise FormatError("the add/schedule record read back is cut short", path=path, offset=offset)
+        try:
+            cmd = decode_payload(buf, pos, pos + size)
+        except FormatError as exc:
+            raise FormatError(f"the add/schedule record read back does not decode: {exc.message}", path=path,
+                              offset=offset) from None
+        body = cmd.payload
+        if cmd.job_id != job_id or body is None or len(body) != length or crc32c(body) != crc:
+            raise FormatError("the add/schedule record read back does not match the job", path=path, offset=offset)
+        return body
+
+    # ---------------------------------------------------------------- segments rewritten or deleted under the reader
+    def pin(self, paths) -> None:
+        """Open ``paths`` (known segments about to be rewritten or deleted) so reads keep the files as they are."""
+        for p in paths:
+            i = self._by_path.get(_norm(p))
+            if i is not None:
+                self._fd(i)
+
+    def replaced(self, path: str) -> bool:
+        """Whether ``path`` no longer names the file the reader has open for it (renamed over, or deleted)."""
+        i = self._by_path.get(_norm(path))
+        fd = self._fds.get(i) if i is not None else None
+        if fd is None:
+            return False
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return True
+        old = os.fstat(fd)
+        return (st.st_ino, st.st_dev) != (old.st_ino, old.st_dev)
+
+    def rewritten(self, path: str, drops) -> None:
+        """``path`` now holds its records minus the ``drops`` ((offset, length) pairs, flat): a new number for it;
+        rows naming the old one are translated on read."""
+        key = _norm(path)
+        old = self._by_path.get(key)
+        if old is None:
+            return
+        pairs = sorted((drops[i], drops[i + 1]) for i in range(0, len(drops), 2))
+        offs, cum, total = [], [], 0
+        for off, ln in pairs:
+            total += ln
+            offs.append(off)
+            cum.append(total)
+        new = len(self.paths)
+        self.paths.append(path)
+        self._by_path[key] = new
+        self._raw = {p: i for p, i in self._raw.items() if i != old}
+        self._moved[old] = (new, offs, cum)
+        self._close(old)
+
+    def gone(self, path: str) -> None:
+        """``path`` was deleted (none of its records is a live job's)."""
+        i = self._by_path.get(_norm(path))
+        if i is not None:
+            self._close(i)
+
+    def _close(self, seg: int) -> None:
+        with self._lock:
+            fd = self._fds.pop(seg, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        with self._lock:
+            fds = list(self._fds.values())
+            self._fds.clear()
+        for fd in fds:
+            os.close(fd)
+
+    @property
+    def open_files(self) -> int:
+        return len(self._fds)
+
+
+def _size(buf: bytes, end: int) -> tuple[int, int]:
+    """(payload start, SIZE) of the record in ``buf`` (its SIZE varint after the 15-byte time); a bad varint gives a
+    position past the end."""
+    pos, size, shift = _TIME_BYTES, 0, 0
+    for _ in range(10):
+        if pos >= end:
+            break
+        c = buf[pos]
+        pos += 1
+        size |= (c & 0x7F) << shift
+        if c < 0x80:
+            return pos, size
+        shift += 7
+    return end + 1, 0
+
+
+def _norm(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def job_table(state, reader: PayloadReader, table=None):
+    """The job table of a replayed state: ``state.jobs.table`` itself when the kernel replayed it (its segment
+    numbers index ``state.jobs.paths``, which ``reader`` must be made from); else ``table`` (default a
+    ``PyJobTable``) filled with the rows of ``state.jobs``' Job objects, segment numbers from ``reader.index``."""
+    jobs = state.jobs
+    t = getattr(jobs, "table", None)
+    if t is not None:
+        return t
+    if table is None:
+        table = PyJobTable()
+    for j in jobs.values():
+        table.put(j.id, (int(j.kind), j.name, j.ttr, j.ttl, j.priority, j.max_attempts, j.max_fails, j.created_ns,
+                         j.scheduled_ns, j.log_expires_ns, j.payload_len, j.payload_crc,
+                         reader.index(j.src_path) if j.src_path else 0xFFFFFFFF, j.src_offset, int(j.state),
+                         j.attempts, j.result))
+    return table
