@@ -3,6 +3,7 @@ disk, in-memory mode."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -129,6 +130,89 @@ def test_circuit_breaker_on_a_failing_disk(tmp_path):
     asyncio.run(scenario())
     rows = cli("dump", "-o", "jsonl", str(tmp_path / "log")).out.splitlines()
     assert len(rows) == 2 and cli("verify", str(tmp_path / "log")).code == 0
+
+
+def test_an_append_failing_after_a_roll_over_writes_no_record_twice(tmp_path):
+    """A batch of records rolls over to a new segment and the write there fails: the records already in the old
+    segment are not queued again, so the retry after the disk recovers writes each record once (before, the log
+    held a duplicate add and the next start-up refused it: WQ-DUPLICATE-JOB)."""
+    from wqtool.server.workq.server import ServeOptions, Server, StructLog
+
+    done = []
+
+    async def scenario():
+        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log"), seg_size=200),
+                     log=StructLog("error"), out=open(os.devnull, "w"))
+        await srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        r, w = await asyncio.open_connection(host, int(port))
+        w.write(b"add %s br 1000 60000 1\r\nx\r\n" % jid(0xf020))
+        assert await asyncio.wait_for(r.readexactly(5), 5) == b"+OK\r\n"
+        ap = srv.appender
+        real_run, real_append = ap._write_run, ap.append
+        fail = {"on": True}
+
+        def flaky_run(run, nbytes):
+            if fail["on"] and ap.fd is not None and ap.size == 8:       # the first run of a new segment
+                raise OSError(28, "No space left on device")
+            return real_run(run, nbytes)
+
+        def append(recs):
+            try:
+                return real_append(recs)
+            except OSError as exc:
+                done.append(exc.records_done)
+                raise
+
+        ap._write_run, ap.append = flaky_run, append
+        w.write(b"".join(b"add %s br 1000 60000 1\r\ny\r\n" % jid(0xf021 + i) for i in range(4)))
+        await asyncio.sleep(0.3)
+        assert srv.handlers.read_only and not r._buffer            # the replies wait for their records
+        fail["on"] = False
+        assert await asyncio.wait_for(r.readexactly(20), 5) == b"+OK\r\n" * 4
+        w.close()
+        await srv.shutdown()
+
+    asyncio.run(scenario())
+    assert done and done[0] >= 1                  # the failure came after a roll-over had written records
+    rows = [json.loads(x) for x in cli("dump", "-o", "jsonl", str(tmp_path / "log")).out.splitlines()]
+    ids = [x["job_id"] for x in rows]
+    assert len(ids) == 5 and len(set(ids)) == 5, ids
+    assert cli("verify", str(tmp_path / "log")).code == 0
+
+
+def test_a_failed_fsync_is_retried_without_writing_the_records_again(tmp_path):
+    """-cmdlog-sync always: the records are written and the fsync fails. Nothing is acknowledged until a sync
+    succeeds, and the retry syncs; it does not append the records a second time."""
+    from wqtool.server.workq.server import ServeOptions, Server, StructLog
+
+    async def scenario():
+        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log"), sync="always"),
+                     log=StructLog("error"), out=open(os.devnull, "w"))
+        await srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        r, w = await asyncio.open_connection(host, int(port))
+        real = srv.appender.sync
+        fail = {"on": True}
+
+        def flaky():
+            if fail["on"]:
+                raise OSError(5, "Input/output error")
+            return real()
+
+        srv.appender.sync = flaky
+        w.write(b"".join(b"add %s br 1000 60000 1\r\ny\r\n" % jid(0xf031 + i) for i in range(3)))
+        await asyncio.sleep(0.3)
+        assert srv.handlers.read_only and not r._buffer            # not durable: not acknowledged
+        fail["on"] = False
+        assert await asyncio.wait_for(r.readexactly(15), 5) == b"+OK\r\n" * 3
+        w.close()
+        await srv.shutdown()
+
+    asyncio.run(scenario())
+    ids = [json.loads(x)["job_id"] for x in cli("dump", "-o", "jsonl", str(tmp_path / "log")).out.splitlines()]
+    assert len(ids) == 3 and len(set(ids)) == 3, ids
+    assert cli("verify", str(tmp_path / "log")).code == 0
 
 
 def test_stop_while_a_client_waits_in_run(server_factory, tmp_path):

@@ -100,6 +100,35 @@ def test_a_failed_write_leaves_no_partial_record(tmp_path, monkeypatch):
     assert files(d)["000000001.log"] == b"wqwq\x00\x00\x00\x01" + b"".join(records(3))
 
 
+def test_a_failure_after_a_roll_over_says_how_many_records_were_written(tmp_path, monkeypatch):
+    """A call that rolls over writes its first run to the old segment; when the next run fails, the error tells how
+    many records are in the log already (``records_done``), so a retry writes only the rest: no duplicates."""
+    d = str(tmp_path)
+    ap = Appender(d, segment_size=8 + 3 * 37)        # three 37-byte records per segment
+    ap.open()
+    recs = records(5)
+    ap.append(recs[:2])
+    real = appender_mod.os.write
+    calls = {"n": 0}
+
+    def second_run_fails(fd, data):
+        calls["n"] += 1
+        if calls["n"] == 3:                          # after the first run and the new segment's header
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(appender_mod.os, "write", second_run_fails)
+    with pytest.raises(OSError) as err:
+        ap.append(recs[2:])
+    monkeypatch.setattr(appender_mod.os, "write", real)
+    assert err.value.records_done == 1               # recs[2] filled segment 1; recs[3:] failed in segment 2
+    ap.append(recs[2 + err.value.records_done:])    # the retry the server makes
+    ap.close()
+    got = files(d)
+    assert got["000000001.log"] == b"wqwq\x00\x00\x00\x01" + b"".join(recs[:3])
+    assert got["000000002.log"] == b"wqwq\x00\x00\x00\x01" + b"".join(recs[3:])
+
+
 def test_locks_as_upstream(tmp_path):
     d = str(tmp_path)
     first = CmdlogLocks(d, timeout=0.2)

@@ -161,22 +161,28 @@ class Appender:
     def append(self, records: Sequence[bytes]) -> int:
         """Write ``records`` (each one whole framed record), rolling over as upstream does; returns the bytes
         written. On an OSError nothing of the failed run stays in the segment (it is truncated back to the last
-        complete record) and the error propagates; records of earlier runs of this call stay written."""
-        total = 0
+        complete record) and the error propagates; records of earlier runs of this call (before a roll-over) stay
+        written, and the error says how many: ``exc.records_done`` (a retry must not write them again)."""
+        total = done = 0
         run: list[bytes] = []
         run_bytes = 0
-        for rec in records:
-            if self.fd is None or self.size + run_bytes >= self.segment_size:
-                if run:
-                    self._write_run(run, run_bytes)
-                    total += run_bytes
-                    run, run_bytes = [], 0
-                self._roll()
-            run.append(rec)
-            run_bytes += len(rec)
-        if run:
-            self._write_run(run, run_bytes)
-            total += run_bytes
+        try:
+            for rec in records:
+                if self.fd is None or self.size + run_bytes >= self.segment_size:
+                    if run:
+                        self._write_run(run, run_bytes)
+                        total += run_bytes
+                        done += len(run)
+                        run, run_bytes = [], 0
+                    self._roll()
+                run.append(rec)
+                run_bytes += len(rec)
+            if run:
+                self._write_run(run, run_bytes)
+                total += run_bytes
+        except OSError as exc:
+            exc.records_done = done
+            raise
         return total
 
     def positions(self, records: Sequence[bytes]) -> list[tuple[int, int]]:

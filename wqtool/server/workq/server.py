@@ -332,17 +332,21 @@ class Server:
             self.pending = []
             try:
                 self._append(recs)
-                if self.opts.sync == "always":
+            except OSError as exc:          # what a roll-over wrote before the failure is not written again
+                self.pending = recs[getattr(exc, "records_done", 0):] + self.pending
+                self._append_failed(exc)
+                return
+            self.metrics["records"] += len(recs)
+            if self.opts.sync == "always":
+                try:
                     t0 = time.perf_counter()
                     self.appender.sync()
                     self.fsync_seconds += time.perf_counter() - t0
                     self.metrics["fsyncs"] += 1
-            except OSError as exc:
-                self.pending = recs + self.pending
-                self._append_failed(exc)
-                return
+                except OSError as exc:      # written, not durable: nothing is acknowledged until a sync succeeds
+                    self._append_failed(exc)
+                    return
             self.durable_lsn = self.lsn - len(self.pending)
-            self.metrics["records"] += len(recs)
         self._release()
 
     def _append(self, recs: list[bytes]) -> None:
@@ -354,16 +358,22 @@ class Server:
             return
         ap = self.appender
         where = ap.positions(recs)
-        ap.append(recs)
-        q = self.queue
-        segs = self._segs
-        for rec, (seq, off) in zip(recs, where):
-            e = adds.pop(id(rec), None)
-            if e is not None:
-                seg = segs.get(seq)
-                if seg is None:
-                    seg = segs[seq] = q.reader.index(ap.segment_path(seq))
-                q.located(e, seg, off)
+        n = len(recs)
+        try:
+            ap.append(recs)
+        except OSError as exc:              # the records a roll-over wrote before the failure are located
+            n = getattr(exc, "records_done", 0)
+            raise
+        finally:
+            q = self.queue
+            segs = self._segs
+            for rec, (seq, off) in zip(recs[:n], where[:n]):
+                e = adds.pop(id(rec), None)
+                if e is not None:
+                    seg = segs.get(seq)
+                    if seg is None:
+                        seg = segs[seq] = q.reader.index(ap.segment_path(seq))
+                    q.located(e, seg, off)
 
     def _release(self) -> None:
         if self.dirty:
@@ -389,10 +399,13 @@ class Server:
         recs = self.pending
         self.pending = []
         try:
-            self._append(recs)
-            self.appender.sync()
+            try:
+                self._append(recs)
+            except OSError as exc:
+                self.pending = recs[getattr(exc, "records_done", 0):] + self.pending
+                raise
+            self.appender.sync()            # also what an earlier commit wrote and failed to sync
         except OSError as exc:
-            self.pending = recs + self.pending
             self.append_errors += 1
             self._retry_handle = self.loop.call_later(1.0, self._retry)
             if self.append_errors % 60 == 0:
