@@ -9,6 +9,13 @@ import sys
 from tests.conftest import ROOT
 
 
+def fresh_python(code: str) -> str:
+    """Run ``code`` in a new interpreter (nothing imported yet) at the repository root; its stdout."""
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 def test_import_contracts_hold():
     exe = shutil.which("lint-imports", path=os.path.dirname(sys.executable)) or shutil.which("lint-imports")
     assert exe, "import-linter is a test dependency"
@@ -29,8 +36,7 @@ def test_local_cli_does_not_import_pyspark():
             "    with contextlib.redirect_stdout(io.StringIO()):\n"
             "        assert run(argv) == 0, argv\n"
             "    assert 'pyspark' not in sys.modules, ('pyspark imported by', argv)\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    fresh_python(code)
 
 
 #: what a format's ``format`` module may import at registration (detection, codes, --format choices); its
@@ -52,9 +58,7 @@ def test_the_registry_loads_no_format_engine():
             "    assert run(['verify', '-q', 'fixtures/workq/sample-clean/log']) == 0\n"
             "after = sorted(m for m in sys.modules if m.startswith('wqtool.engine.') and m.count('.') == 3)\n"
             "print(repr((at_import, after)))\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    at_import, after = eval(r.stdout)
+    at_import, after = eval(fresh_python(code))
     heavy = [m for m in at_import if m.rsplit(".", 1)[1] not in _LIGHT and m.split(".")[2] != "workq"]
     assert heavy == [], heavy
     assert "wqtool.engine.kestrel.reader" in at_import and "wqtool.engine.snaplist.format" in at_import
@@ -75,5 +79,4 @@ def test_lazy_kestrel_api_keeps_its_functions():
             "assert verify is k.verify and pack_plan.__module__ == 'wqtool.engine.kestrel.pack'\n"
             "assert set(k.__all__) <= set(dir(k)) | set(k._WHERE)\n"
             "try:\n    k.no_such_name\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit('no error')\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    fresh_python(code)

@@ -21,11 +21,11 @@ import os
 import threading
 from bisect import bisect_right
 
-from ...errors import FormatError
+from ...errors import FormatError, InvalidPayload
 from google_crc32c import value as _crc
 
 from ...formats._common import crc32c
-from .fastpath import decode_payload
+from .fastpath import _uvarint, decode_payload
 from .jobtable import PyJobTable
 
 #: the record header before SIZE: the record time (15 bytes)
@@ -195,17 +195,11 @@ class PayloadReader:
 def _size(buf: bytes, end: int) -> tuple[int, int]:
     """(payload start, SIZE) of the record in ``buf`` (its SIZE varint after the 15-byte time); a bad varint gives a
     position past the end."""
-    pos, size, shift = _TIME_BYTES, 0, 0
-    for _ in range(10):
-        if pos >= end:
-            break
-        c = buf[pos]
-        pos += 1
-        size |= (c & 0x7F) << shift
-        if c < 0x80:
-            return pos, size
-        shift += 7
-    return end + 1, 0
+    try:
+        size, pos = _uvarint(buf, _TIME_BYTES, end, "SIZE")
+    except InvalidPayload:
+        return end + 1, 0
+    return pos, size
 
 
 def _norm(path: str) -> str:

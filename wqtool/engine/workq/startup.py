@@ -11,12 +11,12 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ...errors import FormatError
+from ...errors import FormatError, InvalidPayload
 from ...formats._common import crc32c
 from ..fileio import FileView
 from ..findings import Finding, Verdict
 from ..run import LogReport
-from .fastpath import decode_payload
+from .fastpath import _uvarint, decode_payload
 from .reader import Segment, discover
 from .replay import ReplayState
 from .verify import run_log
@@ -81,14 +81,8 @@ def load_payloads(state: ReplayState) -> dict[bytes, bytes]:
 
 def _size_at(data, pos: int, end: int) -> tuple[int, int]:
     """The record SIZE varint at ``pos``: (payload start, size); bounded at 10 bytes."""
-    size = shift = 0
-    for _ in range(10):
-        if pos >= end:
-            break
-        c = data[pos]
-        pos += 1
-        size |= (c & 0x7F) << shift
-        if c < 0x80:
-            return pos, size
-        shift += 7
-    raise FormatError("bad SIZE varint while reading a record back", offset=pos)
+    try:
+        size, q = _uvarint(data, pos, end, "SIZE")
+    except InvalidPayload:
+        raise FormatError("bad SIZE varint while reading a record back", offset=pos) from None
+    return q, size
