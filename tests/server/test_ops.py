@@ -182,8 +182,8 @@ def test_an_append_failing_after_a_roll_over_writes_no_record_twice(tmp_path):
 
 
 def test_a_failed_fsync_is_retried_without_writing_the_records_again(tmp_path):
-    """-cmdlog-sync always: the records are written and the fsync fails. Nothing is acknowledged until a sync
-    succeeds, and the retry syncs; it does not append the records a second time."""
+    """-cmdlog-sync always: the records are written and the fsync fails. Nothing is acknowledged; the records
+    are cut from the segment and written again by the retry (once: no duplicate), then fsynced."""
     from wqtool.server.workq.server import ServeOptions, Server, StructLog
 
     async def scenario():
@@ -204,6 +204,9 @@ def test_a_failed_fsync_is_retried_without_writing_the_records_again(tmp_path):
         w.write(b"".join(b"add %s br 1000 60000 1\r\ny\r\n" % jid(0xf031 + i) for i in range(3)))
         await asyncio.sleep(0.3)
         assert srv.handlers.read_only and not r._buffer            # not durable: not acknowledged
+        # cut back, to be written again: after a failed fsync the kernel may drop the pages and a later fsync
+        # succeed without them ("fsyncgate"), so those bytes are not trusted
+        assert os.path.getsize(str(tmp_path / "log" / "000000001.log")) == 8
         fail["on"] = False
         assert await asyncio.wait_for(r.readexactly(15), 5) == b"+OK\r\n" * 3
         w.close()

@@ -277,3 +277,78 @@ def test_a_schedule_beyond_the_c_tables_range_moves_the_rows_to_a_pytable():
     assert q.jobs[jid_bytes(0xf002)].time_ns == far and q.jobs[jid_bytes(0xf002)].payload == b"later"
     q.delete(jid_bytes(0xf002))
     assert state_digest(q.snapshot(t0)) == before
+
+
+def test_the_reader_keeps_a_bounded_number_of_segments_open(inproc, tmp_path, monkeypatch):
+    """Bodies read from many segments: at most MAX_OPEN descriptors stay open (least recently read closed first),
+    every body still exact. Unbounded, a log of hundreds of segments ran the server out of descriptors: its next
+    roll-over failed and it went read-only (review of the change)."""
+    monkeypatch.setattr(PayloadReader, "MAX_OPEN", 4)
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=0)
+    c = s.client()
+    for n in range(24):
+        c.add(jid(0xb000 + n), b"fd", 60_000, 3_600_000, body(n))
+    assert len([n for n in os.listdir(d) if n.endswith(".log")]) >= 12
+    seen = {}
+    for _ in range(24):
+        id_, _, _, payload = c.lease([b"fd"], 0)
+        seen[id_] = payload
+        assert s.call(lambda: s.srv.queue.reader.open_files) <= 4
+    assert seen == {jid(0xb000 + n): body(n) for n in range(24)}
+    c.close()
+
+
+def test_a_body_unreadable_when_a_timer_makes_its_job_ready_leaves_it_ready(inproc, tmp_path):
+    """A lease timed out (TTR) while another client waits: the body cannot be read back at that moment. The job
+    goes back to the ready list (not lost in no list with no timer), the error is logged, an unrelated command is
+    answered normally, and the job is leased once its body reads again (review of the change)."""
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d)
+    errors = []
+    s.call(lambda: setattr(s.srv.queue, "on_read_error", errors.append))
+    c = s.client()
+    c.add(jid(0xc100), b"tr", 300, 3_600_000, b"the body")
+    c.add(jid(0xc101), b"other", 60_000, 3_600_000, b"x")
+    assert c.lease([b"tr"], 0)[3] == b"the body"
+    seg_path = os.path.join(d, "000000001.log")
+    data = open(seg_path, "rb").read()
+    at = data.index(b"the body")
+    with open(seg_path, "r+b") as f:
+        f.seek(at)
+        f.write(b"THE BODY")
+    w = s.client()
+    w.send(b"lease tr 1500\r\n")                  # waits; the TTR (300 ms) runs out meanwhile
+    time.sleep(0.8)
+    assert c.inspect_queue(b"other") == (1, 0)     # a command runs advance() too: answered, not -SERVER-ERROR
+    assert errors and "does not match the job" in str(errors[0])
+    with open(seg_path, "r+b") as f:
+        f.seek(at)
+        f.write(b"the body")
+    assert w.line() == b"-TIMEOUT"                 # the waiter was not handed a job it could not read
+    key = bytes.fromhex(jid(0xc100).decode().replace("-", ""))
+    assert s.call(lambda: s.srv.queue.jobs[key].where) != 0               # in a list (ready), not orphaned
+    assert c.lease([b"tr"], 0)[3] == b"the body"
+    c.close()
+    w.close()
+
+
+def test_shutdown_completes_when_a_body_cannot_be_read(inproc, tmp_path):
+    """Shutdown fires the timers due (advance) before its final commit: a body that cannot be read back there
+    (FormatError, as ``_start_attempt`` raises) does not stop the shutdown — the final commit, fsync and lock
+    release happen, so the next server starts on everything acknowledged."""
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d)
+    c = s.client()
+    c.add(jid(0xc200), b"sd", 60_000, 3_600_000, b"a body")
+    c.close()
+
+    def unreadable(now):
+        raise FormatError("the add/schedule record read back does not match the job", path=d, offset=8)
+
+    s.call(lambda: setattr(s.srv.queue, "advance", unreadable))
+    s.stop()
+    assert s.srv.queue.reader.open_files == 0                 # closed at shutdown
+    t = inproc(cmdlog_path=d)                                  # append.lock was released
+    assert t.call(lambda: len(t.srv.queue.jobs)) == 1
+    t.stop()

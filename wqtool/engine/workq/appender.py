@@ -227,6 +227,14 @@ class Appender:
         if self.fd is not None:
             os.fsync(self.fd)
 
+    def cut_back(self, size: int) -> None:
+        """Truncate the current segment to ``size`` (the start of records whose fsync failed: after a failed
+        fsync the kernel may have dropped their pages and a later fsync succeed without them, so they are cut and
+        written again rather than trusted). Raises OSError."""
+        os.ftruncate(self.fd, size)
+        self.bytes_written -= self.size - size
+        self.size = size
+
     def dup_fd(self) -> int | None:
         """A duplicate of the current segment's descriptor (the caller closes it), for an fsync in another thread
         that must not race with a roll-over closing the original."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from bisect import bisect_right
+from collections import OrderedDict
 
 from ...errors import FormatError, InvalidPayload
 from google_crc32c import value as _crc
@@ -40,13 +41,18 @@ class PayloadReader:
     """Reads job bodies back from a log's segments (see the module docstring). ``paths``: the segment paths, a row's
     ``seg`` indexing them; new segments get a number with ``index(path)``."""
 
+    #: descriptors kept open (least recently read closed first; a log of hundreds of segments must not exhaust
+    #: the process's descriptors, which the appender and the clients need too)
+    MAX_OPEN = 32
+
     def __init__(self, paths: list[str] | None = None):
         self.paths: list[str] = list(paths or [])
         self._by_path: dict[str, int] = {}         # realpath -> the segment's current number
         self._raw: dict[str, int] = {}             # path as index() was given it -> its number then
         for i, p in enumerate(self.paths):
             self._by_path.setdefault(_norm(p), i)
-        self._fds: dict[int, int] = {}
+        self._fds: OrderedDict[int, int] = OrderedDict()    # segment -> fd, least recently read first
+        self._pinned: set[int] = set()
         self._moved: dict[int, tuple[int, list[int], list[int]]] = {}   # old seg -> (new seg, drop offsets, cum)
         self._lock = threading.Lock()
 
@@ -63,13 +69,27 @@ class PayloadReader:
         self._raw[path] = i
         return i
 
-    def _fd(self, seg: int) -> int:
-        fd = self._fds.get(seg)
-        if fd is None:
-            with self._lock:
-                fd = self._fds.get(seg)
-                if fd is None:
-                    fd = self._fds[seg] = os.open(self.paths[seg], os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    def _fd(self, seg: int, *, pin: bool = False) -> int:
+        """The open descriptor of segment ``seg``. At most ``MAX_OPEN`` stay open: reading (the loop's thread) closes
+        the least recently read ones beyond it, never a pinned one (a cleaning cycle's, opened from its thread)."""
+        with self._lock:
+            fd = self._fds.get(seg)
+            if fd is None:
+                fd = self._fds[seg] = os.open(self.paths[seg], os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            else:
+                self._fds.move_to_end(seg)
+            if pin:
+                self._pinned.add(seg)
+                return fd
+            evict = []
+            if len(self._fds) > self.MAX_OPEN:
+                for old in self._fds:
+                    if len(self._fds) - len(evict) <= self.MAX_OPEN:
+                        break
+                    if old != seg and old not in self._pinned:
+                        evict.append(old)
+                for old in evict:
+                    os.close(self._fds.pop(old))
         return fd
 
     def locate(self, seg: int, offset: int) -> tuple[int, int]:
@@ -85,12 +105,10 @@ class PayloadReader:
         record there is not that job's, with that length and CRC)."""
         if seg in self._moved:
             seg, offset = self.locate(seg, offset)
-        fd = self._fds.get(seg)
         try:
-            if fd is None:
-                if seg >= len(self.paths):
-                    raise FormatError(f"no segment number {seg} to read a job body from", offset=offset)
-                fd = self._fd(seg)
+            if seg >= len(self.paths):
+                raise FormatError(f"no segment number {seg} to read a job body from", offset=offset)
+            fd = self._fd(seg)
             buf = _pread(fd, _TIME_BYTES + 10 + _ADD_OVERHEAD + length, offset)
         except OSError as exc:
             raise FormatError(f"cannot read a job body back: {exc.strerror or exc}", path=self.paths[seg],
@@ -133,19 +151,20 @@ class PayloadReader:
         for p in paths:
             i = self._by_path.get(_norm(p))
             if i is not None:
-                self._fd(i)
+                self._fd(i, pin=True)
 
     def replaced(self, path: str) -> bool:
         """Whether ``path`` no longer names the file the reader has open for it (renamed over, or deleted)."""
         i = self._by_path.get(_norm(path))
-        fd = self._fds.get(i) if i is not None else None
-        if fd is None:
-            return False
+        with self._lock:                    # (the fd stays this segment's while it is looked at)
+            fd = self._fds.get(i) if i is not None else None
+            if fd is None:
+                return False
+            old = os.fstat(fd)
         try:
             st = os.stat(path)
         except FileNotFoundError:
             return True
-        old = os.fstat(fd)
         return (st.st_ino, st.st_dev) != (old.st_ino, old.st_dev)
 
     def rewritten(self, path: str, drops) -> None:
@@ -177,6 +196,7 @@ class PayloadReader:
     def _close(self, seg: int) -> None:
         with self._lock:
             fd = self._fds.pop(seg, None)
+            self._pinned.discard(seg)
         if fd is not None:
             os.close(fd)
 
@@ -184,6 +204,7 @@ class PayloadReader:
         with self._lock:
             fds = list(self._fds.values())
             self._fds.clear()
+            self._pinned.clear()
         for fd in fds:
             os.close(fd)
 

@@ -190,6 +190,8 @@ class LiveQueue:
         self.unwritten: dict[bytes, bytes] = {}
         self.reader: PayloadReader | None = None
         self.evicted = 0
+        #: told of a job body a timer could not read back (the job stays ready; the server logs it)
+        self.on_read_error = None
         self._heap: list = []
         self._seq = 0
         self._stale = 0
@@ -333,7 +335,12 @@ class LiveQueue:
             if w.done:
                 waiters.popitem(last=False)
                 continue
-            got = self._start_attempt(job, now)
+            try:
+                got = self._start_attempt(job, now)
+            except FormatError as exc:      # its body cannot be read back: it stays ready, the waiter waits on
+                if self.on_read_error is not None:
+                    self.on_read_error(exc)
+                break
             if got is not None:
                 job.key = None
                 self._finish_lease(w)

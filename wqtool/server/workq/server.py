@@ -148,6 +148,8 @@ class Server:
         self.clock = make_clock()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.queue = LiveQueue(self._log_record if opts.cmdlog_path else None)
+        self.queue.on_read_error = lambda exc: self.log.error("a job body could not be read back; the job stays "
+                                                              "ready", error=str(exc))
         self.handlers = Handlers(self.queue, self._stats)
         self.conns: set[Conn] = set()
         self.dirty: set[Conn] = set()
@@ -261,7 +263,10 @@ class Server:
         for s in self.listeners:
             s.close()
         now = self.clock()
-        self.queue.advance(now)
+        try:
+            self.queue.advance(now)
+        except WqError as exc:                  # the shutdown goes on: the final commit, fsync, lock release
+            self.log.error("timer event failed at shutdown", error=str(exc))
         for c in list(self.conns):
             if c.blocked is not None:          # its run ends (records logged below), its lease stops waiting
                 self.queue.cancel(c.blocked)
@@ -280,6 +285,8 @@ class Server:
                 self.log.error("fsync at shutdown failed", error=str(exc))
             self.locks.release()
             digest = state_digest(self.queue.snapshot(now))
+        if self.queue.reader is not None and not self._cleaning:
+            self.queue.reader.close()
         self.log.info("stopped", jobs=len(self.queue.jobs), as_of=format_unix_ns(now),
                       digest=f"sha256:{digest}" if digest else None, records=self.lsn)
 
@@ -330,6 +337,8 @@ class Server:
         if self.pending:
             recs = self.pending
             self.pending = []
+            always = self.opts.sync == "always"
+            where = self.appender.positions(recs) if always else None
             try:
                 self._append(recs)
             except OSError as exc:          # what a roll-over wrote before the failure is not written again
@@ -337,17 +346,34 @@ class Server:
                 self._append_failed(exc)
                 return
             self.metrics["records"] += len(recs)
-            if self.opts.sync == "always":
+            if always:
                 try:
                     t0 = time.perf_counter()
                     self.appender.sync()
                     self.fsync_seconds += time.perf_counter() - t0
                     self.metrics["fsyncs"] += 1
-                except OSError as exc:      # written, not durable: nothing is acknowledged until a sync succeeds
+                except OSError as exc:      # not durable: cut and written again; nothing acknowledged before
+                    self._unsynced(recs, where)
                     self._append_failed(exc)
                     return
             self.durable_lsn = self.lsn - len(self.pending)
         self._release()
+
+    def _unsynced(self, recs: list[bytes], where: list[tuple[int, int]]) -> None:
+        """The fsync after writing ``recs`` (at ``where``) failed. Those in the current segment are cut from it and
+        queued again (a roll-over fsynced the earlier segments), to be written at the same places by the retry:
+        after a failed fsync the kernel may drop the pages and report a later fsync as a success. If the cut
+        fails too they stay written, and the retry's fsync is the one that counts."""
+        ap = self.appender
+        k = next((i for i, (seq, _off) in enumerate(where) if seq == ap.seq), len(recs))
+        if k == len(recs):
+            return
+        try:
+            ap.cut_back(where[k][1])
+        except OSError as exc:
+            self.log.error("cutting records whose fsync failed failed too; they stay written", error=str(exc))
+            return
+        self.pending = recs[k:] + self.pending
 
     def _append(self, recs: list[bytes]) -> None:
         """Write records; the rows of the jobs whose add/schedule records these are get the segment and offset
@@ -399,12 +425,17 @@ class Server:
         recs = self.pending
         self.pending = []
         try:
+            where = self.appender.positions(recs)
             try:
                 self._append(recs)
             except OSError as exc:
                 self.pending = recs[getattr(exc, "records_done", 0):] + self.pending
                 raise
-            self.appender.sync()            # also what an earlier commit wrote and failed to sync
+            try:
+                self.appender.sync()        # (also what an earlier commit wrote if cutting it back failed)
+            except OSError:
+                self._unsynced(recs, where)
+                raise
         except OSError as exc:
             self.append_errors += 1
             self._retry_handle = self.loop.call_later(1.0, self._retry)
