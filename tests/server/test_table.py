@@ -352,3 +352,33 @@ def test_shutdown_completes_when_a_body_cannot_be_read(inproc, tmp_path):
     t = inproc(cmdlog_path=d)                                  # append.lock was released
     assert t.call(lambda: len(t.srv.queue.jobs)) == 1
     t.stop()
+
+
+def test_a_clock_stepped_back_after_a_cleaning_tick_serves_no_job_whose_add_was_cleaned(inproc, tmp_path):
+    """The cleaning cycle runs at the clock of its tick; the queue expires what is due at that time first. With
+    the clock stepped forward for the tick and back after it, the job the cleaner dropped as expired is gone from
+    the queue too (before: its add was cleaned away while the queue still served it: -SERVER-ERROR …@0x-51)."""
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=3_600_000)
+    c = s.client()
+    c.add(jid(0xd100), b"cs", 60_000, 5_000, b"short-lived")          # TTL 5 s, in segment 1
+    for n in range(6):
+        c.add(jid(0xd200 + n), b"keep", 60_000, 3_600_000, body(n))   # later segments; segment 1 is not active
+    real = s.srv.clock
+
+    def tick_ahead():
+        s.srv.clock = lambda: real() + 30 * 10**9
+        try:
+            s.srv._clean_tick()
+        finally:
+            s.srv.clock = real
+    s.call(tick_ahead)
+    deadline = time.monotonic() + 20
+    while s.call(lambda: s.srv.metrics["cleans"] + s.srv.metrics["clean_errors"]) == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert s.call(lambda: s.srv.metrics["clean_errors"]) == 0
+    c.send(b"lease cs 0\r\n")
+    assert c.line() == b"-TIMEOUT"                  # expired with its record, not a body that cannot be read
+    assert c.lease([b"keep"], 0)[3] == body(0)
+    c.close()

@@ -538,7 +538,12 @@ class Server:
                               segments_rewritten=sum(1 for a in doc["actions"] if a["action"] == "rewrite"),
                               elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
 
-        self.loop.run_in_executor(None, self.clean, self.clock()).add_done_callback(done)
+        as_of = self.clock()
+        try:        # the queue first lets go of what the cleaner may drop as expired at as_of (a clock stepped
+            self.queue.advance(as_of)       # back later must not leave it serving a job whose add is gone)
+        except WqError as exc:
+            self.log.error("timer event failed", error=str(exc))
+        self.loop.run_in_executor(None, self.clean, as_of).add_done_callback(done)
 
     def _moved(self, moved) -> None:
         """Segments a cleaning cycle rewrote or deleted: rows naming a rewritten one are translated on read."""
