@@ -47,3 +47,30 @@ def qdir(tmp_path):
     d = tmp_path / "spool"
     d.mkdir()
     return str(d)
+
+
+def write_ops(w, ops) -> None:
+    """Write hypothesis-drawn ops ((kind, args...) tuples) with a JournalWriter: the Kestrel replay and fast-path
+    property tests share them."""
+    for o in ops:
+        kind = o[0]
+        if kind == "add":
+            w.add(o[1], T, o[2])
+        elif kind == "remove":
+            w.remove()
+        elif kind == "rt":
+            w.remove_tentative(o[1])
+        elif kind == "unremove":
+            w.unremove(o[1])
+        elif kind == "confirm":
+            w.confirm_remove(o[1])
+        elif kind == "continue":
+            w.continue_(o[1], o[2], T)
+        elif kind == "add_xid":
+            w.add_xid(o[1], o[2], T)
+        elif kind == "save":
+            w.save_xid(o[1])
+        elif kind == "legacy_add":
+            w.legacy_add(o[1], o[2])
+        else:
+            w.legacy_remove_tentative()

@@ -20,7 +20,7 @@ from wqtool.engine import kestrel as k
 from wqtool.engine.kestrel import fastreplay
 from wqtool.engine.kestrel.verify import KestrelRun
 
-from .conftest import AS_OF_NS, T, one_set, write_journal
+from .conftest import AS_OF_NS, T, one_set, write_journal, write_ops
 
 XIDS = st.integers(-2, 5)
 DATA = st.binary(max_size=40)
@@ -37,31 +37,6 @@ OPS = st.lists(st.one_of(
     st.tuples(st.just("legacy_add"), DATA, st.sampled_from([0, 5, 2**31 - 1])),
     st.tuples(st.just("legacy_rt")),
 ), max_size=50)
-
-
-def write_ops(w: k.JournalWriter, ops) -> None:
-    for o in ops:
-        kind = o[0]
-        if kind == "add":
-            w.add(o[1], T, o[2])
-        elif kind == "remove":
-            w.remove()
-        elif kind == "rt":
-            w.remove_tentative(o[1])
-        elif kind == "unremove":
-            w.unremove(o[1])
-        elif kind == "confirm":
-            w.confirm_remove(o[1])
-        elif kind == "continue":
-            w.continue_(o[1], o[2], T)
-        elif kind == "add_xid":
-            w.add_xid(o[1], o[2], T)
-        elif kind == "save":
-            w.save_xid(o[1])
-        elif kind == "legacy_add":
-            w.legacy_add(o[1], o[2])
-        else:
-            w.legacy_remove_tentative()
 
 
 def build(d: str, ops, cuts, damage) -> None:

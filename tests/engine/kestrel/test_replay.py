@@ -12,7 +12,7 @@ from tests.conftest import examples
 from wqtool.engine import kestrel as k
 from wqtool.engine.findings import Verdict
 
-from .conftest import AS_OF_NS, T, one_set, write_journal
+from .conftest import AS_OF_NS, T, one_set, write_journal, write_ops
 
 XIDS = st.integers(-3, 6)
 DATA = st.binary(max_size=6)
@@ -65,25 +65,6 @@ class Model:
         for x in sorted(self.open, reverse=True):
             q.insert(0, self.open[x])
         return q
-
-
-def write_ops(w: k.JournalWriter, ops) -> None:
-    for o in ops:
-        kind = o[0]
-        if kind == "add":
-            w.add(o[1], T, o[2])
-        elif kind == "remove":
-            w.remove()
-        elif kind == "rt":
-            w.remove_tentative(o[1])
-        elif kind == "unremove":
-            w.unremove(o[1])
-        elif kind == "confirm":
-            w.confirm_remove(o[1])
-        elif kind == "continue":
-            w.continue_(o[1], o[2], T)
-        elif kind == "save":
-            w.save_xid(o[1])
 
 
 def build_set(d: str, ops, cuts) -> None:

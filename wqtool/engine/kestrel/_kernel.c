@@ -276,6 +276,25 @@ static inline int64_t le64(const unsigned char *p)
     return (int64_t)v;
 }
 
+/* a new item for the ADDX block ending the `hdr`-byte header of the record at `pos` (ADDX: 21, ADD_XID and
+   CONTINUE: 25; the block's add and expiry times are its last 16 header bytes); -1 with an exception set */
+static int64_t item_add(KQueue *k, const unsigned char *d, Py_ssize_t pos, uint8_t hdr, int32_t size, int32_t xid,
+                        uint32_t fno)
+{
+    int64_t i = item_new(k);
+    if (i < 0)
+        return -1;
+    KItem *it = &k->items[i];
+    it->add = le64(d + pos + hdr - 16);
+    it->exp = le64(d + pos + hdr - 8);
+    it->off = (uint64_t)pos;
+    it->hdr = hdr;
+    it->len = (uint32_t)(size - 16);
+    it->xid = xid;
+    it->fno = fno;
+    return i;
+}
+
 PyDoc_STRVAR(scan_doc,
 "scan(data, end, path, fno, index, out) -> int\n\n"
 "fastreplay._scan in C over data[0:end] (file number fno of the set); returns the next record index; raises\n"
@@ -312,17 +331,9 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
             if (size < 16 || size > rem - 5)
                 goto bail;
             nxt = pos + 5 + size;
-            int64_t i = item_new(k);
+            int64_t i = item_add(k, d, pos, 21, size, 0, fno);
             if (i < 0)
                 goto done;
-            KItem *it = &k->items[i];
-            it->add = le64(d + pos + 5);
-            it->exp = le64(d + pos + 13);
-            it->off = (uint64_t)pos;
-            it->hdr = 21;
-            it->len = (uint32_t)(size - 16);
-            it->xid = 0;
-            it->fno = fno;
             if (push_back(k, (uint32_t)i) < 0)
                 goto done;
             applied++;
@@ -395,17 +406,9 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
                     item_free(k, (uint32_t)o);
                 }
             }
-            int64_t i = item_new(k);
+            int64_t i = item_add(k, d, pos, 25, size, c == 8 ? 0 : xid, fno);
             if (i < 0)
                 goto done;
-            KItem *it = &k->items[i];
-            it->add = le64(d + pos + 9);
-            it->exp = le64(d + pos + 17);
-            it->off = (uint64_t)pos;
-            it->hdr = 25;
-            it->len = (uint32_t)(size - 16);
-            it->xid = c == 8 ? 0 : xid;
-            it->fno = fno;
             if (push_back(k, (uint32_t)i) < 0)
                 goto done;
             applied++;

@@ -1657,6 +1657,20 @@ static char *w_time(char *p, i128 ns)
     return p;
 }
 
+/* a JSON string of w_time; w_time_or_null: null unless `have` */
+static inline char *w_qtime(char *p, i128 ns)
+{
+    *p++ = '"';
+    p = w_time(p, ns);
+    *p++ = '"';
+    return p;
+}
+
+static inline char *w_time_or_null(char *p, int have, i128 ns)
+{
+    return have ? w_qtime(p, ns) : W(p, "null");
+}
+
 /* the 19 characters YYYY-MM-DDTHH:MM:SS of secs since the Unix epoch (years 1..9999) */
 static void w_seconds(char *p, int64_t secs)
 {
@@ -1910,33 +1924,15 @@ static char *w_row(char *p, JobTable *t, JobRec *j, i128 asof, int style)
         p = W(p, "null");
     }
     KEY(0, "created");
-    *p++ = '"';
-    p = w_time(p, created);
-    *p++ = '"';
+    p = w_qtime(p, created);
     KEY(0, "scheduled");
-    if (j->kind == 2) {
-        *p++ = '"';
-        p = w_time(p, sched);
-        *p++ = '"';
-    } else {
-        p = W(p, "null");
-    }
+    p = w_time_or_null(p, j->kind == 2, sched);
     KEY(0, "expires");
-    *p++ = '"';
-    p = w_time(p, exp);
-    *p++ = '"';
+    p = w_qtime(p, exp);
     KEY(0, "log_expires");
-    *p++ = '"';
-    p = w_time(p, logexp);
-    *p++ = '"';
+    p = w_qtime(p, logexp);
     KEY(0, "lease_expires");
-    if (j->state == 4) {
-        *p++ = '"';
-        p = w_time(p, lease);
-        *p++ = '"';
-    } else {
-        p = W(p, "null");
-    }
+    p = w_time_or_null(p, j->state == 4, lease);
 #undef KEY
     return style ? W(p, "\n    }") : W(p, "}\n");
 }
@@ -2857,13 +2853,7 @@ static PyObject *k_encode_records(PyObject *self, PyObject *args)
             o = W(o, ", \"max_fails\": ");
             o = w_u64(o, mf);
             o = W(o, ", \"scheduled\": ");
-            if (be64s(d + ptime + 1) == 0 && be32s(d + ptime + 9) == 0) {
-                o = W(o, "null");
-            } else {
-                *o++ = '"';
-                o = w_time(o, go_ns(d + ptime));
-                *o++ = '"';
-            }
+            o = w_time_or_null(o, be64s(d + ptime + 1) != 0 || be32s(d + ptime + 9) != 0, go_ns(d + ptime));
             o = W(o, ", \"created\": \"");
             o = w_time(o, go_ns(d + ptime + 15));
             o = W(o, "\", \"payload_len\": ");

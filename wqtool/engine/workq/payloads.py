@@ -25,15 +25,19 @@ from collections import OrderedDict
 from ...errors import FormatError, InvalidPayload
 from google_crc32c import value as _crc
 
-from ...formats._common import crc32c
+from ...formats._common import GO_TIME_SIZE, crc32c
+from ...formats.workq import JOB_ID_SIZE, MAX_COMMAND_SIZE, MAX_PAYLOAD_BYTES, CmdType
 from .fastpath import _uvarint, decode_payload
 from .jobtable import PyJobTable
 
-#: the record header before SIZE: the record time (15 bytes)
-_TIME_BYTES = 15
-#: an add/schedule payload's bytes besides the job body, at most: cmd, id, name (varint + 255), five varints,
-#: the body's length varint, two 15-byte times
-_ADD_OVERHEAD = 1 + 16 + 2 + 255 + 5 * 10 + 5 + 30
+#: the record header before SIZE: the record time
+_TIME_BYTES = GO_TIME_SIZE
+#: an add/schedule payload's bytes besides the job body, at most (the schema's bound)
+_ADD_OVERHEAD = MAX_COMMAND_SIZE - MAX_PAYLOAD_BYTES
+#: a payload starts with the command byte and the job id; an add/schedule payload ends with two Go times
+_ID_END = 1 + JOB_ID_SIZE
+_TIMES = 2 * GO_TIME_SIZE
+_ADD_KINDS = (int(CmdType.ADD), int(CmdType.SCHEDULE))
 _pread = os.pread
 
 
@@ -115,16 +119,18 @@ class PayloadReader:
                               offset=offset) from None
         end = len(buf)
         # SIZE: one or two bytes for every record the server writes
-        if end > 17 and buf[15] < 0x80:
-            pos, size = 16, buf[15]
-        elif end > 17 and buf[16] < 0x80:
-            pos, size = 17, (buf[15] & 0x7F) | (buf[16] << 7)
+        t = _TIME_BYTES
+        if end > t + 2 and buf[t] < 0x80:
+            pos, size = t + 1, buf[t]
+        elif end > t + 2 and buf[t + 1] < 0x80:
+            pos, size = t + 2, (buf[t] & 0x7F) | (buf[t + 1] << 7)
         else:
             pos, size = _size(buf, end)
-        # the body ends the payload but for its two times (15 bytes each as the server writes them): taken from
-        # there when the id, the kind and the CRC say it is this job's; anything else is decoded in full
-        stop = pos + size - 30
-        if pos + size <= end and stop - length > pos + 17 and buf[pos + 1:pos + 17] == job_id and buf[pos] in (1, 2):
+        # the body ends the payload but for its two times (as the server writes them): taken from there when the
+        # id, the kind and the CRC say it is this job's; anything else is decoded in full
+        stop = pos + size - _TIMES
+        if pos + size <= end and stop - length > pos + _ID_END and buf[pos + 1:pos + _ID_END] == job_id \
+                and buf[pos] in _ADD_KINDS:
             body = buf[stop - length:stop]
             if _crc(body) == crc:
                 return body

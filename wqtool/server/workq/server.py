@@ -340,7 +340,7 @@ class Server:
             always = self.opts.sync == "always"
             where = self.appender.positions(recs) if always else None
             try:
-                self._append(recs)
+                self._append(recs, where)
             except OSError as exc:          # what a roll-over wrote before the failure is not written again
                 self.pending = recs[getattr(exc, "records_done", 0):] + self.pending
                 self._append_failed(exc)
@@ -375,15 +375,16 @@ class Server:
             return
         self.pending = recs[k:] + self.pending
 
-    def _append(self, recs: list[bytes]) -> None:
+    def _append(self, recs: list[bytes], where: list[tuple[int, int]] | None = None) -> None:
         """Write records; the rows of the jobs whose add/schedule records these are get the segment and offset
-        (the queue then stops holding their bodies)."""
+        (the queue then stops holding their bodies). ``where``: ``positions(recs)`` if the caller has it."""
         adds = self._adds
         if not adds:
             self.appender.append(recs)
             return
         ap = self.appender
-        where = ap.positions(recs)
+        if where is None:
+            where = ap.positions(recs)
         n = len(recs)
         try:
             ap.append(recs)
@@ -427,7 +428,7 @@ class Server:
         try:
             where = self.appender.positions(recs)
             try:
-                self._append(recs)
+                self._append(recs, where)
             except OSError as exc:
                 self.pending = recs[getattr(exc, "records_done", 0):] + self.pending
                 raise
