@@ -117,7 +117,8 @@ def _replay_one(log, logs, opts, output, summary, as_of, live, engine, master, s
     if engine is Engine.spark:  # the same report, replayed on Spark
         from ..spark.fleet import fleet_replay
         with _spark.session(master, spark_conf, remote) as spark:
-            report = fleet_replay(spark, log, opts, limit=REPLAY_FINDINGS_SHOWN, progress=_spark.say)
+            report = fleet_replay(spark, log, opts, limit=REPLAY_FINDINGS_SHOWN, progress=_spark.say,
+                                  want_jobs=not summary)
     else:
         with track([log], "replay"):
             report = log.fmt.run_log(log.data, opts, limit=REPLAY_FINDINGS_SHOWN)

@@ -421,7 +421,11 @@ def check_workers(spark) -> None:
         rows = spark.range(1).mapInArrow(ns["probe"], "status string, version string, python string, "
                                                       "error string").collect()
     except Exception as exc:  # noqa: BLE001 — a worker that cannot even run the probe (no pyarrow, no Python)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        from .session import spark_message
+        text = str(exc)
+        if "Traceback" not in text and ("spark.driver.maxResultSize" in text or "OutOfMemoryError" in text):
+            raise SparkError(f"--engine spark: a Spark job failed: {spark_message(exc)}") from None  # the driver's
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         raise WorkersCannotImportWqtool(f"Spark's Python workers could not run wqtool's check ({first[:300]}); "
                                         f"{fix}") from None
     r = rows[0]

@@ -19,6 +19,7 @@ from ..engine.findings import Finding, Verdict
 from ..engine.format import Log, Options, load_object
 from ..engine.run import LogReport, VerifyReport, files_size
 from ..engine.stats import StatsCollector
+from ._results import check_count
 
 _LOG = 2
 _FIELDS = "log int, kind tinyint, part int, blob binary"
@@ -47,9 +48,11 @@ def fleet_verify(spark, logs: Sequence[Log], opts: Options, *, max_findings: int
     return VerifyReport([out[i] for i in range(len(logs))])
 
 
-def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, progress=None) -> LogReport:
-    """``run_log`` on Spark (the first ``limit`` findings kept, all counted), with the replayed state whole."""
-    return _strategy(log.fmt).replay(spark, log.data, opts, limit=limit, progress=progress)
+def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, progress=None,
+                 want_jobs: bool = True) -> LogReport:
+    """``run_log`` on Spark (the first ``limit`` findings kept, all counted), with the replayed state whole;
+    ``want_jobs=False`` (``replay --summary``): a strategy that can may ship the digest and counts only."""
+    return _strategy(log.fmt).replay(spark, log.data, opts, limit=limit, progress=progress, want_jobs=want_jobs)
 
 
 def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> tuple[list[tuple], int]:
@@ -156,12 +159,14 @@ class PerLogFleet:
         out: dict[int, tuple] = {}
         for r in df.collect():
             out[order[r["log"]]] = pickle.loads(r["blob"])
+        check_count(f"{self.fmt.plural}: a task per log", len(out), len(datas))
         return [out[i] for i in range(len(datas))]
 
     def verify(self, spark, datas, opts, *, max_findings=None, progress=None) -> list[LogReport]:
         return [r for r, _ in self.run(spark, datas, opts, limit=max_findings, progress=progress)]
 
-    def replay(self, spark, data, opts, *, limit=None, progress=None) -> LogReport:
+    def replay(self, spark, data, opts, *, limit=None, progress=None, want_jobs=True) -> LogReport:
+        # the state whole either way: the format's state view renders it (a summary-only state is not one)
         return self.run(spark, [data], opts, limit=limit, items=True, progress=progress)[0][0]
 
     def stats(self, spark, datas, opts, *, progress=None):

@@ -41,6 +41,7 @@ from ..engine.orth_joblog.verify import context
 from ..engine.run import LogReport
 from ..engine.stats import RecordStats
 from ..formats.orth_joblog import (COLUMN_NAMES, COLUMNS, LOST_HANDLE_CODE, LOST_MESSAGES, REGISTRY_COLUMN_NAMES)
+from ._results import check_count
 
 _ROW, _SUM = 0, 1
 _MOD = 1 << 256
@@ -274,7 +275,7 @@ class _LogJob:
         else:
             self.ctx, self.reg_findings = context(log, self.opts.as_of_ns)
             self.head_findings = []
-            n = len(log.sources)
+            n = self.tasks = len(log.sources)
             self.say(f"spark: {log.root}: {n} file(s), a task per file")
             df = spark.range(0, n, 1, n).mapInArrow(_Stage1(log, self.ctx, self.limit, os.getcwd(),
                                                             summary_only=summary_only), DDL)
@@ -316,9 +317,11 @@ class _LogJob:
         b = r.option("dbtable", f"(SELECT MIN(`id`) AS lo, MAX(`id`) AS hi FROM `{table}`) b").load().collect()[0]
         slots = max(2, int(self.spark.sparkContext.defaultParallelism)) if hasattr(self.spark, "sparkContext") else 2
         r = r.option("dbtable", table)
+        self.tasks = 1
         if b["lo"] is not None and b["hi"] > b["lo"]:
             r = (r.option("partitionColumn", "id").option("lowerBound", str(b["lo"]))
                  .option("upperBound", str(b["hi"] + 1)).option("numPartitions", str(slots)))
+            self.tasks = min(slots, b["hi"] + 1 - b["lo"])   # Spark's JDBC relation: at most upper - lower
         df = r.load()
         names = [c.lower() for c in df.columns]
         df = df.toDF(*names)
@@ -341,7 +344,7 @@ class _LogJob:
                 return got
         df = self.rows_df()
         try:
-            sums = [pickle.loads(r["blob"]) for r in df.where(f"kind = {_SUM}").select("blob").collect()]
+            sums = self._sums(df)
             self.base = _index_base(sums)
             rows = df.where(f"kind = {_ROW}")
             dup_keys = self._duplicates(rows)
@@ -355,7 +358,7 @@ class _LogJob:
         engine does, so their findings, statistics and tallies add up to the local ones. None: some id is in
         two tasks (the rows path decides which row is the table's)."""
         df = self.rows_df(summary_only=True)
-        sums = [pickle.loads(r["blob"]) for r in df.where(f"kind = {_SUM}").select("blob").collect()]
+        sums = self._sums(df)
         ids = IdSet()
         for s in sorted(sums, key=lambda s: s["file"]):
             if not ids.absorb(s["ids"]):
@@ -369,6 +372,12 @@ class _LogJob:
         report = self._report(m, tally)
         report.state = JobLogState(tally, self.ctx, None)
         return report, m["stats"]
+
+    def _sums(self, df) -> list[dict]:
+        """Every task's summary, each task's exactly once (results lost on the way are an error)."""
+        sums = [pickle.loads(r["blob"]) for r in df.where(f"kind = {_SUM}").select("blob").collect()]
+        check_count(f"{self.log.root}: the tasks' summaries", len(sums), self.tasks)
+        return sums
 
     def _duplicates(self, rows):
         """(file, pos, seq) of every row whose id an earlier row holds, with the row itself (engine Rows)."""
@@ -566,7 +575,8 @@ class JobLogFleet:
                progress=None) -> list[LogReport]:
         return [_LogJob(spark, log, opts, max_findings, progress).run()[0] for log in logs]
 
-    def replay(self, spark, log: TableLog, opts, *, limit: int | None = None, progress=None) -> LogReport:
+    def replay(self, spark, log: TableLog, opts, *, limit: int | None = None, progress=None,
+               want_jobs: bool = True) -> LogReport:
         return _LogJob(spark, log, opts, limit, progress).run(want_rows=True)[0]
 
     def stats(self, spark, logs: Sequence[TableLog], opts, *, progress=None):

@@ -196,10 +196,11 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
         if "log4j2.configurationFile" not in java_opts:   # the caller's own options keep Spark at WARN too
             settings["spark.driver.extraJavaOptions"] = \
                 f"{java_opts} -Dlog4j2.configurationFile=file:{_log4j2_file()}".strip()
+        # the driver runs here (local mode, or client mode on a cluster): Spark's 1g default overflows on a fleet
+        # replay that lists ~1 GiB of logs' jobs (a cluster driver kept it: issue 24). A quarter of this
+        # machine's memory, 2..16 GiB; results lost on the way are an error either way (spark/_results.py).
+        settings.setdefault("spark.driver.memory", f"{_local_driver_gib()}g")
         if local:
-            # local mode: the driver JVM is the executor too; Spark's 1g default overflows on a fleet replay of
-            # ~1 GiB of logs (job states are collected). A quarter of this machine's memory, 2..16 GiB.
-            settings.setdefault("spark.driver.memory", f"{_local_driver_gib()}g")
             settings.setdefault("spark.driver.host", "127.0.0.1")
             settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
     for k, v in settings.items():
@@ -428,4 +429,20 @@ def spark_message(exc: BaseException) -> str:
     if m:
         return f"{m.group(1)}: {m.group(2)}"[:400]
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    return (lines[0].strip() if lines else type(exc).__name__)[:400]
+    if lines and lines[0].startswith("An error occurred while calling"):   # py4j: the JVM's exception follows
+        java = next(filter(None, map(_JAVA_LINE.match, lines[1:4])), None)
+        if java:
+            return f"{java.group(1)}: {java.group(2)}"[:400] + _hint(java.group(1), java.group(2))
+    first = lines[0].strip() if lines else type(exc).__name__
+    return first[:400] + _hint("", first)
+
+
+_JAVA_LINE = re.compile(r"^\s*:?\s*(?:[a-z_$][\w$]*\.)*([A-Z][\w$]*(?:Exception|Error)): (.+)$")
+
+
+def _hint(cls: str, msg: str) -> str:
+    """The setting to change, for the failures a bigger driver fixes."""
+    if cls == "OutOfMemoryError" or "spark.driver.maxResultSize" in msg or "OutOfMemoryError" in msg:
+        from ._results import FIX
+        return f"; {FIX}"
+    return ""

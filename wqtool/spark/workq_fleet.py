@@ -40,6 +40,7 @@ from ..engine.workq.format import FORMAT
 from ..engine.run import LogReport
 from ..engine.workq.verify import log_size
 from ..formats.workq import CmdType
+from ._results import check_count, lost
 
 # stage outputs: kind of row
 _REC, _SEG, _LOG, _LINE, _JOB = 0, 1, 2, 3, 4
@@ -54,9 +55,12 @@ class FleetReplayState(ReplayState):
     ``jobs`` holds the jobs only when they were asked for (replay), else it is empty and ``job_count`` says."""
 
     fleet_digest: str = ""
-    job_count: int = 0
+    total_jobs: int = 0
     by_state: dict = field(default_factory=dict)
     by_queue: dict = field(default_factory=dict)
+
+    def job_count(self) -> int:
+        return self.total_jobs
 
     def digest(self) -> str:
         return self.fleet_digest
@@ -73,6 +77,7 @@ class FleetLog:
     report: LogReport            # as engine.verify.run_log returns it; .state is a FleetReplayState
     stats: RecordStats           # .jobs is empty: the distinct job count is in ``jobs``
     jobs: int = 0
+    tasks: set = field(default_factory=set)   # the job partitions' task tokens that hold this log's jobs
 
 
 # ---------------------------------------------------------------- stage A: one task per segment
@@ -220,6 +225,7 @@ class _StageB:
 
     def __call__(self, batches):
         from ._segments import rebuild_record
+        token = os.urandom(8).hex()   # names this task's rows: the driver checks each task's rows all arrived
         schema = _arrow_schema(_B_FIELDS)
         paths = self.paths
         unpack = _HDR.unpack_from
@@ -251,12 +257,12 @@ class _StageB:
                 for col in out:
                     col.clear()
         for acc in accs.values():
-            for row in acc.finish(self.want_digest, self.want_jobs):
+            for row in acc.finish(self.want_digest, self.want_jobs, token):
                 for col, v in zip(out, row):
                     col.append(v)
         if self.want_stats and accs:  # jobs seen in any log: a job's records are all in this task
             union = set().union(*(acc.stats.jobs for acc in accs.values()))
-            for col, v in zip(out, (-1, _LOG, -1, pickle.dumps(len(union)))):
+            for col, v in zip(out, (-1, _LOG, -1, pickle.dumps((token, len(union))))):
                 col.append(v)
         if out[0]:
             yield _batch(schema, out)
@@ -281,7 +287,7 @@ class _LogAcc:
                 self.findings.add((seg, rec.offset, 1, n), f)
             r.findings.clear()
 
-    def finish(self, digest: bool, want_jobs: bool):
+    def finish(self, digest: bool, want_jobs: bool, token: str = ""):
         """Rows for the driver: the summary, the canonical lines per part (zlib), the jobs (pickled)."""
         r = self.replay
         by_state: Counter = Counter()
@@ -308,7 +314,8 @@ class _LogAcc:
             "records": r.records, "applied": r.applied, "stats": stats,
             "distinct": 0 if stats is None else len(self.stats.jobs),
             "by_state": by_state, "by_queue": by_queue, "add_jobs": add_jobs, "leased": leased,
-            "findings": self.findings}, protocol=5)
+            "findings": self.findings, "task": token, "line_rows": len(lines),
+            "job_rows": int(bool(want_jobs and r.jobs))}, protocol=5)
         for p, ls in lines.items():
             ls.append(b"")
             yield self.log, _LINE, p, zlib.compress(b"\n".join(ls), 1)
@@ -363,13 +370,17 @@ def run_reference(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | 
         by_log.setdefault(r["log"], []).append(r)
     fleet = [_assemble(li, log, as_of_ns, limit, by_log.get(li, []), digest) for li, log in enumerate(logs)]
     if stats_total is not None:
-        stats_total.extend(pickle.loads(r["blob"]) for r in by_log.get(-1, ()))
+        union = dict(pickle.loads(r["blob"]) for r in by_log.get(-1, ()))
+        tasks_seen = {t for fl in fleet for t in fl.tasks}
+        check_count("the job partitions' distinct-job counts", len(tasks_seen & union.keys()), len(tasks_seen))
+        stats_total.extend(union.values())
     return fleet
 
 
 def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want_digest: bool) -> FleetLog:
     segs: dict[int, dict] = {}
     parts: list[dict] = []
+    n_job_rows = 0
     jobs: dict = {}
     lines: list[tuple[int, bytes]] = []
     for r in rows:
@@ -380,6 +391,7 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
         elif kind == _LOG:
             parts.append(pickle.loads(r["blob"]))
         elif kind == _JOB:
+            n_job_rows += 1
             for job in pickle.loads(r["blob"]):
                 jobs[job.id] = job
         elif kind == _LINE:
@@ -392,10 +404,16 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
         digest = h.hexdigest()
         if jobs:
             jobs = dict(sorted(jobs.items()))
+    what = f"log {log.root}"
+    check_count(f"{what}: the segments' scans", len(segs), len(log.segments))
+    check_count(f"{what}: the records replayed by job", sum(p["records"] for p in parts),
+                sum(d["records"] for d in segs.values()), "records, not results")
+    check_count(f"{what}: the digest's parts", len(lines), sum(p["line_rows"] for p in parts) if want_digest else 0)
+    check_count(f"{what}: the job rows", n_job_rows, sum(p["job_rows"] for p in parts))
     base, n = {}, 0
     for si in range(len(log.segments)):
         base[si] = n
-        n += segs[si]["records"] if si in segs else 0
+        n += segs[si]["records"]
     report = LogReport(root=log.root, segments=len(log.segments), records=n,
                        bytes=sum(d["bytes"] for d in segs.values()))
     # findings back in file order: discovery's, then per segment by offset (reader before replay), then notes
@@ -450,9 +468,9 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
         queues.setdefault(name, {s.label: 0 for s in JobState})[label] = v
     n_jobs = sum(by_state.values())
     report.state = FleetReplayState(as_of_ns, jobs, records, applied, [f for f in notes],
-                                    fleet_digest=digest, job_count=n_jobs,
+                                    fleet_digest=digest, total_jobs=n_jobs,
                                     by_state=dict(by_state), by_queue=queues)
-    return FleetLog(report, stats, distinct)
+    return FleetLog(report, stats, distinct, {p["task"] for p in parts})
 
 
 # ---------------------------------------------------------------- the fast path: the engine's kernel
@@ -538,8 +556,16 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
         say(f"spark: {len(logs)} log(s), {total} bytes, {len(tasks)} task(s) on {slots} slot(s)")
         df = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
             _FastTask(tasks, as_of_ns, digest, want_jobs, os.getcwd()), _ddl(_B_FIELDS))
+        seen: set[int] = set()
         for r in df.collect():
+            seen.add(r["part"])
             results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
+        check_count("the kernel's tasks", len(seen), len(tasks))
+        for li, parts in results.items():
+            done = {(p["records"], p["bytes"]) for p in parts if p is not None}
+            if len(done) > 1:   # every share frames every record of its log: they must agree
+                raise lost(f"log {logs[li].root}", len(parts), len(parts),
+                           f"its shares read different record/byte counts: {sorted(done)}")
     bailed = [li for li, parts in results.items() if any(p is None for p in parts)]
     out: dict[int, FleetLog] = {}
     for li, log in enumerate(logs):
@@ -593,7 +619,7 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
             by_queue.setdefault(name, {s.label: 0 for s in JobState})[label] += v
     jobs = dict(sorted(jobs.items()))
     report.state = FleetReplayState(as_of_ns, jobs, report.records, sum(p["applied"] for p in parts), notes,
-                                    fleet_digest=digest, job_count=sum(by_state.values()), by_state=by_state,
+                                    fleet_digest=digest, total_jobs=sum(by_state.values()), by_state=by_state,
                                     by_queue=dict(sorted(by_queue.items())))
     return FleetLog(report, RecordStats(), 0)
 
@@ -611,8 +637,11 @@ class WorkqFleet:
         return [fl.report for fl in run_fleet(spark, logs, opts.as_of_ns, limit=max_findings, digest=False,
                                               progress=progress)]
 
-    def replay(self, spark, log: LogSet, opts, *, limit: int | None = None, progress=None) -> LogReport:
-        return run_fleet(spark, [log], opts.as_of_ns, limit=limit, want_jobs=True, progress=progress)[0].report
+    def replay(self, spark, log: LogSet, opts, *, limit: int | None = None, progress=None,
+               want_jobs: bool = True) -> LogReport:
+        """``want_jobs=False`` (``replay --summary``): the digest and counts, no job object leaves a task."""
+        return run_fleet(spark, [log], opts.as_of_ns, limit=limit, want_jobs=want_jobs,
+                         progress=progress)[0].report
 
     def stats(self, spark, logs: Sequence[LogSet], opts, *, progress=None):
         """[(LogReport, RecordStats, distinct jobs)] per log, and the distinct jobs of all of them."""

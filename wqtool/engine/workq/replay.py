@@ -223,6 +223,10 @@ class ReplayState:
     applied: int = 0
     findings: list[Finding] = field(default_factory=list)
 
+    def job_count(self) -> int:
+        """The replayed jobs (a state computed elsewhere, e.g. on Spark, may count jobs it does not hold)."""
+        return len(self.jobs)
+
     def sorted_jobs(self) -> list[Job]:
         return list(self.iter_sorted_jobs())
 

@@ -127,7 +127,7 @@ class WorkqStateView(StateView):
 
     def summary(self) -> dict:
         st = self.state
-        return {"as_of": format_unix_ns(st.as_of_ns), "job_count": len(st.jobs), "counts": st.counts_by_state(),
+        return {"as_of": format_unix_ns(st.as_of_ns), "job_count": st.job_count(), "counts": st.counts_by_state(),
                 "queues": st.queues(), "records": st.records, "applied": st.applied, "digest": st.digest()}
 
     def rows(self, payload: str = "base64") -> Iterator[dict]:
@@ -155,7 +155,7 @@ class WorkqStateView(StateView):
 
     def summary_lines(self) -> list[str]:
         s = self.state
-        return [f"as of {format_unix_ns(s.as_of_ns)}: {len(s.jobs)} jobs from {s.records} records "
+        return [f"as of {format_unix_ns(s.as_of_ns)}: {s.job_count()} jobs from {s.records} records "
                 f"({s.applied} applied)"]
 
     def counts_by_state(self) -> dict[str, int]:
