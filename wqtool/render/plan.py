@@ -114,11 +114,21 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
              f"({r['length']} bytes): no effect at --as-of")
     if doc.get("kept_whole") and not doc.get("nothing_to_do"):
         w(f"  kept whole: {doc['kept_whole']} file(s)\n")
+    lost = len(doc.get("jobs_lost") or ()) + doc.get("jobs_lost_more", 0)
+    _bounded(w, doc, "jobs_lost", lambda j: f"jobs lost: {j['job']} ({j['cmd']} at {j['record']}; "
+             f"{j['later_records']} later record(s) refer to it)")
+    unread = doc.get("jobs_lost_unread") or {}
+    if unread.get("bytes"):
+        w(f"  jobs lost: unknown in {unread['bytes']} cut byte(s) of {unread['ranges']} range(s) where no record "
+          "could be read\n")
     if "jobs_changed" in doc and not doc.get("nothing_to_do") and doc.get("actions"):
         if doc["jobs_changed"]:
             n = len(doc["jobs_changed"]) + doc.get("jobs_changed_more", 0)
             w(f"  jobs changing state: {n}\n")
             _bounded(w, doc, "jobs_changed", lambda j: f"job {j['id']}: {j['before']} -> {j['after']}")
+        elif lost:
+            w(f"  jobs changing state: the {lost} job(s) lost above (their records were never readable, so the "
+              "replay digest is the same before and after)\n")
         else:
             w("  jobs changing state: none (the same replay digest before and after)\n")
     if doc.get("digest_before") and doc.get("digest_after") and doc["digest_before"] != doc["digest_after"]:

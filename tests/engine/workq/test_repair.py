@@ -203,3 +203,99 @@ def test_no_backup_keeps_only_the_quarantine(tmp_path):
         {"000000004.log@24e-262.bin": original["000000004.log"][0x24e:0x262]}
     assert _files(d) == {**original, "000000004.log": original["000000004.log"][:0x24e]}
     assert cli("verify", "-q", d).code == 0
+
+
+# ---------------------------------------------------------------- one pass (issue 18 items 3 and 4)
+def _doc(plan) -> dict:
+    d = plan.report_doc()
+    for k in ("elapsed_s", "jobs_lost", "jobs_lost_more", "jobs_lost_unread"):
+        d.pop(k, None)
+    return d
+
+
+def _two_replays(d: str, **flags):
+    """The plan as the two-replay pass makes it (the rollback's, with a point in time after every record)."""
+    return repair.repair_plan(discover([d])[0], AS_OF_NS, truncate_to_ns=1 << 62, **flags)
+
+
+@pytest.fixture(params=["kernel", "reference"])
+def engine(request, monkeypatch):
+    """The one-pass plan on the hot kernel and on the reference pass (the kernel made to hand every log back)."""
+    if request.param == "reference":
+        from wqtool.engine.workq.fastreplay import Bail
+
+        def bail(*a, **kw):
+            raise Bail
+        monkeypatch.setattr(repair, "fast_run", bail)
+    return request.param
+
+
+@pytest.mark.parametrize("name, verdict, flags", CASES, ids=[c[0] for c in CASES])
+def test_the_one_pass_plan_is_the_two_replay_plan(tmp_path, engine, name, verdict, flags):
+    d = _copy(fixture_log(name), tmp_path / "log")
+    one = repair.repair_plan(discover([d])[0], AS_OF_NS, **flags)
+    assert _doc(one) == _doc(_two_replays(d, **flags))
+
+
+def test_the_one_pass_plan_on_bit_flips_and_truncations(tmp_path, engine):
+    """A real segment, damaged 60 ways (bit flips, truncations): the one-pass plan equals the two-replay plan."""
+    data = open(os.path.join(fixture_log("upstream-a-run1"), "000000001.log"), "rb").read()
+    rng = random.Random(18)
+    for i in range(60):
+        b = bytearray(data)
+        if i % 3 == 2:
+            b = b[:rng.randrange(9, len(b))]
+        else:
+            b[rng.randrange(8, len(b))] ^= 1 << rng.randrange(8)
+        d = str(tmp_path / f"f{i}")
+        os.makedirs(d)
+        open(os.path.join(d, "000000001.log"), "wb").write(bytes(b))
+        flags = dict(salvage=True, drop_invalid=True)
+        assert _doc(repair.repair_plan(discover([d])[0], AS_OF_NS, **flags)) == _doc(_two_replays(d, **flags)), i
+
+
+def test_a_repair_names_the_job_whose_add_it_cuts(tmp_path, engine):
+    """One byte flipped in the body of an add whose job has later records: the plan names the job, where its add
+    was and how many later records refer to it (they become WQ-UNKNOWN-JOB)."""
+    d = _copy(fixture_log("upstream-a-run1"), tmp_path / "log")
+    seg = os.path.join(d, "000000001.log")
+    data = bytearray(open(seg, "rb").read())
+    data[8 + 40] ^= 0x01                 # inside the first add's payload bytes (job ...0001: completed later)
+    open(seg, "wb").write(bytes(data))
+    plan = repair.repair_plan(discover([d])[0], AS_OF_NS, salvage=True)
+    assert plan.jobs_lost == [{"job": "00000000-0000-4000-8000-000000000001", "cmd": "add",
+                               "record": "000000001.log@0x8", "later_records": 2}]
+    assert plan.lost_unread == {"ranges": 0, "bytes": 0}
+
+
+def test_unreadable_bytes_are_counted_when_no_id_can_be_read(tmp_path, engine):
+    d = _copy(fixture_log("upstream-a-run1"), tmp_path / "log")
+    seg = os.path.join(d, "000000001.log")
+    data = bytearray(open(seg, "rb").read())
+    data[8:8 + 85] = b"\x00" * 85        # the first record (85 bytes) zeroed: nothing there frames
+    open(seg, "wb").write(bytes(data))
+    plan = repair.repair_plan(discover([d])[0], AS_OF_NS, salvage=True)
+    assert plan.jobs_lost == []
+    assert plan.lost_unread == {"ranges": 1, "bytes": 85}
+
+
+def test_a_refusal_comes_at_the_first_decisive_finding(tmp_path, monkeypatch):
+    """The reference pass refuses at the first corruption it meets, without reading the rest of the log."""
+    from wqtool.engine.workq import verify
+    from wqtool.engine.workq.fastreplay import Bail
+    d = _copy(fixture_log("crc-mismatch-mid-segment"), tmp_path / "log")
+
+    def bail(*a, **kw):
+        raise Bail
+    monkeypatch.setattr(repair, "fast_run", bail)
+    seen = []
+    real = verify.LogRun.events
+
+    def events(self):
+        for ev in real(self):
+            seen.append(ev)
+            yield ev
+    monkeypatch.setattr(verify.LogRun, "events", events)
+    with pytest.raises(PackRefused, match="--salvage"):
+        repair.repair_plan(discover([d])[0], AS_OF_NS)
+    assert seen[-1].code == "WQ-CRC" and seen[-1].offset == 0x11c

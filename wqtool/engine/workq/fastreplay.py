@@ -131,6 +131,7 @@ class FastReplay:
         self.bytes = 0
         self.segments = 0
         self.sizes: list[int] = []      # bytes read of each segment (what a second pass may read: dump)
+        self.seg_records: list[int] = []   # records framed in each segment (a one-pass repair plan's kept ranges)
 
     def run(self) -> None:
         """Raises Bail when the log needs the reference path."""
@@ -147,11 +148,13 @@ class FastReplay:
                         raise Bail
                     if self.part == 0:
                         self.findings.append((seg_no, f))
+                first = index
                 if scan:
                     try:
                         index = self._scan(sd.data, sd.size, sd.path, index, seg_no)
                     except (IndexError, struct.error):
                         raise Bail from None
+                self.seg_records.append(index - first)
         self.records = index
 
     def _scan(self, data, end: int, path: str, index: int, seg_no: int) -> int:
@@ -445,6 +448,7 @@ class FastResult:
     overflow: Counter = field(default_factory=Counter)   # (code, severity) -> findings counted, not kept
     stats: object | None = None    # with stats=True: the ScanStats / PyScanStats of the pass
     sizes: list[int] = field(default_factory=list)       # the bytes read of each segment
+    seg_records: list[int] = field(default_factory=list)  # the records framed in each segment
 
 
 def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
@@ -464,7 +468,7 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
             findings.extend(closing_notes(*note_counts(fr.jobs)))
             state = None
     return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state, fr.findings.overflow,
-                      fr.stats, fr.sizes)
+                      fr.stats, fr.sizes, fr.seg_records)
 
 
 @contextmanager

@@ -13,7 +13,8 @@ from google_crc32c import value as _crc
 
 from ...errors import InputError, InvalidPayload, UnknownOpcode, UsageError
 from ..fileio import FileView, input_error
-from ...formats.workq import RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, LOCK_FILES, MAGIC, SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP
+from ...formats.workq import (RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, JOB_ID_SIZE, LOCK_FILES, MAGIC,
+                              SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP, CmdType)
 from .fastpath import decode_payload
 from ..findings import ERROR, WARNING, Finding, Verdict
 from .model import Record
@@ -361,3 +362,84 @@ def segment_events(seg: Segment, start_index: int, is_newest: bool, *, decode: b
     reader = RecordReader(LogSet(os.path.dirname(seg.path), [seg]), decode=decode)
     with FileView(seg) as sd:
         yield from reader.segment_events(sd, start_index, is_newest)
+
+
+# ---------------------------------------------------------------- what a damaged range held
+_ID_CMDS = frozenset(int(c) for c in CmdType)
+_JOB_CMDS = frozenset((int(CmdType.ADD), int(CmdType.SCHEDULE)))
+
+
+def _frame_at(data, p: int, end: int) -> tuple[int, int, int] | None:
+    """(command byte, payload start, frame end) of a record whose TIME and SIZE are plausible at p and whose
+    command byte lies before ``end`` — the CRC ignored (the record is damaged); None otherwise."""
+    if p + 17 > end:
+        return None
+    version, sec, nsec, zone = _TIME.unpack_from(data, p)
+    if version != 1 or not (0 <= nsec <= 999_999_999) or not (0 <= sec <= _MAX_SEC) or zone != 0xFFFF:
+        return None
+    q, size, shift = p + 15, 0, 0
+    for _ in range(3):               # SIZE_CAP fits in 3 varint bytes
+        if q >= end:
+            return None
+        c = data[q]
+        q += 1
+        size |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            break
+    else:
+        return None
+    if size == 0 or size > SIZE_CAP or q >= end or data[q] not in _ID_CMDS:
+        return None
+    return data[q], q, q + size + 4
+
+
+def damaged_jobs(data, start: int, end: int) -> tuple[list[tuple[int, CmdType, bytes]], int]:
+    """What the unreadable range ``data[start:end]`` held, as far as it can be read: the (offset, command, job
+    id) of every add or schedule whose frame parses there with its CRC ignored (records back to back from
+    ``start``; after a frame that does not parse, the next plausible one — a UTC Go TIME, a sane SIZE and a known
+    command byte), and the bytes in which no frame could be read. A repair that cuts the range loses these
+    jobs; the id is read from the damaged bytes, so it is a best effort (the damage may be in the id)."""
+    out: list[tuple[int, CmdType, bytes]] = []
+    unread = 0
+    p = start
+    while p < end:
+        fr = _frame_at(data, p, end)
+        if fr is None:
+            nxt = p + 1
+            while True:
+                nxt = data.find(b"\x01", nxt, end)
+                if nxt < 0 or _frame_at(data, nxt, end) is not None:
+                    break
+                nxt += 1
+            nxt = end if nxt < 0 else nxt
+            unread += nxt - p
+            p = nxt
+            continue
+        cmd, q, fend = fr
+        if cmd in _JOB_CMDS and q + 1 + JOB_ID_SIZE <= end:
+            out.append((p, CmdType(cmd), bytes(data[q + 1:q + 1 + JOB_ID_SIZE])))
+        p = min(fend, end) if fend > p else end
+    return out, unread
+
+
+def read_damaged_jobs(path: str, start: int, end: int) -> tuple[list[tuple[int, CmdType, bytes]], int]:
+    """``damaged_jobs`` over the bytes [start, end) of the segment file ``path``."""
+    with FileView(Segment(path, None)) as sd:
+        return damaged_jobs(sd.data, start, min(end, sd.size))
+
+
+def record_length(path: str, offset: int) -> int:
+    """The length of the record framed at ``offset`` of ``path`` (TIME, SIZE varint, PAYLOAD, CRC), as the reader
+    framed it (a refused record is whole: its CRC matched)."""
+    with open(path, "rb") as f:
+        head = os.pread(f.fileno(), 15 + 3, offset)
+    size, shift, q = 0, 0, 15
+    while q < len(head):
+        c = head[q]
+        q += 1
+        size |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return q + size + 4
+    raise InputError(f"no record SIZE at 0x{offset:x}", path=path, offset=offset)

@@ -29,16 +29,17 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
-from ...formats._common import format_unix_ns
-from ...formats.workq import HEADER_BYTES, HEADER_SIZE
+from ...formats._common import format_unix_ns, format_uuid
+from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, fsync_dir
 from ..plan import ApplyResult, KeptRanges, Plan, StepRunner, WriteResult, capped
+from .fastreplay import Bail, fast_run
 from .model import Record
-from .reader import LogSet, RecordReader, discover
+from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
 from .replay import WorkqReplay
 from .swap import finish_interrupted, install, install_steps
-from .verify import run_log
+from .verify import LogRun, run_log
 
 
 @dataclass(slots=True)
@@ -51,6 +52,7 @@ class Cut:
     what: str          # torn-tail | unreadable | bad-header | empty-segment | short-segment | refused-record | after-time
     code: str | None   # the finding behind it
     message: str
+    index: int | None = None   # the log's record index at the cut (records before it); a refused record's own
 
     def to_jsonable(self) -> dict:
         return {"file": self.path, "offset": self.offset, "length": self.length, "what": self.what,
@@ -99,6 +101,9 @@ class WorkqRepairPlan(Plan):
     records_before: int
     elapsed_s: float = 0.0
     kept: KeptRanges = field(default_factory=KeptRanges)
+    records_after: int | None = None       # the one-pass plan's count (else the segments' kept records)
+    jobs_lost: list[dict] = field(default_factory=list)   # adds/schedules in cut bytes: {job, cmd, record, later_records}
+    lost_unread: dict = field(default_factory=lambda: {"ranges": 0, "bytes": 0})  # cut bytes no frame could be read in
 
     @property
     def cuts(self) -> list[Cut]:
@@ -118,7 +123,8 @@ class WorkqRepairPlan(Plan):
             "before": {"files": len(self.segments), "bytes": sum(s.size for s in self.segments),
                        "records": self.records_before},
             "after": {"files": len(kept), "bytes": sum(s.size_after for s in kept),
-                      "records": self.records_before if self.nothing_to_do else sum(s.kept for s in kept)},
+                      "records": self.records_before if self.nothing_to_do else
+                      self.records_after if self.records_after is not None else sum(s.kept for s in kept)},
             "cut": {"bytes": sum(c.length for c in self.cuts), "ranges": len(self.cuts), "by_what": dict(by_what)},
             "actions": [{"file": s.path, "action": s.action, "bytes_before": s.size, "bytes_after": s.size_after}
                         for s in self.segments if s.action != "keep"],
@@ -130,6 +136,8 @@ class WorkqRepairPlan(Plan):
         resumes = [(c.path, c.offset + c.length) for c in self.cuts if c.what == "unreadable"]
         capped(doc, "cuts", [c.to_jsonable() for c in self.cuts])
         capped(doc, "kept", [r for r in self.kept.to_jsonable(resumes) if r["file"] in changed])
+        capped(doc, "jobs_lost", self.jobs_lost)
+        doc["jobs_lost_unread"] = dict(self.lost_unread)
         return capped(doc, "jobs_changed", self.jobs_changed)
 
     def write(self, out: str) -> WriteResult:
@@ -159,13 +167,169 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
     log = discover([log.root])[0]
     sigs = {s.path: FileSig.of(s.path) for s in log.segments}
     segs = {s.path: SegmentPlan(s.path, s.seq or 0, sigs[s.path].size or 0) for s in log.segments}
-    if truncate_to_ns is None:          # an intact log (the hot kernel takes it) has nothing to repair
-        rep = run_log(log, as_of_ns, state=True)
-        if rep.verdict == Verdict.CLEAN:
-            d = rep.state.digest()
-            plan = WorkqRepairPlan(log, as_of_ns, 0, list(segs.values()), d, d, [], [], sigs, rep.records)
-            plan.elapsed_s = time.perf_counter() - t0
-            return plan
+    if truncate_to_ns is None:
+        plan = _one_pass_plan(log, as_of_ns, segs, sigs, salvage=salvage, drop_invalid=drop_invalid)
+    else:
+        plan = _rollback_plan(log, as_of_ns, segs, sigs, salvage=salvage, drop_invalid=drop_invalid,
+                              truncate_to_ns=truncate_to_ns)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+#: The reader's framing and header codes: damage to bytes (cut as ranges); every other error is a record that
+#: workq-server refuses (cut as that record).
+_FRAMING = frozenset({"WQ-HDR-EMPTY", "WQ-HDR-SHORT", "WQ-HDR-MAGIC", "WQ-HDR-VERSION", "WQ-TRUNCATED",
+                      "WQ-TIME-VERSION", "WQ-SIZE-OVERFLOW", "WQ-SIZE-TOO-LARGE", "WQ-CRC"})
+
+
+def _read_once(log: LogSet, as_of_ns: int, on_error: Callable[[Finding], None]):
+    """The log's one pass — the hot kernel, else the reference reader + replay: (every finding in file order,
+    the replayed state, records per segment path, records). ``on_error`` sees each error finding as soon as the
+    reference pass meets it (a refusal need not wait for the end of the log)."""
+    try:
+        res = fast_run(log, as_of_ns, keep=True)
+    except Bail:
+        pass
+    else:
+        return res.findings, res.state, dict(zip((s.path for s in log.segments), res.seg_records)), res.records
+    run = LogRun(log, as_of_ns)
+    per: Counter = Counter()
+    for ev in run.events():
+        if ev.__class__ is Record:
+            per[ev.path] += 1
+        elif ev.severity == ERROR:
+            on_error(ev)
+    rep = run.report
+    return rep.findings, rep.state, per, rep.records
+
+
+def _refusal(salvage: bool, drop_invalid: bool, errors: dict) -> PackRefused | None:
+    if errors.get(Verdict.CORRUPT) and not salvage:
+        return _refuse("corruption (damage with valid data after it)", "--salvage", errors[Verdict.CORRUPT][0],
+                       Verdict.CORRUPT, len(errors[Verdict.CORRUPT]))
+    if errors.get(Verdict.INVALID_HISTORY) and not drop_invalid:
+        return _refuse("records workq-server refuses", "--drop-invalid", errors[Verdict.INVALID_HISTORY][0],
+                       Verdict.INVALID_HISTORY, len(errors[Verdict.INVALID_HISTORY]))
+    return None
+
+
+def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
+                   salvage: bool, drop_invalid: bool) -> WorkqRepairPlan:
+    """The plan from one pass over the log (its findings, offsets and record indexes): cutting damage and refused
+    records never changes the replayed state (neither was ever applied), so the state after is the state
+    before and no second replay is needed."""
+    def early(f: Finding) -> None:       # the reference pass: refuse at the first decisive finding
+        if f.path in segs:
+            code = Verdict.INVALID_HISTORY if f.code not in _FRAMING else f.verdict
+            refused = _refusal(salvage, drop_invalid, {code: [f]})
+            if refused is not None and (code == Verdict.INVALID_HISTORY or code == Verdict.CORRUPT):
+                raise refused
+    findings, state, per_seg, records = _read_once(log, as_of_ns, early)
+    errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
+    refused_at: set[int] = set()
+    for f in findings:
+        if f.severity != ERROR or f.path not in segs:
+            continue
+        sp = segs[f.path]
+        if f.code not in _FRAMING:                 # a record workq-server refuses: cut that record
+            errors[Verdict.INVALID_HISTORY].append(f)
+            sp.cuts.append(Cut(f.path, f.offset, record_length(f.path, f.offset), "refused-record", f.code,
+                               f.message, f.record_index))
+            refused_at.add(f.record_index)
+            continue
+        errors.setdefault(f.verdict, []).append(f)
+        _cut_damage(sp, f)
+    refused = _refusal(salvage, drop_invalid, errors)
+    if refused is not None:
+        raise refused
+    verdict = worst(v for v, fs in errors.items() if fs)
+    d = state.digest()
+    plan = WorkqRepairPlan(log, as_of_ns, int(verdict), list(segs.values()), d, d, [],
+                           [f for fs in errors.values() for f in fs], sigs, records,
+                           kept=_kept_ranges(log, segs, per_seg), records_after=records - len(refused_at))
+    plan.jobs_lost, plan.lost_unread = _jobs_lost(log, plan.cuts, findings, state)
+    return plan
+
+
+def _cut_damage(sp: SegmentPlan, f: Finding) -> None:
+    """The cut for one framing or header error of segment ``sp``."""
+    if f.code in ("WQ-HDR-EMPTY", "WQ-HDR-SHORT"):
+        sp.remove = True
+        if sp.size:
+            sp.cuts.append(Cut(f.path, 0, sp.size, "short-segment", f.code, f.message, f.record_index))
+        else:
+            sp.cuts.append(Cut(f.path, 0, 0, "empty-segment", f.code, f.message, f.record_index))
+    elif f.code in ("WQ-HDR-MAGIC", "WQ-HDR-VERSION"):
+        sp.rehead = True
+        sp.cuts.append(Cut(f.path, 0, HEADER_SIZE, "bad-header", f.code, f.message, f.record_index))
+    else:
+        end = f.resumes_at if f.resumes_at is not None else sp.size
+        sp.cuts.append(Cut(f.path, f.offset, end - f.offset,
+                           "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message,
+                           f.record_index))
+
+
+def _kept_ranges(log: LogSet, segs: dict[str, SegmentPlan], per_seg: dict) -> KeptRanges:
+    """The kept records of every segment as contiguous ranges between its cuts, with their record counts from
+    the record indexes at the cuts (the reader resumes exactly at the next valid record: no record lies inside a
+    cut, and every byte between two cuts is records)."""
+    kept = KeptRanges()
+    idx = 0
+    for s in log.segments:
+        sp = segs[s.path]
+        n = per_seg.get(s.path, 0)
+        end_idx = idx + n
+        pos = HEADER_SIZE
+        for c in sorted((c for c in sp.cuts if c.what not in ("bad-header", "short-segment", "empty-segment")),
+                        key=lambda c: c.offset):
+            at = c.index if c.index is not None else idx
+            if c.offset > pos and at > idx:
+                kept.ranges.append([s.path, pos, c.offset, at - idx])
+            pos = max(pos, c.offset + c.length)
+            idx = max(idx, at + (1 if c.what == "refused-record" else 0))
+        if end_idx > idx and not sp.remove:
+            kept.ranges.append([s.path, pos, sp.size, end_idx - idx])
+        idx = end_idx
+    return kept
+
+
+def _jobs_lost(log: LogSet, cuts: list[Cut], findings: list[Finding], state) -> tuple[list[dict], dict]:
+    """The jobs a repair loses: every add or schedule whose id can still be read in the cut damaged bytes
+    (``reader.damaged_jobs``) and that is not live in the replay, with the later records that refer to it (its
+    WQ-UNKNOWN-JOB findings); and the cut ranges / bytes in which no record could be read at all."""
+    order = {s.path: i for i, s in enumerate(log.segments)}
+    found: list[tuple[tuple[int, int], str, CmdType, str]] = []
+    unread = {"ranges": 0, "bytes": 0}
+    for c in cuts:
+        if c.what not in ("unreadable", "torn-tail") or not c.length:
+            continue
+        jobs, nbytes = read_damaged_jobs(c.path, c.offset, c.offset + c.length)
+        if nbytes:
+            unread["ranges"] += 1
+            unread["bytes"] += nbytes
+        for off, cmd, jid in jobs:
+            found.append(((order[c.path], off), c.path, cmd, jid))
+    if not found:
+        return [], unread
+    later: dict[str, list[tuple[int, int]]] = {}
+    for f in findings:
+        if f.code == "WQ-UNKNOWN-JOB" and f.job_id is not None and f.path in order:
+            later.setdefault(f.job_id, []).append((order[f.path], f.offset or 0))
+    out, seen = [], set()
+    for at, path, cmd, jid in found:
+        uid = format_uuid(jid)
+        if uid in seen or jid in state.jobs:
+            continue
+        seen.add(uid)
+        out.append({"job": uid, "cmd": cmd.label, "record": f"{os.path.basename(path)}@0x{at[1]:x}",
+                    "later_records": sum(1 for p in later.get(uid, ()) if p > at)})
+    return out, unread
+
+
+def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
+                   salvage: bool, drop_invalid: bool, truncate_to_ns: int) -> WorkqRepairPlan:
+    """A point-in-time rollback: the state after is the replay up to T, so this pass replays twice (the log as
+    it is, and as the repair leaves it) and lists the jobs that change."""
     before, after = WorkqReplay(as_of_ns), WorkqReplay(as_of_ns)
     cut_from: tuple[str, int] | None = None     # (segment, offset) of the first record after T
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
@@ -196,28 +360,12 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
         f = ev
         if f.severity != ERROR or f.path not in segs or cut_from is not None:
             continue                # (findings come in file order: after the rollback point, everything goes)
-        sp = segs[f.path]
         errors.setdefault(f.verdict, []).append(f)
-        if f.code in ("WQ-HDR-EMPTY", "WQ-HDR-SHORT"):
-            sp.remove = True
-            if sp.size:
-                sp.cuts.append(Cut(f.path, 0, sp.size, "short-segment", f.code, f.message))
-            else:
-                sp.cuts.append(Cut(f.path, 0, 0, "empty-segment", f.code, f.message))
-        elif f.code in ("WQ-HDR-MAGIC", "WQ-HDR-VERSION"):
-            sp.rehead = True
-            sp.cuts.append(Cut(f.path, 0, HEADER_SIZE, "bad-header", f.code, f.message))
-        else:
-            end = f.resumes_at if f.resumes_at is not None else sp.size
-            sp.cuts.append(Cut(f.path, f.offset, end - f.offset,
-                               "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
+        _cut_damage(segs[f.path], f)
     state_before = before.finish()
-    if errors[Verdict.CORRUPT] and not salvage:
-        raise _refuse("corruption (damage with valid data after it)", "--salvage", errors[Verdict.CORRUPT][0],
-                      Verdict.CORRUPT, len(errors[Verdict.CORRUPT]))
-    if errors[Verdict.INVALID_HISTORY] and not drop_invalid:
-        raise _refuse("records workq-server refuses", "--drop-invalid", errors[Verdict.INVALID_HISTORY][0],
-                      Verdict.INVALID_HISTORY, len(errors[Verdict.INVALID_HISTORY]))
+    refused = _refusal(salvage, drop_invalid, errors)
+    if refused is not None:
+        raise refused
     if cut_from is not None:          # the rollback: the rest of that segment, and every later segment
         path, off = cut_from
         later = False
@@ -234,11 +382,9 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
                 sp.remove, sp.kept = True, 0
     state_after = after.finish()
     verdict = worst(v for v, fs in errors.items() if fs)
-    plan = WorkqRepairPlan(log, as_of_ns, int(verdict), list(segs.values()), state_before.digest(),
+    return WorkqRepairPlan(log, as_of_ns, int(verdict), list(segs.values()), state_before.digest(),
                            state_after.digest(), _diff(state_before, state_after),
                            [f for fs in errors.values() for f in fs], sigs, records, kept=kept)
-    plan.elapsed_s = time.perf_counter() - t0
-    return plan
 
 
 def _diff(a, b) -> list[dict]:
