@@ -7,7 +7,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check -q
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test test-quick test-clock install install-test bench bench-quick bench-before bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man clean
+.PHONY: demo test test-quick test-clock install install-test bench bench-quick bench-before bench-damage bench-damage-before bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c wqtool/engine/kestrel/_kernel.c wqtool/engine/_cgrow.h
 	$(PYTHON) -m venv $(VENV)
@@ -42,9 +42,22 @@ WHEN ?= $(shell date -u +%Y -d '+1 year')-03-01T03:30:00Z
 test-clock: $(VENV)/.installed-test
 	WQTOOL_FAKE_NOW=$$(date -u -d '$(WHEN)' +%s) PYTHONPATH=tests/clock $(PY) -m pytest -q -m "not spark" -n 2
 
-# issue 14's log shape (148.6 MB, 1.24 M records), every command as a ratio to a floor measured in the same run
+# issue 14's log shape (148.6 MB, 1.24 M records), every command as a ratio to a floor measured in the same run;
+# then the damaged path of issue 18 (a copy with 4 bytes flipped): verify, repair and pack against their goals
 bench: $(VENV)/.installed
 	$(PY) bench/bench_workq.py
+	$(PY) bench/bench_damage.py
+
+bench-damage: $(VENV)/.installed
+	$(PY) bench/bench_damage.py
+
+# the damaged-path bench on the code before issue 18 (main 65c3d22), built into bench/out/before-18
+BEFORE18 = 65c3d22
+bench-damage-before: $(VENV)/.installed
+	rm -rf bench/out/before-18 && mkdir -p bench/out/before-18
+	git archive $(BEFORE18) | tar -x -C bench/out/before-18
+	cd bench/out/before-18 && $(CURDIR)/$(PY) setup.py -q build_ext --inplace
+	$(PY) bench/bench_damage.py --root bench/out/before-18
 
 bench-quick: $(VENV)/.installed
 	$(PY) bench/bench_workq.py --quick --repeat 1

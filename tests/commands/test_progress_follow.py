@@ -34,11 +34,25 @@ def test_a_progress_bar_on_a_terminal_with_bytes_throughput_and_eta(mid_log, com
     env = {**os.environ, "WQTOOL_PROGRESS_MIN_BYTES": "0"}
     err, out, code = _stderr_on_a_tty([command, mid_log], env)
     assert code == 0
-    assert f"{command} " in err and "/1.5 MB" in err and "eta" in err, err[:300]
+    assert f"{command}: read (pass 1 of " in err and "/1.5 MB" in err and "eta" in err, err[:300]
     if command == "dump":       # the table rendering is slow enough to measure (stats was, until issue 14 put it
         # in the kernel's one pass with verify and replay: 1.5 MB then takes a few ms, below the bar's 0.1 s tick)
         assert re.search(r"\d+(\.\d+)? [kM]B/s", err), err[:600]
     assert b"\x1b" not in out and not re.search(rb"eta (-:--:--|\d+:\d\d:\d\d)", out)   # stdout: data only
+
+
+def test_repair_and_clean_show_their_passes(mid_log, tmp_path):
+    """repair and clean showed nothing (78 s of silence on a damaged 146 MB log): their bar names the pass and
+    how many the command runs."""
+    import shutil
+    env = {**os.environ, "WQTOOL_PROGRESS_MIN_BYTES": "0"}
+    for command in (["repair", "--apply"], ["clean"]):
+        d = str(tmp_path / command[0])
+        shutil.copytree(mid_log, d)
+        err, _, code = _stderr_on_a_tty([*command, d], env)
+        assert code == 0
+        n = 4 if "--apply" in command else 1
+        assert f"{command[0]}: read (pass 1 of {n})" in err, err[:300]
 
 
 @pytest.mark.parametrize("command", ["verify", "stats"])

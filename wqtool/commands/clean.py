@@ -7,6 +7,7 @@ import typer
 
 from ..engine.format import Log, resolve_each
 from ..errors import UsageError
+from ..render.progress import track
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, refuse_unsafe_write, report_each)
 
@@ -57,10 +58,13 @@ def clean(
     def work(log: Log) -> tuple[int, dict]:
         if apply:
             refuse_unsafe_write(log, "clean --apply", live=live)
-        plan = log.fmt.clean_plan(log.data, for_log(log, opts))
-        doc = plan.report_doc()
-        if apply:
-            doc["applied"] = plan.apply().to_jsonable()
+        t0 = time.perf_counter()
+        with track([log], "clean", passes=("read", "write", "re-verify") if apply else ("read",)):
+            plan = log.fmt.clean_plan(log.data, for_log(log, opts))
+            doc = plan.report_doc()
+            if apply:
+                doc["applied"] = plan.apply().to_jsonable()
+        doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, --apply included
         return plan.input_verdict, doc     # the exit code reports the input's damage class, as verify's
 
     return report_each("clean", entries, work, as_json=json_report or output is ReportOutput.json, applied=apply)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Annotated, Optional
 
 import typer
@@ -62,6 +63,7 @@ def pack(
       wqtool pack --apply --as-of now /var/lib/workq/cmdlog
       wqtool pack --format kestrel --drop-expired --apply /var/spool/kestrel/jobs
     """
+    t0 = time.perf_counter()
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, drop_expired=drop_expired or None,
                    salvage=salvage or None, segment_size=segment_size, keep_open=keep_open or None)
     if out and apply:
@@ -84,13 +86,15 @@ def pack(
         raise UsageError(f"auto-detected as {log.fmt.title} from weak evidence only; pass --format {log.fmt.name} "
                          "to write anything", path=log.root)
     watch = LiveWatch(log, live=live)
-    with track(logs, "pack"):
+    passes = ("read", "plan the packed log") + (("write", "re-verify") if out or apply else ())
+    with track(logs, "pack", passes=passes):
         plan = log.fmt.pack_plan(log.data, for_log(log, opts))
         doc = plan.report_doc()
         if out:
             doc["written"] = plan.write(out).to_jsonable()
         elif apply:
             doc["installed"] = plan.apply().to_jsonable()
+    doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, the write included
     write_pack_report(sys.stdout, doc, as_json=json_report or output is ReportOutput.json, wrote=bool(out or apply))
     verdict = Verdict(plan.input_verdict)    # the input's damage class, as verify reports it
     if verdict == Verdict.TORN_TAIL and not apply and watch.live():

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from typing import Annotated, Optional
 
 import typer
@@ -7,6 +8,7 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..engine.live import refuse_live
 from ..errors import UsageError
+from ..render.progress import track
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, parse_time, refuse_unsafe_write, report_each)
 
@@ -70,11 +72,14 @@ def repair(
             refuse_unsafe_write(log, "repair --apply", live=live, why=in_flight)
         else:   # a plan for a live log would call the record in flight damage
             refuse_live(log, "repair", live=live, why=in_flight)
-        plan = log.fmt.repair_plan(log.data, for_log(log, opts))
-        doc = plan.report_doc()
-        doc["backup"] = not no_backup
-        if apply and not doc.get("nothing_to_do"):
-            doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()
+        t0 = time.perf_counter()
+        with track([log], "repair", passes=("read", "write", "re-verify", "quarantine") if apply else ("read",)):
+            plan = log.fmt.repair_plan(log.data, for_log(log, opts))
+            doc = plan.report_doc()
+            doc["backup"] = not no_backup
+            if apply and not doc.get("nothing_to_do"):
+                doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()
+        doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, --apply included
         return plan.input_verdict, doc     # the exit code reports the input's damage class, as verify's
 
     return report_each("repair", entries, work, as_json=json_report or output is ReportOutput.json, applied=apply)

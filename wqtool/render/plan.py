@@ -121,13 +121,23 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
     if unread.get("bytes"):
         w(f"  jobs lost: unknown in {unread['bytes']} cut byte(s) of {unread['ranges']} range(s) where no record "
           "could be read\n")
+    if doc.get("items_lost"):
+        at = doc.get("items_lost_at") or []
+        more = doc["items_lost"] - len(at[:SHOWN])
+        w(f"  items lost: {doc['items_lost']} (item adds in the cut bytes: {', '.join(at[:SHOWN])}"
+          + (f", ... and {more} more" if more > 0 else "") + ")\n")
+    unread = doc.get("items_lost_unread") or {}
+    if unread.get("bytes"):
+        w(f"  items lost: unknown in {unread['bytes']} cut byte(s) of {unread['ranges']} range(s) where no record "
+          "could be read\n")
     if "jobs_changed" in doc and not doc.get("nothing_to_do") and doc.get("actions"):
         if doc["jobs_changed"]:
             n = len(doc["jobs_changed"]) + doc.get("jobs_changed_more", 0)
             w(f"  jobs changing state: {n}\n")
             _bounded(w, doc, "jobs_changed", lambda j: f"job {j['id']}: {j['before']} -> {j['after']}")
-        elif lost:
-            w(f"  jobs changing state: the {lost} job(s) lost above (their records were never readable, so the "
+        elif lost or doc.get("items_lost"):
+            what = f"{lost} job(s)" if lost else f"{doc['items_lost']} item(s)"
+            w(f"  jobs changing state: the {what} lost above (their records were never readable, so the "
               "replay digest is the same before and after)\n")
         else:
             w("  jobs changing state: none (the same replay digest before and after)\n")

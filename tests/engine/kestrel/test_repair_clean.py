@@ -255,3 +255,27 @@ def test_every_truncation_point_of_a_small_journal(tmp_path):
         for n in os.listdir(tmp_path):
             if n.startswith(f"t{cut}."):
                 shutil.rmtree(tmp_path / n)
+
+
+# ---------------------------------------------------------------- what a repair loses (issue 18 item 4)
+@pytest.mark.parametrize("name, lost, unread", [("torn-tail", ["mail@0x31"], {"ranges": 0, "bytes": 0}),
+                                                ("negative-size", ["q.100@0x17"], {"ranges": 0, "bytes": 0}),
+                                                ("damage-mid-live", [], {"ranges": 1, "bytes": 2})])
+def test_repair_counts_the_items_it_loses(tmp_path, name, lost, unread):
+    """An item add in the cut bytes (cut short, an impossible size) is an item lost; bytes where no record reads
+    are counted."""
+    d = _copy(name, tmp_path / "q")
+    plan = repair.repair_plan(one_set(d), AS_OF_NS, salvage=True)
+    assert plan.items_lost == lost and plan.lost_unread == unread
+    doc = plan.report_doc()
+    assert doc["items_lost"] == len(lost) and doc["items_lost_at"] == lost and doc["items_lost_unread"] == unread
+
+
+def test_items_lost_in_the_middle_of_a_damaged_range(tmp_path):
+    """Three whole ADDX records after a bad opcode, before the reader resyncs: each is counted."""
+    from wqtool.engine.kestrel.fastpath import encode_addx
+    from wqtool.engine.kestrel.reader import damaged_items
+    recs = [encode_addx(b"x" * n, T + n) for n in (3, 5, 7)]
+    data = b"\xff\xff" + b"".join(recs)
+    offs, unread = damaged_items(data, 0, len(data))
+    assert offs == [2, 2 + len(recs[0]), 2 + len(recs[0]) + len(recs[1])] and unread == 2

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.kestrel import (LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC, LONG_MAX, LONG_MIN, PACK_SUFFIX,
+from ...formats.kestrel import (ITEM_OPS, LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC, LONG_MAX, LONG_MIN,
+                                PACK_SUFFIX,
                                 TEMP_MARKER)
 from ..fileio import FileView, input_error
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
@@ -481,3 +482,39 @@ class JournalReader:
         return Finding(ERROR, d.code, msg, path=path, offset=pos, record_index=index, last_good_offset=pos,
                        upstream=_upstream(d.code, path, pos, newest, is_live), verdict=exit_class,
                        resumes_at=resume)
+
+
+# ---------------------------------------------------------------- what a damaged range held
+_ITEM_OPCODES = frozenset(int(o) for o in ITEM_OPS)
+
+
+def damaged_items(data, start: int, end: int) -> tuple[list[int], int]:
+    """What the unreadable range ``data[start:end]`` held, as far as it can be read: the offsets of the item
+    records (an add: ADD, ADDX, ADD_XID, CONTINUE) that decode whole inside the range with a plausible add time
+    (records back to back from ``start``; after one that does not decode, the next candidate resync would try),
+    and the bytes in which no record could be read. A repair that cuts the range loses these items."""
+    lo, hi = PLAUSIBLE_MS
+    out: list[int] = []
+    unread = 0
+    p = start
+    while p < end:
+        try:
+            op, nxt = decode_op(data, p, end)
+        except Damage:
+            m = _CANDIDATE.search(data, p + 1, end)
+            q = end if m is None else m.start()
+            if p == start and data[p] in _ITEM_OPCODES:   # the damaged record itself: an add cut short or whose
+                out.append(p)                             # size is impossible (its item is lost with it)
+            else:
+                unread += q - p
+            p = q
+            continue
+        if op.add_time is not None and lo <= op.add_time <= hi:
+            out.append(p)
+        p = nxt
+    return out, unread
+
+
+def read_damaged_items(path: str, start: int, end: int) -> tuple[list[int], int]:
+    with FileView(JournalFile(path, "damaged")) as fv:
+        return damaged_items(fv.data, start, min(end, fv.size))

@@ -33,7 +33,7 @@ from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
 from .model import Record
-from .reader import FileSet, JournalReader
+from .reader import FileSet, JournalReader, read_damaged_items
 from .replay import KestrelReplay, KestrelState
 
 NS_PER_MS = 1_000_000
@@ -76,6 +76,8 @@ class KestrelRepairPlan(Plan):
     report: LogReport | None = None
     backup_dir: str | None = None
     elapsed_s: float = 0.0
+    items_lost: list[str] = field(default_factory=list)   # <file>@0x<offset> of each item add readable in cut bytes
+    lost_unread: dict = field(default_factory=lambda: {"ranges": 0, "bytes": 0})   # cut bytes nothing reads in
 
     @property
     def nothing_to_do(self) -> bool:
@@ -125,6 +127,9 @@ class KestrelRepairPlan(Plan):
         }
         capped(doc, "cuts", [c.to_jsonable() for c in self.cuts])
         capped(doc, "kept", [r for r in ranges.to_jsonable(resumes) if r["file"] in cut_files])
+        doc["items_lost"] = len(self.items_lost)
+        capped(doc, "items_lost_at", self.items_lost)
+        doc["items_lost_unread"] = dict(self.lost_unread)
         return capped(doc, "jobs_changed", self.items_changed)
 
     def replay_digest(self, state: KestrelState) -> str:
@@ -220,8 +225,25 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
                              if live_sig.ino is not None else None, records_before=records,
                              bytes_before=sum(sizes.values()))
     plan.items_changed = items_changed(s_before, s_after)
+    plan.items_lost, plan.lost_unread = _items_lost(cuts)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
+
+
+def _items_lost(cuts: list[Cut]) -> tuple[list[str], dict]:
+    """The items a repair loses: every item add that decodes whole in a cut damaged range (``damaged_items``),
+    as ``<file>@0x<offset>``; and the cut ranges / bytes in which nothing could be read."""
+    out: list[str] = []
+    unread = {"ranges": 0, "bytes": 0}
+    for c in cuts:
+        if c.what not in ("unreadable", "torn-tail") or not c.length:
+            continue
+        offs, nbytes = read_damaged_items(c.path, c.offset, c.offset + c.length)
+        out.extend(f"{os.path.basename(c.path)}@0x{o:x}" for o in offs)
+        if nbytes:
+            unread["ranges"] += 1
+            unread["bytes"] += nbytes
+    return out, unread
 
 
 def _where(state: KestrelState) -> dict[tuple, str]:

@@ -27,6 +27,7 @@ from typing import Callable, ClassVar
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
+from .. import progress
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, unlink_quiet
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, labels
@@ -216,6 +217,7 @@ def _write_rw(sc: SegmentClean, fsync: bool) -> int:
         size = os.fstat(fd_in).st_size
         with open(_rw(sc.path), "xb", buffering=1 << 20) as out:
             out.write(HEADER_BYTES)
+            progress.advance(len(HEADER_BYTES))
             pos, total = len(HEADER_BYTES), len(HEADER_BYTES)
             for off in sorted(drops):
                 if off > pos:
@@ -239,6 +241,7 @@ def _copy(fd_in: int, out, offset: int, length: int) -> int:
             raise InputError("the segment shrank while it was being cleaned", path=str(fd_in))
         out.write(chunk)
         done += len(chunk)
+        progress.advance(len(chunk))
     return done
 
 
@@ -275,12 +278,15 @@ def _check_unchanged(plan: WorkqCleanPlan) -> None:
 def _steps(plan: WorkqCleanPlan, step: StepRunner, fsync: bool, ctx: dict) -> None:
     d = plan.log.root
     changed = plan.changed
+    if changed:
+        progress.begin("write", sum(sc.size_after for sc in changed if sc.action == "rewrite"))
     for sc in changed:
         if sc.action == "rewrite":
             name = os.path.basename(sc.path)
             step(f"write:{name}.rw", lambda sc=sc: ctx.__setitem__(sc.path, _write_rw(sc, fsync)),
                  rollback=lambda sc=sc: unlink_quiet(_rw(sc.path)))
     if changed:
+        progress.begin("re-verify", sum(sc.size_after for sc in plan.segments if sc.action != "delete"))
         step("verify", lambda: ctx.__setitem__("digest", _verify(plan)))
     step.commit()       # from here every state of the directory replays the same (see the module docstring)
     for sc in changed:

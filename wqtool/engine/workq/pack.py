@@ -75,16 +75,18 @@ from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats._common import GoTime, encode_uvarint, format_unix_ns
 from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .fastpath import encode_record
+from .. import progress
+from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
 from ..fsops import LogBusy, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import InjectedCrash  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
-from ..fileio import FileView
 from .reader import LogSet, RecordReader, discover
 from .replay import Job, JobState, ReplayState
 from ..run import LogReport
-from .verify import run_log
+from .fastreplay import Bail, fast_run
+from .verify import fast_report, run_log
 from .writer import segment_name
 
 __all__ = ["WorkqPackPlan", "PackResult", "ApplyResult", "Dropped", "PackRefused", "PackMismatch", "LogBusy",
@@ -296,29 +298,9 @@ def _iter_records(plan: WorkqPackPlan) -> Iterator[bytes]:
 
 
 # ---------------------------------------------------------------- counting the input
-def _count_kinds(log: LogSet, clean: bool) -> Counter:
-    """Input records by kind. ``clean``: run_log found no error, so the framing is intact (fast loop)."""
+def _count_kinds(log: LogSet) -> Counter:
+    """Input records by kind, framed by the reader (a log the kernel's statistics did not count: damaged)."""
     out: Counter = Counter()
-    if clean:
-        counts = [0] * 256
-        for seg in log.segments:
-            with FileView(seg) as sd:
-                data, end = sd.data, sd.size
-                if end <= HEADER_SIZE:
-                    continue
-                pos = HEADER_SIZE
-                while pos < end:
-                    s = data[pos + 15]
-                    q = pos + 16
-                    if s >= 0x80:
-                        s, q = _read_varint_len(data[pos + 15:pos + 26], 0)
-                        q += pos + 15
-                    counts[data[q] if s else 0] += 1
-                    pos = q + s + 4
-        for c, n in enumerate(counts):
-            if n:
-                out[_KIND.get(c, "(undecodable)")] += n
-        return out
     for ev in RecordReader(log, decode=False).events():
         if ev.__class__ is Finding:
             continue
@@ -372,7 +354,14 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
         except OSError as exc:
             raise InputError(exc.strerror or str(exc), path=seg.path) from None
         inputs.append((seg.path, st.st_size, st.st_mtime_ns))
-    report = run_log(log, as_of_ns, state=True)
+    try:                    # one kernel pass: the replay, and the records by kind (its statistics)
+        res = fast_run(log, as_of_ns, keep=True, stats=True)
+    except Bail:
+        progress.begin("reference pass (the kernel handed the log back)")
+        res = None
+        report = run_log(log, as_of_ns, state=True, engine="reference")
+    else:
+        report = fast_report(log, res, None)
     code = report.verdict
     errors = [f for f in report.findings if f.severity == ERROR]
     if code in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
@@ -385,7 +374,10 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
         raise PackRefused(msg, verdict=int(code), report=report, path=first.path if first else None,
                           offset=first.offset if first else None)
     state = report.state
-    by_kind_before = _count_kinds(log, clean=code == Verdict.CLEAN)
+    if res is not None and code == Verdict.CLEAN:
+        by_kind_before = Counter({_KIND[c]: n for c, n in enumerate(res.stats.records()) if n and c in _KIND})
+    else:
+        by_kind_before = _count_kinds(log)
     seg_no = {s.path: i for i, s in enumerate(log.segments)}
     order = [jid for _, _, jid in sorted((seg_no.get(j.src_path, -1), j.src_offset, jid)
                                          for jid, j in state.jobs.items())]
@@ -395,8 +387,11 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     segs_after = bytes_after = records_after = 0
     size = 0
     jobs = state.jobs
+    progress.begin("plan the packed log", len(order), "jobs")
     with _SourceReader() as src:
-        for jid in order:
+        for i, jid in enumerate(order):
+            if not i & 0xFFF:
+                progress.at(i)
             job = jobs[jid]
             ln = src.length(job.src_path, job.src_offset)
             lengths.append(ln)
@@ -474,11 +469,13 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
             f = open(path, "xb", buffering=1 << 20)
             holder["f"] = f
             f.write(HEADER_BYTES)
+            advance(HEADER_SIZE)
             size = HEADER_SIZE
             first = True
             while pending is not None and (first or size < limit):
                 f.write(pending)
                 size += len(pending)
+                advance(len(pending))
                 first = False
                 pending = next(recs, None)
                 if step.during("write:" + name):
@@ -519,7 +516,9 @@ def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> Pack
     step = StepRunner()
     try:
         make_lock_files(out_dir)
+        progress.begin("write", plan.bytes_after)
         names, total = _write_segments(plan, out_dir, step, fsync)
+        progress.begin("re-verify", total)
         digest, records = _verify_output(plan, out_dir)
         if fsync:
             fsync_dir(out_dir)
@@ -570,7 +569,8 @@ def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callabl
     r = install(log.root, tag="pack", as_of_ns=plan.as_of_ns, fill=lambda tmp, step: _write_segments(plan, tmp, step,
                                                                                                        fsync),
                 verify=lambda tmp: _verify_output(plan, tmp), check=lambda: _check_unchanged(plan), fail_at=fail_at,
-                hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold)
+                hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
+                write_total=plan.bytes_after)
     names, total = r["filled"]
     digest, records = r["verified"]
     d = os.path.abspath(log.root)

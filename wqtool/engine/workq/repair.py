@@ -31,6 +31,7 @@ from typing import Callable, ClassVar
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats._common import format_unix_ns, format_uuid
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
+from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, fsync_dir
 from ..plan import ApplyResult, KeptRanges, Plan, StepRunner, WriteResult, capped
@@ -189,7 +190,7 @@ def _read_once(log: LogSet, as_of_ns: int, on_error: Callable[[Finding], None]):
     try:
         res = fast_run(log, as_of_ns, keep=True)
     except Bail:
-        pass
+        progress.begin("reference pass (the kernel handed the log back)")
     else:
         return res.findings, res.state, dict(zip((s.path for s in log.segments), res.seg_records)), res.records
     run = LogRun(log, as_of_ns)
@@ -421,6 +422,7 @@ def _fill(plan: WorkqRepairPlan, tmp: str, step: StepRunner, fsync: bool) -> tup
 def _link_or_copy(src: str, dst: str, fsync: bool) -> None:
     try:
         os.link(src, dst)
+        progress.advance(os.path.getsize(dst))
     except OSError:
         _write_without(SegmentPlan(src, 0, os.path.getsize(src)), dst, fsync)
 
@@ -431,6 +433,7 @@ def _write_without(sp: SegmentPlan, dst: str, fsync: bool) -> None:
     try:
         with open(dst, "xb", buffering=1 << 20) as out:
             out.write(HEADER_BYTES)
+            progress.advance(HEADER_SIZE)
             pos = HEADER_SIZE
             for off, ln in cuts + [(sp.size, 0)]:
                 if off > pos:
@@ -451,6 +454,7 @@ def _copy(fd: int, out, offset: int, length: int, path: str) -> None:
             raise InputError("the segment shrank while it was being repaired", path=path)
         out.write(chunk)
         done += len(chunk)
+        progress.advance(len(chunk))
 
 
 def _verify(plan: WorkqRepairPlan, tmp: str) -> tuple[str, int]:
@@ -531,12 +535,13 @@ def apply_plan(plan: WorkqRepairPlan, *, quarantine: str | None = None, keep_bac
 
     def before_swap(step: StepRunner) -> None:
         if any(c.length for c in plan.cuts):
+            progress.begin("quarantine", sum(c.length for c in plan.cuts))
             step("quarantine", lambda: written.extend(_quarantine(plan, qdir, fsync)))
     r = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
                 fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
                 check=lambda: _check_unchanged(plan), before_swap=before_swap, fail_at=fail_at, hook=hook,
                 lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
-                keep_backup=keep_backup)
+                keep_backup=keep_backup, write_total=sum(s.size_after for s in plan.segments if not s.remove))
     names, total = r["filled"]
     digest, records = r["verified"]
     result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)

@@ -36,6 +36,7 @@ from typing import Callable
 from ...errors import UsageError
 from ...formats._common import format_unix_ns
 from ...formats.workq import LOCK_FILES
+from .. import progress
 from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fsync_dir
 from ..plan import StepRunner
 
@@ -187,14 +188,16 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
             verify: Callable[[str], object], check: Callable[[], None] | None = None,
             before_swap: Callable[[StepRunner], None] | None = None, fail_at: str | None = None,
             hook: Callable[[str, str], None] | None = None, lock_timeout: float = 1.0, swap: str = "auto",
-            fsync: bool = True, stale_lock_hold: float = 1.1, keep_backup: bool = True) -> dict:
+            fsync: bool = True, stale_lock_hold: float = 1.1, keep_backup: bool = True,
+            write_total: int | None = None) -> dict:
     """Install a new log in place of the log directory ``root`` (the sequence in the module docstring).
 
     ``fill(tmp, step)`` writes the new segments into ``tmp`` (as steps) and returns what it wrote; ``verify(tmp)``
     replays it and raises if it is not what the plan promised; ``check()`` runs under the locks, before anything is
     written (the log is still what the plan read); ``before_swap(step)`` runs after the new log is verified and
     before the swap (repair writes its quarantine there). Returns {"steps", "swap", "backup", "filled",
-    "verified", "recovered"}."""
+    "verified", "recovered"}. The write and the re-verify are passes of their own for progress (``write_total``:
+    the bytes ``fill`` writes, when known)."""
     if tag not in TAGS:
         raise ValueError(tag)
     d = os.path.abspath(root)
@@ -220,8 +223,10 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
                 make_lock_files(tmp)
                 new_locks = _Locks(tmp, lock_timeout, what=tag)
             step("lock-files-temp", lock_files)
+            progress.begin("write", write_total)
             filled = fill(tmp, step)
             step("own-temp", lambda: _copy_ownership(d, tmp))
+            progress.begin("re-verify", filled[1] if isinstance(filled, tuple) else None)
             verified = step("verify-temp", lambda: verify(tmp))
             if fsync:
                 step("fsync-dir:temp", lambda: fsync_dir(tmp))

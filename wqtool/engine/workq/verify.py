@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Iterator, Sequence
 
 from ...errors import InputError
+from .. import progress
 from ..fileio import FileView
 from ..findings import ERROR, Finding
 from ..run import FindingSink, LogReport, ReplayPass, VerifyReport, files_size
@@ -48,6 +49,7 @@ def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool
         except Bail:
             if engine == "fast":
                 raise
+            progress.begin("reference pass (the kernel handed the log back)")
         else:
             return fast_report(log, res, limit)
     run = LogRun(log, as_of_ns, limit=limit)
