@@ -14,6 +14,7 @@ poison findings names the files Orth would never reach in *this* directory's rea
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -40,6 +41,13 @@ TRICKY = "<b>x</b> & \"quoted\" 'single' a=b\\path\ttab\x01ctl\u2028ls\u2029ps Ã
 
 def _logs(lp: str) -> ExecutorLogWriter:
     return ExecutorLogWriter(lp)
+
+
+def _named(lp: str, data: bytes, prefix: str = "orth") -> str:
+    """Bytes Orth did not write, under the name Orth gives bytes (their md5): only what the scenario is about is
+    wrong (a name that does not match its bytes is OC-NAME-MD5, an error of its own)."""
+    return write_atomic(os.path.join(lp, "callbacklogs", f"{prefix}-callback-{hashlib.md5(data).hexdigest()}.log"),
+                        data)
 
 
 # ---------------------------------------------------------------- scenarios (each gets logpath/)
@@ -74,14 +82,13 @@ def invalid_utf8(lp):
     good = write_retry_file(lp, [Entry(9, T, 500, "AB")])
     data = open(good, "rb").read().replace(b"AB", b"A\xffB")
     os.unlink(good)
-    write_atomic(os.path.join(os.path.dirname(good), "orth-callback-" + "f" * 32 + ".log"), data)
+    _named(lp, data)
 
 
 def lenient_only_json(lp):
     """The spec's lenient example [{logId:1,'handleCode':200,/*c*/handleMsg:abc}]: Gson accepts it, strict JSON
     does not."""
-    write_atomic(os.path.join(lp, "callbacklogs", "orth-callback-" + "1" * 32 + ".log"),
-                 b"[{logId:1,'handleCode':200,/*c*/handleMsg:abc}]")
+    _named(lp, b"[{logId:1,'handleCode':200,/*c*/handleMsg:abc}]")
 
 
 def poison_file(lp):
@@ -111,7 +118,7 @@ def empty_files(lp):
     """An empty file, a blank one and an empty batch []: Orth deletes them without sending anything."""
     d = os.path.join(lp, "callbacklogs")
     write_atomic(os.path.join(d, "orth-callback-d41d8cd98f00b204e9800998ecf8427e.log"), b"")
-    write_atomic(os.path.join(d, "orth-callback-" + "3" * 32 + ".log"), b" \n\t ")
+    _named(lp, b" \n\t ")
     write_atomic(os.path.join(d, "orth-callback-d751713988987e9331980363e24189ce.log"), b"[]")
 
 
@@ -123,8 +130,7 @@ def callbacklogs_not_a_directory(lp):
 
 def null_entries(lp):
     """A batch with a null entry ([{...},null]): Orth deletes the file, posts, then fails on a NullPointerException."""
-    write_atomic(os.path.join(lp, "callbacklogs", "orth-callback-" + "4" * 32 + ".log"),
-                 b'[{"logId":17,"logDateTim":1769740800000,"handleCode":200},null]')
+    _named(lp, b'[{"logId":17,"logDateTim":1769740800000,"handleCode":200},null]')
 
 
 def foreign_names(lp):

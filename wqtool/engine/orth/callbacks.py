@@ -21,6 +21,7 @@ from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from ..run import ReplayPass
 from .gson import GsonError, encode, parse_lenient, strict_error
 from .javaser import JavaStreamError, parse_legacy
+from .md5name import entry_changes, recover_flip
 from .model import Callback
 
 #: A retry file larger than this is not read (a batch is everything queued at one moment; 256 MiB is far beyond).
@@ -279,6 +280,8 @@ class CallbackReader:
         if not text.strip("".join(map(chr, range(JAVA_TRIM_MAX + 1)))):
             yield Finding(WARNING, "OC-EMPTY", ("empty" if not data else f"blank ({len(data)} bytes of whitespace)")
                           + ": Orth deletes it without sending anything", path=path, offset=0)
+            if m is not None and data and hashlib.md5(data).hexdigest() != m.group("md5"):
+                yield _name_md5(path, data, m.group("md5"), [], None)
             self.states[path] = "empty"
             return
         try:
@@ -289,6 +292,10 @@ class CallbackReader:
             md5 = hashlib.md5(data).hexdigest()
             named = f"; its name says md5 {m.group('md5')}, the bytes hash to {md5}" if m and m.group("md5") != md5 \
                 else ""
+            flip = recover_flip(data, m.group("md5")) if named else None
+            if flip is not None:
+                named += (f" (bit {flip[1]} of byte {flip[0]} was flipped: flipped back, the bytes hash to the name"
+                          " and Gson reads them)")
             if exc.eof:
                 yield Finding(ERROR, "OC-TRUNCATED", f"cut short at byte {len(data)} (an interrupted non-atomic "
                               f"write: {exc.message}){named}; Orth's Gson rejects it: a poison file", path=path,
@@ -326,21 +333,52 @@ class CallbackReader:
             yield Finding(NOTE, "OC-NOT-CANONICAL", f"not the bytes Orth writes for these {len(entries)} "
                           f"entr{'y' if len(entries) == 1 else 'ies'} (first difference at byte {i}; Orth would write "
                           f"{len(canonical)} bytes)", path=path, offset=i)
-        if m is not None and bad is None:
-            md5 = hashlib.md5(data).hexdigest()
-            if md5 != m.group("md5"):
-                why = ("the canonical encoding of its entries hashes to the name: the content is what Orth wrote, "
-                       "the bytes were rewritten" if canonical is not None and
-                       hashlib.md5(canonical).hexdigest() == m.group("md5") else
-                       "the content changed after Orth wrote it, or the file was renamed")
-                yield Finding(WARNING, "OC-NAME-MD5", f"name says md5 {m.group('md5')}, the bytes hash to {md5}: "
-                              f"{why}", path=path, offset=0)
+        if m is not None:
+            f = _name_md5(path, data, m.group("md5"), entries, canonical)
+            if f is not None:
+                yield f
         first = self.records
         if state == "pending" and any(e.handle_code <= 0 for e in entries):
             state = "refused"
         self.states[path] = state
         yield from self._codes(cf, entries, first)
         yield from self._emit(cf, entries, "json", state)
+
+
+def _name_md5(path: str, data: bytes, named: str, entries, canonical: bytes | None) -> Finding | None:
+    """OC-NAME-MD5 (an error: the name is the file's only checksum) when the bytes do not hash to the name, with
+    what can be known of the change: the entries that now parse differently (a single flipped bit is found and
+    undone), or that the values are Orth's own (its canonical encoding hashes to the name)."""
+    md5 = hashlib.md5(data).hexdigest()
+    if md5 == named:
+        return None
+    head = f"name says md5 {named}, the bytes hash to {md5}: the file is not what was written"
+    tail = "; Orth does not check the name, so its retry pass resends the entries as they read now"
+    if canonical is not None and hashlib.md5(canonical).hexdigest() == named:
+        return Finding(ERROR, "OC-NAME-MD5", f"{head}, but "
+                       + ("its entry is the value" if len(entries) == 1 else f"its {len(entries)} entries are the values")
+                       + " written (their canonical encoding hashes to the name): the bytes were "
+                       "re-encoded" + tail, path=path, offset=0, verdict=Verdict.CORRUPT)
+    flip = recover_flip(data, named)
+    if flip is None:
+        return Finding(ERROR, "OC-NAME-MD5", f"{head} (changed after it was written, or renamed; which entries "
+                       "differ cannot be known: no single flipped bit explains it)" + tail, path=path, offset=0,
+                       verdict=Verdict.CORRUPT)
+    off, bit, original = flip
+    try:
+        before = parse_lenient(original).entries or []
+    except GsonError:
+        before = None
+    what = f"bit {bit} of byte {off} flipped (0x{original[off]:02x} -> 0x{data[off]:02x}; flipped back, the bytes " \
+           "hash to the name)"
+    if before is None:
+        return Finding(ERROR, "OC-NAME-MD5", f"{head}: {what}" + tail, path=path, offset=off,
+                       verdict=Verdict.CORRUPT)
+    changes = entry_changes(before, entries or [])
+    said = ("entries that now parse differently: " + "; ".join(changes)) if changes else \
+        "every entry still parses to the values written"
+    return Finding(ERROR, "OC-NAME-MD5", f"{head}: {what}; {said}" + tail, path=path, offset=off,
+                   verdict=Verdict.CORRUPT)
 
 
 # ---------------------------------------------------------------- replay: each log id's callback state

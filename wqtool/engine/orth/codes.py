@@ -21,7 +21,9 @@ CALLBACK_CODES: Codes = {
     "OC-BAD-HANDLE-CODE": (ERROR, "handleCode <= 0: executors never send it; the admin would store it and keep the "
                                   "row open (replay --send refuses the file)"),
     # Orth copes, but the file is not what it writes
-    "OC-NAME-MD5": (WARNING, "the name's md5 is not the md5 of the file's bytes"),
+    "OC-NAME-MD5": (ERROR, "the name's md5 (the file's only checksum) is not the md5 of its bytes: the file is not "
+                           "what was written, and Orth resends it as it reads now (the entries that parse "
+                           "differently are named where a single flipped bit explains the change)"),
     "OC-LENIENT-JSON": (WARNING, "JSON Orth's lenient Gson accepts but strict JSON does not"),
     "OC-UNKNOWN-HANDLE-CODE": (WARNING, "handleCode other than 200, 500, 502 (the admin stores it; the UI shows "
                                         "Failed)"),

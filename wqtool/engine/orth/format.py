@@ -93,7 +93,10 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
     options = {"access_token": "replay --send: the admin's access token (default: $ORTH_ACCESS_TOKEN)",
                "access_token_header": "replay --send: the token header (default ORTH-ACCESS-TOKEN; xxl-job: "
                                       "XXL-JOB-ACCESS-TOKEN)",
-               "timeout": "replay --send: seconds to wait for the admin per request (default 10)"}
+               "timeout": "replay --send: seconds to wait for the admin per request (default 10)",
+               "md5_action": "repair: what to do with a file whose bytes do not hash to its name (OC-NAME-MD5): "
+                             "quarantine (default), restore (a single flipped bit undone), rename (to the "
+                             "content's md5), keep"}
     record_cls = Callback
     record_view = LazyInstance("wqtool.engine.orth.serialize", "CallbackRecordView")
     shares_dir_with = frozenset({"orth-executor-logs"})     # a logPath: its retry files and its job logs
@@ -185,6 +188,15 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
     def finish_interrupted(self, path: str) -> list[str]:
         from .retention import finish_interrupted
         return finish_interrupted(path) if os.path.isdir(path) else []
+
+    def repair_plan(self, log: CallbackSet, opts: Options):
+        from .repair import repair_plan
+        run = CallbackRun(log)
+        for _ in run.events():
+            pass
+        rep = run.report
+        return repair_plan(log, rep.findings, int(rep.verdict), rep.state.digest() if rep.state is not None else "",
+                           opts.get("md5_action"))
 
 
 # ---------------------------------------------------------------- orth-executor-logs
@@ -304,6 +316,13 @@ retry files. --format reads one of them."""
     def finish_interrupted(self, path: str) -> list[str]:
         from .retention import finish_interrupted
         return finish_interrupted(path) if os.path.isdir(path) else []
+
+    def repair_plan(self, log: ExecutorLogSet, opts: Options):
+        from .repair import NothingToRepair
+        run = ExecutorRun(log)
+        for _ in run.events():
+            pass
+        return NothingToRepair(log.root, input_exit_code=int(run.report.verdict))
 
 
 CALLBACKS = register(OrthCallbacksFormat())
