@@ -27,8 +27,8 @@ sys.path.insert(0, ROOT)
 from wqtool.engine import format as registry  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
 from wqtool.engine.orth.gson import Entry  # noqa: E402
-from wqtool.engine.orth.writer import (ExecutorLogWriter, write_atomic, write_legacy_file,  # noqa: E402
-                                       write_retry_file)
+from wqtool.engine.orth.writer import (ExecutorLogWriter, XxlJobLogWriter, write_atomic,  # noqa: E402
+                                       write_legacy_file, write_retry_file)
 from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
 
 T = 1769740800000                       # 2026-01-30T02:40:00Z, the spec's examples' trigger time
@@ -220,6 +220,42 @@ def executor_bad_dates(lp):
     write_atomic(os.path.join(lp, "2026-01-30", "notes.txt"), b"x\n")
 
 
+def _xxl_runs(w: XxlJobLogWriter, base: int) -> None:
+    w.start(base, T, T + 1000, "a")
+    w.line(base, T, T + 1500, "working", cls="com.example.DemoHandler", method="execute", src_line=31,
+           thread=f"xxl-job, JobThread-1-{T - 5000}")
+    w.finish(base, T, T + 2000, 200)
+    w.callback(base, T, T + 2500, "success")
+    w.start(base + 1, T, T + 1000)
+    w.error(base + 1, T, T + 2000, "java.lang.IllegalStateException: bad\n\tat com.example.DemoHandler.execute("
+                                   "DemoHandler.java:40)\n")
+    w.finish(base + 1, T, T + 2000, 500, "java.lang.IllegalStateException: bad")
+    w.callback(base + 1, T, T + 2500, "success")
+    w.start(base + 2, T, T + 1000)
+    w.timeout(base + 2, T, T + 2000)
+    w.callback(base + 2, T, T + 2500, "success")
+    w.start(base + 3, T, T + 1000)
+    w.stopped(base + 3, T, T + 2000)
+    w.callback(base + 3, T, T + 2500, "success")
+    w.start(base + 4, T + 86_400_000, T + 86_401_000)                  # the next day, still running
+    w.start(base + 5, T, T + 1000)
+    w.finish(base + 5, T, T + 2000, 500, "downstream error")
+    w.callback(base + 5, T, T + 2500, "error", "connect timed out")
+
+
+def xxl_job_executor_runs(lp):
+    """xxl-job 2.3-3.x executor logs (3.2.0 markers, \\r\\n line ends): finished, failed (end(error), then the
+    end(finish) JobThread writes after it), timeout (timeout marker, the exception, end(finish) 502), killed
+    (toStop, then the interrupted run's end(error)), running, a callback error; the same run states as Orth's,
+    no OE-ORPHAN."""
+    _xxl_runs(XxlJobLogWriter(lp), 400)
+
+
+def xxl_job_2_0_executor_runs(lp):
+    """xxl-job 2.0.0-2.2.x executor logs: end(finish) prints ReturnT [code=C, msg=M, content=null]."""
+    _xxl_runs(XxlJobLogWriter(lp, returnt=True), 500)
+
+
 SCENARIOS = {
     "clean-retry-files": clean_retry_files,
     "name-md5-mismatch": name_md5_mismatch,
@@ -237,6 +273,8 @@ SCENARIOS = {
     "executor-runs": executor_runs,
     "executor-script-output": executor_script_output,
     "executor-bad-dates": executor_bad_dates,
+    "xxl-job-executor-runs": xxl_job_executor_runs,
+    "xxl-job-2-0-executor-runs": xxl_job_2_0_executor_runs,
 }
 
 

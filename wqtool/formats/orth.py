@@ -241,20 +241,38 @@ LINE_PREFIX = re.compile(rb"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[([^#\]]+)#(
 LINE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 #: Markers (``JobThread`` / ``TriggerCallbackThread`` messages), checked in this order on a prefixed line's message
-#: (``{}`` placeholders are free text): (kind, regex).
+#: (``{}`` placeholders are free text): (kind, regex). Orth's wording and xxl-job 2.x-3.x's (3.2.0
+#: ``JobThread.java:134,157,180,195,205``, ``TriggerCallbackThread.java:170,174,177``; 2.0.0-2.2.x end(finish)
+#: prints ``ReturnT:`` + ``ReturnT.toString()``, v2.0.0 ``JobThread.java:158``): the same kinds.
 MARKERS: tuple[tuple[str, re.Pattern], ...] = (
-    ("start", re.compile(r"^<br>----------- Orth job execute start -----------<br>----------- Param:", re.S)),
-    ("end-finish", re.compile(r"^<br>----------- Orth job execute end\(finish\) -----------<br>----------- Result: "
-                              r"handleCode=(?P<code>-?\d+), handleMsg=(?P<msg>.*)$", re.S)),
-    ("end-error", re.compile(r"^<br>----------- JobThread Exception: .*<br>----------- Orth job execute "
+    ("start", re.compile(r"^<br>----------- (?:Orth|xxl-job) job execute start -----------<br>----------- Param:",
+                         re.S)),
+    ("end-finish", re.compile(r"^<br>----------- (?:Orth|xxl-job) job execute end\(finish\) -----------<br>"
+                              r"----------- (?:Result: handleCode=(?P<code>-?\d+), handleMsg(?:=| = )(?P<msg>.*)"
+                              r"|ReturnT:(?:ReturnT \[code=(?P<rcode>-?\d+), msg=(?P<rmsg>.*), content=.*\]|.*))$",
+                              re.S)),
+    ("end-error", re.compile(r"^<br>----------- JobThread Exception: ?.*<br>----------- (?:Orth|xxl-job) job execute "
                              r"end\(error\) -----------", re.S)),
-    ("timeout", re.compile(r"^<br>----------- Orth job execute timeout", re.S)),
-    ("stopped", re.compile(r"^<br>----------- JobThread stopped, reason: (?P<reason>.*)$", re.S)),
-    ("callback-success", re.compile(r"^<br>----------- Orth callback success", re.S)),
-    ("callback-failed", re.compile(r"^<br>----------- Orth callback failed, response: (?P<response>.*)$", re.S)),
-    ("callback-error", re.compile(r"^<br>----------- Orth callback error: (?P<error>.*)$", re.S)),
-    ("glue", re.compile(r"^----------- glue\.version: ", re.S)),
-    ("script", re.compile(r"^(?:----------- orth script file: |orth script file (?:created|cached) )", re.S)),
+    ("timeout", re.compile(r"^<br>----------- (?:Orth|xxl-job) job execute timeout", re.S)),
+    ("stopped", re.compile(r"^<br>----------- JobThread (?:stopped, reason: |toStop, stopReason:)(?P<reason>.*)$",
+                           re.S)),
+    ("callback-success", re.compile(r"^<br>----------- (?:Orth callback success|xxl-job job callback finish\.)",
+                                    re.S)),
+    ("callback-failed", re.compile(r"^<br>----------- (?:Orth callback failed, response: |xxl-job job callback fail, "
+                                   r"callbackResult:)(?P<response>.*)$", re.S)),
+    ("callback-error", re.compile(r"^<br>----------- (?:Orth callback error: |xxl-job job callback error, "
+                                  r"errorMsg:)(?P<error>.*)$", re.S)),
+    ("glue", re.compile(r"^----------- glue\.version: ?", re.S)),
+    ("script", re.compile(r"^(?:----------- (?:orth )?script file: ?|orth script file (?:created|cached) )", re.S)),
+)
+#: Which release line wrote a log, from its markers: (release line, regex on a marker's message), first match.
+EXECUTOR_RELEASES: tuple[tuple[str, re.Pattern], ...] = (
+    ("xxl-job 2.0-2.2", re.compile(r"^<br>----------- xxl-job job execute end\(finish\) -----------<br>"
+                                   r"----------- ReturnT:")),
+    ("xxl-job 2.3-3.x", re.compile(r"^<br>----------- xxl-job job execute end\(finish\) -----------<br>"
+                                   r"----------- Result: handleCode=")),
+    ("xxl-job 2.x-3.x", re.compile(r"^<br>----------- xxl-job job ")),      # a run without end(finish)
+    ("orth", re.compile(r"^<br>----------- Orth ")),
 )
 #: The kinds a log entry can have: the markers, an ordinary logged line, and text before any prefixed line.
 ENTRY_KINDS = tuple(k for k, _ in MARKERS) + ("log", "text")

@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass, field
 
 from ...formats.orth import (CALLBACK_DIR, CALLBACK_MARKERS, DATE_DIR, END_HANDLE_CODE, GLUE_DIR, KNOWN_DIRS,
-                             LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, MARKERS, log_status)
+                             LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, MARKERS, EXECUTOR_RELEASES, log_status)
 from ..fileio import FileView, input_error, kind_of
 from ..findings import NOTE, WARNING, Finding
 from ..run import ReplayPass
@@ -199,6 +199,7 @@ def local_ns(text: str, tz) -> int | None:
     return int(d.timestamp()) * 1_000_000_000
 
 
+_END_FINISH = dict(MARKERS)["end-finish"]
 _MARKER_STARTS = ("<br>-----------", "-----------", "orth script file")
 
 
@@ -210,8 +211,8 @@ def _classify(text: str) -> tuple[str, int | None]:
         if m is not None:
             if kind == "end-finish":
                 try:
-                    return kind, int(m.group("code"))
-                except ValueError:
+                    return kind, int(m.group("code") or m.group("rcode"))
+                except (TypeError, ValueError):
                     return kind, None
             return kind, None
     return "log", None
@@ -342,6 +343,8 @@ class Run:
     callback: str = "none"            # success | failed | error | none
     callback_offset: int | None = None
     open_runs: list = field(default_factory=list)   # offsets of starts without an end
+    ended_by: str | None = None       # the marker that ended the latest run (xxl-job writes a second one after it)
+    release: int | None = None        # index in formats.orth.EXECUTOR_RELEASES of its most specific marker
 
 
 class ExecutorReplay:
@@ -355,7 +358,12 @@ class ExecutorReplay:
         if r is None:
             r = self.runs[key] = Run(e.log_id, e.date_dir, e.path)
         k = e.kind
+        if k != "log":                # the most specific marker wins
+            rel = next((i for i, (_, rx) in enumerate(EXECUTOR_RELEASES) if rx.match(e.message)), None)
+            if rel is not None and (r.release is None or rel < r.release):
+                r.release = rel
         if k == "start":
+            r.ended_by = None
             r.runs += 1
             r.executor = "running"
             r.start_offset = e.offset
@@ -368,16 +376,23 @@ class ExecutorReplay:
             if k == "end-finish":
                 r.handle_code = e.handle_code if e.handle_code is not None else 500
                 r.executor = "finished" if r.handle_code == 200 else "failed"
-                msg = e.message.split("handleMsg=", 1)[1] if "handleMsg=" in e.message else None
+                m = _END_FINISH.match(e.message)
+                msg = None if m is None else m.group("msg") if m.group("code") is not None else m.group("rmsg")
                 r.handle_msg = None if msg == "null" else msg
+                if r.executor == "failed" and r.ended_by == "timeout":    # xxl-job: timeout, then end(finish) 502
+                    r.executor = "timeout"
             elif k == "stopped":
                 if r.executor != "running":
                     return                    # a stop after the end (or of a queued trigger): nothing changes
                 r.handle_code, r.executor = 500, "killed"
+            elif k == "end-error" and r.ended_by == "stopped" and not r.open_runs:
+                r.ended_by = k                # xxl-job: toStop, then the interrupted run's end(error): killed
+                return
             else:
                 r.handle_code = END_HANDLE_CODE[k]
                 r.executor = "timeout" if k == "timeout" else "failed"
             r.end_time = e.time
+            r.ended_by = None if not r.open_runs else k
             if r.open_runs:
                 r.open_runs.pop()
         elif k in CALLBACK_MARKERS:
@@ -434,6 +449,13 @@ class ExecutorState:
                         "status": status, "callback": r.callback, "admin_status": admin,
                         "retry_files": [os.path.basename(p) for p, _ in held], "file": path})
         return out
+
+    def releases(self) -> list[str]:
+        """The release lines whose markers the logs hold (``formats.orth.EXECUTOR_RELEASES``), in that order."""
+        seen = {r.release for r in self.runs.values() if r.release is not None}
+        if seen & {0, 1}:
+            seen.discard(2)            # runs without end(finish) belong to the line the other runs name
+        return [EXECUTOR_RELEASES[i][0] for i in sorted(seen)]
 
     def counts_by_state(self) -> dict[str, int]:
         c = {s: 0 for s in ADMIN_STATES}

@@ -138,7 +138,7 @@ class ExecutorStateView(StateView):
         rows = self.state.rows()
         return {"log_ids": len(rows), "by_status": self.state.counts_by_state(),
                 "callback_pending": sum(1 for r in rows if r["retry_files"]),
-                "digest": self.state.digest()}
+                "written_by": self.state.releases(), "digest": self.state.digest()}
 
     def rows(self, payload: str = "base64") -> Iterator[dict]:
         return iter(self.state.rows())
@@ -163,8 +163,12 @@ class ExecutorStateView(StateView):
     def summary_lines(self) -> list[str]:
         rows = self.state.rows()
         pending = sum(1 for r in rows if r["admin_status"] == "Pending" and r["executor"] not in ("running",))
-        return [f"{len(rows)} log id(s); {sum(1 for r in rows if r['executor'] == 'running')} without an end "
-                f"marker; {pending} finished but not acknowledged by an admin as far as the files show"]
+        out = [f"{len(rows)} log id(s); {sum(1 for r in rows if r['executor'] == 'running')} without an end "
+               f"marker; {pending} finished but not acknowledged by an admin as far as the files show"]
+        rel = self.state.releases()
+        if rel and rel != ["orth"]:
+            out.append("written by " + ", ".join(rel) + " (their markers)")
+        return out
 
     def counts_by_state(self) -> dict[str, int]:
         return self.state.counts_by_state()
