@@ -291,6 +291,18 @@ READLOG_MISSING = "Log file does not exist"
 MIN_RETENTION_DAYS = 3
 #: The sample configuration's ``orth.job.executor.logretentiondays``.
 SAMPLE_RETENTION_DAYS = 30
+#: The retention rules (``clean -O retention_rule=``): which executor's ``JobLogFileCleanThread`` comparison deletes a
+#: date directory. Both parse the name with lenient ``SimpleDateFormat`` and skip names without ``-``; both are
+#: disabled below ``MIN_RETENTION_DAYS``. (rule, comparison, upstream file:line)
+RETENTION_RULES: dict[str, tuple[str, str]] = {
+    "orth": ("todayMidnight > parsedDate + N days (calendar days)",
+             "Orth JobLogFileCleanThread (DateTool.addDays; the same in xxl-job 3.3.0 JobLogFileCleanThread.java:79)"),
+    "xxl-job-3.2": ("todayMidnight - parsedDate >= N x 86,400,000 ms (local midnights: one day earlier than Orth; "
+                    "a DST change in between moves it by the hour's difference)",
+                    "xxl-job 2.0.0-3.2.0 JobLogFileCleanThread.java:77"),
+}
+DEFAULT_RETENTION_RULE = "orth"
+DAY_MS = 86_400_000
 #: What lenient ``SimpleDateFormat("yyyy-MM-dd").parse`` reads of a name: spaces / tabs before each number, a
 #: minus sign allowed, any number of ASCII digits, literal ``-`` between; trailing text ignored.
 LENIENT_DATE = re.compile(r"^[ \t]*(?P<y>-?\d+)-[ \t]*(?P<m>-?\d+)-[ \t]*(?P<d>-?\d+)")

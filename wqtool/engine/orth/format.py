@@ -177,11 +177,11 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
                              "were delivered); name the logPath", path=log.root)
         if log.shared:   # the logPath's executor-log plan does the retention: this one, the delivered retry files
             from .delivered import delivered_files
-            from .retention import clean_plan, default_retention
+            from .retention import clean_plan, default_retention, retention_rule
             tz = _tz(opts)
             ex = discover_executor([log.log_path], tz=tz)[0]
             return clean_plan(log.log_path, opts.as_of_ns, zone(tz), tz, default_retention(opts), delivered_files(ex),
-                              dates=False, fmt=self.name)
+                              dates=False, fmt=self.name, rule=retention_rule(opts))
         from ..format import get
         return get("orth-executor-logs").clean_plan(discover_executor([log.log_path], tz=_tz(opts))[0], opts)
 
@@ -240,7 +240,9 @@ retry files. --format reads one of them."""
     record_kinds = ENTRY_KINDS
     filters = frozenset({"time"})
     options = {"tz": "the executor JVM's time zone (IANA name; default UTC): log line times and date directories",
-               "retention_days": "clean: orth.job.executor.logretentiondays (default 30; below 3 disables cleaning)"}
+               "retention_days": "clean: orth.job.executor.logretentiondays (default 30; below 3 disables cleaning)",
+               "retention_rule": "clean: whose cleaner: orth (default; also xxl-job 3.3+: today > date + N days) or "
+                                 "xxl-job-3.2 (2.0-3.2: today - date >= N x 86,400,000 ms, one day earlier)"}
     record_cls = LogEntry
     record_view = LazyInstance("wqtool.engine.orth.serialize", "ExecutorRecordView")
     shares_dir_with = frozenset({"orth-callbacks"})
@@ -300,7 +302,7 @@ retry files. --format reads one of them."""
         return {"tz": tz}
 
     def clean_plan(self, log: ExecutorLogSet, opts: Options):
-        from .retention import clean_plan, default_retention
+        from .retention import clean_plan, default_retention, retention_rule
         from .delivered import delivered_files
         if not (log.is_dir and is_log_path(log.root) and not DATE_DIR.match(os.path.basename(
                 os.path.normpath(log.root)))):
@@ -308,7 +310,7 @@ retry files. --format reads one of them."""
                              "directories)", path=log.root)
         tz = _tz(opts)
         plan = clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts),
-                          [] if log.shared else delivered_files(log))
+                          [] if log.shared else delivered_files(log), rule=retention_rule(opts))
         if log.shared:
             plan.notes.append("delivered retry files: the plan of this logPath's orth-callbacks log")
         return plan
