@@ -162,6 +162,14 @@ def legacy_hostile_stream(lp):
     write_atomic(p, open(p, "rb").read()[:-20])
 
 
+def legacy_hessian_hostile(lp):
+    """An xxl-job 2.0.2-2.1.x Hessian retry file whose element is of another class: refused without instantiating
+    anything (OC-HESSIAN-BAD)."""
+    from wqtool.engine.orth.hessian import encode_params
+    data = encode_params([Entry(27, T, 200, None)]).replace(b"HandleCallbackParam", b"HandleCallbackParaX")
+    write_atomic(os.path.join(lp, "callbacklog", f"xxl-job-callback-{T + 8000}.log"), data)
+
+
 def executor_runs(lp):
     """Executor logs covering each run state: finished and acknowledged, failed (error with a stack trace), timeout,
     killed, running without an end marker, a failed callback still held by a retry file, a failed callback no
@@ -270,6 +278,7 @@ SCENARIOS = {
     "foreign-names": foreign_names,
     "legacy-callbacklog": legacy_callbacklog,
     "legacy-hostile-stream": legacy_hostile_stream,
+    "legacy-hessian-hostile": legacy_hessian_hostile,
     "executor-runs": executor_runs,
     "executor-script-output": executor_script_output,
     "executor-bad-dates": executor_bad_dates,

@@ -51,6 +51,7 @@ WHERE = [
     ("invalid-utf8", "OC-INVALID-UTF8", "callbacklogs/orth-callback-8cdf85bafde1d499e0b0ad5b3c03ddd5.log", 70),
     ("legacy-callbacklog", "OC-STRANDED", "callbacklog/xxl-job-callback-1769740805000.log", 0),
     ("legacy-hostile-stream", "OC-JAVA-BAD", "callbacklog/xxl-job-callback-1769740806000.log", 61),
+    ("legacy-hessian-hostile", "OC-HESSIAN-BAD", "callbacklog/xxl-job-callback-1769740808000.log", 1),
     ("legacy-hostile-stream", "OC-TRUNCATED", "callbacklog/xxl-job-callback-1769740807000.log", 208),
     ("lenient-only-json", "OC-LENIENT-JSON", "callbacklogs/orth-callback-ff234de2b9ee5bae82414bae2645d46d.log", 0),
     ("name-md5-mismatch", "OC-NAME-MD5", "callbacklogs/orth-callback-00000000000000000000000000000000.log", 0),

@@ -17,7 +17,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 
-from ...formats.orth import (CALLBACK_DIR, CALLBACK_MARKERS, DATE_DIR, END_HANDLE_CODE, GLUE_DIR, KNOWN_DIRS,
+from ...formats.orth import (JACKSON_CALLBACK_FILE, CALLBACK_DIR, CALLBACK_MARKERS, DATE_DIR, END_HANDLE_CODE, GLUE_DIR, KNOWN_DIRS,
                              LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, MARKERS, EXECUTOR_RELEASES, log_status)
 from ..fileio import FileView, input_error, kind_of
 from ..findings import NOTE, WARNING, Finding
@@ -94,7 +94,8 @@ def discover(paths, opts=None, tz: str = "UTC") -> list[ExecutorLogSet]:
 
 
 def _has_callbacks(d: str) -> bool:
-    return any(os.path.isdir(os.path.join(d, n)) for n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR))
+    return any(os.path.isdir(os.path.join(d, n)) for n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR)) or \
+        os.path.isfile(os.path.join(d, JACKSON_CALLBACK_FILE))
 
 
 def _listdir(d: str) -> list[str]:
@@ -108,6 +109,8 @@ def _log_path(p: str) -> ExecutorLogSet:
     s = ExecutorLogSet(root=p, files=[], log_path=p)
     for n in _listdir(p):
         c = os.path.join(p, n)
+        if n == JACKSON_CALLBACK_FILE and os.path.isfile(c):
+            continue              # xxl-job 2.0.0-2.0.1's retry file: the orth-callbacks format
         if n in KNOWN_DIRS:
             if n == GLUE_DIR and os.path.isdir(c):
                 continue          # glue scripts: not logs, never cleaned (read by nothing here)

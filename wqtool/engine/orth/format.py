@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.orth import (ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
+from ...formats.orth import (JACKSON_CALLBACK_FILE, ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
                              LINE_PREFIX, LOG_FILE, STREAM_HEAD, UTF8_BOM, HandleCode)
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
@@ -94,6 +94,9 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
                "access_token_header": "replay --send: the token header (default ORTH-ACCESS-TOKEN; xxl-job: "
                                       "XXL-JOB-ACCESS-TOKEN)",
                "timeout": "replay --send: seconds to wait for the admin per request (default 10)",
+               "admin_release": "replay --send: the body the admin reads: orth (default; also xxl-job 2.3-3.4), "
+                                "xxl-job-2.2 (executeResult {code, msg, content}), xxl-job-2.3, xxl-job-head "
+                                "(logDateTime); any release's retry files can go to any of them",
                "md5_action": "repair: what to do with a file whose bytes do not hash to its name (OC-NAME-MD5): "
                              "quarantine (default), restore (a single flipped bit undone), rename (to the "
                              "content's md5), keep"}
@@ -116,12 +119,17 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
                 return Evidence(False, f"a directory named {name}/ (no retry file in it to confirm)")
             if good and len(named) == len(names):
                 return Evidence(True, f"every file is named like a retry file and holds one ({good[0]}, ...)")
-            retry = [n for n in names if n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR)]
+            retry = [n for n in names if n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR, JACKSON_CALLBACK_FILE)]
             if retry and not DATE_DIR.match(name) and is_log_path(path):
                 return Evidence(True, f"a logPath holding the retry directory {retry[0]}/")
             return None
         if name == CALLBACK_DIR:
             return Evidence(True, "a file named callbacklogs (Orth's retry directory must be a directory)")
+        if name == JACKSON_CALLBACK_FILE:
+            h = _head(path, 64)
+            if h is not None and h.lstrip()[:1] == b"[":
+                return Evidence(True, "xxl-job 2.0.0-2.0.1's retry file (Jackson JSON lines)")
+            return Evidence(False, "named like xxl-job 2.0.0-2.0.1's retry file")
         if ANY_CALLBACK_NAME.match(name):
             if _looks_like_retry_file(path):
                 return Evidence(True, "named like a retry file and starts like one (a JSON array or a Java stream)")
@@ -168,8 +176,12 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
             raise UsageError(f"-O timeout: expected seconds, got {opts.get('timeout')!r}") from None
         if not target.startswith(("http://", "https://")):
             raise UsageError(f"--send: expected the admin's http(s):// address, got {target!r}")
+        from .send import ADMIN_BODIES
+        admin = str(opts.get("admin_release", "orth"))
+        if admin not in ADMIN_BODIES:
+            raise UsageError(f"-O admin_release: expected one of {', '.join(ADMIN_BODIES)}, got {admin!r}")
         return send(log, target, token=token, header=opts.get("access_token_header", TOKEN_HEADER),
-                    timeout=timeout, dry_run=dry_run, progress=progress, hook=hook, fail_at=fail_at)
+                    timeout=timeout, dry_run=dry_run, progress=progress, hook=hook, fail_at=fail_at, admin=admin)
 
     def clean_plan(self, log: CallbackSet, opts: Options):
         if not log.log_path:

@@ -95,7 +95,7 @@ def parse_legacy(data: bytes) -> LegacyResult:
                                   pos, eof=True)
 
     if size and data[pos:pos + 2] == bytes((TC_OBJECT, TC_CLASSDESC)) and \
-            _first_difference(data, pos + 1, _DESC220[:_DESC220.index(b"\x00\x03J")]) is None:
+            _first_difference(data, pos + 1, _DESC220[:_DESC220.index(b"\x00\x03J") + 2]) is None:
         return _parse_220(data, pos, size)
     for _ in range(size):
         start = pos
