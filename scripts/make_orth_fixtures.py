@@ -77,6 +77,17 @@ def name_md5_mismatch(lp):
     write_atomic(p, b'[ {"logId": 8, "logDateTim": 1769740800000, "handleCode": 500, "handleMsg": "x"} ]')
 
 
+def bit_flip(lp):
+    """A retry file Orth wrote with one bit flipped on disk (bit 1 of the last digit of logId 12345: now 12347,
+    which another file also holds): OC-NAME-MD5 names the bit and the entry that now parses differently; repair
+    -O md5_action=restore plans the original bytes back."""
+    p = write_retry_file(lp, [Entry(12345, T, 200), Entry(12346, T, 500, "downstream error")])
+    write_retry_file(lp, [Entry(12347, T, 200)])
+    data = bytearray(open(p, "rb").read())
+    data[data.index(b"12345") + 4] ^= 0x02
+    write_atomic(p, bytes(data))
+
+
 def invalid_utf8(lp):
     """A retry file whose handleMsg holds a byte that is not UTF-8 (0xff): Orth keeps it forever."""
     good = write_retry_file(lp, [Entry(9, T, 500, "AB")])
@@ -267,6 +278,7 @@ def xxl_job_2_0_executor_runs(lp):
 SCENARIOS = {
     "clean-retry-files": clean_retry_files,
     "name-md5-mismatch": name_md5_mismatch,
+    "bit-flip": bit_flip,
     "invalid-utf8": invalid_utf8,
     "lenient-only-json": lenient_only_json,
     "poison-file": poison_file,

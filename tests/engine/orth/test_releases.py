@@ -192,7 +192,8 @@ def test_replay_send_delivers_each_release(tmp_path, scenario, admin_release):
     with Admin() as admin:
         rep = FMT.send(log, admin.url, Options(0, extra={"admin_release": admin_release}))
     assert rep.failed == 0 and rep.sent >= 1
-    bodies = [c for body in admin.received for c in body]
+    bodies = [c for body in admin.received for c in (body["callbackList"] if isinstance(body, dict) else body)]
+    assert all(isinstance(b, dict) == (admin_release == "xxl-job-head") for b in admin.received)
     if admin_release == "xxl-job-2.2":
         assert {(c["logId"], c["executeResult"]["code"]) for c in bodies} == want
     else:

@@ -246,8 +246,8 @@ class CallbackReader:
         except JavaStreamError as exc:
             if exc.eof:
                 yield Finding(ERROR, "OC-TRUNCATED", f"legacy Java stream cut short at byte {exc.offset}: "
-                              f"{exc.message} (an interrupted write); xxl-job <= 3.2 fails to read it, deletes it and "
-                              "loses its callbacks", path=path, offset=exc.offset, last_good_offset=exc.offset,
+                              f"{exc.message} (an interrupted write); xxl-job 2.2.0-3.2 fail to read it, delete it and "
+                              "lose its callbacks", path=path, offset=exc.offset, last_good_offset=exc.offset,
                               verdict=Verdict.CORRUPT)
             else:
                 yield Finding(ERROR, "OC-JAVA-BAD", f"{exc.message} (refused without instantiating anything); "

@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.orth import (JACKSON_CALLBACK_FILE, ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
+from ...formats.orth import (CALLBACK_RELEASES, JACKSON_CALLBACK_FILE, ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
                              LINE_PREFIX, LOG_FILE, STREAM_HEAD, UTF8_BOM, HandleCode)
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
@@ -85,7 +85,16 @@ bounded parser and never instantiates a class.
 replay lists each log id with its status (the UI's precedence) and its delivery state (pending, blocked by a poison
 file, stuck, stranded, refused). replay --send URL posts each file to URL/api/callback and deletes it only after the
 admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKEN), -O access_token_header=,
--O timeout=."""
+-O timeout=, -O admin_release= (the body that admin reads).
+
+A name's md5 is the file's only checksum: bytes that do not hash to it are OC-NAME-MD5, an error; when one flipped
+bit explains the change, the finding names it and the entries that now parse differently. repair -O md5_action=
+quarantine (default), restore, rename or keep plans the fix.
+
+Release lines (auto-detected from the files, named in dump rows as release and in summaries as written_by; spec
+orth-logs.md section 2a):
+
+""" + "\n".join(f"  {title}: {where}\n    {enc}\n    upstream: {src}" for _, title, where, enc, src in CALLBACK_RELEASES)
     codes = CALLBACK_CODES
     replay_codes = CALLBACK_REPLAY_CODES
     record_kinds = ("success", "fail", "timeout", "other")
@@ -242,6 +251,13 @@ replay derives each log id's executor state, callback state and status, cross-re
 same logPath. clean applies the executor's log retention exactly (-O retention_days=N, default 30, below 3 disabled;
 lenient date names; gluesource/ and callbacklogs/ untouched) and removes retry files the job logs show were
 acknowledged later.
+
+xxl-job 2.0-3.x executor logs are read the same way: lines end \\r\\n (3.2.0 XxlJobFileAppender.java:110) and the
+markers say xxl-job (3.2.0 JobThread.java:134 start, :157 timeout, :180 end(finish) "handleMsg = ", :195 "JobThread
+toStop, stopReason:", :205 end(error); 2.0-2.2 end(finish) "ReturnT:ReturnT [code=C, msg=M, content=X]"); the
+summary's written_by names the release line. clean -O retention_rule=orth (default; Orth and xxl-job 3.3+: today >
+date + N days) or xxl-job-3.2 (2.0.0-3.2.0 JobLogFileCleanThread.java:77: today - date >= N x 86,400,000 ms, a day
+earlier), named in the plan and its JSON.
 
 A logPath holding callbacklogs/ (or callbacklog/) is read as two logs by every command: its retry files
 (orth-callbacks, reported as LOGPATH/callbacklogs) and its executor logs (orth-executor-logs, reported as LOGPATH),

@@ -71,7 +71,8 @@ def post(url: str, body: bytes, token: str | None, header: str, timeout: float) 
 
 #: The body each admin's ``/api/callback`` reads (``-O admin_release=``): Orth and xxl-job 2.3-3.4 take
 #: ``[{logId, logDateTim, handleCode, handleMsg}]``; 2.2.0 takes ``HandleCallbackParam`` with ``executeResult
-#: {code, msg, content}`` (v2.2.0 HandleCallbackParam.java:9-14); HEAD takes ``CallbackData`` with ``logDateTime``.
+#: {code, msg, content}`` (v2.2.0 HandleCallbackParam.java:9-14); HEAD takes ``{"callbackList": [CallbackData]}``
+#: with ``logDateTime`` (HEAD CallbackRequest.java:9, CallbackData.java:8-15).
 #: (xxl-job 2.0.x-2.1.x admins take callbacks over xxl-rpc, not JSON: deliver to a 2.2.0 or later admin.)
 ADMIN_BODIES = ("orth", "xxl-job-2.2", "xxl-job-2.3", "xxl-job-head")
 
@@ -80,8 +81,8 @@ def body_for(entries, admin: str) -> bytes:
     es = [Entry(e.log_id, e.log_date_tim, e.handle_code, e.handle_msg) for e in entries]
     if admin == "xxl-job-2.2":
         return encode_jackson_line(es)[:-2]
-    if admin == "xxl-job-head":
-        return encode(es, HEAD_DATE_KEY)
+    if admin == "xxl-job-head":         # HEAD CallbackRequest.java:9: {"callbackList": [CallbackData...]}
+        return b'{"callbackList":' + encode(es, HEAD_DATE_KEY) + b"}"
     return encode(es)
 
 
