@@ -201,3 +201,30 @@ def test_replay_send_delivers_each_release(tmp_path, scenario, admin_release):
         date_key = "logDateTime" if admin_release == "xxl-job-head" else "logDateTim"
         assert all(c[date_key] >= 1769740800000 for c in bodies)
     assert FMT.discover([lp], Options(0))[0].files == []          # delivered: deleted
+
+
+def test_a_line_jackson_rejects_is_an_error_that_says_2_0_0_loses_it(tmp_path):
+    lp = tmp_path / "lp"
+    lp.mkdir()
+    good = encode_jackson_line([Entry(1, 1769740800000, 200, None)])
+    (lp / "xxl-job-callback.log").write_bytes(good + b'[{"logId":2,"logDateTim":1,"bogus":1}]\r\n' + good)
+    rows, rep = _report(str(lp))
+    assert [r.log_id for r in rows] == [1, 1] and int(rep.verdict) == 3
+    (f,) = [x for x in rep.findings if x.code == "OC-REJECTED"]
+    assert f.offset == len(good) + 1 and "bogus" in f.message and "lost" in f.message     # the element
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x85\u2028\u2029"),
+                        max_size=30), min_size=1, max_size=6))
+def test_xxl_job_executor_log_lines_round_trip(tmp_path_factory, messages):
+    from wqtool.engine.orth.writer import XxlJobLogWriter
+    lp = str(tmp_path_factory.mktemp("x"))
+    w = XxlJobLogWriter(lp)
+    w.start(7, 1769740800000, 1769740801000)
+    for i, m in enumerate(messages):
+        w.line(7, 1769740800000, 1769740802000 + i, m)
+    ex = registry.get("orth-executor-logs")
+    run = ex.run(ex.discover([lp], Options(0))[0], Options(0))
+    got = [ev.message for ev in run.events() if ev.__class__ is ex.record_cls]
+    assert got[1:] == messages and int(run.report.verdict) == 0
