@@ -8,6 +8,14 @@ left before anything is sliced or allocated (a string's UTF-16 length and a list
 left, one byte per unit or element at least), nesting is capped at ``MAX_DEPTH``, and anything else (maps, dates,
 doubles, binary, typed lists of another type) is refused with the offset and what was expected.
 
+Checked against the writer's source (caucho hessian 4.0.x ``Hessian2Output``: ``writeListBegin`` — untyped
+fixed lists ``0x78 + n`` up to 7, else ``X`` + int; ``writeObjectBegin`` — ``C`` + class name, then the field
+count and names, then ``0x60 + def``; ``writeInt`` / ``writeLong`` — the compact ranges above, ``Y`` for a long that
+fits 32 bits; ``writeString`` — ``R`` chunks of 0x8000 never ending on a high surrogate, then direct / short / ``S``;
+``addRef`` — a second write of the same object is ``Q`` + its reference number) and xxl-rpc 1.4.0/1.5.0
+``HessianSerializer`` (``new Hessian2Output(os).writeObject(obj)``); the field order is ``JavaSerializer`` /
+``UnsafeSerializer``'s: java.lang and primitive fields first, then the rest, in declaration order.
+
 ``encode_params(entries)`` writes what Hessian2Output writes for ``ArrayList<HandleCallbackParam>`` (compact int /
 long / string forms, class definitions once, ``ReturnT`` objects shared by identity as ``Q`` references): the
 fixtures' writer and the property tests' reference.
