@@ -263,8 +263,9 @@ class CallbackReader:
                           "`wqtool replay --send URL` delivers the real codes", path=path, offset=0)
         elif cf.dir_kind != DIR_JSON:
             yield Finding(WARNING, "OC-STRANDED", f"legacy retry file ({len(res.entries)} callback(s), xxl-job "
-                          "2.3-3.2): Orth and xxl-job >= 3.3 never read callbacklog/, these callbacks are never "
-                          "delivered; `wqtool replay --send URL` delivers them", path=path, offset=0)
+                          "2.3-3.2): 2.3-3.2 resend it; Orth and xxl-job >= 3.3 never read callbacklog/, so after "
+                          "an upgrade these callbacks are never delivered; `wqtool replay --send URL` delivers them",
+                          path=path, offset=0)
             if LEGACY_NAME.match(name) is None and cf.dir_kind == DIR_LEGACY:
                 yield Finding(WARNING, "OC-FOREIGN-NAME", f"'{name}' is not xxl-job-callback-<ms>[-i].log", path=path)
         if res.trailing:
@@ -349,7 +350,7 @@ class CallbackReader:
                           "every file in callbacklogs/, whatever its name)", path=path)
         if cf.dir_kind == DIR_LEGACY:
             yield Finding(WARNING, "OC-STRANDED", "a JSON file in the legacy callbacklog/ directory: Orth and "
-                          "xxl-job >= 3.3 never read it (xxl-job <= 3.2 fails to deserialize it and deletes it)",
+                          "xxl-job >= 3.3 never read it (xxl-job 2.2.0-3.2 fail to deserialize it and delete it)",
                           path=path, offset=0)
         bad = _first_bad_utf8(data)
         if bad is not None:
