@@ -14,6 +14,7 @@ poison findings names the files Orth would never reach in *this* directory's rea
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -26,8 +27,8 @@ sys.path.insert(0, ROOT)
 from wqtool.engine import format as registry  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
 from wqtool.engine.orth.gson import Entry  # noqa: E402
-from wqtool.engine.orth.writer import (ExecutorLogWriter, write_atomic, write_legacy_file,  # noqa: E402
-                                       write_retry_file)
+from wqtool.engine.orth.writer import (ExecutorLogWriter, XxlJobLogWriter, write_atomic,  # noqa: E402
+                                       write_legacy_file, write_retry_file)
 from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
 
 T = 1769740800000                       # 2026-01-30T02:40:00Z, the spec's examples' trigger time
@@ -40,6 +41,13 @@ TRICKY = "<b>x</b> & \"quoted\" 'single' a=b\\path\ttab\x01ctl\u2028ls\u2029ps Ã
 
 def _logs(lp: str) -> ExecutorLogWriter:
     return ExecutorLogWriter(lp)
+
+
+def _named(lp: str, data: bytes, prefix: str = "orth") -> str:
+    """Bytes Orth did not write, under the name Orth gives bytes (their md5): only what the scenario is about is
+    wrong (a name that does not match its bytes is OC-NAME-MD5, an error of its own)."""
+    return write_atomic(os.path.join(lp, "callbacklogs", f"{prefix}-callback-{hashlib.md5(data).hexdigest()}.log"),
+                        data)
 
 
 # ---------------------------------------------------------------- scenarios (each gets logpath/)
@@ -69,19 +77,29 @@ def name_md5_mismatch(lp):
     write_atomic(p, b'[ {"logId": 8, "logDateTim": 1769740800000, "handleCode": 500, "handleMsg": "x"} ]')
 
 
+def bit_flip(lp):
+    """A retry file Orth wrote with one bit flipped on disk (bit 1 of the last digit of logId 12345: now 12347,
+    which another file also holds): OC-NAME-MD5 names the bit and the entry that now parses differently; repair
+    -O md5_action=restore plans the original bytes back."""
+    p = write_retry_file(lp, [Entry(12345, T, 200), Entry(12346, T, 500, "downstream error")])
+    write_retry_file(lp, [Entry(12347, T, 200)])
+    data = bytearray(open(p, "rb").read())
+    data[data.index(b"12345") + 4] ^= 0x02
+    write_atomic(p, bytes(data))
+
+
 def invalid_utf8(lp):
     """A retry file whose handleMsg holds a byte that is not UTF-8 (0xff): Orth keeps it forever."""
     good = write_retry_file(lp, [Entry(9, T, 500, "AB")])
     data = open(good, "rb").read().replace(b"AB", b"A\xffB")
     os.unlink(good)
-    write_atomic(os.path.join(os.path.dirname(good), "orth-callback-" + "f" * 32 + ".log"), data)
+    _named(lp, data)
 
 
 def lenient_only_json(lp):
     """The spec's lenient example [{logId:1,'handleCode':200,/*c*/handleMsg:abc}]: Gson accepts it, strict JSON
     does not."""
-    write_atomic(os.path.join(lp, "callbacklogs", "orth-callback-" + "1" * 32 + ".log"),
-                 b"[{logId:1,'handleCode':200,/*c*/handleMsg:abc}]")
+    _named(lp, b"[{logId:1,'handleCode':200,/*c*/handleMsg:abc}]")
 
 
 def poison_file(lp):
@@ -111,7 +129,7 @@ def empty_files(lp):
     """An empty file, a blank one and an empty batch []: Orth deletes them without sending anything."""
     d = os.path.join(lp, "callbacklogs")
     write_atomic(os.path.join(d, "orth-callback-d41d8cd98f00b204e9800998ecf8427e.log"), b"")
-    write_atomic(os.path.join(d, "orth-callback-" + "3" * 32 + ".log"), b" \n\t ")
+    _named(lp, b" \n\t ")
     write_atomic(os.path.join(d, "orth-callback-d751713988987e9331980363e24189ce.log"), b"[]")
 
 
@@ -123,8 +141,7 @@ def callbacklogs_not_a_directory(lp):
 
 def null_entries(lp):
     """A batch with a null entry ([{...},null]): Orth deletes the file, posts, then fails on a NullPointerException."""
-    write_atomic(os.path.join(lp, "callbacklogs", "orth-callback-" + "4" * 32 + ".log"),
-                 b'[{"logId":17,"logDateTim":1769740800000,"handleCode":200},null]')
+    _named(lp, b'[{"logId":17,"logDateTim":1769740800000,"handleCode":200},null]')
 
 
 def foreign_names(lp):
@@ -154,6 +171,14 @@ def legacy_hostile_stream(lp):
     write_legacy_file(lp, [Entry(26, T, 500, "x" * 40)], T + 7000)
     p = os.path.join(lp, "callbacklog", f"xxl-job-callback-{T + 7000}.log")
     write_atomic(p, open(p, "rb").read()[:-20])
+
+
+def legacy_hessian_hostile(lp):
+    """An xxl-job 2.0.2-2.1.x Hessian retry file whose element is of another class: refused without instantiating
+    anything (OC-HESSIAN-BAD)."""
+    from wqtool.engine.orth.hessian import encode_params
+    data = encode_params([Entry(27, T, 200, None)]).replace(b"HandleCallbackParam", b"HandleCallbackParaX")
+    write_atomic(os.path.join(lp, "callbacklog", f"xxl-job-callback-{T + 8000}.log"), data)
 
 
 def executor_runs(lp):
@@ -214,9 +239,46 @@ def executor_bad_dates(lp):
     write_atomic(os.path.join(lp, "2026-01-30", "notes.txt"), b"x\n")
 
 
+def _xxl_runs(w: XxlJobLogWriter, base: int) -> None:
+    w.start(base, T, T + 1000, "a")
+    w.line(base, T, T + 1500, "working", cls="com.example.DemoHandler", method="execute", src_line=31,
+           thread=f"xxl-job, JobThread-1-{T - 5000}")
+    w.finish(base, T, T + 2000, 200)
+    w.callback(base, T, T + 2500, "success")
+    w.start(base + 1, T, T + 1000)
+    w.error(base + 1, T, T + 2000, "java.lang.IllegalStateException: bad\n\tat com.example.DemoHandler.execute("
+                                   "DemoHandler.java:40)\n")
+    w.finish(base + 1, T, T + 2000, 500, "java.lang.IllegalStateException: bad")
+    w.callback(base + 1, T, T + 2500, "success")
+    w.start(base + 2, T, T + 1000)
+    w.timeout(base + 2, T, T + 2000)
+    w.callback(base + 2, T, T + 2500, "success")
+    w.start(base + 3, T, T + 1000)
+    w.stopped(base + 3, T, T + 2000)
+    w.callback(base + 3, T, T + 2500, "success")
+    w.start(base + 4, T + 86_400_000, T + 86_401_000)                  # the next day, still running
+    w.start(base + 5, T, T + 1000)
+    w.finish(base + 5, T, T + 2000, 500, "downstream error")
+    w.callback(base + 5, T, T + 2500, "error", "connect timed out")
+
+
+def xxl_job_executor_runs(lp):
+    """xxl-job 2.3-3.x executor logs (3.2.0 markers, \\r\\n line ends): finished, failed (end(error), then the
+    end(finish) JobThread writes after it), timeout (timeout marker, the exception, end(finish) 502), killed
+    (toStop, then the interrupted run's end(error)), running, a callback error; the same run states as Orth's,
+    no OE-ORPHAN."""
+    _xxl_runs(XxlJobLogWriter(lp), 400)
+
+
+def xxl_job_2_0_executor_runs(lp):
+    """xxl-job 2.0.0-2.2.x executor logs: end(finish) prints ReturnT [code=C, msg=M, content=null]."""
+    _xxl_runs(XxlJobLogWriter(lp, returnt=True), 500)
+
+
 SCENARIOS = {
     "clean-retry-files": clean_retry_files,
     "name-md5-mismatch": name_md5_mismatch,
+    "bit-flip": bit_flip,
     "invalid-utf8": invalid_utf8,
     "lenient-only-json": lenient_only_json,
     "poison-file": poison_file,
@@ -228,9 +290,12 @@ SCENARIOS = {
     "foreign-names": foreign_names,
     "legacy-callbacklog": legacy_callbacklog,
     "legacy-hostile-stream": legacy_hostile_stream,
+    "legacy-hessian-hostile": legacy_hessian_hostile,
     "executor-runs": executor_runs,
     "executor-script-output": executor_script_output,
     "executor-bad-dates": executor_bad_dates,
+    "xxl-job-executor-runs": xxl_job_executor_runs,
+    "xxl-job-2-0-executor-runs": xxl_job_2_0_executor_runs,
 }
 
 

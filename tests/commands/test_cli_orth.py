@@ -152,3 +152,24 @@ def test_jdbc_option_reads_a_database_as_a_path_does():
         assert (by_opt.code, by_opt.out) == (by_path.code, by_path.out) and by_path.out, argv
     r = cli("stats")
     assert r.code == 2 and "Missing argument 'PATH' (or --jdbc URL)." in r.err
+
+
+def test_repair_a_changed_retry_file(tmp_path):
+    """issue 19: a retry file whose bytes do not hash to its name verifies CORRUPT (exit 3); `repair` plans the
+    fix for it, `--apply` carries it out (the changed bytes in the quarantine) and the logPath then verifies clean."""
+    lp = str(tmp_path / "logpath")
+    p = write_retry_file(lp, [Entry(12345, 1769740800000, 200)])
+    data = bytearray(open(p, "rb").read())
+    data[data.index(b"12345") + 4] ^= 2
+    open(p, "wb").write(bytes(data))
+    r = cli("verify", lp)
+    assert r.code == 3 and "OC-NAME-MD5" in r.out and "logId 12345 -> 12347" in r.out, r.out
+    r = cli("repair", "-O", "md5_action=restore", lp)
+    assert r.code == 3 and "restore" in r.out and "(plan only: nothing written" in r.out, r.out
+    q = str(tmp_path / "q")
+    doc = json.loads(cli("repair", "-O", "md5_action=restore", "--apply", "--quarantine", q, "--json",
+                         os.path.join(lp, "callbacklogs")).out)
+    (log,) = doc["logs"]
+    assert log["exit_code"] == 3 and [a["action"] for a in log["actions"]] == ["restore"]
+    assert cli("verify", lp).code == 0
+    assert [open(os.path.join(q, n), "rb").read() for n in os.listdir(q)] == [bytes(data)]

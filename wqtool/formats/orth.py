@@ -241,20 +241,38 @@ LINE_PREFIX = re.compile(rb"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[([^#\]]+)#(
 LINE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 #: Markers (``JobThread`` / ``TriggerCallbackThread`` messages), checked in this order on a prefixed line's message
-#: (``{}`` placeholders are free text): (kind, regex).
+#: (``{}`` placeholders are free text): (kind, regex). Orth's wording and xxl-job 2.x-3.x's (3.2.0
+#: ``JobThread.java:134,157,180,195,205``, ``TriggerCallbackThread.java:170,174,177``; 2.0.0-2.2.x end(finish)
+#: prints ``ReturnT:`` + ``ReturnT.toString()``, v2.0.0 ``JobThread.java:158``): the same kinds.
 MARKERS: tuple[tuple[str, re.Pattern], ...] = (
-    ("start", re.compile(r"^<br>----------- Orth job execute start -----------<br>----------- Param:", re.S)),
-    ("end-finish", re.compile(r"^<br>----------- Orth job execute end\(finish\) -----------<br>----------- Result: "
-                              r"handleCode=(?P<code>-?\d+), handleMsg=(?P<msg>.*)$", re.S)),
-    ("end-error", re.compile(r"^<br>----------- JobThread Exception: .*<br>----------- Orth job execute "
+    ("start", re.compile(r"^<br>----------- (?:Orth|xxl-job) job execute start -----------<br>----------- Param:",
+                         re.S)),
+    ("end-finish", re.compile(r"^<br>----------- (?:Orth|xxl-job) job execute end\(finish\) -----------<br>"
+                              r"----------- (?:Result: handleCode=(?P<code>-?\d+), handleMsg(?:=| = )(?P<msg>.*)"
+                              r"|ReturnT:(?:ReturnT \[code=(?P<rcode>-?\d+), msg=(?P<rmsg>.*), content=.*\]|.*))$",
+                              re.S)),
+    ("end-error", re.compile(r"^<br>----------- JobThread Exception: ?.*<br>----------- (?:Orth|xxl-job) job execute "
                              r"end\(error\) -----------", re.S)),
-    ("timeout", re.compile(r"^<br>----------- Orth job execute timeout", re.S)),
-    ("stopped", re.compile(r"^<br>----------- JobThread stopped, reason: (?P<reason>.*)$", re.S)),
-    ("callback-success", re.compile(r"^<br>----------- Orth callback success", re.S)),
-    ("callback-failed", re.compile(r"^<br>----------- Orth callback failed, response: (?P<response>.*)$", re.S)),
-    ("callback-error", re.compile(r"^<br>----------- Orth callback error: (?P<error>.*)$", re.S)),
-    ("glue", re.compile(r"^----------- glue\.version: ", re.S)),
-    ("script", re.compile(r"^(?:----------- orth script file: |orth script file (?:created|cached) )", re.S)),
+    ("timeout", re.compile(r"^<br>----------- (?:Orth|xxl-job) job execute timeout", re.S)),
+    ("stopped", re.compile(r"^<br>----------- JobThread (?:stopped, reason: |toStop, stopReason:)(?P<reason>.*)$",
+                           re.S)),
+    ("callback-success", re.compile(r"^<br>----------- (?:Orth callback success|xxl-job job callback finish\.)",
+                                    re.S)),
+    ("callback-failed", re.compile(r"^<br>----------- (?:Orth callback failed, response: |xxl-job job callback fail, "
+                                   r"callbackResult:)(?P<response>.*)$", re.S)),
+    ("callback-error", re.compile(r"^<br>----------- (?:Orth callback error: |xxl-job job callback error, "
+                                  r"errorMsg:)(?P<error>.*)$", re.S)),
+    ("glue", re.compile(r"^----------- glue\.version: ?", re.S)),
+    ("script", re.compile(r"^(?:----------- (?:orth )?script file: ?|orth script file (?:created|cached) )", re.S)),
+)
+#: Which release line wrote a log, from its markers: (release line, regex on a marker's message), first match.
+EXECUTOR_RELEASES: tuple[tuple[str, re.Pattern], ...] = (
+    ("xxl-job 2.0-2.2", re.compile(r"^<br>----------- xxl-job job execute end\(finish\) -----------<br>"
+                                   r"----------- ReturnT:")),
+    ("xxl-job 2.3-3.x", re.compile(r"^<br>----------- xxl-job job execute end\(finish\) -----------<br>"
+                                   r"----------- Result: handleCode=")),
+    ("xxl-job 2.x-3.x", re.compile(r"^<br>----------- xxl-job job ")),      # a run without end(finish)
+    ("orth", re.compile(r"^<br>----------- Orth ")),
 )
 #: The kinds a log entry can have: the markers, an ordinary logged line, and text before any prefixed line.
 ENTRY_KINDS = tuple(k for k, _ in MARKERS) + ("log", "text")
@@ -273,6 +291,18 @@ READLOG_MISSING = "Log file does not exist"
 MIN_RETENTION_DAYS = 3
 #: The sample configuration's ``orth.job.executor.logretentiondays``.
 SAMPLE_RETENTION_DAYS = 30
+#: The retention rules (``clean -O retention_rule=``): which executor's ``JobLogFileCleanThread`` comparison deletes a
+#: date directory. Both parse the name with lenient ``SimpleDateFormat`` and skip names without ``-``; both are
+#: disabled below ``MIN_RETENTION_DAYS``. (rule, comparison, upstream file:line)
+RETENTION_RULES: dict[str, tuple[str, str]] = {
+    "orth": ("todayMidnight > parsedDate + N days (calendar days)",
+             "Orth JobLogFileCleanThread (DateTool.addDays; the same in xxl-job 3.3.0 JobLogFileCleanThread.java:79)"),
+    "xxl-job-3.2": ("todayMidnight - parsedDate >= N x 86,400,000 ms (local midnights: one day earlier than Orth; "
+                    "a DST change in between moves it by the hour's difference)",
+                    "xxl-job 2.0.0-3.2.0 JobLogFileCleanThread.java:77"),
+}
+DEFAULT_RETENTION_RULE = "orth"
+DAY_MS = 86_400_000
 #: What lenient ``SimpleDateFormat("yyyy-MM-dd").parse`` reads of a name: spaces / tabs before each number, a
 #: minus sign allowed, any number of ASCII digits, literal ``-`` between; trailing text ignored.
 LENIENT_DATE = re.compile(r"^[ \t]*(?P<y>-?\d+)-[ \t]*(?P<m>-?\d+)-[ \t]*(?P<d>-?\d+)")
@@ -291,3 +321,116 @@ def log_status(trigger_code: int, handle_code: int) -> str:
         if _jl_holds(cond, row):
             return _JL_STATUS_LABEL[status]
     raise AssertionError("unreachable: the last rule matches everything")
+
+
+# ---------------------------------------------------------------- the release lines of callback retry files (issue 19)
+#: Which release wrote a retry file, told from the file itself: (id, what it is, folder/name, encoding, upstream).
+#: The reader states the id (``Callback.release``); each finding's consequence is said for that release.
+CALLBACK_RELEASES: tuple[tuple[str, str, str, str, str], ...] = (
+    ("xxl-job-2.0.0", "xxl-job 2.0.0-2.0.1", "{logPath}/xxl-job-callback.log (one file, appended)",
+     "Jackson JSON, one List<HandleCallbackParam> array per \\r\\n line: {logId,logDateTim,executeResult{code,msg,"
+     "content}}", "v2.0.0 TriggerCallbackThread.java:183-188, FileUtil.java:47-70"),
+    ("xxl-job-2.0.2", "xxl-job 2.0.2-2.1.x", "{logPath}/callbacklog/xxl-job-callback-{ms}[-i].log",
+     "Hessian 2 (xxl-rpc HessianSerializer: Hessian2Output.writeObject) of List<HandleCallbackParam{logId,"
+     "logDateTim,ReturnT executeResult}>", "commit 80b544b5 TriggerCallbackThread.java:192-213, 2.1.2 "
+     "XxlJobExecutor.java:112"),
+    ("xxl-job-2.2.0", "xxl-job 2.2.0", "{logPath}/callbacklog/xxl-job-callback-{ms}[-i].log",
+     "Java serialization (JdkSerializeTool) of ArrayList<HandleCallbackParam{logId,logDateTim,ReturnT<String> "
+     "executeResult}>", "v2.2.0 HandleCallbackParam.java:9-14, TriggerCallbackThread.java:203-211"),
+    ("xxl-job-2.3", "xxl-job 2.3.0-3.2.0", "{logPath}/callbacklog/xxl-job-callback-{ms}[-i].log",
+     "Java serialization of ArrayList<HandleCallbackParam{logId,logDateTim,handleCode,handleMsg}>",
+     "3.2.0 TriggerCallbackThread.java:204-225"),
+    ("orth", "Orth / xxl-job 3.3.0-3.4.x", "{logPath}/callbacklogs/{orth|xxl-job}-callback-{md5}.log "
+     "(xxl-job 3.3.0-3.3.2: /data/applogs/xxl-job/jobhandler/callbacklogs whatever logPath is, 3.3.0 "
+     "XxlJobFileAppender.java:36-53; fixed in 3.4.1)",
+     "Gson JSON [{logId,logDateTim,handleCode,handleMsg}], md5 of the bytes in the name",
+     "3.3.0 TriggerCallbackThread.java (appendFailCallbackFile)"),
+    ("xxl-job-head", "xxl-job 3.5.0-SNAPSHOT (HEAD)", "{logPath}/callbacklogs/xxl-job-callback-{md5}.log",
+     "Gson JSON of CallbackData [{logId,logDateTime,handleCode,handleMsg}]",
+     "HEAD CallbackData.java:8-15, TriggerCallbackThreadHelper.java:224-233"),
+)
+RELEASE_TITLE = {r[0]: r[1] for r in CALLBACK_RELEASES}
+#: xxl-job 2.0.0-2.0.1's one retry file, directly in logPath.
+JACKSON_CALLBACK_FILE = "xxl-job-callback.log"
+#: HEAD's key for the trigger time (``CallbackData.logDateTime``); Orth / 3.3-3.4 write ``logDateTim``.
+HEAD_DATE_KEY = "logDateTime"
+
+# ---------------------------------------------------------------- Hessian 2.0 (spec: hessian-serialization.html)
+#: The subset xxl-job 2.0.2-2.1.x files use, as Hessian2Output (hessian 4.0.60/4.0.63) writes it: byte codes.
+HS_NULL = 0x4E                  # 'N'
+HS_TRUE, HS_FALSE = 0x54, 0x46  # 'T', 'F'
+HS_INT = 0x49                   # 'I' + int32
+HS_INT_DIRECT = (0x80, 0xBF, 0x90)      # first, last, zero: value = b - 0x90 (-16..47)
+HS_INT_BYTE = (0xC0, 0xCF, 0xC8)        # value = (b - 0xc8) << 8 | b1 (-2048..2047)
+HS_INT_SHORT = (0xD0, 0xD7, 0xD4)       # value = (b - 0xd4) << 16 | b1 << 8 | b2 (-262144..262143)
+HS_LONG = 0x4C                  # 'L' + int64
+HS_LONG_INT = 0x59              # 'Y' + int32 (a long that fits an int)
+HS_LONG_DIRECT = (0xD8, 0xEF, 0xE0)     # value = b - 0xe0 (-8..15)
+HS_LONG_BYTE = (0xF0, 0xFF, 0xF8)       # value = (b - 0xf8) << 8 | b1 (-2048..2047)
+HS_LONG_SHORT = (0x38, 0x3F, 0x3C)      # value = (b - 0x3c) << 16 | b1 << 8 | b2
+HS_STRING_DIRECT_MAX = 0x1F     # 0x00-0x1f: length (UTF-16 units) then the characters
+HS_STRING_SHORT = (0x30, 0x33)  # length = (b - 0x30) << 8 | b1 (0..1023)
+HS_STRING_FINAL, HS_STRING_CHUNK = 0x53, 0x52   # 'S' / 'R' + u16 length: the last / a non-final chunk
+HS_LIST_FIXED_UNTYPED = 0x58    # 'X' + int length (ArrayList: no type)
+HS_LIST_DIRECT_UNTYPED = (0x78, 0x7F)   # length = b - 0x78 (0..7)
+HS_LIST_FIXED_TYPED = 0x56      # 'V' type int length
+HS_LIST_DIRECT_TYPED = (0x70, 0x77)
+HS_LIST_VAR_TYPED, HS_LIST_VAR_UNTYPED, HS_LIST_END = 0x55, 0x57, 0x5A   # 'U' type ... 'Z', 'W' ... 'Z'
+HS_CLASS_DEF = 0x43             # 'C' string(class) int(count) string(field)*
+HS_OBJECT = 0x4F                # 'O' int(definition)
+HS_OBJECT_DIRECT = (0x60, 0x6F) # definition = b - 0x60
+HS_REF = 0x51                   # 'Q' int(reference to an earlier list or object)
+#: The first bytes a Hessian list can start with (detection).
+HS_LIST_STARTS = frozenset([HS_LIST_FIXED_UNTYPED, HS_LIST_FIXED_TYPED, HS_LIST_VAR_TYPED, HS_LIST_VAR_UNTYPED,
+                            *range(0x70, 0x80)])
+RETURNT_CLASS = "com.xxl.job.core.biz.model.ReturnT"
+#: Hessian's JavaSerializer field order: "primitive" fields (primitives and java.lang.* but Object) in declaration
+#: order, then the others: HandleCallbackParam (logId, logDateTim, executeResult), ReturnT (code, msg, content).
+HESSIAN_PARAM_FIELDS = ("logId", "logDateTim", "executeResult")
+HESSIAN_RETURNT_FIELDS = ("code", "msg", "content")
+
+# ---------------------------------------------------------------- xxl-job 2.2.0 Java serialization
+#: ``HandleCallbackParam`` 2.2.0 (v2.2.0 HandleCallbackParam.java:9-14) and ``ReturnT`` (suid 42 both) as
+#: ObjectStreamClass orders their fields: primitives by name, then objects by name.
+PARAM220_FIELDS: tuple[tuple[str, str], ...] = (("J", "logDateTim"), ("J", "logId"), ("L", "executeResult"))
+RETURNT_TYPE = "Lcom/xxl/job/core/biz/model/ReturnT;"
+RETURNT_FIELDS: tuple[tuple[str, str], ...] = (("I", "code"), ("L", "content"), ("L", "msg"))
+RETURNT_TYPES = {"content": "Ljava/lang/Object;", "msg": "Ljava/lang/String;"}
+RETURNT_UID = 42
+
+
+def _field_defs(fields, types) -> bytes:
+    out = b""
+    for t, n in fields:
+        out += t.encode() + len(n).to_bytes(2, "big") + n.encode()
+        if t == "L":
+            out += bytes((TC_STRING,)) + len(types[n]).to_bytes(2, "big") + types[n].encode()
+    return out
+
+
+#: 2.2.0 ``HandleCallbackParam``'s class descriptor (handles: the descriptor, then ReturnT's type string).
+param220_desc = Struct(
+    "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
+    "class_name" / Const(len(PARAM_CLASS).to_bytes(2, "big") + PARAM_CLASS.encode()),
+    "suid" / Const(PARAM_UID, Int64sb),
+    "flags" / Const(SC_SERIALIZABLE, Int8ub),
+    "field_count" / Const(len(PARAM220_FIELDS), Int16ub),
+    "fields" / Const(_field_defs(PARAM220_FIELDS, {"executeResult": RETURNT_TYPE})),
+    "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
+    "super_desc" / Const(TC_NULL, Int8ub),
+)
+#: ``ReturnT``'s class descriptor (handles: the descriptor, then the Object and String type strings).
+returnt_desc = Struct(
+    "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
+    "class_name" / Const(len(RETURNT_CLASS).to_bytes(2, "big") + RETURNT_CLASS.encode()),
+    "suid" / Const(RETURNT_UID, Int64sb),
+    "flags" / Const(SC_SERIALIZABLE, Int8ub),
+    "field_count" / Const(len(RETURNT_FIELDS), Int16ub),
+    "fields" / Const(_field_defs(RETURNT_FIELDS, RETURNT_TYPES)),
+    "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
+    "super_desc" / Const(TC_NULL, Int8ub),
+)
+#: 2.2.0 element values after the descriptor: logDateTim, logId (then executeResult: null, a reference, or an object).
+param220_values = Struct("logDateTim" / Int64sb, "logId" / Int64sb)
+#: ReturnT's values after its descriptor: code (then content and msg: null, a string, or a reference).
+returnt_values = Struct("code" / Int32sb)

@@ -120,3 +120,32 @@ def test_a_directory_that_changed_since_the_plan_is_not_deleted(tmp_path):
     with pytest.raises(Exception, match="changed since the plan"):
         plan.apply()
     assert os.path.isdir(d)
+
+
+@pytest.mark.parametrize("rule,tz,deleted", [
+    ("orth", "UTC", []),
+    ("xxl-job-3.2", "UTC", ["2026-02-13"]),          # 30 days of ms between the midnights: deleted a day earlier
+    ("xxl-job-3.2", "Asia/Shanghai", ["2026-02-13"]),   # no DST: the same in any zone without a change
+])
+def test_retention_rule_per_release(tmp_path, rule, tz, deleted):
+    """issue 19: xxl-job <= 3.2 deletes when today - date >= N x 86,400,000 ms (3.2.0 JobLogFileCleanThread.java:77),
+    one day earlier than Orth's today > date + N days; the plan and its JSON name the rule applied."""
+    lp = str(tmp_path / "lp")
+    for d in ("2026-02-13", "2026-02-14"):
+        os.makedirs(os.path.join(lp, d))
+        open(os.path.join(lp, d, "1.log"), "w").close()
+    fmt = registry.get("orth-executor-logs")
+    as_of = int(dt.datetime(2026, 3, 15, 10, tzinfo=dt.timezone.utc).timestamp()) * 10**9
+    opts = Options(as_of, extra={"retention_rule": rule, "tz": tz})
+    doc = fmt.clean_plan(fmt.discover([lp], opts)[0], opts).report_doc()
+    assert [os.path.basename(a["path"]) for a in doc["delete_dirs"]] == deleted
+    assert doc["retention_rule"] == rule and any(f"retention rule {rule}" in x for x in doc["lines"])
+
+
+def test_xxl_job_3_2_rule_counts_milliseconds_across_a_dst_change():
+    berlin = __import__("zoneinfo").ZoneInfo("Europe/Berlin")
+    # 2026-03-29 is Berlin's spring-forward: 03-01 -> 03-31 is 30 days minus one hour of milliseconds
+    assert not expired(dt.date(2026, 3, 1), dt.date(2026, 3, 31), 30, "xxl-job-3.2", berlin)
+    assert expired(dt.date(2026, 3, 1), dt.date(2026, 3, 31), 30, "xxl-job-3.2", dt.timezone.utc)
+    assert expired(dt.date(2026, 3, 1), dt.date(2026, 4, 1), 30, "xxl-job-3.2", berlin)
+    assert not expired(dt.date(2026, 3, 1), dt.date(2026, 3, 31), 30, "orth", berlin)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import random
 
+import pytest
+
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
 from wqtool.engine.orth.model import LogEntry
@@ -119,3 +121,28 @@ def test_long_lines_are_bounded_and_bad_bytes_found_anywhere(tmp_path):
     for k in range(1, 5):       # a character split across the 1 MiB pieces is still one character
         data = b"a" * ((1 << 20) - k) + "中".encode() + b"\xff"
         assert first_bad_utf8(data, 0, len(data)) == len(data) - 1
+
+
+@pytest.mark.parametrize("scenario,base,release", [("xxl-job-executor-runs", 400, "xxl-job 2.3-3.x"),
+                                                    ("xxl-job-2-0-executor-runs", 500, "xxl-job 2.0-2.2")])
+def test_xxl_job_executor_logs_have_orths_run_states(scenario, base, release):
+    """issue 19: xxl-job 2.x-3.x logs (\\r\\n line ends, its own markers) give the same run states as Orth's, no
+    false OE-ORPHAN, and the release line that wrote them."""
+    from tests.conftest import ROOT
+    from wqtool.engine import format as registry
+    from wqtool.engine.format import Options
+    fmt = registry.get("orth-executor-logs")
+    lp = os.path.join(ROOT, "fixtures", "orth", scenario, "logpath")
+    data = open(os.path.join(lp, "2026-01-30", f"{base}.log"), "rb").read()
+    assert data.count(b"\r\n") == data.count(b"\r") > 0          # every line ends \r\n (XxlJobFileAppender:110)
+    run = fmt.run(fmt.discover([lp], Options(0))[0], Options(0))
+    for _ in run.events():
+        pass
+    rep = run.report
+    rows = {r["log_id"] - base: (r["executor"], r["handle_code"], r["status"], r["callback"])
+            for r in rep.state.rows()}
+    assert rows == {0: ("finished", 200, "Success", "success"), 1: ("failed", 500, "Failed", "success"),
+                    2: ("timeout", 502, "Timeout", "success"), 3: ("killed", 500, "Failed", "success"),
+                    4: ("running", None, "Pending", "none"), 5: ("failed", 500, "Failed", "error")}
+    assert sorted(rep.counts) == ["OE-CALLBACK-FAILED", "OE-NO-END"]       # no OE-ORPHAN
+    assert fmt.state_view(rep.state).summary()["written_by"] == [release]

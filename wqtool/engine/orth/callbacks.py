@@ -14,19 +14,23 @@ import stat
 from dataclasses import dataclass, field
 
 from ...formats._common import format_unix_ns
-from ...formats.orth import (CALLBACK_DIR, CALLBACK_NAME, DATE_DIR, GLUE_DIR, HandleCode, JAVA_TRIM_MAX, LEGACY_CALLBACK_DIR,
+from ...formats.orth import (RELEASE_TITLE, HEAD_DATE_KEY, HS_LIST_STARTS, JACKSON_CALLBACK_FILE, CALLBACK_DIR, CALLBACK_NAME, DATE_DIR, GLUE_DIR, HandleCode, JAVA_TRIM_MAX, LEGACY_CALLBACK_DIR,
                              LEGACY_NAME, STREAM_HEAD, log_status)
 from ..fileio import FileView, input_error, kind_of
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from ..run import ReplayPass
 from .gson import GsonError, encode, parse_lenient, strict_error
+from .hessian import HessianError, parse_hessian
+from .jackson import JacksonError, java_lines as _java_lines, parse_jackson_line
 from .javaser import JavaStreamError, parse_legacy
+from .md5name import entry_changes, recover_flip
 from .model import Callback
 
 #: A retry file larger than this is not read (a batch is everything queued at one moment; 256 MiB is far beyond).
 MAX_FILE = 256 << 20
 
 DIR_JSON, DIR_LEGACY, DIR_OTHER = "callbacklogs", "callbacklog", "explicit"
+DIR_JACKSON = "logpath"         # xxl-job 2.0.0-2.0.1: {logPath}/xxl-job-callback.log
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +57,8 @@ class CallbackSet:
         """What reports call it: a logPath read for its retry files is named by its retry directory (the logPath's
         own name is its executor logs')."""
         if self.is_dir and self.log_path == self.root:
-            dirs = [d for d in (CALLBACK_DIR, LEGACY_CALLBACK_DIR) if os.path.lexists(os.path.join(self.root, d))]
+            dirs = [d for d in (CALLBACK_DIR, LEGACY_CALLBACK_DIR, JACKSON_CALLBACK_FILE)
+                    if os.path.lexists(os.path.join(self.root, d))]
             if len(dirs) == 1:
                 return os.path.join(self.root, dirs[0])
         return self.root
@@ -69,8 +74,11 @@ def discover(paths, opts=None) -> list[CallbackSet]:
             if name in (CALLBACK_DIR, LEGACY_CALLBACK_DIR):
                 cs = CallbackSet(root=p, files=[], log_path=os.path.dirname(os.path.normpath(p)) or ".")
                 _add_dir(cs, p, DIR_JSON if name == CALLBACK_DIR else DIR_LEGACY)
-            elif any(os.path.lexists(os.path.join(p, d)) for d in (CALLBACK_DIR, LEGACY_CALLBACK_DIR)):
+            elif any(os.path.lexists(os.path.join(p, d)) for d in (CALLBACK_DIR, LEGACY_CALLBACK_DIR)) or \
+                    os.path.isfile(os.path.join(p, JACKSON_CALLBACK_FILE)):
                 cs = CallbackSet(root=p, files=[], log_path=p)
+                if os.path.isfile(os.path.join(p, JACKSON_CALLBACK_FILE)):
+                    cs.files.append(CallbackFile(os.path.join(p, JACKSON_CALLBACK_FILE), DIR_JACKSON))
                 for d, kind in ((CALLBACK_DIR, DIR_JSON), (LEGACY_CALLBACK_DIR, DIR_LEGACY)):
                     dp = os.path.join(p, d)
                     if os.path.isdir(dp):
@@ -88,7 +96,8 @@ def discover(paths, opts=None) -> list[CallbackSet]:
         else:
             parent = os.path.dirname(os.path.normpath(p)) or "."
             pname = os.path.basename(os.path.abspath(parent))
-            kind = DIR_JSON if pname == CALLBACK_DIR else DIR_LEGACY if pname == LEGACY_CALLBACK_DIR else DIR_OTHER
+            kind = DIR_JSON if pname == CALLBACK_DIR else DIR_LEGACY if pname == LEGACY_CALLBACK_DIR else \
+                DIR_JACKSON if name == JACKSON_CALLBACK_FILE else DIR_OTHER
             cs = CallbackSet(root=p, files=[CallbackFile(p, kind)], is_dir=False)
             if kind == DIR_JSON:
                 cs.listing[parent] = _listdir(parent)
@@ -194,15 +203,19 @@ class CallbackReader:
         self.segments_read += 1
         self.bytes += len(data)
         name = os.path.basename(path)
-        if data.startswith(STREAM_HEAD[:2]):
+        if cf.dir_kind == DIR_JACKSON:
+            yield from self._jackson(cf, data)
+        elif data.startswith(STREAM_HEAD[:2]):
             yield from self._legacy(cf, data, name)
+        elif cf.dir_kind != DIR_JSON and data[:1] and data[0] in HS_LIST_STARTS:
+            yield from self._hessian(cf, data, name)
         else:
             yield from self._json(cf, data, name)
 
-    def _emit(self, cf: CallbackFile, entries, source: str, state: str):
+    def _emit(self, cf: CallbackFile, entries, source: str, state: str, release: str = "orth"):
         for i, e in enumerate(entries):
             yield Callback(cf.path, e.offset, e.length, self.records, i, source, e.log_id, e.log_date_tim,
-                           e.handle_code, e.handle_msg, state)
+                           e.handle_code, e.handle_msg, state, release)
             self.records += 1
 
     def _codes(self, cf: CallbackFile, entries, first_index: int):
@@ -233,19 +246,26 @@ class CallbackReader:
         except JavaStreamError as exc:
             if exc.eof:
                 yield Finding(ERROR, "OC-TRUNCATED", f"legacy Java stream cut short at byte {exc.offset}: "
-                              f"{exc.message} (an interrupted write); xxl-job <= 3.2 fails to read it, deletes it and "
-                              "loses its callbacks", path=path, offset=exc.offset, last_good_offset=exc.offset,
+                              f"{exc.message} (an interrupted write); xxl-job 2.2.0-3.2 fail to read it, delete it and "
+                              "lose its callbacks", path=path, offset=exc.offset, last_good_offset=exc.offset,
                               verdict=Verdict.CORRUPT)
             else:
                 yield Finding(ERROR, "OC-JAVA-BAD", f"{exc.message} (refused without instantiating anything); "
-                              "xxl-job <= 3.2 would fail to read it, delete it and lose it", path=path,
+                              "xxl-job 2.2.0-3.2 (JdkSerializeTool) fail to read it, delete it and lose it", path=path,
                               offset=exc.offset, verdict=Verdict.CORRUPT)
             self.states[path] = "poison"
             return
-        if cf.dir_kind != DIR_JSON:
-            yield Finding(WARNING, "OC-STRANDED", f"legacy retry file ({len(res.entries)} callback(s)): Orth and "
-                          "xxl-job >= 3.3 never read callbacklog/, these callbacks are never delivered; "
-                          "`wqtool replay --send URL` delivers them", path=path, offset=0)
+        if cf.dir_kind != DIR_JSON and res.release == "xxl-job-2.2.0":
+            yield Finding(WARNING, "OC-STRANDED", f"xxl-job 2.2.0 retry file ({len(res.entries)} callback(s), "
+                          "HandleCallbackParam with ReturnT executeResult): 2.2.0 resends it; xxl-job 2.3-3.2 read it "
+                          "as handleCode 0 with no message (their class has no executeResult) and resend that, so "
+                          "the admin keeps the rows open; Orth and xxl-job >= 3.3 never read callbacklog/; "
+                          "`wqtool replay --send URL` delivers the real codes", path=path, offset=0)
+        elif cf.dir_kind != DIR_JSON:
+            yield Finding(WARNING, "OC-STRANDED", f"legacy retry file ({len(res.entries)} callback(s), xxl-job "
+                          "2.3-3.2): 2.3-3.2 resend it; Orth and xxl-job >= 3.3 never read callbacklog/, so after "
+                          "an upgrade these callbacks are never delivered; `wqtool replay --send URL` delivers them",
+                          path=path, offset=0)
             if LEGACY_NAME.match(name) is None and cf.dir_kind == DIR_LEGACY:
                 yield Finding(WARNING, "OC-FOREIGN-NAME", f"'{name}' is not xxl-job-callback-<ms>[-i].log", path=path)
         if res.trailing:
@@ -256,7 +276,70 @@ class CallbackReader:
             state = "refused"
         self.states[path] = state
         yield from self._codes(cf, res.entries, first)
-        yield from self._emit(cf, res.entries, "java", state)
+        yield from self._emit(cf, res.entries, "java", state, res.release)
+
+    def _hessian(self, cf: CallbackFile, data: bytes, name: str):
+        """xxl-job 2.0.2-2.1.x: Hessian 2 of List<HandleCallbackParam{logId, logDateTim, ReturnT executeResult}>."""
+        path = cf.path
+        try:
+            res = parse_hessian(data)
+        except HessianError as exc:
+            then = ("xxl-job 2.0.2-2.1.x fail to read it (HessianSerializer throws), and its callbacks are never "
+                    "delivered")
+            if exc.eof:
+                yield Finding(ERROR, "OC-TRUNCATED", f"Hessian file cut short at byte {exc.offset}: {exc.message} "
+                              f"(an interrupted write); {then}", path=path, offset=exc.offset,
+                              last_good_offset=exc.offset, verdict=Verdict.CORRUPT)
+            else:
+                yield Finding(ERROR, "OC-HESSIAN-BAD", f"{exc.message} (refused without instantiating anything); "
+                              f"{then}", path=path, offset=exc.offset, verdict=Verdict.CORRUPT)
+            self.states[path] = "poison"
+            return
+        yield Finding(WARNING, "OC-STRANDED", f"xxl-job 2.0.2-2.1.x retry file (Hessian 2, {len(res.entries)} "
+                      "callback(s)): 2.0.2-2.1.x resend it; xxl-job 2.2.0-3.2 cannot deserialize it (not a Java "
+                      "stream), delete it and lose its callbacks; Orth and xxl-job >= 3.3 never read callbacklog/; "
+                      "`wqtool replay --send URL` delivers them", path=path, offset=0)
+        if res.trailing:
+            yield Finding(NOTE, "OC-NOT-CANONICAL", f"{res.trailing} byte(s) after the end of the Hessian list "
+                          "(Hessian2Input ignores them)", path=path, offset=res.end)
+        state = "refused" if any(e.handle_code <= 0 for e in res.entries) else "stranded"
+        self.states[path] = state
+        yield from self._codes(cf, res.entries, self.records)
+        yield from self._emit(cf, res.entries, "hessian", state, "xxl-job-2.0.2")
+
+    def _jackson(self, cf: CallbackFile, data: bytes):
+        """xxl-job 2.0.0-2.0.1: {logPath}/xxl-job-callback.log, one Jackson array per line (FileUtil.appendFileLine:
+        content + \\r\\n). Their retry pass reads every line, deletes the file, then parses each line: a line
+        Jackson rejects is skipped (JacksonUtil.readValue logs and returns null), so its callbacks are lost."""
+        path = cf.path
+        entries: list = []
+        bad = False
+        lines = list(_java_lines(data))
+        if not any(t.strip() for _, t in lines):
+            yield Finding(WARNING, "OC-EMPTY", "empty: xxl-job 2.0.0-2.0.1 delete it without sending anything",
+                          path=path, offset=0)
+            self.states[path] = "empty"
+            return
+        for off, text in lines:
+            if not text.strip():
+                continue
+            try:
+                got = parse_jackson_line(text, off)
+            except JacksonError as exc:
+                bad = True
+                yield Finding(ERROR, "OC-REJECTED", f"line at byte {off}: Jackson rejects it ({exc.message}); "
+                              "xxl-job 2.0.0-2.0.1 delete the file before parsing it, so this line's callbacks are "
+                              "lost on their next retry pass", path=path, offset=exc.offset, verdict=Verdict.CORRUPT)
+                continue
+            entries += got
+        yield Finding(WARNING, "OC-STRANDED", f"xxl-job 2.0.0-2.0.1 retry file ({len(entries)} callback(s), Jackson "
+                      "JSON lines): only 2.0.0-2.0.1 read {logPath}/xxl-job-callback.log; 2.0.2 and later never do, "
+                      "these callbacks are never delivered; `wqtool replay --send URL` delivers them", path=path,
+                      offset=0)
+        state = "refused" if any(e.handle_code <= 0 for e in entries) else "stranded"
+        self.states[path] = "poison" if bad else state
+        yield from self._codes(cf, entries, self.records)
+        yield from self._emit(cf, entries, "jackson", state, "xxl-job-2.0.0")
 
     def _json(self, cf: CallbackFile, data: bytes, name: str):
         path = cf.path
@@ -267,7 +350,7 @@ class CallbackReader:
                           "every file in callbacklogs/, whatever its name)", path=path)
         if cf.dir_kind == DIR_LEGACY:
             yield Finding(WARNING, "OC-STRANDED", "a JSON file in the legacy callbacklog/ directory: Orth and "
-                          "xxl-job >= 3.3 never read it (xxl-job <= 3.2 fails to deserialize it and deletes it)",
+                          "xxl-job >= 3.3 never read it (xxl-job 2.2.0-3.2 fail to deserialize it and delete it)",
                           path=path, offset=0)
         bad = _first_bad_utf8(data)
         if bad is not None:
@@ -279,6 +362,8 @@ class CallbackReader:
         if not text.strip("".join(map(chr, range(JAVA_TRIM_MAX + 1)))):
             yield Finding(WARNING, "OC-EMPTY", ("empty" if not data else f"blank ({len(data)} bytes of whitespace)")
                           + ": Orth deletes it without sending anything", path=path, offset=0)
+            if m is not None and data and hashlib.md5(data).hexdigest() != m.group("md5"):
+                yield _name_md5(path, data, m.group("md5"), [], None)
             self.states[path] = "empty"
             return
         try:
@@ -289,6 +374,10 @@ class CallbackReader:
             md5 = hashlib.md5(data).hexdigest()
             named = f"; its name says md5 {m.group('md5')}, the bytes hash to {md5}" if m and m.group("md5") != md5 \
                 else ""
+            flip = recover_flip(data, m.group("md5")) if named else None
+            if flip is not None:
+                named += (f" (bit {flip[1]} of byte {flip[0]} was flipped: flipped back, the bytes hash to the name"
+                          " and Gson reads them)")
             if exc.eof:
                 yield Finding(ERROR, "OC-TRUNCATED", f"cut short at byte {len(data)} (an interrupted non-atomic "
                               f"write: {exc.message}){named}; Orth's Gson rejects it: a poison file", path=path,
@@ -301,6 +390,16 @@ class CallbackReader:
             self.states[path] = "poison"
             return
         entries = res.entries
+        release = "orth"
+        if HEAD_DATE_KEY in res.date_keys and "logDateTim" not in res.date_keys:
+            release = "xxl-job-head"            # CallbackData (HEAD): its date is logDateTime
+            for i, e in enumerate(entries or []):
+                if e is not None:
+                    e.log_date_tim = res.head_dates.get(i, 0)
+        elif res.date_keys == {HEAD_DATE_KEY, "logDateTim"}:
+            yield Finding(WARNING, "OC-NOT-CANONICAL", "both logDateTim (Orth, xxl-job 3.3-3.4) and logDateTime "
+                          "(xxl-job HEAD) keys: each release reads only its own (the other's entries at 1970-01-01)",
+                          path=path, offset=0)
         if entries is None or any(e is None for e in entries):
             where = "the document is null" if entries is None else \
                 f"entry {[i for i, e in enumerate(entries) if e is None][0]} is null"
@@ -316,7 +415,8 @@ class CallbackReader:
             self.states[path] = "empty"
             return
         strict = strict_error(text) if bad is None else None
-        canonical = encode(entries) if state != "null" else None
+        canonical = encode(entries, HEAD_DATE_KEY if release == "xxl-job-head" else "logDateTim") \
+            if state != "null" else None
         if strict is not None:
             uses = f" (uses {', '.join(res.lenient)})" if res.lenient else ""
             yield Finding(WARNING, "OC-LENIENT-JSON", f"Orth's lenient Gson accepts it but strict JSON does not: "
@@ -326,21 +426,52 @@ class CallbackReader:
             yield Finding(NOTE, "OC-NOT-CANONICAL", f"not the bytes Orth writes for these {len(entries)} "
                           f"entr{'y' if len(entries) == 1 else 'ies'} (first difference at byte {i}; Orth would write "
                           f"{len(canonical)} bytes)", path=path, offset=i)
-        if m is not None and bad is None:
-            md5 = hashlib.md5(data).hexdigest()
-            if md5 != m.group("md5"):
-                why = ("the canonical encoding of its entries hashes to the name: the content is what Orth wrote, "
-                       "the bytes were rewritten" if canonical is not None and
-                       hashlib.md5(canonical).hexdigest() == m.group("md5") else
-                       "the content changed after Orth wrote it, or the file was renamed")
-                yield Finding(WARNING, "OC-NAME-MD5", f"name says md5 {m.group('md5')}, the bytes hash to {md5}: "
-                              f"{why}", path=path, offset=0)
+        if m is not None:
+            f = _name_md5(path, data, m.group("md5"), entries, canonical)
+            if f is not None:
+                yield f
         first = self.records
         if state == "pending" and any(e.handle_code <= 0 for e in entries):
             state = "refused"
         self.states[path] = state
         yield from self._codes(cf, entries, first)
-        yield from self._emit(cf, entries, "json", state)
+        yield from self._emit(cf, entries, "json", state, release)
+
+
+def _name_md5(path: str, data: bytes, named: str, entries, canonical: bytes | None) -> Finding | None:
+    """OC-NAME-MD5 (an error: the name is the file's only checksum) when the bytes do not hash to the name, with
+    what can be known of the change: the entries that now parse differently (a single flipped bit is found and
+    undone), or that the values are Orth's own (its canonical encoding hashes to the name)."""
+    md5 = hashlib.md5(data).hexdigest()
+    if md5 == named:
+        return None
+    head = f"name says md5 {named}, the bytes hash to {md5}: the file is not what was written"
+    tail = "; Orth does not check the name, so its retry pass resends the entries as they read now"
+    if canonical is not None and hashlib.md5(canonical).hexdigest() == named:
+        return Finding(ERROR, "OC-NAME-MD5", f"{head}, but "
+                       + ("its entry is the value" if len(entries) == 1 else f"its {len(entries)} entries are the values")
+                       + " written (their canonical encoding hashes to the name): the bytes were "
+                       "re-encoded" + tail, path=path, offset=0, verdict=Verdict.CORRUPT)
+    flip = recover_flip(data, named)
+    if flip is None:
+        return Finding(ERROR, "OC-NAME-MD5", f"{head} (changed after it was written, or renamed; which entries "
+                       "differ cannot be known: no single flipped bit explains it)" + tail, path=path, offset=0,
+                       verdict=Verdict.CORRUPT)
+    off, bit, original = flip
+    try:
+        before = parse_lenient(original).entries or []
+    except GsonError:
+        before = None
+    what = f"bit {bit} of byte {off} flipped (0x{original[off]:02x} -> 0x{data[off]:02x}; flipped back, the bytes " \
+           "hash to the name)"
+    if before is None:
+        return Finding(ERROR, "OC-NAME-MD5", f"{head}: {what}" + tail, path=path, offset=off,
+                       verdict=Verdict.CORRUPT)
+    changes = entry_changes(before, entries or [])
+    said = ("entries that now parse differently: " + "; ".join(changes)) if changes else \
+        "every entry still parses to the values written"
+    return Finding(ERROR, "OC-NAME-MD5", f"{head}: {what}; {said}" + tail, path=path, offset=off,
+                   verdict=Verdict.CORRUPT)
 
 
 # ---------------------------------------------------------------- replay: each log id's callback state
@@ -362,9 +493,11 @@ class CallbackReplay:
         self.items: dict[int, CallbackItem] = {}
         self.findings: list[Finding] = []
         self.records = 0
+        self.releases: set[str] = set()
 
     def apply(self, rec: Callback) -> None:
         self.records += 1
+        self.releases.add(rec.release)
         it = self.items.get(rec.log_id)
         if it is None:
             self.items[rec.log_id] = CallbackItem(rec.log_id, rec.log_date_tim, rec.handle_code, rec.handle_msg,
@@ -393,7 +526,7 @@ class CallbackReplay:
         for it in self.items.values():
             if it.delivery == "pending" and any(f in blocked_by for f in it.files):
                 it.delivery = "blocked"
-        return CallbackState(self.items, self.records, blocked_by)
+        return CallbackState(self.items, self.records, blocked_by, self.releases)
 
 
 @dataclass
@@ -401,6 +534,11 @@ class CallbackState:
     items: dict[int, CallbackItem]
     records: int
     blocked_by: dict[str, str]
+    releases: set[str] = field(default_factory=set)
+
+    def written_by(self) -> list[str]:
+        """The release lines that wrote the files read (``formats.orth.CALLBACK_RELEASES`` order)."""
+        return [title for rid, title in RELEASE_TITLE.items() if rid in self.releases]
 
     def rows(self) -> list[dict]:
         out = []

@@ -15,13 +15,17 @@ CALLBACK_CODES: Codes = {
                        "(the batch is lost when the admin does not accept it)"),
     "OC-JAVA-BAD": (ERROR, "a legacy Java-serialized file that is not ArrayList<HandleCallbackParam> as xxl-job "
                            "2.3-3.2 writes it (refused without instantiating anything)"),
+    "OC-HESSIAN-BAD": (ERROR, "an xxl-job 2.0.2-2.1.x Hessian file that is not List<HandleCallbackParam> as "
+                              "Hessian2Output writes it (refused without instantiating anything)"),
     "OC-NOT-A-DIR": (ERROR, "callbacklogs is not a directory: failed callbacks cannot be persisted (lost) until "
                             "Orth's retry thread deletes it"),
     # a history the admin should never receive (exit 4)
     "OC-BAD-HANDLE-CODE": (ERROR, "handleCode <= 0: executors never send it; the admin would store it and keep the "
                                   "row open (replay --send refuses the file)"),
     # Orth copes, but the file is not what it writes
-    "OC-NAME-MD5": (WARNING, "the name's md5 is not the md5 of the file's bytes"),
+    "OC-NAME-MD5": (ERROR, "the name's md5 (the file's only checksum) is not the md5 of its bytes: the file is not "
+                           "what was written, and Orth resends it as it reads now (the entries that parse "
+                           "differently are named where a single flipped bit explains the change)"),
     "OC-LENIENT-JSON": (WARNING, "JSON Orth's lenient Gson accepts but strict JSON does not"),
     "OC-UNKNOWN-HANDLE-CODE": (WARNING, "handleCode other than 200, 500, 502 (the admin stores it; the UI shows "
                                         "Failed)"),
@@ -29,8 +33,10 @@ CALLBACK_CODES: Codes = {
     "OC-FOREIGN-NAME": (WARNING, "a name Orth does not write (it still retries every file in callbacklogs/)"),
     "OC-NOT-A-FILE": (WARNING, "an entry of the retry directory that is not a regular file (Orth's read fails; it "
                                "stays)"),
-    "OC-STRANDED": (WARNING, "a file in the legacy callbacklog/ directory: Orth and xxl-job >= 3.3 never read it, "
-                             "its callbacks are never delivered (replay --send delivers them)"),
+    "OC-STRANDED": (WARNING, "a retry file of an older release line (callbacklog/: Java 2.2.0-3.2 or Hessian "
+                             "2.0.2-2.1.x; {logPath}/xxl-job-callback.log: Jackson 2.0.0-2.0.1): the finding says "
+                             "which releases read it and what they do; Orth and xxl-job >= 3.3 never read it "
+                             "(replay --send delivers it)"),
     "OC-NOT-CANONICAL": (NOTE, "valid, but not the bytes Orth writes for these values (whitespace, key order, extra "
                                "keys, trailing bytes)"),
     "OC-DUPLICATE": (NOTE, "a log id in more than one retry file (the admin keeps the first result it receives)"),

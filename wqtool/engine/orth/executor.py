@@ -17,8 +17,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 
-from ...formats.orth import (CALLBACK_DIR, CALLBACK_MARKERS, DATE_DIR, END_HANDLE_CODE, GLUE_DIR, KNOWN_DIRS,
-                             LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, MARKERS, log_status)
+from ...formats.orth import (JACKSON_CALLBACK_FILE, CALLBACK_DIR, CALLBACK_MARKERS, DATE_DIR, END_HANDLE_CODE, GLUE_DIR, KNOWN_DIRS,
+                             LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, MARKERS, EXECUTOR_RELEASES, log_status)
 from ..fileio import FileView, input_error, kind_of
 from ..findings import NOTE, WARNING, Finding
 from ..run import ReplayPass
@@ -94,7 +94,8 @@ def discover(paths, opts=None, tz: str = "UTC") -> list[ExecutorLogSet]:
 
 
 def _has_callbacks(d: str) -> bool:
-    return any(os.path.isdir(os.path.join(d, n)) for n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR))
+    return any(os.path.isdir(os.path.join(d, n)) for n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR)) or \
+        os.path.isfile(os.path.join(d, JACKSON_CALLBACK_FILE))
 
 
 def _listdir(d: str) -> list[str]:
@@ -108,6 +109,8 @@ def _log_path(p: str) -> ExecutorLogSet:
     s = ExecutorLogSet(root=p, files=[], log_path=p)
     for n in _listdir(p):
         c = os.path.join(p, n)
+        if n == JACKSON_CALLBACK_FILE and os.path.isfile(c):
+            continue              # xxl-job 2.0.0-2.0.1's retry file: the orth-callbacks format
         if n in KNOWN_DIRS:
             if n == GLUE_DIR and os.path.isdir(c):
                 continue          # glue scripts: not logs, never cleaned (read by nothing here)
@@ -199,6 +202,7 @@ def local_ns(text: str, tz) -> int | None:
     return int(d.timestamp()) * 1_000_000_000
 
 
+_END_FINISH = dict(MARKERS)["end-finish"]
 _MARKER_STARTS = ("<br>-----------", "-----------", "orth script file")
 
 
@@ -210,8 +214,8 @@ def _classify(text: str) -> tuple[str, int | None]:
         if m is not None:
             if kind == "end-finish":
                 try:
-                    return kind, int(m.group("code"))
-                except ValueError:
+                    return kind, int(m.group("code") or m.group("rcode"))
+                except (TypeError, ValueError):
                     return kind, None
             return kind, None
     return "log", None
@@ -342,6 +346,8 @@ class Run:
     callback: str = "none"            # success | failed | error | none
     callback_offset: int | None = None
     open_runs: list = field(default_factory=list)   # offsets of starts without an end
+    ended_by: str | None = None       # the marker that ended the latest run (xxl-job writes a second one after it)
+    release: int | None = None        # index in formats.orth.EXECUTOR_RELEASES of its most specific marker
 
 
 class ExecutorReplay:
@@ -355,7 +361,12 @@ class ExecutorReplay:
         if r is None:
             r = self.runs[key] = Run(e.log_id, e.date_dir, e.path)
         k = e.kind
+        if k != "log":                # the most specific marker wins
+            rel = next((i for i, (_, rx) in enumerate(EXECUTOR_RELEASES) if rx.match(e.message)), None)
+            if rel is not None and (r.release is None or rel < r.release):
+                r.release = rel
         if k == "start":
+            r.ended_by = None
             r.runs += 1
             r.executor = "running"
             r.start_offset = e.offset
@@ -368,16 +379,23 @@ class ExecutorReplay:
             if k == "end-finish":
                 r.handle_code = e.handle_code if e.handle_code is not None else 500
                 r.executor = "finished" if r.handle_code == 200 else "failed"
-                msg = e.message.split("handleMsg=", 1)[1] if "handleMsg=" in e.message else None
+                m = _END_FINISH.match(e.message)
+                msg = None if m is None else m.group("msg") if m.group("code") is not None else m.group("rmsg")
                 r.handle_msg = None if msg == "null" else msg
+                if r.executor == "failed" and r.ended_by == "timeout":    # xxl-job: timeout, then end(finish) 502
+                    r.executor = "timeout"
             elif k == "stopped":
                 if r.executor != "running":
                     return                    # a stop after the end (or of a queued trigger): nothing changes
                 r.handle_code, r.executor = 500, "killed"
+            elif k == "end-error" and r.ended_by == "stopped" and not r.open_runs:
+                r.ended_by = k                # xxl-job: toStop, then the interrupted run's end(error): killed
+                return
             else:
                 r.handle_code = END_HANDLE_CODE[k]
                 r.executor = "timeout" if k == "timeout" else "failed"
             r.end_time = e.time
+            r.ended_by = None if not r.open_runs else k
             if r.open_runs:
                 r.open_runs.pop()
         elif k in CALLBACK_MARKERS:
@@ -434,6 +452,13 @@ class ExecutorState:
                         "status": status, "callback": r.callback, "admin_status": admin,
                         "retry_files": [os.path.basename(p) for p, _ in held], "file": path})
         return out
+
+    def releases(self) -> list[str]:
+        """The release lines whose markers the logs hold (``formats.orth.EXECUTOR_RELEASES``), in that order."""
+        seen = {r.release for r in self.runs.values() if r.release is not None}
+        if seen & {0, 1}:
+            seen.discard(2)            # runs without end(finish) belong to the line the other runs name
+        return [EXECUTOR_RELEASES[i][0] for i in sorted(seen)]
 
     def counts_by_state(self) -> dict[str, int]:
         c = {s: 0 for s in ADMIN_STATES}

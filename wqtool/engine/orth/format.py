@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.orth import (ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
+from ...formats.orth import (CALLBACK_RELEASES, JACKSON_CALLBACK_FILE, ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
                              LINE_PREFIX, LOG_FILE, STREAM_HEAD, UTF8_BOM, HandleCode)
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
@@ -85,7 +85,16 @@ bounded parser and never instantiates a class.
 replay lists each log id with its status (the UI's precedence) and its delivery state (pending, blocked by a poison
 file, stuck, stranded, refused). replay --send URL posts each file to URL/api/callback and deletes it only after the
 admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKEN), -O access_token_header=,
--O timeout=."""
+-O timeout=, -O admin_release= (the body that admin reads).
+
+A name's md5 is the file's only checksum: bytes that do not hash to it are OC-NAME-MD5, an error; when one flipped
+bit explains the change, the finding names it and the entries that now parse differently. repair -O md5_action=
+quarantine (default), restore, rename or keep plans the fix.
+
+Release lines (auto-detected from the files, named in dump rows as release and in summaries as written_by; spec
+orth-logs.md section 2a):
+
+""" + "\n".join(f"  {title}: {where}\n    {enc}\n    upstream: {src}" for _, title, where, enc, src in CALLBACK_RELEASES)
     codes = CALLBACK_CODES
     replay_codes = CALLBACK_REPLAY_CODES
     record_kinds = ("success", "fail", "timeout", "other")
@@ -93,7 +102,13 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
     options = {"access_token": "replay --send: the admin's access token (default: $ORTH_ACCESS_TOKEN)",
                "access_token_header": "replay --send: the token header (default ORTH-ACCESS-TOKEN; xxl-job: "
                                       "XXL-JOB-ACCESS-TOKEN)",
-               "timeout": "replay --send: seconds to wait for the admin per request (default 10)"}
+               "timeout": "replay --send: seconds to wait for the admin per request (default 10)",
+               "admin_release": "replay --send: the body the admin reads: orth (default; also xxl-job 2.3-3.4), "
+                                "xxl-job-2.2 (executeResult {code, msg, content}), xxl-job-2.3, xxl-job-head "
+                                "(logDateTime); any release's retry files can go to any of them",
+               "md5_action": "repair: what to do with a file whose bytes do not hash to its name (OC-NAME-MD5): "
+                             "quarantine (default), restore (a single flipped bit undone), rename (to the "
+                             "content's md5), keep"}
     record_cls = Callback
     record_view = LazyInstance("wqtool.engine.orth.serialize", "CallbackRecordView")
     shares_dir_with = frozenset({"orth-executor-logs"})     # a logPath: its retry files and its job logs
@@ -113,12 +128,17 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
                 return Evidence(False, f"a directory named {name}/ (no retry file in it to confirm)")
             if good and len(named) == len(names):
                 return Evidence(True, f"every file is named like a retry file and holds one ({good[0]}, ...)")
-            retry = [n for n in names if n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR)]
+            retry = [n for n in names if n in (CALLBACK_DIR, LEGACY_CALLBACK_DIR, JACKSON_CALLBACK_FILE)]
             if retry and not DATE_DIR.match(name) and is_log_path(path):
                 return Evidence(True, f"a logPath holding the retry directory {retry[0]}/")
             return None
         if name == CALLBACK_DIR:
             return Evidence(True, "a file named callbacklogs (Orth's retry directory must be a directory)")
+        if name == JACKSON_CALLBACK_FILE:
+            h = _head(path, 64)
+            if h is not None and h.lstrip()[:1] == b"[":
+                return Evidence(True, "xxl-job 2.0.0-2.0.1's retry file (Jackson JSON lines)")
+            return Evidence(False, "named like xxl-job 2.0.0-2.0.1's retry file")
         if ANY_CALLBACK_NAME.match(name):
             if _looks_like_retry_file(path):
                 return Evidence(True, "named like a retry file and starts like one (a JSON array or a Java stream)")
@@ -165,8 +185,12 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
             raise UsageError(f"-O timeout: expected seconds, got {opts.get('timeout')!r}") from None
         if not target.startswith(("http://", "https://")):
             raise UsageError(f"--send: expected the admin's http(s):// address, got {target!r}")
+        from .send import ADMIN_BODIES
+        admin = str(opts.get("admin_release", "orth"))
+        if admin not in ADMIN_BODIES:
+            raise UsageError(f"-O admin_release: expected one of {', '.join(ADMIN_BODIES)}, got {admin!r}")
         return send(log, target, token=token, header=opts.get("access_token_header", TOKEN_HEADER),
-                    timeout=timeout, dry_run=dry_run, progress=progress, hook=hook, fail_at=fail_at)
+                    timeout=timeout, dry_run=dry_run, progress=progress, hook=hook, fail_at=fail_at, admin=admin)
 
     def clean_plan(self, log: CallbackSet, opts: Options):
         if not log.log_path:
@@ -174,17 +198,26 @@ admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKE
                              "were delivered); name the logPath", path=log.root)
         if log.shared:   # the logPath's executor-log plan does the retention: this one, the delivered retry files
             from .delivered import delivered_files
-            from .retention import clean_plan, default_retention
+            from .retention import clean_plan, default_retention, retention_rule
             tz = _tz(opts)
             ex = discover_executor([log.log_path], tz=tz)[0]
             return clean_plan(log.log_path, opts.as_of_ns, zone(tz), tz, default_retention(opts), delivered_files(ex),
-                              dates=False, fmt=self.name)
+                              dates=False, fmt=self.name, rule=retention_rule(opts))
         from ..format import get
         return get("orth-executor-logs").clean_plan(discover_executor([log.log_path], tz=_tz(opts))[0], opts)
 
     def finish_interrupted(self, path: str) -> list[str]:
         from .retention import finish_interrupted
         return finish_interrupted(path) if os.path.isdir(path) else []
+
+    def repair_plan(self, log: CallbackSet, opts: Options):
+        from .repair import repair_plan
+        run = CallbackRun(log)
+        for _ in run.events():
+            pass
+        rep = run.report
+        return repair_plan(log, rep.findings, int(rep.verdict), rep.state.digest() if rep.state is not None else "",
+                           opts.get("md5_action"))
 
 
 # ---------------------------------------------------------------- orth-executor-logs
@@ -219,6 +252,13 @@ same logPath. clean applies the executor's log retention exactly (-O retention_d
 lenient date names; gluesource/ and callbacklogs/ untouched) and removes retry files the job logs show were
 acknowledged later.
 
+xxl-job 2.0-3.x executor logs are read the same way: lines end \\r\\n (3.2.0 XxlJobFileAppender.java:110) and the
+markers say xxl-job (3.2.0 JobThread.java:134 start, :157 timeout, :180 end(finish) "handleMsg = ", :195 "JobThread
+toStop, stopReason:", :205 end(error); 2.0-2.2 end(finish) "ReturnT:ReturnT [code=C, msg=M, content=X]"); the
+summary's written_by names the release line. clean -O retention_rule=orth (default; Orth and xxl-job 3.3+: today >
+date + N days) or xxl-job-3.2 (2.0.0-3.2.0 JobLogFileCleanThread.java:77: today - date >= N x 86,400,000 ms, a day
+earlier), named in the plan and its JSON.
+
 A logPath holding callbacklogs/ (or callbacklog/) is read as two logs by every command: its retry files
 (orth-callbacks, reported as LOGPATH/callbacklogs) and its executor logs (orth-executor-logs, reported as LOGPATH),
 each with its own verdict; clean plans the retention with the executor logs and the delivered retry files with the
@@ -228,7 +268,9 @@ retry files. --format reads one of them."""
     record_kinds = ENTRY_KINDS
     filters = frozenset({"time"})
     options = {"tz": "the executor JVM's time zone (IANA name; default UTC): log line times and date directories",
-               "retention_days": "clean: orth.job.executor.logretentiondays (default 30; below 3 disables cleaning)"}
+               "retention_days": "clean: orth.job.executor.logretentiondays (default 30; below 3 disables cleaning)",
+               "retention_rule": "clean: whose cleaner: orth (default; also xxl-job 3.3+: today > date + N days) or "
+                                 "xxl-job-3.2 (2.0-3.2: today - date >= N x 86,400,000 ms, one day earlier)"}
     record_cls = LogEntry
     record_view = LazyInstance("wqtool.engine.orth.serialize", "ExecutorRecordView")
     shares_dir_with = frozenset({"orth-callbacks"})
@@ -288,7 +330,7 @@ retry files. --format reads one of them."""
         return {"tz": tz}
 
     def clean_plan(self, log: ExecutorLogSet, opts: Options):
-        from .retention import clean_plan, default_retention
+        from .retention import clean_plan, default_retention, retention_rule
         from .delivered import delivered_files
         if not (log.is_dir and is_log_path(log.root) and not DATE_DIR.match(os.path.basename(
                 os.path.normpath(log.root)))):
@@ -296,7 +338,7 @@ retry files. --format reads one of them."""
                              "directories)", path=log.root)
         tz = _tz(opts)
         plan = clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts),
-                          [] if log.shared else delivered_files(log))
+                          [] if log.shared else delivered_files(log), rule=retention_rule(opts))
         if log.shared:
             plan.notes.append("delivered retry files: the plan of this logPath's orth-callbacks log")
         return plan
@@ -304,6 +346,13 @@ retry files. --format reads one of them."""
     def finish_interrupted(self, path: str) -> list[str]:
         from .retention import finish_interrupted
         return finish_interrupted(path) if os.path.isdir(path) else []
+
+    def repair_plan(self, log: ExecutorLogSet, opts: Options):
+        from .repair import NothingToRepair
+        run = ExecutorRun(log)
+        for _ in run.events():
+            pass
+        return NothingToRepair(log.root, input_exit_code=int(run.report.verdict))
 
 
 CALLBACKS = register(OrthCallbacksFormat())

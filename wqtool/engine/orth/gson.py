@@ -20,7 +20,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ...formats.orth import (CALLBACK_FIELDS, GSON_ESCAPES, GSON_NON_EXECUTE_PREFIX, JAVA_INT_MAX, JAVA_INT_MIN,
+from ...formats.orth import (HEAD_DATE_KEY, CALLBACK_FIELDS, GSON_ESCAPES, GSON_NON_EXECUTE_PREFIX, JAVA_INT_MAX, JAVA_INT_MIN,
                              JAVA_LONG_MAX, JAVA_LONG_MIN, JAVA_UNPAIRED_SURROGATE, UTF8_BOM, utf16_units_to_str)
 
 
@@ -37,19 +37,20 @@ class Entry:
     length: int = 0          # bytes of the element
 
 
-def _to_dicts(entries) -> list[dict]:
+def _to_dicts(entries, date_key: str = "logDateTim") -> list[dict]:
     out = []
     for e in entries:
-        d = {"logId": e.log_id, "logDateTim": e.log_date_tim, "handleCode": e.handle_code}
+        d = {"logId": e.log_id, date_key: e.log_date_tim, "handleCode": e.handle_code}
         if e.handle_msg is not None:
             d["handleMsg"] = e.handle_msg
         out.append(d)
     return out
 
 
-def encode(entries) -> bytes:
-    """``GsonTool.toJson(list)`` encoded as ``FileTool.writeString`` writes it (UTF-8, no newline)."""
-    s = json.dumps(_to_dicts(entries), ensure_ascii=False, separators=(",", ":"))
+def encode(entries, date_key: str = "logDateTim") -> bytes:
+    """``GsonTool.toJson(list)`` encoded as ``FileTool.writeString`` writes it (UTF-8, no newline). ``date_key``:
+    ``logDateTime`` for xxl-job HEAD's ``CallbackData``."""
+    s = json.dumps(_to_dicts(entries, date_key), ensure_ascii=False, separators=(",", ":"))
     if "\u2028" in s or "\u2029" in s:
         s = s.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return java_utf8(s)
@@ -121,6 +122,9 @@ class GsonError(Exception):
 class GsonResult:
     entries: list[Entry | None] | None      # None: the document was ``null`` (or empty)
     lenient: list[str] = field(default_factory=list)   # lenient-only constructs met (for the message)
+    #: xxl-job HEAD's ``logDateTime`` (entry index -> value), read beside Orth's ``logDateTim``
+    head_dates: dict[int, int] = field(default_factory=dict)
+    date_keys: set[str] = field(default_factory=set)    # which of the two keys the file holds
 
 
 # token kinds (JsonReader's PEEKED_*)
@@ -686,6 +690,8 @@ def parse_lenient(data: bytes) -> GsonResult:
         raise r._unexpected("BEGIN_ARRAY", first)
     r.begin_array()
     entries: list[Entry | None] = []
+    head_dates: dict[int, int] = {}
+    keys: set[str] = set()
     while r.has_next():
         p = r.peek()
         if p == NULL:
@@ -699,7 +705,15 @@ def parse_lenient(data: bytes) -> GsonResult:
         e = Entry(offset=start)
         while r.has_next():
             name = r.next_name()
-            if name in _LONG_FIELDS:
+            if name == HEAD_DATE_KEY:
+                keys.add(name)
+                if r.peek() == NULL:
+                    r.next_null()
+                else:
+                    head_dates[len(entries)] = r.next_long()
+            elif name in _LONG_FIELDS:
+                if name == "logDateTim":
+                    keys.add(name)
                 if r.peek() == NULL:
                     r.next_null()
                 else:
@@ -732,4 +746,4 @@ def parse_lenient(data: bytes) -> GsonResult:
     if p < r.n:
         raise r.error("JSON document was not fully consumed." if r.buf[p] not in b"/#" else
                       "a comment after the document (Gson checks the end in its strict mode)", p)
-    return GsonResult(entries, r.lenient)
+    return GsonResult(entries, r.lenient, head_dates, keys)

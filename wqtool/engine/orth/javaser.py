@@ -17,7 +17,7 @@ from construct import ConstructError
 from ...formats.orth import (BASE_WIRE_HANDLE, MIN_ELEMENT_BYTES, PARAM_CLASS, STREAM_HEAD, TC_CLASSDESC,
                              TC_ENDBLOCKDATA, TC_LONGSTRING, TC_NULL, TC_OBJECT, TC_REFERENCE, TC_STRING,
                              arraylist_head, java_long_utf, java_utf, mutf8_decode, mutf8_encode, param_desc,
-                             param_values, reference)
+                             param220_desc, param220_values, param_values, reference, returnt_desc, returnt_values)
 from .gson import Entry
 
 _HEAD = arraylist_head.build({"size": 0, "capacity": 0})
@@ -25,6 +25,11 @@ _SIZE_AT = len(_HEAD) - 4 - 2 - 4            # size(4) blockdata(2) capacity(4) 
 _DESC = param_desc.build({})
 _VALUES = struct.Struct(">iqq")              # param_values: handleCode, logDateTim, logId
 assert _VALUES.size == param_values.sizeof()
+_DESC220 = param220_desc.build({})
+_RDESC = returnt_desc.build({})
+_VALUES220 = struct.Struct(">qq")             # param220_values: logDateTim, logId
+_RVALUES = struct.Struct(">i")                # returnt_values: code
+assert _VALUES220.size == param220_values.sizeof() and _RVALUES.size == returnt_values.sizeof()
 
 
 class JavaStreamError(Exception):
@@ -40,6 +45,7 @@ class LegacyResult:
     entries: list[Entry]
     end: int            # offset after the stream's last byte (TC_ENDBLOCKDATA)
     trailing: int       # bytes after it (Java's readObject ignores them)
+    release: str = "xxl-job-2.3"     # formats.orth.CALLBACK_RELEASES: 2.3-3.2's four fields, or 2.2.0's ReturnT
 
 
 def _first_difference(data: bytes, pos: int, expected: bytes) -> int | None:
@@ -88,6 +94,9 @@ def parse_legacy(data: bytes) -> LegacyResult:
             raise JavaStreamError(f"cut short in {what} (element {len(entries)}): needs {k} bytes, {n - pos} left",
                                   pos, eof=True)
 
+    if size and data[pos:pos + 2] == bytes((TC_OBJECT, TC_CLASSDESC)) and \
+            _first_difference(data, pos + 1, _DESC220[:_DESC220.index(b"\x00\x03J") + 2]) is None:
+        return _parse_220(data, pos, size)
     for _ in range(size):
         start = pos
         need(1, "an element")
@@ -225,5 +234,176 @@ def encode_legacy(entries, same_object: dict[int, int] | None = None) -> bytes:
                 out.append(bytes((TC_LONGSTRING,)) + java_long_utf.build(e.handle_msg))
             msg_handle[i] = nxt
             nxt += 1
+    out.append(bytes((TC_ENDBLOCKDATA,)))
+    return b"".join(out)
+
+
+def _parse_220(data: bytes, pos: int, size: int) -> LegacyResult:
+    """xxl-job 2.2.0: ``ArrayList<HandleCallbackParam{logId, logDateTim, ReturnT<String> executeResult}>``
+    (v2.2.0 HandleCallbackParam.java:9-14, ReturnT.java): the same bounded walk, two descriptors, ReturnT objects
+    shared by reference (``ReturnT.SUCCESS`` is one instance)."""
+    n = len(data)
+    handles: dict[int, object] = {BASE_WIRE_HANDLE: None, BASE_WIRE_HANDLE + 1: None}
+    nxt = BASE_WIRE_HANDLE + 2
+    pdesc = rdesc = None
+    returnts: dict[int, tuple[int, str | None]] = {}
+    entries: list[Entry] = []
+
+    def need(k: int, what: str) -> None:
+        if pos + k > n:
+            raise JavaStreamError(f"cut short in {what} (element {len(entries)}): needs {k} bytes, {n - pos} left",
+                                  pos, eof=True)
+
+    def string_or_null(what: str) -> str | None:
+        nonlocal pos, nxt
+        need(1, what)
+        t = data[pos]
+        if t == TC_NULL:
+            pos += 1
+            return None
+        if t in (TC_STRING, TC_LONGSTRING):
+            width = 2 if t == TC_STRING else 8
+            need(1 + width, "a string length")
+            ln = int.from_bytes(data[pos + 1:pos + 1 + width], "big")
+            body = pos + 1 + width
+            if ln > n - body:
+                raise JavaStreamError(f"string of {ln} bytes, {n - body} left", pos + 1, eof=True)
+            try:
+                v = (java_utf if t == TC_STRING else java_long_utf).parse(data[pos + 1:body + ln])
+            except (ConstructError, ValueError) as exc:
+                raise JavaStreamError(f"{what} is not modified UTF-8: {exc}", body) from None
+            handles[nxt] = v
+            nxt += 1
+            pos = body + ln
+            return v
+        if t == TC_REFERENCE:
+            need(5, "a string reference")
+            h = int.from_bytes(data[pos + 1:pos + 5], "big")
+            v = handles.get(h)
+            if not isinstance(v, str):
+                raise JavaStreamError(f"reference 0x{h:x} does not name an earlier string", pos + 1)
+            pos += 5
+            return v
+        raise JavaStreamError(f"unexpected type code 0x{t:02x} for {what} (expected a string or null)", pos)
+
+    def desc(expected: bytes, known: int | None, what: str, extra_handles: int) -> int:
+        nonlocal pos, nxt
+        need(1, f"the {what} class descriptor")
+        t = data[pos]
+        if t == TC_CLASSDESC:
+            if known is not None:
+                raise JavaStreamError(f"a second {what} class descriptor (ObjectOutputStream writes it once)", pos)
+            bad = _first_difference(data, pos, expected)
+            if bad is not None:
+                if bad >= n:
+                    raise JavaStreamError(f"cut short inside the {what} class descriptor", n, eof=True)
+                raise JavaStreamError(f"not the {what} class descriptor of xxl-job 2.2.0", bad)
+            pos += len(expected)
+            h = nxt
+            nxt += 1 + extra_handles
+            return h
+        if t == TC_REFERENCE:
+            need(5, "a class reference")
+            h = int.from_bytes(data[pos + 1:pos + 5], "big")
+            if h != known:
+                raise JavaStreamError(f"reference 0x{h & 0xFFFFFFFF:x} does not name the {what} class descriptor",
+                                      pos + 1)
+            pos += 5
+            return h
+        raise JavaStreamError(f"unexpected type code 0x{t:02x} where the {what} class descriptor should be", pos)
+
+    for _ in range(size):
+        start = pos
+        need(1, "an element")
+        if data[pos] != TC_OBJECT:
+            raise JavaStreamError(f"unexpected type code 0x{data[pos]:02x} where a list element should start "
+                                  "(expected TC_OBJECT 0x73)", pos)
+        pos += 1
+        pdesc = desc(_DESC220, pdesc, "HandleCallbackParam", 1)
+        handles[nxt] = None
+        nxt += 1
+        need(_VALUES220.size, "the field values")
+        date_tim, log_id = _VALUES220.unpack_from(data, pos)
+        pos += _VALUES220.size
+        need(1, "executeResult")
+        t = data[pos]
+        if t == TC_NULL:
+            pos += 1
+            code, msg = 0, None
+        elif t == TC_REFERENCE:
+            need(5, "a ReturnT reference")
+            h = int.from_bytes(data[pos + 1:pos + 5], "big")
+            if h not in returnts:
+                raise JavaStreamError(f"reference 0x{h:x} does not name an earlier ReturnT", pos + 1)
+            code, msg = returnts[h]
+            pos += 5
+        elif t == TC_OBJECT:
+            pos += 1
+            rdesc = desc(_RDESC, rdesc, "ReturnT", 2)
+            me = nxt
+            handles[me] = None
+            nxt += 1
+            need(_RVALUES.size, "ReturnT.code")
+            (code,) = _RVALUES.unpack_from(data, pos)
+            pos += _RVALUES.size
+            string_or_null("ReturnT.content")
+            msg = string_or_null("ReturnT.msg")
+            returnts[me] = (code, msg)
+        else:
+            raise JavaStreamError(f"unexpected type code 0x{t:02x} for executeResult (expected a ReturnT or null)",
+                                  pos)
+        entries.append(Entry(log_id, date_tim, code, msg, offset=start, length=pos - start))
+    if pos >= n:
+        raise JavaStreamError("cut short before the end of the list's block data", pos, eof=True)
+    if data[pos] != TC_ENDBLOCKDATA:
+        raise JavaStreamError(f"unexpected type code 0x{data[pos]:02x} after the last element (expected "
+                              "TC_ENDBLOCKDATA 0x78)", pos)
+    pos += 1
+    return LegacyResult(entries, pos, n - pos, "xxl-job-2.2.0")
+
+
+def encode_220(entries, shared: dict[int, int] | None = None, contents: dict[int, str] | None = None) -> bytes:
+    """The stream Java writes for 2.2.0's ``ArrayList<HandleCallbackParam>``: each entry's ReturnT(code, msg,
+    content); ``shared[i] = j``: entry i's executeResult is entry j's object (a reference)."""
+    shared, contents = shared or {}, contents or {}
+    out = [arraylist_head.build({"size": len(entries), "capacity": len(entries)})]
+    nxt = BASE_WIRE_HANDLE + 2
+    pdesc = rdesc = None
+    rt: dict[int, int] = {}
+
+    def jstr(v: str | None) -> bytes:
+        nonlocal nxt
+        if v is None:
+            return bytes((TC_NULL,))
+        nxt += 1
+        if len(mutf8_encode(v)) <= 0xFFFF:
+            return bytes((TC_STRING,)) + java_utf.build(v)
+        return bytes((TC_LONGSTRING,)) + java_long_utf.build(v)
+
+    for i, e in enumerate(entries):
+        out.append(bytes((TC_OBJECT,)))
+        if pdesc is None:
+            out.append(_DESC220)
+            pdesc = nxt
+            nxt += 2
+        else:
+            out.append(reference.build({"handle": pdesc}))
+        nxt += 1
+        out.append(_VALUES220.pack(e.log_date_tim, e.log_id))
+        if i in shared:
+            out.append(reference.build({"handle": rt[shared[i]]}))
+            continue
+        out.append(bytes((TC_OBJECT,)))
+        if rdesc is None:
+            out.append(_RDESC)
+            rdesc = nxt
+            nxt += 3
+        else:
+            out.append(reference.build({"handle": rdesc}))
+        rt[i] = nxt
+        nxt += 1
+        out.append(_RVALUES.pack(e.handle_code))
+        out.append(jstr(contents.get(i)))
+        out.append(jstr(e.handle_msg))
     out.append(bytes((TC_ENDBLOCKDATA,)))
     return b"".join(out)

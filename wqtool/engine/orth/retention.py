@@ -25,7 +25,8 @@ import shutil
 from dataclasses import dataclass, field
 
 from ...errors import InputError, UsageError
-from ...formats.orth import LENIENT_DATE, MIN_RETENTION_DAYS, SAMPLE_RETENTION_DAYS
+from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, LENIENT_DATE, MIN_RETENTION_DAYS, RETENTION_RULES,
+                             SAMPLE_RETENTION_DAYS)
 from ..fsops import FileSig, fsync_dir
 from ..plan import ApplyResult, Plan, StepRunner, labels
 
@@ -51,12 +52,28 @@ def lenient_date(name: str) -> dt.date | None:
         return dt.date.min if d < 1 else dt.date.max
 
 
-def expired(parsed: dt.date, today: dt.date, days: int) -> bool:
-    """``todayMidnight > addDays(parsed, days)`` (both local midnights: comparing the dates is the same)."""
+def expired(parsed: dt.date, today: dt.date, days: int, rule: str = DEFAULT_RETENTION_RULE, tz=None) -> bool:
+    """Whether the cleaner of ``rule`` (``formats.orth.RETENTION_RULES``) deletes a directory dated ``parsed``.
+    orth: ``todayMidnight > addDays(parsed, days)`` (both local midnights: comparing the dates is the same).
+    xxl-job-3.2: ``todayMidnight.getTime() - parsed.getTime() >= days * 86400000`` (milliseconds between the two
+    local midnights in the executor's zone ``tz``)."""
+    if rule == "xxl-job-3.2":
+        if parsed in (dt.date.min, dt.date.max):
+            return parsed == dt.date.min or days < 0
+        a = dt.datetime.combine(today, dt.time(0), tzinfo=tz or dt.timezone.utc)
+        b = dt.datetime.combine(parsed, dt.time(0), tzinfo=tz or dt.timezone.utc)
+        return round((a.timestamp() - b.timestamp()) * 1000) >= days * DAY_MS
     try:
         return today > parsed + dt.timedelta(days=days)
     except OverflowError:
         return days < 0 or parsed == dt.date.min
+
+
+def retention_rule(opts) -> str:
+    v = str(opts.get("retention_rule", DEFAULT_RETENTION_RULE))
+    if v not in RETENTION_RULES:
+        raise UsageError(f"-O retention_rule: expected one of {', '.join(RETENTION_RULES)}, got {v!r}")
+    return v
 
 
 def today_in(as_of_ns: int, tz) -> dt.date:
@@ -92,10 +109,12 @@ class OrthCleanPlan(Plan):
     kept: list[str] = field(default_factory=list)        # why something that looks cleanable stays
     notes: list[str] = field(default_factory=list)
     fmt: str = "orth-executor-logs"      # the format whose log this plan cleans
+    rule: str = DEFAULT_RETENTION_RULE   # formats.orth.RETENTION_RULES
 
     def report_doc(self) -> dict:
         return {"format": self.fmt, "root": self.log_path, "retention_days": self.retention_days,
-                "today": self.today, "tz": self.tz,
+                "retention_rule": self.rule, "retention_rule_text": RETENTION_RULES[self.rule][0],
+                "retention_rule_upstream": RETENTION_RULES[self.rule][1], "today": self.today, "tz": self.tz,
                 "delete_dirs": [{"path": a.path, "date": a.date, "files": a.files, "bytes": a.bytes}
                                 for a in self.dirs],
                 "delete_files": [{"path": a.path, "reason": a.reason} for a in self.files],
@@ -106,7 +125,7 @@ class OrthCleanPlan(Plan):
                 "reclaimed": {"bytes": sum(a.bytes for a in self.dirs) + sum(a.sig.size for a in self.files),
                               "files": sum(a.files for a in self.dirs) + len(self.files), "records": 0},
                 "actions": [{"file": a.path, "action": "delete", "why": f"older than {self.retention_days} day(s) "
-                             f"({a.files} file(s))"} for a in self.dirs]
+                             f"({a.files} file(s); rule {self.rule})"} for a in self.dirs]
                            + [{"file": a.path, "action": "delete", "why": a.reason} for a in self.files],
                 "lines": list(self.notes)}
 
@@ -200,19 +219,21 @@ def _tree_size(path: str) -> tuple[int, int]:
 
 def clean_plan(log_path: str, as_of_ns: int, tz, tz_name: str, retention_days: int,
                delivered: list[tuple[str, str]], *, dates: bool = True,
-               fmt: str = "orth-executor-logs") -> OrthCleanPlan:
+               fmt: str = "orth-executor-logs", rule: str = DEFAULT_RETENTION_RULE) -> OrthCleanPlan:
     """The plan for one ``logPath``. ``delivered``: (retry file, why it counts as delivered); ``dates`` False:
     the date directories are left to another log's plan (a logPath read as two logs: the retry files' plan)."""
     if not os.path.isdir(log_path):
         raise UsageError("clean needs an Orth executor logPath directory", path=log_path)
     today = today_in(as_of_ns, tz)
-    plan = OrthCleanPlan(log_path, retention_days, today.isoformat(), tz_name, fmt=fmt)
+    plan = OrthCleanPlan(log_path, retention_days, today.isoformat(), tz_name, fmt=fmt, rule=rule)
     if not dates:
         plan.files += [FileAction(path, why, FileSig.of(path)) for path, why in delivered]
         return plan
     if retention_days < MIN_RETENTION_DAYS:
         plan.notes.append(f"retention_days {retention_days} < {MIN_RETENTION_DAYS}: Orth's cleaner is disabled, so no "
                           "date directory is deleted")
+    plan.notes.append(f"retention rule {rule}: {RETENTION_RULES[rule][0]} ({RETENTION_RULES[rule][1]}); "
+                      f"N = {retention_days}")
     for n in sorted(os.listdir(log_path)):
         p = os.path.join(log_path, n)
         if n.startswith(QUARANTINE):
@@ -226,7 +247,7 @@ def clean_plan(log_path: str, as_of_ns: int, tz, tz_name: str, retention_days: i
             continue
         if retention_days < MIN_RETENTION_DAYS:
             continue
-        if expired(d, today, retention_days):
+        if expired(d, today, retention_days, rule, tz):
             files, size = _tree_size(p)
             plan.dirs.append(DirAction(n, p, d.isoformat(), files, size, _dir_sig(p)))
         elif d.isoformat() != n:

@@ -20,12 +20,14 @@ import urllib.error
 import urllib.request
 from typing import Callable
 
+from ...formats.orth import HEAD_DATE_KEY
 from ..findings import ERROR
 from ..format import SendReport
 from ..fsops import FileSig, fsync_dir
 from ..plan import StepRunner
 from .callbacks import CallbackReader, CallbackSet
 from .gson import Entry, encode
+from .jackson import encode_jackson_line
 from .model import Callback
 
 TOKEN_ENV = "ORTH_ACCESS_TOKEN"
@@ -67,9 +69,27 @@ def post(url: str, body: bytes, token: str | None, header: str, timeout: float) 
     return True, text[:200]
 
 
+#: The body each admin's ``/api/callback`` reads (``-O admin_release=``): Orth and xxl-job 2.3-3.4 take
+#: ``[{logId, logDateTim, handleCode, handleMsg}]``; 2.2.0 takes ``HandleCallbackParam`` with ``executeResult
+#: {code, msg, content}`` (v2.2.0 HandleCallbackParam.java:9-14); HEAD takes ``{"callbackList": [CallbackData]}``
+#: with ``logDateTime`` (HEAD CallbackRequest.java:9, CallbackData.java:8-15).
+#: (xxl-job 2.0.x-2.1.x admins take callbacks over xxl-rpc, not JSON: deliver to a 2.2.0 or later admin.)
+ADMIN_BODIES = ("orth", "xxl-job-2.2", "xxl-job-2.3", "xxl-job-head")
+
+
+def body_for(entries, admin: str) -> bytes:
+    es = [Entry(e.log_id, e.log_date_tim, e.handle_code, e.handle_msg) for e in entries]
+    if admin == "xxl-job-2.2":
+        return encode_jackson_line(es)[:-2]
+    if admin == "xxl-job-head":         # HEAD CallbackRequest.java:9: {"callbackList": [CallbackData...]}
+        return b'{"callbackList":' + encode(es, HEAD_DATE_KEY) + b"}"
+    return encode(es)
+
+
 def send(cs: CallbackSet, target: str, *, token: str | None, header: str = TOKEN_HEADER, timeout: float = 10.0,
          dry_run: bool = False, progress: Callable[[str], None] | None = None,
-         hook: Callable[[str, str], None] | None = None, fail_at: str | None = None) -> SendReport:
+         hook: Callable[[str, str], None] | None = None, fail_at: str | None = None,
+         admin: str = "orth") -> SendReport:
     url = callback_url(target)
     rep = SendReport(target=url, dry_run=dry_run)
     with StepRunner(fail_at, hook) as run:
@@ -93,7 +113,7 @@ def send(cs: CallbackSet, target: str, *, token: str | None, header: str = TOKEN
                 rep.failed += 1
                 rep.lines.append(f"{name}: not sent, kept: {errors[0].code}: {errors[0].message}")
                 continue
-            body = encode(Entry(e.log_id, e.log_date_tim, e.handle_code, e.handle_msg) for e in entries)
+            body = body_for(entries, admin)
             ids = ", ".join(f"{e.log_id}:{e.handle_code}" for e in entries[:8]) + (" ..." if len(entries) > 8 else "")
             if dry_run:
                 rep.sent += 1

@@ -7,13 +7,14 @@ import re
 from typing import Iterator
 
 from ...formats._common import format_unix_ns
+from ...formats.orth import RELEASE_TITLE
 from ..format import Column, RecordView, StateView
 from .callbacks import CallbackState
 from .executor import ADMIN_STATES, ExecutorState
 from .model import Callback, LogEntry
 
 CALLBACK_FIELDS = ("file", "offset", "length", "index", "entry", "source", "log_id", "log_date_tim", "log_date",
-                   "handle_code", "handle_msg", "file_state", "error")
+                   "handle_code", "handle_msg", "file_state", "release", "error")
 EXECUTOR_FIELDS = ("file", "offset", "length", "index", "log_id", "date", "line", "lines", "time", "class", "method",
                    "src_line", "thread", "kind", "handle_code", "message", "utf8", "error")
 
@@ -44,7 +45,7 @@ class CallbackRecordView(RecordView):
     fields = CALLBACK_FIELDS
     types = {"file": "string", "offset": "long", "length": "long", "index": "long", "entry": "long",
              "source": "string", "log_id": "long", "log_date_tim": "long", "log_date": "string", "handle_code": "int",
-             "handle_msg": "string", "file_state": "string", "error": "string"}
+             "handle_msg": "string", "file_state": "string", "release": "string", "error": "string"}
     columns = (Column("file", 48), Column("offset", 7, ">"), Column("#", 5, ">"), Column("src", 4, gap=2),
                Column("log_id", 12, ">"), Column("log_date", 24, gap=2), Column("code", 4, ">"),
                Column("state", 8, gap=2), Column("handle_msg", None, gap=2))
@@ -53,7 +54,7 @@ class CallbackRecordView(RecordView):
         return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index, "entry": rec.entry,
                 "source": rec.source, "log_id": rec.log_id, "log_date_tim": rec.log_date_tim,
                 "log_date": _iso_ms(rec.log_date_tim), "handle_code": rec.handle_code, "handle_msg": text(rec.handle_msg),
-                "file_state": rec.file_state, "error": None}
+                "file_state": rec.file_state, "release": rec.release, "error": None}
 
     def cells(self, rec: Callback, payload: str) -> tuple:
         return (os.path.basename(rec.path), rec.offset, rec.index, rec.source, rec.log_id,
@@ -99,7 +100,8 @@ class CallbackStateView(StateView):
 
     def summary(self) -> dict:
         return {"log_ids": len(self.state.items), "callbacks": self.state.records,
-                "by_delivery": self.state.counts_by_state(), "digest": self.state.digest()}
+                "by_delivery": self.state.counts_by_state(), "written_by": self.state.written_by(),
+                "digest": self.state.digest()}
 
     def rows(self, payload: str = "base64") -> Iterator[dict]:
         return iter(self.state.rows())
@@ -115,8 +117,12 @@ class CallbackStateView(StateView):
     def summary_lines(self) -> list[str]:
         s = self.state
         c = {k: v for k, v in s.counts_by_state().items() if v}
-        return [f"{len(s.items)} log id(s) in {s.records} callback(s) not yet acknowledged by an admin: "
-                + (", ".join(f"{k} {v}" for k, v in c.items()) or "none")]
+        out = [f"{len(s.items)} log id(s) in {s.records} callback(s) not yet acknowledged by an admin: "
+               + (", ".join(f"{k} {v}" for k, v in c.items()) or "none")]
+        rel = s.written_by()
+        if rel and rel != [RELEASE_TITLE["orth"]]:
+            out.append("written by " + ", ".join(rel))
+        return out
 
     def counts_by_state(self) -> dict[str, int]:
         return self.state.counts_by_state()
@@ -138,7 +144,7 @@ class ExecutorStateView(StateView):
         rows = self.state.rows()
         return {"log_ids": len(rows), "by_status": self.state.counts_by_state(),
                 "callback_pending": sum(1 for r in rows if r["retry_files"]),
-                "digest": self.state.digest()}
+                "written_by": self.state.releases(), "digest": self.state.digest()}
 
     def rows(self, payload: str = "base64") -> Iterator[dict]:
         return iter(self.state.rows())
@@ -163,8 +169,12 @@ class ExecutorStateView(StateView):
     def summary_lines(self) -> list[str]:
         rows = self.state.rows()
         pending = sum(1 for r in rows if r["admin_status"] == "Pending" and r["executor"] not in ("running",))
-        return [f"{len(rows)} log id(s); {sum(1 for r in rows if r['executor'] == 'running')} without an end "
-                f"marker; {pending} finished but not acknowledged by an admin as far as the files show"]
+        out = [f"{len(rows)} log id(s); {sum(1 for r in rows if r['executor'] == 'running')} without an end "
+               f"marker; {pending} finished but not acknowledged by an admin as far as the files show"]
+        rel = self.state.releases()
+        if rel and rel != ["orth"]:
+            out.append("written by " + ", ".join(rel) + " (their markers)")
+        return out
 
     def counts_by_state(self) -> dict[str, int]:
         return self.state.counts_by_state()

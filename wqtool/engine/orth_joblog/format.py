@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
@@ -120,6 +121,11 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         elif kind == "sqldump":
             if any(b"`" + t.encode() + b"`" in head for t in TABLE_NAMES):
                 return Evidence(True, "a SQL dump naming `orth_job_log`")
+            if re.search(rb"(?:COPY|INSERT\s+INTO)\s+(?:\"?[A-Za-z0-9_$]+\"?\.)?\"?(?:"
+                         + b"|".join(t.encode() for t in TABLE_NAMES) + rb")\"?[\s(]", head, re.I):
+                return Evidence(True, "a PostgreSQL dump (pg_dump) naming the job-log table")
+            if head.startswith(b"PGDMP"):
+                return Evidence(True, "a pg_dump custom-format archive (not read: unsupported dump dialect)")
         return None
 
     def detect_url(self, url: str) -> Evidence | None:

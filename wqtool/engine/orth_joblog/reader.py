@@ -24,7 +24,8 @@ from ..fileio import FileView, input_error, open_regular
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from . import dburl
 from .model import RegistryRow, Row, from_datetime, parse_datetime
-from .sqldump import Create, Damage, DumpScanner, Stmt, Tuple, has_header, has_trailer
+from .sqldump import (PG_HEADER, PG_TRAILER, Create, Damage, DumpScanner, Stmt, Tuple, dialect_of, has_header,
+                      has_trailer, unsupported)
 
 #: A CSV / JSON row is never longer than this (16 columns, two texts of 64 KiB, escaped): past it, damage.
 ROW_CAP = 1 << 20
@@ -613,7 +614,11 @@ def _read_dump(reader: TableReader, src: Source, file: int, last: bool):
         data = fv.data
         reader.bytes += fv.size
         head = bytes(data[:256])
-        scanner = DumpScanner(data, frozenset(TABLE_NAMES))
+        what = unsupported(head)
+        if what is not None:
+            raise UsageError(f"unsupported dump dialect: {what}", path=src.path)
+        dialect = dialect_of(head, data)
+        scanner = DumpScanner(data, frozenset(TABLE_NAMES), dialect)
         declared: dict[str, list[str]] = {}
         where = _DEFAULT_WHERE
         rows = 0
@@ -672,7 +677,12 @@ def _read_dump(reader: TableReader, src: Source, file: int, last: bool):
                                   offset=ev.offset, record_index=reader.records, verdict=Verdict.CORRUPT)
         if pending is not None:
             yield from pending
-        if has_header(head) and not has_trailer(data):
+        if dialect == "postgresql":
+            if PG_HEADER in head and PG_TRAILER not in bytes(data[max(0, len(data) - 4096):]):
+                yield Finding(WARNING, "OJL-DUMP-INCOMPLETE", "no '-- PostgreSQL database dump complete' line at the "
+                              "end: pg_dump did not finish (tables after the last one may be missing)",
+                              path=src.path, offset=fv.size)
+        elif has_header(head) and not has_trailer(data):
             yield Finding(WARNING, "OJL-DUMP-INCOMPLETE", "no '-- Dump completed' line at the end: mysqldump did "
                           "not finish (tables after the last one may be missing)", path=src.path, offset=fv.size)
         if rows == 0 and reader.records == 0:
