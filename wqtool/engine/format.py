@@ -79,6 +79,29 @@ class RecordFacts:
     job: bytes | None = None   # the job / entity it belongs to, if the format has one
 
 
+@dataclass(frozen=True, slots=True)
+class SeriesStep:
+    """What one record did to the running replay, for the time series (``engine.series``): ``moves`` are
+    (queue, change of its live jobs) pairs; ``wait_ns``: a job started after waiting this long; ``run_ns``: a job
+    finished after running this long."""
+
+    moves: tuple[tuple[str, int], ...] = ()
+    wait_ns: int | None = None
+    run_ns: int | None = None
+
+
+class SeriesProbe:
+    """A format's window into its running replay (``Format.series_probe``): ``before(rec)`` is called just before
+    the replay applies a record, ``after(rec, token)`` just after, with what ``before`` returned. Both O(1): they
+    read the replay's state, they never re-apply its rules."""
+
+    def before(self, rec) -> Any:
+        return None
+
+    def after(self, rec, token) -> SeriesStep | None:
+        raise NotImplementedError
+
+
 @dataclass(slots=True)
 class SendReport:
     """What ``replay --send TARGET`` did (or, ``dry_run``, would do): one line per item, and the counts. An item
@@ -341,6 +364,12 @@ class Format:
     # -- views
     def facts(self, rec) -> RecordFacts:
         raise NotImplementedError
+
+    def series_probe(self, replay) -> SeriesProbe | None:
+        """Live jobs per queue, wait and run times, read from ``replay`` (a ``run(...)``'s ``.replay``) around each
+        record (``report``, ``stats --chart|--timeline``); None (the default): the format's series are the records
+        over time only (``facts``)."""
+        return None
 
     def state_view(self, state) -> StateView:
         raise NotImplementedError

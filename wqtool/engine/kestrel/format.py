@@ -154,6 +154,10 @@ refuses while another process holds a journal open, and rolls back if the live f
         t = rec.add_time
         return RecordFacts(_LABEL[rec.op], rec.length, t * 1_000_000 if t else None, None)
 
+    def series_probe(self, replay):
+        from .series import KestrelProbe     # report and stats --chart|--timeline only
+        return KestrelProbe(replay)
+
     def state_view(self, state, log: FileSet | None = None) -> KestrelStateView:
         return KestrelStateView(state, log.queue if log is not None else getattr(state, "queue", ""))
 
