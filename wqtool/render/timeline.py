@@ -51,7 +51,8 @@ def timeline_lines(root: str, series, width: int) -> list[tuple[str, str | None]
     cols = min(cols, nb * (cols // nb)) if nb <= cols else cols
     colors = ("blue", "yellow", "green", "magenta", "cyan", "red", "bright_yellow", "white", "bright_black")
     for n, (k, pts) in enumerate(per.items()):
-        rows.append((k, f"{totals[k]:,}", _columns([v for _, v in pts], cols), colors[n % len(colors)]))
+        if totals[k]:
+            rows.append((k, f"{totals[k]:,}", _columns([v for _, v in pts], cols), colors[n % len(colors)]))
     first_bin = (starts[0] - series.origin_ns) // series.width_ns
     if series.damage:
         dmg = [series.damage.get(first_bin + i, 0) for i in range(nb)]
@@ -63,9 +64,10 @@ def timeline_lines(root: str, series, width: int) -> list[tuple[str, str | None]
     t0, t1 = starts[0], starts[-1] + series.width_ns
     per_col = (t1 - t0) // cols
     date = charts.utc(t0)[:10] + ("" if charts.utc(t1)[:10] == charts.utc(t0)[:10] else " to " + charts.utc(t1)[:10])
-    head = (f"{root}: records per {charts.duration(max(per_col, series.width_ns) if nb > cols else series.width_ns)}"
-            f" a column, {date} UTC (rows scaled each to its largest column; in queues: the most at once)")
-    out: list[tuple[str, str | None]] = [(head, None)]
+    per_txt = charts.duration(max(per_col, series.width_ns) if nb > cols else series.width_ns)
+    head = f"{root}: records per {per_txt} a column, {date} UTC"
+    import textwrap
+    out: list[tuple[str, str | None]] = [(line, None) for line in textwrap.wrap(head, width, break_on_hyphens=False)]
     for label, total, values, style in rows:
         top = max(values, default=0)
         if label == "damage":
@@ -89,6 +91,12 @@ def timeline_lines(root: str, series, width: int) -> list[tuple[str, str | None]
             next_free = c + len(text) + 1
     out.append((pad + "└" + "".join(axis) + "┘", None))
     out.append((pad + " " + "".join(labels).rstrip(), None))
+    note = "Each row is scaled to its own largest column; the number is its total"
+    if series.untimed:
+        note += "; records without a time (not drawn): " + ", ".join(f"{k} {v:,}" for k, v in series.untimed.items())
+    if series.has_depth:
+        note += "; in queues: jobs not finished yet, the most at once"
+    out += [(line, None) for line in textwrap.wrap(note + ".", width)]
     return out
 
 
