@@ -5,22 +5,19 @@ fsync: the collector never reads half a file; the temp name does not end in ``.p
 Metrics (every one a gauge: each run replaces the values; labels ``path`` — the log, as reports name it — and
 ``format``):
 
-  wqtool_verify_up{path,format}                      1: the PATH was read; 0: it could not be (missing, unreadable,
-                                                     not a log)
-  wqtool_verify_exit_code{path,format}               verify's exit code for this PATH (0 clean ... 5)
-  wqtool_verify_verdict{path,format,verdict}         1 for the log's verdict, 0 for the others (clean, torn_tail,
-                                                     corrupt, invalid_history)
+  wqtool_verify_up{path,format}                  1: the PATH was read as a log; 0: it could not be
+  wqtool_verify_exit_code{path,format}           verify's exit code for this PATH (0 clean ... 5)
+  wqtool_verify_verdict{path,format,verdict}     1 for its verdict, 0 for clean|torn_tail|corrupt|invalid_history
   wqtool_verify_findings{path,format,code,severity}  findings of each code in this check
-  wqtool_verify_duration_seconds{path,format}        how long the check of this log took
-  wqtool_log_records{path,format}                    records read
-  wqtool_log_size_bytes{path,format}                 bytes read
-  wqtool_log_files{path,format}                      files (segments, journals, tables) read
-  wqtool_log_live_jobs{path,format}                  jobs in the replayed state at --as-of
-  wqtool_log_jobs{path,format,state}                 those jobs by state
-  wqtool_log_newest_record_timestamp_seconds{path,format}  the newest record's time (Unix seconds), where records
-                                                     carry a time
-  wqtool_verify_run_exit_code                        the run's exit code (every PATH)
-  wqtool_verify_last_run_timestamp_seconds           when this file was written (alert on a stale check)
+  wqtool_verify_duration_seconds{path,format}    how long the check of this log took
+  wqtool_log_records{path,format}                records read
+  wqtool_log_size_bytes{path,format}             bytes read
+  wqtool_log_files{path,format}                  files read (segments, journals, tables)
+  wqtool_log_live_jobs{path,format}              jobs in the replayed state at --as-of
+  wqtool_log_jobs{path,format,state}             those jobs by state
+  wqtool_log_newest_record_timestamp_seconds{path,format}  the newest record's time (Unix s)
+  wqtool_verify_run_exit_code                    the run's exit code (every PATH)
+  wqtool_verify_last_run_timestamp_seconds       when the file was written (alert when it is stale)
 """
 from __future__ import annotations
 
