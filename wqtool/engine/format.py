@@ -18,7 +18,8 @@ What a format supplies (see ``Format`` for the signatures):
 * ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log``,
   ``verify`` and ``stats_log`` (a hot path may stand in for the pass), ``replay_findings``;
 * views for output: ``record_view`` (JSON row, table cells, hex title), ``state_view(state)`` (replayed state as
-  rows, summary and text), ``new_stats()`` (per-record statistics);
+  rows, summary and text), ``new_stats()`` (per-record statistics), ``series_probe(replay)`` (optional: queue
+  depth, wait and run times read from the running replay for ``engine.series``: report, stats --chart/--timeline);
 * plans for the commands that change files: ``pack_plan`` (``engine.plan``), later ``repair_plan`` and
   ``clean_plan``;
 * Spark: ``spark_source`` / ``spark_fleet``, dotted paths of classes in ``wqtool.spark`` (imported only there).
