@@ -364,3 +364,31 @@ def test_page_in_headless_chromium(in_root, tmp_path):
     assert set(p.series["records"]) == {"add", "start-attempt", "complete", "fail"}
     assert set(p.series["depth"]) == {"email", "thumbnail", "invoice", "webhook"}
     assert p.tags["svg"] >= 5
+
+
+def test_the_page_names_the_command_that_makes_it_again(in_root, tmp_path):
+    """--as-of now becomes the instant used; last stays a word (the log's own time); the page made by the named
+    command carries the same digest."""
+    out = tmp_path / "a.html"
+    assert cli("report", "--as-of", "-1h", "-O", "tz=UTC", "fixtures/workq/sample-clean/log", "--out", str(out)).code \
+        == 0
+    m = re.search(r"Made by \(run it again for the same page\): <code>([^<]*)</code>", out.read_text())
+    argv = __import__("shlex").split(__import__("html").unescape(m.group(1)))
+    assert argv[:3] == ["wqtool", "report", "--as-of"] and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+Z", argv[3])
+    assert argv[4:] == ["-O", "tz=UTC", "--out", str(out), "fixtures/workq/sample-clean/log"]
+    out2 = tmp_path / "b.html"
+    argv[argv.index(str(out))] = str(out2)
+    assert cli(*argv[1:]).code == 0
+    digest = re.compile(r"Replay digest at --as-of \S+: <code>([0-9a-f]+)</code>")
+    assert digest.search(out.read_text()).group(1) == digest.search(out2.read_text()).group(1)
+    chart = tmp_path / "c.html"
+    assert cli("stats", "--as-of", "last", "--chart", str(chart), DEMO).code == 3
+    assert f"wqtool stats --as-of last --chart {chart} {DEMO}" in chart.read_text()
+
+
+def test_the_command_line_on_the_page_hides_passwords():
+    from wqtool.commands.report import _no_password
+    assert _no_password("mysql://orth:s3cret@db:3306/orth_job") == "mysql://orth:***@db:3306/orth_job"
+    assert _no_password("jdbc:mariadb://db/orth_job?user=orth&password=s3cret&table=t") == \
+        "jdbc:mariadb://db/orth_job?user=orth&password=***&table=t"
+    assert _no_password("docs/demo/a:b@c") == "docs/demo/a:b@c"

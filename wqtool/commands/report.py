@@ -66,13 +66,35 @@ def report(
         return LogPage(log.fmt, rep, log.fmt.state_view(rep.state, log.data), st, series, o.as_of_ns)
     with track(logs, "report"):
         items = [r for _, r in each_log(entries, one, say=say_error)]
-    write_new(out, report_page(items, command_line()), "--out")
+    flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
+             *(["--horizon"] if horizon else []), *(["--live"] if live else []),
+             *(["--kestrel-version", kestrel_version.value] if kestrel_version is not KestrelVersion.auto else []),
+             *(["--keep-open"] if keep_open else [])]
+    write_new(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
+                                                   settings=settings, flags=[*flags, "--out", out])), "--out")
     done = [i for i in items if not isinstance(i, Failed)]
     sys.stderr.write(f"wqtool: wrote {out}: {len(done)} log(s)"
                      + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
     return run_exit_code([i.report.verdict for i in done], [i for i in items if isinstance(i, Failed)])
 
 
-def command_line() -> str:
-    """This run's command line, to make the same page again."""
-    return "wqtool " + shlex.join(sys.argv[1:])
+def command_line(command: str, paths, *, fmt: str, as_of, opts, settings, flags) -> str:
+    """The command line that makes the same page again: --as-of as the time this run used (``last`` / ``first``
+    stay words: each log's own time, the same on every run; ``now`` and relative times become the instant)."""
+    from ..engine.format import AS_OF_WORDS
+    from ..render.htmlreport import iso
+    word = (as_of or "").strip().lower()
+    parts = ["wqtool", command, *(["--format", fmt] if fmt != "auto" else []),
+             "--as-of", word if word in AS_OF_WORDS else iso(opts.as_of_ns)]
+    for item in settings or ():
+        parts += ["-O", item]
+    return shlex.join([*parts, *flags, *(_no_password(p) for p in paths)])
+
+
+def _no_password(path: str) -> str:
+    """A database URL without its password (the page is attached to tickets)."""
+    import re
+    if "://" not in path and not path.startswith("jdbc:"):
+        return path
+    path = re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", path)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", path, flags=re.I)

@@ -132,5 +132,6 @@ def stats(
         pages = [LogPage(log.fmt, r, v, st, series.get(id(log)),
                          as_ofs[id(log)] if id(log) in as_ofs else for_log(log, opts).as_of_ns)
                  for (log, _), (r, v, st, _) in zip(drawn_logs, done)]
-        write_new(chart, chart_page(pages, command_line()), "--chart")
+        write_new(chart, chart_page(pages, command_line("stats", paths, fmt=fmt, as_of=as_of, opts=opts,
+                                                         settings=settings, flags=["--chart", chart])), "--chart")
     return run_exit_code([i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])

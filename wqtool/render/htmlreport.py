@@ -187,7 +187,7 @@ def failed_section(f: Failed) -> list[str]:
 def report_page(items: Sequence[LogPage | Failed], command: str, *, title: str = "wqtool report") -> str:
     """The incident page: a section per log (or per PATH that could not be read), and the command line that
     makes the same page again."""
-    body = [f"<h1>{_e(title)}</h1>", f"<p>Made by: <code>{_e(command)}</code></p>"]
+    body = [f"<h1>{_e(title)}</h1>", f"<p>Made by (run it again for the same page): <code>{_e(command)}</code></p>"]
     summary = []
     for i in items:
         if isinstance(i, Failed):
@@ -209,8 +209,7 @@ def chart_page(items: Sequence[LogPage], command: str) -> str:
 
 
 def write_new(path: str, text: str, what: str) -> None:
-    """Write a new file (never over an existing one): a temp file in the same directory, then a link to the name
-    (refused if the name exists meanwhile)."""
+    """Write a new file (never over an existing one: created with O_EXCL)."""
     from ..errors import UsageError
     if os.path.lexists(path):
         raise UsageError(f"{what} {path}: already exists; never overwritten: name a new file")
