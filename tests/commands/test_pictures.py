@@ -134,7 +134,7 @@ def test_series_marks_damage_at_the_time_of_the_last_record_before_it():
 
 
 def test_kestrel_depth_is_queued_and_open():
-    log, o, (report, st, s) = _series(_existing("fixtures/kestrel/clean-journal/queue"))
+    log, o, (report, st, s) = _series("fixtures/kestrel/clean-journal/queue")
     assert s.has_depth and set(s.queues) <= {"queued", "open"}
     view = log.fmt.state_view(report.state, log.data)
     dep = s.depth_series()
@@ -143,23 +143,32 @@ def test_kestrel_depth_is_queued_and_open():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["add", "complete", "delete"]),
-                          st.integers(0, 40 * 86_400) | st.none()), max_size=300),
+                          st.integers(0, 40 * 86_400) | st.none(),
+                          st.sampled_from(["q1", "q2", None]), st.integers(-1, 1)), max_size=300),
        st.integers(3, 40))
 def test_collector_keeps_every_record_in_few_bins(recs, max_bins):
     """Whatever the times (out of order, weeks apart, missing), every record is counted once, in the bin that
-    holds its time, and there are never more than max_bins bins."""
+    holds its time, there are never more than max_bins bins, and each queue's depth ends where its moves end."""
+    from wqtool.engine.format import SeriesStep
     from wqtool.engine.series import SeriesCollector
-    col = SeriesCollector(max_bins=max_bins)
+    col = SeriesCollector(max_bins=max_bins, has_depth=True)
     base = 1_795_302_000 * 10**9
-    for kind, t in recs:
-        col.record(kind, None if t is None else base + t * 10**9, None)
+    end: Counter = Counter()
+    for kind, t, q, d in recs:
+        step = SeriesStep(((q, d),)) if q is not None and d else None
+        if step is not None:
+            end[q] += d
+        col.record(kind, None if t is None else base + t * 10**9, step)
     s = col.close()
+    dep = s.depth_series()
+    if s.span() is not None:
+        assert {q: pts[-1][1] for q, pts in dep.items()} == {q: end[q] for q in s.queues}
     assert len(s.records) <= max_bins
-    timed = Counter(k for k, t in recs if t is not None)
+    timed = Counter(k for k, t, _, _ in recs if t is not None)
     assert sum((c for c in s.records.values()), Counter()) == timed
-    assert s.untimed == Counter(k for k, t in recs if t is None)
+    assert s.untimed == Counter(k for k, t, _, _ in recs if t is None)
     if timed:
-        last = max(t for _, t in recs if t is not None)
+        last = max(t for _, t, _, _ in recs if t is not None)
         i = (base + last * 10**9 - s.origin_ns) // s.width_ns
         assert i in s.records
 
@@ -223,6 +232,12 @@ def test_report_and_chart_for_every_format(in_root, tmp_path, path, as_of, fmt):
     timed = {k: sum(n for _, n in pts) for k, pts in s.per_kind().items()}
     assert p.series.get("records", {}) == timed
     assert f"<code>--format {fmt}</code>" in text and report.verdict.label in text
+    if fmt not in ("workq", "orth-joblog", "orth-executor-logs", "orth-callbacks"):
+        # the formats whose probe reads the sizes of their replay's containers: the depth ends at the state's size
+        view = log.fmt.state_view(report.state, log.data)
+        assert s.has_depth and set(p.series["depth"]) == set(s.queues)
+        assert sum(s.peak.values()) > 0
+        assert sum(pts[-1][1] for pts in s.depth_series().values()) == sum(view.counts_by_state().values())
     # stats --chart draws the same series (the findings table aside)
     chart = tmp_path / "c.html"
     c = cli("stats", "--format", fmt, "--as-of", as_of, "--chart", str(chart), path)

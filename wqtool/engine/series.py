@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .findings import Finding
 from .format import SeriesProbe, SeriesStep
@@ -147,7 +148,8 @@ class SeriesCollector:
         self.max_bins = max_bins
         self.now: Counter = Counter()           # queue -> live jobs now
         self.dirty: set[str] = set()            # queues changed since the last sample
-        self.cur: int | None = None             # the bin of the last timed record
+        self.cur: int | None = None             # the bin of the depth clock
+        self._clock: int | None = None          # the newest time read so far
         self._last_t: int | None = None         # the time of the last timed record (in stream order)
         self._kinds: set[str] = set()
 
@@ -178,17 +180,22 @@ class SeriesCollector:
             if s.last_ns is None or t > s.last_ns:
                 s.last_ns = t
             i = self._bin(t)
-            if i != self.cur:
-                self._sample()
-                self.cur = i
             c = s.records.get(i)
             if c is None:
                 c = s.records[i] = Counter()
                 if len(s.records) > self.max_bins:
                     self._widen()
-                    i = self.cur
-                    c = s.records[i]
+                    c = s.records[self._bin(t)]
             c[kind] += 1
+            if self._clock is None or t > self._clock:
+                # the depth is sampled on a clock that never goes back (the newest time read so far): records
+                # written out of time order move the queues where the stream stands, so the last sample is the
+                # replayed state's
+                self._clock = t
+                ci = self._bin(t)
+                if ci != self.cur:
+                    self._sample()
+                    self.cur = ci
         if step is not None:
             for q, d in step.moves:
                 n = self.now[q] = self.now[q] + d
@@ -237,13 +244,30 @@ class SeriesCollector:
         s = self.series
         t = self._last_t
         if t is not None:
-            s.damage[self.cur] += 1
+            s.damage[self._bin(t)] += 1
         if len(s.marks) < MAX_MARKS:
             s.marks.append(Mark(t, f.code, f.severity, f.path, f.offset))
 
     def close(self) -> Series:
         self._sample()
         return self.series
+
+
+class SizeProbe(SeriesProbe):
+    """The probe of a format whose replay keeps its live items in containers: ``sizes`` names each series and
+    how to read its size from the running replay (``len`` of a dict, a deque); a record's step moves each series by
+    the change in its size. E.g. Kestrel: ``SizeProbe({"queued": lambda: len(r.queue), "open": lambda:
+    len(r.open)})``."""
+
+    def __init__(self, sizes: dict[str, Callable[[], int]]):
+        self.sizes = tuple(sizes.items())
+
+    def before(self, rec):
+        return tuple(f() for _, f in self.sizes)
+
+    def after(self, rec, token) -> SeriesStep | None:
+        moves = tuple((name, d) for (name, f), n in zip(self.sizes, token) for d in (f() - n,) if d)
+        return SeriesStep(moves) if moves else None
 
 
 class _Probed:
