@@ -134,9 +134,10 @@ def _over_time(p: LogPage) -> list[str]:
     s = p.series
     if s is None:
         return ['<p class="empty">Records over time are drawn by the local engine (--engine local).</p>']
-    out = ["<h3>Records over time</h3>", charts.records_chart(s),
-           "<p>The bars stack the record types bottom to top in the legend's order; the dashed red lines mark the "
-           "bins that hold findings (errors and warnings). The numbers are in the table below.</p>"]
+    out = ["<h3>Records over time</h3>", charts.records_chart(s)]
+    if s.records:
+        out.append("<p>The bars stack the record types bottom to top in the legend's order; the dashed red lines "
+                   "mark the bins that hold findings (errors and warnings). The numbers are in the table below.</p>")
     if s.untimed:
         out.append("<p>Records without a time (not drawn): " + ", ".join(f"{_e(k)} {v:,}"
                                                                           for k, v in s.untimed.items()) + "</p>")
