@@ -16,6 +16,7 @@ from .commands.pack import pack
 from .commands.repair import repair
 from .commands.replay import replay
 from .commands.serve import serve
+from .commands.report import report
 from .commands.stats import stats
 from .commands.verify import verify
 from .engine.findings import Verdict
@@ -67,8 +68,8 @@ def root(
     """wqtool: dump, verify and replay job-queue logs. Exit codes are documented in `wqtool verify --help`."""
 
 
-for _name, _fn in (("dump", dump), ("verify", verify), ("replay", replay), ("stats", stats), ("pack", pack),
-                  ("repair", repair), ("clean", clean), ("serve", serve)):
+for _name, _fn in (("dump", dump), ("verify", verify), ("replay", replay), ("stats", stats), ("report", report),
+                  ("pack", pack), ("repair", repair), ("clean", clean), ("serve", serve)):
     # a command's own parsing rules (serve: Go flag errors) come as mixins it declares
     app.command(_name, cls=type(f"{_name.title()}Command", (*getattr(_fn, "command_mixins", ()), Command), {}))(_fn)
 

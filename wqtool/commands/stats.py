@@ -10,7 +10,7 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..engine.live import LiveWatch
 from ..errors import UsageError
-from ..render.analytics import write_chart, write_tables_files
+from ..render.analytics import write_tables_files
 from ..render.outcome import Failed, run_exit_code
 from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
@@ -41,9 +41,13 @@ def stats(
                        "(orth-joblog: status, daily, executors, handlers, latency, lost) to a new DIR, one file per "
                        "table.")] = None,
     out_format: Annotated[TableFormat, typer.Option("--out-format", help="Files of --out.")] = TableFormat.csv,
-    chart: Annotated[Optional[str], typer.Option("--chart", metavar="FILE", help="Also draw the format's chart "
-                     "(orth-joblog: rows per trigger day, success / fail / running) into a new self-contained HTML "
-                     "FILE.")] = None,
+    chart: Annotated[Optional[str], typer.Option("--chart", metavar="FILE", help="Also draw each log's charts "
+                     "into a new self-contained HTML FILE (inline SVG; report's drawings without the findings table): "
+                     "records per minute by type, live jobs per queue, job states, wait and run times, the "
+                     "format's own chart (orth-joblog: rows per trigger day, success / fail / running).")] = None,
+    timeline: Annotated[bool, typer.Option("--timeline", help="Also draw each log's records over time in the "
+                        "terminal (a row per record type, damage, live jobs, a UTC time axis; the terminal's "
+                        "width, COLUMNS when piped; -o table only).")] = False,
     engine: EngineOpt = Engine.local,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
@@ -65,12 +69,19 @@ def stats(
       wqtool stats /var/lib/workq/cmdlog
       wqtool stats -o json /srv/fleet/*/cmdlog
       wqtool stats --engine spark --master local[4] /srv/fleet/*/cmdlog
+      wqtool stats --timeline /var/lib/workq/cmdlog
+      wqtool stats --chart /tmp/cmdlog.html /var/lib/workq/cmdlog
       wqtool stats -O timezone=Asia/Shanghai --out /tmp/joblog-stats --chart /tmp/daily.html orth_job_log.csv
       wqtool stats --engine spark 'jdbc:mariadb://db:3306/orth_job?user=orth&password=...'
     """
     for target, what in ((out_dir, "--out"), (chart, "--chart")):
         if target is not None and os.path.lexists(target):
             raise UsageError(f"{what} {target}: already exists; stats never overwrites")
+    if timeline and output is not Output.table:
+        raise UsageError("--timeline draws in the terminal: it goes with -o table only")
+    drawn = chart is not None or timeline     # the series pass (engine.series): verify's and stats' pass, one per log
+    series: dict[int, object] = {}
+    as_ofs: dict[int, int] = {}               # each log's settled --as-of (the page names it)
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
     entries = resolve_each(paths, fmt, opts)
@@ -91,8 +102,14 @@ def stats(
         seen: set = set()
         union = len(logs) > 1       # the job ids themselves only for a union over logs
 
-        def one(log):   # one pass per log (the format's fastest: the workq kernel's)
-            report, st = log.fmt.stats_log(log.data, for_log(log, opts), ids=union)
+        def one(log):   # one pass per log (the format's fastest: the workq kernel's; drawn: the series pass)
+            o = for_log(log, opts)
+            as_ofs[id(log)] = o.as_of_ns
+            if drawn:
+                from ..engine.series import series_log
+                report, st, series[id(log)] = series_log(log.fmt, log.data, o, limit=0)
+            else:
+                report, st = log.fmt.stats_log(log.data, o, ids=union)
             seen.update(st.jobs)
             return report, st, st.job_count()
         with track(logs, "stats"):
@@ -105,11 +122,16 @@ def stats(
     done = [i for i in items if not isinstance(i, Failed)]
     if out_dir is not None:
         write_tables_files(out_dir, [(r.root, v.analytics()) for r, v, _, _ in done], out_format.value)
+    drawn_logs = [(log, r) for log, r in per_path if not isinstance(r, Failed)]
+    if timeline:
+        from ..render.timeline import write_timeline
+        write_timeline([(r.root, series.get(id(log))) for (log, _), (r, _, _, _) in zip(drawn_logs, done)])
     if chart is not None:
-        charts = []
-        for r, v, _, _ in done:
-            spec = v.chart()
-            if spec is not None:
-                charts.append((r.root, spec, v.analytics().get(spec["table"], [])))
-        write_chart(chart, charts)
+        from ..render.htmlreport import LogPage, chart_page, write_new
+        from .report import command_line
+        pages = [LogPage(log.fmt, r, v, st, series.get(id(log)),
+                         as_ofs[id(log)] if id(log) in as_ofs else for_log(log, opts).as_of_ns)
+                 for (log, _), (r, v, st, _) in zip(drawn_logs, done)]
+        write_new(chart, chart_page(pages, command_line("stats", paths, fmt=fmt, as_of=as_of, opts=opts,
+                                                         settings=settings, flags=["--chart", chart])), "--chart")
     return run_exit_code([i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])

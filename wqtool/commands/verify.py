@@ -7,6 +7,7 @@ import typer
 
 from ..engine.format import Log, resolve_each
 from ..engine.live import LiveWatch
+from ..errors import UsageError
 from ..render.outcome import Failed, run_exit_code
 from ..render.progress import track
 from ..render.report import write_verify
@@ -50,6 +51,11 @@ def verify(
     workers: Annotated[Optional[int], typer.Option("--workers", parser=whole_number(1, MAX_WORKERS), metavar="N",
                        help="workq: processes that share an intact log's jobs [default: 2 for logs of 64 MiB and "
                        "more, else 1].")] = None,
+    metrics_file: Annotated[Optional[str], typer.Option("--metrics-file", metavar="FILE", help="Also write the "
+                            "result as Prometheus text exposition into FILE (replaced atomically: for node_exporter's "
+                            "textfile collector): per PATH its verdict and exit code, findings by code and severity, "
+                            "records, bytes, live jobs by state, the newest record's time, the check's duration "
+                            "(the metrics are listed below).")] = None,
     explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE", callback=_explain, is_eager=True,
                        help="Print what a finding code means (its format and severity), then exit.")] = None,
     engine: EngineOpt = Engine.local,
@@ -78,7 +84,12 @@ def verify(
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
       wqtool verify --horizon --as-of last /var/lib/workq/cmdlog /srv/other/cmdlog
       wqtool verify --format kestrel /var/spool/kestrel/jobs
+      wqtool verify --quiet --metrics-file /var/lib/node_exporter/textfile/wqtool.prom DIR
       wqtool verify --explain WQ-CRC
+
+    Metrics (--metrics-file; every one a gauge, labelled path and format):
+
+    {METRICS}
     """
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value,
@@ -86,22 +97,57 @@ def verify(
     entries = resolve_each(paths, fmt, opts)
     logs = [e for e in entries if isinstance(e, Log)]
     say = say_error      # errors of PATHs go to stderr even with --quiet (the report does not)
+    measured: dict[int, object] = {}     # --metrics-file: what each log's check measured beyond its report
     if engine is Engine.spark:  # the same reports, computed on Spark
+        if metrics_file is not None:
+            raise UsageError("--metrics-file is written by the local engine (a cron check of this host's logs)")
         results = _verify_spark(entries, logs, opts, live, max_findings, quiet, say, master, spark_conf, remote)
     else:
         def work(log: Log):
             watch = LiveWatch(log, live=live)
-            [lr] = log.fmt.verify([log.data], for_log(log, opts), max_findings=max_findings, workers=workers).logs
+            if metrics_file is None:
+                [lr] = log.fmt.verify([log.data], for_log(log, opts), max_findings=max_findings, workers=workers).logs
+                return watch.settle(lr)
+            lr, measured[id(lr)] = _measured(log, for_log(log, opts), max_findings, workers)
             return watch.settle(lr)
         with track(logs, "verify", enabled=not quiet):
             results = [r for _, r in each_log(entries, work, say=say)]
     if not quiet:
         write_verify(sys.stdout, results, output.value)
-    return run_exit_code([r.verdict for r in results if not isinstance(r, Failed)],
+    code = run_exit_code([r.verdict for r in results if not isinstance(r, Failed)],
                          [r for r in results if isinstance(r, Failed)])
+    if metrics_file is not None:
+        from ..render.metrics import exposition, write_metrics
+        write_metrics(metrics_file, exposition([(r, measured.get(id(r))) for r in results], int(code)))
+    return code
 
 
-verify.__doc__ = verify.__doc__.replace("{EXIT_CODES}", exit_help())
+def _measured(log: Log, opts, max_findings, workers):
+    """verify of one log with its replayed state (live jobs) and the newest record's time, timed."""
+    import time
+    from ..errors import WqError
+    from ..render.metrics import LogMetrics
+    t0 = time.perf_counter()
+    lr = log.fmt.run_log(log.data, opts, limit=max_findings, state=True, workers=workers)
+    try:
+        jobs = log.fmt.state_view(lr.state, log.data).counts_by_state() if lr.state is not None else None
+    except NotImplementedError:
+        jobs = None
+    try:
+        newest = log.fmt.time_span(log.data)[1]
+    except (WqError, OSError):
+        newest = None
+    return lr, LogMetrics(log.fmt.name, time.perf_counter() - t0, jobs, newest)
+
+
+def _metrics_help() -> str:
+    from ..render import metrics
+    doc = metrics.__doc__
+    body = doc[doc.index("  wqtool_verify_up"):].rstrip().split("\n")
+    return "\b\n" + "\n".join("    " + line for line in body)
+
+
+verify.__doc__ = verify.__doc__.replace("{EXIT_CODES}", exit_help()).replace("{METRICS}", _metrics_help())
 
 
 def _verify_spark(entries, logs, opts, live, max_findings, quiet, say, master, spark_conf, remote) -> list:

@@ -18,7 +18,8 @@ What a format supplies (see ``Format`` for the signatures):
 * ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log``,
   ``verify`` and ``stats_log`` (a hot path may stand in for the pass), ``replay_findings``;
 * views for output: ``record_view`` (JSON row, table cells, hex title), ``state_view(state)`` (replayed state as
-  rows, summary and text), ``new_stats()`` (per-record statistics);
+  rows, summary and text), ``new_stats()`` (per-record statistics), ``series_probe(replay)`` (optional: queue
+  depth, wait and run times read from the running replay for ``engine.series``: report, stats --chart/--timeline);
 * plans for the commands that change files: ``pack_plan`` (``engine.plan``), later ``repair_plan`` and
   ``clean_plan``;
 * Spark: ``spark_source`` / ``spark_fleet``, dotted paths of classes in ``wqtool.spark`` (imported only there).
@@ -77,6 +78,29 @@ class RecordFacts:
     length: int                # bytes
     time_ns: int | None        # when it was written (or the item's add time); None: not stored
     job: bytes | None = None   # the job / entity it belongs to, if the format has one
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesStep:
+    """What one record did to the running replay, for the time series (``engine.series``): ``moves`` are
+    (queue, change of its live jobs) pairs; ``wait_ns``: a job started after waiting this long; ``run_ns``: a job
+    finished after running this long."""
+
+    moves: tuple[tuple[str, int], ...] = ()
+    wait_ns: int | None = None
+    run_ns: int | None = None
+
+
+class SeriesProbe:
+    """A format's window into its running replay (``Format.series_probe``): ``before(rec)`` is called just before
+    the replay applies a record, ``after(rec, token)`` just after, with what ``before`` returned. Both O(1): they
+    read the replay's state, they never re-apply its rules."""
+
+    def before(self, rec) -> Any:
+        return None
+
+    def after(self, rec, token) -> SeriesStep | None:
+        raise NotImplementedError
 
 
 @dataclass(slots=True)
@@ -341,6 +365,12 @@ class Format:
     # -- views
     def facts(self, rec) -> RecordFacts:
         raise NotImplementedError
+
+    def series_probe(self, replay) -> SeriesProbe | None:
+        """Live jobs per queue, wait and run times, read from ``replay`` (a ``run(...)``'s ``.replay``) around each
+        record (``report``, ``stats --chart|--timeline``); None (the default): the format's series are the records
+        over time only (``facts``)."""
+        return None
 
     def state_view(self, state) -> StateView:
         raise NotImplementedError

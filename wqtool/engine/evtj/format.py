@@ -115,6 +115,11 @@ live events kept byte for byte)."""
             kind = str(rec.status)
         return RecordFacts(kind, rec.length, rec.time_ns, rec.request_id)
 
+    def series_probe(self, replay):
+        """The live events after each record (``EvtjState.live``)."""
+        from ..series import SizeProbe      # report and stats --chart|--timeline only
+        return SizeProbe({"live events": lambda: len(replay.state.live)})
+
     def state_view(self, state, log: EvtjJournal | None = None) -> EvtjStateView:
         return EvtjStateView(state)
 

@@ -98,6 +98,11 @@ segments and temp files."""
     def facts(self, rec: Change) -> RecordFacts:
         return RecordFacts(rec.op, rec.length, rec.applied_at * 1000, rec.uri)
 
+    def series_probe(self, replay):
+        """The FIFO's entries after each change (``FifoState.fifo.entries``)."""
+        from ..series import SizeProbe      # report and stats --chart|--timeline only
+        return SizeProbe({"entries": lambda: len(replay.state.fifo.entries)})
+
     def state_view(self, state, log: FjjJournal | None = None) -> FjjStateView:
         return FjjStateView(state)
 

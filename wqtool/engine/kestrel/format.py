@@ -154,6 +154,12 @@ refuses while another process holds a journal open, and rolls back if the live f
         t = rec.add_time
         return RecordFacts(_LABEL[rec.op], rec.length, t * 1_000_000 if t else None, None)
 
+    def series_probe(self, replay):
+        """Items queued and open (removed, not confirmed) after each record (only adds carry a time: what
+        removes and confirms change is drawn at the time of the last add before them)."""
+        from ..series import SizeProbe      # report and stats --chart|--timeline only
+        return SizeProbe({"queued": lambda: len(replay.queue), "open": lambda: len(replay.open)})
+
     def state_view(self, state, log: FileSet | None = None) -> KestrelStateView:
         return KestrelStateView(state, log.queue if log is not None else getattr(state, "queue", ""))
 

@@ -152,6 +152,11 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         t = rec.key_start_date
         return RecordFacts(rec.kind, rec.length, t * 1000 if t is not None else None, rec.uri)
 
+    def series_probe(self, replay):
+        """The list's pending entries after each line (``ListState.entries``)."""
+        from ..series import SizeProbe      # report and stats --chart|--timeline only
+        return SizeProbe({"pending entries": lambda: len(replay.state.entries)})
+
     def state_view(self, state, log: ListJournal | None = None) -> SnaplistStateView:
         return SnaplistStateView(state)
 

@@ -135,6 +135,10 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
             return RecordFacts("(undecodable)", rec.length, rec.time.unix_ns, None)
         return RecordFacts(_LABEL[c.cmd], rec.length, rec.time.unix_ns, c.job_id)
 
+    def series_probe(self, replay):
+        from .series import WorkqProbe     # report and stats --chart|--timeline only
+        return WorkqProbe(replay)
+
     def state_view(self, state, log=None) -> WorkqStateView:
         return WorkqStateView(state)
 

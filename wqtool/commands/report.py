@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Annotated
+
+import typer
+
+from ..engine.format import Log, resolve_each
+from ..engine.live import LiveWatch
+from ..errors import UsageError
+from ..render.outcome import Failed, run_exit_code
+from ..render.progress import track
+from ._options import (AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
+                       MaxFindings, ReadPaths, SettingOpt, each_log, for_log, options, read_paths, say_error)
+
+
+def report(
+    ctx: typer.Context,
+    paths: ReadPaths = None,
+    out: Annotated[str, typer.Option("--out", metavar="FILE.html", help="The page to write (a new file; never "
+                   "overwritten).", show_default=False)] = ...,
+    jdbc: JdbcOpt = None,
+    as_of: AsOf = None,
+    fmt: FormatOpt = "auto",
+    settings: SettingOpt = None,
+    max_findings: MaxFindings = 100,
+    horizon: Horizon = False,
+    live: LiveOpt = False,
+    kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
+    keep_open: KeepOpen = False,
+) -> int:
+    """Write one self-contained HTML page about the logs, to attach to an incident ticket.
+
+    Per log: the verdict and the findings (code, file and offset, upstream's reaction, the command that fixes
+    them); records per minute by record type over time, with the damage marked on the time axis; live jobs per
+    queue over time, as the replay had them at record times; job states at --as-of; wait and run time
+    distributions where the format has them (workq); the format's own chart and tables (Orth job-log tables:
+    daily success / fail / running); the replay digest and the command line that reproduces it. One pass per
+    log (verify's and stats' reader and replay); the series are aggregated as the records stream (at most 1440
+    time bins a log: a longer log gets wider bins). Inline SVG and an inline stylesheet: no script, nothing
+    fetched. The exit code is verify's.
+
+    Example:
+
+    \b
+      wqtool report /var/lib/workq/cmdlog --out incident-4711.html
+      wqtool report --as-of last --max-findings 1000 /srv/fleet/*/cmdlog --out fleet.html
+      wqtool report -O timezone=Asia/Shanghai orth_job_log.csv --out joblog.html
+    """
+    from ..engine.series import series_log
+    from ..render.htmlreport import LogPage, report_page, write_new
+    import os
+    if os.path.lexists(out):
+        raise UsageError(f"--out {out}: already exists; report never overwrites: name a new file")
+    paths = read_paths(ctx, paths, jdbc)
+    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
+    entries = resolve_each(paths, fmt, opts)
+    logs = [e for e in entries if isinstance(e, Log)]
+
+    def one(log: Log) -> LogPage:
+        o = for_log(log, opts)
+        watch = LiveWatch(log, live=live)
+        rep, st, series = series_log(log.fmt, log.data, o, limit=max_findings)
+        rep = watch.settle(rep)
+        return LogPage(log.fmt, rep, log.fmt.state_view(rep.state, log.data), st, series, o.as_of_ns)
+    with track(logs, "report"):
+        items = [r for _, r in each_log(entries, one, say=say_error)]
+    flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
+             *(["--horizon"] if horizon else []), *(["--live"] if live else []),
+             *(["--kestrel-version", kestrel_version.value] if kestrel_version is not KestrelVersion.auto else []),
+             *(["--keep-open"] if keep_open else [])]
+    write_new(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
+                                                   settings=settings, flags=[*flags, "--out", out])), "--out")
+    done = [i for i in items if not isinstance(i, Failed)]
+    sys.stderr.write(f"wqtool: wrote {out}: {len(done)} log(s)"
+                     + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
+    return run_exit_code([i.report.verdict for i in done], [i for i in items if isinstance(i, Failed)])
+
+
+def command_line(command: str, paths, *, fmt: str, as_of, opts, settings, flags) -> str:
+    """The command line that makes the same page again: --as-of as the time this run used (``last`` / ``first``
+    stay words: each log's own time, the same on every run; ``now`` and relative times become the instant)."""
+    from ..engine.format import AS_OF_WORDS
+    from ..render.htmlreport import iso
+    word = (as_of or "").strip().lower()
+    parts = ["wqtool", command, *(["--format", fmt] if fmt != "auto" else []),
+             "--as-of", word if word in AS_OF_WORDS else iso(opts.as_of_ns)]
+    for item in settings or ():
+        parts += ["-O", item]
+    return shlex.join([*parts, *flags, *(_no_password(p) for p in paths)])
+
+
+def _no_password(path: str) -> str:
+    """A database URL without its password (the page is attached to tickets)."""
+    import re
+    if "://" not in path and not path.startswith("jdbc:"):
+        return path
+    path = re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", path)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", path, flags=re.I)
