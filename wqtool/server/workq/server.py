@@ -20,6 +20,7 @@ One event loop thread runs the protocol, the live queues and the command log:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import sys
@@ -33,7 +34,7 @@ from ...engine.workq.fastpath import encode_payload, encode_record
 from ...engine.workq.model import Command
 from ...engine.workq.replay import state_digest
 from ...engine.workq.startup import replay_directory
-from ...errors import UsageError, WqError
+from ...errors import InputError, UsageError, WqError
 from ...formats._common import GO_ZERO_TIME, GoTime, encode_uvarint, format_unix_ns
 from ...formats.workq import CmdType
 from . import wire
@@ -140,6 +141,9 @@ def _quote(s: str) -> str:
 
 # ---------------------------------------------------------------- the server
 class Server:
+    #: job-table rows translated past rewritten segments per loop iteration (``_settle``)
+    SETTLE_SLICE = 4096
+
     def __init__(self, opts: ServeOptions, *, log: StructLog | None = None, out=None):
         check_options(opts)
         self.opts = opts
@@ -166,6 +170,7 @@ class Server:
         self._commit_scheduled = False
         self._closed = False
         self._cleaning = False
+        self._settling = False
         self._retry_handle = None
         self._timer = None
         self._timer_at: int | None = None
@@ -527,24 +532,38 @@ class Server:
                 doc = fut.result()
             except Exception as exc:  # noqa: BLE001 — upstream logs cleaner errors and keeps serving
                 self._moved(getattr(exc, "wqtool_moved", ()))
+                if isinstance(exc, CycleSkipped):
+                    self.metrics["clean_skips"] += 1
+                    self.log.warn("cleaner cycle skipped", reason=str(exc))
+                    return
                 self.metrics["clean_errors"] += 1
                 self.log.error("cleaner cycle failed", error=f"{type(exc).__name__}: {exc}")
                 return
             self.metrics["cleans"] += 1
-            if doc is not None:
+            if doc is None:
+                self.log.debug("cleaner cycle: nothing to drop", elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
+            else:
                 doc, moved = doc
                 self._moved(moved)
+                self.metrics["clean_rewrites"] += sum(1 for _p, action, _d in moved if action == "rewrite")
                 rec = doc["reclaimed"]
                 self.log.info("cleaned", records=rec["records"], bytes=rec["bytes"], segments_deleted=rec["files"],
                               segments_rewritten=sum(1 for a in doc["actions"] if a["action"] == "rewrite"),
                               elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
 
+        ap = self.appender
+        if not ap.seq:
+            self._cleaning = False
+            self.log.debug("cleaner cycle skipped", reason="no segment written yet")
+            return
         as_of = self.clock()
         try:        # the queue first lets go of what the cleaner may drop as expired at as_of (a clock stepped
             self.queue.advance(as_of)       # back later must not leave it serving a job whose add is gone)
         except WqError as exc:
             self.log.error("timer event failed", error=str(exc))
-        self.loop.run_in_executor(None, self.clean, as_of).add_done_callback(done)
+        # the log as of now: the active segment up to its last complete record (the appender goes on writing
+        # while the cycle runs in its thread; what it writes after this point is not the cycle's input)
+        self.loop.run_in_executor(None, self.clean, as_of, ap.seq, ap.size).add_done_callback(done)
 
     def _moved(self, moved) -> None:
         """Segments a cleaning cycle rewrote or deleted: rows naming a rewritten one are translated on read."""
@@ -554,6 +573,17 @@ class Server:
                 reader.rewritten(path, drops)
             else:
                 reader.gone(path)
+        if reader.has_moves and not self._settling:
+            self._settling = True
+            self.loop.call_soon(self._settle)
+
+    def _settle(self) -> None:
+        """Rows naming rewritten segments are translated a slice per loop iteration (the reader then forgets the
+        rewrites: memory follows the last cycles, not the server's life)."""
+        if self.queue.settle(self.SETTLE_SLICE) and not self._closed:
+            self.loop.call_soon(self._settle)
+        else:
+            self._settling = False
 
     def _stats(self) -> tuple[int, int]:
         return len(self.conns), self.started_ns
@@ -592,6 +622,10 @@ class Server:
                   f"wqtool_serve_clean_cycles_total {self.metrics['cleans']}",
                   "# TYPE wqtool_serve_clean_errors_total counter",
                   f"wqtool_serve_clean_errors_total {self.metrics['clean_errors']}",
+                  "# TYPE wqtool_serve_clean_skips_total counter",
+                  f"wqtool_serve_clean_skips_total {self.metrics['clean_skips']}",
+                  "# TYPE wqtool_serve_body_moves gauge",
+                  f"wqtool_serve_body_moves {q.reader.moved_offsets if q.reader is not None else 0}",
                   "# TYPE wqtool_serve_read_only gauge", f"wqtool_serve_read_only {int(self.handlers.read_only)}",
                   "# TYPE wqtool_serve_started_seconds gauge",
                   f"wqtool_serve_started_seconds {self.started_ns / 1e9:.3f}"]
@@ -627,6 +661,10 @@ class Server:
         self.log.info("metrics listening", addr=f"{s[0]}:{s[1]}")
 
 
+class CycleSkipped(Exception):
+    """A cleaning cycle did not run (nothing changed): the reason is logged, the next tick tries again."""
+
+
 def _cleaner(server: Server):
     """One cleaning cycle through ``wqtool clean``'s engine (``engine.workq.clean``), or None when this build has
     none. A cycle replays the log at the server's clock, drops only records the replay gives no effect (expired
@@ -640,9 +678,19 @@ def _cleaner(server: Server):
         return None
     from ...engine.workq.reader import discover
 
-    def cycle(as_of_ns: int) -> tuple[dict, list] | None:
+    def cycle(as_of_ns: int, active_seq: int, active_size: int) -> tuple[dict, list] | None:
         (log,) = discover([server.opts.cmdlog_path])
-        plan = clean_mod.clean_plan(log, as_of_ns)
+        # the input is the log the loop saw when it started the cycle: segments up to the active one, that one
+        # pinned at its last complete record (a roll-over since made newer ones: the appender's, not the input's)
+        segs = [sg for sg in log.segments if sg.seq is not None and sg.seq <= active_seq]
+        if not segs or segs[-1].seq != active_seq:
+            raise CycleSkipped(f"the active segment {active_seq:09d}.log is not in the directory listing")
+        segs[-1] = dataclasses.replace(segs[-1], pinned_size=active_size)
+        log = dataclasses.replace(log, segments=segs)
+        try:
+            plan = clean_mod.clean_plan(log, as_of_ns)
+        except InputError as exc:           # a segment vanished or changed under the listing: the next tick
+            raise CycleSkipped(str(exc)) from None
         if not plan.changed:
             return None
         # the queue reads job bodies by (segment, offset): the segments about to change stay open as they are
@@ -651,11 +699,15 @@ def _cleaner(server: Server):
         if reader is not None:
             reader.pin([sc.path for sc in plan.changed])
         try:
-            clean_mod.apply_plan(plan, locks="read")
+            try:
+                clean_mod.apply_plan(plan, locks="read")
+            except (InputError, LogBusy) as exc:    # before anything is renamed: the log changed, or a reader
+                raise CycleSkipped(str(exc)) from None      # holds read.lock (the next tick tries again)
         except Exception as exc:
-            # a cycle that failed after renaming some segments: those moved all the same
+            # a cycle that failed after renaming some segments: those moved all the same; the others are unpinned
             if reader is not None:
                 exc.wqtool_moved = [(sc.path, sc.action, sc.drops) for sc in plan.changed if reader.replaced(sc.path)]
+                reader.unpin([sc.path for sc in plan.changed])
             raise
         return plan.report_doc(), [(sc.path, sc.action, sc.drops) for sc in plan.changed]
 
