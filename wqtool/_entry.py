@@ -6,6 +6,9 @@ import sys
 
 def main() -> None:
     try:
+        if sys.argv[1:2] == ["serve"]:      # listen before the CLI is imported (wqtool.server.prebind)
+            from .server.prebind import early
+            early(sys.argv[2:])
         from .cli import main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("wqtool: interrupted\n")

@@ -37,6 +37,7 @@ from ...engine.workq.startup import replay_directory
 from ...errors import InputError, UsageError, WqError
 from ...formats._common import GO_ZERO_TIME, GoTime, encode_uvarint, format_unix_ns
 from ...formats.workq import CmdType
+from .. import prebind
 from . import wire
 from .conn import Conn
 from .handlers import Handlers
@@ -222,8 +223,12 @@ class Server:
         if self.opts.cmdlog_path:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
-        server = await self.loop.create_server(lambda: Conn(self), host or None, int(port),
-                                               reuse_address=True, backlog=1024)
+        early = prebind.take(host.strip("[]"), int(port))      # bound before the imports (nothing to replay)
+        if early is not None:
+            server = await self.loop.create_server(lambda: Conn(self), sock=early, backlog=1024)
+        else:
+            server = await self.loop.create_server(lambda: Conn(self), host or None, int(port),
+                                                   reuse_address=True, backlog=1024)
         self.listeners.append(server)
         sock = server.sockets[0].getsockname()
         self.address = f"{sock[0]}:{sock[1]}" if ":" not in sock[0] else f"[{sock[0]}]:{sock[1]}"
