@@ -194,6 +194,7 @@ class Server:
         self.clean = None            # a callable running one cleaning cycle (None: not available)
         self.listeners: list = []
         self.address = ""
+        self.loop_name = "asyncio"
 
     # ---------------------------------------------------------------- start-up
     def open_log(self) -> None:
@@ -252,7 +253,7 @@ class Server:
                 self.loop.call_later(self.opts.clean_int_ms / 1000, self._clean_tick)
         self.loop.call_later(1.0, self._sweep)
         self.after_change()
-        self.log.info("listening", addr=self.address, cmdlog=self.opts.cmdlog_path or None,
+        self.log.info("listening", addr=self.address, loop=self.loop_name, cmdlog=self.opts.cmdlog_path or None,
                       sync=self.opts.sync if self.appender else None,
                       cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
                       if self.appender else None)
@@ -779,7 +780,27 @@ def _cleaner(server: Server):
     return cycle
 
 
+def event_loop_factory():
+    """(name, loop factory): uvloop's when it is installed (the optional extra ``wqtool[serve]``), else asyncio's
+    own. ``WQTOOL_SERVE_LOOP=asyncio`` picks asyncio's even so (``uvloop`` requires it)."""
+    want = os.environ.get("WQTOOL_SERVE_LOOP", "")
+    if want not in ("", "asyncio", "uvloop"):
+        raise UsageError(f"WQTOOL_SERVE_LOOP: expected asyncio or uvloop, got {want!r}")
+    if want != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            if want == "uvloop":
+                raise UsageError("WQTOOL_SERVE_LOOP=uvloop: uvloop is not installed (pip install uvloop)") from None
+        else:
+            return "uvloop", uvloop.new_event_loop
+    return "asyncio", asyncio.new_event_loop
+
+
 def serve(opts: ServeOptions) -> int:
     """Run the server until SIGTERM/SIGINT; 0 on a clean stop. StartRefused, LogBusy, UsageError propagate."""
+    name, factory = event_loop_factory()
     srv = Server(opts)
-    return asyncio.run(srv.run())
+    srv.loop_name = name
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(srv.run())
