@@ -94,3 +94,47 @@ def test_a_request_sent_before_the_server_is_ready_is_answered(tmp_path):
         p.terminate()
         p.wait(20)
     assert p.returncode == 0
+
+
+@pytest.mark.parametrize("argv", [["-h"], ["--traceback"], ["--fastjournal", "x"], ["-cmdlog-seg-size", "0x10"],
+                                  ["-cmdlog-seg-size", "010"], ["-cmdlog-sync", "never"], ["--log-level", "trace"],
+                                  ["-log-level", "info"], ["--max-connections", "0"], ["--idle-timeout", "nan"],
+                                  ["-listen"], ["extra"], ["-bogus"]])
+def test_the_lean_start_leaves_anything_unusual_to_the_cli(argv):
+    assert prebind.lean(argv) is None
+
+
+def test_the_lean_start_leaves_a_refused_log_to_the_cli(tmp_path):
+    """A log the server refuses: lean() returns None having changed nothing, and the CLI reports it as always."""
+    d = tmp_path / "log"
+    d.mkdir()
+    (d / "000000001.log").write_bytes(b"not a workq segment header")
+    before = sorted(os.listdir(d))
+    assert prebind.lean(["-listen", "127.0.0.1:0", "-cmdlog-path", str(d)]) is None
+    assert sorted(os.listdir(d)) == before
+    r = subprocess.run([sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", "-cmdlog-path", str(d)],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert r.returncode == 3 and "refusing to serve" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_lean_start_leaves_a_bad_flag_value_to_the_cli(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", "-cmdlog-sync", "interval",
+                        "-cmdlog-sync-int", "0"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert r.returncode == 2 and "Invalid sync interval, must be greater than 0" in r.stderr
+
+
+def test_the_serve_start_imports_no_cli(tmp_path):
+    """The lean start: typer, click, rich and the other commands are not imported to serve."""
+    code = ("import sys, threading, os, signal\n"
+            "sys.argv = ['wqtool', 'serve', '-listen', '127.0.0.1:0']\n"
+            "threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()\n"
+            "from wqtool._entry import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n"
+            "    bad = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich', 'pydantic')\n"
+            "                 or m.startswith('wqtool.commands') or m == 'wqtool.cli')\n"
+            "    print('exit', e.code, 'imported', bad)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert r.stdout.strip().splitlines()[-1] == "exit 0 imported []", (r.stdout, r.stderr)

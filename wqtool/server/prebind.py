@@ -1,4 +1,5 @@
-"""``wqtool serve``'s early listen: the port is bound before the command line interface and the server are imported.
+"""``wqtool serve``'s fast start: the port bound before anything is imported (``early``), and the server run without
+importing the command line interface (``lean``).
 
 workq-server listens a few milliseconds after it starts; Python needs a few hundred to import the CLI, asyncio and
 the engine (more on a loaded machine), and a client that connects in between — upstream's own system tests connect
@@ -13,6 +14,10 @@ then nothing is bound early.
 Only the two flags needed to decide are read here (``-listen``, ``-cmdlog-path``, in Go flag syntax); anything
 else — help, another server mode, a malformed value — binds nothing, and the command line is checked by the CLI as
 always (a usage error then exits and closes the early socket, so early clients see the connection closed).
+
+``lean`` then runs the server directly when the flags are plain ones (typer, rich and every other command cost most
+of a start: measured, the CLI's imports were 0.3-1 s of the 0.7-1.3 s to a first reply at load average 5-6); anything
+else goes to the CLI, which also reports every failure before the server listens, exactly as always.
 
 Imports: os and ``_socket`` only (this runs before anything else is imported; ``socket`` would add enum).
 """
@@ -74,6 +79,72 @@ def early(argv: list[str]) -> bool:
         return False                                        # the server's own bind reports it, as always
     _held = (host or "", int(port), family, s.detach())
     return True
+
+
+#: serve's workq-server flags and the few own ones the lean start takes: name -> (ServeOptions field, kind)
+_LEAN = {"listen": ("listen", "str"), "cmdlog-path": ("cmdlog_path", "str"), "cmdlog-seg-size": ("seg_size", "uint"),
+         "cmdlog-sync": ("sync", "sync"), "cmdlog-sync-int": ("sync_int_ms", "uint"),
+         "cmdlog-clean-int": ("clean_int_ms", "uint"), "max-connections": ("max_connections", "count"),
+         "idle-timeout": ("idle_timeout_s", "seconds"), "request-timeout": ("request_timeout_s", "seconds"),
+         "log-level": ("log_level", "level")}
+
+
+def lean(argv: list[str]) -> int | None:
+    """Run the workq server without importing the command line interface (typer, rich and every other command:
+    most of a start's time) when ``argv`` (after ``serve``) is nothing but well-formed flags of the table above.
+    Returns the exit code; None when the CLI must run instead: an argument this does not take (help, other modes,
+    ``--traceback``, a value in another notation), or a server that did not get as far as listening (a bad flag
+    value, a log refused, a lock held — the CLI then reports it exactly as always; nothing was changed but what
+    the CLI's own attempt makes the same way: the directory and its lock files)."""
+    kw: dict = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if not a.startswith("-") or a in ("-", "--"):
+            return None
+        name, eq, value = a[2:].partition("=") if a.startswith("--") else a[1:].partition("=")
+        spec = _LEAN.get(name)
+        if spec is None or (name in ("max-connections", "idle-timeout", "request-timeout", "log-level")
+                            and not a.startswith("--")):
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        field, kind = spec
+        if kind == "str":
+            kw[field] = value
+        elif kind in ("uint", "count"):
+            if not value.isdigit() or not value.isascii() or (len(value) > 1 and value[0] == "0"):
+                return None                              # (Go's octal / hex notations: the CLI parses them)
+            kw[field] = int(value)
+            if kind == "count" and kw[field] < 1:
+                return None
+        elif kind == "seconds":
+            try:
+                kw[field] = float(value)
+            except ValueError:
+                return None
+            if not kw[field] >= 0 or kw[field] == float("inf"):
+                return None
+        elif kind == "sync":
+            if value not in ("interval", "os", "always"):
+                return None
+            kw[field] = value
+        elif value not in ("debug", "info", "warning", "error"):
+            return None
+        else:
+            kw[field] = value
+        i += 1
+    from .workq.server import Server, ServeOptions, event_loop_factory, run_server
+    try:
+        name, factory = event_loop_factory()
+        srv = Server(ServeOptions(**kw))
+    except Exception:  # noqa: BLE001 — the CLI reports it
+        return None
+    srv.loop_name = name
+    return run_server(srv, factory)
 
 
 def _nothing_to_replay(path: str) -> bool:

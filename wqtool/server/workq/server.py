@@ -231,7 +231,7 @@ class Server:
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
-        if self.opts.cmdlog_path:
+        if self.opts.cmdlog_path and self.locks is None:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
         early = prebind.take(host.strip("[]"), int(port))      # bound before the imports (nothing to replay)
@@ -738,13 +738,13 @@ def _cleaner(server: Server):
     removed a live job, so nothing is resurrected — re-verifies the digest, and swaps segments under LOCK_EX on
     read.lock, as upstream's cleaner cycle; the server keeps append.lock. It runs in a worker thread: segments
     before the active one are immutable to the appender, which only appends to the newest."""
-    try:
-        from ...engine.workq import clean as clean_mod
-    except ImportError:
+    import importlib.util
+    if importlib.util.find_spec("wqtool.engine.workq.clean") is None:
         return None
     from ...engine.workq.reader import discover
 
     def cycle(as_of_ns: int, active_seq: int, active_size: int) -> tuple[dict, list] | None:
+        from ...engine.workq import clean as clean_mod     # (imported by the first cycle, not at start-up)
         (log,) = discover([server.opts.cmdlog_path])
         # the input is the log the loop saw when it started the cycle: segments up to the active one, that one
         # pinned at its last complete record (a roll-over since made newer ones: the appender's, not the input's)
@@ -804,3 +804,31 @@ def serve(opts: ServeOptions) -> int:
     srv.loop_name = name
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(srv.run())
+
+
+def run_server(srv: Server, factory) -> int | None:
+    """The lean start's run (``wqtool.server.prebind.lean``): None when the server stopped before it listened (the
+    CLI then runs and reports why, as always); after that an error is reported here as the CLI's funnel does."""
+    try:
+        if srv.opts.cmdlog_path:
+            srv.open_log()          # (a log refused, a lock held: nothing listens yet)
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(srv.run())
+    except BaseException as exc:
+        if not srv.listeners:       # nothing was served: the CLI runs and reports it
+            if srv.locks is not None:
+                srv.locks.release()
+            if srv.queue.reader is not None:
+                srv.queue.reader.close()
+            return None
+        if isinstance(exc, KeyboardInterrupt):
+            print("wqtool: interrupted", file=sys.stderr)
+            return 130
+        if isinstance(exc, SystemExit):
+            raise
+        if isinstance(exc, (WqError, OSError)):
+            print(f"wqtool: {exc}", file=sys.stderr)
+            return 5
+        print(f"wqtool: internal error: {type(exc).__name__}: {exc} (rerun with --traceback and report it)",
+              file=sys.stderr)
+        return 70
