@@ -129,7 +129,6 @@ class Conn(asyncio.Protocol):
             self._process()
         finally:
             self.in_process = False
-        self.srv.end_batch()
         self.flush_out()
         self.srv.after_change()
 

@@ -7,7 +7,9 @@ One event loop thread runs the protocol, the live queues and the command log:
   engine's finding (as workq-server refuses to start), the live queues rebuilt, the newest segment reopened;
 * group commit: records made while handling the requests of one loop iteration (and by timers) are written
   together, one ``write(2)`` per segment touched (fsynced first under ``-cmdlog-sync always``), and only then
-  are the replies that depend on them released (each reply carries the log position it depends on);
+  are the replies that depend on them released (each reply carries the log position it depends on) — under every
+  policy (writing each connection's records at once cost more: server CPU per add -> lease -> complete operation
+  71-78 us against 55-60 us batched, 16 connections, three alternating pairs at load average 13);
 * ``-cmdlog-sync interval``: an fsync of the current segment every ``-cmdlog-sync-int`` ms in a worker thread
   (on a duplicate descriptor, so a roll-over cannot close it under the fsync); ``os``: no fsync;
 * an append that fails opens the circuit breaker as upstream (mutating commands answer ``-SERVER-ERROR
@@ -340,13 +342,6 @@ class Server:
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
             self.loop.call_soon(self._commit)
-
-    def end_batch(self) -> None:
-        """A connection has handled what it had read. Under interval / os the records only need to reach
-        write(2) before their replies leave: write them now (no extra loop iteration). Under always the write
-        and its fsync wait for the end of the loop iteration, shared by every connection served in it."""
-        if self.pending and self.opts.sync != "always" and self._retry_handle is None and not self._closed:
-            self._commit()
 
     def reply_lsn(self) -> int:
         """The log position a reply made now depends on (in read-only mode, read-only replies do not wait for
