@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip --disable-pip-version-check -q
+# a path entry, not setuptools' import-hook finder: the finder costs every `.venv/bin/wqtool` start 20-60 ms of
+# imports (pathlib, re, ...) before wqtool's first line runs; `wqtool serve` must listen within 100 ms
+EDITABLE ?= --config-settings editable_mode=compat
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
@@ -11,11 +14,11 @@ AS_OF   = 2026-11-22T00:00:00Z
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c wqtool/engine/kestrel/_kernel.c wqtool/engine/_cgrow.h
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -e .
+	$(PIP) install -e . $(EDITABLE)
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PIP) install -e '.[test,spark]'
+	$(PIP) install -e '.[test,spark]' $(EDITABLE)
 	@touch $@
 
 install: $(VENV)/.installed

@@ -1,24 +1,32 @@
 #!/usr/bin/env python3
 """wqtool serve under load: ops/s and p50/p99 latency, against workq-server in the same run when it is on PATH.
 
-    python bench/bench_serve.py [--connections 16] [--seconds 5] [--sync interval,always]
+    python bench/bench_serve.py [--connections 16] [--clients 4] [--seconds 5] [--sync interval,always]
 
 For each server (``wqtool serve``; ``workq-server`` too when ``shutil.which`` finds it) and each sync policy, a
 fresh server on a loopback port and an empty command log under bench/out/serve/, then two phases of
-``--seconds`` each, driven by one asyncio process with ``--connections`` connections, each speaking the protocol
-as the Go client does (one request, wait for its reply):
+``--seconds`` each, driven by ``--clients`` load-generator processes sharing ``--connections`` connections, each
+connection speaking the protocol as the Go client does (one request, wait for its reply):
 
 * ``add-lease-complete``: every connection loops add -> lease (its own queue) -> complete;
 * ``run-result``: half the connections loop ``run`` (blocking until a worker's result), the other half are
   workers looping ``lease`` (on the run queue) -> ``complete``, and every 10th run is followed by ``result`` of
   an already completed job.
 
-Prints one row per server, policy and phase: operations per second (every request counts as one operation) and
-p50 / p99 latency of a request in milliseconds. The floor, measured first in the same run: a trivial asyncio
-server that answers every request without doing anything (``+OK``, or a fixed job for ``lease``), driven by the
-same load generator — on a small machine the load generator shares the CPU with the server, and the floor says
-how much of the result is the client and the machine. workq-server needs ``-cmdlog-sync-int 0`` with os/always
-(upstream quirk); the script passes it.
+Prints one row per server, policy and phase: operations per second (every request counts as one operation),
+p50 / p99 latency of a request in milliseconds, and the ratio to workq-server's row in the same run. Two rows
+first, in the same run, say how much of a result is the load generator and the machine:
+
+* ``client``: the load generator's own ceiling — the same client processes against a server that does nothing
+  (``+OK``, or a fixed job for ``lease``) running as as many processes as there are clients (SO_REUSEPORT), so
+  the server side is not what limits it;
+* ``floor``: the same do-nothing server as one asyncio process: what a single-threaded Python server doing no
+  work reaches on this machine (``wqtool serve`` is one).
+
+Then ``seg-size-15``: 1,000 adds on one connection against a server started with ``-cmdlog-seg-size 15`` (one
+segment per record, as upstream's TestCmdLog/1K), seconds and ratio. workq-server needs ``-cmdlog-sync-int 0``
+with os/always (upstream quirk); the script passes it. The load average is printed before and after: on a
+shared machine only ratios within one run mean anything.
 """
 from __future__ import annotations
 
@@ -37,7 +45,7 @@ OUT = os.path.join(ROOT, "bench", "out", "serve")
 
 
 FLOOR = r"""
-import asyncio, socket
+import asyncio, os, socket, sys
 class P(asyncio.Protocol):
     def connection_made(self, t):
         self.t, self.buf, self.skip = t, b"", False
@@ -53,26 +61,36 @@ class P(asyncio.Protocol):
             if line.startswith(b"lease"):
                 out.append(b"+OK 1\r\n00000000-0000-4000-8000-000000000001 q 60000 2\r\nok\r\n")
             else:
-                self.skip = line.startswith((b"add", b"complete"))
-                out.append(b"+OK\r\n")
+                self.skip = line.startswith((b"add", b"complete", b"run"))
+                out.append(b"+OK\r\n" if not line.startswith(b"run") else
+                           b"+OK 1\r\n00000000-0000-4000-8000-000000000001 1 2\r\nok\r\n")
         if out:
             self.t.write(b"".join(out))
-async def main():
-    srv = await asyncio.get_running_loop().create_server(P, "127.0.0.1", 0)
-    print("Listening on 127.0.0.1:%d" % srv.sockets[0].getsockname()[1], flush=True)
+async def main(sock):
+    srv = await asyncio.get_running_loop().create_server(P, sock=sock)
     await asyncio.sleep(3600)
-asyncio.run(main())
+procs = int(sys.argv[1])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(1024)
+print("Listening on 127.0.0.1:%d" % s.getsockname()[1], flush=True)
+for _ in range(procs - 1):
+    if os.fork() == 0:
+        break
+asyncio.run(main(s))
 """
 
 
-def start(kind: str, sync: str, logdir: str) -> tuple[subprocess.Popen, tuple[str, int]]:
+def start(kind: str, sync: str, logdir: str, extra: tuple = (), procs: int = 1
+          ) -> tuple[subprocess.Popen, tuple[str, int]]:
     shutil.rmtree(logdir, ignore_errors=True)
     os.makedirs(logdir)
     if kind == "floor":
-        cmd = [sys.executable, "-c", FLOOR]
+        cmd = [sys.executable, "-c", FLOOR, str(procs)]
     elif kind == "wqtool":
         cmd = [sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", "-cmdlog-path", logdir,
-               "-cmdlog-sync", sync, "--log-level", "warning"]
+               "-cmdlog-sync", sync, "--log-level", "warning", *extra]
     else:
         import socket
         s = socket.socket()
@@ -82,8 +100,10 @@ def start(kind: str, sync: str, logdir: str) -> tuple[subprocess.Popen, tuple[st
         cmd = ["workq-server", "-listen", f"127.0.0.1:{port}", "-cmdlog-path", logdir, "-cmdlog-sync", sync]
         if sync != "interval":
             cmd += ["-cmdlog-sync-int", "0"]
+        cmd += list(extra)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT,
+                         start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         line = p.stdout.readline().decode()
@@ -173,55 +193,141 @@ def pct(xs: list, p: float) -> float:
     return xs[min(len(xs) - 1, int(p * len(xs)))] / 1e6
 
 
-async def bench(addr, n: int, seconds: float, phases=("add-lease-complete", "run-result")) -> dict:
+PHASES = {"add-lease-complete": (phase_alc, 1 << 40), "run-result": (phase_run, 2 << 40)}
+
+
+async def _part(addr, n: int, seconds: float, phase: str, base: int, start_at: float) -> tuple[list, float]:
     conns = []
     for _ in range(n):
         r, w = await asyncio.open_connection(*addr)
         conns.append(Conn(r, w))
-    out = {}
-    for name, fn, base in (("add-lease-complete", phase_alc, 1 << 40), ("run-result", phase_run, 2 << 40)):
-        if name not in phases:
-            continue
-        t0 = time.perf_counter()
-        lat = await fn(conns, seconds, base + int(time.time()))
-        dt = time.perf_counter() - t0
-        out[name] = (len(lat) / dt, pct(lat, 0.50), pct(lat, 0.99), len(lat))
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    fn, _ = PHASES[phase]
+    t0 = time.perf_counter()
+    lat = await fn(conns, seconds, base)
+    dt = time.perf_counter() - t0
     for c in conns:
         c.w.close()
+    return lat, dt
+
+
+def _client(args) -> tuple[list, float]:
+    return asyncio.run(_part(*args))
+
+
+def bench(addr, n: int, seconds: float, clients: int, phases=tuple(PHASES)) -> dict:
+    """Each phase driven by ``clients`` processes holding ``n`` connections between them, started together."""
+    import multiprocessing as mp
+    out = {}
+    split = [n // clients + (1 if k < n % clients else 0) for k in range(clients)]
+    with mp.get_context("fork").Pool(clients) as pool:
+        for name in phases:
+            base = PHASES[name][1] + int(time.time()) * 1000
+            start_at = time.time() + 0.5
+            parts = pool.map(_client, [(addr, m, seconds, name, base + k * 100_000_000, start_at)
+                                       for k, m in enumerate(split) if m])
+            lat = [x for p in parts for x in p[0]]
+            dt = max(p[1] for p in parts)
+            out[name] = (len(lat) / dt, pct(lat, 0.50), pct(lat, 0.99), len(lat))
     return out
+
+
+def seg15(addr, adds: int = 1000) -> float:
+    """Seconds for ``adds`` adds, one at a time on one connection."""
+    import socket
+    s = socket.create_connection(addr, timeout=60)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    t0 = time.perf_counter()
+    for i in range(adds):
+        s.sendall(b"add %s seg15 1000 3600000 1\r\nx\r\n" % jid((3 << 40) + int(time.time()) * 1000 + i))
+        buf = b""
+        while not buf.endswith(b"\r\n"):
+            d = s.recv(64)
+            if not d:
+                raise SystemExit("seg-size-15: the server closed the connection")
+            buf += d
+        if buf != b"+OK\r\n":
+            raise SystemExit(f"seg-size-15: {buf!r}")
+    dt = time.perf_counter() - t0
+    s.close()
+    return dt
+
+
+def stop(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        p.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(5)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--connections", type=int, default=16)
+    ap.add_argument("--clients", type=int, default=4, help="load-generator processes (default 4)")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--sync", default="interval,always")
+    ap.add_argument("--no-seg15", action="store_true", help="skip the -cmdlog-seg-size 15 case")
     a = ap.parse_args()
-    servers = ["wqtool"] + (["workq-server"] if shutil.which("workq-server") else [])
-    print(f"{a.connections} connections, {a.seconds:g} s per phase, load average {os.getloadavg()[0]:.2f}; "
-          f"workq-server on PATH: {'yes' if len(servers) > 1 else 'no'}")
-    print(f"{'server':<13} {'sync':<9} {'phase':<19} {'ops/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ops':>8}")
-    p, addr = start("floor", "-", os.path.join(OUT, "floor"))
+    a.clients = max(1, min(a.clients, a.connections))
+    servers = (["workq-server"] if shutil.which("workq-server") else []) + ["wqtool"]
     try:
-        floor = asyncio.run(bench(addr, a.connections, a.seconds, ("add-lease-complete",)))
-    finally:
-        p.kill()
-        p.wait(5)
-    for phase, (ops, p50, p99, n) in floor.items():
-        print(f"{'floor':<13} {'-':<9} {phase:<19} {ops:>9.0f} {p50:>8.2f} {p99:>8.2f} {n:>8}", flush=True)
+        import uvloop  # noqa: F401
+        loop = "uvloop"
+    except ImportError:
+        loop = "asyncio"
+    if os.environ.get("WQTOOL_SERVE_LOOP") == "asyncio":
+        loop = "asyncio"
+    print(f"{a.connections} connections over {a.clients} client processes, {a.seconds:g} s per phase, load average "
+          f"{os.getloadavg()[0]:.2f}; workq-server on PATH: {'yes' if len(servers) > 1 else 'no'}; wqtool's "
+          f"event loop: {loop}")
+    print(f"{'server':<13} {'sync':<9} {'phase':<19} {'ops/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ops':>8} "
+          f"{'vs workq-server':>16}")
+    ref: dict = {}
+
+    def row(kind, sync, phase, ops, p50, p99, n):
+        r = ref.get((sync, phase))
+        ratio = f"{ops / r:.2f}x" if r and kind != "workq-server" else ""
+        print(f"{kind:<13} {sync:<9} {phase:<19} {ops:>9.0f} {p50:>8.2f} {p99:>8.2f} {n:>8} {ratio:>16}",
+              flush=True)
+
+    for label, procs in (("client", a.clients), ("floor", 1)):
+        p, addr = start("floor", "-", os.path.join(OUT, "floor"), procs=procs)
+        try:
+            res = bench(addr, a.connections, a.seconds, a.clients, ("add-lease-complete",))
+        finally:
+            stop(p)
+        for phase, v in res.items():
+            row(label, "-", phase, *v)
     for sync in a.sync.split(","):
         for kind in servers:
             p, addr = start(kind, sync, os.path.join(OUT, f"{kind}-{sync}"))
             try:
-                res = asyncio.run(bench(addr, a.connections, a.seconds))
+                res = bench(addr, a.connections, a.seconds, a.clients)
             finally:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-            for phase, (ops, p50, p99, n) in res.items():
-                print(f"{kind:<13} {sync:<9} {phase:<19} {ops:>9.0f} {p50:>8.2f} {p99:>8.2f} {n:>8}", flush=True)
+                stop(p)
+            for phase, v in res.items():
+                if kind == "workq-server":
+                    ref[(sync, phase)] = v[0]
+                row(kind, sync, phase, *v)
+    if not a.no_seg15:
+        print(f"\n1,000 adds on one connection, -cmdlog-seg-size 15 (one segment per record), sync interval")
+        base = None
+        for kind in servers:
+            p, addr = start(kind, "interval", os.path.join(OUT, f"{kind}-seg15"), extra=("-cmdlog-seg-size", "15"))
+            try:
+                dt = seg15(addr)
+            finally:
+                stop(p)
+            if kind == "workq-server":
+                base = dt
+            print(f"{kind:<13} {dt:8.2f} s" + (f"   {dt / base:.2f}x workq-server" if base and kind != "workq-server"
+                                                else ""), flush=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

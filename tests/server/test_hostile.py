@@ -101,17 +101,47 @@ def test_vanished_leaser_gets_no_job(mem_server):
     assert p.lease([b"q-gone"], 100)[0] == jid(0xe005)
 
 
-def test_vanished_run_client_ends_its_run(mem_server):
+def test_vanished_run_client_keeps_its_run_until_the_runs_timeout(mem_server):
+    """As upstream: a handler blocked in Controller.Run notices no disconnect; the job is removed only by Run's
+    deferred timeoutRun at the run's timeout (int/job/controller.go:425-431). A worker that leased the job meanwhile
+    gets +OK from complete (go-workq would see an error otherwise)."""
     s = mem_server.sock()
-    s.sendall(b"run %s q-gone-run 1000 5000 1\r\nr\r\n" % jid(0xe006))
-    time.sleep(0.2)
+    s.sendall(b"run %s q-gone-run 1000 3000 1\r\nr\r\n" % jid(0xe006))
     p = mem_server.client()
-    assert p.inspect_job(jid(0xe006))["state"] == 0
+    _poll(lambda: _state(p, jid(0xe006)) == 0)
     _reset(s)
     time.sleep(0.2)
-    with pytest.raises(Reply) as e:
-        p.inspect_job(jid(0xe006))
-    assert e.value.code == "NOT-FOUND"
+    assert _state(p, jid(0xe006)) == 0                         # still there, still leasable
+    w = mem_server.client()
+    assert w.lease([b"q-gone-run"], 1000)[0] == jid(0xe006)
+    w.complete(jid(0xe006), b"done")                          # +OK, as upstream
+    assert _state(p, jid(0xe006)) is None                     # the run ended with its result
+
+
+def test_vanished_run_client_job_goes_at_the_runs_timeout(mem_server):
+    s = mem_server.sock()
+    t0 = time.monotonic()
+    s.sendall(b"run %s q-gone-run2 1000 800 1\r\nr\r\n" % jid(0xe007))
+    p = mem_server.client()
+    _poll(lambda: _state(p, jid(0xe007)) == 0)
+    _reset(s)
+    _poll(lambda: _state(p, jid(0xe007)) is None, timeout=5.0)
+    assert time.monotonic() - t0 >= 0.8                       # not before the run's own timeout
+
+
+def _state(c, job_id):
+    try:
+        return c.inspect_job(job_id)["state"]
+    except Reply as e:
+        assert e.code == "NOT-FOUND"
+        return None
+
+
+def _poll(cond, timeout: float = 3.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
 
 
 def test_slow_loris_is_dropped_after_the_request_timeout(strict_server):

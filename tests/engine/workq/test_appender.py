@@ -141,3 +141,35 @@ def test_locks_as_upstream(tmp_path):
     first.release()
     other.lock_append()
     other.release()
+
+
+def test_a_deferred_roll_over_sync_gets_the_old_segment_then_the_directory(tmp_path, monkeypatch):
+    """defer_roll_sync (the server under interval / os): a roll-over fsyncs nothing itself; the callable takes the
+    old segment's descriptor over, then is told (None) once the new segment exists — in that order."""
+    d = str(tmp_path)
+    calls = []
+    synced = []
+    monkeypatch.setattr(appender_mod.os, "fsync", lambda fd: synced.append(fd))
+    monkeypatch.setattr(appender_mod, "fsync_dir", lambda path: synced.append(path))
+
+    def defer(fd):
+        calls.append(None if fd is None else os.fstat(fd).st_size)
+        if fd is not None:
+            os.close(fd)
+    ap = Appender(d, segment_size=15, defer_roll_sync=defer)
+    ap.append(records(3))                         # one segment per record
+    assert synced == []                           # nothing fsynced by the appender itself
+    first = len(records(1)[0]) + 8
+    assert calls == [None, first, None, first, None]   # the first segment: the directory only
+    ap.close(sync=False)
+    assert sorted(files(d)) == ["000000001.log", "000000002.log", "000000003.log"]
+
+
+def test_syncfs_flushes_or_raises(tmp_path):
+    fd = os.open(str(tmp_path), os.O_RDONLY)
+    try:
+        appender_mod.syncfs(fd)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        appender_mod.syncfs(fd)                   # closed: EBADF, not a silent success

@@ -95,8 +95,14 @@ class Appender:
     """Appends framed records to a workq log directory the way workq-server's appender does (see the module
     docstring for what it does beyond upstream). Not thread-safe: one event loop owns it."""
 
-    def __init__(self, directory: str, *, segment_size: int = DEFAULT_SEGMENT_SIZE, mode: int = 0o666):
+    def __init__(self, directory: str, *, segment_size: int = DEFAULT_SEGMENT_SIZE, mode: int = 0o666,
+                 defer_roll_sync=None):
         self.directory = directory
+        #: None: a roll-over fsyncs the segment it leaves, then the directory after creating the new one, before
+        #: the append goes on. Else a callable called with the old segment's descriptor (it takes it over: fsync,
+        #: close), then with None once the new segment exists (fsync the directory), in that order; the server
+        #: runs them in one background thread under -cmdlog-sync interval / os
+        self.defer_roll_sync = defer_roll_sync
         self.segment_size = segment_size or DEFAULT_SEGMENT_SIZE
         self.mode = mode
         self.fd: int | None = None
@@ -137,10 +143,14 @@ class Appender:
 
     def _roll(self) -> None:
         old = self.fd
+        defer = self.defer_roll_sync
         if old is not None:
-            os.fsync(old)
-            os.close(old)
             self.fd = None
+            if defer is None:
+                os.fsync(old)
+                os.close(old)
+            else:
+                defer(old)
         seq = self.seq + 1
         path = os.path.join(self.directory, segment_name(seq))
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
@@ -156,7 +166,10 @@ class Appender:
             raise
         self.fd, self.seq, self.size = fd, seq, HEADER_SIZE
         self.rolls += 1
-        fsync_dir(self.directory)
+        if defer is None:
+            fsync_dir(self.directory)
+        else:
+            defer(None)
 
     def append(self, records: Sequence[bytes]) -> int:
         """Write ``records`` (each one whole framed record), rolling over as upstream does; returns the bytes
@@ -248,6 +261,30 @@ class Appender:
             finally:
                 os.close(self.fd)
                 self.fd = None
+
+
+def syncfs(fd: int) -> None:
+    """syncfs(2): flush the whole filesystem holding ``fd`` (every segment and the directory in one call); where
+    libc has none, os.sync() (every filesystem). Raises OSError."""
+    global _syncfs
+    if _syncfs is None:
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            _syncfs = libc.syncfs
+            _syncfs.argtypes = [ctypes.c_int]
+        except (OSError, AttributeError):
+            _syncfs = False
+    if _syncfs is False:
+        os.sync()
+        return
+    if _syncfs(fd) != 0:
+        import ctypes
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+_syncfs = None
 
 
 def _write_all(fd: int, data: bytes) -> None:

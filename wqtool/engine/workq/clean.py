@@ -13,7 +13,8 @@ delete, complete or fail that changed a live job is always kept with the add it 
 Segments whose every record goes are deleted; the others are rewritten as upstream does (``<seg>.rw``, fsync, rename,
 directory fsync) only when something is dropped; the active segment is never touched (the server appends to it).
 Before anything is renamed the cleaned log — the ``.rw`` files in place of their segments — is replayed and its
-digest compared with the input's. ``apply(locks="both")`` takes append.lock and read.lock (a running server refuses
+digest compared with the input's; a segment with a ``pinned_size`` (the active one, when a running server cleans:
+its appender goes on writing) is read up to that size by the plan and by that verify alike. ``apply(locks="both")`` takes append.lock and read.lock (a running server refuses
 it: stop the server, or let the server run this engine itself with ``locks="read"``, holding append.lock).
 """
 from __future__ import annotations
@@ -133,7 +134,10 @@ def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
             st = os.stat(seg.path)
         except OSError as exc:
             raise InputError(exc.strerror or str(exc), path=seg.path) from None
-        sc = SegmentClean(seg.path, seg.seq or 0, st.st_size, st.st_mtime_ns, 0, active=i == len(log.segments) - 1)
+        # a pinned size (the server's cleaning cycle pins the active segment at its last complete record) is the
+        # size the plan, the replay and the verify all read: the appender may add records behind it meanwhile
+        size = st.st_size if seg.pinned_size is None else min(st.st_size, seg.pinned_size)
+        sc = SegmentClean(seg.path, seg.seq or 0, size, st.st_mtime_ns, 0, active=i == len(log.segments) - 1)
         segs.append(sc)
         by_path[seg.path] = sc
     try:            # an intact log: the hot kernel reports every no-effect record (a finding each)
@@ -252,7 +256,9 @@ def _verify(plan: WorkqCleanPlan) -> str:
     for sc in plan.segments:
         if sc.action == "delete":
             continue
-        segs.append(Segment(_rw(sc.path) if sc.action == "rewrite" else sc.path, sc.seq))
+        # a kept segment is read up to the size the plan replayed (the active one may have grown since: records
+        # appended after the plan are not the input's, and would replay to another state)
+        segs.append(Segment(_rw(sc.path), sc.seq) if sc.action == "rewrite" else Segment(sc.path, sc.seq, sc.size))
     rep = run_log(LogSet(plan.log.root, segs, is_dir=False), plan.as_of_ns, state=True)
     got = rep.state.digest()
     if got != plan.digest or rep.verdict not in (Verdict.CLEAN, Verdict(plan.input_exit_code)):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 
@@ -57,7 +58,10 @@ class PayloadReader:
             self._by_path.setdefault(_norm(p), i)
         self._fds: OrderedDict[int, int] = OrderedDict()    # segment -> fd, least recently read first
         self._pinned: set[int] = set()
-        self._moved: dict[int, tuple[int, list[int], list[int]]] = {}   # old seg -> (new seg, drop offsets, cum)
+        # old seg -> (new seg, drop offsets, cumulative dropped bytes, generation): kept only until every row has
+        # been translated past it (``settled``), so it holds the rewrites of the last cycles, not of the server's life
+        self._moved: dict[int, tuple[int, array, array, int]] = {}
+        self._gen = 0
         self._lock = threading.Lock()
 
     def index(self, path: str) -> int:
@@ -99,7 +103,7 @@ class PayloadReader:
     def locate(self, seg: int, offset: int) -> tuple[int, int]:
         """(seg, offset) after the rewrites since the row was written."""
         while seg in self._moved:
-            new, offs, cum = self._moved[seg]
+            new, offs, cum, _gen = self._moved[seg]
             k = bisect_right(offs, offset)
             seg, offset = new, offset - (cum[k - 1] if k else 0)
         return seg, offset
@@ -159,6 +163,14 @@ class PayloadReader:
             if i is not None:
                 self._fd(i, pin=True)
 
+    def unpin(self, paths) -> None:
+        """A cleaning cycle that did not rewrite ``paths`` after all: their descriptors may be closed again."""
+        with self._lock:
+            for p in paths:
+                i = self._by_path.get(_norm(p))
+                if i is not None:
+                    self._pinned.discard(i)
+
     def replaced(self, path: str) -> bool:
         """Whether ``path`` no longer names the file the reader has open for it (renamed over, or deleted)."""
         i = self._by_path.get(_norm(path))
@@ -181,7 +193,7 @@ class PayloadReader:
         if old is None:
             return
         pairs = sorted((drops[i], drops[i + 1]) for i in range(0, len(drops), 2))
-        offs, cum, total = [], [], 0
+        offs, cum, total = array("Q"), array("Q"), 0
         for off, ln in pairs:
             total += ln
             offs.append(off)
@@ -190,8 +202,32 @@ class PayloadReader:
         self.paths.append(path)
         self._by_path[key] = new
         self._raw = {p: i for p, i in self._raw.items() if i != old}
-        self._moved[old] = (new, offs, cum)
+        self._gen += 1
+        self._moved[old] = (new, offs, cum, self._gen)
         self._close(old)
+
+    @property
+    def generation(self) -> int:
+        """How many rewrites the reader has been told of (``settled`` takes one)."""
+        return self._gen
+
+    def moved(self, seg: int) -> bool:
+        """Whether rows naming segment ``seg`` need ``locate``."""
+        return seg in self._moved
+
+    def settled(self, generation: int) -> None:
+        """Every row that named a segment rewritten up to ``generation`` has been translated (``locate``) and
+        rewritten by its owner: those translations are forgotten."""
+        self._moved = {k: v for k, v in self._moved.items() if v[3] > generation}
+
+    @property
+    def has_moves(self) -> bool:
+        return bool(self._moved)
+
+    @property
+    def moved_offsets(self) -> int:
+        """Drop offsets held to translate rows (bounded: see ``settled``)."""
+        return sum(len(v[1]) for v in self._moved.values())
 
     def gone(self, path: str) -> None:
         """``path`` was deleted (none of its records is a live job's)."""

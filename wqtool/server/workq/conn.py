@@ -10,7 +10,7 @@ as upstream's LimitedReader does; a body is read only up to what is left of that
 one command's budget stops reading from the socket; replies waiting to be sent stop the parsing of further
 requests once they pass ``OUT_HIGH``; the transport's buffer pauses both. A half-closed client (EOF) still gets
 the replies to everything it sent, then the connection closes; a vanished one (reset) cancels its waiting
-lease/run/result so no job is leased to nobody.
+lease/result so no job is leased to nobody; its waiting run goes on until the run's timeout, as upstream's.
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ class Conn(asyncio.Protocol):
         srv.dirty.discard(self)
         self.closing = True
         if self.blocked is not None:
-            srv.queue.cancel(self.blocked)
+            srv.queue.abandon(self.blocked)     # a lease or result stops waiting; a run goes on (as upstream)
             self.blocked = None
             srv.after_change()
         if was_open:
@@ -129,7 +129,6 @@ class Conn(asyncio.Protocol):
             self._process()
         finally:
             self.in_process = False
-        self.srv.end_batch()
         self.flush_out()
         self.srv.after_change()
 

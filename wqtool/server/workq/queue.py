@@ -196,6 +196,7 @@ class LiveQueue:
         self._seq = 0
         self._stale = 0
         self._names: dict = {}             # queue name bytes -> str and str -> bytes (interned)
+        self._settle: list | None = None   # a pass translating rows past rewritten segments: [ids, next, generation]
 
     # ---------------------------------------------------------------- rows and bodies
     def row(self, e: Entry) -> list:
@@ -241,6 +242,33 @@ class LiveQueue:
         row[K_OFF] = offset
         self._put(e.id, tuple(row))
         self.unwritten.pop(e.id, None)
+
+    def settle(self, budget: int) -> bool:
+        """Translate up to ``budget`` rows that name a segment a cleaning cycle rewrote to the segment and offset
+        their record has now (``PayloadReader.locate``), so the reader can forget the rewrite (its drop offsets
+        would otherwise be kept for the server's life). A pass over every row started after a rewrite settles it;
+        True while a pass has rows left (the server calls again on a later loop iteration)."""
+        reader = self.reader
+        if self._settle is None:
+            if reader is None or not reader.has_moves:
+                return False
+            self._settle = [self.table.ids(), 0, reader.generation]
+        ids, pos, gen = self._settle
+        end = min(len(ids), pos + budget)
+        get, moved, locate = self.table.get_row, reader.moved, reader.locate
+        for i in range(pos, end):
+            row = get(ids[i])
+            if row is not None and moved(row[K_SEG]):
+                seg, off = locate(row[K_SEG], row[K_OFF])
+                row = list(row)
+                row[K_SEG], row[K_OFF] = seg, off
+                self._put(ids[i], tuple(row))
+        if end < len(ids):
+            self._settle[1] = end
+            return True
+        self._settle = None
+        reader.settled(gen)
+        return reader.has_moves            # rewrites told during this pass: another pass
 
     def _name(self, name):
         """The interned queue name as (bytes, str) from either."""
@@ -550,6 +578,17 @@ class LiveQueue:
         if job is not None and job.run is w:
             self._end_run(job)
 
+    def abandon(self, w: Waiter) -> None:
+        """The client behind ``w`` vanished: a lease or a result stops waiting (``cancel``), but a run goes on until
+        its deadline, as upstream's (a handler blocked in Controller.Run notices no disconnect: int/job/controller.go
+        Run, 425-469, its job removed only by the deferred timeoutRun, 426-431): its job stays leasable, and a worker
+        that leased it gets +OK from complete or fail. The reply then goes to nobody."""
+        job = w.job
+        if not w.done and w.names is None and job is not None and job.run is w:
+            w.cb = _nobody
+            return
+        self.cancel(w)
+
     # ---------------------------------------------------------------- time-driven events
     def _expire(self, job: Entry) -> None:
         if self.jobs.get(job.id) is not job:
@@ -663,4 +702,8 @@ class LiveQueue:
 
 
 def _no_log(cmd, jid, extra) -> None:
+    return None
+
+
+def _nobody(reply) -> None:
     return None

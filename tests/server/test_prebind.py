@@ -1,0 +1,140 @@
+"""serve's early listen (wqtool.server.prebind): with nothing to replay the port accepts connections before the
+CLI and the server are imported, and the requests sent meanwhile are answered once the server takes the socket
+over. Upstream's own system tests connect 100 ms after starting the server (cmd/workq-server/systests
+cmdlog_test.go startCmdLogServer, smoke_test.go: time.Sleep(100 * time.Millisecond))."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+from wqtool.server import prebind
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture
+def clean_prebind():
+    yield
+    fd = prebind._held
+    prebind._held = None
+    if fd is not None:
+        os.close(fd[3])
+
+
+@pytest.mark.parametrize("contents, bound", [((), True), (("append.lock", "read.lock"), True),
+                                             (("000000001.log",), False), (("notes.txt",), False)])
+def test_binds_early_only_when_there_is_nothing_to_replay(tmp_path, clean_prebind, contents, bound):
+    d = tmp_path / "log"
+    d.mkdir()
+    for name in contents:
+        (d / name).write_bytes(b"")
+    port = _free_port()
+    assert prebind.early(["-listen", f"127.0.0.1:{port}", "-cmdlog-path", str(d)]) is bound
+    if bound:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()      # accepted by the kernel
+        s = prebind.take("127.0.0.1", port)
+        assert s is not None and s.getsockname() == ("127.0.0.1", port)
+        s.close()
+        assert prebind.take("127.0.0.1", port) is None                       # handed over once
+
+
+@pytest.mark.parametrize("argv", [["-h"], ["--help"], ["--fastjournal", "x"], ["--orth-admin", "x.db"],
+                                  ["-bogus", "1"], ["-listen", "127.0.0.1:0"], ["-listen", "nonsense"],
+                                  ["-listen"]])
+def test_binds_nothing_for_anything_the_cli_must_decide(argv, clean_prebind):
+    assert prebind.early(argv) is False
+    assert prebind._held is None
+
+
+def test_a_socket_for_another_address_is_closed_not_used(clean_prebind):
+    port = _free_port()
+    assert prebind.early([f"-listen=127.0.0.1:{port}"])
+    assert prebind.take("127.0.0.1", port + 1) is None
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2)
+
+
+def test_a_request_sent_before_the_server_is_ready_is_answered(tmp_path):
+    """The console entry point binds first: a client connecting as soon as the port accepts gets its reply."""
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "-cmdlog-path",
+                          str(tmp_path / "log")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=1)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and p.poll() is None
+                time.sleep(0.005)
+        s.settimeout(20)
+        s.sendall(b"add 00000000-0000-4000-8000-000000000001 q 1000 60000 1\r\nx\r\nlease q 0\r\n")
+        got = b""
+        while not got.endswith(b"x\r\n"):
+            d = s.recv(4096)
+            assert d, got
+            got += d
+        assert got == b"+OK\r\n+OK 1\r\n00000000-0000-4000-8000-000000000001 q 1000 1\r\nx\r\n"
+        s.close()
+    finally:
+        p.terminate()
+        p.wait(20)
+    assert p.returncode == 0
+
+
+@pytest.mark.parametrize("argv", [["-h"], ["--traceback"], ["--fastjournal", "x"], ["-cmdlog-seg-size", "0x10"],
+                                  ["-cmdlog-seg-size", "010"], ["-cmdlog-sync", "never"], ["--log-level", "trace"],
+                                  ["-log-level", "info"], ["--max-connections", "0"], ["--idle-timeout", "nan"],
+                                  ["-listen"], ["extra"], ["-bogus"]])
+def test_the_lean_start_leaves_anything_unusual_to_the_cli(argv):
+    assert prebind.lean(argv) is None
+
+
+def test_the_lean_start_leaves_a_refused_log_to_the_cli(tmp_path):
+    """A log the server refuses: lean() returns None having changed nothing, and the CLI reports it as always."""
+    d = tmp_path / "log"
+    d.mkdir()
+    (d / "000000001.log").write_bytes(b"not a workq segment header")
+    before = sorted(os.listdir(d))
+    assert prebind.lean(["-listen", "127.0.0.1:0", "-cmdlog-path", str(d)]) is None
+    assert sorted(os.listdir(d)) == before
+    r = subprocess.run([sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", "-cmdlog-path", str(d)],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert r.returncode == 3 and "refusing to serve" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_lean_start_leaves_a_bad_flag_value_to_the_cli(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", "-cmdlog-sync", "interval",
+                        "-cmdlog-sync-int", "0"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert r.returncode == 2 and "Invalid sync interval, must be greater than 0" in r.stderr
+
+
+def test_the_serve_start_imports_no_cli(tmp_path):
+    """The lean start: typer, click, rich and the other commands are not imported to serve."""
+    code = ("import sys, threading, os, signal\n"
+            "sys.argv = ['wqtool', 'serve', '-listen', '127.0.0.1:0']\n"
+            "threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()\n"
+            "from wqtool._entry import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n"
+            "    bad = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich', 'pydantic')\n"
+            "                 or m.startswith('wqtool.commands') or m == 'wqtool.cli')\n"
+            "    print('exit', e.code, 'imported', bad)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert r.stdout.strip().splitlines()[-1] == "exit 0 imported []", (r.stdout, r.stderr)

@@ -1,0 +1,172 @@
+"""``wqtool serve``'s fast start: the port bound before anything is imported (``early``), and the server run without
+importing the command line interface (``lean``).
+
+workq-server listens a few milliseconds after it starts; Python needs a few hundred to import the CLI, asyncio and
+the engine (more on a loaded machine), and a client that connects in between — upstream's own system tests connect
+100 ms after starting the server — was refused. So the console entry point (``wqtool._entry``) calls ``early()``
+before anything else when the command is ``serve``: when the log has nothing to replay (no ``-cmdlog-path``, or a
+directory that does not exist or holds no file but the two lock files) it binds and listens on ``-listen`` at
+once. The kernel then completes the connections of early clients, whose requests wait in the socket until the
+server, started as always (the full command line parsing, the locks, the replay of the empty log), takes the
+socket over (``take``) and answers them. Replay still comes before listening whenever there is something to replay:
+then nothing is bound early.
+
+Only the two flags needed to decide are read here (``-listen``, ``-cmdlog-path``, in Go flag syntax); anything
+else — help, another server mode, a malformed value — binds nothing, and the command line is checked by the CLI as
+always (a usage error then exits and closes the early socket, so early clients see the connection closed).
+
+``lean`` then runs the server directly when the flags are plain ones (typer, rich and every other command cost most
+of a start: measured, the CLI's imports were 0.3-1 s of the 0.7-1.3 s to a first reply at load average 5-6); anything
+else goes to the CLI, which also reports every failure before the server listens, exactly as always.
+
+Imports: os and ``_socket`` only (this runs before anything else is imported; ``socket`` would add enum).
+"""
+from __future__ import annotations
+
+import os
+
+import _socket
+
+_LOCKS = ("append.lock", "read.lock")
+_held: tuple[str, int, int, int] | None = None       # (host, port, family, file descriptor)
+
+
+def early(argv: list[str]) -> bool:
+    """Bind and listen on ``serve``'s ``-listen`` address now when its log has nothing to replay (see the module
+    docstring); ``argv``: the arguments after ``serve``. True when a socket was bound."""
+    global _held
+    listen, path = "127.0.0.1:9922", ""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--" or not a.startswith("-") or a == "-":
+            break
+        name, eq, value = a.lstrip("-").partition("=")
+        if name in ("h", "help", "fastjournal", "orth-admin"):
+            return False
+        takes = name in ("listen", "cmdlog-path", "cmdlog-seg-size", "cmdlog-sync", "cmdlog-sync-int",
+                         "cmdlog-clean-int", "max-connections", "idle-timeout", "request-timeout", "metrics",
+                         "log-level")
+        if not takes:
+            return False                                    # a flag this does not know: the CLI decides
+        if not eq:
+            if i + 1 >= len(argv):
+                return False
+            value = argv[i + 1]
+            i += 1
+        if name == "listen":
+            listen = value
+        elif name == "cmdlog-path":
+            path = value
+        i += 1
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or int(port) == 0 or int(port) > 65535:
+        return False                                        # (port 0: the Listening line says which; no hurry)
+    if path and not _nothing_to_replay(path):
+        return False
+    host = host.strip("[]") or None
+    try:
+        family = _socket.AF_INET6 if host and ":" in host else _socket.AF_INET
+        s = _socket.socket(family, _socket.SOCK_STREAM)     # not inheritable (PEP 446)
+        try:
+            s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+            s.bind((host or "", int(port)))
+            s.listen(1024)
+        except BaseException:
+            s.close()
+            raise
+    except (OSError, ValueError, UnicodeError):
+        return False                                        # the server's own bind reports it, as always
+    _held = (host or "", int(port), family, s.detach())
+    return True
+
+
+#: serve's workq-server flags and the few own ones the lean start takes: name -> (ServeOptions field, kind)
+_LEAN = {"listen": ("listen", "str"), "cmdlog-path": ("cmdlog_path", "str"), "cmdlog-seg-size": ("seg_size", "uint"),
+         "cmdlog-sync": ("sync", "sync"), "cmdlog-sync-int": ("sync_int_ms", "uint"),
+         "cmdlog-clean-int": ("clean_int_ms", "uint"), "max-connections": ("max_connections", "count"),
+         "idle-timeout": ("idle_timeout_s", "seconds"), "request-timeout": ("request_timeout_s", "seconds"),
+         "log-level": ("log_level", "level")}
+
+
+def lean(argv: list[str]) -> int | None:
+    """Run the workq server without importing the command line interface (typer, rich and every other command:
+    most of a start's time) when ``argv`` (after ``serve``) is nothing but well-formed flags of the table above.
+    Returns the exit code; None when the CLI must run instead: an argument this does not take (help, other modes,
+    ``--traceback``, a value in another notation), or a server that did not get as far as listening (a bad flag
+    value, a log refused, a lock held — the CLI then reports it exactly as always; nothing was changed but what
+    the CLI's own attempt makes the same way: the directory and its lock files)."""
+    kw: dict = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if not a.startswith("-") or a in ("-", "--"):
+            return None
+        name, eq, value = a[2:].partition("=") if a.startswith("--") else a[1:].partition("=")
+        spec = _LEAN.get(name)
+        if spec is None or (name in ("max-connections", "idle-timeout", "request-timeout", "log-level")
+                            and not a.startswith("--")):
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        field, kind = spec
+        if kind == "str":
+            kw[field] = value
+        elif kind in ("uint", "count"):
+            if not value.isdigit() or not value.isascii() or (len(value) > 1 and value[0] == "0"):
+                return None                              # (Go's octal / hex notations: the CLI parses them)
+            kw[field] = int(value)
+            if kind == "count" and kw[field] < 1:
+                return None
+        elif kind == "seconds":
+            try:
+                kw[field] = float(value)
+            except ValueError:
+                return None
+            if not kw[field] >= 0 or kw[field] == float("inf"):
+                return None
+        elif kind == "sync":
+            if value not in ("interval", "os", "always"):
+                return None
+            kw[field] = value
+        elif value not in ("debug", "info", "warning", "error"):
+            return None
+        else:
+            kw[field] = value
+        i += 1
+    from .workq.server import Server, ServeOptions, event_loop_factory, run_server
+    try:
+        name, factory = event_loop_factory()
+        srv = Server(ServeOptions(**kw))
+    except Exception:  # noqa: BLE001 — the CLI reports it
+        return None
+    srv.loop_name = name
+    return run_server(srv, factory)
+
+
+def _nothing_to_replay(path: str) -> bool:
+    try:
+        names = os.listdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return all(n in _LOCKS for n in names)
+
+
+def take(host: str | None, port: int):
+    """The socket (a ``socket.socket``) ``early`` bound for (``host``, ``port``), handed over once (None: none, or
+    for another address)."""
+    global _held
+    if _held is None:
+        return None
+    h, p, family, fd = _held
+    _held = None
+    if p != port or h != (host or ""):
+        os.close(fd)
+        return None
+    import socket
+    return socket.socket(family, socket.SOCK_STREAM, fileno=fd)
