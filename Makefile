@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c wqtool
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PIP) install -e '.[test,spark]' $(EDITABLE)
+	$(PIP) install -e '.[test,spark,serve]' $(EDITABLE)
 	@touch $@
 
 install: $(VENV)/.installed
