@@ -137,21 +137,23 @@ def _discover_dir(d: str, horizon: bool) -> LogSet:
 
 
 # ---------------------------------------------------------------- scanning one segment
-def _plausible_record_at(data, p: int, end: int) -> bool:
-    """True when a whole, CRC-valid record with a plausible TIME starts at p (used to resync after damage)."""
-    if p + 20 > end:
-        return False
+def _head_at(data, p: int, end: int, *, utc_only: bool = False) -> tuple[int, int] | None:
+    """(SIZE, payload start) of a plausible record head at p: a Go TIME of version 1 with a sane second,
+    nanosecond and zone (``utc_only``: FF FF, as workq writes it), then a SIZE varint within SIZE_CAP (which fits
+    in 3 varint bytes; a 4th is read); None otherwise. Nothing about the payload or the CRC is checked."""
+    if p + 15 > end:
+        return None
     version, sec, nsec, zone = _TIME.unpack_from(data, p)
     if version != 1 or not (0 <= nsec <= 999_999_999) or not (0 <= sec <= _MAX_SEC):
-        return False
-    if zone != 0xFFFF and not (zone <= 1440 or zone >= 0x10000 - 1440):
-        return False
+        return None
+    if zone != 0xFFFF and (utc_only or not (zone <= 1440 or zone >= 0x10000 - 1440)):
+        return None
     q = p + 15
     size = 0
     shift = 0
-    for i in range(4):  # SIZE_CAP fits in 3 varint bytes
+    for _ in range(4):
         if q >= end:
-            return False
+            return None
         c = data[q]
         q += 1
         size |= (c & 0x7F) << shift
@@ -159,8 +161,19 @@ def _plausible_record_at(data, p: int, end: int) -> bool:
         if c < 0x80:
             break
     else:
+        return None
+    return (size, q) if size <= SIZE_CAP else None
+
+
+def _plausible_record_at(data, p: int, end: int) -> bool:
+    """True when a whole, CRC-valid record with a plausible TIME starts at p (used to resync after damage)."""
+    if p + 20 > end:
         return False
-    if size > SIZE_CAP or q + size + 4 > end:
+    head = _head_at(data, p, end)
+    if head is None:
+        return False
+    size, q = head
+    if q + size + 4 > end:
         return False
     return _crc(data[p:q + size]) == _U32.unpack_from(data, q + size)[0]
 
@@ -370,26 +383,15 @@ _JOB_CMDS = frozenset((int(CmdType.ADD), int(CmdType.SCHEDULE)))
 
 
 def _frame_at(data, p: int, end: int) -> tuple[int, int, int] | None:
-    """(command byte, payload start, frame end) of a record whose TIME and SIZE are plausible at p and whose
+    """(command byte, payload start, frame end) of a record whose TIME (UTC) and SIZE are plausible at p and whose
     command byte lies before ``end`` — the CRC ignored (the record is damaged); None otherwise."""
     if p + 17 > end:
         return None
-    version, sec, nsec, zone = _TIME.unpack_from(data, p)
-    if version != 1 or not (0 <= nsec <= 999_999_999) or not (0 <= sec <= _MAX_SEC) or zone != 0xFFFF:
+    head = _head_at(data, p, end, utc_only=True)
+    if head is None:
         return None
-    q, size, shift = p + 15, 0, 0
-    for _ in range(3):               # SIZE_CAP fits in 3 varint bytes
-        if q >= end:
-            return None
-        c = data[q]
-        q += 1
-        size |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            break
-    else:
-        return None
-    if size == 0 or size > SIZE_CAP or q >= end or data[q] not in _ID_CMDS:
+    size, q = head
+    if size == 0 or q >= end or data[q] not in _ID_CMDS:
         return None
     return data[q], q, q + size + 4
 
