@@ -1,22 +1,25 @@
 /*
- * wqtool.engine.workq._kernel — optional C implementation of FastReplay._scan (fastreplay.py).
+ * wqtool.engine.workq._kernel — the workq kernel in C: the job state machine's rules once in C (the reference is
+ * replay.py, once in Python), the compact job table, the digest and the JSON rows. One module, one translation
+ * unit; its parts, by job, are included below in order:
  *
- * scan(fr, data, end, path, index, seg_no) -> int does exactly what FastReplay._scan_py does, in the same
- * order: same Bail conditions (raises wqtool.engine.workq.fastreplay.Bail, looked up at call time), same packed
- * job states in fr.jobs, same fr.results / fr.locs (keep mode), same findings (built by calling
- * fastreplay.unknown_job_finding / fastreplay.expired_finding), same fr.applied and index accounting, same
- * partition rule. tests/engine/test_kernel_c.py compares both on random and hostile input.
+ *   kernel/consts.h    GENERATED from wqtool/formats/ (scripts/gen_kernel_header.py): opcodes, job states, limits,
+ *                      labels — never a literal in the C code
+ *   kernel/util.h      bounded varints, queue names, big-endian loads, 128-bit ints to Python
+ *   kernel/crc.c       CRC-32C: SSE4.2 crc32 instructions when the CPU has them (runtime check), else slice-by-8
+ *   kernel/jobtable.c  JobTable: the live jobs as fixed-size records, ids indexed, names interned (jobtable.py)
+ *   kernel/text.h      the number, time and hex writers of the digest lines and rows
+ *   kernel/digest.c    digest_text(jobs) == b"".join(replay.digest_line(j) for j in jobs); JobTable.digest
+ *   kernel/rows.c      JobTable.encode_rows (replay's JSON rows), encode_records (dump's JSON rows)
+ *   kernel/scan.c      scan(fr, data, pos, end, path, index, seg_no, zone_warned) -> (index, pos): frame, check
+ *                      and replay one segment; a record it does not take whole (damage, a refused or unusual
+ *                      record) comes back to fastreplay.FastReplay at its offset, which has the reference read it
+ *                      and calls scan again past it; ScanStats, what stats needs of every record
  *
- * Where the Python loop reads a byte it may not need (a varint of an add running past the 30 time bytes),
- * the Python version is bound to bail later without any side effect in between; this one bails at once
- * instead of reading, so it never reads past `end` (nor past pend - 30 inside an add).
- *
- * digest_text(jobs) -> bytes is b"".join(replay.digest_line(j) for j in jobs), byte for byte (state_digest feeds
- * sha256 with it in chunks); tests/engine/test_digest_c.py compares both.
- *
- * CRC-32C: SSE4.2 crc32 instructions when the CPU has them (runtime check), else slice-by-8 tables.
+ * tests/engine/workq/test_kernel_c.py holds scan == reference (reader + replay) on random and hostile input;
+ * test_digest_c.py and test_rows_c.py the digest and rows; test_kernel_header.py the generated header.
  * Needs __int128 (times in ns since year 1 overflow int64); where it is missing the build fails and the
- * package falls back to the pure-Python loop (setup.py builds this extension with optional=True).
+ * package runs the reference path (setup.py builds this extension with optional=True).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

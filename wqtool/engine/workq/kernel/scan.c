@@ -150,7 +150,43 @@ static PyObject *ss_ids(ScanStats *s, PyObject *u)
     return out;
 }
 
+PyDoc_STRVAR(ss_add_doc, "add(cmd, nbytes, time_ns, job_id): count one record the reference path read for the scan\n"
+"(cmd 1..8; job_id: 16 bytes or None).");
+
+static PyObject *ss_add(ScanStats *s, PyObject *args)
+{
+    int c;
+    unsigned long long nb;
+    PyObject *tobj, *jid;
+    if (!PyArg_ParseTuple(args, "iKOO:add", &c, &nb, &tobj, &jid))
+        return NULL;
+    if (c < 1 || c > CMD_MAX) {
+        PyErr_SetString(PyExc_ValueError, "ScanStats.add: not a command type");
+        return NULL;
+    }
+    i128 tr;
+    if (as_i128(tobj, &tr) < 0)
+        return NULL;
+    if (jid != Py_None) {
+        if (!PyBytes_Check(jid) || PyBytes_GET_SIZE(jid) != 16) {
+            PyErr_SetString(PyExc_TypeError, "a job id is 16 bytes");
+            return NULL;
+        }
+        if (ss_add_id(s, (const uint8_t *)PyBytes_AS_STRING(jid)) < 0)
+            return NULL;
+    }
+    s->records[c]++;
+    s->bytes[c] += nb;
+    if (!s->have_t || tr < s->tmin)
+        s->tmin = tr;
+    if (!s->have_t || tr > s->tmax)
+        s->tmax = tr;
+    s->have_t = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef ss_methods[] = {
+    {"add", (PyCFunction)ss_add, METH_VARARGS, ss_add_doc},
     {"records", (PyCFunction)ss_records, METH_NOARGS, "Records per command type (index = type, 0 unused)."},
     {"bytes", (PyCFunction)ss_bytes, METH_NOARGS, "Bytes per command type."},
     {"first_ns", (PyCFunction)ss_first, METH_NOARGS, "The earliest record time (ns), or None."},
@@ -181,18 +217,6 @@ static PyObject *ctx_mod(Ctx *cx)
     if (cx->mod == NULL)
         cx->mod = PyImport_ImportModule("wqtool.engine.workq.fastreplay");
     return cx->mod;
-}
-
-static void set_bail(Ctx *cx)
-{
-    PyObject *m = ctx_mod(cx);
-    if (m == NULL)
-        return;
-    PyObject *b = PyObject_GetAttrString(m, "Bail");
-    if (b == NULL)
-        return;
-    PyErr_SetNone(b);
-    Py_DECREF(b);
 }
 
 /* out((seg_no, ctor(path, pos, index, _CMDS[c], [log_exp,] jid))); 0 ok, -1 error */
@@ -279,16 +303,24 @@ static long long attr_ll(PyObject *fr, const char *name, int *err)
 }
 
 PyDoc_STRVAR(scan_doc,
-"scan(fr, data, end, path, index, seg_no) -> int\n\n"
-"FastReplay._scan in C: frame, check and replay the records of data[8:end] into fr.jobs (a JobTable) and\n"
-"fr.stats (a ScanStats, or None); raises fastreplay.Bail.");
+"scan(fr, data, pos, end, path, index, seg_no, zone_warned) -> (index, pos)\n\n"
+"The kernel's loop over one segment: frame, check and replay the records of data[pos:end] into fr.jobs (a\n"
+"JobTable) and fr.stats (a ScanStats, or None), with the findings it can make itself (WQ-UNKNOWN-JOB,\n"
+"WQ-ADD-EXPIRED) appended to fr.findings. It stops at the first record it does not take whole — damage (a\n"
+"frame the reference reader reports), a record the reference replay must judge (an undecodable payload, an\n"
+"impossible history, an unusual field), the first record with a zone offset in the segment while zone_warned\n"
+"is false — and returns (index, pos) of that record, nothing of it applied; pos == end: the segment is done.\n"
+"fastreplay.FastReplay hands that one record to the reference (reader.py, replay.py) and calls scan again.");
 
+/* A record is taken here only when every check the reference makes passes; any doubt returns it to Python
+   (`goto help`) before anything of it is applied or counted. */
 static PyObject *k_scan(PyObject *self, PyObject *args)
 {
     PyObject *fr, *data, *path, *seg_no;
-    Py_ssize_t end;
+    Py_ssize_t pos, end;
     long long index;
-    if (!PyArg_ParseTuple(args, "OOnOLO:scan", &fr, &data, &end, &path, &index, &seg_no))
+    int zone_warned;
+    if (!PyArg_ParseTuple(args, "OOnnOLOp:scan", &fr, &data, &pos, &end, &path, &index, &seg_no, &zone_warned))
         return NULL;
 
     Ctx cx = {NULL, -1};
@@ -358,12 +390,11 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
 
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         goto fail;
-    if (end > view.len) {
-        PyErr_SetString(PyExc_ValueError, "end is past the end of data");
+    if (end > view.len || pos < HEADER_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "scan: pos before the first record or end past the end of data");
         goto fail;
     }
     const unsigned char *d = (const unsigned char *)view.buf;
-    Py_ssize_t pos = 8;
     const i128 unix_ns = (i128)UNIX_TO_INTERNAL * NS;
     /* the index is the scan's cost (cache misses): the slot of the job two records ahead and the record of the
        job one ahead are loaded while this one is worked on; `hnext` carries the next record's id hash */
@@ -374,21 +405,27 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
         hcur = hnext;
         idcur = idnext;
         idnext = -1;
-        if (end - pos < 20 || d[pos] != 1)
-            goto bail;
-        uint64_t s = d[pos + 15];
+        /* framing: TIME (version 1) | SIZE (at most 3 varint bytes, <= SIZE_CAP) | PAYLOAD | CRC-32C */
+        if (end - pos < 20 || d[pos] != GO_TIME_VERSION)
+            goto help;
+        uint64_t s = d[pos + GO_TIME_SIZE];
         Py_ssize_t q;
         if (s < 0x80) {
-            q = pos + 16;
+            q = pos + GO_TIME_SIZE + 1;
         } else {
-            if (uvar(d, pos + 15, pos + 19, &s, &q) < 0 || s > SIZE_CAP)
-                goto bail;
+            if (uvar(d, pos + GO_TIME_SIZE, pos + GO_TIME_SIZE + 4, &s, &q) < 0 || s > SIZE_CAP)
+                goto help;
         }
         Py_ssize_t pend = q + (Py_ssize_t)s;
         Py_ssize_t nxt = pend + 4;
-        if (nxt > end || s < 17)
-            goto bail;
-        if (nparts > 1 && (long long)d[q + 16] % nparts != part) {
+        if (nxt > end || s < 1 + JOB_ID_SIZE)
+            goto help;
+        /* every partition checks every CRC: all of them resynchronise on the same damage */
+        if (crc32c(d + pos, (size_t)(pend - pos)) != be32(d + pend))
+            goto help;
+        if ((d[pos + 13] != 255 || d[pos + 14] != 255) && !zone_warned)
+            goto help;                                /* the segment's first zone offset: the reader's WQ-ZONE */
+        if (nparts > 1 && (long long)d[q + JOB_ID_SIZE] % nparts != part) {
             index++;
             pos = nxt;
             continue;
@@ -406,25 +443,11 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
         }
         if (idcur != q + 1)
             hcur = id_hash(d + q + 1);
-        if (crc32c(d + pos, (size_t)(pend - pos)) != be32(d + pend) || d[pos + 13] != 255 || d[pos + 14] != 255)
-            goto bail;
         int c = d[q];
         const uint8_t *jid = d + q + 1;
-        if (stats != NULL && c >= 1 && c <= 8) {
-            i128 tr = (i128)be64s(d + pos + 1) * NS - unix_ns + be32s(d + pos + 9);
-            stats->records[c]++;
-            stats->bytes[c] += (uint64_t)(nxt - pos);
-            if (!stats->have_t || tr < stats->tmin)
-                stats->tmin = tr;
-            if (!stats->have_t || tr > stats->tmax)
-                stats->tmax = tr;
-            stats->have_t = 1;
-            /* the distinct job ids: added below for adds and for records of jobs not in the table (a job in the
-               table came from an add of this pass, whose id is in already) */
-        }
-        if (c >= 5) {
-            if (c > 8 || s != 17)
-                goto bail;
+        if (c >= CMD_DELETE) {                        /* delete, expire, start-attempt, timeout-attempt */
+            if (c > CMD_MAX || s != 1 + JOB_ID_SIZE)
+                goto help;
             size_t slot;
             Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
             if (ix < 0) {
@@ -432,49 +455,49 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                     !(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
                     goto fail;
-            } else if (c <= 6) {                      /* delete, expire */
+            } else if (c == CMD_DELETE || c == CMD_EXPIRE) {
                 if (jt_delete(t, ix, slot) < 0)
                     goto fail;
                 applied++;
             } else {
                 JobRec *j = &t->jobs[ix];
                 int st = j->state;
-                if (c == 7) {                         /* start-attempt */
-                    if (st == 4 || st == 1 || st == 2)
-                        goto bail;
+                if (c == CMD_START_ATTEMPT) {
+                    if (st == ST_LEASED || st == ST_COMPLETED || st == ST_FAILED)
+                        goto help;                    /* WQ-ALREADY-LEASED / WQ-ALREADY-PROCESSED */
                     if (j->ma && j->attempts >= j->ma)
-                        goto bail;
+                        goto help;                    /* WQ-MAX-ATTEMPTS */
                     if (j->attempts == 0xFFFFFFFFu)
-                        goto bail;
-                    j->state = 4;
+                        goto help;
+                    j->state = ST_LEASED;
                     j->attempts++;
                     applied++;
                 } else {                              /* timeout-attempt */
                     applied++;
-                    if (st != 1 && st != 2) {
+                    if (st != ST_COMPLETED && st != ST_FAILED) {
                         if (j->ma && j->attempts >= j->ma) {
-                            j->state = 2;
+                            j->state = ST_FAILED;
                             if (keep && res_set(t, j, "", 0) < 0)
                                 goto fail;
                         } else {
-                            j->state = 3;
+                            j->state = ST_PENDING;
                         }
                     }
                 }
                 t->ver++;
             }
-        } else if (c >= 3) {                          /* complete, fail */
-            uint64_t r = d[q + 17];
+        } else if (c == CMD_COMPLETE || c == CMD_FAIL) {
+            uint64_t r = d[q + 1 + JOB_ID_SIZE];
             Py_ssize_t rs;
             if (r < 0x80) {
-                rs = q + 18;
-            } else if (uvar(d, q + 17, pend, &r, &rs) < 0) {
-                goto bail;
+                rs = q + 2 + JOB_ID_SIZE;
+            } else if (uvar(d, q + 1 + JOB_ID_SIZE, pend, &r, &rs) < 0) {
+                goto help;
             }
             if (rs > pend || r != (uint64_t)(pend - rs) || r > MAX_RESULT_BYTES)
-                goto bail;
+                goto help;
             if ((jid[6] >> 4) != 4 || (jid[8] & 0xC0) != 0x80)
-                goto bail;
+                goto help;                            /* WQ-INVALID-ID */
             size_t slot;
             Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
             if (ix < 0) {
@@ -484,40 +507,38 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                     goto fail;
             } else {
                 JobRec *j = &t->jobs[ix];
-                if (j->state == 1 || j->state == 2)
-                    goto bail;
-                j->state = c == 3 ? 1 : 2;
+                if (j->state == ST_COMPLETED || j->state == ST_FAILED)
+                    goto help;                        /* WQ-DUPLICATE-RESULT */
+                j->state = c == CMD_COMPLETE ? ST_COMPLETED : ST_FAILED;
                 if (keep && res_set(t, j, d + rs, (size_t)r) < 0)
                     goto fail;
                 t->ver++;
                 applied++;
             }
-        } else if (c >= 1) {                          /* add, schedule */
-            Py_ssize_t lim = pend - 30;               /* where the two times must start */
-            Py_ssize_t p = q + 17;
+        } else if (c == CMD_ADD || c == CMD_SCHEDULE) {
+            Py_ssize_t lim = pend - 2 * GO_TIME_SIZE; /* where the two times must start */
+            Py_ssize_t p = q + 1 + JOB_ID_SIZE;
             uint64_t n, ttr, ttl, zz, ma, mf, plen;
             if (ivar(d, &p, lim, &n) < 0)
-                goto bail;
-            if (n > (uint64_t)(lim - p))              /* p only grows: p + 30 != pend */
-                goto bail;
+                goto help;
+            if (n > (uint64_t)(lim - p))
+                goto help;
             Py_ssize_t pname = p;
             p += (Py_ssize_t)n;
             if (ivar(d, &p, lim, &ttr) < 0 || ivar(d, &p, lim, &ttl) < 0 || ivar(d, &p, lim, &zz) < 0 ||
                 ivar(d, &p, lim, &ma) < 0 || ivar(d, &p, lim, &mf) < 0 || ivar(d, &p, lim, &plen) < 0)
-                goto bail;
+                goto help;
             if (plen != (uint64_t)(lim - p))
-                goto bail;
+                goto help;
             Py_ssize_t pl0 = p;
             p = lim;
-            if (d[p] != 1 || d[p + 15] != 1)
-                goto bail;
-            if (stats != NULL && ss_add_id(stats, jid) < 0)
-                goto fail;
+            if (d[p] != GO_TIME_VERSION || d[p + GO_TIME_SIZE] != GO_TIME_VERSION)
+                goto help;
             i128 tsec = be64s(d + p + 1), tnsec = be32s(d + p + 9);
             i128 csec = be64s(d + p + 16), cnsec = be32s(d + p + 24);
             i128 created = csec * NS - unix_ns + cnsec;
             i128 sched = tsec * NS - unix_ns + tnsec;
-            i128 log_exp = (c == 1 ? created : sched) + (i128)ttl * 1000000;
+            i128 log_exp = (c == CMD_ADD ? created : sched) + (i128)ttl * 1000000;
             int expired;
             if (asof_fast) {
                 expired = log_exp <= asof;
@@ -531,6 +552,8 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                     goto fail;
             }
             if (expired) {
+                if (stats != NULL && ss_add_id(stats, jid) < 0)
+                    goto fail;
                 PyObject *le = pylong_i128(log_exp);
                 if (le == NULL || !(key = PyBytes_FromStringAndSize((const char *)jid, 16))) {
                     Py_XDECREF(le);
@@ -543,17 +566,20 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             } else {
                 /* prio = (zz >> 1) ^ -(zz & 1), zz < 2**63 */
                 long long prio = (long long)(zz >> 1) ^ -(long long)(zz & 1);
-                if ((jid[6] >> 4) != 4 || (jid[8] & 0xC0) != 0x80 || !name_ok(d + pname, (Py_ssize_t)n) || ttr < 1 ||
-                    ttr > MAX_TTR_MS || ttl < 1 || ttl > MAX_TTL_MS || plen > MAX_PAYLOAD_BYTES ||
-                    prio < -2147483648LL || prio > 2147483647LL || ma > 255)
-                    goto bail;
+                if ((jid[6] >> 4) != 4 || (jid[8] & 0xC0) != 0x80 || !name_ok(d + pname, (Py_ssize_t)n) ||
+                    ttr < MIN_TTR_MS || ttr > MAX_TTR_MS || ttl < MIN_TTL_MS || ttl > MAX_TTL_MS ||
+                    plen > MAX_PAYLOAD_BYTES || prio < INT32_MIN || prio > INT32_MAX || ma > MAX_ATTEMPTS_MAX)
+                    goto help;                        /* WQ-INVALID-*, WQ-FIELD-TRUNCATED */
                 size_t slot;
                 if (jt_find_h(t, jid, hcur, &slot) >= 0)
-                    goto bail;
-                /* the compact state keeps times as int64 ns (years 1678..2262): others go the reference way */
+                    goto help;                        /* WQ-DUPLICATE-JOB */
+                /* the compact state keeps times as int64 ns (years 1678..2262) */
                 if (created < (i128)INT64_MIN || created > (i128)INT64_MAX || log_exp < (i128)INT64_MIN ||
-                    log_exp > (i128)INT64_MAX || (c == 2 && (sched < (i128)INT64_MIN || sched > (i128)INT64_MAX)))
-                    goto bail;
+                    log_exp > (i128)INT64_MAX ||
+                    (c == CMD_SCHEDULE && (sched < (i128)INT64_MIN || sched > (i128)INT64_MAX)))
+                    goto help;
+                if (stats != NULL && ss_add_id(stats, jid) < 0)
+                    goto fail;
                 uint32_t name;
                 if (name_ref(t, d + pname, (size_t)n, &name) < 0)
                     goto fail;
@@ -570,7 +596,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 j->ma = (uint8_t)ma;
                 j->mf = (uint8_t)(mf & 0xFF);
                 j->created = (int64_t)created;
-                j->sched = c == 2 ? (int64_t)sched : 0;
+                j->sched = c == CMD_SCHEDULE ? (int64_t)sched : 0;
                 j->logexp = (int64_t)log_exp;
                 j->plen = (uint32_t)plen;
                 j->pcrc = keep ? crc32c(d + pl0, (size_t)plen) : 0;   /* the digest's: only a kept state */
@@ -579,27 +605,39 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 applied++;
             }
         } else {
-            goto bail;
+            goto help;                                /* WQ-UNKNOWN-CMD */
+        }
+        if (stats != NULL) {                          /* the record is taken: what stats needs of it */
+            i128 tr = (i128)be64s(d + pos + 1) * NS - unix_ns + be32s(d + pos + 9);
+            stats->records[c]++;
+            stats->bytes[c] += (uint64_t)(nxt - pos);
+            if (!stats->have_t || tr < stats->tmin)
+                stats->tmin = tr;
+            if (!stats->have_t || tr > stats->tmax)
+                stats->tmax = tr;
+            stats->have_t = 1;
+            /* the distinct job ids: added above for adds and for records of jobs not in the table (a job in the
+               table came from an add of this pass, whose id is in already) */
         }
         Py_CLEAR(key);
         index++;
         pos = nxt;
     }
 
+help:
     PyBuffer_Release(&view);
+    view.obj = NULL;
     {
         PyObject *a0 = PyObject_GetAttrString(fr, "applied"), *ao = NULL, *a1 = NULL;
         if (a0 && (ao = PyLong_FromLongLong(applied)) && (a1 = PyNumber_Add(a0, ao)) &&
             PyObject_SetAttrString(fr, "applied", a1) == 0)
-            ret = PyLong_FromLongLong(index);
+            ret = Py_BuildValue("(Ln)", index, pos);
         Py_XDECREF(a0);
         Py_XDECREF(ao);
         Py_XDECREF(a1);
     }
     goto done;
 
-bail:
-    set_bail(&cx);
 fail:
     if (view.obj)
         PyBuffer_Release(&view);
