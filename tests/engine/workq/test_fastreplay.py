@@ -122,6 +122,11 @@ def test_kernel_equals_reference(tmp_path_factory, cmds, segment_size, damage):
     assert key(verify_only) == key(ref)
     two = run_log(log, AS_OF, engine="fast", state=False, workers=2)
     assert key(two) == key(ref)
+    for workers in (1, 2):      # no finding kept: the verdict, counts and torn tail's offset still the reference's
+        capped = run_log(log, AS_OF, engine="fast", state=False, workers=workers, limit=0)
+        capped_ref = run_log(log, AS_OF, engine="reference", state=False, limit=0)
+        assert (capped.verdict, capped.counts, capped.severities, capped.last_good, capped.findings) == \
+            (capped_ref.verdict, capped_ref.counts, capped_ref.severities, capped_ref.last_good, [])
 
 
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

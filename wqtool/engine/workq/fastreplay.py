@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ...formats.workq import HEADER_SIZE, JOB_ID_SIZE, CmdType
-from ..findings import ERROR, Finding
+from ..findings import ERROR, Finding, Verdict
 from .jobtable import K_ATT, K_RES, K_STATE, PyJobTable, PyScanStats
 from .model import Record
 from .reader import FileView, LogSet, RecordReader, header_finding
@@ -54,13 +54,22 @@ class CappedFindings(list):
         super().__init__()
         self.limit = limit
         self.overflow: Counter = Counter()
+        self.verdicts: set = set()          # the verdicts of the findings only counted (errors past the cap)
+        self.last_good: tuple | None = None  # a torn tail's (path, last good offset), when it is past the cap
 
     def append(self, item) -> None:
         if self.limit is None or len(self) < self.limit:
             list.append(self, item)
         else:
-            f = item[1]
-            self.overflow[(f.code, f.severity)] += 1
+            self.spill(item[1])
+
+    def spill(self, f: Finding) -> None:
+        """Count ``f`` without keeping it (what the report still needs of it: its verdict, a torn tail's offset)."""
+        self.overflow[(f.code, f.severity)] += 1
+        if f.verdict:
+            self.verdicts.add(f.verdict)
+            if f.verdict == Verdict.TORN_TAIL:
+                self.last_good = (f.path, f.last_good_offset)
 
     def full(self) -> bool:
         return self.limit is not None and len(self) >= self.limit
@@ -268,6 +277,8 @@ class FastResult:
     stats: object | None = None    # with stats=True: the ScanStats / PyScanStats of the pass
     sizes: list[int] = field(default_factory=list)       # the bytes read of each segment
     spans: list[Span] = field(default_factory=list)      # the bytes behind each error finding, in file order
+    verdicts: set = field(default_factory=set)           # the verdicts of errors counted in overflow
+    last_good: tuple | None = None                       # a torn tail counted in overflow: (path, offset)
     seg_records: list[int] = field(default_factory=list)  # the records read in each segment
 
 
@@ -289,7 +300,8 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
             findings.extend(closing_notes(*note_counts(fr.jobs)))
             state = None
     return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state, fr.findings.overflow,
-                      fr.stats, fr.sizes, fr.spans, fr.seg_records)
+                      fr.stats, fr.sizes, spans=fr.spans, seg_records=fr.seg_records, verdicts=fr.findings.verdicts,
+                      last_good=fr.findings.last_good)
 
 
 @contextmanager
@@ -319,7 +331,7 @@ def _worker(args):
     except Bail:
         return None
     return (list(fr.findings), fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs),
-            fr.findings.overflow, fr.sizes, fr.spans, fr.seg_records)
+            fr.findings.overflow, fr.sizes, fr.spans, fr.seg_records, fr.findings.verdicts, fr.findings.last_good)
 
 
 def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None, through: bool = False
@@ -330,16 +342,21 @@ def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None,
     if any(p is None for p in parts):
         raise Bail
     merged = sorted((sf for p in parts for sf in p[0]), key=lambda sf: (sf[0], sf[1].offset or 0))
-    overflow: Counter = Counter()
+    spill = CappedFindings(0)
     for p in parts:
-        overflow.update(p[6])
+        spill.overflow.update(p[6])
+        spill.verdicts |= p[10]
+        if p[11] is not None:
+            spill.last_good = p[11]
     if limit is not None and len(merged) > limit:  # each part kept its first `limit`: the first `limit` overall
         for _, f in merged[limit:]:
-            overflow[(f.code, f.severity)] += 1
+            spill.spill(f)
         merged = merged[:limit]
+    overflow = spill.overflow
     findings = list(log.findings) + [f for _, f in merged]
     findings.extend(closing_notes(sum(p[5][0] for p in parts), sum(p[5][1] for p in parts)))
     first = parts[0]
     spans = sorted((sp for p in parts for sp in p[8]), key=lambda sp: (sp.seg_no, sp.start))
     return FastResult(findings, first[1], sum(p[2] for p in parts), first[3], first[4], None, overflow,
-                      sizes=first[7], spans=spans, seg_records=first[9])
+                      sizes=first[7], spans=spans, seg_records=first[9], verdicts=spill.verdicts,
+                      last_good=spill.last_good)

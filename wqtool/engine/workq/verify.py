@@ -65,6 +65,9 @@ def fast_report(log: LogSet, res: FastResult, limit: int | None) -> LogReport:
     for (code, severity), n in res.overflow.items():  # counted by the kernel, not kept
         report.counts[code] += n
         report.severities[severity] += n
+    sink.verdicts |= res.verdicts                     # (what the report needs of them)
+    if res.last_good is not None:
+        report.last_good = res.last_good
     sink.close()
     return report
 
