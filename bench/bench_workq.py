@@ -203,8 +203,10 @@ def main() -> int:
     for damaged, intact in (("verify-damaged", "verify"), ("verify-damaged-1p", "verify-1p")):
         if x(damaged) is not None and x(intact) is not None:
             q = x(damaged) / x(intact)
+            cpu = rows[damaged]["cpu"] / max(rows[intact]["cpu"], 1e-9)   # robust to the load of a shared machine
             goal(f"{damaged.replace('verify-damaged', 'verify (damaged)')} {q:.2f}x {intact} on the intact log "
-                 f"({x(damaged):.1f}x / {x(intact):.1f}x the floor; issue 18 goal <= 1.5x)", q <= 1.5)
+                 f"({x(damaged):.1f}x / {x(intact):.1f}x the floor; CPU time {cpu:.2f}x; issue 18 goal <= 1.5x)",
+                 q <= 1.5)
     for text, ok in goals:
         print(f"  {'PASS' if ok else 'MISS'}  {text}")
     if a.json:
