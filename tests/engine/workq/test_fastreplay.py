@@ -22,9 +22,10 @@ from wqtool.engine.workq import fastreplay
 from wqtool.engine.workq.fastpath import encode_payload, encode_record
 from wqtool.engine.workq.fastreplay import Bail, fast_run
 from wqtool.engine.workq.model import Command
-from wqtool.engine.workq.reader import discover
+from wqtool.engine.workq.model import Record
+from wqtool.engine.workq.reader import RecordReader, discover
 from wqtool.engine.workq.sample import SampleSpec, generate
-from wqtool.engine.workq.verify import run_log
+from wqtool.engine.workq.verify import fast_report, run_log
 from wqtool.engine.workq.writer import SegmentWriter
 from wqtool.formats._common import GO_ZERO_TIME, GoTime
 from wqtool.formats.workq import CmdType
@@ -218,7 +219,6 @@ def test_damage_is_read_through_with_the_reference_finding(tmp_path):
 
 def test_the_reference_reads_only_what_the_c_loop_hands_back(tmp_path, monkeypatch):
     """One flipped byte: the reference reader is asked about that one spot, once; the rest is the C loop's."""
-    from wqtool.engine.workq.reader import RecordReader
     generate(str(tmp_path), SampleSpec(records=400, segment_size=1 << 20, seed=3))
     flip(tmp_path / "000000001.log", 5000)
     calls = []
@@ -278,3 +278,27 @@ def test_kernel_keeps_limit_findings_and_counts_the_rest(tmp_path, workers, stat
     assert got.counts == ref.counts and got.severities == ref.severities and got.verdict == ref.verdict
     assert len(got.findings) == 7
     assert [(f.code, f.offset) for f in got.findings] == [(f.code, f.offset) for f in ref.findings[:7]]
+
+
+def test_spans_name_the_bytes_of_every_error_for_a_repair_plan(tmp_path):
+    """A refused record (a duplicate add) spans exactly its record; a torn tail spans to the segment's end; the
+    job table of the same pass holds the live jobs (what repair and pack plan from, without a second pass)."""
+    j = IDS[0]
+    add = Command(CmdType.ADD, j, b"q", 1000, 3_600_000, 0, 0, 0, b"body", GO_ZERO_TIME, GoTime.from_unix_ns(T))
+    write_log(tmp_path, [add, add, Command(CmdType.START_ATTEMPT, j)], 1 << 20, None)
+    seg = tmp_path / "000000001.log"
+    with open(seg, "ab") as f:
+        f.write(b"\x01" + bytes(10))                      # a torn tail
+    log = discover([str(tmp_path)])[0]
+    res = fast_run(log, AS_OF, keep=True, through=True)
+    ref = run_log(log, AS_OF, engine="reference")
+    assert key(fast_report(log, res, None)) == key(ref)
+    dup, torn = res.spans
+    recs = [ev for ev in RecordReader(log).events() if isinstance(ev, Record)]
+    assert (dup.finding.code, dup.start, dup.stop) == ("WQ-DUPLICATE-JOB", recs[1].offset,
+                                                       recs[1].offset + recs[1].length)
+    size = seg.stat().st_size
+    assert (torn.finding.code, torn.start, torn.stop) == ("WQ-TRUNCATED", size - 11, size)
+    assert res.seg_records == [3]
+    table = res.state.jobs.table                          # the compact job table (a _kernel.JobTable)
+    assert len(table) == 1 and table.get_row(j)[14] == 4  # leased by the start-attempt after the refused add
