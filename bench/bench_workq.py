@@ -116,7 +116,7 @@ def main() -> int:
     ap.add_argument("--only", default=None, help=f"comma-separated measures (default {','.join(DEFAULT)}; "
                     f"all: {','.join(MEASURES)})")
     ap.add_argument("--root", default=ROOT, help="the wqtool checkout to measure (default: this one)")
-    ap.add_argument("--pure-python", action="store_true", help="WQTOOL_PURE_PYTHON=1 (the pure-Python kernel)")
+    ap.add_argument("--pure-python", action="store_true", help="WQTOOL_PURE_PYTHON=1 (the reference path: no C kernel)")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     ap.add_argument("--json", default=None, help="also write the results to this file")
     a = ap.parse_args()
