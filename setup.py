@@ -4,11 +4,16 @@
 ``wqtool.engine.kestrel._kernel`` (the Kestrel fast path's loop) are optional: where they do not build (no compiler,
 no Python headers, no __int128) the install still succeeds and wqtool runs the pure-Python loops.
 """
+import glob
+
 from setuptools import Extension, setup
 
 _SHARED = ["wqtool/engine/_cgrow.h"]      # included by both kernels
+#: the workq kernel is one translation unit: _kernel.c includes its parts by job (crc, scan, job table, row
+#: encoders, digest) and the constants header generated from wqtool/formats/ (scripts/gen_kernel_header.py)
+_WORKQ_PARTS = sorted(glob.glob("wqtool/engine/workq/kernel/*.[ch]"))
 
 setup(ext_modules=[Extension("wqtool.engine.workq._kernel", ["wqtool/engine/workq/_kernel.c"], optional=True,
-                             depends=_SHARED, extra_compile_args=["-O3"]),
+                             depends=_SHARED + _WORKQ_PARTS, extra_compile_args=["-O3"]),
                    Extension("wqtool.engine.kestrel._kernel", ["wqtool/engine/kestrel/_kernel.c"], optional=True,
                              depends=_SHARED, extra_compile_args=["-O3"])])

@@ -12,6 +12,8 @@ measurement in its own subprocess so that peak RSS (``resource.getrusage``) is p
 * verify  reader + replay state machine (``run_log``; what ``wqtool verify --format kestrel`` does)
 * replay  ``run_log`` + the canonical state digest (``wqtool replay``)
 * pack    ``pack_plan`` + ``write_pack`` (replay, write the rewrite to a new file, re-read and compare digests)
+* verify-damaged  verify of a copy whose rotated file has one record's opcode overwritten (0xff) in its middle
+          (issue 18: the fast path reads through damage; goal <= 1.5x verify of the intact set)
 
 Prints one table: seconds, MB/s, records/s, ratio to the floor (time / floor time), peak RSS.
 """
@@ -83,6 +85,27 @@ def generate(d: str, size_mb: int) -> tuple[int, int]:
     return sum(os.path.getsize(f) for f in files), records
 
 
+def damaged_copy(d: str) -> str:
+    """``d`` with the opcode of the first record past the middle of its rotated file overwritten with 0xff (the
+    live file hard-linked): damage the reader names (KQ-BAD-OPCODE) and reads past."""
+    from wqtool.engine.kestrel.fastpath import decode_fields
+    out = d + "-damaged"
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    for name in os.listdir(d):
+        if name == "q":
+            os.link(os.path.join(d, name), os.path.join(out, name))
+            continue
+        data = bytearray(open(os.path.join(d, name), "rb").read())
+        pos, half = 0, len(data) // 2
+        while pos < half:
+            pos = decode_fields(data, pos, len(data))[-1]
+        data[pos] = 0xFF
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    return out
+
+
 def measure(kind: str, d: str) -> dict:
     from wqtool.engine import kestrel as k
     t0 = time.perf_counter()
@@ -98,7 +121,7 @@ def measure(kind: str, d: str) -> dict:
             for _ in rd.events():
                 pass
             records, nbytes = rd.records, rd.bytes
-        elif kind in ("verify", "replay"):
+        elif kind in ("verify", "replay", "verify-damaged"):
             r = k.run_log(fs, AS_OF_NS, limit=100)
             records, nbytes = r.records, r.bytes
             extra["exit"] = int(r.verdict)
@@ -136,25 +159,31 @@ def main() -> int:
         size, recs = generate(d, args.size_mb)
         print(f"generated {size / 1e6:.1f} MB, {recs} records in {time.perf_counter() - t0:.1f}s ({d})",
               file=sys.stderr)
+    dd = damaged_copy(d)
     rows = []
-    for kind in ("floor", "read", "verify", "replay", "pack"):
+    for kind in ("floor", "read", "verify", "replay", "pack", "verify-damaged"):
         # warm the page cache for the floor too: every measurement runs on a warm cache
-        p = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", d], capture_output=True,
-                           text=True, check=True)
+        p = subprocess.run([sys.executable, __file__, "--measure", kind, "--dir", dd if "damaged" in kind else d],
+                           capture_output=True, text=True, check=True)
         rows.append(json.loads(p.stdout))
     floor = rows[0]["seconds"]
     total_bytes = rows[0]["bytes"]
     print(f"load average {harness.loadavg()}")
-    print(f"{'measure':<8} {'seconds':>8} {'MB/s':>8} {'records/s':>11} {'x floor':>8} {'peak RSS':>9}  notes")
+    print(f"{'measure':<14} {'seconds':>8} {'MB/s':>8} {'records/s':>11} {'x floor':>8} {'peak RSS':>9}  notes")
     for r in rows:
         mbs = total_bytes / 1e6 / r["seconds"]
         rps = f"{r['records'] / r['seconds']:,.0f}" if r["records"] else "-"
         notes = " ".join(f"{k}={v}" for k, v in r.items()
                          if k not in ("kind", "seconds", "records", "bytes", "maxrss_kib"))
-        print(f"{r['kind']:<8} {r['seconds']:>8.2f} {mbs:>8.1f} {rps:>11} {r['seconds'] / floor:>8.1f} "
+        print(f"{r['kind']:<14} {r['seconds']:>8.2f} {mbs:>8.1f} {rps:>11} {r['seconds'] / floor:>8.1f} "
               f"{r['maxrss_kib'] / 1024:>7.0f}MB  {notes}")
+    by = {r["kind"]: r for r in rows}
+    q = by["verify-damaged"]["seconds"] / by["verify"]["seconds"]
+    print(f"  {'PASS' if q <= 1.5 else 'MISS'}  verify of the damaged copy {q:.2f}x verify of the intact set "
+          "(issue 18 goal <= 1.5x)")
     if not args.keep:
         shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(dd, ignore_errors=True)
     print(f"total {time.perf_counter() - t0:.0f}s", file=sys.stderr)
     return 0
 

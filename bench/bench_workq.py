@@ -13,13 +13,16 @@ separate process (wall time, CPU time and peak RSS from wait4), stdout to /dev/n
   replay-jsonl     wqtool replay -o jsonl          replay-json: -o json
   dump-jsonl       wqtool dump -o jsonl            dump-limit: dump -o jsonl --limit 1000 (the same work, ~no output)
   stats            wqtool stats -o json
+  verify-damaged   wqtool verify -q on a copy with 4 bytes flipped in the middle of the middle segment (issue 18;
+                   the other segments hard-linked; exit 3)     verify-damaged-1p: --workers 1
 
 The machine has 2 cores shared with others: each run of a measure is paired with a floor run made right before
 it, the figure is the median over ``--repeat`` pairs of (measure time / floor time), and the load average is
 printed. ``x floor`` = how many floors the measure takes (1/x of the floor's throughput). Goals (issue 14):
 replay --summary <= 30x, RSS above baseline <= 500 bytes per live job, replay/dump -o jsonl <= 60x with RSS
 flat in output size (RSS with the full output minus RSS with ~none), stats <= 1.5x replay --summary, verify
-<= 12x. ``--root DIR`` measures another wqtool checkout (``make bench-before`` measures commit 1c22d37, before
+<= 12x. Issue 18: verify on the damaged copy <= 1.5x verify on the intact log (each against its own floor: the
+same bytes are read). ``--root DIR`` measures another wqtool checkout (``make bench-before`` measures commit 1c22d37, before
 issue 14, built into bench/out/before).
 """
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,14 +45,42 @@ from harness import loadavg, timed as run  # noqa: E402
 
 
 MEASURES = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "replay-json", "dump-jsonl",
-            "dump-limit", "stats"]
-DEFAULT = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "dump-jsonl", "dump-limit", "stats"]
+            "dump-limit", "stats", "verify-damaged", "verify-damaged-1p"]
+DEFAULT = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "dump-jsonl", "dump-limit", "stats",
+           "verify-damaged", "verify-damaged-1p"]
 
+
+
+def damaged_copy(d: str) -> str:
+    """``d`` with 4 bytes flipped (xor 0xff) in the middle of its middle segment (issue 18's damaged log): the other
+    segments hard-linked, made once beside ``d``."""
+    out = d + "-damaged"
+    if os.path.isdir(out):
+        return out
+    tmp = out + ".tmp"
+    if os.path.isdir(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    segs = sorted(n for n in os.listdir(d) if n.endswith(".log"))
+    mid = segs[len(segs) // 2]
+    for n in segs:
+        if n != mid:
+            os.link(os.path.join(d, n), os.path.join(tmp, n))
+            continue
+        data = bytearray(open(os.path.join(d, n), "rb").read())
+        at = len(data) // 2
+        data[at:at + 4] = bytes(b ^ 0xFF for b in data[at:at + 4])
+        with open(os.path.join(tmp, n), "wb") as f:
+            f.write(data)
+    os.rename(tmp, out)
+    return out
 
 
 def argv_of(name: str, d: str, tiny: str) -> list[str]:
     wq = [sys.executable, "-m", "wqtool"]
     a = ["--as-of", shapes.AS_OF]
+    if name.startswith("verify-damaged"):
+        d = damaged_copy(d)
     return {
         "floor": [sys.executable, "-c", harness.FLOOR_SCRIPT, d],
         "baseline": wq + ["replay", "--summary", "-o", "json", *a, tiny],
@@ -60,6 +92,8 @@ def argv_of(name: str, d: str, tiny: str) -> list[str]:
         "dump-jsonl": wq + ["dump", "-o", "jsonl", *a, d],
         "dump-limit": wq + ["dump", "-o", "jsonl", "--limit", "1000", *a, d],
         "stats": wq + ["stats", "-o", "json", *a, d],
+        "verify-damaged": wq + ["verify", "-q", *a, d],
+        "verify-damaged-1p": wq + ["verify", "-q", "--workers", "1", *a, d],
     }[name]
 
 
@@ -82,7 +116,7 @@ def main() -> int:
     ap.add_argument("--only", default=None, help=f"comma-separated measures (default {','.join(DEFAULT)}; "
                     f"all: {','.join(MEASURES)})")
     ap.add_argument("--root", default=ROOT, help="the wqtool checkout to measure (default: this one)")
-    ap.add_argument("--pure-python", action="store_true", help="WQTOOL_PURE_PYTHON=1 (the pure-Python kernel)")
+    ap.add_argument("--pure-python", action="store_true", help="WQTOOL_PURE_PYTHON=1 (the reference path: no C kernel)")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     ap.add_argument("--json", default=None, help="also write the results to this file")
     a = ap.parse_args()
@@ -166,6 +200,13 @@ def main() -> int:
              "floor; goal <= 1.5x)", q <= 1.5)
     if x("verify") is not None:
         goal(f"verify {x('verify'):.1f}x the floor (goal <= 12x)", x("verify") <= 12)
+    for damaged, intact in (("verify-damaged", "verify"), ("verify-damaged-1p", "verify-1p")):
+        if x(damaged) is not None and x(intact) is not None:
+            q = x(damaged) / x(intact)
+            cpu = rows[damaged]["cpu"] / max(rows[intact]["cpu"], 1e-9)   # robust to the load of a shared machine
+            goal(f"{damaged.replace('verify-damaged', 'verify (damaged)')} {q:.2f}x {intact} on the intact log "
+                 f"({x(damaged):.1f}x / {x(intact):.1f}x the floor; CPU time {cpu:.2f}x; issue 18 goal <= 1.5x)",
+                 q <= 1.5)
     for text, ok in goals:
         print(f"  {'PASS' if ok else 'MISS'}  {text}")
     if a.json:

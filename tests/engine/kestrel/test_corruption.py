@@ -11,7 +11,40 @@ import pytest
 from wqtool.engine import kestrel as k
 from wqtool.engine.findings import Verdict
 
+from wqtool.engine.kestrel import fastreplay
+from wqtool.engine.kestrel.verify import NO_CHECKSUM, KestrelRun
+
 from .conftest import AS_OF_NS, T, one_set, write_journal
+
+
+def _key(r):
+    return ([(f.severity, f.code, f.path, f.offset, f.record_index, f.message, f.upstream, f.verdict,
+              f.last_good_offset, f.resumes_at) for f in r.findings], dict(r.counts), int(r.verdict), r.records,
+            r.bytes, r.last_good, r.state.digest())
+
+
+@pytest.fixture(autouse=True)
+def fast_path_equals_reference(monkeypatch):
+    """Every corruption made here (every truncation offset, bit flips, hostile sizes, bad opcodes): the fast path
+    (C, through damage) gives the reference's report, with and without resync."""
+    real = k.run_log
+
+    def checked(fs, as_of_ns, **kw):
+        r = real(fs, as_of_ns, **kw)
+        if fastreplay.KERNEL == "c" and kw.get("on_record") is None:
+            opts = {n: kw[n] for n in ("limit", "keep_open", "kestrel_version") if n in kw}
+            try:
+                fast = fastreplay.fast_run(fs, as_of_ns, no_checksum=NO_CHECKSUM, resync=kw.get("resync", True),
+                                           **opts)
+            except fastreplay.Bail:          # (a libkestrel file, legacy opcodes: the reference's alone)
+                pass
+            else:
+                ref = KestrelRun(fs, as_of_ns, resync=kw.get("resync", True), **opts)
+                for _ in ref.events():
+                    pass
+                assert _key(fast) == _key(ref.report)
+        return r
+    monkeypatch.setattr(k, "run_log", checked)
 
 
 def small(w):

@@ -3,8 +3,9 @@
 Random operation streams — every opcode, legacy ones included, xids that collide, removes on an empty queue,
 split over rotated files, sometimes damaged (cut, flipped, junk appended) — go through both, under every
 --kestrel-version and with and without --keep-open: findings, counts, verdict, sizes, the state (items with their
-data, xids, positions) and its digest must be identical, whether the fast path took the set or handed it back —
-with the fast path's loop in Python and in C (kestrel/_kernel.c).
+data, xids, positions) and its digest must be identical, whether the fast path took the set or handed it back.
+The fast path (its loop in C, kestrel/_kernel.c) reads through damage itself: only legacy opcodes, a reused open
+xid and libkestrel files go back to the reference.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tests.conftest import examples
 
 from wqtool.engine import kestrel as k
 from wqtool.engine.kestrel import fastreplay
-from wqtool.engine.kestrel.verify import KestrelRun
+from wqtool.engine.kestrel.verify import NO_CHECKSUM, KestrelRun
 
 from .conftest import AS_OF_NS, T, one_set, write_journal, write_ops
 
@@ -64,13 +65,13 @@ def build(d: str, ops, cuts, damage) -> None:
         open(p, "wb").write(bytes(data))
 
 
-@pytest.fixture(params=["python", "c"], autouse=True)
-def kernel(request, monkeypatch):
-    """Every test here runs with the Python loop and with the C one (kestrel/_kernel.c)."""
-    if request.param == "c" and fastreplay._kernel is None:
+@pytest.fixture(autouse=True)
+def kernel(monkeypatch):
+    """The C loop (kestrel/_kernel.c); where it is not built the reference path is the only one."""
+    if fastreplay._kernel is None:
         pytest.skip("the Kestrel C kernel is not built")
-    monkeypatch.setattr(fastreplay, "KERNEL", request.param)
-    return request.param
+    monkeypatch.setattr(fastreplay, "KERNEL", "c")
+    return "c"
 
 
 def key(r):
@@ -97,6 +98,43 @@ def test_fast_path_equals_the_reference(ops, cuts, version, keep_open, limit, da
             pass
         got = k.run_log(fs, AS_OF_NS, limit=limit, keep_open=keep_open)
         assert key(got) == key(run.report)
+        if damage is not None:      # without resync (Kestrel's own reading: the file stops at the damage)
+            stop = KestrelRun(fs, AS_OF_NS, limit=limit, keep_open=keep_open, resync=False)
+            for _ in stop.events():
+                pass
+            assert key(k.run_log(fs, AS_OF_NS, limit=limit, keep_open=keep_open, resync=False)) == key(stop.report)
+        if not any(op[0] in ("legacy_add", "legacy_rt") for op in ops):
+            try:           # no legacy opcode: only a reused open xid (invalid history) goes to the reference
+                fast = fastreplay.fast_run(fs, AS_OF_NS, limit=limit, keep_open=keep_open,
+                                           no_checksum=NO_CHECKSUM)
+            except fastreplay.Bail:
+                assert run.report.counts.get("KQ-XID-REUSED")
+            else:
+                assert key(fast) == key(run.report)
+
+
+def test_damage_is_read_through_with_the_reference_finding(qdir):
+    """A byte that is no opcode in a rotated file, a torn tail in the live one: the fast path names both where the
+    reference does and reads on."""
+    write_journal(os.path.join(qdir, "q.1000"), lambda w: (w.add(b"a" * 20, T), w.add(b"b" * 20, T),
+                                                           w.add(b"c" * 20, T)))
+    write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"d" * 20, T), w.remove()))
+    p = os.path.join(qdir, "q.1000")
+    data = bytearray(open(p, "rb").read())
+    second = len(data) // 3
+    data[second] = 0x0b                                   # the second record's opcode: not an opcode
+    open(p, "wb").write(bytes(data))
+    with open(os.path.join(qdir, "q"), "ab") as f:
+        f.write(b"\x02\x10\x00")                          # a torn ADDX
+    fs = one_set(qdir)
+    run = KestrelRun(fs, AS_OF_NS)
+    for _ in run.events():
+        pass
+    fast = fastreplay.fast_run(fs, AS_OF_NS, no_checksum=NO_CHECKSUM)
+    assert key(fast) == key(run.report)
+    errors = [(f.code, f.offset, f.resumes_at) for f in fast.findings if f.severity == "error"]
+    assert len(errors) == 2 and errors[0][1] == second and errors[0][2] is not None and errors[1][2] is None
+    assert int(fast.verdict) == 3
 
 
 def test_the_fast_path_takes_intact_2x_journals_and_hands_back_the_rest(qdir):

@@ -7,6 +7,7 @@ import tracemalloc
 import pytest
 
 from tests.conftest import fixture_log
+from wqtool.engine.workq import fastreplay
 from wqtool.engine.workq.fastpath import encode_record
 from wqtool.engine.workq.model import Record
 from wqtool.engine.workq.reader import RecordReader, discover
@@ -19,8 +20,20 @@ AS_OF_NS = 1795303800 * 10**9
 FRAMING = {"WQ-CRC", "WQ-TRUNCATED", "WQ-TIME-VERSION", "WQ-SIZE-OVERFLOW", "WQ-SIZE-TOO-LARGE"}
 
 
-def verify_dir(d):
-    return run_log(discover([d])[0], AS_OF_NS)
+def _key(rep):
+    return ([(f.severity, f.code, f.path, f.offset, f.record_index, f.message, f.upstream, f.job_id, f.verdict,
+              f.last_good_offset, f.resumes_at) for f in rep.findings], int(rep.verdict), rep.records,
+            dict(rep.counts), rep.last_good, rep.state.digest())
+
+
+def verify_dir(d, compare: bool = True):
+    """The kernel's report (it reads through the damage), held equal to the reference path's on every corruption
+    made here (every bit flip, every truncation offset, hostile sizes, bad headers)."""
+    log = discover([d])[0]
+    rep = run_log(log, AS_OF_NS)
+    if compare and fastreplay.KERNEL == "c":
+        assert _key(run_log(log, AS_OF_NS, engine="fast")) == _key(run_log(log, AS_OF_NS, engine="reference"))
+    return rep
 
 
 def errors(rep):
@@ -103,10 +116,11 @@ def _segment_with_size(tmp_path, size_varint: bytes, tail: bytes = b"") -> str:
 def test_hostile_sizes_are_findings_without_allocation(tmp_path, varint, code):
     d = _segment_with_size(tmp_path, varint, b"x" * 64)
     tracemalloc.start()
-    rep = verify_dir(d)
+    rep = verify_dir(d, compare=False)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 2 * 1024 * 1024
+    verify_dir(d)                    # kernel == reference
     errs = errors(rep)
     assert [e.code for e in errs] == [code]
     assert errs[0].offset == 8 + 37 and errs[0].last_good_offset == 45

@@ -119,7 +119,7 @@ def test_c_raises_where_python_raises():
 def test_state_digest_chunks_equal_the_line_loop(monkeypatch, tmp_path):
     """More jobs than a chunk, and a chunk size that does not divide the count."""
     generate(str(tmp_path), SampleSpec(records=4000, segment_size=1 << 20, seed=5, reuse_ids=0.5))
-    state = run_log(discover([str(tmp_path)])[0], T, engine="fast").state
+    state = run_log(discover([str(tmp_path)])[0], T).state
     want = replay.digest_start(state.as_of_ns)
     for j in state.sorted_jobs():
         want.update(digest_line(j))
@@ -135,7 +135,7 @@ def test_state_digest_is_the_same_with_forced_python(tmp_path):
     generate(str(tmp_path), SampleSpec(records=3000, segment_size=1 << 20, seed=9, reuse_ids=0.5))
     code = ("import sys; from wqtool.engine.workq import replay; from wqtool.engine.workq.reader import discover; "
             "from wqtool.engine.workq.verify import run_log; "
-            f"s = run_log(discover([sys.argv[1]])[0], {T}, engine='fast').state; "
+            f"s = run_log(discover([sys.argv[1]])[0], {T}).state; "
             "print(replay._C_DIGEST is None, s.digest())")
     outs = {}
     for pure in ("1", ""):
@@ -145,7 +145,7 @@ def test_state_digest_is_the_same_with_forced_python(tmp_path):
     assert outs["1"][0] == "True"
     assert outs[""][0] == str(_kernel is None or not hasattr(_kernel, "digest_text"))
     assert outs["1"][1] == outs[""][1]
-    state = run_log(discover([str(tmp_path)])[0], T, engine="fast").state
+    state = run_log(discover([str(tmp_path)])[0], T).state
     assert state.digest() == outs["1"][1]
 
 

@@ -4,8 +4,10 @@ Random logs — valid, with records of unknown jobs, expired adds, impossible hi
 undecodable payloads and byte damage — go through both; findings, exit code, counts and the state digest
 must be identical, whether the kernel handled the log or handed it back to the reference path.
 
-Every test here runs twice: with the kernel's loop in Python (``_scan_py``) and in C (``_kernel.scan``,
-skipped where the extension is not built; tests/engine/test_kernel_c.py insists it is built where it can be).
+The kernel reads through damage: on every log here — damaged, refused records, undecodable payloads — it must
+run itself (no ``Bail``; the only hand-backs left are named in fastreplay.py) and give what the reference gives,
+with one process and with two. Skipped where the C kernel is not built (there the reference path is the only
+one; tests/engine/workq/test_kernel_c.py insists it is built where it can be).
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ from wqtool.engine.workq import fastreplay
 from wqtool.engine.workq.fastpath import encode_payload, encode_record
 from wqtool.engine.workq.fastreplay import Bail, fast_run
 from wqtool.engine.workq.model import Command
-from wqtool.engine.workq.reader import discover
+from wqtool.engine.workq.model import Record
+from wqtool.engine.workq.reader import RecordReader, discover
 from wqtool.engine.workq.sample import SampleSpec, generate
-from wqtool.engine.workq.verify import run_log
+from wqtool.engine.workq.verify import fast_report, run_log
 from wqtool.engine.workq.writer import SegmentWriter
 from wqtool.formats._common import GO_ZERO_TIME, GoTime
 from wqtool.formats.workq import CmdType
@@ -32,16 +35,14 @@ IDS = [bytes.fromhex(f"000000000000400080000000000000{i:02x}") for i in range(1,
       [bytes.fromhex("0000000000001000800000000000000a")]   # the last one is not v4
 
 
-@pytest.fixture(scope="module", autouse=True, params=["python", "c"])
-def kernel(request):
-    """Force one implementation of FastReplay._scan for the whole module (forked workers inherit it)."""
-    if request.param == "c" and fastreplay._kernel is None:
+@pytest.fixture(scope="module", autouse=True)
+def kernel():
+    if fastreplay._kernel is None:
         pytest.skip("the C kernel (wqtool.engine.workq._kernel) is not built")
     saved = fastreplay._C_SCAN, fastreplay.KERNEL
-    fastreplay._C_SCAN = fastreplay._kernel.scan if request.param == "c" else None
-    fastreplay.KERNEL = request.param      # what a new FastReplay runs (and its job table)
+    fastreplay._C_SCAN, fastreplay.KERNEL = fastreplay._kernel.scan, "c"
     try:
-        yield request.param
+        yield "c"
     finally:
         fastreplay._C_SCAN, fastreplay.KERNEL = saved
 
@@ -115,28 +116,30 @@ def test_kernel_equals_reference(tmp_path_factory, cmds, segment_size, damage):
     write_log(d, cmds, segment_size, damage)
     log = discover([str(d)])[0]
     ref = run_log(log, AS_OF, engine="reference")
-    auto = run_log(log, AS_OF, engine="auto")
-    assert key(auto) == key(ref)
-    assert auto.state.digest() == ref.state.digest()
-    verify_only = run_log(log, AS_OF, engine="auto", state=False)
+    fast = run_log(log, AS_OF, engine="fast")
+    assert key(fast) == key(ref)
+    assert fast.state.digest() == ref.state.digest()
+    verify_only = run_log(log, AS_OF, engine="fast", state=False)
     assert key(verify_only) == key(ref)
+    two = run_log(log, AS_OF, engine="fast", state=False, workers=2)
+    assert key(two) == key(ref)
+    for workers in (1, 2):      # no finding kept: the verdict, counts and torn tail's offset still the reference's
+        capped = run_log(log, AS_OF, engine="fast", state=False, workers=workers, limit=0)
+        capped_ref = run_log(log, AS_OF, engine="reference", state=False, limit=0)
+        assert (capped.verdict, capped.counts, capped.severities, capped.last_good, capped.findings) == \
+            (capped_ref.verdict, capped_ref.counts, capped_ref.severities, capped_ref.last_good, [])
 
 
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(valid_command(), max_size=16))
 def test_kernel_handles_warning_only_logs_itself(tmp_path_factory, cmds):
-    """Unknown jobs and expired adds are everyday in real logs: the kernel hands back only logs with errors,
-    and whatever it handles itself equals the reference."""
+    """Valid fields, any history (refused records included): the kernel runs it and equals the reference."""
     d = tmp_path_factory.mktemp("w")
     write_log(d, cmds, 1 << 20, None)
     log = discover([str(d)])[0]
     ref = run_log(log, AS_OF, engine="reference")
-    try:
-        fast = run_log(log, AS_OF, engine="fast")
-    except Bail:
-        assert ref.verdict != 0 or ref.counts.get("WQ-FIELD-TRUNCATED")
-    else:
-        assert key(fast) == key(ref) and fast.state.digest() == ref.state.digest()
+    fast = run_log(log, AS_OF, engine="fast")
+    assert key(fast) == key(ref) and fast.state.digest() == ref.state.digest()
 
 
 @pytest.mark.parametrize("first", [CmdType.COMPLETE, CmdType.FAIL])
@@ -186,26 +189,56 @@ def test_parallel_kernel_equals_reference(tmp_path):
         assert key(par) == key(ref)
 
 
-def test_damage_makes_the_kernel_hand_back(tmp_path):
-    generate(str(tmp_path), SampleSpec(records=50, segment_size=1 << 20, seed=2))
-    seg = tmp_path / "000000001.log"
+def flip(seg, at: int) -> None:
     data = bytearray(seg.read_bytes())
-    data[100] ^= 1
+    data[at] ^= 1
     seg.write_bytes(bytes(data))
-    with pytest.raises(Bail):
-        fast_run(discover([str(tmp_path)])[0], T)
-    with pytest.raises(Bail):
-        run_log(discover([str(tmp_path)])[0], T, engine="fast", state=False, workers=2)
 
 
-def test_the_forced_kernel_is_the_one_that_runs(kernel, tmp_path, monkeypatch):
-    generate(str(tmp_path), SampleSpec(records=50, segment_size=1 << 20, seed=3))
+def test_damage_is_read_through_with_the_reference_finding(tmp_path):
+    generate(str(tmp_path), SampleSpec(records=50, segment_size=1 << 20, seed=2))
+    log = discover([str(tmp_path)])[0]
+    whole = fast_run(log, T)
+    flip(tmp_path / "000000001.log", 100)
+    log = discover([str(tmp_path)])[0]
+    with pytest.raises(Bail):                         # a caller that wants an intact log
+        fast_run(log, T, through=False)
+    res = fast_run(log, T, through=True)
+    ref = run_log(log, T, engine="reference")
+    errors = [f for f in res.findings if f.severity == "error"]
+    assert [(f.code, f.offset, f.resumes_at) for f in errors] == \
+        [(f.code, f.offset, f.resumes_at) for f in ref.findings if f.severity == "error"]
+    (f,) = errors
+    assert f.code == "WQ-CRC" and f.offset < 100 < f.resumes_at and "valid records resume at" in f.message
+    assert res.records == whole.records - 1 == ref.records
+    assert [(sp.seg_no, sp.start, sp.stop, sp.finding) for sp in res.spans] == [(0, f.offset, f.resumes_at, f)]
+    assert res.seg_records == [whole.records - 1]
+    for workers in (1, 2):
+        assert key(run_log(log, T, engine="fast", state=False, workers=workers)) == key(ref)
+
+
+def test_the_reference_reads_only_what_the_c_loop_hands_back(tmp_path, monkeypatch):
+    """One flipped byte: the reference reader is asked about that one spot, once; the rest is the C loop's."""
+    generate(str(tmp_path), SampleSpec(records=400, segment_size=1 << 20, seed=3))
+    flip(tmp_path / "000000001.log", 5000)
     calls = []
-    py = fastreplay.FastReplay._scan_py
-    monkeypatch.setattr(fastreplay.FastReplay, "_scan_py", lambda self, *a: calls.append(1) or py(self, *a))
-    res = fast_run(discover([str(tmp_path)])[0], T)
-    assert res.records == 50 and fastreplay.KERNEL == kernel
-    assert bool(calls) == (kernel == "python")
+    orig = RecordReader.segment_events
+
+    def spy(self, sd, index, is_newest, **kw):
+        calls.append(kw.get("start"))
+        return orig(self, sd, index, is_newest, **kw)
+    monkeypatch.setattr(RecordReader, "segment_events", spy)
+    res = fast_run(discover([str(tmp_path)])[0], T, through=True)
+    assert res.records == 399 and len(calls) == 1 and calls[0] < 5000
+
+
+def test_without_the_c_kernel_the_reference_runs(tmp_path, monkeypatch):
+    generate(str(tmp_path), SampleSpec(records=50, segment_size=1 << 20, seed=3))
+    log = discover([str(tmp_path)])[0]
+    monkeypatch.setattr(fastreplay, "KERNEL", "python")
+    with pytest.raises(Bail):
+        fast_run(log, T)
+    assert key(run_log(log, T)) == key(run_log(log, T, engine="reference"))
 
 
 def test_gc_is_paused_during_the_run_and_restored(tmp_path, monkeypatch):
@@ -225,12 +258,9 @@ def test_gc_is_paused_during_the_run_and_restored(tmp_path, monkeypatch):
         fast_run(log, T)
         assert not gc.isenabled()
         gc.enable()
-        seg = tmp_path / "000000001.log"
-        data = bytearray(seg.read_bytes())
-        data[100] ^= 1
-        seg.write_bytes(bytes(data))
+        flip(tmp_path / "000000001.log", 100)
         with pytest.raises(Bail):
-            fast_run(discover([str(tmp_path)])[0], T)
+            fast_run(discover([str(tmp_path)])[0], T, through=False)
         assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
@@ -248,3 +278,27 @@ def test_kernel_keeps_limit_findings_and_counts_the_rest(tmp_path, workers, stat
     assert got.counts == ref.counts and got.severities == ref.severities and got.verdict == ref.verdict
     assert len(got.findings) == 7
     assert [(f.code, f.offset) for f in got.findings] == [(f.code, f.offset) for f in ref.findings[:7]]
+
+
+def test_spans_name_the_bytes_of_every_error_for_a_repair_plan(tmp_path):
+    """A refused record (a duplicate add) spans exactly its record; a torn tail spans to the segment's end; the
+    job table of the same pass holds the live jobs (what repair and pack plan from, without a second pass)."""
+    j = IDS[0]
+    add = Command(CmdType.ADD, j, b"q", 1000, 3_600_000, 0, 0, 0, b"body", GO_ZERO_TIME, GoTime.from_unix_ns(T))
+    write_log(tmp_path, [add, add, Command(CmdType.START_ATTEMPT, j)], 1 << 20, None)
+    seg = tmp_path / "000000001.log"
+    with open(seg, "ab") as f:
+        f.write(b"\x01" + bytes(10))                      # a torn tail
+    log = discover([str(tmp_path)])[0]
+    res = fast_run(log, AS_OF, keep=True, through=True)
+    ref = run_log(log, AS_OF, engine="reference")
+    assert key(fast_report(log, res, None)) == key(ref)
+    dup, torn = res.spans
+    recs = [ev for ev in RecordReader(log).events() if isinstance(ev, Record)]
+    assert (dup.finding.code, dup.start, dup.stop) == ("WQ-DUPLICATE-JOB", recs[1].offset,
+                                                       recs[1].offset + recs[1].length)
+    size = seg.stat().st_size
+    assert (torn.finding.code, torn.start, torn.stop) == ("WQ-TRUNCATED", size - 11, size)
+    assert res.seg_records == [3]
+    table = res.state.jobs.table                          # the compact job table (a _kernel.JobTable)
+    assert len(table) == 1 and table.get_row(j)[14] == 4  # leased by the start-attempt after the refused add

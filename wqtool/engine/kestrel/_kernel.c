@@ -1,14 +1,15 @@
 /*
  * wqtool.engine.kestrel._kernel — optional C implementation of the Kestrel fast path's loop (fastreplay.py).
  *
- * KQueue.scan(data, end, path, fno, index, out) does exactly what fastreplay._scan does, in the same order: the
- * same Bail conditions (raises wqtool.engine.kestrel.fastreplay.Bail), the same queue / open transactions / xid
- * counter / op counts / applied, the same findings (built by calling the constructors of kestrel/replay.py and
- * appended through out.append). Items are fixed-size C records (times, xid, where the data lies: file number,
+ * KQueue.scan(data, pos, end, path, fno, index, out) -> (index, pos) applies the records of data[pos:end] as
+ * KestrelReplay (replay.py, the reference) does — the same queue / open transactions / xid counter / op counts /
+ * applied, the same findings (built by calling the constructors of kestrel/replay.py and appended through
+ * out.append) — and returns at the first record it does not take (damage, a legacy opcode, a reused open xid),
+ * untouched, for fastreplay.fast_run to hand to the reference reader. Items are fixed-size C records (times, xid, where the data lies: file number,
  * offset, length) in a pool with a free list; the queue is a ring of item numbers, the open transactions an
  * int32 -> item map that remembers insertion order: memory follows the items still there, never the records.
  * KQueue.export(views, paths, Item) hands them back as Item objects, their data read from the files' views.
- * tests/engine/kestrel/test_fastreplay.py holds it equal to the Python loop and to the reference path.
+ * tests/engine/kestrel/test_fastreplay.py holds it equal to the reference path, damaged journals included.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -195,21 +196,12 @@ static int64_t open_pop(KQueue *k, int32_t x)
 }
 
 /* ---- findings: the constructors of kestrel/replay.py */
-static PyObject *replay_mod, *bail_exc;
+static PyObject *replay_mod;
 
 static int lookups(void)
 {
     if (replay_mod == NULL && (replay_mod = PyImport_ImportModule("wqtool.engine.kestrel.replay")) == NULL)
         return -1;
-    if (bail_exc == NULL) {
-        PyObject *m = PyImport_ImportModule("wqtool.engine.kestrel.fastreplay");
-        if (m == NULL)
-            return -1;
-        bail_exc = PyObject_GetAttrString(m, "Bail");
-        Py_DECREF(m);
-        if (bail_exc == NULL)
-            return -1;
-    }
     return 0;
 }
 
@@ -296,9 +288,11 @@ static int64_t item_add(KQueue *k, const unsigned char *d, Py_ssize_t pos, uint8
 }
 
 PyDoc_STRVAR(scan_doc,
-"scan(data, end, path, fno, index, out) -> int\n\n"
-"fastreplay._scan in C over data[0:end] (file number fno of the set); returns the next record index; raises\n"
-"fastreplay.Bail. Findings go to out.append.");
+"scan(data, pos, end, path, fno, index, out) -> (index, pos)\n\n"
+"The fast path's loop in C over data[pos:end] (file number fno of the set). It stops at the first record it\n"
+"does not take — damage, a legacy opcode, a reused open xid — and returns (index, pos) of that record, nothing\n"
+"of it applied; pos == end: the file is done. fastreplay.fast_run has the reference reader judge that spot (the\n"
+"damage finding and where records resume) and calls scan again there. Findings go to out.append.");
 
 static PyObject *kq_scan(KQueue *k, PyObject *args)
 {
@@ -306,7 +300,8 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
     Py_ssize_t end;
     unsigned int fno;
     long long index;
-    if (!PyArg_ParseTuple(args, "OnOILO:scan", &data, &end, &path, &fno, &index, &out))
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "OnnOILO:scan", &data, &pos, &end, &path, &fno, &index, &out))
         return NULL;
     if (lookups() < 0)
         return NULL;
@@ -314,22 +309,21 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     PyObject *ret = NULL;
-    if (end > view.len || end < 0) {
-        PyErr_SetString(PyExc_ValueError, "end is past the end of data");
+    if (end > view.len || end < 0 || pos < 0) {
+        PyErr_SetString(PyExc_ValueError, "scan: pos before the data or end past its end");
         goto done;
     }
     const unsigned char *d = view.buf;
-    Py_ssize_t pos = 0;
     uint64_t applied = 0;
     while (pos < end) {
         int c = d[pos];
         Py_ssize_t rem = end - pos, nxt;
         if (c == 2) {                                            /* ADDX */
             if (rem < 21)
-                goto bail;
+                goto help;
             int32_t size = le32(d + pos + 1);
             if (size < 16 || size > rem - 5)
-                goto bail;
+                goto help;
             nxt = pos + 5 + size;
             int64_t i = item_add(k, d, pos, 21, size, 0, fno);
             if (i < 0)
@@ -347,13 +341,13 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
             }
         } else if (c == 9 || c == 6 || c == 5 || c == 4) {
             if (rem < 5)
-                goto bail;
+                goto help;
             int32_t xid = le32(d + pos + 1);
             nxt = pos + 5;
             if (c == 9) {                                        /* REMOVE_TENTATIVE_XID */
                 if (k->count) {
                     if (open_find(k, xid) != NULL)
-                        goto bail;                               /* KQ-XID-REUSED: the reference reports it */
+                        goto help;                               /* KQ-XID-REUSED: the reference reports it */
                     uint32_t i = pop_front(k);
                     k->items[i].xid = xid;
                     if (open_put(k, xid, i) < 0)
@@ -390,10 +384,10 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
             }
         } else if (c == 8 || c == 7) {                           /* CONTINUE, ADD_XID */
             if (rem < 25)
-                goto bail;
+                goto help;
             int32_t xid = le32(d + pos + 1), size = le32(d + pos + 5);
             if (size < 16 || size > rem - 9)
-                goto bail;
+                goto help;
             nxt = pos + 9 + size;
             if (c == 8) {
                 if (xid == 0 && f_xid0(out, path, pos, index) < 0)
@@ -413,17 +407,15 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
                 goto done;
             applied++;
         } else {                                                 /* legacy opcodes, or not an opcode */
-            goto bail;
+            goto help;
         }
         k->ops[c]++;
         index++;
         pos = nxt;
     }
+help:
     k->applied += applied;
-    ret = PyLong_FromLongLong(index);
-    goto done;
-bail:
-    PyErr_SetNone(bail_exc);
+    ret = Py_BuildValue("(Ln)", index, pos);
 done:
     PyBuffer_Release(&view);
     return ret;

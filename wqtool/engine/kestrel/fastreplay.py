@@ -1,37 +1,34 @@
-"""The hot path of Kestrel verify/replay for intact journals, proven equal to the reference path.
+"""The Kestrel fast path: verify/replay of a file set in one pass of C, through damage, equal to the reference.
 
 The reference is ``JournalReader`` + ``KestrelReplay`` (reader.py, replay.py): a ``Record`` object per record,
-handed through generators to ``apply``. This path decodes and replays in one loop over each file's bytes into the
-same ``KestrelReplay`` (its queue, open transactions, xid counter, op counts, findings), with items kept as
-tuples until the end (``Item`` objects only for the items still there) — and only for what an intact 2.x journal
-holds: the modern opcodes, removes on an empty queue and unknown xids (warnings). Damage, the legacy opcodes
-(ADD, opcode-3 REMOVE_TENTATIVE: their meaning depends on --kestrel-version), a libkestrel file and a reused
-open xid raise ``Bail`` and the caller runs the reference path over the whole file set.
+handed through generators to ``apply`` — the state machine's rules once in Python. The C loop
+(``_kernel.KQueue.scan``, kestrel/_kernel.c: the same rules once in C; items as fixed-size C records, their data
+left in the files until the end) decodes and replays each file into a queue, open transactions, the xid counter
+and op counts, with ``Item`` objects only for the items still there at the end. Where it meets damage (a record cut
+short, a byte that is no opcode, a negative or absurd size) it stops at that offset; the reference reader names
+the damage there (the same finding, verdict and "valid records resume at") and the loop goes on where it resumes
+— the damage classes read through in one pass, as the reference does. What stays the reference's alone raises
+``Bail`` and the caller runs the reference path over the whole file set: no C kernel (``KERNEL`` "python": where it
+was not built, or ``WQTOOL_PURE_PYTHON=1``), the legacy opcodes (ADD, opcode-3 REMOVE_TENTATIVE: their meaning
+depends on --kestrel-version), a libkestrel file and a reused open xid (invalid history).
 ``tests/engine/kestrel/test_fastreplay.py`` checks with hypothesis that both paths give the same report and
 state digest on random valid, odd and damaged journals.
-
-The loop has two implementations doing exactly the same thing: ``_scan`` below and the optional C extension
-``_kernel.KQueue.scan`` (kestrel/_kernel.c: items as fixed-size C records, the data left in the files until the
-end), used when it is built unless ``WQTOOL_PURE_PYTHON=1``; ``KERNEL`` says which.
 """
 from __future__ import annotations
 
 import mmap
 import os
-import struct
 from collections import Counter, deque
 from contextlib import ExitStack
 
 from ...formats.kestrel import LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC
 from ..fileio import FileView
-from ..findings import Finding
+from ..findings import Finding, Verdict
 from ..run import FindingSink, LogReport
-from . import fastpath
-from .reader import FileSet
-from .replay import (_CONTINUE_UNKNOWN, Item, KestrelReplay, KestrelState, continue_xid0_finding, empty_finding,
-                     unknown_xid_finding)
+from .fastpath import Damage, decode_fields
+from .reader import ROLE_EXPLICIT, ROLE_LIVE, FileSet, JournalReader
+from .replay import Item, KestrelReplay, KestrelState
 
-_I32, _IQQ, _IIQQ = (s.unpack_from for s in (fastpath._I32, fastpath._IQQ, fastpath._IIQQ))   # one set of layouts
 _MAGICS = (LIBKESTREL_WRITER_MAGIC, LIBKESTREL_READER_MAGIC)
 
 
@@ -41,9 +38,9 @@ class Bail(Exception):
 
 try:
     from . import _kernel
-except ImportError:          # not built: the Python loop does the work
+except ImportError:          # not built: the reference path does the work
     _kernel = None
-#: "c" or "python": the loop fast_run uses (tests switch it)
+#: "c" or "python" (none: fast_run raises Bail, the reference runs; tests switch it)
 KERNEL = "c" if _kernel is not None and os.environ.get("WQTOOL_PURE_PYTHON", "") in ("", "0") else "python"
 
 
@@ -54,54 +51,68 @@ class _Findings(list):
         super().__init__()
         self.limit = limit
         self.overflow: Counter = Counter()
+        self.verdicts: set = set()          # what the report needs of the errors only counted
+        self.last_good: tuple | None = None
 
     def append(self, f: Finding) -> None:
         if self.limit is None or len(self) < self.limit:
             list.append(self, f)
         else:
             self.overflow[(f.code, f.severity)] += 1
+            if f.verdict:
+                self.verdicts.add(f.verdict)
+                if f.verdict == Verdict.TORN_TAIL:
+                    self.last_good = (f.path, f.last_good_offset)
 
 
 def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
-             kestrel_version: str | None = None, no_checksum: Finding | None = None) -> LogReport:
-    """verify + replay of an intact file set (``verify.run_log`` without ``on_record``); raises Bail."""
+             kestrel_version: str | None = None, no_checksum: Finding | None = None, resync: bool = True) -> LogReport:
+    """verify + replay of a file set (``verify.run_log`` without ``on_record``), through damage (``resync``: as the
+    reference reader, read on where records resume, else stop reading the file); raises Bail."""
+    if KERNEL != "c":
+        raise Bail
     rp = KestrelReplay(as_of_ns, version=kestrel_version or fileset.kestrel_version)
     found = _Findings(limit)
     for f in fileset.findings:
         found.append(f)
     index = nbytes = segments = 0
     paths: list[str] = []
-    if KERNEL == "c":
-        with ExitStack() as stack:      # the items' data stays in the files until the end
-            kq = _kernel.KQueue()
-            views = []
-            for jf in fileset.files:
-                sd = stack.enter_context(FileView(jf))
-                views.append(sd.data)
-                segments += 1
-                nbytes += sd.size
-                paths.append(sd.path)
-                if sd.size >= 4 and bytes(sd.data[:4]) in _MAGICS:
-                    raise Bail
-                index = kq.scan(sd.data, sd.size, sd.path, len(paths) - 1, index, found)
-                if isinstance(sd.data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-                    sd.data.madvise(mmap.MADV_DONTNEED)   # out of our RSS (still cached): the live items' pages
-                                                          # come back when their data is read at the end
-            q, o, rp.counter, rp.op_counts, rp.applied = kq.export(views, paths, Item)
-            rp.queue = deque(q)
-            rp.open = dict(o)
-    else:
-        queue: deque = deque()
-        opened: dict[int, tuple] = {}
+    reader = JournalReader(fileset, resync=resync)    # names the damage the C loop stops at
+    newest = fileset.files[-1] if fileset.files else None
+    with ExitStack() as stack:      # the items' data stays in the files until the end
+        kq = _kernel.KQueue()
+        views = []
         for jf in fileset.files:
-            with FileView(jf) as sd:
-                segments += 1
-                nbytes += sd.size
-                paths.append(sd.path)
-                index = _scan(rp, queue, opened, sd.data, sd.size, sd.path, len(paths) - 1, index, found)
-        # the items still there, as Item objects (xid: the one they were opened with, else what ADD_XID stored)
-        rp.queue = deque(Item(a, e, d, x, paths[f], o) for a, e, d, x, o, f in queue)
-        rp.open = {k: Item(a, e, d, x, paths[f], o) for k, (a, e, d, x, o, f) in opened.items()}
+            sd = stack.enter_context(FileView(jf))
+            views.append(sd.data)
+            segments += 1
+            nbytes += sd.size
+            paths.append(sd.path)
+            data, end = sd.data, sd.size
+            if end >= 4 and bytes(data[:4]) in _MAGICS:
+                raise Bail
+            is_live = jf is newest and jf.role in (ROLE_LIVE, ROLE_EXPLICIT)
+            pos = 0
+            while True:
+                index, pos = kq.scan(data, pos, end, sd.path, len(paths) - 1, index, found)
+                if pos >= end:
+                    break
+                try:
+                    decode_fields(data, pos, end)
+                except Damage as d:
+                    f = reader._damage(d, data, pos, end, sd.path, index, is_live, newest)
+                    found.append(f)
+                    if f.resumes_at is None:
+                        break
+                    pos = f.resumes_at
+                    continue
+                raise Bail                    # a whole record the loop does not take (legacy opcode, reused xid)
+            if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                data.madvise(mmap.MADV_DONTNEED)   # out of our RSS (still cached): the live items' pages
+                                                   # come back when their data is read at the end
+        q, o, rp.counter, rp.op_counts, rp.applied = kq.export(views, paths, Item)
+        rp.queue = deque(q)
+        rp.open = dict(o)
     rp.records = index
     rp.findings = []
     state = rp.finish(keep_open=keep_open)
@@ -118,108 +129,11 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
     for (code, severity), n in found.overflow.items():
         report.counts[code] += n
         report.severities[severity] += n
+    sink.verdicts |= found.verdicts
+    if found.last_good is not None:
+        report.last_good = found.last_good
     sink.close()
     return report
-
-
-def _scan(rp: KestrelReplay, queue: deque, opened: dict, data, end: int, path: str, fno: int, index: int,
-          out: _Findings) -> int:  # noqa: C901 — the hot loop
-    """Decode and apply ``data[0:end]``; returns the next record index. Items are (add_time, expiry, data, xid,
-    offset, file number)."""
-    if end >= 4 and bytes(data[:4]) in _MAGICS:
-        raise Bail
-    counts = rp.op_counts
-    applied = 0
-    append, popleft, appendleft = queue.append, queue.popleft, queue.appendleft
-    pop = opened.pop
-    i32, iqq, iiqq = _I32, _IQQ, _IIQQ
-    pos = 0
-    try:
-        while pos < end:
-            c = data[pos]
-            rem = end - pos
-            if c == 2:                                   # ADDX
-                if rem < 5:
-                    raise Bail
-                size, add_time, expiry = iqq(data, pos + 1)
-                if size < 16 or size > rem - 5:
-                    raise Bail
-                nxt = pos + 5 + size
-                append((add_time, expiry, bytes(data[pos + 21:nxt]), 0, pos, fno))
-                applied += 1
-            elif c == 1:                                 # REMOVE
-                nxt = pos + 1
-                if queue:
-                    popleft()
-                    applied += 1
-                else:
-                    out.append(empty_finding(path, pos, index, "REMOVE"))
-            elif c == 9:                                 # REMOVE_TENTATIVE_XID
-                if rem < 5:
-                    raise Bail
-                xid = i32(data, pos + 1)[0]
-                nxt = pos + 5
-                if queue:
-                    if xid in opened:
-                        raise Bail                       # KQ-XID-REUSED: an error, the reference reports it
-                    a, e, d, _, o, f = popleft()
-                    opened[xid] = (a, e, d, xid, o, f)
-                    rp.counter = xid
-                    applied += 1
-                else:
-                    rp.counter = xid
-                    out.append(empty_finding(path, pos, index, f"REMOVE_TENTATIVE_XID {xid}"))
-            elif c == 6:                                 # CONFIRM_REMOVE
-                if rem < 5:
-                    raise Bail
-                xid = i32(data, pos + 1)[0]
-                nxt = pos + 5
-                if pop(xid, None) is None:
-                    out.append(unknown_xid_finding(path, pos, index, "CONFIRM_REMOVE", xid))
-                else:
-                    applied += 1
-            elif c == 5:                                 # UNREMOVE
-                if rem < 5:
-                    raise Bail
-                xid = i32(data, pos + 1)[0]
-                nxt = pos + 5
-                item = pop(xid, None)
-                if item is None:
-                    out.append(unknown_xid_finding(path, pos, index, "UNREMOVE", xid))
-                else:
-                    appendleft(item)
-                    applied += 1
-            elif c == 8 or c == 7:                       # CONTINUE, ADD_XID
-                if rem < 25:                             # too short for any valid item
-                    raise Bail
-                xid, size, add_time, expiry = iiqq(data, pos + 1)
-                if size < 16 or size > rem - 9:
-                    raise Bail
-                nxt = pos + 9 + size
-                if c == 8:
-                    if xid == 0:
-                        out.append(continue_xid0_finding(path, pos, index))
-                    if pop(xid, None) is None:
-                        out.append(unknown_xid_finding(path, pos, index, "CONTINUE", xid, *_CONTINUE_UNKNOWN))
-                    append((add_time, expiry, bytes(data[pos + 25:nxt]), 0, pos, fno))
-                else:
-                    append((add_time, expiry, bytes(data[pos + 25:nxt]), xid, pos, fno))
-                applied += 1
-            elif c == 4:                                 # SAVE_XID
-                if rem < 5:
-                    raise Bail
-                rp.counter = i32(data, pos + 1)[0]
-                nxt = pos + 5
-                applied += 1
-            else:                                        # legacy ADD / REMOVE_TENTATIVE, or not an opcode
-                raise Bail
-            counts[c] += 1
-            index += 1
-            pos = nxt
-    except (IndexError, struct.error):
-        raise Bail from None
-    rp.applied += applied
-    return index
 
 
 __all__ = ["Bail", "KestrelState", "fast_run"]

@@ -47,12 +47,13 @@ def run_log(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_o
 
     Returns a ``wqtool.engine.verify.LogReport`` whose ``state`` is a ``KestrelState`` (``.digest()``,
     ``.sorted_items()``, ``.queue``, ``.open``). ``on_record(record)`` is called after each record is applied.
-    Without ``on_record`` an intact journal goes through the fused fast path (fastreplay.py), with the same result.
+    Without ``on_record`` the journal goes through the fused fast path (fastreplay.py: C, through damage), with
+    the same result.
     """
     if on_record is None:
         try:
             return fast_run(fileset, as_of_ns, limit=limit, keep_open=keep_open, kestrel_version=kestrel_version,
-                            no_checksum=NO_CHECKSUM)
+                            no_checksum=NO_CHECKSUM, resync=resync)
         except Bail:
             pass
     run = KestrelRun(fileset, as_of_ns, limit=limit, keep_open=keep_open, kestrel_version=kestrel_version,

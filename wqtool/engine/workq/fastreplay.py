@@ -1,52 +1,49 @@
-"""The hot kernel of verify/replay for intact logs, proven equal to the reference path.
+"""The workq kernel: verify/replay of a whole log in one pass of C, through damage, equal to the reference path.
 
-The reference path is ``RecordReader`` + ``WorkqReplay`` (reader.py, replay.py): readable, complete, and
-the specification. This kernel runs the same framing, CRC-32C and job state machine in one tight loop over
-each segment into the compact job state (jobtable.py: a fixed-size row per live job, no payloads; no Python
-object per job with the C kernel), and only for what an intact log contains: clean
-records, records of jobs that are not live (WQ-UNKNOWN-JOB) and adds already expired at as-of
-(WQ-ADD-EXPIRED). Anything else — damage, an undecodable payload, an impossible history, an unusual field —
-raises ``Bail``, and the caller runs the reference path over the whole log, which reports it precisely.
-``tests/engine/test_fastreplay.py`` checks with hypothesis that both paths give the same findings, exit
-code, counts and state digest on random valid, invalid and damaged logs.
+The reference path is ``RecordReader`` + ``WorkqReplay`` (reader.py, replay.py): readable, complete, and the
+specification — the job state machine's rules live there once in Python, and once in C (``_kernel.scan``,
+kernel/scan.c). The kernel frames, checks and replays each segment in C into the compact job state (jobtable.py:
+a fixed-size row per live job, no payloads, no Python object per job). Every record the C loop does not take
+whole — damage (a bad CRC, SIZE, time version, a truncation), a payload that does not decode, an impossible
+history (a refused record), an unusual field, the first zone offset of a segment — comes back here at its offset,
+untouched; the reference reader reads that one spot (the same finding, code, offset, "valid records resume at"),
+the reference replay applies that one record to its job (taken from the table and put back), and the C loop goes
+on where the reference stopped. So a damaged log costs one pass, like an intact one, and says exactly what the
+reference says. ``tests/engine/workq/test_kernel_c.py`` and ``test_fastreplay.py`` hold kernel == reference on
+random valid, invalid and damaged logs (bit flips, every truncation offset, hostile sizes).
 
-With ``nparts > 1`` each process handles the jobs whose id's last byte falls in its partition (a job's
-state depends only on its own records, in log order): every process frames every record, but checks CRCs
-and replays only its own share; findings merge back into file order.
+``Bail`` is left for what the kernel cannot hold: no C kernel (built where a compiler was available; forced off
+with ``WQTOOL_PURE_PYTHON=1``: ``KERNEL`` is then "python" and every caller runs the reference path), a time
+outside int64 ns or an attempt count beyond uint32 in a live job, a ``stats`` pass over an undecodable record,
+and — only when a caller asks for an intact log (``through=False``) — the first error finding.
 
-The loop (``FastReplay._scan``) has two implementations doing exactly the same thing: ``_scan_py`` below, over a
-``PyJobTable``, and the optional C extension ``_kernel.scan`` over a ``_kernel.JobTable`` (_kernel.c, built by
-setup.py where a compiler exists). A FastReplay takes the C one when it is importable, unless
-``WQTOOL_PURE_PYTHON=1``; ``KERNEL`` says which ("c" or "python"). tests/engine/test_kernel_c.py compares the two
-directly, on random and hostile bytes. With ``stats=True`` the same pass also collects what ``wqtool stats`` needs
-of every record (``fr.stats``: records and bytes per command, time span, distinct job ids).
+One pass gives what a repair plans from (``FastResult``): the findings in file order, ``spans`` — the byte range
+of every error (damage: ``[offset, resumes_at)`` or to the segment's end; a refused record: the record; a bad
+header: the header or the file) — the records read per segment (``seg_records``), and with ``keep=True`` the
+replayed state over the compact job table (``state.jobs.table``: a ``_kernel.JobTable``).
+
+With ``nparts > 1`` each process handles the jobs whose id's last byte falls in its partition (a job's state
+depends only on its own records, in log order): every process frames and checks every record (so all resynchronise
+on the same damage; process 0 reports it), and replays only its own share; findings merge back into file order.
+With ``stats=True`` the same pass also collects what ``wqtool stats`` needs of every record (``fr.stats``: records
+and bytes per command, time span, distinct job ids).
 """
 from __future__ import annotations
 
 import gc
 import os
-import struct
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from google_crc32c import value as _crc
+from ...formats.workq import HEADER_SIZE, JOB_ID_SIZE, CmdType
+from ..findings import ERROR, Finding, Verdict
+from .jobtable import K_ATT, K_RES, K_STATE, PyJobTable, PyScanStats
+from .model import Record
+from .reader import FileView, LogSet, RecordReader, header_finding
+from .replay import CompactJobs, ReplayState, WorkqReplay, closing_notes, expired_finding, unknown_job_finding
 
-from ...formats.workq import (RECORD_CRC_STRUCT, MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, NAME_RE, SIZE_CAP,
-                             CmdType)
-from ...formats._common import GO_TIME_STRUCT, UNIX_TO_INTERNAL
-from ..findings import Finding
-from .jobtable import INT64_MAX, INT64_MIN, UINT32_MAX, PyJobTable, PyScanStats
-from .reader import LogSet, FileView, header_finding
-from .replay import CompactJobs, ReplayState, closing_notes, expired_finding, unknown_job_finding
-
-_U32 = RECORD_CRC_STRUCT.unpack_from
-_TIME = GO_TIME_STRUCT.unpack_from
-_CMDS = {int(c): c for c in CmdType}
-_NAME_MATCH = NAME_RE.match
-_NS = 1_000_000_000
-_UNIX_NS = UNIX_TO_INTERNAL * _NS
-
+__all__ = ["Bail", "FastReplay", "FastResult", "Span", "fast_run", "finish_state", "KERNEL"]
 
 class CappedFindings(list):
     """The kernel's findings: the first ``limit`` (seg_no, Finding) pairs, and only a count (by code and
@@ -57,13 +54,22 @@ class CappedFindings(list):
         super().__init__()
         self.limit = limit
         self.overflow: Counter = Counter()
+        self.verdicts: set = set()          # the verdicts of the findings only counted (errors past the cap)
+        self.last_good: tuple | None = None  # a torn tail's (path, last good offset), when it is past the cap
 
     def append(self, item) -> None:
         if self.limit is None or len(self) < self.limit:
             list.append(self, item)
         else:
-            f = item[1]
-            self.overflow[(f.code, f.severity)] += 1
+            self.spill(item[1])
+
+    def spill(self, f: Finding) -> None:
+        """Count ``f`` without keeping it (what the report still needs of it: its verdict, a torn tail's offset)."""
+        self.overflow[(f.code, f.severity)] += 1
+        if f.verdict:
+            self.verdicts.add(f.verdict)
+            if f.verdict == Verdict.TORN_TAIL:
+                self.last_good = (f.path, f.last_good_offset)
 
     def full(self) -> bool:
         return self.limit is not None and len(self) >= self.limit
@@ -74,16 +80,19 @@ class CappedFindings(list):
 
 
 class Bail(Exception):
-    """The kernel met something only the reference path reports precisely."""
+    """The kernel cannot take this log (see the module docstring): the caller runs the reference path."""
 
 
 try:
     from . import _kernel
-except ImportError:          # not built (no compiler at install time): the Python loop does the work
+except ImportError:          # not built (no compiler at install time): the reference path does the work
     _kernel = None
 _C_SCAN = None if _kernel is None or os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0") else _kernel.scan
-#: "c" or "python": the kernel a new FastReplay runs (tests switch it)
+#: "c" or "python": the kernel a new FastReplay runs ("python": none, FastReplay.run raises Bail; tests switch it)
 KERNEL = "c" if _C_SCAN is not None else "python"
+
+#: the C loop builds its findings with unknown_job_finding / expired_finding(path, pos, index, _CMDS[c], ...)
+_CMDS = {int(c): c for c in CmdType}
 
 
 def new_table(kernel: str | None = None):
@@ -91,33 +100,33 @@ def new_table(kernel: str | None = None):
     return _kernel.JobTable() if (kernel or KERNEL) == "c" else PyJobTable()
 
 
-def _uvarint(data, p: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    for i in range(10):
-        if p >= end:
-            raise Bail
-        c = data[p]
-        p += 1
-        if c < 0x80:
-            if i == 9 and c > 1:
-                raise Bail
-            return result | (c << shift), p
-        result |= (c & 0x7F) << shift
-        shift += 7
-    raise Bail
+@dataclass(frozen=True, slots=True)
+class Span:
+    """The bytes behind one error finding: ``[start, stop)`` of segment ``seg_no`` (``path``).
+
+    damage (WQ-CRC, WQ-TRUNCATED, WQ-SIZE-*, WQ-TIME-VERSION): from the damaged record to where valid records
+    resume (``finding.resumes_at``), or to the segment's end; a refused record (an exit-4 or payload finding): the
+    record; a bad header: its 8 bytes (WQ-HDR-MAGIC/-VERSION; the records after it are read) or the whole file
+    (WQ-HDR-EMPTY/-SHORT)."""
+
+    seg_no: int
+    path: str
+    start: int
+    stop: int
+    finding: Finding
 
 
 class FastReplay:
     """One pass of the kernel over one log (or one partition of its jobs)."""
 
     def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False,
-                 limit: int | None = None, stats: bool = False, kernel: str | None = None):
+                 limit: int | None = None, stats: bool = False, kernel: str | None = None, through: bool = False):
         self.log = log
         self.as_of_ns = as_of_ns
         self.part = part
         self.nparts = nparts
         self.keep = keep            # keep the results (replay's state); verify needs only the states
+        self.through = through      # read through errors (else: Bail at the first one)
         self.kernel = kernel or KERNEL
         if self.kernel == "c":
             self.jobs = _kernel.JobTable()
@@ -131,10 +140,16 @@ class FastReplay:
         self.bytes = 0
         self.segments = 0
         self.sizes: list[int] = []      # bytes read of each segment (what a second pass may read: dump)
-        self.seg_records: list[int] = []   # records framed in each segment (a one-pass repair plan's kept ranges)
+        self.spans: list[Span] = []     # the byte range of every error finding (this partition's)
+        self.seg_records: list[int] = []  # records read in each segment
+        self._reader = RecordReader(log)
+        self._replay = WorkqReplay(as_of_ns)
+        self._view = CompactJobs(self.jobs, [s.path for s in log.segments], as_of_ns)
 
     def run(self) -> None:
         """Raises Bail when the log needs the reference path."""
+        if self.kernel != "c":
+            raise Bail
         index = 0
         newest = self.log.newest
         for seg_no, seg in enumerate(self.log.segments):
@@ -142,287 +157,100 @@ class FastReplay:
                 self.segments += 1
                 self.bytes += sd.size
                 self.sizes.append(sd.size)
-                f, scan = header_finding(sd, index, seg is newest)
-                if f is not None:
-                    if f.severity == "error":
-                        raise Bail
-                    if self.part == 0:
-                        self.findings.append((seg_no, f))
                 first = index
+                is_newest = seg is newest
+                f, scan = header_finding(sd, index, is_newest)
+                if f is not None:
+                    if f.severity == ERROR:
+                        self._error(seg_no, f, 0, HEADER_SIZE if scan else sd.size, self.part == 0)
+                    elif self.part == 0:
+                        self.findings.append((seg_no, f))
                 if scan:
-                    try:
-                        index = self._scan(sd.data, sd.size, sd.path, index, seg_no)
-                    except (IndexError, struct.error):
-                        raise Bail from None
+                    index = self._segment(sd, seg_no, index, is_newest)
                 self.seg_records.append(index - first)
         self.records = index
 
-    def _scan(self, data, end: int, path: str, index: int, seg_no: int) -> int:
-        """Frame, check and replay the records of ``data[8:end]``; returns the next record index."""
-        if self.kernel == "c":
-            if end > len(data):     # never from FileView; run() turns it into Bail, as the Python loop's IndexError
-                raise IndexError("end is past the end of data")
-            return _kernel.scan(self, data, end, path, index, seg_no)
-        return self._scan_py(data, end, path, index, seg_no)
+    def _segment(self, sd: FileView, seg_no: int, index: int, is_newest: bool) -> int:
+        """The C loop over one segment; what it hands back goes to the reference, one record or damage at a time."""
+        data, end, path = sd.data, sd.size, sd.path
+        scan = _kernel.scan
+        pos, zone = HEADER_SIZE, False
+        while True:
+            index, pos = scan(self, data, pos, end, path, index, seg_no, zone)
+            if pos >= end:
+                return index
+            for ev in self._reader.segment_events(sd, index, is_newest, start=pos, zone_warned=zone):
+                if ev.__class__ is Record:
+                    self._record(ev, data, seg_no)
+                    index += 1
+                    pos = ev.offset + ev.length
+                    break
+                if ev.code == "WQ-ZONE":           # the reader's warning, then the record itself
+                    zone = True
+                    if self.part == 0:
+                        self.findings.append((seg_no, ev))
+                    continue
+                stop = end if ev.resumes_at is None else ev.resumes_at
+                self._error(seg_no, ev, pos, stop, self.part == 0)
+                pos = stop
+                break
+            else:                                  # (the reader always yields at a spot the C loop hands back)
+                raise AssertionError(f"no event at {path}@0x{pos:x}")
 
-    def _scan_py(self, data, end: int, path: str, index: int, seg_no: int) -> int:  # noqa: C901 — the hot loop
+    def _error(self, seg_no: int, f: Finding, start: int, stop: int, mine: bool) -> None:
+        if not self.through:
+            raise Bail
+        if mine:
+            self.findings.append((seg_no, f))
+            self.spans.append(Span(seg_no, f.path, start, stop, f))
+
+    def _record(self, rec: Record, data, seg_no: int) -> None:
+        """One whole record the C loop handed back, through the reference replay, on its job's row."""
+        nparts = self.nparts
+        if nparts > 1:
+            size = rec.size
+            owner = data[rec.offset + rec.length - 4 - size + JOB_ID_SIZE] % nparts if size > JOB_ID_SIZE else 0
+            if owner != self.part:
+                return
+        c = rec.command
+        if self.stats is not None:
+            if c is None:      # "(undecodable)": a kind the kernel's stats do not count
+                raise Bail
+            self.stats.add(int(c.cmd), rec.length, rec.time.unix_ns, c.job_id)
+        jid = c.job_id if c is not None else None
         table = self.jobs
-        jobs = table.d
-        jobs_get = jobs.get
-        names = table.names
-        stats = self.stats
+        row = table.get_row(jid) if jid is not None else None
+        rp = self._replay
+        rp.jobs = {} if row is None else {jid: self._view._job(jid, row)}
+        rp.applied = 0
+        rp.apply(rec)
+        self.applied += rp.applied
+        for f in rp.findings:
+            if f.severity == ERROR:
+                self._error(seg_no, f, rec.offset, rec.offset + rec.length, True)
+            else:
+                self.findings.append((seg_no, f))
+        rp.findings.clear()
+        if jid is None:
+            return
+        j = rp.jobs.get(jid)
+        if j is None:
+            if row is not None:
+                table.delete(jid)
+            return
         keep = self.keep
-        out = self.findings.append
-        full = self.findings.full
-        over = self.findings.over
-        as_of = self.as_of_ns
-        part, nparts = self.part, self.nparts
-        crc, u32, tunp, uvar = _crc, _U32, _TIME, _uvarint
-        applied = 0
-        pos = 8
-        while pos < end:
-            if end - pos < 20 or data[pos] != 1:
-                raise Bail
-            s = data[pos + 15]
-            if s < 0x80:
-                q = pos + 16
-            else:
-                s, q = uvar(data, pos + 15, pos + 19)
-                if s > SIZE_CAP:
-                    raise Bail
-            pend = q + s
-            nxt = pend + 4
-            if nxt > end or s < 17:
-                raise Bail
-            if nparts > 1 and data[q + 16] % nparts != part:
-                index += 1
-                pos = nxt
-                continue
-            if crc(data[pos:pend]) != u32(data, pend)[0] or data[pos + 13] != 255 or data[pos + 14] != 255:
-                raise Bail
-            c = data[q]
-            if stats is not None and 1 <= c <= 8:
-                _, tsec, tnsec, _ = tunp(data, pos)
-                tr = tsec * _NS - _UNIX_NS + tnsec
-                stats.n_records[c] += 1
-                stats.n_bytes[c] += nxt - pos
-                if stats.first is None or tr < stats.first:
-                    stats.first = tr
-                if stats.last is None or tr > stats.last:
-                    stats.last = tr
-                # the distinct job ids: added below for adds and for records of jobs not in the table (a job in
-                # the table came from an add of this pass, whose id is in already)
-            if c >= 5:
-                if c > 8 or s != 17:
-                    raise Bail
-                jid = data[q + 1:q + 17]
-                v = jobs_get(jid)
-                if v is None:
-                    if stats is not None:
-                        stats.id_set.add(jid)
-                    if full():
-                        over("WQ-UNKNOWN-JOB")
-                    else:
-                        out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
-                elif c <= 6:                      # delete, expire
-                    del jobs[jid]
-                    applied += 1
-                elif c == 7:                      # start-attempt
-                    st = v[14]
-                    if st == 4 or st == 1 or st == 2:
-                        raise Bail
-                    ma = v[5]
-                    if ma and v[15] >= ma:
-                        raise Bail
-                    if v[15] >= UINT32_MAX:
-                        raise Bail
-                    v[14] = 4
-                    v[15] += 1
-                    applied += 1
-                else:                             # timeout-attempt
-                    applied += 1
-                    st = v[14]
-                    if st != 1 and st != 2:
-                        ma = v[5]
-                        if ma and v[15] >= ma:
-                            v[14] = 2
-                            if keep:
-                                v[16] = b""
-                        else:
-                            v[14] = 3
-            elif c >= 3:                          # complete, fail
-                r = data[q + 17]
-                if r < 0x80:
-                    rs = q + 18
-                else:
-                    r, rs = uvar(data, q + 17, pend)
-                if rs + r != pend or r > MAX_RESULT_BYTES:
-                    raise Bail
-                jid = data[q + 1:q + 17]
-                if jid[6] >> 4 != 4 or jid[8] & 0xC0 != 0x80:
-                    raise Bail
-                v = jobs_get(jid)
-                if v is None:
-                    if stats is not None:
-                        stats.id_set.add(jid)
-                    if full():
-                        over("WQ-UNKNOWN-JOB")
-                    else:
-                        out((seg_no, unknown_job_finding(path, pos, index, _CMDS[c], jid)))
-                else:
-                    st = v[14]
-                    if st == 1 or st == 2:
-                        raise Bail
-                    v[14] = 1 if c == 3 else 2
-                    if keep:
-                        v[16] = bytes(data[rs:pend])
-                    applied += 1
-            elif c >= 1:                          # add, schedule
-                p = q + 17
-                n = data[p]
-                p += 1
-                if n >= 0x80:
-                    n &= 0x7F
-                    sh = 7
-                    while True:
-                        b = data[p]
-                        p += 1
-                        n |= (b & 0x7F) << sh
-                        if b < 0x80:
-                            break
-                        sh += 7
-                        if sh > 56:
-                            raise Bail
-                name = data[p:p + n]
-                p += n
-                ttr = data[p]
-                p += 1
-                if ttr >= 0x80:
-                    ttr &= 0x7F
-                    sh = 7
-                    while True:
-                        b = data[p]
-                        p += 1
-                        ttr |= (b & 0x7F) << sh
-                        if b < 0x80:
-                            break
-                        sh += 7
-                        if sh > 56:
-                            raise Bail
-                ttl = data[p]
-                p += 1
-                if ttl >= 0x80:
-                    ttl &= 0x7F
-                    sh = 7
-                    while True:
-                        b = data[p]
-                        p += 1
-                        ttl |= (b & 0x7F) << sh
-                        if b < 0x80:
-                            break
-                        sh += 7
-                        if sh > 56:
-                            raise Bail
-                zz = data[p]
-                p += 1
-                if zz >= 0x80:
-                    zz &= 0x7F
-                    sh = 7
-                    while True:
-                        b = data[p]
-                        p += 1
-                        zz |= (b & 0x7F) << sh
-                        if b < 0x80:
-                            break
-                        sh += 7
-                        if sh > 56:
-                            raise Bail
-                ma = data[p]
-                p += 1
-                if ma >= 0x80:
-                    ma &= 0x7F
-                    sh = 7
-                    while True:
-                        b = data[p]
-                        p += 1
-                        ma |= (b & 0x7F) << sh
-                        if b < 0x80:
-                            break
-                        sh += 7
-                        if sh > 56:
-                            raise Bail
-                mf = data[p]
-                p += 1
-                if mf >= 0x80:
-                    mf &= 0x7F
-                    sh = 7
-                    while True:
-                        b = data[p]
-                        p += 1
-                        mf |= (b & 0x7F) << sh
-                        if b < 0x80:
-                            break
-                        sh += 7
-                        if sh > 56:
-                            raise Bail
-                plen = data[p]
-                p += 1
-                if plen >= 0x80:
-                    plen &= 0x7F
-                    sh = 7
-                    while True:
-                        b = data[p]
-                        p += 1
-                        plen |= (b & 0x7F) << sh
-                        if b < 0x80:
-                            break
-                        sh += 7
-                        if sh > 56:
-                            raise Bail
-                p += plen
-                if p + 30 != pend:
-                    raise Bail
-                tver, tsec, tnsec, tzone = tunp(data, p)
-                cver, csec, cnsec, czone = tunp(data, p + 15)
-                if tver != 1 or cver != 1:
-                    raise Bail
-                if stats is not None:
-                    stats.id_set.add(data[q + 1:q + 17])
-                if c == 1:
-                    log_exp = csec * _NS - _UNIX_NS + cnsec + ttl * 1_000_000
-                else:
-                    log_exp = tsec * _NS - _UNIX_NS + tnsec + ttl * 1_000_000
-                jid = data[q + 1:q + 17]
-                if log_exp <= as_of:
-                    if full():
-                        over("WQ-ADD-EXPIRED")
-                    else:
-                        out((seg_no, expired_finding(path, pos, index, _CMDS[c], log_exp, jid)))
-                else:
-                    prio = (zz >> 1) ^ -(zz & 1)
-                    if (jid[6] >> 4 != 4 or jid[8] & 0xC0 != 0x80 or not _NAME_MATCH(name)
-                            or not 1 <= ttr <= MAX_TTR_MS or not 1 <= ttl <= MAX_TTL_MS or plen > MAX_PAYLOAD_BYTES
-                            or not -2147483648 <= prio <= 2147483647 or ma > 255 or jid in jobs):
-                        raise Bail
-                    created = csec * _NS - _UNIX_NS + cnsec
-                    sched = None if c == 1 else tsec * _NS - _UNIX_NS + tnsec
-                    # the compact state keeps times as int64 ns (years 1678..2262): others go the reference way
-                    if (not INT64_MIN <= created <= INT64_MAX or not INT64_MIN <= log_exp <= INT64_MAX
-                            or (sched is not None and not INT64_MIN <= sched <= INT64_MAX)):
-                        raise Bail
-                    nm = names.get(name)
-                    if nm is None:
-                        nm = names[name] = name.decode("ascii")
-                    pl0 = pend - 30 - plen
-                    jobs[jid] = [c, nm, ttr, ttl, prio, ma, mf & 0xFF, created, sched, log_exp, plen,
-                                 crc(data[pl0:pl0 + plen]) if keep else 0, seg_no, pos, 0, 0, None]
-                    applied += 1
-            else:
-                raise Bail
-            index += 1
-            pos = nxt
-        self.applied += applied
-        return index
+        if row is None:
+            new = (int(j.kind), j.name, j.ttr, j.ttl, j.priority, j.max_attempts, j.max_fails, j.created_ns,
+                   j.scheduled_ns, j.log_expires_ns, j.payload_len, j.payload_crc if keep else 0, seg_no,
+                   j.src_offset, int(j.state), j.attempts, j.result if keep else None)
+        elif (j.state, j.attempts, j.result) == (row[K_STATE], row[K_ATT], row[K_RES]):
+            return
+        else:
+            new = row[:K_STATE] + (int(j.state), j.attempts, j.result if keep else row[K_RES])
+        try:
+            table.put(jid, new)
+        except (OverflowError, ValueError):    # beyond what a row holds (int64 ns times, uint32 attempts)
+            raise Bail from None
 
 
 def finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
@@ -448,18 +276,22 @@ class FastResult:
     overflow: Counter = field(default_factory=Counter)   # (code, severity) -> findings counted, not kept
     stats: object | None = None    # with stats=True: the ScanStats / PyScanStats of the pass
     sizes: list[int] = field(default_factory=list)       # the bytes read of each segment
-    seg_records: list[int] = field(default_factory=list)  # the records framed in each segment
+    spans: list[Span] = field(default_factory=list)      # the bytes behind each error finding, in file order
+    verdicts: set = field(default_factory=set)           # the verdicts of errors counted in overflow
+    last_good: tuple | None = None                       # a torn tail counted in overflow: (path, offset)
+    seg_records: list[int] = field(default_factory=list)  # the records read in each segment
 
 
 def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
-             limit: int | None = None, stats: bool = False) -> FastResult:
-    """Verify/replay one intact log with the kernel, over ``nparts`` processes (keep=False, stats=False only).
+             limit: int | None = None, stats: bool = False, through: bool = False) -> FastResult:
+    """Verify/replay one log with the kernel, over ``nparts`` processes (keep=False, stats=False only).
 
-    Raises Bail when the log needs the reference path."""
+    ``through``: read through damage and refused records (the findings and ``spans`` say what and where); else
+    the log must be free of errors (Bail at the first). Raises Bail when the log needs the reference path."""
     if nparts > 1 and not keep and not stats:
-        return _parallel(log, as_of_ns, nparts, limit)
+        return _parallel(log, as_of_ns, nparts, limit, through)
     with gc_paused():
-        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit, stats=stats)
+        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit, stats=stats, through=through)
         fr.run()
         findings = list(log.findings) + [f for _, f in fr.findings]
         if keep:
@@ -468,7 +300,8 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
             findings.extend(closing_notes(*note_counts(fr.jobs)))
             state = None
     return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state, fr.findings.overflow,
-                      fr.stats, fr.sizes, fr.seg_records)
+                      fr.stats, fr.sizes, spans=fr.spans, seg_records=fr.seg_records, verdicts=fr.findings.verdicts,
+                      last_good=fr.findings.last_good)
 
 
 @contextmanager
@@ -491,32 +324,39 @@ def note_counts(jobs) -> tuple[int, int]:
 
 
 def _worker(args):
-    log, as_of_ns, part, nparts, limit = args
-    fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=False, limit=limit)
+    log, as_of_ns, part, nparts, limit, through = args
+    fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=False, limit=limit, through=through)
     try:
         fr.run()
     except Bail:
         return None
     return (list(fr.findings), fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs),
-            fr.findings.overflow, fr.sizes)
+            fr.findings.overflow, fr.sizes, fr.spans, fr.seg_records, fr.findings.verdicts, fr.findings.last_good)
 
 
-def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None) -> FastResult:
+def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None, through: bool = False
+              ) -> FastResult:
     import multiprocessing as mp
     with mp.get_context("fork").Pool(nparts) as pool:
-        parts = pool.map(_worker, [(log, as_of_ns, k, nparts, limit) for k in range(nparts)])
+        parts = pool.map(_worker, [(log, as_of_ns, k, nparts, limit, through) for k in range(nparts)])
     if any(p is None for p in parts):
         raise Bail
     merged = sorted((sf for p in parts for sf in p[0]), key=lambda sf: (sf[0], sf[1].offset or 0))
-    overflow: Counter = Counter()
+    spill = CappedFindings(0)
     for p in parts:
-        overflow.update(p[6])
+        spill.overflow.update(p[6])
+        spill.verdicts |= p[10]
+        if p[11] is not None:
+            spill.last_good = p[11]
     if limit is not None and len(merged) > limit:  # each part kept its first `limit`: the first `limit` overall
         for _, f in merged[limit:]:
-            overflow[(f.code, f.severity)] += 1
+            spill.spill(f)
         merged = merged[:limit]
+    overflow = spill.overflow
     findings = list(log.findings) + [f for _, f in merged]
     findings.extend(closing_notes(sum(p[5][0] for p in parts), sum(p[5][1] for p in parts)))
     first = parts[0]
+    spans = sorted((sp for p in parts for sp in p[8]), key=lambda sp: (sp.seg_no, sp.start))
     return FastResult(findings, first[1], sum(p[2] for p in parts), first[3], first[4], None, overflow,
-                      sizes=first[7])
+                      sizes=first[7], spans=spans, seg_records=first[9], verdicts=spill.verdicts,
+                      last_good=spill.last_good)

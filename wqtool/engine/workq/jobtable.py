@@ -146,6 +146,17 @@ class PyScanStats:
         self.last: int | None = None
         self.id_set: set[bytes] = set()
 
+    def add(self, cmd: int, nbytes: int, time_ns: int, job_id: bytes | None) -> None:
+        """Count one record (as ``_kernel.ScanStats.add``)."""
+        if job_id is not None:
+            self.id_set.add(job_id)
+        self.n_records[cmd] += 1
+        self.n_bytes[cmd] += nbytes
+        if self.first is None or time_ns < self.first:
+            self.first = time_ns
+        if self.last is None or time_ns > self.last:
+            self.last = time_ns
+
     def records(self) -> list[int]:
         return list(self.n_records)
 

@@ -262,17 +262,20 @@ class RecordReader:
         self.records = index
 
     # -- records
-    def segment_events(self, sd: FileView, index: int, is_newest: bool) -> Iterator[Record | Finding]:
-        f, scan = header_finding(sd, index, is_newest)
-        if f is not None:
-            yield f
-        if not scan:
-            return
+    def segment_events(self, sd: FileView, index: int, is_newest: bool, *, start: int | None = None,
+                       zone_warned: bool = False) -> Iterator[Record | Finding]:
+        """The segment's events; with ``start`` from that offset on (no header check; ``zone_warned``: a WQ-ZONE
+        was given earlier in the segment) — how the kernel (fastreplay.py) hands one record or damage here."""
+        if start is None:
+            f, scan = header_finding(sd, index, is_newest)
+            if f is not None:
+                yield f
+            if not scan:
+                return
         data, end, path = sd.data, sd.size, sd.path
         decode = self.decode
         keep_raw = self.keep_raw
-        pos = HEADER_SIZE
-        zone_warned = False
+        pos = HEADER_SIZE if start is None else start
         while pos < end:
             rem = end - pos
             code = None

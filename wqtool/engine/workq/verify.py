@@ -38,14 +38,14 @@ def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool
             engine: str = "auto", workers: int = 1) -> LogReport:
     """Verify and replay one log; the findings, counts and (with ``state``) the replayed state are returned.
 
-    ``engine``: "auto" runs the hot kernel (fastreplay.py) and falls back to the reference path (reader +
-    replay state machine) when the kernel meets anything it does not handle; "reference" and "fast" force
+    ``engine``: "auto" runs the kernel (fastreplay.py: C, through damage) and falls back to the reference path
+    (reader + replay state machine) where the kernel cannot take the log (no C kernel, fields beyond its table); "reference" and "fast" force
     one of them (tests compare the two). ``workers`` > 1 splits the kernel's work by job over processes
     (only without ``state``).
     """
     if engine != "reference":
         try:
-            res = fast_run(log, as_of_ns, keep=state, nparts=workers, limit=limit)
+            res = fast_run(log, as_of_ns, keep=state, nparts=workers, limit=limit, through=True)
         except Bail:
             if engine == "fast":
                 raise
@@ -67,6 +67,9 @@ def fast_report(log: LogSet, res: FastResult, limit: int | None) -> LogReport:
     for (code, severity), n in res.overflow.items():  # counted by the kernel, not kept
         report.counts[code] += n
         report.severities[severity] += n
+    sink.verdicts |= res.verdicts                     # (what the report needs of them)
+    if res.last_good is not None:
+        report.last_good = res.last_good
     sink.close()
     return report
 
@@ -78,7 +81,7 @@ def fast_stats(log: LogSet, as_of_ns: int, *, ids: bool = True) -> tuple[LogRepo
     """``stats`` of one log in the kernel's one pass (replay + the facts of every record), or None when the
     kernel hands the log back (then the reference pass: ``Format.stats_log``'s default)."""
     try:
-        res = fast_run(log, as_of_ns, keep=True, limit=0, stats=True)
+        res = fast_run(log, as_of_ns, keep=True, limit=0, stats=True, through=True)
     except Bail:
         return None
     s = res.stats
@@ -150,7 +153,7 @@ def replay_findings(log: LogSet, as_of_ns: int, *, keep_max: int = 100_000) -> I
     (memory: the replayed state, no finding kept).
     """
     try:
-        res = fast_run(log, as_of_ns, keep=False, limit=keep_max)
+        res = fast_run(log, as_of_ns, keep=False, limit=keep_max, through=True)
     except Bail:
         res = None
     if res is not None and not res.overflow:
