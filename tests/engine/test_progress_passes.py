@@ -46,7 +46,7 @@ def _kernel_reads(d: str) -> bool:
     """Does the hot kernel read this log through (else it hands it to the reference pass)?"""
     from wqtool.engine.workq.fastreplay import Bail, fast_run
     try:
-        fast_run(discover([d])[0], AS_OF_NS)
+        fast_run(discover([d])[0], AS_OF_NS, through=True)
     except Bail:
         return False
     return True

@@ -355,7 +355,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
             raise InputError(exc.strerror or str(exc), path=seg.path) from None
         inputs.append((seg.path, st.st_size, st.st_mtime_ns))
     try:                    # one kernel pass: the replay, and the records by kind (its statistics)
-        res = fast_run(log, as_of_ns, keep=True, stats=True)
+        res = fast_run(log, as_of_ns, keep=True, stats=True, through=True)
     except Bail:
         progress.begin("reference pass (the kernel handed the log back)")
         res = None

@@ -188,7 +188,7 @@ def _read_once(log: LogSet, as_of_ns: int, on_error: Callable[[Finding], None]):
     the replayed state, records per segment path, records). ``on_error`` sees each error finding as soon as the
     reference pass meets it (a refusal need not wait for the end of the log)."""
     try:
-        res = fast_run(log, as_of_ns, keep=True)
+        res = fast_run(log, as_of_ns, keep=True, through=True)
     except Bail:
         progress.begin("reference pass (the kernel handed the log back)")
     else:
