@@ -11,6 +11,7 @@
  *   kernel/text.h      the number, time and hex writers of the digest lines and rows
  *   kernel/digest.c    digest_text(jobs) == b"".join(replay.digest_line(j) for j in jobs); JobTable.digest
  *   kernel/rows.c      JobTable.encode_rows (replay's JSON rows), encode_records (dump's JSON rows)
+ *   kernel/pack.c      JobTable.pack_plan / pack_segment: the packed log's layout and records (pack.py's rules)
  *   kernel/scan.c      scan(fr, data, pos, end, path, index, seg_no, zone_warned) -> (index, pos): frame, check
  *                      and replay one segment; a record it does not take whole (damage, a refused or unusual
  *                      record) comes back to fastreplay.FastReplay at its offset, which has the reference read it
@@ -42,6 +43,7 @@ typedef unsigned __int128 u128;
 #include "kernel/text.h"
 #include "kernel/digest.c"
 #include "kernel/rows.c"
+#include "kernel/pack.c"
 
 static PyMethodDef jt_methods[] = {
     {"get_row", (PyCFunction)jt_get_row, METH_O, "The job's row (see jobtable.ROW), or None."},
@@ -55,6 +57,8 @@ static PyMethodDef jt_methods[] = {
     {"digest", (PyCFunction)jt_digest, METH_VARARGS, jt_digest_doc},
     {"encode_rows", (PyCFunction)jt_encode_rows, METH_VARARGS, jt_encode_rows_doc},
     {"memory", (PyCFunction)jt_memory, METH_NOARGS, "Bytes the table has allocated."},
+    {"pack_plan", (PyCFunction)jt_pack_plan, METH_VARARGS, jt_pack_plan_doc},
+    {"pack_segment", (PyCFunction)jt_pack_segment, METH_VARARGS, jt_pack_segment_doc},
     {NULL, NULL, 0, NULL},
 };
 

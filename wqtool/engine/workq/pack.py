@@ -60,6 +60,7 @@ rules are documented in ``engine/workq/swap.py``.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import time
@@ -72,7 +73,7 @@ from typing import Callable, Iterator
 from google_crc32c import value as _crc
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
-from ...formats._common import GoTime, encode_uvarint, format_unix_ns
+from ...formats._common import GO_TIME_SIZE, GoTime, encode_uvarint, format_unix_ns
 from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .fastpath import encode_record
 from .. import progress
@@ -83,7 +84,7 @@ from ..plan import InjectedCrash  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
 from .reader import LogSet, RecordReader, discover
-from .replay import Job, JobState, ReplayState
+from .replay import CompactJobs, Job, JobState, ReplayState
 from ..run import LogReport
 from .fastreplay import Bail, fast_run
 from .verify import fast_report, run_log
@@ -138,12 +139,13 @@ class WorkqPackPlan(Plan):
     jobs_by_state: dict[str, int]
     digest_before: str                     # replay digest of the input at as_of; the output must match it
     state: ReplayState                     # the live state the output encodes
-    order: list[bytes]                     # live job ids, in log order of their add/schedule record
-    src_lengths: array                     # length of each of those records (same order)
+    order: list[bytes] | bytes             # live job ids, in log order of their add/schedule record (the C
+    src_lengths: array                     # packer's: 16 bytes each, one bytes); those records' lengths
     report: LogReport
     dropped: list[Dropped] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    table: object | None = None            # the kernel's C job table: it writes the records (kernel/pack.c)
 
     @property
     def records_dropped(self) -> int:
@@ -289,8 +291,11 @@ def _iter_records(plan: WorkqPackPlan) -> Iterator[bytes]:
     """The packed log's records, in order (streamed: one job at a time)."""
     t = GoTime.from_unix_ns(plan.as_of_ns)
     jobs = plan.state.jobs
+    order = plan.order
+    if isinstance(order, bytes):      # the C packer's order (16 bytes an id)
+        order = [order[i:i + 16] for i in range(0, len(order), 16)]
     with _SourceReader() as src:
-        for jid, ln in zip(plan.order, plan.src_lengths):
+        for jid, ln in zip(order, plan.src_lengths):
             job = jobs[jid]
             yield src.record(job.src_path, job.src_offset, ln, jid)
             for cmd, result in _tail(job):
@@ -378,6 +383,83 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
         by_kind_before = Counter({_KIND[c]: n for c, n in enumerate(res.stats.records()) if n and c in _KIND})
     else:
         by_kind_before = _count_kinds(log)
+    table = _c_table(state)
+    progress.begin("plan the packed log", len(state.jobs), "jobs")
+    if table is not None:       # the kernel's job table lays the packed log out itself (kernel/pack.c)
+        with _Sources(log) as bufs:
+            try:
+                order, lens, segs_after, bytes_after, records_after, counts = table.pack_plan(bufs, segment_size)
+            except ValueError as exc:
+                raise _changed(log, exc) from None
+        lengths = array("I")
+        lengths.frombytes(lens)
+        by_kind_after = {CmdType(c).label: n for c, n in enumerate(counts) if c and n}
+        progress.at(len(lengths))
+    else:
+        order, lengths, segs_after, bytes_after, records_after, by_kind_after = _layout(log, state, segment_size)
+    plan = WorkqPackPlan(
+        log=log, as_of_ns=as_of_ns, segment_size=segment_size, salvage=salvage, input_exit_code=int(code),
+        inputs=inputs, segments_before=report.segments, bytes_before=report.bytes, records_before=report.records,
+        by_kind_before=dict(by_kind_before), segments_after=segs_after, bytes_after=bytes_after,
+        records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(lengths),
+        jobs_by_state=state.counts_by_state(), digest_before=state.digest(), state=state, order=order,
+        src_lengths=lengths, report=report, dropped=_dropped_from(report, log), recovered=recovered, table=table)
+    plan.elapsed_s = time.perf_counter() - t0
+    return plan
+
+
+def _c_table(state: ReplayState):
+    """The kernel's C job table behind a replayed state, if it is one (it packs in C), else None."""
+    jobs = state.jobs
+    table = jobs.table if isinstance(jobs, CompactJobs) and jobs.as_of_ns == state.as_of_ns else None
+    return table if hasattr(table, "pack_segment") else None
+
+
+class _Sources:
+    """The input segments' bytes, mapped read-only (index = a row's segment number), for the C packer."""
+
+    def __init__(self, log: LogSet):
+        self.paths = [s.path for s in log.segments]
+        self._open: list = []
+
+    def __enter__(self) -> list:
+        out = []
+        try:
+            for p in self.paths:
+                f = open(p, "rb")
+                self._open.append(f)
+                size = os.fstat(f.fileno()).st_size
+                if size:
+                    m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+                    self._open.append(m)
+                    out.append(m)
+                else:
+                    out.append(b"")
+        except OSError as exc:
+            self.__exit__()
+            raise InputError(exc.strerror or str(exc), path=p) from None
+        return out
+
+    def __exit__(self, *exc) -> None:
+        for f in reversed(self._open):
+            f.close()
+        self._open.clear()
+
+
+def _changed(log: LogSet, exc: ValueError) -> InputError:
+    """The C packer's ValueError("<segment number> <offset>: what") as the InputError the Python path raises."""
+    seg, _, rest = str(exc).partition(" ")
+    off, _, what = rest.partition(": ")
+    try:
+        path, offset = log.segments[int(seg)].path, int(off)
+    except (ValueError, IndexError):
+        return InputError(f"the log changed since it was read: {exc}", path=log.root)
+    return InputError(f"the log changed since it was read: {what}", path=path, offset=offset)
+
+
+def _layout(log: LogSet, state: ReplayState, segment_size: int):
+    """The packed log's layout in Python (a state that is not a kernel table's): (order, add-record lengths,
+    segments, bytes, records, records by kind) — the reference kernel/pack.c is proven equal to."""
     seg_no = {s.path: i for i, s in enumerate(log.segments)}
     order = [jid for _, _, jid in sorted((seg_no.get(j.src_path, -1), j.src_offset, jid)
                                          for jid, j in state.jobs.items())]
@@ -387,7 +469,6 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     segs_after = bytes_after = records_after = 0
     size = 0
     jobs = state.jobs
-    progress.begin("plan the packed log", len(order), "jobs")
     with _SourceReader() as src:
         for i, jid in enumerate(order):
             if not i & 0xFFF:
@@ -408,16 +489,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
                 size += r_len
                 bytes_after += r_len
             records_after += len(recs)
-    by_kind_after = {c.label: n for c, n in sorted(kinds.items())}
-    plan = WorkqPackPlan(
-        log=log, as_of_ns=as_of_ns, segment_size=segment_size, salvage=salvage, input_exit_code=int(code),
-        inputs=inputs, segments_before=report.segments, bytes_before=report.bytes, records_before=report.records,
-        by_kind_before=dict(by_kind_before), segments_after=segs_after, bytes_after=bytes_after,
-        records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(order),
-        jobs_by_state=state.counts_by_state(), digest_before=state.digest(), state=state, order=order,
-        src_lengths=lengths, report=report, dropped=_dropped_from(report, log), recovered=recovered)
-    plan.elapsed_s = time.perf_counter() - t0
-    return plan
+    return order, lengths, segs_after, bytes_after, records_after, {c.label: n for c, n in sorted(kinds.items())}
 
 
 # ---------------------------------------------------------------- writing and verifying
@@ -452,6 +524,8 @@ def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
 
 def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
     """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender)."""
+    if plan.table is not None:
+        return _write_segments_c(plan, directory, step, fsync)
     recs = _iter_records(plan)
     pending = next(recs, None)
     names: list[str] = []
@@ -494,6 +568,51 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
             f = holder.get("f")
             if f is not None and not f.closed:
                 f.close()
+    return names, total
+
+
+def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
+    """``_write_segments`` with the kernel's packer: each segment's records made in C in one piece (the same
+    bytes ``_iter_records`` gives, the same roll-over), the first record written alone so that a crash injected
+    during the write leaves half a segment as the Python path's does."""
+    time15 = encode_record(GoTime.from_unix_ns(plan.as_of_ns), b"")[:GO_TIME_SIZE]
+    lens = plan.src_lengths.tobytes()
+    njobs = len(plan.src_lengths)
+    names: list[str] = []
+    total = 0
+    job = rec = seq = 0
+    with _Sources(plan.log) as bufs:
+        while job < njobs:
+            try:
+                chunk, first_len, job, rec, _ = plan.table.pack_segment(bufs, plan.order, lens, job, rec,
+                                                                         plan.segment_size, time15)
+            except ValueError as exc:
+                raise _changed(plan.log, exc) from None
+            seq += 1
+            name = segment_name(seq)
+            path = os.path.join(directory, name)
+            holder: dict = {}
+
+            def write(name=name, path=path, holder=holder, chunk=chunk, first_len=first_len):
+                f = open(path, "xb", buffering=0)
+                holder["f"] = f
+                f.write(HEADER_BYTES + chunk[:first_len])
+                if step.during("write:" + name):
+                    f.close()
+                    step.crash("write:" + name)
+                f.write(memoryview(chunk)[first_len:])
+                advance(HEADER_SIZE + len(chunk))
+
+            try:
+                step("write:" + name, write)
+                names.append(name)
+                total += HEADER_SIZE + len(chunk)
+                if fsync:
+                    step("fsync:" + name, lambda holder=holder: os.fsync(holder["f"].fileno()))
+            finally:
+                f = holder.get("f")
+                if f is not None and not f.closed:
+                    f.close()
     return names, total
 
 
