@@ -279,6 +279,22 @@ def test_unreadable_bytes_are_counted_when_no_id_can_be_read(tmp_path, engine):
     assert plan.lost_unread == {"ranges": 1, "bytes": 85}
 
 
+def test_a_refusal_comes_at_the_first_decisive_finding_on_the_kernel(tmp_path, monkeypatch):
+    """The kernel's pass refuses at the first corruption it meets: no later segment is opened."""
+    from wqtool.engine.workq import fastreplay
+    d = _copy(fixture_log("crc-mismatch-mid-segment"), tmp_path / "log")      # the damage is in segment 1 of 4
+    opened = []
+    real = fastreplay.FileView.__init__
+
+    def spy(self, source):
+        opened.append(os.path.basename(source.path))
+        real(self, source)
+    monkeypatch.setattr(fastreplay.FileView, "__init__", spy)
+    with pytest.raises(PackRefused, match="--salvage"):
+        repair.repair_plan(discover([d])[0], AS_OF_NS)
+    assert opened == ["000000001.log"]
+
+
 def test_a_refusal_comes_at_the_first_decisive_finding(tmp_path, monkeypatch):
     """The reference pass refuses at the first corruption it meets, without reading the rest of the log."""
     from wqtool.engine.workq import verify

@@ -35,6 +35,7 @@ import os
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ...formats.workq import HEADER_SIZE, JOB_ID_SIZE, CmdType
 from ..findings import ERROR, Finding, Verdict
@@ -120,8 +121,10 @@ class FastReplay:
     """One pass of the kernel over one log (or one partition of its jobs)."""
 
     def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False,
-                 limit: int | None = None, stats: bool = False, kernel: str | None = None, through: bool = False):
+                 limit: int | None = None, stats: bool = False, kernel: str | None = None, through: bool = False,
+                 on_error: Callable[[Finding], None] | None = None):
         self.log = log
+        self.on_error = on_error    # sees each error as the pass meets it (a repair plan refuses there)
         self.as_of_ns = as_of_ns
         self.part = part
         self.nparts = nparts
@@ -203,6 +206,8 @@ class FastReplay:
         if mine:
             self.findings.append((seg_no, f))
             self.spans.append(Span(seg_no, f.path, start, stop, f))
+            if self.on_error is not None:
+                self.on_error(f)
 
     def _record(self, rec: Record, data, seg_no: int) -> None:
         """One whole record the C loop handed back, through the reference replay, on its job's row."""
@@ -283,7 +288,8 @@ class FastResult:
 
 
 def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
-             limit: int | None = None, stats: bool = False, through: bool = False) -> FastResult:
+             limit: int | None = None, stats: bool = False, through: bool = False,
+             on_error: Callable[[Finding], None] | None = None) -> FastResult:
     """Verify/replay one log with the kernel, over ``nparts`` processes (keep=False, stats=False only).
 
     ``through``: read through damage and refused records (the findings and ``spans`` say what and where); else
@@ -291,7 +297,7 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
     if nparts > 1 and not keep and not stats:
         return _parallel(log, as_of_ns, nparts, limit, through)
     with gc_paused():
-        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit, stats=stats, through=through)
+        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit, stats=stats, through=through, on_error=on_error)
         fr.run()
         findings = list(log.findings) + [f for _, f in fr.findings]
         if keep:

@@ -186,9 +186,9 @@ _FRAMING = frozenset({"WQ-HDR-EMPTY", "WQ-HDR-SHORT", "WQ-HDR-MAGIC", "WQ-HDR-VE
 def _read_once(log: LogSet, as_of_ns: int, on_error: Callable[[Finding], None]):
     """The log's one pass — the hot kernel, else the reference reader + replay: (every finding in file order,
     the replayed state, records per segment path, records). ``on_error`` sees each error finding as soon as the
-    reference pass meets it (a refusal need not wait for the end of the log)."""
+    pass meets it (a refusal need not wait for the end of the log)."""
     try:
-        res = fast_run(log, as_of_ns, keep=True, through=True)
+        res = fast_run(log, as_of_ns, keep=True, through=True, on_error=on_error)
     except Bail:
         progress.begin("reference pass (the kernel handed the log back)")
     else:
@@ -219,7 +219,7 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
     """The plan from one pass over the log (its findings, offsets and record indexes): cutting damage and refused
     records never changes the replayed state (neither was ever applied), so the state after is the state
     before and no second replay is needed."""
-    def early(f: Finding) -> None:       # the reference pass: refuse at the first decisive finding
+    def early(f: Finding) -> None:       # refuse at the first decisive finding
         if f.path in segs:
             code = Verdict.INVALID_HISTORY if f.code not in _FRAMING else f.verdict
             refused = _refusal(salvage, drop_invalid, {code: [f]})
