@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
-from ...formats.orth_joblog import COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES, Status
+from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
@@ -65,7 +65,7 @@ counts, failure rates per executor and handler, and trigger-to-handle latency pe
 CSV or Parquet, --chart FILE draws the daily counts."""
     codes = JOBLOG_CODES
     replay_codes = JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"}
-    record_kinds = tuple(s.value for s in Status)
+    record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success-and-fail)
     filters = frozenset()
     options = {"timezone": "orth-joblog: the zone the admin wrote datetimes in (Orth's default JDBC URL: "
                            "Asia/Shanghai) [default: UTC]",
