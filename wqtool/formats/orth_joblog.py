@@ -186,7 +186,7 @@ STATUS_RULES: tuple[tuple[Status, Cond], ...] = (
 #: Orth's table: its status rules, one per row, the UI's ``getLogStatus`` precedence (§5.2).
 ORTH_STATUS_RULES: tuple[tuple[str, Cond], ...] = tuple((s.value, c) for s, c in STATUS_RULES)
 
-# ---------------------------------------------------------------- xxl-job's own table (§5.5)
+# ---------------------------------------------------------------- xxl-job's own table (§5.4)
 #: xxl-job 3.2.0's admin list filters (``xxl-job-admin/src/main/resources/mapper/XxlJobLogMapper.xml:63-75``,
 #: ``pageList``; the same at :97-109 for ``pageListCount``): logStatus 1 Success, 2 Fail, 3 Running; -1 All.
 XXL_FILTER_SUCCESS: Cond = In("handle_code", (200,))

@@ -1,5 +1,5 @@
 """The two job-log tables read by their own admin's rules: ``orth_job_log`` by Orth's combined status (spec §5.2),
-``xxl_job_log`` by xxl-job's list filters and separate trigger / handle results (spec §5.5, xxl-job 3.2.0
+``xxl_job_log`` by xxl-job's list filters and separate trigger / handle results (spec §5.4, xxl-job 3.2.0
 ``xxl-job-admin/src/main/resources/mapper/XxlJobLogMapper.xml:63-75``, ``static/js/joblog.index.1.js:96-140``).
 
 One declaration per rule set (``formats.orth_joblog.ORTH_RULES`` / ``XXL_RULES``), three users: the reference

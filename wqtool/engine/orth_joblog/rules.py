@@ -73,7 +73,7 @@ def sql(cond: Cond, quote: str = "") -> str:
 
 
 def status_sql(quote: str = "", rules: RuleSet = ORTH_RULES) -> str:
-    """A rule set's status rules (Orth: §5.2; xxl-job: §5.5) as a CASE expression yielding the label."""
+    """A rule set's status rules (Orth: §5.2; xxl-job: §5.4) as a CASE expression yielding the label."""
     parts = [f"WHEN {sql(c, quote)} THEN '{s}'" for s, c in rules.status_rules]
     return "CASE " + " ".join(parts) + " END"
 
