@@ -199,14 +199,14 @@ XXL_FILTER_RUNNING: Cond = All((In("trigger_code", (200,)), In("handle_code", (0
 #: exactly one: the first rule that holds.
 XXL_STATUS_RULES: tuple[tuple[str, Cond], ...] = (
     ("running", XXL_FILTER_RUNNING),
-    ("success-and-fail", All((XXL_FILTER_SUCCESS, XXL_FILTER_FAIL))),
+    ("success+fail", All((XXL_FILTER_SUCCESS, XXL_FILTER_FAIL))),
     ("success", XXL_FILTER_SUCCESS),
     ("failed", XXL_FILTER_FAIL),
     ("init", TRUE),
 )
 #: What each xxl-job label means in its admin (``message_en.properties:164-166``: joblog_status_suc / _fail /
 #: _running).
-_XXL_UI = {"running": "Running", "success-and-fail": "Success + Fail", "success": "Success", "failed": "Fail",
+_XXL_UI = {"running": "Running", "success+fail": "Success + Fail", "success": "Success", "failed": "Fail",
            "init": "No result (All only)"}
 #: The list's "Trigger Result" column (``joblog.index.1.js:96-109``; ``message_en.properties:17-18``): 200 success,
 #: 500 fail, 0 blank; any other code is shown as the number.
@@ -251,8 +251,8 @@ ORTH_RULES = RuleSet("orth_job_log", "Orth", ORTH_STATUS_RULES, {s.value: s.ui f
                      success=("success",), failed=("timeout", "trigger-failed", "failed"),
                      running=("init", "pending"), alarm_quiet=("pending", "success"))
 XXL_RULES = RuleSet("xxl_job_log", "xxl-job", XXL_STATUS_RULES, _XXL_UI,
-                    success=("success", "success-and-fail"), failed=("failed",), running=("running", "init"),
-                    alarm_quiet=("running", "success-and-fail", "success", "init"),
+                    success=("success", "success+fail"), failed=("failed",), running=("running", "init"),
+                    alarm_quiet=("running", "success+fail", "success", "init"),
                     trigger_results=XXL_TRIGGER_RESULTS, handle_results=XXL_HANDLE_RESULTS, pending_word="Running",
                     init_word="no trigger result")
 RULE_SETS: dict[str, RuleSet] = {r.table: r for r in (ORTH_RULES, XXL_RULES)}

@@ -61,7 +61,7 @@ docs/formats/orth-logs.md sections 5 and 6.
 
 Each table is read by its own admin's rules. orth_job_log: Orth's combined status (init, pending, success, timeout,
 trigger-failed, failed). xxl_job_log (named by ?table=, the file names, or the dump's statements): xxl-job's list
-filters, a row's label being the filters that list it (running, success-and-fail, success, failed, init), and its
+filters, a row's label being the filters that list it (running, success+fail, success, failed, init), and its
 separate trigger and handle results in dump and replay rows (trigger_result, handle_result; xxl-job 3.2.0
 XxlJobLogMapper.xml:63-75, joblog.index.1.js:96-140; section 5.4).
 
@@ -71,7 +71,7 @@ counts, failure rates per executor and handler, and trigger-to-handle latency pe
 CSV or Parquet, --chart FILE draws the daily counts."""
     codes = JOBLOG_CODES
     replay_codes = JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"}
-    record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success-and-fail)
+    record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success+fail)
     filters = frozenset()
     options = {"timezone": "orth-joblog: the zone the admin wrote datetimes in (Orth's default JDBC URL: "
                            "Asia/Shanghai) [default: UTC]",
