@@ -135,8 +135,8 @@ class _Stage1:
                     import pyarrow as pa
                     alive = pa.array(sorted(self.ctx.registry.alive), pa.string())
                 yield _batch_rows(schema, ev, file, seq, checker, acc, st, alive)
-                digest = (digest + fastpath.digest_sum(fastpath.digest_lines(ev, fastpath.status_index(ev.ints, self.ctx.rules))))\
-                    % _MOD
+                status = fastpath.status_index(ev.ints, self.ctx.rules)
+                digest = (digest + fastpath.digest_sum(fastpath.digest_lines(ev, status))) % _MOD
                 seq += ev.n
                 continue
             seq += 1

@@ -143,7 +143,7 @@ def _write(p, text):
     (lambda d: _write(d / "part-00000.csv", ",".join(XXL_COLS) + "\n"
                       + "1,1,7,http://x/,h,,,0,2026-01-28 01:00:00,500,no route,2026-01-28 01:00:03,200,ok,0\n")
      and str(d), "orth_job_log"),
-])
+], ids=["dump-xxl_job_log", "dump-orth_job_log", "xxl_job_log.csv", "part-csv-dir"])
 def test_the_table_is_detected_and_its_rules_apply(tmp_path, make, table):
     path = make(tmp_path)
     log = FORMAT.discover([path], OPTS)[0]

@@ -147,8 +147,8 @@ def _table_of_files(files: list[Source]) -> str:
 
 
 _DUMP_TABLE_RE = re.compile(rb"(?:CREATE\s+TABLE|INSERT\s+INTO|COPY|REPLACE\s+INTO)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
-                            rb"(?:[`\"]?\w+[`\"]?\.)?[`\"]?(" + b"|".join(t.encode() for t in TABLE_NAMES) + rb")[`\"]?[\s(]",
-                            re.I)
+                            rb"(?:[`\"]?\w+[`\"]?\.)?[`\"]?(" + b"|".join(t.encode() for t in TABLE_NAMES)
+                            + rb")[`\"]?[\s(]", re.I)
 _DUMP_SNIFF_CHUNK = 1 << 20
 
 

@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from ...errors import UsageError
 from ...formats.orth_joblog import COLUMN_NAMES as _COLS
 from ...formats.orth_joblog import (HANDLE_MSG_MAX_CHARS, LOST_AFTER_S, LOST_HANDLE_CODE, LOST_MESSAGES,
-                                    ORTH_RULES, REGISTRY_DEAD_TIMEOUT_S, AlarmStatus, HandleCode, RuleSet, Status,
-                                    TriggerCode)
+                                    ORTH_RULES, REGISTRY_DEAD_TIMEOUT_S, RULE_SETS, AlarmStatus, HandleCode, RuleSet,
+                                    Status, TriggerCode)
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .model import RegistryRow, Row, day_of, format_datetime
 from .rules import report_bucket, status_of
@@ -149,7 +149,8 @@ class RowChecker:
             if addr is None or addr not in self.alive:
                 flags |= self.LOST
                 near = _near(addr, self.alive)
-                warn("OJL-LOST", f"id {r.id}: {rules.pending_word} since {format_datetime(tt)}, executor {addr!r} not registered"
+                warn("OJL-LOST", f"id {r.id}: {rules.pending_word} since {format_datetime(tt)}, executor {addr!r} "
+                     "not registered"
                      + (f" (the registry has {near!r}: the address must match exactly)" if near else "")
                      + f": the monitor sets handle_code {LOST_HANDLE_CODE}")
             else:
@@ -177,10 +178,12 @@ def _near(addr: str | None, alive: frozenset[str]) -> str | None:
 
 
 # ---------------------------------------------------------------- the state's counts (mergeable)
-def digest_line(r: Row, rules: RuleSet = ORTH_RULES) -> str:
-    """A row's canonical line: [id, status, the 16 columns (datetimes as text)]."""
+def digest_line(r: Row, rules: RuleSet | None = None) -> str:
+    """A row's canonical line: [id, status, the 16 columns (datetimes as text)]; the status by ``rules``, else
+    by the rules of the row's table."""
     vals = [format_datetime(v) if n.endswith("_time") else v for n, v in zip(_COLS, r.values())]
-    return json.dumps([r.id, status_of(r.trigger_code, r.handle_code, rules), *vals], ensure_ascii=False,
+    st = status_of(r.trigger_code, r.handle_code, rules or RULE_SETS[r.table])
+    return json.dumps([r.id, st, *vals], ensure_ascii=False,
                       separators=(",", ":"))
 
 

@@ -1,6 +1,7 @@
 """The declared conditions (``wqtool.formats.orth_joblog``) as Python predicates, vectorised predicates and SQL.
 
-One declaration per table's rule set (``RuleSet``: Orth's ``ORTH_RULES``, xxl-job's ``XXL_RULES``), three evaluators: ``predicate(cond)`` for the local engine's reference path (a row at a time),
+One declaration per table's rule set (``RuleSet``: Orth's ``ORTH_RULES``, xxl-job's ``XXL_RULES``), three
+evaluators: ``predicate(cond)`` for the local engine's reference path (a row at a time),
 ``vector(cond)`` for its columnar fast path (numpy arrays, ``fastpath``), ``sql(cond)`` for Spark SQL and the
 databases (the same CASE expression the tests run in SQLite and Spark against the Python one).
 """
