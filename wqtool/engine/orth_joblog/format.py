@@ -62,7 +62,7 @@ docs/formats/orth-logs.md sections 5 and 6.
 Each table is read by its own admin's rules. orth_job_log: Orth's combined status (init, pending, success, timeout,
 trigger-failed, failed). xxl_job_log (named by ?table=, the file names, or the dump's statements): xxl-job's list
 filters, a row's label being the filters that list it (running, success+fail, success, failed, init), and its
-separate trigger and handle results in dump and replay rows (trigger_result, handle_result; xxl-job 3.2.0
+separate trigger and handle results in replay rows (trigger_result, handle_result; xxl-job 3.2.0
 XxlJobLogMapper.xml:63-75, joblog.index.1.js:96-140; section 5.4).
 
 Settings (-O KEY=VALUE): timezone=ZONE (the zone of the table's datetimes, default UTC), registry=FILE|URL|none (the

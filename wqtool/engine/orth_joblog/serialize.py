@@ -19,15 +19,14 @@ def row_to_jsonable(r: Row) -> dict:
     for c in COLUMNS:
         v = getattr(r, c.name)
         d[c.name] = format_datetime(v) if c.kind == "datetime" else v
-    rules = RULE_SETS[r.table]
-    d["status"] = status_of(r.trigger_code, r.handle_code, rules)
-    _results(d, r, rules)
+    d["status"] = status_of(r.trigger_code, r.handle_code, RULE_SETS[r.table])
     d["error"] = None
     return d
 
 
 def _results(d: dict, r: Row, rules) -> None:
-    """The admin's separate trigger / handle result columns, where it has them (xxl-job: joblog.index.1.js)."""
+    """The admin's separate trigger / handle result columns, where it has them (xxl-job: joblog.index.1.js). Replay
+    rows only: a dump row's fields are the same for every table (its Parquet / Spark schema)."""
     if rules.trigger_results is not None:
         d["trigger_result"] = rules.trigger_result(r.trigger_code)
         d["handle_result"] = rules.handle_result(r.handle_code)
