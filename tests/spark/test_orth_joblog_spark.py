@@ -60,10 +60,11 @@ def test_spark_equals_local(spark, name):
     assert dict(r.counts) == dict(run.report.counts)
 
 
-def _generated_table(d, cross: bool = True):
+def _generated_table(d, cross: bool = True, prefix: str = "part"):
     """3,000 rows over two Parquet parts and a CSV part: every status, duplicate ids (``cross``: across parts,
     else within each part only), lost jobs on a dead executor, one row the reference refuses (its batch / block
-    takes the reference reader)."""
+    takes the reference reader). ``prefix`` ``xxl_job_log``: xxl-job's table (its rules), with handle codes on
+    every trigger code (xxl-job's success+fail rows)."""
     import random
 
     from wqtool.engine.orth_joblog import writer
@@ -73,7 +74,7 @@ def _generated_table(d, cross: bool = True):
     rows = []
     for i in range(3000):
         tc = rnd.choice([200] * 8 + [0, 500])
-        hc = rnd.choice([200] * 6 + [0, 500, 502]) if tc == 200 else 0
+        hc = rnd.choice([200] * 6 + [0, 500, 502]) if tc == 200 or prefix != "part" else 0
         t = 1769776200 - rnd.randrange(3 * 86400)
         lo = 0 if cross else (0 if i < 1200 else 1200 if i < 2000 else 2000)
         rows.append({"id": lo + rnd.randrange(1, 2900 if cross else 750), "job_group": rnd.randrange(1, 4), "job_id": rnd.randrange(9),
@@ -83,9 +84,9 @@ def _generated_table(d, cross: bool = True):
                      "handle_msg": rnd.choice([None, "ok", "Job result lost, marked as failure"]),
                      "alarm_status": rnd.choice([0, 0, 0, 2])})
     rows[1234]["executor_sharding_param"] = "x" * 21
-    writer.write_parquet(str(d / "part-00000.parquet"), rows[:1200], row_group_size=500)
-    writer.write_parquet(str(d / "part-00001.parquet"), rows[1200:2000])
-    (d / "part-00002.csv").write_bytes(writer.csv_bytes(rows[2000:]))
+    writer.write_parquet(str(d / f"{prefix}-00000.parquet"), rows[:1200], row_group_size=500)
+    writer.write_parquet(str(d / f"{prefix}-00001.parquet"), rows[1200:2000])
+    (d / f"{prefix}-00002.csv").write_bytes(writer.csv_bytes(rows[2000:]))
     reg = [{"id": 1, "registry_group": "EXECUTOR", "registry_key": "app", "registry_value": addrs[0],
             "update_time": "2026-01-30 12:29:50"}]
     writer.write_parquet(str(d / "orth_job_registry.parquet"), reg, REGISTRY_COLUMN_NAMES)
@@ -97,16 +98,21 @@ def _dt(t):
     return format_datetime(t)
 
 
-@pytest.mark.parametrize("cross", [True, False], ids=["ids-across-parts", "ids-within-parts"])
-def test_spark_equals_local_on_a_generated_table(spark, tmp_path, cross):
+@pytest.mark.parametrize("cross,prefix", [(True, "part"), (False, "part"), (True, "xxl_job_log")],
+                         ids=["ids-across-parts", "ids-within-parts", "xxl_job_log"])
+def test_spark_equals_local_on_a_generated_table(spark, tmp_path, cross, prefix):
     """Several parts, the fast path's batches and a fallback; duplicate ids across parts (Spark resolves them
     over the rows) or within parts only (each task's replay is the local one): Spark == local."""
     from wqtool.engine.orth_joblog import fastpath
     from wqtool.spark.fleet import fleet_stats, fleet_verify
     opts = Options(parse_time("2026-01-30T12:30:00Z", "--as-of"))
-    logs = resolve([_generated_table(tmp_path, cross)], "orth-joblog", opts)
+    logs = resolve([_generated_table(tmp_path, cross, prefix)], "orth-joblog", opts)
+    assert logs[0].data.table == ("xxl_job_log" if prefix == "xxl_job_log" else "orth_job_log")
     assert fastpath.available()
     local, lst = logs[0].fmt.stats_log(logs[0].data, opts)
+    if prefix == "xxl_job_log":
+        assert {s for s, n in local.state.tally.by_status.items() if n} == {"running", "success+fail", "success",
+                                                                             "failed", "init"}
     per, jobs = fleet_stats(spark, logs, opts)
     r, sst, n = per[0]
     view = logs[0].fmt.state_view

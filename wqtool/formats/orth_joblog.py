@@ -183,6 +183,88 @@ STATUS_RULES: tuple[tuple[Status, Cond], ...] = (
 )
 
 
+#: Orth's table: its status rules, one per row, the UI's ``getLogStatus`` precedence (§5.2).
+ORTH_STATUS_RULES: tuple[tuple[str, Cond], ...] = tuple((s.value, c) for s, c in STATUS_RULES)
+
+# ---------------------------------------------------------------- xxl-job's own table (§5.4)
+#: xxl-job 3.2.0's admin list filters (``xxl-job-admin/src/main/resources/mapper/XxlJobLogMapper.xml:63-75``,
+#: ``pageList``; the same at :97-109 for ``pageListCount``): logStatus 1 Success, 2 Fail, 3 Running; -1 All.
+XXL_FILTER_SUCCESS: Cond = In("handle_code", (200,))
+XXL_FILTER_FAIL: Cond = AnyOf((In("trigger_code", (0, 200), negate=True), In("handle_code", (0, 200), negate=True)))
+XXL_FILTER_RUNNING: Cond = All((In("trigger_code", (200,)), In("handle_code", (0,))))
+
+#: xxl-job has no combined status: its list shows the trigger and handle results in two columns and filters rows
+#: with the three conditions above, which overlap (trigger_code 500 with handle_code 200 is under Success and under
+#: Fail) and leave (0, 0) under All only. A row's label here is the set of filters that list it, so each row has
+#: exactly one: the first rule that holds.
+XXL_STATUS_RULES: tuple[tuple[str, Cond], ...] = (
+    ("running", XXL_FILTER_RUNNING),
+    ("success+fail", All((XXL_FILTER_SUCCESS, XXL_FILTER_FAIL))),
+    ("success", XXL_FILTER_SUCCESS),
+    ("failed", XXL_FILTER_FAIL),
+    ("init", TRUE),
+)
+#: What each xxl-job label means in its admin (``message_en.properties:164-166``: joblog_status_suc / _fail /
+#: _running).
+_XXL_UI = {"running": "Running", "success+fail": "Success + Fail", "success": "Success", "failed": "Fail",
+           "init": "No result (All only)"}
+#: The list's "Trigger Result" column (``joblog.index.1.js:96-109``; ``message_en.properties:17-18``): 200 success,
+#: 500 fail, 0 blank; any other code is shown as the number.
+XXL_TRIGGER_RESULTS: dict[int, str] = {200: "success", 500: "fail", 0: ""}
+#: The list's "Handle Result" column (``joblog.index.1.js:124-140``; ``message_en.properties:187-189``).
+XXL_HANDLE_RESULTS: dict[int, str] = {200: "Success", 500: "Fail", 502: "Timeout", 0: ""}
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """One job-log table's status semantics: which admin wrote the rows decides how they read. ``status_rules``:
+    (label, condition), first that holds; ``ui``: label -> the admin's words; ``success`` / ``failed`` /
+    ``running``: the labels the per-executor rates add up; ``alarm_quiet``: labels ``findFailJobLogIds`` never
+    picks (an alarm_status other than 0 / -1 on them is unexpected); ``trigger_results`` / ``handle_results``: the
+    admin's separate result columns (None: the admin shows only the combined status)."""
+
+    table: str
+    admin: str
+    status_rules: tuple[tuple[str, Cond], ...]
+    ui: dict
+    success: tuple[str, ...]
+    failed: tuple[str, ...]
+    running: tuple[str, ...]
+    alarm_quiet: tuple[str, ...]
+    trigger_results: dict | None = None
+    handle_results: dict | None = None
+    pending_word: str = "Pending"   # what the admin calls trigger_code 200, handle_code 0
+    init_word: str = "Init"         # ... and a row whose trigger has no result (trigger_code 0)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(s for s, _ in self.status_rules)
+
+    def trigger_result(self, code: int) -> str | None:
+        return None if self.trigger_results is None else self.trigger_results.get(code, str(code))
+
+    def handle_result(self, code: int) -> str | None:
+        return None if self.handle_results is None else self.handle_results.get(code, str(code))
+
+
+ORTH_RULES = RuleSet("orth_job_log", "Orth", ORTH_STATUS_RULES, {s.value: s.ui for s in Status},
+                     success=("success",), failed=("timeout", "trigger-failed", "failed"),
+                     running=("init", "pending"), alarm_quiet=("pending", "success"))
+XXL_RULES = RuleSet("xxl_job_log", "xxl-job", XXL_STATUS_RULES, _XXL_UI,
+                    success=("success", "success+fail"), failed=("failed",), running=("running", "init"),
+                    alarm_quiet=("running", "success+fail", "success", "init"),
+                    trigger_results=XXL_TRIGGER_RESULTS, handle_results=XXL_HANDLE_RESULTS, pending_word="Running",
+                    init_word="no trigger result")
+RULE_SETS: dict[str, RuleSet] = {r.table: r for r in (ORTH_RULES, XXL_RULES)}
+#: Every label of every rule set, in a fixed order (the columnar paths hold a row's label as its index here).
+ALL_LABELS: tuple[str, ...] = tuple(dict.fromkeys(s for r in RULE_SETS.values() for s in r.labels))
+
+
+def rules_for_table(name: str | None) -> RuleSet:
+    """The rule set of a job-log table by its name: ``xxl_job_log`` (any ``xxl_`` table) xxl-job's, else Orth's."""
+    return XXL_RULES if (name or "").lower().startswith("xxl_") else ORTH_RULES
+
+
 def holds(cond: "Cond", row) -> bool:
     """Whether a condition holds for ``row`` (a mapping of column -> int): the declarations' meaning, as the engine's
     compiled predicates and the generated SQL apply it (tests prove the three agree)."""

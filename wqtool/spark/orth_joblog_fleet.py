@@ -40,7 +40,8 @@ from ..engine.orth_joblog.rules import report_bucket_sql, status_sql
 from ..engine.orth_joblog.verify import context
 from ..engine.run import LogReport
 from ..engine.stats import RecordStats
-from ..formats.orth_joblog import (COLUMN_NAMES, COLUMNS, LOST_HANDLE_CODE, LOST_MESSAGES, REGISTRY_COLUMN_NAMES)
+from ..formats.orth_joblog import (COLUMN_NAMES, COLUMNS, LOST_HANDLE_CODE, LOST_MESSAGES, REGISTRY_COLUMN_NAMES,
+                                   rules_for_table)
 from ._results import check_count
 
 _ROW, _SUM = 0, 1
@@ -134,8 +135,8 @@ class _Stage1:
                     import pyarrow as pa
                     alive = pa.array(sorted(self.ctx.registry.alive), pa.string())
                 yield _batch_rows(schema, ev, file, seq, checker, acc, st, alive)
-                digest = (digest + fastpath.digest_sum(fastpath.digest_lines(ev, fastpath.status_index(ev.ints))))\
-                    % _MOD
+                status = fastpath.status_index(ev.ints, self.ctx.rules)
+                digest = (digest + fastpath.digest_sum(fastpath.digest_lines(ev, status))) % _MOD
                 seq += ev.n
                 continue
             seq += 1
@@ -223,7 +224,7 @@ def _batch_rows(schema, b, file: int, seq0: int, checker: RowChecker, acc: "_Acc
     into ``acc``."""
     import numpy as np
     import pyarrow as pa
-    status = fastpath.status_index(b.ints)
+    status = fastpath.status_index(b.ints, checker.ctx.rules)
     fastpath.stats_add(st, b, status)
     seqs = np.arange(seq0 + 1, seq0 + 1 + b.n, dtype=np.int64)
     for i in np.flatnonzero(fastpath.suspects(b, status, checker.ctx, alive)).tolist():
@@ -312,7 +313,7 @@ class _LogJob:
                 if "exist" not in str(e).lower():
                     raise
         ctx = CheckContext(now, Registry.of(log.registry_origin if log.registry else "", reg_rows, now),
-                           log.timezone)
+                           log.timezone, rules_for_table(log.table))
         r, table = self._jdbc_reader(src.table)
         b = r.option("dbtable", f"(SELECT MIN(`id`) AS lo, MAX(`id`) AS hi FROM `{table}`) b").load().collect()[0]
         slots = max(2, int(self.spark.sparkContext.defaultParallelism)) if hasattr(self.spark, "sparkContext") else 2
@@ -366,7 +367,7 @@ class _LogJob:
                 return None
         self.base = _index_base(sums)
         m = self._merge(sums)
-        tally = Tally()
+        tally = Tally(rules=self.ctx.rules)
         for s in sums:
             tally.merge(s["tally"])
         report = self._report(m, tally)
@@ -398,7 +399,8 @@ class _LogJob:
         path = self.log.root if src is None or src.kind in ("sqlite", "mysql") else src.path
         db = src is None or src.kind in ("sqlite", "mysql")
         idx = r["idx"] if r["idx"] is None else r["idx"] + self.base.get(r["file"], 0)
-        return Row(path, None if db else r["pos"], r["length"], idx, r["file"], *(r[n] for n in COLUMN_NAMES))
+        return Row(path, None if db else r["pos"], r["length"], idx, r["file"], *(r[n] for n in COLUMN_NAMES),
+                   table=self.log.table)
 
     def _merge(self, sums) -> dict:
         """The tasks' summaries added up, findings' record indexes rebased to the log's."""
@@ -499,7 +501,7 @@ class _LogJob:
         q = f"""
         WITH t AS (
           SELECT job_group, executor_address AS addr, executor_handler AS handler, trigger_time,
-                 {status_sql()} AS status,
+                 {status_sql(rules=ctx.rules)} AS status,
                  CASE WHEN trigger_time IS NULL THEN NULL ELSE floor(trigger_time / 86400) END AS day,
                  {report_bucket_sql()} AS bucket,
                  CASE WHEN handle_code > 0 AND handle_time IS NOT NULL AND trigger_time IS NOT NULL
@@ -515,7 +517,7 @@ class _LogJob:
         GROUP BY GROUPING SETS ((job_group, status), (addr, status), (handler, status), (day, bucket), (lat),
                                 (old_pending AND NOT registered, addr), (old_pending AND registered), (marked))
         """
-        t = Tally()
+        t = Tally(rules=ctx.rules)
         for r in self.spark.sql(q).collect():
             n = r["n"]
             if r["g"] == _gid(("job_group", "status")):

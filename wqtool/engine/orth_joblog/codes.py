@@ -20,6 +20,8 @@ JOBLOG_CODES: Codes = {
                  "longer than varchar(n) or text)"),
     "OJL-EXTRA-COLUMN": (WARNING, "a column the table does not declare (ignored)"),
     "OJL-OLD-SCHEMA": (NOTE, "xxl-job's table without schedule_time (read as NULL)"),
+    "OJL-TABLE": (NOTE, "rows of xxl_job_log: xxl-job's own status semantics apply (list filters, separate trigger "
+                  "and handle results), not Orth's"),
     "OJL-NO-ROWS": (WARNING, "no orth_job_log rows in this input"),
     "OJL-DUMP-INCOMPLETE": (WARNING, "a mysqldump without its '-- Dump completed' trailer: it did not finish"),
     "OJL-REGISTRY-ROW": (WARNING, "an orth_job_registry row that cannot be read (left out of the registry)"),

@@ -21,7 +21,7 @@ import os
 import re
 from typing import Iterator
 
-from ...formats.orth_joblog import COLUMN_NAMES, COLUMNS, HANDLE_MSG_MAX_CHARS, LOST_HANDLE_CODE, Status
+from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, COLUMNS, HANDLE_MSG_MAX_CHARS, LOST_HANDLE_CODE, TABLE
 from ..findings import Finding
 from ..stats import RecordStats
 from .model import Row, day_of
@@ -31,7 +31,8 @@ from .replay import (_ALARM, _HANDLE_CODES, _LOST_MSGS, _MOD, _TRIGGER_CODES, NO
                      IdSet, JobLogReplay, RowChecker, Tally, duplicate_finding)
 from .rules import REPORT_BUCKETS, bucket_index, status_index
 
-STATUS_LABELS = tuple(s.value for s in Status)
+#: A row's status is held as its label's index here (every rule set's labels: ``formats.orth_joblog.ALL_LABELS``).
+STATUS_LABELS = ALL_LABELS
 PARQUET_BATCH = 65_536
 #: CSV block size: at most ROW_CAP, so no record in a block can be one the reference calls too large.
 CSV_BLOCK = ROW_CAP
@@ -74,12 +75,13 @@ class Batch:
     ``YYYY-MM-DD HH:MM:SS`` text when the source held it, else None); ``offsets`` and ``lengths`` (numpy int64)
     and ``index0`` (the first row's record index) as the reference's rows have them."""
 
-    __slots__ = ("path", "file", "n", "ints", "strs", "dts", "dt_text", "offsets", "lengths", "index0")
+    __slots__ = ("path", "file", "n", "ints", "strs", "dts", "dt_text", "offsets", "lengths", "index0", "table")
 
     def __init__(self, path, file, n, ints, strs, dts, dt_text, offsets, lengths, index0):
         self.path, self.file, self.n = path, file, n
         self.ints, self.strs, self.dts, self.dt_text = ints, strs, dts, dt_text
         self.offsets, self.lengths, self.index0 = offsets, lengths, index0
+        self.table = TABLE
 
     def row(self, i: int) -> Row:
         """Row ``i`` as the reference reader yields it."""
@@ -92,7 +94,8 @@ class Batch:
             else:
                 s, v = self.dts[c.name]
                 vals.append(int(s[i]) if v[i] else None)
-        return Row(self.path, int(self.offsets[i]), int(self.lengths[i]), self.index0 + i, self.file, *vals)
+        return Row(self.path, int(self.offsets[i]), int(self.lengths[i]), self.index0 + i, self.file, *vals,
+                   table=self.table)
 
 
 # ---------------------------------------------------------------- columns: exact conversions or None
@@ -272,7 +275,8 @@ def _fixed_text(text, valid):
     return pa.Array.from_buffers(pa.string(), n, [bitmap, offsets, pa.py_buffer(np.ascontiguousarray(text).tobytes())])
 
 
-def typed_batch(arrays: dict, n: int, path: str, file: int, offsets, lengths, index0: int) -> Batch | None:
+def typed_batch(arrays: dict, n: int, path: str, file: int, offsets, lengths, index0: int,
+                table: str = TABLE) -> Batch | None:
     """Arrow columns by declared name (absent: None) -> a Batch, or None when some value is one the fast path
     does not convert exactly as the reference (the caller then runs the reference over these rows)."""
     import numpy as np
@@ -302,7 +306,9 @@ def typed_batch(arrays: dict, n: int, path: str, file: int, offsets, lengths, in
             if v is None:
                 return None
             dts[c.name], dt_text[c.name] = (v[0], v[1]), v[2]
-    return Batch(path, file, n, ints, strs, dts, dt_text, offsets, lengths, index0)
+    b = Batch(path, file, n, ints, strs, dts, dt_text, offsets, lengths, index0)
+    b.table = table
+    return b
 
 
 # ---------------------------------------------------------------- readers
@@ -313,7 +319,7 @@ def _parquet_batch(reader: TableReader, src: Source, file: int, batch, cols: lis
         return
     arrays = {d: (None if c is None else batch.column(c)) for d, c in zip(COLUMN_NAMES, cols)}
     b = typed_batch(arrays, n, src.path, file, np.arange(n0, n0 + n, dtype=np.int64), np.zeros(n, np.int64),
-                    reader.records)
+                    reader.records, reader.log.table)
     if b is None:
         from .reader import parquet_rows
         yield from parquet_rows(reader, src, file, batch, cols, n0)
@@ -431,7 +437,7 @@ def _csv_block(reader, src, file, header, where, blk: bytes, pos: int) -> Batch 
     if len(starts) != t.num_rows:
         return None
     arrays = {d: (None if w is None else t.column(names[w]).combine_chunks()) for d, w in zip(COLUMN_NAMES, where)}
-    return typed_batch(arrays, t.num_rows, src.path, file, starts + pos, lengths, reader.records)
+    return typed_batch(arrays, t.num_rows, src.path, file, starts + pos, lengths, reader.records, reader.log.table)
 
 
 FAST_READERS = {"csv": read_csv, "parquet": read_parquet}
@@ -495,7 +501,7 @@ def suspects(b: Batch, status, ctx: CheckContext, alive_arr):
             zero_copy_only=False)
     m |= ~np.isin(al, list(_ALARM)) | ~np.isin(tc, list(_TRIGGER_CODES)) | ~np.isin(hc, list(_HANDLE_CODES))
     m |= ((tc == 0) & (hc != 0)) | ((hc == 0) & htv) | (htv & ttv & (ht < tt)) | (al == -1)
-    m |= np.isin(al, (1, 2, 3)) & np.isin(status, (_S["pending"], _S["success"]))
+    m |= np.isin(al, (1, 2, 3)) & np.isin(status, [_S[s] for s in ctx.rules.alarm_quiet])
     m |= (ttv & (tt > now)) | (stv & (st_ > now)) | (htv & (ht > now))
     old = (hc == 0) & ttv & (tt <= before)
     m |= old & (tc == 0)
@@ -708,7 +714,7 @@ class BatchReplay:
     def apply(self, b: Batch) -> list[Finding]:
         import numpy as np
         rp = self.replay
-        status = status_index(b.ints)
+        status = status_index(b.ints, rp.ctx.rules)
         if self.stats is not None:
             stats_add(self.stats, b, status)
         new = add_ids(rp.seen, b.ints["id"])

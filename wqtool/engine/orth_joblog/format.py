@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
-from ...formats.orth_joblog import COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES, Status
+from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
@@ -59,13 +59,19 @@ or \\N is NULL, "" the empty string), JSON Lines, Parquet, a mysqldump file, a d
 database URL (sqlite:///FILE, mysql://, jdbc:mysql://, jdbc:mariadb://; ?table= another table). Spec:
 docs/formats/orth-logs.md sections 5 and 6.
 
+Each table is read by its own admin's rules. orth_job_log: Orth's combined status (init, pending, success, timeout,
+trigger-failed, failed). xxl_job_log (named by ?table=, the file names, or the dump's statements): xxl-job's list
+filters, a row's label being the filters that list it (running, success+fail, success, failed, init), and its
+separate trigger and handle results in replay rows (trigger_result, handle_result; xxl-job 3.2.0
+XxlJobLogMapper.xml:63-75, joblog.index.1.js:96-140; section 5.4).
+
 Settings (-O KEY=VALUE): timezone=ZONE (the zone of the table's datetimes, default UTC), registry=FILE|URL|none (the
 executor registry of the lost-job check), jdbc_jar=, jdbc_driver= (--engine spark). stats adds the admin's report
 counts, failure rates per executor and handler, and trigger-to-handle latency percentiles; --out DIR writes them as
 CSV or Parquet, --chart FILE draws the daily counts."""
     codes = JOBLOG_CODES
     replay_codes = JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"}
-    record_kinds = tuple(s.value for s in Status)
+    record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success+fail)
     filters = frozenset()
     options = {"timezone": "orth-joblog: the zone the admin wrote datetimes in (Orth's default JDBC URL: "
                            "Asia/Shanghai) [default: UTC]",

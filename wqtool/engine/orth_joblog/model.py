@@ -22,7 +22,7 @@ class Row:
     """One row of orth_job_log (columns in DDL order) and where it was read: ``path`` (file or redacted URL),
     ``offset`` (byte offset of the row in its file; a Parquet / database row: its ordinal), ``length`` (bytes;
     0 where the source has no byte form), ``index`` (the row's index in its log), ``file`` (index of the file in
-    the log)."""
+    the log), ``table`` (the log's table: ``orth_job_log`` or ``xxl_job_log``, whose admin's status rules apply)."""
 
     path: str
     offset: int
@@ -45,6 +45,7 @@ class Row:
     handle_code: int
     handle_msg: str | None
     alarm_status: int
+    table: str = "orth_job_log"  # the job-log table the row is of (its rule set: ``formats.orth_joblog.RULE_SETS``)
 
     def values(self) -> tuple:
         return tuple(getattr(self, n) for n in COLUMN_NAMES)

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from ...errors import InputError, UsageError
 from ...formats.orth_joblog import (BY_NAME, COLUMN_NAMES, COLUMNS, OPTIONAL_COLUMNS, REGISTRY_COLUMN_NAMES,
-                                    REGISTRY_TABLE_NAMES, TABLE, TABLE_NAMES)
+                                    REGISTRY_TABLE_NAMES, TABLE, TABLE_NAMES, rules_for_table)
 from ..fileio import FileView, input_error, open_regular
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from . import dburl
@@ -55,6 +55,9 @@ class TableLog:
     is_dir: bool = False
     timezone: str = "UTC"
     lost_message_lang: str = "auto"
+    #: the job-log table the rows are of: ``orth_job_log`` or ``xxl_job_log`` (whose admin's rules apply), from the
+    #: database table, the export's file names, or the table a dump's statements name (``table_of_dump``)
+    table: str = TABLE
 
     @property
     def files(self) -> list[str]:
@@ -75,20 +78,28 @@ def discover(paths, *, timezone: str = "UTC", registry: str | None = None) -> li
             src = Source(u.kind, p, u.table)
             reg = Source(u.kind, p, REGISTRY_TABLE_NAMES[0] if u.table == TABLE else
                          u.table.replace("job_log", "job_registry"))
-            log = TableLog(dburl.redact(p), [src], reg, "the same database", timezone=timezone)
+            log = TableLog(dburl.redact(p), [src], reg, "the same database", timezone=timezone,
+                           table=rules_for_table(u.table).table)
         elif os.path.isdir(p):
             files, reg = _dir_files(p)
             if not files:
                 raise UsageError("not an orth_job_log export directory (no orth_job_log*.csv|jsonl|parquet|sql "
                                  "or part-* files)", path=p)
-            log = TableLog(p, files, reg, "the export directory" if reg else "", is_dir=True, timezone=timezone)
+            log = TableLog(p, files, reg, "the export directory" if reg else "", is_dir=True, timezone=timezone,
+                           table=_table_of_files(files))
         else:
             kind = kind_of_file(p)
             if kind is None:
                 raise UsageError("an orth_job_log export needs a .csv, .jsonl, .parquet or .sql (mysqldump) name",
                                  path=p)
             reg, origin = _sibling_registry(p, kind)
-            log = TableLog(p, [Source(kind, p)], reg, origin, timezone=timezone)
+            log = TableLog(p, [Source(kind, p)], reg, origin, timezone=timezone,
+                           table=_table_of_files([Source(kind, p)]))
+        if log.table != TABLE:
+            rs = rules_for_table(log.table)
+            log.findings.append(Finding(NOTE, "OJL-TABLE", f"rows of {rs.table} ({rs.admin}'s table): {rs.admin}'s "
+                                        "list filters (Success, Fail, Running) and its separate trigger and handle "
+                                        "results apply, not Orth's combined status", path=log.root))
         if registry is not None:
             if registry.lower() == "none":
                 log.registry, log.registry_origin = None, ""
@@ -120,6 +131,45 @@ def _dir_files(d: str) -> tuple[list[Source], Source | None]:
     return files, reg
 
 
+def _table_of_files(files: list[Source]) -> str:
+    """Which table an export holds: the one a file name (``xxl_job_log*``, ``orth_job_log*``) or a dump's first
+    job-log statement names; Orth's when none does (``part-*`` files)."""
+    for s in files:
+        low = os.path.basename(s.path).lower()
+        if s.kind == "sqldump":
+            t = table_of_dump(s.path)
+            if t is not None:
+                return t
+        for t in TABLE_NAMES:
+            if low.startswith(t):
+                return t
+    return TABLE
+
+
+_DUMP_TABLE_RE = re.compile(rb"(?:CREATE\s+TABLE|INSERT\s+INTO|COPY|REPLACE\s+INTO)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+                            rb"(?:[`\"]?\w+[`\"]?\.)?[`\"]?(" + b"|".join(t.encode() for t in TABLE_NAMES)
+                            + rb")[`\"]?[\s(]", re.I)
+_DUMP_SNIFF_CHUNK = 1 << 20
+
+
+def table_of_dump(path: str) -> str | None:
+    """The job-log table the first CREATE TABLE / INSERT / COPY of a dump names (read in 1 MiB chunks, so memory
+    stays bounded; None if none does or the file cannot be read: the reader reports that)."""
+    try:
+        with open(path, "rb") as f:
+            tail = b""
+            while True:
+                chunk = f.read(_DUMP_SNIFF_CHUNK)
+                if not chunk:
+                    return None
+                m = _DUMP_TABLE_RE.search(tail + chunk)
+                if m is not None:
+                    return m.group(1).decode().lower()
+                tail = chunk[-256:]
+    except OSError:
+        return None
+
+
 def _sibling_registry(path: str, kind: str) -> tuple[Source | None, str]:
     """A single export file's registry: ``orth_job_registry.<ext>`` beside it; a dump holds its own."""
     if kind == "sqldump":
@@ -138,8 +188,9 @@ class Converter:
     """Raw values (str from text exports, bytes from dumps, int, datetime, None) -> a typed ``Row``, or the
     findings that say why the values cannot be a row of the table."""
 
-    def __init__(self, tz=None):
+    def __init__(self, tz=None, table: str = TABLE):
         self.tz = tz
+        self.table = table
 
     def row(self, vals: list, path: str, offset: int, length: int, index: int, file: int,
             verdict: Verdict) -> tuple[Row | None, list[Finding]]:
@@ -212,7 +263,7 @@ class Converter:
                 out.append(t)
         if bad:
             return None, bad
-        return Row(path, offset, length, index, file, *out), bad
+        return Row(path, offset, length, index, file, *out, table=self.table), bad
 
     def _datetime(self, v) -> int | None:
         if isinstance(v, bytes):
@@ -258,7 +309,7 @@ class TableReader:
 
     def __init__(self, log: TableLog, *, tz=None, file_index: int | None = None, start_index: int = 0):
         self.log = log
-        self.conv = Converter(tz)
+        self.conv = Converter(tz, log.table)
         self.file_index = file_index
         self.records = start_index
         self.bytes = 0

@@ -17,7 +17,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from ...errors import UsageError
 from ...formats.orth_joblog import COLUMN_NAMES as _COLS
 from ...formats.orth_joblog import (HANDLE_MSG_MAX_CHARS, LOST_AFTER_S, LOST_HANDLE_CODE, LOST_MESSAGES,
-                                    REGISTRY_DEAD_TIMEOUT_S, AlarmStatus, HandleCode, Status, TriggerCode)
+                                    ORTH_RULES, REGISTRY_DEAD_TIMEOUT_S, RULE_SETS, AlarmStatus, HandleCode, RuleSet,
+                                    Status, TriggerCode)
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .model import RegistryRow, Row, day_of, format_datetime
 from .rules import report_bucket, status_of
@@ -26,7 +27,7 @@ _TRIGGER_CODES = frozenset(int(c) for c in TriggerCode)
 _HANDLE_CODES = frozenset(int(c) for c in HandleCode)
 _ALARM = frozenset(int(c) for c in AlarmStatus)
 _LOST_MSGS = frozenset(LOST_MESSAGES.values())
-STATUSES = tuple(s.value for s in Status)
+STATUSES = tuple(s.value for s in Status)  # Orth's labels (a state's own: ``ctx.rules.labels``)
 NO_ADDRESS = "(none)"
 NO_HANDLER = "(none)"
 _MOD = 1 << 256
@@ -69,6 +70,7 @@ class CheckContext:
     as_of_local: int
     registry: Registry
     timezone: str = "UTC"
+    rules: RuleSet = ORTH_RULES     # the table's admin's status rules (``formats.orth_joblog.rules_for_table``)
 
     @property
     def lost_before(self) -> int:
@@ -86,6 +88,7 @@ class RowChecker:
         self.alive = ctx.registry.alive
         self.lost_before = ctx.lost_before
         self.now = ctx.as_of_local
+        self.rules = ctx.rules
 
     def check(self, r: Row) -> tuple[list[Finding], int]:
         out: list[Finding] = []
@@ -119,9 +122,12 @@ class RowChecker:
         if hc not in _HANDLE_CODES:
             warn("OJL-UNKNOWN-HANDLE-CODE", f"id {r.id}: handle_code {hc}" + (" (negative: shown Failed, the row "
                  "still accepts callbacks)" if hc < 0 else ""))
-        status = status_of(tc, hc)
+        rules = self.rules
+        status = status_of(tc, hc, rules)
         if tc == 0 and hc != 0:
-            warn("OJL-INIT-HANDLED", f"id {r.id}: trigger_code 0, handle_code {hc}: the UI shows Init")
+            warn("OJL-INIT-HANDLED", f"id {r.id}: trigger_code 0, handle_code {hc}: "
+                 + ("the UI shows Init" if rules.trigger_results is None else
+                    f"the list shows no trigger result, handle result {rules.handle_result(hc)!r}"))
         if hc == 0 and r.handle_time is not None:
             warn("OJL-ZERO-CALLBACK", f"id {r.id}: handle_time {format_datetime(r.handle_time)} with handle_code 0")
         if r.handle_time is not None and r.trigger_time is not None and r.handle_time < r.trigger_time:
@@ -129,8 +135,8 @@ class RowChecker:
                  f"{format_datetime(r.trigger_time)}")
         if r.alarm_status == -1:
             warn("OJL-ALARM-LOCKED", f"id {r.id}: alarm_status -1")
-        elif r.alarm_status in (1, 2, 3) and status in (Status.PENDING, Status.SUCCESS):
-            warn("OJL-ALARM-UNEXPECTED", f"id {r.id}: alarm_status {r.alarm_status} on a {status.ui} row")
+        elif r.alarm_status in (1, 2, 3) and status in rules.alarm_quiet:
+            warn("OJL-ALARM-UNEXPECTED", f"id {r.id}: alarm_status {r.alarm_status} on a {rules.ui[status]} row")
         now = self.now
         future = [n for n, t in (("trigger_time", r.trigger_time), ("schedule_time", r.schedule_time),
                                  ("handle_time", r.handle_time)) if t is not None and t > now]
@@ -143,13 +149,14 @@ class RowChecker:
             if addr is None or addr not in self.alive:
                 flags |= self.LOST
                 near = _near(addr, self.alive)
-                warn("OJL-LOST", f"id {r.id}: Pending since {format_datetime(tt)}, executor {addr!r} not registered"
+                warn("OJL-LOST", f"id {r.id}: {rules.pending_word} since {format_datetime(tt)}, executor {addr!r} "
+                     "not registered"
                      + (f" (the registry has {near!r}: the address must match exactly)" if near else "")
                      + f": the monitor sets handle_code {LOST_HANDLE_CODE}")
             else:
                 flags |= self.PENDING_ONLINE
         if tc == 0 and hc == 0 and tt is not None and tt <= self.lost_before:
-            warn("OJL-INIT-STUCK", f"id {r.id}: Init since {format_datetime(tt)}")
+            warn("OJL-INIT-STUCK", f"id {r.id}: {rules.init_word} since {format_datetime(tt)}")
         if hc == LOST_HANDLE_CODE and r.handle_msg in _LOST_MSGS:
             flags |= self.MARKED_LOST
         return out, flags
@@ -171,10 +178,12 @@ def _near(addr: str | None, alive: frozenset[str]) -> str | None:
 
 
 # ---------------------------------------------------------------- the state's counts (mergeable)
-def digest_line(r: Row) -> str:
-    """A row's canonical line: [id, status, the 16 columns (datetimes as text)]."""
+def digest_line(r: Row, rules: RuleSet | None = None) -> str:
+    """A row's canonical line: [id, status, the 16 columns (datetimes as text)]; the status by ``rules``, else
+    by the rules of the row's table."""
     vals = [format_datetime(v) if n.endswith("_time") else v for n, v in zip(_COLS, r.values())]
-    return json.dumps([r.id, status_of(r.trigger_code, r.handle_code).value, *vals], ensure_ascii=False,
+    st = status_of(r.trigger_code, r.handle_code, rules or RULE_SETS[r.table])
+    return json.dumps([r.id, st, *vals], ensure_ascii=False,
                       separators=(",", ":"))
 
 
@@ -197,11 +206,12 @@ class Tally:
     lost: dict = field(default_factory=dict)              # address -> [rows, oldest trigger_time]
     marked_lost: int = 0
     pending_online: int = 0
+    rules: RuleSet = ORTH_RULES                           # whose status labels these are
 
     def add(self, r: Row, flags: int) -> None:
         self.rows += 1
-        self.digest_sum = (self.digest_sum + line_hash(digest_line(r))) % _MOD
-        st = status_of(r.trigger_code, r.handle_code).value
+        self.digest_sum = (self.digest_sum + line_hash(digest_line(r, self.rules))) % _MOD
+        st = status_of(r.trigger_code, r.handle_code, self.rules)
         self.by_status[st] += 1
         _bump(self.by_group, r.job_group, st)
         if r.trigger_time is not None:
@@ -249,12 +259,13 @@ class Tally:
     # -- analytics tables (``StateView.analytics``)
     def analytics(self) -> dict[str, list[dict]]:
         out: dict[str, list[dict]] = {}
-        out["status"] = [{"status": s, "ui": Status(s).ui, "rows": self.by_status.get(s, 0)} for s in STATUSES]
+        rules = self.rules
+        out["status"] = [{"status": s, "ui": rules.ui[s], "rows": self.by_status.get(s, 0)} for s in rules.labels]
         out["daily"] = [{"trigger_day": d, "running_count": c["running"], "suc_count": c["suc"],
                          "fail_count": c["fail"], "total": c["running"] + c["suc"] + c["fail"]}
                         for d, c in sorted(self.daily.items())]
-        out["executors"] = [dict(executor_address=a, **_rates(c)) for a, c in sorted(self.executors.items())]
-        out["handlers"] = [dict(executor_handler=h, **_rates(c)) for h, c in sorted(self.handlers.items())]
+        out["executors"] = [dict(executor_address=a, **_rates(c, rules)) for a, c in sorted(self.executors.items())]
+        out["handlers"] = [dict(executor_handler=h, **_rates(c, rules)) for h, c in sorted(self.handlers.items())]
         out["latency"] = [latency_row(self.latency)]
         out["lost"] = [{"executor_address": a, "lost": n, "oldest_trigger_time": format_datetime(t)}
                        for a, (n, t) in sorted(self.lost.items())]
@@ -268,14 +279,12 @@ def _bump(d: dict, key, label: str) -> None:
     c[label] += 1
 
 
-FAILED = ("timeout", "trigger-failed", "failed")
-
-
-def _rates(c: Counter) -> dict:
-    """Per executor / handler: rows by outcome and the failure rate over finished rows."""
-    suc = c.get("success", 0)
-    fail = sum(c.get(s, 0) for s in FAILED)
-    running = c.get("init", 0) + c.get("pending", 0)
+def _rates(c: Counter, rules: RuleSet) -> dict:
+    """Per executor / handler: rows by outcome and the failure rate over finished rows (the rule set says which
+    labels are which outcome; timeout and trigger_failed are Orth's labels, 0 for xxl-job's table)."""
+    suc = sum(c.get(s, 0) for s in rules.success)
+    fail = sum(c.get(s, 0) for s in rules.failed)
+    running = sum(c.get(s, 0) for s in rules.running)
     return {"rows": suc + fail + running, "success": suc, "failed": fail, "timeout": c.get("timeout", 0),
             "trigger_failed": c.get("trigger-failed", 0), "running": running,
             "failure_rate": round(fail / (suc + fail), 6) if suc + fail else None}
@@ -330,10 +339,11 @@ class JobLogState:
         return self.tally.digest()
 
     def counts_by_state(self) -> dict[str, int]:
-        return {s: self.tally.by_status.get(s, 0) for s in STATUSES}
+        return {s: self.tally.by_status.get(s, 0) for s in self.ctx.rules.labels}
 
     def queues(self) -> dict[str, dict[str, int]]:
-        return {f"group {g}": {s: c.get(s, 0) for s in STATUSES} for g, c in sorted(self.tally.by_group.items())}
+        labels = self.ctx.rules.labels
+        return {f"group {g}": {s: c.get(s, 0) for s in labels} for g, c in sorted(self.tally.by_group.items())}
 
     def analytics(self) -> dict[str, list[dict]]:
         return self.tally.analytics()
@@ -402,7 +412,7 @@ class JobLogReplay:
     def __init__(self, ctx: CheckContext, *, keep_rows: bool = False):
         self.ctx = ctx
         self.checker = RowChecker(ctx)
-        self.tally = Tally()
+        self.tally = Tally(rules=ctx.rules)
         self.seen = IdSet()
         self.rows: dict[int, Row] | None = {} if keep_rows else None
         self.findings: list[Finding] = []

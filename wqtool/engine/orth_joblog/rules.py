@@ -1,6 +1,7 @@
 """The declared conditions (``wqtool.formats.orth_joblog``) as Python predicates, vectorised predicates and SQL.
 
-One declaration, three evaluators: ``predicate(cond)`` for the local engine's reference path (a row at a time),
+One declaration per table's rule set (``RuleSet``: Orth's ``ORTH_RULES``, xxl-job's ``XXL_RULES``), three
+evaluators: ``predicate(cond)`` for the local engine's reference path (a row at a time),
 ``vector(cond)`` for its columnar fast path (numpy arrays, ``fastpath``), ``sql(cond)`` for Spark SQL and the
 databases (the same CASE expression the tests run in SQLite and Spark against the Python one).
 """
@@ -8,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...formats.orth_joblog import (LIST_FILTER_FAILED, REPORT_RUNNING, REPORT_SUCCESS, STATUS_RULES, All, AnyOf,
-                                    Cond, In, Not, Status)
+from ...formats.orth_joblog import (ALL_LABELS, LIST_FILTER_FAILED, ORTH_RULES, REPORT_RUNNING, REPORT_SUCCESS,
+                                    All, AnyOf, Cond, In, Not, RuleSet)
 
 
 def predicate(cond: Cond) -> Callable[[dict], bool]:
@@ -72,29 +73,45 @@ def sql(cond: Cond, quote: str = "") -> str:
     raise TypeError(f"not a condition: {cond!r}")
 
 
-def status_sql(quote: str = "") -> str:
-    """§5.2 as a CASE expression yielding the status label."""
-    parts = [f"WHEN {sql(c, quote)} THEN '{s.value}'" for s, c in STATUS_RULES]
+def status_sql(quote: str = "", rules: RuleSet = ORTH_RULES) -> str:
+    """A rule set's status rules (Orth: §5.2; xxl-job: §5.4) as a CASE expression yielding the label."""
+    parts = [f"WHEN {sql(c, quote)} THEN '{s}'" for s, c in rules.status_rules]
     return "CASE " + " ".join(parts) + " END"
 
 
-_STATUS_PREDICATES = [(s, predicate(c)) for s, c in STATUS_RULES]
+class _Compiled:
+    """A rule set's status rules as predicates (cached per code pair) and as vectors."""
+
+    def __init__(self, rules: RuleSet):
+        self.preds = [(s, predicate(c)) for s, c in rules.status_rules]
+        self.vecs = [(ALL_LABELS.index(s), vector(c)) for s, c in rules.status_rules]
+        self.cache: dict[tuple[int, int], str] = {}
+
+
+_COMPILED: dict[str, _Compiled] = {}
+
+
+def _compiled(rules: RuleSet) -> _Compiled:
+    c = _COMPILED.get(rules.table)
+    if c is None:
+        c = _COMPILED[rules.table] = _Compiled(rules)
+    return c
+
+
 _running, _success = predicate(REPORT_RUNNING), predicate(REPORT_SUCCESS)
 _list_failed = predicate(LIST_FILTER_FAILED)
 
 
-_STATUS_CACHE: dict[tuple[int, int], Status] = {}
-
-
-def status_of(trigger_code: int, handle_code: int) -> Status:
-    """The UI's status of a row (§5.2): the first declared rule that holds (cached per code pair)."""
+def status_of(trigger_code: int, handle_code: int, rules: RuleSet = ORTH_RULES) -> str:
+    """A row's status label under ``rules``: the first declared rule that holds (cached per code pair)."""
+    c = _compiled(rules)
     key = (trigger_code, handle_code)
-    s = _STATUS_CACHE.get(key)
+    s = c.cache.get(key)
     if s is None:
         r = {"trigger_code": trigger_code, "handle_code": handle_code}
-        s = next(st for st, p in _STATUS_PREDICATES if p(r))
-        if len(_STATUS_CACHE) < 4096:
-            _STATUS_CACHE[key] = s
+        s = next(st for st, p in c.preds if p(r))
+        if len(c.cache) < 4096:
+            c.cache[key] = s
     return s
 
 
@@ -120,15 +137,14 @@ def list_failed(trigger_code: int, handle_code: int) -> bool:
     return _list_failed({"trigger_code": trigger_code, "handle_code": handle_code})
 
 
-def status_index(cols: dict):
-    """§5.2 over columns (``trigger_code``, ``handle_code`` numpy arrays): each row's status as its index in
-    ``Status`` order (int8), the first declared rule that holds — ``status_of`` column-wise."""
+def status_index(cols: dict, rules: RuleSet = ORTH_RULES):
+    """The status rules over columns (``trigger_code``, ``handle_code`` numpy arrays): each row's label as its index
+    in ``ALL_LABELS`` (int8), the first declared rule that holds — ``status_of`` column-wise."""
     import numpy as np
-    order = list(Status)
     n = len(cols["trigger_code"])
     out = np.full(n, -1, np.int8)
-    for s, f in _STATUS_VECS:
-        out = np.where((out < 0) & f(cols), np.int8(order.index(s)), out)
+    for k, f in _compiled(rules).vecs:
+        out = np.where((out < 0) & f(cols), np.int8(k), out)
     return out
 
 
@@ -138,5 +154,4 @@ def bucket_index(cols: dict):
     return np.where(_vec_running(cols), np.int8(0), np.where(_vec_success(cols), np.int8(1), np.int8(2)))
 
 
-_STATUS_VECS = [(s, vector(c)) for s, c in STATUS_RULES]
 _vec_running, _vec_success = vector(REPORT_RUNNING), vector(REPORT_SUCCESS)

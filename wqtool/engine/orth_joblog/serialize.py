@@ -4,10 +4,10 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from ...formats.orth_joblog import COLUMN_NAMES, COLUMNS, Status
+from ...formats.orth_joblog import COLUMN_NAMES, COLUMNS, RULE_SETS
 from ..format import Column, RecordView, StateView
 from .model import Row, format_datetime
-from .replay import STATUSES, JobLogState, RowChecker
+from .replay import JobLogState, RowChecker
 from .rules import status_of
 
 JOBLOG_RECORD_FIELDS = ("file", "offset", "length", "index", *COLUMN_NAMES, "status", "error")
@@ -19,9 +19,17 @@ def row_to_jsonable(r: Row) -> dict:
     for c in COLUMNS:
         v = getattr(r, c.name)
         d[c.name] = format_datetime(v) if c.kind == "datetime" else v
-    d["status"] = status_of(r.trigger_code, r.handle_code).value
+    d["status"] = status_of(r.trigger_code, r.handle_code, RULE_SETS[r.table])
     d["error"] = None
     return d
+
+
+def _results(d: dict, r: Row, rules) -> None:
+    """The admin's separate trigger / handle result columns, where it has them (xxl-job: joblog.index.1.js). Replay
+    rows only: a dump row's fields are the same for every table (its Parquet / Spark schema)."""
+    if rules.trigger_results is not None:
+        d["trigger_result"] = rules.trigger_result(r.trigger_code)
+        d["handle_result"] = rules.handle_result(r.handle_code)
 
 
 def _cut(s: str | None, n: int) -> str:
@@ -44,7 +52,7 @@ class JobLogRecordView(RecordView):
 
     def cells(self, r: Row, payload: str) -> tuple:
         return (os.path.basename(r.path), r.offset, r.id, r.job_group, r.job_id,
-                status_of(r.trigger_code, r.handle_code).value, format_datetime(r.trigger_time) or "-",
+                status_of(r.trigger_code, r.handle_code, RULE_SETS[r.table]), format_datetime(r.trigger_time) or "-",
                 f"{r.trigger_code}/{r.handle_code}", format_datetime(r.handle_time) or "-",
                 f"{r.executor_address or '-'} {r.executor_handler or '-'}")
 
@@ -55,11 +63,13 @@ class JobLogRecordView(RecordView):
 
 def state_rows(state: JobLogState) -> Iterator[dict]:
     checker = RowChecker(state.ctx)
+    rules = state.ctx.rules
     for i in sorted(state.rows or {}):
         r = state.rows[i]
-        st = status_of(r.trigger_code, r.handle_code)
+        st = status_of(r.trigger_code, r.handle_code, rules)
         _, flags = checker.check(r)
-        d = {"id": r.id, "status": st.value, "ui_status": st.ui, "lost_at_as_of": bool(flags & RowChecker.LOST)}
+        d = {"id": r.id, "status": st, "ui_status": rules.ui[st], "lost_at_as_of": bool(flags & RowChecker.LOST)}
+        _results(d, r, rules)
         for c in COLUMNS:
             v = getattr(r, c.name)
             d[c.name] = format_datetime(v) if c.kind == "datetime" else v
@@ -86,24 +96,27 @@ class JobLogStateView(StateView):
         return state_rows(self.state)
 
     def table_header(self) -> str:
-        return (f"{'id':>10} {'group':>5} {'job':>5}  {'status':<16} {'trigger_time':<19}  {'handle_time':<19} "
+        st = "status" if self.state.ctx.rules.trigger_results is None else "trigger/handle"
+        return (f"{'id':>10} {'group':>5} {'job':>5}  {st:<16} {'trigger_time':<19}  {'handle_time':<19} "
                 f"{'codes':>7}  {'lost':<4}  executor / handler")
 
     def table_lines(self) -> Iterator[str]:
         for d in state_rows(self.state):
-            yield (f"{d['id']:>10} {d['job_group']:>5} {d['job_id']:>5}  {d['ui_status']:<16} "
+            st = d["ui_status"] if "trigger_result" not in d else \
+                f"{d['trigger_result'] or '-'}/{d['handle_result'] or '-'}"
+            yield (f"{d['id']:>10} {d['job_group']:>5} {d['job_id']:>5}  {st:<16} "
                    f"{d['trigger_time'] or '-':<19}  {d['handle_time'] or '-':<19} "
                    f"{str(d['trigger_code']) + '/' + str(d['handle_code']):>7}  {'LOST' if d['lost_at_as_of'] else '':<4}"
                    f"  {d['executor_address'] or '-'} {_cut(d['executor_handler'], 40)}")
 
     def counts_matrix(self):
-        return ("rows per job group and status", list(STATUSES), list(self.state.queues().items()))
+        return ("rows per job group and status", list(self.state.ctx.rules.labels), list(self.state.queues().items()))
 
     def summary_lines(self) -> list[str]:
         d = self.summary()
         c = d["counts"]
         return [f"as of {d['as_of_table_time']} ({d['timezone']}): {d['total_rows']} row(s): "
-                + ", ".join(f"{Status(k).ui} {v}" for k, v in c.items() if v)
+                + ", ".join(f"{self.state.ctx.rules.ui[k]} {v}" for k, v in c.items() if v)
                 + f"; {d['lost_at_as_of']} lost at --as-of"]
 
     def counts_by_state(self) -> dict[str, int]:

@@ -2,6 +2,7 @@
 fast path (``fastpath``) stands in for it where no rows are kept (``JobLogFastRun``)."""
 from __future__ import annotations
 
+from ...formats.orth_joblog import RULE_SETS, rules_for_table
 from ..findings import Finding
 from ..format import RecordFacts
 from ..run import ReplayPass
@@ -20,12 +21,13 @@ def context(log: TableLog, as_of_ns: int) -> tuple[CheckContext, list[Finding]]:
     rows = []
     if log.registry is not None:
         rows, found = read_registry(log.registry, tz)
-    return CheckContext(now, Registry.of(log.registry_origin if log.registry else "", rows, now), log.timezone), found
+    return CheckContext(now, Registry.of(log.registry_origin if log.registry else "", rows, now), log.timezone,
+                        rules_for_table(log.table)), found
 
 
 def row_facts(rec: Row) -> RecordFacts:
     """What dump filters and stats need of a row: its status, bytes, no time, its job_id."""
-    return RecordFacts(status_of(rec.trigger_code, rec.handle_code).value, rec.length, None,
+    return RecordFacts(status_of(rec.trigger_code, rec.handle_code, RULE_SETS[rec.table]), rec.length, None,
                        rec.job_id.to_bytes(8, "big", signed=True))
 
 
