@@ -141,7 +141,8 @@ def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list
     st = state(work, path, sc)
     if st != ref.state:
         bad.append(f"{where}: after the second run {st}, the uncrashed run gave {ref.state}")
-    left = sorted(rel for rel in tree(work) if LEFTOVER.search(rel.rstrip("/").rsplit("/", 1)[-1]))
+    left = sorted(rel for rel in tree(work) if LEFTOVER.search(rel.rstrip("/").rsplit("/", 1)[-1])
+                  and ".pre-" not in rel.split("/")[0])     # a backup keeps what it links, temps included
     if left:
         bad.append(f"{where}: left behind {left}")
     everything = kept_bytes(work)

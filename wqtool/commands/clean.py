@@ -7,6 +7,7 @@ import typer
 
 from ..engine.format import Log, resolve_each
 from ..errors import UsageError
+from ._options import finish_interrupted
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, refuse_unsafe_write, report_each)
 
@@ -52,6 +53,8 @@ def clean(
     if apply and opts.as_of_ns > time.time_ns() + FUTURE_SLACK_NS:
         raise UsageError("--apply with an --as-of in the future would drop jobs that are still live; clean at "
                          "'now' (the default) or earlier")
+    if apply:   # what a crashed earlier --apply left is finished first (no-op otherwise)
+        finish_interrupted(paths, fmt)
     entries = resolve_each(paths, fmt, opts)
 
     def work(log: Log) -> tuple[int, dict]:
