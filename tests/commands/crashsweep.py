@@ -40,6 +40,7 @@ class Scenario:
     make: Callable[[str], str]
     argv: list[str]
     extra_verify: list[str] = field(default_factory=list)
+    as_of: str = AS_OF
 
 
 def run(argv: list[str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -78,8 +79,8 @@ def tree(root: str) -> dict[str, str]:
 
 def state(work: str, path: str, sc: Scenario) -> dict:
     """What the compared runs say of the log after an apply: verify's exit code and replay's digest."""
-    v = run([WQTOOL, "verify", "-q", "--as-of", AS_OF, *sc.extra_verify, path], work)
-    r = run([WQTOOL, "replay", "-o", "json", "--as-of", AS_OF, *sc.extra_verify, path], work)
+    v = run([WQTOOL, "verify", "-q", "--as-of", sc.as_of, *sc.extra_verify, path], work)
+    r = run([WQTOOL, "replay", "-o", "json", "--as-of", sc.as_of, *sc.extra_verify, path], work)
     try:
         digest = json.loads(r.stdout).get("digest") if r.returncode in (0, 1) else None
     except ValueError:
@@ -210,6 +211,16 @@ SCENARIOS = {
                                     ["repair", "--apply", "--as-of", AS_OF]),
     "kestrel-pack": Scenario("kestrel-pack", copy_queue("rotated-set-with-pack", ""),
                              ["pack", "--apply", "--as-of", AS_OF]),
+    "evtj-pack": Scenario("evtj-pack", copy_of("evtj", "live-and-done", "journal", name="journal"),
+                          ["pack", "--apply", "--as-of", AS_OF]),
+    "fastjournal-pack": Scenario("fastjournal-pack", copy_of("fastjournal", "history", "journal", name="journal"),
+                                 ["pack", "--apply", "--as-of", AS_OF]),
+    "snaplist-pack": Scenario("snaplist-pack", copy_of("snaplist", "current-hour", "journal", name="journal"),
+                              ["pack", "--apply", "--as-of", "last"], as_of="last"),
+    "snaplist-clean": Scenario("snaplist-clean", copy_of("snaplist", "stale-hours", "journal", name="journal"),
+                               ["clean", "--apply", "--as-of", "last"], as_of="last"),
+    "orth-clean": Scenario("orth-clean", copy_of("orth", "executor-runs", "logpath", name="logpath"),
+                           ["clean", "--apply"], as_of="now"),
     "kestrel-clean": Scenario("kestrel-clean", copy_queue("half-finished-pack", ""),
                               ["clean", "--apply", "--as-of", AS_OF]),
 }

@@ -177,6 +177,7 @@ def _pack_steps(plan: FjjPackPlan, step: StepRunner, ctx: dict) -> None:
             raise InputError("the journal changed since the plan was made (is a server running?); plan again", path=d)
 
     def write():
+        unlink_quiet(temp)      # an earlier pack --apply died after creating it (we hold the journal's lock)
         if step.during("write-temp"):
             w = _write_segment(plan, temp, plan.seq, half=True)
             w.close()

@@ -257,9 +257,8 @@ def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict, dry: bool = Fals
             _check_alone(path, fd, "pack")
             data = read_all(fd)
             ctx["old:" + name] = data
-            if os.path.lexists(temp):
-                raise InputError("a temp file of an interrupted pack is in the way (wqtool clean removes it)",
-                                 path=temp)
+            if os.path.lexists(temp):   # an earlier pack --apply died after writing it (under this same lock)
+                unlink_quiet(temp)
 
         def write_temp(path=path, key=key, name=name, temp=temp):
             data = ctx["old:" + name]
