@@ -27,6 +27,9 @@ STRACE = shutil.which("strace")
 AS_OF = "2026-11-21T23:30:00Z"
 _LINE = re.compile(r"^(\d+)\s+(\w+)\(")
 
+#: The failures an apply must survive by changing nothing (or finishing): the syscall and the error injected.
+ERRORS = {"write": "ENOSPC", "fsync": "EIO", "fdatasync": "EIO", "ftruncate": "EIO"}
+
 #: Names a finished apply never leaves behind (temp and new copies, half-written files).
 LEFTOVER = re.compile(r"(-tmp-|-new-|\.rw$|~~|\.tmp$|\.part$|\.wqtool-)")
 
@@ -112,7 +115,8 @@ def reference(sc: Scenario, base: str) -> Reference:
     path = sc.make(work)
     before = tree(work)
     trace = os.path.join(base, "ref.strace")
-    r = run([STRACE, "-f", "-qq", "-o", trace, "-e", "trace=" + ",".join(SYSCALLS), WQTOOL, *sc.argv, path], work)
+    r = run([STRACE, "-f", "-qq", "-o", trace, "-e", "trace=" + ",".join(SYSCALLS + ("write",)), WQTOOL, *sc.argv,
+             path], work)
     after = tree(work)
     # the byte ranges the reference cut: from its quarantine files (repair), else nothing to check
     cut = []
@@ -153,6 +157,48 @@ def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list
     if not bad:
         shutil.rmtree(work)
     return bad
+
+
+def failed_trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list[str]:
+    """The ``n``-th ``syscall`` fails (``ERRORS``: ENOSPC, EIO): the apply either fails having changed nothing
+    (the log's files as before, no file added anywhere) or, past its point of no return, leaves the finished result
+    (the uncrashed run's state, nothing temporary left)."""
+    work = os.path.join(base, f"{syscall}-{ERRORS[syscall]}-{n}")
+    os.makedirs(work)
+    path = sc.make(work)
+    before = tree(work)
+    r = run([STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=" + syscall,
+             "-e", f"inject={syscall}:error={ERRORS[syscall]}:when={n}", WQTOOL, *sc.argv, path], work)
+    where = f"{sc.name}: {ERRORS[syscall]} at {syscall} #{n} (exit {r.returncode})"
+    after = {k: v for k, v in tree(work).items() if not k.endswith(".lock")}   # the format's own lock files
+    before = {k: v for k, v in before.items() if not k.endswith(".lock")}
+    if after == before:
+        shutil.rmtree(work)
+        return []
+    bad = []
+    st = state(work, path, sc)
+    if st != ref.state:
+        added = sorted(set(after) - set(before))
+        changed = sorted(k for k in before if after.get(k) != before[k])
+        bad.append(f"{where}: the log changed and is not the finished result ({st}); added {added}, "
+                   f"changed or removed {changed}")
+    left = sorted(rel for rel in after if LEFTOVER.search(rel.rstrip("/").rsplit("/", 1)[-1])
+                  and ".pre-" not in rel.split("/")[0])
+    if left:
+        bad.append(f"{where}: left behind {left}")
+    if not bad:
+        shutil.rmtree(work)
+    return bad
+
+
+def error_sweep(sc: Scenario, base: str, ref: Reference | None = None) -> tuple[int, list[str]]:
+    ref = ref or reference(sc, base)
+    done, bad = 0, []
+    for sys_ in ERRORS:
+        for n in range(1, ref.counts.get(sys_, 0) + 1):
+            bad += failed_trial(sc, ref, base, sys_, n)
+            done += 1
+    return done, bad
 
 
 def sweep(sc: Scenario, base: str, *, only: tuple[str, ...] = SYSCALLS, limit: int | None = None,
@@ -234,10 +280,16 @@ def main() -> None:
             sc = SCENARIOS[name]
             ref = reference(sc, os.path.join(base, "r"))
             print(name, "exit", ref.code, ref.counts, ref.state, flush=True)
-            done, bad = sweep(sc, base)
-            print(f"  {done} trials, {len(bad)} failures", flush=True)
-            for b in bad:
-                print("  ", b, flush=True)
+            if os.environ.get("SWEEP") != "errors":
+                done, bad = sweep(sc, base)
+                print(f"  {done} crash trials, {len(bad)} failures", flush=True)
+                for b in bad:
+                    print("  ", b, flush=True)
+            if os.environ.get("SWEEP") != "crash":
+                done, bad = error_sweep(sc, base, ref)
+                print(f"  {done} error trials, {len(bad)} failures", flush=True)
+                for b in bad:
+                    print("  ", b, flush=True)
 
 
 if __name__ == "__main__":

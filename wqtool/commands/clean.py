@@ -39,6 +39,11 @@ def clean(
     holding a journal open) and on damaged logs (repair first); a torn tail
     in the active segment is left as it is (the report says so). Every PATH gets its own report.
 
+    A crashed --apply (killed, power cut): run the same command again. It finishes the work or finds nothing to
+    do: what the crashed run left beside the log (its temp and new copies, its quarantine) is reused or removed,
+    and a Kestrel rotation left half done is rolled back. A failed --apply (disk full, I/O error) exits 5 and
+    leaves no file behind.
+
     Exit code: the INPUT's class, as verify gives it (0 healthy, 1 torn tail, 3 / 4 refused: repair first) —
     also after a successful --apply. Several PATHs: the most severe, 3 > 4 > 5 > 2 > 1 > 0.
 

@@ -53,6 +53,11 @@ def pack(
     byte-identical, with what their state needs (attempts, lease, result); deleted or finished jobs never
     come back; --apply takes workq's append.lock and read.lock so a running workq-server is never raced.
 
+    A crashed --apply (killed, power cut): run the same command again. It finishes the work or finds nothing to
+    do: what the crashed run left beside the log (its temp and new copies, its quarantine) is reused or removed,
+    and a Kestrel rotation left half done is rolled back. A failed --apply (disk full, I/O error) exits 5 and
+    leaves no file behind.
+
     Example:
 
     \b

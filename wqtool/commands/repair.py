@@ -24,7 +24,8 @@ def repair(
                                 "rollback: drop every record written after TIME (the first one and all that follow)."
                                 )] = None,
     quarantine: Annotated[Optional[str], typer.Option("--quarantine", metavar="DIR", help="Where the cut bytes go, "
-                          "one file per range named <file>@<offset>-<end>.bin [default: <log>.quarantine-<stamp>]."
+                          "one file per range named <file>@<offset>-<end>.bin [default: <log>.quarantine-<stamp>, or .2, .3... "
+                          "when another repair's is there; a crashed run's is reused]."
                           )] = None,
     no_backup: Annotated[bool, typer.Option("--no-backup", help="Do not keep the old log after the swap.")] = False,
     as_of: AsOf = None,
@@ -45,6 +46,11 @@ def repair(
     re-verified (it must be clean) and its digest compared with the plan's, then swapped in atomically; the old
     log is kept as a backup (--no-backup to skip) and every cut byte is in the quarantine. Refused while the log's
     writer runs. Every PATH gets its own report (a refusal or an error included).
+
+    A crashed --apply (killed, power cut): run the same command again. It finishes the work or finds nothing to
+    do: what the crashed run left beside the log (its temp and new copies, its quarantine) is reused or removed,
+    and a Kestrel rotation left half done is rolled back. A failed --apply (disk full, I/O error) exits 5 and
+    leaves no file behind.
 
     Exit code: the INPUT's class, as verify gives it (0 healthy, 1 torn tail, 3 corrupt, 4 invalid history) —
     also after a successful --apply (1 after a torn tail is cut): the repaired log is proven clean before the

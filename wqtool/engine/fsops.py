@@ -308,6 +308,7 @@ class Quarantine:
                                  "repair cuts); name a new one", path=path)
             p = f"{path}.{n}"
         self.path = p
+        self.created = False     # by this run (``discard`` removes it then)
 
     def _prefix_of_range(self, name: str, f: str) -> bool:
         r = self.names.get(name)
@@ -330,7 +331,9 @@ class Quarantine:
     def write(self, fsync: bool = True) -> list[str]:
         """Write every range not yet there whole (a short file of an earlier run is written again); returns the
         quarantine's files."""
-        os.makedirs(self.path, exist_ok=True)
+        if not os.path.lexists(self.path):
+            os.makedirs(self.path)
+            self.created = True
         out = []
         for name, (src, off, ln) in self.names.items():
             dst = os.path.join(self.path, name)
@@ -347,6 +350,18 @@ class Quarantine:
         if fsync:
             fsync_dir(self.path)
         return out
+
+
+    def discard(self) -> None:
+        """A failed apply before its point of no return: the log keeps every byte, so the quarantine's files
+        go (and the directory, when nothing else is in it)."""
+        for name in self.names:
+            unlink_quiet(os.path.join(self.path, name))
+        try:
+            if self.created or not os.listdir(self.path):
+                os.rmdir(self.path)
+        except OSError:
+            pass
 
 
 def _pread_chunks(fd: int, offset: int, length: int, path: str):

@@ -187,7 +187,7 @@ def _pack_steps(plan: FjjPackPlan, step: StepRunner, ctx: dict) -> None:
 
     step("lock", lambda: _lock(j, ctx))
     step("check", check)
-    step("write-temp", write, rollback=lambda: unlink_quiet(temp))
+    step("write-temp", write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
     step("verify-temp", lambda: ctx.__setitem__("digest", _verify_segment(plan, temp, plan.seq)))
     step("rename-temp", lambda: rename_noreplace(temp, final), rollback=lambda: unlink_quiet(final))
     step("fsync-dir", lambda: fsync_dir(d))

@@ -315,10 +315,10 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
         ctx["w"]._f.close()
         ctx["digest"] = _verify_output(plan, temp)
 
-    step("write-temp", write, rollback=drop_temp)
+    step("write-temp", write, rollback=drop_temp, on_error=drop_temp)
     if fsync:
         step("fsync-temp", lambda: os.fsync(ctx["w"]._f.fileno()))
-    step("verify-temp", verify)
+    step("verify-temp", verify, on_error=drop_temp)
     # 2. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
     victims = [f.path for f in fs.files if f.role != ROLE_LIVE] + list(fs.superseded)
     if has_live:

@@ -276,9 +276,26 @@ def apply_plan(plan: KestrelRepairPlan, *, quarantine: str | None = None, keep_b
     from ..plan import StepRunner
     written: list[str] = []
     step = StepRunner(fail_at, hook)
-    if q.ranges:
-        step("quarantine", lambda: written.extend(q.write(fsync)))
-    res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=hook)
+    done: list[str] = []
+
+    def seen(when: str, label: str) -> None:
+        if when == "after":
+            done.append(label)
+        if hook is not None:
+            hook(when, label)
+    fresh_backup = not os.path.lexists(bdir)
+    try:
+        if q.ranges:
+            step("quarantine", lambda: written.extend(q.write(fsync)))
+        res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=seen)
+    except Exception:
+        committed = "backup" in done or ("check-quiet" in done and not keep_backup)   # pack's point of no return
+        if not committed:       # rolled back: the queue keeps every byte
+            q.discard()
+            if fresh_backup and keep_backup:
+                import shutil
+                shutil.rmtree(bdir, ignore_errors=True)
+        raise
     res.steps = step.done + res.steps
     res.quarantine = written
     res.backup = bdir if keep_backup else None

@@ -283,7 +283,8 @@ def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict, dry: bool = Fals
 
         step("lock:" + name, lock)
         step("check:" + name, check)
-        step("write-temp:" + name, write_temp, rollback=lambda temp=temp: unlink_quiet(temp))
+        step("write-temp:" + name, write_temp, rollback=lambda temp=temp: unlink_quiet(temp),
+             on_error=lambda temp=temp: unlink_quiet(temp))
         step("rename:" + name, lambda temp=temp, path=path: os.rename(temp, path))
         step.commit()
         step("fsync-dir:" + name, lambda d=d: fsync_dir(d))

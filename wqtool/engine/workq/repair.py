@@ -366,11 +366,23 @@ def apply_plan(plan: WorkqRepairPlan, *, quarantine: str | None = None, keep_bac
     def before_swap(step: StepRunner) -> None:
         if q.ranges:
             step("quarantine", lambda: written.extend(q.write(fsync)))
-    r = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
-                fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
-                check=lambda: _check_unchanged(plan), before_swap=before_swap, fail_at=fail_at, hook=hook,
-                lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
-                keep_backup=keep_backup)
+    done: list[str] = []
+
+    def seen(when: str, label: str) -> None:
+        if when == "after":
+            done.append(label)
+        if hook is not None:
+            hook(when, label)
+    try:
+        r = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
+                    fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
+                    check=lambda: _check_unchanged(plan), before_swap=before_swap, fail_at=fail_at, hook=seen,
+                    lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
+                    keep_backup=keep_backup)
+    except Exception:
+        if not {"exchange", "rename-log-to-backup"} & set(done):   # the old log stays: nothing cut
+            q.discard()
+        raise
     names, total = r["filled"]
     digest, records = r["verified"]
     result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)
