@@ -156,3 +156,92 @@ def test_full_disk_apply_changes_nothing_then_finishes(name, tmp_path, tmp_path_
         assert not [k for k in cs.tree(work) if cs.LEFTOVER.search(k.rstrip("/").rsplit("/", 1)[-1])]
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True, timeout=30)
+
+
+# ---------------------------------------------------------------- the rules, in process (no strace needed)
+def _queue(tmp_path, fixture: str) -> str:
+    return cs.copy_queue(fixture, "")(str(tmp_path))
+
+
+def test_kestrel_half_done_rotation_is_rolled_back(tmp_path):
+    """The state a kill between pack._run_steps' "rename-live" and "rename-temp-to-pack" leaves: no live file, the
+    old one as mail.<T0> (its torn record now in a rotated file) and the temp mail~~<T0+1>. repair --apply rolls the
+    rotation back first, then cuts the torn tail as the uncrashed run does (exit 1, not 3)."""
+    from tests.conftest import cli
+    q = _queue(tmp_path, "torn-tail")
+    os.rename(os.path.join(q, "mail"), os.path.join(q, "mail.1795659519664"))
+    with open(os.path.join(q, "mail~~1795659519665"), "wb") as f:
+        f.write(b"\x08")          # whatever the killed run had written
+    assert cli("verify", "-q", "--as-of", cs.AS_OF, q).code == 3       # what an operator met before
+    r = cli("repair", "--apply", "--as-of", cs.AS_OF, q)
+    assert r.code == 1, r.err
+    assert sorted(os.listdir(q)) == ["mail"]
+    assert cli("verify", "-q", "--as-of", cs.AS_OF, q).code == 0
+
+
+def test_kestrel_recovery_leaves_other_sets_alone(tmp_path):
+    """A temp beside a live file, or a rotated file whose name is not one ms before a temp, is not a half-done
+    rotation of ours: finish_interrupted touches nothing (the plans remove temps as Kestrel's replay does)."""
+    from wqtool.engine.kestrel.pack import finish_interrupted
+    q = _queue(tmp_path, "half-finished-pack")        # test, test.50, test.100(.pack), test.3000, test~~4000
+    before = sorted(os.listdir(q))
+    assert finish_interrupted(q) == [] and sorted(os.listdir(q)) == before
+    os.rename(os.path.join(q, "test"), os.path.join(q, "test.3998"))  # no live file, but 3998 + 1 != 4000
+    assert finish_interrupted(q) == [] and "test.3998" in os.listdir(q)
+    os.rename(os.path.join(q, "test.3998"), os.path.join(q, "test.3999"))
+    done = finish_interrupted(q)
+    assert len(done) == 2 and "test" in os.listdir(q) and "test~~4000" not in os.listdir(q)
+
+
+def test_quarantine_reused_completed_or_moved_on(tmp_path):
+    from wqtool.engine.fsops import Quarantine
+    from wqtool.errors import UsageError
+    src = tmp_path / "seg"
+    src.write_bytes(bytes(range(256)))
+    ranges = [(str(src), 0x10, 0x20), (str(src), 0x80, 0x10), (str(src), 0xa0, 0)]
+    qd = str(tmp_path / "q")
+    first = Quarantine(qd, ranges)
+    assert first.path == qd and len(first.ranges) == 2
+    files = first.write()
+    assert [open(p, "rb").read() for p in files] == [bytes(range(0x10, 0x30)), bytes(range(0x80, 0x90))]
+    # a killed run: one file short (a prefix of its range), the other missing -> reused and completed
+    with open(files[0], "wb") as f:
+        f.write(bytes(range(0x10, 0x18)))
+    os.unlink(files[1])
+    again = Quarantine(qd, ranges)
+    assert again.path == qd and again.write() == files
+    assert [open(p, "rb").read() for p in files] == [bytes(range(0x10, 0x30)), bytes(range(0x80, 0x90))]
+    # another repair's quarantine (other ranges) is never overwritten: the default name moves on, a named one fails
+    other = Quarantine(qd, [(str(src), 0x40, 4)])
+    assert other.path == qd + ".2"
+    with pytest.raises(UsageError):
+        Quarantine(qd, [(str(src), 0x40, 4)], named=True)
+    # a failed apply discards this run's files and the directory it made
+    other.write()
+    other.discard()
+    assert not os.path.exists(qd + ".2") and os.path.isdir(qd)
+
+
+def test_step_on_error_removes_what_the_failing_step_left(tmp_path):
+    from wqtool.engine.plan import StepRunner
+    part = tmp_path / "x.rw"
+
+    def write():
+        part.write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+    with pytest.raises(OSError):
+        with StepRunner() as step:
+            step("write:x.rw", write, on_error=lambda: part.unlink())
+    assert not part.exists()
+
+
+def test_stale_exchange_probe_dirs_are_removed(tmp_path):
+    from wqtool.engine.fsops import exchange_supported
+    p = subprocess.Popen(["true"])
+    p.wait()
+    dead = p.pid                   # a process that has exited (reaped)
+    for x in "ab":
+        (tmp_path / f".wqtool-xchg-{x}-{dead}").mkdir()
+    (tmp_path / f".wqtool-xchg-a-{os.getppid()}").mkdir()     # a live process's probe stays
+    exchange_supported(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == [f".wqtool-xchg-a-{os.getppid()}"]

@@ -26,7 +26,7 @@ same state; ``tests/kestrel/test_pack.py`` injects a failure before and after ev
 Recovery (``finish_interrupted``; pack, repair and clean ``--apply`` run it first): the one state a crash leaves
 that Kestrel would read differently is the half-done rotation between steps 2 and 3 — no live file, the old live
 file as ``q.<T0>`` and the temp ``q~~<T0+1>`` beside it. Kestrel's replay deletes the temp (upstream
-``Journal.scala`` ``replay``, master cc280ec lines 356-362) and reads ``q.<T0>`` as a rotated file, so a torn
+``Journal.scala`` ``replay``, master cc280ec lines 357-363) and reads ``q.<T0>`` as a rotated file, so a torn
 tail there would become damage in a rotated file (CORRUPT). The rotation is rolled back: ``q.<T0>`` renamed to
 ``q`` (never over a live file a writer created meanwhile) and the temp removed, so the identical command starts
 again from the input it planned on. Temps beside a live file are the plans' to remove (superseded, as Kestrel's
