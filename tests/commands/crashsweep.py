@@ -46,7 +46,7 @@ class Scenario:
     as_of: str = AS_OF
 
 
-def run(argv: list[str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def run(argv: list[str], cwd: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="120", NO_COLOR="1", WQTOOL_NO_PROGRESS="1")
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
