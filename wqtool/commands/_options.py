@@ -211,6 +211,16 @@ def parse_time(value: str | None, option: str, *, default_now: bool = True) -> i
 
 
 # ---------------------------------------------------------------- before writing anything
+def finish_interrupted(paths: list[str], fmt: str) -> list[str]:
+    """``--apply`` first finishes what a crashed earlier ``--apply`` left beside each PATH (each format's rule; a
+    no-op otherwise), so that the identical command, run again, completes the work or finds nothing to do."""
+    done = []
+    for p in paths:
+        for f in ([registry.get(fmt)] if fmt != "auto" else registry.formats()):
+            done += f.finish_interrupted(p)
+    return done
+
+
 def refuse_unsafe_write(log: Log, what: str, *, live: bool = False, why: str = "") -> None:
     """The checks every command that changes files runs before it plans a write (``what``: "pack --apply",
     "repair", ...): a log detected from weak evidence only is not written (pass --format), and a log that is being

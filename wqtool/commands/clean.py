@@ -8,6 +8,7 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..errors import UsageError
 from ..render.progress import track
+from ._options import finish_interrupted
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, refuse_unsafe_write, report_each)
 
@@ -39,6 +40,11 @@ def clean(
     holding a journal open) and on damaged logs (repair first); a torn tail
     in the active segment is left as it is (the report says so). Every PATH gets its own report.
 
+    A crashed --apply (killed, power cut): run the same command again. It finishes the work or finds nothing to
+    do: what the crashed run left beside the log (its temp and new copies, its quarantine) is reused or removed,
+    and a Kestrel rotation left half done is rolled back. A failed --apply (disk full, I/O error) exits 5 and
+    leaves no file behind.
+
     Exit code: the INPUT's class, as verify gives it (0 healthy, 1 torn tail, 3 / 4 refused: repair first) —
     also after a successful --apply. Several PATHs: the most severe, 3 > 4 > 5 > 2 > 1 > 0.
 
@@ -53,6 +59,8 @@ def clean(
     if apply and opts.as_of_ns > time.time_ns() + FUTURE_SLACK_NS:
         raise UsageError("--apply with an --as-of in the future would drop jobs that are still live; clean at "
                          "'now' (the default) or earlier")
+    if apply:   # what a crashed earlier --apply left is finished first (no-op otherwise)
+        finish_interrupted(paths, fmt)
     entries = resolve_each(paths, fmt, opts)
 
     def work(log: Log) -> tuple[int, dict]:

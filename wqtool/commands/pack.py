@@ -6,13 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engine import format as registry
 from ..engine.findings import Verdict
 from ..engine.format import resolve
 from ..engine.live import LiveWatch
 from ..errors import UsageError
 from ..render.plan import write_pack_report
 from ..render.progress import track
+from ._options import finish_interrupted
 from ._options import (MAX_SEGMENT_SIZE, AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths,
                        ReportOutput, ReportOutputOpt, SettingOpt, for_log, options, refuse_unsafe_write, whole_number)
 
@@ -54,6 +54,11 @@ def pack(
     byte-identical, with what their state needs (attempts, lease, result); deleted or finished jobs never
     come back; --apply takes workq's append.lock and read.lock so a running workq-server is never raced.
 
+    A crashed --apply (killed, power cut): run the same command again. It finishes the work or finds nothing to
+    do: what the crashed run left beside the log (its temp and new copies, its quarantine) is reused or removed,
+    and a Kestrel rotation left half done is rolled back. A failed --apply (disk full, I/O error) exits 5 and
+    leaves no file behind.
+
     Example:
 
     \b
@@ -69,9 +74,7 @@ def pack(
     if out and apply:
         raise UsageError("--out and --apply exclude each other")
     if apply:   # a pack --apply that crashed mid-swap is finished first (no-op otherwise)
-        for p in paths:
-            for f in ([registry.get(fmt)] if fmt != "auto" else registry.formats()):
-                f.finish_interrupted(p)
+        finish_interrupted(paths, fmt)
     logs = resolve(paths, fmt, opts)
     if len(logs) != 1:
         if len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs):   # a directory formats share

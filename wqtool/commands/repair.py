@@ -9,6 +9,7 @@ from ..engine.format import Log, resolve_each
 from ..engine.live import refuse_live
 from ..errors import UsageError
 from ..render.progress import track
+from ._options import finish_interrupted
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, parse_time, refuse_unsafe_write, report_each)
 
@@ -25,7 +26,8 @@ def repair(
                                 "rollback: drop every record written after TIME (the first one and all that follow)."
                                 )] = None,
     quarantine: Annotated[Optional[str], typer.Option("--quarantine", metavar="DIR", help="Where the cut bytes go, "
-                          "one file per range named <file>@<offset>-<end>.bin [default: <log>.quarantine-<stamp>]."
+                          "one file per range named <file>@<offset>-<end>.bin [default: <log>.quarantine-<stamp>, or .2, .3... "
+                          "when another repair's is there; a crashed run's is reused]."
                           )] = None,
     no_backup: Annotated[bool, typer.Option("--no-backup", help="Do not keep the old log after the swap.")] = False,
     as_of: AsOf = None,
@@ -47,6 +49,11 @@ def repair(
     log is kept as a backup (--no-backup to skip) and every cut byte is in the quarantine. Refused while the log's
     writer runs. Every PATH gets its own report (a refusal or an error included).
 
+    A crashed --apply (killed, power cut): run the same command again. It finishes the work or finds nothing to
+    do: what the crashed run left beside the log (its temp and new copies, its quarantine) is reused or removed,
+    and a Kestrel rotation left half done is rolled back. A failed --apply (disk full, I/O error) exits 5 and
+    leaves no file behind.
+
     Exit code: the INPUT's class, as verify gives it (0 healthy, 1 torn tail, 3 corrupt, 4 invalid history) —
     also after a successful --apply (1 after a torn tail is cut): the repaired log is proven clean before the
     swap, and `wqtool verify` on it exits 0. Several PATHs: the most severe, 3 > 4 > 5 > 2 > 1 > 0.
@@ -62,6 +69,8 @@ def repair(
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, salvage=salvage or None,
                    drop_invalid=drop_invalid or None,
                    truncate_to_ns=parse_time(truncate_to_time, "--truncate-to-time", default_now=False))
+    if apply:   # what a crashed earlier --apply left is finished first (no-op otherwise)
+        finish_interrupted(paths, fmt)
     entries = resolve_each(paths, fmt, opts)
     if apply and quarantine and sum(isinstance(e, Log) for e in entries) > 1:
         raise UsageError("--quarantine names one directory: repair one log at a time with it")

@@ -5,6 +5,9 @@
 * ``exchange`` (``renameat2(RENAME_EXCHANGE)``: two paths swapped atomically) and ``rename_noreplace``
   (``RENAME_NOREPLACE``: never clobbers a path that appeared meanwhile), with ``exchange_supported`` probing;
 * ``backup_name``: a free sibling name for what is kept aside;
+* ``Quarantine``: where a repair keeps every byte it cuts — reused when an earlier run of the same plan crashed
+  before finishing it (its files are this plan's ranges, or prefixes of them), else a free name;
+* ``remove_stale_probes``: what a killed ``exchange_supported`` probe left;
 * live-writer detection: ``holders(paths)`` (other processes holding a file open, from ``/proc/*/fd``) and
   ``FileSig`` (inode, size, mtime: a file changing under us).
 """
@@ -19,7 +22,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..errors import InputError
+from ..errors import InputError, UsageError
+from . import progress
 
 
 class LogBusy(InputError):
@@ -171,12 +175,46 @@ def rename_noreplace(a: str, b: str) -> None:
         os.rename(a, b)
 
 
+_PROBE = ".wqtool-xchg-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_probes(directory: str) -> list[str]:
+    """Remove the empty probe directories of an ``exchange_supported`` whose process died (a crash between its
+    mkdir and rmdir); a live process's are left alone. Returns the names removed."""
+    out = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(_PROBE)]
+    except OSError:
+        return out
+    for n in names:
+        pid = n.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            try:
+                os.rmdir(os.path.join(directory, n))
+                out.append(n)
+            except OSError:
+                pass
+    return out
+
+
 def exchange_supported(directory: str) -> bool:
-    """Whether renameat2(RENAME_EXCHANGE) works in ``directory``'s filesystem (probed with two temp dirs)."""
+    """Whether renameat2(RENAME_EXCHANGE) works in ``directory``'s filesystem (probed with two temp dirs; those a
+    killed earlier probe left are removed first)."""
     if _RENAMEAT2 is None:
         return False
-    a = os.path.join(directory, f".wqtool-xchg-a-{os.getpid()}")
-    b = os.path.join(directory, f".wqtool-xchg-b-{os.getpid()}")
+    remove_stale_probes(directory)
+    a = os.path.join(directory, f"{_PROBE}a-{os.getpid()}")
+    b = os.path.join(directory, f"{_PROBE}b-{os.getpid()}")
     try:
         os.mkdir(a)
         os.mkdir(b)
@@ -201,6 +239,141 @@ def backup_name(parent: str, name: str, tag: str) -> str:
             return p
         p = f"{base}.{n}"
     raise AssertionError
+
+
+def same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` hold the same bytes (the same inode, or equal contents)."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
+        return True
+    if sa.st_size != sb.st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+def free_or_same_dir(path: str, wanted: dict[str, str], *, named: bool = False) -> str:
+    """A directory to put copies (or links) of ``wanted`` (file name in it -> source path) in: ``path`` when it is
+    missing or empty, or when every file in it is already the copy of the same name (an earlier run of the same
+    plan got that far before it died: the copies are reused); otherwise, for a default name, the first free
+    ``path.2``, ``path.3``...; a directory the user named (``named``) is refused (UsageError)."""
+    p = path
+    for n in itertools.count(2):
+        if _reusable(p, lambda name, f: name in wanted and same_file(f, wanted[name])):
+            return p
+        if named:
+            raise UsageError("the directory exists and holds other files; name a new one", path=path)
+        p = f"{path}.{n}"
+    raise AssertionError
+
+
+def _reusable(path: str, ok) -> bool:
+    if not os.path.lexists(path):
+        return True
+    if not os.path.isdir(path) or os.path.islink(path):
+        return False
+    for name in os.listdir(path):
+        f = os.path.join(path, name)
+        if not os.path.isfile(f) or os.path.islink(f) or not ok(name, f):
+            return False
+    return True
+
+
+class Quarantine:
+    """Where a repair keeps every byte range it cuts, one file per range named ``<file>@<offset hex>-<end hex>.bin``.
+
+    ``ranges``: (source path, offset, length). The directory is ``path`` when it is missing or empty, or when it
+    holds only files of these ranges, each equal to its range or to a prefix of it (an earlier run of the same
+    repair died while writing it: the next run reuses it and completes what is short). Otherwise a default name
+    moves on to the first such ``path.2``, ``path.3``...; a name the user gave (``named``) is refused
+    (UsageError): nothing is ever overwritten."""
+
+    def __init__(self, path: str, ranges: Sequence[tuple[str, int, int]], *, named: bool = False):
+        self.ranges = [(src, off, ln) for src, off, ln in ranges if ln]
+        self.names = {f"{os.path.basename(src)}@{off:x}-{off + ln:x}.bin": (src, off, ln)
+                      for src, off, ln in self.ranges}
+        p = path
+        for n in itertools.count(2):
+            if _reusable(p, self._prefix_of_range):
+                break
+            if named:
+                raise UsageError("the quarantine directory exists and holds other files (not the ranges this "
+                                 "repair cuts); name a new one", path=path)
+            p = f"{path}.{n}"
+        self.path = p
+        self.created = False     # by this run (``discard`` removes it then)
+
+    def _prefix_of_range(self, name: str, f: str) -> bool:
+        r = self.names.get(name)
+        if r is None:
+            return False
+        src, off, ln = r
+        size = os.path.getsize(f)
+        if size > ln:
+            return False
+        with open(f, "rb") as a, open(src, "rb") as b:
+            b.seek(off)
+            left = size
+            while left:
+                x, y = a.read(min(1 << 20, left)), b.read(min(1 << 20, left))
+                if x != y or not x:
+                    return False
+                left -= len(x)
+        return True
+
+    def write(self, fsync: bool = True) -> list[str]:
+        """Write every range not yet there whole (a short file of an earlier run is written again); returns the
+        quarantine's files."""
+        if not os.path.lexists(self.path):
+            os.makedirs(self.path)
+            self.created = True
+        out = []
+        for name, (src, off, ln) in self.names.items():
+            dst = os.path.join(self.path, name)
+            out.append(dst)
+            if os.path.lexists(dst):
+                if os.path.getsize(dst) == ln:
+                    continue
+                os.unlink(dst)
+            fd = os.open(src, os.O_RDONLY)
+            try:
+                write_new(dst, _pread_chunks(fd, off, ln, src), fsync=fsync)
+            finally:
+                os.close(fd)
+        if fsync:
+            fsync_dir(self.path)
+        return out
+
+
+    def discard(self) -> None:
+        """A failed apply before its point of no return: the log keeps every byte, so the quarantine's files
+        go (and the directory, when nothing else is in it)."""
+        for name in self.names:
+            unlink_quiet(os.path.join(self.path, name))
+        try:
+            if self.created or not os.listdir(self.path):
+                os.rmdir(self.path)
+        except OSError:
+            pass
+
+
+def _pread_chunks(fd: int, offset: int, length: int, path: str):
+    done = 0
+    while done < length:
+        chunk = os.pread(fd, min(1 << 20, length - done), offset + done)
+        if not chunk:
+            raise InputError("the file shrank while it was being repaired", path=path)
+        yield chunk
+        done += len(chunk)
+        progress.advance(len(chunk))
 
 
 # ---------------------------------------------------------------- live writers

@@ -8,7 +8,12 @@ as labelled steps through one ``StepRunner``:
   crash runs no cleanup — only what the kernel would do (closing files drops their flocks);
 * ``hook(when, label)`` observes each step ("before" / "after"), for progress and tests;
 * rollbacks: a step may register what undoes it if a *later* step fails with an ordinary error (a temp file to
-  remove, a rename to reverse); ``commit()`` marks the point of no return and clears them.
+  remove, a rename to reverse); ``commit()`` marks the point of no return and clears them. A step that writes a
+  file also names what removes its partial output if the step itself fails (``on_error``: ENOSPC, EIO half way
+  through a write), so a failed apply leaves no file behind;
+* a crash (SIGKILL, power cut) runs nothing: the identical command, run again, recognises what the crashed run
+  left (its temp and new copies, its quarantine) and reuses or removes it — each format's ``finish_interrupted``
+  and its steps (``tests/commands/test_crash_apply.py`` kills a run at every rename, fsync and unlink).
 
 One result type per outcome: ``WriteResult`` (a new log written somewhere else: ``pack -o``) and
 ``ApplyResult`` (installed in place: ``--apply``). A format supplies only its plan and its steps.
@@ -68,12 +73,24 @@ class StepRunner:
         self.done: list[str] = []
         self._rollbacks: list[tuple[str, Callable[[], None]]] = []
 
-    def __call__(self, label: str, fn: Callable[[], Any], *, rollback: Callable[[], None] | None = None) -> Any:
+    def __call__(self, label: str, fn: Callable[[], Any], *, rollback: Callable[[], None] | None = None,
+                 on_error: Callable[[], None] | None = None) -> Any:
+        """Run step ``label``. ``rollback`` undoes it if a later step fails (until ``commit``); ``on_error``
+        removes what the step itself left half done when it fails with an ordinary error (best effort; the
+        original error is raised)."""
         if self.hook is not None:
             self.hook("before", label)
         if self.fail_at == "before:" + label:
             raise InjectedCrash("before:" + label)
-        r = fn()
+        try:
+            r = fn()
+        except Exception:
+            if on_error is not None:
+                try:
+                    on_error()
+                except Exception:  # noqa: BLE001 — the step's own error is the one to report
+                    pass
+            raise
         self.done.append(label)
         if rollback is not None:
             self._rollbacks.append((label, rollback))
@@ -123,7 +140,7 @@ def labels(build: Callable[["StepRunner"], None]) -> list[str]:
 
 
 class _DryRunner(StepRunner):
-    def __call__(self, label, fn, *, rollback=None):
+    def __call__(self, label, fn, *, rollback=None, on_error=None):
         self.done.append(label)
         return None
 

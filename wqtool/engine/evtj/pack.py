@@ -12,7 +12,8 @@ file of the journal open (prinbee's journal keeps offsets of its events: it must
 3. ``rename:…`` over the file, ``fsync-dir:…``.
 
 A crash at any step leaves the old or the new file (the same live events) and at most a temp file, which the
-loader never reads (``EVTJ-FOREIGN-FILE`` says what it is).
+loader never reads (``EVTJ-FOREIGN-FILE`` says what it is); the identical command, run again, removes it (after the
+same holder check) and writes it again.
 """
 from __future__ import annotations
 
@@ -187,8 +188,9 @@ def _steps(plan: EvtjPackPlan, step: StepRunner, ctx: dict) -> None:
             if os.path.getsize(f.path) != plan.sizes[f.path]:
                 raise InputError("the file changed since the plan was made (is prinbee running?); plan again",
                                  path=f.path)
-            if os.path.lexists(temp):
-                raise InputError("a temp file of an interrupted pack is in the way; remove it", path=temp)
+            if os.path.lexists(temp):   # an earlier pack --apply died after writing it: never read, replaced
+                unlink_quiet(temp)
+                ctx.setdefault("recovered", []).append(f"removed {os.path.basename(temp)} (an unfinished pack's temp)")
 
         def write(f=f, temp=temp):
             write_new(temp, [compacted(f.path, plan.events[f.path], j.byteorder)])
@@ -223,4 +225,4 @@ def apply_plan(plan: EvtjPackPlan, *, fail_at: str | None = None, hook: Callable
     return ApplyResult(plan.journal.root, step.done,
                        WriteResult(plan.journal.root, ctx.get("done", []), size, recs, plan.digest,
                                    time.perf_counter() - t0),
-                       sum(plan.sizes.values()), size, removed=[])
+                       sum(plan.sizes.values()), size, removed=[], recovered=ctx.get("recovered", []))

@@ -177,6 +177,7 @@ def _pack_steps(plan: FjjPackPlan, step: StepRunner, ctx: dict) -> None:
             raise InputError("the journal changed since the plan was made (is a server running?); plan again", path=d)
 
     def write():
+        unlink_quiet(temp)      # an earlier pack --apply died after creating it (we hold the journal's lock)
         if step.during("write-temp"):
             w = _write_segment(plan, temp, plan.seq, half=True)
             w.close()
@@ -186,7 +187,7 @@ def _pack_steps(plan: FjjPackPlan, step: StepRunner, ctx: dict) -> None:
 
     step("lock", lambda: _lock(j, ctx))
     step("check", check)
-    step("write-temp", write, rollback=lambda: unlink_quiet(temp))
+    step("write-temp", write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
     step("verify-temp", lambda: ctx.__setitem__("digest", _verify_segment(plan, temp, plan.seq)))
     step("rename-temp", lambda: rename_noreplace(temp, final), rollback=lambda: unlink_quiet(final))
     step("fsync-dir", lambda: fsync_dir(d))

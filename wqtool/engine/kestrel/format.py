@@ -171,6 +171,12 @@ refuses while another process holds a journal open, and rolls back if the live f
         return qdump(files, now_ms=opts.as_of_ns // 1_000_000, dump_contents=contents, raw=raw,
                            queue_state=queue)
 
+    def finish_interrupted(self, path: str) -> list[str]:
+        if os.path.isdir(path) or os.path.isfile(path):
+            from .pack import finish_interrupted
+            return finish_interrupted(path)
+        return []
+
     def repair_plan(self, log: FileSet, opts: Options):
         from .repair import repair_plan
         return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),

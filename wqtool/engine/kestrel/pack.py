@@ -20,7 +20,17 @@ closed by rotating the live file first:
 5. rename ``q.<T>.pack`` -> ``q.<T>``, then ``q.<T>`` -> ``q``, fsyncing the directory after each.
 
 A crash at any step leaves a file set that Kestrel 2.x (and wqtool's virtual file-set rules) replays to the
-same state; ``tests/kestrel/test_pack.py`` injects a failure before and after every step (``fail_at``).
+same state; ``tests/kestrel/test_pack.py`` injects a failure before and after every step (``fail_at``), and
+``tests/commands/test_crash_apply.py`` kills the process at every rename, fsync and unlink (strace).
+
+Recovery (``finish_interrupted``; pack, repair and clean ``--apply`` run it first): the one state a crash leaves
+that Kestrel would read differently is the half-done rotation between steps 2 and 3 — no live file, the old live
+file as ``q.<T0>`` and the temp ``q~~<T0+1>`` beside it. Kestrel's replay deletes the temp (upstream
+``Journal.scala`` ``replay``, master cc280ec lines 357-363) and reads ``q.<T0>`` as a rotated file, so a torn
+tail there would become damage in a rotated file (CORRUPT). The rotation is rolled back: ``q.<T0>`` renamed to
+``q`` (never over a live file a writer created meanwhile) and the temp removed, so the identical command starts
+again from the input it planned on. Temps beside a live file are the plans' to remove (superseded, as Kestrel's
+replay removes them); a ``.pack`` is finished by the ``.pack`` rule (clean).
 """
 from __future__ import annotations
 
@@ -32,7 +42,8 @@ from typing import Callable, ClassVar
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, rename_noreplace, unlink_quiet
+from ..fsops import (FileSig, LogBusy, describe_holders, fsync_dir, holders, rename_noreplace, same_file,
+                     unlink_quiet)
 from ..plan import InjectedCrash  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
 from ..run import LogReport
@@ -304,10 +315,10 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
         ctx["w"]._f.close()
         ctx["digest"] = _verify_output(plan, temp)
 
-    step("write-temp", write, rollback=drop_temp)
+    step("write-temp", write, rollback=drop_temp, on_error=drop_temp)
     if fsync:
         step("fsync-temp", lambda: os.fsync(ctx["w"]._f.fileno()))
-    step("verify-temp", verify)
+    step("verify-temp", verify, on_error=drop_temp)
     # 2. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
     victims = [f.path for f in fs.files if f.role != ROLE_LIVE] + list(fs.superseded)
     if has_live:
@@ -344,6 +355,9 @@ def _backup(victims: list[str], rotated_live: str, live: str, bdir: str, fsync: 
         if not os.path.exists(v):
             continue
         dst = os.path.join(bdir, os.path.basename(live if v == rotated_live else v))
+        if os.path.lexists(dst) and same_file(v, dst):    # linked by an earlier run of the same plan that died
+            kept.append(dst)
+            continue
         try:
             os.link(v, dst)
         except OSError:
@@ -451,3 +465,55 @@ def _rescue(plan: PackPlan, fd: int, ctx: dict) -> None:
     raise LogBusy(f"a writer appended {len(extra)} bytes to the journal during the final step of pack --apply: they "
                   f"were appended to {os.path.basename(target)} (nothing lost), but the writer still writes to the "
                   "replaced file — stop Kestrel now and restart it", path=target)
+
+
+# ---------------------------------------------------------------- recovery
+def half_done_rotations(directory: str) -> list[tuple[str, str, str]]:
+    """(temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``) for each queue in ``directory`` with no live file, a
+    temp and the rotated file named one millisecond before it: ``_run_steps`` killed between its step 2 (the live
+    file rotated) and step 3 (the temp published as ``.pack``)."""
+    from .reader import parse_ts, queue_of
+    try:
+        names = set(os.listdir(directory))
+    except OSError:
+        return []
+    out = []
+    for n in sorted(names):
+        if TEMP_MARKER not in n:
+            continue
+        q, _, t = n.partition(TEMP_MARKER)
+        if not t.isdigit() or q in names or queue_of(n) != q:
+            continue
+        rotated = f"{q}.{int(t) - 1}"
+        if rotated in names and parse_ts(rotated, q) == int(t) - 1:
+            out.append(tuple(os.path.join(directory, x) for x in (n, rotated, q)))
+    return out
+
+
+def finish_interrupted(path: str, *, fsync: bool = True) -> list[str]:
+    """Roll back the half-done rotations a crashed pack or repair ``--apply`` left in ``path`` (a queue's
+    directory, or a file in it): see "Recovery" in the module docstring. LogBusy while another process holds one
+    of the files open (Kestrel running: nothing is touched). Returns what was done, one line each."""
+    d = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    found = half_done_rotations(d)
+    if not found:
+        return []
+    busy = holders([p for t, r, _ in found for p in (t, r)])
+    if busy:
+        raise LogBusy(f"a half-done pack is in progress? {describe_holders(busy)}; nothing was changed", path=d)
+    done = []
+    for temp, rotated, live in found:
+        try:
+            rename_noreplace(rotated, live)
+        except FileExistsError:     # a writer created the live file meanwhile: the rotation stands, as Kestrel's
+            pass
+        else:
+            done.append(f"rolled back a half-done rotation: renamed {os.path.basename(rotated)} to "
+                        f"{os.path.basename(live)}")
+        if fsync:
+            fsync_dir(d)
+        unlink_quiet(temp)
+        done.append(f"removed {os.path.basename(temp)} (the temp file of an unfinished pack)")
+        if fsync:
+            fsync_dir(d)
+    return done

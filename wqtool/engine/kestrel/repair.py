@@ -27,7 +27,7 @@ from typing import ClassVar
 from ...errors import InputError, PackRefused, UsageError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, fsync_dir
+from ..fsops import FileSig, Quarantine, free_or_same_dir
 from ..plan import ApplyResult, KeptRanges, Plan, capped
 from ..run import LogReport
 from . import pack as pack_mod
@@ -275,29 +275,13 @@ def default_dirs(plan: KestrelRepairPlan) -> tuple[str, str]:
     return f"{d}.pre-repair-{plan.fileset.queue}-{stamp}", f"{d}.quarantine-{plan.fileset.queue}-{stamp}"
 
 
-def _quarantine(plan: KestrelRepairPlan, qdir: str, fsync: bool) -> list[str]:
-    os.makedirs(qdir, exist_ok=True)
-    out = []
-    for c in plan.cuts:
-        if not c.length:
-            continue
-        dst = os.path.join(qdir, f"{os.path.basename(c.path)}@{c.offset:x}-{c.offset + c.length:x}.bin")
-        with open(c.path, "rb") as src, open(dst, "xb") as f:
-            src.seek(c.offset)
-            left = c.length
-            while left:
-                chunk = src.read(min(1 << 20, left))
-                if not chunk:
-                    raise InputError("the journal shrank while it was being repaired", path=c.path)
-                f.write(chunk)
-                left -= len(chunk)
-            f.flush()
-            if fsync:
-                os.fsync(f.fileno())
-        out.append(dst)
-    if fsync:
-        fsync_dir(qdir)
-    return out
+def _backup_dir(plan: KestrelRepairPlan, bdir: str) -> str:
+    """The backup directory: the default name, or the next free one, unless it holds only links (or copies) of
+    this queue's current files under their own names (an earlier run of the same repair died after its backup
+    step: reused)."""
+    fs = plan.fileset
+    wanted = {os.path.basename(p): p for p in [f.path for f in fs.files] + list(fs.superseded)}
+    return free_or_same_dir(bdir, wanted)
 
 
 def apply_plan(plan: KestrelRepairPlan, *, quarantine: str | None = None, keep_backup: bool = True,
@@ -307,16 +291,33 @@ def apply_plan(plan: KestrelRepairPlan, *, quarantine: str | None = None, keep_b
         total = plan.bytes_before
         return ApplyResult(plan.fileset.live_path, [], None, total, total)
     bdir, qdef = default_dirs(plan)
-    qdir = quarantine or qdef
-    if os.path.lexists(qdir) and os.listdir(qdir):
-        raise UsageError("the quarantine directory exists and is not empty; name a new one", path=qdir)
+    q = Quarantine(quarantine or qdef, [(c.path, c.offset, c.length) for c in plan.cuts],
+                   named=quarantine is not None)
+    bdir = _backup_dir(plan, bdir)
     plan.backup_dir = bdir if keep_backup else None
     from ..plan import StepRunner
     written: list[str] = []
     step = StepRunner(fail_at, hook)
-    if any(c.length for c in plan.cuts):
-        step("quarantine", lambda: written.extend(_quarantine(plan, qdir, fsync)))
-    res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=hook)
+    done: list[str] = []
+
+    def seen(when: str, label: str) -> None:
+        if when == "after":
+            done.append(label)
+        if hook is not None:
+            hook(when, label)
+    fresh_backup = not os.path.lexists(bdir)
+    try:
+        if q.ranges:
+            step("quarantine", lambda: written.extend(q.write(fsync)))
+        res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=seen)
+    except Exception:
+        committed = "backup" in done or ("check-quiet" in done and not keep_backup)   # pack's point of no return
+        if not committed:       # rolled back: the queue keeps every byte
+            q.discard()
+            if fresh_backup and keep_backup:
+                import shutil
+                shutil.rmtree(bdir, ignore_errors=True)
+        raise
     res.steps = step.done + res.steps
     res.quarantine = written
     res.backup = bdir if keep_backup else None

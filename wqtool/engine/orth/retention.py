@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ...errors import InputError, UsageError
 from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, LENIENT_DATE, MIN_RETENTION_DAYS, RETENTION_RULES,
                              SAMPLE_RETENTION_DAYS)
-from ..fsops import FileSig, fsync_dir
+from ..fsops import FileSig, fsync_dir, rename_noreplace
 from ..plan import ApplyResult, Plan, StepRunner, labels
 
 QUARANTINE = ".wqtool-clean-"
@@ -132,7 +132,7 @@ class OrthCleanPlan(Plan):
     def _steps(self, run: StepRunner, out: dict) -> None:
         for a in self.dirs:
             q = os.path.join(self.log_path, QUARANTINE + a.name)
-            run(f"hide:{a.name}", lambda a=a, q=q: _hide(a, q))
+            run(f"hide:{a.name}", lambda a=a, q=q: _hide(a, q), on_error=lambda a=a, q=q: _unhide(a, q))
             run(f"remove:{a.name}", lambda q=q, a=a: _remove_tree(q, run, f"remove:{a.name}", out))
         for f in self.files:
             run(f"delete:{os.path.basename(f.path)}", lambda f=f: _delete_file(f, out))
@@ -162,6 +162,14 @@ def _hide(a: DirAction, q: str) -> None:
                          path=a.path)
     os.rename(a.path, q)
     fsync_dir(os.path.dirname(q) or ".")
+
+
+def _unhide(a: DirAction, q: str) -> None:
+    """The hide step failed after its rename (EIO on the fsync): the directory gets its name back (a failed apply
+    leaves nothing of its own behind)."""
+    if os.path.isdir(q) and not os.path.lexists(a.path):
+        rename_noreplace(q, a.path)
+        fsync_dir(os.path.dirname(q) or ".")
 
 
 def _remove_tree(q: str, run: StepRunner, label: str, out: dict) -> None:

@@ -257,9 +257,8 @@ def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict, dry: bool = Fals
             _check_alone(path, fd, "pack")
             data = read_all(fd)
             ctx["old:" + name] = data
-            if os.path.lexists(temp):
-                raise InputError("a temp file of an interrupted pack is in the way (wqtool clean removes it)",
-                                 path=temp)
+            if os.path.lexists(temp):   # an earlier pack --apply died after writing it (under this same lock)
+                unlink_quiet(temp)
 
         def write_temp(path=path, key=key, name=name, temp=temp):
             data = ctx["old:" + name]
@@ -284,7 +283,8 @@ def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict, dry: bool = Fals
 
         step("lock:" + name, lock)
         step("check:" + name, check)
-        step("write-temp:" + name, write_temp, rollback=lambda temp=temp: unlink_quiet(temp))
+        step("write-temp:" + name, write_temp, rollback=lambda temp=temp: unlink_quiet(temp),
+             on_error=lambda temp=temp: unlink_quiet(temp))
         step("rename:" + name, lambda temp=temp, path=path: os.rename(temp, path))
         step.commit()
         step("fsync-dir:" + name, lambda d=d: fsync_dir(d))

@@ -290,7 +290,8 @@ def _steps(plan: WorkqCleanPlan, step: StepRunner, fsync: bool, ctx: dict) -> No
         if sc.action == "rewrite":
             name = os.path.basename(sc.path)
             step(f"write:{name}.rw", lambda sc=sc: ctx.__setitem__(sc.path, _write_rw(sc, fsync)),
-                 rollback=lambda sc=sc: unlink_quiet(_rw(sc.path)))
+                 rollback=lambda sc=sc: unlink_quiet(_rw(sc.path)),
+                 on_error=lambda sc=sc: unlink_quiet(_rw(sc.path)))
     if changed:
         progress.begin("re-verify", sum(sc.size_after for sc in plan.segments if sc.action != "delete"))
         step("verify", lambda: ctx.__setitem__("digest", _verify(plan)))
@@ -322,8 +323,15 @@ def apply_plan(plan: WorkqCleanPlan, *, fail_at: str | None = None, hook: Callab
     try:
         _check_unchanged(plan)
         ctx: dict = {}
-        with StepRunner(fail_at, hook) as step:
-            _steps(plan, step, fsync, ctx)
+        try:
+            with StepRunner(fail_at, hook) as step:
+                _steps(plan, step, fsync, ctx)
+        except Exception:
+            # past the commit every state replays the same: a segment whose .rw was not renamed yet stays whole
+            for sc in plan.changed:
+                if sc.action == "rewrite":
+                    unlink_quiet(_rw(sc.path))
+            raise
     finally:
         if held is not None:
             held.release()

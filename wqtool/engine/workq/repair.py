@@ -33,7 +33,7 @@ from ...formats._common import format_unix_ns, format_uuid
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, fsync_dir
+from ..fsops import FileSig, Quarantine
 from ..plan import ApplyResult, KeptRanges, Plan, StepRunner, WriteResult, capped
 from .fastreplay import Bail, fast_run
 from .model import Record
@@ -469,28 +469,10 @@ def _verify(plan: WorkqRepairPlan, tmp: str) -> tuple[str, int]:
     return got, rep.records
 
 
-def _quarantine(plan: WorkqRepairPlan, qdir: str, fsync: bool) -> list[str]:
-    """Every cut byte range in its own file under ``qdir`` (created; never overwritten)."""
-    os.makedirs(qdir, exist_ok=True)
-    out = []
-    for c in plan.cuts:
-        if not c.length:
-            continue
-        name = f"{os.path.basename(c.path)}@{c.offset:x}-{c.offset + c.length:x}.bin"
-        dst = os.path.join(qdir, name)
-        fd = os.open(c.path, os.O_RDONLY)
-        try:
-            with open(dst, "xb") as f:
-                _copy(fd, f, c.offset, c.length, c.path)
-                f.flush()
-                if fsync:
-                    os.fsync(f.fileno())
-        finally:
-            os.close(fd)
-        out.append(dst)
-    if fsync:
-        fsync_dir(qdir)
-    return out
+def _quarantine(plan: WorkqRepairPlan, qdir: str, *, named: bool = False) -> Quarantine:
+    """Every cut byte range in its own file under ``qdir`` (``fsops.Quarantine``: an earlier crashed run's is
+    reused, another one's never overwritten)."""
+    return Quarantine(qdir, [(c.path, c.offset, c.length) for c in plan.cuts], named=named)
 
 
 def _check_unchanged(plan: WorkqRepairPlan) -> None:
@@ -528,20 +510,30 @@ def apply_plan(plan: WorkqRepairPlan, *, quarantine: str | None = None, keep_bac
     d = os.path.abspath(plan.log.root)
     if plan.nothing_to_do:
         return ApplyResult(d, [], None, sum(s.size for s in plan.segments), sum(s.size for s in plan.segments))
-    qdir = quarantine or default_quarantine(plan)
-    if os.path.lexists(qdir) and os.listdir(qdir):
-        raise UsageError("the quarantine directory exists and is not empty; name a new one", path=qdir)
+    q = _quarantine(plan, quarantine or default_quarantine(plan), named=quarantine is not None)
     written: list[str] = []
 
     def before_swap(step: StepRunner) -> None:
-        if any(c.length for c in plan.cuts):
+        if q.ranges:
             progress.begin("quarantine", sum(c.length for c in plan.cuts))
-            step("quarantine", lambda: written.extend(_quarantine(plan, qdir, fsync)))
-    r = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
-                fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
-                check=lambda: _check_unchanged(plan), before_swap=before_swap, fail_at=fail_at, hook=hook,
-                lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
-                keep_backup=keep_backup, write_total=sum(s.size_after for s in plan.segments if not s.remove))
+            step("quarantine", lambda: written.extend(q.write(fsync)))
+    done: list[str] = []
+
+    def seen(when: str, label: str) -> None:
+        if when == "after":
+            done.append(label)
+        if hook is not None:
+            hook(when, label)
+    try:
+        r = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
+                    fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
+                    check=lambda: _check_unchanged(plan), before_swap=before_swap, fail_at=fail_at, hook=seen,
+                    lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
+                    keep_backup=keep_backup, write_total=sum(s.size_after for s in plan.segments if not s.remove))
+    except Exception:
+        if not {"exchange", "rename-log-to-backup"} & set(done):   # the old log stays: nothing cut
+            q.discard()
+        raise
     names, total = r["filled"]
     digest, records = r["verified"]
     result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)

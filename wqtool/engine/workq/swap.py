@@ -184,6 +184,22 @@ def install_steps(fill_labels: list[str], *, parent: str, swap: str = "auto", fs
     return out
 
 
+def _after_failure(d: str, ready: str, backup: str | None, swapped: bool, swap: str) -> None:
+    """An ordinary error (EIO, ENOSPC) after the new log was renamed to its ready name: before the swap the ready
+    copy goes (the old log stays, nothing else is left); after it, what the swap still owed is done as far as it
+    can be (the old log to its backup name, or the new one to ``d``), as ``finish_interrupted`` would do later."""
+    try:
+        if not swapped:
+            shutil.rmtree(ready, ignore_errors=True)
+        elif swap == "exchange":
+            if os.path.lexists(ready) and backup is not None:
+                os.rename(ready, backup)
+        elif not os.path.lexists(d) and os.path.lexists(ready):
+            os.rename(ready, d)
+    except OSError:
+        pass     # finish_interrupted finishes it at the next run
+
+
 def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunner], object],
             verify: Callable[[str], object], check: Callable[[], None] | None = None,
             before_swap: Callable[[StepRunner], None] | None = None, fail_at: str | None = None,
@@ -242,31 +258,34 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
         except Exception:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        if fsync:
-            step("fsync-dir:parent:ready", lambda: fsync_dir(parent))
-        # 4. the swap
-        backup = backup_name(parent, name, f"pre-{tag}-{stamp}")
-        if swap == "exchange":
-            try:
-                step("exchange", lambda: exchange(ready, d))
-            except NoExchange:
-                shutil.rmtree(ready, ignore_errors=True)
-                raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use swap='rename'",
-                              parent) from None
-            swapped = True
+        try:
             if fsync:
-                step("fsync-dir:parent:exchange", lambda: fsync_dir(parent))
-            step("rename-old-to-backup", lambda: os.rename(ready, backup))
-            if fsync:
-                step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
-        else:
-            step("rename-log-to-backup", lambda: os.rename(d, backup))
-            swapped = True
-            if fsync:
-                step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
-            step("rename-ready-to-log", lambda: os.rename(ready, d))
-            if fsync:
-                step("fsync-dir:parent:log", lambda: fsync_dir(parent))
+                step("fsync-dir:parent:ready", lambda: fsync_dir(parent))
+            # 4. the swap
+            backup = backup_name(parent, name, f"pre-{tag}-{stamp}")
+            if swap == "exchange":
+                try:
+                    step("exchange", lambda: exchange(ready, d))
+                except NoExchange:
+                    raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use "
+                                  "swap='rename'", parent) from None
+                swapped = True
+                if fsync:
+                    step("fsync-dir:parent:exchange", lambda: fsync_dir(parent))
+                step("rename-old-to-backup", lambda: os.rename(ready, backup))
+                if fsync:
+                    step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
+            else:
+                step("rename-log-to-backup", lambda: os.rename(d, backup))
+                swapped = True
+                if fsync:
+                    step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
+                step("rename-ready-to-log", lambda: os.rename(ready, d))
+                if fsync:
+                    step("fsync-dir:parent:log", lambda: fsync_dir(parent))
+        except Exception:
+            _after_failure(d, ready, backup, swapped, swap)
+            raise
         if not keep_backup:
             step("remove-backup", lambda: shutil.rmtree(backup))
             if fsync:
