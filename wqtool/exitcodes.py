@@ -54,7 +54,8 @@ APPLY_TEXT = ("pack, repair and clean exit with the INPUT's class, as verify giv
               "--salvage / --drop-invalid), a healthy log exits 0 (nothing to do). The repaired log itself is "
               "proven before it is swapped in (re-verified clean, the plan's digest); `wqtool verify` on it then "
               "exits 0. A refused plan (a flag missing) exits with the input's class too; an --apply that fails "
-              "exits with its error's code and changes nothing.")
+              "exits with its error's code and changes nothing, leaving no file behind (a full disk: exit 5); "
+              "an --apply that was killed is finished by running the same command again.")
 _RANK = {c: i for i, c in enumerate(PRECEDENCE)}
 
 
