@@ -69,14 +69,19 @@ class Options:
     history: bool = True       # add the replay's findings (a replay pass per log)
     as_of_ns: int = 0          # the replay's clock ("now" is read once, when the options are parsed)
     extra: dict = field(default_factory=dict)   # the format's own options (Options.extra of the engine)
+    as_of_word: str | None = None   # "last" / "first": each log's own newest / first record time (as the CLI)
 
     @classmethod
-    def parse(cls, fmt, options, cwd: str | None = None, *, findings: bool = False) -> "Options":
+    def parse(cls, fmt, options, cwd: str | None = None, *, findings: bool = False,
+              state: bool = False) -> "Options":
         o = {k.lower(): v for k, v in dict(options).items()}
-        name = fmt.name + ("-findings" if findings else "")
+        name = fmt.name + ("-findings" if findings else "-state" if state else "")
         if not findings and "history" in o:
             raise ValueError(f"{name}: option history belongs to spark.read.format('{fmt.name}-findings'): the "
                              f"records source yields records (and, permissive, unreadable byte ranges) only")
+        if not findings and not state and "as_of" in o:   # refused, never silently ignored
+            raise ValueError(f"{name}: option as_of belongs to spark.read.format('{fmt.name}-findings') and "
+                             f"('{fmt.name}-state'): a record's row does not depend on the clock")
         payload = str(o.get("payload", "false")).lower()
         if payload not in PAYLOAD_OPTIONS:
             raise ValueError(f"{name}: option payload must be one of {', '.join(PAYLOAD_OPTIONS)}, got {payload!r}")
@@ -96,16 +101,25 @@ class Options:
             raise ValueError(f"{name}: no path given: load(path) or option('paths', json.dumps([...]))")
         history = _bool(o, name, "history", True)
         from ..engine.instant import parse_instant
+        raw = str(o.get("as_of", "now")).strip()
+        word = raw.lower() if raw.lower() in ("last", "first") else None
         try:
-            as_of_ns = parse_instant(str(o.get("as_of", "now")))
+            as_of_ns = parse_instant("now" if word else raw)
         except ValueError as exc:
-            raise ValueError(f"{name}: option as_of: {exc}") from None
+            raise ValueError(f"{name}: option as_of: {exc} (or last / first: each log's newest / first record "
+                             f"time)") from None
         return cls(fmt.name, payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns,
-                   fmt.source_options(o))
+                   fmt.source_options(o), word)
 
-    def engine_options(self):
-        from ..engine.format import Options as EngineOptions
-        return EngineOptions(self.as_of_ns, False, {k: v for k, v in self.extra.items() if v is not None})
+    def engine_options(self, log=None):
+        """The engine's Options; with ``log``, ``as_of`` last / first settled to that log's own time."""
+        from ..engine.format import Options as EngineOptions, get
+        as_of = self.as_of_ns
+        if self.as_of_word and log is not None:
+            first, last = get(self.fmt_name).time_span(log)
+            t = last if self.as_of_word == "last" else first
+            as_of = as_of if t is None else t
+        return EngineOptions(as_of, False, {k: v for k, v in self.extra.items() if v is not None})
 
     def columns(self, view) -> list[tuple[str, str]]:
         assert set(view.fields) == set(view.types), f"{self.fmt_name}: RecordView.types must type every field"
@@ -350,12 +364,96 @@ class FindingSourceReader(RecordSourceReader):
                         if len(rows) >= BATCH_ROWS:
                             yield flush()
             if partition.replay:
-                for f in fmt.replay_findings(partition.log, opts.engine_options()):
+                for f in fmt.replay_findings(partition.log, opts.engine_options(partition.log)):
                     add(f)
                     if len(rows) >= BATCH_ROWS:
                         yield flush()
         if rows:
             yield flush()
+
+
+# ---------------------------------------------------------------- <format>-state: replay's rows
+def state_columns(fmt) -> list[tuple[str, str]]:
+    """``<name>-state``'s columns: ``log`` (``Format.log_name``), then replay's row fields (``Format.state_types``)."""
+    return [("log", "string"), *((n, "string" if t == "bytes" else t) for n, t in fmt.state_types.items())]
+
+
+def _arrow_state_schema(fmt):
+    import pyarrow as pa
+    types = _arrow_types()
+    return pa.schema([pa.field(n, types[t]) for n, t in state_columns(fmt)])
+
+
+class StateSource(RecordSource):
+    """``spark.read.format(<format>-state)``: the replayed state, one row per job / item with the fields of
+    ``replay -o jsonl``'s rows and ``log``; one partition per log (a log's state needs all its records in order).
+    Options: ``paths`` / ``load(path)``, ``as_of`` (as ``--as-of``, also last / first: each log's own newest /
+    first record time) and the format's own."""
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.fmt_name + "-state"
+
+    def schema(self) -> StructType:
+        Options.parse(self._fmt(), self.options, self.cwd, state=True)
+        return _struct(state_columns(self._fmt()))
+
+    def reader(self, schema: StructType) -> "StateSourceReader":
+        return StateSourceReader(Options.parse(self._fmt(), self.options, self.cwd, state=True))
+
+
+class StateSourceReader(RecordSourceReader):
+    def partitions(self) -> list[FilePartition]:
+        from ._paths import expand_paths, working_dir
+        opts, fmt = self.opts, self._fmt()
+        with working_dir(opts.cwd):
+            return [FilePartition(log, fmt.log_name(log), None, fmt.log_name(log), 0)
+                    for log in fmt.discover(expand_paths(opts.paths), opts.engine_options())]
+
+    def read(self, partition: FilePartition):
+        """The log replayed by the engine (``run_log``: workq's hot kernel), its rows as ``replay -o jsonl``
+        encodes them, parsed by Arrow's JSON reader against the declared schema."""
+        yield from state_batches(self._fmt(), partition.log, partition.name, self.opts.engine_options(partition.log),
+                                 self.opts.cwd)
+
+
+def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
+    """Arrow batches of one log's replayed state (``<name>-state``'s rows); runs where the data is."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    from ._paths import working_dir
+    schema = _arrow_state_schema(fmt)
+    fields = pa.schema(list(schema)[1:])
+    parse = pj.ParseOptions(explicit_schema=fields, unexpected_field_behavior="error")
+    with working_dir(cwd):
+        report = fmt.run_log(log, engine_opts, limit=0)
+    view = fmt.state_view(report.state, log)
+    buf: list[str] = []
+    size = 0
+
+    def flush():
+        data = "".join(buf).encode()
+        buf.clear()
+        try:
+            table = pj.read_json(io.BytesIO(data), parse_options=parse).select(fields.names)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ValueError(f"{fmt.name}-state: {name}: a replayed row does not fit the table's columns "
+                             f"({exc})") from None
+        for b in table.to_batches(BATCH_ROWS * 4):
+            yield pa.RecordBatch.from_arrays([pa.array([name] * b.num_rows, pa.string()), *b.columns],
+                                             schema=schema)
+
+    for chunk in view.encoded_rows("jsonl"):
+        buf.append(chunk)
+        size += len(chunk)
+        if size >= 8 << 20:
+            size = 0
+            yield from flush()
+    if buf:
+        yield from flush()
 
 
 def register(spark, *, check: bool = True) -> None:
@@ -374,6 +472,8 @@ def register(spark, *, check: bool = True) -> None:
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered"}
         spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,), attrs))
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
+        if fmt.state_types:
+            spark.dataSource.register(type(f"{type(fmt).__name__}StateSource", (StateSource,), attrs))
 
 
 #: Run on a Spark Python worker: can it import wqtool, and which one? Compiled into a module that does not exist
