@@ -56,6 +56,7 @@ _SPARK = {"string": StringType(), "long": LongType(), "int": IntegerType(), "u64
 PAYLOAD_OPTIONS = ("false", "true", "base64", "hex", "text", "binary")
 INDEX_OPTIONS = ("log", "file", "segment")
 BATCH_ROWS = 4096
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 @dataclass(frozen=True)
@@ -223,8 +224,11 @@ class RecordSource(DataSource):
         fmt = self._fmt()
         return record_schema(Options.parse(fmt, self.options, self.cwd), fmt.record_view)
 
+    pushdown: ClassVar[bool] = False    # register(): the session allows pushFilters
+
     def reader(self, schema: StructType) -> "RecordSourceReader":
-        return RecordSourceReader(Options.parse(self._fmt(), self.options, self.cwd))
+        cls = PushdownRecordSourceReader if self.pushdown else RecordSourceReader
+        return cls(Options.parse(self._fmt(), self.options, self.cwd))
 
 
 class FindingSource(RecordSource):
@@ -291,6 +295,7 @@ class RecordSourceReader(DataSourceReader):
         rec_cls = fmt.record_cls
         unreadable = (Verdict.TORN_TAIL, Verdict.CORRUPT)
         rows: list[dict] = []
+        keep = self.keep if getattr(self, "pushed", None) else None
 
         def flush():
             batch = pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names}, schema=schema)
@@ -308,7 +313,8 @@ class RecordSourceReader(DataSourceReader):
             if row.get("file") is None:     # a log-wide finding: the row names the log
                 row["file"] = partition.name
             row["_corrupt"] = finding_to_jsonable(f)
-            rows.append(row)
+            if keep is None or keep(row):
+                rows.append(row)
 
         for f in partition.log_findings:
             finding(f)
@@ -317,6 +323,8 @@ class RecordSourceReader(DataSourceReader):
                 for ev in fmt.file_events(partition.log, partition.file, partition.start_index):
                     if ev.__class__ is rec_cls:
                         row = view.row(ev, render)
+                        if keep is not None and not keep(row):
+                            continue
                         if binary:
                             row.update(view.binary(ev))
                         rows.append(row)
@@ -326,6 +334,58 @@ class RecordSourceReader(DataSourceReader):
                         yield flush()
         if rows:
             yield flush()
+
+
+#: the column types a pushed filter may test (a row's value is then a plain str / int / bool)
+_PUSHABLE = ("string", "long", "int", "bool")
+
+
+class PushdownRecordSourceReader(RecordSourceReader):
+    """``RecordSourceReader`` with filter pushdown (Spark's ``pushFilters``, 4.1+, when the session sets
+    ``spark.sql.python.filterPushdown.enabled``; ``build_session`` does): ``=``, ``IN``, ``IS NULL`` and ``IS NOT
+    NULL`` on a plain column (string, integer, boolean) are applied in the task, before a row is built for Spark
+    (``where(cmd = 'add')``: the other records never reach Arrow); on ``file`` they also skip whole files. The Python
+    Data Source API has no column pruning (4.3): every column of the schema is produced."""
+
+    def __init__(self, opts: Options):
+        super().__init__(opts)
+        self.pushed: list[tuple[str, str, tuple]] = []     # (column, "in" | "null" | "notnull", values)
+
+    def pushFilters(self, filters):
+        from pyspark.sql.datasource import EqualTo, In, IsNotNull, IsNull
+        types = dict(self.opts.columns(self._fmt().record_view))
+        for f in filters:
+            col = f.attribute[0] if len(f.attribute) == 1 else None
+            if col is None or types.get(col) not in _PUSHABLE:
+                yield f
+            elif isinstance(f, EqualTo) and f.value is not None:
+                self.pushed.append((col, "in", (f.value,)))
+            elif isinstance(f, In) and all(v is not None for v in f.value):
+                self.pushed.append((col, "in", tuple(f.value)))
+            elif isinstance(f, IsNull):
+                self.pushed.append((col, "null", ()))
+            elif isinstance(f, IsNotNull):
+                self.pushed.append((col, "notnull", ()))
+            else:
+                yield f
+
+    def keep(self, row: dict) -> bool:
+        for col, op, values in self.pushed:
+            v = row.get(col)
+            if op == "in":
+                if v is None or v not in values:
+                    return False
+            elif (v is None) != (op == "null"):
+                return False
+        return True
+
+    def partitions(self) -> list[FilePartition]:
+        parts = super().partitions()
+        files = [set(values) for col, op, values in self.pushed if col == "file" and op == "in"]
+        if not files:
+            return parts
+        # a partition whose file is not asked for yields no row (a log-wide damage row names the log: kept)
+        return [p for p in parts if p.log_findings or all(p.path in vs for vs in files)] or parts[:1]
 
 
 class FindingSourceReader(RecordSourceReader):
@@ -467,9 +527,14 @@ def register(spark, *, check: bool = True) -> None:
     from ..engine.format import formats, load_object
     if check:
         check_workers(spark)
+    try:   # a reader with pushFilters fails every read of a session without it: offer it only where allowed
+        pushdown = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true"
+    except Exception:  # noqa: BLE001 — a Spark without the setting (before 4.1): no pushdown
+        pushdown = False
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
-        attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered"}
+        attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
+                 "pushdown": pushdown}
         spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,), attrs))
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
         if fmt.state_types:
