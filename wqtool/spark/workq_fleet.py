@@ -533,6 +533,26 @@ class _FastTask:
         return out
 
 
+def _keys(kb: bytes):
+    """The 16-byte job ids packed in ``kb``, one at a time."""
+    for i in range(0, len(kb), 16):
+        yield kb[i:i + 16]
+
+
+def _lines(blob: bytes, chunk: int = 1 << 20):
+    """The lines of a zlib stream, decompressed a chunk at a time."""
+    d = zlib.decompressobj()
+    rest = b""
+    for i in range(0, len(blob), chunk):
+        data = rest + d.decompress(blob[i:i + chunk])
+        *whole, rest = data.split(b"\n")
+        yield from whole
+    rest += d.flush()
+    *whole, rest = rest.split(b"\n")
+    yield from whole
+    yield rest
+
+
 class _Lines:
     """What ``JobTable.digest`` writes (its ``h.update`` calls), kept."""
 
@@ -664,12 +684,14 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
         streams = []
         for p in parts:
             kb = p["keys"]
-            if kb:
-                keys = [kb[i:i + 16] for i in range(0, len(kb), 16)]
-                streams.append(zip(keys, zlib.decompress(p["lines"]).split(b"\n")))
+            if kb:   # streamed: the driver holds the compressed lines, never a log's lines at once
+                streams.append(zip(_keys(kb), _lines(p["lines"])))
+        n = 0
         for _, line in heapq.merge(*streams, key=lambda kl: kl[0]):
             h.update(line)
             h.update(b"\n")
+            n += 1
+        check_count(f"log {log.root}: the digest lines", n, sum(len(p["keys"]) // 16 for p in parts))
         digest = h.hexdigest()
     by_state = {s.label: 0 for s in JobState}
     by_queue: dict[str, dict[str, int]] = {}
