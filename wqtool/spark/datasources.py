@@ -31,7 +31,16 @@ with the fields of ``verify -o jsonl``'s finding lines plus ``log`` (the log it 
 each file's reader and payload findings in file order, then (option ``history``, default true) the replay's —
 duplicates, unknown jobs, expiries at ``as_of``, the closing notes — from a replay of the whole log in its last
 file's partition (``Format.replay_findings``: workq's hot kernel). Options: ``history``, ``as_of`` (as
-``--as-of``: RFC 3339, epoch seconds, @<n>ns, now (default)), ``index``, ``paths`` and the format's own.
+``--as-of``: RFC 3339, epoch seconds, @<n>ns, now (default), last / first: each log's own newest / first record
+time), ``index``, ``paths`` and the format's own.
+
+``format(name + "-state")`` (formats with ``Format.state_types``): the replayed state, one row per job / item with
+the fields of ``replay -o jsonl``'s rows and ``log``; one partition per log (``StateSource``). Options: ``as_of``,
+``paths`` and the format's own. The records source refuses ``as_of`` (a record's row does not depend on it).
+
+Filter pushdown: where the session sets ``spark.sql.python.filterPushdown.enabled`` (``build_session`` does;
+``register`` reads it), the records source's reader takes ``=``, ``IN`` and null tests on plain columns
+(``PushdownRecordSourceReader``). Spark 4.3's Python Data Source API offers no column pruning.
 """
 from __future__ import annotations
 
