@@ -130,6 +130,8 @@ def main() -> None:
     ap.add_argument("--segment-mib", type=int, default=64)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "fleet"))
     ap.add_argument("--reference", action="store_true")
+    ap.add_argument("--sources", action="store_true", help="also time the workq data source on the first directory: "
+                    "count() of every record vs select(cmd).where(cmd = 'add').count() (pushed down)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is reported")
     a = ap.parse_args()
     if a.repeat < 1:
@@ -224,6 +226,19 @@ def main() -> None:
         t_ref = time.perf_counter() - t
         same_r = [f.report.state.digest() for f in ref] == d_local
         row("spark reference pipeline (damaged-log path)", t_ref, f"x{t_lr / t_ref:.2f}; identical digests: {same_r}")
+    if a.sources:
+        src = spark.read.format("workq").load(paths[0])
+        one = sum(os.path.getsize(s_.path) for s_ in logs[0].segments)
+        for what, fn in (("full read: count()", lambda: src.count()),
+                         ("select(cmd).where(cmd = 'add').count()",
+                          lambda: src.select("cmd").where("cmd = 'add'").count())):
+            secs = []
+            for _ in range(n):
+                t = time.perf_counter()
+                got = fn()
+                secs.append(time.perf_counter() - t)
+            print(f"  source on {paths[0]} ({one / 2**20:.0f} MiB): {what}: {got} rows, "
+                  f"{statistics.median(secs):.2f} s ({runs(secs)})", flush=True)
     spark.stop()
 
     records = sum(r.records for r in v_local)

@@ -224,9 +224,8 @@ def _workers_are_this_python(local: bool) -> bool:
     skipped. Anywhere else (a cluster, Spark Connect, another Python) the probe runs, once per session."""
     if not local or os.path.realpath(os.environ.get("PYSPARK_PYTHON", "")) != os.path.realpath(sys.executable):
         return False
-    import wqtool
-    here = os.path.realpath(os.getcwd()) + os.sep
-    return not os.path.realpath(wqtool.__file__).startswith(here)
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))    # this wqtool's folder
+    return not package.startswith(os.path.realpath(os.getcwd()) + os.sep)
 
 
 class _Warm:
