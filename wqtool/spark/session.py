@@ -25,8 +25,6 @@ _DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
     # the status tracker (our progress lines) sees task starts at once, not at the next 100 ms-spaced event
     "spark.ui.liveUpdate.period": "0ms",
-    # the data sources' filter pushdown (Spark 4.1+; datasources.PushdownRecordSourceReader)
-    "spark.sql.python.filterPushdown.enabled": "true",
 }
 
 
