@@ -1,7 +1,6 @@
 """The replayed state as a table (issue 24 item 4): the ``workq-state`` data source and ``replay --engine spark -o
 parquet --out DIR`` give the rows of ``replay -o jsonl`` (one per job, with ``log``), and the digest written beside
-the table is the local replay's; ``as_of`` on the records source is refused (item 5), last / first accepted where
-the clock matters."""
+the table is the local replay's; ``as_of`` takes last / first as ``--as-of`` does (each log's own time)."""
 from __future__ import annotations
 
 import json
@@ -84,8 +83,3 @@ def test_replay_to_parquet_writes_the_table_and_the_local_digest(spark, corpus, 
 def test_parquet_needs_spark_and_out(argv, corpus):
     res = cli("replay", *[corpus["sample-clean"] if a == "DIR" else a for a in argv])
     assert res.code == 2 and "-o parquet and --out DIR go together" in res.err
-
-
-def test_as_of_on_the_records_source_is_refused(spark, corpus):
-    with pytest.raises(Exception, match="option as_of belongs to"):
-        spark.read.format("workq").option("as_of", AS_OF).load(corpus["sample-clean"]).schema

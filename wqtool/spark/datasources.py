@@ -36,7 +36,8 @@ time), ``index``, ``paths`` and the format's own.
 
 ``format(name + "-state")`` (formats with ``Format.state_types``): the replayed state, one row per job / item with
 the fields of ``replay -o jsonl``'s rows and ``log``; one partition per log (``StateSource``). Options: ``as_of``,
-``paths`` and the format's own. The records source refuses ``as_of`` (a record's row does not depend on it).
+``paths`` and the format's own. On the records source ``as_of`` reaches the format's discovery (``discover``'s
+Options), where a format may use it; a workq record's row does not depend on it.
 
 Filter pushdown: ``PushdownRecordSourceReader`` takes ``=``, ``IN`` and null tests on plain columns, but
 ``register`` does not offer it (``PUSHDOWN_SAFE``): on PySpark 4.3 a DataFrame queried again after a filtered
@@ -91,9 +92,6 @@ class Options:
         if not findings and "history" in o:
             raise ValueError(f"{name}: option history belongs to spark.read.format('{fmt.name}-findings'): the "
                              f"records source yields records (and, permissive, unreadable byte ranges) only")
-        if not findings and not state and "as_of" in o:   # refused, never silently ignored
-            raise ValueError(f"{name}: option as_of belongs to spark.read.format('{fmt.name}-findings') and "
-                             f"('{fmt.name}-state'): a record's row does not depend on the clock")
         payload = str(o.get("payload", "false")).lower()
         if payload not in PAYLOAD_OPTIONS:
             raise ValueError(f"{name}: option payload must be one of {', '.join(PAYLOAD_OPTIONS)}, got {payload!r}")
