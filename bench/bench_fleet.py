@@ -15,7 +15,11 @@ valid log), then measures in this process, on a warm page cache:
 so each ratio compares two runs under the same conditions), and prints MB/s (medians), every pair's ratio
 spark/local and their median (target >= 1.6 once started), and whether the findings and digests are identical.
 --reference also times the reference pipeline (segments framed per task, shuffle by job), the path damaged
-logs take. Not a test: the numbers go in notes. The machine's 2 cores may be shared: load is printed.
+logs take.
+Also printed: the read + CRC-32C floor over the same files in the same run (one process: every measure's MB/s
+beside it), which wqtool (file and kernel) the driver and the workers import, and the driver's peak memory (the
+Python driver's and the JVM's peak RSS, reset before each run through /proc/PID/clear_refs) during fleet replay
+over 1, 2, ... DIRS logs: flat as the logs grow when the tasks aggregate where the data is. Not a test: the numbers go in notes. The machine's 2 cores may be shared: load is printed.
 """
 from __future__ import annotations
 
@@ -26,10 +30,11 @@ import statistics
 import sys
 import time
 
-from harness import headroom   # bench/harness.py (the script's folder is on sys.path)
+from harness import crc_floor, headroom   # bench/harness.py (the script's folder is on sys.path)
 
+# the installed wqtool on both sides (driver and Spark's Python workers): the checkout is NOT put on sys.path, so
+# a non-editable install is measured as installed (its C kernel), never the checkout's pure-Python one
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 AS_OF_NS = 1_795_306_600_000_000_000  # 2026-11-22T00:00:00Z
 
 
@@ -54,6 +59,70 @@ def generate(out: str, dirs: int, segments: int, segment_mib: int) -> list[str]:
     return paths
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (the driver JVM and, in local mode, its Python workers)."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def _jvm(pid: int) -> int | None:
+    for k in _descendants(pid):
+        try:
+            with open(f"/proc/{k}/cmdline", "rb") as f:
+                if b"java" in f.read().split(b"\0")[0]:
+                    return k
+        except OSError:
+            pass
+    return None
+
+
+def _reset_peak(pid: int) -> None:
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:   # "5": reset the peak RSS (VmHWM), Linux >= 4.0
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _peak_mib(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class _Which:
+    """A task: which wqtool file and which replay kernel a Spark Python worker imports."""
+
+    def __call__(self, batches):
+        import pyarrow as pa
+
+        import wqtool
+        from wqtool.engine.workq import fastreplay
+        for b in batches:
+            yield pa.RecordBatch.from_pydict({"where": [f"{wqtool.__file__} kernel={fastreplay.KERNEL}"]
+                                              * b.num_rows})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dirs", type=int, default=4)
@@ -61,6 +130,8 @@ def main() -> None:
     ap.add_argument("--segment-mib", type=int, default=64)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "fleet"))
     ap.add_argument("--reference", action="store_true")
+    ap.add_argument("--sources", action="store_true", help="also time the workq data source on the first directory: "
+                    "count() of every record vs select(cmd).where(cmd = 'add').count() (pushed down)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is reported")
     a = ap.parse_args()
     if a.repeat < 1:
@@ -78,6 +149,11 @@ def main() -> None:
             with open(s.path, "rb") as f:
                 while f.read(1 << 24):
                     pass
+    t = time.perf_counter()
+    for g in logs:
+        for s_ in g.segments:
+            crc_floor(os.path.dirname(s_.path), suffix=os.path.basename(s_.path))
+    t_floor = time.perf_counter() - t
     rows = []
     ceiling = headroom()
     n = a.repeat
@@ -98,6 +174,11 @@ def main() -> None:
     workers = warm_up(spark)   # "started": a Python worker on each slot, the engine imported
     t_first = time.perf_counter() - t
     fixed = t_start + t_first
+    import wqtool
+    from wqtool.engine.workq import fastreplay
+    here = f"{wqtool.__file__} kernel={fastreplay.KERNEL}"
+    there = sorted({r["where"] for r in spark.range(0, 2, 1, 2).mapInArrow(_Which(), "where string").collect()})
+    jvm = _jvm(os.getpid())
 
     def pairs(local_fn, spark_fn):
         """--repeat (local, spark) pairs, each pair back to back: this shared host's speed drifts by tens of
@@ -123,6 +204,16 @@ def main() -> None:
     t_lv, t_sv, t_lr, t_sr = med(s_lv), med(s_sv), med(s_lr), med(s_sr)
     same_v = all((a_.report.verdict, a_.report.counts) == (b.verdict, b.counts) for a_, b in zip(v_spark, v_local))
     same_d = [f.report.state.digest() for f in r_spark] == d_local
+    peaks = []
+    for k in sorted({1, len(logs) // 2, len(logs)} - {0}):   # the driver's memory as the fleet grows
+        _reset_peak(os.getpid())
+        if jvm:
+            _reset_peak(jvm)
+        t = time.perf_counter()
+        run_fleet(spark, logs[:k], AS_OF_NS)
+        peaks.append((k, sum(os.path.getsize(s_.path) for g in logs[:k] for s_ in g.segments),
+                      time.perf_counter() - t, _peak_mib(os.getpid()), _peak_mib(jvm)))
+    row("floor: read + CRC-32C (1 process)", t_floor)
     row("local verify (1 process)", t_lv, runs(s_lv))
     row("spark verify local[2]", t_sv, f"{runs(s_sv)}; same findings: {same_v}")
     row("spark verify incl. start-up", s_sv[0] + fixed, f"x{t_lv / (s_sv[0] + fixed):.2f} (fixed cost + first run)")
@@ -135,17 +226,40 @@ def main() -> None:
         t_ref = time.perf_counter() - t
         same_r = [f.report.state.digest() for f in ref] == d_local
         row("spark reference pipeline (damaged-log path)", t_ref, f"x{t_lr / t_ref:.2f}; identical digests: {same_r}")
+    if a.sources:
+        src = spark.read.format("workq").load(paths[0])
+        one = sum(os.path.getsize(s_.path) for s_ in logs[0].segments)
+        for what, fn in (("full read: count()", lambda: src.count()),
+                         ("select(cmd).where(cmd = 'add').count()",
+                          lambda: src.select("cmd").where("cmd = 'add'").count())):
+            secs = []
+            for _ in range(n):
+                t = time.perf_counter()
+                got = fn()
+                secs.append(time.perf_counter() - t)
+            print(f"  source on {paths[0]} ({one / 2**20:.0f} MiB): {what}: {got} rows, "
+                  f"{statistics.median(secs):.2f} s ({runs(secs)})", flush=True)
     spark.stop()
 
     records = sum(r.records for r in v_local)
     print(f"\nfleet: {len(logs)} directories, {nseg} segments, {size / 2**20:.0f} MiB, {records} records; "
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; 2-process headroom now x{ceiling:.2f} "
           f"(x{headroom():.2f} at the end)")
+    print(f"wqtool on the driver: {here}\nwqtool on the workers: {'; '.join(there)}")
+    if any("kernel=python" in w for w in [here, *there]):
+        print("WARNING: a side runs the pure-Python kernel: install wqtool with its C kernels (pip install .)")
     print(f"spark fixed cost: session start-up {t_start:.1f} s + worker warm-up ({len(workers)} workers) "
           f"{t_first:.1f} s = {fixed:.1f} s; medians of {n} run(s) each\n")
     print(f"{'run':<44} {'seconds':>8} {'MB/s':>8}  note")
     for name, secs, mbs, note in rows:
         print(f"{name:<44} {secs:>8.2f} {mbs:>8.1f}  {note}")
+    print(f"\ndriver peak memory during spark replay + digest (Python driver / JVM: driver and local executors)")
+    for k, nbytes, secs, py, jv in peaks:
+        print(f"  {k} log(s), {nbytes / 2**20:>6.0f} MiB: {secs:6.2f} s, Python driver {py:7.0f} MiB peak, "
+              f"JVM {jv:7.0f} MiB peak")
+    print(f"floor (read + CRC-32C) {size / t_floor / 1e6:.0f} MB/s; verify at {t_floor / t_sv:.2f} of the floor "
+          f"on spark, {t_floor / t_lv:.2f} local; replay + digest {t_floor / t_sr:.2f} spark, {t_floor / t_lr:.2f} "
+          "local")
     for what, q in (("verify", q_v), ("replay + digest", q_r)):
         print(f"spark/local {what}, once started: x{statistics.median(q):.2f} (median of {n} back-to-back pairs: "
               + " ".join(f"x{x:.2f}" for x in q) + "; target x1.6)")

@@ -92,6 +92,13 @@ class Output(str, enum.Enum):
     json = "json"
 
 
+class ReplayOutput(str, enum.Enum):
+    table = "table"
+    jsonl = "jsonl"
+    json = "json"
+    parquet = "parquet"   # --engine spark, with --out DIR: the job table + the summary beside it
+
+
 class DumpOutput(str, enum.Enum):
     table = "table"
     jsonl = "jsonl"

@@ -15,7 +15,7 @@ from ..render.progress import track
 from ..render.replay import nothing_live_hint, write_replay, write_send
 from . import _spark
 from ._options import (AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
-                       JdbcOpt, MasterOpt, Output, ReadPaths, RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, for_log,
+                       JdbcOpt, MasterOpt, Output, ReadPaths, ReplayOutput, RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, for_log,
                        options, read_paths, say_error)
 
 
@@ -27,7 +27,8 @@ def replay(
     ctx: typer.Context,
     paths: ReadPaths = None,
     jdbc: JdbcOpt = None,
-    output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
+    output: Annotated[ReplayOutput, typer.Option("--output", "-o", help="Rendering; parquet: --engine spark "
+                      "with --out DIR.")] = ReplayOutput.table,
     as_of: AsOf = None,
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
@@ -44,6 +45,9 @@ def replay(
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
     remote: RemoteOpt = None,
+    out_dir: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="--engine spark -o parquet: write "
+                       "the replayed state there (DIR/jobs, partitioned by log; DIR/summary.json with the digest); "
+                       "DIR must not exist.")] = None,
 ) -> int:
     """The queue state a log encodes, as workq-server 0.2.0 would rebuild it if started at --as-of.
 
@@ -78,7 +82,10 @@ def replay(
       wqtool replay --send http://admin:8080/orth-admin -O access_token=TOKEN --dry-run LOGPATH/callbacklogs
       wqtool replay --as-of now /var/lib/snapwebsites/list/journal
       wqtool replay --send fastjournal://127.0.0.1:4008 --dry-run /var/lib/snapwebsites/list/journal
+      wqtool replay --engine spark -o parquet --out /tmp/state --as-of last /srv/fleet/a/cmdlog
     """
+    if (output is ReplayOutput.parquet) != (out_dir is not None) or (out_dir and engine is not Engine.spark):
+        raise UsageError("-o parquet and --out DIR go together, with --engine spark (the replayed state as a table)")
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
     logs = resolve(paths, fmt, opts)
@@ -96,6 +103,9 @@ def replay(
         return ExitCode.IO if failed else 0
     if dry_run:
         raise UsageError("--dry-run goes with --send")
+    if out_dir is not None:
+        return _replay_table(logs, opts, out_dir, master, spark_conf, remote)
+    output = Output(output.value)
     verdicts = []
     wrap = len(logs) > 1 and output is Output.json     # one JSON document: {"logs": [each log's document]}
     if wrap:
@@ -110,6 +120,34 @@ def replay(
     if wrap:
         sys.stdout.write("]}\n")
     return worst(verdicts)
+
+
+def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdict:
+    """replay --engine spark -o parquet --out DIR: each log's job table (DIR/jobs, partitioned by log) and its
+    summary (DIR/summary.json: replay -o json --summary's document, digest included; a list for several logs)."""
+    import json
+    import os
+
+    from io import StringIO
+
+    from ..spark.fleet import export_state
+    with _spark.session(master, spark_conf, remote) as spark:
+        reports = export_state(spark, logs, [for_log(lg, opts) for lg in logs], out_dir, progress=_spark.say)
+    docs = []
+    for lg, rep in zip(logs, reports):
+        buf = StringIO()
+        write_replay(buf, rep, lg.fmt.state_view(rep.state, lg.data), "json", True)
+        docs.append(json.loads(buf.getvalue()))
+    with open(os.path.join(out_dir, "summary.json"), "x", encoding="utf-8") as f:
+        json.dump(docs[0] if len(docs) == 1 else {"logs": docs}, f, indent=2)
+        f.write("\n")
+    for lg, rep in zip(logs, reports):
+        for f in rep.findings:
+            if f.severity == "error":
+                write_one_line(sys.stderr, f)
+        sys.stdout.write(f"{lg.fmt.log_name(lg.data)}: {rep.state.job_count()} rows in {out_dir}/jobs, "
+                         f"digest sha256:{lg.fmt.state_view(rep.state, lg.data).digest()}\n")
+    return worst([rep.verdict for rep in reports])
 
 
 def _replay_one(log, logs, opts, output, summary, as_of, live, engine, master, spark_conf, remote) -> Verdict:

@@ -267,6 +267,10 @@ class Format:
     #: ``wqtool.spark`` classes, by dotted path "module:Class" (None: the generic ones).
     spark_source: ClassVar[str | None] = None
     spark_fleet: ClassVar[str | None] = None
+    #: the type of each field of replay's rows (``state_view(...).rows()``, in their order), as ``RecordView.types``
+    #: names them: the columns of the Spark ``<name>-state`` source and of ``replay --engine spark -o parquet``;
+    #: None: the format has no such table
+    state_types: ClassVar[dict[str, str] | None] = None
     record_view: RecordView
     #: the record class the reader yields (events() tells records from findings by class)
     record_cls: ClassVar[type]

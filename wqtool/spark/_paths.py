@@ -30,10 +30,25 @@ def working_dir(path: str | None):
         os.chdir(old)
 
 
+def local_path(p: str) -> str:
+    """A ``file:`` URI (``file:///srv/log``, ``file:/srv/log``, ``file://localhost/srv/log``) as the local path it
+    names; any other scheme is an input error (the data sources read local files only, for now), a plain path
+    is returned as it is."""
+    if "://" not in p and not p.startswith("file:"):
+        return p
+    from urllib.parse import unquote, urlsplit
+    u = urlsplit(p)
+    if u.scheme != "file" or u.netloc not in ("", "localhost"):
+        raise InputError(f"{u.scheme or 'this'}:// paths are not read here yet: give a local path or a file:// URI",
+                         path=p)
+    return unquote(u.path)
+
+
 def expand_paths(paths: Sequence[str]) -> list[str]:
-    """Globs expand to their matches (sorted); a glob that matches nothing is an input error."""
+    """``file:`` URIs become local paths; globs expand to their matches (sorted); a glob that matches nothing is
+    an input error."""
     out: list[str] = []
-    for p in paths:
+    for p in map(local_path, paths):
         if _GLOB & set(p):
             hits = sorted(glob.glob(p))
             if not hits:

@@ -233,3 +233,48 @@ def _finding_kwargs(d: dict) -> dict:
             "offset": d["offset"], "record_index": d["record_index"], "last_good_offset": d["last_good_offset"],
             "upstream": d["upstream"], "verdict": Verdict(d["exit_class"] or 0), "job_id": d["job_id"],
             "resumes_at": d["resumes_at"]}
+
+
+# ---------------------------------------------------------------- the replayed state as a table
+class _StateTask:
+    """One log per task: the engine's replay of it, its rows as ``<format>-state`` reads them (Arrow batches)."""
+
+    def __init__(self, items: list, cwd: str):
+        self.items, self.cwd = items, cwd     # [(format name, log data, engine Options)]
+
+    def __call__(self, batches):
+        from ..engine.format import get
+        from .datasources import state_batches
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                name, data, opts = self.items[i]
+                fmt = get(name)
+                yield from state_batches(fmt, data, fmt.log_name(data), opts, self.cwd)
+
+
+def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, *, progress=None) -> list[LogReport]:
+    """``replay --engine spark -o parquet --out DIR``: each log's replayed state as rows (``<format>-state``'s
+    columns: ``log`` and the fields of ``replay -o jsonl``) written where they are made, one task per log, to
+    ``out/jobs`` partitioned by log; returns each log's report (``fleet_replay`` without the jobs: counts and
+    digest). The rows written are counted against each report's job count: a table short of rows is an error."""
+    from ..errors import UsageError
+    from .datasources import state_columns, _struct
+    say = progress or (lambda _m: None)
+    fmts = {lg.fmt.name: lg.fmt for lg in logs}
+    missing = sorted(n for n, f in fmts.items() if not f.state_types)
+    if missing:
+        raise UsageError(f"replay -o parquet: no state table for {', '.join(missing)} (Format.state_types)")
+    if len({tuple(state_columns(f)) for f in fmts.values()}) > 1:
+        raise UsageError("replay -o parquet: one format per table (these logs' states have different columns)")
+    reports = [fleet_replay(spark, lg, o, limit=1000, progress=progress, want_jobs=False) for lg, o in zip(logs, opts)]
+    where = os.path.join(out, "jobs")
+    schema = _struct(state_columns(next(iter(fmts.values()))))
+    say(f"spark: writing the replayed state of {len(logs)} log(s) to {where}")
+    df = spark.range(0, len(logs), 1, len(logs)).mapInArrow(
+        _StateTask([(lg.fmt.name, lg.data, o) for lg, o in zip(logs, opts)], os.getcwd()), schema)
+    df.write.mode("error").partitionBy("log").parquet(where)
+    got = {r["log"]: r["count"] for r in spark.read.schema(schema).parquet(where).groupBy("log").count().collect()}
+    for lg, rep in zip(logs, reports):
+        n = rep.state.job_count()
+        check_count(f"the state table of {lg.fmt.log_name(lg.data)}: rows", got.get(lg.fmt.log_name(lg.data), 0), n)
+    return reports

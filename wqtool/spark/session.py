@@ -211,8 +211,19 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     if not remote:
         spark.sparkContext.setLogLevel(log_level)
     from . import register
-    register(spark)
+    register(spark, check=not _workers_are_this_python(local))
     return spark
+
+
+def _workers_are_this_python(local: bool) -> bool:
+    """Local mode with the workers started as this very interpreter (``PYSPARK_PYTHON``, which ``_prepare_env``
+    sets) and wqtool not taken from the working directory (which a worker's sys.path lacks): the workers import
+    the wqtool this driver runs, so ``register()``'s worker probe (a Spark job: ~1.5 s of a tiny log's run) is
+    skipped. Anywhere else (a cluster, Spark Connect, another Python) the probe runs, once per session."""
+    if not local or os.path.realpath(os.environ.get("PYSPARK_PYTHON", "")) != os.path.realpath(sys.executable):
+        return False
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))    # this wqtool's folder
+    return not package.startswith(os.path.realpath(os.getcwd()) + os.sep)
 
 
 class _Warm:

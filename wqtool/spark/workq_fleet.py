@@ -34,7 +34,9 @@ from typing import Callable, Sequence
 
 from ..engine.findings import Finding, Verdict, worst
 from ..engine.workq.reader import LogSet, Segment
-from ..engine.workq.replay import JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start
+from ..engine.workq.fastreplay import new_table
+from ..engine.workq.replay import (CompactJobs, JobState, ReplayState, WorkqReplay, closing_notes, digest_line,
+                                    digest_start)
 from ..engine.stats import RecordStats
 from ..engine.workq.format import FORMAT
 from ..engine.run import LogReport
@@ -498,6 +500,9 @@ class _FastTask:
                                                      schema=schema)
 
     def _run(self, log: LogSet, part: int, nparts: int):
+        """Counts, per-queue counts and the digest (or, for a share of a split log, its digest lines) from the
+        kernel's compact job table: no ``Job`` object is built. With ``want_jobs`` the table's rows follow as
+        Arrow IPC batches (``_rows_ipc``), never pickled Jobs."""
         from ..engine.workq.fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
         fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs)
         try:
@@ -506,24 +511,102 @@ class _FastTask:
         except Bail:
             return None
         out = {"findings": fr.findings, "records": fr.records, "applied": fr.applied, "bytes": fr.bytes,
-               "segments": fr.segments, "notes": note_counts(fr.jobs), "keys": b"", "lines": b"", "jobs": None}
+               "segments": fr.segments, "notes": note_counts(fr.jobs), "keys": b"", "lines": b"", "rows": [],
+               "jobs": len(fr.jobs)}
         if fr.keep:
-            state = finish_state(log, fr, [])
-            keys = sorted(state.jobs)
+            jobs = finish_state(log, fr, []).jobs        # CompactJobs over the kernel's table
+            out["by_state"], out["by_queue"] = jobs.counts()
             if self.digest and nparts == 1:
-                out["digest"] = state.digest()   # the whole log is here: no lines to ship to the driver
-            elif self.digest:
-                out["keys"] = b"".join(keys)
-                out["lines"] = zlib.compress(b"\n".join(
-                    digest_line(state.jobs[k])[:-1]
-                    for k in keys), 1)
+                out["digest"] = jobs.digest()   # the whole log is here: no lines to ship to the driver
+            elif self.digest:                   # a share: its lines in id order, merged by id on the driver
+                out["keys"] = b"".join(jobs.sorted_ids())
+                sink = _Lines()
+                try:
+                    jobs.table.digest(sink, self.as_of_ns)      # the C table writes them; PyJobTable too
+                except OverflowError:                           # an as-of beyond 128 bits: the Python lines
+                    sink.chunks = [digest_line(j) for j in jobs.iter_sorted()]
+                text = b"".join(sink.chunks)
+                check_count(f"log {log.root}: the digest lines of share {part}", text.count(b"\n"), len(jobs))
+                out["lines"] = zlib.compress(text[:-1], 1)
             if self.want_jobs:
-                out["jobs"] = [state.jobs[k] for k in keys]
-            by_state = Counter(j.state for j in state.jobs.values())          # enum keys: no per-job .label
-            by_queue = Counter((j.name, j.state) for j in state.jobs.values())
-            out["by_state"] = Counter({st.label: n for st, n in by_state.items()})
-            out["by_queue"] = Counter({(name, st.label): n for (name, st), n in by_queue.items()})
+                out["rows"] = _rows_ipc(jobs.table)
         return out
+
+
+def _keys(kb: bytes):
+    """The 16-byte job ids packed in ``kb``, one at a time."""
+    for i in range(0, len(kb), 16):
+        yield kb[i:i + 16]
+
+
+def _lines(blob: bytes, chunk: int = 1 << 20):
+    """The lines of a zlib stream, decompressed a chunk at a time."""
+    d = zlib.decompressobj()
+    rest = b""
+    for i in range(0, len(blob), chunk):
+        data = rest + d.decompress(blob[i:i + chunk])
+        *whole, rest = data.split(b"\n")
+        yield from whole
+    rest += d.flush()
+    *whole, rest = rest.split(b"\n")
+    yield from whole
+    yield rest
+
+
+class _Lines:
+    """What ``JobTable.digest`` writes (its ``h.update`` calls), kept."""
+
+    def __init__(self):
+        self.chunks: list[bytes] = []
+
+    def update(self, b) -> None:
+        self.chunks.append(bytes(b))
+
+
+#: the job table's row as Arrow columns (jobtable.ROW, after the 16-byte id); ints wide enough for every field
+_ROW_BATCH = 65536
+
+
+def _row_schema():
+    import pyarrow as pa
+    from ..engine.workq.jobtable import ROW
+    types = {"name": pa.string(), "result": pa.binary(), "scheduled_ns": pa.int64()}
+    return pa.schema([pa.field("id", pa.binary(16))] + [pa.field(n, types.get(n, pa.int64())) for n in ROW])
+
+
+def _rows_ipc(table) -> list[bytes]:
+    """The table's rows as Arrow IPC streams of at most ``_ROW_BATCH`` rows (the driver puts them into a table of
+    its own: ``_put_rows``)."""
+    import pyarrow as pa
+    schema = _row_schema()
+    rows = table.rows()
+    out = []
+    for i in range(0, len(rows), _ROW_BATCH):
+        cols = list(zip(*rows[i:i + _ROW_BATCH]))
+        batch = pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema)], schema=schema)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, schema) as w:
+            w.write_batch(batch)
+        out.append(sink.getvalue().to_pybytes())
+    return out
+
+
+def _put_rows(table, blobs: list[bytes]) -> int:
+    """Put the rows of ``blobs`` (every share of one log) into ``table`` in job-id order, as the local state
+    lists them; returns how many."""
+    import pyarrow as pa
+    batches = [b for blob in blobs for b in pa.ipc.open_stream(blob)]
+    if not batches:
+        return 0
+    rows = pa.Table.from_batches(batches).sort_by("id")
+    put = table.put
+    n = 0
+    for batch in rows.to_batches(_ROW_BATCH):
+        cols = [c.to_pylist() for c in batch.columns]
+        for r in zip(*cols):
+            put(r[0], r[1:])
+            n += 1
+    return n
 
 
 def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
@@ -601,23 +684,31 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
         streams = []
         for p in parts:
             kb = p["keys"]
-            if kb:
-                keys = [kb[i:i + 16] for i in range(0, len(kb), 16)]
-                streams.append(zip(keys, zlib.decompress(p["lines"]).split(b"\n")))
+            if kb:   # streamed: the driver holds the compressed lines, never a log's lines at once
+                streams.append(zip(_keys(kb), _lines(p["lines"])))
+        n = 0
         for _, line in heapq.merge(*streams, key=lambda kl: kl[0]):
             h.update(line)
             h.update(b"\n")
+            n += 1
+        check_count(f"log {log.root}: the digest lines", n, sum(len(p["keys"]) // 16 for p in parts))
         digest = h.hexdigest()
     by_state = {s.label: 0 for s in JobState}
     by_queue: dict[str, dict[str, int]] = {}
+    want_rows = any(p["rows"] for p in parts)
+    table = new_table() if want_rows else None
+    if table is not None:   # the shares hold disjoint jobs: each row arrives once
+        check_count(f"log {log.root}: the job rows", _put_rows(table, [b for p in parts for b in p["rows"]]),
+                    sum(p["jobs"] for p in parts))
     for p in parts:
-        for j in p["jobs"] or ():
-            jobs[j.id] = j
         for label, v in p.get("by_state", {}).items():
             by_state[label] += v
-        for (name, label), v in p.get("by_queue", {}).items():
-            by_queue.setdefault(name, {s.label: 0 for s in JobState})[label] += v
-    jobs = dict(sorted(jobs.items()))
+        for name, c in p.get("by_queue", {}).items():
+            q = by_queue.setdefault(name, {s.label: 0 for s in JobState})
+            for label, v in c.items():
+                q[label] += v
+    if table is not None:
+        jobs = CompactJobs(table, [s.path for s in log.segments], as_of_ns)
     report.state = FleetReplayState(as_of_ns, jobs, report.records, sum(p["applied"] for p in parts), notes,
                                     fleet_digest=digest, total_jobs=sum(by_state.values()), by_state=by_state,
                                     by_queue=dict(sorted(by_queue.items())))
