@@ -33,8 +33,9 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/wqtool verify --as-of $(AS_OF) $(SAMPLE)
 	$(VENV)/bin/wqtool replay --as-of $(AS_OF) $(SAMPLE) | tail -n 16
 
+# Two pytest workers (pytest-xdist); the Spark tests run on one of them, in one session (--dist loadgroup).
 test: $(VENV)/.installed-test
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # The inner loop (~1.5 min on 2 cores): no Spark, no slow end-to-end runs or sweeps, a tenth of the property-test
 # examples, two pytest workers (pytest-xdist).

@@ -16,6 +16,7 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "/tests/spark/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.spark)
+            item.add_marker(pytest.mark.xdist_group("spark"))   # make test (-n 2 --dist loadgroup): one session
 
 
 @pytest.fixture(scope="session")

@@ -559,16 +559,22 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
             f.flush()
             total += size
 
-        try:
-            step("write:" + name, write)
-            names.append(name)
-            if fsync:
-                step("fsync:" + name, lambda holder=holder: os.fsync(holder["f"].fileno()))
-        finally:
-            f = holder.get("f")
-            if f is not None and not f.closed:
-                f.close()
+        _segment_steps(step, name, write, holder, fsync)
+        names.append(name)
     return names, total
+
+
+def _segment_steps(step: StepRunner, name: str, write, holder: dict, fsync: bool) -> None:
+    """One output segment's steps: ``write`` (which opens ``holder["f"]``), then its fsync; the file closed
+    whatever happens."""
+    try:
+        step("write:" + name, write)
+        if fsync:
+            step("fsync:" + name, lambda: os.fsync(holder["f"].fileno()))
+    finally:
+        f = holder.get("f")
+        if f is not None and not f.closed:
+            f.close()
 
 
 def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
@@ -603,16 +609,9 @@ def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsy
                 f.write(memoryview(chunk)[first_len:])
                 advance(HEADER_SIZE + len(chunk))
 
-            try:
-                step("write:" + name, write)
-                names.append(name)
-                total += HEADER_SIZE + len(chunk)
-                if fsync:
-                    step("fsync:" + name, lambda holder=holder: os.fsync(holder["f"].fileno()))
-            finally:
-                f = holder.get("f")
-                if f is not None and not f.closed:
-                    f.close()
+            _segment_steps(step, name, write, holder, fsync)
+            names.append(name)
+            total += HEADER_SIZE + len(chunk)
     return names, total
 
 
