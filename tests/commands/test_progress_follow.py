@@ -77,7 +77,7 @@ class Follow:
         os.set_blocking(self.p.stdout.fileno(), False)
         self.buf = b""
 
-    def take(self, n: int, timeout: float = 20) -> list[str]:
+    def take(self, n: int, timeout: float = 120) -> list[str]:
         deadline = time.monotonic() + timeout
         while self.buf.count(b"\n") < n:
             assert time.monotonic() < deadline, f"waited for {n} lines, got: {self.buf!r}"
@@ -97,7 +97,7 @@ class Follow:
 
     def interrupt(self) -> tuple[int, bytes]:
         self.p.send_signal(signal.SIGINT)
-        code = self.p.wait(timeout=20)
+        code = self.p.wait(timeout=120)
         return code, self.p.stderr.read()
 
 
