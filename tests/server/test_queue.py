@@ -119,6 +119,33 @@ def test_ttr_timeouts_then_max_attempts_fail_with_empty_result():
                    CmdType.TIMEOUT_ATTEMPT]
 
 
+def test_the_live_queue_applies_the_engines_rules(monkeypatch):
+    """The server keeps no copy of the job state machine's rules: it applies replay.py's (issue 18 item 2). With
+    the engine's timeout rule changed, the live queue changes with it (a server copy would not)."""
+    from wqtool.engine.workq import replay
+    from wqtool.server.workq import queue
+    assert queue.after_timeout is replay.after_timeout and queue.result_refused is replay.result_refused
+    monkeypatch.setattr(queue, "after_timeout", lambda state, att, ma: replay.JobState.PENDING)   # never fails
+    q = LiveQueue()
+    q.add(Job(jid(3), b"q", 100, 60000, 0, 1, 0, b"x", None, T0), T0)
+    box: list = []
+    q.lease([b"q"], 0, T0, waiter(box))
+    q.advance(T0 + 100 * MS)
+    assert q.jobs[jid(3)].state == PENDING          # at max-attempts 1: FAILED under the real rule
+    monkeypatch.setattr(queue, "result_refused", lambda state: "WQ-DUPLICATE-RESULT")
+    assert q.finish(jid(3), True, b"r", T0 + 200 * MS) == wire.E_DUP_RESULT
+
+
+def test_the_engines_rules():
+    from wqtool.engine.workq.replay import JobState as S, after_timeout, result_refused, start_refused
+    assert [start_refused(st, 1, 2) for st in S] == [None, "WQ-ALREADY-PROCESSED", "WQ-ALREADY-PROCESSED", None,
+                                                      "WQ-ALREADY-LEASED"]
+    assert start_refused(S.PENDING, 2, 2) == "WQ-MAX-ATTEMPTS" and start_refused(S.PENDING, 9, 0) is None
+    assert [result_refused(st) for st in S] == [None, "WQ-DUPLICATE-RESULT", "WQ-DUPLICATE-RESULT", None, None]
+    assert [after_timeout(st, 2, 2) for st in S] == [S.FAILED, None, None, S.FAILED, S.FAILED]
+    assert after_timeout(S.LEASED, 1, 2) is S.PENDING and after_timeout(S.LEASED, 7, 0) is S.PENDING
+
+
 def test_hard_cap_of_255_attempts_fails_the_job_and_logs_it():
     log: list = []
     q = LiveQueue(lambda c, j, e: log.append((c, e)))

@@ -43,6 +43,39 @@ class JobState(IntEnum):
 _STATE_LABELS = {s: s.name.lower() for s in JobState}
 
 
+# ---------------------------------------------------------------- the job state machine's rules, once in Python
+# WorkqReplay.apply below and the server's live queue (server/workq/queue.py) apply these; the C kernel has them
+# once in C (kernel/scan.c), proven equal by tests/engine/workq/test_kernel_c.py. States are JobState values.
+_DONE = (JobState.COMPLETED, JobState.FAILED)
+
+
+def start_refused(state: int, attempts: int, max_attempts: int) -> str | None:
+    """Why a start-attempt does not apply to a job in ``state`` (a finding code), or None: it makes the job LEASED
+    with one more attempt."""
+    if state == JobState.LEASED:
+        return "WQ-ALREADY-LEASED"
+    if state in _DONE:
+        return "WQ-ALREADY-PROCESSED"
+    if max_attempts and attempts >= max_attempts:
+        return "WQ-MAX-ATTEMPTS"
+    return None
+
+
+def result_refused(state: int) -> str | None:
+    """Why a complete / fail does not apply (a finding code), or None: the job ends COMPLETED / FAILED with it."""
+    return "WQ-DUPLICATE-RESULT" if state in _DONE else None
+
+
+def after_timeout(state: int, attempts: int, max_attempts: int) -> JobState | None:
+    """The state a timeout-attempt leaves a job in: FAILED (with an empty result) once its attempts reach
+    max-attempts, else PENDING; None for a finished job (it stays as it is)."""
+    if state in _DONE:
+        return None
+    if max_attempts and attempts >= max_attempts:
+        return JobState.FAILED
+    return JobState.PENDING
+
+
 @dataclass(slots=True)
 class Job:
     id: bytes
@@ -364,15 +397,17 @@ class WorkqReplay:
         if cmd is CmdType.START_ATTEMPT:
             if job is None:
                 self._unknown(rec, c)
-            elif job.state is JobState.LEASED:
-                self._err(rec, "WQ-ALREADY-LEASED", "start-attempt on a job that is already leased "
+                return
+            why = start_refused(job.state, job.attempts, job.max_attempts)
+            if why == "WQ-ALREADY-LEASED":
+                self._err(rec, why, "start-attempt on a job that is already leased "
                           "(two start-attempts without a timeout-attempt between)", "Replay error, Job already leased",
                           c.job_id)
-            elif job.state is JobState.COMPLETED or job.state is JobState.FAILED:
-                self._err(rec, "WQ-ALREADY-PROCESSED", f"start-attempt on a {job.state.label} job",
+            elif why == "WQ-ALREADY-PROCESSED":
+                self._err(rec, why, f"start-attempt on a {job.state.label} job",
                           "Replay error, Job already processed", c.job_id)
-            elif job.max_attempts and job.attempts >= job.max_attempts:
-                self._err(rec, "WQ-MAX-ATTEMPTS", f"start-attempt number {job.attempts + 1} beyond max-attempts "
+            elif why is not None:
+                self._err(rec, why, f"start-attempt number {job.attempts + 1} beyond max-attempts "
                           f"{job.max_attempts}", "Replay error, Max attempts reached", c.job_id)
             else:
                 job.state = JobState.LEASED
@@ -385,7 +420,7 @@ class WorkqReplay:
                           "Replay error, Invalid ID", c.job_id)
             elif job is None:
                 self._unknown(rec, c)
-            elif job.state is JobState.COMPLETED or job.state is JobState.FAILED:
+            elif result_refused(job.state):
                 self._err(rec, "WQ-DUPLICATE-RESULT", f"{cmd.label} of a job that is already {job.state.label}",
                           "Replay error, Duplicate result", c.job_id)
             elif len(c.result) > MAX_RESULT_BYTES:
@@ -408,13 +443,12 @@ class WorkqReplay:
             self._unknown(rec, c)
             return
         self.applied += 1
-        if job.state is JobState.COMPLETED or job.state is JobState.FAILED:
-            return
-        if job.max_attempts and job.attempts >= job.max_attempts:
-            job.state = JobState.FAILED
+        st = after_timeout(job.state, job.attempts, job.max_attempts)
+        if st is JobState.FAILED:
+            job.state = st
             job.result = b""
-        else:
-            job.state = JobState.PENDING
+        elif st is not None:
+            job.state = st
 
     def _unknown(self, rec: Record, c: Command) -> None:
         self.findings.append(unknown_job_finding(rec.path, rec.offset, rec.index, c.cmd, c.job_id))

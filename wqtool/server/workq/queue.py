@@ -27,7 +27,7 @@ from sortedcontainers import SortedList
 from ...engine.workq.fastreplay import new_table
 from ...engine.workq.jobtable import (K_ATT, K_MA, K_OFF, K_PCRC, K_PLEN, K_RES, K_SEG, K_STATE, K_TTR, PyJobTable)
 from ...engine.workq.payloads import PayloadReader, job_table
-from ...engine.workq.replay import CompactJobs, ReplayState
+from ...engine.workq.replay import CompactJobs, ReplayState, after_timeout, result_refused
 from ...errors import FormatError
 from ...formats.workq import CmdType
 from . import wire
@@ -490,8 +490,7 @@ class LiveQueue:
         if job is None:
             return wire.NOT_FOUND
         row = self.row(job)
-        st = row[K_STATE]
-        if st == COMPLETED or st == FAILED or row[K_RES] is not None:
+        if result_refused(row[K_STATE]) or row[K_RES] is not None:     # the engine's rule
             return wire.E_DUP_RESULT
         self._finish(job, COMPLETED if success else FAILED, result, now, log=True, row=row)
         return wire.OK
@@ -606,7 +605,7 @@ class LiveQueue:
         if row[K_STATE] != LEASED:
             return
         self.log(CmdType.TIMEOUT_ATTEMPT, job.id, None)
-        if row[K_MA] and row[K_ATT] >= row[K_MA]:
+        if after_timeout(LEASED, row[K_ATT], row[K_MA]) == FAILED:       # the engine's rule
             self._finish(job, FAILED, b"", now, row=row)
         else:
             row[K_STATE] = PENDING
