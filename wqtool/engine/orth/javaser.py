@@ -59,6 +59,45 @@ def _first_difference(data: bytes, pos: int, expected: bytes) -> int | None:
     return None
 
 
+def _string_or_null(data: bytes, pos: int, handles: dict, nxt: int, element: int,
+                    what: str) -> tuple[str | None, int, int]:
+    """Field ``what`` of list element ``element`` at ``pos``: TC_NULL, a TC_STRING / TC_LONGSTRING (modified UTF-8;
+    it takes handle ``nxt``) or a TC_REFERENCE to an earlier string. Returns (value, next pos, next handle);
+    a cut-short or foreign byte is a JavaStreamError at its offset. Lengths are checked before anything is read."""
+    n = len(data)
+
+    def need(k: int, which: str) -> None:
+        if pos + k > n:
+            raise JavaStreamError(f"cut short in {which} (element {element}): needs {k} bytes, {n - pos} left",
+                                  pos, eof=True)
+
+    need(1, what)
+    t = data[pos]
+    if t == TC_NULL:
+        return None, pos + 1, nxt
+    if t in (TC_STRING, TC_LONGSTRING):
+        width = 2 if t == TC_STRING else 8
+        need(1 + width, "a string length")
+        ln = int.from_bytes(data[pos + 1:pos + 1 + width], "big")
+        body = pos + 1 + width
+        if ln > n - body:
+            raise JavaStreamError(f"string of {ln} bytes, {n - body} left", pos + 1, eof=True)
+        try:
+            v = (java_utf if t == TC_STRING else java_long_utf).parse(data[pos + 1:body + ln])
+        except (ConstructError, ValueError) as exc:
+            raise JavaStreamError(f"{what} is not modified UTF-8: {exc}", body) from None
+        handles[nxt] = v
+        return v, body + ln, nxt + 1
+    if t == TC_REFERENCE:
+        need(5, "a string reference")
+        h = int.from_bytes(data[pos + 1:pos + 5], "big")
+        v = handles.get(h)
+        if not isinstance(v, str):
+            raise JavaStreamError(f"reference 0x{h:x} does not name an earlier string", pos + 1)
+        return v, pos + 5, nxt
+    raise JavaStreamError(f"unexpected type code 0x{t:02x} for {what} (expected a string or null)", pos)
+
+
 def parse_legacy(data: bytes) -> LegacyResult:
     n = len(data)
     if not data.startswith(STREAM_HEAD):
@@ -136,36 +175,7 @@ def parse_legacy(data: bytes) -> LegacyResult:
         need(_VALUES.size, "the field values")
         code, date_tim, log_id = _VALUES.unpack_from(data, pos)
         pos += _VALUES.size
-        need(1, "handleMsg")
-        t = data[pos]
-        msg: str | None
-        if t == TC_NULL:
-            msg = None
-            pos += 1
-        elif t in (TC_STRING, TC_LONGSTRING):
-            width = 2 if t == TC_STRING else 8
-            need(1 + width, "a string length")
-            ln = int.from_bytes(data[pos + 1:pos + 1 + width], "big")
-            body = pos + 1 + width
-            if ln > n - body:
-                raise JavaStreamError(f"string of {ln} bytes, {n - body} left", pos + 1, eof=True)
-            try:
-                msg = (java_utf if t == TC_STRING else java_long_utf).parse(data[pos + 1:body + ln])
-            except (ConstructError, ValueError) as exc:
-                raise JavaStreamError(f"handleMsg is not modified UTF-8: {exc}", body) from None
-            handles[nxt] = msg
-            nxt += 1
-            pos = body + ln
-        elif t == TC_REFERENCE:
-            need(5, "a string reference")
-            h = int.from_bytes(data[pos + 1:pos + 5], "big")
-            v = handles.get(h)
-            if v is None:
-                raise JavaStreamError(f"reference 0x{h:x} does not name an earlier string", pos + 1)
-            msg = v
-            pos += 5
-        else:
-            raise JavaStreamError(f"unexpected type code 0x{t:02x} for handleMsg (expected a string or null)", pos)
+        msg, pos, nxt = _string_or_null(data, pos, handles, nxt, len(entries), "handleMsg")
         entries.append(Entry(log_id, date_tim, code, msg, offset=start, length=pos - start))
     if pos >= n:
         raise JavaStreamError("cut short before the end of the list's block data", pos, eof=True)
@@ -256,35 +266,8 @@ def _parse_220(data: bytes, pos: int, size: int) -> LegacyResult:
 
     def string_or_null(what: str) -> str | None:
         nonlocal pos, nxt
-        need(1, what)
-        t = data[pos]
-        if t == TC_NULL:
-            pos += 1
-            return None
-        if t in (TC_STRING, TC_LONGSTRING):
-            width = 2 if t == TC_STRING else 8
-            need(1 + width, "a string length")
-            ln = int.from_bytes(data[pos + 1:pos + 1 + width], "big")
-            body = pos + 1 + width
-            if ln > n - body:
-                raise JavaStreamError(f"string of {ln} bytes, {n - body} left", pos + 1, eof=True)
-            try:
-                v = (java_utf if t == TC_STRING else java_long_utf).parse(data[pos + 1:body + ln])
-            except (ConstructError, ValueError) as exc:
-                raise JavaStreamError(f"{what} is not modified UTF-8: {exc}", body) from None
-            handles[nxt] = v
-            nxt += 1
-            pos = body + ln
-            return v
-        if t == TC_REFERENCE:
-            need(5, "a string reference")
-            h = int.from_bytes(data[pos + 1:pos + 5], "big")
-            v = handles.get(h)
-            if not isinstance(v, str):
-                raise JavaStreamError(f"reference 0x{h:x} does not name an earlier string", pos + 1)
-            pos += 5
-            return v
-        raise JavaStreamError(f"unexpected type code 0x{t:02x} for {what} (expected a string or null)", pos)
+        v, pos, nxt = _string_or_null(data, pos, handles, nxt, len(entries), what)
+        return v
 
     def desc(expected: bytes, known: int | None, what: str, extra_handles: int) -> int:
         nonlocal pos, nxt
