@@ -16,4 +16,4 @@ _WORKQ_PARTS = sorted(glob.glob("wqtool/engine/workq/kernel/*.[ch]"))
 setup(ext_modules=[Extension("wqtool.engine.workq._kernel", ["wqtool/engine/workq/_kernel.c"], optional=True,
                              depends=_SHARED + _WORKQ_PARTS, extra_compile_args=["-O3"]),
                    Extension("wqtool.engine.kestrel._kernel", ["wqtool/engine/kestrel/_kernel.c"], optional=True,
-                             depends=_SHARED, extra_compile_args=["-O3"])])
+                             depends=_SHARED + ["wqtool/engine/kestrel/consts.h"], extra_compile_args=["-O3"])])

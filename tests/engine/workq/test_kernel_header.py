@@ -49,3 +49,17 @@ def test_the_built_kernel_has_the_schema_constants():
         "MAX_TTL_MS": workq.MAX_TTL_MS, "UNIX_TO_INTERNAL": UNIX_TO_INTERNAL}
     assert k.LABELS["cmd"][1:] == tuple(c.label for c in workq.CmdType)
     assert k.LABELS["state"] == tuple(s.label for s in JobState)
+
+
+def test_the_kestrel_kernel_uses_the_opcode_names():
+    """The Kestrel kernel's opcodes come from wqtool/engine/kestrel/consts.h (generated from formats.kestrel), never a
+    literal: a comparison of the opcode byte with a number fails this."""
+    import re
+    from wqtool.formats.kestrel import Opcode
+    kdir = os.path.join(ROOT, "wqtool", "engine", "kestrel")
+    header = open(os.path.join(kdir, "consts.h"), encoding="utf-8").read()
+    for o in Opcode:
+        assert f"#define OP_{o.name} {int(o)}\n" in header
+    src = open(os.path.join(kdir, "_kernel.c"), encoding="utf-8").read()
+    assert '#include "consts.h"' in src
+    assert not re.search(r"\bc\s*(==|!=)\s*\d", src)

@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "../_cgrow.h"
+#include "consts.h"   /* the opcodes, generated from wqtool/formats/kestrel.py */
 #include <stdint.h>
 #include <string.h>
 
@@ -318,7 +319,7 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
     while (pos < end) {
         int c = d[pos];
         Py_ssize_t rem = end - pos, nxt;
-        if (c == 2) {                                            /* ADDX */
+        if (c == OP_ADDX) {                                            /* ADDX */
             if (rem < 21)
                 goto help;
             int32_t size = le32(d + pos + 1);
@@ -331,7 +332,7 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
             if (push_back(k, (uint32_t)i) < 0)
                 goto done;
             applied++;
-        } else if (c == 1) {                                     /* REMOVE */
+        } else if (c == OP_REMOVE) {                                     /* REMOVE */
             nxt = pos + 1;
             if (k->count) {
                 item_free(k, pop_front(k));
@@ -339,12 +340,12 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
             } else if (f_empty(out, path, pos, index, 0, 0) < 0) {
                 goto done;
             }
-        } else if (c == 9 || c == 6 || c == 5 || c == 4) {
+        } else if (c == OP_REMOVE_TENTATIVE_XID || c == OP_CONFIRM_REMOVE || c == OP_UNREMOVE || c == OP_SAVE_XID) {
             if (rem < 5)
                 goto help;
             int32_t xid = le32(d + pos + 1);
             nxt = pos + 5;
-            if (c == 9) {                                        /* REMOVE_TENTATIVE_XID */
+            if (c == OP_REMOVE_TENTATIVE_XID) {                                        /* REMOVE_TENTATIVE_XID */
                 if (k->count) {
                     if (open_find(k, xid) != NULL)
                         goto help;                               /* KQ-XID-REUSED: the reference reports it */
@@ -359,7 +360,7 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
                     if (f_empty(out, path, pos, index, 1, xid) < 0)
                         goto done;
                 }
-            } else if (c == 6) {                                 /* CONFIRM_REMOVE */
+            } else if (c == OP_CONFIRM_REMOVE) {                                 /* CONFIRM_REMOVE */
                 int64_t i = open_pop(k, xid);
                 if (i < 0) {
                     if (f_unknown(out, path, pos, index, "CONFIRM_REMOVE", xid, 0) < 0)
@@ -368,7 +369,7 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
                     item_free(k, (uint32_t)i);
                     applied++;
                 }
-            } else if (c == 5) {                                 /* UNREMOVE */
+            } else if (c == OP_UNREMOVE) {                                 /* UNREMOVE */
                 int64_t i = open_pop(k, xid);
                 if (i < 0) {
                     if (f_unknown(out, path, pos, index, "UNREMOVE", xid, 0) < 0)
@@ -382,14 +383,14 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
                 k->counter = xid;
                 applied++;
             }
-        } else if (c == 8 || c == 7) {                           /* CONTINUE, ADD_XID */
+        } else if (c == OP_CONTINUE || c == OP_ADD_XID) {                           /* CONTINUE, ADD_XID */
             if (rem < 25)
                 goto help;
             int32_t xid = le32(d + pos + 1), size = le32(d + pos + 5);
             if (size < 16 || size > rem - 9)
                 goto help;
             nxt = pos + 9 + size;
-            if (c == 8) {
+            if (c == OP_CONTINUE) {
                 if (xid == 0 && f_xid0(out, path, pos, index) < 0)
                     goto done;
                 int64_t o = open_pop(k, xid);
@@ -400,7 +401,7 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
                     item_free(k, (uint32_t)o);
                 }
             }
-            int64_t i = item_add(k, d, pos, 25, size, c == 8 ? 0 : xid, fno);
+            int64_t i = item_add(k, d, pos, 25, size, c == OP_CONTINUE ? 0 : xid, fno);
             if (i < 0)
                 goto done;
             if (push_back(k, (uint32_t)i) < 0)
