@@ -39,7 +39,7 @@ def _run(fn):
     return rec
 
 
-REF = "reference pass (the kernel handed the log back)"
+REF = progress.REFERENCE_PASS
 
 
 def _kernel_reads(d: str) -> bool:

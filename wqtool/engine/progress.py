@@ -17,6 +17,9 @@ import contextlib
 import os
 from typing import Callable, Iterator
 
+#: The pass a format's engine adds when its kernel hands a log back to the reference reader and replay.
+REFERENCE_PASS = "reference pass (the kernel handed the log back)"
+
 _listener: Callable[[int], None] | None = None
 _on_pass: Callable[[str, int | None, str], None] | None = None
 _pid = 0

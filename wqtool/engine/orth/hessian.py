@@ -33,18 +33,15 @@ from ...formats.orth import (HESSIAN_PARAM_FIELDS, HESSIAN_RETURNT_FIELDS, HS_CL
                              HS_STRING_FINAL, HS_STRING_SHORT, HS_TRUE, PARAM_CLASS, RETURNT_CLASS,
                              utf16_units_to_str)
 from .gson import Entry
+from .javaser import StreamError
 
 MAX_DEPTH = 16
 #: Class definitions a file may declare (xxl-job's hold two).
 MAX_CLASSES = 64
 
 
-class HessianError(Exception):
-    def __init__(self, message: str, offset: int, eof: bool = False):
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
-        self.eof = eof
+class HessianError(StreamError):
+    """A Hessian 2 stream outside the subset xxl-job 2.0.2-2.1.x retry files use, or cut short."""
 
 
 @dataclass(slots=True)

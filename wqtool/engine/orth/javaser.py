@@ -32,12 +32,19 @@ _RVALUES = struct.Struct(">i")                # returnt_values: code
 assert _VALUES220.size == param220_values.sizeof() and _RVALUES.size == returnt_values.sizeof()
 
 
-class JavaStreamError(Exception):
+class StreamError(Exception):
+    """A bounded binary reader's refusal: what was expected, at which offset, and whether the bytes ran out (``eof``:
+    a cut-short file rather than foreign bytes). The Java stream and the Hessian readers raise its kinds."""
+
     def __init__(self, message: str, offset: int, eof: bool = False):
         super().__init__(message)
         self.message = message
         self.offset = offset
         self.eof = eof
+
+
+class JavaStreamError(StreamError):
+    """A Java serialization stream this reader does not take (ObjectOutputStream's shape of one list)."""
 
 
 @dataclass(slots=True)

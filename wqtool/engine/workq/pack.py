@@ -362,7 +362,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     try:                    # one kernel pass: the replay, and the records by kind (its statistics)
         res = fast_run(log, as_of_ns, keep=True, stats=True, through=True)
     except Bail:
-        progress.begin("reference pass (the kernel handed the log back)")
+        progress.begin(progress.REFERENCE_PASS)
         res = None
         report = run_log(log, as_of_ns, state=True, engine="reference")
     else:

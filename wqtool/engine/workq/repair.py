@@ -190,7 +190,7 @@ def _read_once(log: LogSet, as_of_ns: int, on_error: Callable[[Finding], None]):
     try:
         res = fast_run(log, as_of_ns, keep=True, through=True, on_error=on_error)
     except Bail:
-        progress.begin("reference pass (the kernel handed the log back)")
+        progress.begin(progress.REFERENCE_PASS)
     else:
         return res.findings, res.state, dict(zip((s.path for s in log.segments), res.seg_records)), res.records
     run = LogRun(log, as_of_ns)

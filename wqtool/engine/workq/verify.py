@@ -49,7 +49,7 @@ def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool
         except Bail:
             if engine == "fast":
                 raise
-            progress.begin("reference pass (the kernel handed the log back)")
+            progress.begin(progress.REFERENCE_PASS)
         else:
             return fast_report(log, res, limit)
     run = LogRun(log, as_of_ns, limit=limit)
