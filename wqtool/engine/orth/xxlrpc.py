@@ -30,8 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...formats.orth import (ADMIN_BIZ_CLASS, CALLBACK_METHOD, CALLBACK_PARAM_TYPE, HESSIAN_RETURNT_FIELDS,
-                             HS_OBJECT_DIRECT, JAVA_CLASS_CLASS, PARAM_CLASS, RETURNT_CLASS, hs_class_def, RPC_REQUEST_CLASS, RPC_REQUEST_CLASSES, RPC_REQUEST_REFS,
-                             RPC_RESPONSE_CLASS, rpc_callback_params_head, rpc_request_head, rpc_response_head)
+                             HS_OBJECT_DIRECT, JAVA_CLASS_CLASS, PARAM_CLASS, RETURNT_CLASS, RPC_REQUEST_CLASS,
+                             RPC_REQUEST_CLASSES, RPC_REQUEST_REFS, RPC_RESPONSE_CLASS, hs_class_def,
+                             rpc_callback_params_head, rpc_request_head, rpc_response_head)
 from .gson import Entry
 from .hessian import HessianError, HObject, HessianReader, encode_params, h_int, h_long, h_string
 
@@ -119,7 +120,8 @@ def decode_response(data: bytes, request_id: str) -> RpcAnswer:
         return RpcAnswer(False, f"HTTP 200 but not an XxlRpcResponse ({why}): {text!r}")
     f = top.fields
     if f.get("errorMsg") is not None:
-        return RpcAnswer(False, f"refused: {str(f['errorMsg']).splitlines()[0][:200]}")
+        first = (str(f["errorMsg"]).splitlines() or [""])[0]       # a stack trace: its first line
+        return RpcAnswer(False, f"refused: {first[:200]!s}")
     if f.get("requestId") != request_id:
         return RpcAnswer(False, f"the answer is for request {f.get('requestId')!r}, not {request_id!r}")
     res = f.get("result")
