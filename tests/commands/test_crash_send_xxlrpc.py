@@ -30,7 +30,9 @@ def _argv(url: str, lp: str) -> list[str]:
     return [cs.WQTOOL, *(a.format(url=url) for a in ARGV), lp]
 
 
-def _trial(base: str, syscall: str, n: int) -> list[str]:
+def _trial(base: str, syscall: str, n: int) -> tuple[list[str], bool]:
+    """(what is wrong, whether the run was killed): how many reads an answer takes varies with timing (the loopback
+    admin writes headers and body apart), so the last ``recvfrom`` of the reference may not come in a trial."""
     work = os.path.join(base, f"{syscall}-{n}")
     os.makedirs(work)
     lp = _logpath(pathlib.Path(work))
@@ -40,8 +42,9 @@ def _trial(base: str, syscall: str, n: int) -> list[str]:
                           "-e", f"inject={syscall}:signal=KILL:when={n}", *_argv(admin.url, lp)], work)
         again = cs.run(_argv(admin.url, lp), work)
     bad = []
-    if crashed.returncode not in (-9, 137):
-        bad.append(f"{where}: the crashed run was not killed (exit {crashed.returncode})")
+    killed = crashed.returncode in (-9, 137)
+    if not killed and crashed.returncode != 0:
+        bad.append(f"{where}: the crashed run was neither killed nor done (exit {crashed.returncode})")
     if again.returncode != 0:
         bad.append(f"{where}: the second run exits {again.returncode}: {again.stdout.strip().splitlines()[-3:]}")
     if _left(lp):
@@ -50,7 +53,7 @@ def _trial(base: str, syscall: str, n: int) -> list[str]:
         bad.append(f"{where}: lost {sorted(ALL - set(admin.callbacks()))}")
     if not bad:
         shutil.rmtree(work)
-    return bad
+    return bad, killed
 
 
 def _reference(base: str) -> dict[str, int]:
@@ -69,16 +72,17 @@ def test_killed_after_the_admin_took_the_call_or_between_deletes(tmp_path):
     counts = _reference(str(tmp_path))
     assert counts.get("recvfrom", 0) >= 4 and counts.get("unlink", 0) + counts.get("unlinkat", 0) >= 4, counts
     unlink = "unlink" if counts.get("unlink") else "unlinkat"
-    assert _trial(str(tmp_path), "recvfrom", 1) == []
-    assert _trial(str(tmp_path), unlink, 2) == []
+    assert _trial(str(tmp_path), "recvfrom", 1) == ([], True)
+    assert _trial(str(tmp_path), unlink, 2) == ([], True)
 
 
 @pytest.mark.slow
 def test_every_kill_of_a_send_loses_nothing(tmp_path):
     counts = _reference(str(tmp_path))
-    bad, trials = [], 0
+    bad, killed = [], 0
     for syscall in SYSCALLS:
         for n in range(1, counts.get(syscall, 0) + 1):
-            trials += 1
-            bad += _trial(str(tmp_path), syscall, n)
-    assert trials >= 16 and bad == [], "\n".join(bad)
+            b, k = _trial(str(tmp_path), syscall, n)
+            bad += b
+            killed += k
+    assert killed >= 20 and bad == [], "\n".join(bad)

@@ -77,11 +77,14 @@ class RpcAdmin:
                 self._reply(200, encode_response(req.request_id, **kw))
 
             def _reply(self, status, data):
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html;charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "text/html;charset=UTF-8")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass            # the executor was killed (the crash sweep): nobody to answer
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.server.daemon_threads = True
