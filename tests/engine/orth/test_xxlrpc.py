@@ -229,3 +229,18 @@ def test_cli_dry_run_send_and_refusal(tmp_path):
         assert r.code == 0 and "sent 4, skipped 0, failed 0" in r.out and _left(lp) == []
         r = cli("replay", "--send", admin.url, "-O", "admin_release=xxl-job-2.1", lp)
     assert r.code == 2 and "xxl-job-2.0" in r.err
+
+
+def test_2_1_1_admins_take_the_2_2_body_with_their_token_header(tmp_path):
+    """2.1.1-2.1.2 executors post JSON (2.1.1 AdminBizClient.java:35-36, XxlJobRemotingUtil.java:46-57): the 2.2.0
+    body to /api/callback, the token in XXL-RPC-ACCESS-TOKEN (XxlJobRemotingUtil.java:20, JobApiController.java:44-46)."""
+    from tests.engine.orth.admin import Admin
+    lp = _logpath(tmp_path)
+    with Admin() as admin:
+        rep = FMT.send(FMT.discover([lp], Options(0))[0], admin.url,
+                       Options(0, extra={"admin_release": "xxl-job-2.2", "access_token": "s3cret",
+                                         "access_token_header": "XXL-RPC-ACCESS-TOKEN"}))
+    assert (rep.sent, rep.failed) == (4, 0) and _left(lp) == []
+    assert {h.get("xxl-rpc-access-token") for h in admin.headers} == {"s3cret"}
+    assert {(c["logId"], c["executeResult"]["code"]) for body in admin.received for c in body} == \
+        {(lid, code) for lid, code, _ in ALL}
