@@ -233,7 +233,8 @@ def test_cli_dry_run_send_and_refusal(tmp_path):
 
 def test_2_1_1_admins_take_the_2_2_body_with_their_token_header(tmp_path):
     """2.1.1-2.1.2 executors post JSON (2.1.1 AdminBizClient.java:35-36, XxlJobRemotingUtil.java:46-57): the 2.2.0
-    body to /api/callback, the token in XXL-RPC-ACCESS-TOKEN (XxlJobRemotingUtil.java:20, JobApiController.java:44-46)."""
+    body to /api/callback, the token in XXL-RPC-ACCESS-TOKEN (XxlJobRemotingUtil.java:20,
+    JobApiController.java:44-46)."""
     from tests.engine.orth.admin import Admin
     lp = _logpath(tmp_path)
     with Admin() as admin:
