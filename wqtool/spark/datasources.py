@@ -39,9 +39,12 @@ the fields of ``replay -o jsonl``'s rows and ``log``; one partition per log (``S
 ``paths`` and the format's own. On the records source ``as_of`` reaches the format's discovery (``discover``'s
 Options), where a format may use it; a workq record's row does not depend on it.
 
-Filter pushdown: ``PushdownRecordSourceReader`` takes ``=``, ``IN`` and null tests on plain columns, but
-``register`` does not offer it (``PUSHDOWN_SAFE``): on PySpark 4.3 a DataFrame queried again after a filtered
-query kept the pushed filter (a wrong count). Spark 4.3's Python Data Source API offers no column pruning.
+Filter pushdown: ``PushdownRecordSourceReader`` takes ``=``, ``IN`` and null tests on plain columns; ``register``
+offers it only where the session sets ``spark.sql.python.filterPushdown.enabled`` and its Spark plans a pushed
+read per scan (``pushdown_safe``): Spark 4.1 to 4.3.0 share it between the scans of one DataFrame (a DataFrame queried
+again after a filtered query kept the pushed filter: a wrong count), so on PySpark 4.3 it is off. Column
+pruning: Spark 4.3's Python Data Source API has none (``reader(schema)`` is given the full schema, its
+``PythonScanBuilder`` has no ``SupportsPushDownRequiredColumns``), so every column is produced.
 """
 from __future__ import annotations
 
@@ -67,8 +70,8 @@ PAYLOAD_OPTIONS = ("false", "true", "base64", "hex", "text", "binary")
 INDEX_OPTIONS = ("log", "file", "segment")
 BATCH_ROWS = 4096
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-#: whether register() may offer PushdownRecordSourceReader (see register: PySpark 4.3 reuses a pushed filter)
-PUSHDOWN_SAFE = False
+#: The JVM class whose ``setReadInfo`` is Spark's pushdown bug (``pushdown_safe``).
+_PY_DSV2 = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class Options:
     as_of_ns: int = 0          # the replay's clock ("now" is read once, when the options are parsed)
     extra: dict = field(default_factory=dict)   # the format's own options (Options.extra of the engine)
     as_of_word: str | None = None   # "last" / "first": each log's own newest / first record time (as the CLI)
+    as_of_given: bool = False       # the caller set as_of (the records source honours it or refuses it)
 
     @classmethod
     def parse(cls, fmt, options, cwd: str | None = None, *, findings: bool = False,
@@ -119,7 +123,7 @@ class Options:
             raise ValueError(f"{name}: option as_of: {exc} (or last / first: each log's newest / first record "
                              f"time)") from None
         return cls(fmt.name, payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns,
-                   fmt.source_options(o), word)
+                   fmt.source_options(o), word, "as_of" in o)
 
     def engine_options(self, log=None):
         """The engine's Options; with ``log``, ``as_of`` last / first settled to that log's own time."""
@@ -271,7 +275,10 @@ class RecordSourceReader(DataSourceReader):
         parts: list[FilePartition] = []
         history = opts.history and self.findings
         with working_dir(opts.cwd):
-            for log in fmt.discover(expand_paths(opts.paths), opts.engine_options()):
+            logs = fmt.discover(expand_paths(opts.paths), opts.engine_options())
+            if not self.findings:
+                logs = self._as_of(logs)
+            for log in logs:
                 findings = list(log.findings)
                 name = fmt.log_name(log)
                 files = fmt.files(log)
@@ -285,6 +292,25 @@ class RecordSourceReader(DataSourceReader):
                     if opts.log_index and i < last:
                         index += fmt.file_records(log, i)
         return parts
+
+    def _as_of(self, logs: list) -> list:
+        """The records source and ``as_of``: honoured where discovery takes the clock (a log it discovered
+        records it as ``as_of_ns``: Snap! list journals, EVTJ — which files are current, the reading order), as
+        ``dump --as-of`` does, ``last`` / ``first`` each log rediscovered at its own time; refused elsewhere (a
+        workq, Kestrel, Orth record's row is the same at every clock: an option that changes nothing is an
+        error, never silently ignored)."""
+        opts, fmt = self.opts, self._fmt()
+        if not opts.as_of_given:
+            return logs
+        blind = [fmt.log_name(lg) for lg in logs if not hasattr(lg, "as_of_ns")]
+        if blind:
+            raise ValueError(f"{fmt.name}: option as_of: the records of {blind[0]} are the same at every clock "
+                             f"({fmt.name}'s discovery takes none), so as_of would change nothing here; it sets "
+                             f"the clock of spark.read.format('{fmt.name}-findings') (expiries) and the -state "
+                             f"source; for records by time, filter on their time column")
+        if opts.as_of_word is None:
+            return logs
+        return [lg2 for lg in logs for lg2 in fmt.discover([lg.root], opts.engine_options(lg))]
 
     def read(self, partition: FilePartition):
         """The records of one file; permissive: a row per unreadable byte range (an error finding of the
@@ -536,11 +562,11 @@ def register(spark, *, check: bool = True) -> None:
     from ..engine.format import formats, load_object
     if check:
         check_workers(spark)
-    # Filter pushdown is NOT offered (PUSHDOWN_SAFE): measured on PySpark 4.3 here, a DataFrame read again after a
-    # filtered query on it kept the pushed filter (count() of 300,000 records gave 97,548 after a where(cmd =
-    # 'add')): a wrong answer. A reader with pushFilters would also fail every read of a session without
-    # spark.sql.python.filterPushdown.enabled.
-    pushdown = PUSHDOWN_SAFE and str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true"
+    # Filter pushdown only where the session enables it (a reader with pushFilters fails every read of a session
+    # without spark.sql.python.filterPushdown.enabled) and the JVM has not Spark's read-info leak (pushdown_safe):
+    # on Spark 4.3.0 a DataFrame read again after a filtered query on it kept the pushed filter (count() of
+    # 300,000 records gave 97,548 after a where(cmd = 'add')): a wrong answer.
+    pushdown = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true" and pushdown_safe(spark)[0]
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
@@ -549,6 +575,29 @@ def register(spark, *, check: bool = True) -> None:
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
         if fmt.state_types:
             spark.dataSource.register(type(f"{type(fmt).__name__}StateSource", (StateSource,), attrs))
+
+
+def pushdown_safe(spark) -> tuple[bool, str]:
+    """Whether this session's Spark plans a pushed-down Python data source read per scan, and why not.
+
+    Spark's ``PythonScanBuilder.pushFilters`` (4.1 on, SPARK-51575; still so in 4.3.0) stores the read it planned with the pushed filters (the
+    partitions and the pickled ``read``) on the provider-scoped ``PythonDataSourceV2`` (``setReadInfo``), and
+    ``PythonScan`` takes it from there (``getOrCreateReadInfo``); every scan of the same relation shares that
+    object, and a scan with no filter to push never replans, so ``df.count()`` after ``df.where(...).count()``
+    reads with the earlier scan's filters (a wrong count, exit 0). Found in the spark-sql 4.3.0 jar PySpark ships
+    (``javap``: ``PythonScanBuilder.pushFilters`` calls ``PythonDataSourceV2.setReadInfo``); upstream moved the
+    read info into the scan builder (apache/spark PythonScanBuilder.scala: "It must NOT be stored on the
+    provider-scoped PythonDataSourceV2", with SPARK-58551's limit pushdown). Detected here by that method: a JVM
+    whose ``PythonDataSourceV2`` has ``setReadInfo`` is unsafe; Spark Connect (no JVM to ask) is taken as unsafe."""
+    try:
+        jvm = spark._jvm
+        methods = {m.getName() for m in jvm.java.lang.Class.forName(_PY_DSV2).getMethods()}
+    except Exception as exc:  # noqa: BLE001 — Spark Connect, another layout: not offered
+        return False, f"cannot inspect the session's JVM ({type(exc).__name__}): pushdown not offered"
+    if "setReadInfo" in methods:
+        return False, (f"Spark {spark.version}: PythonDataSourceV2.setReadInfo shares a pushed-down read between "
+                       "scans of one DataFrame (a later unfiltered count keeps the filter)")
+    return True, ""
 
 
 #: Run on a Spark Python worker: can it import wqtool, and which one? Compiled into a module that does not exist
