@@ -285,3 +285,12 @@ def test_as_of_last_on_snaplist_records_is_the_logs_own_time(spark):
     at = lambda v: [(r["file"], r["offset"]) for r in spark.read.format("snaplist").option("as_of", v)  # noqa: E731
                     .load(path).collect() if r["_corrupt"] is None]
     assert at("last") == at(f"@{last}ns")
+
+
+def test_findings_as_of_last_is_verify_as_of_last(spark, corpus):
+    """Issue 20 item 8: the data sources take as_of=last as the CLI's --as-of last (each log's newest record)."""
+    path = corpus["double-lease-and-result"]
+    got = sorted((r["code"], r["offset"]) for r in spark.read.format("workq-findings").option("as_of", "last")
+                 .load(path).collect())
+    v = json.loads(cli("verify", "-o", "json", "--as-of", "last", path).out)
+    assert got == sorted((f["code"], f["offset"]) for f in v["logs"][0]["findings"]) and got

@@ -618,6 +618,19 @@ def probe(batches):
 """
 
 
+def worker_cause(text: str) -> str:
+    """The exception a Python worker raised, from the text Spark relays (its first line is only "An exception
+    was thrown from the Python worker"): the line that ends the last Python traceback
+    (``ModuleNotFoundError: No module named 'pyarrow'``), else the first line; at most 300 characters."""
+    lines = text.strip().splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == "Traceback (most recent call last):"]
+    if starts:
+        for ln in lines[starts[-1] + 1:]:
+            if ln and not ln[0].isspace():
+                return ln.strip()[:300]
+    return lines[0].strip()[:300] if lines else ""
+
+
 class WorkersCannotImportWqtool(SparkError):
     """Spark's Python workers cannot import wqtool (or run another version of it): exit 5, one line."""
 
@@ -649,9 +662,8 @@ def check_workers(spark) -> None:
         text = str(exc)
         if "Traceback" not in text and ("spark.driver.maxResultSize" in text or "OutOfMemoryError" in text):
             raise SparkError(f"--engine spark: a Spark job failed: {spark_message(exc)}") from None  # the driver's
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        raise WorkersCannotImportWqtool(f"Spark's Python workers could not run wqtool's check ({first[:300]}); "
-                                        f"{fix}") from None
+        raise WorkersCannotImportWqtool(f"Spark's Python workers could not run wqtool's check "
+                                        f"({worker_cause(text) or type(exc).__name__}); {fix}") from None
     r = rows[0]
     if r["status"] != "ok":
         raise WorkersCannotImportWqtool(f"Spark's Python workers cannot import wqtool (worker Python "
