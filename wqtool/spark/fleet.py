@@ -235,8 +235,8 @@ def _clocked(source: str, paths: Sequence[str], opts: Options | None) -> bool:
     if opts is None:
         return False
     from ..engine.format import get
-    from ._paths import expand_paths
-    return any(hasattr(lg, "as_of_ns") for lg in get(source).discover(expand_paths(paths), opts))
+    from ._paths import resolve
+    return any(hasattr(lg, "as_of_ns") for lg in get(source).discover([p for p, _ in resolve(paths).leaves], opts))
 
 
 def _finding_kwargs(d: dict) -> dict:
