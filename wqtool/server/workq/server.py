@@ -213,12 +213,12 @@ class Server:
         self.locks.lock_append()
         try:
             self.locks.lock_read_shared()
-            now = self.clock()
+            now = self.clock() - prebind.since_start()     # the restart instant: the process's start
             rep = replay_directory(path, now, payloads=False)
             self.locks.unlock_read()
             if rep.verdict != Verdict.CLEAN:
                 raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
-            self.queue.restore(rep.state, None, self.clock())   # takes the replay's job table over
+            self.queue.restore(rep.state, None, now)    # takes the replay's job table over; upstream's timers
             self.appender = Appender(path, segment_size=self.opts.seg_size,
                                      defer_roll_sync=None if self.opts.sync == "always" else self._roll_sync)
             self.appender.open()
@@ -622,6 +622,13 @@ class Server:
             self.queue.advance(as_of)       # back later must not leave it serving a job whose add is gone)
         except WqError as exc:
             self.log.error("timer event failed", error=str(exc))
+        held = self.queue.outliving(as_of)
+        if held is not None:                # its add record must stay: the replay at as_of would drop it
+            self._cleaning = False
+            self.metrics["clean_skips"] += 1
+            self.log.info("cleaner cycle skipped", reason="a job restored at start-up outlives its logged expiry "
+                          f"{format_unix_ns(held)} (upstream's fresh TTL at a restart)")
+            return
         # the log as of now: the active segment up to its last complete record (the appender goes on writing
         # while the cycle runs in its thread; what it writes after this point is not the cycle's input)
         self.loop.run_in_executor(None, self.clean, as_of, ap.seq, ap.size).add_done_callback(done)
