@@ -479,3 +479,30 @@ def test_cleaning_under_traffic_completes_or_skips_and_never_mismatches(inproc, 
     c.close()
     s.stop()
     assert cli("verify", d).code == 0
+
+
+@pytest.mark.parametrize("sync", ["interval", "os"])
+def test_rolled_segments_are_fsynced_at_the_interval_tick(inproc, tmp_path, sync):
+    """One-record segments (-cmdlog-seg-size 15): under ``interval`` the segments left by roll-overs (and the
+    directory) wait for the next interval tick and are fsynced then, in one batch, by the roll-over thread (not a
+    thread wake-up and two fsyncs per roll-over); under ``os`` the thread starts at once; a stop fsyncs what
+    waits before the locks are released."""
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=15, sync=sync, sync_int_ms=3_600_000)
+    c = s.client()
+    for n in range(5):
+        c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
+    waiting = s.call(lambda: len(s.srv._roll_q) + (s.srv._roll_busy and 1))
+    if sync == "interval":
+        assert waiting == 9                     # segment 1's directory entry, then 4 x (old segment, directory)
+        s.call(s.srv._interval_sync)
+    deadline = time.monotonic() + 10
+    while s.call(lambda: s.srv._roll_busy or bool(s.srv._roll_q)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert s.call(lambda: (s.srv._roll_busy, s.srv._roll_q)) == (False, [])
+    for n in range(5, 8):
+        c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
+    c.close()
+    s.stop()
+    assert s.srv._roll_q == [] and not s.srv._roll_busy
+    assert sorted(n for n in os.listdir(d) if n.endswith(".log")) == ["%09d.log" % i for i in range(1, 9)]

@@ -306,6 +306,7 @@ class Server:
                 self.appender.close(sync=True)
             except OSError as exc:
                 self.log.error("fsync at shutdown failed", error=str(exc))
+            self._roll_start()                      # (interval: those waiting for the next tick)
             if self._roll_pool is not None:         # the roll-overs' fsyncs end before the locks are released
                 self._roll_pool.shutdown(wait=True)
             self.locks.release()
@@ -469,19 +470,31 @@ class Server:
         """A roll-over under interval / os: the segment left (``fd``, taken over) and then the directory (None) are
         fsynced by one background thread, in order, so tiny segments do not stall the loop on two fsyncs per
         roll-over. The thread takes what has queued up in one batch: one segment is fsynced, then the directory;
-        several are flushed by one syncfs(2) (one fsync per tiny segment cost 3-5 ms each here). Past ``ROLL_BACKLOG`` segments waiting (roll-overs faster than fsyncs), the loop waits for
-        the batch in flight: the descriptors held stay bounded."""
+        several are flushed by one syncfs(2) (one fsync per tiny segment cost 3-5 ms each here). Under
+        ``interval`` the batch waits for the next interval tick (``_interval_sync``), which is when the active
+        segment is fsynced too — the policy's promise (an OS crash loses at most -cmdlog-sync-int ms) holds for
+        every segment, and one-record segments (``-cmdlog-seg-size 15``) no longer cost a thread wake-up and two
+        fsyncs each (upstream fsyncs none of them). Past ``ROLL_BACKLOG`` segments waiting (roll-overs faster
+        than fsyncs), the batch starts at once, and the loop waits for the batch in flight: the descriptors
+        held stay bounded."""
         with self._roll_lock:
             self._roll_q.append(fd)
             waiting = len(self._roll_q)
-            if not self._roll_busy:
-                self._roll_busy = True
-                if self._roll_pool is None:
-                    from concurrent.futures import ThreadPoolExecutor
-                    self._roll_pool = ThreadPoolExecutor(1, thread_name_prefix="wqtool-roll-sync")
-                self._roll_fut = self._roll_pool.submit(self._roll_drain, self.appender.directory)
+        if self.opts.sync != "interval" or waiting > self.ROLL_BACKLOG:
+            self._roll_start()
         if waiting > self.ROLL_BACKLOG and self._roll_fut is not None:
             self._roll_fut.result()
+
+    def _roll_start(self) -> None:
+        """Start the roll-over fsync thread on what has queued up (nothing when it runs already: it takes it)."""
+        with self._roll_lock:
+            if self._roll_busy or not self._roll_q:
+                return
+            self._roll_busy = True
+            if self._roll_pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+                self._roll_pool = ThreadPoolExecutor(1, thread_name_prefix="wqtool-roll-sync")
+            self._roll_fut = self._roll_pool.submit(self._roll_drain, self.appender.directory)
 
     def _roll_drain(self, directory: str) -> None:
         """(The roll-over fsync thread.)"""
@@ -515,6 +528,7 @@ class Server:
 
     def _interval_sync(self) -> None:
         self.loop.call_later(self.opts.sync_int_ms / 1000, self._interval_sync)
+        self._roll_start()                  # the segments left by roll-overs since the last tick
         ap = self.appender
         if ap is None or self._syncing or ap.bytes_written == self._synced_bytes:
             return
