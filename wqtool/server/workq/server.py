@@ -150,6 +150,8 @@ class Server:
     SETTLE_SLICE = 4096
     #: segments left by roll-overs waiting for their fsync before the loop waits for them (``_roll_sync``)
     ROLL_BACKLOG = 256
+    #: under interval, entries (segments and directory fsyncs) waiting for the next tick before the thread starts
+    ROLL_EARLY = 64
 
     def __init__(self, opts: ServeOptions, *, log: StructLog | None = None, out=None):
         check_options(opts)
@@ -474,13 +476,13 @@ class Server:
         ``interval`` the batch waits for the next interval tick (``_interval_sync``), which is when the active
         segment is fsynced too — the policy's promise (an OS crash loses at most -cmdlog-sync-int ms) holds for
         every segment, and one-record segments (``-cmdlog-seg-size 15``) no longer cost a thread wake-up and two
-        fsyncs each (upstream fsyncs none of them). Past ``ROLL_BACKLOG`` segments waiting (roll-overs faster
-        than fsyncs), the batch starts at once, and the loop waits for the batch in flight: the descriptors
-        held stay bounded."""
+        fsyncs each (upstream fsyncs none of them); past ``ROLL_EARLY`` entries waiting it starts at once, so a
+        burst of roll-overs is not held until the tick. Past ``ROLL_BACKLOG`` (roll-overs faster than fsyncs),
+        the loop waits for the batch in flight: the descriptors held stay bounded."""
         with self._roll_lock:
             self._roll_q.append(fd)
             waiting = len(self._roll_q)
-        if self.opts.sync != "interval" or waiting > self.ROLL_BACKLOG:
+        if self.opts.sync != "interval" or waiting > self.ROLL_EARLY:
             self._roll_start()
         if waiting > self.ROLL_BACKLOG and self._roll_fut is not None:
             self._roll_fut.result()
