@@ -153,7 +153,7 @@ async def phase_alc(conns, seconds: float, base: int) -> list:
 
     async def loop(k: int, c: Conn):
         n = 0
-        q = b"bench-%d" % k
+        q = b"bench-%x-%d" % (base, k)      # its own queue (base differs between client processes)
         while time.monotonic() < stop:
             j = jid(base + k * 10_000_000 + n)
             n += 1

@@ -97,7 +97,7 @@ func main() {
 			n := uint64(0)
 			switch {
 			case *phase == "add-lease-complete":
-				q := "bench-" + strconv.Itoa(k)
+				q := "bench-" + strconv.FormatUint(*base, 16) + "-" + strconv.Itoa(k) // its own queue
 				for time.Now().Before(stop) && err == nil {
 					j := jid(*base + uint64(k)*10_000_000 + n)
 					n++

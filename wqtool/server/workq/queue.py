@@ -317,7 +317,15 @@ class LiveQueue:
         return not obj.done and obj.seq == k
 
     def next_deadline(self) -> int | None:
-        return self._heap[0][0] >> _AT_SHIFT if self._heap else None
+        """The instant of the earliest live timer. Stale entries on top are dropped first: a lease that waited and
+        was then handed a job leaves its wait timer behind, and the loop timer is not armed for it (under 16
+        connections sharing queues that was one loop timer firing for nothing per satisfied wait)."""
+        heap = self._heap
+        while heap and not self._live(heap[0]):
+            heapq.heappop(heap)
+            if self._stale:
+                self._stale -= 1
+        return heap[0][0] >> _AT_SHIFT if heap else None
 
     def advance(self, now: int) -> None:
         """Fire every timer due at ``now`` or earlier, in time order."""
