@@ -506,3 +506,39 @@ def test_rolled_segments_are_fsynced_at_the_interval_tick(inproc, tmp_path, sync
     s.stop()
     assert s.srv._roll_q == [] and not s.srv._roll_busy
     assert sorted(n for n in os.listdir(d) if n.endswith(".log")) == ["%09d.log" % i for i in range(1, 9)]
+
+
+def test_cleaning_keeps_the_add_of_a_restored_job_that_outlives_its_logged_expiry(inproc, tmp_path, monkeypatch):
+    """A restart gives an add-job a fresh TTL (upstream: int/cmdlog/replay.go:77-88, int/job/controller.go:163), so
+    the server holds it past created + TTL; a cleaning cycle then must not drop its add record (the replay at the
+    cycle's instant says it expired, and the record holds the job's body): the cycle is skipped with the reason
+    until the job is gone, and the job's body is still served."""
+    d = str(tmp_path / "log")
+    a = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=0)
+    c = a.client()
+    c.add(jid(0xd300), b"cs", 60_000, 5_000, b"restored")             # TTL 5 s, in segment 1
+    for n in range(6):
+        c.add(jid(0xd400 + n), b"keep", 60_000, 3_600_000, body(n))   # later segments; segment 1 is not active
+    c.close()
+    a.stop()
+    # the restart 2 s later: the job's logged expiry is ~3 s after it, its fresh one 5 s
+    monkeypatch.setenv("WQTOOL_SERVE_TIME", str((time.time_ns() + 2 * 10**9) / 1e9))
+    s = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=3_600_000)
+    real = s.srv.clock
+
+    def tick_ahead():
+        s.srv.clock = lambda: real() + 4 * 10**9                      # past the logged expiry, before the fresh
+        try:
+            s.srv._clean_tick()
+        finally:
+            s.srv.clock = real
+    s.call(tick_ahead)
+    deadline = time.monotonic() + 20
+    while s.call(lambda: s.srv.metrics["cleans"] + s.srv.metrics["clean_errors"] + s.srv.metrics["clean_skips"]) == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert s.call(lambda: (s.srv.metrics["clean_skips"], s.srv.metrics["clean_errors"], s.srv.metrics["cleans"])) \
+        == (1, 0, 0)
+    c = s.client()
+    assert c.lease([b"cs"], 0)[3] == b"restored"
+    c.close()
