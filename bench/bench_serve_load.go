@@ -1,8 +1,7 @@
 // The compiled load generator of bench/bench_serve.py (used when `go` is on PATH; built with the standard
 // library only, GO111MODULE=off). It speaks the workq protocol exactly as bench_serve.py's Python client does —
 // one request per connection at a time, waiting for its reply, as go-workq does — and prints one JSON line:
-// {"n": requests, "dt": seconds, "lat": [per-request latency in ns, sorted]} is too big, so it prints the
-// percentiles: {"n":…, "dt":…, "p50_ns":…, "p99_ns":…}.
+// {"n": requests answered, "dt": seconds, "p50_ns": median latency, "p99_ns": 99th percentile}.
 //
 //	bench_serve_load -addr 127.0.0.1:9922 -conns 16 -seconds 5 -phase add-lease-complete -base N -start-at UNIX
 package main
