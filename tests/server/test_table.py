@@ -516,18 +516,19 @@ def test_cleaning_keeps_the_add_of_a_restored_job_that_outlives_its_logged_expir
     d = str(tmp_path / "log")
     a = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=0)
     c = a.client()
-    c.add(jid(0xd300), b"cs", 60_000, 5_000, b"restored")             # TTL 5 s, in segment 1
+    c.add(jid(0xd300), b"cs", 60_000, 60_000, b"restored")            # TTL 60 s, in segment 1
     for n in range(6):
         c.add(jid(0xd400 + n), b"keep", 60_000, 3_600_000, body(n))   # later segments; segment 1 is not active
     c.close()
     a.stop()
-    # the restart 2 s later: the job's logged expiry is ~3 s after it, its fresh one 5 s
-    monkeypatch.setenv("WQTOOL_SERVE_TIME", str((time.time_ns() + 2 * 10**9) / 1e9))
+    # the restart 30 s later: the job's logged expiry is ~30 s after it, its fresh one 60 s (margins: a loaded
+    # machine may take seconds between these steps)
+    monkeypatch.setenv("WQTOOL_SERVE_TIME", str((time.time_ns() + 30 * 10**9) / 1e9))
     s = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=3_600_000)
     real = s.srv.clock
 
     def tick_ahead():
-        s.srv.clock = lambda: real() + 4 * 10**9                      # past the logged expiry, before the fresh
+        s.srv.clock = lambda: real() + 40 * 10**9                     # past the logged expiry, before the fresh
         try:
             s.srv._clean_tick()
         finally:
