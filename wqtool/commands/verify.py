@@ -12,9 +12,9 @@ from ..render.outcome import Failed, run_exit_code
 from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
-from ._options import (MAX_WORKERS, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
+from ._options import (MAX_WORKERS, AllFindings, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
-                       SparkConfOpt, each_log, for_log, options, read_paths, say_error, whole_number)
+                       SparkConfOpt, as_of_is_now, each_log, for_log, options, read_paths, say_error, whole_number)
 from ._help import exit_help
 
 
@@ -41,6 +41,7 @@ def verify(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no report; the exit code says it (for cron). "
                      "A PATH that cannot be read is still named on stderr.")] = False,
     max_findings: MaxFindings = 100,
+    all_findings: AllFindings = False,
     horizon: Horizon = False,
     live: LiveOpt = False,
     fmt: FormatOpt = "auto",
@@ -82,6 +83,7 @@ def verify(
       wqtool verify /var/lib/workq/cmdlog
       wqtool verify --quiet DIR || echo "cmdlog needs attention: $?"
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
+      wqtool verify --all-findings DIR
       wqtool verify --horizon --as-of last /var/lib/workq/cmdlog /srv/other/cmdlog
       wqtool verify --format kestrel /var/spool/kestrel/jobs
       wqtool verify --quiet --metrics-file /var/lib/node_exporter/textfile/wqtool.prom DIR
@@ -113,7 +115,8 @@ def verify(
         with track(logs, "verify", enabled=not quiet):
             results = [r for _, r in each_log(entries, work, say=say)]
     if not quiet:
-        write_verify(sys.stdout, results, output.value)
+        write_verify(sys.stdout, results, output.value, all_findings=all_findings or not as_of_is_now(as_of),
+                     as_of=as_of or "now")
     code = run_exit_code([r.verdict for r in results if not isinstance(r, Failed)],
                          [r for r in results if isinstance(r, Failed)])
     if metrics_file is not None:

@@ -5,7 +5,7 @@ segment with nothing valid after it, else corrupt); payload and history codes ar
 """
 from __future__ import annotations
 
-from ..findings import ERROR, NOTE, WARNING, Codes
+from ..findings import ERROR, NOTE, WARNING, AsOfRule, Codes, as_of_rules
 
 # The stable finding codes, their severity and meaning (man page and `wqtool verify --explain` list them).
 CODES: Codes = {
@@ -65,3 +65,12 @@ REPLAY_CODES: frozenset[str] = frozenset({
     "WQ-MAX-ATTEMPTS", "WQ-DUPLICATE-RESULT", "WQ-UNKNOWN-JOB", "WQ-ADD-EXPIRED", "WQ-FIELD-TRUNCATED",
     "WQ-TTL-RESET", "WQ-LEASE-RESTORED",
 })
+
+#: The codes that follow only from --as-of (``findings.AsOfRule``): one summary note each unless --all-findings.
+#: WQ-UNKNOWN-JOB folds only beside WQ-ADD-EXPIRED: records of jobs whose add was skipped as expired at --as-of.
+AS_OF: dict[str, AsOfRule] = {
+    "WQ-ADD-EXPIRED": AsOfRule("add/schedule record(s) of jobs already expired", "their TTLs ran out"),
+    "WQ-UNKNOWN-JOB": AsOfRule("record(s) concern jobs not live", requires="WQ-ADD-EXPIRED",
+                               why="most of them jobs whose add expired at --as-of; else never added, or gone"),
+}
+as_of_rules(AS_OF)
