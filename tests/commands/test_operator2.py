@@ -1,0 +1,107 @@
+"""Issue 20 (operator round 2): items 1, 2, 5 and 7 — one test group per point."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import ROOT, cli
+
+A_RUN1 = os.path.join(ROOT, "fixtures/workq/upstream-a-run1/log")   # workq-server 0.2.0, written 2026-11-21
+LATE = "2026-11-30T00:00:00Z"    # a fixed time after every TTL of A_RUN1 ran out: what --as-of now sees
+
+
+@pytest.fixture
+def a_run1(tmp_path) -> str:
+    d = tmp_path / "log"
+    shutil.copytree(A_RUN1, d)
+    for p in d.iterdir():
+        p.chmod(0o644)
+    return str(d)
+
+
+# ---------------------------------------------------------------- 1. quiet healthy logs at --as-of now
+def test_a_healthy_old_log_at_as_of_now_is_one_note_per_code(in_root):
+    r = cli("verify", A_RUN1)
+    assert r.code == 0
+    lines = r.out.splitlines()
+    assert lines[0].endswith("28 records, 71865 bytes: clean (exit 0)")
+    # before: 28 warning lines (11 WQ-ADD-EXPIRED, 17 WQ-UNKNOWN-JOB); now one note per code
+    assert [l.split()[:2] for l in lines[1:-1]] == [["note", "WQ-ADD-EXPIRED"], ["note", "WQ-UNKNOWN-JOB"]]
+    assert ("000000001.log@0x8: 11 add/schedule record(s) of jobs already expired at --as-of now (their TTLs ran "
+            "out between 2026-11-21T23:14:56Z and 2026-11-22T00:15:53Z); --as-of last shows the log as of its "
+            "newest record; --all-findings lists them") in lines[1]
+    assert "000000001.log@0x11417: 17 record(s) concern jobs not live at --as-of now" in lines[2]
+    assert lines[-1] == "  counts: WQ-ADD-EXPIRED 11, WQ-UNKNOWN-JOB 17"     # every finding still counted
+
+
+def test_all_findings_lists_them_one_by_one(in_root):
+    r = cli("verify", "--all-findings", A_RUN1)
+    assert r.code == 0
+    listed = [l for l in r.out.splitlines() if l.startswith("  warning ")]
+    assert len(listed) == 28
+    assert sum("WQ-ADD-EXPIRED" in l for l in listed) == 11
+
+
+def test_an_explicit_as_of_lists_every_finding(in_root):
+    """--as-of TIME, last, first ask about that time: nothing is folded (the goldens use a fixed --as-of)."""
+    r = cli("verify", "--as-of", LATE, A_RUN1)
+    assert sum(l.startswith("  warning ") for l in r.out.splitlines()) == 28
+    r = cli("verify", "--as-of", "last", A_RUN1)
+    assert sum(l.startswith("  warning ") for l in r.out.splitlines()) == 6
+
+
+def test_the_summary_in_json_has_count_and_first_and_last_offsets(in_root):
+    r = cli("verify", "-o", "json", A_RUN1)
+    [log] = json.loads(r.out)["logs"]
+    by_code = {f["code"]: f for f in log["findings"]}
+    s = by_code["WQ-ADD-EXPIRED"]
+    assert (s["severity"], s["count"], s["offset"], s["last_offset"]) == ("note", 11, 0x8, 0x1183f)
+    assert s["file"].endswith("000000001.log") and s["last_file"] == s["file"]
+    assert by_code["WQ-UNKNOWN-JOB"]["count"] == 17 and by_code["WQ-UNKNOWN-JOB"]["last_offset"] == 0x11894
+    assert log["counts"] == {"WQ-ADD-EXPIRED": 11, "WQ-UNKNOWN-JOB": 17} and log["omitted_findings"] == 0
+    assert json.loads(r.out)["exit_code"] == 0
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_the_summary_counts_findings_past_the_cap(engine):
+    """The kernel stops building findings past --max-findings (CappedFindings.over); the summary still has every
+    one's place and TTL: the same as the reference pass."""
+    from wqtool.engine.findings import present
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
+    from wqtool.engine.instant import parse_instant
+    [log] = discover([A_RUN1])
+    rep = run_log(log, parse_instant(LATE), limit=2, state=False, engine=engine)
+    fold = rep.folds["WQ-ADD-EXPIRED"]
+    assert (fold.count, fold.first[1], fold.last[1]) == (11, 0x8, 0x1183f)
+    assert rep.folds["WQ-UNKNOWN-JOB"].count == 17
+    shown, omitted = present(rep.findings, rep.counts, rep.folds, 2, as_of="now")
+    assert [(f.code, f.count) for f in shown] == [("WQ-ADD-EXPIRED", 11), ("WQ-UNKNOWN-JOB", 17)]
+    assert omitted == 0
+
+
+def test_replay_all_findings_prints_the_warnings_too(in_root):
+    r = cli("replay", "--summary", A_RUN1)
+    assert "WQ-ADD-EXPIRED" not in r.err.replace("(WQ-ADD-EXPIRED)", "")
+    r = cli("replay", "--summary", "--all-findings", A_RUN1)
+    assert sum(l.startswith("wqtool: warning: ") for l in r.err.splitlines()) == 28
+
+
+# ---------------------------------------------------------------- 7. --max-findings keeps the most severe
+def test_max_findings_keeps_an_error_behind_warnings(in_root, a_run1):
+    seg = os.path.join(a_run1, "000000001.log")
+    b = bytearray(open(seg, "rb").read())
+    b[0x11894 + 20] ^= 0xFF                 # the last record's bytes: WQ-CRC after 27 warnings at LATE
+    open(seg, "wb").write(b)
+    r = cli("verify", "--as-of", LATE, "--max-findings", "1", a_run1)
+    assert r.code == 1
+    shown = [l for l in r.out.splitlines() if l.startswith(("  error", "  warning", "  note"))]
+    assert len(shown) == 1 and shown[0].startswith("  error   WQ-CRC               000000001.log@0x11894 #27")
+    assert "  ... 27 more finding(s) not shown (--max-findings)" in r.out
+    r = cli("verify", "--as-of", LATE, "--max-findings", "3", a_run1)      # then by offset, shown in file order
+    shown = [l.split()[1] + " " + l.split()[2] for l in r.out.splitlines() if l.startswith(("  error", "  warning"))]
+    assert shown == ["WQ-ADD-EXPIRED 000000001.log@0x8", "WQ-ADD-EXPIRED 000000001.log@0x5d",
+                     "WQ-CRC 000000001.log@0x11894"]
