@@ -105,3 +105,28 @@ def test_max_findings_keeps_an_error_behind_warnings(in_root, a_run1):
     shown = [l.split()[1] + " " + l.split()[2] for l in r.out.splitlines() if l.startswith(("  error", "  warning"))]
     assert shown == ["WQ-ADD-EXPIRED 000000001.log@0x8", "WQ-ADD-EXPIRED 000000001.log@0x5d",
                      "WQ-CRC 000000001.log@0x11894"]
+
+
+# ---------------------------------------------------------------- 2. a PATH named twice is read once
+def test_a_path_named_twice_is_read_once_with_a_note(in_root, tmp_path):
+    seg = "fixtures/workq/upstream-a2-run2/log/000000001.log"
+    r = cli("verify", "--as-of", "last", seg, seg)       # before: WQ-DUPLICATE-JOB per add, INVALID HISTORY, exit 4
+    assert r.code == 0
+    assert r.out.count("clean (exit 0)") == 1 and "WQ-DUPLICATE-JOB" not in r.out
+    assert r.err == f"wqtool: note: {seg} named twice: read once\n"
+    link = tmp_path / "link"
+    link.symlink_to(os.path.join(ROOT, "fixtures/workq/upstream-a2-run2/log"))
+    d = "fixtures/workq/upstream-a2-run2/log"
+    r = cli("verify", "--as-of", "last", d, f"./{d}/", str(link))
+    assert r.code == 0 and r.out.count("clean (exit 0)") == 1
+    assert r.err.splitlines() == [f"wqtool: note: {d} named again as ./{d}/ (the same directory): read once",
+                                  f"wqtool: note: {d} named again as {link} (the same directory): read once"]
+    assert cli("verify", "-q", "--as-of", "last", seg, seg).err == ""     # --quiet: nothing but errors
+    r = cli("replay", "--summary", "--as-of", "last", seg, seg)
+    assert r.code == 0 and "read once" in r.err
+
+
+def test_a_kestrel_queue_named_twice_is_read_once(in_root):
+    q = "fixtures/kestrel/rotated-set-with-pack/queue"
+    one, two = cli("verify", "--as-of", "last", q), cli("verify", "--as-of", "last", q, q)
+    assert two.out == one.out and two.code == one.code

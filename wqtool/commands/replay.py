@@ -91,7 +91,7 @@ def replay(
         raise UsageError("-o parquet and --out DIR go together, with --engine spark (the replayed state as a table)")
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
-    logs = resolve(paths, fmt, opts)
+    logs = resolve(paths, fmt, opts, on_note=say_error)
     shared = len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs)   # one directory, a log per format
     if len(logs) != 1 and not shared:
         raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "

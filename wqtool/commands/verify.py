@@ -96,7 +96,7 @@ def verify(
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value,
                    keep_open=keep_open)
-    entries = resolve_each(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts, on_note=None if quiet else say_error)
     logs = [e for e in entries if isinstance(e, Log)]
     say = say_error      # errors of PATHs go to stderr even with --quiet (the report does not)
     measured: dict[int, object] = {}     # --metrics-file: what each log's check measured beyond its report
