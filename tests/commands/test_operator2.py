@@ -130,3 +130,63 @@ def test_a_kestrel_queue_named_twice_is_read_once(in_root):
     q = "fixtures/kestrel/rotated-set-with-pack/queue"
     one, two = cli("verify", "--as-of", "last", q), cli("verify", "--as-of", "last", q, q)
     assert two.out == one.out and two.code == one.code
+
+
+# ---------------------------------------------------------------- 7. empty segments: no contradiction
+def test_empty_segments_are_corrupt_without_a_truncation_promise(tmp_path):
+    """Three 0-byte segments: the newest is a torn tail on its own (the server died right after creating it), but
+    the older ones make the log CORRUPT (workq-server refuses to start: invalid segment header: EOF); before, the
+    table said CORRUPT and then "truncating there loses no valid record" (the newest file's torn tail)."""
+    d = tmp_path / "log"
+    d.mkdir()
+    for i in (1, 2, 3):
+        (d / f"{i:09d}.log").touch()
+    r = cli("verify", "--as-of", "2026-11-21T23:30:00Z", str(d))
+    assert r.code == 3 and "CORRUPT (exit 3)" in r.out
+    assert "truncating there loses no valid record" not in r.out
+    assert (f"  the newest file is torn at {d}/000000003.log@0x0 (0), but the log is CORRUPT before it: truncating "
+            "there alone does not repair it (see the errors)") in r.out.splitlines()
+    d2 = tmp_path / "torn"
+    d2.mkdir()
+    (d2 / "000000001.log").write_bytes(open(os.path.join(A_RUN1, "000000001.log"), "rb").read())
+    (d2 / "000000002.log").touch()
+    r = cli("verify", "--as-of", "2026-11-21T23:30:00Z", str(d2))   # only the newest is empty: a torn tail, said so
+    assert r.code == 1 and "truncating there loses no valid record" in r.out
+
+
+# ---------------------------------------------------------------- 7. Ctrl-C always says "interrupted"
+def _maps(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc")
+def test_ctrl_c_inside_a_command_prints_interrupted(tmp_path):
+    """typer turns a KeyboardInterrupt inside a command into a silent exit 130 (typer/core.py _main: ``raise
+    Exit(130)``); the CLI's group carries it to the funnel. A real SIGINT, once the command is running: the workq
+    kernel is loaded (polled in /proc/PID/maps), with 20,000 empty segments still to read."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from wqtool.engine.workq import fastreplay
+    if fastreplay._kernel is None:
+        pytest.skip("the workq C kernel is not built")
+    kernel = os.path.basename(fastreplay._kernel.__file__)
+    d = tmp_path / "log"
+    d.mkdir()
+    for i in range(1, 20001):
+        (d / f"{i:09d}.log").touch()
+    p = subprocess.Popen([sys.executable, "-m", "wqtool", "verify", "--as-of", "2026-11-21T23:30:00Z", str(d)],
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while kernel not in _maps(p.pid) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert p.poll() is None, "the command ended before it could be interrupted"
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert (p.returncode, err) == (130, "wqtool: interrupted\n")

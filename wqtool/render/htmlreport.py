@@ -69,7 +69,7 @@ def _findings(p: LogPage) -> list[str]:
         out.append(f"<p>{r.omitted} more finding(s) not listed (--max-findings).</p>")
     out.append("<p>Counts by code: " + ", ".join(f"<code>{_e(k)}</code> {v}" for k, v in sorted(r.counts.items()))
                + "</p>")
-    if r.last_good:
+    if r.last_good and r.verdict == Verdict.TORN_TAIL:
         out.append(f"<p>Valid up to <code>{_e(r.last_good[0])}@0x{r.last_good[1]:x}</code>: truncating there loses "
                    "no valid record.</p>")
     return out

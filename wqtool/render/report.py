@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Sequence, TextIO
 
+from ..engine.findings import Verdict
 from ..engine.run import LogReport, VerifyReport
 from ..engine.serialize import finding_to_jsonable
 from ..exitcodes import for_verdict
@@ -63,9 +64,12 @@ def write_log_table(out: TextIO, lr: LogReport, *, all_findings: bool = False, a
     shown, omitted = lr.shown(all_findings=all_findings, as_of=as_of)
     w(f"{lr.root}: {lr.segments} segment(s), {lr.records} records, {lr.bytes} bytes: "
       f"{lr.verdict.label} (exit {int(for_verdict(lr.verdict))})\n")
-    if lr.last_good:
+    if lr.last_good and lr.verdict == Verdict.TORN_TAIL:
         w(f"  valid up to {lr.last_good[0]}@0x{lr.last_good[1]:x} ({lr.last_good[1]}); "
           "truncating there loses no valid record\n")
+    elif lr.last_good:   # a torn newest file behind damage: truncating it alone does not make the log valid
+        w(f"  the newest file is torn at {lr.last_good[0]}@0x{lr.last_good[1]:x} ({lr.last_good[1]}), but the log "
+          f"is {lr.verdict.label} before it: truncating there alone does not repair it (see the errors)\n")
     for line in findings_lines(shown):
         w(line + "\n")
     if omitted:
