@@ -300,8 +300,9 @@ class Format:
         raise NotImplementedError
 
     def log_name(self, log) -> str:
-        """What reports call the log (``LogReport.root``)."""
-        return log.root
+        """What reports call the log (``LogReport.root``): its ``label`` where it has one (files named one by one
+        are called by their names, not by their directory), else its root."""
+        return getattr(log, "label", log.root)
 
     def file_events(self, log, i: int, start_index: int = 0) -> Iterator:
         """The records and row-level findings of the log's ``i``-th file, in file order, as the log's reader

@@ -123,7 +123,7 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
     closing = [*rp.findings]
     if no_checksum is not None:
         closing.append(no_checksum)
-    report = LogReport(root=fileset.live_path if fileset.is_dir else fileset.root, segments=segments, records=index,
+    report = LogReport(root=fileset.label, segments=segments, records=index,
                        bytes=nbytes, state=state)
     sink = FindingSink(report, limit)
     for f in found:

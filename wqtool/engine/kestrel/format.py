@@ -105,7 +105,7 @@ refuses while another process holds a journal open, and rolls back if the live f
         return [f.path for f in log.files]
 
     def log_name(self, log: FileSet) -> str:
-        return log.live_path if log.is_dir else log.root
+        return log.label
 
     def file_events(self, log: FileSet, i: int, start_index: int = 0) -> Iterator:
         """One journal file read on its own by the engine's reader: the framing of a file does not depend on the

@@ -74,6 +74,14 @@ class FileSet:
         return os.path.join(self.root, self.queue)
 
     @property
+    def label(self) -> str:
+        """What reports call this set: a directory's queue by its live file's path, files named one by one by
+        those names (not by their directory)."""
+        if self.is_dir or not self.files:
+            return self.live_path
+        return ", ".join(f.path for f in self.files)
+
+    @property
     def on_disk(self) -> list[str]:
         """Every file of the queue that is on disk (replayed, superseded, temps; not stray names)."""
         seen = [f.path for f in self.files] + list(self.superseded)
