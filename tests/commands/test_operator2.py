@@ -190,3 +190,34 @@ def test_ctrl_c_inside_a_command_prints_interrupted(tmp_path):
     p.send_signal(signal.SIGINT)
     err = p.communicate(timeout=60)[1]
     assert (p.returncode, err) == (130, "wqtool: interrupted\n")
+
+
+# ---------------------------------------------------------------- 5. Kestrel edge cases
+K_SET = os.path.join(ROOT, "fixtures/kestrel/rotated-set-with-pack/queue")
+
+
+@pytest.fixture
+def k_queue(tmp_path) -> str:
+    d = tmp_path / "queue"
+    shutil.copytree(K_SET, d)
+    for p in d.iterdir():
+        p.chmod(0o644)
+    return str(d)
+
+
+def test_a_file_named_alone_is_labelled_with_its_name(in_root, k_queue, monkeypatch):
+    monkeypatch.chdir(k_queue)
+    r = cli("verify", "--as-of", "last", "jobs.3000")        # before: ".: 1 segment(s) ..."
+    assert r.out.startswith("jobs.3000: 1 segment(s), 3 records, 34 bytes: clean (exit 0)\n")
+    monkeypatch.chdir(ROOT)
+    for f in ("fixtures/evtj/truncated/journal/journal-0.events", "fixtures/snaplist/ack-out-of-order/journal/3.msg",
+              "fixtures/fastjournal/torn-tail/journal/000000001.fjj"):
+        r = cli("verify", "--as-of", "last", f)              # before: the directory
+        assert r.out.startswith(f + ": "), r.out
+
+
+def test_kestrel_replay_summary_is_words_not_a_dict(in_root, k_queue):
+    r = cli("replay", "--as-of", "last", os.path.join(k_queue, "jobs.3000"))
+    [line] = [l for l in r.out.splitlines() if l.startswith("queue jobs:")]
+    assert line.startswith("queue jobs: 0 items (0 bytes): 0 queued, 0 open, 0 expired at as-of, from 3 records")
+    assert "{" not in line
