@@ -221,3 +221,53 @@ def test_kestrel_replay_summary_is_words_not_a_dict(in_root, k_queue):
     [line] = [l for l in r.out.splitlines() if l.startswith("queue jobs:")]
     assert line.startswith("queue jobs: 0 items (0 bytes): 0 queued, 0 open, 0 expired at as-of, from 3 records")
     assert "{" not in line
+
+
+def test_a_queue_pack_emptied_is_still_kestrel(tmp_path):
+    """pack --apply of a queue with nothing live leaves one 0-byte <q> (Kestrel names journals <q>, <q>.<ms>, ...:
+    docs/formats/kestrel-journal.md "File names"); its directory of nothing but empty journal names is a Kestrel
+    queue by Kestrel's own rule (listQueues: every such name is a queue). Before: "no log found", exit 2."""
+    d = tmp_path / "queue"
+    d.mkdir()
+    (d / "jobs").touch()
+    for argv in (["verify", str(d)], ["verify", str(d / "jobs")], ["replay", "--summary", str(d)],
+                 ["repair", str(d)], ["clean", str(d)], ["repair", str(d / "jobs")], ["clean", str(d / "jobs")]):
+        r = cli(*argv, "--as-of", "last")
+        assert r.code == 0, (argv, r.out, r.err)
+    assert cli("verify", str(d)).out.startswith(f"{d}/jobs: 1 segment(s), 0 records, 0 bytes: clean (exit 0)")
+
+
+def test_repair_and_clean_take_a_single_journal_file_as_pack_does(in_root, k_queue):
+    import subprocess
+    import sys
+    # pack --apply leaves the queue as one <q> file; a file named alone that is all of its queue is the queue
+    r = cli("pack", "--apply", "--as-of", "last", k_queue)
+    assert r.code == 0, r.err
+    assert sorted(os.listdir(k_queue)) == ["jobs"]
+    live = os.path.join(k_queue, "jobs")
+    for cmd in ("repair", "clean"):     # before: "repair works on a queue directory (files named one by one ...)"
+        r = cli(cmd, "--as-of", "last", live)
+        assert r.code == 0 and "nothing to" in r.out, (cmd, r.out, r.err)
+    r = cli("repair", "--apply", "--as-of", "last", live)
+    assert r.code == 0, r.err
+    # part of a queue is refused with the files left out named (rewriting part of it would lose the rest)
+    d = os.path.join(os.path.dirname(k_queue), "set")
+    shutil.copytree(K_SET, d)
+    r = cli("repair", "--as-of", "last", os.path.join(d, "jobs"))
+    assert r.code == 2
+    assert ("repair rewrites a whole queue: queue 'jobs' also has jobs.2000.pack, jobs.3000 here; name its "
+            f"directory ({d}) or every one of its files") in r.err
+
+
+def test_an_empty_file_alone_is_no_log_unless_format_says(tmp_path):
+    """Before: "a clean Kestrel journal labelled '.'". Now exit 2 with the reason, and --format reads it."""
+    f = tmp_path / "empty.bin"
+    f.touch()
+    (tmp_path / "notes.txt").write_text("x\n")
+    r = cli("verify", str(f))
+    assert r.code == 2
+    assert r.err == (f"wqtool: {f}: cannot detect the log format: an empty file (0 bytes) carries no format's "
+                     "evidence; pass --format NAME to read it as one (an emptied Kestrel queue is found by its "
+                     "directory: only empty journal names)\n")
+    r = cli("verify", "--format", "kestrel", str(f))
+    assert r.code == 0 and r.out.startswith(f"{f}: 1 segment(s), 0 records, 0 bytes: clean (exit 0)")

@@ -591,7 +591,12 @@ def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Forma
     if os.path.isdir(path):
         raise UsageError(f"no log found in this directory: none of the formats ({names}) finds its files here; "
                          "--format NAME says what that format expects", path=path)
-    raise UsageError(f"cannot detect the log format: its first bytes {read_head(path, 4).hex()} match none of the "
+    head = read_head(path, 4)
+    if not head:      # an empty file is no log of any format until --format says which (as pg_waldump refuses one)
+        raise UsageError("cannot detect the log format: an empty file (0 bytes) carries no format's evidence; pass "
+                         "--format NAME to read it as one (an emptied Kestrel queue is found by its directory: only "
+                         "empty journal names)", path=path)
+    raise UsageError(f"cannot detect the log format: its first bytes {head.hex()} match none of the "
                      f"formats ({names}); pass --format NAME to read it as one (it says what that format expects; "
                      "man 5 wqtool-formats lists each format's evidence)", path=path)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
@@ -13,8 +14,8 @@ from ..fsops import describe_holders, holders
 from ..run import LogReport, VerifyReport
 from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
 from .model import Record
-from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, FileSet, JournalReader,
-                     discover, journal_evidence, journal_name)
+from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, TEMP_MARKER, WEAK, FileSet,
+                     JournalReader, discover, journal_evidence, journal_name, queue_of)
 
 if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
     import wqtool.engine.kestrel.pack  # noqa: F401
@@ -37,6 +38,34 @@ _LABEL = {o: o.label for o in schema.Opcode}
 def _version(opts: Options) -> str:
     return str(opts.get("kestrel_version", "auto"))
 
+
+
+EMPTY_QUEUE = ("an empty journal in a directory of nothing but empty Kestrel journal names (a queue that pack --apply "
+               "emptied: Kestrel reads every such name as a queue, names decide, not content)")
+
+
+def empty_queue(d: str) -> str | None:
+    """The first live journal ``<q>`` of a directory whose regular files are all empty and all named as Kestrel
+    names journals (docs/formats/kestrel-journal.md, "File names": ``<q>``, ``<q>.<ms>``, ``<q>.<ms>.pack``,
+    ``<q>~~<ms>``), with at least one live ``<q>``; None otherwise (an empty file anywhere else is no evidence)."""
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        return None
+    live = None
+    for n in names:
+        p = os.path.join(d, n)
+        if os.path.isdir(p):
+            continue
+        try:
+            st = os.stat(p)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size or not journal_name(n):
+            return None
+        if live is None and n == queue_of(n) and TEMP_MARKER not in n:
+            live = n
+    return live
 
 class KestrelFormat(Format):
     name = "kestrel"
@@ -84,11 +113,16 @@ refuses while another process holds a journal open, and rolls back if the live f
                     grade, why = journal_evidence(p)
                     if grade == STRONG:
                         return Evidence(True, f"{n}: {why}")
-            return None
+            live = empty_queue(path)
+            return None if live is None else Evidence(True, f"{live}: {EMPTY_QUEUE}")
         try:
             grade, why = journal_evidence(path)
         except InputError:
             return None
+        if grade == WEAK:     # an empty file: Kestrel's only if its name and directory have a queue's shape
+            live = empty_queue(os.path.dirname(path) or ".")
+            name = os.path.basename(path)
+            return Evidence(True, f"{name}: {EMPTY_QUEUE}") if live is not None and journal_name(name) else None
         return None if grade is None else Evidence(grade == STRONG, why)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[FileSet]:
