@@ -30,6 +30,11 @@ def _explain(value: Optional[str]) -> None:
                                  param_hint="--explain")
     severity, meaning = fmt.codes[code]
     sys.stdout.write(f"{code} ({fmt.title}, {severity}): {meaning}\n")
+    if code in fmt.explain:
+        upstream, risk, fix = fmt.explain[code]
+        for label, text in (("what happened", meaning), ("upstream", upstream), ("data at risk", risk),
+                            ("fix", fix)):
+            sys.stdout.write(f"  {label + ':':<14} {text}\n")
     raise typer.Exit(0)
 
 
@@ -58,7 +63,9 @@ def verify(
                             "records, bytes, live jobs by state, the newest record's time, the check's duration "
                             "(the metrics are listed below).")] = None,
     explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE", callback=_explain, is_eager=True,
-                       help="Print what a finding code means (its format and severity), then exit.")] = None,
+                       help="Print what a finding code means: its format and severity, what happened, what "
+                       "the upstream system does with it, whether data is at risk, and which wqtool command fixes it "
+                       "(with the flag); then exit.")] = None,
     engine: EngineOpt = Engine.local,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,

@@ -245,6 +245,9 @@ class Format:
     #: spaces are kept verbatim (byte layouts, examples)
     manual: ClassVar[str] = ""
     codes: ClassVar[Codes] = {}
+    #: ``--explain CODE`` beyond the code's meaning: code -> (what upstream does with it, whether data is at risk,
+    #: which wqtool command fixes it), kept beside ``codes`` in the format's codes.py (tests: every code, all four)
+    explain: ClassVar[dict[str, tuple[str, str, str]]] = {}
     replay_codes: ClassVar[frozenset[str]] = frozenset()
     #: ``dump --type`` vocabulary: label -> the value ``RecordFacts.kind`` carries for it.
     record_kinds: ClassVar[tuple[str, ...]] = ()

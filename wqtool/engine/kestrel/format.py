@@ -12,7 +12,7 @@ from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
 from ..run import LogReport, VerifyReport
-from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
+from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES, KESTREL_EXPLAIN
 from .model import Record
 from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, TEMP_MARKER, WEAK, FileSet,
                      JournalReader, discover, journal_evidence, journal_name, queue_of)
@@ -92,6 +92,7 @@ A journal is records back to back, no header and no checksum: an opcode byte (0 
 Only framing damage is detectable (KQ-NO-CHECKSUM). Kestrel has no lock files: stop it before pack --apply (wqtool
 refuses while another process holds a journal open, and rolls back if the live file changes)."""
     codes = KESTREL_CODES
+    explain = KESTREL_EXPLAIN
     replay_codes = KESTREL_REPLAY_CODES
     record_kinds = _KINDS
     special_dumps = frozenset({"qdump"})
