@@ -1,4 +1,5 @@
-"""The console script: Ctrl-C while Python is still importing wqtool says "interrupted" and exits 130, like Ctrl-C later."""
+"""The console script: Ctrl-C while Python is still importing wqtool says "interrupted" and exits 130, like
+Ctrl-C later."""
 from __future__ import annotations
 
 import os

@@ -70,7 +70,8 @@ EVTJ_EXPLAIN: dict[str, tuple[str, str, str]] = {
                              "maximum_number_of_files in journal.conf, or merge by hand"),
     "EVTJ-FOREIGN-FILE": ("the journal ignores the file", "no", "none: move it out"),
     "EVTJ-END-MARKER": ("the loader stops at the marker (the file was compressed)", "no", "nothing to fix"),
-    "EVTJ-COMPRESSIBLE": ("the loader skips finished events", "no", "wqtool pack --apply (prinbee's own compression, offline: leaves them out)"),
+    "EVTJ-COMPRESSIBLE": ("the loader skips finished events", "no",
+                          "wqtool pack --apply (prinbee's own compression, offline: leaves them out)"),
     "EVTJ-NO-CHECKSUM": ("the loader reads what parses", "undetectable corruption inside events is possible",
                          "nothing to fix"),
 }

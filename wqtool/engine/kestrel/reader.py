@@ -243,7 +243,8 @@ def whole_queue(fileset: FileSet, what: str) -> FileSet:
         return fileset
     d = fileset.root
     try:
-        siblings = sorted(n for n in os.listdir(d) if os.path.isfile(os.path.join(d, n)) and queue_of(n) == fileset.queue)
+        siblings = sorted(n for n in os.listdir(d)
+                          if os.path.isfile(os.path.join(d, n)) and queue_of(n) == fileset.queue)
     except OSError as exc:
         raise input_error(d, exc) from None
     named = sorted({os.path.basename(f.path) for f in fileset.files})
