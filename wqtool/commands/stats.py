@@ -84,7 +84,7 @@ def stats(
     as_ofs: dict[int, int] = {}               # each log's settled --as-of (the page names it)
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
-    entries = resolve_each(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts, on_note=say_error)
     logs = [e for e in entries if isinstance(e, Log)]
     watches = {id(log): LiveWatch(log, live=live) for log in logs}
     if engine is Engine.spark:

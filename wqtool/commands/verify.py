@@ -12,9 +12,9 @@ from ..render.outcome import Failed, run_exit_code
 from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
-from ._options import (MAX_WORKERS, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
+from ._options import (MAX_WORKERS, AllFindings, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
-                       SparkConfOpt, each_log, for_log, options, read_paths, say_error, whole_number)
+                       SparkConfOpt, as_of_is_now, each_log, for_log, options, read_paths, say_error, whole_number)
 from ._help import exit_help
 
 
@@ -30,6 +30,11 @@ def _explain(value: Optional[str]) -> None:
                                  param_hint="--explain")
     severity, meaning = fmt.codes[code]
     sys.stdout.write(f"{code} ({fmt.title}, {severity}): {meaning}\n")
+    if code in fmt.explain:
+        upstream, risk, fix = fmt.explain[code]
+        for label, text in (("what happened", meaning), ("upstream", upstream), ("data at risk", risk),
+                            ("fix", fix)):
+            sys.stdout.write(f"  {label + ':':<14} {text}\n")
     raise typer.Exit(0)
 
 
@@ -41,6 +46,7 @@ def verify(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no report; the exit code says it (for cron). "
                      "A PATH that cannot be read is still named on stderr.")] = False,
     max_findings: MaxFindings = 100,
+    all_findings: AllFindings = False,
     horizon: Horizon = False,
     live: LiveOpt = False,
     fmt: FormatOpt = "auto",
@@ -57,7 +63,9 @@ def verify(
                             "records, bytes, live jobs by state, the newest record's time, the check's duration "
                             "(the metrics are listed below).")] = None,
     explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE", callback=_explain, is_eager=True,
-                       help="Print what a finding code means (its format and severity), then exit.")] = None,
+                       help="Print what a finding code means: its format and severity, what happened, what "
+                       "the upstream system does with it, whether data is at risk, and which wqtool command fixes it "
+                       "(with the flag); then exit.")] = None,
     engine: EngineOpt = Engine.local,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
@@ -82,6 +90,7 @@ def verify(
       wqtool verify /var/lib/workq/cmdlog
       wqtool verify --quiet DIR || echo "cmdlog needs attention: $?"
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
+      wqtool verify --all-findings DIR
       wqtool verify --horizon --as-of last /var/lib/workq/cmdlog /srv/other/cmdlog
       wqtool verify --format kestrel /var/spool/kestrel/jobs
       wqtool verify --quiet --metrics-file /var/lib/node_exporter/textfile/wqtool.prom DIR
@@ -94,7 +103,7 @@ def verify(
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value,
                    keep_open=keep_open)
-    entries = resolve_each(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts, on_note=None if quiet else say_error)
     logs = [e for e in entries if isinstance(e, Log)]
     say = say_error      # errors of PATHs go to stderr even with --quiet (the report does not)
     measured: dict[int, object] = {}     # --metrics-file: what each log's check measured beyond its report
@@ -113,7 +122,8 @@ def verify(
         with track(logs, "verify", enabled=not quiet):
             results = [r for _, r in each_log(entries, work, say=say)]
     if not quiet:
-        write_verify(sys.stdout, results, output.value)
+        write_verify(sys.stdout, results, output.value, all_findings=all_findings or not as_of_is_now(as_of),
+                     as_of=as_of or "now")
     code = run_exit_code([r.verdict for r in results if not isinstance(r, Failed)],
                          [r for r in results if isinstance(r, Failed)])
     if metrics_file is not None:
