@@ -100,6 +100,14 @@ def _clean(message: str) -> str:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and map every outcome to an exit code once (commands never call sys.exit)."""
+    try:
+        return _run(argv)
+    finally:
+        if "wqtool.render.quiet" in sys.modules:    # -q/--quiet: the real stdout back once the command is done
+            sys.modules["wqtool.render.quiet"].restore()
+
+
+def _run(argv: list[str] | None) -> int:
     args, show_tb = _take_traceback(sys.argv[1:] if argv is None else list(argv))
     if show_tb:
         args = ["--traceback", *args]

@@ -301,5 +301,17 @@ SparkConfOpt = Annotated[Optional[list[str]], typer.Option("--spark-conf", metav
 RemoteOpt = Annotated[Optional[str], typer.Option("--remote", metavar="sc://HOST:PORT", help="--engine spark: use "
                                                   "this Spark Connect server instead of starting Spark here.")]
 
+def _quiet(value: bool) -> bool:
+    if value:
+        from ..render import quiet
+        quiet.silence()
+    return value
+
+
+#: -q/--quiet, the same in every command: stdout gets nothing (reports, tables, plans), stderr still names every
+#: error, the exit code is the same as without it (cron: ``wqtool repair --apply -q DIR || alert``).
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", callback=_quiet, help="Print nothing on stdout; errors "
+                                        "still go to stderr and the exit code is unchanged (for cron).")]
+
 SettingOpt = Annotated[Optional[list[str]], typer.Option("--option", "-O", metavar="KEY=VALUE", help="A format-specific "
                                                         "setting (see wqtool-formats(5)); repeatable.")]

@@ -19,7 +19,7 @@ from ..render.progress import track
 from ..render.records import RECORD_WRITERS
 from ..render.stats import write_record_stats
 from . import _spark
-from ._options import (MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
+from ._options import (QuietOpt, MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
                        SparkConfOpt, each_log, for_log, options, read_paths, parse_time, say_error, seconds, whole_number)
 
@@ -30,6 +30,7 @@ def dump(
     ctx: typer.Context,
     paths: ReadPaths = None,
     jdbc: JdbcOpt = None,
+    quiet: QuietOpt = False,
     output: Annotated[DumpOutput, typer.Option("--output", "-o", help="Rendering.")] = DumpOutput.table,
     type_: Annotated[Optional[list[str]], typer.Option("--type", "-t", metavar="CMD[,CMD]",
                      help="Only these commands (workq: add, schedule, complete, fail, delete, expire, start-attempt, "

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..engine import progress as engine_progress
 from ..engine.run import files_size
+from . import quiet
 from .console import stderr_console
 
 #: below this many bytes of input, no bar (``WQTOOL_PROGRESS_MIN_BYTES`` overrides it)
@@ -107,6 +108,8 @@ def track(logs, label: str, *, enabled: bool = True, streaming: bool = False,
     the ones the command expects, for ``pass k of n``). ``streaming``: the block writes to stdout as it goes
     (dump): no bar when stdout is that same terminal (the bar would tear the lines)."""
     if streaming and sys.stdout.isatty():
+        enabled = False
+    if quiet.active():      # -q: nothing but errors
         enabled = False
     total = files_size(p for log in logs for p in log.files) if enabled else 0
     bar = ByteProgress(total, label, enabled=None if enabled else False, passes=passes)
