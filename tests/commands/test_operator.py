@@ -272,7 +272,8 @@ def test_offsets_printed_in_hex_are_accepted_back(in_root):
         h = cli("dump", "-o", "jsonl", "--from-offset", a, "--to-offset", b, seg)
         assert h.out == dec.out and h.out.count("\n") == 4, (a, b, h.err)
     r = cli("dump", "--from-offset", "0xZZ", seg)
-    assert r.code == 2 and "expected a byte offset (decimal, or hex as printed: 0x11c), got '0xZZ'" in r.err
+    assert r.code == 2 and "expected a byte offset as wqtool prints it (000000001.log@0x11c, 0x11c or @0x11c) or " \
+        "in decimal (284), got '0xZZ'" in r.err
 
 
 # ---------------------------------------------------------------- 6. dump -o hex shows unreadable bytes

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import TextIO
 
+from ..offsets import at, hex_offset
 from ..engine.plan import LIST_CAP, SHOWN
 
 from ..errors import PackRefused
@@ -62,7 +62,7 @@ def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, a
 
 
 def _at(path: str, start: int, end: int) -> str:
-    return f"{os.path.basename(path)}@0x{start:x}-0x{end:x}"
+    return f"{at(path, start)}-{hex_offset(end)}"
 
 
 def _bounded(w, doc: dict, key: str, line) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
+from ...offsets import at
 from ...formats._common import format_unix_ns
 from ...formats.snap import Status
 from ..format import Column, RecordView, StateView
@@ -35,7 +36,7 @@ class EvtjRecordView(RecordView):
     types = {"file": "string", "offset": "long", "length": "long", "index": "long", "file_number": "int",
              "status": "string", "request_id": "string", "time": "string", "attachment_count": "int",
              "inline_sizes": "string", "external_ids": "string", "error": "string"}
-    columns = (Column("file", 17), Column("offset", 8, ">"), Column("size", 6, ">"), Column("#", 6, ">"),
+    columns = (Column("at", 26), Column("size", 6, ">"), Column("#", 6, ">"),
                Column("status", 12, gap=2), Column("time", 31), Column("attachments", 20), Column("request_id", None))
 
     def row(self, rec: Event, payload: str) -> dict:
@@ -43,11 +44,11 @@ class EvtjRecordView(RecordView):
 
     def cells(self, rec: Event, payload: str) -> tuple:
         att = " ".join([f"{n}B" for n in rec.inline_sizes] + [f"{i}.bin" for i in rec.external_ids]) or "-"
-        return (os.path.basename(rec.path), rec.offset, rec.length, rec.index, _label(rec.status),
+        return (at(rec.path, rec.offset), rec.length, rec.index, _label(rec.status),
                 format_unix_ns(rec.time_ns), att, render_id(rec.request_id))
 
     def hex_title(self, rec: Event) -> str:
-        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} {_label(rec.status)} size={rec.length}"
+        return f"{at(rec.path, rec.offset)} #{rec.index} {_label(rec.status)} size={rec.length}"
 
 
 def event_rows(state: EvtjState) -> Iterator[dict]:
