@@ -107,8 +107,10 @@ def _t(ns: int | None) -> str | None:
 
 
 def job_to_jsonable(j: Job) -> dict:
+    """replay's JSON row: the canonical form (the digest's, which keeps the result in hex) with the result in
+    base64, as every JSON output gives bytes, and an RFC 3339 time beside each nanosecond integer."""
     d = j.canonical()
-    d.update(created=_t(j.created_ns), scheduled=_t(j.scheduled_ns), expires=_t(j.expires_ns),
+    d.update(result=render_bytes(j.result, "base64"),created=_t(j.created_ns), scheduled=_t(j.scheduled_ns), expires=_t(j.expires_ns),
              log_expires=_t(j.log_expires_ns), lease_expires=_t(j.lease_expires_ns))
     return d
 
