@@ -63,7 +63,7 @@ def test_records_are_the_ones_workq_server_wrote(server_factory, tmp_path):
             if k_w in w:
                 assert g[k_g] == w[k_w], (w, g)
         if "result" in w:
-            assert base64.b64decode(g["result"]) == w["result"].encode()    # replay JSON: bytes in base64
+            assert bytes.fromhex(g["result"]) == w["result"].encode()
     sched = got[4]
     assert sched["scheduled"] == "2026-11-22T00:14:53Z"
 
