@@ -58,3 +58,9 @@ def test_a_printed_position_is_accepted_back(in_root):
 def test_plans_print_ranges_with_the_same_formatter(in_root):
     r = cli("repair", "--salvage", "--as-of", "2026-11-21T23:30:00Z", CRC)
     assert "cut 000000001.log@0x11c-0x194 (120 bytes)" in r.out
+
+
+def test_replay_tables_print_positions_alike(in_root):
+    """EVTJ's replay table (the one replay table with a position column) prints FILE@0xHEX too."""
+    lines = cli("replay", "--as-of", "2026-01-30T03:30:00Z", "fixtures/evtj/live-and-done/journal").out.splitlines()
+    assert " at " in lines[0] and "journal-0.events@0x3e " in lines[2]

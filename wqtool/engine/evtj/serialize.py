@@ -1,7 +1,6 @@
 """EVTJ's stable JSON rows and table cells (dump, Spark rows) and replayed state (replay, stats)."""
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
 from ...offsets import at
@@ -74,12 +73,11 @@ class EvtjStateView(StateView):
         return event_rows(self.state)
 
     def table_header(self) -> str:
-        return f"{'pos':>6}  {'status':<12} {'time':<31} {'file':<17} {'offset':>8}  request_id"
+        return f"{'pos':>6}  {'status':<12} {'time':<31} {'at':<26}  request_id"
 
     def table_lines(self) -> Iterator[str]:
         for r in event_rows(self.state):
-            yield (f"{r['pos']:>6}  {r['status']:<12} {r['time']:<31} {os.path.basename(r['file']):<17} "
-                   f"{r['offset']:>8}  {r['request_id']}")
+            yield f"{r['pos']:>6}  {r['status']:<12} {r['time']:<31} {at(r['file'], r['offset']):<26}  {r['request_id']}"
 
     def summary_lines(self) -> list[str]:
         s = self.state
