@@ -266,7 +266,19 @@ def _size(buf: bytes, end: int) -> tuple[int, int]:
 
 
 def _norm(path: str) -> str:
-    return os.path.realpath(path)
+    """One spelling per segment file: its directory's real path (resolved once per directory string and kept) and
+    its name. Segment files themselves are never symlinks (workq-server and wqtool create them); a server at
+    ``-cmdlog-seg-size 15`` indexes a new segment per record, where a realpath() per file cost 5 lstat calls."""
+    d, name = os.path.split(path)
+    real = _REAL_DIRS.get(d)
+    if real is None:
+        if len(_REAL_DIRS) >= 256:
+            _REAL_DIRS.clear()
+        real = _REAL_DIRS[d] = os.path.realpath(d or ".")
+    return os.path.join(real, name)
+
+
+_REAL_DIRS: dict[str, str] = {}
 
 
 def job_table(state, reader: PayloadReader, table=None):
