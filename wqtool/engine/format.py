@@ -513,14 +513,6 @@ def get(name: str) -> Format:
             from None
 
 
-def all_codes() -> Codes:
-    """Every stable finding code of every format: code -> (severity, meaning)."""
-    out: Codes = {}
-    for f in formats():
-        out.update(f.codes)
-    return out
-
-
 def format_of_code(code: str) -> Format | None:
     for f in formats():
         if code in f.codes:

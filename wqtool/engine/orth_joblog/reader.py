@@ -20,7 +20,7 @@ from typing import Iterator
 from ...errors import InputError, UsageError
 from ...formats.orth_joblog import (BY_NAME, COLUMN_NAMES, COLUMNS, OPTIONAL_COLUMNS, REGISTRY_COLUMN_NAMES,
                                     REGISTRY_TABLE_NAMES, TABLE, TABLE_NAMES, rules_for_table)
-from ..fileio import FileView, input_error, open_regular
+from ..fileio import FileView, open_regular
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from . import dburl
 from .model import RegistryRow, Row, from_datetime, parse_datetime
@@ -858,7 +858,3 @@ def registry_rows(raw, path: str, tz=None) -> tuple[list[RegistryRow], list[Find
         rows.append(RegistryRow(int(rid) if isinstance(rid, int) or (isinstance(rid, str) and rid.isdigit())
                                 else None, group, key, value, t))
     return rows, bad
-
-
-def file_kind_error(path: str) -> InputError:
-    return input_error(path, FileNotFoundError(2, "no such file"))
