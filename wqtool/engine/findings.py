@@ -57,6 +57,9 @@ class Finding:
     verdict: Verdict = Verdict.CLEAN  # what this finding says about the log (CLEAN for warnings and notes)
     job_id: str | None = None
     resumes_at: int | None = None  # after damage: where valid records resume in the same file (None: nowhere)
+    #: a torn tail's damage alone, without the conclusion its place in the log draws ("; torn tail: ..."): what
+    #: the in-flight note quotes when a live writer is still appending there (``engine.live``); not serialised
+    cause: str | None = None
 
     def location(self) -> str:
         where = os.path.basename(self.path) if self.path else "-"

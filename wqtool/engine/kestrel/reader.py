@@ -464,7 +464,7 @@ class JournalReader:
     def _damage(self, d: Damage, data, pos: int, end: int, path: str, index: int, is_live: bool,
                 newest) -> Finding:
         resume = find_resync(data, pos, end) if self.resync else None
-        msg = d.message
+        msg = cause = d.message
         always_corrupt = d.code in (SIZE_NEGATIVE, SIZE_ABSURD)
         if resume is None and is_live and not always_corrupt:
             exit_class = Verdict.TORN_TAIL
@@ -481,7 +481,7 @@ class JournalReader:
                 msg += f" ({end - pos} bytes from here unreadable)"
         return Finding(ERROR, d.code, msg, path=path, offset=pos, record_index=index, last_good_offset=pos,
                        upstream=_upstream(d.code, path, pos, newest, is_live), verdict=exit_class,
-                       resumes_at=resume)
+                       resumes_at=resume, cause=cause)
 
 
 # ---------------------------------------------------------------- what a damaged range held
