@@ -37,6 +37,7 @@ from ..errors import UsageError, WqError
 from .fileio import input_error, kind_of, read_head
 from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
+from .stats import RecordFacts, RecordStats
 
 #: The packages of the formats that ship with wqtool, in detection order.
 BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth",
@@ -68,16 +69,6 @@ class Evidence:
 
     strong: bool
     reason: str
-
-
-@dataclass(frozen=True)
-class RecordFacts:
-    """What filters and statistics need of one record, whatever the format."""
-
-    kind: str                  # the record's kind label (add, complete, addx, ...)
-    length: int                # bytes
-    time_ns: int | None        # when it was written (or the item's add time); None: not stored
-    job: bytes | None = None   # the job / entity it belongs to, if the format has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +239,8 @@ class Format:
     replay_codes: ClassVar[frozenset[str]] = frozenset()
     #: ``dump --type`` vocabulary: label -> the value ``RecordFacts.kind`` carries for it.
     record_kinds: ClassVar[tuple[str, ...]] = ()
+    #: what one of ``record_kinds`` is called in messages ("command", "Kestrel opcode", ...)
+    kind_noun: ClassVar[str] = "record kind"
     #: dump filters beyond --type and the offsets that this format supports: "job", "time".
     filters: ClassVar[frozenset[str]] = frozenset()
     #: extra dump views by option name (e.g. "qdump"): see ``special_dump``.
@@ -351,7 +344,6 @@ class Format:
         (``RecordStats.distinct``, ``job_count()``) instead of kept in ``RecordStats.jobs`` (needed only for a
         union over logs). The default drives ``run`` and feeds ``facts(record)`` of every record; a hot path may
         stand in for ``run`` (workq: the kernel's pass; orth-joblog: its columnar fast path): the same results."""
-        from .stats import RecordStats
         run, st, facts, cls = self.run(log, opts, limit=0), RecordStats(), self.facts, self.record_cls
         for ev in run.events():
             if ev.__class__ is cls:
@@ -376,7 +368,9 @@ class Format:
         over time only (``facts``)."""
         return None
 
-    def state_view(self, state) -> StateView:
+    def state_view(self, state, log=None) -> StateView:
+        """The replayed ``state`` of ``log`` as rows, summary and text (``log``: what some views name, e.g. the
+        queue; None where a caller has only the state)."""
         raise NotImplementedError
 
     def special_dump(self, which: str, logs: Sequence[Any], opts: Options, **kw) -> Iterator[tuple[str, Any]]:

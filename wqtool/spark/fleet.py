@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 from ..engine.findings import Finding, Verdict
 from ..engine.format import Log, Options, load_object
 from ..engine.run import LogReport, VerifyReport, files_size
-from ..engine.stats import StatsCollector
+from ..engine.stats import RecordStats
 from ._results import check_count
 
 _LOG = 2
@@ -120,20 +120,20 @@ class _LogTask:
             for batch in batches:
                 for li in batch.column(0).to_pylist():
                     data = self.datas[li]
-                    acc = StatsCollector(self.fmt_name) if self.stats else None
+                    acc = RecordStats() if self.stats else None
                     run = fmt.run(data, self.opts, limit=self.limit)
                     if acc is None:
                         for _ in run.events():
                             pass
                     else:
-                        rec_cls = fmt.record_cls
+                        rec_cls, facts = fmt.record_cls, fmt.facts
                         for ev in run.events():
                             if ev.__class__ is rec_cls:
-                                acc.add(ev)
+                                acc.add(facts(ev))
                     report = run.report
                     if not self.items:
                         report.state = StateSummary.of(fmt.state_view(report.state, data))
-                    blob = pickle.dumps((report, None if acc is None else acc.stats), protocol=5)
+                    blob = pickle.dumps((report, acc), protocol=5)
                     yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
                                                       pa.array([li], pa.int32()), pa.array([blob], pa.binary())],
                                                      schema=schema)
