@@ -35,6 +35,21 @@ class Want(str, enum.Enum):
 
 
 @dataclass
+class Reading:
+    """What ``read`` returns: one ``Result`` per entry, in order (iterable), and for ``Want.STATS`` the distinct
+    jobs over every log read."""
+
+    results: list["Result"]
+    total_jobs: int = 0
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+
+@dataclass
 class Result:
     """One entry's outcome: a log's settled ``report`` (and ``stats`` for ``Want.STATS``), or the ``error`` that
     left it without one (a PATH that names no log, a log that could not be read)."""
@@ -44,6 +59,7 @@ class Result:
     report: LogReport | None = None
     error: BaseException | None = None
     stats: Any = None                   # RecordStats (Want.STATS)
+    jobs: int | None = None             # distinct jobs (Want.STATS)
     as_of_ns: int | None = None         # the time the log was read at (--as-of settled for this log)
     extra: dict = field(default_factory=dict)   # what a caller's ``measure`` hook added (verify --metrics-file)
 
@@ -67,7 +83,9 @@ class Runner(Protocol):
     def replay(self, log: Log, opts: Options, *, limit: int | None, summary: bool) -> LogReport: ...
 
     def stats(self, logs: Sequence[Log], opts: Sequence[Options], *,
-              union: bool) -> list[tuple[LogReport, Any] | BaseException]: ...
+              union: bool) -> tuple[list[tuple[LogReport, Any, int] | BaseException], int | None]:
+        """Per log (its report, ``RecordStats``, distinct jobs), and the distinct jobs over all logs (None: the
+        caller counts them from the statistics: their ``jobs`` sets when ``union``, else the sum)."""
 
 
 def each(fn: Callable[..., Any], *columns: Sequence) -> list:
@@ -93,7 +111,10 @@ class LocalRunner:
         return log.fmt.run_log(log.data, opts, limit=limit)
 
     def stats(self, logs, opts, *, union=True):
-        return each(lambda lg, o: lg.fmt.stats_log(lg.data, o, ids=union), logs, opts)
+        def one(lg, o):
+            report, st = lg.fmt.stats_log(lg.data, o, ids=union)
+            return report, st, st.job_count()
+        return each(one, logs, opts), None
 
 
 LOCAL = LocalRunner()
@@ -102,7 +123,7 @@ LOCAL = LocalRunner()
 def read(entries: Sequence[Log | Unresolved], opts: Options, *, want: Want = Want.VERIFY, live: bool = False,
          runner: Runner | None = None, max_findings: int | None = None, workers: int | None = None,
          summary: bool = False, measure: Callable[[Log, Options], tuple[LogReport, dict]] | None = None,
-         on_error: Callable[[BaseException], None] | None = None) -> list[Result]:
+         on_error: Callable[[BaseException], None] | None = None) -> Reading:
     """Read every entry (see the module's doc). ``max_findings``: findings kept per report (all are counted);
     ``workers``: processes for one large log (local verify); ``summary``: replay without shipping each job (a
     remote runner); ``measure(log, opts)``: read a log yourself, returning its report and extra facts (verify
@@ -123,6 +144,7 @@ def read(entries: Sequence[Log | Unresolved], opts: Options, *, want: Want = Wan
         except (WqError, OSError) as exc:
             r.error = exc
     logs, os_ = [p[1] for p in pending], [p[2] for p in pending]
+    total: int | None = None
     if not pending:
         outs: list = []
     elif measure is not None:
@@ -130,7 +152,7 @@ def read(entries: Sequence[Log | Unresolved], opts: Options, *, want: Want = Wan
     elif want is Want.REPLAY:
         outs = each(lambda lg, o: run.replay(lg, o, limit=max_findings, summary=summary), logs, os_)
     elif want is Want.STATS:
-        outs = run.stats(logs, os_, union=len(logs) > 1)
+        outs, total = run.stats(logs, os_, union=len(logs) > 1)
     else:
         outs = run.verify(logs, os_, max_findings=max_findings, workers=workers)
     for (r, _, _, watch), out in zip(pending, outs):
@@ -139,11 +161,17 @@ def read(entries: Sequence[Log | Unresolved], opts: Options, *, want: Want = Wan
         elif measure is not None:
             r.report, r.extra = watch.settle(out[0]), out[1]
         elif want is Want.STATS:
-            r.report, r.stats = watch.settle(out[0]), out[1]
+            r.report, r.stats, r.jobs = watch.settle(out[0]), out[1], out[2]
         else:
             r.report = watch.settle(out)
     if on_error is not None:
         for r in results:
             if r.error is not None:
                 on_error(r.error)
-    return results
+    if total is None and want is Want.STATS:
+        done = [r for r in results if r.error is None]
+        if len(done) > 1:       # a union over logs: the same job in two logs counts once
+            total = len(set().union(*(r.stats.jobs for r in done)))
+        else:
+            total = sum(r.jobs for r in done)
+    return Reading(results, total or 0)
