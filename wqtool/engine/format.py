@@ -26,6 +26,7 @@ What a format supplies (see ``Format`` for the signatures):
 """
 from __future__ import annotations
 
+import abc
 import importlib
 import json
 import os
@@ -216,8 +217,10 @@ class StateView:
 
 
 # ---------------------------------------------------------------- the interface
-class Format:
-    """A log format (subclass, set the class attributes, register an instance).
+class Format(abc.ABC):
+    """A log format (subclass, set the class attributes, register an instance). The abstract methods are the
+    contract's required part — detect, discover, files, run, facts, state_view; the rest have defaults a format
+    overrides where it can do better (a hot path) or more (plans, send, Spark).
 
     A PATH is normally one format's: the first format in registry order whose ``detect`` gives strong evidence.
     Formats whose logs live side by side in one directory (an Orth logPath: the executor log folders and the
@@ -269,6 +272,7 @@ class Format:
     record_cls: ClassVar[type]
 
     # -- detection and discovery
+    @abc.abstractmethod
     def detect(self, path: str) -> Evidence | None:
         """Evidence that ``path`` (an existing directory or regular file) is this format, or None."""
         raise NotImplementedError
@@ -284,10 +288,12 @@ class Format:
         table); None: the format reads no URLs. ``discover`` then receives the URL as a path."""
         return None
 
+    @abc.abstractmethod
     def discover(self, paths: Sequence[str], opts: Options) -> list[Any]:
         """The logs behind PATHs (each an object with ``.root``, ``.findings`` and ``.is_dir``)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def files(self, log) -> list[str]:
         """The files one log reads, in order (sizes, progress, --horizon)."""
         raise NotImplementedError
@@ -313,6 +319,7 @@ class Format:
         return {}
 
     # -- reading
+    @abc.abstractmethod
     def run(self, log, opts: Options, *, limit: int | None = None) -> ReplayPass:
         """The reference reader -> replay pass over one log: ``events()`` yields records and findings in file
         order; once exhausted, ``.report`` (a LogReport with the replayed state)."""
@@ -359,6 +366,7 @@ class Format:
         return None
 
     # -- views
+    @abc.abstractmethod
     def facts(self, rec) -> RecordFacts:
         raise NotImplementedError
 
@@ -368,6 +376,7 @@ class Format:
         over time only (``facts``)."""
         return None
 
+    @abc.abstractmethod
     def state_view(self, state, log=None) -> StateView:
         """The replayed ``state`` of ``log`` as rows, summary and text (``log``: what some views name, e.g. the
         queue; None where a caller has only the state)."""
