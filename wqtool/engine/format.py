@@ -129,8 +129,9 @@ class RecordView:
     columns: tuple[Column, ...] = ()
 
     def row(self, rec, payload: str) -> dict:
-        """The record's stable JSON row (``fields``, in order)."""
-        raise NotImplementedError
+        """The record's stable JSON row (``fields``, in order). Default: each field the record's attribute of that
+        name (``file``: its ``path``; ``error``: None, a record is no damage)."""
+        return {f: rec.path if f == "file" else getattr(rec, f, None) for f in self.fields}
 
     def damage_row(self, f: Finding) -> dict:
         """A row for an error finding in the record stream (Spark permissive mode, exports)."""
@@ -143,8 +144,9 @@ class RecordView:
         return {}
 
     def cells(self, rec, payload: str) -> tuple:
-        """The record's table cells, one per column."""
-        raise NotImplementedError
+        """The record's table cells, one per column (default: the row's field named by each column's title)."""
+        row = self.row(rec, payload)
+        return tuple(row[c.title] for c in self.columns)
 
     def hex_title(self, rec) -> str:
         """The line above a record's hex dump."""
@@ -178,10 +180,15 @@ class StateView:
                 yield "    " + json.dumps(row, indent=2).replace("\n", "\n    ")
 
     def table_header(self) -> str:
-        raise NotImplementedError
+        """The table's title line (default: the row fields, two spaces apart)."""
+        for row in self.rows("none"):
+            return "  ".join(row)
+        return ""
 
     def table_lines(self) -> Iterator[str]:
-        raise NotImplementedError
+        """One line per row (default: the row's values, two spaces apart)."""
+        for row in self.rows("none"):
+            yield "  ".join("-" if v is None else str(v) for v in row.values())
 
     def counts_matrix(self) -> tuple[str, list[str], list[tuple[str, dict[str, int]]]] | None:
         """(title, state labels, [(group, counts per label)]) for a counts table, or None."""
@@ -200,7 +207,8 @@ class StateView:
         raise NotImplementedError
 
     def queues(self) -> dict[str, dict[str, int]]:
-        raise NotImplementedError
+        """Live jobs / items by state per queue (default: the format has no queues)."""
+        return {}
 
     def digest(self) -> str:
         raise NotImplementedError
