@@ -59,7 +59,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     in_flight_code = "WQ-IN-FLIGHT"
     expired_code = "WQ-ADD-EXPIRED"
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
-    spark_fleet = "wqtool.spark.workq_fleet:WorkqFleet"
+    spark_fleet = "wqtool.engine.workq.fleet:WorkqFleet"
     #: ``job_to_jsonable``'s fields (replay -o jsonl), in order
     state_types = {"id": "string", "kind": "string", "name": "string", "state": "string", "priority": "long",
                    "attempts": "long", "max_attempts": "long", "max_fails": "long", "ttr_ms": "long", "ttl_ms": "long",
