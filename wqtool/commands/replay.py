@@ -80,6 +80,8 @@ def replay(
       wqtool replay --summary DIR
       wqtool replay --format kestrel --keep-open /var/spool/kestrel/jobs
       wqtool replay --send http://admin:8080/orth-admin -O access_token=TOKEN --dry-run LOGPATH/callbacklogs
+      wqtool replay --send http://admin:8080/xxl-job-admin -O admin_release=xxl-job-2.0 -O access_token=TOKEN \\
+        LOGPATH/callbacklog
       wqtool replay --as-of now /var/lib/snapwebsites/list/journal
       wqtool replay --send fastjournal://127.0.0.1:4008 --dry-run /var/lib/snapwebsites/list/journal
       wqtool replay --engine spark -o parquet --out /tmp/state --as-of last /srv/fleet/a/cmdlog

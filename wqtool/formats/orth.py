@@ -389,6 +389,70 @@ RETURNT_CLASS = "com.xxl.job.core.biz.model.ReturnT"
 HESSIAN_PARAM_FIELDS = ("logId", "logDateTim", "executeResult")
 HESSIAN_RETURNT_FIELDS = ("code", "msg", "content")
 
+# ---------------------------------------------------------------- xxl-rpc: how a 2.0.0-2.1.0 executor reaches its admin
+#: An xxl-job 2.0.0-2.1.0 executor calls ``AdminBiz.callback(List<HandleCallbackParam>)`` through xxl-rpc: an HTTP
+#: POST of the Hessian 2 ``XxlRpcRequest`` to ``{admin}/api`` (2.0.2 XxlJobExecutor.java:116-132: NETTY_HTTP,
+#: HESSIAN, ``address + AdminBiz.MAPPING``; 2.0.0/2.0.1: JETTY, the same bytes; AdminBiz.java:14 MAPPING "/api"),
+#: the token inside the request; the admin answers a Hessian 2 ``XxlRpcResponse`` (2.0.2 JobApiController.java:27-31
+#: -> XxlJobDynamicScheduler.java:97-121 -> xxl-rpc 1.4.0 ServletServerHandler.java:48-63). From 2.1.1 on, the
+#: executor posts JSON to ``{admin}/api/callback`` (2.1.1 AdminBizClient.java:35-36) and the admin reads that.
+RPC_MAPPING = "/api"
+RPC_REQUEST_CLASS = "com.xxl.rpc.remoting.net.params.XxlRpcRequest"
+#: xxl-rpc 1.4.0 XxlRpcRequest.java:14-23 in Hessian's field order (java.lang and primitives first, then the rest).
+RPC_REQUEST_FIELDS = ("requestId", "createMillisTime", "accessToken", "className", "methodName", "version",
+                      "parameterTypes", "parameters")
+RPC_RESPONSE_CLASS = "com.xxl.rpc.remoting.net.params.XxlRpcResponse"
+RPC_RESPONSE_FIELDS = ("requestId", "errorMsg", "result")          # xxl-rpc 1.4.0 XxlRpcResponse.java:14-16
+#: The service and method the executor calls (XxlRpcReferenceBean.java:201-208: className = the interface,
+#: methodName, parameterTypes = Method.getParameterTypes(); version never set, so null).
+ADMIN_BIZ_CLASS = "com.xxl.job.core.biz.AdminBiz"
+CALLBACK_METHOD = "callback"
+CALLBACK_PARAM_TYPE = "java.util.List"
+JAVA_CLASS_CLASS, JAVA_CLASS_FIELDS = "java.lang.Class", ("name",)   # hessian ClassSerializer: {name}
+CLASS_ARRAY_TYPE, OBJECT_ARRAY_TYPE = "[java.lang.Class", "[object"  # hessian's types of Class[] and Object[]
+#: The admin refuses a request older than this (XxlRpcProviderFactory.java:201).
+RPC_MAX_AGE_MS = 3 * 60 * 1000
+
+
+def hs_ascii(s: str) -> bytes:
+    """A Hessian 2 string of at most 1023 ASCII characters (a name): direct up to 31, else short."""
+    n = len(s)
+    head = bytes((n,)) if n <= HS_STRING_DIRECT_MAX else bytes((HS_STRING_SHORT[0] + (n >> 8), n & 0xFF))
+    return head + s.encode("ascii")
+
+
+def hs_class_def(cls: str, fields: tuple[str, ...]) -> bytes:
+    """'C' class-name field-count field-name*: a Hessian 2 class definition (field counts below 48: direct ints)."""
+    return bytes((HS_CLASS_DEF,)) + hs_ascii(cls) + bytes((HS_INT_DIRECT[2] + len(fields),)) \
+        + b"".join(hs_ascii(f) for f in fields)
+
+
+def _direct_list(n: int, type_name: str) -> bytes:
+    return bytes((HS_LIST_DIRECT_TYPED[0] + n,)) + hs_ascii(type_name)
+
+
+#: The request's fixed bytes, in the order Hessian2Output writes them (checked byte for byte against real
+#: hessian 4.0.38 by tests/engine/orth/test_xxlrpc.py). Class definitions: 0 XxlRpcRequest, 1 java.lang.Class,
+#: 2 HandleCallbackParam, 3 ReturnT; references: 0 the request, 1 parameterTypes, 2 List.class, 3 parameters,
+#: 4 the ArrayList, then the params and their ReturnTs.
+rpc_request_head = Struct(
+    "class_def" / Const(hs_class_def(RPC_REQUEST_CLASS, RPC_REQUEST_FIELDS)),
+    "object" / Const(bytes((HS_OBJECT_DIRECT[0],))),
+)
+#: After version: ``parameterTypes = {List.class}`` (a typed list of one java.lang.Class) and the head of
+#: ``parameters`` (a typed list of one Object: the ArrayList follows, as the retry files' writer writes it).
+rpc_callback_params_head = Struct(
+    "parameter_types" / Const(_direct_list(1, CLASS_ARRAY_TYPE) + hs_class_def(JAVA_CLASS_CLASS, JAVA_CLASS_FIELDS)
+                              + bytes((HS_OBJECT_DIRECT[0] + 1,)) + hs_ascii(CALLBACK_PARAM_TYPE)),
+    "parameters" / Const(_direct_list(1, OBJECT_ARRAY_TYPE)),
+)
+RPC_REQUEST_CLASSES = (RPC_REQUEST_CLASS, JAVA_CLASS_CLASS)     # defined before the callback list's classes
+RPC_REQUEST_REFS = 4                                            # references taken before the ArrayList
+rpc_response_head = Struct(
+    "class_def" / Const(hs_class_def(RPC_RESPONSE_CLASS, RPC_RESPONSE_FIELDS)),
+    "object" / Const(bytes((HS_OBJECT_DIRECT[0],))),
+)
+
 # ---------------------------------------------------------------- xxl-job 2.2.0 Java serialization
 #: ``HandleCallbackParam`` 2.2.0 (v2.2.0 HandleCallbackParam.java:9-14) and ``ReturnT`` (suid 42 both) as
 #: ObjectStreamClass orders their fields: primitives by name, then objects by name.

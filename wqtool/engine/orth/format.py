@@ -85,7 +85,9 @@ bounded parser and never instantiates a class.
 replay lists each log id with its status (the UI's precedence) and its delivery state (pending, blocked by a poison
 file, stuck, stranded, refused). replay --send URL posts each file to URL/api/callback and deletes it only after the
 admin answered {"code":200,...}; settings -O access_token= (or $ORTH_ACCESS_TOKEN), -O access_token_header=,
--O timeout=, -O admin_release= (the body that admin reads).
+-O timeout=, -O admin_release= (the body that admin reads). An xxl-job 2.0.0-2.1.0 admin
+(-O admin_release=xxl-job-2.0) is called over xxl-rpc instead: AdminBiz.callback as a Hessian 2 XxlRpcRequest
+posted to URL/api, the token inside, accepted on an XxlRpcResponse without errorMsg and a ReturnT of code 200.
 
 A name's md5 is the file's only checksum: bytes that do not hash to it are OC-NAME-MD5, an error; when one flipped
 bit explains the change, the finding names it and the entries that now parse differently. repair -O md5_action=
@@ -104,7 +106,9 @@ orth-logs.md section 2a):
                                       "XXL-JOB-ACCESS-TOKEN)",
                "timeout": "replay --send: seconds to wait for the admin per request (default 10)",
                "admin_release": "replay --send: the body the admin reads: orth (default; also xxl-job 2.3-3.4), "
-                                "xxl-job-2.2 (executeResult {code, msg, content}), xxl-job-2.3, xxl-job-head "
+                                "xxl-job-2.0 (2.0.0-2.1.0: xxl-rpc AdminBiz.callback, Hessian 2 to URL/api, the "
+                                "token inside), xxl-job-2.2 (executeResult {code, msg, content}; also 2.1.1-2.1.2 "
+                                "with -O access_token_header=XXL-RPC-ACCESS-TOKEN), xxl-job-2.3, xxl-job-head "
                                 "(logDateTime); any release's retry files can go to any of them",
                "md5_action": "repair: what to do with a file whose bytes do not hash to its name (OC-NAME-MD5): "
                              "quarantine (default), restore (a single flipped bit undone), rename (to the "

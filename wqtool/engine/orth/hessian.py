@@ -351,16 +351,17 @@ def h_string(s: str | None) -> bytes:
 
 
 def encode_params(entries, *, int_log_id: bool = False, shared: dict[int, int] | None = None,
-                  contents: dict[int, str] | None = None) -> bytes:
+                  contents: dict[int, str] | None = None, classes: tuple[str, ...] = (), ref0: int = 0) -> bytes:
     """``Hessian2Output.writeObject(ArrayList<HandleCallbackParam>)`` of ``entries`` (``Entry``: the ReturnT's code
     and msg are handle_code / handle_msg). ``shared[i] = j``: entry i's executeResult is entry j's object (one
     ReturnT instance, e.g. ``ReturnT.SUCCESS``: a 'Q' reference); ``contents[i]``: its ReturnT content;
-    ``int_log_id``: 2.0.2's ``int logId``."""
+    ``int_log_id``: 2.0.2's ``int logId``. Inside a larger stream (the xxl-rpc request, ``xxlrpc.py``):
+    ``classes``, the class definitions written before it, and ``ref0``, the list's reference number."""
     shared, contents = shared or {}, contents or {}
     n = len(entries)
     out = [bytes((HS_LIST_DIRECT_UNTYPED[0] + n,)) if n <= 7 else bytes((HS_LIST_FIXED_UNTYPED,)) + h_int(n)]
-    refs = 1                                    # the list is reference 0
-    defined: list[str] = []
+    refs = ref0 + 1                             # the list is reference ref0
+    defined: list[str] = list(classes)
     ret_ref: dict[int, int] = {}
 
     def begin(cls: str, fields) -> bytes:

@@ -7,6 +7,11 @@ HTTP 200 **and** a JSON body with ``code == 200`` (what Orth's executor requires
 here a crash after the POST leaves the file, which is sent again next time — a duplicate the admin ignores (it
 keeps the first result of a row).
 
+``-O admin_release=xxl-job-2.0`` (an xxl-job 2.0.0-2.1.0 admin, which reads no JSON): the same files and the same
+steps, but each file is one xxl-rpc call ``AdminBiz.callback(List<HandleCallbackParam>)`` — a Hessian 2
+``XxlRpcRequest`` posted to ``{URL}/api`` with the access token inside it (``xxlrpc.py`` has the upstream lines);
+accepted means HTTP 200, an ``XxlRpcResponse`` without ``errorMsg`` and ``ReturnT.code == 200``.
+
 Files that cannot be sent as they are stay where they are, counted as failed: invalid UTF-8, JSON Orth rejects
 (poison), legacy streams that do not parse, a null batch, and any batch holding a ``handleCode <= 0`` (the admin
 would store it and keep the row open). Empty files are skipped (Orth deletes them). Every network wait is bounded
@@ -14,13 +19,17 @@ would store it and keep the row open). Empty files are skipped (Orth deletes the
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
+import uuid
 from typing import Callable
 
-from ...formats.orth import HEAD_DATE_KEY
+from ...formats.orth import HEAD_DATE_KEY, RPC_MAPPING
 from ..findings import ERROR
 from ..format import SendReport
 from ..fsops import FileSig, fsync_dir
@@ -29,6 +38,7 @@ from .callbacks import CallbackReader, CallbackSet
 from .gson import Entry, encode
 from .jackson import encode_jackson_line
 from .model import Callback
+from .xxlrpc import MAX_RESPONSE, decode_response, encode_request
 
 TOKEN_ENV = "ORTH_ACCESS_TOKEN"
 TOKEN_HEADER = "ORTH-ACCESS-TOKEN"
@@ -73,12 +83,48 @@ def post(url: str, body: bytes, token: str | None, header: str, timeout: float) 
 #: ``[{logId, logDateTim, handleCode, handleMsg}]``; 2.2.0 takes ``HandleCallbackParam`` with ``executeResult
 #: {code, msg, content}`` (v2.2.0 HandleCallbackParam.java:9-14); HEAD takes ``{"callbackList": [CallbackData]}``
 #: with ``logDateTime`` (HEAD CallbackRequest.java:9, CallbackData.java:8-15).
-#: (xxl-job 2.0.x-2.1.x admins take callbacks over xxl-rpc, not JSON: deliver to a 2.2.0 or later admin.)
-ADMIN_BODIES = ("orth", "xxl-job-2.2", "xxl-job-2.3", "xxl-job-head")
+#: xxl-job 2.0.0-2.1.0 admins take no JSON: ``xxl-job-2.0`` calls ``AdminBiz.callback`` over xxl-rpc, a Hessian 2
+#: ``XxlRpcRequest`` posted to ``{URL}/api`` with the token inside (``xxlrpc.py``). 2.1.1-2.1.2 admins read the
+#: 2.2.0 body at ``/api/callback`` (2.1.1 JobApiController.java:39-60, token header XXL-RPC-ACCESS-TOKEN).
+ADMIN_BODIES = ("orth", "xxl-job-2.0", "xxl-job-2.2", "xxl-job-2.3", "xxl-job-head")
+#: The admins reached over xxl-rpc rather than JSON.
+RPC_ADMINS = frozenset({"xxl-job-2.0"})
+
+
+def rpc_url(target: str) -> str:
+    t = target.rstrip("/")
+    return t if t.endswith(RPC_MAPPING) else t + RPC_MAPPING
+
+
+def post_rpc(url: str, entries, token: str | None, timeout: float) -> tuple[bool, str]:
+    """``AdminBiz.callback(entries)`` over xxl-rpc: (accepted, what the admin said). The request is made here, at
+    send time: the admin refuses one older than 3 minutes (XxlRpcProviderFactory.java:201)."""
+    rid = str(uuid.uuid4())
+    body = encode_request(entries, token=token, request_id=rid, millis=int(time.time() * 1000))
+    u = urllib.parse.urlsplit(url)
+    conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+    try:
+        conn = conn_cls(u.hostname, u.port, timeout=timeout)
+        try:        # as NettyHttpConnectClient.java:103-106: POST, Host, Connection, Content-Length; no Content-Type
+            conn.request("POST", u.path or "/", body=body, headers={"Connection": "keep-alive"})
+            resp = conn.getresponse()
+            status, data = resp.status, resp.read(MAX_RESPONSE)
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return False, f"not delivered: {exc}"
+    if status != 200:       # JettyClient.java:71 (2.0.0/2.0.1): any other status fails the call
+        return False, f"HTTP {status}"
+    ans = decode_response(data, rid)
+    return ans.accepted, ans.said
+
+
+def _entries(entries) -> list[Entry]:
+    return [Entry(e.log_id, e.log_date_tim, e.handle_code, e.handle_msg) for e in entries]
 
 
 def body_for(entries, admin: str) -> bytes:
-    es = [Entry(e.log_id, e.log_date_tim, e.handle_code, e.handle_msg) for e in entries]
+    es = _entries(entries)
     if admin == "xxl-job-2.2":
         return encode_jackson_line(es)[:-2]
     if admin == "xxl-job-head":         # HEAD CallbackRequest.java:9: {"callbackList": [CallbackData...]}
@@ -90,7 +136,8 @@ def send(cs: CallbackSet, target: str, *, token: str | None, header: str = TOKEN
          dry_run: bool = False, progress: Callable[[str], None] | None = None,
          hook: Callable[[str, str], None] | None = None, fail_at: str | None = None,
          admin: str = "orth") -> SendReport:
-    url = callback_url(target)
+    rpc = admin in RPC_ADMINS
+    url = rpc_url(target) if rpc else callback_url(target)
     rep = SendReport(target=url, dry_run=dry_run)
     with StepRunner(fail_at, hook) as run:
         for i, cf in enumerate(cs.files):
@@ -113,16 +160,21 @@ def send(cs: CallbackSet, target: str, *, token: str | None, header: str = TOKEN
                 rep.failed += 1
                 rep.lines.append(f"{name}: not sent, kept: {errors[0].code}: {errors[0].message}")
                 continue
-            body = body_for(entries, admin)
+            body = encode_request(_entries(entries), token=token, request_id=str(uuid.UUID(int=0)),
+                                  millis=int(time.time() * 1000)) if rpc else body_for(entries, admin)
             ids = ", ".join(f"{e.log_id}:{e.handle_code}" for e in entries[:8]) + (" ..." if len(entries) > 8 else "")
             if dry_run:
                 rep.sent += 1
-                rep.lines.append(f"{name}: would POST {len(entries)} callback(s) ({len(body)} bytes) to {url}: "
+                how = " (xxl-rpc AdminBiz.callback)" if rpc else ""
+                rep.lines.append(f"{name}: would POST {len(entries)} callback(s) ({len(body)} bytes) to {url}{how}: "
                                  f"log id:handleCode {ids}")
                 continue
             if progress is not None:
                 progress(f"send: {name}: {len(entries)} callback(s)")
-            ok, said = run(f"post:{name}", lambda body=body: post(url, body, token, header, timeout))
+            if rpc:
+                ok, said = run(f"post:{name}", lambda es=_entries(entries): post_rpc(url, es, token, timeout))
+            else:
+                ok, said = run(f"post:{name}", lambda body=body: post(url, body, token, header, timeout))
             if not ok:
                 rep.failed += 1
                 rep.lines.append(f"{name}: not accepted, kept: {said}")
