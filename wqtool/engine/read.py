@@ -158,8 +158,10 @@ def read(entries: Sequence[Log | Unresolved], opts: Options, *, want: Want = Wan
     for (r, _, _, watch), out in zip(pending, outs):
         if isinstance(out, BaseException):
             r.error = out
-        elif measure is not None:
+        elif measure is not None:      # its extra facts may hold the record statistics (Want.STATS)
             r.report, r.extra = watch.settle(out[0]), out[1]
+            r.stats = r.extra.pop("stats", None)
+            r.jobs = None if r.stats is None else r.stats.job_count()
         elif want is Want.STATS:
             r.report, r.stats, r.jobs = watch.settle(out[0]), out[1], out[2]
         else:
