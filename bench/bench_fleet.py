@@ -131,7 +131,8 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "fleet"))
     ap.add_argument("--reference", action="store_true")
     ap.add_argument("--sources", action="store_true", help="also time the workq data source on the first directory: "
-                    "count() of every record vs select(cmd).where(cmd = 'add').count() (pushed down)")
+                    "count() of every record vs select(cmd).where(cmd = 'add').count() (Spark filters: no pushdown on "
+                    "Spark 4.3.0, see wqtool.spark.datasources.pushdown_safe)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is reported")
     a = ap.parse_args()
     if a.repeat < 1:

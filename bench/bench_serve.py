@@ -23,6 +23,13 @@ first, in the same run, say how much of a result is the load generator and the m
 * ``floor``: the same do-nothing server as one asyncio process: what a single-threaded Python server doing no
   work reaches on this machine (``wqtool serve`` is one).
 
+The load generator is compiled Go (``bench/bench_serve_load.go``, built into bench/out/serve/ with the standard
+library only) when ``go`` is on PATH — one Python client process tops out near 28 k ops/s on an idle 2-core
+machine, below workq-server — else the Python one (``--client python`` forces it). Each server row also gives the
+server's CPU time per operation (user + system, from /proc/<pid>/stat over the phase, all its threads): on a
+shared machine the wall-clock ops/s follow the other load, the CPU per operation much less, so the ``cpu vs``
+column (workq-server's CPU µs/op over this server's) is printed next to the wall-clock ratio.
+
 Then ``seg-size-15``: 1,000 adds on one connection against a server started with ``-cmdlog-seg-size 15`` (one
 segment per record, as upstream's TestCmdLog/1K), seconds and ratio. workq-server needs ``-cmdlog-sync-int 0``
 with os/always (upstream quirk); the script passes it. The load average is printed before and after: on a
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -145,7 +153,7 @@ async def phase_alc(conns, seconds: float, base: int) -> list:
 
     async def loop(k: int, c: Conn):
         n = 0
-        q = b"bench-%d" % k
+        q = b"bench-%x-%d" % (base, k)      # its own queue (base differs between client processes)
         while time.monotonic() < stop:
             j = jid(base + k * 10_000_000 + n)
             n += 1
@@ -215,8 +223,49 @@ def _client(args) -> tuple[list, float]:
     return asyncio.run(_part(*args))
 
 
-def bench(addr, n: int, seconds: float, clients: int, phases=tuple(PHASES)) -> dict:
-    """Each phase driven by ``clients`` processes holding ``n`` connections between them, started together."""
+GO_CLIENT = os.path.join(OUT, "bench_serve_load")
+
+
+def build_go_client() -> str | None:
+    """The compiled load generator's path, built from bench/bench_serve_load.go when ``go`` is on PATH."""
+    if not shutil.which("go"):
+        return None
+    src = os.path.join(ROOT, "bench", "bench_serve_load.go")
+    os.makedirs(OUT, exist_ok=True)
+    if not os.path.exists(GO_CLIENT) or os.path.getmtime(GO_CLIENT) < os.path.getmtime(src):
+        env = dict(os.environ, GO111MODULE="off", GOFLAGS="", GOCACHE=os.environ.get("GOCACHE") or
+                   os.path.join(ROOT, "bench", "out", "gocache"))
+        r = subprocess.run(["go", "build", "-o", GO_CLIENT, src], env=env, capture_output=True, text=True)
+        if r.returncode:
+            print(f"(the Go load client did not build, the Python one is used: {r.stderr.strip()[:200]})")
+            return None
+    return GO_CLIENT
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads) so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _go_parts(go: str, addr, split, seconds: float, name: str, base: int, start_at: float) -> list:
+    procs = [subprocess.Popen([go, "-addr", f"{addr[0]}:{addr[1]}", "-conns", str(m), "-seconds", str(seconds),
+                               "-phase", name, "-base", str(base + k * 100_000_000), "-start-at", repr(start_at)],
+                              stdout=subprocess.PIPE, text=True) for k, m in enumerate(split) if m]
+    parts = []
+    for p in procs:
+        out, _ = p.communicate(timeout=seconds + 60)
+        if p.returncode:
+            raise SystemExit(f"the Go load client failed (exit {p.returncode})")
+        parts.append(json.loads(out))
+    return parts
+
+
+def bench(addr, n: int, seconds: float, clients: int, phases=tuple(PHASES), go: str | None = None,
+          pid: int | None = None) -> dict:
+    """Each phase driven by ``clients`` processes holding ``n`` connections between them, started together.
+    Per phase: (ops/s, p50 ms, p99 ms, ops, server CPU µs per op or None)."""
     import multiprocessing as mp
     out = {}
     split = [n // clients + (1 if k < n % clients else 0) for k in range(clients)]
@@ -224,11 +273,22 @@ def bench(addr, n: int, seconds: float, clients: int, phases=tuple(PHASES)) -> d
         for name in phases:
             base = PHASES[name][1] + int(time.time()) * 1000
             start_at = time.time() + 0.5
-            parts = pool.map(_client, [(addr, m, seconds, name, base + k * 100_000_000, start_at)
-                                       for k, m in enumerate(split) if m])
-            lat = [x for p in parts for x in p[0]]
-            dt = max(p[1] for p in parts)
-            out[name] = (len(lat) / dt, pct(lat, 0.50), pct(lat, 0.99), len(lat))
+            cpu0 = cpu_seconds(pid) if pid else None
+            if go:
+                parts = _go_parts(go, addr, split, seconds, name, base, start_at)
+                nops = sum(p["n"] for p in parts)
+                dt = max(p["dt"] for p in parts)
+                # the processes' percentiles, weighted by their ops (their connections are alike)
+                p50 = sum(p["p50_ns"] * p["n"] for p in parts) / max(1, nops) / 1e6
+                p99 = max(p["p99_ns"] for p in parts) / 1e6
+            else:
+                parts = pool.map(_client, [(addr, m, seconds, name, base + k * 100_000_000, start_at)
+                                           for k, m in enumerate(split) if m])
+                lat = [x for p in parts for x in p[0]]
+                dt = max(p[1] for p in parts)
+                nops, p50, p99 = len(lat), pct(lat, 0.50), pct(lat, 0.99)
+            cpu = (cpu_seconds(pid) - cpu0) * 1e6 / max(1, nops) if pid else None
+            out[name] = (nops / dt, p50, p99, nops, cpu)
     return out
 
 
@@ -272,7 +332,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--sync", default="interval,always")
     ap.add_argument("--no-seg15", action="store_true", help="skip the -cmdlog-seg-size 15 case")
+    ap.add_argument("--client", choices=("auto", "go", "python"), default="auto",
+                    help="load generator: the compiled Go one when go is on PATH (auto), or the Python one")
     a = ap.parse_args()
+    go = None if a.client == "python" else build_go_client()
+    if a.client == "go" and go is None:
+        raise SystemExit("--client go: go is not on PATH")
     a.clients = max(1, min(a.clients, a.connections))
     servers = (["workq-server"] if shutil.which("workq-server") else []) + ["wqtool"]
     try:
@@ -284,21 +349,23 @@ def main() -> None:
         loop = "asyncio"
     print(f"{a.connections} connections over {a.clients} client processes, {a.seconds:g} s per phase, load average "
           f"{os.getloadavg()[0]:.2f}; workq-server on PATH: {'yes' if len(servers) > 1 else 'no'}; wqtool's "
-          f"event loop: {loop}")
+          f"event loop: {loop}; load generator: {'Go' if go else 'Python'}")
     print(f"{'server':<13} {'sync':<9} {'phase':<19} {'ops/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ops':>8} "
-          f"{'vs workq-server':>16}")
+          f"{'vs workq-server':>16} {'cpu us/op':>10} {'cpu vs':>7} {'load':>6}")
     ref: dict = {}
 
-    def row(kind, sync, phase, ops, p50, p99, n):
+    def row(kind, sync, phase, ops, p50, p99, n, cpu=None):
         r = ref.get((sync, phase))
-        ratio = f"{ops / r:.2f}x" if r and kind != "workq-server" else ""
-        print(f"{kind:<13} {sync:<9} {phase:<19} {ops:>9.0f} {p50:>8.2f} {p99:>8.2f} {n:>8} {ratio:>16}",
-              flush=True)
+        ratio = f"{ops / r[0]:.2f}x" if r and kind != "workq-server" else ""
+        cpu_s = f"{cpu:.1f}" if cpu is not None else "-"
+        cratio = f"{r[1] / cpu:.2f}x" if r and r[1] and cpu and kind != "workq-server" else ""
+        print(f"{kind:<13} {sync:<9} {phase:<19} {ops:>9.0f} {p50:>8.2f} {p99:>8.2f} {n:>8} {ratio:>16} "
+              f"{cpu_s:>10} {cratio:>7} {os.getloadavg()[0]:>6.2f}", flush=True)
 
     for label, procs in (("client", a.clients), ("floor", 1)):
         p, addr = start("floor", "-", os.path.join(OUT, "floor"), procs=procs)
         try:
-            res = bench(addr, a.connections, a.seconds, a.clients, ("add-lease-complete",))
+            res = bench(addr, a.connections, a.seconds, a.clients, ("add-lease-complete",), go=go)
         finally:
             stop(p)
         for phase, v in res.items():
@@ -307,12 +374,12 @@ def main() -> None:
         for kind in servers:
             p, addr = start(kind, sync, os.path.join(OUT, f"{kind}-{sync}"))
             try:
-                res = bench(addr, a.connections, a.seconds, a.clients)
+                res = bench(addr, a.connections, a.seconds, a.clients, go=go, pid=p.pid)
             finally:
                 stop(p)
             for phase, v in res.items():
                 if kind == "workq-server":
-                    ref[(sync, phase)] = v[0]
+                    ref[(sync, phase)] = (v[0], v[4])
                 row(kind, sync, phase, *v)
     if not a.no_seg15:
         print(f"\n1,000 adds on one connection, -cmdlog-seg-size 15 (one segment per record), sync interval")
@@ -320,13 +387,16 @@ def main() -> None:
         for kind in servers:
             p, addr = start(kind, "interval", os.path.join(OUT, f"{kind}-seg15"), extra=("-cmdlog-seg-size", "15"))
             try:
+                cpu0 = cpu_seconds(p.pid)
                 dt = seg15(addr)
+                cpu = cpu_seconds(p.pid) - cpu0
             finally:
                 stop(p)
             if kind == "workq-server":
-                base = dt
-            print(f"{kind:<13} {dt:8.2f} s" + (f"   {dt / base:.2f}x workq-server" if base and kind != "workq-server"
-                                                else ""), flush=True)
+                base = (dt, cpu)
+            print(f"{kind:<13} {dt:8.2f} s  cpu {cpu:6.2f} s" +
+                  (f"   {dt / base[0]:.2f}x workq-server (cpu {cpu / max(base[1], 1e-9):.2f}x)"
+                   if base and kind != "workq-server" else "") + f"  load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 

@@ -15,6 +15,7 @@ from wqtool.engine.workq.startup import replay_directory
 from wqtool.formats._common import GO_ZERO_TIME, GoTime, encode_uvarint
 from wqtool.formats.workq import CmdType
 from wqtool.server.workq import wire
+from wqtool.engine.workq.jobtable import K_STATE
 from wqtool.server.workq.queue import COMPLETED, FAILED, LEASED, NEW, PENDING, Job, LiveQueue, Waiter
 
 T0 = 1_795_302_891_000_000_000          # 2026-11-21T23:14:51Z
@@ -192,13 +193,33 @@ def test_run_waits_for_the_ttr_of_a_leased_job_then_times_out():
     assert log == [CmdType.START_ATTEMPT, CmdType.EXPIRE]
 
 
-def test_restore_keeps_the_logged_ttl():
+def test_restore_gives_upstream_timers():
+    """A restart at R: an add-job's TTL starts again in full (workq 0.2.0 replay.go:77-88 -> controller.go:163),
+    a scheduled job keeps time + TTL (controller.go:491, 659), a leased job gets a fresh TTR (controller.go:637);
+    an add-job past its logged expiry is reported to the cleaner (``outliving``) until it is gone."""
     from wqtool.engine.workq.replay import ReplayState
     q = LiveQueue()
     q.add(Job(jid(7), b"q", 1000, 5000, 0, 0, 0, b"x", None, T0), T0)
-    snap = q.snapshot(T0 + 4000 * MS)
+    q.add(Job(jid(8), b"s", 1000, 5000, 0, 0, 0, b"y", T0 + 1000 * MS, T0), T0)
+    q.add(Job(jid(9), b"l", 3000, 60000, 0, 0, 0, b"z", None, T0), T0)
+    assert q.lease([b"l"], 0, T0, waiter([]))
+    restart = T0 + 4000 * MS
+    snap = q.snapshot(restart)
     q2 = LiveQueue()
-    q2.restore(ReplayState(snap.as_of_ns, snap.jobs), {jid(7): b"x"}, T0 + 4000 * MS)
+    q2.restore(ReplayState(snap.as_of_ns, snap.jobs), {jid(7): b"x", jid(8): b"y", jid(9): b"z"}, restart)
+    assert q2.outliving(restart) is None
     q2.advance(T0 + 5000 * MS)
-    assert not q2.jobs                               # created + TTL, not restart + TTL
+    assert jid(7) in q2.jobs                          # restart + TTL, not created + TTL (upstream)
+    assert q2.outliving(T0 + 5000 * MS) == T0 + 5000 * MS    # its add record must survive a cleaning
+    assert jid(9) in q2.jobs and q2.row(q2.jobs[jid(9)])[K_STATE] == LEASED
+    q2.advance(T0 + 6000 * MS)
+    assert jid(8) not in q2.jobs                      # scheduled: time + TTL, as logged
+    assert q2.row(q2.jobs[jid(9)])[K_STATE] == LEASED     # TTR 3 s from the restart, not from the lease
+    q2.advance(restart + 3000 * MS)
+    assert q2.row(q2.jobs[jid(9)])[K_STATE] == PENDING
+    q2.advance(restart + 5000 * MS - 1)
+    assert jid(7) in q2.jobs
+    q2.advance(restart + 5000 * MS)
+    assert jid(7) not in q2.jobs
+    assert q2.outliving(restart + 5000 * MS) is None  # gone: nothing holds the cleaner back
     assert NEW == 0 and COMPLETED == 1

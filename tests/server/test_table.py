@@ -479,3 +479,67 @@ def test_cleaning_under_traffic_completes_or_skips_and_never_mismatches(inproc, 
     c.close()
     s.stop()
     assert cli("verify", d).code == 0
+
+
+@pytest.mark.parametrize("sync", ["interval", "os"])
+def test_rolled_segments_are_fsynced_at_the_interval_tick(inproc, tmp_path, sync):
+    """One-record segments (-cmdlog-seg-size 15): under ``interval`` the segments left by roll-overs (and the
+    directory) wait for the next interval tick and are fsynced then, in one batch, by the roll-over thread (not a
+    thread wake-up and two fsyncs per roll-over); under ``os`` the thread starts at once; a stop fsyncs what
+    waits before the locks are released."""
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=15, sync=sync, sync_int_ms=3_600_000)
+    c = s.client()
+    for n in range(5):
+        c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
+    waiting = s.call(lambda: len(s.srv._roll_q) + (s.srv._roll_busy and 1))
+    if sync == "interval":
+        assert waiting == 9                     # segment 1's directory entry, then 4 x (old segment, directory)
+        s.call(s.srv._interval_sync)
+    deadline = time.monotonic() + 10
+    while s.call(lambda: s.srv._roll_busy or bool(s.srv._roll_q)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert s.call(lambda: (s.srv._roll_busy, s.srv._roll_q)) == (False, [])
+    for n in range(5, 8):
+        c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
+    c.close()
+    s.stop()
+    assert s.srv._roll_q == [] and not s.srv._roll_busy
+    assert sorted(n for n in os.listdir(d) if n.endswith(".log")) == ["%09d.log" % i for i in range(1, 9)]
+
+
+def test_cleaning_keeps_the_add_of_a_restored_job_that_outlives_its_logged_expiry(inproc, tmp_path, monkeypatch):
+    """A restart gives an add-job a fresh TTL (upstream: int/cmdlog/replay.go:77-88, int/job/controller.go:163), so
+    the server holds it past created + TTL; a cleaning cycle then must not drop its add record (the replay at the
+    cycle's instant says it expired, and the record holds the job's body): the cycle is skipped with the reason
+    until the job is gone, and the job's body is still served."""
+    d = str(tmp_path / "log")
+    a = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=0)
+    c = a.client()
+    c.add(jid(0xd300), b"cs", 60_000, 60_000, b"restored")            # TTL 60 s, in segment 1
+    for n in range(6):
+        c.add(jid(0xd400 + n), b"keep", 60_000, 3_600_000, body(n))   # later segments; segment 1 is not active
+    c.close()
+    a.stop()
+    # the restart 30 s later: the job's logged expiry is ~30 s after it, its fresh one 60 s (margins: a loaded
+    # machine may take seconds between these steps)
+    monkeypatch.setenv("WQTOOL_SERVE_TIME", str((time.time_ns() + 30 * 10**9) / 1e9))
+    s = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=3_600_000)
+    real = s.srv.clock
+
+    def tick_ahead():
+        s.srv.clock = lambda: real() + 40 * 10**9                     # past the logged expiry, before the fresh
+        try:
+            s.srv._clean_tick()
+        finally:
+            s.srv.clock = real
+    s.call(tick_ahead)
+    deadline = time.monotonic() + 20
+    while s.call(lambda: s.srv.metrics["cleans"] + s.srv.metrics["clean_errors"] + s.srv.metrics["clean_skips"]) == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert s.call(lambda: (s.srv.metrics["clean_skips"], s.srv.metrics["clean_errors"], s.srv.metrics["cleans"])) \
+        == (1, 0, 0)
+    c = s.client()
+    assert c.lease([b"cs"], 0)[3] == b"restored"
+    c.close()

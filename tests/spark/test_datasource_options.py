@@ -238,3 +238,59 @@ def test_kestrel_glob_paths(spark):
     df = _kestrel(spark, [dirs, files], payload="hex")
     assert df.rdd.getNumPartitions() == 5
     assert _records(df) == _kdump("--payload", "hex", *hits)
+
+
+# ---------------------------------------------------------------- as_of on the records source (issue 24 item 5)
+def test_as_of_on_workq_records_is_refused_not_ignored(spark, corpus):
+    """A workq record's row is the same at every clock: as_of there is an error naming the option, never a
+    silently ignored option (issue 24 item 5)."""
+    for value in (AS_OF, "last"):
+        with pytest.raises(Exception, match="workq: option as_of: the records of .* are the same at every clock"):
+            _workq(spark, [corpus["sample-clean"]], as_of=value).count()
+    assert _workq(spark, [corpus["sample-clean"]]).count() == len(_dump(corpus["sample-clean"]))
+
+
+@pytest.mark.parametrize("fmt", ["kestrel", "orth-callbacks", "fastjournal"])
+def test_as_of_on_a_clockless_format_is_refused(spark, fmt):
+    path = {"kestrel": "fixtures/kestrel/clean-journal/queue", "orth-callbacks": "fixtures/orth/clean-retry-files/logpath",
+            "fastjournal": "fixtures/fastjournal/history/journal"}[fmt]
+    with pytest.raises(Exception, match=f"{fmt}: option as_of: the records of .* same at every clock"):
+        spark.read.format(fmt).option("as_of", AS_OF).load(path).count()
+
+
+def test_as_of_on_snaplist_records_is_dump_at_that_clock(spark):
+    """A Snap! list journal's reading order starts after the current hour of the clock (02:30: hour 3's file
+    first, 03:30: hour 2's): the records source honours as_of as `dump --as-of` does (the rows, in order, equal
+    the local dump's at that clock)."""
+    path = os.path.join("fixtures", "snaplist", "current-hour", "journal")
+    orders = []
+    for as_of in ("2026-01-30T02:30:00Z", "2026-01-30T03:30:00Z"):
+        rows = [r.asDict(recursive=True) for r in spark.read.format("snaplist").option("as_of", as_of).load(path)
+                .collect()]
+        got = [(r["file"], r["offset"]) for r in rows if r["_corrupt"] is None]
+        want = [(d["file"], d["offset"]) for d in (json.loads(x) for x in cli("dump", "-o", "jsonl", "--as-of",
+                                                                               as_of, path).out.splitlines())]
+        assert got == want and want
+        orders.append(got)
+    assert orders[0] != orders[1]       # the clock changed the order: honoured, not ignored
+
+
+def test_as_of_last_on_snaplist_records_is_the_logs_own_time(spark):
+    """as_of=last (as --as-of last): each log at its newest record's time, whenever it is read."""
+    from wqtool.engine.format import Options as EngineOptions, get
+    path = os.path.join("fixtures", "snaplist", "current-hour", "journal")
+    fmt = get("snaplist")
+    [log] = fmt.discover([path], EngineOptions(0))
+    last = fmt.time_span(log)[1]
+    at = lambda v: [(r["file"], r["offset"]) for r in spark.read.format("snaplist").option("as_of", v)  # noqa: E731
+                    .load(path).collect() if r["_corrupt"] is None]
+    assert at("last") == at(f"@{last}ns")
+
+
+def test_findings_as_of_last_is_verify_as_of_last(spark, corpus):
+    """Issue 20 item 8: the data sources take as_of=last as the CLI's --as-of last (each log's newest record)."""
+    path = corpus["double-lease-and-result"]
+    got = sorted((r["code"], r["offset"]) for r in spark.read.format("workq-findings").option("as_of", "last")
+                 .load(path).collect())
+    v = json.loads(cli("verify", "-o", "json", "--as-of", "last", path).out)
+    assert got == sorted((f["code"], f["offset"]) for f in v["logs"][0]["findings"]) and got

@@ -54,3 +54,40 @@ def test_register_passes_when_the_workers_have_wqtool(spark):
     check_workers(spark)          # no error: the session's workers run this Python
     register(spark)
     assert spark.read.format("workq").load(os.path.join(ROOT, "fixtures/workq/upstream-a-run1/log")).count() == 28
+
+
+def test_workers_without_pyarrow_are_told_the_real_cause(tmp_path):
+    """Issue 20 item 8: a worker Python without pyarrow (an unactivated venv, a cluster's system Python) fails
+    before the probe runs; the error names the cause (No module named 'pyarrow'), not only PYSPARK_PYTHON."""
+    block = tmp_path / "block"
+    block.mkdir()
+    (block / "sitecustomize.py").write_text(BLOCKER.replace('name == "wqtool" or name.startswith("wqtool.")',
+                                                            'name == "pyarrow" or name.startswith("pyarrow.")'))
+    worker = tmp_path / "worker-python"
+    worker.write_text(f"#!/bin/sh\nPYTHONPATH={block}${{PYTHONPATH:+:$PYTHONPATH}} exec {sys.executable} \"$@\"\n")
+    worker.chmod(0o755)
+    env = {**os.environ, "PYSPARK_PYTHON": str(worker), "SPARK_LOCAL_IP": "127.0.0.1"}
+    r = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=240)
+    assert r.returncode == 3, (r.stdout, r.stderr[-2000:])
+    line = r.stdout.strip().splitlines()[-1]
+    assert line.startswith("WorkersCannotImportWqtool: Spark's Python workers could not run wqtool's check ")
+    assert "ModuleNotFoundError: No module named 'pyarrow'" in line
+    assert f"PYSPARK_PYTHON={sys.executable}" in line and len(line) < 1200
+
+
+def test_no_pyspark_is_exit_5_as_the_exit_table_says(tmp_path):
+    """Issue 20 item 8: without the [spark] extra, --engine spark is "no session" (exit 5 in the exit table),
+    not a usage error (it was exit 2), with the way out on one line."""
+    block = tmp_path / "block"
+    block.mkdir()
+    (block / "sitecustomize.py").write_text(BLOCKER.replace('name == "wqtool" or name.startswith("wqtool.")',
+                                                            'name == "pyspark" or name.startswith("pyspark.")'))
+    env = {**os.environ, "PYTHONPATH": str(block)}
+    log = os.path.join("fixtures", "workq", "upstream-a-run1", "log")
+    for argv in (["verify", log], ["replay", "--summary", log], ["stats", log],
+                 ["dump", "-o", "parquet", "--out", str(tmp_path / "out"), log]):
+        r = subprocess.run([sys.executable, "-m", "wqtool", argv[0], "--engine", "spark", *argv[1:]], cwd=ROOT,
+                           env=env, capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stdout, r.stderr) == (5, "", "wqtool: --engine spark: no session: pyspark is not "
+                                                      "installed here (pip install 'wqtool[spark]', and Java 17)\n")

@@ -21,7 +21,10 @@ def test_rows_equal_dump_jsonl(spark, fmt, name, partitions, monkeypatch):
     from wqtool.spark import register
     register(spark)
     path = os.path.join("fixtures", fmt, name, "journal")
-    df = spark.read.format(fmt).option("as_of", AS_OF).load(path)
+    reader = spark.read.format(fmt)
+    if fmt != "fastjournal":    # discovery at a clock (the current hour / events file); fastjournal's refuses as_of
+        reader = reader.option("as_of", AS_OF)
+    df = reader.load(path)
     assert df.rdd.getNumPartitions() == partitions
     byte_cols = {k for k, t in registry.get(fmt).record_view.types.items() if t == "bytes"}
     rows, bad = [], []

@@ -19,22 +19,37 @@ always (a usage error then exits and closes the early socket, so early clients s
 of a start: measured, the CLI's imports were 0.3-1 s of the 0.7-1.3 s to a first reply at load average 5-6); anything
 else goes to the CLI, which also reports every failure before the server listens, exactly as always.
 
-Imports: os and ``_socket`` only (this runs before anything else is imported; ``socket`` would add enum).
+``early`` also notes when the process started (``started_ns``): the server's restart instant (``since_start``).
+
+Imports: os, time and ``_socket`` only (this runs before anything else is imported; ``socket`` would add enum).
 """
 from __future__ import annotations
 
 import os
+import time
 
 import _socket
 
 _LOCKS = ("append.lock", "read.lock")
 _held: tuple[str, int, int, int] | None = None       # (host, port, family, file descriptor)
+started_ns: int | None = None                       # time.time_ns() when ``early`` ran (the process's start)
+
+
+def since_start() -> int:
+    """Nanoseconds since the process started (``early`` ran), 0 when it did not run (``wqtool serve`` through
+    the CLI module, tests). The server replays its log as of its start, not of the end of its imports: upstream
+    replays a few milliseconds after it starts, and a restart's fresh TTLs and TTRs count from then (a restarted
+    server that took 1-2 s to import on a loaded machine otherwise holds a re-leased job's TTR that much longer
+    than upstream — upstream's TestCmdLog waits 2 s for its 1 s TTRs to end)."""
+    return 0 if started_ns is None else max(0, time.time_ns() - started_ns)
 
 
 def early(argv: list[str]) -> bool:
     """Bind and listen on ``serve``'s ``-listen`` address now when its log has nothing to replay (see the module
     docstring); ``argv``: the arguments after ``serve``. True when a socket was bound."""
-    global _held
+    global _held, started_ns
+    if started_ns is None:
+        started_ns = time.time_ns()
     listen, path = "127.0.0.1:9922", ""
     i = 0
     while i < len(argv):

@@ -22,7 +22,11 @@ typed.
   index     log (default): ``index`` is the record's index in its log, as dump prints it; planning reads the
             framing of every file but the last of each log once to number them. file (or segment): per file,
             no planning pass.
-  paths     a JSON list of paths, for several at once (``load()`` takes one).
+  paths     a JSON list of paths, for several at once (``load()`` takes one). A path is a local path, a glob
+            or a URI: ``file:``, and any fsspec filesystem (``s3://``, ``s3a://`` with s3fs), whose files are
+            staged locally (``_paths.resolve``) and named by the URI in rows; ``fs.*`` options are that
+            filesystem's (``fs.endpoint_url``, ``fs.key``, ...). A partitioned folder (``host=a/...``) adds its
+            partition columns (strings, last) to the records and ``-findings`` rows.
   and the format's own (``Format.source_options``): Kestrel ``queue`` (one queue of each directory),
   ``kestrel_version``, ``keep_open``.
 
@@ -36,16 +40,20 @@ time), ``index``, ``paths`` and the format's own.
 
 ``format(name + "-state")`` (formats with ``Format.state_types``): the replayed state, one row per job / item with
 the fields of ``replay -o jsonl``'s rows and ``log``; one partition per log (``StateSource``). Options: ``as_of``,
-``paths`` and the format's own. On the records source ``as_of`` reaches the format's discovery (``discover``'s
-Options), where a format may use it; a workq record's row does not depend on it.
+``paths`` and the format's own. On the records source ``as_of`` is honoured where discovery takes the clock
+(the logs it gives carry ``as_of_ns``: Snap! list journals, EVTJ) and refused elsewhere (``_as_of``).
 
-Filter pushdown: ``PushdownRecordSourceReader`` takes ``=``, ``IN`` and null tests on plain columns, but
-``register`` does not offer it (``PUSHDOWN_SAFE``): on PySpark 4.3 a DataFrame queried again after a filtered
-query kept the pushed filter (a wrong count). Spark 4.3's Python Data Source API offers no column pruning.
+Filter pushdown: ``PushdownRecordSourceReader`` takes ``=``, ``IN`` and null tests on plain columns; ``register``
+offers it only where the session sets ``spark.sql.python.filterPushdown.enabled`` and its Spark plans a pushed
+read per scan (``pushdown_safe``): Spark 4.1 to 4.3.0 share it between the scans of one DataFrame (a DataFrame queried
+again after a filtered query kept the pushed filter: a wrong count), so on PySpark 4.3 it is off. Column
+pruning: Spark 4.3's Python Data Source API has none (``reader(schema)`` is given the full schema, its
+``PythonScanBuilder`` has no ``SupportsPushDownRequiredColumns``), so every column is produced.
 """
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -67,8 +75,8 @@ PAYLOAD_OPTIONS = ("false", "true", "base64", "hex", "text", "binary")
 INDEX_OPTIONS = ("log", "file", "segment")
 BATCH_ROWS = 4096
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-#: whether register() may offer PushdownRecordSourceReader (see register: PySpark 4.3 reuses a pushed filter)
-PUSHDOWN_SAFE = False
+#: The JVM class whose ``setReadInfo`` is Spark's pushdown bug (``pushdown_safe``).
+_PY_DSV2 = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,8 @@ class Options:
     as_of_ns: int = 0          # the replay's clock ("now" is read once, when the options are parsed)
     extra: dict = field(default_factory=dict)   # the format's own options (Options.extra of the engine)
     as_of_word: str | None = None   # "last" / "first": each log's own newest / first record time (as the CLI)
+    as_of_given: bool = False       # the caller set as_of (the records source honours it or refuses it)
+    storage: tuple = ()             # fsspec options of remote URIs (the fs.* options, prefix dropped)
 
     @classmethod
     def parse(cls, fmt, options, cwd: str | None = None, *, findings: bool = False,
@@ -119,7 +129,8 @@ class Options:
             raise ValueError(f"{name}: option as_of: {exc} (or last / first: each log's newest / first record "
                              f"time)") from None
         return cls(fmt.name, payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns,
-                   fmt.source_options(o), word)
+                   fmt.source_options(o), word, "as_of" in o,
+                   tuple(sorted((k[3:], v) for k, v in o.items() if k.startswith("fs."))))
 
     def engine_options(self, log=None):
         """The engine's Options; with ``log``, ``as_of`` last / first settled to that log's own time."""
@@ -153,6 +164,39 @@ def _bool(o: dict, name: str, key: str, default: bool) -> bool:
 
 def _struct(cols) -> StructType:
     return StructType([StructField(n, _SPARK[t], True) for n, t in cols])
+
+
+def _discover_leaf(fmt, path: str, eo) -> list:
+    """The logs of one partition folder: the folder itself when it is a log (``host=a`` holding segments), else
+    the entries in it (``host=a/cmdlog``: Spark's layout keeps the data below the last key=value folder)."""
+    from ..errors import WqError
+    try:
+        return fmt.discover([path], eo)
+    except WqError:
+        kids = sorted(os.path.join(path, n) for n in os.listdir(path) if not n.startswith((".", "_")))
+        if not kids:
+            raise
+        return fmt.discover(kids, eo)
+
+
+def _with_keys(st: StructType, opts: "Options") -> StructType:
+    """``st`` and the partition columns of the paths (``host=a/...`` folders), strings, last, as Spark's file
+    sources add them (with partitionColumnTypeInference off: the folder's text)."""
+    from ._paths import partition_keys, working_dir
+    with working_dir(opts.cwd):
+        keys = partition_keys(opts.paths, dict(opts.storage))
+    for k in keys:
+        if k in st.fieldNames():
+            raise ValueError(f"{opts.fmt_name}: the partition folder key {k!r} is also a column of the rows")
+        st = st.add(StructField(k, StringType(), True))
+    return st
+
+
+def _add_keys(schema, keys):
+    import pyarrow as pa
+    for k in keys:
+        schema = schema.append(pa.field(k, pa.string()))
+    return schema
 
 
 def finding_struct() -> StructType:
@@ -209,6 +253,24 @@ class FilePartition(InputPartition):
     start_index: int
     log_findings: list = field(default_factory=list)
     replay: bool = False
+    values: tuple = ()                  # the log's partition values ((key, value), ...): host=a/... folders
+    display: tuple = ((), ())           # ((local prefix, URI), ...), fs options: a staged remote log
+
+    def named(self, path):
+        """A local path as the caller named it (a staged file: its URI)."""
+        if path:
+            for local, uri in self.display[0]:
+                if path == local or path.startswith(local + "/"):
+                    return uri + path[len(local):]
+        return path
+
+    def localize(self) -> None:
+        """On an executor that lacks the staged copy of a remote log (a cluster): stage it here."""
+        if self.file is not None and self.display[0] and not os.path.exists(self.path):
+            from ._paths import stage
+            for local, uri in self.display[0]:
+                if self.path.startswith(local + "/") or self.path == local:
+                    stage(uri, dict(self.display[1]))
 
     def __post_init__(self):
         super().__init__(self.path)
@@ -231,7 +293,8 @@ class RecordSource(DataSource):
 
     def schema(self) -> StructType:
         fmt = self._fmt()
-        return record_schema(Options.parse(fmt, self.options, self.cwd), fmt.record_view)
+        opts = Options.parse(fmt, self.options, self.cwd)
+        return _with_keys(record_schema(opts, fmt.record_view), opts)
 
     pushdown: ClassVar[bool] = False    # register(): the session allows pushFilters
 
@@ -248,8 +311,8 @@ class FindingSource(RecordSource):
         return cls.fmt_name + "-findings"
 
     def schema(self) -> StructType:
-        Options.parse(self._fmt(), self.options, self.cwd, findings=True)
-        return findings_schema()
+        opts = Options.parse(self._fmt(), self.options, self.cwd, findings=True)
+        return _with_keys(findings_schema(), opts)
 
     def reader(self, schema: StructType) -> "FindingSourceReader":
         return FindingSourceReader(Options.parse(self._fmt(), self.options, self.cwd, findings=True))
@@ -266,25 +329,63 @@ class RecordSourceReader(DataSourceReader):
         return get(self.opts.fmt_name)
 
     def partitions(self) -> list[FilePartition]:
-        from ._paths import expand_paths, working_dir
+        from ._paths import working_dir
         opts, fmt = self.opts, self._fmt()
         parts: list[FilePartition] = []
         history = opts.history and self.findings
         with working_dir(opts.cwd):
-            for log in fmt.discover(expand_paths(opts.paths), opts.engine_options()):
+            for log, values, display in self._logs():
                 findings = list(log.findings)
-                name = fmt.log_name(log)
+                name = FilePartition(log, "", None, "", 0, display=display).named(fmt.log_name(log))
                 files = fmt.files(log)
                 if not files:
-                    parts.append(FilePartition(log, name, None, name, 0, findings, history))
+                    parts.append(FilePartition(log, name, None, name, 0, findings, history, values, display))
                     continue
                 index, last = 0, len(files) - 1
                 for i, path in enumerate(files):
                     parts.append(FilePartition(log, name, i, path, index if opts.log_index else 0,
-                                               findings if i == 0 else [], history and i == last))
+                                               findings if i == 0 else [], history and i == last, values,
+                                               display))
                     if opts.log_index and i < last:
                         index += fmt.file_records(log, i)
         return parts
+
+    def _logs(self) -> list:
+        """(log, partition values, display) for every log behind the paths (``_paths.resolve``: URIs staged,
+        partitioned folders split); one discovery over all paths, or one per partition folder."""
+        from ._paths import resolve
+        opts, fmt = self.opts, self._fmt()
+        res = resolve(opts.paths, dict(opts.storage))
+        eo = opts.engine_options()
+        if not res.keys:
+            groups = [((), fmt.discover([p for p, _ in res.leaves], eo))]
+        else:
+            groups = [(values, _discover_leaf(fmt, p, eo)) for p, values in res.leaves]
+        out = []
+        for values, logs in groups:
+            if not self.findings:
+                logs = self._as_of(logs)
+            out += [(lg, values, (res.display, opts.storage)) for lg in logs]
+        return out
+
+    def _as_of(self, logs: list) -> list:
+        """The records source and ``as_of``: honoured where discovery takes the clock (a log it discovered
+        records it as ``as_of_ns``: Snap! list journals, EVTJ — which files are current, the reading order), as
+        ``dump --as-of`` does, ``last`` / ``first`` each log rediscovered at its own time; refused elsewhere (a
+        workq, Kestrel, Orth record's row is the same at every clock: an option that changes nothing is an
+        error, never silently ignored)."""
+        opts, fmt = self.opts, self._fmt()
+        if not opts.as_of_given:
+            return logs
+        blind = [fmt.log_name(lg) for lg in logs if not hasattr(lg, "as_of_ns")]
+        if blind:
+            raise ValueError(f"{fmt.name}: option as_of: the records of {blind[0]} are the same at every clock "
+                             f"({fmt.name}'s discovery takes none), so as_of would change nothing here; it sets "
+                             f"the clock of spark.read.format('{fmt.name}-findings') (expiries) and the -state "
+                             f"source; for records by time, filter on their time column")
+        if opts.as_of_word is None:
+            return logs
+        return [lg2 for lg in logs for lg2 in fmt.discover([lg.root], opts.engine_options(lg))]
 
     def read(self, partition: FilePartition):
         """The records of one file; permissive: a row per unreadable byte range (an error finding of the
@@ -305,8 +406,21 @@ class RecordSourceReader(DataSourceReader):
         unreadable = (Verdict.TORN_TAIL, Verdict.CORRUPT)
         rows: list[dict] = []
         keep = self.keep if getattr(self, "pushed", None) else None
+        values = dict(partition.values)
+        if values:
+            schema = _add_keys(schema, values)
+            names = schema.names
+        named = partition.named if partition.display[0] else None
+        partition.localize()
 
         def flush():
+            if named or values:
+                for r in rows:
+                    if named:
+                        r["file"] = named(r.get("file"))
+                        if r.get("_corrupt"):
+                            r["_corrupt"]["file"] = named(r["_corrupt"].get("file"))
+                    r.update(values)
             batch = pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names}, schema=schema)
             rows.clear()
             return batch
@@ -410,10 +524,12 @@ class FindingSourceReader(RecordSourceReader):
         from ._paths import working_dir
 
         opts, fmt = self.opts, self._fmt()
-        schema = _arrow_findings_schema()
+        schema = _add_keys(_arrow_findings_schema(), dict(partition.values))
         names = schema.names
         rec_cls = fmt.record_cls
         rows: list[dict] = []
+        values = dict(partition.values)
+        partition.localize()
 
         def flush():
             batch = pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names}, schema=schema)
@@ -421,7 +537,9 @@ class FindingSourceReader(RecordSourceReader):
             return batch
 
         def add(f):
-            rows.append({"log": partition.name, **finding_to_jsonable(f)})
+            row = {"log": partition.name, **finding_to_jsonable(f), **values}
+            row["file"] = partition.named(row.get("file"))
+            rows.append(row)
 
         for f in partition.log_findings:
             add(f)
@@ -473,11 +591,18 @@ class StateSource(RecordSource):
 
 class StateSourceReader(RecordSourceReader):
     def partitions(self) -> list[FilePartition]:
-        from ._paths import expand_paths, working_dir
+        from ._paths import resolve, working_dir
         opts, fmt = self.opts, self._fmt()
         with working_dir(opts.cwd):
-            return [FilePartition(log, fmt.log_name(log), None, fmt.log_name(log), 0)
-                    for log in fmt.discover(expand_paths(opts.paths), opts.engine_options())]
+            res = resolve(opts.paths, dict(opts.storage))
+            if res.keys:
+                raise ValueError(f"{fmt.name}-state: partitioned folders (key=value) are read by the records and "
+                                 f"-findings sources; name the log folders here")
+            parts = []
+            for log in fmt.discover([p for p, _ in res.leaves], opts.engine_options()):
+                name = FilePartition(log, "", None, "", 0, display=(res.display, ())).named(fmt.log_name(log))
+                parts.append(FilePartition(log, name, None, name, 0))
+            return parts
 
     def read(self, partition: FilePartition):
         """The log replayed by the engine (``run_log``: workq's hot kernel), its rows as ``replay -o jsonl``
@@ -536,11 +661,11 @@ def register(spark, *, check: bool = True) -> None:
     from ..engine.format import formats, load_object
     if check:
         check_workers(spark)
-    # Filter pushdown is NOT offered (PUSHDOWN_SAFE): measured on PySpark 4.3 here, a DataFrame read again after a
-    # filtered query on it kept the pushed filter (count() of 300,000 records gave 97,548 after a where(cmd =
-    # 'add')): a wrong answer. A reader with pushFilters would also fail every read of a session without
-    # spark.sql.python.filterPushdown.enabled.
-    pushdown = PUSHDOWN_SAFE and str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true"
+    # Filter pushdown only where the session enables it (a reader with pushFilters fails every read of a session
+    # without spark.sql.python.filterPushdown.enabled) and the JVM has not Spark's read-info leak (pushdown_safe):
+    # on Spark 4.3.0 a DataFrame read again after a filtered query on it kept the pushed filter (count() of
+    # 300,000 records gave 97,548 after a where(cmd = 'add')): a wrong answer.
+    pushdown = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true" and pushdown_safe(spark)[0]
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
@@ -549,6 +674,29 @@ def register(spark, *, check: bool = True) -> None:
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
         if fmt.state_types:
             spark.dataSource.register(type(f"{type(fmt).__name__}StateSource", (StateSource,), attrs))
+
+
+def pushdown_safe(spark) -> tuple[bool, str]:
+    """Whether this session's Spark plans a pushed-down Python data source read per scan, and why not.
+
+    Spark's ``PythonScanBuilder.pushFilters`` (4.1 on, SPARK-51575; still so in 4.3.0) stores the read it planned with the pushed filters (the
+    partitions and the pickled ``read``) on the provider-scoped ``PythonDataSourceV2`` (``setReadInfo``), and
+    ``PythonScan`` takes it from there (``getOrCreateReadInfo``); every scan of the same relation shares that
+    object, and a scan with no filter to push never replans, so ``df.count()`` after ``df.where(...).count()``
+    reads with the earlier scan's filters (a wrong count, exit 0). Found in the spark-sql 4.3.0 jar PySpark ships
+    (``javap``: ``PythonScanBuilder.pushFilters`` calls ``PythonDataSourceV2.setReadInfo``); upstream moved the
+    read info into the scan builder (apache/spark PythonScanBuilder.scala: "It must NOT be stored on the
+    provider-scoped PythonDataSourceV2", with SPARK-58551's limit pushdown). Detected here by that method: a JVM
+    whose ``PythonDataSourceV2`` has ``setReadInfo`` is unsafe; Spark Connect (no JVM to ask) is taken as unsafe."""
+    try:
+        jvm = spark._jvm
+        methods = {m.getName() for m in jvm.java.lang.Class.forName(_PY_DSV2).getMethods()}
+    except Exception as exc:  # noqa: BLE001 — Spark Connect, another layout: not offered
+        return False, f"cannot inspect the session's JVM ({type(exc).__name__}): pushdown not offered"
+    if "setReadInfo" in methods:
+        return False, (f"Spark {spark.version}: PythonDataSourceV2.setReadInfo shares a pushed-down read between "
+                       "scans of one DataFrame (a later unfiltered count keeps the filter)")
+    return True, ""
 
 
 #: Run on a Spark Python worker: can it import wqtool, and which one? Compiled into a module that does not exist
@@ -567,6 +715,19 @@ def probe(batches):
             row = ("missing", "", sys.executable, f"{type(exc).__name__}: {exc}")
         yield pa.RecordBatch.from_pydict({k: [v] for k, v in zip(("status", "version", "python", "error"), row)})
 """
+
+
+def worker_cause(text: str) -> str:
+    """The exception a Python worker raised, from the text Spark relays (its first line is only "An exception
+    was thrown from the Python worker"): the line that ends the last Python traceback
+    (``ModuleNotFoundError: No module named 'pyarrow'``), else the first line; at most 300 characters."""
+    lines = text.strip().splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == "Traceback (most recent call last):"]
+    if starts:
+        for ln in lines[starts[-1] + 1:]:
+            if ln and not ln[0].isspace():
+                return ln.strip()[:300]
+    return lines[0].strip()[:300] if lines else ""
 
 
 class WorkersCannotImportWqtool(SparkError):
@@ -600,9 +761,8 @@ def check_workers(spark) -> None:
         text = str(exc)
         if "Traceback" not in text and ("spark.driver.maxResultSize" in text or "OutOfMemoryError" in text):
             raise SparkError(f"--engine spark: a Spark job failed: {spark_message(exc)}") from None  # the driver's
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        raise WorkersCannotImportWqtool(f"Spark's Python workers could not run wqtool's check ({first[:300]}); "
-                                        f"{fix}") from None
+        raise WorkersCannotImportWqtool(f"Spark's Python workers could not run wqtool's check "
+                                        f"({worker_cause(text) or type(exc).__name__}); {fix}") from None
     r = rows[0]
     if r["status"] != "ok":
         raise WorkersCannotImportWqtool(f"Spark's Python workers cannot import wqtool (worker Python "

@@ -218,7 +218,7 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
         writer.parquet(where) if fmt == "parquet" else writer.option("ignoreNullFields", "false").json(where)
 
     as_of = {} if opts is None else {"as_of": f"@{opts.as_of_ns}ns"}
-    records = reader(source, payload=payload, mode="permissive")
+    records = reader(source, payload=payload, mode="permissive", **(as_of if _clocked(source, paths, opts) else {}))
     findings = reader(f"{source}-findings", **as_of)
     say(f"spark: writing {fmt} to {out}/records and {out}/findings")
     write(records, os.path.join(out, "records"))
@@ -231,6 +231,17 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
     first = [] if not count else (found.where("severity = 'error'").orderBy("file", "offset", "record_index", "code")
                                   .limit(EXPORT_ERRORS_SHOWN).collect())
     return ExportResult([Finding(**_finding_kwargs(r.asDict())) for r in first], count, classes)
+
+
+def _clocked(source: str, paths: Sequence[str], opts: Options | None) -> bool:
+    """Whether ``source``'s records depend on the clock (its discovery records ``as_of_ns`` on the logs: a Snap!
+    list journal's reading order, EVTJ's current file), so the export reads them at --as-of as the local dump
+    does; the records source refuses as_of elsewhere."""
+    if opts is None:
+        return False
+    from ..engine.format import get
+    from ._paths import resolve
+    return any(hasattr(lg, "as_of_ns") for lg in get(source).discover([p for p, _ in resolve(paths).leaves], opts))
 
 
 def _finding_kwargs(d: dict) -> dict:

@@ -267,14 +267,16 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
                  *, progress: Callable[[str], None] | None = None):
     """A session for one command: start-up reported through ``progress``; stopped at the end.
 
-    pyspark missing is a usage error with the way out; a bad --spark-conf too.
+    pyspark missing (no ``[spark]`` extra) is exit 5 as the exit table says (no session), with the way out; a bad
+    --spark-conf is a usage error.
     """
     from ..errors import SparkError, UsageError
     say = progress or (lambda _m: None)
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        raise UsageError("--engine spark needs pyspark: pip install 'wqtool[spark]' (and Java 17)") from None
+        raise SparkError("--engine spark: no session: pyspark is not installed here (pip install 'wqtool[spark]', "
+                         "and Java 17)") from None
     try:
         settings = parse_conf(conf)
     except ValueError as exc:

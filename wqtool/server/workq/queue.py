@@ -8,9 +8,9 @@ wait) live in one heap; the server arms a single loop timer at ``next_deadline()
 (upstream mutates memory first and appends afterwards, and two connections can log in another order than they
 applied: cmdlog spec 6.7). Blocking commands register a waiter whose ``cb(reply)`` is called once.
 
-Where upstream is plainly buggy this does the right thing (README "Differences from workq-server"): a job
-restored at start-up keeps its logged TTL (created + TTL; upstream restarts it in full, so a restarted server
-holds jobs that the next restart drops); the 256th lease of a job without max-attempts fails it *and logs it*
+A restart is upstream's (``restore``): an add-job restored at start-up gets a fresh full TTL, a leased job a
+fresh TTR, a scheduled job keeps its time + TTL. Where upstream is plainly buggy this does the right thing (README
+"Differences from workq-server"): the 256th lease of a job without max-attempts fails it *and logs it*
 (upstream fails it in memory only); every ``result`` waiter is woken (upstream wakes one); a ``run`` whose job
 was deleted answers -TIMEOUT (upstream dereferences a nil record and crashes); the ``expire`` that ends a
 ``run`` is logged only when it removes the run's own job.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import struct
+from array import array
 from collections import OrderedDict
 
 from google_crc32c import value as _crc
@@ -191,6 +192,10 @@ class LiveQueue:
         self._stale = 0
         self._names: dict = {}             # queue name bytes -> str and str -> bytes (interned)
         self._settle: list | None = None   # a pass translating rows past rewritten segments: [ids, next, generation]
+        # restored add-jobs by logged expiry, and the first not yet passed over (``outliving``)
+        self._outliving_exp = array("q")
+        self._outliving: list = []
+        self._outliving_at = 0
 
     # ---------------------------------------------------------------- rows and bodies
     def row(self, e: Entry) -> list:
@@ -306,7 +311,15 @@ class LiveQueue:
         return not obj.done and obj.seq == k
 
     def next_deadline(self) -> int | None:
-        return self._heap[0][0] >> _AT_SHIFT if self._heap else None
+        """The instant of the earliest live timer. Stale entries on top are dropped first: a lease that waited and
+        was then handed a job leaves its wait timer behind, and the loop timer is not armed for it (under 16
+        connections sharing queues that was one loop timer firing for nothing per satisfied wait)."""
+        heap = self._heap
+        while heap and not self._live(heap[0]):
+            heapq.heappop(heap)
+            if self._stale:
+                self._stale -= 1
+        return heap[0][0] >> _AT_SHIFT if heap else None
 
     def advance(self, now: int) -> None:
         """Fire every timer due at ``now`` or earlier, in time order."""
@@ -646,8 +659,17 @@ class LiveQueue:
     def restore(self, state: ReplayState, payloads: dict[bytes, bytes] | None, now: int) -> None:
         """Rebuild the live queues from the engine's replayed state (start-up), taking its job table over (the
         kernel's ``CompactJobs.table``; a state of Job objects is turned into a table). Bodies are read back from
-        the log the state was replayed from (``payloads``, when given, are held instead: tests). A job keeps its
-        logged TTL (created + TTL, or time + TTL); a leased job gets a fresh TTR from ``now`` (as upstream)."""
+        the log the state was replayed from (``payloads``, when given, are held instead: tests).
+
+        The timers are upstream's at a restart at the replay's instant (``state.as_of_ns``, the ``expires`` and
+        ``lease_expires`` of ``wqtool replay``): an add-job gets a fresh full TTL — workq 0.2.0's replayAdd
+        (int/cmdlog/replay.go:77-88) skips an add whose created + TTL has passed and hands the rest to
+        Controller.Add, which starts the TTL timer in full (int/job/controller.go:163); a scheduled job keeps
+        time + TTL (replaySchedule, replay.go:90-102, then Schedule's timer to the time, controller.go:491, and
+        awake's to Expiration(), controller.go:659); a leased job gets a fresh TTR (replayStartAttempt,
+        replay.go:166-178, then StartAttempt's timer, controller.go:637-640). ``now``: the instant the queue
+        starts at (a scheduled job whose time has come is ready). Add-jobs are also listed by their logged
+        expiry (``outliving``): the cleaner must not drop the add record of one that outlives it."""
         if self.jobs:
             raise ValueError("restore: the queue is not empty")
         reader = self.reader
@@ -660,13 +682,21 @@ class LiveQueue:
         name_of = self._name
         push = self._push
         jobs = self.jobs
+        as_of = state.as_of_ns
+        outliving = []
         for jid in table.ids():
             (kind, name, ttr, ttl, prio, ma, mf, created, sched, log_exp, plen, pcrc, seg, off, st, att,
              res) = get(jid)
             e = Entry(jid, name_of(name)[0], None, self)
             jobs[jid] = e
             q = self.queue(e.name)
-            e.ttl_seq = push(log_exp, R_TTL, e)
+            if kind == _ADD:
+                exp = as_of + ttl * NS_PER_MS
+                if exp > log_exp:
+                    outliving.append((log_exp, e))
+            else:
+                exp = log_exp
+            e.ttl_seq = push(exp, R_TTL, e)
             if st == NEW or st == PENDING:
                 e.key = job_key(prio, sched, created, jid)
                 if sched is not None and sched > now:
@@ -677,7 +707,31 @@ class LiveQueue:
                     q.ready.add(e)
                     e.where = IN_READY
             elif st == LEASED:
-                e.ttr_seq = push(now + ttr * NS_PER_MS, R_TTR, e)
+                e.ttr_seq = push(as_of + ttr * NS_PER_MS, R_TTR, e)
+        outliving.sort(key=_first)
+        self._outliving_exp = array("q", [x[0] for x in outliving])
+        self._outliving = [x[1] for x in outliving]
+        self._outliving_at = 0
+
+    def outliving(self, as_of: int) -> int | None:
+        """The logged expiry (created + TTL) of a job restored at start-up that is still live at ``as_of`` past
+        it — its fresh TTL (``restore``) keeps it — or None. A cleaning cycle at ``as_of`` would drop its add
+        record (the replay at ``as_of`` says it expired) and with it the job's body, so the server skips the
+        cycle until no such job is left (upstream's cleaner keeps every record of a job in its registry,
+        int/cmdlog/clean.go). Jobs gone since are passed over once."""
+        exps, entries = self._outliving_exp, self._outliving
+        i = self._outliving_at
+        while i < len(exps) and exps[i] <= as_of:
+            e = entries[i]
+            if self.jobs.get(e.id) is e:
+                self._outliving_at = i
+                return exps[i]
+            entries[i] = None
+            i += 1
+        self._outliving_at = i
+        if i == len(exps) and exps:
+            self._outliving_exp, self._outliving, self._outliving_at = array("q"), [], 0
+        return None
 
     def snapshot(self, as_of_ns: int) -> ReplayState:
         """The live jobs as ``wqtool replay --as-of as_of_ns`` describes them (run jobs are never logged, so
@@ -692,6 +746,10 @@ class LiveQueue:
         for row in self.runs.values():
             by[row[K_STATE]] += 1
         return dict(zip(labels, by))
+
+
+def _first(pair):
+    return pair[0]
 
 
 def _no_log(cmd, jid, extra) -> None:

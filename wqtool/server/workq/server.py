@@ -150,6 +150,8 @@ class Server:
     SETTLE_SLICE = 4096
     #: segments left by roll-overs waiting for their fsync before the loop waits for them (``_roll_sync``)
     ROLL_BACKLOG = 256
+    #: under interval, entries (segments and directory fsyncs) waiting for the next tick before the thread starts
+    ROLL_EARLY = 64
 
     def __init__(self, opts: ServeOptions, *, log: StructLog | None = None, out=None):
         check_options(opts)
@@ -213,12 +215,12 @@ class Server:
         self.locks.lock_append()
         try:
             self.locks.lock_read_shared()
-            now = self.clock()
+            now = self.clock() - prebind.since_start()     # the restart instant: the process's start
             rep = replay_directory(path, now, payloads=False)
             self.locks.unlock_read()
             if rep.verdict != Verdict.CLEAN:
                 raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
-            self.queue.restore(rep.state, None, self.clock())   # takes the replay's job table over
+            self.queue.restore(rep.state, None, now)    # takes the replay's job table over; upstream's timers
             self.appender = Appender(path, segment_size=self.opts.seg_size,
                                      defer_roll_sync=None if self.opts.sync == "always" else self._roll_sync)
             self.appender.open()
@@ -302,6 +304,7 @@ class Server:
                 self.appender.close(sync=True)
             except OSError as exc:
                 self.log.error("fsync at shutdown failed", error=str(exc))
+            self._roll_start()                      # (interval: those waiting for the next tick)
             if self._roll_pool is not None:         # the roll-overs' fsyncs end before the locks are released
                 self._roll_pool.shutdown(wait=True)
             self.locks.release()
@@ -465,19 +468,31 @@ class Server:
         """A roll-over under interval / os: the segment left (``fd``, taken over) and then the directory (None) are
         fsynced by one background thread, in order, so tiny segments do not stall the loop on two fsyncs per
         roll-over. The thread takes what has queued up in one batch: one segment is fsynced, then the directory;
-        several are flushed by one syncfs(2) (one fsync per tiny segment cost 3-5 ms each here). Past ``ROLL_BACKLOG`` segments waiting (roll-overs faster than fsyncs), the loop waits for
-        the batch in flight: the descriptors held stay bounded."""
+        several are flushed by one syncfs(2) (one fsync per tiny segment cost 3-5 ms each here). Under
+        ``interval`` the batch waits for the next interval tick (``_interval_sync``), which is when the active
+        segment is fsynced too — the policy's promise (an OS crash loses at most -cmdlog-sync-int ms) holds for
+        every segment, and one-record segments (``-cmdlog-seg-size 15``) no longer cost a thread wake-up and two
+        fsyncs each (upstream fsyncs none of them); past ``ROLL_EARLY`` entries waiting it starts at once, so a
+        burst of roll-overs is not held until the tick. Past ``ROLL_BACKLOG`` (roll-overs faster than fsyncs),
+        the loop waits for the batch in flight: the descriptors held stay bounded."""
         with self._roll_lock:
             self._roll_q.append(fd)
             waiting = len(self._roll_q)
-            if not self._roll_busy:
-                self._roll_busy = True
-                if self._roll_pool is None:
-                    from concurrent.futures import ThreadPoolExecutor
-                    self._roll_pool = ThreadPoolExecutor(1, thread_name_prefix="wqtool-roll-sync")
-                self._roll_fut = self._roll_pool.submit(self._roll_drain, self.appender.directory)
+        if self.opts.sync != "interval" or waiting > self.ROLL_EARLY:
+            self._roll_start()
         if waiting > self.ROLL_BACKLOG and self._roll_fut is not None:
             self._roll_fut.result()
+
+    def _roll_start(self) -> None:
+        """Start the roll-over fsync thread on what has queued up (nothing when it runs already: it takes it)."""
+        with self._roll_lock:
+            if self._roll_busy or not self._roll_q:
+                return
+            self._roll_busy = True
+            if self._roll_pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+                self._roll_pool = ThreadPoolExecutor(1, thread_name_prefix="wqtool-roll-sync")
+            self._roll_fut = self._roll_pool.submit(self._roll_drain, self.appender.directory)
 
     def _roll_drain(self, directory: str) -> None:
         """(The roll-over fsync thread.)"""
@@ -511,6 +526,7 @@ class Server:
 
     def _interval_sync(self) -> None:
         self.loop.call_later(self.opts.sync_int_ms / 1000, self._interval_sync)
+        self._roll_start()                  # the segments left by roll-overs since the last tick
         ap = self.appender
         if ap is None or self._syncing or ap.bytes_written == self._synced_bytes:
             return
@@ -618,6 +634,13 @@ class Server:
             self.queue.advance(as_of)       # back later must not leave it serving a job whose add is gone)
         except WqError as exc:
             self.log.error("timer event failed", error=str(exc))
+        held = self.queue.outliving(as_of)
+        if held is not None:                # its add record must stay: the replay at as_of would drop it
+            self._cleaning = False
+            self.metrics["clean_skips"] += 1
+            self.log.info("cleaner cycle skipped", reason="a job restored at start-up outlives its logged expiry "
+                          f"{format_unix_ns(held)} (upstream's fresh TTL at a restart)")
+            return
         # the log as of now: the active segment up to its last complete record (the appender goes on writing
         # while the cycle runs in its thread; what it writes after this point is not the cycle's input)
         self.loop.run_in_executor(None, self.clean, as_of, ap.seq, ap.size).add_done_callback(done)
