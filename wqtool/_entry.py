@@ -1,6 +1,8 @@
-"""The console script: Ctrl-C while Python is still importing wqtool exits 130 quietly, like Ctrl-C later."""
+"""The console script: Ctrl-C while Python is still importing wqtool says "interrupted" and exits 130, like
+Ctrl-C later."""
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -13,7 +15,21 @@ def main() -> None:
             if code is not None:
                 sys.exit(code)
         from .cli import main as cli_main
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError) as e:
+        if not interrupted(e):
+            raise
         sys.stderr.write("wqtool: interrupted\n")
-        sys.exit(130)
+        sys.stderr.flush()
+        os._exit(130)      # not sys.exit: see cli.main (CPython would end the process with SIGINT instead)
     cli_main()
+
+
+def interrupted(exc: BaseException) -> bool:
+    """``exc`` is a Ctrl-C, or one that Python wrapped on the way (3.11 wraps what ``__set_name__`` raises while
+    a class is made — a dataclass at import — in a RuntimeError)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False

@@ -92,7 +92,7 @@ class Report:
 
     def to_dict(self) -> dict:
         """The log's entry of ``wqtool verify -o json``."""
-        return log_json(self._report)
+        return log_json(self._report, all_findings=True)
 
 
 @dataclass(frozen=True)

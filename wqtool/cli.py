@@ -6,10 +6,11 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
 from . import __version__
+from ._entry import interrupted
 from .commands.clean import clean
 from .commands.dump import dump
 from .commands.pack import pack
@@ -24,8 +25,28 @@ from .errors import WqError
 from .exitcodes import ExitCode, for_verdict
 from .render.outcome import error_text, exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
 
+class _Interrupted(BaseException):
+    """Ctrl-C inside the parser or a command, carried past typer (which turns a KeyboardInterrupt there into a
+    silent exit code 130) to ``run``, which says "interrupted" for every Ctrl-C."""
+
+
+class Group(TyperGroup):
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt as e:
+            raise _Interrupted from e
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            raise _Interrupted from e
+
+
 app = typer.Typer(
     name="wqtool",
+    cls=Group,
     help="Inspect, verify, replay, repair, clean and serve job-queue logs (workq 0.2.0 command logs, Kestrel "
          "journals, Orth / XXL-JOB executor files and job-log tables, Snap! "
          "list journals, prinbee EVTJ journals, and the fastjournal journal — per the unimplemented libfastjournal "
@@ -75,7 +96,18 @@ for _name, _fn in (("dump", dump), ("verify", verify), ("replay", replay), ("sta
 
 
 def main(argv: list[str] | None = None) -> None:
-    sys.exit(run(argv))
+    code = run(argv)
+    if code == ExitCode.INTERRUPTED:
+        # Exit 130 for certain: CPython 3.11 ends a process with SIGINT (status -2) after a Ctrl-C that landed in
+        # code run by exec() of a string (a dataclass being made at import: pythonrun.c run_eval_code_obj sets
+        # _Py_UnhandledKeyboardInterrupt), although the funnel handled it. Nothing of wqtool runs at exit.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(int(code))
+    sys.exit(code)
 
 
 def _take_traceback(args: list[str]) -> tuple[list[str], bool]:
@@ -135,7 +167,7 @@ def run(argv: list[str] | None = None) -> int:
         # the reader of our stdout went away (| head): stop at once, silently, as a tool killed by SIGPIPE
         _quiet_stdout()
         code = ExitCode.CLOSED_PIPE
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Interrupted):
         print("wqtool: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
     except OSError as e:
@@ -145,6 +177,9 @@ def run(argv: list[str] | None = None) -> int:
         print(f"wqtool: {error_text(e)}", file=sys.stderr)
         code = ExitCode.IO
     except Exception as e:  # noqa: BLE001 — the funnel: anything else is a bug
+        if interrupted(e):    # Ctrl-C wrapped by Python (3.11: __set_name__ of a class being made at import)
+            print("wqtool: interrupted", file=sys.stderr)
+            return int(ExitCode.INTERRUPTED)
         if show_tb:
             import traceback
             traceback.print_exc()

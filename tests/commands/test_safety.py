@@ -119,11 +119,14 @@ def test_a_kestrel_journal_damaged_at_its_first_byte_is_corrupt_not_unknown(tmp_
     assert "KQ-BAD-OPCODE" in r.stdout
 
 
-def test_writing_from_weak_evidence_needs_format(tmp_path):
+def test_writing_from_no_evidence_needs_format(tmp_path):
+    """An empty file is no evidence of a format (issue 20 item 5: it was weak Kestrel evidence) unless its directory
+    has a Kestrel queue's shape (tests/commands/test_operator2.py); beside another file it needs --format."""
     empty = tmp_path / "jobs"
     empty.write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("not a journal\n")
     r = run("pack", "--out", str(tmp_path / "out"), str(empty))
-    assert r.returncode == 2 and "weak evidence only; pass --format kestrel" in r.stderr
+    assert r.returncode == 2 and "an empty file (0 bytes) carries no format's evidence; pass --format" in r.stderr
     assert not (tmp_path / "out").exists()
     r = run("pack", "--format", "kestrel", "--out", str(tmp_path / "out"), str(empty))
     assert r.returncode == 0, r.stderr

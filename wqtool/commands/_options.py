@@ -149,6 +149,11 @@ AsOf = Annotated[Optional[str], typer.Option(
 MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", parser=whole_number(0, MAX_FINDINGS),
                                                    metavar="N",
                                                    help="Show at most N findings per log (all are counted).")]
+AllFindings = Annotated[bool, typer.Option("--all-findings", help="List every finding one by one, also those that "
+                                          "follow only from --as-of (jobs expired at --as-of, records of jobs not "
+                                          "live then): at the default --as-of now (or a time relative to now) each such "
+                                          "code is one summary note per log; an explicit --as-of TIME, last or first "
+                                          "lists them all.")]
 Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each file's size at start: a live, growing log "
                                        "is read as it was when the command began.")]
 class ReportOutput(str, enum.Enum):

@@ -8,7 +8,7 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..errors import UsageError
 from ..render.progress import track
-from ._options import finish_interrupted
+from ._options import finish_interrupted, say_error
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, refuse_unsafe_write, report_each)
 
@@ -61,7 +61,7 @@ def clean(
                          "'now' (the default) or earlier")
     if apply:   # what a crashed earlier --apply left is finished first (no-op otherwise)
         finish_interrupted(paths, fmt)
-    entries = resolve_each(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts, on_note=say_error)
 
     def work(log: Log) -> tuple[int, dict]:
         if apply:

@@ -119,7 +119,7 @@ def dump(
         raise UsageError("--payload binary is for --engine spark -o parquet; use hex or base64 here")
     if follow and stats:
         raise UsageError("--follow prints records as they come; --stats counts them once: pick one")
-    entries = resolve_each(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts, on_note=say_error)
     logs = [e for e in entries if isinstance(e, Log)]
     if qdump or qdump_contents or qdump_raw or qdump_queue:
         if follow:

@@ -12,7 +12,7 @@ from ..engine.live import LiveWatch
 from ..errors import UsageError
 from ..render.plan import write_pack_report
 from ..render.progress import track
-from ._options import finish_interrupted
+from ._options import finish_interrupted, say_error
 from ._options import (MAX_SEGMENT_SIZE, AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths,
                        ReportOutput, ReportOutputOpt, SettingOpt, for_log, options, refuse_unsafe_write, whole_number)
 
@@ -75,7 +75,7 @@ def pack(
         raise UsageError("--out and --apply exclude each other")
     if apply:   # a pack --apply that crashed mid-swap is finished first (no-op otherwise)
         finish_interrupted(paths, fmt)
-    logs = resolve(paths, fmt, opts)
+    logs = resolve(paths, fmt, opts, on_note=say_error)
     if len(logs) != 1:
         if len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs):   # a directory formats share
             raise UsageError(f"pack takes one log; this directory holds {len(logs)} "

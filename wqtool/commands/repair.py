@@ -9,7 +9,7 @@ from ..engine.format import Log, resolve_each
 from ..engine.live import refuse_live
 from ..errors import UsageError
 from ..render.progress import track
-from ._options import finish_interrupted
+from ._options import finish_interrupted, say_error
 from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, parse_time, refuse_unsafe_write, report_each)
 
@@ -71,7 +71,7 @@ def repair(
                    truncate_to_ns=parse_time(truncate_to_time, "--truncate-to-time", default_now=False))
     if apply:   # what a crashed earlier --apply left is finished first (no-op otherwise)
         finish_interrupted(paths, fmt)
-    entries = resolve_each(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts, on_note=say_error)
     if apply and quarantine and sum(isinstance(e, Log) for e in entries) > 1:
         raise UsageError("--quarantine names one directory: repair one log at a time with it")
 

@@ -30,6 +30,9 @@ def replay(
     output: Annotated[ReplayOutput, typer.Option("--output", "-o", help="Rendering; parquet: --engine spark "
                       "with --out DIR.")] = ReplayOutput.table,
     as_of: AsOf = None,
+    all_findings: Annotated[bool, typer.Option("--all-findings", help="Also print every warning and note on "
+                            "stderr, one line each (by default only errors are; the counts are in the output).")]
+    = False,
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     summary: Annotated[bool, typer.Option("--summary", help="Counts and digest only, without the job list.")] = False,
@@ -90,7 +93,7 @@ def replay(
         raise UsageError("-o parquet and --out DIR go together, with --engine spark (the replayed state as a table)")
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
-    logs = resolve(paths, fmt, opts)
+    logs = resolve(paths, fmt, opts, on_note=say_error)
     shared = len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs)   # one directory, a log per format
     if len(logs) != 1 and not shared:
         raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "
@@ -118,7 +121,7 @@ def replay(
                 sys.stdout.write(f"== {log.fmt.log_name(log.data)}: {log.fmt.title} ==\n")
             if wrap and i:
                 sys.stdout.write(",\n")
-            verdicts.append(_replay_one(log, opts, output, summary, as_of, live, runner))
+            verdicts.append(_replay_one(log, opts, output, summary, as_of, live, runner, all_findings))
         if wrap:
             sys.stdout.write("]}\n")
     return worst(verdicts)
@@ -152,15 +155,15 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
     return worst([rep.verdict for rep in reports])
 
 
-def _replay_one(log, opts, output, summary, as_of, live, runner) -> Verdict:
+def _replay_one(log, opts, output, summary, as_of, live, runner, all_findings=False) -> Verdict:
     with track([log], "replay", enabled=runner is None):
         [r] = read([log], opts, want=Want.REPLAY, live=live, runner=runner, max_findings=REPLAY_FINDINGS_SHOWN,
                    summary=summary)
     if r.error is not None:
         raise r.error
     report = r.report
-    for f in report.findings:
-        if f.severity == "error":
+    for f in report.shown(all_findings=True)[0] if all_findings else report.findings:
+        if all_findings or f.severity == "error":
             write_one_line(sys.stderr, f)
     view = r.view()
     write_replay(sys.stdout, report, view, output.value, summary)

@@ -84,7 +84,7 @@ def stats(
     series: dict[int, object] = {}
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
-    entries = resolve_each(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts, on_note=say_error)
     logs = [e for e in entries if isinstance(e, Log)]
     # drawn locally: the series pass (engine.series) is the log's one pass, verify's and stats' in one
     measure = partial(_series, series=series) if drawn and engine is not Engine.spark else None

@@ -13,9 +13,9 @@ from ..render.outcome import Failed, error_text, run_exit_code
 from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
-from ._options import (MAX_WORKERS, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
+from ._options import (MAX_WORKERS, AllFindings, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
-                       SparkConfOpt, options, read_paths, say_error, whole_number)
+                       SparkConfOpt, as_of_is_now, options, read_paths, say_error, whole_number)
 from ._help import exit_help
 
 
@@ -31,6 +31,11 @@ def _explain(value: Optional[str]) -> None:
                                  param_hint="--explain")
     severity, meaning = fmt.codes[code]
     sys.stdout.write(f"{code} ({fmt.title}, {severity}): {meaning}\n")
+    if code in fmt.explain:
+        upstream, risk, fix = fmt.explain[code]
+        for label, text in (("what happened", meaning), ("upstream", upstream), ("data at risk", risk),
+                            ("fix", fix)):
+            sys.stdout.write(f"  {label + ':':<14} {text}\n")
     raise typer.Exit(0)
 
 
@@ -42,6 +47,7 @@ def verify(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no report; the exit code says it (for cron). "
                      "A PATH that cannot be read is still named on stderr.")] = False,
     max_findings: MaxFindings = 100,
+    all_findings: AllFindings = False,
     horizon: Horizon = False,
     live: LiveOpt = False,
     fmt: FormatOpt = "auto",
@@ -58,7 +64,9 @@ def verify(
                             "records, bytes, live jobs by state, the newest record's time, the check's duration "
                             "(the metrics are listed below).")] = None,
     explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE", callback=_explain, is_eager=True,
-                       help="Print what a finding code means (its format and severity), then exit.")] = None,
+                       help="Print what a finding code means: its format and severity, what happened, what "
+                       "the upstream system does with it, whether data is at risk, and which wqtool command fixes it "
+                       "(with the flag); then exit.")] = None,
     engine: EngineOpt = Engine.local,
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
@@ -83,6 +91,7 @@ def verify(
       wqtool verify /var/lib/workq/cmdlog
       wqtool verify --quiet DIR || echo "cmdlog needs attention: $?"
       wqtool verify -o json --as-of 2026-11-21T23:30:00Z DIR
+      wqtool verify --all-findings DIR
       wqtool verify --horizon --as-of last /var/lib/workq/cmdlog /srv/other/cmdlog
       wqtool verify --format kestrel /var/spool/kestrel/jobs
       wqtool verify --quiet --metrics-file /var/lib/node_exporter/textfile/wqtool.prom DIR
@@ -97,7 +106,7 @@ def verify(
                    keep_open=keep_open)
     if engine is Engine.spark and metrics_file is not None:
         raise UsageError("--metrics-file is written by the local engine (a cron check of this host's logs)")
-    entries = resolve_each(paths, fmt, opts)
+    entries = resolve_each(paths, fmt, opts, on_note=None if quiet else say_error)
     logs = [e for e in entries if isinstance(e, Log)]
     measure = None if metrics_file is None else partial(_measured, max_findings=max_findings, workers=workers)
     with _spark.runner(engine is Engine.spark, logs, master, spark_conf, remote, quiet=quiet) as runner, \
@@ -106,7 +115,8 @@ def verify(
                        workers=workers, measure=measure, on_error=lambda e: say_error(error_text(e)))
     results = [r.report if r.ok else Failed(r.root, r.error) for r in reading]   # errors went to stderr, even -q
     if not quiet:
-        write_verify(sys.stdout, results, output.value)
+        write_verify(sys.stdout, results, output.value, all_findings=all_findings or not as_of_is_now(as_of),
+                     as_of=as_of or "now")
     code = run_exit_code([r.verdict for r in results if not isinstance(r, Failed)],
                          [r for r in results if isinstance(r, Failed)])
     if metrics_file is not None:

@@ -57,6 +57,10 @@ class Finding:
     verdict: Verdict = Verdict.CLEAN  # what this finding says about the log (CLEAN for warnings and notes)
     job_id: str | None = None
     resumes_at: int | None = None  # after damage: where valid records resume in the same file (None: nowhere)
+    when: int | None = None        # as-of findings: the time (Unix ns) that makes it one at --as-of (an expiry)
+    count: int | None = None       # a summary of folded findings (``present``): how many it stands for
+    last_path: str | None = None   # ... and where the last of them is
+    last_offset: int | None = None
     #: a torn tail's damage alone, without the conclusion its place in the log draws ("; torn tail: ..."): what
     #: the in-flight note quotes when a live writer is still appending there (``engine.live``); not serialised
     cause: str | None = None
@@ -70,3 +74,128 @@ class Finding:
 
 #: A format's finding codes: code -> (severity, meaning).
 Codes = dict[str, tuple[str, str]]
+
+
+# ---------------------------------------------------------------- most severe first, as-of findings folded
+#: The order findings are shown in: errors, then warnings, then notes (each in file order).
+RANK = {ERROR: 0, WARNING: 1, NOTE: 2}
+
+
+@dataclass(frozen=True)
+class AsOfRule:
+    """A finding code that follows only from ``--as-of`` (a healthy old log read at ``--as-of now``): its findings
+    are shown as one summary note per log (``present``) unless ``--all-findings``. ``what``: the summary's noun
+    phrase after the count; ``when``: what the finding's ``when`` times are (None: no time range); ``requires``:
+    fold only when the log also has a finding of this code (the sign that --as-of caused these too)."""
+
+    what: str
+    when: str | None = None
+    requires: str | None = None
+    why: str | None = None       # a parenthetical after "at --as-of ..." when there is no time range
+
+
+#: code -> AsOfRule; each format's codes.py adds its own (``as_of_rules``). Only warnings and notes fold.
+AS_OF_RULES: dict[str, AsOfRule] = {}
+
+
+def as_of_rules(rules: dict[str, AsOfRule]) -> None:
+    AS_OF_RULES.update(rules)
+
+
+@dataclass(slots=True)
+class Fold:
+    """Every finding of one as-of code in a log: how many, the first and the last, the range of their times."""
+
+    code: str
+    severity: str = NOTE
+    count: int = 0
+    first: tuple | None = None     # (path, offset)
+    last: tuple | None = None
+    t_min: int | None = None
+    t_max: int | None = None
+
+    def take(self, path, offset, when, severity: str | None = None) -> None:
+        self.count += 1
+        if severity is not None:
+            self.severity = severity
+        if self.first is None:
+            self.first = (path, offset)
+        self.last = (path, offset)
+        if when is not None:
+            self.t_min = when if self.t_min is None else min(self.t_min, when)
+            self.t_max = when if self.t_max is None else max(self.t_max, when)
+
+    def merge(self, other: "Fold") -> None:
+        """Add ``other`` (findings of the same code counted elsewhere, e.g. another worker's share)."""
+        if not other.count:
+            return
+        key = lambda loc: (loc[0] or "", loc[1] if loc[1] is not None else -1)  # noqa: E731
+        self.first = other.first if self.first is None or key(other.first) < key(self.first) else self.first
+        self.last = other.last if self.last is None or key(other.last) > key(self.last) else self.last
+        self.count += other.count
+        self.severity = other.severity
+        for t in (other.t_min, other.t_max):
+            if t is not None:
+                self.t_min = t if self.t_min is None else min(self.t_min, t)
+                self.t_max = t if self.t_max is None else max(self.t_max, t)
+
+
+def fold_rule(f: Finding) -> AsOfRule | None:
+    """The as-of rule of ``f`` (None: it never folds; errors never do)."""
+    return None if f.severity == ERROR else AS_OF_RULES.get(f.code)
+
+
+def quota(f: Finding) -> str:
+    """Which bounded list keeps ``f`` (``--max-findings N`` each): its severity, or "as-of" for the findings
+    that may fold — so that neither an error nor another warning is crowded out by thousands of them."""
+    return "as-of" if fold_rule(f) is not None else f.severity
+
+
+def _iso(ns: int) -> str:
+    import datetime as _dt
+    t = _dt.datetime.fromtimestamp(ns // 1_000_000_000, _dt.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def summary_finding(fold: Fold, rule: AsOfRule, as_of: str | None = None) -> Finding:
+    """The one note that stands for every finding of a folded as-of code."""
+    at = f"--as-of {as_of}" if as_of else "--as-of"
+    msg = f"{fold.count} {rule.what} at {at}"
+    if rule.when and fold.t_min is not None:
+        msg += (f" ({rule.when} {_iso(fold.t_min)})" if fold.t_min == fold.t_max or fold.t_max is None else
+                f" ({rule.when} between {_iso(fold.t_min)} and {_iso(fold.t_max)})")
+    elif rule.why:
+        msg += f" ({rule.why})"
+    if (as_of or "").lower() != "last":
+        msg += "; --as-of last shows the log as of its newest record"
+    msg += "; --all-findings lists them"
+    first, last = fold.first or (None, None), fold.last or (None, None)
+    return Finding(NOTE, fold.code, msg, path=first[0], offset=first[1], count=fold.count, last_path=last[0],
+                   last_offset=last[1])
+
+
+def present(findings: list[Finding], counts, folds: dict, limit: int | None, *, all_findings: bool = False,
+            as_of: str | None = None) -> tuple[list[Finding], int]:
+    """What a report shows of a log's kept findings: every as-of code folded into one summary note (unless
+    ``all_findings``); at most ``limit`` of them, the most severe first (errors, warnings, notes; each in file
+    order), shown in file order; and how many findings are neither shown nor stood for by a summary. The one
+    place where the findings a command shows are chosen (verify, replay, report)."""
+    folded: dict[str, AsOfRule] = {}
+    if not all_findings:
+        for code, fold in folds.items():
+            rule = AS_OF_RULES.get(code)
+            if rule is not None and fold.count and (rule.requires is None or counts.get(rule.requires)):
+                folded[code] = rule
+    items: list[tuple[int, Finding]] = []
+    placed: dict[str, int] = {}
+    for i, f in enumerate(findings):
+        if f.code in folded:
+            placed.setdefault(f.code, i)   # the summary stands where the first of them was
+        else:
+            items.append((i, f))
+    items += [(placed.get(c, len(findings)), summary_finding(folds[c], r, as_of)) for c, r in folded.items()]
+    if limit is not None and len(items) > limit:   # the most severe first, then by place
+        items = sorted(items, key=lambda it: (RANK.get(it[1].severity, 3), it[0]))[:limit]
+    shown = [f for _, f in sorted(items, key=lambda it: it[0])]
+    stood_for = sum(f.count if f.count is not None else 1 for f in shown)
+    return shown, max(0, sum(counts.values()) - stood_for)

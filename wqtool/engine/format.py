@@ -247,6 +247,9 @@ class Format(abc.ABC):
     #: spaces are kept verbatim (byte layouts, examples)
     manual: ClassVar[str] = ""
     codes: ClassVar[Codes] = {}
+    #: ``--explain CODE`` beyond the code's meaning: code -> (what upstream does with it, whether data is at risk,
+    #: which wqtool command fixes it), kept beside ``codes`` in the format's codes.py (tests: every code, all four)
+    explain: ClassVar[dict[str, tuple[str, str, str]]] = {}
     replay_codes: ClassVar[frozenset[str]] = frozenset()
     #: ``dump --type`` vocabulary: label -> the value ``RecordFacts.kind`` carries for it.
     record_kinds: ClassVar[tuple[str, ...]] = ()
@@ -307,8 +310,9 @@ class Format(abc.ABC):
         raise NotImplementedError
 
     def log_name(self, log) -> str:
-        """What reports call the log (``LogReport.root``)."""
-        return log.root
+        """What reports call the log (``LogReport.root``): its ``label`` where it has one (files named one by one
+        are called by their names, not by their directory), else its root."""
+        return getattr(log, "label", log.root)
 
     def file_events(self, log, i: int, start_index: int = 0) -> Iterator:
         """The records and row-level findings of the log's ``i``-th file, in file order, as the log's reader
@@ -593,7 +597,12 @@ def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Forma
     if os.path.isdir(path):
         raise UsageError(f"no log found in this directory: none of the formats ({names}) finds its files here; "
                          "--format NAME says what that format expects", path=path)
-    raise UsageError(f"cannot detect the log format: its first bytes {read_head(path, 4).hex()} match none of the "
+    head = read_head(path, 4)
+    if not head:      # an empty file is no log of any format until --format says which (as pg_waldump refuses one)
+        raise UsageError("cannot detect the log format: an empty file (0 bytes) carries no format's evidence; pass "
+                         "--format NAME to read it as one (an emptied Kestrel queue is found by its directory: only "
+                         "empty journal names)", path=path)
+    raise UsageError(f"cannot detect the log format: its first bytes {head.hex()} match none of the "
                      f"formats ({names}); pass --format NAME to read it as one (it says what that format expects; "
                      "man 5 wqtool-formats lists each format's evidence)", path=path)
 
@@ -638,13 +647,14 @@ class Unresolved:
 
 
 def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
-            on_detect: Callable[[str, Format, Evidence], None] | None = None) -> list[Log]:
+            on_detect: Callable[[str, Format, Evidence], None] | None = None,
+            on_note: Callable[[str], None] | None = None) -> list[Log]:
     """The logs behind PATHs, each with its format: ``fmt`` "auto" detects each PATH (``detect_all``: a
     directory that formats share gives a log of each) and groups the PATHs by format; a named format takes them
     all. The first PATH that names no log raises its
     error (``resolve_each`` reports every PATH instead)."""
     out: list[Log] = []
-    for entry in resolve_each(paths, fmt, opts, on_detect=on_detect):
+    for entry in resolve_each(paths, fmt, opts, on_detect=on_detect, on_note=on_note):
         if isinstance(entry, Unresolved):
             raise entry.error
         out.append(entry)
@@ -652,20 +662,23 @@ def resolve(paths: Sequence[str], fmt: str, opts: Options, *,
 
 
 def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
-                 on_detect: Callable[[str, Format, Evidence], None] | None = None) -> list[Log | Unresolved]:
+                 on_detect: Callable[[str, Format, Evidence], None] | None = None,
+                 on_note: Callable[[str], None] | None = None) -> list[Log | Unresolved]:
     """Like ``resolve``, but one bad PATH does not hide the others: a PATH that names no log (missing,
     unreadable, not a log, a forced format that does not fit) becomes an ``Unresolved`` entry carrying its error,
     and the other PATHs are resolved as usual. Entries come in PATH order (the logs of one format's PATHs
     together, where its first PATH stands; the logs of a shared directory in registry order). The formats'
     ``discover`` receives ``Options.extra["_shared"]``: the PATHs that resolved to several formats (so a format
     leaves the others' files to them, e.g. in a clean plan). What is wrong with the call itself (no PATH, an unknown ``-O``
-    option, an unknown ``--format``) still raises."""
+    option, an unknown ``--format``) still raises. A file or directory named twice (the same PATH, another path
+    to it, a symlink: the same st_dev and st_ino) is read once; ``on_note`` is told of each repeat."""
     if not paths:
         raise UsageError("no PATH given")
     known = {k for f in formats() for k in f.options}
     for k in opts.extra.get("_options", ()):
         if k not in known:
             raise UsageError(f"-O {k}: no format takes this option (known: {', '.join(sorted(known)) or 'none'})")
+    paths = _once(paths, on_note)
     forced = get(fmt) if fmt != "auto" else None
     entries: list[tuple[int, Log | Unresolved]] = []
     groups: dict[str, list[tuple[int, str]]] = {}
@@ -694,6 +707,32 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
             entries += [(i, Log(f, d, f.name in weak)) if not isinstance(d, Unresolved) else (i, d) for d in datas]
     entries.sort(key=lambda e: e[0])   # stable: a group's logs stay in discovery order
     return [e for _, e in entries]
+
+
+def _once(paths: Sequence[str], on_note: Callable[[str], None] | None) -> list[str]:
+    """``paths`` with every file or directory kept once, at its first naming (st_dev, st_ino after symlinks:
+    overlapping cron globs, ``seg ./seg``, a symlink to a log); a PATH that cannot be stat'ed is kept (its error is
+    reported where it is read), and so is a URL."""
+    seen: dict[tuple[int, int], str] = {}
+    out = []
+    for p in paths:
+        try:
+            st = None if is_url(p) else os.stat(p)
+        except (OSError, ValueError):
+            st = None
+        if st is not None:
+            key = (st.st_dev, st.st_ino)
+            first = seen.get(key)
+            if first is None:
+                seen[key] = p
+            else:
+                if on_note is not None:
+                    what = "directory" if stat.S_ISDIR(st.st_mode) else "file"
+                    how = "twice" if first == p else f"again as {p} (the same {what})"
+                    on_note(f"note: {first} named {how}: read once")
+                continue
+        out.append(p)
+    return out
 
 
 def _claim(path: str, forced: Format | None) -> list[tuple[Format, Evidence | None]]:

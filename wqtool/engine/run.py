@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import progress
-from .findings import Finding, Verdict, worst
+from .findings import Finding, Fold, Verdict, present, quota, worst
 
 
 @dataclass(slots=True)
@@ -21,16 +21,23 @@ class LogReport:
     segments: int = 0
     records: int = 0
     bytes: int = 0
-    findings: list[Finding] = field(default_factory=list)   # the first max_findings, in file order
+    findings: list[Finding] = field(default_factory=list)   # kept: the first max_findings of each quota, in file order
     counts: Counter = field(default_factory=Counter)          # every finding, by code
     severities: Counter = field(default_factory=Counter)
     verdict: Verdict = Verdict.CLEAN
     last_good: tuple[str, int] | None = None  # torn tail: (newest file, offset to truncate at)
     state: object | None = None               # the format's replayed state
+    folds: dict = field(default_factory=dict)  # as-of codes: code -> Fold (every finding of it, counted)
+    limit: int | None = None                  # --max-findings: what ``shown`` shows at most
 
     @property
     def omitted(self) -> int:
         return sum(self.counts.values()) - len(self.findings)
+
+    def shown(self, *, all_findings: bool = False, as_of: str | None = None) -> tuple[list[Finding], int]:
+        """The findings a report shows (``findings.present``: as-of codes folded, the most severe first, at most
+        ``limit``) and how many it leaves out."""
+        return present(self.findings, self.counts, self.folds, self.limit, all_findings=all_findings, as_of=as_of)
 
 
 @dataclass(slots=True)
@@ -43,11 +50,15 @@ class VerifyReport:
 
 
 class FindingSink:
-    """Counts every finding, keeps the first ``limit`` (None = all), tracks the verdict."""
+    """Counts every finding, keeps the first ``limit`` (None = all) of each quota (errors, warnings, notes, as-of
+    findings: ``findings.quota``) so that the most severe can be shown first, sums up every as-of finding
+    (``LogReport.folds``), tracks the verdict."""
 
     def __init__(self, report: LogReport, limit: int | None):
         self.report = report
         self.limit = limit
+        report.limit = limit
+        self.kept: Counter = Counter()
         self.verdicts: set[Verdict] = set()
 
     def add(self, f: Finding) -> None:
@@ -58,7 +69,14 @@ class FindingSink:
             self.verdicts.add(f.verdict)
             if f.verdict == Verdict.TORN_TAIL:
                 r.last_good = (f.path, f.last_good_offset)
-        if self.limit is None or len(r.findings) < self.limit:
+        q = quota(f)
+        if q == "as-of":
+            fold = r.folds.get(f.code)
+            if fold is None:
+                fold = r.folds[f.code] = Fold(f.code)
+            fold.take(f.path, f.offset, f.when, f.severity)
+        if self.limit is None or self.kept[q] < self.limit:
+            self.kept[q] += 1
             r.findings.append(f)
 
     def close(self) -> None:

@@ -25,4 +25,11 @@ def finding_to_jsonable(f: Finding) -> dict:
         "severity": f.severity, "code": f.code, "file": f.path, "offset": f.offset,
         "record_index": f.record_index, "last_good_offset": f.last_good_offset, "message": f.message,
         "upstream": f.upstream, "exit_class": int(f.verdict), "job_id": f.job_id, "resumes_at": f.resumes_at,
+    } if f.count is None else {
+        # a summary of the findings of one as-of code (docs/json.md: "Folded findings"): how many it stands for,
+        # where the first (file, offset) and the last of them are
+        "severity": f.severity, "code": f.code, "file": f.path, "offset": f.offset,
+        "record_index": None, "last_good_offset": None, "message": f.message, "upstream": f.upstream,
+        "exit_class": int(f.verdict), "job_id": None, "resumes_at": None,
+        "count": f.count, "last_file": f.last_path, "last_offset": f.last_offset,
     }

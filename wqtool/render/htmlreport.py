@@ -59,17 +59,18 @@ def _findings(p: LogPage) -> list[str]:
         return ["<p>No finding.</p>"]
     out = ["<h3>Findings</h3>"]
     rows = []
-    for f in r.findings:
+    shown, omitted = r.shown(all_findings=True)    # at most --max-findings, the most severe first
+    for f in shown:
         fix = fix_command(p.fmt, r.root, f.verdict)
         where = (os.path.basename(f.path) if f.path else "-") + (f"@0x{f.offset:x}" if f.offset is not None else "")
         rows.append((f.severity, f.code, where, f.record_index, f.message, f.upstream or "-", fix or "-"))
     out.append(charts.table(("severity", "code", "where (file@offset)", "record", "what", "upstream's reaction",
                              "fix"), rows, "findings"))
-    if r.omitted:
-        out.append(f"<p>{r.omitted} more finding(s) not listed (--max-findings).</p>")
+    if omitted:
+        out.append(f"<p>{omitted} more finding(s) not listed (--max-findings).</p>")
     out.append("<p>Counts by code: " + ", ".join(f"<code>{_e(k)}</code> {v}" for k, v in sorted(r.counts.items()))
                + "</p>")
-    if r.last_good:
+    if r.last_good and r.verdict == Verdict.TORN_TAIL:
         out.append(f"<p>Valid up to <code>{_e(r.last_good[0])}@0x{r.last_good[1]:x}</code>: truncating there loses "
                    "no valid record.</p>")
     return out

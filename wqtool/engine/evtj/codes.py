@@ -44,3 +44,34 @@ EVTJ_CODES: Codes = {
 
 EVTJ_REPLAY_CODES: frozenset[str] = frozenset({"EVTJ-STATUS-BACKWARDS", "EVTJ-DUPLICATE-ID", "EVTJ-DUPLICATE-TIME",
                                                "EVTJ-COMPRESSIBLE", "EVTJ-NO-CHECKSUM"})
+
+# --explain: per code (what prinbee's loader does, whether data is at risk, which wqtool command fixes it); "what
+# happened" is the code's meaning above. tests/engine/test_explain.py: every code of every format has all four.
+_STOPS = ("the loader stops reading the file there", "yes: the events after it in that file are not loaded",
+          "none in wqtool (EVTJ has pack only, which refuses damage): cut the file at the last good offset "
+          "(verify's valid-up-to) by hand, after a copy")
+EVTJ_EXPLAIN: dict[str, tuple[str, str, str]] = {
+    "EVTJ-HEADER": ("the loader skips the whole file", "yes: every event of the file", _STOPS[2]),
+    "EVTJ-EVENT-MAGIC": _STOPS, "EVTJ-TRUNCATED": _STOPS, "EVTJ-UNKNOWN-STATUS": _STOPS, "EVTJ-EMPTY-ID": _STOPS,
+    "EVTJ-SIZE-BEYOND-FILE": _STOPS, "EVTJ-NO-INLINE-DATA": _STOPS,
+    "EVTJ-FUTURE-TIME": ("the loader stops at an event more than 5 s in its future", "the events after it (until "
+                         "the clock passes it)", "none: check the writer's clock; --as-of shows when it loads"),
+    "EVTJ-STATUS-BACKWARDS": ("the loader indexes the later event: the status moves backwards",
+                              "the request may be processed again", "none in wqtool: fix by hand, after a copy"),
+    "EVTJ-DUPLICATE-ID": ("the loader keeps the last live event", "no", "nothing to fix"),
+    "EVTJ-DUPLICATE-TIME": ("the time-ordered replay keeps only the later event", "yes: the earlier one",
+                            "none: the writer must give distinct times"),
+    "EVTJ-BAD-ATTACHMENT-OFFSET": ("the attachment is read from a wrong place", "the attachment's data",
+                                   "none in wqtool: fix by hand, after a copy"),
+    "EVTJ-MISSING-ATTACHMENT": ("the event's attachment cannot be loaded", "yes: the attachment",
+                                "none: restore {id}.bin from a backup"),
+    "EVTJ-BAD-CONF": ("the journal ignores the line or uses its default", "no", "none: correct journal.conf"),
+    "EVTJ-FILE-BEYOND-MAX": ("the loader never reads the file", "its events", "none: raise "
+                             "maximum_number_of_files in journal.conf, or merge by hand"),
+    "EVTJ-FOREIGN-FILE": ("the journal ignores the file", "no", "none: move it out"),
+    "EVTJ-END-MARKER": ("the loader stops at the marker (the file was compressed)", "no", "nothing to fix"),
+    "EVTJ-COMPRESSIBLE": ("the loader skips finished events", "no",
+                          "wqtool pack --apply (prinbee's own compression, offline: leaves them out)"),
+    "EVTJ-NO-CHECKSUM": ("the loader reads what parses", "undetectable corruption inside events is possible",
+                         "nothing to fix"),
+}

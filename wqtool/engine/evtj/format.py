@@ -10,7 +10,7 @@ from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_O
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
-from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES
+from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES, EVTJ_EXPLAIN
 from ..fsops import describe_holders, holders
 from .model import Event, EvtjJournal
 
@@ -51,6 +51,7 @@ class EvtjFormat(Format):
     file_expected = "an EVTJ file (magic 'EVTJ' at offset 0)"
     dir_expected = "an event journal directory (no journal-N.events starting with 'EVTJ')"
     codes = EVTJ_CODES
+    explain = EVTJ_EXPLAIN
     replay_codes = EVTJ_REPLAY_CODES
     record_kinds = tuple(s.label for s in Status if s != Status.UNKNOWN)
     filters = frozenset({"time"})

@@ -27,6 +27,11 @@ class EvtjJournal:
     counter: int | None = None         # counters.seq index 0
 
     @property
+    def label(self) -> str:
+        """What reports call this journal: the directory, or the files named one by one (not their directory)."""
+        return self.root if self.is_dir or not self.files else ", ".join(f.path for f in self.files)
+
+    @property
     def segments(self) -> list[EventsFile]:
         return self.files
 

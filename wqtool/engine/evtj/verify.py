@@ -11,7 +11,7 @@ class EvtjRun(ReplayPass):
     record_cls = Event
 
     def __init__(self, journal: EvtjJournal, *, limit: int | None = None):
-        super().__init__(journal.root, EvtjReader(journal), EvtjReplay(journal.as_of_ns, journal.counter), limit)
+        super().__init__(journal.label, EvtjReader(journal), EvtjReplay(journal.as_of_ns, journal.counter), limit)
 
     def finish(self):
         state = self.replay.finish()

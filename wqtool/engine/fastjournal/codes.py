@@ -30,3 +30,26 @@ FASTJOURNAL_CODES: Codes = {
 }
 
 FASTJOURNAL_REPLAY_CODES: frozenset[str] = frozenset({"FJJ-NOT-APPLIED", "FJJ-BAD-REQUEST", "FJJ-TIME-BACKWARDS"})
+
+# --explain: per code (what the libfastjournal design's server does, whether data is at risk, which wqtool command
+# fixes it); "what happened" is the code's meaning above. tests/engine/test_explain.py: all four for every code.
+_DAMAGE = ("the server stops replay at the damage (a torn tail of the newest segment is cut at start)",
+           "at the newest segment's end: the change being written, never acknowledged; elsewhere the records after it",
+           "none in wqtool's plans for damage: fastjournal has pack and clean, which refuse it; cut the segment at "
+           "verify's valid-up-to offset by hand, after a copy")
+FASTJOURNAL_EXPLAIN: dict[str, tuple[str, str, str]] = {
+    "FJJ-HEADER": _DAMAGE, "FJJ-TRUNCATED": _DAMAGE, "FJJ-SIZE": _DAMAGE, "FJJ-CRC": _DAMAGE,
+    "FJJ-BAD-REQUEST": ("the server never journals such a record: replay refuses it", "the record is not a change",
+                        _DAMAGE[2]),
+    "FJJ-NOT-APPLIED": ("replay refuses a change that does not apply", "the history after it is in doubt",
+                        _DAMAGE[2]),
+    "FJJ-TIME-BACKWARDS": ("replay applies it in log order", "no", "nothing to fix (check the server's clock)"),
+    "FJJ-SUPERSEDED": ("replay starts at the newest snapshot and ignores them", "no",
+                       "wqtool clean --apply removes them"),
+    "FJJ-SEGMENT-GAP": ("replay cannot bridge the gap", "yes: the missing segment's changes",
+                        "none: restore the segment from a backup"),
+    "FJJ-TEMP-FILE": ("the server ignores it", "no", "wqtool clean --apply removes it"),
+    "FJJ-FOREIGN-FILE": ("the server ignores it", "no", "none: move it out"),
+    "FJJ-LIVE": ("the server is running and appending", "no", "nothing to fix"),
+    "FJJ-EMPTY": ("the server starts with an empty FIFO", "no", "nothing to fix"),
+}

@@ -11,7 +11,7 @@ from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from ..fsops import is_locked
-from .codes import FASTJOURNAL_CODES, FASTJOURNAL_REPLAY_CODES
+from .codes import FASTJOURNAL_CODES, FASTJOURNAL_REPLAY_CODES, FASTJOURNAL_EXPLAIN
 from .model import KINDS, Change, FjjJournal
 
 if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
@@ -43,6 +43,7 @@ class FastjournalFormat(Format):
     file_expected = "a fastjournal segment (magic 'FJJL' at offset 0)"
     dir_expected = "a fastjournal journal directory (no NNNNNNNNN.fjj segment)"
     codes = FASTJOURNAL_CODES
+    explain = FASTJOURNAL_EXPLAIN
     replay_codes = FASTJOURNAL_REPLAY_CODES
     record_kinds = KINDS
     filters = frozenset({"time"})

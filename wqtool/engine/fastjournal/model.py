@@ -28,6 +28,11 @@ class FjjJournal:
     live: bool = False                      # journal.lock held by a server
 
     @property
+    def label(self) -> str:
+        """What reports call this journal: the directory, or the files named one by one (not their directory)."""
+        return self.root if self.is_dir or not self.segments else ", ".join(f.path for f in self.segments)
+
+    @property
     def files(self) -> list[Segment]:
         return self.segments
 

@@ -12,7 +12,7 @@ class FjjRun(ReplayPass):
     record_cls = Change
 
     def __init__(self, journal: FjjJournal, as_of_ns: int, *, limit: int | None = None, fifo: Fifo | None = None):
-        super().__init__(journal.root, FjjReader(journal), FifoReplay(as_of_ns, fifo=fifo), limit)
+        super().__init__(journal.label, FjjReader(journal), FifoReplay(as_of_ns, fifo=fifo), limit)
 
     def finish(self):
         state = self.replay.finish()

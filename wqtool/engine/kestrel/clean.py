@@ -19,7 +19,7 @@ from ...formats.kestrel import PACK_SUFFIX
 from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, unlink_quiet
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
 from .pack import replay_digest
-from .reader import ROLE_PACK, FileSet, classify, queue_of
+from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue
 from .verify import run_log
 
 
@@ -63,9 +63,7 @@ class KestrelCleanPlan(Plan):
 
 def clean_plan(fileset: FileSet, as_of_ns: int) -> KestrelCleanPlan:
     t0 = time.perf_counter()
-    if not fileset.is_dir:
-        raise UsageError("clean works on a queue directory (files named one by one are not a queue)",
-                         path=fileset.root)
+    fileset = whole_queue(fileset, "clean")   # a file named alone: its queue, when it is all of it
     report = run_log(fileset, as_of_ns, keep_open=True, limit=0)
     files = {f.path for f in fileset.files}
     deletes = [(p, "a leftover rewrite temp file (Kestrel deletes it at start-up)") for p in fileset.temps]

@@ -51,3 +51,55 @@ KESTREL_REPLAY_CODES: frozenset[str] = frozenset({
     "KQ-XID-REUSED", "KQ-REMOVE-EMPTY", "KQ-UNKNOWN-XID", "KQ-LEGACY-RT", "KQ-XID0-COLLISION", "KQ-CONTINUE-XID0",
     "KQ-LEGACY-ADD", "KQ-VERSION", "KQ-OPEN-BACKED-OUT", "KQ-EXPIRED", "KQ-NO-CHECKSUM",
 })
+
+# --explain: per code (what Kestrel 2.x does with it, whether data is at risk, which wqtool command fixes it); "what
+# happened" is the code's meaning above. tests/engine/test_explain.py: every code of every format has all four.
+_FRAMING = ("Kestrel logs the BrokenItemException, truncates the live file there ('DATA MAY HAVE BEEN LOST!') "
+            "or skips the rest of a rotated file",
+            "at the live file's end: at most the item being written; elsewhere every record after the damage in "
+            "that file", "wqtool repair --apply (cuts a torn tail, kept in the quarantine); damage with valid records "
+            "after it: wqtool repair --salvage --apply")
+_FATAL = ("Kestrel cannot start (exception at startup)",
+          "the file's records after it are unreachable to Kestrel", "wqtool repair --salvage --apply")
+_NOOP = ("Kestrel replays it as a no-op", "no", "none needed (wqtool pack --apply writes a journal without it)")
+KESTREL_EXPLAIN: dict[str, tuple[str, str, str]] = {
+    "KQ-TRUNCATED": _FRAMING, "KQ-BAD-OPCODE": _FRAMING, "KQ-SHORT-BLOCK": _FRAMING,
+    "KQ-SIZE-NEGATIVE": _FATAL, "KQ-SIZE-ABSURD": ("Kestrel runs out of memory allocating the block at startup",
+                                                   _FATAL[1], _FATAL[2]),
+    "KQ-XID-REUSED": ("Kestrel replaces the open transaction: the earlier item is lost from the queue",
+                      "yes: the earlier item", "wqtool repair --drop-invalid --apply (removes the reusing record)"),
+    "KQ-STRAY-FILE": ("Kestrel 2.x fails at startup parsing the name", "no (the file is not read)",
+                      "wqtool clean --apply leaves it; move the file out of the queue directory by hand"),
+    "KQ-ODD-NAME": ("Kestrel 2.x replays the file as a rotated journal", "its content is replayed as journal",
+                    "none: rename or move the file if it is not a journal"),
+    "KQ-TEMP-FILE": ("Kestrel deletes it at startup", "no: a rewrite in progress that never finished",
+                     "wqtool clean --apply (deletes it, as Kestrel would)"),
+    "KQ-HALF-PACK": ("Kestrel deletes the files the pack supersedes and renames the pack into place",
+                     "no: the pack holds their state", "wqtool clean --apply (finishes the pack, as Kestrel would)"),
+    "KQ-PACK-PENDING": ("Kestrel renames the pack into place at startup", "no",
+                        "wqtool clean --apply (does the rename)"),
+    "KQ-FOREIGN-FILE": ("Kestrel 2.x cannot read a libkestrel (3.0) file", "no (it is another format)",
+                        "none: read it with the Kestrel 3 tools, or move it out"),
+    "KQ-NOT-JOURNAL": ("Kestrel 2.x would treat every such name as a queue", "no (wqtool does not read them)",
+                       "none: move them out, or pass --format kestrel to read them"),
+    "KQ-PARTIAL-SET": ("Kestrel replays the whole set", "no: only the report covers part of the queue",
+                       "none: name the queue's directory"),
+    "KQ-NO-LIVE": ("Kestrel starts a new live journal", "no", "nothing to fix"),
+    "KQ-REMOVE-EMPTY": _NOOP, "KQ-UNKNOWN-XID": _NOOP, "KQ-CONTINUE-XID0": _NOOP,
+    "KQ-LEGACY-RT": ("Kestrel replays it by its version's rule (1.x: the newest open xid; 2.x: xid 0)",
+                     "which item is open depends on the version (--kestrel-version)", "nothing to fix"),
+    "KQ-XID0-COLLISION": ("Kestrel 2.x overwrites the open transaction with xid 0", "yes: the earlier open item",
+                          "wqtool repair --drop-invalid --apply"),
+    "KQ-LEGACY-ADD": ("Kestrel gives the item its add time at replay", "no", "nothing to fix"),
+    "KQ-VERSION": ("the running Kestrel's version decides what op 3 and a legacy ADD's expiry mean",
+                   "no, if --kestrel-version matches the writer", "nothing to fix (pass --kestrel-version)"),
+    "KQ-OPEN-BACKED-OUT": ("Kestrel returns open transactions to the queue head at startup",
+                                                "no: the items are delivered again", "nothing to fix"),
+    "KQ-EXPIRED": ("Kestrel drops expired items when they are read", "no: they had expired",
+                   "wqtool pack --apply leaves them out"),
+    "KQ-IN-FLIGHT": ("the writer finishes the record", "no", "nothing to fix (verify again)"),
+    "KQ-RESYNC": ("Kestrel stops reading the file at the damage before it", "the records from here on",
+                  "wqtool repair --salvage --apply (keeps them)"),
+    "KQ-NO-CHECKSUM": ("Kestrel reads whatever frames parse: flipped bits in item data go unnoticed",
+                       "undetectable corruption inside items is possible", "nothing to fix"),
+}

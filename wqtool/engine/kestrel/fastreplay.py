@@ -23,7 +23,7 @@ from contextlib import ExitStack
 
 from ...formats.kestrel import LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC
 from ..fileio import FileView
-from ..findings import Finding, Verdict
+from ..findings import Finding, Verdict, quota
 from ..run import FindingSink, LogReport
 from .fastpath import Damage, decode_fields
 from .reader import ROLE_EXPLICIT, ROLE_LIVE, FileSet, JournalReader
@@ -45,17 +45,21 @@ KERNEL = "c" if _kernel is not None and os.environ.get("WQTOOL_PURE_PYTHON", "")
 
 
 class _Findings(list):
-    """The first ``limit`` findings; the rest only counted by (code, severity): memory follows the queue."""
+    """The first ``limit`` findings of each quota (``findings.quota``: errors, warnings, notes); the rest only
+    counted by (code, severity): memory follows the queue."""
 
     def __init__(self, limit: int | None):
         super().__init__()
         self.limit = limit
+        self.kept: Counter = Counter()
         self.overflow: Counter = Counter()
         self.verdicts: set = set()          # what the report needs of the errors only counted
         self.last_good: tuple | None = None
 
     def append(self, f: Finding) -> None:
-        if self.limit is None or len(self) < self.limit:
+        q = quota(f)
+        if self.limit is None or self.kept[q] < self.limit:
+            self.kept[q] += 1
             list.append(self, f)
         else:
             self.overflow[(f.code, f.severity)] += 1
@@ -119,7 +123,7 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
     closing = [*rp.findings]
     if no_checksum is not None:
         closing.append(no_checksum)
-    report = LogReport(root=fileset.live_path if fileset.is_dir else fileset.root, segments=segments, records=index,
+    report = LogReport(root=fileset.label, segments=segments, records=index,
                        bytes=nbytes, state=state)
     sink = FindingSink(report, limit)
     for f in found:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
@@ -11,10 +12,10 @@ from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
 from ..run import LogReport, VerifyReport
-from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES
+from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES, KESTREL_EXPLAIN
 from .model import Record
-from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, FileSet, JournalReader,
-                     discover, journal_evidence, journal_name)
+from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, TEMP_MARKER, WEAK, FileSet,
+                     JournalReader, discover, journal_evidence, journal_name, queue_of)
 
 if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
     import wqtool.engine.kestrel.pack  # noqa: F401
@@ -38,6 +39,34 @@ def _version(opts: Options) -> str:
     return str(opts.get("kestrel_version", "auto"))
 
 
+
+EMPTY_QUEUE = ("an empty journal in a directory of nothing but empty Kestrel journal names (a queue that pack --apply "
+               "emptied: Kestrel reads every such name as a queue, names decide, not content)")
+
+
+def empty_queue(d: str) -> str | None:
+    """The first live journal ``<q>`` of a directory whose regular files are all empty and all named as Kestrel
+    names journals (docs/formats/kestrel-journal.md, "File names": ``<q>``, ``<q>.<ms>``, ``<q>.<ms>.pack``,
+    ``<q>~~<ms>``), with at least one live ``<q>``; None otherwise (an empty file anywhere else is no evidence)."""
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        return None
+    live = None
+    for n in names:
+        p = os.path.join(d, n)
+        if os.path.isdir(p):
+            continue
+        try:
+            st = os.stat(p)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size or not journal_name(n):
+            return None
+        if live is None and n == queue_of(n) and TEMP_MARKER not in n:
+            live = n
+    return live
+
 class KestrelFormat(Format):
     name = "kestrel"
     title = "Kestrel queue journal"
@@ -49,6 +78,12 @@ class KestrelFormat(Format):
 numeric order, a finished pack <q>.<ms>.pack that supersedes every <q>.<ts> with ts <= ms (Kestrel deletes them and
 renames it), and <q>~~<ms> temp files of an unfinished rewrite (deleted at start-up). wqtool applies these rules
 virtually: it never renames or deletes while reading. Byte-level reference: docs/formats/kestrel-journal.md.
+
+Detection: a directory is a queue when one journal-named file has records that parse from its first byte, or when
+its files are nothing but empty journal names with a live <q> (a queue that pack --apply emptied: Kestrel reads
+every such name as a queue; the names decide, not the content) — also its <q> named alone. An empty file anywhere
+else is no evidence of any format: wqtool exits 2 (cannot detect the log format) unless --format kestrel. repair and
+clean take files named one by one when they are every file of their queue (a queue pack --apply left as one <q>).
 
 A journal is records back to back, no header and no checksum: an opcode byte (0 ADD legacy, 1 REMOVE, 2 ADDX,
 3 REMOVE_TENTATIVE legacy, 4 SAVE_XID, 5 UNREMOVE, 6 CONFIRM_REMOVE, 7 ADD_XID, 8 CONTINUE,
@@ -63,6 +98,7 @@ A journal is records back to back, no header and no checksum: an opcode byte (0 
 Only framing damage is detectable (KQ-NO-CHECKSUM). Kestrel has no lock files: stop it before pack --apply (wqtool
 refuses while another process holds a journal open, and rolls back if the live file changes)."""
     codes = KESTREL_CODES
+    explain = KESTREL_EXPLAIN
     replay_codes = KESTREL_REPLAY_CODES
     record_kinds = _KINDS
     special_dumps = frozenset({"qdump"})
@@ -84,11 +120,16 @@ refuses while another process holds a journal open, and rolls back if the live f
                     grade, why = journal_evidence(p)
                     if grade == STRONG:
                         return Evidence(True, f"{n}: {why}")
-            return None
+            live = empty_queue(path)
+            return None if live is None else Evidence(True, f"{live}: {EMPTY_QUEUE}")
         try:
             grade, why = journal_evidence(path)
         except InputError:
             return None
+        if grade == WEAK:     # an empty file: Kestrel's only if its name and directory have a queue's shape
+            live = empty_queue(os.path.dirname(path) or ".")
+            name = os.path.basename(path)
+            return Evidence(True, f"{name}: {EMPTY_QUEUE}") if live is not None and journal_name(name) else None
         return None if grade is None else Evidence(grade == STRONG, why)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[FileSet]:
@@ -105,7 +146,7 @@ refuses while another process holds a journal open, and rolls back if the live f
         return [f.path for f in log.files]
 
     def log_name(self, log: FileSet) -> str:
-        return log.live_path if log.is_dir else log.root
+        return log.label
 
     def file_events(self, log: FileSet, i: int, start_index: int = 0) -> Iterator:
         """One journal file read on its own by the engine's reader: the framing of a file does not depend on the

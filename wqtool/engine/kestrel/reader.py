@@ -74,6 +74,14 @@ class FileSet:
         return os.path.join(self.root, self.queue)
 
     @property
+    def label(self) -> str:
+        """What reports call this set: a directory's queue by its live file's path, files named one by one by
+        those names (not by their directory)."""
+        if self.is_dir or not self.files:
+            return self.live_path
+        return ", ".join(f.path for f in self.files)
+
+    @property
     def on_disk(self) -> list[str]:
         """Every file of the queue that is on disk (replayed, superseded, temps; not stray names)."""
         seen = [f.path for f in self.files] + list(self.superseded)
@@ -224,6 +232,32 @@ def discover(paths: Sequence[str], kestrel_version: str = "auto", *, queue: str 
                                        "pass the directory to replay the whole set as Kestrel does",
                                        path=fs.files[-1].path))
     return out
+
+
+def whole_queue(fileset: FileSet, what: str) -> FileSet:
+    """The queue's whole file set for a command that rewrites it (``what``: "repair", "clean", "pack --apply"):
+    a directory's set as it is; files named one by one when they are every file of their queue in that directory
+    (a queue that ``pack --apply`` left as one ``<q>`` file, named alone), read as that directory's queue; else
+    a usage error naming the files left out (rewriting part of a queue would lose or duplicate the rest)."""
+    if fileset.is_dir:
+        return fileset
+    d = fileset.root
+    try:
+        siblings = sorted(n for n in os.listdir(d)
+                          if os.path.isfile(os.path.join(d, n)) and queue_of(n) == fileset.queue)
+    except OSError as exc:
+        raise input_error(d, exc) from None
+    named = sorted({os.path.basename(f.path) for f in fileset.files})
+    if siblings != named:
+        left = [n for n in siblings if n not in named]
+        raise UsageError(f"{what} rewrites a whole queue: queue '{fileset.queue}' also has "
+                         f"{', '.join(left[:6])}{', ...' if len(left) > 6 else ''} here; name its directory "
+                         f"({d}) or every one of its files", path=fileset.label)
+    [whole] = _discover_dir(d, fileset.queue) or [None]
+    if whole is None:
+        raise UsageError(f"{what}: no Kestrel queue '{fileset.queue}' found in {d}", path=fileset.label)
+    whole.kestrel_version = fileset.kestrel_version
+    return whole
 
 
 def _explicit_order(queue: str, named: list[str]) -> list[JournalFile]:

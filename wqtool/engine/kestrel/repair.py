@@ -33,7 +33,7 @@ from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
 from .model import Record
-from .reader import FileSet, JournalReader, read_damaged_items
+from .reader import FileSet, JournalReader, read_damaged_items, whole_queue
 from .replay import KestrelReplay, KestrelState
 
 NS_PER_MS = 1_000_000
@@ -156,9 +156,7 @@ class KestrelRepairPlan(Plan):
 def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
                 truncate_to_ns: int | None = None, kestrel_version: str | None = None) -> KestrelRepairPlan:
     t0 = time.perf_counter()
-    if not fileset.is_dir:
-        raise UsageError("repair works on a queue directory (files named one by one are not a queue)",
-                         path=fileset.root)
+    fileset = whole_queue(fileset, "repair")   # a file named alone: its queue, when it is all of it
     version = kestrel_version or fileset.kestrel_version
     live_sig = FileSig.of(fileset.live_path)
     before, after = KestrelReplay(as_of_ns, version=version), KestrelReplay(as_of_ns, version=version)

@@ -138,7 +138,8 @@ class KestrelStateView(StateView):
 
     def summary_lines(self) -> list[str]:
         d = state_summary(self.state)
-        return [f"queue {self.queue}: {d['items']} items ({d['bytes']} bytes), {d['counts']}, "
+        counts = ", ".join(f"{n} {state}" for state, n in d["counts"].items())   # "1 queued, 0 open"
+        return [f"queue {self.queue}: {d['items']} items ({d['bytes']} bytes): {counts}, "
                 f"{d['expired_at_as_of']} expired at as-of, from {d['records']} records; "
                 f"writer guess: {d['version_guess']}"]
 

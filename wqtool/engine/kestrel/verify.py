@@ -30,7 +30,7 @@ class KestrelRun(ReplayPass):
 
     def __init__(self, fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
                  kestrel_version: str | None = None, resync: bool = True):
-        super().__init__(fileset.live_path if fileset.is_dir else fileset.root, JournalReader(fileset, resync=resync),
+        super().__init__(fileset.label, JournalReader(fileset, resync=resync),
                          KestrelReplay(as_of_ns, version=kestrel_version or fileset.kestrel_version), limit)
         self.keep_open = keep_open
 

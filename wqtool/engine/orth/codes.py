@@ -58,3 +58,45 @@ EXECUTOR_CODES: Codes = {
 }
 EXECUTOR_REPLAY_CODES: frozenset[str] = frozenset({"OE-NO-END", "OE-CALLBACK-FAILED", "OE-ORPHAN",
                                                    "OE-RETRY-PENDING"})
+
+# --explain: per code (what Orth's executor does, whether data is at risk, which wqtool command fixes it); "what
+# happened" is the code's meaning above (it says Orth's reaction). tests/engine/test_explain.py: all four, every code.
+_POISON = ("Orth's retry pass fails on the file (see the meaning); the results in it never reach the admin",
+           "yes: the callbacks (job results) in the file",
+           "wqtool repair --apply (moves the file to the quarantine; replay --send delivers what parses)")
+_GONE = ("Orth deletes or never reads it (see the meaning)", "no", "wqtool clean --apply removes it")
+CALLBACK_EXPLAIN: dict[str, tuple[str, str, str]] = {
+    "OC-INVALID-UTF8": _POISON, "OC-REJECTED": _POISON, "OC-TRUNCATED": _POISON, "OC-JAVA-BAD": _POISON,
+    "OC-HESSIAN-BAD": _POISON,
+    "OC-NULL": ("Orth deletes the file, then aborts on a NullPointerException", "yes: the batch, unless the admin "
+                "accepted it", _POISON[2]),
+    "OC-NOT-A-DIR": ("failed callbacks cannot be persisted until Orth's retry thread deletes it",
+                     "yes: callbacks that fail meanwhile", "none: move the file away and create the directory"),
+    "OC-BAD-HANDLE-CODE": ("the admin would store it and keep the row open", "the job's result is wrong",
+                           "wqtool repair --apply (quarantines the file; replay --send refuses it)"),
+    "OC-NAME-MD5": ("Orth resends the file as it reads now", "yes: the changed entries",
+                    "wqtool repair --apply (quarantines it); compare with the admin's rows"),
+    "OC-LENIENT-JSON": ("Orth's lenient Gson reads it", "no", "nothing to fix"),
+    "OC-UNKNOWN-HANDLE-CODE": ("the admin stores it; the UI shows Failed", "no", "nothing to fix"),
+    "OC-EMPTY": _GONE, "OC-FOREIGN-NAME": ("Orth retries every file in callbacklogs/, this one too",
+                                           "no", "wqtool clean --apply removes it"),
+    "OC-NOT-A-FILE": ("Orth's read fails; it stays", "no", "none: move it out by hand"),
+    "OC-STRANDED": ("Orth and xxl-job >= 3.3 never read it", "yes: its callbacks are never delivered",
+                    "wqtool replay --send URL delivers it (--dry-run first)"),
+    "OC-NOT-CANONICAL": ("Orth reads it", "no", "nothing to fix"),
+    "OC-DUPLICATE": ("the admin keeps the first result it receives", "no", "nothing to fix"),
+}
+EXECUTOR_EXPLAIN: dict[str, tuple[str, str, str]] = {
+    "OE-BAD-DATE": ("retention reads it as another date, or never cleans it", "the directory may be deleted early, "
+                    "or kept forever", "none: rename or remove it by hand"),
+    "OE-STRAY-FILE": ("Orth ignores it", "no", "none: move it out"),
+    "OE-INVALID-UTF8": ("Orth's log viewer stops before the bytes", "no: the file keeps them", "nothing to fix"),
+    "OE-UNPREFIXED": ("Orth shows it as is", "no", "nothing to fix"),
+    "OE-NO-END": ("the run is still going, or was lost with the executor", "the run's result may be unknown",
+                  "none: check the admin's row (wqtool verify of the orth-joblog table)"),
+    "OE-CALLBACK-FAILED": ("Orth keeps the callback in callbacklogs/ and retries it", "the admin may not know the "
+                           "result yet", "none: Orth retries; wqtool replay --send delivers a stranded one"),
+    "OE-ORPHAN": ("Orth re-created the file for a callback line", "no", "wqtool clean --apply removes it"),
+    "OE-RETRY-PENDING": ("Orth retries the callback", "no", "nothing to fix"),
+    "OE-PARTIAL-LINE": ("Orth is writing the line", "no", "nothing to fix"),
+}

@@ -13,7 +13,8 @@ from ...formats.orth import (CALLBACK_RELEASES, JACKSON_CALLBACK_FILE, ANY_CALLB
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
 from ..lazy import LazyInstance, lazy
-from .codes import CALLBACK_CODES, CALLBACK_REPLAY_CODES, EXECUTOR_CODES, EXECUTOR_REPLAY_CODES
+from .codes import (CALLBACK_CODES, CALLBACK_EXPLAIN, CALLBACK_REPLAY_CODES, EXECUTOR_CODES, EXECUTOR_EXPLAIN,
+                    EXECUTOR_REPLAY_CODES)
 from .model import Callback, LogEntry
 
 if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
@@ -98,6 +99,7 @@ orth-logs.md section 2a):
 
 """ + "\n".join(f"  {title}: {where}\n    {enc}\n    upstream: {src}" for _, title, where, enc, src in CALLBACK_RELEASES)
     codes = CALLBACK_CODES
+    explain = CALLBACK_EXPLAIN
     replay_codes = CALLBACK_REPLAY_CODES
     record_kinds = ("success", "fail", "timeout", "other")
     filters = frozenset({"time"})
@@ -268,6 +270,7 @@ A logPath holding callbacklogs/ (or callbacklog/) is read as two logs by every c
 each with its own verdict; clean plans the retention with the executor logs and the delivered retry files with the
 retry files. --format reads one of them."""
     codes = EXECUTOR_CODES
+    explain = EXECUTOR_EXPLAIN
     replay_codes = EXECUTOR_REPLAY_CODES
     record_kinds = ENTRY_KINDS
     filters = frozenset({"time"})

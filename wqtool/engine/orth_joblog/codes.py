@@ -64,3 +64,33 @@ JOBLOG_REPLAY_CODES: frozenset[str] = frozenset({
     "OJL-INIT-HANDLED", "OJL-ZERO-CALLBACK", "OJL-HANDLED-EARLY", "OJL-ALARM-UNEXPECTED", "OJL-ALARM-LOCKED",
     "OJL-FUTURE-TIME", "OJL-LOST", "OJL-INIT-STUCK", "OJL-MARKED-LOST", "OJL-PENDING-ONLINE", "OJL-REGISTRY",
 })
+
+# --explain: per code (what the admin does with such a row, whether data is at risk, what fixes it); "what happened"
+# is the code's meaning above. wqtool only reads job-log tables: fixes are SQL or a new export. tests/engine/
+# test_explain.py: every code has all four.
+_INPUT = ("the admin never reads exports: this is the export or dump", "the rows it affects are not checked",
+          "none in wqtool: export or dump the table again")
+_ROW = ("the admin stores and shows the row as it is", "the job's recorded outcome may be wrong",
+        "none in wqtool (read-only for tables): correct the row with SQL")
+_OK = ("the admin works as usual", "no", "nothing to fix")
+JOBLOG_EXPLAIN: dict[str, tuple[str, str, str]] = {
+    "OJL-PARSE": _INPUT, "OJL-TRUNCATED": _INPUT, "OJL-TOO-LARGE": _INPUT, "OJL-ENCODING": _INPUT,
+    "OJL-HEADER": _INPUT, "OJL-DUMP-INCOMPLETE": _INPUT, "OJL-NO-ROWS": _INPUT,
+    "OJL-NULL": _ROW, "OJL-TYPE": _ROW, "OJL-DUPLICATE-ID": _ROW, "OJL-BAD-ID": _ROW, "OJL-NO-TRIGGER-TIME": _ROW,
+    "OJL-HANDLED-NO-TIME": _ROW, "OJL-QUEUED-NO-ADDRESS": _ROW, "OJL-MSG-TOO-LONG": _ROW, "OJL-ALARM-STATUS": _ROW,
+    "OJL-UNKNOWN-TRIGGER-CODE": _ROW, "OJL-UNKNOWN-HANDLE-CODE": _ROW, "OJL-INIT-HANDLED": _ROW,
+    "OJL-ZERO-CALLBACK": ("the row stays Pending and still accepts callbacks", "the result may be overwritten",
+                          _ROW[2]),
+    "OJL-HANDLED-EARLY": ("the admin shows the times as stored", "no", "none: align the admins' clocks"),
+    "OJL-ALARM-UNEXPECTED": ("the alarm scanner never takes the row", "no", "nothing to fix"),
+    "OJL-ALARM-LOCKED": ("no alarm is sent for the row", "an alarm may be missing", _ROW[2]),
+    "OJL-FUTURE-TIME": ("the admin shows it", "no", "none: check the clocks, or --as-of"),
+    "OJL-LOST": ("the lost-job monitor marks it failed within 60 s", "the run's real result is unknown",
+                 "none: check the executor; the monitor closes the row"),
+    "OJL-INIT-STUCK": ("nothing ever touches the row; the report counts it running", "the trigger never ran",
+                       _ROW[2]),
+    "OJL-EXTRA-COLUMN": ("the admin ignores the column", "no", "nothing to fix"),
+    "OJL-REGISTRY-ROW": ("the admin skips the registry row", "no", "none: correct the registry row with SQL"),
+    "OJL-OLD-SCHEMA": _OK, "OJL-TABLE": _OK, "OJL-MARKED-LOST": _OK, "OJL-PENDING-ONLINE": _OK,
+    "OJL-REGISTRY": _OK,
+}

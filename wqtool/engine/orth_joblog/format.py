@@ -11,7 +11,7 @@ from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, REGISTRY_TABLE_NAME
 from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
-from .codes import JOBLOG_CODES, JOBLOG_REPLAY_CODES
+from .codes import JOBLOG_CODES, JOBLOG_REPLAY_CODES, JOBLOG_EXPLAIN
 from .model import Row
 
 if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
@@ -70,6 +70,7 @@ executor registry of the lost-job check), jdbc_jar=, jdbc_driver= (--engine spar
 counts, failure rates per executor and handler, and trigger-to-handle latency percentiles; --out DIR writes them as
 CSV or Parquet, --chart FILE draws the daily counts."""
     codes = JOBLOG_CODES
+    explain = JOBLOG_EXPLAIN
     replay_codes = JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"}
     record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success+fail)
     filters = frozenset()

@@ -36,3 +36,29 @@ SNAPLIST_CODES: Codes = {
 
 #: Codes only the replay of the whole journal raises (lines of every hour file, in reading order).
 SNAPLIST_REPLAY_CODES: frozenset[str] = frozenset({"SL-SUPERSEDED"})
+
+# --explain: per code (what Snap!'s list reader does, whether data is at risk, which wqtool command fixes it);
+# "what happened" is the code's meaning above. tests/engine/test_explain.py: every code has all four.
+SNAPLIST_EXPLAIN: dict[str, tuple[str, str, str]] = {
+    "SL-TORN-LINE": ("the reader discards the line when it unlinks the file", "yes: that request",
+                     "none in wqtool: the page is listed again at its next change"),
+    "SL-MISSING-FIELD": ("the reader skips the line and loses it with the file", "yes: that request",
+                         "none: re-list the page"),
+    "SL-BAD-VALUE": ("the reader forwards the value as text", "the request may be scheduled wrongly",
+                     "none in wqtool (pack drops acknowledged blank runs only; pending lines stay byte for byte)"),
+    "SL-URI-SEMICOLON": ("the tokenizer cuts the uri at the ';'", "yes: the request goes to a wrong uri",
+                         "none: the writer must escape it (%3A)"),
+    "SL-NON-ASCII": ("the reader passes the bytes through", "no", "nothing to fix"),
+    "SL-NONCANONICAL": ("the tokenizer reads it as shown", "no", "nothing to fix"),
+    "SL-WRONG-HOUR": ("the reader takes the line from the file it is in", "no: it is only sent earlier or later",
+                      "nothing to fix"),
+    "SL-STALE-FILE": ("the reader sends its pending lines and unlinks it", "no: pending lines are late, not lost",
+                      "wqtool clean --apply removes an exhausted one"),
+    "SL-ACK-OUT-OF-ORDER": ("the reader logs one error per blank byte", "no",
+                            "wqtool pack --apply (drops the blank runs)"),
+    "SL-FOREIGN-FILE": ("the reader never reads it", "no", "none: move it out"),
+    "SL-TEMP-FILE": ("the reader ignores it", "no", "wqtool clean --apply removes it"),
+    "SL-EMPTY": ("nothing to send", "no", "nothing to fix"),
+    "SL-SUPERSEDED": ("the reader sends one entry per uri (the later line)", "no",
+                      "nothing to fix"),
+}

@@ -10,7 +10,7 @@ from ..fileio import read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
 from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
-from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES
+from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES, SNAPLIST_EXPLAIN
 from .fastpath import tokenize
 from .model import KINDS, Line, ListJournal
 
@@ -79,6 +79,7 @@ class SnaplistFormat(Format):
     file_expected = "a list journal hour file (<0-23>.msg, lines priority=…;key_start_date=…;uri=…)"
     dir_expected = "a list journal directory (no <0-23>.msg file)"
     codes = SNAPLIST_CODES
+    explain = SNAPLIST_EXPLAIN
     replay_codes = SNAPLIST_REPLAY_CODES
     record_kinds = KINDS
     filters = frozenset({"time"})

@@ -33,6 +33,11 @@ class ListJournal:
     start_date_offset_us: int = 10_000_000
 
     @property
+    def label(self) -> str:
+        """What reports call this journal: the directory, or the files named one by one (not their directory)."""
+        return self.root if self.is_dir or not self.files else ", ".join(f.path for f in self.files)
+
+    @property
     def segments(self) -> list[HourFile]:
         return self.files
 

@@ -11,7 +11,7 @@ class ListRun(ReplayPass):
     record_cls = Line
 
     def __init__(self, journal: ListJournal, *, limit: int | None = None):
-        super().__init__(journal.root, ListReader(journal), ListReplay(journal.as_of_ns), limit)
+        super().__init__(journal.label, ListReader(journal), ListReplay(journal.as_of_ns), limit)
 
     def finish(self):
         state = self.replay.finish()

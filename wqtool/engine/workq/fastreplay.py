@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...formats.workq import HEADER_SIZE, JOB_ID_SIZE, CmdType
-from ..findings import ERROR, Finding, Verdict
+from ..findings import ERROR, Finding, Fold, Verdict, quota
 from .jobtable import K_ATT, K_RES, K_STATE, PyJobTable, PyScanStats
 from .model import Record
 from .reader import FileView, LogSet, RecordReader, header_finding
@@ -47,37 +47,54 @@ from .replay import CompactJobs, ReplayState, WorkqReplay, closing_notes, expire
 __all__ = ["Bail", "FastReplay", "FastResult", "Span", "fast_run", "finish_state", "KERNEL"]
 
 class CappedFindings(list):
-    """The kernel's findings: the first ``limit`` (seg_no, Finding) pairs, and only a count (by code and
-    severity) of the rest — an old log can hold a warning per record (expired adds, records of gone jobs), and
-    memory must follow the live state, not the file. The C loop appends through this ``append`` too."""
+    """The kernel's findings: the first ``limit`` (seg_no, Finding) pairs of each quota (``findings.quota``:
+    errors, warnings, notes, as-of findings), and only a count (by code and severity) of the rest — an old log
+    can hold a warning per record (expired adds, records of gone jobs), and memory must follow the live state,
+    not the file; the as-of findings past the cap are still summed up (``folds``: count, first and last, times).
+    The C loop appends through this ``append`` too, and calls ``over`` instead once ``len(self)`` reaches
+    ``limit`` (it builds only as-of findings)."""
 
     def __init__(self, limit: int | None = None):
         super().__init__()
         self.limit = limit
+        self.kept: Counter = Counter()
         self.overflow: Counter = Counter()
+        self.folds: dict = {}               # as-of findings only counted: code -> Fold
         self.verdicts: set = set()          # the verdicts of the findings only counted (errors past the cap)
         self.last_good: tuple | None = None  # a torn tail's (path, last good offset), when it is past the cap
 
     def append(self, item) -> None:
-        if self.limit is None or len(self) < self.limit:
+        q = quota(item[1])
+        if self.limit is None or self.kept[q] < self.limit:
+            self.kept[q] += 1
             list.append(self, item)
         else:
             self.spill(item[1])
 
     def spill(self, f: Finding) -> None:
-        """Count ``f`` without keeping it (what the report still needs of it: its verdict, a torn tail's offset)."""
+        """Count ``f`` without keeping it (what the report still needs of it: its verdict, a torn tail's offset,
+        an as-of finding's place and time)."""
         self.overflow[(f.code, f.severity)] += 1
+        if quota(f) == "as-of":
+            self._fold(f.code, f.severity).take(f.path, f.offset, f.when)
         if f.verdict:
             self.verdicts.add(f.verdict)
             if f.verdict == Verdict.TORN_TAIL:
                 self.last_good = (f.path, f.last_good_offset)
 
+    def _fold(self, code: str, severity: str) -> Fold:
+        fold = self.folds.get(code)
+        if fold is None:
+            fold = self.folds[code] = Fold(code, severity)
+        return fold
+
     def full(self) -> bool:
         return self.limit is not None and len(self) >= self.limit
 
-    def over(self, code: str) -> None:
-        """Count a warning the kernel did not build (it is over the cap)."""
+    def over(self, code: str, path=None, offset=None, when=None) -> None:
+        """Count a warning the kernel did not build (it is over the cap), with its place and as-of time."""
         self.overflow[(code, "warning")] += 1
+        self._fold(code, "warning").take(path, offset, when)
 
 
 class Bail(Exception):
@@ -284,6 +301,7 @@ class FastResult:
     spans: list[Span] = field(default_factory=list)      # the bytes behind each error finding, in file order
     verdicts: set = field(default_factory=set)           # the verdicts of errors counted in overflow
     last_good: tuple | None = None                       # a torn tail counted in overflow: (path, offset)
+    folds: dict = field(default_factory=dict)            # as-of findings counted in overflow: code -> Fold
     seg_records: list[int] = field(default_factory=list)  # the records read in each segment
 
 
@@ -307,7 +325,7 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
             state = None
     return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state, fr.findings.overflow,
                       fr.stats, fr.sizes, spans=fr.spans, seg_records=fr.seg_records, verdicts=fr.findings.verdicts,
-                      last_good=fr.findings.last_good)
+                      last_good=fr.findings.last_good, folds=fr.findings.folds)
 
 
 @contextmanager
@@ -337,7 +355,8 @@ def _worker(args):
     except Bail:
         return None
     return (list(fr.findings), fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs),
-            fr.findings.overflow, fr.sizes, fr.spans, fr.seg_records, fr.findings.verdicts, fr.findings.last_good)
+            fr.findings.overflow, fr.sizes, fr.spans, fr.seg_records, fr.findings.verdicts, fr.findings.last_good,
+            fr.findings.folds)
 
 
 def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None, through: bool = False
@@ -348,16 +367,17 @@ def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None,
     if any(p is None for p in parts):
         raise Bail
     merged = sorted((sf for p in parts for sf in p[0]), key=lambda sf: (sf[0], sf[1].offset or 0))
-    spill = CappedFindings(0)
+    spill = CappedFindings(limit)   # each part kept its first `limit` of each quota: the first `limit` overall
     for p in parts:
         spill.overflow.update(p[6])
         spill.verdicts |= p[10]
         if p[11] is not None:
             spill.last_good = p[11]
-    if limit is not None and len(merged) > limit:  # each part kept its first `limit`: the first `limit` overall
-        for _, f in merged[limit:]:
-            spill.spill(f)
-        merged = merged[:limit]
+        for code, fold in p[12].items():
+            spill._fold(code, fold.severity).merge(fold)
+    for sf in merged:
+        spill.append(sf)
+    merged = list(spill)
     overflow = spill.overflow
     findings = list(log.findings) + [f for _, f in merged]
     findings.extend(closing_notes(sum(p[5][0] for p in parts), sum(p[5][1] for p in parts)))
@@ -365,4 +385,4 @@ def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None,
     spans = sorted((sp for p in parts for sp in p[8]), key=lambda sp: (sp.seg_no, sp.start))
     return FastResult(findings, first[1], sum(p[2] for p in parts), first[3], first[4], None, overflow,
                       sizes=first[7], spans=spans, seg_records=first[9], verdicts=spill.verdicts,
-                      last_good=spill.last_good)
+                      last_good=spill.last_good, folds=spill.folds)

@@ -10,7 +10,7 @@ from ..fileio import read_head
 from ..fsops import is_locked
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
-from .codes import CODES, REPLAY_CODES
+from .codes import CODES, REPLAY_CODES, EXPLAIN
 from .model import Record
 from .reader import discover, segment_events, segment_seq
 
@@ -51,6 +51,7 @@ records back to back:
 
 workq-server holds append.lock for its whole life and its cleaner takes read.lock: wqtool's --apply takes both."""
     codes = CODES
+    explain = EXPLAIN
     replay_codes = REPLAY_CODES
     record_kinds = _KINDS
     filters = frozenset({"job", "time"})

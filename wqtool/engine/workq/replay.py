@@ -133,7 +133,8 @@ def unknown_job_finding(path: str, offset: int, index: int, cmd: CmdType, job_id
 def expired_finding(path: str, offset: int, index: int, cmd: CmdType, log_exp_ns: int, job_id: bytes) -> Finding:
     return Finding(WARNING, "WQ-ADD-EXPIRED", f"{cmd.label} already expired at --as-of (expired "
                    f"{GoTime.from_unix_ns(log_exp_ns).isoformat()}); upstream skips it", path=path, offset=offset,
-                   record_index=index, upstream="workq-server skips it silently", job_id=str(uuid.UUID(bytes=job_id)))
+                   record_index=index, upstream="workq-server skips it silently", job_id=str(uuid.UUID(bytes=job_id)),
+                   when=log_exp_ns)
 
 
 class CompactJobs(Mapping):

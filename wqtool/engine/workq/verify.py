@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 from ...errors import InputError
 from .. import progress
 from ..fileio import FileView
-from ..findings import ERROR, Finding
+from ..findings import ERROR, Finding, Fold
 from ..run import FindingSink, LogReport, ReplayPass, VerifyReport, files_size
 from ..stats import RecordStats
 from .codes import REPLAY_CODES
@@ -68,6 +68,8 @@ def fast_report(log: LogSet, res: FastResult, limit: int | None) -> LogReport:
         report.counts[code] += n
         report.severities[severity] += n
     sink.verdicts |= res.verdicts                     # (what the report needs of them)
+    for code, fold in res.folds.items():              # the as-of findings among them: their summary
+        report.folds.setdefault(code, Fold(code, fold.severity)).merge(fold)
     if res.last_good is not None:
         report.last_good = res.last_good
     sink.close()

@@ -226,9 +226,11 @@ static int add_finding(Ctx *cx, PyObject *findings, const char *ctor, PyObject *
     int rc = -1;
     PyObject *fn = NULL, *cmds = NULL, *co = NULL, *cmd = NULL, *po = NULL, *io = NULL, *f = NULL, *t = NULL;
     if (cx->limit >= 0 && PyList_GET_SIZE(findings) >= cx->limit) {
-        /* over the cap: only counted (CappedFindings.over), the Finding is never built */
-        PyObject *r = PyObject_CallMethod(findings, "over", "s",
-                                          log_exp ? "WQ-ADD-EXPIRED" : "WQ-UNKNOWN-JOB");
+        /* over the cap: only counted, with its place and expiry (CappedFindings.over: an as-of finding's
+           summary), the Finding is never built */
+        PyObject *r = PyObject_CallMethod(findings, "over", "sOnO",
+                                          log_exp ? "WQ-ADD-EXPIRED" : "WQ-UNKNOWN-JOB", path, pos,
+                                          log_exp ? log_exp : Py_None);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
