@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from ..errors import UsageError, WqError
-from .fileio import input_error, kind_of, read_head
+from .fileio import input_error, kind_of, listing_once, read_head
 from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
 from .stats import RecordFacts, RecordStats
@@ -672,6 +672,13 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
     leaves the others' files to them, e.g. in a clean plan). What is wrong with the call itself (no PATH, an unknown ``-O``
     option, an unknown ``--format``) still raises. A file or directory named twice (the same PATH, another path
     to it, a symlink: the same st_dev and st_ino) is read once; ``on_note`` is told of each repeat."""
+    with listing_once():        # detection and discovery list each directory once
+        return _resolve_each(paths, fmt, opts, on_detect=on_detect, on_note=on_note)
+
+
+def _resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
+                 on_detect: Callable[[str, Format, Evidence], None] | None = None,
+                 on_note: Callable[[str], None] | None = None) -> list[Log | Unresolved]:
     if not paths:
         raise UsageError("no PATH given")
     known = {k for f in formats() for k in f.options}

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
-from ..fileio import read_head
+from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES, EVTJ_EXPLAIN
@@ -81,7 +81,7 @@ live events kept byte for byte)."""
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
             try:
-                names = sorted(os.listdir(path))
+                names = sorted(listdir(path))
             except OSError:
                 return None
             for n in names:

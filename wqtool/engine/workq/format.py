@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import workq as schema
-from ..fileio import read_head
+from ..fileio import listdir, read_head
 from ..fsops import is_locked
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
@@ -73,7 +73,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
             try:
-                names = os.listdir(path)
+                names = listdir(path)
             except OSError:
                 return Evidence(True, "an unreadable directory (the reader reports it)")
             if any(segment_seq(n) is not None for n in names):

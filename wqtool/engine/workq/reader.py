@@ -12,7 +12,7 @@ from typing import Iterator, Sequence
 from google_crc32c import value as _crc
 
 from ...errors import InputError, InvalidPayload, UnknownOpcode, UsageError
-from ..fileio import FileView, input_error
+from ..fileio import FileView, input_error, listdir
 from ...formats.workq import (RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, JOB_ID_SIZE, LOCK_FILES, MAGIC,
                               SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP, CmdType)
 from .fastpath import decode_payload
@@ -100,7 +100,7 @@ def discover(paths: Sequence[str], *, horizon: bool = False) -> list[LogSet]:
 
 def _discover_dir(d: str, horizon: bool) -> LogSet:
     try:
-        names = sorted(os.listdir(d))
+        names = sorted(listdir(d))
     except OSError as exc:
         raise input_error(d, exc) from None
     segs: list[Segment] = []
