@@ -10,7 +10,7 @@ EDITABLE ?= --config-settings editable_mode=compat
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test test-quick test-clock install install-test bench bench-quick bench-before bench-damage bench-damage-before bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man clean
+.PHONY: demo test test-quick test-clock install install-test bench bench-quick bench-before bench-damage bench-damage-before bench-startup bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c $(wildcard wqtool/engine/workq/kernel/*.c wqtool/engine/workq/kernel/*.h) \
                      wqtool/engine/kestrel/_kernel.c wqtool/engine/kestrel/consts.h wqtool/engine/_cgrow.h
@@ -52,6 +52,11 @@ test-clock: $(VENV)/.installed-test
 bench: $(VENV)/.installed
 	$(PY) bench/bench_workq.py
 	$(PY) bench/bench_damage.py
+	$(PY) bench/bench_startup.py
+
+# start-up (issue 20 item 9): --version and a small verify against `python -c pass`, median of 10, same run
+bench-startup: $(VENV)/.installed
+	$(PY) bench/bench_startup.py
 
 bench-damage: $(VENV)/.installed
 	$(PY) bench/bench_damage.py
@@ -104,6 +109,10 @@ fixtures: $(VENV)/.installed
 
 man: $(VENV)/.installed
 	$(PY) scripts/gen_man.py
+
+# docs/json-output.md, the JSON-output reference, from what the commands write (tests/test_json_reference.py checks it)
+docs: $(VENV)/.installed man
+	$(PY) scripts/gen_json_reference.py
 
 clean:
 	rm -rf $(VENV) demo .pytest_cache .hypothesis

@@ -5,25 +5,53 @@ import os
 import sys
 from typing import Annotated, Optional
 
+from collections.abc import MutableMapping
+
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
 from . import __version__
 from ._entry import interrupted
-from .commands.clean import clean
-from .commands.dump import dump
-from .commands.pack import pack
-from .commands.repair import repair
-from .commands.replay import replay
-from .commands.serve import serve
-from .commands.report import report
-from .commands.stats import stats
-from .commands.verify import verify
+from .commands import _coerce
 from .engine.findings import Verdict
 from .errors import WqError
 from .exitcodes import ExitCode, for_verdict
 from .render.outcome import error_text, exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
+
+#: The commands, in the order help lists them; each one's module (wqtool.commands.<name>) is imported only when
+#: that command runs or help lists them (start-up: issue 20 item 9).
+COMMANDS = ("dump", "verify", "replay", "stats", "report", "pack", "repair", "clean", "serve")
+
+
+class _LazyCommands(MutableMapping):
+    """The group's command table: names known at once, each command built from its module on first use."""
+
+    def __init__(self, build):
+        self._build, self._done = build, {}
+
+    def __getitem__(self, name):
+        if name not in self._done:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._done[name] = self._build(name)
+        return self._done[name]
+
+    def __setitem__(self, name, cmd):
+        self._done[name] = cmd
+
+    def __delitem__(self, name):
+        del self._done[name]
+
+    def __iter__(self):
+        return iter(dict.fromkeys([*COMMANDS, *self._done]))
+
+    def __len__(self):
+        return len(dict.fromkeys([*COMMANDS, *self._done]))
+
+    def __contains__(self, name):
+        return name in COMMANDS or name in self._done
+
 
 class _Interrupted(BaseException):
     """Ctrl-C inside the parser or a command, carried past typer (which turns a KeyboardInterrupt there into a
@@ -31,6 +59,17 @@ class _Interrupted(BaseException):
 
 
 class Group(TyperGroup):
+    """The root group: its commands come from ``_LazyCommands``; a Ctrl-C in the parser or a command is carried
+    past typer as ``_Interrupted``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands = _LazyCommands(_build_command)
+
+    def parse_args(self, ctx, args):
+        _coerce.install(self.get_params(ctx))       # option values without pydantic (start-up)
+        return super().parse_args(ctx, args)
+
     def make_context(self, *args, **kwargs):
         try:
             return super().make_context(*args, **kwargs)
@@ -72,6 +111,10 @@ class Command(TyperCommand):
                 p._rich_display_name = lambda shown=shown: shown
                 p.display_type_rich = lambda ctx: None
 
+    def parse_args(self, ctx, args):
+        _coerce.install(self.get_params(ctx))       # option values without pydantic (start-up)
+        return super().parse_args(ctx, args)
+
 
 def _version(value: bool) -> None:
     if value:
@@ -89,10 +132,16 @@ def root(
     """wqtool: dump, verify and replay job-queue logs. Exit codes are documented in `wqtool verify --help`."""
 
 
-for _name, _fn in (("dump", dump), ("verify", verify), ("replay", replay), ("stats", stats), ("report", report),
-                  ("pack", pack), ("repair", repair), ("clean", clean), ("serve", serve)):
-    # a command's own parsing rules (serve: Go flag errors) come as mixins it declares
-    app.command(_name, cls=type(f"{_name.title()}Command", (*getattr(_fn, "command_mixins", ()), Command), {}))(_fn)
+def _build_command(name: str):
+    """The click command of ``name``, built from ``wqtool.commands.<name>.<name>`` (a command's own parsing rules,
+    e.g. serve's Go flag errors, come as mixins it declares)."""
+    import importlib
+    from typer.main import get_command_from_info
+    from typer.models import CommandInfo
+    fn = getattr(importlib.import_module(f"wqtool.commands.{name}"), name)
+    cls = type(f"{name.title()}Command", (*getattr(fn, "command_mixins", ()), Command), {})
+    return get_command_from_info(CommandInfo(name=name, cls=cls, callback=fn), pretty_exceptions_short=True,
+                                 rich_markup_mode=None)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -132,6 +181,14 @@ def _clean(message: str) -> str:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and map every outcome to an exit code once (commands never call sys.exit)."""
+    try:
+        return _run(argv)
+    finally:
+        if "wqtool.render.quiet" in sys.modules:    # -q/--quiet: the real stdout back once the command is done
+            sys.modules["wqtool.render.quiet"].restore()
+
+
+def _run(argv: list[str] | None) -> int:
     args, show_tb = _take_traceback(sys.argv[1:] if argv is None else list(argv))
     if show_tb:
         args = ["--traceback", *args]

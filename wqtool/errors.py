@@ -1,9 +1,11 @@
-"""The WqError tree. Imports nothing from wqtool.
+"""The WqError tree. Imports nothing from wqtool but ``wqtool.offsets`` (which imports nothing).
 
 Every error the tool means to report is a WqError; the CLI funnel (``wqtool.cli``) renders it as one line
 (``<file>@0x<offset>: <message>``) and maps its class to an exit code once.
 """
 from __future__ import annotations
+
+from .offsets import hex_offset
 
 
 class WqError(Exception):
@@ -23,7 +25,7 @@ class WqError(Exception):
         if self.path is not None:
             where = self.path
             if self.offset is not None:
-                where += f"@0x{self.offset:x}"
+                where += "@" + hex_offset(self.offset)
             where += ": "
         tail = []
         if self.field:

@@ -3,6 +3,7 @@ the server's own state digest, restarts that recover every job, upstream's logs 
 roll-over, locks shared with upstream and with ``pack --apply``, damaged logs refused."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -168,7 +169,7 @@ def test_upstream_logs_are_served_after_start_up(server_factory, tmp_path, name)
             j["name"], states[j["state"]], j["attempts"], j["priority"], j["ttr_ms"], j["ttl_ms"], j["payload_len"],
             j["max_attempts"]), j
         if j["result"] is not None:
-            assert c.result(j["id"].encode(), 0)[1] == bytes.fromhex(j["result"])
+            assert c.result(j["id"].encode(), 0)[1] == base64.b64decode(j["result"])
     ready = [j for j in expected if j["state"] in ("new", "pending") and not j["scheduled"]]
     if ready:
         q = ready[0]["name"].encode()

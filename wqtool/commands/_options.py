@@ -16,6 +16,7 @@ from ..engine.format import AS_OF_WORDS, Log, Options, Unresolved, settle_as_of
 from ..engine.instant import EXPECTED, parse_instant
 from ..errors import UsageError, WqError
 from ..exitcodes import for_verdict
+from ..offsets import At, hex_offset, parse_at
 from ..render.outcome import Failed, error_text, run_exit_code
 from ..render.plan import write_plan_reports
 
@@ -28,32 +29,37 @@ MAX_SEGMENT_SIZE = 1 << 40
 
 
 # ---------------------------------------------------------------- values in plain words
-def whole_number(lo: int, hi: int, *, offsets: bool = False) -> Callable[[str], int]:
-    """A parser for a bounded whole number (``offsets``: also hex, ``0x11c``, and ``@0x11c`` as wqtool prints
-    offsets); a bad value is a one-line usage error in plain words."""
-    what = "a byte offset (decimal, or hex as printed: 0x11c)" if offsets else "a whole number"
+def whole_number(lo: int, hi: int) -> Callable[[str], int]:
+    """A parser for a bounded whole number; a bad value is a one-line usage error in plain words."""
+    what = "a whole number"
 
     def parse(value) -> int:
         if isinstance(value, int):
             n = value
         else:
             v = str(value).strip().replace("_", "")
-            if offsets and v.startswith("@"):
-                v = v[1:]
-            try:
-                if offsets and re.fullmatch(r"[+]?0[xX][0-9a-fA-F]+", v):
-                    n = int(v, 16)
-                elif re.fullmatch(r"[+-]?\d+", v):
-                    n = int(v)
-                else:
-                    raise ValueError
-            except ValueError:
-                raise typer.BadParameter(f"expected {what}, got {value!r}") from None
+            if not re.fullmatch(r"[+-]?\d+", v):
+                raise typer.BadParameter(f"expected {what}, got {value!r}")
+            n = int(v)
         if not lo <= n <= hi:
             raise typer.BadParameter(f"expected {what} from {lo} to {hi}, got {value}")
         return n
-    parse.__name__ = "offset" if offsets else "number"
+    parse.__name__ = "number"
     return parse
+
+
+def offset_option(value) -> At:
+    """An option's byte offset, in the form every table and finding prints (``000000001.log@0x11c``), or
+    ``0x11c``, ``@0x11c``, decimal (``wqtool.offsets.parse_at``); at most MAX_OFFSET."""
+    if isinstance(value, At):
+        return value
+    try:
+        pos = parse_at(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    if pos.offset > MAX_OFFSET:
+        raise typer.BadParameter(f"expected a byte offset up to {hex_offset(MAX_OFFSET)}, got {value}")
+    return pos
 
 
 def seconds(lo: float, hi: float) -> Callable[[str], float]:
@@ -305,6 +311,18 @@ SparkConfOpt = Annotated[Optional[list[str]], typer.Option("--spark-conf", metav
                                                            "a Spark setting; repeatable.")]
 RemoteOpt = Annotated[Optional[str], typer.Option("--remote", metavar="sc://HOST:PORT", help="--engine spark: use "
                                                   "this Spark Connect server instead of starting Spark here.")]
+
+def _quiet(value: bool) -> bool:
+    if value:
+        from ..render import quiet
+        quiet.silence()
+    return value
+
+
+#: -q/--quiet, the same in every command: stdout gets nothing (reports, tables, plans), stderr still names every
+#: error, the exit code is the same as without it (cron: ``wqtool repair --apply -q DIR || alert``).
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", callback=_quiet, help="Print nothing on stdout; errors "
+                                        "still go to stderr and the exit code is unchanged (for cron).")]
 
 SettingOpt = Annotated[Optional[list[str]], typer.Option("--option", "-O", metavar="KEY=VALUE", help="A format-specific "
                                                         "setting (see wqtool-formats(5)); repeatable.")]

@@ -9,7 +9,7 @@ from ..engine.format import Log, resolve_each
 from ..errors import UsageError
 from ..render.progress import track
 from ._options import finish_interrupted, say_error
-from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
+from ._options import (QuietOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, refuse_unsafe_write, report_each)
 
 #: --apply with an --as-of this far past the clock would drop jobs a running system still holds
@@ -21,6 +21,7 @@ def clean(
     apply: Annotated[bool, typer.Option("--apply", help="Carry out the plan (atomic per step, re-verified); without "
                      "it nothing is written.")] = False,
     as_of: AsOf = None,
+    quiet: QuietOpt = False,
     output: ReportOutputOpt = ReportOutput.table,
     json_report: Annotated[bool, typer.Option("--json", help="The plan / report as JSON (the same as -o json).")]
     = False,

@@ -13,23 +13,25 @@ from ..engine.format import Log, resolve_each
 from ..engine.live import LiveWatch
 from ..engine.stats import RecordStats
 from ..errors import UsageError
+from ..offsets import At
 from ..render.findings import write_one_line
 from ..render.outcome import Failed, run_exit_code
 from ..render.progress import track
 from ..render.records import RECORD_WRITERS
 from ..render.stats import write_record_stats
 from . import _spark
-from ._options import (MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
+from ._options import (QuietOpt, MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
-                       SparkConfOpt, each_log, for_log, options, read_paths, parse_time, say_error, seconds, whole_number)
+                       SparkConfOpt, each_log, for_log, offset_option, options, read_paths, parse_time, say_error, seconds,
+                       whole_number)
 
-Offset = whole_number(0, MAX_OFFSET, offsets=True)
 
 
 def dump(
     ctx: typer.Context,
     paths: ReadPaths = None,
     jdbc: JdbcOpt = None,
+    quiet: QuietOpt = False,
     output: Annotated[DumpOutput, typer.Option("--output", "-o", help="Rendering.")] = DumpOutput.table,
     type_: Annotated[Optional[list[str]], typer.Option("--type", "-t", metavar="CMD[,CMD]",
                      help="Only these commands (workq: add, schedule, complete, fail, delete, expire, start-attempt, "
@@ -40,10 +42,11 @@ def dump(
                      "(workq; RFC 3339, '2026-11-21 23:15:00' UTC, epoch seconds, -2h).")] = None,
     until: Annotated[Optional[str], typer.Option(metavar="TIME", help="Only records written before TIME "
                      "(workq).")] = None,
-    from_offset: Annotated[Optional[int], typer.Option(parser=Offset, metavar="OFFSET", help="Only records at byte "
-                           "offset >= OFFSET of their file (decimal, or hex as wqtool prints offsets: 0x11c).")] = None,
-    to_offset: Annotated[Optional[int], typer.Option(parser=Offset, metavar="OFFSET", help="Only records at byte "
-                         "offset < OFFSET (decimal or hex).")] = None,
+    from_offset: Annotated[Optional[At], typer.Option(parser=offset_option, metavar="OFFSET", help="Only records "
+                           "from OFFSET on, in the form wqtool prints positions: FILE@0x11c (that file from 0x11c, "
+                           "and every file after it), or 0x11c / @0x11c / 284 (that offset of every file).")] = None,
+    to_offset: Annotated[Optional[At], typer.Option(parser=offset_option, metavar="OFFSET", help="Only records "
+                         "before OFFSET (the same forms).")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", parser=whole_number(0, MAX_OFFSET), metavar="N",
                      help="Stop after N records.")] = None,
     payload: Annotated[Optional[PayloadMode], typer.Option(help="Payload/result rendering "
@@ -153,13 +156,14 @@ class _Dump:
                                        _filter(fmt_, self.selection))
         return self.writers[fmt_.name]
 
-    def _in_range(self, f) -> bool:
-        lo, hi = self.selection["from_offset"], self.selection["to_offset"]
+    def _in_range(self, f, flt) -> bool:
+        lo, hi = flt.from_offset, flt.to_offset
         end = f.resumes_at if f.resumes_at is not None else f.offset + 1
-        return (lo is None or end > lo) and (hi is None or f.offset < hi)
+        return (lo is None or flt.at_or_after(f.path, end - 1, lo)) and \
+            (hi is None or not flt.at_or_after(f.path, f.offset, hi))
 
-    def _finding(self, w, f, *, in_flight: bool = False) -> None:
-        if f.path is not None and f.offset is not None and w is not None and self._in_range(f) and \
+    def _finding(self, w, f, flt, *, in_flight: bool = False) -> None:
+        if f.path is not None and f.offset is not None and w is not None and self._in_range(f, flt) and \
                 (in_flight or f.verdict in (Verdict.TORN_TAIL, Verdict.CORRUPT)):
             w.damage(f, in_flight=in_flight)      # -o hex: the unreadable (or in-flight) bytes, marked
         sys.stdout.flush()
@@ -168,6 +172,7 @@ class _Dump:
     def log(self, log: Log) -> Verdict:
         fmt_ = log.fmt
         w, flt = self._writer(fmt_)
+        flt = flt.for_files(log.files, log.root)
         opts = for_log(log, self.opts)
         fast = (fmt_.encoded_records(log.data, opts, style=self.output, payload=self.mode,
                                      limit=None if self.limit is None else self.limit - self.shown)
@@ -193,11 +198,11 @@ class _Dump:
                 if ev.verdict == Verdict.TORN_TAIL:
                     held.append(ev)
                 else:
-                    self._finding(w, ev)
+                    self._finding(w, ev, flt)
         run.sink.close()
         for f in held:
             told = watch.torn_in_flight(f)
-            self._finding(w, told, in_flight=told is not f)
+            self._finding(w, told, flt, in_flight=told is not f)
         return watch.settle(run.report).verdict if held else run.report.verdict
 
     def close(self) -> None:
@@ -214,7 +219,8 @@ class _Dump:
         failed = [Failed(e.path, e.error) for e in entries if not isinstance(e, Log)]
         for f in failed:
             say_error(f"{f.root}: {f.message}")
-        streams = [(log, self._writer(log.fmt), log.fmt.follow(log.data, for_log(log, self.opts), poll_s=0))
+        streams = [(log, (self._writer(log.fmt)[0], self._writer(log.fmt)[1].for_files(log.files, log.root)),
+                    log.fmt.follow(log.data, for_log(log, self.opts), poll_s=0))
                    for log in logs]
         try:
             for tick in itertools.count():
@@ -229,7 +235,7 @@ class _Dump:
                                 self.shown += 1
                                 w.write(ev)
                         elif ev.severity == ERROR:
-                            self._finding(w, ev)
+                            self._finding(w, ev, flt)
                 sys.stdout.flush()
                 time.sleep(poll_s)
         except KeyboardInterrupt:

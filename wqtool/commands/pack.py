@@ -13,12 +13,13 @@ from ..errors import UsageError
 from ..render.plan import write_pack_report
 from ..render.progress import track
 from ._options import finish_interrupted, say_error
-from ._options import (MAX_SEGMENT_SIZE, AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths,
+from ._options import (QuietOpt, MAX_SEGMENT_SIZE, AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths,
                        ReportOutput, ReportOutputOpt, SettingOpt, for_log, options, refuse_unsafe_write, whole_number)
 
 
 def pack(
     paths: Paths,
+    quiet: QuietOpt = False,
     output: ReportOutputOpt = ReportOutput.table,
     out: Annotated[Optional[str], typer.Option("--out", metavar="FILE|DIR", help="Write the packed log here (a new "
                    "file or directory; never appended to).")] = None,

@@ -10,7 +10,7 @@ from ..engine.live import refuse_live
 from ..errors import UsageError
 from ..render.progress import track
 from ._options import finish_interrupted, say_error
-from ._options import (AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
+from ._options import (QuietOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, parse_time, refuse_unsafe_write, report_each)
 
 
@@ -31,6 +31,7 @@ def repair(
                           )] = None,
     no_backup: Annotated[bool, typer.Option("--no-backup", help="Do not keep the old log after the swap.")] = False,
     as_of: AsOf = None,
+    quiet: QuietOpt = False,
     output: ReportOutputOpt = ReportOutput.table,
     json_report: Annotated[bool, typer.Option("--json", help="The plan / report as JSON (the same as -o json).")]
     = False,

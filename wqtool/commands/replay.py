@@ -14,7 +14,7 @@ from ..render.findings import write_one_line
 from ..render.progress import track
 from ..render.replay import nothing_live_hint, write_replay, write_send
 from . import _spark
-from ._options import (AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
+from ._options import (QuietOpt, AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
                        JdbcOpt, MasterOpt, Output, ReadPaths, ReplayOutput, RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, for_log,
                        options, read_paths, say_error)
 
@@ -27,6 +27,7 @@ def replay(
     ctx: typer.Context,
     paths: ReadPaths = None,
     jdbc: JdbcOpt = None,
+    quiet: QuietOpt = False,
     output: Annotated[ReplayOutput, typer.Option("--output", "-o", help="Rendering; parquet: --engine spark "
                       "with --out DIR.")] = ReplayOutput.table,
     as_of: AsOf = None,

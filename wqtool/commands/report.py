@@ -11,13 +11,14 @@ from ..engine.live import LiveWatch
 from ..errors import UsageError
 from ..render.outcome import Failed, run_exit_code
 from ..render.progress import track
-from ._options import (AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
+from ._options import (QuietOpt, AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
                        MaxFindings, ReadPaths, SettingOpt, each_log, for_log, options, read_paths, say_error)
 
 
 def report(
     ctx: typer.Context,
     paths: ReadPaths = None,
+    quiet: QuietOpt = False,
     out: Annotated[str, typer.Option("--out", metavar="FILE.html", help="The page to write (a new file; never "
                    "overwritten).", show_default=False)] = ...,
     jdbc: JdbcOpt = None,
@@ -73,8 +74,9 @@ def report(
     write_new(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
                                                    settings=settings, flags=[*flags, "--out", out])), "--out")
     done = [i for i in items if not isinstance(i, Failed)]
-    sys.stderr.write(f"wqtool: wrote {out}: {len(done)} log(s)"
-                     + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
+    if not quiet:   # a note, not an error: -q leaves it out
+        sys.stderr.write(f"wqtool: wrote {out}: {len(done)} log(s)"
+                         + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
     return run_exit_code([i.report.verdict for i in done], [i for i in items if isinstance(i, Failed)])
 
 

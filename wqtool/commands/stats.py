@@ -16,8 +16,9 @@ from ..render.outcome import Failed, error_text, run_exit_code
 from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
 from . import _spark
-from ._options import (AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
-                       LiveOpt, MasterOpt, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt, SparkConfOpt,
+from ._options import (QuietOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
+                       KestrelVersionOpt, LiveOpt, MasterOpt, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
+                       SparkConfOpt,
                        options, read_paths, say_error)
 
 
@@ -30,6 +31,7 @@ def stats(
     ctx: typer.Context,
     paths: ReadPaths = None,
     jdbc: JdbcOpt = None,
+    quiet: QuietOpt = False,
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
     as_of: AsOf = None,
     fmt: FormatOpt = "auto",

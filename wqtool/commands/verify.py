@@ -14,8 +14,9 @@ from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
 from ._options import (MAX_WORKERS, AllFindings, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
-                       KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
-                       SparkConfOpt, as_of_is_now, options, read_paths, say_error, whole_number)
+                       KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, QuietOpt, ReadPaths, JdbcOpt,
+                       RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, options, read_paths, say_error,
+                       whole_number)
 from ._help import exit_help
 
 
@@ -44,8 +45,7 @@ def verify(
     paths: ReadPaths = None,
     jdbc: JdbcOpt = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering of the findings.")] = Output.table,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print no report; the exit code says it (for cron). "
-                     "A PATH that cannot be read is still named on stderr.")] = False,
+    quiet: QuietOpt = False,
     max_findings: MaxFindings = 100,
     all_findings: AllFindings = False,
     horizon: Horizon = False,

@@ -6,9 +6,10 @@ maps it to exit codes once (``wqtool.cli``). Its integer values are part of the 
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from enum import IntEnum, unique
+
+from ..offsets import at
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 
@@ -66,10 +67,7 @@ class Finding:
     cause: str | None = None
 
     def location(self) -> str:
-        where = os.path.basename(self.path) if self.path else "-"
-        if self.offset is not None:
-            where += f"@0x{self.offset:x}"
-        return where
+        return at(self.path, self.offset)
 
 
 #: A format's finding codes: code -> (severity, meaning).

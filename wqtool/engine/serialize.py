@@ -33,3 +33,25 @@ def finding_to_jsonable(f: Finding) -> dict:
         "exit_class": int(f.verdict), "job_id": None, "resumes_at": None,
         "count": f.count, "last_file": f.last_path, "last_offset": f.last_offset,
     }
+
+
+def with_times(doc):
+    """The JSON convention for instants: an integer ``<name>_ns`` (Unix nanoseconds, exact: integers stay
+    integers for jq) gets ``<name>`` beside it, the same instant in RFC 3339 — values above 2^53 are rounded by
+    jq 1.6 and JavaScript, the string is not. Applied to every document a command writes as JSON (a key already
+    there is kept); lists and nested objects too."""
+    if isinstance(doc, list):
+        return [with_times(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    from ..formats._common import format_unix_ns
+    out = {}
+    for k, v in doc.items():
+        out[k] = with_times(v)
+        if isinstance(k, str) and k.endswith("_ns") and isinstance(v, int) and not isinstance(v, bool) \
+                and k[:-3] and k[:-3] not in doc:
+            try:
+                out[k[:-3]] = format_unix_ns(v)
+            except (ValueError, OverflowError):
+                out[k[:-3]] = None
+    return out

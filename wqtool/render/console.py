@@ -4,8 +4,10 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:       # rich is imported when a console is first drawn on, not at start-up
+    from rich.console import Console
 
 
 #: stdout's tables are drawn at their natural width whatever the terminal's (COLUMNS=40, a narrow window, a
@@ -15,12 +17,14 @@ UNWRAPPED_WIDTH = 100_000
 
 @functools.lru_cache(maxsize=None)
 def stdout_console() -> Console:
+    from rich.console import Console
     return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=UNWRAPPED_WIDTH,
                    no_color=bool(os.environ.get("NO_COLOR")) or None)
 
 
 @functools.lru_cache(maxsize=None)
 def stderr_console() -> Console:
+    from rich.console import Console
     return Console(file=sys.stderr, highlight=False, stderr=True,
                    no_color=bool(os.environ.get("NO_COLOR")) or None)
 

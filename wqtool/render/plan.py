@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import TextIO
 
+from ..offsets import at, hex_offset
 from ..engine.plan import LIST_CAP, SHOWN
+from ..engine.serialize import with_times
 
 from ..errors import PackRefused
 from .outcome import Failed
@@ -13,7 +14,7 @@ from .outcome import Failed
 
 def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> None:
     if as_json:
-        out.write(json.dumps(doc, indent=2) + "\n")
+        out.write(json.dumps(with_times(doc), indent=2) + "\n")
         return
     w = out.write
     b, a = doc["before"], doc["after"]
@@ -51,7 +52,7 @@ def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, a
     order — a plan's report, or a PATH that got none (its error: not a log, unreadable, busy, refused)."""
     if as_json:
         doc = {"exit_code": exit_code, "logs": [failed_json(i) if isinstance(i, Failed) else i for i in items]}
-        out.write(json.dumps(doc, indent=2) + "\n")
+        out.write(json.dumps(with_times(doc), indent=2) + "\n")
         return
     for i in items:
         if isinstance(i, Failed):
@@ -62,7 +63,7 @@ def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, a
 
 
 def _at(path: str, start: int, end: int) -> str:
-    return f"{os.path.basename(path)}@0x{start:x}-0x{end:x}"
+    return f"{at(path, start)}-{hex_offset(end)}"
 
 
 def _bounded(w, doc: dict, key: str, line) -> None:
@@ -78,7 +79,7 @@ def _bounded(w, doc: dict, key: str, line) -> None:
 def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, applied: bool) -> None:
     """clean / repair: what the plan does (or did, with --apply), for every format."""
     if as_json:
-        out.write(json.dumps(doc, indent=2) + "\n")
+        out.write(json.dumps(with_times(doc), indent=2) + "\n")
         return
     w = out.write
     w(f"{kind} {doc['root']}{' queue ' + doc['queue'] if doc.get('queue') else ''} ({doc['format']}):\n")

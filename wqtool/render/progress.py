@@ -8,12 +8,9 @@ import sys
 import time
 from typing import Iterator
 
-from rich.progress import (BarColumn, DownloadColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn,
-                           TransferSpeedColumn)
-from rich.text import Text
-
 from ..engine import progress as engine_progress
 from ..engine.run import files_size
+from . import quiet
 from .console import stderr_console
 
 #: below this many bytes of input, no bar (``WQTOOL_PROGRESS_MIN_BYTES`` overrides it)
@@ -32,23 +29,33 @@ def pass_label(label: str, name: str, k: int, n: int) -> str:
     return f"{label}: {name} (pass {k} of {max(n, k)})"
 
 
-class _Amount(ProgressColumn):
-    """Bytes as the download column shows them; any other unit as ``done/total unit``."""
+def _bar(label: str):
+    """The rich Progress of a bar on the terminal (rich is imported only here: when a bar is drawn)."""
+    from rich.progress import (BarColumn, DownloadColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn,
+                               TransferSpeedColumn)
+    from rich.text import Text
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._bytes = DownloadColumn()
+    class _Amount(ProgressColumn):
+        """Bytes as the download column shows them; any other unit as ``done/total unit``."""
 
-    def render(self, task) -> Text:
-        unit = task.fields.get("unit", "bytes")
-        if unit == "bytes":
-            return self._bytes.render(task)
-        return Text(f"{int(task.completed):,}/{int(task.total or 0):,} {unit}", style="progress.download")
+        def __init__(self) -> None:
+            super().__init__()
+            self._bytes = DownloadColumn()
 
+        def render(self, task) -> Text:
+            unit = task.fields.get("unit", "bytes")
+            if unit == "bytes":
+                return self._bytes.render(task)
+            return Text(f"{int(task.completed):,}/{int(task.total or 0):,} {unit}", style="progress.download")
 
-class _Speed(TransferSpeedColumn):
-    def render(self, task) -> Text:
-        return super().render(task) if task.fields.get("unit", "bytes") == "bytes" else Text("")
+    class _Speed(TransferSpeedColumn):
+        def render(self, task) -> Text:
+            return super().render(task) if task.fields.get("unit", "bytes") == "bytes" else Text("")
+
+    # stdout is never redirected: data goes where the user sent it, the bar only to the terminal
+    return Progress(TextColumn("{task.description}"), BarColumn(), _Amount(), _Speed(), TextColumn("eta"),
+                    TimeRemainingColumn(), console=stderr_console(), transient=True, redirect_stdout=False,
+                    redirect_stderr=True)
 
 
 class ByteProgress:
@@ -67,10 +74,7 @@ class ByteProgress:
         self.k = 1
         self._last = 0.0
         if enabled:
-            # stdout is never redirected: data goes where the user sent it, the bar only to the terminal
-            self._p = Progress(TextColumn("{task.description}"), BarColumn(), _Amount(), _Speed(),
-                               TextColumn("eta"), TimeRemainingColumn(), console=stderr_console(), transient=True,
-                               redirect_stdout=False, redirect_stderr=True)
+            self._p = _bar(label)
             self._task = self._p.add_task(pass_label(label, self.passes[0], 1, len(self.passes)), total=total,
                                           unit="bytes")
             self._p.start()
@@ -107,6 +111,8 @@ def track(logs, label: str, *, enabled: bool = True, streaming: bool = False,
     the ones the command expects, for ``pass k of n``). ``streaming``: the block writes to stdout as it goes
     (dump): no bar when stdout is that same terminal (the bar would tear the lines)."""
     if streaming and sys.stdout.isatty():
+        enabled = False
+    if quiet.active():      # -q: nothing but errors
         enabled = False
     total = files_size(p for log in logs for p in log.files) if enabled else 0
     bar = ByteProgress(total, label, enabled=None if enabled else False, passes=passes)

@@ -34,7 +34,11 @@ def stats_doc(per_log, total_jobs: int) -> dict:
         d["jobs"] = jobs
         by_state = view.counts_by_state()
         queues = view.queues()
-        doc = {"root": report.root, "segments": report.segments, **d,
+        # bytes: the log's files, as verify counts them (segment headers included); record_bytes: its records'
+        # (what by_type adds up to)
+        d["record_bytes"] = d["bytes"]
+        d["bytes"] = report.bytes
+        doc = {"root": report.root, "exit_code": int(for_verdict(report.verdict)), "segments": report.segments, **d,
                "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
                          "digest": view.digest()},
                "damage": _damage(report.verdict, report.counts, report.severities)}
@@ -52,17 +56,20 @@ def stats_doc(per_log, total_jobs: int) -> dict:
         tot_sev.update(report.severities)
     t = tot.to_jsonable()
     t["jobs"] = total_jobs
-    total = {"logs": len(logs) - len(failed), "segments": sum(d.get("segments", 0) for d in logs), **t,
+    t["record_bytes"] = t["bytes"]
+    t["bytes"] = sum(d.get("bytes", 0) for d in logs if "error" not in d)
+    total = {"logs": len(logs) - len(failed), "exit_code": int(run_exit_code(verdicts, failed)),
+             "segments": sum(d.get("segments", 0) for d in logs), **t,
              "state": {"jobs": sum(tot_states.values()), "by_state": dict(tot_states),
                        "queues": {q: dict(c) for q, c in sorted(tot_queues.items())}},
              "damage": _damage(worst(verdicts), tot_counts, tot_sev)}
-    if failed:
-        total["damage"]["exit_code"] = int(run_exit_code(verdicts, failed))
     return {"logs": logs, "total": total}
 
 
 def _damage(verdict, counts, severities) -> dict:
-    return {"exit_code": int(for_verdict(verdict)), "errors": severities.get("error", 0),
+    """The findings of a log (the exit code is the entry's own ``exit_code``: one place, for readable and
+    unreadable logs alike)."""
+    return {"errors": severities.get("error", 0),
             "warnings": severities.get("warning", 0), "counts": dict(sorted(counts.items()))}
 
 
@@ -81,7 +88,9 @@ def write_stats(out: TextIO, doc: dict, output: str) -> None:
             w(f"{d['root']}: {d['verdict']}: {d['error']} (exit {d['exit_code']})\n")
             continue
         s, dm = d["state"], d["damage"]
-        w(f"{d['root']}: {d['segments']} segment(s), {d['records']} records, {d['bytes']} bytes, {d['jobs']} job id(s)\n")
+        in_records = f" ({d['record_bytes']} in records)" if d["record_bytes"] != d["bytes"] else ""
+        w(f"{d['root']}: {d['segments']} segment(s), {d['records']} records, {d['bytes']} bytes{in_records}, "
+          f"{d['jobs']} job id(s)\n")
         if d["first_time"]:
             w(f"  written {d['first_time']} .. {d['last_time']}\n")
         for k, v in d["by_type"].items():
@@ -91,7 +100,7 @@ def write_stats(out: TextIO, doc: dict, output: str) -> None:
             w("  queues: " + ", ".join(f"{q} {sum(c.values())}" for q, c in s["queues"].items()) + "\n")
         if s.get("digest"):
             w(f"  digest sha256:{s['digest']}\n")
-        w(f"  damage: exit {dm['exit_code']}, {dm['errors']} error(s), {dm['warnings']} warning(s)"
+        w(f"  damage: exit {d['exit_code']}, {dm['errors']} error(s), {dm['warnings']} warning(s)"
           + (": " + ", ".join(f"{k} {v}" for k, v in dm["counts"].items()) if dm["counts"] else "") + "\n")
         if d.get("analytics"):
             write_tables_text(out, d["analytics"])

@@ -1,9 +1,9 @@
 """EVTJ's stable JSON rows and table cells (dump, Spark rows) and replayed state (replay, stats)."""
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
+from ...offsets import at
 from ...formats._common import format_unix_ns
 from ...formats.snap import Status
 from ..format import Column, RecordView, StateView
@@ -35,7 +35,7 @@ class EvtjRecordView(RecordView):
     types = {"file": "string", "offset": "long", "length": "long", "index": "long", "file_number": "int",
              "status": "string", "request_id": "string", "time": "string", "attachment_count": "int",
              "inline_sizes": "string", "external_ids": "string", "error": "string"}
-    columns = (Column("file", 17), Column("offset", 8, ">"), Column("size", 6, ">"), Column("#", 6, ">"),
+    columns = (Column("at", 26), Column("size", 6, ">"), Column("#", 6, ">"),
                Column("status", 12, gap=2), Column("time", 31), Column("attachments", 20), Column("request_id", None))
 
     def row(self, rec: Event, payload: str) -> dict:
@@ -43,11 +43,11 @@ class EvtjRecordView(RecordView):
 
     def cells(self, rec: Event, payload: str) -> tuple:
         att = " ".join([f"{n}B" for n in rec.inline_sizes] + [f"{i}.bin" for i in rec.external_ids]) or "-"
-        return (os.path.basename(rec.path), rec.offset, rec.length, rec.index, _label(rec.status),
+        return (at(rec.path, rec.offset), rec.length, rec.index, _label(rec.status),
                 format_unix_ns(rec.time_ns), att, render_id(rec.request_id))
 
     def hex_title(self, rec: Event) -> str:
-        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} {_label(rec.status)} size={rec.length}"
+        return f"{at(rec.path, rec.offset)} #{rec.index} {_label(rec.status)} size={rec.length}"
 
 
 def event_rows(state: EvtjState) -> Iterator[dict]:
@@ -73,12 +73,11 @@ class EvtjStateView(StateView):
         return event_rows(self.state)
 
     def table_header(self) -> str:
-        return f"{'pos':>6}  {'status':<12} {'time':<31} {'file':<17} {'offset':>8}  request_id"
+        return f"{'pos':>6}  {'status':<12} {'time':<31} {'at':<26}  request_id"
 
     def table_lines(self) -> Iterator[str]:
         for r in event_rows(self.state):
-            yield (f"{r['pos']:>6}  {r['status']:<12} {r['time']:<31} {os.path.basename(r['file']):<17} "
-                   f"{r['offset']:>8}  {r['request_id']}")
+            yield f"{r['pos']:>6}  {r['status']:<12} {r['time']:<31} {at(r['file'], r['offset']):<26}  {r['request_id']}"
 
     def summary_lines(self) -> list[str]:
         s = self.state

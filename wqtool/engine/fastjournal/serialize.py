@@ -2,9 +2,9 @@
 libfastjournal design)."""
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
+from ...offsets import at
 from ...formats._common import format_unix_ns
 from ..format import Column, RecordView, StateView
 from ..serialize import render_bytes
@@ -36,7 +36,7 @@ class FjjRecordView(RecordView):
     types = {"file": "string", "offset": "long", "length": "long", "index": "long", "applied_at": "string",
              "op": "string", "uri": "string", "timestamp": "u64", "priority": "int", "key_start_date": "string",
              "timeout_us": "u64", "flags": "string", "request": "bytes", "error": "string"}
-    columns = (Column("file", 13), Column("offset", 8, ">"), Column("len", 5, ">"), Column("#", 7, ">"),
+    columns = (Column("at", 22), Column("len", 5, ">"), Column("#", 7, ">"),
                Column("applied_at", 27, gap=2), Column("op", 6), Column("details", None))
 
     def row(self, rec: Change, payload: str) -> dict:
@@ -52,11 +52,11 @@ class FjjRecordView(RecordView):
             d = f"worked on for {rec.timeout} µs ts={rec.timestamp}"
         else:
             d = f"ts={rec.timestamp}" + (" complete" if rec.flags & (1 << 5) else "")
-        return (os.path.basename(rec.path), rec.offset, rec.length, rec.index, us_iso(rec.applied_at), rec.op,
+        return (at(rec.path, rec.offset), rec.length, rec.index, us_iso(rec.applied_at), rec.op,
                 f"{_text(rec.uri)} {d}")
 
     def hex_title(self, rec: Change) -> str:
-        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} {rec.op} len={rec.length}"
+        return f"{at(rec.path, rec.offset)} #{rec.index} {rec.op} len={rec.length}"
 
 
 def entry_rows(state: FifoState) -> Iterator[dict]:

@@ -7,9 +7,9 @@ stored) and for an expiry of 0 (never); the legacy ADD's expiry is its stored se
 from __future__ import annotations
 
 import json
-import os
 from typing import Iterator
 
+from ...offsets import at
 from ...formats._common import format_unix_ns
 from ...formats.kestrel import Opcode
 from ..format import Column, RecordView, StateView
@@ -65,7 +65,7 @@ class KestrelRecordView(RecordView):
     fields = KESTREL_RECORD_FIELDS
     types = {"file": "string", "offset": "long", "length": "long", "index": "long", "op": "string", "xid": "long",
              "add_time": "string", "expiry": "string", "payload_len": "long", "payload": "bytes", "error": "string"}
-    columns = (Column("file", 16), Column("offset", 10, ">"), Column("len", 7, ">"), Column("#", 7, ">"),
+    columns = (Column("at", 27), Column("len", 7, ">"), Column("#", 7, ">"),
                Column("op", 21, gap=2), Column("xid", 10, ">"), Column("details", None, gap=2))
 
     def row(self, rec: Record, payload: str) -> dict:
@@ -83,11 +83,11 @@ class KestrelRecordView(RecordView):
         if rec.data is not None:
             details = (f"add={row['add_time'] or '-'} exp={row['expiry'] or 'never'} "
                        f"data[{len(rec.data)}]{_preview(rec.data, payload)}")
-        return (os.path.basename(rec.path), rec.offset, rec.length, rec.index, row["op"],
+        return (at(rec.path, rec.offset), rec.length, rec.index, row["op"],
                 "" if rec.xid is None else str(rec.xid), details)
 
     def hex_title(self, rec: Record) -> str:
-        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} {rec.op.name} len={rec.length}"
+        return f"{at(rec.path, rec.offset)} #{rec.index} {rec.op.name} len={rec.length}"
 
 
 # ---------------------------------------------------------------- replay: the queue

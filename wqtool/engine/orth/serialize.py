@@ -6,6 +6,7 @@ import os
 import re
 from typing import Iterator
 
+from ...offsets import at
 from ...formats._common import format_unix_ns
 from ...formats.orth import RELEASE_TITLE
 from ..format import Column, RecordView, StateView
@@ -46,7 +47,7 @@ class CallbackRecordView(RecordView):
     types = {"file": "string", "offset": "long", "length": "long", "index": "long", "entry": "long",
              "source": "string", "log_id": "long", "log_date_tim": "long", "log_date": "string", "handle_code": "int",
              "handle_msg": "string", "file_state": "string", "release": "string", "error": "string"}
-    columns = (Column("file", 48), Column("offset", 7, ">"), Column("#", 5, ">"), Column("src", 4, gap=2),
+    columns = (Column("at", 56), Column("#", 5, ">"), Column("src", 4, gap=2),
                Column("log_id", 12, ">"), Column("log_date", 24, gap=2), Column("code", 4, ">"),
                Column("state", 8, gap=2), Column("handle_msg", None, gap=2))
 
@@ -57,12 +58,12 @@ class CallbackRecordView(RecordView):
                 "file_state": rec.file_state, "release": rec.release, "error": None}
 
     def cells(self, rec: Callback, payload: str) -> tuple:
-        return (os.path.basename(rec.path), rec.offset, rec.index, rec.source, rec.log_id,
+        return (at(rec.path, rec.offset), rec.index, rec.source, rec.log_id,
                 _iso_ms(rec.log_date_tim) or str(rec.log_date_tim), rec.handle_code, rec.file_state,
                 _short(rec.handle_msg))
 
     def hex_title(self, rec: Callback) -> str:
-        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} log id {rec.log_id} len={rec.length}"
+        return f"{at(rec.path, rec.offset)} #{rec.index} log id {rec.log_id} len={rec.length}"
 
 
 class ExecutorRecordView(RecordView):

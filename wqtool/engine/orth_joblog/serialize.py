@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
+from ...offsets import at
 from ...formats.orth_joblog import COLUMN_NAMES, COLUMNS, RULE_SETS
 from ..format import Column, RecordView, StateView
 from .model import Row, format_datetime
@@ -43,7 +44,7 @@ class JobLogRecordView(RecordView):
     fields = JOBLOG_RECORD_FIELDS
     types = {"file": "string", "offset": "long", "length": "long", "index": "long",
              **{c.name: _TYPES[c.kind] for c in COLUMNS}, "status": "string", "error": "string"}
-    columns = (Column("file", 18), Column("offset", 9, ">"), Column("id", 8, ">"), Column("group", 5, ">"),
+    columns = (Column("at", 28), Column("id", 8, ">"), Column("group", 5, ">"),
                Column("job", 5, ">"), Column("status", 14, gap=2), Column("trigger_time", 19, gap=2),
                Column("codes", 7, ">"), Column("handle_time", 19, gap=2), Column("executor / handler", None, gap=2))
 
@@ -51,7 +52,7 @@ class JobLogRecordView(RecordView):
         return row_to_jsonable(rec)
 
     def cells(self, r: Row, payload: str) -> tuple:
-        return (os.path.basename(r.path), r.offset, r.id, r.job_group, r.job_id,
+        return (at(r.path, r.offset), r.id, r.job_group, r.job_id,
                 status_of(r.trigger_code, r.handle_code, RULE_SETS[r.table]), format_datetime(r.trigger_time) or "-",
                 f"{r.trigger_code}/{r.handle_code}", format_datetime(r.handle_time) or "-",
                 f"{r.executor_address or '-'} {r.executor_handler or '-'}")

@@ -1,9 +1,9 @@
 """The list journal's stable JSON rows and table cells (dump, Spark rows) and replayed state (replay, stats)."""
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
+from ...offsets import at
 from ...formats._common import format_unix_ns
 from ..format import Column, RecordView, StateView
 from ..serialize import render_bytes
@@ -34,7 +34,7 @@ class SnaplistRecordView(RecordView):
     types = {"file": "string", "offset": "long", "length": "long", "index": "long", "hour": "int", "kind": "string",
              "priority": "int", "key_start_date": "long", "key_start_time": "string", "uri": "string",
              "line": "bytes", "error": "string"}
-    columns = (Column("file", 8), Column("offset", 8, ">"), Column("len", 6, ">"), Column("#", 6, ">"),
+    columns = (Column("at", 17), Column("len", 6, ">"), Column("#", 6, ">"),
                Column("kind", 8, gap=2), Column("prio", 4, ">"), Column("key_start_date", 27, gap=2),
                Column("uri", None, gap=1))
 
@@ -46,14 +46,14 @@ class SnaplistRecordView(RecordView):
 
     def cells(self, rec: Line, payload: str) -> tuple:
         if rec.kind == KIND_ACKED:
-            return (os.path.basename(rec.path), rec.offset, rec.length, rec.index, rec.kind, "", "",
+            return (at(rec.path, rec.offset), rec.length, rec.index, rec.kind, "", "",
                     f"({rec.length} blank byte(s))")
         uri = text(rec.uri) if rec.uri is not None else "(" + (text(rec.raw) or "") + ")"
-        return (os.path.basename(rec.path), rec.offset, rec.length, rec.index, rec.kind,
+        return (at(rec.path, rec.offset), rec.length, rec.index, rec.kind,
                 "" if rec.priority is None else rec.priority, us_to_iso(rec.key_start_date) or "-", uri)
 
     def hex_title(self, rec: Line) -> str:
-        return f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} {rec.kind} len={rec.length}"
+        return f"{at(rec.path, rec.offset)} #{rec.index} {rec.kind} len={rec.length}"
 
 
 def entry_rows(state: ListState) -> Iterator[dict]:

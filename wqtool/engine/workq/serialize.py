@@ -3,10 +3,10 @@ the table cells of dump and the job rows, summary and text of replay (``RecordVi
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from typing import Iterator
 
+from ...offsets import at
 from ...formats._common import format_unix_ns, format_uuid
 from ..format import Column, RecordView, StateView
 from ..serialize import render_bytes
@@ -73,7 +73,7 @@ class WorkqRecordView(RecordView):
              "ttl_ms": "u64", "max_attempts": "u64", "max_fails": "u64", "scheduled": "string", "created": "string",
              "payload_len": "long", "payload": "bytes", "result_len": "long", "result": "bytes", "crc": "string",
              "crc_ok": "bool", "error": "string"}
-    columns = (Column("segment", 14), Column("offset", 10, ">"), Column("len", 6, ">"), Column("#", 7, ">"),
+    columns = (Column("at", 25), Column("len", 6, ">"), Column("#", 7, ">"),
                Column("time", 30, gap=2), Column("cmd", 15), Column("job", 36), Column("details", None, gap=2))
 
     def row(self, rec: Record, payload: str) -> dict:
@@ -92,12 +92,12 @@ class WorkqRecordView(RecordView):
 
     def cells(self, rec: Record, payload: str) -> tuple:
         c = rec.command
-        return (os.path.basename(rec.path), rec.offset, rec.length, rec.index, rec.time.isoformat(),
+        return (at(rec.path, rec.offset), rec.length, rec.index, rec.time.isoformat(),
                 c.cmd.label if c else "?", str(uuid.UUID(bytes=c.job_id)) if c else "-", _details(rec, payload))
 
     def hex_title(self, rec: Record) -> str:
         c = rec.command
-        return (f"{os.path.basename(rec.path)}@0x{rec.offset:x} #{rec.index} {c.cmd.label if c else '?'} "
+        return (f"{at(rec.path, rec.offset)} #{rec.index} {c.cmd.label if c else '?'} "
                 f"len={rec.length} size={rec.size} crc={rec.crc:08x}")
 
 
@@ -107,8 +107,10 @@ def _t(ns: int | None) -> str | None:
 
 
 def job_to_jsonable(j: Job) -> dict:
+    """replay's JSON row: the canonical form (the digest's, which keeps the result in hex) with the result in
+    base64, as every JSON output gives bytes, and an RFC 3339 time beside each nanosecond integer."""
     d = j.canonical()
-    d.update(created=_t(j.created_ns), scheduled=_t(j.scheduled_ns), expires=_t(j.expires_ns),
+    d.update(result=render_bytes(j.result, "base64"),created=_t(j.created_ns), scheduled=_t(j.scheduled_ns), expires=_t(j.expires_ns),
              log_expires=_t(j.log_expires_ns), lease_expires=_t(j.lease_expires_ns))
     return d
 

@@ -4,6 +4,8 @@
 /* replay's JSON rows (serialize.job_to_jsonable) as json.dumps writes them:
    style 0: json.dumps(row) + "\n" (replay -o jsonl); style 1: json.dumps(row, indent=2) nested two levels deep
    (replay -o json: "    {\n      \"id\": ...\n    }"), rows joined by ",\n" */
+static char *w_b64(char *p, const uint8_t *s, size_t n);
+
 static char *w_row(char *p, JobTable *t, JobRec *j, i128 asof, int style)
 {
     const char *open = style ? "    {\n      \"" : "{\"";
@@ -58,10 +60,10 @@ static char *w_row(char *p, JobTable *t, JobRec *j, i128 asof, int style)
     *p++ = '"';
     p = w_x08(p, j->pcrc);
     *p++ = '"';
-    KEY(0, "result");
+    KEY(0, "result");     /* base64, as every JSON output gives bytes (the digest line keeps hex) */
     if (j->has_res) {
         *p++ = '"';
-        p = w_hex(p, (const uint8_t *)t->res + j->res_off, j->res_len);
+        p = w_b64(p, (const uint8_t *)t->res + j->res_off, j->res_len);
         *p++ = '"';
     } else {
         p = W(p, "null");
