@@ -47,3 +47,9 @@ WorkqRecordView
 JobLogFleet
 WorkqFleet
 
+
+# typer's RuntimeParam hook, overridden by commands/_coerce.PlainParam (typer calls it)
+_._coerce_value
+
+# io.TextIOBase protocol (render/quiet.py's stdout sink)
+_.writable
