@@ -80,3 +80,14 @@ def test_lazy_kestrel_api_keeps_its_functions():
             "assert set(k.__all__) <= set(dir(k)) | set(k._WHERE)\n"
             "try:\n    k.no_such_name\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit('no error')\n")
     fresh_python(code)
+
+
+def test_the_package_front_door_is_the_api():
+    """``wqtool/__init__.py`` imports nothing but ``wqtool.api`` (import-linter cannot hold the root package
+    alone: its contracts take a package with its children)."""
+    import ast
+    tree = ast.parse(open(os.path.join(ROOT, "wqtool", "__init__.py"), encoding="utf-8").read())
+    imported = {("." * n.level) + (n.module or "") + ("" if n.module else ",".join(a.name for a in n.names))
+                for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert imported <= {".api"}, imported

@@ -23,8 +23,9 @@ from typing import Any, Iterator
 
 from .engine import format as registry
 from .engine.findings import Finding, Verdict
-from .engine.format import AS_OF_WORDS, Options, settle_as_of
+from .engine.format import AS_OF_WORDS, Options
 from .engine.instant import from_datetime, parse_instant
+from .engine.read import Want, read
 from .engine.run import LogReport
 from .errors import UsageError
 from .exitcodes import for_verdict
@@ -50,7 +51,7 @@ def open_all(*paths: str | os.PathLike, format: str = "auto", **options: Any) ->
     fmt = format.lower()
     if fmt != "auto":
         registry.get(fmt)
-    opts = Options(0, False, {k: v for k, v in options.items() if v is not None})
+    opts = Options(parse_instant("now"), False, {k: v for k, v in options.items() if v is not None})
     return [Log(lg, opts) for lg in registry.resolve([os.fspath(p) for p in paths], fmt, opts)]
 
 
@@ -131,11 +132,17 @@ class Log:
         return f"<wqtool.Log {self.format} {self.name!r}>"
 
     def _options(self, as_of) -> Options:
+        """The read's options: a time, or ``last`` / ``first`` (settled for this log by ``engine.read``)."""
         t = instant(as_of)
         if isinstance(t, str):
-            o = Options(parse_instant("now"), False, {**self._opts.extra, "_as_of": t})
-            return settle_as_of(self._log, o)
+            return Options(parse_instant("now"), False, {**self._opts.extra, "_as_of": t})
         return Options(t, False, dict(self._opts.extra))
+
+    def _read(self, as_of, want: Want, live: bool):
+        [r] = read([self._log], self._options(as_of), want=want, live=live)
+        if r.error is not None:
+            raise r.error
+        return r
 
     def records(self, payload: str = "base64") -> Iterator[dict]:
         """Every record, in log order, as the row ``wqtool dump -o jsonl`` prints (``payload``: base64, hex,
@@ -148,22 +155,22 @@ class Log:
             if ev.__class__ is cls:
                 yield view.row(ev, payload)
 
-    def verify(self, as_of: "_dt.datetime | str | None" = None) -> Report:
-        """Framing, checksums and replay-level history, as ``wqtool verify`` (at ``as_of``; default now)."""
-        fmt = self._log.fmt
-        [lr] = fmt.verify([self._log.data], self._options(as_of)).logs
+    def verify(self, as_of: "_dt.datetime | str | None" = None, *, live: bool = False) -> Report:
+        """Framing, checksums and replay-level history, as ``wqtool verify`` (at ``as_of``; default now). A log
+        being written (a held lock, a process holding it open, a file that changes during the read; ``live``:
+        the caller knows it is) has its partial last record reported in flight, as the CLI reports it."""
+        lr = self._read(as_of, Want.VERIFY, live).report
         return Report(lr.root, lr.verdict, int(for_verdict(lr.verdict)), list(lr.findings), dict(lr.counts),
                       lr.records, lr.segments, lr.bytes, lr)
 
-    def replay(self, as_of: "_dt.datetime | str | None" = None) -> State:
+    def replay(self, as_of: "_dt.datetime | str | None" = None, *, live: bool = False) -> State:
         """The state the log encodes at ``as_of`` (default now), as ``wqtool replay``."""
-        fmt = self._log.fmt
-        opts = self._options(as_of)
-        lr = fmt.run_log(self._log.data, opts)
-        view = fmt.state_view(lr.state, self._log.data)
+        r = self._read(as_of, Want.REPLAY, live)
+        lr, view = r.report, r.view()
         summary = view.summary()
-        when = _dt.datetime.fromtimestamp(opts.as_of_ns // 1_000_000_000, _dt.timezone.utc).replace(
-            microsecond=(opts.as_of_ns % 1_000_000_000) // 1000)
+        ns = r.as_of_ns
+        when = _dt.datetime.fromtimestamp(ns // 1_000_000_000, _dt.timezone.utc).replace(
+            microsecond=(ns % 1_000_000_000) // 1000)
         return State(lr.root, when, view.digest(), list(view.rows()), view.counts_by_state(), summary, lr.verdict,
                      list(lr.findings))
 

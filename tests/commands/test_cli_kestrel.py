@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 
 import pytest
 
@@ -45,16 +46,22 @@ def test_dump_jsonl_matches_the_kestrel_golden_rows(in_root, name):
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_replay_digest_matches_the_kestrel_golden_state(in_root, name):
-    exp = os.path.join(KF, name, "expected-replay.json")
-    if not os.path.exists(exp):
-        pytest.skip("no expected state")
-    want = json.load(open(exp))
-    r = cli("replay", "-o", "json", "--format", "kestrel", "--as-of", AS_OF, f"fixtures/kestrel/{name}/queue")
-    if r.code in (0, 1, 3, 4) and r.out:
-        got = json.loads(r.out)
-        if "digest" in want and want.get("as_of") in (None, AS_OF):
-            assert got["digest"] == want["digest"]
+@pytest.mark.parametrize("keep_open", [False, True])
+def test_replay_digest_matches_the_kestrel_golden_state(in_root, name, keep_open):
+    """Every queue of every scenario replays, at the fixture's own time, to the digest and exit code that
+    scripts/make_kestrel_fixtures.py recorded (``digest`` / ``digest_keep_open``)."""
+    want = json.load(open(os.path.join(KF, name, "expected-replay.json")))
+    ns = want["as_of_ns"]
+    as_of = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
+    [q] = want["queues"]            # one queue per scenario directory
+    path = os.path.join("fixtures", "kestrel", name, "queue")
+    argv = ["replay", "-o", "json", "--summary", "--format", "kestrel", "--as-of", as_of, path] + (
+        ["--keep-open"] if keep_open else [])
+    r = cli(*argv)
+    assert r.code == q["exit_code"], r.err
+    got = json.loads(r.out)
+    assert got["queue"] == q["queue"]
+    assert got["digest"] == q["digest_keep_open" if keep_open else "digest"]
 
 
 def test_auto_detects_kestrel_and_workq_side_by_side(in_root):

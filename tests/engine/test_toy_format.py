@@ -104,13 +104,6 @@ class ToyRecordView(RecordView):
              "key": "string", "error": "string"}
     columns = (Column("offset", 8, ">"), Column("op", 4, gap=2), Column("key", None))
 
-    def row(self, rec, payload):
-        return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index, "op": rec.op,
-                "key": rec.key, "error": None}
-
-    def cells(self, rec, payload):
-        return (rec.offset, rec.op, rec.key)
-
 
 class ToyStateView(StateView):
     rows_key = "keys"
@@ -124,20 +117,11 @@ class ToyStateView(StateView):
     def rows(self, payload="base64"):
         return ({"key": k} for k in self.state.keys)
 
-    def table_header(self):
-        return "key"
-
-    def table_lines(self):
-        return iter(self.state.keys)
-
     def summary_lines(self):
         return [f"{len(self.state.keys)} key(s) alive"]
 
     def counts_by_state(self):
         return {"alive": len(self.state.keys)}
-
-    def queues(self):
-        return {}
 
     def digest(self):
         return self.state.digest()
@@ -199,6 +183,7 @@ def test_dump_verify_replay_through_the_cli(toy):
     assert doc["verdict"] == "clean" and doc["counts"] == {"TOY-NOTE": 1, "TOY-UNKNOWN-KEY": 1}
     rp = json.loads(cli("replay", "-o", "json", "--format", "toy", toy).out)
     assert rp["keys"] == [{"key": "b"}, {"key": "c"}] and rp["keys_alive"] == 2 and rp["exit_code"] == 0
+    assert cli("replay", toy).out.splitlines()[:4] == ["key", "b", "c", "2 key(s) alive"]   # the default table
     s = json.loads(cli("stats", "-o", "json", toy).out)
     assert s["total"]["by_type"] == {"del": {"records": 2, "bytes": 13}, "set": {"records": 3, "bytes": 18}}
 

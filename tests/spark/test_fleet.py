@@ -30,10 +30,11 @@ def _same(a, b):
 @pytest.mark.parametrize("fast", [True, False])
 def test_fleet_equals_local_on_every_log(spark, corpus, fast, limit):
     from wqtool.engine.workq.reader import discover
-    from wqtool.spark.workq_fleet import run_fleet
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
     names = sorted(corpus)
     logs = [discover([corpus[n]])[0] for n in names]
-    fleet = run_fleet(spark, logs, as_of_ns(), limit=limit, want_jobs=True, fast=fast)
+    fleet = run_fleet(Cluster(spark), logs, as_of_ns(), limit=limit, want_jobs=True, fast=fast)
     for name, fl in zip(names, fleet):
         local = _local(corpus[name], limit)
         _same(fl.report, local)

@@ -73,10 +73,11 @@ def test_split_logs_have_findings_in_both_shares(corpus):
 @pytest.mark.parametrize("limit", [None, 2])
 @pytest.mark.parametrize("name", SPLIT + BAIL)
 def test_single_log_split_by_job_equals_local(spark, corpus, name, limit):
-    from wqtool.spark.workq_fleet import run_fleet
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
     said: list[str] = []
     want_jobs = limit is None       # jobs shipped back: once per log; the digest-only run with the limit
-    [fl] = run_fleet(spark, [_log(corpus, name)], as_of_ns(), limit=limit, want_jobs=want_jobs,
+    [fl] = run_fleet(Cluster(spark), [_log(corpus, name)], as_of_ns(), limit=limit, want_jobs=want_jobs,
                      progress=said.append)
     assert "spark: 1 log(s)" in said[0] and "2 task(s) on 2 slot(s)" in said[0], said
     assert any("reference path" in m for m in said) == (name in BAIL), said
@@ -93,10 +94,11 @@ def test_single_log_split_by_job_equals_local(spark, corpus, name, limit):
 
 def test_two_logs_big_one_split_small_one_whole(spark, corpus):
     """Two logs on two slots: shares in proportion to size — upstream-a-run1 (72 KB) two, sample-clean one."""
-    from wqtool.spark.workq_fleet import run_fleet
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
     names = ["upstream-a-run1", "sample-clean"]
     said: list[str] = []
-    fleet = run_fleet(spark, [_log(corpus, n) for n in names], as_of_ns(), limit=1, want_jobs=True,
+    fleet = run_fleet(Cluster(spark), [_log(corpus, n) for n in names], as_of_ns(), limit=1, want_jobs=True,
                       progress=said.append)
     assert "3 task(s) on 2 slot(s)" in said[0] and not any("reference path" in m for m in said), said
     for name, fl in zip(names, fleet):
@@ -108,8 +110,9 @@ def test_two_logs_big_one_split_small_one_whole(spark, corpus):
 def test_run_fleet_without_digest_same_findings(spark, corpus):
     """``digest=False`` (what ``verify --engine spark`` asks for): no digest, the findings and counts unchanged."""
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.spark.workq_fleet import run_fleet
-    [fl] = run_fleet(spark, [_log(corpus, "upstream-a-run1")], as_of_ns(), digest=False)
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
+    [fl] = run_fleet(Cluster(spark), [_log(corpus, "upstream-a-run1")], as_of_ns(), digest=False)
     local = _local(corpus, "upstream-a-run1")
     assert fl.report.state.digest() == ""
     assert [finding_to_jsonable(f) for f in fl.report.findings] == [finding_to_jsonable(f) for f in local.findings]

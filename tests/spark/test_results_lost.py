@@ -31,25 +31,28 @@ def lossy_collect(spark, monkeypatch):
 @pytest.mark.parametrize("fast", [True, False])
 def test_a_lost_result_of_the_workq_fleet_is_an_error(spark, corpus, lossy_collect, fast):
     from wqtool.engine.workq.reader import discover
-    from wqtool.spark._results import ResultsLost
-    from wqtool.spark.workq_fleet import run_fleet
+    from wqtool.engine.fleet import ResultsLost
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
     logs = [discover([corpus[n]])[0] for n in ("sample-clean", "upstream-a-run1", "crc-mismatch-mid-segment")]
     with pytest.raises(ResultsLost, match=r"of \d+ result\(s\) reached the driver.*spark\.driver\.memory"):
-        run_fleet(spark, logs, as_of_ns(), want_jobs=True, fast=fast)
+        run_fleet(Cluster(spark), logs, as_of_ns(), want_jobs=True, fast=fast)
 
 
 def test_a_lost_result_of_the_stats_fleet_is_an_error(spark, corpus, lossy_collect):
     from wqtool.engine.workq.reader import discover
-    from wqtool.spark._results import ResultsLost
-    from wqtool.spark.workq_fleet import run_fleet
+    from wqtool.engine.fleet import ResultsLost
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
     logs = [discover([corpus[n]])[0] for n in ("sample-clean", "upstream-a-run1")]
     with pytest.raises(ResultsLost):
-        run_fleet(spark, logs, as_of_ns(), limit=0, stats=True, stats_total=[])
+        run_fleet(Cluster(spark), logs, as_of_ns(), limit=0, stats=True, stats_total=[])
 
 
 def test_a_lost_result_of_a_task_per_log_is_an_error(spark, lossy_collect):
     from wqtool.engine.format import Options, get
-    from wqtool.spark._results import ResultsLost
+    from wqtool.engine.fleet import ResultsLost
+    from wqtool.spark.cluster import Cluster
     from wqtool.spark.fleet import PerLogFleet
     fmt = get("kestrel")
     opts = Options(as_of_ns=as_of_ns())
@@ -57,7 +60,7 @@ def test_a_lost_result_of_a_task_per_log_is_an_error(spark, lossy_collect):
              for d in fmt.discover([os.path.join(ROOT, "fixtures", "kestrel", p, "queue")], opts)]
     assert len(datas) == 2
     with pytest.raises(ResultsLost, match="a task per log"):
-        PerLogFleet(fmt).verify(spark, datas, opts)
+        PerLogFleet(fmt).verify(Cluster(spark), datas, opts)
 
 
 def test_the_cli_exits_5_and_prints_no_digest(corpus, lossy_collect):
@@ -69,7 +72,7 @@ def test_the_cli_exits_5_and_prints_no_digest(corpus, lossy_collect):
 
 def test_replay_summary_ships_no_job_to_the_driver(spark, corpus, monkeypatch):
     """--summary: the digest and counts come back, no job objects (what ran the driver out of memory)."""
-    from wqtool.spark import workq_fleet
+    from wqtool.engine.workq import fleet as workq_fleet
     shipped = []
     real = workq_fleet.run_fleet
 

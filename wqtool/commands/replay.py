@@ -7,7 +7,7 @@ import typer
 
 from ..engine.findings import Verdict, worst
 from ..engine.format import resolve
-from ..engine.live import LiveWatch
+from ..engine.read import Want, read
 from ..errors import UsageError
 from ..exitcodes import ExitCode
 from ..render.findings import write_one_line
@@ -114,17 +114,17 @@ def replay(
     output = Output(output.value)
     verdicts = []
     wrap = len(logs) > 1 and output is Output.json     # one JSON document: {"logs": [each log's document]}
-    if wrap:
-        sys.stdout.write('{"logs": [\n')
-    for i, log in enumerate(logs):
-        if len(logs) > 1 and output is Output.table:
-            sys.stdout.write(f"== {log.fmt.log_name(log.data)}: {log.fmt.title} ==\n")
-        if wrap and i:
-            sys.stdout.write(",\n")
-        verdicts.append(_replay_one(log, logs, for_log(log, opts), output, summary, as_of, live, engine, master,
-                                    spark_conf, remote, all_findings))
-    if wrap:
-        sys.stdout.write("]}\n")
+    with _spark.runner(engine is Engine.spark, logs, master, spark_conf, remote) as runner:
+        if wrap:
+            sys.stdout.write('{"logs": [\n')
+        for i, log in enumerate(logs):
+            if len(logs) > 1 and output is Output.table:
+                sys.stdout.write(f"== {log.fmt.log_name(log.data)}: {log.fmt.title} ==\n")
+            if wrap and i:
+                sys.stdout.write(",\n")
+            verdicts.append(_replay_one(log, opts, output, summary, as_of, live, runner, all_findings))
+        if wrap:
+            sys.stdout.write("]}\n")
     return worst(verdicts)
 
 
@@ -156,22 +156,17 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
     return worst([rep.verdict for rep in reports])
 
 
-def _replay_one(log, logs, opts, output, summary, as_of, live, engine, master, spark_conf, remote,
-                all_findings=False) -> Verdict:
-    watch = LiveWatch(log, live=live)
-    if engine is Engine.spark:  # the same report, replayed on Spark
-        from ..spark.fleet import fleet_replay
-        with _spark.session(master, spark_conf, remote) as spark:
-            report = fleet_replay(spark, log, opts, limit=REPLAY_FINDINGS_SHOWN, progress=_spark.say,
-                                  want_jobs=not summary)
-    else:
-        with track([log], "replay"):
-            report = log.fmt.run_log(log.data, opts, limit=REPLAY_FINDINGS_SHOWN)
-    report = watch.settle(report)
+def _replay_one(log, opts, output, summary, as_of, live, runner, all_findings=False) -> Verdict:
+    with track([log], "replay", enabled=runner is None):
+        [r] = read([log], opts, want=Want.REPLAY, live=live, runner=runner, max_findings=REPLAY_FINDINGS_SHOWN,
+                   summary=summary)
+    if r.error is not None:
+        raise r.error
+    report = r.report
     for f in report.shown(all_findings=True)[0] if all_findings else report.findings:
         if all_findings or f.severity == "error":
             write_one_line(sys.stderr, f)
-    view = log.fmt.state_view(report.state, log.data)
+    view = r.view()
     write_replay(sys.stdout, report, view, output.value, summary)
     if as_of_is_now(as_of):
         hint = nothing_live_hint(report, view, log.fmt.expired_code)

@@ -3,20 +3,22 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from functools import partial
 from typing import Annotated, Optional
 
 import typer
 
 from ..engine.format import Log, resolve_each
-from ..engine.live import LiveWatch
+from ..engine.read import Want, read
 from ..errors import UsageError
 from ..render.analytics import write_tables_files
-from ..render.outcome import Failed, run_exit_code
+from ..render.outcome import Failed, error_text, run_exit_code
 from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
 from . import _spark
-from ._options import (QuietOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion, KestrelVersionOpt,
-                       LiveOpt, MasterOpt, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt, SparkConfOpt, each_log, for_log,
+from ._options import (QuietOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
+                       KestrelVersionOpt, LiveOpt, MasterOpt, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
+                       SparkConfOpt,
                        options, read_paths, say_error)
 
 
@@ -82,57 +84,39 @@ def stats(
         raise UsageError("--timeline draws in the terminal: it goes with -o table only")
     drawn = chart is not None or timeline     # the series pass (engine.series): verify's and stats' pass, one per log
     series: dict[int, object] = {}
-    as_ofs: dict[int, int] = {}               # each log's settled --as-of (the page names it)
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
     entries = resolve_each(paths, fmt, opts, on_note=say_error)
     logs = [e for e in entries if isinstance(e, Log)]
-    watches = {id(log): LiveWatch(log, live=live) for log in logs}
-    if engine is Engine.spark:
-        from ..spark.fleet import fleet_stats
-        per_log, total_jobs = [], 0
-        if "_as_of" in opts.extra and len(logs) > 1:
-            raise UsageError("--engine spark stats over several logs takes one --as-of time for all (each log's "
-                             "own last/first: run the local engine, or one log at a time)")
-        if logs:
-            with _spark.session(master, spark_conf, remote) as spark:
-                per_log, total_jobs = fleet_stats(spark, logs, for_log(logs[0], opts), progress=_spark.say)
-        results = iter(per_log)
-        per_path = list(each_log(entries, lambda log: next(results), say=say_error))
-    else:
-        seen: set = set()
-        union = len(logs) > 1       # the job ids themselves only for a union over logs
-
-        def one(log):   # one pass per log (the format's fastest: the workq kernel's; drawn: the series pass)
-            o = for_log(log, opts)
-            as_ofs[id(log)] = o.as_of_ns
-            if drawn:
-                from ..engine.series import series_log
-                report, st, series[id(log)] = series_log(log.fmt, log.data, o, limit=0)
-            else:
-                report, st = log.fmt.stats_log(log.data, o, ids=union)
-            seen.update(st.jobs)
-            return report, st, st.job_count()
-        with track(logs, "stats"):
-            per_path = list(each_log(entries, one, say=say_error))
-        total_jobs = len(seen) if union else sum(r[2] for _, r in per_path if not isinstance(r, Failed))
-    items = [r if isinstance(r, Failed) else (watches[id(log)].settle(r[0]),
-                                               log.fmt.state_view(r[0].state, log.data), r[1], r[2])
-             for log, r in per_path]
+    # drawn locally: the series pass (engine.series) is the log's one pass, verify's and stats' in one
+    measure = partial(_series, series=series) if drawn and engine is not Engine.spark else None
+    with _spark.runner(engine is Engine.spark, logs, master, spark_conf, remote) as runner, \
+            track(logs, "stats", enabled=runner is None):
+        reading = read(entries, opts, want=Want.STATS, live=live, runner=runner, max_findings=0, measure=measure,
+                       on_error=lambda e: say_error(error_text(e)))
+    total_jobs = reading.total_jobs
+    items = [Failed(r.root, r.error) if not r.ok else (r.report, r.view(), r.stats, r.jobs) for r in reading]
     write_stats(sys.stdout, stats_doc(items, total_jobs), output.value)
     done = [i for i in items if not isinstance(i, Failed)]
     if out_dir is not None:
         write_tables_files(out_dir, [(r.root, v.analytics()) for r, v, _, _ in done], out_format.value)
-    drawn_logs = [(log, r) for log, r in per_path if not isinstance(r, Failed)]
+    read_ok = [r for r in reading if r.ok]      # in the order of ``done``
     if timeline:
         from ..render.timeline import write_timeline
-        write_timeline([(r.root, series.get(id(log))) for (log, _), (r, _, _, _) in zip(drawn_logs, done)])
+        write_timeline([(r.report.root, series.get(id(r.log))) for r in read_ok])
     if chart is not None:
         from ..render.htmlreport import LogPage, chart_page, write_new
         from .report import command_line
-        pages = [LogPage(log.fmt, r, v, st, series.get(id(log)),
-                         as_ofs[id(log)] if id(log) in as_ofs else for_log(log, opts).as_of_ns)
-                 for (log, _), (r, v, st, _) in zip(drawn_logs, done)]
+        pages = [LogPage(r.log.fmt, rep, v, st, series.get(id(r.log)), r.as_of_ns)
+                 for r, (rep, v, st, _) in zip(read_ok, done)]
         write_new(chart, chart_page(pages, command_line("stats", paths, fmt=fmt, as_of=as_of, opts=opts,
                                                          settings=settings, flags=["--chart", chart])), "--chart")
     return run_exit_code([i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])
+
+
+def _series(log, opts, *, series: dict):
+    """One log's series pass (``engine.series``: records over time, live jobs, wait and run times) with its
+    report and record statistics, as ``read`` asks of a ``measure``."""
+    from ..engine.series import series_log
+    report, st, series[id(log)] = series_log(log.fmt, log.data, opts, limit=0)
+    return report, {"stats": st}

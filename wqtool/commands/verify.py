@@ -1,21 +1,22 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Annotated, Optional
 
 import typer
 
 from ..engine.format import Log, resolve_each
-from ..engine.live import LiveWatch
+from ..engine.read import Want, read
 from ..errors import UsageError
-from ..render.outcome import Failed, run_exit_code
+from ..render.outcome import Failed, error_text, run_exit_code
 from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
 from ._options import (MAX_WORKERS, AllFindings, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, QuietOpt, ReadPaths, JdbcOpt,
-                       RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, each_log, for_log, options, read_paths,
-                       say_error, whole_number)
+                       RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, options, read_paths, say_error,
+                       whole_number)
 from ._help import exit_help
 
 
@@ -103,24 +104,16 @@ def verify(
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value,
                    keep_open=keep_open)
+    if engine is Engine.spark and metrics_file is not None:
+        raise UsageError("--metrics-file is written by the local engine (a cron check of this host's logs)")
     entries = resolve_each(paths, fmt, opts, on_note=None if quiet else say_error)
     logs = [e for e in entries if isinstance(e, Log)]
-    say = say_error      # errors of PATHs go to stderr even with --quiet (the report does not)
-    measured: dict[int, object] = {}     # --metrics-file: what each log's check measured beyond its report
-    if engine is Engine.spark:  # the same reports, computed on Spark
-        if metrics_file is not None:
-            raise UsageError("--metrics-file is written by the local engine (a cron check of this host's logs)")
-        results = _verify_spark(entries, logs, opts, live, max_findings, quiet, say, master, spark_conf, remote)
-    else:
-        def work(log: Log):
-            watch = LiveWatch(log, live=live)
-            if metrics_file is None:
-                [lr] = log.fmt.verify([log.data], for_log(log, opts), max_findings=max_findings, workers=workers).logs
-                return watch.settle(lr)
-            lr, measured[id(lr)] = _measured(log, for_log(log, opts), max_findings, workers)
-            return watch.settle(lr)
-        with track(logs, "verify", enabled=not quiet):
-            results = [r for _, r in each_log(entries, work, say=say)]
+    measure = None if metrics_file is None else partial(_measured, max_findings=max_findings, workers=workers)
+    with _spark.runner(engine is Engine.spark, logs, master, spark_conf, remote, quiet=quiet) as runner, \
+            track(logs, "verify", enabled=not quiet and runner is None):
+        reading = read(entries, opts, want=Want.VERIFY, live=live, runner=runner, max_findings=max_findings,
+                       workers=workers, measure=measure, on_error=lambda e: say_error(error_text(e)))
+    results = [r.report if r.ok else Failed(r.root, r.error) for r in reading]   # errors went to stderr, even -q
     if not quiet:
         write_verify(sys.stdout, results, output.value, all_findings=all_findings or not as_of_is_now(as_of),
                      as_of=as_of or "now")
@@ -128,11 +121,12 @@ def verify(
                          [r for r in results if isinstance(r, Failed)])
     if metrics_file is not None:
         from ..render.metrics import exposition, write_metrics
-        write_metrics(metrics_file, exposition([(r, measured.get(id(r))) for r in results], int(code)))
+        write_metrics(metrics_file, exposition([(r.report if r.ok else results[k], r.extra.get("metrics"))
+                                                for k, r in enumerate(reading)], int(code)))
     return code
 
 
-def _measured(log: Log, opts, max_findings, workers):
+def _measured(log: Log, opts, *, max_findings, workers):
     """verify of one log with its replayed state (live jobs) and the newest record's time, timed."""
     import time
     from ..errors import WqError
@@ -147,7 +141,7 @@ def _measured(log: Log, opts, max_findings, workers):
         newest = log.fmt.time_span(log.data)[1]
     except (WqError, OSError):
         newest = None
-    return lr, LogMetrics(log.fmt.name, time.perf_counter() - t0, jobs, newest)
+    return lr, {"metrics": LogMetrics(log.fmt.name, time.perf_counter() - t0, jobs, newest)}
 
 
 def _metrics_help() -> str:
@@ -158,23 +152,3 @@ def _metrics_help() -> str:
 
 
 verify.__doc__ = verify.__doc__.replace("{EXIT_CODES}", exit_help()).replace("{METRICS}", _metrics_help())
-
-
-def _verify_spark(entries, logs, opts, live, max_findings, quiet, say, master, spark_conf, remote) -> list:
-    from ..spark.fleet import fleet_verify
-    watches = [LiveWatch(log, live=live) for log in logs]
-    reports = []
-    if logs:
-        with _spark.session(master, spark_conf, remote, quiet=quiet) as spark:
-            progress = (lambda m: None) if quiet else _spark.say
-            if "_as_of" in opts.extra:     # --as-of last|first: each log at its own time
-                for log in logs:
-                    reports += fleet_verify(spark, [log], for_log(log, opts), max_findings=max_findings,
-                                            progress=progress).logs
-            else:
-                reports = fleet_verify(spark, logs, opts, max_findings=max_findings, progress=progress).logs
-    settled = iter([w.settle(r) for w, r in zip(watches, reports)])
-    out = []
-    for _, r in each_log(entries, lambda log: next(settled), say=say):
-        out.append(r)
-    return out

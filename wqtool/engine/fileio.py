@@ -5,6 +5,8 @@ Every reader of every format opens its files through ``FileView``: memory stays 
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import mmap
 import os
@@ -106,3 +108,30 @@ def read_span(path: str, offset: int, length: int) -> bytes:
         return os.pread(fd, length, offset)
     finally:
         os.close(fd)
+
+
+# ---------------------------------------------------------------- directory listings, once per resolve
+_LISTINGS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("wqtool_listings", default=None)
+
+
+def listdir(path: str) -> list[str]:
+    """``os.listdir(path)``; inside ``listing_once()`` each directory is listed once (detection and discovery of
+    the same PATH ask for it in turn) — a fresh list each call, errors never cached."""
+    cache = _LISTINGS.get()
+    if cache is None:
+        return os.listdir(path)
+    key = os.path.abspath(path)
+    names = cache.get(key)
+    if names is None:
+        names = cache[key] = os.listdir(path)
+    return list(names)
+
+
+@contextlib.contextmanager
+def listing_once():
+    """Within the block, ``listdir`` lists each directory once (``format.resolve_each``)."""
+    token = _LISTINGS.set({})
+    try:
+        yield
+    finally:
+        _LISTINGS.reset(token)

@@ -62,6 +62,9 @@ class Finding:
     count: int | None = None       # a summary of folded findings (``present``): how many it stands for
     last_path: str | None = None   # ... and where the last of them is
     last_offset: int | None = None
+    #: a torn tail's damage alone, without the conclusion its place in the log draws ("; torn tail: ..."): what
+    #: the in-flight note quotes when a live writer is still appending there (``engine.live``); not serialised
+    cause: str | None = None
 
     def location(self) -> str:
         return at(self.path, self.offset)

@@ -26,6 +26,7 @@ What a format supplies (see ``Format`` for the signatures):
 """
 from __future__ import annotations
 
+import abc
 import importlib
 import json
 import os
@@ -34,9 +35,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from ..errors import UsageError, WqError
-from .fileio import input_error, kind_of, read_head
+from .fileio import input_error, kind_of, listing_once, read_head
 from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
+from .stats import RecordFacts, RecordStats
 
 #: The packages of the formats that ship with wqtool, in detection order.
 BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth",
@@ -68,16 +70,6 @@ class Evidence:
 
     strong: bool
     reason: str
-
-
-@dataclass(frozen=True)
-class RecordFacts:
-    """What filters and statistics need of one record, whatever the format."""
-
-    kind: str                  # the record's kind label (add, complete, addx, ...)
-    length: int                # bytes
-    time_ns: int | None        # when it was written (or the item's add time); None: not stored
-    job: bytes | None = None   # the job / entity it belongs to, if the format has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +129,9 @@ class RecordView:
     columns: tuple[Column, ...] = ()
 
     def row(self, rec, payload: str) -> dict:
-        """The record's stable JSON row (``fields``, in order)."""
-        raise NotImplementedError
+        """The record's stable JSON row (``fields``, in order). Default: each field the record's attribute of that
+        name (``file``: its ``path``; ``error``: None, a record is no damage)."""
+        return {f: rec.path if f == "file" else getattr(rec, f, None) for f in self.fields}
 
     def damage_row(self, f: Finding) -> dict:
         """A row for an error finding in the record stream (Spark permissive mode, exports)."""
@@ -151,8 +144,9 @@ class RecordView:
         return {}
 
     def cells(self, rec, payload: str) -> tuple:
-        """The record's table cells, one per column."""
-        raise NotImplementedError
+        """The record's table cells, one per column (default: the row's field named by each column's title)."""
+        row = self.row(rec, payload)
+        return tuple(row[c.title] for c in self.columns)
 
     def hex_title(self, rec) -> str:
         """The line above a record's hex dump."""
@@ -186,10 +180,15 @@ class StateView:
                 yield "    " + json.dumps(row, indent=2).replace("\n", "\n    ")
 
     def table_header(self) -> str:
-        raise NotImplementedError
+        """The table's title line (default: the row fields, two spaces apart)."""
+        for row in self.rows("none"):
+            return "  ".join(row)
+        return ""
 
     def table_lines(self) -> Iterator[str]:
-        raise NotImplementedError
+        """One line per row (default: the row's values, two spaces apart)."""
+        for row in self.rows("none"):
+            yield "  ".join("-" if v is None else str(v) for v in row.values())
 
     def counts_matrix(self) -> tuple[str, list[str], list[tuple[str, dict[str, int]]]] | None:
         """(title, state labels, [(group, counts per label)]) for a counts table, or None."""
@@ -208,7 +207,8 @@ class StateView:
         raise NotImplementedError
 
     def queues(self) -> dict[str, dict[str, int]]:
-        raise NotImplementedError
+        """Live jobs / items by state per queue (default: the format has no queues)."""
+        return {}
 
     def digest(self) -> str:
         raise NotImplementedError
@@ -225,8 +225,10 @@ class StateView:
 
 
 # ---------------------------------------------------------------- the interface
-class Format:
-    """A log format (subclass, set the class attributes, register an instance).
+class Format(abc.ABC):
+    """A log format (subclass, set the class attributes, register an instance). The abstract methods are the
+    contract's required part — detect, discover, files, run, facts, state_view; the rest have defaults a format
+    overrides where it can do better (a hot path) or more (plans, send, Spark).
 
     A PATH is normally one format's: the first format in registry order whose ``detect`` gives strong evidence.
     Formats whose logs live side by side in one directory (an Orth logPath: the executor log folders and the
@@ -251,6 +253,8 @@ class Format:
     replay_codes: ClassVar[frozenset[str]] = frozenset()
     #: ``dump --type`` vocabulary: label -> the value ``RecordFacts.kind`` carries for it.
     record_kinds: ClassVar[tuple[str, ...]] = ()
+    #: what one of ``record_kinds`` is called in messages ("command", "Kestrel opcode", ...)
+    kind_noun: ClassVar[str] = "record kind"
     #: dump filters beyond --type and the offsets that this format supports: "job", "time".
     filters: ClassVar[frozenset[str]] = frozenset()
     #: extra dump views by option name (e.g. "qdump"): see ``special_dump``.
@@ -279,6 +283,7 @@ class Format:
     record_cls: ClassVar[type]
 
     # -- detection and discovery
+    @abc.abstractmethod
     def detect(self, path: str) -> Evidence | None:
         """Evidence that ``path`` (an existing directory or regular file) is this format, or None."""
         raise NotImplementedError
@@ -294,10 +299,12 @@ class Format:
         table); None: the format reads no URLs. ``discover`` then receives the URL as a path."""
         return None
 
+    @abc.abstractmethod
     def discover(self, paths: Sequence[str], opts: Options) -> list[Any]:
         """The logs behind PATHs (each an object with ``.root``, ``.findings`` and ``.is_dir``)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def files(self, log) -> list[str]:
         """The files one log reads, in order (sizes, progress, --horizon)."""
         raise NotImplementedError
@@ -324,6 +331,7 @@ class Format:
         return {}
 
     # -- reading
+    @abc.abstractmethod
     def run(self, log, opts: Options, *, limit: int | None = None) -> ReplayPass:
         """The reference reader -> replay pass over one log: ``events()`` yields records and findings in file
         order; once exhausted, ``.report`` (a LogReport with the replayed state)."""
@@ -355,7 +363,6 @@ class Format:
         (``RecordStats.distinct``, ``job_count()``) instead of kept in ``RecordStats.jobs`` (needed only for a
         union over logs). The default drives ``run`` and feeds ``facts(record)`` of every record; a hot path may
         stand in for ``run`` (workq: the kernel's pass; orth-joblog: its columnar fast path): the same results."""
-        from .stats import RecordStats
         run, st, facts, cls = self.run(log, opts, limit=0), RecordStats(), self.facts, self.record_cls
         for ev in run.events():
             if ev.__class__ is cls:
@@ -371,6 +378,7 @@ class Format:
         return None
 
     # -- views
+    @abc.abstractmethod
     def facts(self, rec) -> RecordFacts:
         raise NotImplementedError
 
@@ -380,7 +388,10 @@ class Format:
         over time only (``facts``)."""
         return None
 
-    def state_view(self, state) -> StateView:
+    @abc.abstractmethod
+    def state_view(self, state, log=None) -> StateView:
+        """The replayed ``state`` of ``log`` as rows, summary and text (``log``: what some views name, e.g. the
+        queue; None where a caller has only the state)."""
         raise NotImplementedError
 
     def special_dump(self, which: str, logs: Sequence[Any], opts: Options, **kw) -> Iterator[tuple[str, Any]]:
@@ -515,14 +526,6 @@ def get(name: str) -> Format:
     except KeyError:
         raise UsageError(f"--format: unknown format {name!r} (expected one of auto, {', '.join(names())})") \
             from None
-
-
-def all_codes() -> Codes:
-    """Every stable finding code of every format: code -> (severity, meaning)."""
-    out: Codes = {}
-    for f in formats():
-        out.update(f.codes)
-    return out
 
 
 def format_of_code(code: str) -> Format | None:
@@ -669,6 +672,13 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
     leaves the others' files to them, e.g. in a clean plan). What is wrong with the call itself (no PATH, an unknown ``-O``
     option, an unknown ``--format``) still raises. A file or directory named twice (the same PATH, another path
     to it, a symlink: the same st_dev and st_ino) is read once; ``on_note`` is told of each repeat."""
+    with listing_once():        # detection and discovery list each directory once
+        return _resolve_each(paths, fmt, opts, on_detect=on_detect, on_note=on_note)
+
+
+def _resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
+                 on_detect: Callable[[str, Format, Evidence], None] | None = None,
+                 on_note: Callable[[str], None] | None = None) -> list[Log | Unresolved]:
     if not paths:
         raise UsageError("no PATH given")
     known = {k for f in formats() for k in f.options}

@@ -36,7 +36,7 @@ def in_flight(report: LogReport, code: str, writer: str, error_codes: frozenset[
             report.severities[NOTE] += n
     notes = []
     for f in torn:
-        seen = f.message.split("; torn tail")[0]
+        seen = f.cause if f.cause is not None else f.message
         notes.append(Finding(NOTE, code, f"a record in flight at 0x{(f.offset or 0):x}, not damage: {writer}; the "
                              f"bytes after the last complete record are still being appended (seen as {f.code}: "
                              f"{seen}) — do not truncate; verify again once the writer is done, or use --horizon",

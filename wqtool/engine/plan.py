@@ -127,7 +127,7 @@ class StepRunner:
     def __enter__(self) -> "StepRunner":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type, exc, _tb) -> None:
         if exc_type is not None and issubclass(exc_type, Exception):   # not InjectedCrash, not Ctrl-C
             self.rollback()
 

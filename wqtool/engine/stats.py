@@ -8,7 +8,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..formats._common import format_unix_ns
-from .format import RecordFacts
+
+
+@dataclass(frozen=True)
+class RecordFacts:
+    """What filters and statistics need of one record, whatever the format."""
+
+    kind: str                  # the record's kind label (add, complete, addx, ...)
+    length: int                # bytes
+    time_ns: int | None        # when it was written (or the item's add time); None: not stored
+    job: bytes | None = None   # the job / entity it belongs to, if the format has one
 
 
 @dataclass(slots=True)
@@ -61,24 +70,3 @@ class RecordStats:
             "last_time": None if self.last_ns is None else format_unix_ns(self.last_ns),
             "jobs": self.job_count(),
         }
-
-
-class StatsCollector:
-    """``add(record)`` for one format: the record's facts into ``stats`` (picklable: Spark tasks build one)."""
-
-    def __init__(self, fmt_name: str):
-        self.fmt_name = fmt_name
-        self.stats = RecordStats()
-        self._facts = None
-
-    def add(self, rec) -> None:
-        if self._facts is None:
-            from .format import get
-            self._facts = get(self.fmt_name).facts
-        self.stats.add(self._facts(rec))
-
-    def __getstate__(self):
-        return {"fmt_name": self.fmt_name, "stats": self.stats}
-
-    def __setstate__(self, d):
-        self.fmt_name, self.stats, self._facts = d["fmt_name"], d["stats"], None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from typing import TextIO
 
@@ -83,7 +82,3 @@ def _columns(per_log, name) -> list[str]:
                 if c not in cols:
                     cols.append(c)
     return cols
-
-
-def analytics_json(tables: dict[str, list[dict]]) -> str:
-    return json.dumps(tables)

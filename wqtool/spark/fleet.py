@@ -2,7 +2,7 @@
 local engine.
 
 Each format's logs go to its fleet strategy: the class its ``Format.spark_fleet`` names (workq: split by job,
-``workq_fleet.WorkqFleet``), else ``PerLogFleet``: one Spark task per log runs the engine's reader -> replay
+``engine.workq.fleet.WorkqFleet``, run on a ``cluster.Cluster``), else ``PerLogFleet``: one Spark task per log runs the engine's reader -> replay
 pass on it (biggest logs first) and ships the LogReport back — the local engine's report by construction; the
 state whole for replay, as a ``StateSummary`` for verify / stats. Results come back in the commands' order.
 Only this package imports pyspark.
@@ -18,8 +18,9 @@ from typing import Callable, Sequence
 from ..engine.findings import Finding, Verdict
 from ..engine.format import Log, Options, load_object
 from ..engine.run import LogReport, VerifyReport, files_size
-from ..engine.stats import StatsCollector
-from ._results import check_count
+from ..engine.stats import RecordStats
+from ..engine.fleet import check_count
+from .cluster import Cluster
 
 _LOG = 2
 _FIELDS = "log int, kind tinyint, part int, blob binary"
@@ -27,6 +28,10 @@ _FIELDS = "log int, kind tinyint, part int, blob binary"
 
 def _strategy(fmt):
     return load_object(fmt.spark_fleet)() if fmt.spark_fleet else PerLogFleet(fmt)
+
+
+def _cluster(spark) -> Cluster:
+    return spark if isinstance(spark, Cluster) else Cluster(spark)
 
 
 def _by_format(logs: Sequence[Log]):
@@ -43,7 +48,7 @@ def fleet_verify(spark, logs: Sequence[Log], opts: Options, *, max_findings: int
     """Every format's ``verify`` on Spark: the same reports (findings, counts, verdicts)."""
     out: dict[int, LogReport] = {}
     for fmt, items in _by_format(logs):
-        reps = _strategy(fmt).verify(spark, [d for _, d in items], opts, max_findings=max_findings, progress=progress)
+        reps = _strategy(fmt).verify(_cluster(spark), [d for _, d in items], opts, max_findings=max_findings, progress=progress)
         out.update(zip((i for i, _ in items), reps))
     return VerifyReport([out[i] for i in range(len(logs))])
 
@@ -52,7 +57,7 @@ def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, pr
                  want_jobs: bool = True) -> LogReport:
     """``run_log`` on Spark (the first ``limit`` findings kept, all counted), with the replayed state whole;
     ``want_jobs=False`` (``replay --summary``): a strategy that can may ship the digest and counts only."""
-    return _strategy(log.fmt).replay(spark, log.data, opts, limit=limit, progress=progress, want_jobs=want_jobs)
+    return _strategy(log.fmt).replay(_cluster(spark), log.data, opts, limit=limit, progress=progress, want_jobs=want_jobs)
 
 
 def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> tuple[list[tuple], int]:
@@ -61,7 +66,7 @@ def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> 
     out: dict[int, tuple] = {}
     total = 0
     for fmt, items in _by_format(logs):
-        per, n = _strategy(fmt).stats(spark, [d for _, d in items], opts, progress=progress)
+        per, n = _strategy(fmt).stats(_cluster(spark), [d for _, d in items], opts, progress=progress)
         out.update(zip((i for i, _ in items), per))
         total += n
     return [out[i] for i in range(len(logs))], total
@@ -120,20 +125,20 @@ class _LogTask:
             for batch in batches:
                 for li in batch.column(0).to_pylist():
                     data = self.datas[li]
-                    acc = StatsCollector(self.fmt_name) if self.stats else None
+                    acc = RecordStats() if self.stats else None
                     run = fmt.run(data, self.opts, limit=self.limit)
                     if acc is None:
                         for _ in run.events():
                             pass
                     else:
-                        rec_cls = fmt.record_cls
+                        rec_cls, facts = fmt.record_cls, fmt.facts
                         for ev in run.events():
                             if ev.__class__ is rec_cls:
-                                acc.add(ev)
+                                acc.add(facts(ev))
                     report = run.report
                     if not self.items:
                         report.state = StateSummary.of(fmt.state_view(report.state, data))
-                    blob = pickle.dumps((report, None if acc is None else acc.stats), protocol=5)
+                    blob = pickle.dumps((report, acc), protocol=5)
                     yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
                                                       pa.array([li], pa.int32()), pa.array([blob], pa.binary())],
                                                      schema=schema)
@@ -162,15 +167,15 @@ class PerLogFleet:
         check_count(f"{self.fmt.plural}: a task per log", len(out), len(datas))
         return [out[i] for i in range(len(datas))]
 
-    def verify(self, spark, datas, opts, *, max_findings=None, progress=None) -> list[LogReport]:
-        return [r for r, _ in self.run(spark, datas, opts, limit=max_findings, progress=progress)]
+    def verify(self, cluster, datas, opts, *, max_findings=None, progress=None) -> list[LogReport]:
+        return [r for r, _ in self.run(cluster.spark, datas, opts, limit=max_findings, progress=progress)]
 
-    def replay(self, spark, data, opts, *, limit=None, progress=None, want_jobs=True) -> LogReport:
+    def replay(self, cluster, data, opts, *, limit=None, progress=None, want_jobs=True) -> LogReport:
         # the state whole either way: the format's state view renders it (a summary-only state is not one)
-        return self.run(spark, [data], opts, limit=limit, items=True, progress=progress)[0][0]
+        return self.run(cluster.spark, [data], opts, limit=limit, items=True, progress=progress)[0][0]
 
-    def stats(self, spark, datas, opts, *, progress=None):
-        per = self.run(spark, datas, opts, limit=0, stats=True, progress=progress)
+    def stats(self, cluster, datas, opts, *, progress=None):
+        per = self.run(cluster.spark, datas, opts, limit=0, stats=True, progress=progress)
         union: set = set()
         for _, st in per:
             union |= st.jobs

@@ -42,7 +42,7 @@ from ..engine.run import LogReport
 from ..engine.stats import RecordStats
 from ..formats.orth_joblog import (COLUMN_NAMES, COLUMNS, LOST_HANDLE_CODE, LOST_MESSAGES, REGISTRY_COLUMN_NAMES,
                                    rules_for_table)
-from ._results import check_count
+from ..engine.fleet import check_count
 
 _ROW, _SUM = 0, 1
 _MOD = 1 << 256
@@ -573,18 +573,18 @@ def _add_jar(spark, jar) -> None:
 class JobLogFleet:
     """The orth-joblog format's fleet strategy (``wqtool.spark.fleet`` calls it)."""
 
-    def verify(self, spark, logs: Sequence[TableLog], opts, *, max_findings: int | None = None,
+    def verify(self, cluster, logs: Sequence[TableLog], opts, *, max_findings: int | None = None,
                progress=None) -> list[LogReport]:
-        return [_LogJob(spark, log, opts, max_findings, progress).run()[0] for log in logs]
+        return [_LogJob(cluster.spark, log, opts, max_findings, progress).run()[0] for log in logs]
 
-    def replay(self, spark, log: TableLog, opts, *, limit: int | None = None, progress=None,
+    def replay(self, cluster, log: TableLog, opts, *, limit: int | None = None, progress=None,
                want_jobs: bool = True) -> LogReport:
-        return _LogJob(spark, log, opts, limit, progress).run(want_rows=True)[0]
+        return _LogJob(cluster.spark, log, opts, limit, progress).run(want_rows=True)[0]
 
-    def stats(self, spark, logs: Sequence[TableLog], opts, *, progress=None):
+    def stats(self, cluster, logs: Sequence[TableLog], opts, *, progress=None):
         out, union = [], set()
         for log in logs:
-            report, st = _LogJob(spark, log, opts, 0, progress).run(want_stats=True)
+            report, st = _LogJob(cluster.spark, log, opts, 0, progress).run(want_stats=True)
             out.append((report, st, len(st.jobs)))
             union |= st.jobs
         return out, len(union)

@@ -456,6 +456,6 @@ _JAVA_LINE = re.compile(r"^\s*:?\s*(?:[a-z_$][\w$]*\.)*([A-Z][\w$]*(?:Exception|
 def _hint(cls: str, msg: str) -> str:
     """The setting to change, for the failures a bigger driver fixes."""
     if cls == "OutOfMemoryError" or "spark.driver.maxResultSize" in msg or "OutOfMemoryError" in msg:
-        from ._results import FIX
+        from ..engine.fleet import FIX
         return f"; {FIX}"
     return ""

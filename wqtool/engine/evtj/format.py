@@ -1,12 +1,13 @@
 """prinbee's event journal (EVTJ) behind the Format interface (``wqtool.engine.format``)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
-from ..fileio import read_head
+from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES, EVTJ_EXPLAIN
@@ -80,7 +81,7 @@ live events kept byte for byte)."""
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
             try:
-                names = sorted(os.listdir(path))
+                names = sorted(listdir(path))
             except OSError:
                 return None
             for n in names:
@@ -107,7 +108,7 @@ live events kept byte for byte)."""
         return {"evtj_byte_order": o["evtj_byte_order"]} if o.get("evtj_byte_order") else {}
 
     def run(self, log: EvtjJournal, opts: Options, *, limit: int | None = None) -> EvtjRun:
-        return EvtjRun(log, limit=limit)
+        return EvtjRun(_at(log, opts), limit=limit)
 
     def facts(self, rec: Event) -> RecordFacts:
         try:
@@ -129,7 +130,13 @@ live events kept byte for byte)."""
         return describe_holders(found) if found else None
 
     def pack_plan(self, log: EvtjJournal, opts: Options):
-        return pack_plan(log, salvage=bool(opts.get("salvage")))
+        return pack_plan(_at(log, opts), salvage=bool(opts.get("salvage")))
+
+
+def _at(log: EvtjJournal, opts: Options) -> EvtjJournal:
+    """The journal read at the command's --as-of, as settled for this log (``--as-of last`` is its newest
+    event's time), not at the time it was discovered."""
+    return log if log.as_of_ns == opts.as_of_ns else dataclasses.replace(log, as_of_ns=opts.as_of_ns)
 
 
 FORMAT = register(EvtjFormat())

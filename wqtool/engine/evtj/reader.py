@@ -19,7 +19,7 @@ from ...formats.snap import (ATTACHMENT_FILE, ATTACHMENT_OFFSET_SIZE, CONF_CHOIC
                              COUNTERS_FILE, END_MARKER, EVENT_HEADER_SIZE, EVENT_MAGIC, EVENTS_FILE, EVTJ_MAGIC,
                              EVTJ_MAJOR_VERSION, EVTJ_MINOR_VERSION, FILE_HEADER_SIZE, JOURNAL_CONF, TIME_EPSILON_NS,
                              Status, schemas)
-from ..fileio import FileView, input_error, read_span
+from ..fileio import FileView, input_error, listdir, read_span
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .fastpath import attachments_layout, decode_header, decode_offsets, layouts
 from .model import Event, EventsFile, EvtjJournal
@@ -106,7 +106,7 @@ def discover(paths: Sequence[str], as_of_ns: int, byteorder: str) -> list[EvtjJo
 
 def _discover_dir(d: str, as_of_ns: int, byteorder: str, *, keep_files: bool = True) -> EvtjJournal:
     try:
-        names = sorted(os.listdir(d))
+        names = sorted(listdir(d))
     except OSError as exc:
         raise input_error(d, exc) from None
     j = EvtjJournal(root=d, files=[], as_of_ns=as_of_ns, byteorder=byteorder)

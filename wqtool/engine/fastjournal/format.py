@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats.snap import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
-from ..fileio import read_head
+from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from ..fsops import is_locked
@@ -70,7 +70,7 @@ segments and temp files."""
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
             try:
-                names = sorted(os.listdir(path))
+                names = sorted(listdir(path))
             except OSError:
                 return None
             for n in names:

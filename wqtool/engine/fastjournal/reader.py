@@ -21,7 +21,7 @@ from ...formats.snap import (FJ_HEADER_SIZE, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, F
                              FLAG_KEY16, FLAG_OVERWRITE, FLAG_TIMEOUT, MAX_RECORD_SIZE, QUERY_MASK, RECORD_OVERHEAD,
                              RESERVED_FLAGS, SEGMENT_HEADER_SIZE, SEGMENT_SNAPSHOT, VALUE_SIZE_MASK,
                              VALUE_SIZE_SHIFT, Function)
-from ..fileio import FileView, input_error, read_span
+from ..fileio import FileView, input_error, listdir, read_span
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from ..fsops import is_locked
 from . import layout
@@ -88,7 +88,7 @@ def discover(paths: Sequence[str]) -> list[FjjJournal]:
 
 def _discover_dir(d: str) -> FjjJournal:
     try:
-        names = sorted(os.listdir(d))
+        names = sorted(listdir(d))
     except OSError as exc:
         raise input_error(d, exc) from None
     j = FjjJournal(root=d, segments=[])

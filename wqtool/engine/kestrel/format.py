@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import kestrel as schema
+from ..fileio import listdir
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
@@ -49,7 +50,7 @@ def empty_queue(d: str) -> str | None:
     names journals (docs/formats/kestrel-journal.md, "File names": ``<q>``, ``<q>.<ms>``, ``<q>.<ms>.pack``,
     ``<q>~~<ms>``), with at least one live ``<q>``; None otherwise (an empty file anywhere else is no evidence)."""
     try:
-        names = sorted(os.listdir(d))
+        names = sorted(listdir(d))
     except OSError:
         return None
     live = None
@@ -114,7 +115,7 @@ refuses while another process holds a journal open, and rolls back if the live f
         """Strong: a journal-named file where records parse from the first byte (or resume after damage at its
         start). A directory needs one such file; a single empty file is weak evidence (a fresh journal)."""
         if os.path.isdir(path):
-            for n in sorted(os.listdir(path)):
+            for n in sorted(listdir(path)):
                 p = os.path.join(path, n)
                 if os.path.isfile(p) and journal_name(n):
                     grade, why = journal_evidence(p)

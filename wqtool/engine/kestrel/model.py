@@ -34,6 +34,3 @@ class Record:
     add_time: int | None = None
     expiry: int | None = None
     data: bytes | None = None
-
-    def to_op(self) -> Op:
-        return Op(self.op, self.xid, self.add_time, self.expiry, self.data)

@@ -20,7 +20,7 @@ from ...errors import InputError, UsageError
 from ...formats.kestrel import (ITEM_OPS, LIBKESTREL_READER_MAGIC, LIBKESTREL_WRITER_MAGIC, LONG_MAX, LONG_MIN,
                                 PACK_SUFFIX,
                                 TEMP_MARKER)
-from ..fileio import FileView, input_error
+from ..fileio import FileView, input_error, listdir
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .fastpath import SIZE_ABSURD, SIZE_NEGATIVE, Damage, decode_fields, decode_op
 from .model import Record
@@ -220,7 +220,7 @@ def discover(paths: Sequence[str], kestrel_version: str = "auto", *, queue: str 
         named = explicit[(os.path.abspath(fs.root), fs.queue)]
         fs.files = _explicit_order(fs.queue, named)
         try:
-            siblings = sorted(n for n in os.listdir(fs.root) if os.path.isfile(os.path.join(fs.root, n))
+            siblings = sorted(n for n in listdir(fs.root) if os.path.isfile(os.path.join(fs.root, n))
                               and queue_of(n) == fs.queue)
         except OSError:
             siblings = []
@@ -243,7 +243,7 @@ def whole_queue(fileset: FileSet, what: str) -> FileSet:
         return fileset
     d = fileset.root
     try:
-        siblings = sorted(n for n in os.listdir(d)
+        siblings = sorted(n for n in listdir(d)
                           if os.path.isfile(os.path.join(d, n)) and queue_of(n) == fileset.queue)
     except OSError as exc:
         raise input_error(d, exc) from None
@@ -281,7 +281,7 @@ def _discover_dir(d: str, only: str | None, evidence: bool = False) -> list[File
     journal evidence (records parse; an empty file only beside real journals); the others are named in a
     KQ-NOT-JOURNAL warning, never read as journals and never silently skipped."""
     try:
-        entries = sorted(os.listdir(d))
+        entries = sorted(listdir(d))
     except OSError as exc:
         raise input_error(d, exc) from None
     groups: dict[str, list[str]] = {}
@@ -498,7 +498,7 @@ class JournalReader:
     def _damage(self, d: Damage, data, pos: int, end: int, path: str, index: int, is_live: bool,
                 newest) -> Finding:
         resume = find_resync(data, pos, end) if self.resync else None
-        msg = d.message
+        msg = cause = d.message
         always_corrupt = d.code in (SIZE_NEGATIVE, SIZE_ABSURD)
         if resume is None and is_live and not always_corrupt:
             exit_class = Verdict.TORN_TAIL
@@ -515,7 +515,7 @@ class JournalReader:
                 msg += f" ({end - pos} bytes from here unreadable)"
         return Finding(ERROR, d.code, msg, path=path, offset=pos, record_index=index, last_good_offset=pos,
                        upstream=_upstream(d.code, path, pos, newest, is_live), verdict=exit_class,
-                       resumes_at=resume)
+                       resumes_at=resume, cause=cause)
 
 
 # ---------------------------------------------------------------- what a damaged range held

@@ -101,10 +101,6 @@ def iter_item_rows(state: KestrelState, payload: str = "base64") -> Iterator[dic
                "offset": it.offset}
 
 
-def item_rows(state: KestrelState, payload: str = "base64") -> list[dict]:
-    return list(iter_item_rows(state, payload))
-
-
 def state_summary(state: KestrelState) -> dict:
     return {"items": state.items, "bytes": state.data_bytes, "counts": state.counts_by_state(),
             "expired_at_as_of": state.expired_count(), "xid_counter": state.xid_counter,

@@ -87,10 +87,6 @@ class JournalWriter:
     def add_xid(self, xid: int, data: bytes, add_time: int, expiry: int = 0) -> bytes:
         return self.raw(encode_xid_item(Opcode.ADD_XID, xid, data, add_time, expiry))
 
-    def write_state(self, state: KestrelState, *, drop_expired_at_ms: int | None = None) -> None:
-        for b in rewrite_records(state, drop_expired_at_ms=drop_expired_at_ms):
-            self.raw(b)
-
     def flush(self) -> None:
         self._f.flush()
         if self.fsync:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ...formats._common import format_unix_ns
 from ...formats.orth import (RELEASE_TITLE, HEAD_DATE_KEY, HS_LIST_STARTS, JACKSON_CALLBACK_FILE, CALLBACK_DIR, CALLBACK_NAME, DATE_DIR, GLUE_DIR, HandleCode, JAVA_TRIM_MAX, LEGACY_CALLBACK_DIR,
                              LEGACY_NAME, STREAM_HEAD, log_status)
-from ..fileio import FileView, input_error, kind_of
+from ..fileio import FileView, input_error, kind_of, listdir
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from ..run import ReplayPass
 from .gson import GsonError, encode, parse_lenient, strict_error
@@ -108,14 +108,14 @@ def discover(paths, opts=None) -> list[CallbackSet]:
 
 def _is_log_path(p: str) -> bool:
     try:
-        return any(DATE_DIR.match(n) or n == GLUE_DIR for n in os.listdir(p))
+        return any(DATE_DIR.match(n) or n == GLUE_DIR for n in listdir(p))
     except OSError:
         return False
 
 
 def _listdir(d: str) -> list[str]:
     try:
-        return os.listdir(d)       # readdir order, as Java's File.listFiles
+        return listdir(d)       # readdir order, as Java's File.listFiles
     except OSError as exc:
         raise input_error(d, exc) from None
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ...formats.orth import (JACKSON_CALLBACK_FILE, CALLBACK_DIR, CALLBACK_MARKERS, DATE_DIR, END_HANDLE_CODE, GLUE_DIR, KNOWN_DIRS,
                              LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, MARKERS, EXECUTOR_RELEASES, log_status)
-from ..fileio import FileView, input_error, kind_of
+from ..fileio import FileView, input_error, kind_of, listdir
 from ..findings import NOTE, WARNING, Finding
 from ..run import ReplayPass
 from .model import LogEntry
@@ -57,7 +57,7 @@ class ExecutorLogSet:
 # ---------------------------------------------------------------- discovery
 def is_log_path(p: str) -> bool:
     try:
-        names = os.listdir(p)
+        names = listdir(p)
     except OSError:
         return False
     return any(n in KNOWN_DIRS or DATE_DIR.match(n) for n in names)
@@ -100,7 +100,7 @@ def _has_callbacks(d: str) -> bool:
 
 def _listdir(d: str) -> list[str]:
     try:
-        return sorted(os.listdir(d))
+        return sorted(listdir(d))
     except OSError as exc:
         raise input_error(d, exc) from None
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from ...errors import InputError, UsageError
 from ...formats.orth import (CALLBACK_RELEASES, JACKSON_CALLBACK_FILE, ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR,
                              LINE_PREFIX, LOG_FILE, STREAM_HEAD, UTF8_BOM, HandleCode)
-from ..fileio import read_head
+from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
 from ..lazy import LazyInstance, lazy
 from .codes import (CALLBACK_CODES, CALLBACK_EXPLAIN, CALLBACK_REPLAY_CODES, EXECUTOR_CODES, EXECUTOR_EXPLAIN,
@@ -123,7 +123,7 @@ orth-logs.md section 2a):
         name = os.path.basename(os.path.normpath(path))
         if os.path.isdir(path):
             try:
-                names = sorted(os.listdir(path))
+                names = sorted(listdir(path))
             except OSError:
                 return None
             named = [n for n in names if ANY_CALLBACK_NAME.match(n)]
@@ -286,7 +286,7 @@ retry files. --format reads one of them."""
         name = os.path.basename(os.path.normpath(path))
         if os.path.isdir(path):
             try:
-                names = sorted(os.listdir(path))
+                names = sorted(listdir(path))
             except OSError:
                 return None
             if DATE_DIR.match(name):
@@ -298,7 +298,7 @@ retry files. --format reads one of them."""
                 for d in names:
                     dd = os.path.join(path, d)
                     if DATE_DIR.match(d) and os.path.isdir(dd):
-                        logs = sorted(n for n in os.listdir(dd) if LOG_FILE.match(n))
+                        logs = sorted(n for n in listdir(dd) if LOG_FILE.match(n))
                         if logs and _looks_like_log_file(os.path.join(dd, logs[0])):
                             return Evidence(True, f"a logPath: {d}/{logs[0]} is an executor log")
                 if any(n in (CALLBACK_DIR, "gluesource") for n in names):

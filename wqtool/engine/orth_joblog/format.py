@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES
-from ..fileio import read_head
+from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from .codes import JOBLOG_CODES, JOBLOG_REPLAY_CODES, JOBLOG_EXPLAIN
@@ -85,7 +85,7 @@ CSV or Parquet, --chart FILE draws the daily counts."""
     # -- detection and discovery
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
-            for name in sorted(os.listdir(path)):
+            for name in sorted(listdir(path)):
                 low = name.lower()
                 if low.startswith(REGISTRY_TABLE_NAMES) or not (low.startswith(TABLE_NAMES) or
                                                                  low.startswith("part-")):

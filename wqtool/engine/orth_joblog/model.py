@@ -113,9 +113,3 @@ def format_datetime(t: int | None) -> str | None:
 def day_of(t: int) -> str:
     """The local day of naive seconds, ``YYYY-MM-DD`` (the report's trigger_day)."""
     return _dt.date.fromordinal(t // 86400 + _EPOCH_ORD).isoformat()
-
-
-def to_datetime(t: int | None) -> _dt.datetime | None:
-    if t is None:
-        return None
-    return _dt.datetime(1970, 1, 1) + _dt.timedelta(seconds=t)

@@ -20,7 +20,7 @@ from typing import Iterator
 from ...errors import InputError, UsageError
 from ...formats.orth_joblog import (BY_NAME, COLUMN_NAMES, COLUMNS, OPTIONAL_COLUMNS, REGISTRY_COLUMN_NAMES,
                                     REGISTRY_TABLE_NAMES, TABLE, TABLE_NAMES, rules_for_table)
-from ..fileio import FileView, input_error, open_regular
+from ..fileio import FileView, listdir, open_regular
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from . import dburl
 from .model import RegistryRow, Row, from_datetime, parse_datetime
@@ -118,7 +118,7 @@ def discover(paths, *, timezone: str = "UTC", registry: str | None = None) -> li
 
 def _dir_files(d: str) -> tuple[list[Source], Source | None]:
     files, reg = [], None
-    for name in sorted(os.listdir(d)):
+    for name in sorted(listdir(d)):
         p = os.path.join(d, name)
         kind = kind_of_file(name)
         if kind is None or not os.path.isfile(p):
@@ -858,7 +858,3 @@ def registry_rows(raw, path: str, tz=None) -> tuple[list[RegistryRow], list[Find
         rows.append(RegistryRow(int(rid) if isinstance(rid, int) or (isinstance(rid, str) and rid.isdigit())
                                 else None, group, key, value, t))
     return rows, bad
-
-
-def file_kind_error(path: str) -> InputError:
-    return input_error(path, FileNotFoundError(2, "no such file"))

@@ -133,10 +133,6 @@ def report_bucket_sql(quote: str = "") -> str:
             "ELSE 'fail' END")
 
 
-def list_failed(trigger_code: int, handle_code: int) -> bool:
-    return _list_failed({"trigger_code": trigger_code, "handle_code": handle_code})
-
-
 def status_index(cols: dict, rules: RuleSet = ORTH_RULES):
     """The status rules over columns (``trigger_code``, ``handle_code`` numpy arrays): each row's label as its index
     in ``ALL_LABELS`` (int8), the first declared rule that holds — ``status_of`` column-wise."""

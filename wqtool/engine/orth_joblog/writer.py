@@ -136,7 +136,7 @@ def write_sqlite(path: str, rows, registry=()) -> None:
         conn.close()
 
 
-def insert_rows(conn, rows, registry=(), *, paramstyle: str | None = None) -> None:
+def insert_rows(conn, rows, registry=()) -> None:
     """INSERT the rows (and registry rows) through a DB-API connection (sqlite3 or PyMySQL)."""
     is_sqlite = isinstance(conn, sqlite3.Connection)
     ph = "?" if is_sqlite else "%s"

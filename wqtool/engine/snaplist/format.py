@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
-from ..fileio import read_head
+from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
 from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
@@ -111,7 +111,7 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         if os.path.isdir(path):
             weak = None
             try:
-                names = sorted(os.listdir(path))
+                names = sorted(listdir(path))
             except OSError:
                 return None
             for n in names:

@@ -1,7 +1,6 @@
 """Values the list-journal engine passes around: an hour file, a journal (the log), one line where it lies."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from ..findings import Finding
@@ -41,10 +40,6 @@ class ListJournal:
     @property
     def segments(self) -> list[HourFile]:
         return self.files
-
-    def path_of(self, hour: int) -> str:
-        return os.path.join(self.root, f"{hour}.msg")
-
 
 @dataclass(slots=True)
 class Line:

@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 from ...errors import InputError, UsageError
 from ...formats.snap import (HOUR_FILE, LIST_PRIORITY_UPDATES, PRIORITY_MAX, UPDATING_DELAY_US, kept_hours,
                              reading_order, start_hour)
-from ..fileio import FileView, input_error
+from ..fileio import FileView, input_error, listdir
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .fastpath import int_value, parse_canonical, tokenize
 from .model import KIND_ACKED, KIND_PENDING, KIND_SKIPPED, HourFile, Line, ListJournal
@@ -76,7 +76,7 @@ def discover(paths: Sequence[str], as_of_ns: int, *, start_date_offset_us: int =
 
 def _discover_dir(d: str, e: int, as_of_ns: int, order: dict, offset_us: int) -> ListJournal:
     try:
-        names = sorted(os.listdir(d))
+        names = sorted(listdir(d))
     except OSError as exc:
         raise input_error(d, exc) from None
     j = ListJournal(root=d, files=[], current_hour=e, as_of_ns=as_of_ns, start_date_offset_us=offset_us)

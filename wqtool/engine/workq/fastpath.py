@@ -17,10 +17,6 @@ _CMDS = {int(c): c for c in CmdType}
 _ADD, _SCHEDULE, _COMPLETE, _FAIL = CmdType.ADD, CmdType.SCHEDULE, CmdType.COMPLETE, CmdType.FAIL
 
 
-class _Short(Exception):
-    pass
-
-
 def _uvarint(b, pos: int, end: int, fieldname: str) -> tuple[int, int]:
     """Go ReadUvarint over b[pos:end]: returns (value, new_pos); bounded at 10 bytes."""
     result = 0

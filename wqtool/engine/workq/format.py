@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import workq as schema
-from ..fileio import read_head
+from ..fileio import listdir, read_head
 from ..fsops import is_locked
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy
@@ -60,7 +60,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     in_flight_code = "WQ-IN-FLIGHT"
     expired_code = "WQ-ADD-EXPIRED"
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
-    spark_fleet = "wqtool.spark.workq_fleet:WorkqFleet"
+    spark_fleet = "wqtool.engine.workq.fleet:WorkqFleet"
     #: ``job_to_jsonable``'s fields (replay -o jsonl), in order
     state_types = {"id": "string", "kind": "string", "name": "string", "state": "string", "priority": "long",
                    "attempts": "long", "max_attempts": "long", "max_fails": "long", "ttr_ms": "long", "ttl_ms": "long",
@@ -73,7 +73,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
             try:
-                names = os.listdir(path)
+                names = listdir(path)
             except OSError:
                 return Evidence(True, "an unreadable directory (the reader reports it)")
             if any(segment_seq(n) is not None for n in names):

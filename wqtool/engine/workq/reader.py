@@ -12,7 +12,7 @@ from typing import Iterator, Sequence
 from google_crc32c import value as _crc
 
 from ...errors import InputError, InvalidPayload, UnknownOpcode, UsageError
-from ..fileio import FileView, input_error
+from ..fileio import FileView, input_error, listdir
 from ...formats.workq import (RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, JOB_ID_SIZE, LOCK_FILES, MAGIC,
                               SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP, CmdType)
 from .fastpath import decode_payload
@@ -100,7 +100,7 @@ def discover(paths: Sequence[str], *, horizon: bool = False) -> list[LogSet]:
 
 def _discover_dir(d: str, horizon: bool) -> LogSet:
     try:
-        names = sorted(os.listdir(d))
+        names = sorted(listdir(d))
     except OSError as exc:
         raise input_error(d, exc) from None
     segs: list[Segment] = []
@@ -205,11 +205,13 @@ def header_finding(sd: FileView, index: int, is_newest: bool) -> tuple[Finding |
         return Finding(ERROR, "WQ-HDR-EMPTY", "0-byte segment: no header" + (
             "; torn tail (the server died right after creating it) — removing the file loses nothing"
             if is_newest else ""), path=path, offset=0, record_index=index, last_good_offset=0,
+            cause="0-byte segment: no header",
             upstream=UP_REFUSE + "Replay error, " + base + ": EOF",
             verdict=Verdict.TORN_TAIL if is_newest else Verdict.CORRUPT), False
     if size < HEADER_SIZE:
         return Finding(ERROR, "WQ-HDR-SHORT", f"segment is {size} bytes, shorter than its 8-byte header" + (
             "; torn tail — removing the file loses nothing" if is_newest else ""), path=path, offset=0,
+            cause=f"segment is {size} bytes, shorter than its 8-byte header",
             record_index=index, last_good_offset=0,
             upstream=UP_REFUSE + "Replay error, " + base + ": unexpected EOF",
             verdict=Verdict.TORN_TAIL if is_newest else Verdict.CORRUPT), False
@@ -354,6 +356,7 @@ class RecordReader:
             else:
                 up = UP_REFUSE + _UPSTREAM[code]
             resume = find_resync(data, pos, end)
+            cause = msg
             if resume is None and is_newest:
                 exit_class = Verdict.TORN_TAIL
                 msg += (f"; torn tail: the log is valid up to 0x{pos:x} and nothing valid follows "
@@ -365,7 +368,7 @@ class RecordReader:
                 else:
                     msg += f"; nothing valid follows in this segment ({end - pos} bytes), but later segments exist"
             yield Finding(ERROR, code, msg, path=path, offset=pos, record_index=index, last_good_offset=pos,
-                          upstream=up, verdict=exit_class, resumes_at=resume)
+                          upstream=up, verdict=exit_class, resumes_at=resume, cause=cause)
             if resume is None:
                 return
             pos = resume

@@ -129,12 +129,6 @@ class Entry:
     def payload(self) -> bytes:
         return self.lq.payload(self, self.lq.row(self))
 
-    @property
-    def processed(self) -> bool:
-        st = self.state
-        return st == COMPLETED or st == FAILED
-
-
 class RunEntry(Entry):
     """A ``run`` job (never logged, transient): its row is a list in ``LiveQueue.runs`` and its body is held."""
 

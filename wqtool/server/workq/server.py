@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...engine.findings import Finding, Verdict
-from ...engine.fsops import fsync_dir
+from ...engine.fsops import LogBusy, fsync_dir
 from ...engine.workq.appender import Appender, CmdlogLocks, syncfs
 from ...engine.workq.fastpath import encode_payload, encode_record
 from ...engine.workq.model import Command
@@ -279,10 +279,6 @@ class Server:
     def _on_signal(self, sig) -> None:
         self.log.info("stopping", signal=signal.Signals(sig).name)
         self._stop.set()
-
-    def request_stop(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
 
     async def shutdown(self) -> None:
         for s in self.listeners:

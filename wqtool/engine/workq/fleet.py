@@ -1,5 +1,6 @@
-"""The workq fleet on Spark: verify, replay and stats over many workq logs, split by job — the workq format's
-``spark_fleet`` (``WorkqFleet``), with the same results as the local engine.
+"""The workq fleet: verify, replay and stats over many workq logs, split by job — the workq format's
+``spark_fleet`` (``WorkqFleet``), with the same results as the local engine. It runs on a ``cluster`` that
+``wqtool.spark.cluster`` supplies (Spark: tasks, a shuffle, a collect); nothing here imports Spark.
 
 Two paths, both engine code run in Spark tasks, merged on the driver into ``engine.run.LogReport``s:
 
@@ -32,17 +33,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..engine.findings import Finding, Verdict, worst
-from ..engine.workq.reader import LogSet, Segment
-from ..engine.workq.fastreplay import new_table
-from ..engine.workq.replay import (CompactJobs, JobState, ReplayState, WorkqReplay, closing_notes, digest_line,
-                                    digest_start)
-from ..engine.stats import RecordStats
-from ..engine.workq.format import FORMAT
-from ..engine.run import LogReport
-from ..engine.workq.verify import log_size
-from ..formats.workq import CmdType
-from ._results import check_count, lost
+from ...formats.workq import CmdType
+from ..findings import Finding, Verdict, worst
+from ..fleet import check_count, lost
+from ..run import LogReport
+from ..stats import RecordStats
+from .fastreplay import new_table
+from .format import FORMAT
+from .reader import LogSet, Segment
+from .replay import (CompactJobs, JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start)
+from .verify import log_size
 
 # stage outputs: kind of row
 _REC, _SEG, _LOG, _LINE, _JOB = 0, 1, 2, 3, 4
@@ -94,11 +94,6 @@ _CHUNK = 8 << 20                        # bytes of packed records per row
 _PARTS = 256
 
 
-def _ddl(fields) -> str:
-    t = {"int8": "tinyint", "int32": "int", "int64": "bigint", "binary": "binary"}
-    return ", ".join(f"{n} {t[k]}" for n, k in fields)
-
-
 def _arrow_schema(fields):
     import pyarrow as pa
     t = {"int8": pa.int8(), "int32": pa.int32(), "int64": pa.int64(), "binary": pa.binary()}
@@ -121,20 +116,18 @@ class _SegTask:
 class _StageA:
     """Frame and CRC-check one segment with the engine's reader; route each record to its job's part."""
 
-    def __init__(self, tasks: list[_SegTask], limit: int | None, cwd: str):
-        self.tasks, self.limit, self.cwd = tasks, limit, cwd
+    def __init__(self, tasks: list[_SegTask], limit: int | None):
+        self.tasks, self.limit = tasks, limit
 
     def __call__(self, batches):
-        from ._paths import working_dir
         schema = _arrow_schema(_A_FIELDS)
-        with working_dir(self.cwd):
-            for batch in batches:
-                for tid in batch.column(0).to_pylist():
-                    yield from self._scan(self.tasks[tid], schema)
+        for batch in batches:
+            for tid in batch.column(0).to_pylist():
+                yield from self._scan(self.tasks[tid], schema)
 
     def _scan(self, t: _SegTask, schema):
-        from ..engine.workq.model import Record
-        from ._segments import segment_scan
+        from .model import Record
+        from .segments import segment_scan
         pack = _HDR.pack
         parts: dict[int, list] = {}
         sizes: dict[int, int] = {}
@@ -220,13 +213,12 @@ class _StageB:
     """All records of a set of jobs, in log order (chunks sorted by log, segment, chunk): the engine's codec and
     ``WorkqReplay`` — a job's state depends only on its own records, so each job ends as in the local run."""
 
-    def __init__(self, paths: dict, as_of_ns: int, limit: int | None, *, digest: bool, jobs: bool, stats: bool,
-                 cwd: str):
-        self.paths, self.as_of_ns, self.limit, self.cwd = paths, as_of_ns, limit, cwd
+    def __init__(self, paths: dict, as_of_ns: int, limit: int | None, *, digest: bool, jobs: bool, stats: bool):
+        self.paths, self.as_of_ns, self.limit = paths, as_of_ns, limit
         self.want_digest, self.want_jobs, self.want_stats = digest, jobs, stats
 
     def __call__(self, batches):
-        from ._segments import rebuild_record
+        from .segments import rebuild_record
         token = os.urandom(8).hex()   # names this task's rows: the driver checks each task's rows all arrived
         schema = _arrow_schema(_B_FIELDS)
         paths = self.paths
@@ -330,12 +322,11 @@ def _digest_start(as_of_ns: int):
 
 
 # ---------------------------------------------------------------- the driver
-def run_reference(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
+def run_reference(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
                   want_jobs: bool = False, stats: bool = False, partitions: int | None = None,
                   progress: Callable[[str], None] | None = None, stats_total: list | None = None) -> list[FleetLog]:
     """The reference pipeline (stages A and B): any log, damaged or not; one FleetLog per log, in order."""
     say = progress or (lambda _m: None)
-    cwd = os.getcwd()
     tasks: list[_SegTask] = []
     paths: dict[tuple[int, int], str] = {}
     total = 0
@@ -349,24 +340,14 @@ def run_reference(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | 
             except OSError:
                 pass
     if partitions is None:
-        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions", "8")), total // (256 << 20) + 1)
+        partitions = max(cluster.partitions(8), total // (256 << 20) + 1)
     rows: list = []
     if tasks:
         say(f"spark: {len(logs)} log(s), {len(tasks)} segment(s), {total} bytes, {partitions} job partition(s)")
-        a = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(_StageA(tasks, limit, cwd), _ddl(_A_FIELDS))
-        b = (a.repartition(partitions, "part").sortWithinPartitions("log", "seg", "chunk")
-             .mapInArrow(_StageB(paths, as_of_ns, limit, digest=digest, jobs=want_jobs, stats=stats, cwd=cwd),
-                         _ddl(_B_FIELDS)))
-        key = "spark.sql.adaptive.coalescePartitions.enabled"  # keep the job partitions: they are the parallelism
-        old = spark.conf.get(key, None)
-        spark.conf.set(key, "false")
-        try:
-            rows = b.collect()
-        finally:
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+        a = cluster.tasks(len(tasks), _StageA(tasks, limit), _A_FIELDS)
+        b = cluster.regroup(a, partitions, "part", ("log", "seg", "chunk"),
+                            _StageB(paths, as_of_ns, limit, digest=digest, jobs=want_jobs, stats=stats), _B_FIELDS)
+        rows = cluster.collect(b, keep_partitions=True)   # the job partitions are the parallelism
     by_log: dict[int, list] = {}
     for r in rows:
         by_log.setdefault(r["log"], []).append(r)
@@ -481,29 +462,25 @@ class _FastTask:
     whose id's last byte is ``part`` mod ``nparts`` are CRC-checked and replayed. Returns None when the kernel
     bails (damage, unusual history): that log then goes through the reference pipeline."""
 
-    def __init__(self, tasks: list[tuple[int, LogSet, int, int]], as_of_ns: int, digest: bool, want_jobs: bool,
-                 cwd: str):
-        self.tasks, self.as_of_ns, self.digest, self.want_jobs, self.cwd = tasks, as_of_ns, digest, want_jobs, cwd
+    def __init__(self, tasks: list[tuple[int, LogSet, int, int]], as_of_ns: int, digest: bool, want_jobs: bool):
+        self.tasks, self.as_of_ns, self.digest, self.want_jobs = tasks, as_of_ns, digest, want_jobs
 
     def __call__(self, batches):
         import pyarrow as pa
-
-        from ._paths import working_dir
         schema = _arrow_schema(_B_FIELDS)
-        with working_dir(self.cwd):
-            for batch in batches:
-                for tid in batch.column(0).to_pylist():
-                    li = self.tasks[tid][0]
-                    blob = pickle.dumps(self._run(*self.tasks[tid][1:]), protocol=5)
-                    yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
-                                                      pa.array([tid], pa.int32()), pa.array([blob], pa.binary())],
-                                                     schema=schema)
+        for batch in batches:
+            for tid in batch.column(0).to_pylist():
+                li = self.tasks[tid][0]
+                blob = pickle.dumps(self._run(*self.tasks[tid][1:]), protocol=5)
+                yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
+                                                  pa.array([tid], pa.int32()), pa.array([blob], pa.binary())],
+                                                 schema=schema)
 
     def _run(self, log: LogSet, part: int, nparts: int):
         """Counts, per-queue counts and the digest (or, for a share of a split log, its digest lines) from the
         kernel's compact job table: no ``Job`` object is built. With ``want_jobs`` the table's rows follow as
         Arrow IPC batches (``_rows_ipc``), never pickled Jobs."""
-        from ..engine.workq.fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
+        from .fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
         fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs)
         try:
             with gc_paused():   # as fast_run does locally: millions of new dict entries, no cycles
@@ -569,7 +546,7 @@ _ROW_BATCH = 65536
 
 def _row_schema():
     import pyarrow as pa
-    from ..engine.workq.jobtable import ROW
+    from .jobtable import ROW
     types = {"name": pa.string(), "result": pa.binary(), "scheduled_ns": pa.int64()}
     return pa.schema([pa.field("id", pa.binary(16))] + [pa.field(n, types.get(n, pa.int64())) for n in ROW])
 
@@ -609,10 +586,10 @@ def _put_rows(table, blobs: list[bytes]) -> int:
     return n
 
 
-def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
+def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
               want_jobs: bool = False, stats: bool = False, progress: Callable[[str], None] | None = None,
               stats_total: list | None = None, fast: bool = True) -> list[FleetLog]:
-    """Verify and replay ``logs`` on ``spark``; one FleetLog per log, in order.
+    """Verify and replay ``logs`` on ``cluster``; one FleetLog per log, in order.
 
     Intact logs go through the engine's kernel, one task per share of a log's jobs (a big log is split by job
     over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on — and every
@@ -622,10 +599,9 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
     """
     say = progress or (lambda _m: None)
     if stats or not fast or not logs:
-        return run_reference(spark, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
+        return run_reference(cluster, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
                              progress=progress, stats_total=stats_total)
-    from .session import slot_count
-    slots = slot_count(spark, default=int(spark.conf.get("spark.sql.shuffle.partitions", "2")))
+    slots = cluster.slots(default=cluster.partitions(2))
     sizes = [log_size(log) for log in logs]
     total = sum(sizes) or 1
     tasks: list[tuple[int, LogSet, int, int]] = []
@@ -637,10 +613,9 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
     results: dict[int, list] = {}
     if tasks:
         say(f"spark: {len(logs)} log(s), {total} bytes, {len(tasks)} task(s) on {slots} slot(s)")
-        df = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
-            _FastTask(tasks, as_of_ns, digest, want_jobs, os.getcwd()), _ddl(_B_FIELDS))
+        df = cluster.tasks(len(tasks), _FastTask(tasks, as_of_ns, digest, want_jobs), _B_FIELDS)
         seen: set[int] = set()
-        for r in df.collect():
+        for r in cluster.collect(df):
             seen.add(r["part"])
             results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
         check_count("the kernel's tasks", len(seen), len(tasks))
@@ -656,7 +631,7 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
             out[li] = _assemble_fast(log, as_of_ns, limit, results.get(li, []), digest)
     if bailed:
         say(f"spark: {len(bailed)} log(s) need the reference path (damage or unusual history)")
-        ref = run_reference(spark, [logs[li] for li in bailed], as_of_ns, limit=limit, digest=digest,
+        ref = run_reference(cluster, [logs[li] for li in bailed], as_of_ns, limit=limit, digest=digest,
                             want_jobs=want_jobs, progress=progress)
         out.update(zip(bailed, ref))
     return [out[li] for li in range(len(logs))]
@@ -664,7 +639,7 @@ def run_fleet(spark, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None
 
 def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[dict], want_digest: bool) -> FleetLog:
     """Merge the kernel's shares of one log, as ``fast_run`` merges its processes' (and ``run_log`` its sink)."""
-    from ..engine.workq.verify import FindingSink
+    from .verify import FindingSink
     merged = sorted((sf for p in parts for sf in p["findings"]), key=lambda sf: (sf[0], sf[1].offset or 0))
     findings = list(log.findings) + [f for _, f in merged]
     notes = closing_notes(sum(p["notes"][0] for p in parts), sum(p["notes"][1] for p in parts))
@@ -721,21 +696,22 @@ _facts = FORMAT.facts
 
 
 class WorkqFleet:
-    """The workq format's fleet strategy (``wqtool.spark.fleet`` calls it for the workq logs of a command)."""
+    """The workq format's fleet strategy (``wqtool.spark.fleet`` calls it for the workq logs of a command, with a
+    ``wqtool.spark.cluster.Cluster``)."""
 
-    def verify(self, spark, logs: Sequence[LogSet], opts, *, max_findings: int | None = None,
+    def verify(self, cluster, logs: Sequence[LogSet], opts, *, max_findings: int | None = None,
                progress=None) -> list[LogReport]:
-        return [fl.report for fl in run_fleet(spark, logs, opts.as_of_ns, limit=max_findings, digest=False,
+        return [fl.report for fl in run_fleet(cluster, logs, opts.as_of_ns, limit=max_findings, digest=False,
                                               progress=progress)]
 
-    def replay(self, spark, log: LogSet, opts, *, limit: int | None = None, progress=None,
+    def replay(self, cluster, log: LogSet, opts, *, limit: int | None = None, progress=None,
                want_jobs: bool = True) -> LogReport:
         """``want_jobs=False`` (``replay --summary``): the digest and counts, no job object leaves a task."""
-        return run_fleet(spark, [log], opts.as_of_ns, limit=limit, want_jobs=want_jobs,
+        return run_fleet(cluster, [log], opts.as_of_ns, limit=limit, want_jobs=want_jobs,
                          progress=progress)[0].report
 
-    def stats(self, spark, logs: Sequence[LogSet], opts, *, progress=None):
+    def stats(self, cluster, logs: Sequence[LogSet], opts, *, progress=None):
         """[(LogReport, RecordStats, distinct jobs)] per log, and the distinct jobs of all of them."""
         union: list[int] = []
-        fleet = run_fleet(spark, logs, opts.as_of_ns, limit=0, stats=True, progress=progress, stats_total=union)
+        fleet = run_fleet(cluster, logs, opts.as_of_ns, limit=0, stats=True, progress=progress, stats_total=union)
         return [(fl.report, fl.stats, fl.jobs) for fl in fleet], sum(union)

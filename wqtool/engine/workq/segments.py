@@ -1,4 +1,4 @@
-"""Per-segment work of the workq fleet (``workq_fleet``); runs on executors.
+"""Per-segment work of the workq fleet (``engine.workq.fleet``); runs on executors.
 
 No pyspark here: plain functions over the engine, so the fleet's ``mapInArrow`` tasks call the very code the
 local engine runs (``RecordReader``'s per-segment scanner, the fast codec). Record indexes are per log: a task
@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import struct
 
-from ..engine.workq.fastpath import decode_payload
-from ..engine.workq.model import Record
-from ..engine.fileio import FileView
-from ..engine.workq.reader import LogSet, RecordReader, Segment
-from ..errors import InvalidPayload, UnknownOpcode
-from ..formats._common import GoTime
+from ...errors import InvalidPayload, UnknownOpcode
+from ...formats._common import GoTime
+from ..fileio import FileView
+from .fastpath import decode_payload
+from .model import Record
+from .reader import LogSet, RecordReader, Segment
 
 _TIME = struct.Struct(">BqiH")
 
