@@ -51,8 +51,8 @@ class CappedFindings(list):
     errors, warnings, notes, as-of findings), and only a count (by code and severity) of the rest — an old log
     can hold a warning per record (expired adds, records of gone jobs), and memory must follow the live state,
     not the file; the as-of findings past the cap are still summed up (``folds``: count, first and last, times).
-    The C loop appends through this ``append`` too, and calls ``over`` instead once ``len(self)`` reaches
-    ``limit`` (it builds only as-of findings)."""
+    The C loop appends through this ``append`` too, and calls ``over`` instead once the as-of quota is full
+    (``full``: it builds only as-of findings)."""
 
     def __init__(self, limit: int | None = None):
         super().__init__()
@@ -89,7 +89,8 @@ class CappedFindings(list):
         return fold
 
     def full(self) -> bool:
-        return self.limit is not None and len(self) >= self.limit
+        """Whether the as-of quota is full (the only findings the C loop builds itself)."""
+        return self.limit is not None and self.kept["as-of"] >= self.limit
 
     def over(self, code: str, path=None, offset=None, when=None) -> None:
         """Count a warning the kernel did not build (it is over the cap), with its place and as-of time."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ...formats.workq import CmdType
-from ..findings import Finding, Verdict, worst
+from ..findings import Finding, Fold, Verdict, quota, worst
 from ..fleet import check_count, lost
 from ..run import LogReport
 from ..stats import RecordStats
@@ -174,11 +174,14 @@ class _StageA:
 
 
 class _FindingAcc:
-    """Counts every finding; keeps the ``limit`` first in file order (sort key given by the caller)."""
+    """Counts every finding; keeps the ``limit`` first in file order (sort key given by the caller) of each quota
+    (``findings.quota``: errors, warnings, notes, as-of findings), as the local ``FindingSink`` does; sums up every
+    as-of finding (``folds``), kept or not."""
 
     def __init__(self, limit: int | None):
         self.limit = limit
-        self.kept: list = []           # heap of (negated key, n, finding) when limited, else (key, n, finding)
+        self.kept: dict[str, list] = {}   # quota -> heap of (negated key, n, finding) when limited, else (key, n, f)
+        self.folds: dict[str, Fold] = {}
         self.counts: Counter = Counter()
         self.severities: Counter = Counter()
         self.exits: set[int] = set()
@@ -193,19 +196,25 @@ class _FindingAcc:
             if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
                 self.torn = (key, f.path, f.last_good_offset)
         self._n += 1
+        q = quota(f)
+        if q == "as-of":      # findings arrive in job order here: each one merged by position
+            one = Fold(f.code)
+            one.take(f.path, f.offset, f.when, f.severity)
+            self.folds.setdefault(f.code, Fold(f.code, f.severity)).merge(one)
+        kept = self.kept.setdefault(q, [])
         if self.limit is None:
-            self.kept.append((key, self._n, f))
+            kept.append((key, self._n, f))
         elif self.limit > 0:
             item = (tuple(-k for k in key), -self._n, f)
-            if len(self.kept) < self.limit:
-                heapq.heappush(self.kept, item)
-            elif item > self.kept[0]:
-                heapq.heapreplace(self.kept, item)
+            if len(kept) < self.limit:
+                heapq.heappush(kept, item)
+            elif item > kept[0]:
+                heapq.heapreplace(kept, item)
 
     def items(self) -> list[tuple[tuple, Finding]]:
         if self.limit is None:
-            return [(k, f) for k, _, f in self.kept]
-        return [(tuple(-k for k in nk), f) for nk, _, f in self.kept]
+            return [(k, f) for kept in self.kept.values() for k, _, f in kept]
+        return [(tuple(-k for k in nk), f) for kept in self.kept.values() for nk, _, f in kept]
 
 
 # ---------------------------------------------------------------- stage B: by job
@@ -439,8 +448,17 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
         merged.append(((_INF,), f))
         counts[f.code] += 1
         sev[f.severity] += 1
-    kept = [f for _, f in merged]
-    report.findings = kept if limit is None else kept[:limit]
+    kept: Counter = Counter()     # the first ``limit`` of each quota, in file order (as FindingSink keeps them)
+    report.findings = []
+    for _, f in merged:
+        q = quota(f)
+        if limit is None or kept[q] < limit:
+            kept[q] += 1
+            report.findings.append(f)
+    report.limit = limit
+    for acc in accs:
+        for code, fold in acc.folds.items():
+            report.folds.setdefault(code, Fold(code, fold.severity)).merge(fold)
     report.counts = counts
     report.severities = sev
     report.verdict = worst(exits)

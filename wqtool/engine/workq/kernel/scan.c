@@ -225,7 +225,19 @@ static int add_finding(Ctx *cx, PyObject *findings, const char *ctor, PyObject *
 {
     int rc = -1;
     PyObject *fn = NULL, *cmds = NULL, *co = NULL, *cmd = NULL, *po = NULL, *io = NULL, *f = NULL, *t = NULL;
+    int over_cap = 0;
     if (cx->limit >= 0 && PyList_GET_SIZE(findings) >= cx->limit) {
+        /* the list holds `limit` findings or more: is the as-of quota full (CappedFindings.full)? Other quotas
+           (errors, notes) may have filled the list while fewer as-of findings are kept */
+        PyObject *full = PyObject_CallMethod(findings, "full", NULL);
+        if (full == NULL)
+            return -1;
+        over_cap = PyObject_IsTrue(full);
+        Py_DECREF(full);
+        if (over_cap < 0)
+            return -1;
+    }
+    if (over_cap) {
         /* over the cap: only counted, with its place and expiry (CappedFindings.over: an as-of finding's
            summary), the Finding is never built */
         PyObject *r = PyObject_CallMethod(findings, "over", "sOnO",
