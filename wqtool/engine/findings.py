@@ -143,6 +143,21 @@ def fold_rule(f: Finding) -> AsOfRule | None:
     return None if f.severity == ERROR else AS_OF_RULES.get(f.code)
 
 
+def per_quota(findings, limit: int | None) -> list:
+    """The first ``limit`` of each quota of ``findings`` (in their order), as ``run.FindingSink`` keeps them: what a
+    report assembled from parts (a Spark fleet's tasks) keeps."""
+    if limit is None:
+        return list(findings)
+    kept: dict[str, int] = {}
+    out = []
+    for f in findings:
+        q = quota(f)
+        if kept.get(q, 0) < limit:
+            kept[q] = kept.get(q, 0) + 1
+            out.append(f)
+    return out
+
+
 def quota(f: Finding) -> str:
     """Which bounded list keeps ``f`` (``--max-findings N`` each): its severity, or "as-of" for the findings
     that may fold — so that neither an error nor another warning is crowded out by thousands of them."""

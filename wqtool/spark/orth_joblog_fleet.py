@@ -29,7 +29,7 @@ import pickle
 from collections import Counter
 from typing import Sequence
 
-from ..engine.findings import Finding, Verdict, worst
+from ..engine.findings import Finding, Verdict, per_quota, quota, worst
 from ..engine.orth_joblog import dburl, fastpath
 from ..engine.orth_joblog.model import Row, day_of
 from ..engine.orth_joblog.reader import _header_findings, Source, TableLog, TableReader, db_rows, registry_rows
@@ -69,6 +69,7 @@ class _Acc:
     def __init__(self, limit: int | None):
         self.limit = limit
         self.kept: list[tuple[tuple, Finding]] = []
+        self._kept_by_quota: Counter = Counter()
         self.counts: Counter = Counter()
         self.severities: Counter = Counter()
         self.exits: set[int] = set()
@@ -81,7 +82,9 @@ class _Acc:
             self.exits.add(int(f.verdict))
             if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
                 self.torn = (key, f.path, f.last_good_offset)
-        if self.limit is None or len(self.kept) < self.limit:
+        q = quota(f)              # the first ``limit`` of each quota (run.FindingSink's rule)
+        if self.limit is None or self._kept_by_quota[q] < self.limit:
+            self._kept_by_quota[q] += 1
             self.kept.append((key, f))
 
 
@@ -444,7 +447,7 @@ class _LogJob:
             if f.verdict:
                 exits.add(int(f.verdict))
         report = LogReport(root=log.root, segments=m["segments"], records=m["records"], bytes=m["bytes"],
-                           findings=ordered if self.limit is None else ordered[:self.limit],
+                           findings=per_quota(ordered, self.limit),
                            counts=Counter({k: v for k, v in counts.items() if v}),
                            severities=Counter({k: v for k, v in sev.items() if v}), verdict=worst(exits))
         if m["torn"] is not None:

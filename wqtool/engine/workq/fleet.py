@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ...formats.workq import CmdType
-from ..findings import Finding, Fold, Verdict, quota, worst
+from ..findings import Finding, Fold, Verdict, per_quota, quota, worst
 from ..fleet import check_count, lost
 from ..run import LogReport
 from ..stats import RecordStats
@@ -448,13 +448,7 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
         merged.append(((_INF,), f))
         counts[f.code] += 1
         sev[f.severity] += 1
-    kept: Counter = Counter()     # the first ``limit`` of each quota, in file order (as FindingSink keeps them)
-    report.findings = []
-    for _, f in merged:
-        q = quota(f)
-        if limit is None or kept[q] < limit:
-            kept[q] += 1
-            report.findings.append(f)
+    report.findings = per_quota([f for _, f in merged], limit)    # in file order, as FindingSink keeps them
     report.limit = limit
     for acc in accs:
         for code, fold in acc.folds.items():
