@@ -10,7 +10,7 @@ valid log), then measures in this process, on a warm page cache:
   local replay   engine.verify.run_log() + state digest per directory
   spark          session start-up (local[2]) and worker warm-up (wqtool.spark.session.warm_up: a Python worker per
                  slot with the engine imported) — the fixed cost —, then fleet verify and replay over all
-                 directories (wqtool.spark.fleet.run_fleet), excluding and including the fixed cost
+                 directories (wqtool.engine.workq.fleet.run_fleet on a spark.cluster.Cluster), excluding and including the fixed cost
 --repeat (local, spark) pairs run back to back (this shared host's speed drifts by tens of percent over minutes,
 so each ratio compares two runs under the same conditions), and prints MB/s (medians), every pair's ratio
 spark/local and their median (target >= 1.6 once started), and whether the findings and digests are identical.
@@ -166,7 +166,8 @@ def main() -> None:
     def runs(secs):
         return "runs " + " ".join(f"{x:.2f}" for x in secs) if n > 1 else ""
 
-    from wqtool.spark.workq_fleet import run_fleet, run_reference
+    from wqtool.engine.workq.fleet import run_fleet, run_reference
+    from wqtool.spark.cluster import Cluster
     from wqtool.spark.session import build_session, warm_up
     t = time.perf_counter()
     spark = build_session(master="local[2]")
@@ -197,10 +198,10 @@ def main() -> None:
 
     s_lv, s_sv, q_v, v_local, v_spark = pairs(
         lambda: [run_log(g, AS_OF_NS, state=False, workers=1) for g in logs],
-        lambda: run_fleet(spark, logs, AS_OF_NS, digest=False))
+        lambda: run_fleet(Cluster(spark), logs, AS_OF_NS, digest=False))
     s_lr, s_sr, q_r, d_local, r_spark = pairs(
         lambda: [run_log(g, AS_OF_NS).state.digest() for g in logs],
-        lambda: run_fleet(spark, logs, AS_OF_NS))
+        lambda: run_fleet(Cluster(spark), logs, AS_OF_NS))
     med = statistics.median
     t_lv, t_sv, t_lr, t_sr = med(s_lv), med(s_sv), med(s_lr), med(s_sr)
     same_v = all((a_.report.verdict, a_.report.counts) == (b.verdict, b.counts) for a_, b in zip(v_spark, v_local))
@@ -211,7 +212,7 @@ def main() -> None:
         if jvm:
             _reset_peak(jvm)
         t = time.perf_counter()
-        run_fleet(spark, logs[:k], AS_OF_NS)
+        run_fleet(Cluster(spark), logs[:k], AS_OF_NS)
         peaks.append((k, sum(os.path.getsize(s_.path) for g in logs[:k] for s_ in g.segments),
                       time.perf_counter() - t, _peak_mib(os.getpid()), _peak_mib(jvm)))
     row("floor: read + CRC-32C (1 process)", t_floor)
@@ -223,7 +224,7 @@ def main() -> None:
     row("spark replay incl. start-up", s_sr[0] + fixed, f"x{t_lr / (s_sr[0] + fixed):.2f} (fixed cost + first run)")
     if a.reference:
         t = time.perf_counter()
-        ref = run_reference(spark, logs, AS_OF_NS)
+        ref = run_reference(Cluster(spark), logs, AS_OF_NS)
         t_ref = time.perf_counter() - t
         same_r = [f.report.state.digest() for f in ref] == d_local
         row("spark reference pipeline (damaged-log path)", t_ref, f"x{t_lr / t_ref:.2f}; identical digests: {same_r}")
