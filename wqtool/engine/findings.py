@@ -143,19 +143,35 @@ def fold_rule(f: Finding) -> AsOfRule | None:
     return None if f.severity == ERROR else AS_OF_RULES.get(f.code)
 
 
+class QuotaCap:
+    """``--max-findings N``'s one rule: the first ``limit`` findings of each quota (``quota``: errors, warnings,
+    notes, as-of findings) are kept (None: all). ``take(f)`` says whether ``f`` is one of them (and counts it)."""
+
+    __slots__ = ("limit", "kept")
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.kept: dict[str, int] = {}
+
+    def take(self, f: Finding, q: str | None = None) -> bool:
+        if self.limit is None:
+            return True
+        q = quota(f) if q is None else q
+        n = self.kept.get(q, 0)
+        if n >= self.limit:
+            return False
+        self.kept[q] = n + 1
+        return True
+
+    def full(self, q: str) -> bool:
+        return self.limit is not None and self.kept.get(q, 0) >= self.limit
+
+
 def per_quota(findings, limit: int | None) -> list:
     """The first ``limit`` of each quota of ``findings`` (in their order), as ``run.FindingSink`` keeps them: what a
     report assembled from parts (a Spark fleet's tasks) keeps."""
-    if limit is None:
-        return list(findings)
-    kept: dict[str, int] = {}
-    out = []
-    for f in findings:
-        q = quota(f)
-        if kept.get(q, 0) < limit:
-            kept[q] = kept.get(q, 0) + 1
-            out.append(f)
-    return out
+    cap = QuotaCap(limit)
+    return [f for f in findings if cap.take(f)]
 
 
 def quota(f: Finding) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import progress
-from .findings import Finding, Fold, Verdict, present, quota, worst
+from .findings import Finding, Fold, QuotaCap, Verdict, present, quota, worst
 
 
 @dataclass(slots=True)
@@ -58,7 +58,7 @@ class FindingSink:
         self.report = report
         self.limit = limit
         report.limit = limit
-        self.kept: Counter = Counter()
+        self.cap = QuotaCap(limit)
         self.verdicts: set[Verdict] = set()
 
     def add(self, f: Finding) -> None:
@@ -75,8 +75,7 @@ class FindingSink:
             if fold is None:
                 fold = r.folds[f.code] = Fold(f.code)
             fold.take(f.path, f.offset, f.when, f.severity)
-        if self.limit is None or self.kept[q] < self.limit:
-            self.kept[q] += 1
+        if self.cap.take(f, q):
             r.findings.append(f)
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ import pickle
 from collections import Counter
 from typing import Sequence
 
-from ..engine.findings import Finding, Verdict, per_quota, quota, worst
+from ..engine.findings import Finding, QuotaCap, Verdict, per_quota, worst
 from ..engine.orth_joblog import dburl, fastpath
 from ..engine.orth_joblog.model import Row, day_of
 from ..engine.orth_joblog.reader import _header_findings, Source, TableLog, TableReader, db_rows, registry_rows
@@ -69,7 +69,7 @@ class _Acc:
     def __init__(self, limit: int | None):
         self.limit = limit
         self.kept: list[tuple[tuple, Finding]] = []
-        self._kept_by_quota: Counter = Counter()
+        self._cap = QuotaCap(limit)
         self.counts: Counter = Counter()
         self.severities: Counter = Counter()
         self.exits: set[int] = set()
@@ -82,9 +82,7 @@ class _Acc:
             self.exits.add(int(f.verdict))
             if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
                 self.torn = (key, f.path, f.last_good_offset)
-        q = quota(f)              # the first ``limit`` of each quota (run.FindingSink's rule)
-        if self.limit is None or self._kept_by_quota[q] < self.limit:
-            self._kept_by_quota[q] += 1
+        if self._cap.take(f):     # the first ``limit`` of each quota (run.FindingSink's rule)
             self.kept.append((key, f))
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...formats.workq import HEADER_SIZE, JOB_ID_SIZE, CmdType
-from ..findings import ERROR, Finding, Fold, Verdict, quota
+from ..findings import ERROR, Finding, Fold, QuotaCap, Verdict, quota
 from .jobtable import K_ATT, K_RES, K_STATE, PyJobTable, PyScanStats
 from .model import Record
 from .reader import FileView, LogSet, RecordReader, header_finding
@@ -57,16 +57,14 @@ class CappedFindings(list):
     def __init__(self, limit: int | None = None):
         super().__init__()
         self.limit = limit
-        self.kept: Counter = Counter()
+        self.cap = QuotaCap(limit)
         self.overflow: Counter = Counter()
         self.folds: dict = {}               # as-of findings only counted: code -> Fold
         self.verdicts: set = set()          # the verdicts of the findings only counted (errors past the cap)
         self.last_good: tuple | None = None  # a torn tail's (path, last good offset), when it is past the cap
 
     def append(self, item) -> None:
-        q = quota(item[1])
-        if self.limit is None or self.kept[q] < self.limit:
-            self.kept[q] += 1
+        if self.cap.take(item[1]):
             list.append(self, item)
         else:
             self.spill(item[1])
@@ -90,7 +88,7 @@ class CappedFindings(list):
 
     def full(self) -> bool:
         """Whether the as-of quota is full (the only findings the C loop builds itself)."""
-        return self.limit is not None and self.kept["as-of"] >= self.limit
+        return self.cap.full("as-of")
 
     def over(self, code: str, path=None, offset=None, when=None) -> None:
         """Count a warning the kernel did not build (it is over the cap), with its place and as-of time."""
