@@ -9,6 +9,7 @@ the call and the delete loses nothing."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -156,6 +157,33 @@ def test_the_2_1_hessian_release_goes_back_to_its_own_admin(tmp_path):
     assert rep.failed == 0 and rep.sent >= 1
     assert sorted((lid, code) for lid, code, _ in admin.callbacks()) == [(41, 200), (42, 500), (43, 200)]
     assert os.listdir(os.path.join(lp, "callbacklog")) == []
+
+
+def test_the_2_0_0_jackson_file_goes_back_to_its_own_admin(tmp_path):
+    """2.0.0 / 2.0.1 executors reach the admin through xxl-rpc too (JETTY transport, the same Hessian request):
+    their one Jackson file, xxl-job-callback.log, is redelivered and removed once the admin accepted it."""
+    lp = str(tmp_path / "lp")
+    shutil.copytree(os.path.join(ROOT, "fixtures", "orth-xxl-job", "xxl-job-2-0-0-jackson", "logpath"), lp)
+    want = json.load(open(os.path.join(ROOT, "fixtures", "orth-xxl-job", "xxl-job-2-0-0-jackson", "expected.json")))
+    with RpcAdmin() as admin:
+        rep = _send(lp, admin.url)
+    assert rep.failed == 0 and rep.sent >= 1
+    got = sorted((lid, code) for lid, code, _ in admin.callbacks())
+    assert got and len(got) == len(set(got))
+    assert not os.path.exists(os.path.join(lp, "xxl-job-callback.log"))
+    ids = {e.get("log_id", e.get("logId")) for e in _entries(want)}
+    assert {lid for lid, _ in got} == ids
+
+
+def _entries(doc):
+    """The callback entries an expected.json lists, whatever its nesting."""
+    if isinstance(doc, dict):
+        if "log_id" in doc or "logId" in doc:
+            return [doc]
+        return [e for v in doc.values() for e in _entries(v)]
+    if isinstance(doc, list):
+        return [e for v in doc for e in _entries(v)]
+    return []
 
 
 def test_refusal_http_error_and_garbage_keep_the_files(tmp_path):
