@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from .engine import format as registry
@@ -51,7 +51,7 @@ def open_all(*paths: str | os.PathLike, format: str = "auto", **options: Any) ->
     fmt = format.lower()
     if fmt != "auto":
         registry.get(fmt)
-    opts = Options(parse_instant("now"), False, {k: v for k, v in options.items() if v is not None})
+    opts = Options(parse_instant("now"), settings={k: v for k, v in options.items() if v is not None})
     return [Log(lg, opts) for lg in registry.resolve([os.fspath(p) for p in paths], fmt, opts)]
 
 
@@ -135,8 +135,8 @@ class Log:
         """The read's options: a time, or ``last`` / ``first`` (settled for this log by ``engine.read``)."""
         t = instant(as_of)
         if isinstance(t, str):
-            return Options(parse_instant("now"), False, {**self._opts.extra, "_as_of": t})
-        return Options(t, False, dict(self._opts.extra))
+            return replace(self._opts, as_of_ns=parse_instant("now"), as_of_word=t)
+        return replace(self._opts, as_of_ns=t, as_of_word=None)
 
     def _read(self, as_of, want: Want, live: bool):
         [r] = read([self._log], self._options(as_of), want=want, live=live)

@@ -186,7 +186,7 @@ def test_run_kestrel_equals_local_on_every_queue(spark, kcorpus):
     from wqtool.spark.fleet import PerLogFleet
     sets = [kestrel.discover([kcorpus[n]])[0] for n in NAMES]
     for keep_open, limit in ((False, None), (True, 1)):
-        fleet = PerLogFleet(get("kestrel")).run(spark, sets, Options(as_of_ns(), extra={"keep_open": keep_open}),
+        fleet = PerLogFleet(get("kestrel")).run(spark, sets, Options(as_of_ns(), settings={"keep_open": keep_open}),
                                                 limit=limit, items=True)
         for name, (a, _) in zip(NAMES, fleet):
             b = _local(kcorpus[name], limit, keep_open)

@@ -98,7 +98,7 @@ def dump(
       wqtool dump --engine spark -o parquet --out /tmp/records.parquet /srv/fleet/*/cmdlog
     """
     paths = read_paths(ctx, paths, jdbc)
-    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value)
+    opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value))
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
     if engine is Engine.spark or output is DumpOutput.parquet:
         if engine is not Engine.spark or output not in (DumpOutput.parquet, DumpOutput.jsonl) or not out_dir:
@@ -112,7 +112,7 @@ def dump(
             raise UsageError("--payload binary needs -o parquet (JSON has no bytes)")
         if not remote and "://" not in out_dir and os.path.lexists(out_dir):   # before paying for a session
             raise UsageError(f"--out {out_dir}: already exists; the export never overwrites: name a new directory")
-        if "_as_of" in opts.extra:
+        if opts.as_of_word is not None:
             raise UsageError("--engine spark dump takes a time for --as-of (last / first: the local engine)")
         registry.resolve(paths, fmt, opts)     # every PATH must name a log before a session is paid for
         return _dump_spark(paths, fmt, output, out_dir, mode, opts, master, spark_conf, remote)

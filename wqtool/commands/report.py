@@ -55,7 +55,8 @@ def report(
     if os.path.lexists(out):
         raise UsageError(f"--out {out}: already exists; report never overwrites: name a new file")
     paths = read_paths(ctx, paths, jdbc)
-    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
+    opts = options(as_of, settings=settings, horizon=horizon,
+                   flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
     entries = resolve_each(paths, fmt, opts, on_note=say_error)
     logs = [e for e in entries if isinstance(e, Log)]
 

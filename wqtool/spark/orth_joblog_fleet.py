@@ -30,6 +30,7 @@ from collections import Counter
 from typing import Sequence
 
 from ..engine.findings import Finding, QuotaCap, Verdict, per_quota, worst
+from ..engine.format import get
 from ..engine.orth_joblog import dburl, fastpath
 from ..engine.orth_joblog.model import Row, day_of
 from ..engine.orth_joblog.reader import _header_findings, Source, TableLog, TableReader, db_rows, registry_rows
@@ -287,8 +288,9 @@ class _LogJob:
         log = self.log
         url, props = dburl.jdbc(log.sources[0].path)
         scheme = "mariadb" if url.startswith("jdbc:mariadb") else "mysql"
-        driver = str(self.opts.get("jdbc_driver", JDBC_DRIVERS[scheme]))
-        _add_jar(self.spark, self.opts.get("jdbc_jar"))
+        s = self.opts.of(get("orth-joblog"))
+        driver = s.jdbc_driver or JDBC_DRIVERS[scheme]
+        _add_jar(self.spark, s.jdbc_jar)
         r = (self.spark.read.format("jdbc").option("url", url).option("user", props["user"])
              .option("password", props["password"]).option("driver", driver)
              .option("sessionInitStatement", "SET SESSION sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')")

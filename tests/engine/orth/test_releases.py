@@ -190,7 +190,7 @@ def test_replay_send_delivers_each_release(tmp_path, scenario, admin_release):
     want = {(r.log_id, r.handle_code) for r in rows}
     (log,) = FMT.discover([lp], Options(0))
     with Admin() as admin:
-        rep = FMT.send(log, admin.url, Options(0, extra={"admin_release": admin_release}))
+        rep = FMT.send(log, admin.url, Options(0, settings={"admin_release": admin_release}))
     assert rep.failed == 0 and rep.sent >= 1
     bodies = [c for body in admin.received for c in (body["callbackList"] if isinstance(body, dict) else body)]
     assert all(isinstance(b, dict) == (admin_release == "xxl-job-head") for b in admin.received)

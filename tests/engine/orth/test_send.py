@@ -34,7 +34,7 @@ ALL = {(1, 200, None), (2, 500, "boom <br> & \u2028"), (3, 502, "Job execution t
 def _send(lp, url, **kw):
     fmt = registry.get("orth-callbacks")
     (log,) = fmt.discover([lp], Options(0))
-    return fmt.send(log, url, Options(0, extra=kw.pop("extra", {})), **kw)
+    return fmt.send(log, url, Options(0, settings=kw.pop("extra", {})), **kw)
 
 
 def _left(lp):

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, register
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, register
+from ..options import Settings, setting
 from ..lazy import LazyInstance, lazy
 from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES, EVTJ_EXPLAIN
 from ..fsops import describe_holders, holders
@@ -27,8 +29,14 @@ EvtjStateView = lazy("wqtool.engine.evtj.serialize", "EvtjStateView")
 EvtjRun = lazy("wqtool.engine.evtj.verify", "EvtjRun")
 
 
+@dataclass(frozen=True)
+class EvtjSettings(Settings):
+    evtj_byte_order: str = setting("native", help="evtj: the byte order the journal was written in (native, little, "
+                                   "big; default native: the loader reads its own machine's order)")
+
+
 def _order(opts: Options) -> str:
-    v = str(opts.get("evtj_byte_order", "native")).lower()
+    v = opts.of(FORMAT).evtj_byte_order.lower()
     if v == "native":
         return NATIVE_BYTE_ORDER
     if v not in ("little", "big"):
@@ -55,8 +63,7 @@ class EvtjFormat(Format):
     replay_codes = EVTJ_REPLAY_CODES
     record_kinds = tuple(s.label for s in Status if s != Status.UNKNOWN)
     filters = frozenset({"time"})
-    options = {"evtj_byte_order": "evtj: the byte order the journal was written in (native, little, big; default "
-                                  "native: the loader reads its own machine's order)"}
+    settings = EvtjSettings
     record_cls = Event
     record_view = LazyInstance("wqtool.engine.evtj.serialize", "EvtjRecordView")
     manual = """prinbee's event journal (prinbee/journal/journal.cpp): a directory with journal.conf (advgetopt
@@ -129,8 +136,8 @@ live events kept byte for byte)."""
         found = holders(self.files(log))
         return describe_holders(found) if found else None
 
-    def pack_plan(self, log: EvtjJournal, opts: Options):
-        return pack_plan(_at(log, opts), salvage=bool(opts.get("salvage")))
+    def pack_plan(self, log: EvtjJournal, opts: PackOptions):
+        return pack_plan(_at(log, opts), salvage=opts.salvage)
 
 
 def _at(log: EvtjJournal, opts: Options) -> EvtjJournal:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from ...errors import InputError
 from ...formats.snap import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, register
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, register
 from ..lazy import LazyInstance, lazy
 from ..fsops import is_locked
 from .codes import FASTJOURNAL_CODES, FASTJOURNAL_REPLAY_CODES, FASTJOURNAL_EXPLAIN
@@ -111,8 +111,8 @@ segments and temp files."""
         return "a fastjournal server holds journal.lock" if log.is_dir and is_locked(
             os.path.join(log.root, FJJ_LOCK)) else None
 
-    def pack_plan(self, log: FjjJournal, opts: Options):
-        return pack_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")))
+    def pack_plan(self, log: FjjJournal, opts: PackOptions):
+        return pack_plan(log, opts.as_of_ns, salvage=opts.salvage)
 
     def clean_plan(self, log: FjjJournal, opts: Options):
         return clean_plan(log, opts.as_of_ns)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import os
 import stat
 from typing import TYPE_CHECKING, Iterator, Sequence
@@ -9,7 +10,8 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from ...errors import InputError
 from ...formats import kestrel as schema
 from ..fileio import listdir
-from ..format import Evidence, Format, Options, RecordFacts, register
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, RepairOptions, register
+from ..options import Settings, setting
 from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
 from ..run import LogReport, VerifyReport
@@ -36,8 +38,21 @@ _KINDS = tuple(o.label for o in schema.Opcode)
 _LABEL = {o: o.label for o in schema.Opcode}
 
 
+@dataclass(frozen=True)
+class KestrelSettings(Settings):
+    """Kestrel's settings come from command flags (--kestrel-version, --keep-open) and the API (queue=)."""
+
+    kestrel_version: str = setting("auto")
+    keep_open: bool = setting(False)
+    queue: str | None = setting(None)
+
+
 def _version(opts: Options) -> str:
-    return str(opts.get("kestrel_version", "auto"))
+    return opts.of(FORMAT).kestrel_version
+
+
+def _keep_open(opts: Options) -> bool:
+    return opts.of(FORMAT).keep_open
 
 
 
@@ -73,6 +88,7 @@ class KestrelFormat(Format):
     title = "Kestrel queue journal"
     plural = "Kestrel journals"
     kind_noun = "Kestrel opcode"
+    settings = KestrelSettings
     file_expected = f"a Kestrel journal (first byte an opcode 0-{int(schema.MAX_OPCODE)})"
     dir_expected = "a Kestrel queue directory (no file parses as a journal)"
     manual = """A queue directory holds one journal per queue: the live file <q>, rotated files <q>.<ms> replayed first in
@@ -134,7 +150,7 @@ refuses while another process holds a journal open, and rolls back if the live f
         return None if grade is None else Evidence(grade == STRONG, why)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[FileSet]:
-        sets = discover(paths, _version(opts), queue=opts.get("queue"), evidence=bool(opts.get("_detected")))
+        sets = discover(paths, _version(opts), queue=opts.of(self).queue, evidence=opts.detected)
         if opts.horizon:   # pin each file's size at start: a live queue is read as it was when the command began
             for fs in sets:
                 fs.files = [dataclasses.replace(f, pinned_size=_size(f.path)) for f in fs.files]
@@ -178,18 +194,18 @@ refuses while another process holds a journal open, and rolls back if the live f
 
     # -- reading
     def run(self, log: FileSet, opts: Options, *, limit: int | None = None) -> KestrelRun:
-        return KestrelRun(log, opts.as_of_ns, limit=limit, keep_open=bool(opts.get("keep_open")))
+        return KestrelRun(log, opts.as_of_ns, limit=limit, keep_open=_keep_open(opts))
 
     def run_log(self, log: FileSet, opts: Options, *, limit: int | None = None, state: bool = True,
                 workers: int | None = None) -> LogReport:
-        return run_log(log, opts.as_of_ns, limit=limit, keep_open=bool(opts.get("keep_open")))
+        return run_log(log, opts.as_of_ns, limit=limit, keep_open=_keep_open(opts))
 
     def verify(self, logs, opts: Options, *, max_findings: int | None = None,
                workers: int | None = None) -> VerifyReport:
-        return verify(logs, opts.as_of_ns, max_findings=max_findings, keep_open=bool(opts.get("keep_open")))
+        return verify(logs, opts.as_of_ns, max_findings=max_findings, keep_open=_keep_open(opts))
 
     def replay_findings(self, log: FileSet, opts: Options) -> Iterator:
-        return replay_findings(log, opts.as_of_ns, keep_open=bool(opts.get("keep_open")))
+        return replay_findings(log, opts.as_of_ns, keep_open=_keep_open(opts))
 
     # -- views
     def facts(self, rec: Record) -> RecordFacts:
@@ -219,10 +235,10 @@ refuses while another process holds a journal open, and rolls back if the live f
             return finish_interrupted(path)
         return []
 
-    def repair_plan(self, log: FileSet, opts: Options):
+    def repair_plan(self, log: FileSet, opts: RepairOptions):
         from .repair import repair_plan
-        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
-                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"),
+        return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
+                           drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns,
                            kestrel_version=_version(opts))
 
     def clean_plan(self, log: FileSet, opts: Options):
@@ -234,10 +250,10 @@ refuses while another process holds a journal open, and rolls back if the live f
         return describe_holders(found) if found else None
 
     # -- plans
-    def pack_plan(self, log: FileSet, opts: Options):
-        return pack_plan(log, opts.as_of_ns, drop_expired=bool(opts.get("drop_expired")),
-                              salvage=bool(opts.get("salvage")), kestrel_version=_version(opts),
-                              keep_open=bool(opts.get("keep_open")))
+    def pack_plan(self, log: FileSet, opts: PackOptions):
+        return pack_plan(log, opts.as_of_ns, drop_expired=opts.drop_expired,
+                              salvage=opts.salvage, kestrel_version=_version(opts),
+                              keep_open=_keep_open(opts))
 
 
 def _size(path: str) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
@@ -12,6 +13,7 @@ from ...formats.orth import (CALLBACK_RELEASES, JACKSON_CALLBACK_FILE, ANY_CALLB
                              LINE_PREFIX, LOG_FILE, STREAM_HEAD, UTF8_BOM, HandleCode)
 from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
+from ..options import Settings, setting
 from ..lazy import LazyInstance, lazy
 from .codes import (CALLBACK_CODES, CALLBACK_EXPLAIN, CALLBACK_REPLAY_CODES, EXECUTOR_CODES, EXECUTOR_EXPLAIN,
                     EXECUTOR_REPLAY_CODES)
@@ -66,6 +68,33 @@ def _looks_like_log_file(path: str) -> bool:
 
 
 # ---------------------------------------------------------------- orth-callbacks
+@dataclass(frozen=True)
+class OrthSettings(Settings):
+    """An executor logPath's settings, shared by its two formats (the retry files' clean plan applies the
+    executor's retention when they share a logPath)."""
+
+    access_token: str | None = setting(help="replay --send: the admin's access token (default: $ORTH_ACCESS_TOKEN)")
+    access_token_header: str | None = setting(help="replay --send: the token header (default ORTH-ACCESS-TOKEN; "
+                                                   "xxl-job: XXL-JOB-ACCESS-TOKEN)")
+    timeout: float = setting(10.0, expected="seconds",
+                             help="replay --send: seconds to wait for the admin per request (default 10)")
+    admin_release: str = setting("orth", help=(
+        "replay --send: the body the admin reads: orth (default; also xxl-job 2.3-3.4), xxl-job-2.0 (2.0.0-2.1.0: "
+        "xxl-rpc AdminBiz.callback, Hessian 2 to URL/api, the token inside), xxl-job-2.2 (executeResult {code, "
+        "msg, content}; also 2.1.1-2.1.2 with -O access_token_header=XXL-RPC-ACCESS-TOKEN), xxl-job-2.3, "
+        "xxl-job-head (logDateTime); any release's retry files can go to any of them"))
+    md5_action: str | None = setting(help="repair: what to do with a file whose bytes do not hash to its name "
+                                          "(OC-NAME-MD5): quarantine (default), restore (a single flipped bit undone), "
+                                          "rename (to the content's md5), keep")
+    tz: str = setting("UTC", help="the executor JVM's time zone (IANA name; default UTC): log line times and date "
+                                  "directories")
+    retention_days: int | None = setting(expected="an integer", help="clean: orth.job.executor.logretentiondays "
+                                                                     "(default 30; below 3 disables cleaning)")
+    retention_rule: str | None = setting(help="clean: whose cleaner: orth (default; also xxl-job 3.3+: today > date "
+                                              "+ N days) or xxl-job-3.2 (2.0-3.2: today - date >= N x 86,400,000 ms, "
+                                              "one day earlier)")
+
+
 class OrthCallbacksFormat(Format):
     name = "orth-callbacks"
     title = "Orth / XXL-JOB callback retry files"
@@ -103,18 +132,7 @@ orth-logs.md section 2a):
     replay_codes = CALLBACK_REPLAY_CODES
     record_kinds = ("success", "fail", "timeout", "other")
     filters = frozenset({"time"})
-    options = {"access_token": "replay --send: the admin's access token (default: $ORTH_ACCESS_TOKEN)",
-               "access_token_header": "replay --send: the token header (default ORTH-ACCESS-TOKEN; xxl-job: "
-                                      "XXL-JOB-ACCESS-TOKEN)",
-               "timeout": "replay --send: seconds to wait for the admin per request (default 10)",
-               "admin_release": "replay --send: the body the admin reads: orth (default; also xxl-job 2.3-3.4), "
-                                "xxl-job-2.0 (2.0.0-2.1.0: xxl-rpc AdminBiz.callback, Hessian 2 to URL/api, the "
-                                "token inside), xxl-job-2.2 (executeResult {code, msg, content}; also 2.1.1-2.1.2 "
-                                "with -O access_token_header=XXL-RPC-ACCESS-TOKEN), xxl-job-2.3, xxl-job-head "
-                                "(logDateTime); any release's retry files can go to any of them",
-               "md5_action": "repair: what to do with a file whose bytes do not hash to its name (OC-NAME-MD5): "
-                             "quarantine (default), restore (a single flipped bit undone), rename (to the "
-                             "content's md5), keep"}
+    settings = OrthSettings
     record_cls = Callback
     record_view = LazyInstance("wqtool.engine.orth.serialize", "CallbackRecordView")
     shares_dir_with = frozenset({"orth-executor-logs"})     # a logPath: its retry files and its job logs
@@ -184,18 +202,16 @@ orth-logs.md section 2a):
     def send(self, log: CallbackSet, target: str, opts: Options, *, dry_run: bool = False,
              progress=None, hook=None, fail_at: str | None = None) -> SendReport:
         from .send import TOKEN_ENV, TOKEN_HEADER, send
-        token = opts.get("access_token") or os.environ.get(TOKEN_ENV) or None
-        try:
-            timeout = float(opts.get("timeout", 10))
-        except ValueError:
-            raise UsageError(f"-O timeout: expected seconds, got {opts.get('timeout')!r}") from None
+        s = opts.of(self)
+        token = s.access_token or os.environ.get(TOKEN_ENV) or None
+        timeout = s.timeout
         if not target.startswith(("http://", "https://")):
             raise UsageError(f"--send: expected the admin's http(s):// address, got {target!r}")
         from .send import ADMIN_BODIES
-        admin = str(opts.get("admin_release", "orth"))
+        admin = s.admin_release
         if admin not in ADMIN_BODIES:
             raise UsageError(f"-O admin_release: expected one of {', '.join(ADMIN_BODIES)}, got {admin!r}")
-        return send(log, target, token=token, header=opts.get("access_token_header", TOKEN_HEADER),
+        return send(log, target, token=token, header=s.access_token_header or TOKEN_HEADER,
                     timeout=timeout, dry_run=dry_run, progress=progress, hook=hook, fail_at=fail_at, admin=admin)
 
     def clean_plan(self, log: CallbackSet, opts: Options):
@@ -207,8 +223,8 @@ orth-logs.md section 2a):
             from .retention import clean_plan, default_retention, retention_rule
             tz = _tz(opts)
             ex = discover_executor([log.log_path], tz=tz)[0]
-            return clean_plan(log.log_path, opts.as_of_ns, zone(tz), tz, default_retention(opts), delivered_files(ex),
-                              dates=False, fmt=self.name, rule=retention_rule(opts))
+            return clean_plan(log.log_path, opts.as_of_ns, zone(tz), tz, default_retention(opts.of(self)),
+                              delivered_files(ex), dates=False, fmt=self.name, rule=retention_rule(opts.of(self)))
         from ..format import get
         return get("orth-executor-logs").clean_plan(discover_executor([log.log_path], tz=_tz(opts))[0], opts)
 
@@ -223,20 +239,20 @@ orth-logs.md section 2a):
             pass
         rep = run.report
         return repair_plan(log, rep.findings, int(rep.verdict), rep.state.digest() if rep.state is not None else "",
-                           opts.get("md5_action"))
+                           opts.of(self).md5_action)
 
 
 # ---------------------------------------------------------------- orth-executor-logs
 def _mark_shared(logs: list, opts: Options) -> list:
-    """Mark the logs resolved from a logPath that gave both Orth formats' logs (``Options.extra["_shared"]``)."""
-    shared = {os.path.abspath(p) for p in opts.extra.get("_shared", ())}
+    """Mark the logs resolved from a logPath that gave both Orth formats' logs (``Options.shared``)."""
+    shared = {os.path.abspath(p) for p in opts.shared}
     for lg in logs:
         lg.shared = lg.is_dir and os.path.abspath(lg.root) in shared
     return logs
 
 
 def _tz(opts: Options) -> str:
-    tz = str(opts.get("tz", "UTC"))
+    tz = opts.of(FORMAT).tz
     zone(tz)
     return tz
 
@@ -274,10 +290,7 @@ retry files. --format reads one of them."""
     replay_codes = EXECUTOR_REPLAY_CODES
     record_kinds = ENTRY_KINDS
     filters = frozenset({"time"})
-    options = {"tz": "the executor JVM's time zone (IANA name; default UTC): log line times and date directories",
-               "retention_days": "clean: orth.job.executor.logretentiondays (default 30; below 3 disables cleaning)",
-               "retention_rule": "clean: whose cleaner: orth (default; also xxl-job 3.3+: today > date + N days) or "
-                                 "xxl-job-3.2 (2.0-3.2: today - date >= N x 86,400,000 ms, one day earlier)"}
+    settings = OrthSettings
     record_cls = LogEntry
     record_view = LazyInstance("wqtool.engine.orth.serialize", "ExecutorRecordView")
     shares_dir_with = frozenset({"orth-callbacks"})
@@ -344,8 +357,8 @@ retry files. --format reads one of them."""
             raise UsageError("clean works on a whole executor logPath (the directory holding the date "
                              "directories)", path=log.root)
         tz = _tz(opts)
-        plan = clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts),
-                          [] if log.shared else delivered_files(log), rule=retention_rule(opts))
+        plan = clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts.of(self)),
+                          [] if log.shared else delivered_files(log), rule=retention_rule(opts.of(self)))
         if log.shared:
             plan.notes.append("delivered retry files: the plan of this logPath's orth-callbacks log")
         return plan

@@ -4,12 +4,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES
 from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
+from ..options import Settings, setting
 from ..lazy import LazyInstance, lazy
 from .codes import JOBLOG_CODES, JOBLOG_REPLAY_CODES, JOBLOG_EXPLAIN
 from .model import Row
@@ -40,10 +42,22 @@ row_facts = lazy("wqtool.engine.orth_joblog.verify", "row_facts")
 _REQUIRED = {"id", "trigger_code", "handle_code"}
 
 
+@dataclass(frozen=True)
+class JobLogSettings(Settings):
+    timezone: str = setting("UTC", help="orth-joblog: the zone the admin wrote datetimes in (Orth's default JDBC URL: "
+                                        "Asia/Shanghai) [default: UTC]")
+    registry: str | None = setting(help="orth-joblog: the orth_job_registry to check lost jobs against: an export "
+                                        "file, a database URL, or none [default: beside the export / in the dump / "
+                                        "the same database]")
+    jdbc_driver: str | None = setting(help="orth-joblog --engine spark: the JDBC driver class Spark SQL reads the "
+                                           "table with [default: by the URL's scheme]")
+    jdbc_jar: str | None = setting(help="orth-joblog --engine spark: a JDBC driver jar to add to the session")
+
+
 def _settings(opts: Options) -> dict:
-    tz = str(opts.get("timezone", "UTC"))
-    zone(tz)
-    return {"timezone": tz, "registry": opts.get("registry")}
+    s = opts.of(FORMAT)
+    zone(s.timezone)
+    return {"timezone": s.timezone, "registry": s.registry}
 
 
 class JobLogFormat(Format):
@@ -74,10 +88,7 @@ CSV or Parquet, --chart FILE draws the daily counts."""
     replay_codes = JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"}
     record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success+fail)
     filters = frozenset()
-    options = {"timezone": "orth-joblog: the zone the admin wrote datetimes in (Orth's default JDBC URL: "
-                           "Asia/Shanghai) [default: UTC]",
-               "registry": "orth-joblog: the orth_job_registry to check lost jobs against: an export file, a "
-                           "database URL, or none [default: beside the export / in the dump / the same database]"}
+    settings = JobLogSettings
     record_cls = Row
     record_view = LazyInstance("wqtool.engine.orth_joblog.serialize", "JobLogRecordView")
     spark_fleet = "wqtool.spark.orth_joblog_fleet:JobLogFleet"

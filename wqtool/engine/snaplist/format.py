@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, SendReport, register
+from ..options import Settings, setting
 from ..lazy import LazyInstance, lazy
 from ..fsops import describe_holders, holders
 from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES, SNAPLIST_EXPLAIN
@@ -44,8 +46,15 @@ def _at(log: ListJournal, opts: Options) -> ListJournal:
     return discover(paths, opts.as_of_ns, start_date_offset_us=log.start_date_offset_us)[0]
 
 
+@dataclass(frozen=True)
+class SnaplistSettings(Settings):
+    start_date_offset_us: int = setting(LIST_PROCESSING_LATENCY_US, expected="microseconds",
+                                        help="snaplist: the list plugin's start-date offset in µs (default 10000000 = "
+                                             "LIST_PROCESSING_LATENCY): which hour file a line belongs in")
+
+
 def _offset(opts: Options) -> int:
-    raw = opts.get("start_date_offset_us", LIST_PROCESSING_LATENCY_US)
+    raw = opts.of(FORMAT).start_date_offset_us
     try:
         v = int(raw)
     except (TypeError, ValueError):
@@ -83,8 +92,7 @@ class SnaplistFormat(Format):
     replay_codes = SNAPLIST_REPLAY_CODES
     record_kinds = KINDS
     filters = frozenset({"time"})
-    options = {"start_date_offset_us": "snaplist: the list plugin's start-date offset in µs (default 10000000 = "
-                                       "LIST_PROCESSING_LATENCY): which hour file a line belongs in"}
+    settings = SnaplistSettings
     record_cls = Line
     record_view = LazyInstance("wqtool.engine.snaplist.serialize", "SnaplistRecordView")
     manual = """The snapwebsites list plugin's client journal (list.cpp): a directory (default
@@ -166,7 +174,7 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         return describe_holders(found) if found else None
 
     # -- plans
-    def pack_plan(self, log: ListJournal, opts: Options):
+    def pack_plan(self, log: ListJournal, opts: PackOptions):
         return pack_plan(_at(log, opts))
 
     def clean_plan(self, log: ListJournal, opts: Options):

@@ -8,7 +8,7 @@ from ...errors import InputError
 from ...formats import workq as schema
 from ..fileio import listdir, read_head
 from ..fsops import is_locked
-from ..format import Evidence, Format, Options, RecordFacts, register
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, RepairOptions, register
 from ..lazy import LazyInstance, lazy
 from .codes import CODES, REPLAY_CODES, EXPLAIN
 from .model import Record
@@ -151,18 +151,18 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return WorkqStateView(state)
 
     # -- plans
-    def pack_plan(self, log: LogSet, opts: Options):
+    def pack_plan(self, log: LogSet, opts: PackOptions):
         from . import pack as pack_mod    # only pack needs it (start-up of every other command)
-        if opts.get("drop_expired"):
+        if opts.drop_expired:
             from ...errors import UsageError
             raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
-        return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.get("segment_size", schema.DEFAULT_SEGMENT_SIZE),
-                              salvage=bool(opts.get("salvage")))
+        return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.segment_size or schema.DEFAULT_SEGMENT_SIZE,
+                              salvage=opts.salvage)
 
-    def repair_plan(self, log: LogSet, opts: Options):
+    def repair_plan(self, log: LogSet, opts: RepairOptions):
         from .repair import repair_plan
-        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
-                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"))
+        return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
+                           drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns)
 
     def clean_plan(self, log: LogSet, opts: Options):
         from .clean import clean_plan
