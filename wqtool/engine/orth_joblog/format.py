@@ -91,7 +91,7 @@ CSV or Parquet, --chart FILE draws the daily counts."""
     settings = JobLogSettings
     record_cls = Row
     record_view = LazyInstance("wqtool.engine.orth_joblog.serialize", "JobLogRecordView")
-    spark_fleet = "wqtool.spark.orth_joblog_fleet:JobLogFleet"
+    spark_fleet = "wqtool.engine.orth_joblog.fleet:JobLogFleet"
 
     # -- detection and discovery
     def detect(self, path: str) -> Evidence | None:
