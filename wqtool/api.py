@@ -25,6 +25,7 @@ from .engine import format as registry
 from .engine.findings import Finding, Verdict
 from .engine.format import AS_OF_WORDS, Options
 from .engine.instant import from_datetime, parse_instant
+from .engine.dump import Records, Told, selection
 from .engine.read import Want, read
 from .engine.run import LogReport
 from .errors import UsageError
@@ -150,10 +151,10 @@ class Log:
         fmt = self._log.fmt
         if payload not in ("base64", "hex", "text", "none"):
             raise ValueError(f"payload: expected base64, hex, text or none, got {payload!r}")
-        view, cls = fmt.record_view, fmt.record_cls
-        for ev in fmt.run(self._log.data, self._options(None), limit=0).events():
-            if ev.__class__ is cls:
-                yield view.row(ev, payload)
+        view = fmt.record_view
+        for item in Records(self._log, self._options(None), selection(fmt)):
+            if item.__class__ is not Told:
+                yield view.row(item, payload)
 
     def verify(self, as_of: "_dt.datetime | str | None" = None, *, live: bool = False) -> Report:
         """Framing, checksums and replay-level history, as ``wqtool verify`` (at ``as_of``; default now). A log
