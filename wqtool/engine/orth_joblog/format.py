@@ -5,39 +5,22 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, register
+from ..format import Evidence, Format, Options, RecordFacts, StateView, register
+from ..run import LogReport, ReplayPass
+from ..stats import RecordStats
 from ..options import Settings, setting
-from ..lazy import LazyInstance, lazy
 from .codes import JOBLOG_CODES, JOBLOG_REPLAY_CODES, JOBLOG_EXPLAIN
 from .model import Row
 
-if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
-    import wqtool.engine.orth_joblog.dburl  # noqa: F401
-    import wqtool.engine.orth_joblog.fastpath  # noqa: F401
-    import wqtool.engine.orth_joblog.reader  # noqa: F401
-    import wqtool.engine.orth_joblog.replay  # noqa: F401
-    import wqtool.engine.orth_joblog.serialize  # noqa: F401
-    import wqtool.engine.orth_joblog.verify  # noqa: F401
-    from ..run import LogReport
-    from ..stats import RecordStats
+if TYPE_CHECKING:       # a type only: the reader is imported on first use
     from .reader import TableLog
 
-dburl = lazy("wqtool.engine.orth_joblog.dburl")
-fastpath = lazy("wqtool.engine.orth_joblog.fastpath")
-TableReader = lazy("wqtool.engine.orth_joblog.reader", "TableReader")
-discover = lazy("wqtool.engine.orth_joblog.reader", "discover")
-kind_of_file = lazy("wqtool.engine.orth_joblog.reader", "kind_of_file")
-split_csv = lazy("wqtool.engine.orth_joblog.reader", "split_csv")
-zone = lazy("wqtool.engine.orth_joblog.replay", "zone")
-JobLogStateView = lazy("wqtool.engine.orth_joblog.serialize", "JobLogStateView")
-JobLogFastRun = lazy("wqtool.engine.orth_joblog.verify", "JobLogFastRun")
-JobLogRun = lazy("wqtool.engine.orth_joblog.verify", "JobLogRun")
-row_facts = lazy("wqtool.engine.orth_joblog.verify", "row_facts")
 
 _REQUIRED = {"id", "trigger_code", "handle_code"}
 
@@ -55,6 +38,7 @@ class JobLogSettings(Settings):
 
 
 def _settings(opts: Options) -> dict:
+    from .replay import zone
     s = opts.of(FORMAT)
     zone(s.timezone)
     return {"timezone": s.timezone, "registry": s.registry}
@@ -90,11 +74,17 @@ CSV or Parquet, --chart FILE draws the daily counts."""
     filters = frozenset()
     settings = JobLogSettings
     record_cls = Row
-    record_view = LazyInstance("wqtool.engine.orth_joblog.serialize", "JobLogRecordView")
+
+    @cached_property
+    def record_view(self):
+        from .serialize import JobLogRecordView
+        return JobLogRecordView()
+
     spark_fleet = "wqtool.engine.orth_joblog.fleet:JobLogFleet"
 
     # -- detection and discovery
     def detect(self, path: str) -> Evidence | None:
+        from .reader import kind_of_file, split_csv
         if os.path.isdir(path):
             for name in sorted(listdir(path)):
                 low = name.lower()
@@ -147,11 +137,13 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         return None
 
     def detect_url(self, url: str) -> Evidence | None:
+        from . import dburl
         if dburl.is_db_url(url):
             return Evidence(True, "a database URL")
         return None
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[TableLog]:
+        from .reader import discover
         s = _settings(opts)
         return discover(paths, timezone=s["timezone"], registry=s["registry"])
 
@@ -159,9 +151,12 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         return log.files
 
     def file_events(self, log: TableLog, i: int, start_index: int = 0) -> Iterator:
+        from .reader import TableReader
+        from .replay import zone
         return TableReader(log, tz=zone(log.timezone), file_index=i, start_index=start_index).events()
 
     def source_options(self, o: dict) -> dict:
+        from .replay import zone
         tz = str(o.get("timezone", "UTC"))
         try:
             zone(tz)
@@ -170,11 +165,14 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         return {"timezone": tz, "registry": o.get("registry") or None}
 
     # -- reading
-    def run(self, log: TableLog, opts: Options, *, limit: int | None = None, keep_rows: bool = False) -> JobLogRun:
+    def run(self, log: TableLog, opts: Options, *, limit: int | None = None, keep_rows: bool = False) -> ReplayPass:
+        from .verify import JobLogRun
         return JobLogRun(log, opts.as_of_ns, limit=limit, keep_rows=keep_rows)
 
     def run_log(self, log: TableLog, opts: Options, *, limit: int | None = None, state: bool = True,
                 workers: int | None = None) -> LogReport:
+        from . import fastpath
+        from .verify import JobLogFastRun
         if not state and fastpath.available():
             p = JobLogFastRun(log, opts.as_of_ns, limit=limit)
         else:
@@ -184,6 +182,8 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         return p.report
 
     def stats_log(self, log: TableLog, opts: Options, *, ids: bool = True) -> tuple[LogReport, RecordStats]:
+        from . import fastpath
+        from .verify import JobLogFastRun
         if not fastpath.available():       # (the job ids are kept either way: ``ids`` allows, never requires, less)
             return super().stats_log(log, opts, ids=ids)
         p = JobLogFastRun(log, opts.as_of_ns, limit=0)
@@ -193,9 +193,11 @@ CSV or Parquet, --chart FILE draws the daily counts."""
 
     # -- views
     def facts(self, rec: Row) -> RecordFacts:
+        from .verify import row_facts
         return row_facts(rec)
 
-    def state_view(self, state, log: TableLog | None = None) -> JobLogStateView:
+    def state_view(self, state, log: TableLog | None = None) -> StateView:
+        from .serialize import JobLogStateView
         return JobLogStateView(state)
 
 
