@@ -34,9 +34,9 @@ from ..findings import ERROR
 from ..format import SendReport
 from ..fsops import FileSig, fsync_dir
 from ..plan import StepRunner
-from .callbacks import CallbackReader, CallbackSet
-from .gson import Entry, encode
-from .jackson import encode_jackson_line
+from .reader import CallbackReader, CallbackSet
+from ..javacodec.gson import Entry, encode
+from ..javacodec.jackson import encode_jackson_line
 from .model import Callback
 from .xxlrpc import MAX_RESPONSE, decode_response, encode_request
 
