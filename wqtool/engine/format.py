@@ -42,9 +42,9 @@ from .run import LogReport, ReplayPass, VerifyReport
 from .stats import RecordFacts, RecordStats
 
 #: The packages of the formats that ship with wqtool, in detection order.
-BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth",
-                           "wqtool.engine.orth_joblog", "wqtool.engine.snaplist", "wqtool.engine.evtj",
-                           "wqtool.engine.fastjournal")
+BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth_callbacks",
+                           "wqtool.engine.orth_executor_logs", "wqtool.engine.orth_joblog",
+                           "wqtool.engine.snaplist", "wqtool.engine.evtj", "wqtool.engine.fastjournal")
 
 
 # ---------------------------------------------------------------- values passed to every format

@@ -9,9 +9,10 @@ import pytest
 
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry
-from wqtool.engine.orth.retention import expired, finish_interrupted, lenient_date
-from wqtool.engine.orth.writer import ExecutorLogWriter, write_retry_file
+from wqtool.engine.javacodec.gson import Entry
+from wqtool.engine.orth_callbacks.writer import write_retry_file
+from wqtool.engine.orth_executor_logs.clean import expired, finish_interrupted, lenient_date
+from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter
 from wqtool.engine.plan import InjectedCrash
 
 NOW = int(dt.datetime(2026, 3, 10, 12, tzinfo=dt.timezone.utc).timestamp()) * 10**9

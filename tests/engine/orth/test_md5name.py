@@ -12,9 +12,9 @@ import pytest
 from tests.conftest import ROOT
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options, RepairOptions
-from wqtool.engine.orth.gson import Entry, encode
-from wqtool.engine.orth.md5name import FLIP_SEARCH_MAX, recover_flip
-from wqtool.engine.orth.writer import write_retry_file
+from wqtool.engine.javacodec.gson import Entry, encode
+from wqtool.engine.orth_callbacks.md5name import FLIP_SEARCH_MAX, recover_flip
+from wqtool.engine.orth_callbacks.writer import write_retry_file
 from wqtool.engine.plan import InjectedCrash
 
 FMT = registry.get("orth-callbacks")

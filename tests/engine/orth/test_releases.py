@@ -17,11 +17,11 @@ from tests.conftest import ROOT
 from tests.engine.orth.admin import Admin
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry, encode, parse_lenient
-from wqtool.engine.orth.hessian import (HessianError, HessianReader, encode_params, h_int, h_long, h_string,
+from wqtool.engine.javacodec.gson import Entry, encode, parse_lenient
+from wqtool.engine.javacodec.hessian import (HessianError, HessianReader, encode_params, h_int, h_long, h_string,
                                         parse_hessian)
-from wqtool.engine.orth.jackson import encode_jackson_line, parse_jackson_line
-from wqtool.engine.orth.javaser import JavaStreamError, encode_220, parse_legacy
+from wqtool.engine.javacodec.jackson import encode_jackson_line, parse_jackson_line
+from wqtool.engine.javacodec.javaser import JavaStreamError, encode_220, parse_legacy
 
 FIX = os.path.join(ROOT, "fixtures", "orth-xxl-job")
 FMT = registry.get("orth-callbacks")
@@ -218,7 +218,7 @@ def test_a_line_jackson_rejects_is_an_error_that_says_2_0_0_loses_it(tmp_path):
 @given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x85\u2028\u2029"),
                         max_size=30), min_size=1, max_size=6))
 def test_xxl_job_executor_log_lines_round_trip(tmp_path_factory, messages):
-    from wqtool.engine.orth.writer import XxlJobLogWriter
+    from wqtool.engine.orth_executor_logs.writer import XxlJobLogWriter
     lp = str(tmp_path_factory.mktemp("x"))
     w = XxlJobLogWriter(lp)
     w.start(7, 1769740800000, 1769740801000)

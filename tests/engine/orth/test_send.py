@@ -12,8 +12,8 @@ from tests.conftest import ROOT, cli
 from tests.engine.orth.admin import Admin
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry
-from wqtool.engine.orth.writer import write_legacy_file, write_retry_file
+from wqtool.engine.javacodec.gson import Entry
+from wqtool.engine.orth_callbacks.writer import write_legacy_file, write_retry_file
 
 T = 1769740800000
 

@@ -24,8 +24,8 @@ from tests.engine.orth.rpc_admin import RpcAdmin
 from tests.engine.orth.test_send import ALL, T, _left, _logpath
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry
-from wqtool.engine.orth.xxlrpc import decode_request, decode_response, encode_request, encode_response
+from wqtool.engine.javacodec.gson import Entry
+from wqtool.engine.orth_callbacks.xxlrpc import decode_request, decode_response, encode_request, encode_response
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FMT = registry.get("orth-callbacks")

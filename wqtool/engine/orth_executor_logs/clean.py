@@ -70,7 +70,7 @@ def expired(parsed: dt.date, today: dt.date, days: int, rule: str = DEFAULT_RETE
 
 
 def retention_rule(settings) -> str:
-    """The cleaner's rule from an Orth logPath's settings (``OrthSettings.retention_rule``)."""
+    """The cleaner's rule from an Orth logPath's settings (``ExecutorLogsSettings.retention_rule``)."""
     v = settings.retention_rule or DEFAULT_RETENTION_RULE
     if v not in RETENTION_RULES:
         raise UsageError(f"-O retention_rule: expected one of {', '.join(RETENTION_RULES)}, got {v!r}")
@@ -267,7 +267,7 @@ def clean_plan(log_path: str, as_of_ns: int, tz, tz_name: str, retention_days: i
 
 
 def default_retention(settings) -> int:
-    """The retention in days from an Orth logPath's settings (``OrthSettings.retention_days``)."""
+    """The retention in days from an Orth logPath's settings (``ExecutorLogsSettings.retention_days``)."""
     v = settings.retention_days
     return SAMPLE_RETENTION_DAYS if v is None else v
 
