@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import AS_OF, ROOT, cli, fixture_log
 from wqtool.errors import InputError
-from wqtool.spark._paths import expand_paths, local_path, resolve
+from wqtool.engine.uris import expand_paths, local_path, resolve
 
 
 @pytest.mark.parametrize("uri, path", [("file:///srv/a b/log", "/srv/a b/log"), ("file:/srv/log", "/srv/log"),

@@ -24,7 +24,7 @@ typed.
             no planning pass.
   paths     a JSON list of paths, for several at once (``load()`` takes one). A path is a local path, a glob
             or a URI: ``file:``, and any fsspec filesystem (``s3://``, ``s3a://`` with s3fs), whose files are
-            staged locally (``_paths.resolve``) and named by the URI in rows; ``fs.*`` options are that
+            staged locally (``engine.uris.resolve``) and named by the URI in rows; ``fs.*`` options are that
             filesystem's (``fs.endpoint_url``, ``fs.key``, ...). A partitioned folder (``host=a/...``) adds its
             partition columns (strings, last) to the records and ``-findings`` rows.
   and the format's own (``Format.source_options``): Kestrel ``queue`` (one queue of each directory),
@@ -182,7 +182,8 @@ def _discover_leaf(fmt, path: str, eo) -> list:
 def _with_keys(st: StructType, opts: "Options") -> StructType:
     """``st`` and the partition columns of the paths (``host=a/...`` folders), strings, last, as Spark's file
     sources add them (with partitionColumnTypeInference off: the folder's text)."""
-    from ._paths import partition_keys, working_dir
+    from ..engine.uris import partition_keys
+    from ._paths import working_dir
     with working_dir(opts.cwd):
         keys = partition_keys(opts.paths, dict(opts.storage))
     for k in keys:
@@ -267,7 +268,7 @@ class FilePartition(InputPartition):
     def localize(self) -> None:
         """On an executor that lacks the staged copy of a remote log (a cluster): stage it here."""
         if self.file is not None and self.display[0] and not os.path.exists(self.path):
-            from ._paths import stage
+            from ..engine.uris import stage
             for local, uri in self.display[0]:
                 if self.path.startswith(local + "/") or self.path == local:
                     stage(uri, dict(self.display[1]))
@@ -351,9 +352,9 @@ class RecordSourceReader(DataSourceReader):
         return parts
 
     def _logs(self) -> list:
-        """(log, partition values, display) for every log behind the paths (``_paths.resolve``: URIs staged,
+        """(log, partition values, display) for every log behind the paths (``engine.uris.resolve``: URIs staged,
         partitioned folders split); one discovery over all paths, or one per partition folder."""
-        from ._paths import resolve
+        from ..engine.uris import resolve
         opts, fmt = self.opts, self._fmt()
         res = resolve(opts.paths, dict(opts.storage))
         eo = opts.engine_options()
@@ -591,7 +592,8 @@ class StateSource(RecordSource):
 
 class StateSourceReader(RecordSourceReader):
     def partitions(self) -> list[FilePartition]:
-        from ._paths import resolve, working_dir
+        from ..engine.uris import resolve
+        from ._paths import working_dir
         opts, fmt = self.opts, self._fmt()
         with working_dir(opts.cwd):
             res = resolve(opts.paths, dict(opts.storage))

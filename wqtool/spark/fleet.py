@@ -240,7 +240,7 @@ def _clocked(source: str, paths: Sequence[str], opts: Options | None) -> bool:
     if opts is None:
         return False
     from ..engine.format import get
-    from ._paths import resolve
+    from ..engine.uris import resolve
     return any(hasattr(lg, "as_of_ns") for lg in get(source).discover([p for p, _ in resolve(paths).leaves], opts))
 
 
