@@ -96,7 +96,9 @@ class Options:
 
     @classmethod
     def parse(cls, fmt, options, cwd: str | None = None, *, findings: bool = False,
-              state: bool = False) -> "Options":
+              state: bool = False, defaults: tuple = ()) -> "Options":
+        """The source's options; ``defaults``: fsspec options the ``fs.*`` options override (``register``: the
+        session's ``spark.hadoop.fs.s3a.*`` settings, ``engine.uris.s3a_storage``)."""
         o = {k.lower(): v for k, v in dict(options).items()}
         name = fmt.name + ("-findings" if findings else "-state" if state else "")
         if not findings and "history" in o:
@@ -130,7 +132,8 @@ class Options:
                              f"time)") from None
         return cls(fmt.name, payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns,
                    fmt.source_options(o), word, "as_of" in o,
-                   tuple(sorted((k[3:], v) for k, v in o.items() if k.startswith("fs."))))
+                   tuple(sorted({**dict(defaults), **{k[3:]: v for k, v in o.items() if k.startswith("fs.")}}
+                                .items())))
 
     def engine_options(self, log=None):
         """The engine's Options; with ``log``, ``as_of`` last / first settled to that log's own time."""
@@ -283,6 +286,7 @@ class RecordSource(DataSource):
 
     fmt_name: ClassVar[str] = ""
     cwd: ClassVar[str | None] = None
+    conf_storage: ClassVar[tuple] = ()   # register(): fsspec options from the session's spark.hadoop.fs.s3a.*
 
     @classmethod
     def name(cls) -> str:
@@ -294,14 +298,14 @@ class RecordSource(DataSource):
 
     def schema(self) -> StructType:
         fmt = self._fmt()
-        opts = Options.parse(fmt, self.options, self.cwd)
+        opts = Options.parse(fmt, self.options, self.cwd, defaults=self.conf_storage)
         return _with_keys(record_schema(opts, fmt.record_view), opts)
 
     pushdown: ClassVar[bool] = False    # register(): the session allows pushFilters
 
     def reader(self, schema: StructType) -> "RecordSourceReader":
         cls = PushdownRecordSourceReader if self.pushdown else RecordSourceReader
-        return cls(Options.parse(self._fmt(), self.options, self.cwd))
+        return cls(Options.parse(self._fmt(), self.options, self.cwd, defaults=self.conf_storage))
 
 
 class FindingSource(RecordSource):
@@ -312,11 +316,12 @@ class FindingSource(RecordSource):
         return cls.fmt_name + "-findings"
 
     def schema(self) -> StructType:
-        opts = Options.parse(self._fmt(), self.options, self.cwd, findings=True)
+        opts = Options.parse(self._fmt(), self.options, self.cwd, findings=True, defaults=self.conf_storage)
         return _with_keys(findings_schema(), opts)
 
     def reader(self, schema: StructType) -> "FindingSourceReader":
-        return FindingSourceReader(Options.parse(self._fmt(), self.options, self.cwd, findings=True))
+        return FindingSourceReader(Options.parse(self._fmt(), self.options, self.cwd, findings=True,
+                                                 defaults=self.conf_storage))
 
 
 class RecordSourceReader(DataSourceReader):
@@ -583,11 +588,12 @@ class StateSource(RecordSource):
         return cls.fmt_name + "-state"
 
     def schema(self) -> StructType:
-        Options.parse(self._fmt(), self.options, self.cwd, state=True)
-        return _struct(state_columns(self._fmt()))
+        opts = Options.parse(self._fmt(), self.options, self.cwd, state=True, defaults=self.conf_storage)
+        return _with_keys(_struct(state_columns(self._fmt())), opts)
 
     def reader(self, schema: StructType) -> "StateSourceReader":
-        return StateSourceReader(Options.parse(self._fmt(), self.options, self.cwd, state=True))
+        return StateSourceReader(Options.parse(self._fmt(), self.options, self.cwd, state=True,
+                                               defaults=self.conf_storage))
 
 
 class StateSourceReader(RecordSourceReader):
@@ -597,20 +603,32 @@ class StateSourceReader(RecordSourceReader):
         opts, fmt = self.opts, self._fmt()
         with working_dir(opts.cwd):
             res = resolve(opts.paths, dict(opts.storage))
-            if res.keys:
-                raise ValueError(f"{fmt.name}-state: partitioned folders (key=value) are read by the records and "
-                                 f"-findings sources; name the log folders here")
+            eo = opts.engine_options()
+            if not res.keys:     # one discovery over every path (the files of one folder named one by one: a log)
+                groups = [((), fmt.discover([p for p, _ in res.leaves], eo))]
+            else:                # partitioned folders: each leaf's logs, with its values (as the records source)
+                groups = [(values, _discover_leaf(fmt, p, eo)) for p, values in res.leaves]
             parts = []
-            for log in fmt.discover([p for p, _ in res.leaves], opts.engine_options()):
-                name = FilePartition(log, "", None, "", 0, display=(res.display, ())).named(fmt.log_name(log))
-                parts.append(FilePartition(log, name, None, name, 0))
+            for values, logs in groups:
+                for log in logs:
+                    name = FilePartition(log, "", None, "", 0, display=(res.display, ())).named(fmt.log_name(log))
+                    parts.append(FilePartition(log, name, None, name, 0, values=values))
             return parts
 
     def read(self, partition: FilePartition):
         """The log replayed by the engine (``run_log``: workq's hot kernel), its rows as ``replay -o jsonl``
-        encodes them, parsed by Arrow's JSON reader against the declared schema."""
-        yield from state_batches(self._fmt(), partition.log, partition.name, self.opts.engine_options(partition.log),
-                                 self.opts.cwd)
+        encodes them, parsed by Arrow's JSON reader against the declared schema; then the log's partition values
+        (``host=a/...`` folders), strings, last."""
+        batches = state_batches(self._fmt(), partition.log, partition.name,
+                                self.opts.engine_options(partition.log), self.opts.cwd)
+        if not partition.values:
+            yield from batches
+            return
+        import pyarrow as pa
+        keys, vals = zip(*partition.values)
+        for b in batches:
+            yield pa.RecordBatch.from_arrays([*b.columns, *(pa.array([v] * b.num_rows, pa.string()) for v in vals)],
+                                             schema=_add_keys(b.schema, keys))
 
 
 def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
@@ -668,14 +686,38 @@ def register(spark, *, check: bool = True) -> None:
     # on Spark 4.3.0 a DataFrame read again after a filtered query on it kept the pushed filter (count() of
     # 300,000 records gave 97,548 after a where(cmd = 'add')): a wrong answer.
     pushdown = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true" and pushdown_safe(spark)[0]
+    storage = tuple(sorted(s3a_settings(spark).items()))   # one S3 setting for Spark's S3A and fsspec
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
-                 "pushdown": pushdown}
+                 "pushdown": pushdown, "conf_storage": storage}
         spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,), attrs))
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
         if fmt.state_types:
             spark.dataSource.register(type(f"{type(fmt).__name__}StateSource", (StateSource,), attrs))
+
+
+#: Hadoop's S3A settings ``engine.uris.s3a_storage`` maps to fsspec (s3fs) options
+S3A_KEYS = tuple("spark.hadoop.fs.s3a." + k for k in ("endpoint", "connection.ssl.enabled", "access.key",
+                                                      "secret.key", "session.token", "path.style.access",
+                                                      "endpoint.region"))
+
+
+def s3a_settings(spark) -> dict:
+    """The session's ``spark.hadoop.fs.s3a.*`` settings (endpoint, keys, path-style access, region) as fsspec
+    options (``engine.uris.s3a_storage``), so an ``s3a://`` / ``s3://`` path is read with the endpoint and keys
+    Spark's own S3A connector gets; also made this process's defaults (``engine.uris.use_spark_conf``)."""
+    from ..engine.uris import s3a_storage, use_spark_conf
+    conf = {}
+    for k in S3A_KEYS:
+        try:
+            v = spark.conf.get(k, None)
+        except Exception:  # noqa: BLE001 — a Connect server that refuses to tell: no setting
+            v = None
+        if v is not None:
+            conf[k] = v
+    use_spark_conf(conf)
+    return s3a_storage(conf)
 
 
 def pushdown_safe(spark) -> tuple[bool, str]:
