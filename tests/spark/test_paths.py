@@ -165,3 +165,29 @@ def test_spark_s3a_settings_are_the_sources_fs_options(spark, s3, tmp_path):
             spark.conf.unset(k)
         register(spark, check=False)
     assert "s3" not in uris.DEFAULTS
+
+
+@pytest.mark.parametrize("argv", [("verify", "-o", "json"), ("replay", "--summary", "-o", "json"),
+                                  ("stats", "-o", "json")], ids=" ".join)
+def test_cli_uris_on_spark_equal_the_local_engine(spark, s3, tmp_path, monkeypatch, argv):
+    """verify / replay / stats --engine spark of a file:// and an s3:// PATH (the CLI's URIs, engine.uris): the
+    local engine's output on the same URI, every path the URI's."""
+    s3, fs_opts = s3
+    log = str(tmp_path / "crc")
+    shutil.copytree(fixture_log("crc-mismatch-mid-segment"), log)
+    s3.put(log, "wq-bucket/crc", recursive=True)
+    for k, v in {"AWS_ENDPOINT_URL": fs_opts["fs.endpoint_url"], "AWS_ACCESS_KEY_ID": "test",
+                 "AWS_SECRET_ACCESS_KEY": "test"}.items():
+        monkeypatch.setenv(k, v)
+    import s3fs
+    s3fs.S3FileSystem.clear_instance_cache()      # an earlier test's filesystem points at its own server
+    for uri in (f"file://{log}", "s3://wq-bucket/crc"):
+        local = cli(*argv, "--as-of", AS_OF, uri)
+        remote = cli(*argv, "--as-of", AS_OF, "--engine", "spark", uri)
+        assert remote.code == local.code in (3,)
+        drop = ("elapsed_s", "engine")
+        a, b = json.loads(local.out), json.loads(remote.out)
+        for d in (a, b):
+            for k in drop:
+                d.pop(k, None)
+        assert b == a and uri in local.out and "wqtool-stage" not in local.out + remote.out

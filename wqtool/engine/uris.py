@@ -232,7 +232,13 @@ def stage(uri: str, storage: dict | None = None) -> str:
     temporary name and renamed. The cache is bounded first (``clean_cache``)."""
     fs, path = _fs(uri, storage)
     try:
+        fs.invalidate_cache(path)       # what the remote side holds now, not a listing fsspec kept
         info = fs.info(path)
+        if info["type"] == "directory":
+            files = {k: v for k, v in fs.find(path, detail=True).items() if v.get("type") != "directory"}
+            root = path.rstrip("/")
+        else:
+            files, root = {path: info}, None
     except FileNotFoundError:
         raise InputError("no such file or directory", path=uri) from None
     except Exception as exc:  # noqa: BLE001 — a filesystem's own errors (botocore's NoCredentialsError, ...)
@@ -241,11 +247,6 @@ def stage(uri: str, storage: dict | None = None) -> str:
     os.makedirs(base, exist_ok=True)
     clean_cache(keep=base)
     top = os.path.join(base, os.path.basename(path.rstrip("/")) or "root")
-    if info["type"] == "directory":
-        files = {k: v for k, v in fs.find(path, detail=True).items() if v.get("type") != "directory"}
-        root = path.rstrip("/")
-    else:
-        files, root = {path: info}, None
     held = _HELD.pop(base, None)
     if held is not None:
         os.close(held)
@@ -352,6 +353,7 @@ def _remote_hits(p: str, storage: dict | None) -> list[str]:
         return [p]
     fs, path = _fs(p, storage)
     try:
+        fs.invalidate_cache()
         found = fs.glob(path)
     except Exception as exc:  # noqa: BLE001 — as in stage
         raise InputError(f"cannot list it: {_why(exc)}", path=p) from None
