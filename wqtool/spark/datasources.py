@@ -670,6 +670,16 @@ def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
         yield from flush()
 
 
+_sources: set[int] = set()      # sessions (by id) the data sources are registered on
+
+
+def ensure_sources(spark) -> None:
+    """The data sources registered on ``spark`` unless they are already (a CLI session registers them only for
+    a command that reads through them: ``build_session(sources=False)``)."""
+    if id(spark) not in _sources:
+        register(spark, check=False)
+
+
 def register(spark, *, check: bool = True) -> None:
     """Register two data sources per format (idempotent): ``<format>`` (the format's ``spark_source`` class, else
     a ``RecordSource``) and ``<format>-findings``, each subclassed here to remember the format and the caller's
@@ -695,6 +705,7 @@ def register(spark, *, check: bool = True) -> None:
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
         if fmt.state_types:
             spark.dataSource.register(type(f"{type(fmt).__name__}StateSource", (StateSource,), attrs))
+    _sources.add(id(spark))
 
 
 #: Hadoop's S3A settings ``engine.uris.s3a_storage`` maps to fsspec (s3fs) options
@@ -708,14 +719,11 @@ def s3a_settings(spark) -> dict:
     options (``engine.uris.s3a_storage``), so an ``s3a://`` / ``s3://`` path is read with the endpoint and keys
     Spark's own S3A connector gets; also made this process's defaults (``engine.uris.use_spark_conf``)."""
     from ..engine.uris import s3a_storage, use_spark_conf
-    conf = {}
-    for k in S3A_KEYS:
-        try:
-            v = spark.conf.get(k, None)
-        except Exception:  # noqa: BLE001 — a Connect server that refuses to tell: no setting
-            v = None
-        if v is not None:
-            conf[k] = v
+    try:
+        every = spark.conf.getAll      # one call (one RPC on Spark Connect), not one per key
+    except Exception:  # noqa: BLE001 — a server that refuses to tell: no setting
+        every = {}
+    conf = {k: every[k] for k in S3A_KEYS if every.get(k) is not None}
     use_spark_conf(conf)
     return s3a_storage(conf)
 
