@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import AS_OF, cli, fixture_log
+from tests.conftest import AS_OF, ROOT, cli, fixture_log
 from wqtool.engine import uris
 
 LOG = "crc-mismatch-mid-segment"      # a log with findings (an error, folded as-of notes) and a last_file
@@ -62,6 +62,34 @@ def test_file_uri_reads_as_the_path_named_by_the_uri(local_log, argv):
         doc = json.loads(got.out)
         assert doc["logs"][0]["root"] == "file://" + local_log
         assert all(f["file"].startswith("file://") for f in doc["logs"][0]["findings"] if f["file"])
+
+
+#: a log of every other format (replay rows that carry a file: Kestrel, EVTJ, Snap!, Orth)
+OTHERS = ["evtj/duplicates/journal", "kestrel/damage-mid-live/queue", "kestrel/torn-tail/queue",
+          "orth/executor-runs/logpath", "snaplist/ack-out-of-order/journal", "fastjournal/crc-mid-segment/journal",
+          "orth-joblog/clean-csv/orth_job_log.csv"]
+
+
+@pytest.mark.parametrize("case", OTHERS)
+def test_every_format_reads_a_file_uri_named_by_it(tmp_path, case):
+    """verify, replay (rows and table), dump, stats of a file:// URI, each format: the local output, every path
+    (roots, findings, replay rows' files, dump rows) the URI's, never doubled."""
+    root = os.path.join(ROOT, "fixtures")
+    src = os.path.join(root, case)
+    dst = str(tmp_path / case.replace("/", "_"))
+    if os.path.isdir(src):
+        shutil.copytree(src, dst)
+    else:                             # a CSV table and its registry beside it
+        shutil.copy(src, dst)
+        shutil.copy(os.path.join(os.path.dirname(src), "orth_job_registry.csv"), tmp_path)
+    uri = "file://" + dst
+    for argv in (("verify", "-o", "json"), ("verify",), ("replay", "-o", "jsonl"), ("replay",),
+                 ("dump", "-o", "jsonl"), ("stats", "-o", "json")):
+        want = cli(*argv, "--as-of", AS_OF, dst)
+        got = cli(*argv, "--as-of", AS_OF, uri)
+        assert (got.code, got.out, got.err) == (want.code, want.out.replace(dst, uri), want.err.replace(dst, uri)), \
+            argv
+        assert "file://file:" not in got.out + got.err
 
 
 def test_a_missing_file_uri_is_one_line(tmp_path):

@@ -405,6 +405,7 @@ class Localized:
     display: list[tuple[str, str]]
     staged: set[str]
     errors: dict[str, BaseException]
+    _re: Any = None
 
     def name(self, s: str | None) -> str | None:
         return named(self.display, s)
@@ -427,6 +428,19 @@ class Localized:
             fmt = NamedFormat(e.fmt, self, read_only=local[0] in self.staged)
             out.append(NamedLog(fmt, e.data, e.weak, self.name(e.root)))
         return out
+
+    def text(self, text: str) -> str:
+        """``text`` (JSON lines, a table) with every local path of ``display`` in it named by its URI: one pass,
+        whole paths only (``/srv/log`` in ``/srv/log/1.log``, not in ``/srv/log2`` nor again inside the URI)."""
+        if not self.display or not any(lo in text for lo, _ in self.display):
+            return text
+        import re
+        if self._re is None:
+            uris = dict(sorted(self.display, key=lambda d: -len(d[0])))
+            alt = "|".join(re.escape(lo) for lo in uris)
+            self._re = (re.compile(rf"(?<![\w./-])({alt})(?=/|[^\w.-]|$)"), uris)
+        rx, uris = self._re
+        return rx.sub(lambda m: uris[m.group(1)], text)
 
     def error(self, exc: BaseException) -> BaseException:
         if isinstance(exc, WqError) and exc.path:
@@ -536,10 +550,7 @@ class NamedFormat:
             raise self._names.error(exc) from None
 
     def _text(self, text: str) -> str:
-        for local, uri in self._names.display:
-            if local in text:
-                text = text.replace(local + os.sep, uri + "/").replace(local, uri)
-        return text
+        return self._names.text(text)
 
     # -- reading
     def run_log(self, log, opts, **kw):
@@ -580,6 +591,10 @@ class NamedFormat:
     def log_name(self, log) -> str:
         return self.name(self._fmt.log_name(log))
 
+    def state_view(self, state, log=None):
+        """The state's view, its rows and text naming the URI (replay rows carry a file: Kestrel, EVTJ, ...)."""
+        return _Renamed(self._fmt.state_view(state, log), self._text)
+
     # -- plans: a staged copy is no place to change files
     def _refuse(self, what: str, log):
         raise UsageError(f"{what} changes files, and this log is a read-only local copy of a remote URI: run "
@@ -599,6 +614,34 @@ class NamedFormat:
         if self.read_only:
             self._refuse("clean", log)
         return self._fmt.clean_plan(log, opts)
+
+
+class _Renamed:
+    """An object whose methods' results (strings, and the strings in dicts, lists, tuples and iterators of them)
+    have the staged prefixes replaced by the URIs (``text``); attributes as they are."""
+
+    def __init__(self, inner, text):
+        self._inner, self._t = inner, text
+
+    def __getattr__(self, name: str):
+        v = getattr(self._inner, name)
+        if not callable(v):
+            return v
+
+        def call(*a, **kw):
+            return self._conv(v(*a, **kw))
+        return call
+
+    def _conv(self, v):
+        if isinstance(v, str):
+            return self._t(v)
+        if isinstance(v, dict):
+            return {k: self._conv(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return type(v)(self._conv(x) for x in v)
+        if isinstance(v, Iterator):
+            return (self._conv(x) for x in v)
+        return v
 
 
 class _NamedPass:
