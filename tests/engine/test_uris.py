@@ -31,10 +31,7 @@ def stage_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(d))
     import tempfile
     monkeypatch.setattr(tempfile, "tempdir", str(d))
-    yield d
-    for fd in uris._HELD.values():
-        os.close(fd)
-    uris._HELD.clear()
+    return d
 
 
 @pytest.fixture
@@ -241,18 +238,20 @@ def _entry(root, name: str, size: int, age_s: float, now: float) -> str:
 def test_clean_cache_by_age_and_size(stage_dir):
     root = uris.cache_root()
     now = time.time()
+    hour = uris.GRACE_S
     old = _entry(root, "old", 10, 8 * 86400, now)
-    a = _entry(root, "a", 600, 300, now)
-    b = _entry(root, "b", 600, 200, now)
-    c = _entry(root, "c", 600, 100, now)
+    a = _entry(root, "a", 600, hour + 300, now)
+    b = _entry(root, "b", 600, hour + 200, now)
+    c = _entry(root, "c", 600, hour + 100, now)
+    recent = _entry(root, "recent", 600, 60, now)     # used a minute ago: kept even over the bound
     assert uris.clean_cache(max_bytes=10 << 20, max_age_s=7 * 86400, now=now) == [old]
-    assert uris.clean_cache(max_bytes=1300, max_age_s=7 * 86400, now=now) == [a]   # least recently used first
-    held = uris._lock(b, False)            # another reader holds b: it stays, c goes instead
+    assert uris.clean_cache(max_bytes=1900, max_age_s=7 * 86400, now=now) == [a]   # least recently used first
+    held = uris._lock(b, True)             # another process is staging b: it stays, c goes instead
     try:
         assert uris.clean_cache(max_bytes=700, max_age_s=7 * 86400, now=now) == [c]
     finally:
         os.close(held)
-    assert sorted(os.listdir(root)) == ["b"]
+    assert sorted(os.listdir(root)) == ["b", "recent"]
 
 
 def test_staging_bounds_the_cache(s3, local_log, monkeypatch):

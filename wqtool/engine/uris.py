@@ -10,8 +10,7 @@ repair). Partitioned folders (``host=a/...``, Spark's layout) split into their l
 The cache is ``$TMPDIR/wqtool-stage-<uid>/``, one entry per URI: a file is fetched again when its size or ETag
 / modification time changed; a file gone from the remote side is removed from the copy; entries unused for
 ``WQTOOL_STAGE_MAX_AGE`` seconds (7 days) are removed, and the least recently used go while the cache holds more
-than ``WQTOOL_STAGE_MAX_BYTES`` (10 GiB). A process reading an entry holds a shared lock on it, so no cleaner
-removes it under the reader.
+than ``WQTOOL_STAGE_MAX_BYTES`` (10 GiB), none used in the last hour (a command may be reading it).
 
 Only the engine's own modules are used; fsspec is imported when a URI is met (``pip install 'wqtool[uri]'``).
 """
@@ -156,10 +155,6 @@ def _cache_dir(uri: str) -> str:
     return os.path.join(cache_root(), hashlib.sha1(uri.encode()).hexdigest()[:20])
 
 
-#: entries this process reads: their lock files, held shared until the process ends (``clean_cache`` skips them)
-_HELD: dict[str, int] = {}
-
-
 def _lock(base: str, exclusive: bool, wait: bool = True) -> int | None:
     import fcntl
     fd = os.open(os.path.join(base, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -180,12 +175,18 @@ def _size(path: str) -> int:
     return n
 
 
+#: an entry staged (used) this recently is never removed for size: a command may be reading it
+GRACE_S = 3600.0
+
+
 def clean_cache(*, max_bytes: int | None = None, max_age_s: float | None = None, keep: str | None = None,
                 now: float | None = None) -> list[str]:
     """Bound the staging cache: remove entries unused (``.stage.json`` untouched) for ``max_age_s`` seconds, then
     the least recently used while the cache holds more than ``max_bytes`` (defaults: ``WQTOOL_STAGE_MAX_AGE``,
-    7 days; ``WQTOOL_STAGE_MAX_BYTES``, 10 GiB). ``keep`` (an entry directory) and entries another process is
-    reading (a lock held) stay. Returns the entries removed."""
+    7 days; ``WQTOOL_STAGE_MAX_BYTES``, 10 GiB) — but none used in the last ``GRACE_S`` (an hour: a command may
+    be reading it). ``keep`` (an entry directory) and an entry another process is staging (its lock held) stay.
+    Returns the entries removed. No lock is held while a copy is read: a file fetched again replaces the old one
+    by rename, so a reader keeps the bytes it opened."""
     root = cache_root()
     if max_bytes is None:
         max_bytes = int(os.environ.get("WQTOOL_STAGE_MAX_BYTES", 10 << 30))
@@ -199,7 +200,7 @@ def clean_cache(*, max_bytes: int | None = None, max_age_s: float | None = None,
     entries = []
     for n in names:
         d = os.path.join(root, n)
-        if d == keep or d in _HELD or not os.path.isdir(d):
+        if d == keep or not os.path.isdir(d):
             continue
         try:
             used = os.stat(os.path.join(d, ".stage.json")).st_mtime
@@ -210,7 +211,7 @@ def clean_cache(*, max_bytes: int | None = None, max_age_s: float | None = None,
     total = _size(root) if max_bytes >= 0 else 0
     removed = []
     for used, d in entries:
-        if now - used <= max_age_s and total <= max_bytes:
+        if now - used <= max_age_s and (total <= max_bytes or now - used < GRACE_S):
             break
         fd = _lock(d, True, wait=False)
         if fd is None:            # another process reads it
@@ -247,9 +248,6 @@ def stage(uri: str, storage: dict | None = None) -> str:
     os.makedirs(base, exist_ok=True)
     clean_cache(keep=base)
     top = os.path.join(base, os.path.basename(path.rstrip("/")) or "root")
-    held = _HELD.pop(base, None)
-    if held is not None:
-        os.close(held)
     fd = _lock(base, True)
     try:
         meta_path = os.path.join(base, ".stage.json")
@@ -283,7 +281,6 @@ def stage(uri: str, storage: dict | None = None) -> str:
             os.makedirs(top, exist_ok=True)
     finally:
         os.close(fd)
-    _HELD[base] = _lock(base, False)      # read from here on: no cleaner removes it
     return top
 
 
