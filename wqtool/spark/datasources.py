@@ -25,8 +25,9 @@ typed.
   paths     a JSON list of paths, for several at once (``load()`` takes one). A path is a local path, a glob
             or a URI: ``file:``, and any fsspec filesystem (``s3://``, ``s3a://`` with s3fs), whose files are
             staged locally (``engine.uris.resolve``) and named by the URI in rows; ``fs.*`` options are that
-            filesystem's (``fs.endpoint_url``, ``fs.key``, ...). A partitioned folder (``host=a/...``) adds its
-            partition columns (strings, last) to the records and ``-findings`` rows.
+            filesystem's (``fs.endpoint_url``, ``fs.key``, ...; the session's ``spark.hadoop.fs.s3a.*`` settings
+            are their defaults: ``s3a_settings``). A partitioned folder (``host=a/...``) adds its partition
+            columns (strings, last) to the records, ``-findings`` and ``-state`` rows.
   and the format's own (``Format.source_options``): Kestrel ``queue`` (one queue of each directory),
   ``kestrel_version``, ``keep_open``.
 
