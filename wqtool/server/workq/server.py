@@ -72,6 +72,9 @@ def make_clock():
     return lambda: time.time_ns() + offset
 
 
+_ADD, _SCHEDULE, _COMPLETE, _FAIL = CmdType.ADD, CmdType.SCHEDULE, CmdType.COMPLETE, CmdType.FAIL
+_OPCODE = {c: bytes((c,)) for c in CmdType}     # a command's first payload byte
+
 LOGO = "\n. . .,---.\n| | ||   |\n`-'-'`---|\n         |\n"
 SYNC_POLICIES = ("interval", "os", "always")
 
@@ -332,7 +335,7 @@ class Server:
     def _log_record(self, cmd: CmdType, jid: bytes, extra) -> None:
         if self._closed:
             return
-        if cmd is CmdType.ADD or cmd is CmdType.SCHEDULE:
+        if cmd is _ADD or cmd is _SCHEDULE:
             j = extra
             payload = encode_payload(Command(cmd, jid, j.name, j.ttr, j.ttl, j.priority, j.max_attempts,
                                              j.max_fails, j.payload,
@@ -346,20 +349,15 @@ class Server:
                 self._commit_scheduled = True
                 self.loop.call_soon(self._commit)
             return
-        elif cmd is CmdType.COMPLETE or cmd is CmdType.FAIL:
-            payload = bytes((cmd,)) + jid + encode_uvarint(len(extra)) + extra
+        elif cmd is _COMPLETE or cmd is _FAIL:
+            payload = _OPCODE[cmd] + jid + encode_uvarint(len(extra)) + extra
         else:
-            payload = bytes((cmd,)) + jid
+            payload = _OPCODE[cmd] + jid
         self.pending.append(encode_record(GoTime.from_unix_ns(self.clock()), payload))
         self.lsn += 1
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
             self.loop.call_soon(self._commit)
-
-    def reply_lsn(self) -> int:
-        """The log position a reply made now depends on (in read-only mode, read-only replies do not wait for
-        records that cannot be written)."""
-        return self.durable_lsn if self.handlers.read_only else self.lsn
 
     def _commit(self) -> None:
         self._commit_scheduled = False
@@ -713,15 +711,24 @@ class Server:
 
     # ---------------------------------------------------------------- metrics
     def count(self, name: bytes, reply) -> None:
-        self.replies[(name, wire.reply_class(reply) if reply != b"(waiting)" else "waiting")] += 1
+        """One reply to ``name`` (``b"(waiting)"``: the command blocks), counted by the reply's first bytes (its
+        class is worked out when the metrics are read: this runs for every request)."""
+        self.replies[(name, reply[:4])] += 1
 
     def count_late(self, reply) -> None:
-        self.replies[(b"(blocked)", wire.reply_class(reply))] += 1
+        self.replies[(b"(blocked)", reply[:4])] += 1
+
+    def reply_counts(self) -> Counter:
+        """Replies by (command, class): ``wire.reply_class`` of each counted prefix, ``waiting`` for blocks."""
+        out: Counter = Counter()
+        for (name, head), n in self.replies.items():
+            out[(name, "waiting" if head == b"(wai" else wire.reply_class(head))] += n
+        return out
 
     def metrics_text(self) -> str:
         q = self.queue
         lines = ["# TYPE wqtool_serve_replies_total counter"]
-        for (name, cls), n in sorted(self.replies.items()):
+        for (name, cls), n in sorted(self.reply_counts().items()):
             lines.append(f'wqtool_serve_replies_total{{command="{name.decode("ascii", "replace")}",'
                          f'class="{cls}"}} {n}')
         lines += ["# TYPE wqtool_serve_connections gauge", f"wqtool_serve_connections {len(self.conns)}",
