@@ -234,6 +234,12 @@ class Conn(asyncio.Protocol):
         self.reply(reply)
         self.srv.count_late(reply[0] if reply.__class__ is list else reply)
         if not self.in_process and not self.resume_scheduled and not self.closing:
+            if self.pos >= len(self.buf) and not self.eof and not self.paused_read and not self.paused_write:
+                # nothing sent after the blocked request (a client waiting for this reply, as go-workq's): no
+                # parsing to resume, only the reply to send — now if its records are written, else with them
+                # (Server._release); no loop callback per resumed request
+                self.flush_out()
+                return
             self.resume_scheduled = True
             self.srv.loop.call_soon(self._continue)
 
