@@ -39,7 +39,10 @@ def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tu
     s = ServerProc("-cmdlog-path", d, "-cmdlog-seg-size", "15", "-cmdlog-sync", sync, *extra,
                    prefix=(STRACE, "-f", "-qq", "-y", "-ttt", "-o", trace, "-e",
                            "trace=fsync,fdatasync,syncfs,write"), timeout=60)
+    server = None
     try:
+        with open(f"/proc/{s.p.pid}/task/{s.p.pid}/children") as f:
+            (server,) = map(int, f.read().split())          # strace's child: the server
         c = s.client(timeout=30)
         until = time.monotonic() + seconds
         for k in range(n):
@@ -47,11 +50,14 @@ def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tu
             if seconds and time.monotonic() > until:
                 break
         c.close()
-        with open(f"/proc/{s.p.pid}/task/{s.p.pid}/children") as f:
-            (server,) = map(int, f.read().split())          # strace's child: the server
         os.kill(server, signal.SIGTERM)                     # (strace itself would detach, not pass it on)
         s.p.wait(60)
     finally:
+        if s.p.poll() is None and server is not None:       # a killed strace would leave its tracee running
+            try:
+                os.kill(server, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         s.kill()
     assert s.p.returncode == 0, s.stderr_text()             # strace exits with its tracee's status
     calls = []
