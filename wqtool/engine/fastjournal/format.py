@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
-from ...formats.snap import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
+from ...formats.fastjournal import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
 from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, register
 from ..lazy import LazyInstance, lazy

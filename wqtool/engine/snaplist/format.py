@@ -5,7 +5,7 @@ import os
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.snap import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
+from ...formats.snaplist import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
 from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
 from ..lazy import LazyInstance, lazy
