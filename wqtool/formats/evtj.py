@@ -9,12 +9,8 @@ from __future__ import annotations
 import re
 import sys
 from enum import IntEnum, unique
-from types import SimpleNamespace
 
-from construct import (Array, Bytes, Const, Default, Int8ul, Int16ub, Int16ul, Int32ub, Int32ul, Int64ub, Int64ul,
-                       Rebuild, Struct, len_, this)
-
-from ._common import StrictEnum
+from ._common import declared_on_first_use
 
 EVTJ_MAGIC = b"EVTJ"
 EVTJ_MAJOR_VERSION = 1
@@ -86,50 +82,68 @@ CONF_DEFAULTS = {"maximum_number_of_files": 2, "maximum_file_size": 1024 * 1024,
                  "inline_attachment_size_threshold": 4 * 1024, "attachment_copy_handling": "softlink"}
 
 
-def schemas(byteorder: str = NATIVE_BYTE_ORDER) -> SimpleNamespace:
-    """The EVTJ schemas for one byte order ("little", "big"; default: this machine's, as upstream reads)."""
-    if byteorder not in ("little", "big"):
-        raise ValueError(f"byte order must be little or big, got {byteorder!r}")
-    le = byteorder == "little"
-    u16, u32, u64 = (Int16ul, Int32ul, Int64ul) if le else (Int16ub, Int32ub, Int64ub)
-    journal_header = Struct(                 # event_journal_header_t, 8 bytes
-        "magic" / Const(EVTJ_MAGIC),
-        "major_version" / Default(Int8ul, EVTJ_MAJOR_VERSION),
-        "minor_version" / Default(Int8ul, EVTJ_MINOR_VERSION),
-        "pad" / Default(u16, 0),
-    )
-    event_header = Struct(                   # event_journal_event_t, 32 bytes, fields as stored
-        "magic" / Bytes(2),                  # "ev"; "\0\0" ends a compressed file; the loader stops on others
-        "status" / Int8ul,                   # raw: an unknown status stops the loader (the engine says so)
-        "request_id_size" / Int8ul,
-        "size" / u32,                        # the whole event, this header included
-        "tv_sec" / u64,
-        "tv_nsec" / u64,
-        "attachment_count" / Int8ul,
-        "pad" / Default(Bytes(7), bytes(7)),
-    )
-    event = Struct(                          # one whole event as add_event writes it
-        "magic" / Const(EVENT_MAGIC),
-        "status" / StrictEnum(Int8ul, Status),
-        "request_id_size" / Rebuild(Int8ul, len_(this.request_id)),
-        "size" / Rebuild(u32, EVENT_HEADER_SIZE + ATTACHMENT_OFFSET_SIZE * len_(this.offsets)
-                         + len_(this.request_id) + len_(this.data)),
-        "tv_sec" / u64,
-        "tv_nsec" / u64,
-        "attachment_count" / Rebuild(Int8ul, len_(this.offsets)),
-        "pad" / Default(Bytes(7), bytes(7)),
-        "offsets" / Array(this.attachment_count, u32),   # from the event's start; bit 31: external {id}.bin
-        "request_id" / Bytes(this.request_id_size),
-        "data" / Bytes(this.size - EVENT_HEADER_SIZE - ATTACHMENT_OFFSET_SIZE * this.attachment_count
-                       - this.request_id_size),            # the inline attachments, back to back
-    )
-    #: snapdev ``unique_number``: an unsigned __int128 counter at ``index * 16`` (the journal uses index 0).
-    counter = Struct("low" / u64, "high" / u64) if le else Struct("high" / u64, "low" / u64)
-    return SimpleNamespace(byteorder=byteorder, journal_header=journal_header, event_header=event_header,
-                           event=event, counter=counter, struct_prefix="<" if le else ">")
+# ---------------------------------------------------------------- construct declarations (built on first use)
+def _declare() -> dict:
+    """This module's construct declarations (``DECLARED``): ``schemas(byteorder)``, and the header, event header and
+    event in this machine's byte order."""
+    from types import SimpleNamespace
+
+    from construct import (Array, Bytes, Const, Default, Int8ul, Int16ub, Int16ul, Int32ub, Int32ul, Int64ub, Int64ul,
+                           Rebuild, Struct, len_, this)
+    from ._common import StrictEnum
+
+    def schemas(byteorder: str = NATIVE_BYTE_ORDER) -> SimpleNamespace:
+        """The EVTJ schemas for one byte order ("little", "big"; default: this machine's, as upstream reads)."""
+        if byteorder not in ("little", "big"):
+            raise ValueError(f"byte order must be little or big, got {byteorder!r}")
+        le = byteorder == "little"
+        u16, u32, u64 = (Int16ul, Int32ul, Int64ul) if le else (Int16ub, Int32ub, Int64ub)
+        journal_header = Struct(                 # event_journal_header_t, 8 bytes
+            "magic" / Const(EVTJ_MAGIC),
+            "major_version" / Default(Int8ul, EVTJ_MAJOR_VERSION),
+            "minor_version" / Default(Int8ul, EVTJ_MINOR_VERSION),
+            "pad" / Default(u16, 0),
+        )
+        event_header = Struct(                   # event_journal_event_t, 32 bytes, fields as stored
+            "magic" / Bytes(2),                  # "ev"; "\0\0" ends a compressed file; the loader stops on others
+            "status" / Int8ul,                   # raw: an unknown status stops the loader (the engine says so)
+            "request_id_size" / Int8ul,
+            "size" / u32,                        # the whole event, this header included
+            "tv_sec" / u64,
+            "tv_nsec" / u64,
+            "attachment_count" / Int8ul,
+            "pad" / Default(Bytes(7), bytes(7)),
+        )
+        event = Struct(                          # one whole event as add_event writes it
+            "magic" / Const(EVENT_MAGIC),
+            "status" / StrictEnum(Int8ul, Status),
+            "request_id_size" / Rebuild(Int8ul, len_(this.request_id)),
+            "size" / Rebuild(u32, EVENT_HEADER_SIZE + ATTACHMENT_OFFSET_SIZE * len_(this.offsets)
+                             + len_(this.request_id) + len_(this.data)),
+            "tv_sec" / u64,
+            "tv_nsec" / u64,
+            "attachment_count" / Rebuild(Int8ul, len_(this.offsets)),
+            "pad" / Default(Bytes(7), bytes(7)),
+            "offsets" / Array(this.attachment_count, u32),   # from the event's start; bit 31: external {id}.bin
+            "request_id" / Bytes(this.request_id_size),
+            "data" / Bytes(this.size - EVENT_HEADER_SIZE - ATTACHMENT_OFFSET_SIZE * this.attachment_count
+                           - this.request_id_size),            # the inline attachments, back to back
+        )
+        #: snapdev ``unique_number``: an unsigned __int128 counter at ``index * 16`` (the journal uses index 0).
+        counter = Struct("low" / u64, "high" / u64) if le else Struct("high" / u64, "low" / u64)
+        return SimpleNamespace(byteorder=byteorder, journal_header=journal_header, event_header=event_header,
+                               event=event, counter=counter, struct_prefix="<" if le else ">")
+
+    _NATIVE = schemas()
+
+    journal_header = _NATIVE.journal_header
+
+    event_header = _NATIVE.event_header
+
+    event = _NATIVE.event
+
+    return locals()
 
 
-_NATIVE = schemas()
-journal_header = _NATIVE.journal_header
-event_header = _NATIVE.event_header
-event = _NATIVE.event
+DECLARED = ("schemas", "_NATIVE", "journal_header", "event_header", "event")
+__getattr__, __dir__ = declared_on_first_use(globals(), _declare, DECLARED)

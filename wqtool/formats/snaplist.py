@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 
-from construct import Adapter, Const, GreedyBytes, NullTerminated, Struct, Terminated, ValidationError
 
-from ._common import domain_of  # noqa: F401 — the domain of a request's URI, shared with fastjournal
+from ._common import declared_on_first_use, domain_of  # noqa: F401 — domain_of: a request's domain, shared with fastjournal
 
 #: Default journal directory (``snapserver.conf`` list_data_path + ``journal``).
 LIST_JOURNAL_DIR = "/var/lib/snapwebsites/list/journal"
@@ -64,38 +63,47 @@ def kept_hours(current_hour: int) -> tuple[int, int]:
     return ((current_hour + 23) % HOURS, current_hour)
 
 
-class _Decimal(Adapter):
-    """``std::to_string`` of an integer: ASCII digits with an optional ``-``; building writes the shortest form."""
+# ---------------------------------------------------------------- construct declarations (built on first use)
+def _declare() -> dict:
+    """This module's construct declarations (``DECLARED``): one journal line."""
+    from construct import Adapter, Const, GreedyBytes, NullTerminated, Struct, Terminated, ValidationError
 
-    def _decode(self, obj, context, path):
-        if not re.fullmatch(rb"-?[0-9]+", obj):
-            raise ValidationError(f"not a decimal integer: {obj!r}", path=path)
-        return int(obj)
+    class _Decimal(Adapter):
+        """``std::to_string`` of an integer: ASCII digits with an optional ``-``; building writes the shortest form."""
 
-    def _encode(self, obj, context, path):
-        return str(int(obj)).encode("ascii")
+        def _decode(self, obj, context, path):
+            if not re.fullmatch(rb"-?[0-9]+", obj):
+                raise ValidationError(f"not a decimal integer: {obj!r}", path=path)
+            return int(obj)
+
+        def _encode(self, obj, context, path):
+            return str(int(obj)).encode("ascii")
+
+    class _Uri(Adapter):
+        """The URI as the writer leaves it: non-empty, no ``;`` (replaced by ``%3A``), no newline."""
+
+        def _decode(self, obj, context, path):
+            if not obj or b";" in obj or b"\n" in obj:
+                raise ValidationError(f"not a journal uri: {obj!r}", path=path)
+            return obj
+
+        def _encode(self, obj, context, path):
+            return self._decode(obj, context, path)
+
+    #: One journal line exactly as ``list::on_modified_content`` writes it (the canonical form). The reader is more
+    #: lenient (any order, spaces, unknown names: ``wqtool.engine.snaplist.fastpath.tokenize``).
+    list_line = Struct(
+        Const(b"priority="),
+        "priority" / _Decimal(NullTerminated(GreedyBytes, term=b";")),     # std::to_string(int(priority))
+        Const(b"key_start_date="),
+        "key_start_date" / _Decimal(NullTerminated(GreedyBytes, term=b";")),  # int64 µs since the epoch
+        Const(b"uri="),
+        "uri" / _Uri(NullTerminated(GreedyBytes, term=b"\n")),
+        Terminated,
+    )
+
+    return locals()
 
 
-class _Uri(Adapter):
-    """The URI as the writer leaves it: non-empty, no ``;`` (replaced by ``%3A``), no newline."""
-
-    def _decode(self, obj, context, path):
-        if not obj or b";" in obj or b"\n" in obj:
-            raise ValidationError(f"not a journal uri: {obj!r}", path=path)
-        return obj
-
-    def _encode(self, obj, context, path):
-        return self._decode(obj, context, path)
-
-
-#: One journal line exactly as ``list::on_modified_content`` writes it (the canonical form). The reader is more
-#: lenient (any order, spaces, unknown names: ``wqtool.engine.snaplist.fastpath.tokenize``).
-list_line = Struct(
-    Const(b"priority="),
-    "priority" / _Decimal(NullTerminated(GreedyBytes, term=b";")),     # std::to_string(int(priority))
-    Const(b"key_start_date="),
-    "key_start_date" / _Decimal(NullTerminated(GreedyBytes, term=b";")),  # int64 µs since the epoch
-    Const(b"uri="),
-    "uri" / _Uri(NullTerminated(GreedyBytes, term=b"\n")),
-    Terminated,
-)
+DECLARED = ("_Decimal", "_Uri", "list_line")
+__getattr__, __dir__ = declared_on_first_use(globals(), _declare, DECLARED)
