@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import abc
 import importlib
-import json
 import os
 import stat
 from dataclasses import dataclass, field, replace
@@ -39,6 +38,9 @@ from .fileio import input_error, kind_of, listing_once, read_head
 from .findings import Codes, Finding
 from .run import LogReport, ReplayPass, VerifyReport
 from .stats import RecordFacts, RecordStats
+from .lazy import lazy
+
+json = lazy("json")      # imported on first use (start-up)
 
 #: The packages of the formats that ship with wqtool, in detection order.
 BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth",

@@ -11,10 +11,9 @@ references) gets the real declarations.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import _thread
 import functools
 import struct
-import threading
 from enum import IntEnum
 from typing import Callable, NamedTuple
 
@@ -28,7 +27,7 @@ def declared_on_first_use(namespace: dict, declare: Callable[[], dict], names: t
     thread sees the same objects) and puts every one of ``names`` into the module; any other missing name is the
     usual AttributeError, without building anything."""
     wanted = frozenset(names)
-    lock = threading.Lock()
+    lock = _thread.allocate_lock()
 
     def __getattr__(name: str):
         if name not in wanted:
@@ -129,6 +128,7 @@ def format_unix_ns(ns: int) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _format_seconds(s: int) -> str | None:
+    import datetime as _dt     # on first use (start-up)
     try:
         d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=s)
     except OverflowError:
@@ -151,9 +151,9 @@ GO_TIME_STRUCT = struct.Struct(">BqiH")
 
 # ---------------------------------------------------------------- the domain of a URI (Snap! list, fastjournal)
 def domain_of(uri: bytes) -> bytes:
-    """[decided] The domain of a resource (the Snap! list journal's requests, the fastjournal FIFO's entries) (the first part of the general sort key ``<domain>:<priority>:<time>``):
-    the host of ``scheme://host[:port]/…`` (lower-cased, without user info and port), else everything before the
-    first ``/``."""
+    """[decided] The domain of a resource (the first part of the general sort key ``<domain>:<priority>:<time>``;
+    the Snap! list journal's requests and the fastjournal FIFO's entries): the host of ``scheme://host[:port]/…``
+    (lower-cased, without user info and port), else everything before the first ``/``."""
     rest = uri
     i = uri.find(b"://")
     if i >= 0:
