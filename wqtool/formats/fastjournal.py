@@ -12,7 +12,7 @@ import re
 from enum import IntEnum, unique
 
 
-from ._common import declared_on_first_use, domain_of  # noqa: F401 — domain_of: the FIFO's sort key, shared with snaplist
+from ._common import declared_on_first_use, domain_of  # noqa: F401 — domain_of: the FIFO's sort key
 
 # Everything below follows m2osw/fastjournal's README, a design never implemented upstream; "[decided]" marks
 # what the README leaves open and wqtool decided. No existing file or daemon speaks it.
@@ -171,7 +171,8 @@ def _declare() -> dict:
         "count" / If(this.flags.query == Query.RANGE, Int16ub),  # max keys returned (range queries), 0 = no limit
         "key" / IfThenElse(this.flags.key_size16, Prefixed(Int16ub, GreedyBytes), Prefixed(Int8ub, GreedyBytes)),
         "upper_key" / If(this.flags.query == Query.RANGE,
-                         IfThenElse(this.flags.key_size16, Prefixed(Int16ub, GreedyBytes), Prefixed(Int8ub, GreedyBytes))),
+                         IfThenElse(this.flags.key_size16, Prefixed(Int16ub, GreedyBytes),
+                                    Prefixed(Int8ub, GreedyBytes))),
         "value" / Switch(this.flags.value_size, _VALUE, default=Pass),
     )
 

@@ -506,7 +506,8 @@ def _declare() -> dict:
         "super_desc" / Const(TC_NULL, Int8ub),
     )
 
-    #: 2.2.0 element values after the descriptor: logDateTim, logId (then executeResult: null, a reference, or an object).
+    #: 2.2.0 element values after the descriptor: logDateTim, logId (then executeResult: null, a reference, or an
+    #: object).
     param220_values = Struct("logDateTim" / Int64sb, "logId" / Int64sb)
 
     #: ReturnT's values after its descriptor: code (then content and msg: null, a string, or a reference).

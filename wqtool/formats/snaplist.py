@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 
-from ._common import declared_on_first_use, domain_of  # noqa: F401 — domain_of: a request's domain, shared with fastjournal
+from ._common import declared_on_first_use, domain_of  # noqa: F401 — domain_of: a request's domain
 
 #: Default journal directory (``snapserver.conf`` list_data_path + ``journal``).
 LIST_JOURNAL_DIR = "/var/lib/snapwebsites/list/journal"
