@@ -148,7 +148,7 @@ def _values(spec: dict, given: dict) -> dict:
 
 
 def _data(v):
-    if isinstance(v, tuple) and v[:1] == ("enum",):
+    if isinstance(v, list) and v[:1] == ["enum"]:
         return _name(v[1], v[2])[v[3]]
     return list(v) if isinstance(v, list) else v
 
