@@ -70,7 +70,9 @@ def plain(argv: list[str], *, exiting: bool = False) -> int | None:
         given, order = _parse(spec, argv[1:])
         _defer_typer()
         values = _values(spec, given)
-    except Exception:      # noqa: BLE001 — not plain, or an option's parser refused its value: typer parses
+    except Exception as e:      # noqa: BLE001 — not plain, or an option's parser refused its value: typer parses
+        if interrupted(e):      # a Ctrl-C that Python wrapped while importing: main says "interrupted"
+            raise
         undefer_typer()
         return None
     try:
