@@ -17,8 +17,6 @@ import struct
 from enum import IntEnum
 from typing import Callable, NamedTuple
 
-import google_crc32c
-
 
 # ---------------------------------------------------------------- declarations on first use
 def declared_on_first_use(namespace: dict, declare: Callable[[], dict], names: tuple[str, ...]):
@@ -58,7 +56,18 @@ CRC32C_CHECK = 0xE3069283  # crc32c(b"123456789")
 
 def crc32c(data: bytes) -> int:
     """Hardware CRC-32C (google-crc32c). Takes bytes (memoryviews are rejected by google_crc32c.value)."""
-    return google_crc32c.value(data)
+    return _crc32c_value(data)
+
+
+def _first_crc32c(data: bytes) -> int:
+    """google-crc32c imported on the first checksum (start-up: the C kernels check their own CRCs)."""
+    global _crc32c_value
+    import google_crc32c
+    _crc32c_value = google_crc32c.value
+    return _crc32c_value(data)
+
+
+_crc32c_value = _first_crc32c
 
 
 # ---------------------------------------------------------------- varints (Go encoding/binary)
