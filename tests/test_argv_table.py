@@ -1,4 +1,4 @@
-"""The hot commands' command lines parsed without typer (``wqtool._entry.plain``, start-up: issue 20 item 9) behave
+"""The hot commands' command lines parsed without typer (``wqtool._run.plain``, start-up: issue 20 item 9) behave
 exactly as typer's: the table is the typer app's own (regenerated and compared), every golden command line gives
 the golden output through it, and everything it does not cover goes to typer untouched (so every message and
 exit code is typer's)."""
@@ -17,19 +17,19 @@ import pytest
 from tests import golden_outputs
 from tests.conftest import QUICK, ROOT, cli
 
-from wqtool import _entry
+from wqtool import _run
 from wqtool._argv_table import COMMANDS
 
 LOG = "fixtures/workq/sample-clean/log"
 
 
 def plain(*argv: str):
-    """(exit code or None, stdout, stderr) of ``_entry.plain(argv)`` in-process."""
+    """(exit code or None, stdout, stderr) of ``_run.plain(argv)`` in-process."""
     from wqtool.render.console import reset
     out, err = io.StringIO(), io.StringIO()
     reset()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = _entry.plain([str(a) for a in argv])
+        code = _run.plain([str(a) for a in argv])
     reset()
     return code, out.getvalue(), err.getvalue()
 
@@ -38,7 +38,7 @@ def test_the_table_is_the_typer_apps_own():
     r = subprocess.run([sys.executable, "scripts/gen_argv_table.py", "--check"], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert set(COMMANDS) == set(_entry._HOT)
+    assert set(COMMANDS) == set(_run._HOT)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import ROOT
 
 HEAVY = ("typer", "rich", "construct", "pydantic", "email", "importlib.metadata", "wqtool.cli", "wqtool.formats",
-         "wqtool.commands")
+         "wqtool.commands", "wqtool._run")
 
 
 def _imported(argv: list[str]) -> tuple[set[str], int, str]:
@@ -25,7 +25,7 @@ def _imported(argv: list[str]) -> tuple[set[str], int, str]:
             "        main()\n"
             "except SystemExit as e:\n"
             "    rc = e.code\n"
-            "def ran(m):   # typer deferred by wqtool._entry (never run) is not imported\n"
+            "def ran(m):   # typer deferred by wqtool._run (never run) is not imported\n"
             "    return not (m == 'typer' and type(sys.modules[m]).__name__ == '_Deferred')\n"
             f"heavy = sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in {HEAVY!r}) "
             "and ran(m))\n"
@@ -39,7 +39,8 @@ def _imported(argv: list[str]) -> tuple[set[str], int, str]:
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version_imports_nothing_heavy(flag):
-    """``wqtool --version`` answers before the CLI is imported: no typer, rich, construct, pydantic."""
+    """``wqtool --version`` answers before the CLI is imported: no typer, rich, construct, pydantic, not even the
+    table-parsed path (``wqtool._run``)."""
     mods, rc, out = _imported([flag])
     assert (rc, out) == (0, "wqtool 0.1.0\n")
     assert mods == set(), mods
@@ -75,7 +76,7 @@ def test_verify_of_a_small_log_imports_neither_pydantic_nor_rich():
 ])
 def test_a_plain_hot_command_imports_neither_typer_nor_construct(argv):
     """A plain command line of verify, dump, replay or stats is parsed with the table generated from the typer app
-    (``wqtool._entry.plain``): typer stays deferred, never run; no schema declaration is built (construct)."""
+    (``wqtool._run.plain``): typer stays deferred, never run; no schema declaration is built (construct)."""
     mods, rc, out = _imported(argv)
     assert rc == 0 and (bool(out) != ("-q" in argv)), argv
     assert not mods & {"typer", "construct", "pydantic", "wqtool.cli"}, (argv, mods)

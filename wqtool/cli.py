@@ -1,5 +1,5 @@
 """The typer app: root callback, command table, and typer's side of the one exception → exit-code funnel
-(``typer_outcome``; the rest is ``wqtool._entry.settle``, which the table-parsed commands use too)."""
+(``typer_outcome``; the rest is ``wqtool._run.settle``, which the table-parsed commands use too)."""
 from __future__ import annotations
 
 import sys
@@ -12,7 +12,8 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
 from . import __version__
-from ._entry import Interrupted as _Interrupted, finish, settle
+from ._entry import finish
+from ._run import Interrupted as _Interrupted, settle
 from .commands import _coerce
 from .exitcodes import ExitCode
 from .render.outcome import exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
@@ -133,7 +134,7 @@ def _build_command(name: str):
     from typer.models import CommandInfo
     from .commands import _options
     module = importlib.import_module(f"wqtool.commands.{name}")
-    _options.settle_declarations(module)      # imported by wqtool._entry.plain before typer ran: the real ones now
+    _options.settle_declarations(module)      # imported by wqtool._run.plain before typer ran: the real ones now
     fn = getattr(module, name)
     cls = type(f"{name.title()}Command", (*getattr(fn, "command_mixins", ()), Command), {})
     return get_command_from_info(CommandInfo(name=name, cls=cls, callback=fn), pretty_exceptions_short=True,
@@ -158,7 +159,7 @@ def _clean(message: str) -> str:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and map every outcome to an exit code once (commands never call sys.exit): typer's own
-    outcomes here (``typer_outcome``), every other in ``wqtool._entry.settle``."""
+    outcomes here (``typer_outcome``), every other in ``wqtool._run.settle``."""
     args, show_tb = _take_traceback(sys.argv[1:] if argv is None else list(argv))
     if show_tb:
         args = ["--traceback", *args]

@@ -354,7 +354,7 @@ DECLARED = ("Paths", "ReadPaths", "JdbcOpt", "FormatOpt", "KestrelVersionOpt", "
 
 class _Deferred:
     """Stands for a declaration of ``DECLARED`` imported before typer ran (a command module imported by
-    ``wqtool._entry.plain``, which parses without typer); ``settle_declarations`` puts the real one in its place
+    ``wqtool._run.plain``, which parses without typer); ``settle_declarations`` puts the real one in its place
     before typer reads the command's signature."""
 
     __slots__ = ("name",)
@@ -368,10 +368,10 @@ class _Deferred:
 
 def __getattr__(name: str):
     """The typer declarations on first use (start-up, issue 20 item 9): built once typer has run, a ``_Deferred``
-    stand-in before (``import typer`` is then wqtool._entry's lazily executed module)."""
+    stand-in before (``import typer`` is then wqtool._run's deferred module)."""
     if name not in DECLARED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if type(sys.modules.get("typer")) is not types.ModuleType:     # deferred by wqtool._entry, not run yet
+    if type(sys.modules.get("typer")) is not types.ModuleType:     # deferred by wqtool._run, not run yet
         return _Deferred(name)
     made = _declare()
     for n in DECLARED:
