@@ -42,7 +42,7 @@ SERVER = ("import sys\nsys.path.insert(0, sys.argv[2])\nfrom wqtool.server.fastj
 async def _conn(port: int, phase: str, n: int, distinct: int, deadline: float, lat: list, start_at: int) -> int:
     from wqtool.engine.fastjournal.client import entry_value
     from wqtool.engine.fastjournal.wire import Request, decode_reply, encode_request, frame_reply
-    from wqtool.formats.snap import FLAG_DATA, FLAG_OVERWRITE, FLAG_PERSIST, FLAG_WORKED_ON, Function, ValueType
+    from wqtool.formats.fastjournal import FLAG_DATA, FLAG_OVERWRITE, FLAG_PERSIST, FLAG_WORKED_ON, Function, ValueType
     reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
     buf = bytearray()
     done = 0
@@ -117,7 +117,7 @@ def run_load(port: int, phase: str, conns: int, seconds: float, distinct: int) -
 def generate(path: str, records: int, distinct: int) -> int:
     from wqtool.engine.fastjournal.writer import SegmentWriter, encode_record
     from wqtool.engine.fastjournal.wire import Request, encode_request
-    from wqtool.formats.snap import FLAG_OVERWRITE, Function, ValueType
+    from wqtool.formats.fastjournal import FLAG_OVERWRITE, Function, ValueType
     import struct
     if os.path.exists(path):
         return os.path.getsize(path)

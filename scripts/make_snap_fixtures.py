@@ -31,8 +31,8 @@ from wqtool.engine.fastjournal.wire import Request, encode_request  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
 from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
 from wqtool.engine.snaplist.writer import acknowledge, append_raw, append_request, request_line  # noqa: E402
-from wqtool.formats.snap import (EXTERNAL_ATTACHMENT, SEGMENT_SNAPSHOT, Function, Status,  # noqa: E402
-                                 fjj_segment_name)
+from wqtool.formats.evtj import EXTERNAL_ATTACHMENT, Status  # noqa: E402
+from wqtool.formats.fastjournal import SEGMENT_SNAPSHOT, Function, fjj_segment_name  # noqa: E402
 
 #: 2026-01-30T03:30:00Z: the current hour is 3, the previous 2.
 AS_OF_S = 1_769_743_800

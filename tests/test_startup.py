@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import ROOT
 
 HEAVY = ("typer", "rich", "construct", "pydantic", "email", "importlib.metadata", "wqtool.cli", "wqtool.formats",
-         "wqtool.commands")
+         "wqtool.commands", "wqtool._run")
 
 
 def _imported(argv: list[str]) -> tuple[set[str], int, str]:
@@ -25,7 +25,10 @@ def _imported(argv: list[str]) -> tuple[set[str], int, str]:
             "        main()\n"
             "except SystemExit as e:\n"
             "    rc = e.code\n"
-            f"heavy = sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in {HEAVY!r}))\n"
+            "def ran(m):   # typer deferred by wqtool._run (never run) is not imported\n"
+            "    return not (m == 'typer' and type(sys.modules[m]).__name__ == '_Deferred')\n"
+            f"heavy = sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in {HEAVY!r}) "
+            "and ran(m))\n"
             "print(repr((heavy, rc, out.getvalue())))\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -36,7 +39,8 @@ def _imported(argv: list[str]) -> tuple[set[str], int, str]:
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version_imports_nothing_heavy(flag):
-    """``wqtool --version`` answers before the CLI is imported: no typer, rich, construct, pydantic."""
+    """``wqtool --version`` answers before the CLI is imported: no typer, rich, construct, pydantic, not even the
+    table-parsed path (``wqtool._run``)."""
     mods, rc, out = _imported([flag])
     assert (rc, out) == (0, "wqtool 0.1.0\n")
     assert mods == set(), mods
@@ -60,6 +64,30 @@ def test_verify_of_a_small_log_imports_neither_pydantic_nor_rich():
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert eval(loaded.stdout) == ["wqtool.commands._coerce", "wqtool.commands._help", "wqtool.commands._options",
                                    "wqtool.commands._spark", "wqtool.commands.verify"], loaded.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    ["verify", "-q", "--as-of", "last", "fixtures/workq/sample-clean/log"],
+    ["verify", "--as-of", "last", "--max-findings", "3", "-f", "workq", "fixtures/workq/sample-clean/log"],
+    ["dump", "-n", "1", "fixtures/workq/sample-clean/log"],
+    ["replay", "--summary", "--as-of", "last", "fixtures/workq/sample-clean/log"],
+    ["stats", "-o", "json", "--as-of", "last", "fixtures/workq/sample-clean/log"],
+    ["verify", "--as-of", "last", "fixtures/kestrel/clean-journal/queue"],
+])
+def test_a_plain_hot_command_imports_neither_typer_nor_construct(argv):
+    """A plain command line of verify, dump, replay or stats is parsed with the table generated from the typer app
+    (``wqtool._run.plain``): typer stays deferred, never run; no schema declaration is built (construct)."""
+    mods, rc, out = _imported(argv)
+    assert rc == 0 and (bool(out) != ("-q" in argv)), argv
+    assert not mods & {"typer", "construct", "pydantic", "wqtool.cli"}, (argv, mods)
+
+
+def test_a_command_line_the_table_does_not_cover_is_typers():
+    """Help, errors and what the table does not cover run typer as before."""
+    mods, rc, out = _imported(["verify", "--help"])
+    assert rc == 0 and "Usage: wqtool verify" in out and {"typer", "wqtool.cli"} <= mods
+    mods, rc, out = _imported(["verify", "-o", "foo", "fixtures/workq/sample-clean/log"])
+    assert rc == 2 and {"typer", "wqtool.cli"} <= mods
 
 
 def test_option_errors_keep_their_words_without_pydantic(in_root):

@@ -21,7 +21,7 @@ _.log_message
 _.do_GET
 _.do_POST
 
-# construct Adapter / Construct hooks (formats/_common.py, formats/orth.py, formats/snap.py)
+# construct Adapter / Construct hooks (formats/_common.py, formats/orth.py, formats/snaplist.py)
 _._parse
 _._build
 _._sizeof

@@ -1,5 +1,7 @@
 """The console script: Ctrl-C while Python is still importing wqtool says "interrupted" and exits 130, like
-Ctrl-C later; ``--version`` alone is answered before the CLI (typer, the formats) is imported."""
+Ctrl-C later; ``--version`` alone is answered before the CLI (typer, the formats) is imported; a plain command line
+of a hot command is run without typer (``wqtool._run.plain``), anything else by the typer app (``wqtool.cli``).
+Small on purpose: ``--version`` compiles only this module where no bytecode cache is kept."""
 from __future__ import annotations
 
 import os
@@ -18,13 +20,17 @@ def main() -> None:
             code = lean(sys.argv[2:])
             if code is not None:
                 sys.exit(code)
+        from ._run import plain
+        code = plain(sys.argv[1:], exiting=True)
+        if code is not None:
+            finish(code)
         from .cli import main as cli_main
     except (KeyboardInterrupt, RuntimeError) as e:
         if not interrupted(e):
             raise
         sys.stderr.write("wqtool: interrupted\n")
         sys.stderr.flush()
-        os._exit(130)      # not sys.exit: see cli.main (CPython would end the process with SIGINT instead)
+        os._exit(130)      # not sys.exit: see finish (CPython would end the process with SIGINT instead)
     cli_main()
 
 
@@ -37,3 +43,18 @@ def interrupted(exc: BaseException) -> bool:
             return True
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return False
+
+
+def finish(code: int) -> None:
+    """Exit with ``code``."""
+    if code == 130:
+        # Exit 130 for certain: CPython 3.11 ends a process with SIGINT (status -2) after a Ctrl-C that landed in
+        # code run by exec() of a string (a dataclass being made at import: pythonrun.c run_eval_code_obj sets
+        # _Py_UnhandledKeyboardInterrupt), although the funnel handled it. Nothing of wqtool runs at exit.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(int(code))
+    sys.exit(code)

@@ -1,7 +1,7 @@
-"""The typer app: root callback, command table, and the one exception → exit-code funnel."""
+"""The typer app: root callback, command table, and typer's side of the one exception → exit-code funnel
+(``typer_outcome``; the rest is ``wqtool._run.settle``, which the table-parsed commands use too)."""
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated, Optional
 
@@ -12,12 +12,11 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
 from . import __version__
-from ._entry import interrupted
+from ._entry import finish
+from ._run import Interrupted as _Interrupted, settle
 from .commands import _coerce
-from .engine.findings import Verdict
-from .errors import WqError
-from .exitcodes import ExitCode, for_verdict
-from .render.outcome import error_text, exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
+from .exitcodes import ExitCode
+from .render.outcome import exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
 
 #: The commands, in the order help lists them; each one's module (wqtool.commands.<name>) is imported only when
 #: that command runs or help lists them (start-up: issue 20 item 9).
@@ -51,11 +50,6 @@ class _LazyCommands(MutableMapping):
 
     def __contains__(self, name):
         return name in COMMANDS or name in self._done
-
-
-class _Interrupted(BaseException):
-    """Ctrl-C inside the parser or a command, carried past typer (which turns a KeyboardInterrupt there into a
-    silent exit code 130) to ``run``, which says "interrupted" for every Ctrl-C."""
 
 
 class Group(TyperGroup):
@@ -138,25 +132,17 @@ def _build_command(name: str):
     import importlib
     from typer.main import get_command_from_info
     from typer.models import CommandInfo
-    fn = getattr(importlib.import_module(f"wqtool.commands.{name}"), name)
+    from .commands import _options
+    module = importlib.import_module(f"wqtool.commands.{name}")
+    _options.settle_declarations(module)      # imported by wqtool._run.plain before typer ran: the real ones now
+    fn = getattr(module, name)
     cls = type(f"{name.title()}Command", (*getattr(fn, "command_mixins", ()), Command), {})
     return get_command_from_info(CommandInfo(name=name, cls=cls, callback=fn), pretty_exceptions_short=True,
                                  rich_markup_mode=None)
 
 
 def main(argv: list[str] | None = None) -> None:
-    code = run(argv)
-    if code == ExitCode.INTERRUPTED:
-        # Exit 130 for certain: CPython 3.11 ends a process with SIGINT (status -2) after a Ctrl-C that landed in
-        # code run by exec() of a string (a dataclass being made at import: pythonrun.c run_eval_code_obj sets
-        # _Py_UnhandledKeyboardInterrupt), although the funnel handled it. Nothing of wqtool runs at exit.
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(int(code))
-    sys.exit(code)
+    finish(run(argv))
 
 
 def _take_traceback(args: list[str]) -> tuple[list[str], bool]:
@@ -166,86 +152,34 @@ def _take_traceback(args: list[str]) -> tuple[list[str], bool]:
     return head + args[end:], len(head) != end
 
 
-def _quiet_stdout() -> None:
-    """The reader of stdout went away: point stdout at /dev/null so nothing (not even the interpreter's final
-    flush) writes to the dead pipe again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-
-
 def _clean(message: str) -> str:
     """A parser message in plain words (no validation library's "Value error, " prefix)."""
     return message.replace("Value error, ", "")
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and map every outcome to an exit code once (commands never call sys.exit)."""
-    try:
-        return _run(argv)
-    finally:
-        if "wqtool.render.quiet" in sys.modules:    # -q/--quiet: the real stdout back once the command is done
-            sys.modules["wqtool.render.quiet"].restore()
-
-
-def _run(argv: list[str] | None) -> int:
+    """Run the CLI and map every outcome to an exit code once (commands never call sys.exit): typer's own
+    outcomes here (``typer_outcome``), every other in ``wqtool._run.settle``."""
     args, show_tb = _take_traceback(sys.argv[1:] if argv is None else list(argv))
     if show_tb:
         args = ["--traceback", *args]
-    try:
-        rv = app(args=args, prog_name="wqtool", standalone_mode=False)
-        code = for_verdict(rv) if isinstance(rv, Verdict) else int(rv) if isinstance(rv, int) else 0
-    except typer.Exit as e:
-        code = e.exit_code
-    except SystemExit as e:   # the option parser's own exit: on a closed pipe it exits 1 (click), we say 141
-        if isinstance(e.__context__, BrokenPipeError):
-            _quiet_stdout()
-            code = ExitCode.CLOSED_PIPE
-        else:
-            code = e.code if isinstance(e.code, int) else ExitCode.INTERNAL
-    except typer.Abort:
+    return settle(lambda: app(args=args, prog_name="wqtool", standalone_mode=False), show_tb)
+
+
+def typer_outcome(e: BaseException) -> int | None:
+    """The exit code of typer's own exceptions (an explicit exit, an abort, a usage error, after printing it), or
+    None for any other."""
+    if isinstance(e, typer.Exit):
+        return e.exit_code
+    if isinstance(e, typer.Abort):
         print("wqtool: interrupted", file=sys.stderr)
-        code = ExitCode.INTERRUPTED
-    except TyperException as e:  # usage errors from the option parser
+        return ExitCode.INTERRUPTED
+    if isinstance(e, TyperException):  # usage errors from the option parser
         if hasattr(e, "message") and isinstance(e.message, str):
             e.message = _clean(e.message)
         if hasattr(e, "show"):
             e.show()
         else:
             print(f"wqtool: {_clean(e.format_message())}", file=sys.stderr)
-        code = ExitCode.USAGE if getattr(e, "exit_code", 2) in (1, 2) else e.exit_code
-    except WqError as e:
-        if show_tb:
-            import traceback
-            traceback.print_exc()
-        print(f"wqtool: {e}", file=sys.stderr)
-        code = exit_code_for(e)
-    except BrokenPipeError:
-        # the reader of our stdout went away (| head): stop at once, silently, as a tool killed by SIGPIPE
-        _quiet_stdout()
-        code = ExitCode.CLOSED_PIPE
-    except (KeyboardInterrupt, _Interrupted):
-        print("wqtool: interrupted", file=sys.stderr)
-        code = ExitCode.INTERRUPTED
-    except OSError as e:
-        if show_tb:
-            import traceback
-            traceback.print_exc()
-        print(f"wqtool: {error_text(e)}", file=sys.stderr)
-        code = ExitCode.IO
-    except Exception as e:  # noqa: BLE001 — the funnel: anything else is a bug
-        if interrupted(e):    # Ctrl-C wrapped by Python (3.11: __set_name__ of a class being made at import)
-            print("wqtool: interrupted", file=sys.stderr)
-            return int(ExitCode.INTERRUPTED)
-        if show_tb:
-            import traceback
-            traceback.print_exc()
-        print(f"wqtool: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)",
-              file=sys.stderr)
-        code = ExitCode.INTERNAL
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _quiet_stdout()
-        code = ExitCode.CLOSED_PIPE
-    return int(code)
+        return ExitCode.USAGE if getattr(e, "exit_code", 2) in (1, 2) else e.exit_code
+    return None

@@ -16,7 +16,7 @@ from wqtool.engine.fastjournal.writer import encode_record, set_request
 from wqtool.engine.format import Options, get
 from wqtool.engine.fsops import LogBusy
 from wqtool.errors import InputError
-from wqtool.formats.snap import (FLAG_DATA, FLAG_LISTEN, FLAG_OVERWRITE, FLAG_TIMEOUT, FLAG_UPDATE_TIMEOUT,
+from wqtool.formats.fastjournal import (FLAG_DATA, FLAG_LISTEN, FLAG_OVERWRITE, FLAG_TIMEOUT, FLAG_UPDATE_TIMEOUT,
                                  FjError, Function, ValueType)
 from wqtool.server.fastjournal import Running
 

@@ -6,6 +6,7 @@ import enum
 import re
 import sys
 import time
+import types
 from typing import Annotated, Callable, Iterator, Optional
 
 import typer
@@ -13,12 +14,10 @@ import typer
 from ..engine import format as registry
 from ..engine.findings import Verdict
 from ..engine.format import AS_OF_WORDS, Log, Options, Unresolved, settle_as_of
-from ..engine.instant import EXPECTED, parse_instant
 from ..errors import UsageError, WqError
 from ..exitcodes import for_verdict
 from ..offsets import At, hex_offset, parse_at
 from ..render.outcome import Failed, error_text, run_exit_code
-from ..render.plan import write_plan_reports
 
 
 #: Every number an option takes is bounded: nothing a user types can make wqtool hang or overflow.
@@ -121,47 +120,12 @@ class PayloadMode(str, enum.Enum):
     binary = "binary"    # --engine spark -o parquet: the bytes as a binary column
 
 
-Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH",
-                                            show_default=False)]
-#: The reading commands' PATHs: optional, as ``--jdbc URL`` may name the input instead (``read_paths``).
-ReadPaths = Annotated[Optional[list[str]], typer.Argument(help="Log directories, segment files, or several.",
-                                                          metavar="PATH", show_default=False)]
-JdbcOpt = Annotated[Optional[list[str]], typer.Option(
-    "--jdbc", metavar="URL", show_default=False,
-    help="A database table to read, as a PATH would be (jdbc:mariadb://, jdbc:mysql://, mysql://, sqlite:///FILE; "
-         "?table= another table): the orth-joblog table. Repeatable.")]
-
-
 def read_paths(ctx: typer.Context, paths: list[str] | None, jdbc: list[str] | None) -> list[str]:
     """The inputs of a reading command: its PATHs, then its --jdbc URLs; at least one."""
     out = [*(paths or ()), *(jdbc or ())]
     if not out:      # the parser's own error (the usage line first), as for any missing argument
         ctx.fail("Missing argument 'PATH' (or --jdbc URL).")
     return out
-FormatOpt = Annotated[str, typer.Option("--format", "-f", parser=_format_name, metavar="<auto|"
-                                        + "|".join(registry.names()) + ">",
-                                        help="Log format (auto: detected from each PATH by the formats' own "
-                                             "declarations: magic, file names, first record).")]
-KestrelVersionOpt = Annotated[KestrelVersion, typer.Option(
-    "--kestrel-version", help="Kestrel: the meaning of op 3 and of legacy ADD expiry (1.x or 2.x); auto guesses "
-    "and says so.")]
-KeepOpen = Annotated[bool, typer.Option("--keep-open", help="Kestrel: show open transactions as open instead of "
-                                        "returning them to the queue head as Kestrel does at startup.")]
-AsOf = Annotated[Optional[str], typer.Option(
-    "--as-of", metavar="TIME",
-    help="The clock replay uses: RFC 3339 (2026-11-21T23:30:00Z), '2026-11-21 23:30:00' (UTC), epoch seconds, "
-         "relative (-2h, -30m, -1d), 'now' (default), or 'last' / 'first': the log's newest / first record's "
-         "time (reproducible).")]
-MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", parser=whole_number(0, MAX_FINDINGS),
-                                                   metavar="N",
-                                                   help="Show at most N findings per log (all are counted).")]
-AllFindings = Annotated[bool, typer.Option("--all-findings", help="List every finding one by one, also those that "
-                                          "follow only from --as-of (jobs expired at --as-of, records of jobs not "
-                                          "live then): at the default --as-of now (or a time relative to now) each such "
-                                          "code is one summary note per log; an explicit --as-of TIME, last or first "
-                                          "lists them all.")]
-Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each file's size at start: a live, growing log "
-                                       "is read as it was when the command began.")]
 class ReportOutput(str, enum.Enum):
     table = "table"
     json = "json"
@@ -176,14 +140,6 @@ def _report_format(value) -> ReportOutput:
         raise typer.BadParameter(f"{v!r} is not one of 'table', 'json' (-o is the report's rendering in every "
                                  f"command; to write the packed log to a new file or directory: --out {v})") \
             from None
-
-
-ReportOutputOpt = Annotated[ReportOutput, typer.Option("--output", "-o", parser=_report_format,
-                                                       metavar="<table|json>", help="Rendering of the report.")]
-LiveOpt = Annotated[bool, typer.Option("--live", help="The log is being written (by a writer this host cannot "
-                                       "see): a partial last record is in flight, not a torn tail. Without it, "
-                                       "wqtool looks for one (a held lock, a process holding the file open, the "
-                                       "file changing during the read).")]
 
 
 def options(as_of: str | None, *, horizon: bool = False, settings: list[str] | None = None,
@@ -222,6 +178,7 @@ def parse_time(value: str | None, option: str, *, default_now: bool = True) -> i
     """Any time ``engine.instant`` reads → Unix nanoseconds; None → now (``default_now``) or None."""
     if value is None:
         return time.time_ns() if default_now else None
+    from ..engine.instant import EXPECTED, parse_instant     # on first use (start-up)
     try:
         return parse_instant(value)
     except ValueError:
@@ -286,6 +243,7 @@ def report_each(kind: str, entries: list[Log | Unresolved], work: Callable[[Log]
             r[1].update(verdict=Verdict(r[0]).label, exit_code=int(for_verdict(r[0])))
     failed = [r for r in results if isinstance(r, Failed)]
     code = run_exit_code([r[0] for r in results if not isinstance(r, Failed)], failed)
+    from ..render.plan import write_plan_reports     # on first use (start-up)
     write_plan_reports(sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], int(code),
                        as_json=as_json, applied=applied)
     return code
@@ -302,16 +260,6 @@ class Engine(str, enum.Enum):
     spark = "spark"
 
 
-EngineOpt = Annotated[Engine, typer.Option("--engine", case_sensitive=False, help="local: this process. spark: a "
-                                           "Spark session (needs wqtool[spark] and Java 17; workq logs and Kestrel "
-                                           "queues), see --master, --spark-conf, --remote.")]
-MasterOpt = Annotated[Optional[str], typer.Option("--master", metavar="URL", help="--engine spark: the Spark master "
-                                                  "(local[2], spark://host:7077, yarn, ...) [default: local[*]].")]
-SparkConfOpt = Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="--engine spark: "
-                                                           "a Spark setting; repeatable.")]
-RemoteOpt = Annotated[Optional[str], typer.Option("--remote", metavar="sc://HOST:PORT", help="--engine spark: use "
-                                                  "this Spark Connect server instead of starting Spark here.")]
-
 def _quiet(value: bool) -> bool:
     if value:
         from ..render import quiet
@@ -319,10 +267,120 @@ def _quiet(value: bool) -> bool:
     return value
 
 
-#: -q/--quiet, the same in every command: stdout gets nothing (reports, tables, plans), stderr still names every
-#: error, the exit code is the same as without it (cron: ``wqtool repair --apply -q DIR || alert``).
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", callback=_quiet, help="Print nothing on stdout; errors "
-                                        "still go to stderr and the exit code is unchanged (for cron).")]
+# ---------------------------------------------------------------- the typer declarations (built when typer runs)
+def _declare() -> dict:
+    """The options and arguments the commands share, as typer declarations (``DECLARED``)."""
+    Paths = Annotated[list[str], typer.Argument(help="Log directories, segment files, or several.", metavar="PATH",
+                                                show_default=False)]
 
-SettingOpt = Annotated[Optional[list[str]], typer.Option("--option", "-O", metavar="KEY=VALUE", help="A format-specific "
-                                                        "setting (see wqtool-formats(5)); repeatable.")]
+    #: The reading commands' PATHs: optional, as ``--jdbc URL`` may name the input instead (``read_paths``).
+    ReadPaths = Annotated[Optional[list[str]], typer.Argument(help="Log directories, segment files, or several.",
+                                                              metavar="PATH", show_default=False)]
+
+    JdbcOpt = Annotated[Optional[list[str]], typer.Option(
+        "--jdbc", metavar="URL", show_default=False,
+        help="A database table to read, as a PATH would be (jdbc:mariadb://, jdbc:mysql://, mysql://, sqlite:///FILE; "
+             "?table= another table): the orth-joblog table. Repeatable.")]
+
+    FormatOpt = Annotated[str, typer.Option("--format", "-f", parser=_format_name, metavar="<auto|"
+                                            + "|".join(registry.names()) + ">",
+                                            help="Log format (auto: detected from each PATH by the formats' own "
+                                                 "declarations: magic, file names, first record).")]
+
+    KestrelVersionOpt = Annotated[KestrelVersion, typer.Option(
+        "--kestrel-version", help="Kestrel: the meaning of op 3 and of legacy ADD expiry (1.x or 2.x); auto guesses "
+        "and says so.")]
+
+    KeepOpen = Annotated[bool, typer.Option("--keep-open", help="Kestrel: show open transactions as open instead of "
+                                            "returning them to the queue head as Kestrel does at startup.")]
+
+    AsOf = Annotated[Optional[str], typer.Option(
+        "--as-of", metavar="TIME",
+        help="The clock replay uses: RFC 3339 (2026-11-21T23:30:00Z), '2026-11-21 23:30:00' (UTC), epoch seconds, "
+             "relative (-2h, -30m, -1d), 'now' (default), or 'last' / 'first': the log's newest / first record's "
+             "time (reproducible).")]
+
+    MaxFindings = Annotated[Optional[int], typer.Option("--max-findings", parser=whole_number(0, MAX_FINDINGS),
+                                                       metavar="N",
+                                                       help="Show at most N findings per log (all are counted).")]
+
+    AllFindings = Annotated[bool, typer.Option("--all-findings", help="List every finding one by one, also those "
+                                              "that follow only from --as-of (jobs expired at --as-of, records of "
+                                              "jobs not live then): at the default --as-of now (or a time relative "
+                                              "to now) each such code is one summary note per log; an explicit "
+                                              "--as-of TIME, last or first lists them all.")]
+
+    Horizon = Annotated[bool, typer.Option("--horizon", help="Pin each file's size at start: a live, growing log "
+                                           "is read as it was when the command began.")]
+
+    ReportOutputOpt = Annotated[ReportOutput, typer.Option("--output", "-o", parser=_report_format,
+                                                           metavar="<table|json>", help="Rendering of the report.")]
+
+    LiveOpt = Annotated[bool, typer.Option("--live", help="The log is being written (by a writer this host cannot "
+                                           "see): a partial last record is in flight, not a torn tail. Without it, "
+                                           "wqtool looks for one (a held lock, a process holding the file open, the "
+                                           "file changing during the read).")]
+
+    EngineOpt = Annotated[Engine, typer.Option("--engine", case_sensitive=False, help="local: this process. "
+                                               "spark: a Spark session (needs wqtool[spark] and Java 17; workq logs "
+                                               "and Kestrel queues), see --master, --spark-conf, --remote.")]
+
+    MasterOpt = Annotated[Optional[str], typer.Option("--master", metavar="URL", help="--engine spark: the Spark "
+                                                      "master (local[2], spark://host:7077, yarn, ...) [default: "
+                                                      "local[*]].")]
+
+    SparkConfOpt = Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE",
+                                                               help="--engine spark: a Spark setting; repeatable.")]
+
+    RemoteOpt = Annotated[Optional[str], typer.Option("--remote", metavar="sc://HOST:PORT", help="--engine spark: use "
+                                                      "this Spark Connect server instead of starting Spark here.")]
+
+    #: -q/--quiet, the same in every command: stdout gets nothing (reports, tables, plans), stderr still names every
+    #: error, the exit code is the same as without it (cron: ``wqtool repair --apply -q DIR || alert``).
+    QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", callback=_quiet, help="Print nothing on stdout; errors "
+                                            "still go to stderr and the exit code is unchanged (for cron).")]
+
+    SettingOpt = Annotated[Optional[list[str]], typer.Option("--option", "-O", metavar="KEY=VALUE",
+                                                            help="A format-specific setting (see wqtool-formats(5)); "
+                                                                 "repeatable.")]
+
+    return locals()
+
+
+DECLARED = ("Paths", "ReadPaths", "JdbcOpt", "FormatOpt", "KestrelVersionOpt", "KeepOpen", "AsOf", "MaxFindings",
+            "AllFindings", "Horizon", "ReportOutputOpt", "LiveOpt", "EngineOpt", "MasterOpt", "SparkConfOpt",
+            "RemoteOpt", "QuietOpt", "SettingOpt")
+
+
+class _Deferred:
+    """Stands for a declaration of ``DECLARED`` imported before typer ran (a command module imported by
+    ``wqtool._run.plain``, which parses without typer); ``settle_declarations`` puts the real one in its place
+    before typer reads the command's signature."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: declared when typer runs>"
+
+
+def __getattr__(name: str):
+    """The typer declarations on first use (start-up, issue 20 item 9): built once typer has run, a ``_Deferred``
+    stand-in before (``import typer`` is then wqtool._run's deferred module)."""
+    if name not in DECLARED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if type(sys.modules.get("typer")) is not types.ModuleType:     # deferred by wqtool._run, not run yet
+        return _Deferred(name)
+    made = _declare()
+    for n in DECLARED:
+        globals()[n] = made[n]
+    return made[name]
+
+
+def settle_declarations(module) -> None:
+    """Put the real declaration in place of every ``_Deferred`` stand-in ``module`` imported (typer has run)."""
+    for key, value in list(vars(module).items()):
+        if isinstance(value, _Deferred):
+            setattr(module, key, getattr(sys.modules[__name__], value.name))

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import abc
 import importlib
-import json
 import os
 import stat
 from dataclasses import dataclass, field, replace
@@ -158,6 +157,7 @@ class StateView:
         "json": ``json.dumps(row, indent=2)`` as it nests two levels deep in ``replay -o json``'s document (every
         line indented by 4 more spaces), rows joined by ",\n" inside a chunk (and by the writer between chunks). A
         format may encode them faster (workq's C table does)."""
+        import json         # here: replay only (start-up)
         if style == "jsonl":
             for row in self.rows(payload):
                 yield json.dumps(row) + "\n"

@@ -1,78 +1,77 @@
 """Building blocks shared by the format schemas: Go binary time, bounded varints, strict enums, CRC-32C.
 
 Meaning lives here, in Adapters; byte order lives in the field types of each schema.
+
+**Constants eager, construct declarations on first use** (start-up, issue 20 item 9): every schema module keeps
+its constants, enums and plain functions at module level, and builds its construct declarations in one function,
+``_declare()``, run once on the first access of any name it lists (``declared_on_first_use``, PEP 562's module
+``__getattr__``). Detection, finding codes, ``--format`` choices and the hot paths read only constants, so they
+never import construct; ``from wqtool.formats.workq import record`` (the property tests, the writers'
+references) gets the real declarations.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import _thread
 import functools
 import struct
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
-import crcmod
-import google_crc32c
-from construct import Adapter, Construct, ConstructError, Int8ub, Int16sb, Int32sb, Int64sb, Struct
-from construct.core import stream_read, stream_write
+
+# ---------------------------------------------------------------- declarations on first use
+def declared_on_first_use(namespace: dict, declare: Callable[[], dict], names: tuple[str, ...]):
+    """A schema module's ``__getattr__`` and ``__dir__`` (``__getattr__, __dir__ = declared_on_first_use(globals(),
+    _declare, DECLARED)``): the first access of any of ``names`` runs ``declare()`` once (under a lock, so every
+    thread sees the same objects) and puts every one of ``names`` into the module; any other missing name is the
+    usual AttributeError, without building anything."""
+    wanted = frozenset(names)
+    lock = _thread.allocate_lock()
+
+    def __getattr__(name: str):
+        if name not in wanted:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        with lock:
+            if name not in namespace:
+                made = declare()
+                missing = wanted - made.keys()
+                if missing:
+                    raise AttributeError(f"{namespace['__name__']}._declare() made no {', '.join(sorted(missing))}")
+                for n in names:
+                    if isinstance(made[n], type) and "<locals>" in made[n].__qualname__:
+                        made[n].__qualname__ = n      # pickle finds a class by module and name (workers, Spark)
+                    namespace[n] = made[n]
+        return namespace[name]
+
+    def __dir__():
+        return sorted({*namespace, *wanted})
+
+    return __getattr__, __dir__
+
 
 # ---------------------------------------------------------------- checksums
 #: CRC-32C (Castagnoli) as declared: reflected poly 0x82F63B78 (normal 0x1EDC6F41), init and xorout 0xFFFFFFFF.
 CRC32C_POLY = 0x11EDC6F41
 CRC32C_CHECK = 0xE3069283  # crc32c(b"123456789")
-#: The declared reference implementation (slow, pure table); the tests compare the fast one against it.
-crc32c_reference = crcmod.mkCrcFun(CRC32C_POLY, initCrc=0x00000000, rev=True, xorOut=0xFFFFFFFF)
 
 
 def crc32c(data: bytes) -> int:
     """Hardware CRC-32C (google-crc32c). Takes bytes (memoryviews are rejected by google_crc32c.value)."""
-    return google_crc32c.value(data)
+    return _crc32c_value(data)
 
 
-# ---------------------------------------------------------------- errors raised by the schemas
-class VarintOverflow(ConstructError):
-    """A varint that does not fit in 64 bits (Go: 'binary: varint overflows a 64-bit integer')."""
+def _first_crc32c(data: bytes) -> int:
+    """google-crc32c imported on the first checksum (start-up: the C kernels check their own CRCs)."""
+    global _crc32c_value
+    import google_crc32c
+    _crc32c_value = google_crc32c.value
+    return _crc32c_value(data)
 
 
-class UnknownEnumValue(ConstructError):
-    """A strict enum met a value it does not declare."""
-
-
-class BadTimeVersion(ConstructError):
-    """A Go binary time whose version byte is not 1 (Go: 'Time.UnmarshalBinary: unsupported version')."""
+_crc32c_value = _first_crc32c
 
 
 # ---------------------------------------------------------------- varints (Go encoding/binary)
 MAX_VARINT_LEN64 = 10
-
-
-class _UVarInt(Construct):
-    """Unsigned LEB128 exactly as Go's binary.ReadUvarint: at most 10 bytes, overflow past 64 bits is an error.
-
-    Parsing accepts non-minimal encodings (as Go does); building always writes the minimal one.
-    """
-
-    def _parse(self, stream, context, path):
-        result = 0
-        shift = 0
-        for i in range(MAX_VARINT_LEN64):
-            b = stream_read(stream, 1, path)[0]
-            if b < 0x80:
-                if i == MAX_VARINT_LEN64 - 1 and b > 1:
-                    raise VarintOverflow("varint overflows a 64-bit integer", path=path)
-                return result | (b << shift)
-            result |= (b & 0x7F) << shift
-            shift += 7
-        raise VarintOverflow("varint overflows a 64-bit integer", path=path)
-
-    def _build(self, obj, stream, context, path):
-        if not isinstance(obj, int) or obj < 0 or obj >= 1 << 64:
-            raise VarintOverflow(f"uvarint out of range: {obj!r}", path=path)
-        data = encode_uvarint(obj)
-        stream_write(stream, data, len(data), path)
-        return obj
-
-    def _sizeof(self, context, path):
-        raise ConstructError("uvarint has no fixed size", path=path)
 
 
 def encode_uvarint(value: int) -> bytes:
@@ -84,55 +83,12 @@ def encode_uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-class _ZigZag(Adapter):
-    """Signed zig-zag over the unsigned varint, as Go's binary.PutVarint / ReadVarint."""
-
-    def _decode(self, obj, context, path):
-        return (obj >> 1) ^ -(obj & 1)
-
-    def _encode(self, obj, context, path):
-        if not -(1 << 63) <= obj < (1 << 63):
-            raise VarintOverflow(f"varint out of range: {obj!r}", path=path)
-        return ((obj << 1) ^ (obj >> 63)) & ((1 << 64) - 1)
-
-
-#: Go binary.PutUvarint / ReadUvarint.
-UVarInt = _UVarInt()
-#: Go binary.PutVarint / ReadVarint (zig-zag).
-ZVarInt = _ZigZag(UVarInt)
-
-
 def zigzag_decode(n: int) -> int:
     return (n >> 1) ^ -(n & 1)
 
 
 def zigzag_encode(n: int) -> int:
     return ((n << 1) ^ (n >> 63)) & ((1 << 64) - 1)
-
-
-# ---------------------------------------------------------------- strict enums
-class StrictEnum(Adapter):
-    """An IntEnum over an integer field that refuses undeclared values.
-
-    Not construct.Enum: that one parses an unknown byte to a plain int, and a Switch keyed by IntEnum
-    members then silently takes its default branch.
-    """
-
-    def __init__(self, subcon, enum_cls: type[IntEnum]):
-        super().__init__(subcon)
-        self.enum_cls = enum_cls
-
-    def _decode(self, obj, context, path):
-        try:
-            return self.enum_cls(obj)
-        except ValueError:
-            raise UnknownEnumValue(f"unknown {self.enum_cls.__name__} {obj}", path=path) from None
-
-    def _encode(self, obj, context, path):
-        try:
-            return int(self.enum_cls(obj))
-        except ValueError:
-            raise UnknownEnumValue(f"unknown {self.enum_cls.__name__} {obj}", path=path) from None
 
 
 # ---------------------------------------------------------------- Go binary time (version 1, 15 bytes)
@@ -181,6 +137,7 @@ def format_unix_ns(ns: int) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _format_seconds(s: int) -> str | None:
+    import datetime as _dt     # on first use (start-up)
     try:
         d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=s)
     except OverflowError:
@@ -194,26 +151,145 @@ def format_uuid(b: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-class _GoTimeAdapter(Adapter):
-    def _decode(self, obj, context, path):
-        if obj.version != GO_TIME_VERSION:
-            raise BadTimeVersion(f"unsupported Go time version {obj.version}", path=path)
-        return GoTime(obj.sec, obj.nsec, obj.zone)
-
-    def _encode(self, obj, context, path):
-        return dict(version=GO_TIME_VERSION, sec=obj.sec, nsec=obj.nsec, zone=obj.zone)
-
-
-#: Go time.Time.MarshalBinary, version 1 (15 bytes): version u8, seconds i64 BE, nanoseconds i32 BE, zone i16 BE.
-go_time = _GoTimeAdapter(Struct(
-    "version" / Int8ub,
-    "sec" / Int64sb,
-    "nsec" / Int32sb,
-    "zone" / Int16sb,
-))
-
 GO_ZERO_TIME = GoTime(0, 0, ZONE_UTC)
 
 #: The same 15 bytes for the hand-written hot paths (struct is ~50x faster than construct here): version u8,
 #: seconds i64, nanoseconds i32, zone read as u16 (0xFFFF = UTC). Proven equal to ``go_time`` by the tests.
 GO_TIME_STRUCT = struct.Struct(">BqiH")
+
+
+# ---------------------------------------------------------------- the domain of a URI (Snap! list, fastjournal)
+def domain_of(uri: bytes) -> bytes:
+    """[decided] The domain of a resource (the first part of the general sort key ``<domain>:<priority>:<time>``;
+    the Snap! list journal's requests and the fastjournal FIFO's entries): the host of ``scheme://host[:port]/…``
+    (lower-cased, without user info and port), else everything before the first ``/``."""
+    rest = uri
+    i = uri.find(b"://")
+    if i >= 0:
+        rest = uri[i + 3:]
+    for sep in (b"/", b"?", b"#"):
+        j = rest.find(sep)
+        if j >= 0:
+            rest = rest[:j]
+    if i >= 0:
+        rest = rest.rpartition(b"@")[2]
+        if rest.startswith(b"["):
+            rest = rest[:rest.find(b"]") + 1] if b"]" in rest else rest
+        else:
+            rest = rest.partition(b":")[0]
+        rest = rest.lower()
+    return rest
+
+
+# ---------------------------------------------------------------- construct declarations (built on first use)
+def _declare() -> dict:
+    """This module's construct declarations (``DECLARED``): the schemas' errors, varints, strict enums, Go time."""
+    import crcmod
+    from construct import Adapter, Construct, ConstructError, Int8ub, Int16sb, Int32sb, Int64sb, Struct
+    from construct.core import stream_read, stream_write
+
+    #: The declared reference implementation (slow, pure table); the tests compare the fast one against it.
+    crc32c_reference = crcmod.mkCrcFun(CRC32C_POLY, initCrc=0x00000000, rev=True, xorOut=0xFFFFFFFF)
+
+    class VarintOverflow(ConstructError):
+        """A varint that does not fit in 64 bits (Go: 'binary: varint overflows a 64-bit integer')."""
+
+    class UnknownEnumValue(ConstructError):
+        """A strict enum met a value it does not declare."""
+
+    class BadTimeVersion(ConstructError):
+        """A Go binary time whose version byte is not 1 (Go: 'Time.UnmarshalBinary: unsupported version')."""
+
+    # ------------------------------------------------------------ varints (Go encoding/binary)
+    class _UVarInt(Construct):
+        """Unsigned LEB128 exactly as Go's binary.ReadUvarint: at most 10 bytes, overflow past 64 bits is an error.
+
+        Parsing accepts non-minimal encodings (as Go does); building always writes the minimal one.
+        """
+
+        def _parse(self, stream, context, path):
+            result = 0
+            shift = 0
+            for i in range(MAX_VARINT_LEN64):
+                b = stream_read(stream, 1, path)[0]
+                if b < 0x80:
+                    if i == MAX_VARINT_LEN64 - 1 and b > 1:
+                        raise VarintOverflow("varint overflows a 64-bit integer", path=path)
+                    return result | (b << shift)
+                result |= (b & 0x7F) << shift
+                shift += 7
+            raise VarintOverflow("varint overflows a 64-bit integer", path=path)
+
+        def _build(self, obj, stream, context, path):
+            if not isinstance(obj, int) or obj < 0 or obj >= 1 << 64:
+                raise VarintOverflow(f"uvarint out of range: {obj!r}", path=path)
+            data = encode_uvarint(obj)
+            stream_write(stream, data, len(data), path)
+            return obj
+
+        def _sizeof(self, context, path):
+            raise ConstructError("uvarint has no fixed size", path=path)
+
+    class _ZigZag(Adapter):
+        """Signed zig-zag over the unsigned varint, as Go's binary.PutVarint / ReadVarint."""
+
+        def _decode(self, obj, context, path):
+            return (obj >> 1) ^ -(obj & 1)
+
+        def _encode(self, obj, context, path):
+            if not -(1 << 63) <= obj < (1 << 63):
+                raise VarintOverflow(f"varint out of range: {obj!r}", path=path)
+            return ((obj << 1) ^ (obj >> 63)) & ((1 << 64) - 1)
+
+    #: Go binary.PutUvarint / ReadUvarint.
+    UVarInt = _UVarInt()
+    #: Go binary.PutVarint / ReadVarint (zig-zag).
+    ZVarInt = _ZigZag(UVarInt)
+
+    class StrictEnum(Adapter):
+        """An IntEnum over an integer field that refuses undeclared values.
+
+        Not construct.Enum: that one parses an unknown byte to a plain int, and a Switch keyed by IntEnum
+        members then silently takes its default branch.
+        """
+
+        def __init__(self, subcon, enum_cls: type[IntEnum]):
+            super().__init__(subcon)
+            self.enum_cls = enum_cls
+
+        def _decode(self, obj, context, path):
+            try:
+                return self.enum_cls(obj)
+            except ValueError:
+                raise UnknownEnumValue(f"unknown {self.enum_cls.__name__} {obj}", path=path) from None
+
+        def _encode(self, obj, context, path):
+            try:
+                return int(self.enum_cls(obj))
+            except ValueError:
+                raise UnknownEnumValue(f"unknown {self.enum_cls.__name__} {obj}", path=path) from None
+
+    # ------------------------------------------------------------ Go binary time (version 1, 15 bytes)
+    class _GoTimeAdapter(Adapter):
+        def _decode(self, obj, context, path):
+            if obj.version != GO_TIME_VERSION:
+                raise BadTimeVersion(f"unsupported Go time version {obj.version}", path=path)
+            return GoTime(obj.sec, obj.nsec, obj.zone)
+
+        def _encode(self, obj, context, path):
+            return dict(version=GO_TIME_VERSION, sec=obj.sec, nsec=obj.nsec, zone=obj.zone)
+
+    #: Go time.Time.MarshalBinary, version 1 (15 bytes): version u8, seconds i64 BE, nanoseconds i32 BE, zone i16 BE.
+    go_time = _GoTimeAdapter(Struct(
+        "version" / Int8ub,
+        "sec" / Int64sb,
+        "nsec" / Int32sb,
+        "zone" / Int16sb,
+    ))
+
+    return locals()
+
+
+DECLARED = ("crc32c_reference", "VarintOverflow", "UnknownEnumValue", "BadTimeVersion", "_UVarInt", "UVarInt",
+            "_ZigZag", "ZVarInt", "StrictEnum", "_GoTimeAdapter", "go_time")
+__getattr__, __dir__ = declared_on_first_use(globals(), _declare, DECLARED)

@@ -13,9 +13,7 @@ from __future__ import annotations
 import re
 from enum import IntEnum, unique
 
-from construct import (Bytes, Int8ul, Int32sl, Int64sl, Pass, Rebuild, Struct, Switch, Terminated, len_, this)
-
-from ._common import StrictEnum
+from ._common import declared_on_first_use
 
 
 @unique
@@ -81,47 +79,59 @@ LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 LIBKESTREL_WRITER_MAGIC = b"\x27\x64\x26\x03"
 LIBKESTREL_READER_MAGIC = b"\x26\x3c\x26\x03"
 
-# ---------------------------------------------------------------- schemas: one record each
-#: ADDX-style item block (``QItem.pack`` after the opcode and optional xid).
-item_block = Struct(
-    "size" / Rebuild(Int32sl, len_(this.data) + ITEM_BLOCK_MIN),  # counts everything after itself
-    "add_time" / Int64sl,     # ms since epoch
-    "expiry" / Int64sl,       # ms since epoch, 0 = never, negative = already expired
-    "data" / Bytes(this.size - ITEM_BLOCK_MIN),
-)
 
-#: legacy ADD (0) block (``unpackOldAdd``).
-legacy_block = Struct(
-    "size" / Rebuild(Int32sl, len_(this.data) + LEGACY_BLOCK_MIN),
-    "expiry" / Int32sl,       # seconds since epoch, 0 = never
-    "data" / Bytes(this.size - LEGACY_BLOCK_MIN),
-)
+# ---------------------------------------------------------------- schemas: one record each (built on first use)
+def _declare() -> dict:
+    """This module's construct declarations (``DECLARED``): the item blocks, the xid bodies, the record."""
+    from construct import (Bytes, Int8ul, Int32sl, Int64sl, Pass, Rebuild, Struct, Switch, Terminated, len_, this)
+    from ._common import StrictEnum
 
-#: SAVE_XID, UNREMOVE, CONFIRM_REMOVE, REMOVE_TENTATIVE_XID.
-xid_body = Struct("xid" / Int32sl)
+    #: ADDX-style item block (``QItem.pack`` after the opcode and optional xid).
+    item_block = Struct(
+        "size" / Rebuild(Int32sl, len_(this.data) + ITEM_BLOCK_MIN),  # counts everything after itself
+        "add_time" / Int64sl,     # ms since epoch
+        "expiry" / Int64sl,       # ms since epoch, 0 = never, negative = already expired
+        "data" / Bytes(this.size - ITEM_BLOCK_MIN),
+    )
 
-#: ADD_XID (7) and CONTINUE (8): xid, then an item block.
-xid_item_body = Struct(
-    "xid" / Int32sl,
-    "item" / item_block,
-)
+    #: legacy ADD (0) block (``unpackOldAdd``).
+    legacy_block = Struct(
+        "size" / Rebuild(Int32sl, len_(this.data) + LEGACY_BLOCK_MIN),
+        "expiry" / Int32sl,       # seconds since epoch, 0 = never
+        "data" / Bytes(this.size - LEGACY_BLOCK_MIN),
+    )
 
-BODY_BY_OP = {
-    Opcode.ADD: legacy_block,
-    Opcode.REMOVE: Pass,
-    Opcode.ADDX: item_block,
-    Opcode.REMOVE_TENTATIVE: Pass,
-    Opcode.SAVE_XID: xid_body,
-    Opcode.UNREMOVE: xid_body,
-    Opcode.CONFIRM_REMOVE: xid_body,
-    Opcode.ADD_XID: xid_item_body,
-    Opcode.CONTINUE: xid_item_body,
-    Opcode.REMOVE_TENTATIVE_XID: xid_body,
-}
+    #: SAVE_XID, UNREMOVE, CONFIRM_REMOVE, REMOVE_TENTATIVE_XID.
+    xid_body = Struct("xid" / Int32sl)
 
-#: One journal record. ``journal_op.parse`` of exactly one record's bytes (``Terminated`` refuses extra bytes).
-journal_op = Struct(
-    "opcode" / StrictEnum(Int8ul, Opcode),
-    "body" / Switch(this.opcode, BODY_BY_OP),
-    Terminated,
-)
+    #: ADD_XID (7) and CONTINUE (8): xid, then an item block.
+    xid_item_body = Struct(
+        "xid" / Int32sl,
+        "item" / item_block,
+    )
+
+    BODY_BY_OP = {
+        Opcode.ADD: legacy_block,
+        Opcode.REMOVE: Pass,
+        Opcode.ADDX: item_block,
+        Opcode.REMOVE_TENTATIVE: Pass,
+        Opcode.SAVE_XID: xid_body,
+        Opcode.UNREMOVE: xid_body,
+        Opcode.CONFIRM_REMOVE: xid_body,
+        Opcode.ADD_XID: xid_item_body,
+        Opcode.CONTINUE: xid_item_body,
+        Opcode.REMOVE_TENTATIVE_XID: xid_body,
+    }
+
+    #: One journal record. ``journal_op.parse`` of exactly one record's bytes (``Terminated`` refuses extra bytes).
+    journal_op = Struct(
+        "opcode" / StrictEnum(Int8ul, Opcode),
+        "body" / Switch(this.opcode, BODY_BY_OP),
+        Terminated,
+    )
+
+    return locals()
+
+
+DECLARED = ("item_block", "legacy_block", "xid_body", "xid_item_body", "BODY_BY_OP", "journal_op")
+__getattr__, __dir__ = declared_on_first_use(globals(), _declare, DECLARED)

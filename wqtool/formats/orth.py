@@ -4,15 +4,14 @@ Declarations only (no I/O, no loops over files): the names Orth gives its files 
 JSON (key order, Java types, Gson's escaping), the legacy XXL-JOB <= 3.2 retry files' Java serialization stream
 (one construct schema per element of the exact stream ``ObjectOutputStream.writeObject(ArrayList<
 HandleCallbackParam>)`` writes), the executor log line grammar and markers, the retention rule's constants and the
-UI's status precedence. The engine (``wqtool.engine.orth``) owns every loop over a file.
+UI's status precedence. The engine (``wqtool.engine.orth_callbacks``, ``wqtool.engine.orth_executor_logs``) owns every loop over a file.
 """
 from __future__ import annotations
 
 import re
 from enum import IntEnum, unique
 
-from construct import Adapter, Const, GreedyBytes, Int8ub, Int16ub, Int32sb, Int64sb, Int64ub, Prefixed, Struct
-
+from ._common import declared_on_first_use
 from .orth_joblog import STATUS_RULES as _JL_STATUS_RULES, Status as _JLStatus, holds as _jl_holds
 
 _JL_STATUS_LABEL = {st: st.ui.replace(" (running)", "") for st in _JLStatus}
@@ -166,72 +165,6 @@ def java_units(s: str) -> list[int]:
     """The UTF-16 code units of a str (lone surrogates pass through)."""
     b = s.encode("utf-16-le", "surrogatepass")
     return [int.from_bytes(b[i:i + 2], "little") for i in range(0, len(b), 2)]
-
-
-class JavaUtf(Adapter):
-    """Modified UTF-8 bytes <-> str."""
-
-    def _decode(self, obj, context, path):
-        return mutf8_decode(obj)
-
-    def _encode(self, obj, context, path):
-        return mutf8_encode(obj)
-
-
-#: ``writeUTF``: u16 length + modified UTF-8 (class and field names, TC_STRING bodies).
-java_utf = JavaUtf(Prefixed(Int16ub, GreedyBytes))
-#: ``writeLongUTF`` (TC_LONGSTRING, strings of more than 65535 bytes): u64 length + modified UTF-8.
-java_long_utf = JavaUtf(Prefixed(Int64ub, GreedyBytes))
-
-#: The stream header and the ``ArrayList`` object as ``ObjectOutputStream`` writes it (handles 0 and 1), up to the
-#: first element: class descriptor, the ``size`` field, then ``writeObject``'s block data (the capacity int).
-arraylist_head = Struct(
-    "magic" / Const(STREAM_HEAD),
-    "tc_object" / Const(TC_OBJECT, Int8ub),
-    "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
-    "class_name" / Const(b"\x00\x13" + ARRAYLIST_CLASS.encode()),
-    "suid" / Const(ARRAYLIST_UID, Int64sb),
-    "flags" / Const(SC_SERIALIZABLE | SC_WRITE_METHOD, Int8ub),
-    "field_count" / Const(1, Int16ub),
-    "field" / Const(b"I\x00\x04size"),
-    "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
-    "super_desc" / Const(TC_NULL, Int8ub),
-    "size" / Int32sb,
-    "tc_blockdata" / Const(TC_BLOCKDATA, Int8ub),
-    "block_length" / Const(4, Int8ub),
-    "capacity" / Int32sb,
-)
-
-#: ``HandleCallbackParam``'s class descriptor, written once, before the first element's values (handles 2 and 3:
-#: the descriptor, then the type string of ``handleMsg``).
-param_desc = Struct(
-    "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
-    "class_name" / Const(len(PARAM_CLASS).to_bytes(2, "big") + PARAM_CLASS.encode()),
-    "suid" / Const(PARAM_UID, Int64sb),
-    "flags" / Const(SC_SERIALIZABLE, Int8ub),
-    "field_count" / Const(len(PARAM_FIELDS), Int16ub),
-    "fields" / Const(b"".join(t.encode() + len(n).to_bytes(2, "big") + n.encode() for t, n in PARAM_FIELDS[:3])
-                     + b"L\x00\x09handleMsg"),
-    "type_tag" / Const(TC_STRING, Int8ub),
-    "type_name" / Const(len(STRING_TYPE).to_bytes(2, "big") + STRING_TYPE.encode()),
-    "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
-    "super_desc" / Const(TC_NULL, Int8ub),
-)
-
-#: A back reference to an earlier object (the class descriptor, a string): ``TC_REFERENCE`` + u32 handle.
-reference = Struct("tc_reference" / Const(TC_REFERENCE, Int8ub), "handle" / Int32sb)
-
-#: One element's field values, in descriptor order (after ``TC_OBJECT`` + its descriptor or a reference to it);
-#: ``handleMsg`` follows as TC_NULL, TC_STRING, TC_LONGSTRING or TC_REFERENCE.
-param_values = Struct(
-    "handleCode" / Int32sb,
-    "logDateTim" / Int64sb,
-    "logId" / Int64sb,
-)
-string_body = java_utf            # after TC_STRING
-long_string_body = java_long_utf  # after TC_LONGSTRING
-#: ``writeObject``'s end: the list's block data ends after the last element.
-stream_end = Const(TC_ENDBLOCKDATA, Int8ub)
 
 
 # ---------------------------------------------------------------- executor log files (spec §3.2, §3.3)
@@ -431,27 +364,8 @@ def _direct_list(n: int, type_name: str) -> bytes:
     return bytes((HS_LIST_DIRECT_TYPED[0] + n,)) + hs_ascii(type_name)
 
 
-#: The request's fixed bytes, in the order Hessian2Output writes them (checked byte for byte against real
-#: hessian 4.0.38 by tests/engine/orth/test_xxlrpc.py). Class definitions: 0 XxlRpcRequest, 1 java.lang.Class,
-#: 2 HandleCallbackParam, 3 ReturnT; references: 0 the request, 1 parameterTypes, 2 List.class, 3 parameters,
-#: 4 the ArrayList, then the params and their ReturnTs.
-rpc_request_head = Struct(
-    "class_def" / Const(hs_class_def(RPC_REQUEST_CLASS, RPC_REQUEST_FIELDS)),
-    "object" / Const(bytes((HS_OBJECT_DIRECT[0],))),
-)
-#: After version: ``parameterTypes = {List.class}`` (a typed list of one java.lang.Class) and the head of
-#: ``parameters`` (a typed list of one Object: the ArrayList follows, as the retry files' writer writes it).
-rpc_callback_params_head = Struct(
-    "parameter_types" / Const(_direct_list(1, CLASS_ARRAY_TYPE) + hs_class_def(JAVA_CLASS_CLASS, JAVA_CLASS_FIELDS)
-                              + bytes((HS_OBJECT_DIRECT[0] + 1,)) + hs_ascii(CALLBACK_PARAM_TYPE)),
-    "parameters" / Const(_direct_list(1, OBJECT_ARRAY_TYPE)),
-)
 RPC_REQUEST_CLASSES = (RPC_REQUEST_CLASS, JAVA_CLASS_CLASS)     # defined before the callback list's classes
 RPC_REQUEST_REFS = 4                                            # references taken before the ArrayList
-rpc_response_head = Struct(
-    "class_def" / Const(hs_class_def(RPC_RESPONSE_CLASS, RPC_RESPONSE_FIELDS)),
-    "object" / Const(bytes((HS_OBJECT_DIRECT[0],))),
-)
 
 # ---------------------------------------------------------------- xxl-job 2.2.0 Java serialization
 #: ``HandleCallbackParam`` 2.2.0 (v2.2.0 HandleCallbackParam.java:9-14) and ``ReturnT`` (suid 42 both) as
@@ -472,29 +386,137 @@ def _field_defs(fields, types) -> bytes:
     return out
 
 
-#: 2.2.0 ``HandleCallbackParam``'s class descriptor (handles: the descriptor, then ReturnT's type string).
-param220_desc = Struct(
-    "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
-    "class_name" / Const(len(PARAM_CLASS).to_bytes(2, "big") + PARAM_CLASS.encode()),
-    "suid" / Const(PARAM_UID, Int64sb),
-    "flags" / Const(SC_SERIALIZABLE, Int8ub),
-    "field_count" / Const(len(PARAM220_FIELDS), Int16ub),
-    "fields" / Const(_field_defs(PARAM220_FIELDS, {"executeResult": RETURNT_TYPE})),
-    "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
-    "super_desc" / Const(TC_NULL, Int8ub),
-)
-#: ``ReturnT``'s class descriptor (handles: the descriptor, then the Object and String type strings).
-returnt_desc = Struct(
-    "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
-    "class_name" / Const(len(RETURNT_CLASS).to_bytes(2, "big") + RETURNT_CLASS.encode()),
-    "suid" / Const(RETURNT_UID, Int64sb),
-    "flags" / Const(SC_SERIALIZABLE, Int8ub),
-    "field_count" / Const(len(RETURNT_FIELDS), Int16ub),
-    "fields" / Const(_field_defs(RETURNT_FIELDS, RETURNT_TYPES)),
-    "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
-    "super_desc" / Const(TC_NULL, Int8ub),
-)
-#: 2.2.0 element values after the descriptor: logDateTim, logId (then executeResult: null, a reference, or an object).
-param220_values = Struct("logDateTim" / Int64sb, "logId" / Int64sb)
-#: ReturnT's values after its descriptor: code (then content and msg: null, a string, or a reference).
-returnt_values = Struct("code" / Int32sb)
+# ---------------------------------------------------------------- construct declarations (built on first use)
+def _declare() -> dict:
+    """This module's construct declarations (``DECLARED``): the Java serialization stream's elements (current and
+    2.2.0) and the xxl-rpc Hessian heads."""
+    from construct import Adapter, Const, GreedyBytes, Int8ub, Int16ub, Int32sb, Int64sb, Int64ub, Prefixed, Struct
+
+    class JavaUtf(Adapter):
+        """Modified UTF-8 bytes <-> str."""
+
+        def _decode(self, obj, context, path):
+            return mutf8_decode(obj)
+
+        def _encode(self, obj, context, path):
+            return mutf8_encode(obj)
+
+    #: ``writeUTF``: u16 length + modified UTF-8 (class and field names, TC_STRING bodies).
+    java_utf = JavaUtf(Prefixed(Int16ub, GreedyBytes))
+
+    #: ``writeLongUTF`` (TC_LONGSTRING, strings of more than 65535 bytes): u64 length + modified UTF-8.
+    java_long_utf = JavaUtf(Prefixed(Int64ub, GreedyBytes))
+
+    #: The stream header and the ``ArrayList`` object as ``ObjectOutputStream`` writes it (handles 0 and 1), up to the
+    #: first element: class descriptor, the ``size`` field, then ``writeObject``'s block data (the capacity int).
+    arraylist_head = Struct(
+        "magic" / Const(STREAM_HEAD),
+        "tc_object" / Const(TC_OBJECT, Int8ub),
+        "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
+        "class_name" / Const(b"\x00\x13" + ARRAYLIST_CLASS.encode()),
+        "suid" / Const(ARRAYLIST_UID, Int64sb),
+        "flags" / Const(SC_SERIALIZABLE | SC_WRITE_METHOD, Int8ub),
+        "field_count" / Const(1, Int16ub),
+        "field" / Const(b"I\x00\x04size"),
+        "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
+        "super_desc" / Const(TC_NULL, Int8ub),
+        "size" / Int32sb,
+        "tc_blockdata" / Const(TC_BLOCKDATA, Int8ub),
+        "block_length" / Const(4, Int8ub),
+        "capacity" / Int32sb,
+    )
+
+    #: ``HandleCallbackParam``'s class descriptor, written once, before the first element's values (handles 2 and 3:
+    #: the descriptor, then the type string of ``handleMsg``).
+    param_desc = Struct(
+        "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
+        "class_name" / Const(len(PARAM_CLASS).to_bytes(2, "big") + PARAM_CLASS.encode()),
+        "suid" / Const(PARAM_UID, Int64sb),
+        "flags" / Const(SC_SERIALIZABLE, Int8ub),
+        "field_count" / Const(len(PARAM_FIELDS), Int16ub),
+        "fields" / Const(b"".join(t.encode() + len(n).to_bytes(2, "big") + n.encode() for t, n in PARAM_FIELDS[:3])
+                         + b"L\x00\x09handleMsg"),
+        "type_tag" / Const(TC_STRING, Int8ub),
+        "type_name" / Const(len(STRING_TYPE).to_bytes(2, "big") + STRING_TYPE.encode()),
+        "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
+        "super_desc" / Const(TC_NULL, Int8ub),
+    )
+
+    #: A back reference to an earlier object (the class descriptor, a string): ``TC_REFERENCE`` + u32 handle.
+    reference = Struct("tc_reference" / Const(TC_REFERENCE, Int8ub), "handle" / Int32sb)
+
+    #: One element's field values, in descriptor order (after ``TC_OBJECT`` + its descriptor or a reference to it);
+    #: ``handleMsg`` follows as TC_NULL, TC_STRING, TC_LONGSTRING or TC_REFERENCE.
+    param_values = Struct(
+        "handleCode" / Int32sb,
+        "logDateTim" / Int64sb,
+        "logId" / Int64sb,
+    )
+
+    string_body = java_utf            # after TC_STRING
+
+    long_string_body = java_long_utf  # after TC_LONGSTRING
+
+    #: ``writeObject``'s end: the list's block data ends after the last element.
+    stream_end = Const(TC_ENDBLOCKDATA, Int8ub)
+
+    #: The request's fixed bytes, in the order Hessian2Output writes them (checked byte for byte against real
+    #: hessian 4.0.38 by tests/engine/orth/test_xxlrpc.py). Class definitions: 0 XxlRpcRequest, 1 java.lang.Class,
+    #: 2 HandleCallbackParam, 3 ReturnT; references: 0 the request, 1 parameterTypes, 2 List.class, 3 parameters,
+    #: 4 the ArrayList, then the params and their ReturnTs.
+    rpc_request_head = Struct(
+        "class_def" / Const(hs_class_def(RPC_REQUEST_CLASS, RPC_REQUEST_FIELDS)),
+        "object" / Const(bytes((HS_OBJECT_DIRECT[0],))),
+    )
+
+    #: After version: ``parameterTypes = {List.class}`` (a typed list of one java.lang.Class) and the head of
+    #: ``parameters`` (a typed list of one Object: the ArrayList follows, as the retry files' writer writes it).
+    rpc_callback_params_head = Struct(
+        "parameter_types" / Const(_direct_list(1, CLASS_ARRAY_TYPE) + hs_class_def(JAVA_CLASS_CLASS, JAVA_CLASS_FIELDS)
+                                  + bytes((HS_OBJECT_DIRECT[0] + 1,)) + hs_ascii(CALLBACK_PARAM_TYPE)),
+        "parameters" / Const(_direct_list(1, OBJECT_ARRAY_TYPE)),
+    )
+
+    rpc_response_head = Struct(
+        "class_def" / Const(hs_class_def(RPC_RESPONSE_CLASS, RPC_RESPONSE_FIELDS)),
+        "object" / Const(bytes((HS_OBJECT_DIRECT[0],))),
+    )
+
+    #: 2.2.0 ``HandleCallbackParam``'s class descriptor (handles: the descriptor, then ReturnT's type string).
+    param220_desc = Struct(
+        "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
+        "class_name" / Const(len(PARAM_CLASS).to_bytes(2, "big") + PARAM_CLASS.encode()),
+        "suid" / Const(PARAM_UID, Int64sb),
+        "flags" / Const(SC_SERIALIZABLE, Int8ub),
+        "field_count" / Const(len(PARAM220_FIELDS), Int16ub),
+        "fields" / Const(_field_defs(PARAM220_FIELDS, {"executeResult": RETURNT_TYPE})),
+        "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
+        "super_desc" / Const(TC_NULL, Int8ub),
+    )
+
+    #: ``ReturnT``'s class descriptor (handles: the descriptor, then the Object and String type strings).
+    returnt_desc = Struct(
+        "tc_classdesc" / Const(TC_CLASSDESC, Int8ub),
+        "class_name" / Const(len(RETURNT_CLASS).to_bytes(2, "big") + RETURNT_CLASS.encode()),
+        "suid" / Const(RETURNT_UID, Int64sb),
+        "flags" / Const(SC_SERIALIZABLE, Int8ub),
+        "field_count" / Const(len(RETURNT_FIELDS), Int16ub),
+        "fields" / Const(_field_defs(RETURNT_FIELDS, RETURNT_TYPES)),
+        "end_annotation" / Const(TC_ENDBLOCKDATA, Int8ub),
+        "super_desc" / Const(TC_NULL, Int8ub),
+    )
+
+    #: 2.2.0 element values after the descriptor: logDateTim, logId (then executeResult: null, a reference, or an
+    #: object).
+    param220_values = Struct("logDateTim" / Int64sb, "logId" / Int64sb)
+
+    #: ReturnT's values after its descriptor: code (then content and msg: null, a string, or a reference).
+    returnt_values = Struct("code" / Int32sb)
+
+    return locals()
+
+
+DECLARED = ("JavaUtf", "java_utf", "java_long_utf", "arraylist_head", "param_desc", "reference", "param_values",
+            "string_body", "long_string_body", "stream_end", "rpc_request_head", "rpc_callback_params_head",
+            "rpc_response_head", "param220_desc", "returnt_desc", "param220_values", "returnt_values")
+__getattr__, __dir__ = declared_on_first_use(globals(), _declare, DECLARED)

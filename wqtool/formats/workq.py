@@ -9,10 +9,7 @@ import re
 import struct
 from enum import IntEnum, unique
 
-from construct import (Bytes, Checksum, Const, GreedyBytes, Int8ub, Int32ub, Prefixed, RawCopy, Struct,
-                       Switch, Terminated, this)
-
-from ._common import UVarInt, ZVarInt, StrictEnum, crc32c, go_time
+from ._common import crc32c, declared_on_first_use
 
 # ---------------------------------------------------------------- segment files
 MAGIC = 0x77717771  # b"wqwq"
@@ -24,11 +21,6 @@ SEGMENT_NAME = re.compile(r"^(\d{9})\.log$")
 SEGMENT_SEQ_MAX = 0xFFFFFFFF
 LOCK_FILES = ("append.lock", "read.lock")
 DEFAULT_SEGMENT_SIZE = 67_108_864  # -cmdlog-seg-size
-
-segment_header = Struct(
-    "magic" / Const(MAGIC, Int32ub),
-    "version" / Const(VERSION, Int32ub),
-)
 
 
 # ---------------------------------------------------------------- commands
@@ -54,59 +46,6 @@ _CMD_LABELS = {c: c.name.lower().replace("_", "-") for c in CmdType}
 
 JOB_ID_SIZE = 16
 
-#: add (1) and schedule (2): one field per spec row, in spec order.
-job_spec = Struct(
-    "job_id" / Bytes(JOB_ID_SIZE),          # RFC 4122 byte order; must be a v4 UUID
-    "name" / Prefixed(UVarInt, GreedyBytes),  # [A-Za-z0-9_.-]{1,255}
-    "ttr" / UVarInt,                        # ms, 1..86_400_000 (decoder truncates to uint32)
-    "ttl" / UVarInt,                        # ms, 1..2_592_000_000
-    "priority" / ZVarInt,                   # int32, zig-zag
-    "max_attempts" / UVarInt,               # 0..255 (decoder truncates to uint8)
-    "max_fails" / UVarInt,                  # 0..255, never enforced
-    "payload" / Prefixed(UVarInt, GreedyBytes),  # 0..1_048_576 bytes
-    "time" / go_time,                       # add: Go zero time; schedule: scheduled UTC time
-    "created" / go_time,                    # server clock when the command was parsed
-)
-
-#: complete (3) and fail (4): the result is undocumented upstream but always present.
-result_spec = Struct(
-    "job_id" / Bytes(JOB_ID_SIZE),
-    "result" / Prefixed(UVarInt, GreedyBytes),  # 0..1_048_576 bytes
-)
-
-#: delete (5), expire (6), start-attempt (7), timeout-attempt (8): exactly 17 bytes with CMD_TYPE.
-id_spec = Struct(
-    "job_id" / Bytes(JOB_ID_SIZE),
-)
-
-BODY_BY_CMD = {
-    CmdType.ADD: job_spec,
-    CmdType.SCHEDULE: job_spec,
-    CmdType.COMPLETE: result_spec,
-    CmdType.FAIL: result_spec,
-    CmdType.DELETE: id_spec,
-    CmdType.EXPIRE: id_spec,
-    CmdType.START_ATTEMPT: id_spec,
-    CmdType.TIMEOUT_ATTEMPT: id_spec,
-}
-
-#: One record's PAYLOAD: a command. Upstream reads one more byte after the command: trailing bytes are an error.
-payload = Struct(
-    "cmd" / StrictEnum(Int8ub, CmdType),
-    "body" / Switch(this.cmd, BODY_BY_CMD),
-    Terminated,
-)
-
-#: One record's framing: TIME, SIZE, PAYLOAD, CRC-32C (big-endian) over every byte before the CRC.
-record = Struct(
-    "body" / RawCopy(Struct(
-        "time" / go_time,       # wall clock when the record was built; informational only
-        "size" / UVarInt,       # payload length, unsigned LEB128
-        "payload" / Bytes(this.size),
-    )),
-    "crc" / Checksum(Int32ub, lambda data: crc32c(data), this.body.data),
-)
-
 #: The header for the hand-written paths: magic, version (u32 BE each).
 HEADER_STRUCT = struct.Struct(">II")
 #: The CRC field for the hand-written hot paths: u32 big-endian, after TIME ‖ SIZE ‖ PAYLOAD.
@@ -126,3 +65,76 @@ MAX_FAILS_MAX = 255
 MAX_COMMAND_SIZE = 1 + JOB_ID_SIZE + 2 + MAX_NAME_LEN + 5 + 5 + 5 + 2 + 2 + 3 + MAX_PAYLOAD_BYTES + 15 + 15
 #: The sane cap the reader applies to SIZE (a little headroom over MAX_COMMAND_SIZE).
 SIZE_CAP = 2 * 1024 * 1024
+
+
+# ---------------------------------------------------------------- construct declarations (built on first use)
+def _declare() -> dict:
+    """This module's construct declarations (``DECLARED``): the segment header, the payload of each command, the
+    record's framing."""
+    from construct import (Bytes, Checksum, Const, GreedyBytes, Int8ub, Int32ub, Prefixed, RawCopy, Struct,
+                           Switch, Terminated, this)
+    from ._common import UVarInt, ZVarInt, StrictEnum, go_time
+
+    segment_header = Struct(
+        "magic" / Const(MAGIC, Int32ub),
+        "version" / Const(VERSION, Int32ub),
+    )
+
+    #: add (1) and schedule (2): one field per spec row, in spec order.
+    job_spec = Struct(
+        "job_id" / Bytes(JOB_ID_SIZE),          # RFC 4122 byte order; must be a v4 UUID
+        "name" / Prefixed(UVarInt, GreedyBytes),  # [A-Za-z0-9_.-]{1,255}
+        "ttr" / UVarInt,                        # ms, 1..86_400_000 (decoder truncates to uint32)
+        "ttl" / UVarInt,                        # ms, 1..2_592_000_000
+        "priority" / ZVarInt,                   # int32, zig-zag
+        "max_attempts" / UVarInt,               # 0..255 (decoder truncates to uint8)
+        "max_fails" / UVarInt,                  # 0..255, never enforced
+        "payload" / Prefixed(UVarInt, GreedyBytes),  # 0..1_048_576 bytes
+        "time" / go_time,                       # add: Go zero time; schedule: scheduled UTC time
+        "created" / go_time,                    # server clock when the command was parsed
+    )
+
+    #: complete (3) and fail (4): the result is undocumented upstream but always present.
+    result_spec = Struct(
+        "job_id" / Bytes(JOB_ID_SIZE),
+        "result" / Prefixed(UVarInt, GreedyBytes),  # 0..1_048_576 bytes
+    )
+
+    #: delete (5), expire (6), start-attempt (7), timeout-attempt (8): exactly 17 bytes with CMD_TYPE.
+    id_spec = Struct(
+        "job_id" / Bytes(JOB_ID_SIZE),
+    )
+
+    BODY_BY_CMD = {
+        CmdType.ADD: job_spec,
+        CmdType.SCHEDULE: job_spec,
+        CmdType.COMPLETE: result_spec,
+        CmdType.FAIL: result_spec,
+        CmdType.DELETE: id_spec,
+        CmdType.EXPIRE: id_spec,
+        CmdType.START_ATTEMPT: id_spec,
+        CmdType.TIMEOUT_ATTEMPT: id_spec,
+    }
+
+    #: One record's PAYLOAD: a command. Upstream reads one more byte after the command: trailing bytes are an error.
+    payload = Struct(
+        "cmd" / StrictEnum(Int8ub, CmdType),
+        "body" / Switch(this.cmd, BODY_BY_CMD),
+        Terminated,
+    )
+
+    #: One record's framing: TIME, SIZE, PAYLOAD, CRC-32C (big-endian) over every byte before the CRC.
+    record = Struct(
+        "body" / RawCopy(Struct(
+            "time" / go_time,       # wall clock when the record was built; informational only
+            "size" / UVarInt,       # payload length, unsigned LEB128
+            "payload" / Bytes(this.size),
+        )),
+        "crc" / Checksum(Int32ub, lambda data: crc32c(data), this.body.data),
+    )
+
+    return locals()
+
+
+DECLARED = ("segment_header", "job_spec", "result_spec", "id_spec", "BODY_BY_CMD", "payload", "record")
+__getattr__, __dir__ = declared_on_first_use(globals(), _declare, DECLARED)

@@ -11,7 +11,7 @@ from wqtool.engine.evtj.fastpath import encode_event
 from wqtool.engine.evtj.writer import EvtjWriter
 from wqtool.engine.findings import Verdict
 from wqtool.engine.format import Options, get
-from wqtool.formats.snap import EXTERNAL_ATTACHMENT, Status
+from wqtool.formats.evtj import EXTERNAL_ATTACHMENT, Status
 
 FMT = get("evtj")
 S = 1_000_000_000

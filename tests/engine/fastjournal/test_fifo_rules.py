@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from wqtool.engine.fastjournal.fifo import Fifo, Outcome
-from wqtool.formats.snap import domain_of
+from wqtool.formats.fastjournal import domain_of
 
 URIS = [b"http://a.com/1", b"http://a.com/2", b"http://a.com/3", b"http://b.com/1", b"http://b.com/2",
         b"http://c.org/x", b"d.net/y"]

@@ -91,7 +91,7 @@ def test_every_flipped_byte_of_a_middle_record_is_found(tmp_path):
 
 def test_not_applied_and_bad_requests(tmp_path):
     from wqtool.engine.fastjournal.wire import Request, encode_request
-    from wqtool.formats.snap import Function
+    from wqtool.formats.fastjournal import Function
     with seg(tmp_path) as w:
         a = w.append(NOW, set_request(b"u", 1, 1, 10))
         b = w.append(NOW, set_request(b"u", 1, 1, 9))                     # older: the server never writes it
@@ -220,7 +220,7 @@ def test_the_journal_set_fast_path_equals_the_wire_codec(uri, prio, ksd, ts, ove
 def test_the_set_writer_fast_path_equals_the_wire_codec(uri, prio, ksd, ts, over, ident, flags):
     from wqtool.engine.fastjournal.wire import Request, encode_request
     from wqtool.engine.fastjournal.writer import fifo_value
-    from wqtool.formats.snap import FLAG_OVERWRITE, Function
+    from wqtool.formats.fastjournal import FLAG_OVERWRITE, Function
     want = encode_request(Request(Function.SET, ident, flags | (FLAG_OVERWRITE if over else 0), ts, uri,
                                   value_type=1, value=fifo_value(prio, ksd)))
     assert set_request(uri, prio, ksd, ts, overwrite=over, identifier=ident, flags=flags) == want

@@ -17,7 +17,7 @@ from wqtool.engine.format import Options, get
 from wqtool.engine.snaplist.pack import content_lines
 from wqtool.engine.snaplist.writer import acknowledge, append_raw, append_request
 from wqtool.errors import InputError, UsageError
-from wqtool.formats.snap import Function
+from wqtool.formats.fastjournal import Function
 from wqtool.server.fastjournal import Running
 
 AS_OF_US = 1_769_743_800_000_000

@@ -1,11 +1,11 @@
-"""The hot codec for EVTJ events: ``struct`` layouts proven equal to ``wqtool.formats.snap.schemas(order).event``
+"""The hot codec for EVTJ events: ``struct`` layouts proven equal to ``wqtool.formats.evtj.schemas(order).event``
 and ``.event_header`` by hypothesis (same values, same bytes, both directions)."""
 from __future__ import annotations
 
 import struct
 from functools import lru_cache
 
-from ...formats.snap import (ATTACHMENT_OFFSET_SIZE, EVENT_HEADER_SIZE, EVENT_MAGIC, EVTJ_MAGIC,
+from ...formats.evtj import (ATTACHMENT_OFFSET_SIZE, EVENT_HEADER_SIZE, EVENT_MAGIC, EVTJ_MAGIC,
                              EVTJ_MAJOR_VERSION, EVTJ_MINOR_VERSION, EXTERNAL_ATTACHMENT, ATTACHMENT_ID_MASK)
 
 

@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
+from ...formats.evtj import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
 from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, StateView, register
 from ..run import ReplayPass

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
-from ...formats.snap import COUNTERS_FILE, JOURNAL_CONF
+from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
 from ..fsops import LogBusy, describe_holders, fsync_dir, holders, unlink_quiet, write_new
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels

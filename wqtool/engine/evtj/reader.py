@@ -15,7 +15,7 @@ import re
 from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.snap import (ATTACHMENT_FILE, ATTACHMENT_OFFSET_SIZE, CONF_CHOICES, CONF_DEFAULTS, CONF_RANGES,
+from ...formats.evtj import (ATTACHMENT_FILE, ATTACHMENT_OFFSET_SIZE, CONF_CHOICES, CONF_DEFAULTS, CONF_RANGES,
                              COUNTERS_FILE, END_MARKER, EVENT_HEADER_SIZE, EVENT_MAGIC, EVENTS_FILE, EVTJ_MAGIC,
                              EVTJ_MAJOR_VERSION, EVTJ_MINOR_VERSION, FILE_HEADER_SIZE, JOURNAL_CONF, TIME_EPSILON_NS,
                              Status, schemas)

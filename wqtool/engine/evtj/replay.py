@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
-from ...formats.snap import LIVE_STATUSES, STATUS_RANK, Status
+from ...formats.evtj import LIVE_STATUSES, STATUS_RANK, Status
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .model import Event
 from .reader import render_id

@@ -5,7 +5,7 @@ from typing import Iterator
 
 from ...offsets import at
 from ...formats._common import format_unix_ns
-from ...formats.snap import Status
+from ...formats.evtj import Status
 from ..format import Column, RecordView, StateView
 from .model import Event
 from .reader import render_id

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from ...formats.snap import (ATTACHMENT_OFFSET_SIZE, CONF_DEFAULTS, END_MARKER, EVENT_HEADER_SIZE,
+from ...formats.evtj import (ATTACHMENT_OFFSET_SIZE, CONF_DEFAULTS, END_MARKER, EVENT_HEADER_SIZE,
                              EXTERNAL_ATTACHMENT, Status)
 from .fastpath import encode_event, encode_file_header
 

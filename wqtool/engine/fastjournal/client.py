@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from ...formats.snap import (FLAG_DATA, FLAG_OVERWRITE, FLAG_PERSIST, FLAG_UPDATE_TIMEOUT, FLAG_WORKED_ON,
+from ...formats.fastjournal import (FLAG_DATA, FLAG_OVERWRITE, FLAG_PERSIST, FLAG_UPDATE_TIMEOUT, FLAG_WORKED_ON,
                              Function, ValueType)
 from . import layout
 from .wire import Reply, Request, decode_reply, encode_request, frame_reply

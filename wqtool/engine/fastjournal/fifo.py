@@ -25,7 +25,7 @@ import heapq
 from dataclasses import dataclass
 from enum import Enum
 
-from ...formats.snap import domain_of
+from ...formats.fastjournal import domain_of
 
 
 class Outcome(str, Enum):

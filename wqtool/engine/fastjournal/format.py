@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Iterator, Sequence
 
 from ...errors import InputError
-from ...formats.snap import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
+from ...formats.fastjournal import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
 from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, StateView, register
 from ..run import ReplayPass

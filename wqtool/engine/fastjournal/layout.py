@@ -1,5 +1,5 @@
 """The fastjournal byte layouts the hot paths use, once: ``struct`` twins of the construct schemas in
-``wqtool.formats.snap`` (``fjj_segment_header``, ``fjj_record``, ``fifo_value``, a short ``fj_request`` SET), proven
+``wqtool.formats.fastjournal`` (``fjj_segment_header``, ``fjj_record``, ``fifo_value``, a short ``fj_request`` SET), proven
 equal to them by tests/engine/fastjournal/test_layout.py. The reader, the writer and the client share them."""
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
-from ...formats.snap import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
+from ...formats.fastjournal import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels

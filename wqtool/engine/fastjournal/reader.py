@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats._common import crc32c
-from ...formats.snap import (FJ_HEADER_SIZE, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, FJJ_TEMP_SUFFIX, FJJ_VERSION,
+from ...formats.fastjournal import (FJ_HEADER_SIZE, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, FJJ_TEMP_SUFFIX, FJJ_VERSION,
                              FLAG_KEY16, FLAG_OVERWRITE, FLAG_TIMEOUT, MAX_RECORD_SIZE, QUERY_MASK, RECORD_OVERHEAD,
                              RESERVED_FLAGS, SEGMENT_HEADER_SIZE, SEGMENT_SNAPSHOT, VALUE_SIZE_MASK,
                              VALUE_SIZE_SHIFT, Function)

@@ -1,5 +1,5 @@
 """The hot codec of the libfastjournal design's messages (per the unimplemented design: ``FJ`` requests, ``JR``
-replies), hand-written with ``struct`` and proven equal to ``wqtool.formats.snap.fj_request`` / ``jr_reply`` by
+replies), hand-written with ``struct`` and proven equal to ``wqtool.formats.fastjournal.fj_request`` / ``jr_reply`` by
 hypothesis (same values, same bytes, the same accept / refuse decision on random bytes).
 
 A message carries no total length: ``frame_request`` / ``frame_reply`` find where one ends from its flags and
@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ...formats.snap import (FJ_HEADER_SIZE, FJ_MAGIC, FJ_VERSION, FLAG_DATA, FLAG_KEY16, FLAG_TIMEOUT,
+from ...formats.fastjournal import (FJ_HEADER_SIZE, FJ_MAGIC, FJ_VERSION, FLAG_DATA, FLAG_KEY16, FLAG_TIMEOUT,
                              JR_HEADER_SIZE, JR_MAGIC, MAX_VALUE_SIZE, QUERY_MASK, QUERY_SHIFT, RESERVED_FLAGS,
                              VALUE_SIZE_MASK, VALUE_SIZE_SHIFT, FjError, Function, Query, ValueType)
 

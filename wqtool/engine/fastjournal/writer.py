@@ -1,6 +1,6 @@
 """Writing wqtool's priority-FIFO journal (per the unimplemented libfastjournal design): segments ``NNNNNNNNN.fjj``
 with a 16-byte header, records ``size u32 | applied_at u64 | FJ request | CRC-32C u32`` (big-endian; layouts in
-``wqtool.formats.snap``: ``fjj_segment_header``, ``fjj_record``, ``fj_request``).
+``wqtool.formats.fastjournal``: ``fjj_segment_header``, ``fjj_record``, ``fj_request``).
 
 ``JournalAppender`` is the server's: it holds ``journal.lock`` for its life, appends to the newest segment (a new
 one past ``segment_size``), and makes records durable in batches (``take`` on the server's loop, ``write`` in one
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from ...formats._common import crc32c
-from ...formats.snap import (FIFO_VALUE_SIZE, FJ_MAGIC, FJ_VERSION, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, FJJ_VERSION,
+from ...formats.fastjournal import (FIFO_VALUE_SIZE, FJ_MAGIC, FJ_VERSION, FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT, FJJ_VERSION,
                              FLAG_OVERWRITE, FLAG_UPDATE_TIMEOUT, SEGMENT_HEADER_SIZE, VALUE_SIZE_SHIFT, Function,
                              ValueType, fjj_segment_name)
 from ...errors import InputError

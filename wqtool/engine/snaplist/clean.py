@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...formats.snap import kept_hours
+from ...formats.snaplist import kept_hours
 from ..fsops import fsync_dir, unlink_quiet
 from ..plan import ApplyResult, Plan, StepRunner, labels
 from .model import ListJournal

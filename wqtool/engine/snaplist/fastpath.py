@@ -1,5 +1,5 @@
 """The list journal's line codec: the hot path for the writer's own form (proven equal to
-``wqtool.formats.snap.list_line`` by hypothesis, both directions) and upstream's lenient tokenizer.
+``wqtool.formats.snaplist.list_line`` by hypothesis, both directions) and upstream's lenient tokenizer.
 
 ``parse_canonical(line)`` accepts exactly what ``list_line`` parses (``line + b"\\n"``) and returns the same
 values; ``encode_line`` builds the same bytes. ``tokenize(line)`` is what ``listdata_connection::process_data``

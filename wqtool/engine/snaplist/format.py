@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.snap import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
+from ...formats.snaplist import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
 from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, SendReport, StateView, register
 from ..run import ReplayPass

@@ -15,7 +15,7 @@ import os
 from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
-from ...formats.snap import (HOUR_FILE, LIST_PRIORITY_UPDATES, PRIORITY_MAX, UPDATING_DELAY_US, kept_hours,
+from ...formats.snaplist import (HOUR_FILE, LIST_PRIORITY_UPDATES, PRIORITY_MAX, UPDATING_DELAY_US, kept_hours,
                              reading_order, start_hour)
 from ..fileio import FileView, input_error, listdir
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict

@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
-from ...formats.snap import domain_of
+from ...formats.snaplist import domain_of
 from ..findings import NOTE, Finding
 from .model import KIND_ACKED, KIND_PENDING, KIND_SKIPPED, Line
 

@@ -17,7 +17,7 @@ one its ``SET`` would not change, so it is blanked without being sent ("already 
 are sent. A line is never blanked on anything but the daemon's word. Lines upstream would skip or misread
 (missing fields, bad values, a raw ``;`` in the uri, a torn tail) are not sent and stay as they are.
 
-The messages are built and parsed with the construct schemas of ``wqtool.formats.snap`` (the single truth).
+The messages are built and parsed with the construct schemas of ``wqtool.formats.fastjournal`` (the single truth).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ...errors import InputError, UsageError
-from ...formats import snap as fj
+from ...formats import fastjournal as fj
 from ..findings import ERROR, Finding
 from ..format import SendReport
 from ..fsops import flock_fd

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 
-from ...formats.snap import (HOUR_FILE_MODE, LIST_PRIORITY_UPDATES, LIST_PROCESSING_LATENCY_US, UPDATING_DELAY_US,
+from ...formats.snaplist import (HOUR_FILE_MODE, LIST_PRIORITY_UPDATES, LIST_PROCESSING_LATENCY_US, UPDATING_DELAY_US,
                              hour_file, start_hour)
 from .fastpath import encode_line, escape_uri
 

@@ -50,9 +50,9 @@ from ...engine.fastjournal.writer import (JournalAppender, delete_request, encod
                                           set_request, take_lock)
 from ...engine.findings import ERROR, Verdict
 from ...errors import InputError
-from ...formats.snap import (DEFAULT_SEGMENT_SIZE, FIFO_VALUE_SIZE, FJ_VERSION, FLAG_DATA, FLAG_LISTEN,
-                             FLAG_OVERWRITE, FLAG_TIMEOUT, FLAG_UPDATE_TIMEOUT, FLAG_WORKED_ON, QUERY_MASK, FjError,
-                             Function, ValueType)
+from ...formats.fastjournal import (DEFAULT_SEGMENT_SIZE, FIFO_VALUE_SIZE, FJ_VERSION, FLAG_DATA, FLAG_LISTEN,
+                                    FLAG_OVERWRITE, FLAG_TIMEOUT, FLAG_UPDATE_TIMEOUT, FLAG_WORKED_ON, QUERY_MASK, FjError,
+                                    Function, ValueType)
 
 #: Replies queued on one connection before it stops reading (backpressure).
 MAX_QUEUED = 4096
