@@ -99,3 +99,29 @@ def test_option_errors_keep_their_words_without_pydantic(in_root):
     r = cli("verify", "-o", "foo", "x")
     assert r.code == 2 and "'foo' is not one of 'table', 'jsonl', 'json'." in r.err
     assert cli("verify", "--engine", "LOCAL", "-q", "fixtures/workq/sample-clean/log").code in (0, 1)
+
+
+@pytest.mark.parametrize("argv, loaded", [
+    (["verify", "-q", "--as-of", "last", "fixtures/workq/sample-clean/log"], {"workq"}),
+    (["dump", "-n", "1", "fixtures/workq/sample-clean/log"], {"workq"}),
+    (["verify", "-q", "--as-of", "last", "fixtures/kestrel/clean-journal/queue"], {"workq", "kestrel"}),
+])
+def test_detection_loads_formats_up_to_the_first_strong_claim(argv, loaded):
+    """The registry imports the built-in format packages in detection order, one at a time, as detection reaches
+    them (``format.in_order``): a workq log — the first format's — loads no other format's package; a Kestrel
+    queue loads workq's (asked first) and Kestrel's, no more."""
+    code = ("import sys, io, contextlib\n"
+            f"sys.argv = ['wqtool', *{argv!r}]\n"
+            "from wqtool._entry import main\n"
+            "try:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n"
+            "        main()\n"
+            "except SystemExit as e:\n"
+            "    assert e.code in (0, None), e.code\n"
+            "print(sorted({m.split('.')[2] for m in sys.modules if m.startswith('wqtool.engine.') and "
+            "m.count('.') >= 3}))\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    from wqtool.engine.format import BUILTIN
+    packages = {p.rsplit(".", 1)[1] for p in BUILTIN}
+    assert set(eval(r.stdout)) & packages == loaded, r.stdout

@@ -470,11 +470,14 @@ class Format(abc.ABC):
 
 # ---------------------------------------------------------------- the registry
 _REGISTRY: dict[str, Format] = {}
-_loaded = False
+_next = 0       # how many of BUILTIN's packages are imported (in order: detection order is registry order)
 
 
 def register(fmt: Format, *, replace: bool = False) -> Format:
-    """Add a format (its name must be new unless ``replace``). Returns it."""
+    """Add a format (its name must be new unless ``replace``). Returns it. A format from outside ``BUILTIN``
+    comes after every built-in one."""
+    if type(fmt).__module__.rsplit(".", 1)[0] not in BUILTIN:
+        _load()
     if fmt.name in _REGISTRY and not replace and _REGISTRY[fmt.name] is not fmt:
         raise ValueError(f"a format named {fmt.name!r} is already registered")
     clash = {c for f in _REGISTRY.values() if f.name != fmt.name for c in f.codes} & set(fmt.codes)
@@ -488,12 +491,32 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+def _load_next() -> bool:
+    """Import the next built-in format package (it registers itself); False when all are."""
+    global _next
+    if _next >= len(BUILTIN):
+        return False
+    _next += 1
+    importlib.import_module(BUILTIN[_next - 1] + ".format")
+    return True
+
+
 def _load() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for pkg in BUILTIN:
-            importlib.import_module(pkg + ".format")
+    while _load_next():
+        pass
+
+
+def in_order() -> Iterator[Format]:
+    """The registered formats in detection order, each built-in package imported only when the iteration reaches
+    it: detection that stops at the first strong claim (a workq log: the first format) loads no other format."""
+    i = 0
+    while True:
+        found = list(_REGISTRY.values())
+        if i < len(found):
+            yield found[i]
+            i += 1
+        elif not _load_next():
+            return
 
 
 def formats() -> list[Format]:
@@ -507,12 +530,10 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Format:
-    _load()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UsageError(f"--format: unknown format {name!r} (expected one of auto, {', '.join(names())})") \
-            from None
+    for f in in_order():
+        if f.name == name:
+            return f
+    raise UsageError(f"--format: unknown format {name!r} (expected one of auto, {', '.join(names())})")
 
 
 def format_of_code(code: str) -> Format | None:
@@ -562,9 +583,8 @@ def check_input(path: str) -> os.stat_result:
 
 def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Format, Evidence]:
     """The format of one existing PATH: the first strong claim in registry order, else the first weak one."""
-    cands = list(candidates) if candidates is not None else formats()
     weak: tuple[Format, Evidence] | None = None
-    for f in cands:
+    for f in (candidates if candidates is not None else in_order()):
         ev = f.detect(path)
         if ev is None:
             continue
@@ -574,6 +594,7 @@ def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Forma
             weak = (f, ev)
     if weak is not None:
         return weak
+    cands = list(candidates) if candidates is not None else formats()
     if len(cands) == 1:
         only = cands[0]
         if os.path.isdir(path):
@@ -675,7 +696,7 @@ def _resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
                  on_note: Callable[[str], None] | None = None) -> list[Log | Unresolved]:
     if not paths:
         raise UsageError("no PATH given")
-    known = {k for f in formats() for k in f.settings.options()}
+    known = {k for f in formats() for k in f.settings.options()} if opts.given else set()
     for k in opts.given:
         if k not in known:
             raise UsageError(f"-O {k}: no format takes this option (known: {', '.join(sorted(known)) or 'none'})")
@@ -700,7 +721,7 @@ def _resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
             if ev is not None and not ev.strong:
                 weak.add(f.name)
     o = opts if forced is not None else replace(opts, detected=True, shared=frozenset(shared))
-    for f in formats():
+    for f in list(_REGISTRY.values()):     # a format with logs here was loaded to claim them
         if f.name not in groups:
             continue
         for i, datas in _discover_each(f, groups[f.name], o):
