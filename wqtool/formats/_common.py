@@ -74,7 +74,12 @@ _crc32c_value = _first_crc32c
 MAX_VARINT_LEN64 = 10
 
 
+_ONE_BYTE = tuple(bytes((v,)) for v in range(0x80))     # most fields of a record fit one byte
+
+
 def encode_uvarint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
