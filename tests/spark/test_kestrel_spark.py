@@ -124,7 +124,7 @@ def test_findings_source_yields_the_findings_verify_reports(name, kloaded, kcorp
 def test_permissive_rows_are_the_unreadable_ranges(name, kloaded, kcorpus):
     """A row per stretch of bytes no record covers (with the damage row's fields: file, offset, error) and the
     finding in ``_corrupt``; no row for warnings or notes."""
-    from wqtool.engine.kestrel import damage_to_jsonable
+    from wqtool.engine.kestrel.serialize import damage_to_jsonable
     from wqtool.engine.serialize import finding_to_jsonable
     report = _local(kcorpus[name])
     bad = [f for f in report.findings if f.severity == "error" and int(f.verdict) in (1, 3)]
