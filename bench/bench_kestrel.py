@@ -108,6 +108,7 @@ def damaged_copy(d: str) -> str:
 
 def measure(kind: str, d: str) -> dict:
     from wqtool.engine import kestrel as k
+    from wqtool.exitcodes import CODES
     t0 = time.perf_counter()
     records = 0
     nbytes = 0
@@ -124,7 +125,7 @@ def measure(kind: str, d: str) -> dict:
         elif kind in ("verify", "replay", "verify-damaged"):
             r = k.run_log(fs, AS_OF_NS, limit=100)
             records, nbytes = r.records, r.bytes
-            extra["exit"] = int(r.verdict)
+            extra["exit"] = CODES.of(r.verdict)
             extra["items"] = r.state.items
             if kind == "replay":
                 extra["digest"] = r.state.digest()[:16]

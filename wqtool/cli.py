@@ -14,10 +14,11 @@ from typer.exceptions import TyperException
 from . import __version__
 from ._entry import interrupted
 from .commands import _coerce
+from .commands._edge import handing
 from .engine.findings import Verdict
 from .errors import WqError
-from .exitcodes import ExitCode, for_verdict
-from .render.outcome import error_text, exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
+from .exitcodes import CODES, ExitCode, exit_code_for, for_verdict
+from .render.outcome import error_text
 
 #: The commands, in the order help lists them; each one's module (wqtool.commands.<name>) is imported only when
 #: that command runs or help lists them (start-up: issue 20 item 9).
@@ -193,7 +194,8 @@ def _run(argv: list[str] | None) -> int:
     if show_tb:
         args = ["--traceback", *args]
     try:
-        rv = app(args=args, prog_name="wqtool", standalone_mode=False)
+        with handing(CODES):        # the commands' exit codes (they hand them on to what prints one)
+            rv = app(args=args, prog_name="wqtool", standalone_mode=False)
         code = for_verdict(rv) if isinstance(rv, Verdict) else int(rv) if isinstance(rv, int) else 0
     except typer.Exit as e:
         code = e.exit_code

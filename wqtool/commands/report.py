@@ -10,6 +10,7 @@ from ..engine.format import Log, resolve_each
 from ..engine.live import LiveWatch
 from ..errors import UsageError
 from ..render.outcome import Failed, run_exit_code
+from ._edge import exit_codes
 from ..render.progress import track
 from ._options import (QuietOpt, AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
                        MaxFindings, ReadPaths, SettingOpt, each_log, for_log, options, read_paths, say_error)
@@ -64,7 +65,8 @@ def report(
         watch = LiveWatch(log, live=live)
         rep, st, series = series_log(log.fmt, log.data, o, limit=max_findings)
         rep = watch.settle(rep)
-        return LogPage(log.fmt, rep, log.fmt.state_view(rep.state, log.data), st, series, o.as_of_ns)
+        return LogPage(log.fmt, rep, log.fmt.state_view(rep.state, log.data), st, series, o.as_of_ns,
+                       exit_codes().of(rep.verdict))
     with track(logs, "report"):
         items = [r for _, r in each_log(entries, one, say=say_error)]
     flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
@@ -77,7 +79,8 @@ def report(
     if not quiet:   # a note, not an error: -q leaves it out
         sys.stderr.write(f"wqtool: wrote {out}: {len(done)} log(s)"
                          + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
-    return run_exit_code([i.report.verdict for i in done], [i for i in items if isinstance(i, Failed)])
+    return run_exit_code(exit_codes(), [i.report.verdict for i in done],
+                         [i for i in items if isinstance(i, Failed)])
 
 
 def command_line(command: str, paths, *, fmt: str, as_of, opts, settings, flags) -> str:

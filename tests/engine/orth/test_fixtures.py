@@ -12,6 +12,7 @@ from tests.conftest import ROOT
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
 from wqtool.engine.orth.codes import CALLBACK_CODES, EXECUTOR_CODES
+from wqtool.engine.findings import Verdict
 
 FIX = os.path.join(ROOT, "fixtures", "orth")
 
@@ -120,5 +121,5 @@ def test_the_poison_file_names_what_it_blocks_in_readdir_order():
 
 def test_verdicts():
     assert _verify("clean-retry-files", "OC-X")[1].verdict == 0
-    assert int(_verify("poison-file", "OC-X")[1].verdict) == 3
-    assert int(_verify("handle-codes", "OC-X")[1].verdict) == 4
+    assert _verify("poison-file", "OC-X")[1].verdict == Verdict.CORRUPT
+    assert _verify("handle-codes", "OC-X")[1].verdict == Verdict.INVALID_HISTORY

@@ -222,7 +222,7 @@ orth-logs.md section 2a):
         for _ in run.events():
             pass
         rep = run.report
-        return repair_plan(log, rep.findings, int(rep.verdict), rep.state.digest() if rep.state is not None else "",
+        return repair_plan(log, rep.findings, rep.verdict, rep.state.digest() if rep.state is not None else "",
                            opts.get("md5_action"))
 
 
@@ -359,7 +359,7 @@ retry files. --format reads one of them."""
         run = ExecutorRun(log)
         for _ in run.events():
             pass
-        return NothingToRepair(log.root, input_exit_code=int(run.report.verdict))
+        return NothingToRepair(log.root, input_verdict=run.report.verdict)
 
 
 CALLBACKS = register(OrthCallbacksFormat())
