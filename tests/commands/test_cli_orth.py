@@ -12,6 +12,7 @@ from wqtool.engine import format as registry
 from wqtool.engine.format import Options
 from wqtool.engine.orth.gson import Entry
 from wqtool.engine.orth.writer import write_retry_file
+from wqtool.engine.findings import Verdict
 
 FIX = os.path.join("fixtures", "orth")
 AS_OF = "2026-02-01T00:00:00Z"
@@ -119,7 +120,7 @@ def test_the_same_log_id_in_two_files_is_a_duplicate(tmp_path):
     (log,) = fmt.discover([lp], Options(0))
     rep = fmt.run_log(log, Options(0))
     (dup,) = [f for f in rep.findings if f.code == "OC-DUPLICATE"]
-    assert dup.record_index == 1 and dup.offset == 1 and rep.verdict == 0
+    assert dup.record_index == 1 and dup.offset == 1 and rep.verdict == Verdict.CLEAN
 
 
 def test_options_are_declared_and_checked(in_root, tmp_path):

@@ -51,7 +51,7 @@ def history(d) -> None:
 def test_a_clean_history_replays_to_the_fifo(tmp_path):
     history(tmp_path)
     rep, recs, finds = run(tmp_path)
-    assert rep.verdict == 0 and finds == [] and [r.op for r in recs][:7] == ["set"] * 6 + ["mark"]
+    assert rep.verdict == Verdict.CLEAN and finds == [] and [r.op for r in recs][:7] == ["set"] * 6 + ["mark"]
     st = rep.state
     assert sorted(st.fifo.entries) == [b"http://a.com/0", b"http://a.com/1", b"http://a.com/2", b"http://b.com/x"]
     assert st.fifo.tombstones == {b"http://a.com/3": 100}
@@ -67,7 +67,7 @@ def test_truncation_at_every_offset_is_a_torn_tail(tmp_path):
         (d / "000000001.fjj").write_bytes(whole[:cut])
         rep, recs, finds = run(d)
         if cut in ends:
-            assert rep.verdict == 0, cut
+            assert rep.verdict == Verdict.CLEAN, cut
             continue
         last = max(e for e in ends if e <= cut) if cut > 16 else 0
         assert rep.verdict == Verdict.TORN_TAIL, cut
@@ -147,7 +147,7 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
         with pytest.raises(InjectedCrash):
             FMT.pack_plan(FMT.discover([d], OPTS)[0], OPTS).apply(fail_at=at)
         rep, _, finds = run(d)
-        assert rep.state.digest() == digest and rep.verdict == 0, at
+        assert rep.state.digest() == digest and rep.verdict == Verdict.CLEAN, at
         assert {f.code for f in finds} <= {"FJJ-SUPERSEDED", "FJJ-TEMP-FILE"}, at
         FMT.clean_plan(FMT.discover([d], OPTS)[0], OPTS).apply()
         rep, _, finds = run(d)

@@ -82,7 +82,7 @@ def test_rich_set_pack_and_apply(qdir):
     plan = k.pack_plan(one_set(qdir), AS_OF_NS)
     assert plan.open_transactions == 1 and plan.records_dropped > 0
     assert plan.bytes_before == sum(s for _, s in plan.inputs)
-    j = plan.to_jsonable()
+    j = plan.to_jsonable(CODES.of)
     assert j["bytes_after"] == plan.bytes_after and j["digest_input"] == before[0]
     res = k.apply_plan(plan, now_ms=1000)
     assert sorted(os.listdir(qdir)) == ["q"]

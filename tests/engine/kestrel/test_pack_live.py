@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import cli
 from wqtool.engine import kestrel as k
+from wqtool.engine.findings import Verdict
 from wqtool.engine.fsops import LogBusy
 
 from .conftest import AS_OF_NS, T, one_set, write_journal
@@ -66,7 +67,7 @@ def _stop(p: subprocess.Popen) -> int:
 
 def _items(qdir: str) -> list[bytes]:
     rep = k.run_log(one_set(qdir, queue="q"), AS_OF_NS, keep_open=True)
-    assert rep.verdict == 0, [f for f in rep.findings if f.severity == "error"][:3]
+    assert rep.verdict == Verdict.CLEAN, [f for f in rep.findings if f.severity == "error"][:3]
     return [it.data for it in rep.state.queue]
 
 

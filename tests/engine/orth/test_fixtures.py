@@ -120,6 +120,6 @@ def test_the_poison_file_names_what_it_blocks_in_readdir_order():
 
 
 def test_verdicts():
-    assert _verify("clean-retry-files", "OC-X")[1].verdict == 0
+    assert _verify("clean-retry-files", "OC-X")[1].verdict == Verdict.CLEAN
     assert _verify("poison-file", "OC-X")[1].verdict == Verdict.CORRUPT
     assert _verify("handle-codes", "OC-X")[1].verdict == Verdict.INVALID_HISTORY
