@@ -10,8 +10,8 @@ from ..engine.format import Log, resolve_each
 from ..engine.live import LiveWatch
 from ..errors import UsageError
 from ..render.outcome import Failed, run_exit_code
-from ._edge import exit_codes
 from ..render.progress import track
+from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
                        MaxFindings, ReadPaths, SettingOpt, each_log, for_log, options, read_paths, say_error)
 
