@@ -39,7 +39,7 @@ AS_OF_NS = (T + 86_400_000) * 1_000_000
 
 
 def generate(d: str, size_mb: int) -> tuple[int, int]:
-    from wqtool.engine.kestrel import JournalWriter
+    from wqtool.engine.kestrel.writer import JournalWriter
     rng = random.Random(20110313)
     target = size_mb * 1_000_000
     blobs = [bytes(rng.getrandbits(8) for _ in range(256)) for _ in range(64)]
@@ -107,7 +107,9 @@ def damaged_copy(d: str) -> str:
 
 
 def measure(kind: str, d: str) -> dict:
-    from wqtool.engine import kestrel as k
+    from wqtool.engine.kestrel.reader import JournalReader, discover
+    from wqtool.engine.kestrel.pack import pack_plan, write_pack
+    from wqtool.engine.kestrel.verify import run_log
     from wqtool.exitcodes import CODES
     t0 = time.perf_counter()
     records = 0
@@ -116,14 +118,14 @@ def measure(kind: str, d: str) -> dict:
     if kind == "floor":
         nbytes = harness.crc_floor(d)
     else:
-        fs = k.discover([d], queue="q")[0]
+        fs = discover([d], queue="q")[0]
         if kind == "read":
-            rd = k.JournalReader(fs)
+            rd = JournalReader(fs)
             for _ in rd.events():
                 pass
             records, nbytes = rd.records, rd.bytes
         elif kind in ("verify", "replay", "verify-damaged"):
-            r = k.run_log(fs, AS_OF_NS, limit=100)
+            r = run_log(fs, AS_OF_NS, limit=100)
             records, nbytes = r.records, r.bytes
             extra["exit"] = CODES.of(r.verdict)
             extra["items"] = r.state.items
@@ -133,8 +135,8 @@ def measure(kind: str, d: str) -> dict:
             out = os.path.join(os.path.dirname(d), "packed")
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)
-            plan = k.pack_plan(fs, AS_OF_NS)
-            res = k.write_pack(plan, out, fsync=False)
+            plan = pack_plan(fs, AS_OF_NS)
+            res = write_pack(plan, out, fsync=False)
             records, nbytes = plan.records_before, plan.bytes_before
             extra.update(bytes_after=res.bytes, records_after=res.records)
             shutil.rmtree(out)

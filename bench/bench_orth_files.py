@@ -18,8 +18,9 @@ sys.path.insert(0, ROOT)
 
 from wqtool.engine import format as registry  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
-from wqtool.engine.orth.gson import Entry  # noqa: E402
-from wqtool.engine.orth.writer import ExecutorLogWriter, write_retry_file  # noqa: E402
+from wqtool.engine.javacodec.gson import Entry  # noqa: E402
+from wqtool.engine.orth_callbacks.writer import write_retry_file  # noqa: E402
+from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter  # noqa: E402
 
 T = 1769740800000
 TRACE = "java.lang.IllegalStateException: bad input\n" + "".join(

@@ -21,7 +21,11 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from wqtool.engine import kestrel as k  # noqa: E402
+from wqtool.engine.kestrel.model import Record  # noqa: E402
+from wqtool.engine.kestrel.reader import JournalReader, discover  # noqa: E402
+from wqtool.engine.kestrel.serialize import damage_to_jsonable, record_to_jsonable  # noqa: E402
+from wqtool.engine.kestrel.verify import run_log  # noqa: E402
+from wqtool.engine.kestrel.writer import JournalWriter  # noqa: E402
 from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
 from wqtool.exitcodes import CODES  # noqa: E402
 
@@ -31,7 +35,7 @@ FIXTURES = os.path.join("fixtures", "kestrel")
 
 
 def _w(d: str, name: str, build) -> None:
-    with k.JournalWriter(os.path.join(d, name)) as w:
+    with JournalWriter(os.path.join(d, name)) as w:
         build(w)
 
 
@@ -145,18 +149,18 @@ def expected(scenario_dir: str) -> tuple[str, dict]:
     """(expected.jsonl text, expected-replay.json object) for a scenario, paths relative to the repo root."""
     qdir = os.path.join(scenario_dir, "queue")
     rows = []
-    sets = k.discover([qdir])
+    sets = discover([qdir])
     for fs in sets:
-        for ev in k.JournalReader(fs).events():
-            if isinstance(ev, k.Record):
-                rows.append(k.record_to_jsonable(ev))
+        for ev in JournalReader(fs).events():
+            if isinstance(ev, Record):
+                rows.append(record_to_jsonable(ev))
             elif ev.severity == "error":
-                rows.append(k.damage_to_jsonable(ev))
+                rows.append(damage_to_jsonable(ev))
     jsonl = "".join(json.dumps(r) + "\n" for r in rows)
     out = {"as_of_ns": AS_OF_NS, "queues": []}
     for fs in sets:
-        r = k.run_log(fs, AS_OF_NS)
-        ro = k.run_log(fs, AS_OF_NS, keep_open=True)
+        r = run_log(fs, AS_OF_NS)
+        ro = run_log(fs, AS_OF_NS, keep_open=True)
         out["queues"].append({
             "queue": fs.queue, "files": [f.path for f in fs.files], "superseded": sorted(fs.superseded),
             "exit_code": CODES.of(r.verdict), "records": r.records, "bytes": r.bytes,

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Build the Orth golden corpus deterministically through wqtool's own writers (``wqtool.engine.orth.writer``).
+"""Build the Orth golden corpus deterministically through wqtool's own writers
+(``wqtool.engine.orth_callbacks.writer``, ``wqtool.engine.orth_executor_logs.writer``).
 
     python scripts/make_orth_fixtures.py            # (re)write fixtures/orth/
     python scripts/make_orth_fixtures.py --check    # exit 1 if the committed corpus drifted
@@ -27,9 +28,9 @@ sys.path.insert(0, ROOT)
 from wqtool.engine import format as registry  # noqa: E402
 from wqtool.exitcodes import CODES  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
-from wqtool.engine.orth.gson import Entry  # noqa: E402
-from wqtool.engine.orth.writer import (ExecutorLogWriter, XxlJobLogWriter, write_atomic,  # noqa: E402
-                                       write_legacy_file, write_retry_file)
+from wqtool.engine.javacodec.gson import Entry  # noqa: E402
+from wqtool.engine.orth_callbacks.writer import write_atomic, write_legacy_file, write_retry_file  # noqa: E402
+from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter, XxlJobLogWriter  # noqa: E402
 from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
 
 T = 1769740800000                       # 2026-01-30T02:40:00Z, the spec's examples' trigger time
@@ -177,7 +178,7 @@ def legacy_hostile_stream(lp):
 def legacy_hessian_hostile(lp):
     """An xxl-job 2.0.2-2.1.x Hessian retry file whose element is of another class: refused without instantiating
     anything (OC-HESSIAN-BAD)."""
-    from wqtool.engine.orth.hessian import encode_params
+    from wqtool.engine.javacodec.hessian import encode_params
     data = encode_params([Entry(27, T, 200, None)]).replace(b"HandleCallbackParam", b"HandleCallbackParaX")
     write_atomic(os.path.join(lp, "callbacklog", f"xxl-job-callback-{T + 8000}.log"), data)
 

@@ -12,7 +12,7 @@ The Java generators are in ``scripts/xxljob/<release>/``: classes with the field
 ``HandleCallbackParam`` / ``ReturnT`` / ``CallbackData`` (same names, types, serialVersionUID — what the bytes
 depend on) written by real Jackson (2.0.0), real ``ObjectOutputStream`` (2.2.0) and real Gson (HEAD), the way each
 release's ``appendFailCallbackFile`` calls them. Hessian (2.0.2-2.1.x) has no library here: its file is built by
-``wqtool.engine.orth.hessian.encode_params`` from the Hessian 2.0 spec, following Hessian2Output's choices (checked
+``wqtool.engine.javacodec.hessian.encode_params`` from the Hessian 2.0 spec, following Hessian2Output's choices (checked
 against the spec's own byte examples in tests/engine/orth/test_releases.py).
 
 Each scenario: ``fixtures/orth-xxl-job/<scenario>/logpath/`` and ``expected.json`` (dump rows, verify, replay at
@@ -32,8 +32,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from wqtool.engine.orth.gson import Entry  # noqa: E402
-from wqtool.engine.orth.writer import XxlJobLogWriter, write_atomic  # noqa: E402
+from wqtool.engine.javacodec.gson import Entry  # noqa: E402
+from wqtool.engine.orth_callbacks.writer import write_atomic  # noqa: E402
+from wqtool.engine.orth_executor_logs.writer import XxlJobLogWriter  # noqa: E402
 
 FIXTURES = os.path.join("fixtures", "orth-xxl-job")
 JAVA = os.path.join(ROOT, "scripts", "xxljob")
@@ -98,7 +99,7 @@ def _compile(release: str, out: str) -> str:
 
 def make_bytes(dest_root: str) -> None:
     """The retry files of every scenario (Java where the writer runs here; Hessian from the spec)."""
-    from wqtool.engine.orth.hessian import encode_params
+    from wqtool.engine.javacodec.hessian import encode_params
     for name, (release, batches, _) in SCENARIOS.items():
         lp = os.path.join(dest_root, name, "logpath")
         if os.path.exists(lp):
@@ -144,10 +145,10 @@ def build_expected(dest_root: str) -> None:
 def encoders_match(root: str) -> list[str]:
     """wqtool's own encoders give the committed bytes of every retry file (the property the tests hold too)."""
     import hashlib
-    from wqtool.engine.orth.gson import encode
-    from wqtool.engine.orth.hessian import encode_params
-    from wqtool.engine.orth.jackson import encode_jackson_line
-    from wqtool.engine.orth.javaser import encode_220
+    from wqtool.engine.javacodec.gson import encode
+    from wqtool.engine.javacodec.hessian import encode_params
+    from wqtool.engine.javacodec.jackson import encode_jackson_line
+    from wqtool.engine.javacodec.javaser import encode_220
     bad = []
     for name, (release, batches, _) in SCENARIOS.items():
         lp = os.path.join(root, name, "logpath")

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from .engine import format as registry
 from .engine.findings import Finding, Verdict
 from .engine.format import AS_OF_WORDS, Options
 from .engine.instant import from_datetime, parse_instant
+from .engine.dump import Records, Told, selection
 from .engine.read import Want, read
 from .engine.run import LogReport
 from .errors import UsageError
@@ -51,7 +52,7 @@ def open_all(*paths: str | os.PathLike, format: str = "auto", **options: Any) ->
     fmt = format.lower()
     if fmt != "auto":
         registry.get(fmt)
-    opts = Options(parse_instant("now"), False, {k: v for k, v in options.items() if v is not None})
+    opts = Options(parse_instant("now"), settings={k: v for k, v in options.items() if v is not None})
     return [Log(lg, opts) for lg in registry.resolve([os.fspath(p) for p in paths], fmt, opts)]
 
 
@@ -135,8 +136,8 @@ class Log:
         """The read's options: a time, or ``last`` / ``first`` (settled for this log by ``engine.read``)."""
         t = instant(as_of)
         if isinstance(t, str):
-            return Options(parse_instant("now"), False, {**self._opts.extra, "_as_of": t})
-        return Options(t, False, dict(self._opts.extra))
+            return replace(self._opts, as_of_ns=parse_instant("now"), as_of_word=t)
+        return replace(self._opts, as_of_ns=t, as_of_word=None)
 
     def _read(self, as_of, want: Want, live: bool):
         [r] = read([self._log], self._options(as_of), want=want, live=live)
@@ -150,10 +151,10 @@ class Log:
         fmt = self._log.fmt
         if payload not in ("base64", "hex", "text", "none"):
             raise ValueError(f"payload: expected base64, hex, text or none, got {payload!r}")
-        view, cls = fmt.record_view, fmt.record_cls
-        for ev in fmt.run(self._log.data, self._options(None), limit=0).events():
-            if ev.__class__ is cls:
-                yield view.row(ev, payload)
+        view = fmt.record_view
+        for item in Records(self._log, self._options(None), selection(fmt)):
+            if item.__class__ is not Told:
+                yield view.row(item, payload)
 
     def verify(self, as_of: "_dt.datetime | str | None" = None, *, live: bool = False) -> Report:
         """Framing, checksums and replay-level history, as ``wqtool verify`` (at ``as_of``; default now). A log

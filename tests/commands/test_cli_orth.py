@@ -9,10 +9,10 @@ import pytest
 
 from tests.conftest import ROOT, cli
 from wqtool.engine import format as registry
-from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry
-from wqtool.engine.orth.writer import write_retry_file
 from wqtool.engine.findings import Verdict
+from wqtool.engine.format import Options
+from wqtool.engine.javacodec.gson import Entry
+from wqtool.engine.orth_callbacks.writer import write_retry_file
 
 FIX = os.path.join("fixtures", "orth")
 AS_OF = "2026-02-01T00:00:00Z"

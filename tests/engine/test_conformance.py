@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import AS_OF, ROOT
 from wqtool.engine import format as registry
 from wqtool.engine.findings import Verdict, worst
-from wqtool.engine.format import Options, resolve
+from wqtool.engine.format import Options, PackOptions, resolve
 from wqtool.engine.instant import parse_instant
 from wqtool.engine.plan import InjectedCrash
 from wqtool.errors import PackRefused, UsageError
@@ -160,7 +160,7 @@ def _packable(fmt_name, path, as_of):
     out = []
     for log in _logs(fmt_name, path, as_of):
         try:
-            out.append((log, log.fmt.pack_plan(log.data, Options(as_of))))
+            out.append((log, log.fmt.pack_plan(log.data, PackOptions(as_of))))
         except PackRefused as e:
             assert e.verdict in (Verdict.CORRUPT, Verdict.INVALID_HISTORY)
     return out
@@ -186,7 +186,7 @@ def test_pack_preserves_the_digest_and_is_idempotent(fmt_name, scenario, path, t
         res = plan.write(out1)
         assert res.digest == plan.report_doc(CODES.of)["digest"]
         [log2] = resolve([res.path], fmt_name, Options(as_of))
-        plan2 = log2.fmt.pack_plan(log2.data, Options(as_of))
+        plan2 = log2.fmt.pack_plan(log2.data, PackOptions(as_of))
         assert plan2.report_doc(CODES.of)["digest"] == res.digest
         res2 = plan2.write(out2)
         a = sorted(os.path.relpath(p, out1) for p in glob.glob(os.path.join(out1, "**"), recursive=True))
@@ -226,7 +226,7 @@ def test_a_crash_at_every_apply_step_leaves_a_replayable_log(fmt_name, scenario,
             d = str(tmp_path / f"{when}-{label}".replace(":", "_").replace("/", "_"))
             shutil.copytree(base, d)
             [log] = _logs(fmt_name, d, as_of)
-            p = log.fmt.pack_plan(log.data, Options(as_of))
+            p = log.fmt.pack_plan(log.data, PackOptions(as_of))
             kw = {"stale_lock_hold": 0} if "stale_lock_hold" in inspect.signature(type(p).apply).parameters or \
                 "stale_lock_hold" in inspect.signature(_apply_fn(p)).parameters else {}
             with pytest.raises(InjectedCrash):

@@ -208,10 +208,10 @@ def test_kestrel_queue_selects_one_queue_of_a_directory(spark, two_queues):
 
 
 def test_kestrel_queue_that_is_not_there_is_an_input_error(spark, two_queues):
-    from wqtool.engine import kestrel
+    from wqtool.engine.kestrel import reader as kreader
     from wqtool.errors import InputError
     with pytest.raises(InputError, match="no journal files for queue 'nosuch'"):
-        kestrel.discover([two_queues], queue="nosuch")
+        kreader.discover([two_queues], queue="nosuch")
     with pytest.raises(Exception, match="no journal files for queue 'nosuch'"):
         _kestrel(spark, [two_queues], queue="nosuch").collect()
 

@@ -18,7 +18,7 @@ from tests.spark.conftest import as_of_ns
 KESTREL_FIXTURES = sorted(os.path.basename(os.path.dirname(p))
                           for p in glob.glob(os.path.join(ROOT, "fixtures", "kestrel", "*", "queue")))
 
-from wqtool.engine.kestrel import KESTREL_REPLAY_CODES
+from wqtool.engine.kestrel.codes import KESTREL_REPLAY_CODES
 
 
 def _poke(name: str, at: int, data: bytes):
@@ -93,9 +93,9 @@ def kloaded(spark, kcorpus):
 
 
 def _local(path: str, limit=None, keep_open=False):
-    from wqtool.engine import kestrel
-    [fs] = kestrel.discover([path])
-    return kestrel.run_log(fs, as_of_ns(), limit=limit, keep_open=keep_open)
+    from wqtool.engine.kestrel import reader as kreader, verify as kverify
+    [fs] = kreader.discover([path])
+    return kverify.run_log(fs, as_of_ns(), limit=limit, keep_open=keep_open)
 
 
 # ---------------------------------------------------------------- the data source
@@ -169,7 +169,7 @@ def test_one_partition_per_journal_file_in_replay_order(spark, kcorpus):
 
 
 def test_failfast_raises_on_the_first_error_and_schema_is_dump_fields(spark, kcorpus):
-    from wqtool.engine.kestrel import KESTREL_RECORD_FIELDS
+    from wqtool.engine.kestrel.serialize import KESTREL_RECORD_FIELDS
     with pytest.raises(Exception, match="KQ-BAD-OPCODE"):
         spark.read.format("kestrel").option("mode", "failfast").load(kcorpus["damage-mid-live"]).collect()
     df = spark.read.format("kestrel").option("mode", "failfast").load(kcorpus["clean-journal"])
@@ -177,22 +177,22 @@ def test_failfast_raises_on_the_first_error_and_schema_is_dump_fields(spark, kco
     assert dict(df.dtypes)["xid"] == "bigint"
     binary = spark.read.format("kestrel").option("payload", "binary").load(kcorpus["clean-journal"])
     assert dict(binary.dtypes)["payload"] == "binary"
-    from wqtool.engine import kestrel
-    [fs] = kestrel.discover([kcorpus["clean-journal"]])
-    data = [ev.data for ev in kestrel.JournalReader(fs).events() if ev.__class__ is kestrel.Record]
+    from wqtool.engine.kestrel import model as kmodel, reader as kreader
+    [fs] = kreader.discover([kcorpus["clean-journal"]])
+    data = [ev.data for ev in kreader.JournalReader(fs).events() if ev.__class__ is kmodel.Record]
     assert [r["payload"] for r in binary.where("_corrupt is null").collect()] == data
 
 
 # ---------------------------------------------------------------- fleet
 def test_run_kestrel_equals_local_on_every_queue(spark, kcorpus):
-    from wqtool.engine import kestrel
+    from wqtool.engine.kestrel import reader as kreader
     from wqtool.engine.serialize import finding_to_jsonable
     from wqtool.exitcodes import CODES
     from wqtool.engine.format import Options, get
     from wqtool.spark.fleet import PerLogFleet
-    sets = [kestrel.discover([kcorpus[n]])[0] for n in NAMES]
+    sets = [kreader.discover([kcorpus[n]])[0] for n in NAMES]
     for keep_open, limit in ((False, None), (True, 1)):
-        fleet = PerLogFleet(get("kestrel")).run(spark, sets, Options(as_of_ns(), extra={"keep_open": keep_open}),
+        fleet = PerLogFleet(get("kestrel")).run(spark, sets, Options(as_of_ns(), settings={"keep_open": keep_open}),
                                                 limit=limit, items=True)
         for name, (a, _) in zip(NAMES, fleet):
             b = _local(kcorpus[name], limit, keep_open)

@@ -186,11 +186,13 @@ LiveOpt = Annotated[bool, typer.Option("--live", help="The log is being written 
                                        "file changing during the read).")]
 
 
-def options(as_of: str | None, *, horizon: bool = False, settings: list[str] | None = None, **extra) -> Options:
-    """The engine's Options from a command's --as-of, --horizon, its format-specific flags and ``-O KEY=VALUE``
-    settings (checked against the formats' declared options by ``format.resolve``). ``--as-of last|first`` is
-    settled per log (``for_log``)."""
-    d = {k: v for k, v in extra.items() if v is not None}
+def options(as_of: str | None, *, horizon: bool = False, settings: list[str] | None = None,
+            flags: dict | None = None, kind: type[Options] = Options, **fields) -> Options:
+    """The engine's options (``kind``: ``Options``, or a command's own, with its ``fields``) from a command's
+    --as-of, --horizon, its format flags (``flags``: --kestrel-version, --keep-open, by setting name) and ``-O
+    KEY=VALUE`` settings (checked against the formats' declared settings by ``format.resolve``; each format
+    types its own). ``--as-of last|first`` is settled per log (``for_log``)."""
+    d = {k: v for k, v in (flags or {}).items() if v is not None}
     keys = []
     for item in settings or ():
         key, sep, value = item.partition("=")
@@ -198,13 +200,11 @@ def options(as_of: str | None, *, horizon: bool = False, settings: list[str] | N
             raise UsageError(f"-O: expected KEY=VALUE, got {item!r}")
         d[key.strip().lower()] = value
         keys.append(key.strip().lower())
-    if keys:
-        d["_options"] = tuple(keys)
     word = (as_of or "").strip().lower()
+    common = dict(horizon=horizon, settings=d, given=tuple(keys), **fields)
     if word in AS_OF_WORDS:
-        d["_as_of"] = word
-        return Options(time.time_ns(), horizon, d)
-    return Options(parse_time(as_of, "--as-of"), horizon, d)
+        return kind(time.time_ns(), as_of_word=word, **common)
+    return kind(parse_time(as_of, "--as-of"), **common)
 
 
 def for_log(log: Log, opts: Options) -> Options:

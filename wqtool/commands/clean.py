@@ -57,7 +57,7 @@ def clean(
       wqtool clean --apply /var/lib/workq/cmdlog
       wqtool clean --apply --json /var/spool/kestrel/jobs
     """
-    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value)
+    opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value))
     if apply and opts.as_of_ns > time.time_ns() + FUTURE_SLACK_NS:
         raise UsageError("--apply with an --as-of in the future would drop jobs that are still live; clean at "
                          "'now' (the default) or earlier")

@@ -7,10 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from ..engine import format as registry
-from ..engine.dump import RecordFilter, parse_jobs, parse_kinds
-from ..engine.findings import ERROR, Verdict, worst
+from ..engine.dump import Encoded, Records, Told, following, parse_jobs, selection
+from ..engine.findings import Verdict, worst
 from ..engine.format import Log, resolve_each
-from ..engine.live import LiveWatch
 from ..engine.stats import RecordStats
 from ..errors import UsageError
 from ..offsets import At
@@ -23,7 +22,7 @@ from . import _spark
 from ._edge import exit_codes
 from ._options import (QuietOpt, MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
-                       SparkConfOpt, each_log, for_log, offset_option, options, read_paths, parse_time, say_error, seconds,
+                       SparkConfOpt, each_log, offset_option, options, read_paths, parse_time, say_error, seconds,
                        whole_number)
 
 
@@ -99,7 +98,7 @@ def dump(
       wqtool dump --engine spark -o parquet --out /tmp/records.parquet /srv/fleet/*/cmdlog
     """
     paths = read_paths(ctx, paths, jdbc)
-    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value)
+    opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value))
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
     if engine is Engine.spark or output is DumpOutput.parquet:
         if engine is not Engine.spark or output not in (DumpOutput.parquet, DumpOutput.jsonl) or not out_dir:
@@ -113,7 +112,7 @@ def dump(
             raise UsageError("--payload binary needs -o parquet (JSON has no bytes)")
         if not remote and "://" not in out_dir and os.path.lexists(out_dir):   # before paying for a session
             raise UsageError(f"--out {out_dir}: already exists; the export never overwrites: name a new directory")
-        if "_as_of" in opts.extra:
+        if opts.as_of_word is not None:
             raise UsageError("--engine spark dump takes a time for --as-of (last / first: the local engine)")
         registry.resolve(paths, fmt, opts)     # every PATH must name a log before a session is paid for
         return _dump_spark(paths, fmt, output, out_dir, mode, opts, master, spark_conf, remote)
@@ -129,10 +128,10 @@ def dump(
         if follow:
             raise UsageError("--follow does not apply to --qdump")
         return _special(entries, logs, "qdump", opts, contents=qdump_contents, raw=qdump_raw, queue=qdump_queue)
-    selection = dict(kinds=type_, jobs=parse_jobs(job), since_ns=parse_time(since, "--since", default_now=False),
-                     until_ns=parse_time(until, "--until", default_now=False), from_offset=from_offset,
-                     to_offset=to_offset)
-    d = _Dump(output.value, mode, stats, limit, selection, opts, live)
+    chosen = dict(kinds=type_, jobs=parse_jobs(job), since_ns=parse_time(since, "--since", default_now=False),
+                  until_ns=parse_time(until, "--until", default_now=False), from_offset=from_offset,
+                  to_offset=to_offset)
+    d = _Dump(output.value, mode, stats, limit, chosen, opts, live)
     if follow:
         return d.follow(entries, logs, poll)
     with track(logs, "dump", streaming=True):
@@ -143,7 +142,7 @@ def dump(
 
 
 class _Dump:
-    """The records of one log after another through one writer per format (a format's filter and view)."""
+    """The records of one log after another (``engine.dump.Records``) through one writer per format."""
 
     def __init__(self, output: str, mode: str, stats: bool, limit, selection: dict, opts, live: bool):
         self.output, self.mode, self.stats, self.limit = output, mode, stats, limit
@@ -154,57 +153,34 @@ class _Dump:
         if fmt_.name not in self.writers:
             self.writers[fmt_.name] = (None if self.stats else RECORD_WRITERS[self.output](sys.stdout, self.mode,
                                                                                         fmt_.record_view),
-                                       _filter(fmt_, self.selection))
+                                       selection(fmt_, **self.selection))
         return self.writers[fmt_.name]
 
-    def _in_range(self, f, flt) -> bool:
-        lo, hi = flt.from_offset, flt.to_offset
-        end = f.resumes_at if f.resumes_at is not None else f.offset + 1
-        return (lo is None or flt.at_or_after(f.path, end - 1, lo)) and \
-            (hi is None or not flt.at_or_after(f.path, f.offset, hi))
-
-    def _finding(self, w, f, flt, *, in_flight: bool = False) -> None:
-        if f.path is not None and f.offset is not None and w is not None and self._in_range(f, flt) and \
-                (in_flight or f.verdict in (Verdict.TORN_TAIL, Verdict.CORRUPT)):
-            w.damage(f, in_flight=in_flight)      # -o hex: the unreadable (or in-flight) bytes, marked
+    def _tell(self, w, t: Told) -> None:
+        if t.mark and w is not None:
+            w.damage(t.finding, in_flight=t.in_flight)      # -o hex: the unreadable (or in-flight) bytes, marked
         sys.stdout.flush()
-        write_one_line(sys.stderr, f)
+        write_one_line(sys.stderr, t.finding)
 
     def log(self, log: Log) -> Verdict:
-        fmt_ = log.fmt
-        w, flt = self._writer(fmt_)
-        flt = flt.for_files(log.files, log.root)
-        opts = for_log(log, self.opts)
-        fast = (fmt_.encoded_records(log.data, opts, style=self.output, payload=self.mode,
-                                     limit=None if self.limit is None else self.limit - self.shown)
-                if not self.stats and self.output in ("jsonl", "json")
-                and all(v is None for v in self.selection.values()) else None)
-        if fast is not None:   # the format's encoder (intact logs, no filter): rows written as they come
-            report, chunks = fast
-            for n, text in chunks:
-                w.write_encoded(n, text)
-                self.shown += n
-            return report.verdict
-        watch = LiveWatch(log, live=self.live)
-        run = fmt_.run(log.data, opts, limit=0)
-        held = []                 # torn tails: in flight or damage, told once the read is over
-        for ev in run.events():
-            if ev.__class__ is fmt_.record_cls:
-                if flt.match(ev):
-                    if self.limit is not None and self.shown >= self.limit:
-                        break
-                    self.shown += 1
-                    self.total.add(fmt_.facts(ev)) if self.stats else w.write(ev)
-            elif ev.severity == ERROR:
-                if ev.verdict == Verdict.TORN_TAIL:
-                    held.append(ev)
-                else:
-                    self._finding(w, ev, flt)
-        run.sink.close()
-        for f in held:
-            told = watch.torn_in_flight(f)
-            self._finding(w, told, flt, in_flight=told is not f)
-        return watch.settle(run.report).verdict if held else run.report.verdict
+        w, flt = self._writer(log.fmt)
+        records = Records(log, self.opts, flt.for_files(log.files, log.root),
+                          limit=None if self.limit is None else self.limit - self.shown, live=self.live,
+                          encode=None if self.stats or self.output not in ("jsonl", "json") else (self.output,
+                                                                                                  self.mode))
+        facts = log.fmt.facts
+        for item in records:
+            cls = item.__class__
+            if cls is Told:
+                self._tell(w, item)
+            elif cls is Encoded:
+                w.write_encoded(item.n, item.text)
+            elif self.stats:
+                self.total.add(facts(item))
+            else:
+                w.write(item)
+        self.shown += records.shown
+        return records.verdict
 
     def close(self) -> None:
         if self.stats:
@@ -215,45 +191,22 @@ class _Dump:
 
     def follow(self, entries, logs: list[Log], poll_s: float) -> int:
         """--follow: every log's records, then what each gains, until Ctrl-C (exit 0)."""
-        import itertools
-        import time
         failed = [failed_path(exit_codes(), e.path, e.error) for e in entries if not isinstance(e, Log)]
         for f in failed:
             say_error(f"{f.root}: {f.message}")
-        streams = [(log, (self._writer(log.fmt)[0], self._writer(log.fmt)[1].for_files(log.files, log.root)),
-                    log.fmt.follow(log.data, for_log(log, self.opts), poll_s=0))
-                   for log in logs]
+        chosen = [(log, self._writer(log.fmt)[1].for_files(log.files, log.root)) for log in logs]
         try:
-            for tick in itertools.count():
-                for log, (w, flt), events in streams:
-                    for ev in events:
-                        if ev is None:      # this log's poll is over
-                            break
-                        if ev.__class__ is log.fmt.record_cls:
-                            if flt.match(ev):
-                                if self.limit is not None and self.shown >= self.limit:
-                                    return run_exit_code(exit_codes(), [], failed)
-                                self.shown += 1
-                                w.write(ev)
-                        elif ev.severity == ERROR:
-                            self._finding(w, ev, flt)
-                sys.stdout.flush()
-                time.sleep(poll_s)
+            for item in following(chosen, self.opts, limit=self.limit, poll_s=poll_s):
+                if item is None:
+                    sys.stdout.flush()
+                    continue
+                log, x = item
+                w = self._writer(log.fmt)[0]
+                self._tell(w, x) if x.__class__ is Told else w.write(x)
         except KeyboardInterrupt:
-            sys.stdout.flush()
-            return run_exit_code(exit_codes(), [], failed)
-
-
-def _filter(fmt_, sel: dict) -> RecordFilter:
-    """The record filter of one format; a filter the format cannot apply is a usage error."""
-    unsupported = [o for o, k in (("--job", "jobs"), ("--since", "since_ns"), ("--until", "until_ns"))
-                   if sel[k] is not None and ("job" if k == "jobs" else "time") not in fmt_.filters]
-    if unsupported:
-        able = [f.plural for f in registry.formats() if "job" in f.filters]
-        raise UsageError(f"{', '.join(unsupported)} apply to {' and '.join(able) or 'no format'} only, not to "
-                         f"{fmt_.plural}")
-    return RecordFilter(fmt_.facts, parse_kinds(sel["kinds"], fmt_.record_kinds, fmt_.kind_noun), sel["jobs"],
-                        sel["since_ns"], sel["until_ns"], sel["from_offset"], sel["to_offset"])
+            pass
+        sys.stdout.flush()
+        return run_exit_code(exit_codes(), [], failed)
 
 
 def _special(entries, logs, which: str, opts, **kw) -> int:

@@ -8,6 +8,7 @@ import typer
 
 from ..engine.findings import Verdict
 from ..engine.format import resolve
+from ..engine.options import PackOptions
 from ..engine.live import LiveWatch
 from ..errors import UsageError
 from ..render.plan import write_pack_report
@@ -71,8 +72,8 @@ def pack(
       wqtool pack --format kestrel --drop-expired --apply /var/spool/kestrel/jobs
     """
     t0 = time.perf_counter()
-    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, drop_expired=drop_expired or None,
-                   salvage=salvage or None, segment_size=segment_size, keep_open=keep_open or None)
+    opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open),
+                   kind=PackOptions, drop_expired=drop_expired, salvage=salvage, segment_size=segment_size)
     if out and apply:
         raise UsageError("--out and --apply exclude each other")
     if apply:   # a pack --apply that crashed mid-swap is finished first (no-op otherwise)

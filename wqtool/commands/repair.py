@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..engine.format import Log, resolve_each
+from ..engine.options import RepairOptions
 from ..engine.live import refuse_live
 from ..errors import UsageError
 from ..render.progress import track
@@ -68,8 +69,8 @@ def repair(
       wqtool repair --salvage --drop-invalid --apply --quarantine /root/cut DIR
       wqtool repair --truncate-to-time '2026-11-21 23:15:00' --apply DIR
     """
-    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, salvage=salvage or None,
-                   drop_invalid=drop_invalid or None,
+    opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value), kind=RepairOptions,
+                   salvage=salvage, drop_invalid=drop_invalid,
                    truncate_to_ns=parse_time(truncate_to_time, "--truncate-to-time", default_now=False))
     if apply:   # what a crashed earlier --apply left is finished first (no-op otherwise)
         finish_interrupted(paths, fmt)

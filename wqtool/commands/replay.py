@@ -93,7 +93,7 @@ def replay(
     if (output is ReplayOutput.parquet) != (out_dir is not None) or (out_dir and engine is not Engine.spark):
         raise UsageError("-o parquet and --out DIR go together, with --engine spark (the replayed state as a table)")
     paths = read_paths(ctx, paths, jdbc)
-    opts = options(as_of, settings=settings, kestrel_version=kestrel_version.value, keep_open=keep_open)
+    opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
     logs = resolve(paths, fmt, opts, on_note=say_error)
     shared = len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs)   # one directory, a log per format
     if len(logs) != 1 and not shared:

@@ -7,13 +7,13 @@ from typing import Annotated
 import typer
 
 from ..engine.format import Log, resolve_each
-from ..engine.live import LiveWatch
+from ..engine.read import Want, read
 from ..errors import UsageError
-from ..render.outcome import Failed, run_exit_code
+from ..render.outcome import Failed, error_text, failed_path, run_exit_code
 from ..render.progress import track
 from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
-                       MaxFindings, ReadPaths, SettingOpt, each_log, for_log, options, read_paths, say_error)
+                       MaxFindings, ReadPaths, SettingOpt, options, read_paths, say_error)
 
 
 def report(
@@ -50,25 +50,20 @@ def report(
       wqtool report --as-of last --max-findings 1000 /srv/fleet/*/cmdlog --out fleet.html
       wqtool report -O timezone=Asia/Shanghai orth_job_log.csv --out joblog.html
     """
-    from ..engine.series import series_log
     from ..render.htmlreport import LogPage, report_page, write_new
     import os
     if os.path.lexists(out):
         raise UsageError(f"--out {out}: already exists; report never overwrites: name a new file")
     paths = read_paths(ctx, paths, jdbc)
-    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
+    opts = options(as_of, settings=settings, horizon=horizon,
+                   flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
     entries = resolve_each(paths, fmt, opts, on_note=say_error)
-    logs = [e for e in entries if isinstance(e, Log)]
-
-    def one(log: Log) -> LogPage:
-        o = for_log(log, opts)
-        watch = LiveWatch(log, live=live)
-        rep, st, series = series_log(log.fmt, log.data, o, limit=max_findings)
-        rep = watch.settle(rep)
-        return LogPage(log.fmt, rep, log.fmt.state_view(rep.state, log.data), st, series, o.as_of_ns,
-                       exit_codes().of(rep.verdict))
-    with track(logs, "report"):
-        items = [r for _, r in each_log(entries, one, say=say_error)]
+    with track([e for e in entries if isinstance(e, Log)], "report"):
+        reading = read(entries, opts, want=Want.SERIES, live=live, max_findings=max_findings,
+                       on_error=lambda e: say_error(error_text(e)))
+    codes = exit_codes()
+    items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns, codes.of(r.report.verdict))
+             if r.ok else failed_path(codes, r.root, r.error) for r in reading]
     flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
              *(["--horizon"] if horizon else []), *(["--live"] if live else []),
              *(["--kestrel-version", kestrel_version.value] if kestrel_version is not KestrelVersion.auto else []),

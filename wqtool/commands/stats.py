@@ -86,7 +86,8 @@ def stats(
     drawn = chart is not None or timeline     # the series pass (engine.series): verify's and stats' pass, one per log
     series: dict[int, object] = {}
     paths = read_paths(ctx, paths, jdbc)
-    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value, keep_open=keep_open)
+    opts = options(as_of, settings=settings, horizon=horizon,
+                   flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
     entries = resolve_each(paths, fmt, opts, on_note=say_error)
     logs = [e for e in entries if isinstance(e, Log)]
     # drawn locally: the series pass (engine.series) is the log's one pass, verify's and stats' in one

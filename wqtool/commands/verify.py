@@ -103,8 +103,8 @@ def verify(
     {METRICS}
     """
     paths = read_paths(ctx, paths, jdbc)
-    opts = options(as_of, settings=settings, horizon=horizon, kestrel_version=kestrel_version.value,
-                   keep_open=keep_open)
+    opts = options(as_of, settings=settings, horizon=horizon,
+                   flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
     if engine is Engine.spark and metrics_file is not None:
         raise UsageError("--metrics-file is written by the local engine (a cron check of this host's logs)")
     entries = resolve_each(paths, fmt, opts, on_note=None if quiet else say_error)

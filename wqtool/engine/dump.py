@@ -1,14 +1,19 @@
-"""Record selection for dump, for every format: kinds (--type), jobs, record time, offset range."""
+"""dump's pass, for every format: the record selection (kinds --type, jobs, record time, offset range), the
+limit, the choice of the format's encoder, and what a reader of the records is told (``records``): a command
+renders what it yields and never runs the record loop itself."""
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import UsageError
 from ..offsets import At
-from .format import RecordFacts
+from .findings import ERROR, Finding, Verdict
+from .format import Log, Options, RecordFacts, formats, settle_as_of
+from .live import LiveWatch
 
 
 def parse_kinds(values: list[str] | None, vocabulary, what: str) -> frozenset[str] | None:
@@ -72,6 +77,11 @@ class RecordFilter:
             return offset >= bound.offset
         return (self.order.get(os.path.basename(path or ""), -1), offset) >= (self.order[bound.file], bound.offset)
 
+    def selects_all(self) -> bool:
+        """No selection at all: every record is kept."""
+        return self.kinds is None and self.jobs is None and self.since_ns is None and self.until_ns is None \
+            and self.from_offset is None and self.to_offset is None
+
     def match(self, rec) -> bool:
         if self.from_offset is not None and not self.at_or_after(rec.path, rec.offset, self.from_offset):
             return False
@@ -93,3 +103,121 @@ class RecordFilter:
             if self.until_ns is not None and t >= self.until_ns:
                 return False
         return True
+
+
+def selection(fmt, *, kinds: list[str] | None = None, jobs: frozenset[bytes] | None = None,
+              since_ns: int | None = None, until_ns: int | None = None, from_offset: At | None = None,
+              to_offset: At | None = None) -> RecordFilter:
+    """One format's record filter for dump's options; a filter the format cannot apply is a usage error."""
+    unsupported = [o for o, v, need in (("--job", jobs, "job"), ("--since", since_ns, "time"),
+                                        ("--until", until_ns, "time")) if v is not None and need not in fmt.filters]
+    if unsupported:
+        able = [f.plural for f in formats() if "job" in f.filters]
+        raise UsageError(f"{', '.join(unsupported)} apply to {' and '.join(able) or 'no format'} only, not to "
+                         f"{fmt.plural}")
+    return RecordFilter(fmt.facts, parse_kinds(kinds, fmt.record_kinds, fmt.kind_noun), jobs, since_ns, until_ns,
+                        from_offset, to_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """``n`` records the format's own encoder wrote as ``text`` (an intact log, nothing filtered: ``records``)."""
+
+    n: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Told:
+    """A finding for the reader (dump: stderr, at its offset). ``mark``: the bytes it covers lie in the selected
+    range and are unreadable (a torn tail, corruption) or a record still in flight — ``-o hex`` shows them,
+    marked, between the records around them. ``in_flight``: a live writer's record, not damage."""
+
+    finding: Finding
+    mark: bool = False
+    in_flight: bool = False
+
+
+class Records:
+    """dump's pass over one log: iterating yields each record the filter keeps (the reader's own objects; at most
+    ``limit``), ``Encoded`` chunks where the format's encoder stands in (``encode`` = (style, payload) asked, and
+    the filter selects everything), and ``Told`` findings — errors as they come, torn tails once the read is
+    over (in flight when the log is live). ``verdict`` is the log's, settled for a live writer, once iterated;
+    ``shown``: the records given."""
+
+    def __init__(self, log: Log, opts: Options, flt: RecordFilter, *, limit: int | None = None, live: bool = False,
+                 encode: tuple[str, str] | None = None):
+        self.log, self.opts, self.flt, self.limit, self.live, self.encode = log, opts, flt, limit, live, encode
+        self.verdict: Verdict = Verdict.CLEAN
+        self.shown = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        log, fmt, flt = self.log, self.log.fmt, self.flt
+        opts = settle_as_of(log, self.opts)
+        if self.encode is not None and flt.selects_all():
+            fast = fmt.encoded_records(log.data, opts, style=self.encode[0], payload=self.encode[1],
+                                       limit=self.limit)
+            if fast is not None:   # the format's encoder (intact logs): rows as they come
+                report, chunks = fast
+                for n, text in chunks:
+                    self.shown += n
+                    yield Encoded(n, text)
+                self.verdict = report.verdict
+                return
+        watch = LiveWatch(log, live=self.live)
+        run = fmt.run(log.data, opts, limit=0)
+        cls, held = fmt.record_cls, []       # torn tails: in flight or damage, told once the read is over
+        for ev in run.events():
+            if ev.__class__ is cls:
+                if flt.match(ev):
+                    if self.limit is not None and self.shown >= self.limit:
+                        break
+                    self.shown += 1
+                    yield ev
+            elif ev.severity == ERROR:
+                if ev.verdict == Verdict.TORN_TAIL:
+                    held.append(ev)
+                else:
+                    yield told(flt, ev)
+        run.sink.close()
+        for f in held:
+            t = watch.torn_in_flight(f)
+            yield told(flt, t, in_flight=t is not f)
+        self.verdict = watch.settle(run.report).verdict if held else run.report.verdict
+
+
+def told(flt: RecordFilter, f: Finding, *, in_flight: bool = False) -> Told:
+    """``f`` as dump tells it (``Told``), marked when its bytes lie in ``flt``'s range."""
+    mark = f.path is not None and f.offset is not None and (in_flight or f.verdict in (Verdict.TORN_TAIL,
+                                                                                         Verdict.CORRUPT))
+    if mark:
+        lo, hi = flt.from_offset, flt.to_offset
+        end = f.resumes_at if f.resumes_at is not None else f.offset + 1
+        mark = (lo is None or flt.at_or_after(f.path, end - 1, lo)) and \
+            (hi is None or not flt.at_or_after(f.path, f.offset, hi))
+    return Told(f, mark, in_flight)
+
+
+def following(logs: list[tuple[Log, RecordFilter]], opts: Options, *, limit: int | None = None,
+              poll_s: float = 1.0) -> Iterator[tuple[Log, Any] | None]:
+    """dump --follow: (log, record) for each record a log's filter keeps and (log, ``Told``) for its errors —
+    every log's records first, then what each gains — and None when a poll of every log is over (then it waits
+    ``poll_s``); it ends after ``limit`` records, else never (the caller stops it)."""
+    streams = [(log, flt, log.fmt.follow(log.data, settle_as_of(log, opts), poll_s=0)) for log, flt in logs]
+    shown = 0
+    while True:
+        for log, flt, events in streams:
+            cls = log.fmt.record_cls
+            for ev in events:
+                if ev is None:      # this log's poll is over
+                    break
+                if ev.__class__ is cls:
+                    if flt.match(ev):
+                        if limit is not None and shown >= limit:
+                            return
+                        shown += 1
+                        yield log, ev
+                elif ev.severity == ERROR:
+                    yield log, told(flt, ev)
+        yield None
+        time.sleep(poll_s)

@@ -37,31 +37,17 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 from ..errors import UsageError, WqError
 from .fileio import input_error, kind_of, listing_once, read_head
 from .findings import Codes, Finding
+from .options import Options, PackOptions, RepairOptions, Settings
 from .run import LogReport, ReplayPass, VerifyReport
 from .stats import RecordFacts, RecordStats
 
 #: The packages of the formats that ship with wqtool, in detection order.
-BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth",
-                           "wqtool.engine.orth_joblog", "wqtool.engine.snaplist", "wqtool.engine.evtj",
-                           "wqtool.engine.fastjournal")
+BUILTIN: tuple[str, ...] = ("wqtool.engine.workq", "wqtool.engine.kestrel", "wqtool.engine.orth_callbacks",
+                           "wqtool.engine.orth_executor_logs", "wqtool.engine.orth_joblog",
+                           "wqtool.engine.snaplist", "wqtool.engine.evtj", "wqtool.engine.fastjournal")
 
 
 # ---------------------------------------------------------------- values passed to every format
-@dataclass(frozen=True)
-class Options:
-    """What a command asks of a format. ``as_of_ns`` is replay's clock; ``extra`` holds format-specific
-    settings by name (``kestrel_version``, ``keep_open``, ``queue``, ``segment_size``, ``drop_expired``, ...):
-    a format reads those it knows and ignores the rest, or refuses one it cannot honour (``UsageError``)."""
-
-    as_of_ns: int
-    horizon: bool = False
-    extra: dict = field(default_factory=dict)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        v = self.extra.get(key)
-        return default if v is None else v
-
-
 @dataclass(frozen=True)
 class Evidence:
     """Why a format claims a path. ``strong``: its own declarations match (magic bytes, the upstream naming
@@ -235,7 +221,7 @@ class Format(abc.ABC):
     callback retry files) each name the other in ``shares_dir_with``; a directory both claim strongly then
     resolves to a log of each (``detect_all``, ``resolve_each``), every command handles each log on its own (its
     own verdict, report, plan) and no command names a format. Each such format reads only its own files there, and
-    a plan leaves the other's files to the other's plan (``Options.extra["_shared"]`` names the shared PATHs).
+    a plan leaves the other's files to the other's plan (``Options.shared`` names the shared PATHs).
     """
 
     name: ClassVar[str]                         # --format value and Spark source name
@@ -259,8 +245,9 @@ class Format(abc.ABC):
     filters: ClassVar[frozenset[str]] = frozenset()
     #: extra dump views by option name (e.g. "qdump"): see ``special_dump``.
     special_dumps: ClassVar[frozenset[str]] = frozenset()
-    #: format-specific settings accepted as ``-O KEY=VALUE`` (name -> help); they arrive in ``Options.extra``.
-    options: ClassVar[dict[str, str]] = {}
+    #: the format's own settings, typed (``engine.options``): its fields with a help are its ``-O KEY=VALUE``
+    #: options; the format reads them as ``opts.of(self)``
+    settings: ClassVar[type[Settings]] = Settings
     #: the note a torn tail becomes when the log is being written (``engine.live``): "WQ-IN-FLIGHT", ...; None:
     #: the format cannot tell a record in flight from damage (its torn tails stay torn tails)
     in_flight_code: ClassVar[str | None] = None
@@ -326,7 +313,7 @@ class Format(abc.ABC):
         return sum(1 for ev in self.file_events(log, i) if ev.__class__ is cls)
 
     def source_options(self, options: dict) -> dict:
-        """A Spark data source's format-specific options (lower-cased keys) -> ``Options.extra``; a bad value is
+        """A Spark data source's format-specific options (lower-cased keys) -> ``Options.settings``; a bad value is
         a ValueError naming the option."""
         return {}
 
@@ -400,10 +387,10 @@ class Format(abc.ABC):
         raise UsageError(f"--{which} does not apply to {self.plural}")
 
     # -- plans (commands that change files): each returns an engine.plan.Plan
-    def pack_plan(self, log, opts: Options):
+    def pack_plan(self, log, opts: PackOptions):
         raise UsageError(f"pack is not available for {self.plural}")
 
-    def repair_plan(self, log, opts: Options):
+    def repair_plan(self, log, opts: RepairOptions):
         raise UsageError(f"repair is not available for {self.plural}")
 
     def clean_plan(self, log, opts: Options):
@@ -668,7 +655,7 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
     unreadable, not a log, a forced format that does not fit) becomes an ``Unresolved`` entry carrying its error,
     and the other PATHs are resolved as usual. Entries come in PATH order (the logs of one format's PATHs
     together, where its first PATH stands; the logs of a shared directory in registry order). The formats'
-    ``discover`` receives ``Options.extra["_shared"]``: the PATHs that resolved to several formats (so a format
+    ``discover`` receives ``Options.shared``: the PATHs that resolved to several formats (so a format
     leaves the others' files to them, e.g. in a clean plan). What is wrong with the call itself (no PATH, an unknown ``-O``
     option, an unknown ``--format``) still raises. A file or directory named twice (the same PATH, another path
     to it, a symlink: the same st_dev and st_ino) is read once; ``on_note`` is told of each repeat."""
@@ -681,8 +668,8 @@ def _resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
                  on_note: Callable[[str], None] | None = None) -> list[Log | Unresolved]:
     if not paths:
         raise UsageError("no PATH given")
-    known = {k for f in formats() for k in f.options}
-    for k in opts.extra.get("_options", ()):
+    known = {k for f in formats() for k in f.settings.options()}
+    for k in opts.given:
         if k not in known:
             raise UsageError(f"-O {k}: no format takes this option (known: {', '.join(sorted(known)) or 'none'})")
     paths = _once(paths, on_note)
@@ -705,8 +692,7 @@ def _resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
             groups.setdefault(f.name, []).append((i, p))
             if ev is not None and not ev.strong:
                 weak.add(f.name)
-    o = opts if forced is not None else replace(opts, extra={**opts.extra, "_detected": True,
-                                                             "_shared": frozenset(shared)})
+    o = opts if forced is not None else replace(opts, detected=True, shared=frozenset(shared))
     for f in formats():
         if f.name not in groups:
             continue
@@ -821,13 +807,12 @@ def settle_as_of(log: Log, opts: Options) -> Options:
     """``opts`` with ``--as-of last|first`` made a time of this log: its newest (``last``) or first record's
     time (``Format.time_span``), so the result is the same whenever it is computed. A log with no timed record
     keeps the time the command started. Other options are returned as they are."""
-    word = opts.extra.get("_as_of")
+    word = opts.as_of_word
     if word is None:
         return opts
     first, last = log.fmt.time_span(log.data)
     t = last if word == "last" else first
-    extra = {k: v for k, v in opts.extra.items() if k != "_as_of"}
-    return replace(opts, as_of_ns=opts.as_of_ns if t is None else t, extra=extra)
+    return replace(opts, as_of_ns=opts.as_of_ns if t is None else t, as_of_word=None)
 
 
 def is_url(path: str) -> bool:

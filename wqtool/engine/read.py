@@ -27,11 +27,13 @@ from .run import LogReport
 
 class Want(str, enum.Enum):
     """What a read produces beyond the verdict: ``VERIFY`` findings and counts; ``REPLAY`` the replayed state too;
-    ``STATS`` the state and the record statistics (``engine.stats.RecordStats``)."""
+    ``STATS`` the state and the record statistics (``engine.stats.RecordStats``); ``SERIES`` all of that and the
+    time series (``engine.series.Series``: report's charts), in one reference pass (this process only)."""
 
     VERIFY = "verify"
     REPLAY = "replay"
     STATS = "stats"
+    SERIES = "series"
 
 
 @dataclass
@@ -58,7 +60,8 @@ class Result:
     log: Log | None = None
     report: LogReport | None = None
     error: BaseException | None = None
-    stats: Any = None                   # RecordStats (Want.STATS)
+    stats: Any = None                   # RecordStats (Want.STATS, Want.SERIES)
+    series: Any = None                  # engine.series.Series (Want.SERIES)
     jobs: int | None = None             # distinct jobs (Want.STATS)
     as_of_ns: int | None = None         # the time the log was read at (--as-of settled for this log)
     extra: dict = field(default_factory=dict)   # what a caller's ``measure`` hook added (verify --metrics-file)
@@ -116,6 +119,10 @@ class LocalRunner:
             return report, st, st.job_count()
         return each(one, logs, opts), None
 
+    def series(self, logs, opts, *, limit=None):
+        from .series import series_log      # report only
+        return each(lambda lg, o: series_log(lg.fmt, lg.data, o, limit=limit), logs, opts)
+
 
 LOCAL = LocalRunner()
 
@@ -153,6 +160,8 @@ def read(entries: Sequence[Log | Unresolved], opts: Options, *, want: Want = Wan
         outs = each(lambda lg, o: run.replay(lg, o, limit=max_findings, summary=summary), logs, os_)
     elif want is Want.STATS:
         outs, total = run.stats(logs, os_, union=len(logs) > 1)
+    elif want is Want.SERIES:
+        outs = LOCAL.series(logs, os_, limit=max_findings)
     else:
         outs = run.verify(logs, os_, max_findings=max_findings, workers=workers)
     for (r, _, _, watch), out in zip(pending, outs):
@@ -164,6 +173,8 @@ def read(entries: Sequence[Log | Unresolved], opts: Options, *, want: Want = Wan
             r.jobs = None if r.stats is None else r.stats.job_count()
         elif want is Want.STATS:
             r.report, r.stats, r.jobs = watch.settle(out[0]), out[1], out[2]
+        elif want is Want.SERIES:
+            r.report, r.stats, r.series = watch.settle(out[0]), out[1], out[2]
         else:
             r.report = watch.settle(out)
     if on_error is not None:

@@ -1,5 +1,6 @@
 """What a format's fleet (``engine/<format>/fleet.py``) may ask of Spark, without importing it: tasks, a shuffle,
-a collect, the executor slots. A fleet is engine code; the Spark calls are here, once.
+a collect, the executor slots; a JDBC table, a filter, a SQL query over frames. A fleet is engine code; the Spark
+calls are here, once. Frames are opaque to a fleet: it hands them back to the cluster.
 
 Every task function is run in the driver's working directory (``_paths.working_dir``), so relative PATHs and the
 paths the engine prints mean what they meant to the caller, as with the local engine."""
@@ -9,12 +10,12 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ._paths import working_dir
 
-#: the column types a fleet's rows use, as Spark DDL
+#: the column types a fleet's rows use, as Spark DDL (Spark's own names pass as they are)
 _DDL = {"int8": "tinyint", "int32": "int", "int64": "bigint", "binary": "binary"}
 
 
 def ddl(fields: Sequence[tuple[str, str]]) -> str:
-    return ", ".join(f"{n} {_DDL[k]}" for n, k in fields)
+    return ", ".join(f"{n} {_DDL.get(k, k)}" for n, k in fields)
 
 
 class _InDir:
@@ -49,7 +50,92 @@ class Cluster:
     def tasks(self, n: int, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
         """``n`` tasks, one per partition: ``fn`` gets Arrow batches of its task numbers (column 0) and yields
         Arrow batches of ``fields``."""
-        return self.spark.range(0, n, 1, n).mapInArrow(_InDir(fn, self.cwd), ddl(fields))
+        return self.over(self.spark.range(0, n, 1, n), fn, fields)
+
+    def over(self, frame: Any, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
+        """``fn`` over each partition of ``frame`` (Arrow batches in, Arrow batches of ``fields`` out)."""
+        return frame.mapInArrow(_InDir(fn, self.cwd), ddl(fields))
+
+    def parallelism(self, least: int) -> int:
+        """The session's default parallelism, at least ``least``."""
+        sc = getattr(self.spark, "sparkContext", None)
+        return max(least, int(sc.defaultParallelism)) if sc is not None else least
+
+    def persist(self, frame: Any) -> Any:
+        from pyspark import StorageLevel
+        return frame.persist(StorageLevel.MEMORY_AND_DISK)
+
+    def unpersist(self, frame: Any) -> None:
+        frame.unpersist()
+
+    def where(self, frame: Any, condition: str) -> Any:
+        """``frame``'s rows for which the SQL ``condition`` holds."""
+        return frame.where(condition)
+
+    def columns(self, frame: Any) -> list[str]:
+        return list(frame.columns)
+
+    def rename(self, frame: Any, names: Sequence[str]) -> Any:
+        return frame.toDF(*names)
+
+    def frame(self, rows: Sequence[tuple], fields: Sequence[tuple[str, str]]) -> Any:
+        """A small frame of ``rows`` made on the driver (none: an empty frame of ``fields``)."""
+        return self.spark.createDataFrame(list(rows), ddl(fields))
+
+    def without(self, frame: Any, keys: Sequence[tuple], fields: Sequence[tuple[str, str]]) -> Any:
+        """``frame``'s rows whose ``fields`` values are not one of ``keys`` (a broadcast anti-join)."""
+        from pyspark.sql import functions as F
+        return frame.join(F.broadcast(self.frame(keys, fields)), [n for n, _ in fields], "left_anti")
+
+    def repeated(self, frame: Any, key: str, order: Sequence[str]) -> list:
+        """Every row of ``frame`` whose ``key`` another row has too, in ``order``, on the driver."""
+        from pyspark.sql import functions as F
+        ids = frame.groupBy(key).count().where("count > 1").select(key)
+        if not ids.take(1):
+            return []
+        return frame.join(F.broadcast(ids), key).orderBy(*order).collect()
+
+    def sql(self, query: str, **frames: Any) -> list:
+        """The rows of a Spark SQL ``query`` in which ``{name}`` stands for the frame passed as ``name``."""
+        views = {}
+        for name, frame in frames.items():
+            views[name] = f"wqtool_{name}_{id(frame):x}"
+            frame.createOrReplaceTempView(views[name])
+            query = query.replace("{" + name + "}", views[name])
+        try:
+            return self.spark.sql(query).collect()
+        finally:
+            for v in views.values():
+                self.spark.catalog.dropTempView(v)
+
+    def jdbc(self, url: str, user: str, password: str, driver: str, jars: Sequence[str], dbtable: str, *,
+             init: str | None = None, partition: tuple[str, int, int, int] | None = None) -> Any:
+        """A table (or ``(subquery) alias``) read through Spark's JDBC source, its driver's ``jars`` added to the
+        session once; ``partition``: (column, lower, upper, partitions) splits the read by that column."""
+        self._add_jars(jars)
+        r = (self.spark.read.format("jdbc").option("url", url).option("user", user).option("password", password)
+             .option("driver", driver).option("preferTimestampNTZ", "true").option("fetchsize", "10000")
+             .option("dbtable", dbtable))
+        if init:
+            r = r.option("sessionInitStatement", init)
+        if partition is not None:
+            col, lo, hi, n = partition
+            r = (r.option("partitionColumn", col).option("lowerBound", str(lo)).option("upperBound", str(hi))
+                 .option("numPartitions", str(n)))
+        return r.load()
+
+    def _add_jars(self, jars: Sequence[str]) -> None:
+        """Put JDBC drivers' jars on the session's class path (``ADD JAR``), once per session."""
+        spark = self.spark
+        done = getattr(spark, "_wqtool_jars", set())
+        for j in jars:
+            if j not in done:
+                spark.sql(f"ADD JAR '{j}'")
+                done.add(j)
+        try:
+            spark._wqtool_jars = done
+        except AttributeError:
+            pass
 
     def regroup(self, frame: Any, partitions: int, key: str, order: Sequence[str],
                 fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
@@ -58,9 +144,15 @@ class Cluster:
         return (frame.repartition(partitions, key).sortWithinPartitions(*order)
                 .mapInArrow(_InDir(fn, self.cwd), ddl(fields)))
 
-    def collect(self, frame: Any, *, keep_partitions: bool = False) -> list:
-        """Every row of ``frame`` on the driver. ``keep_partitions``: adaptive execution may not coalesce the
-        shuffle's partitions (they are the parallelism the fleet planned)."""
+    def collect(self, frame: Any, *, keep_partitions: bool = False, columns: Sequence[str] = (),
+                order: Sequence[str] = ()) -> list:
+        """Every row of ``frame`` on the driver (only ``columns``, sorted by ``order``, where given).
+        ``keep_partitions``: adaptive execution may not coalesce the shuffle's partitions (they are the
+        parallelism the fleet planned)."""
+        if columns:
+            frame = frame.select(*columns)
+        if order:
+            frame = frame.orderBy(*order)
         if not keep_partitions:
             return frame.collect()
         key = "spark.sql.adaptive.coalescePartitions.enabled"

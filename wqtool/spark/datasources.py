@@ -91,7 +91,7 @@ class Options:
     cwd: str | None = None     # the driver's working directory at register(): relative paths mean what they said
     history: bool = True       # add the replay's findings (a replay pass per log)
     as_of_ns: int = 0          # the replay's clock ("now" is read once, when the options are parsed)
-    extra: dict = field(default_factory=dict)   # the format's own options (Options.extra of the engine)
+    extra: dict = field(default_factory=dict)   # the format's own options (the engine's Options.settings)
     as_of_word: str | None = None   # "last" / "first": each log's own newest / first record time (as the CLI)
     as_of_given: bool = False       # the caller set as_of (the records source honours it or refuses it)
     storage: tuple = ()             # fsspec options of remote URIs (the fs.* options, prefix dropped)
@@ -142,7 +142,7 @@ class Options:
             first, last = get(self.fmt_name).time_span(log)
             t = last if self.as_of_word == "last" else first
             as_of = as_of if t is None else t
-        return EngineOptions(as_of, False, {k: v for k, v in self.extra.items() if v is not None})
+        return EngineOptions(as_of, settings={k: v for k, v in self.extra.items() if v is not None})
 
     def columns(self, view) -> list[tuple[str, str]]:
         assert set(view.fields) == set(view.types), f"{self.fmt_name}: RecordView.types must type every field"

@@ -208,9 +208,8 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
         for k, v in options.items():
             r = r.option(k, v)
         if opts is not None:
-            for k, v in sorted(opts.extra.items()):
-                if not k.startswith("_"):
-                    r = r.option(k, str(v).lower() if isinstance(v, bool) else str(v))
+            for k, v in sorted(opts.settings.items()):
+                r = r.option(k, str(v).lower() if isinstance(v, bool) else str(v))
         return r.load()
 
     def write(df, where: str) -> None:

@@ -20,7 +20,7 @@ T = AS_OF - 3600 * S
 
 
 def run(d, **extra):
-    opts = Options(AS_OF, extra=extra)
+    opts = Options(AS_OF, settings=extra)
     (log,) = FMT.discover([str(d)], opts)
     p = FMT.run(log, opts)
     evs = list(p.events())

@@ -10,7 +10,7 @@ import pytest
 from wqtool.engine.fastjournal.writer import (SegmentWriter, delete_request, encode_record, mark_request,
                                               segment_header, set_request, take_lock)
 from wqtool.engine.findings import Verdict
-from wqtool.engine.format import Options, get
+from wqtool.engine.format import Options, PackOptions, get
 from wqtool.engine.fsops import LogBusy
 from wqtool.engine.plan import InjectedCrash
 from wqtool.errors import PackRefused
@@ -122,7 +122,7 @@ def test_live_and_empty_notes(tmp_path):
         out = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True, text=True, timeout=60)
         assert out.stdout.strip() == "True"           # another process sees the server's lock
         with pytest.raises(LogBusy):
-            FMT.pack_plan(FMT.discover([str(d)], OPTS)[0], OPTS).apply()
+            FMT.pack_plan(FMT.discover([str(d)], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply()
     finally:
         lock.release()
 
@@ -136,7 +136,7 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
     src = str(tmp_path / "src")
     history(src)
     digest = run(src)[0].state.digest()
-    plan = FMT.pack_plan(FMT.discover([src], OPTS)[0], OPTS)
+    plan = FMT.pack_plan(FMT.discover([src], OPTS)[0], PackOptions(OPTS.as_of_ns))
     doc = plan.report_doc(CODES.of)
     assert doc["plan"]["snapshot"] == "000000003.fjj" and doc["digest"] == digest
     w = plan.write(str(tmp_path / "out"))
@@ -145,7 +145,7 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
         d = str(tmp_path / f"c{i}")
         shutil.copytree(src, d)
         with pytest.raises(InjectedCrash):
-            FMT.pack_plan(FMT.discover([d], OPTS)[0], OPTS).apply(fail_at=at)
+            FMT.pack_plan(FMT.discover([d], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply(fail_at=at)
         rep, _, finds = run(d)
         assert rep.state.digest() == digest and rep.verdict == Verdict.CLEAN, at
         assert {f.code for f in finds} <= {"FJJ-SUPERSEDED", "FJJ-TEMP-FILE"}, at
@@ -154,7 +154,7 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
         assert rep.state.digest() == digest and finds == [], at
     d = str(tmp_path / "whole")
     shutil.copytree(src, d)
-    res = FMT.pack_plan(FMT.discover([d], OPTS)[0], OPTS).apply()
+    res = FMT.pack_plan(FMT.discover([d], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply()
     assert sorted(os.listdir(d)) == ["000000003.fjj", "journal.lock"] and res.result.digest == digest
 
 
@@ -186,8 +186,8 @@ def test_pack_refuses_corruption_unless_salvage(tmp_path):
     (tmp_path / "000000001.fjj").write_bytes(bytes(data))
     (log,) = FMT.discover([str(tmp_path)], OPTS)
     with pytest.raises(PackRefused):
-        FMT.pack_plan(log, OPTS)
-    plan = FMT.pack_plan(log, Options(OPTS.as_of_ns, extra={"salvage": True}))
+        FMT.pack_plan(log, PackOptions(OPTS.as_of_ns))
+    plan = FMT.pack_plan(log, PackOptions(OPTS.as_of_ns, salvage=True))
     assert plan.report_doc(CODES.of)["dropped"] and plan.report_doc(CODES.of)["after"]["entries"] == 2
 
 

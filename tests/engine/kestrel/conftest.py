@@ -6,7 +6,9 @@ import os
 
 import pytest
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.reader import FileSet, discover
+from wqtool.engine.kestrel.verify import run_log
+from wqtool.engine.kestrel.writer import JournalWriter
 
 #: T = 1300000000000 ms (spec §13.1): LE bytes 00 c8 09 ae 2e 01 00 00.
 T = 1_300_000_000_000
@@ -18,13 +20,13 @@ AS_OF_NS = (T + 3_600_000) * 1_000_000   # an hour after T
 def write_journal(path: str, build) -> str:
     """``build(writer)`` writes records into a new file at ``path``."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with k.JournalWriter(path) as w:
+    with JournalWriter(path) as w:
         build(w)
     return path
 
 
-def one_set(d: str, **kw) -> k.FileSet:
-    sets = k.discover([d], **kw)
+def one_set(d: str, **kw) -> FileSet:
+    sets = discover([d], **kw)
     assert len(sets) == 1, sets
     return sets[0]
 
@@ -38,8 +40,8 @@ def dir_snapshot(d: str) -> dict[str, str]:
 
 
 def replay_dir(d: str, queue: str = "q", *, as_of_ns: int = AS_OF_NS, keep_open: bool = True, **kw):
-    sets = k.discover([d], queue=queue)
-    return k.run_log(sets[0], as_of_ns, keep_open=keep_open, **kw)
+    sets = discover([d], queue=queue)
+    return run_log(sets[0], as_of_ns, keep_open=keep_open, **kw)
 
 
 @pytest.fixture

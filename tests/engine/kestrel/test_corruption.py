@@ -8,7 +8,10 @@ import tracemalloc
 
 import pytest
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.codes import KESTREL_CODES
+from wqtool.engine.kestrel.model import Record
+from wqtool.engine.kestrel.reader import JournalReader
+from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.findings import Verdict
 
 from wqtool.engine.kestrel import fastreplay
@@ -27,7 +30,7 @@ def _key(r):
 def fast_path_equals_reference(monkeypatch):
     """Every corruption made here (every truncation offset, bit flips, hostile sizes, bad opcodes): the fast path
     (C, through damage) gives the reference's report, with and without resync."""
-    real = k.run_log
+    real = run_log
 
     def checked(fs, as_of_ns, **kw):
         r = real(fs, as_of_ns, **kw)
@@ -44,7 +47,7 @@ def fast_path_equals_reference(monkeypatch):
                     pass
                 assert _key(fast) == _key(ref.report)
         return r
-    monkeypatch.setattr(k, "run_log", checked)
+    monkeypatch.setitem(globals(), "run_log", checked)     # the tests below call run_log: each checked
 
 
 def small(w):
@@ -81,7 +84,7 @@ def test_truncation_at_every_offset_of_the_live_file(tmp_path, journal):
     for cut in range(len(journal) + 1):
         with open(p, "wb") as f:
             f.write(journal[:cut])
-        r = k.run_log(one_set(d), AS_OF_NS)
+        r = run_log(one_set(d), AS_OF_NS)
         good = max(b for b in bounds if b <= cut)
         assert r.records == bounds.index(good), cut
         if cut in bounds:
@@ -104,7 +107,7 @@ def test_truncation_of_a_rotated_file_is_corruption(tmp_path, journal):
             continue
         with open(os.path.join(d, "q.100"), "wb") as f:
             f.write(journal[:cut])
-        r = k.run_log(one_set(d), AS_OF_NS)
+        r = run_log(one_set(d), AS_OF_NS)
         assert r.verdict == Verdict.CORRUPT, cut
         f = [f for f in r.findings if f.severity == "error"][0]
         assert f.code == "KQ-TRUNCATED" and f.path.endswith("q.100")
@@ -123,10 +126,10 @@ def test_bit_flips_never_raise(tmp_path, journal):
             b[i] ^= 1 << bit
             with open(p, "wb") as f:
                 f.write(b)
-            r = k.run_log(one_set(d), AS_OF_NS)
+            r = run_log(one_set(d), AS_OF_NS)
             assert r.verdict in Verdict
             for f in r.findings:
-                assert f.code in k.KESTREL_CODES
+                assert f.code in KESTREL_CODES
                 if f.severity == "error":
                     assert f.offset is not None and f.offset <= len(journal)
             seen.add(r.verdict)
@@ -140,7 +143,7 @@ def test_bad_opcode_followed_by_valid_records(tmp_path, journal):
     b = bytearray(journal)
     b[bounds[1]] = 0xFF          # second record's opcode
     write_journal(os.path.join(d, "q"), lambda w: w.raw(bytes(b)))
-    r = k.run_log(one_set(d), AS_OF_NS)
+    r = run_log(one_set(d), AS_OF_NS)
     assert r.verdict == Verdict.CORRUPT
     f = [f for f in r.findings if f.code == "KQ-BAD-OPCODE"][0]
     assert f.offset == bounds[1] and f.last_good_offset == bounds[1]
@@ -148,7 +151,7 @@ def test_bad_opcode_followed_by_valid_records(tmp_path, journal):
     assert f.resumes_at == bounds[3]      # the next ADDX (gamma): records resume there
     assert [i.data for i in r.state.queue][-2:] == [b"delta", b"epsilon"]
     # without resync, everything after the damage is lost (as Kestrel does) and it reads as junk at the end
-    rr = k.run_log(one_set(d), AS_OF_NS, resync=False)
+    rr = run_log(one_set(d), AS_OF_NS, resync=False)
     assert rr.records == 1 and rr.verdict == Verdict.TORN_TAIL
 
 
@@ -163,7 +166,7 @@ def test_hostile_sizes(tmp_path, journal, size, code, where):
     write_journal(os.path.join(d, "q.5" if where == "rotated" else "q"), lambda w: w.raw(blob))
     tracemalloc.start()
     try:
-        r = k.run_log(one_set(d), AS_OF_NS)
+        r = run_log(one_set(d), AS_OF_NS)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -177,20 +180,20 @@ def test_short_block_and_nul_padding(tmp_path, journal):
     d = str(tmp_path / "t")
     os.makedirs(d)
     p = write_journal(os.path.join(d, "q"), lambda w: w.raw(journal + bytes(4096)))   # disk-full NULs
-    r = k.run_log(one_set(d), AS_OF_NS)
+    r = run_log(one_set(d), AS_OF_NS)
     assert r.verdict == Verdict.TORN_TAIL
     f = [f for f in r.findings if f.severity == "error"][0]
     assert (f.code, f.offset) == ("KQ-SHORT-BLOCK", len(journal))
     assert r.last_good == (p, len(journal))
     os.rename(p, os.path.join(d, "q.7"))
-    assert k.run_log(one_set(d), AS_OF_NS).verdict == Verdict.CORRUPT
+    assert run_log(one_set(d), AS_OF_NS).verdict == Verdict.CORRUPT
 
 
 def test_addx_block_under_16(tmp_path):
     d = str(tmp_path / "t")
     os.makedirs(d)
     write_journal(os.path.join(d, "q"), lambda w: w.raw(b"\x02" + struct.pack("<i", 15) + bytes(15)))
-    r = k.run_log(one_set(d), AS_OF_NS)
+    r = run_log(one_set(d), AS_OF_NS)
     assert [f.code for f in r.findings if f.severity == "error"] == ["KQ-SHORT-BLOCK"]
 
 
@@ -199,7 +202,7 @@ def test_libkestrel_file_is_named(tmp_path):
     os.makedirs(d)
     write_journal(os.path.join(d, "q.100"), lambda w: w.raw(bytes.fromhex(
         "27 64 26 03 86 05 00 00 00 01 00 00 00 64 00 00 00 00 00 00 00 ff 00 00 00 00 00 00 00 68 65 6c 6c 6f")))
-    r = k.run_log(one_set(d), AS_OF_NS)
+    r = run_log(one_set(d), AS_OF_NS)
     assert r.counts["KQ-FOREIGN-FILE"] == 1 and r.verdict == Verdict.CORRUPT
 
 
@@ -208,7 +211,7 @@ def test_offset_filters(tmp_path, journal):
     d = str(tmp_path / "t")
     os.makedirs(d)
     write_journal(os.path.join(d, "q"), lambda w: w.raw(journal))
-    recs = [e for e in k.JournalReader(one_set(d), from_offset=bounds[2], to_offset=bounds[5]).events()
-            if isinstance(e, k.Record)]
+    recs = [e for e in JournalReader(one_set(d), from_offset=bounds[2], to_offset=bounds[5]).events()
+            if isinstance(e, Record)]
     assert [r.offset for r in recs] == bounds[2:5]
     assert [r.index for r in recs] == [2, 3, 4]

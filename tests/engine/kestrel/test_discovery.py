@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.reader import discover
+from wqtool.engine.kestrel.verify import run_log
 from wqtool.errors import InputError, UsageError
 
 from .conftest import AS_OF_NS, T, dir_snapshot, one_set, write_journal
@@ -28,11 +29,11 @@ def test_numeric_order_then_live(qdir):
 
 def test_several_queues_and_fanout(qdir):
     mk(qdir, "a", "a.5", "b", "a+b", "a+b.3")
-    sets = k.discover([qdir])
+    sets = discover([qdir])
     assert [(s.queue, names(s)) for s in sets] == [("a", ["a.5", "a"]), ("a+b", ["a+b.3", "a+b"]), ("b", ["b"])]
-    assert [s.queue for s in k.discover([qdir], queue="a+b")] == ["a+b"]
+    assert [s.queue for s in discover([qdir], queue="a+b")] == ["a+b"]
     with pytest.raises(InputError):
-        k.discover([qdir], queue="nope")
+        discover([qdir], queue="nope")
 
 
 def test_temp_files_and_stray_names_are_findings(qdir):
@@ -45,7 +46,7 @@ def test_temp_files_and_stray_names_are_findings(qdir):
     stray = [f for f in fs.findings if f.code == "KQ-STRAY-FILE"]
     assert all("fails at startup" in f.message for f in stray)
     assert [os.path.basename(p) for p in fs.temps] == ["q~~200"]
-    r = k.run_log(fs, AS_OF_NS)
+    r = run_log(fs, AS_OF_NS)
     assert r.verdict == Verdict.CLEAN          # warnings only
     assert dir_snapshot(qdir) == before
 
@@ -67,7 +68,7 @@ def test_pack_pending(qdir):
 
 def test_explicit_files(qdir):
     mk(qdir, "q.5", "q.7", "q")
-    sets = k.discover([os.path.join(qdir, "q"), os.path.join(qdir, "q.5")])
+    sets = discover([os.path.join(qdir, "q"), os.path.join(qdir, "q.5")])
     assert len(sets) == 1 and names(sets[0]) == ["q.5", "q"]
     assert not sets[0].is_dir
     part = [f for f in sets[0].findings if f.code == "KQ-PARTIAL-SET"]
@@ -76,17 +77,17 @@ def test_explicit_files(qdir):
 
 def test_explicit_odd_file_name_is_read(tmp_path):
     p = write_journal(str(tmp_path / "x" / "journal.bin"), lambda w: w.add(b"z", T))
-    fs = k.discover([p])[0]
-    r = k.run_log(fs, AS_OF_NS)
+    fs = discover([p])[0]
+    r = run_log(fs, AS_OF_NS)
     assert r.records == 1 and r.verdict == Verdict.CLEAN
 
 
 def test_errors(tmp_path):
     with pytest.raises(InputError):
-        k.discover([str(tmp_path / "missing")])
+        discover([str(tmp_path / "missing")])
     with pytest.raises(UsageError):
-        k.discover([])
+        discover([])
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(UsageError):
-        k.discover([str(empty)])
+        discover([str(empty)])

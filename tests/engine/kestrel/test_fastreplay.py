@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import examples
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.kestrel import fastreplay
 from wqtool.engine.kestrel.model import Record
 from wqtool.engine.kestrel.verify import NO_CHECKSUM, KestrelRun
@@ -101,13 +101,13 @@ def test_fast_path_equals_the_reference(ops, cuts, version, keep_open, limit, da
         fs = one_set(d, kestrel_version=version)
         run = KestrelRun(fs, AS_OF_NS, limit=limit, keep_open=keep_open)
         read_ops = {ev.op for ev in run.events() if isinstance(ev, Record)}
-        got = k.run_log(fs, AS_OF_NS, limit=limit, keep_open=keep_open)
+        got = run_log(fs, AS_OF_NS, limit=limit, keep_open=keep_open)
         assert key(got) == key(run.report)
         if damage is not None:      # without resync (Kestrel's own reading: the file stops at the damage)
             stop = KestrelRun(fs, AS_OF_NS, limit=limit, keep_open=keep_open, resync=False)
             for _ in stop.events():
                 pass
-            assert key(k.run_log(fs, AS_OF_NS, limit=limit, keep_open=keep_open, resync=False)) == key(stop.report)
+            assert key(run_log(fs, AS_OF_NS, limit=limit, keep_open=keep_open, resync=False)) == key(stop.report)
         # no legacy opcode read (a flip can make one: 02 -> 03): only a reused open xid goes to the reference
         if not read_ops & _LEGACY_OPS:
             try:

@@ -9,7 +9,9 @@ import shutil
 
 import pytest
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.pack import PackRefused, apply_plan, pack_plan
+from wqtool.engine.kestrel.reader import discover
+from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.findings import Verdict
 
 from tests.conftest import ROOT
@@ -45,14 +47,14 @@ def test_expected_files_match_the_engine(name, monkeypatch):
 def test_pack_of_each_fixture(name, tmp_path):
     d = str(tmp_path / "queue")
     shutil.copytree(os.path.join(FIX, name, "queue"), d)
-    for fs in k.discover([d]):
-        before = k.run_log(fs, SCRIPT.AS_OF_NS)
+    for fs in discover([d]):
+        before = run_log(fs, SCRIPT.AS_OF_NS)
         if before.verdict in (Verdict.CORRUPT, Verdict.INVALID_HISTORY):
-            with pytest.raises(k.PackRefused):
-                k.pack_plan(fs, SCRIPT.AS_OF_NS)
+            with pytest.raises(PackRefused):
+                pack_plan(fs, SCRIPT.AS_OF_NS)
             continue
-        plan = k.pack_plan(fs, SCRIPT.AS_OF_NS)
-        k.apply_plan(plan, now_ms=SCRIPT.T)
-        after = k.run_log(k.discover([d], queue=fs.queue)[0], SCRIPT.AS_OF_NS)
+        plan = pack_plan(fs, SCRIPT.AS_OF_NS)
+        apply_plan(plan, now_ms=SCRIPT.T)
+        after = run_log(discover([d], queue=fs.queue)[0], SCRIPT.AS_OF_NS)
         assert after.state.digest() == before.state.digest()
         assert after.verdict == Verdict.CLEAN

@@ -11,7 +11,9 @@ from hypothesis import given, settings, strategies as st
 
 from tests.conftest import examples
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.pack import InjectedCrash, PackMismatch, PackRefused, apply_plan, apply_steps, pack_plan, write_pack
+from wqtool.engine.kestrel.reader import discover
+from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.kestrel import pack as pack_mod
 from wqtool.errors import InputError, UsageError
 from wqtool.engine.findings import Verdict
@@ -22,8 +24,8 @@ from wqtool.exitcodes import CODES
 
 
 def digests(d: str, queue: str = "q") -> tuple[str, str]:
-    fs = k.discover([d], queue=queue)[0]
-    return (k.run_log(fs, AS_OF_NS, keep_open=True).state.digest(), k.run_log(fs, AS_OF_NS).state.digest())
+    fs = discover([d], queue=queue)[0]
+    return (run_log(fs, AS_OF_NS, keep_open=True).state.digest(), run_log(fs, AS_OF_NS).state.digest())
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -36,14 +38,14 @@ def test_pack_preserves_digest_and_is_idempotent(ops, cuts):
         fs = one_set(src)
         before = digests(src)
         try:
-            plan = k.pack_plan(fs, AS_OF_NS)
-        except k.PackRefused as e:
+            plan = pack_plan(fs, AS_OF_NS)
+        except PackRefused as e:
             assert e.verdict == Verdict.INVALID_HISTORY     # an open xid reused
-            plan = k.pack_plan(fs, AS_OF_NS, salvage=True)
+            plan = pack_plan(fs, AS_OF_NS, salvage=True)
             before = (plan.digest_input, None)
         out1 = os.path.join(d, "o1")
         os.makedirs(out1)
-        res = k.write_pack(plan, out1)
+        res = write_pack(plan, out1)
         assert plan.digest_expected == before[0]            # the plan compares the open states (keep_open)
         assert res.digest == plan.report_doc(CODES.of)["digest"]     # what pack prints: replay's digest, same options
         if before[1] is not None:
@@ -55,10 +57,10 @@ def test_pack_preserves_digest_and_is_idempotent(ops, cuts):
         if before[1] is not None:
             assert after[1] == before[1]
         # pack of packed: byte-identical
-        plan2 = k.pack_plan(one_set(out1), AS_OF_NS)
+        plan2 = pack_plan(one_set(out1), AS_OF_NS)
         out2 = os.path.join(d, "o2")
         os.makedirs(out2)
-        res2 = k.write_pack(plan2, out2)
+        res2 = write_pack(plan2, out2)
         assert open(res2.path, "rb").read() == open(res.path, "rb").read()
 
 
@@ -79,20 +81,20 @@ def rich_set(d: str) -> None:
 def test_rich_set_pack_and_apply(qdir):
     rich_set(qdir)
     before = digests(qdir)
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
     assert plan.open_transactions == 1 and plan.records_dropped > 0
     assert plan.bytes_before == sum(s for _, s in plan.inputs)
     j = plan.to_jsonable(CODES.of)
     assert j["bytes_after"] == plan.bytes_after and j["digest_input"] == before[0]
-    res = k.apply_plan(plan, now_ms=1000)
+    res = apply_plan(plan, now_ms=1000)
     assert sorted(os.listdir(qdir)) == ["q"]
     assert digests(qdir) == before
     assert res.bytes_after == os.path.getsize(os.path.join(qdir, "q")) == plan.bytes_after
-    assert k.run_log(one_set(qdir), AS_OF_NS).verdict == Verdict.CLEAN
+    assert run_log(one_set(qdir), AS_OF_NS).verdict == Verdict.CLEAN
 
 
 def _crash_points(plan) -> list[str]:
-    labels = k.apply_steps(plan, now_ms=1000)
+    labels = apply_steps(plan, now_ms=1000)
     return ["during:write-temp"] + [f"{w}:{label}" for label in labels for w in ("before", "after")]
 
 
@@ -103,14 +105,14 @@ def test_crash_at_every_step_replays_to_the_original_state(tmp_path):
     write_journal(os.path.join(base, "other"), lambda w: w.add(b"another queue", T))
     original = digests(base)
     other = digests(base, "other")
-    points = _crash_points(k.pack_plan(one_set(base, queue="q"), AS_OF_NS))
+    points = _crash_points(pack_plan(one_set(base, queue="q"), AS_OF_NS))
     assert len(points) > 20
     for point in points:
         d = str(tmp_path / point.replace(":", "_").replace("~", "T"))
         shutil.copytree(base, d)
-        plan = k.pack_plan(k.discover([d], queue="q")[0], AS_OF_NS)
-        with pytest.raises(k.InjectedCrash):
-            k.apply_plan(plan, now_ms=1000, fail_at=point)
+        plan = pack_plan(discover([d], queue="q")[0], AS_OF_NS)
+        with pytest.raises(InjectedCrash):
+            apply_plan(plan, now_ms=1000, fail_at=point)
         assert digests(d) == original, (point, sorted(os.listdir(d)))
         assert digests(d, "other") == other
         # no crash leaves Kestrel's duplicate-state window: never a live file next to a pack superseding it
@@ -118,8 +120,8 @@ def test_crash_at_every_step_replays_to_the_original_state(tmp_path):
         names = os.listdir(d)
         assert not ("q" in names and any(n.endswith(".pack") and n != "q.200.pack" for n in names)), point
         # and a second run from wherever it stopped converges
-        plan2 = k.pack_plan(k.discover([d], queue="q")[0], AS_OF_NS)
-        k.apply_plan(plan2, now_ms=5000)
+        plan2 = pack_plan(discover([d], queue="q")[0], AS_OF_NS)
+        apply_plan(plan2, now_ms=5000)
         assert sorted(os.listdir(d)) == ["other", "q"]
         assert digests(d) == original
         shutil.rmtree(d)
@@ -128,13 +130,13 @@ def test_crash_at_every_step_replays_to_the_original_state(tmp_path):
 def test_os_error_while_writing_removes_the_temp(qdir, monkeypatch):
     rich_set(qdir)
     before = dir_snapshot(qdir)
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
 
     def boom(fd):
         raise OSError(5, "Input/output error")
     monkeypatch.setattr(pack_mod.os, "fsync", boom)
     with pytest.raises(OSError):
-        k.apply_plan(plan, now_ms=1000)
+        apply_plan(plan, now_ms=1000)
     monkeypatch.undo()
     assert dir_snapshot(qdir) == before
 
@@ -150,17 +152,17 @@ def test_os_error_at_a_rename_leaves_a_consistent_set(qdir, monkeypatch):
         if calls["n"] == 2:
             raise OSError(28, "No space left on device")
         return real(a, b)
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
     monkeypatch.setattr(pack_mod.os, "rename", flaky)
     with pytest.raises(OSError):
-        k.apply_plan(plan, now_ms=1000)
+        apply_plan(plan, now_ms=1000)
     monkeypatch.undo()
     assert digests(qdir) == original
 
 
 def test_mismatch_aborts_and_removes_output(qdir, tmp_path, monkeypatch):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.add(b"b", T)))
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
     real = pack_mod.PackPlan.content_chunks
 
     def lossy(self):
@@ -169,26 +171,26 @@ def test_mismatch_aborts_and_removes_output(qdir, tmp_path, monkeypatch):
         yield encode_addx(b"extra", T)
     monkeypatch.setattr(pack_mod.PackPlan, "content_chunks", lossy)
     out = str(tmp_path / "out")
-    with pytest.raises(k.PackMismatch) as e:
-        k.write_pack(plan, out)
+    with pytest.raises(PackMismatch) as e:
+        write_pack(plan, out)
     assert e.value.expected == plan.digest_expected and e.value.actual != e.value.expected
     assert "first difference" in str(e.value) or "item counts differ" in str(e.value)
     assert not os.path.exists(out)
     before = dir_snapshot(qdir)
-    with pytest.raises(k.PackMismatch):
-        k.apply_plan(plan, now_ms=1000)
+    with pytest.raises(PackMismatch):
+        apply_plan(plan, now_ms=1000)
     assert dir_snapshot(qdir) == before
 
 
 def test_never_appends(qdir, tmp_path):
     write_journal(os.path.join(qdir, "q"), lambda w: w.add(b"a", T))
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
     out = str(tmp_path / "exists")
     open(out, "wb").write(b"keep")
     with pytest.raises(UsageError):
-        k.write_pack(plan, out)
+        write_pack(plan, out)
     assert open(out, "rb").read() == b"keep"
-    res = k.write_pack(plan, str(tmp_path))       # a directory: <dir>/<queue>
+    res = write_pack(plan, str(tmp_path))       # a directory: <dir>/<queue>
     assert res.path == str(tmp_path / "q")
 
 
@@ -196,11 +198,11 @@ def test_drop_expired(qdir, tmp_path):
     """Queued items expired at as-of are dropped; open transactions are kept (Kestrel expires only at the head)."""
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"open-exp", T, T + 1), w.remove_tentative(3),
                                                        w.add(b"exp", T, T + 1), w.add(b"keep", T)))
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS, drop_expired=True)
+    plan = pack_plan(one_set(qdir), AS_OF_NS, drop_expired=True)
     assert plan.expired_dropped == 1 and plan.digest_expected != plan.digest_input
     assert any("expired" in line for line in plan.dropped)
-    res = k.write_pack(plan, str(tmp_path))
-    r = k.run_log(k.discover([res.path])[0], AS_OF_NS, keep_open=True)
+    res = write_pack(plan, str(tmp_path))
+    r = run_log(discover([res.path])[0], AS_OF_NS, keep_open=True)
     assert [(s, x, i.data) for s, x, i in r.state.sorted_items()] == [("open", 3, b"open-exp"),
                                                                       ("queued", None, b"keep")]
     assert r.state.digest() == plan.digest_expected
@@ -209,11 +211,11 @@ def test_drop_expired(qdir, tmp_path):
 def test_refuses_corruption_unless_salvage(qdir, tmp_path):
     write_journal(os.path.join(qdir, "q.1"), lambda w: (w.add(b"a", T), w.raw(b"\xee"), w.add(b"b", T)))
     write_journal(os.path.join(qdir, "q"), lambda w: w.add(b"c", T))
-    with pytest.raises(k.PackRefused) as e:
-        k.pack_plan(one_set(qdir), AS_OF_NS)
+    with pytest.raises(PackRefused) as e:
+        pack_plan(one_set(qdir), AS_OF_NS)
     assert e.value.verdict == Verdict.CORRUPT and e.value.offset == 22
     assert "KQ-BAD-OPCODE" in str(e.value)
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS, salvage=True)
+    plan = pack_plan(one_set(qdir), AS_OF_NS, salvage=True)
     assert [i.data for i in plan.state.queue] == [b"a", b"b", b"c"]
     assert len(plan.dropped) == 1 and "0x16..0x17" in plan.dropped[0]
     assert plan.input_verdict == Verdict.CORRUPT
@@ -222,30 +224,30 @@ def test_refuses_corruption_unless_salvage(qdir, tmp_path):
 def test_refuses_invalid_history_unless_salvage(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.add(b"b", T), w.remove_tentative(3),
                                                        w.remove_tentative(3)))
-    with pytest.raises(k.PackRefused) as e:
-        k.pack_plan(one_set(qdir), AS_OF_NS)
+    with pytest.raises(PackRefused) as e:
+        pack_plan(one_set(qdir), AS_OF_NS)
     assert e.value.verdict == Verdict.INVALID_HISTORY
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS, salvage=True)
+    plan = pack_plan(one_set(qdir), AS_OF_NS, salvage=True)
     assert any("KQ-XID-REUSED" in x or "already open" in x for x in plan.dropped)
 
 
 def test_torn_tail_is_packed_and_reported(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.raw(b"\x02\x20\x00")))
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
     assert plan.input_verdict == Verdict.TORN_TAIL
     assert plan.dropped and "torn tail" in plan.dropped[0]
-    k.apply_plan(plan, now_ms=1000)
-    r = k.run_log(one_set(qdir), AS_OF_NS)
+    apply_plan(plan, now_ms=1000)
+    r = run_log(one_set(qdir), AS_OF_NS)
     assert r.verdict == Verdict.CLEAN and [i.data for i in r.state.queue] == [b"a"]
 
 
 def test_apply_refuses_changed_input_and_explicit_files(qdir):
     p = write_journal(os.path.join(qdir, "q"), lambda w: w.add(b"a", T))
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
     with open(p, "ab") as f:
         f.write(b"\x01")
     with pytest.raises(InputError):
-        k.apply_plan(plan, now_ms=1000)
-    plan = k.pack_plan(k.discover([p])[0], AS_OF_NS)
+        apply_plan(plan, now_ms=1000)
+    plan = pack_plan(discover([p])[0], AS_OF_NS)
     with pytest.raises(UsageError):
-        k.apply_plan(plan, now_ms=1000)
+        apply_plan(plan, now_ms=1000)

@@ -17,7 +17,9 @@ import time
 import pytest
 
 from tests.conftest import cli
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.pack import apply_plan, pack_plan
+from wqtool.engine.kestrel.verify import run_log
+from wqtool.engine.kestrel.writer import JournalWriter
 from wqtool.engine.findings import Verdict
 from wqtool.engine.fsops import LogBusy
 
@@ -66,7 +68,7 @@ def _stop(p: subprocess.Popen) -> int:
 
 
 def _items(qdir: str) -> list[bytes]:
-    rep = k.run_log(one_set(qdir, queue="q"), AS_OF_NS, keep_open=True)
+    rep = run_log(one_set(qdir, queue="q"), AS_OF_NS, keep_open=True)
     assert rep.verdict == Verdict.CLEAN, [f for f in rep.findings if f.severity == "error"][:3]
     return [it.data for it in rep.state.queue]
 
@@ -119,7 +121,7 @@ def test_bytes_appended_after_the_last_check_move_into_the_new_live_file(qdir):
     writer appends there are found through our descriptor on the old live file and kept; apply fails loudly."""
     _seed(qdir)
     before = _items(qdir)
-    plan = k.pack_plan(one_set(qdir, queue="q"), AS_OF_NS)
+    plan = pack_plan(one_set(qdir, queue="q"), AS_OF_NS)
     from wqtool.engine.kestrel.fastpath import encode_addx
     late = encode_addx(b"late", T)
     fd = os.open(os.path.join(qdir, "q"), os.O_WRONLY | os.O_APPEND)
@@ -129,7 +131,7 @@ def test_bytes_appended_after_the_last_check_move_into_the_new_live_file(qdir):
             os.write(fd, late)        # through a descriptor opened before the rotation: the old live file
     try:
         with pytest.raises(LogBusy, match="appended 25 bytes"):
-            k.apply_plan(plan, now_ms=1000, hook=hook)
+            apply_plan(plan, now_ms=1000, hook=hook)
     finally:
         os.close(fd)
     assert _items(qdir) == before + [b"late"]
@@ -138,9 +140,9 @@ def test_bytes_appended_after_the_last_check_move_into_the_new_live_file(qdir):
 
 def test_a_live_file_grown_since_the_plan_is_refused(qdir):
     _seed(qdir)
-    plan = k.pack_plan(one_set(qdir, queue="q"), AS_OF_NS)
-    with k.JournalWriter(os.path.join(qdir, "q"), mode="ab") as w:
+    plan = pack_plan(one_set(qdir, queue="q"), AS_OF_NS)
+    with JournalWriter(os.path.join(qdir, "q"), mode="ab") as w:
         w.add(b"after the plan", T)
     with pytest.raises(Exception, match="changed since the plan"):
-        k.apply_plan(plan, now_ms=1000)
+        apply_plan(plan, now_ms=1000)
     assert _items(qdir)[-1] == b"after the plan"

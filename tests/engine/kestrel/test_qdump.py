@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import os
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.pack import pack_plan
+from wqtool.engine.kestrel.qdump import QDUMP_USAGE, duration_str, qdump_text
 from wqtool.exitcodes import CODES
 
 from .conftest import AS_OF_NS, T, one_set, write_journal
@@ -20,7 +21,7 @@ def things(d):
 
 def test_spec_example(qdir):
     p = things(qdir)
-    out, err, raw = k.qdump_text([p], now_ms=NOW)
+    out, err, raw = qdump_text([p], now_ms=NOW)
     assert out == (f"Queue: {p}\n"
                    "00000000  ADD 5     \n"
                    "0000001a  ADD 3     \n"
@@ -52,7 +53,7 @@ def every_op(w):
 
 def test_every_op_and_snapshot(qdir, snapshot):
     p = write_journal(os.path.join(qdir, "q"), every_op)
-    out, err, _ = k.qdump_text([p], now_ms=NOW)
+    out, err, _ = qdump_text([p], now_ms=NOW)
     lines = out.splitlines()
     assert lines[1] == "00000000  ADD 5     "
     assert lines[2].endswith("ADD 5      exp=59.seconds+999.milliseconds")
@@ -62,7 +63,7 @@ def test_every_op_and_snapshot(qdir, snapshot):
     assert lines[9].endswith("CAN 41") and lines[10].endswith("ACK 1")
     assert lines[11].endswith("CON 4      exp=1.hours") and "5" not in lines[11].split("CON")[1].split()[1:]
     snapshot.assert_match(out.replace(p, "<q>").replace("\r", "<CR>"), "qdump_every_op.txt")
-    out_d, _, _ = k.qdump_text([p], now_ms=NOW, dump_contents=True)
+    out_d, _, _ = qdump_text([p], now_ms=NOW, dump_contents=True)
     assert "00000000  ADD 5     \n    plain\n" in out_d
     snapshot.assert_match(out_d.replace(p, "<q>").replace("\r", "<CR>"), "qdump_every_op_d.txt")
 
@@ -71,39 +72,39 @@ def test_quiet_raw_and_queue_state(qdir):
     p = things(qdir)
     q = write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"one", T), w.add(b"two", T),
                                                            w.add(b"three", T), w.remove_tentative(1), w.remove()))
-    out, _, _ = k.qdump_text([q], now_ms=NOW, quiet=True)
+    out, _, _ = qdump_text([q], now_ms=NOW, quiet=True)
     assert out == "\r" + " " * 30 + "\nJournal size: 80 bytes, with 5 operations.\n2 items totalling 8 bytes.\n"
-    _, _, raw = k.qdump_text([q], now_ms=NOW, raw=True)
+    _, _, raw = qdump_text([q], now_ms=NOW, raw=True)
     assert raw == b"onetwothree"
-    out, _, _ = k.qdump_text([q], now_ms=NOW, queue_state=True)
+    out, _, _ = qdump_text([q], now_ms=NOW, queue_state=True)
     assert out.endswith("2 items totalling 8 bytes.\nthree\n")     # queued only, not the open one
-    out, _, _ = k.qdump_text([p, q], now_ms=NOW, quiet=True)
+    out, _, _ = qdump_text([p, q], now_ms=NOW, quiet=True)
     assert out.count("Journal size") == 2
 
 
 def test_errors_and_usage(qdir):
     p = write_journal(os.path.join(qdir, "q"), lambda w: (w.remove(), w.unremove(3), w.add(b"x", T),
                                                            w.raw(b"\x02\x01")))
-    out, err, _ = k.qdump_text([p], now_ms=NOW)
+    out, err, _ = qdump_text([p], now_ms=NOW)
     assert "REM on an empty queue" in err and "CAN of unknown xid 3" in err
     assert f"Exception reading journal file: {p}\n" in err and "KQ-TRUNCATED" in err
     assert "Journal size" not in out
-    out, err, _ = k.qdump_text([os.path.join(qdir, "missing")], now_ms=NOW)
+    out, err, _ = qdump_text([os.path.join(qdir, "missing")], now_ms=NOW)
     assert err == f"Can't open journal file: {os.path.join(qdir, 'missing')}\n"
-    assert k.qdump_text([], now_ms=NOW)[0] == k.QDUMP_USAGE
+    assert qdump_text([], now_ms=NOW)[0] == QDUMP_USAGE
 
 
 def test_duration_strings():
-    assert k.duration_str(0) == "0.seconds"
-    assert k.duration_str(59_999 * 10**6) == "59.seconds+999.milliseconds"
-    assert k.duration_str(90 * 60 * 10**9) == "1.hours+30.minutes"
-    assert k.duration_str(-1500 * 10**6) == "-1.seconds-500.milliseconds"
+    assert duration_str(0) == "0.seconds"
+    assert duration_str(59_999 * 10**6) == "59.seconds+999.milliseconds"
+    assert duration_str(90 * 60 * 10**9) == "1.hours+30.minutes"
+    assert duration_str(-1500 * 10**6) == "-1.seconds-500.milliseconds"
 
 
 def test_pack_report_snapshot(qdir, snapshot):
     write_journal(os.path.join(qdir, "q.100"), lambda w: ([w.add(b"i%d" % i, T) for i in range(4)], w.remove()))
     write_journal(os.path.join(qdir, "q"), lambda w: (w.remove_tentative(1), w.add(b"x", T, T + 1)))
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS, drop_expired=True)
+    plan = pack_plan(one_set(qdir), AS_OF_NS, drop_expired=True)
     j = plan.to_jsonable(CODES.of)
     j["root"] = "<dir>"
     j["elapsed_s"] = 0

@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from tests.conftest import ROOT, cli
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.reader import JournalReader
+from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.findings import Verdict
 from wqtool.engine.kestrel import clean, repair
 from wqtool.engine.plan import InjectedCrash
@@ -28,7 +29,7 @@ def _copy(name: str, dst) -> str:
 
 def digests(d, queue=None):
     fs = one_set(d, **({"queue": queue} if queue else {}))
-    rep = k.run_log(fs, AS_OF_NS, keep_open=True)
+    rep = run_log(fs, AS_OF_NS, keep_open=True)
     return rep.verdict, rep.state.digest()
 
 
@@ -172,7 +173,7 @@ def test_truncate_to_time_cuts_every_item_added_after_t(tmp_path):
     assert plan.input_verdict == Verdict.CLEAN and plan.digest_before != plan.digest_expected
     res = plan.apply(now_ms=1000, fsync=False)
     assert _quarantined(res) == {"q@51-87.bin": data[3 * 27:]}
-    rep = k.run_log(one_set(str(d)), AS_OF_NS, keep_open=True)
+    rep = run_log(one_set(str(d)), AS_OF_NS, keep_open=True)
     assert rep.verdict == Verdict.CLEAN and [i.data for i in rep.state.queue] == [b"item 0", b"item 1", b"item 2"]
 
 
@@ -197,7 +198,7 @@ def test_drop_invalid_removes_exactly_the_reused_xid(tmp_path):
                                    {"id": "q@0x16", "before": "open xid 3", "after": "queued #0"}]
     res = plan.apply(now_ms=1000, fsync=False)
     assert _quarantined(res) == {"q@31-36.bin": data[0x31:]}
-    rep = k.run_log(one_set(str(d)), AS_OF_NS, keep_open=True)
+    rep = run_log(one_set(str(d)), AS_OF_NS, keep_open=True)
     assert rep.verdict == Verdict.CLEAN and {x: i.data for x, i in rep.state.open.items()} == {3: b"a"}
 
 
@@ -236,7 +237,7 @@ def test_every_truncation_point_of_a_small_journal(tmp_path):
     data = _small_journal(tmp_path / "src" / "q")
     ends = set()
     pos = 0
-    for ev in k.JournalReader(one_set(str(tmp_path / "src"))).events():
+    for ev in JournalReader(one_set(str(tmp_path / "src"))).events():
         if hasattr(ev, "length") and ev.__class__.__name__ == "Record":
             pos = ev.offset + ev.length
             ends.add(pos)

@@ -9,7 +9,9 @@ from hypothesis import given, settings, strategies as st
 
 from tests.conftest import examples
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.reader import discover
+from wqtool.engine.kestrel.replay import first_difference
+from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.findings import Verdict
 
 from .conftest import AS_OF_NS, T, one_set, write_journal, write_ops
@@ -89,8 +91,8 @@ def test_replay_equals_reference_model(ops, cuts):
     with tempfile.TemporaryDirectory() as d:
         build_set(d, ops, cuts)
         fs = one_set(d)
-        r_open = k.run_log(fs, AS_OF_NS, keep_open=True)
-        r = k.run_log(fs, AS_OF_NS)
+        r_open = run_log(fs, AS_OF_NS, keep_open=True)
+        r = run_log(fs, AS_OF_NS)
     assert [(i.data, i.expiry) for i in r_open.state.queue] == m.queue
     assert {x: (i.data, i.expiry) for x, i in r_open.state.open.items()} == m.open
     assert r_open.state.xid_counter == m.counter
@@ -107,7 +109,7 @@ def test_replay_equals_reference_model(ops, cuts):
 def test_empty_queue_removes_are_noted_noops(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.remove(), w.remove_tentative(5), w.add(b"a", T),
                                                        w.unremove(9), w.confirm_remove(9)))
-    r = k.run_log(one_set(qdir), AS_OF_NS, keep_open=True)
+    r = run_log(one_set(qdir), AS_OF_NS, keep_open=True)
     assert r.verdict == Verdict.CLEAN
     assert r.counts["KQ-REMOVE-EMPTY"] == 2 and r.counts["KQ-UNKNOWN-XID"] == 2
     assert r.state.xid_counter == 5 and [i.data for i in r.state.queue] == [b"a"]
@@ -117,7 +119,7 @@ def test_empty_queue_removes_are_noted_noops(qdir):
 def test_xid_reused_is_invalid_history(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.add(b"b", T), w.remove_tentative(3),
                                                        w.remove_tentative(3)))
-    r = k.run_log(one_set(qdir), AS_OF_NS, keep_open=True)
+    r = run_log(one_set(qdir), AS_OF_NS, keep_open=True)
     assert r.verdict == Verdict.INVALID_HISTORY
     f = [f for f in r.findings if f.code == "KQ-XID-REUSED"][0]
     assert f.offset == 2 * 22 + 5 and f.verdict == Verdict.INVALID_HISTORY
@@ -127,7 +129,7 @@ def test_xid_reused_is_invalid_history(qdir):
 def test_negative_xids_are_legal(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.remove_tentative(-2**31),
                                                        w.unremove(-2**31)))
-    r = k.run_log(one_set(qdir), AS_OF_NS)
+    r = run_log(one_set(qdir), AS_OF_NS)
     assert r.verdict == Verdict.CLEAN and [i.data for i in r.state.queue] == [b"a"]
 
 
@@ -146,7 +148,7 @@ def _legacy_1x(w):
 
 def test_opcode3_the_1x_way_by_default(qdir):
     write_journal(os.path.join(qdir, "q"), _legacy_1x)
-    r = k.run_log(one_set(qdir), AS_OF_NS, keep_open=True)
+    r = run_log(one_set(qdir), AS_OF_NS, keep_open=True)
     assert {x: i.data for x, i in r.state.open.items()} == {1: b"open-a", 2: b"open-b"}
     assert r.state.queue == [] and r.counts["KQ-LEGACY-RT"] == 3
     v = [f for f in r.findings if f.code == "KQ-VERSION"][0]
@@ -157,7 +159,7 @@ def test_opcode3_the_1x_way_by_default(qdir):
 def test_opcode3_as_2x_does(qdir):
     """--kestrel-version 2: xid 0 for every op 3: open-b overwrites open-a (lost), confirm(21) never matches."""
     write_journal(os.path.join(qdir, "q"), _legacy_1x)
-    r = k.run_log(one_set(qdir, kestrel_version="2"), AS_OF_NS, keep_open=True)
+    r = run_log(one_set(qdir, kestrel_version="2"), AS_OF_NS, keep_open=True)
     assert {x: i.data for x, i in r.state.open.items()} == {0: b"queued"}
     assert r.counts["KQ-XID0-COLLISION"] == 2 and r.counts["KQ-UNKNOWN-XID"] == 1
     assert r.verdict == Verdict.CLEAN
@@ -167,7 +169,7 @@ def test_legacy_add_expiry_versions(qdir):
     secs = 1_300_000_060
     write_journal(os.path.join(qdir, "q"), lambda w: (w.legacy_add(b"hi", secs), w.legacy_add(b"no", 0)))
     for v, exp in (("auto", secs * 1000), ("2", secs * 1000), ("1", ((secs * 1000 + 2**31) % 2**32) - 2**31)):
-        r = k.run_log(one_set(qdir, kestrel_version=v), AS_OF_NS)
+        r = run_log(one_set(qdir, kestrel_version=v), AS_OF_NS)
         assert [(i.data, i.expiry, i.add_time) for i in r.state.queue] == [
             (b"hi", exp, AS_OF_NS // 10**6), (b"no", 0, AS_OF_NS // 10**6)]
         assert r.counts["KQ-LEGACY-ADD"] == 1
@@ -176,7 +178,7 @@ def test_legacy_add_expiry_versions(qdir):
 def test_expiry_is_reported_never_applied(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"old", T, T + 1000), w.add(b"never", T, 0),
                                                        w.add(b"later", T, T + 10**10), w.add(b"neg", T, -5)))
-    r = k.run_log(one_set(qdir), AS_OF_NS)
+    r = run_log(one_set(qdir), AS_OF_NS)
     assert [i.data for i in r.state.queue] == [b"old", b"never", b"later", b"neg"]
     assert [(s, p, i.data) for s, p, i in r.state.expired()] == [("queued", 0, b"old"), ("queued", 3, b"neg")]
     assert r.counts["KQ-EXPIRED"] == 1
@@ -188,7 +190,7 @@ def test_unsupported_version_is_a_usage_error(qdir):
     from wqtool.errors import UsageError
     write_journal(os.path.join(qdir, "q"), lambda w: None)
     with pytest.raises(UsageError):
-        k.discover([qdir], kestrel_version="3")
+        discover([qdir], kestrel_version="3")
 
 
 def test_digest_depends_on_content_and_order(qdir):
@@ -196,10 +198,10 @@ def test_digest_depends_on_content_and_order(qdir):
     b = os.path.join(qdir, "b")
     write_journal(os.path.join(a, "q"), lambda w: (w.add(b"x", T), w.add(b"y", T)))
     write_journal(os.path.join(b, "q"), lambda w: (w.add(b"y", T), w.add(b"x", T)))
-    da = k.run_log(one_set(a), AS_OF_NS).state.digest()
-    db = k.run_log(one_set(b), AS_OF_NS).state.digest()
+    da = run_log(one_set(a), AS_OF_NS).state.digest()
+    db = run_log(one_set(b), AS_OF_NS).state.digest()
     assert da != db
-    assert k.first_difference(k.run_log(one_set(a), AS_OF_NS).state, k.run_log(one_set(b), AS_OF_NS).state)
+    assert first_difference(run_log(one_set(a), AS_OF_NS).state, run_log(one_set(b), AS_OF_NS).state)
 
 
 @settings(max_examples=examples(50), deadline=None)
@@ -209,5 +211,5 @@ def test_fast_digest_equals_its_json_definition(ops):
     with tempfile.TemporaryDirectory() as d:
         build_set(d, ops, [])
         for keep in (False, True):
-            st_ = k.run_log(one_set(d), AS_OF_NS, keep_open=keep).state
+            st_ = run_log(one_set(d), AS_OF_NS, keep_open=keep).state
             assert st_.digest() == state_digest_reference(st_)

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import os
 
-from wqtool.engine import kestrel as k
+from wqtool.engine.kestrel.model import Record
+from wqtool.engine.kestrel.pack import apply_plan, pack_plan
+from wqtool.engine.kestrel.reader import JournalReader
+from wqtool.engine.kestrel.verify import run_log
+from wqtool.engine.kestrel.writer import JournalWriter, rewrite_records
 from wqtool.engine.kestrel.fastpath import decode_op
 from wqtool.engine.kestrel.replay import Item, KestrelState
 from wqtool.engine.findings import Verdict
@@ -40,7 +44,7 @@ def queue_data(report) -> list[bytes]:
 
 def test_walk_sizes(qdir):
     p = write_journal(os.path.join(qdir, "q"), lambda w: [w.add(b"x" * n, T) for n in (32, 64, 10)])
-    recs = [e for e in k.JournalReader(one_set(qdir)).events() if isinstance(e, k.Record)]
+    recs = [e for e in JournalReader(one_set(qdir)).events() if isinstance(e, Record)]
     assert [len(r.data) for r in recs] == [32, 64, 10]
     assert os.path.getsize(p) == 3 * 21 + 106
 
@@ -48,7 +52,7 @@ def test_walk_sizes(qdir):
 def test_recover_from_corruption(qdir):
     """One 32-byte ADDX + byte 0x7F: Kestrel throws BrokenItemException; for us a torn tail at 0x20 (live file)."""
     p = write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"hello kitty", T), w.raw(b"\x7f")))
-    r = k.run_log(one_set(qdir), AS_OF_NS)
+    r = run_log(one_set(qdir), AS_OF_NS)
     assert r.verdict == Verdict.TORN_TAIL
     f = [f for f in r.findings if f.code == "KQ-BAD-OPCODE"][0]
     assert (f.offset, f.last_good_offset, f.path) == (32, 32, p)
@@ -68,20 +72,20 @@ def test_pack_old_files_lengths(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: None)
     fs = one_set(qdir)
     assert [os.path.getsize(f.path) for f in fs.files] == [21, 21, 0]
-    r = k.run_log(fs, AS_OF_NS)
+    r = run_log(fs, AS_OF_NS)
     assert r.verdict == Verdict.CLEAN and queue_data(r) == [b"", b""]
 
 
 def test_add_and_remove_one_item(qdir):
     p = os.path.join(qdir, "q")
-    with k.JournalWriter(p) as w:
+    with JournalWriter(p) as w:
         w.add(b"hello kitty", T)
         w.flush()
         assert os.path.getsize(p) == 32
         w.remove()
     assert os.path.getsize(p) == 33
     assert dump_journal(p) == ["add(11:0:hello kitty)", "remove"]
-    assert queue_data(k.run_log(one_set(qdir), AS_OF_NS)) == []
+    assert queue_data(run_log(one_set(qdir), AS_OF_NS)) == []
 
 
 def test_flush_all_items(qdir):
@@ -93,7 +97,7 @@ def test_flush_all_items(qdir):
 def test_recover_after_restart_size(qdir):
     p = write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"first", T), w.add(b"second", T), w.remove()))
     assert os.path.getsize(p) == 5 + 6 + 16 + 16 + 5 + 5 + 1 == 54
-    assert queue_data(k.run_log(one_set(qdir), AS_OF_NS)) == [b"second"]
+    assert queue_data(run_log(one_set(qdir), AS_OF_NS)) == [b"second"]
 
 
 def test_recover_a_journal_with_a_rewritten_transaction(qdir):
@@ -101,24 +105,24 @@ def test_recover_a_journal_with_a_rewritten_transaction(qdir):
     p = write_journal(os.path.join(qdir, "q"), lambda w: (
         w.add(b"zero", T), w.add(b"first", T), w.add(b"second", T), w.remove_tentative(1), w.confirm_remove(1),
         w.remove_tentative(2)))
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
-    k.apply_plan(plan, now_ms=5000)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
+    apply_plan(plan, now_ms=5000)
     assert sorted(os.listdir(qdir)) == ["q"]
     assert dump_journal(p) == ["add(5:0:first)", "remove-tentative(2)", "add(6:0:second)"]
-    with k.JournalWriter(p, mode="ab") as w:
+    with JournalWriter(p, mode="ab") as w:
         w.confirm_remove(2)
         w.remove()
     assert dump_journal(p) == ["add(5:0:first)", "remove-tentative(2)", "add(6:0:second)", "confirm-remove(2)",
                                "remove"]
-    assert queue_data(k.run_log(one_set(qdir), AS_OF_NS)) == []
+    assert queue_data(run_log(one_set(qdir), AS_OF_NS)) == []
 
 
 def test_rewrite_empty_queue_with_open_transactions(qdir):
     p = write_journal(os.path.join(qdir, "q"), lambda w: (
         w.add(b"first", T), w.add(b"second", T), w.remove_tentative(1), w.confirm_remove(1), w.remove_tentative(2)))
-    k.apply_plan(k.pack_plan(one_set(qdir), AS_OF_NS), now_ms=5000)
+    apply_plan(pack_plan(one_set(qdir), AS_OF_NS), now_ms=5000)
     assert dump_journal(p) == ["add(6:0:second)", "remove-tentative(2)"]
-    r = k.run_log(one_set(qdir), AS_OF_NS)          # restart: backed out
+    r = run_log(one_set(qdir), AS_OF_NS)          # restart: backed out
     assert queue_data(r) == [b"second"] and r.state.backed_out == 1
     assert r.counts["KQ-OPEN-BACKED-OUT"] == 1
 
@@ -126,9 +130,9 @@ def test_rewrite_empty_queue_with_open_transactions(qdir):
 def test_rewrite_empty_queue_on_graceful_shutdown(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"first", T), w.add(b"second", T), w.remove(),
                                                        w.remove()))
-    plan = k.pack_plan(one_set(qdir), AS_OF_NS)
+    plan = pack_plan(one_set(qdir), AS_OF_NS)
     assert plan.bytes_after == 0 and plan.records_after == 0 and plan.records_dropped == 4
-    k.apply_plan(plan, now_ms=5000)
+    apply_plan(plan, now_ms=5000)
     assert os.path.getsize(os.path.join(qdir, "q")) == 0
 
 
@@ -141,7 +145,7 @@ def test_correctly_interleave_transactions(qdir):
     assert open(p, "rb").read() == bytes.fromhex(
         "02 15 00 00 00" + T_BYTES.hex() + ZERO8.hex() + "68 6f 75 73 65 02 13 00 00 00" + T_BYTES.hex()
         + ZERO8.hex() + "63 61 74 09 01 00 00 00 09 02 00 00 00 05 01 00 00 00 06 02 00 00 00 01")
-    r = k.run_log(one_set(qdir), AS_OF_NS)
+    r = run_log(one_set(qdir), AS_OF_NS)
     assert queue_data(r) == [] and r.verdict == Verdict.CLEAN
 
 
@@ -149,9 +153,9 @@ def test_recover_a_journal_with_open_transactions(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (
         [w.add(x, T) for x in (b"one", b"two", b"three", b"four", b"five")],
         [w.remove_tentative(x) for x in (1, 2, 3, 4)], w.confirm_remove(2), w.confirm_remove(4)))
-    r = k.run_log(one_set(qdir), AS_OF_NS)
+    r = run_log(one_set(qdir), AS_OF_NS)
     assert queue_data(r) == [b"one", b"three", b"five"] and r.state.open == {}
-    r = k.run_log(one_set(qdir), AS_OF_NS, keep_open=True)
+    r = run_log(one_set(qdir), AS_OF_NS, keep_open=True)
     assert [(s, x, i.data) for s, x, i in r.state.sorted_items()] == [
         ("open", 1, b"one"), ("open", 3, b"three"), ("queued", None, b"five")]
 
@@ -159,7 +163,7 @@ def test_recover_a_journal_with_open_transactions(qdir):
 def test_continue_a_queue_item(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"one", T), w.remove_tentative(1),
                                                        w.continue_(1, b"two", T)))
-    r = k.run_log(one_set(qdir), AS_OF_NS)
+    r = run_log(one_set(qdir), AS_OF_NS)
     assert queue_data(r) == [b"two"] and r.counts.get("KQ-UNKNOWN-XID", 0) == 0
 
 
@@ -183,7 +187,7 @@ def test_rewrite_output_147_bytes(qdir):
     """rewrite([A/6, B/7, C/8], [D, E, F]): a server writes open transactions by descending xid."""
     st = KestrelState(AS_OF_NS, [Item(T, 0, x) for x in (b"D", b"E", b"F")],
                       {6: Item(T, 0, b"A"), 7: Item(T, 0, b"B"), 8: Item(T, 0, b"C")}, keep_open=True)
-    out = b"".join(k.rewrite_records(st))
+    out = b"".join(rewrite_records(st))
     assert len(out) == 147
     assert out == _spec_rewrite_bytes([(b"C", 8), (b"B", 7), (b"A", 6)])
     # the order the JournalSpec test passes (A, B, C) is 147 bytes too and replays to the same state
@@ -191,11 +195,11 @@ def test_rewrite_output_147_bytes(qdir):
     for name, blob in (("a", out), ("b", spec)):
         d = os.path.join(qdir, name)
         write_journal(os.path.join(d, "q"), lambda w: w.raw(blob))
-        r = k.run_log(one_set(d), AS_OF_NS, keep_open=True)
+        r = run_log(one_set(d), AS_OF_NS, keep_open=True)
         assert [(s, x, i.data) for s, x, i in r.state.sorted_items()] == [
             ("open", 6, b"A"), ("open", 7, b"B"), ("open", 8, b"C"),
             ("queued", None, b"D"), ("queued", None, b"E"), ("queued", None, b"F")]
-    assert k.run_log(one_set(os.path.join(qdir, "a")), AS_OF_NS).state.xid_counter == 6
+    assert run_log(one_set(os.path.join(qdir, "a")), AS_OF_NS).state.xid_counter == 6
 
 
 def test_half_finished_pack_file_set(qdir):
@@ -210,7 +214,7 @@ def test_half_finished_pack_file_set(qdir):
     assert sorted(os.path.basename(p) for p in fs.superseded) == ["test.100", "test.50"]
     half = [f for f in fs.findings if f.code == "KQ-HALF-PACK"]
     assert len(half) == 1 and "deletes test.50, test.100 and renames test.100.pack to test.100" in half[0].message
-    r = k.run_log(fs, AS_OF_NS)
+    r = run_log(fs, AS_OF_NS)
     assert queue_data(r) == [b"test.100.pack", b"test.3000", b"test"]
     assert r.verdict == Verdict.CLEAN
     assert dir_snapshot(qdir) == before

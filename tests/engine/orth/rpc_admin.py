@@ -18,8 +18,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from wqtool.engine.orth.hessian import HessianError
-from wqtool.engine.orth.xxlrpc import decode_request, encode_response
+from wqtool.engine.javacodec.hessian import HessianError
+from wqtool.engine.orth_callbacks.xxlrpc import decode_request, encode_response
 from wqtool.formats.orth import ADMIN_BIZ_CLASS, CALLBACK_METHOD, CALLBACK_PARAM_TYPE, RPC_MAX_AGE_MS
 
 

@@ -9,9 +9,10 @@ import pytest
 
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry
-from wqtool.engine.orth.retention import expired, finish_interrupted, lenient_date
-from wqtool.engine.orth.writer import ExecutorLogWriter, write_retry_file
+from wqtool.engine.javacodec.gson import Entry
+from wqtool.engine.orth_callbacks.writer import write_retry_file
+from wqtool.engine.orth_executor_logs.clean import expired, finish_interrupted, lenient_date
+from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter
 from wqtool.engine.plan import InjectedCrash
 from wqtool.exitcodes import CODES
 
@@ -65,7 +66,7 @@ def _logpath(tmp_path):
 def _plan(lp, days="30"):
     fmt = registry.get("orth-executor-logs")
     (log,) = fmt.discover([lp], Options(NOW))
-    return fmt.clean_plan(log, Options(NOW, extra={"retention_days": days}))
+    return fmt.clean_plan(log, Options(NOW, settings={"retention_days": days}))
 
 
 def test_the_plan_and_its_apply(tmp_path):
@@ -137,7 +138,7 @@ def test_retention_rule_per_release(tmp_path, rule, tz, deleted):
         open(os.path.join(lp, d, "1.log"), "w").close()
     fmt = registry.get("orth-executor-logs")
     as_of = int(dt.datetime(2026, 3, 15, 10, tzinfo=dt.timezone.utc).timestamp()) * 10**9
-    opts = Options(as_of, extra={"retention_rule": rule, "tz": tz})
+    opts = Options(as_of, settings={"retention_rule": rule, "tz": tz})
     doc = fmt.clean_plan(fmt.discover([lp], opts)[0], opts).report_doc(CODES.of)
     assert [os.path.basename(a["path"]) for a in doc["delete_dirs"]] == deleted
     assert doc["retention_rule"] == rule and any(f"retention rule {rule}" in x for x in doc["lines"])

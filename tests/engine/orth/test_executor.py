@@ -9,9 +9,9 @@ import pytest
 
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.model import LogEntry
-from wqtool.engine.orth.readlog import read_lines, read_log
-from wqtool.engine.orth.writer import ExecutorLogWriter
+from wqtool.engine.orth_executor_logs.model import LogEntry
+from wqtool.engine.orth_executor_logs.readlog import read_lines, read_log
+from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter
 
 T = 1769740800000
 
@@ -103,7 +103,7 @@ def test_read_lines_stops_where_java_does(oracle, tmp_path):
 
 
 def test_long_lines_are_bounded_and_bad_bytes_found_anywhere(tmp_path):
-    from wqtool.engine.orth.executor import MESSAGE_CAP, first_bad_utf8
+    from wqtool.engine.orth_executor_logs.reader import MESSAGE_CAP, first_bad_utf8
     head = (b"2026-01-30 12:00:05 [c.C#m]-[1]-[t] <br>----------- Orth job execute start -----------<br>----------- "
             b"Param: x\n")
     big = b"y" * (3 * MESSAGE_CAP) + "é".encode() * 600_000 + b"\xff" + b"z" * 100 + b"\n"

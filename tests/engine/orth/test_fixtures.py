@@ -10,9 +10,10 @@ import pytest
 
 from tests.conftest import ROOT
 from wqtool.engine import format as registry
-from wqtool.engine.format import Options
-from wqtool.engine.orth.codes import CALLBACK_CODES, EXECUTOR_CODES
 from wqtool.engine.findings import Verdict
+from wqtool.engine.format import Options
+from wqtool.engine.orth_callbacks.codes import CALLBACK_CODES
+from wqtool.engine.orth_executor_logs.codes import EXECUTOR_CODES
 
 FIX = os.path.join(ROOT, "fixtures", "orth")
 

@@ -9,8 +9,8 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from wqtool.engine.orth import gson as g
-from wqtool.engine.orth.gson import Entry
+from wqtool.engine.javacodec import gson as g
+from wqtool.engine.javacodec.gson import Entry
 
 SPEC_1 = b'[{"logId":1,"logDateTim":1769740800000,"handleCode":200}]'
 SPEC_2 = (b'[{"logId":42,"logDateTim":1769740800123,"handleCode":500,"handleMsg":"<br>x=\\"1\\" & \'y\'\\n"},'

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from wqtool.engine.orth import javaser as j
-from wqtool.engine.orth.gson import Entry
+from wqtool.engine.javacodec import javaser as j
+from wqtool.engine.javacodec.gson import Entry
 from wqtool.formats import orth as schema
 
 

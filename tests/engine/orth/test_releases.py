@@ -17,12 +17,12 @@ from tests.conftest import ROOT
 from tests.engine.orth.admin import Admin
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry, encode, parse_lenient
-from wqtool.engine.orth.hessian import (HessianError, HessianReader, encode_params, h_int, h_long, h_string,
-                                        parse_hessian)
-from wqtool.engine.orth.jackson import encode_jackson_line, parse_jackson_line
-from wqtool.engine.orth.javaser import JavaStreamError, encode_220, parse_legacy
 from wqtool.engine.findings import Verdict
+from wqtool.engine.javacodec.gson import Entry, encode, parse_lenient
+from wqtool.engine.javacodec.hessian import (HessianError, HessianReader, encode_params, h_int, h_long, h_string,
+                                        parse_hessian)
+from wqtool.engine.javacodec.jackson import encode_jackson_line, parse_jackson_line
+from wqtool.engine.javacodec.javaser import JavaStreamError, encode_220, parse_legacy
 
 FIX = os.path.join(ROOT, "fixtures", "orth-xxl-job")
 FMT = registry.get("orth-callbacks")
@@ -191,7 +191,7 @@ def test_replay_send_delivers_each_release(tmp_path, scenario, admin_release):
     want = {(r.log_id, r.handle_code) for r in rows}
     (log,) = FMT.discover([lp], Options(0))
     with Admin() as admin:
-        rep = FMT.send(log, admin.url, Options(0, extra={"admin_release": admin_release}))
+        rep = FMT.send(log, admin.url, Options(0, settings={"admin_release": admin_release}))
     assert rep.failed == 0 and rep.sent >= 1
     bodies = [c for body in admin.received for c in (body["callbackList"] if isinstance(body, dict) else body)]
     assert all(isinstance(b, dict) == (admin_release == "xxl-job-head") for b in admin.received)
@@ -219,7 +219,7 @@ def test_a_line_jackson_rejects_is_an_error_that_says_2_0_0_loses_it(tmp_path):
 @given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x85\u2028\u2029"),
                         max_size=30), min_size=1, max_size=6))
 def test_xxl_job_executor_log_lines_round_trip(tmp_path_factory, messages):
-    from wqtool.engine.orth.writer import XxlJobLogWriter
+    from wqtool.engine.orth_executor_logs.writer import XxlJobLogWriter
     lp = str(tmp_path_factory.mktemp("x"))
     w = XxlJobLogWriter(lp)
     w.start(7, 1769740800000, 1769740801000)

@@ -12,8 +12,8 @@ from tests.conftest import ROOT, cli
 from tests.engine.orth.admin import Admin
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry
-from wqtool.engine.orth.writer import write_legacy_file, write_retry_file
+from wqtool.engine.javacodec.gson import Entry
+from wqtool.engine.orth_callbacks.writer import write_legacy_file, write_retry_file
 
 T = 1769740800000
 
@@ -34,7 +34,7 @@ ALL = {(1, 200, None), (2, 500, "boom <br> & \u2028"), (3, 502, "Job execution t
 def _send(lp, url, **kw):
     fmt = registry.get("orth-callbacks")
     (log,) = fmt.discover([lp], Options(0))
-    return fmt.send(log, url, Options(0, extra=kw.pop("extra", {})), **kw)
+    return fmt.send(log, url, Options(0, settings=kw.pop("extra", {})), **kw)
 
 
 def _left(lp):

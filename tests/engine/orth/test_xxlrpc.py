@@ -24,8 +24,8 @@ from tests.engine.orth.rpc_admin import RpcAdmin
 from tests.engine.orth.test_send import ALL, T, _left, _logpath
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
-from wqtool.engine.orth.gson import Entry
-from wqtool.engine.orth.xxlrpc import decode_request, decode_response, encode_request, encode_response
+from wqtool.engine.javacodec.gson import Entry
+from wqtool.engine.orth_callbacks.xxlrpc import decode_request, decode_response, encode_request, encode_response
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FMT = registry.get("orth-callbacks")
@@ -34,7 +34,7 @@ RPC = {"admin_release": "xxl-job-2.0"}
 
 def _send(lp, url, **kw):
     (log,) = FMT.discover([lp], Options(0))
-    return FMT.send(log, url, Options(0, extra={**RPC, **kw.pop("extra", {})}), **kw)
+    return FMT.send(log, url, Options(0, settings={**RPC, **kw.pop("extra", {})}), **kw)
 
 
 # ---------------------------------------------------------------- the bytes, against real Hessian
@@ -226,7 +226,7 @@ KILLER = textwrap.dedent("""
             posts.append(label)
             if len(posts) == 2:
                 os.kill(os.getpid(), signal.SIGKILL)      # after the admin's ReturnT 200, before the delete
-    fmt.send(log, {url!r}, Options(0, extra={{"admin_release": "xxl-job-2.0"}}), hook=hook)
+    fmt.send(log, {url!r}, Options(0, settings={{"admin_release": "xxl-job-2.0"}}), hook=hook)
 """)
 
 
@@ -267,7 +267,7 @@ def test_2_1_1_admins_take_the_2_2_body_with_their_token_header(tmp_path):
     lp = _logpath(tmp_path)
     with Admin() as admin:
         rep = FMT.send(FMT.discover([lp], Options(0))[0], admin.url,
-                       Options(0, extra={"admin_release": "xxl-job-2.2", "access_token": "s3cret",
+                       Options(0, settings={"admin_release": "xxl-job-2.2", "access_token": "s3cret",
                                          "access_token_header": "XXL-RPC-ACCESS-TOKEN"}))
     assert (rep.sent, rep.failed) == (4, 0) and _left(lp) == []
     assert {h.get("xxl-rpc-access-token") for h in admin.headers} == {"s3cret"}

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from wqtool.engine.findings import Verdict
-from wqtool.engine.format import Options, get
+from wqtool.engine.format import Options, PackOptions, get
 from wqtool.engine.fsops import LogBusy, fd_holders
 from wqtool.engine.plan import InjectedCrash
 from wqtool.engine.snaplist.pack import content_lines
@@ -25,6 +25,7 @@ AS_OF_NS = AS_OF_US * 1000
 MIN = 60_000_000
 FMT = get("snaplist")
 OPTS = Options(AS_OF_NS)
+PACK = PackOptions(AS_OF_NS)
 
 
 def journal(root) -> str:
@@ -60,7 +61,7 @@ def state(d):
 def test_pack_plan_write_and_apply(tmp_path):
     d = journal(tmp_path / "j")
     before, log = state(d)
-    plan = FMT.pack_plan(log, OPTS)
+    plan = FMT.pack_plan(log, PACK)
     doc = plan.report_doc(CODES.of)
     assert {os.path.basename(f["file"]) for f in doc["plan"]["rewrite"]} == {"1.msg", "2.msg", "3.msg"}
     assert doc["digest"] == before.state.digest() and doc["records_dropped"] == before.state.acked_runs
@@ -90,12 +91,12 @@ def test_pack_crash_at_every_step_leaves_the_same_pending_lines(tmp_path):
     src = journal(tmp_path / "src")
     want = lines_of(src)
     digest = state(src)[0].state.digest()
-    steps = _steps(FMT.pack_plan(state(src)[1], OPTS))
+    steps = _steps(FMT.pack_plan(state(src)[1], PACK))
     assert len(steps) > 20
     for i, at in enumerate(steps):
         d = str(tmp_path / f"c{i}")
         shutil.copytree(src, d)
-        plan = FMT.pack_plan(state(d)[1], OPTS)
+        plan = FMT.pack_plan(state(d)[1], PACK)
         with pytest.raises(InjectedCrash):
             plan.apply(fail_at=at)
         rep, log = state(d)
@@ -105,7 +106,7 @@ def test_pack_crash_at_every_step_leaves_the_same_pending_lines(tmp_path):
                                                    "SL-ACK-OUT-OF-ORDER"} == set(), at
         # a second run finishes the job: clean removes a leftover temp file, pack completes
         FMT.clean_plan(log, OPTS).apply()
-        FMT.pack_plan(state(d)[1], OPTS).apply()
+        FMT.pack_plan(state(d)[1], PACK).apply()
         assert lines_of(d)["3.msg"] == want["3.msg"] and not os.path.exists(os.path.join(d, ".3.msg.wqtool-pack"))
 
 
@@ -133,7 +134,7 @@ def test_pack_refuses_while_another_process_holds_an_hour_file(tmp_path):
     try:
         _wait_for(str(tmp_path / "ready"))
         with pytest.raises(LogBusy, match="holds 3.msg open|holds"):
-            FMT.pack_plan(state(d)[1], OPTS).apply()
+            FMT.pack_plan(state(d)[1], PACK).apply()
     finally:
         p.kill()
         p.wait(10)
@@ -168,7 +169,7 @@ def test_a_writer_that_opened_the_old_file_during_pack_loses_nothing(tmp_path):
             procs.append(_late_writer(tmp_path, os.path.join(d, "3.msg"), line))
 
     want = lines_of(d)["3.msg"] + [line]
-    FMT.pack_plan(state(d)[1], OPTS).apply(hook=hook)
+    FMT.pack_plan(state(d)[1], PACK).apply(hook=hook)
     procs[0].wait(10)
     assert lines_of(d)["3.msg"] == want
 

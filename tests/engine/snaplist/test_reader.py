@@ -17,7 +17,7 @@ FMT = get("snaplist")
 
 
 def run(d, **extra):
-    opts = Options(AS_OF_NS, extra=extra)
+    opts = Options(AS_OF_NS, settings=extra)
     (log,) = FMT.discover([str(d)], opts)
     p = FMT.run(log, opts)
     evs = list(p.events())
@@ -188,7 +188,7 @@ def test_replay_digest_ignores_blank_runs_and_line_order_of_distinct_uris(tmp_pa
 def test_offset_option_is_checked(tmp_path, bad):
     from wqtool.errors import UsageError
     with pytest.raises(UsageError):
-        FMT.discover([str(tmp_path)], Options(AS_OF_NS, extra={"start_date_offset_us": bad}))
+        FMT.discover([str(tmp_path)], Options(AS_OF_NS, settings={"start_date_offset_us": bad}))
 
 
 def test_explicit_hour_files_and_detection(tmp_path):

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from tests.conftest import ALL_WORKQ, ROOT, fixture_log
-from wqtool.engine import kestrel
+from wqtool.engine.kestrel import codes as kcodes, model as kmodel, reader as kreader, verify as kverify
 from wqtool.engine.workq.fastpath import encode_record
 from wqtool.engine.workq.codes import CODES, REPLAY_CODES
 from wqtool.engine.workq.model import Record
@@ -63,7 +63,7 @@ def _j(findings):
 
 def test_replay_codes_are_known_codes():
     assert REPLAY_CODES <= set(CODES)
-    assert kestrel.KESTREL_REPLAY_CODES <= set(kestrel.KESTREL_CODES)
+    assert kcodes.KESTREL_REPLAY_CODES <= set(kcodes.KESTREL_CODES)
 
 
 @pytest.mark.parametrize("name", [*ALL_WORKQ, "payload-damage"])
@@ -108,12 +108,12 @@ def test_payload_damage_log_has_every_kind(workq_logs):
 @pytest.mark.parametrize("name", KESTREL)
 def test_kestrel_replay_codes_split_run_log_from_the_reader(name):
     path = os.path.join(ROOT, "fixtures", "kestrel", name, "queue")
-    for fs in kestrel.discover([path]):
-        reader = [ev for ev in kestrel.JournalReader(fs).events() if ev.__class__ is not kestrel.Record]
-        assert not [f.code for f in reader if f.code in kestrel.KESTREL_REPLAY_CODES]
-        full = run_log_k = kestrel.run_log(fs, KESTREL_AS_OF_NS).findings
-        rest = [f for f in full if f.code in kestrel.KESTREL_REPLAY_CODES]
+    for fs in kreader.discover([path]):
+        reader = [ev for ev in kreader.JournalReader(fs).events() if ev.__class__ is not kmodel.Record]
+        assert not [f.code for f in reader if f.code in kcodes.KESTREL_REPLAY_CODES]
+        full = run_log_k = kverify.run_log(fs, KESTREL_AS_OF_NS).findings
+        rest = [f for f in full if f.code in kcodes.KESTREL_REPLAY_CODES]
         # verify's findings = the reader's (in order) + the replay's (in order), interleaved
-        assert [f for f in run_log_k if f.code not in kestrel.KESTREL_REPLAY_CODES] == reader
+        assert [f for f in run_log_k if f.code not in kcodes.KESTREL_REPLAY_CODES] == reader
         assert len(full) == len(reader) + len(rest)
-        assert _j(kestrel.replay_findings(fs, KESTREL_AS_OF_NS)) == _j(rest)
+        assert _j(kverify.replay_findings(fs, KESTREL_AS_OF_NS)) == _j(rest)

@@ -3,32 +3,29 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, register
-from ..lazy import LazyInstance, lazy
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, StateView, register
+from ..run import ReplayPass
+from ..options import Settings, setting
 from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES, EVTJ_EXPLAIN
 from ..fsops import describe_holders, holders
 from .model import Event, EvtjJournal
 
-if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
-    import wqtool.engine.evtj.pack  # noqa: F401
-    import wqtool.engine.evtj.reader  # noqa: F401
-    import wqtool.engine.evtj.serialize  # noqa: F401
-    import wqtool.engine.evtj.verify  # noqa: F401
 
-pack_plan = lazy("wqtool.engine.evtj.pack", "pack_plan")
-EvtjReader = lazy("wqtool.engine.evtj.reader", "EvtjReader")
-discover = lazy("wqtool.engine.evtj.reader", "discover")
-EvtjStateView = lazy("wqtool.engine.evtj.serialize", "EvtjStateView")
-EvtjRun = lazy("wqtool.engine.evtj.verify", "EvtjRun")
+@dataclass(frozen=True)
+class EvtjSettings(Settings):
+    evtj_byte_order: str = setting("native", help="evtj: the byte order the journal was written in (native, little, "
+                                   "big; default native: the loader reads its own machine's order)")
 
 
 def _order(opts: Options) -> str:
-    v = str(opts.get("evtj_byte_order", "native")).lower()
+    v = opts.of(FORMAT).evtj_byte_order.lower()
     if v == "native":
         return NATIVE_BYTE_ORDER
     if v not in ("little", "big"):
@@ -55,10 +52,14 @@ class EvtjFormat(Format):
     replay_codes = EVTJ_REPLAY_CODES
     record_kinds = tuple(s.label for s in Status if s != Status.UNKNOWN)
     filters = frozenset({"time"})
-    options = {"evtj_byte_order": "evtj: the byte order the journal was written in (native, little, big; default "
-                                  "native: the loader reads its own machine's order)"}
+    settings = EvtjSettings
     record_cls = Event
-    record_view = LazyInstance("wqtool.engine.evtj.serialize", "EvtjRecordView")
+
+    @cached_property
+    def record_view(self):
+        from .serialize import EvtjRecordView
+        return EvtjRecordView()
+
     manual = """prinbee's event journal (prinbee/journal/journal.cpp): a directory with journal.conf (advgetopt
 name=value: maximum_number_of_files 2-255, maximum_file_size, maximum_events, inline_attachment_size_threshold,
 sync, compress_when_full, file_management, attachment_copy_handling), journal-N.events files (N below
@@ -96,18 +97,21 @@ live events kept byte for byte)."""
         return None
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[EvtjJournal]:
+        from .reader import discover
         return discover(paths, opts.as_of_ns, _order(opts))
 
     def files(self, log: EvtjJournal) -> list[str]:
         return [f.path for f in log.files]
 
     def file_events(self, log: EvtjJournal, i: int, start_index: int = 0) -> Iterator:
+        from .reader import EvtjReader
         return EvtjReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
 
     def source_options(self, o: dict) -> dict:
         return {"evtj_byte_order": o["evtj_byte_order"]} if o.get("evtj_byte_order") else {}
 
-    def run(self, log: EvtjJournal, opts: Options, *, limit: int | None = None) -> EvtjRun:
+    def run(self, log: EvtjJournal, opts: Options, *, limit: int | None = None) -> ReplayPass:
+        from .verify import EvtjRun
         return EvtjRun(_at(log, opts), limit=limit)
 
     def facts(self, rec: Event) -> RecordFacts:
@@ -122,15 +126,17 @@ live events kept byte for byte)."""
         from ..series import SizeProbe      # report and stats --chart|--timeline only
         return SizeProbe({"live events": lambda: len(replay.state.live)})
 
-    def state_view(self, state, log: EvtjJournal | None = None) -> EvtjStateView:
+    def state_view(self, state, log: EvtjJournal | None = None) -> StateView:
+        from .serialize import EvtjStateView
         return EvtjStateView(state)
 
     def live_writer(self, log: EvtjJournal) -> str | None:
         found = holders(self.files(log))
         return describe_holders(found) if found else None
 
-    def pack_plan(self, log: EvtjJournal, opts: Options):
-        return pack_plan(_at(log, opts), salvage=bool(opts.get("salvage")))
+    def pack_plan(self, log: EvtjJournal, opts: PackOptions):
+        from .pack import pack_plan
+        return pack_plan(_at(log, opts), salvage=opts.salvage)
 
 
 def _at(log: EvtjJournal, opts: Options) -> EvtjJournal:

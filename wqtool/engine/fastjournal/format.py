@@ -3,29 +3,17 @@ journal of ``wqtool serve --fastjournal`` (``wqtool.server.fastjournal``); no up
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterator, Sequence
+from functools import cached_property
+from typing import Iterator, Sequence
 
 from ...errors import InputError
 from ...formats.snap import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, register
-from ..lazy import LazyInstance, lazy
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, StateView, register
+from ..run import ReplayPass
 from ..fsops import is_locked
 from .codes import FASTJOURNAL_CODES, FASTJOURNAL_REPLAY_CODES, FASTJOURNAL_EXPLAIN
 from .model import KINDS, Change, FjjJournal
-
-if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
-    import wqtool.engine.fastjournal.pack  # noqa: F401
-    import wqtool.engine.fastjournal.reader  # noqa: F401
-    import wqtool.engine.fastjournal.serialize  # noqa: F401
-    import wqtool.engine.fastjournal.verify  # noqa: F401
-
-clean_plan = lazy("wqtool.engine.fastjournal.pack", "clean_plan")
-pack_plan = lazy("wqtool.engine.fastjournal.pack", "pack_plan")
-FjjReader = lazy("wqtool.engine.fastjournal.reader", "FjjReader")
-discover = lazy("wqtool.engine.fastjournal.reader", "discover")
-FjjStateView = lazy("wqtool.engine.fastjournal.serialize", "FjjStateView")
-FjjRun = lazy("wqtool.engine.fastjournal.verify", "FjjRun")
 
 
 def _magic(path: str) -> bool:
@@ -48,7 +36,12 @@ class FastjournalFormat(Format):
     record_kinds = KINDS
     filters = frozenset({"time"})
     record_cls = Change
-    record_view = LazyInstance("wqtool.engine.fastjournal.serialize", "FjjRecordView")
+
+    @cached_property
+    def record_view(self):
+        from .serialize import FjjRecordView
+        return FjjRecordView()
+
     manual = """Per the unimplemented libfastjournal design: m2osw/fastjournal holds a README only; no upstream file,
 message or daemon exists. This is the journal of wqtool's own implementation of the design's priority FIFO
 (wqtool serve --fastjournal): a directory of segments NNNNNNNNN.fjj read in numeric order, and journal.lock
@@ -84,16 +77,19 @@ segments and temp files."""
         return None
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[FjjJournal]:
+        from .reader import discover
         return discover(paths)
 
     def files(self, log: FjjJournal) -> list[str]:
         return [s.path for s in log.segments]
 
     def file_events(self, log: FjjJournal, i: int, start_index: int = 0) -> Iterator:
+        from .reader import FjjReader
         return FjjReader(log, first_index=start_index, with_discovery=False).file_events(
             log.segments[i], newest=i == len(log.segments) - 1)
 
-    def run(self, log: FjjJournal, opts: Options, *, limit: int | None = None) -> FjjRun:
+    def run(self, log: FjjJournal, opts: Options, *, limit: int | None = None) -> ReplayPass:
+        from .verify import FjjRun
         return FjjRun(log, opts.as_of_ns, limit=limit)
 
     def facts(self, rec: Change) -> RecordFacts:
@@ -104,17 +100,20 @@ segments and temp files."""
         from ..series import SizeProbe      # report and stats --chart|--timeline only
         return SizeProbe({"entries": lambda: len(replay.state.fifo.entries)})
 
-    def state_view(self, state, log: FjjJournal | None = None) -> FjjStateView:
+    def state_view(self, state, log: FjjJournal | None = None) -> StateView:
+        from .serialize import FjjStateView
         return FjjStateView(state)
 
     def live_writer(self, log: FjjJournal) -> str | None:
         return "a fastjournal server holds journal.lock" if log.is_dir and is_locked(
             os.path.join(log.root, FJJ_LOCK)) else None
 
-    def pack_plan(self, log: FjjJournal, opts: Options):
-        return pack_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")))
+    def pack_plan(self, log: FjjJournal, opts: PackOptions):
+        from .pack import pack_plan
+        return pack_plan(log, opts.as_of_ns, salvage=opts.salvage)
 
     def clean_plan(self, log: FjjJournal, opts: Options):
+        from .pack import clean_plan
         return clean_plan(log, opts.as_of_ns)
 
 

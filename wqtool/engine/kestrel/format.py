@@ -2,43 +2,44 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import os
 import stat
-from typing import TYPE_CHECKING, Iterator, Sequence
+from functools import cached_property
+from typing import Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import kestrel as schema
 from ..fileio import listdir
-from ..format import Evidence, Format, Options, RecordFacts, register
-from ..lazy import LazyInstance, lazy
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, RepairOptions, StateView, register
+from ..run import LogReport, ReplayPass, VerifyReport
+from ..options import Settings, setting
 from ..fsops import describe_holders, holders
-from ..run import LogReport, VerifyReport
 from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES, KESTREL_EXPLAIN
 from .model import Record
 from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, TEMP_MARKER, WEAK, FileSet,
                      JournalReader, discover, journal_evidence, journal_name, queue_of)
 
-if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
-    import wqtool.engine.kestrel.pack  # noqa: F401
-    import wqtool.engine.kestrel.qdump  # noqa: F401
-    import wqtool.engine.kestrel.serialize  # noqa: F401
-    import wqtool.engine.kestrel.verify  # noqa: F401
-
-pack_plan = lazy("wqtool.engine.kestrel.pack", "pack_plan")
-qdump = lazy("wqtool.engine.kestrel.qdump", "qdump")
-KestrelRun = lazy("wqtool.engine.kestrel.verify", "KestrelRun")
-replay_findings = lazy("wqtool.engine.kestrel.verify", "replay_findings")
-run_log = lazy("wqtool.engine.kestrel.verify", "run_log")
-verify = lazy("wqtool.engine.kestrel.verify", "verify")
-KestrelStateView = lazy("wqtool.engine.kestrel.serialize", "KestrelStateView")
 
 _KINDS = tuple(o.label for o in schema.Opcode)
 _LABEL = {o: o.label for o in schema.Opcode}
 
 
-def _version(opts: Options) -> str:
-    return str(opts.get("kestrel_version", "auto"))
+@dataclass(frozen=True)
+class KestrelSettings(Settings):
+    """Kestrel's settings come from command flags (--kestrel-version, --keep-open) and the API (queue=)."""
 
+    kestrel_version: str = setting("auto")
+    keep_open: bool = setting(False)
+    queue: str | None = setting(None)
+
+
+def _version(opts: Options) -> str:
+    return opts.of(FORMAT).kestrel_version
+
+
+def _keep_open(opts: Options) -> bool:
+    return opts.of(FORMAT).keep_open
 
 
 EMPTY_QUEUE = ("an empty journal in a directory of nothing but empty Kestrel journal names (a queue that pack --apply "
@@ -73,6 +74,7 @@ class KestrelFormat(Format):
     title = "Kestrel queue journal"
     plural = "Kestrel journals"
     kind_noun = "Kestrel opcode"
+    settings = KestrelSettings
     file_expected = f"a Kestrel journal (first byte an opcode 0-{int(schema.MAX_OPCODE)})"
     dir_expected = "a Kestrel queue directory (no file parses as a journal)"
     manual = """A queue directory holds one journal per queue: the live file <q>, rotated files <q>.<ms> replayed first in
@@ -104,7 +106,12 @@ refuses while another process holds a journal open, and rolls back if the live f
     record_kinds = _KINDS
     special_dumps = frozenset({"qdump"})
     record_cls = Record
-    record_view = LazyInstance("wqtool.engine.kestrel.serialize", "KestrelRecordView")
+
+    @cached_property
+    def record_view(self):
+        from .serialize import KestrelRecordView
+        return KestrelRecordView()
+
     in_flight_code = "KQ-IN-FLIGHT"
     expired_code = None   # Kestrel's replay never expires: expired items stay (KQ-EXPIRED marks them)
     spark_source = None
@@ -134,7 +141,7 @@ refuses while another process holds a journal open, and rolls back if the live f
         return None if grade is None else Evidence(grade == STRONG, why)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[FileSet]:
-        sets = discover(paths, _version(opts), queue=opts.get("queue"), evidence=bool(opts.get("_detected")))
+        sets = discover(paths, _version(opts), queue=opts.of(self).queue, evidence=opts.detected)
         if opts.horizon:   # pin each file's size at start: a live queue is read as it was when the command began
             for fs in sets:
                 fs.files = [dataclasses.replace(f, pinned_size=_size(f.path)) for f in fs.files]
@@ -177,19 +184,23 @@ refuses while another process holds a journal open, and rolls back if the live f
         return {"kestrel_version": version, "keep_open": keep == "true", "queue": o.get("queue") or None}
 
     # -- reading
-    def run(self, log: FileSet, opts: Options, *, limit: int | None = None) -> KestrelRun:
-        return KestrelRun(log, opts.as_of_ns, limit=limit, keep_open=bool(opts.get("keep_open")))
+    def run(self, log: FileSet, opts: Options, *, limit: int | None = None) -> ReplayPass:
+        from .verify import KestrelRun
+        return KestrelRun(log, opts.as_of_ns, limit=limit, keep_open=_keep_open(opts))
 
     def run_log(self, log: FileSet, opts: Options, *, limit: int | None = None, state: bool = True,
                 workers: int | None = None) -> LogReport:
-        return run_log(log, opts.as_of_ns, limit=limit, keep_open=bool(opts.get("keep_open")))
+        from .verify import run_log
+        return run_log(log, opts.as_of_ns, limit=limit, keep_open=_keep_open(opts))
 
     def verify(self, logs, opts: Options, *, max_findings: int | None = None,
                workers: int | None = None) -> VerifyReport:
-        return verify(logs, opts.as_of_ns, max_findings=max_findings, keep_open=bool(opts.get("keep_open")))
+        from .verify import verify
+        return verify(logs, opts.as_of_ns, max_findings=max_findings, keep_open=_keep_open(opts))
 
     def replay_findings(self, log: FileSet, opts: Options) -> Iterator:
-        return replay_findings(log, opts.as_of_ns, keep_open=bool(opts.get("keep_open")))
+        from .verify import replay_findings
+        return replay_findings(log, opts.as_of_ns, keep_open=_keep_open(opts))
 
     # -- views
     def facts(self, rec: Record) -> RecordFacts:
@@ -202,11 +213,13 @@ refuses while another process holds a journal open, and rolls back if the live f
         from ..series import SizeProbe      # report and stats --chart|--timeline only
         return SizeProbe({"queued": lambda: len(replay.queue), "open": lambda: len(replay.open)})
 
-    def state_view(self, state, log: FileSet | None = None) -> KestrelStateView:
+    def state_view(self, state, log: FileSet | None = None) -> StateView:
+        from .serialize import KestrelStateView
         return KestrelStateView(state, log.queue if log is not None else getattr(state, "queue", ""))
 
     def special_dump(self, which: str, logs, opts: Options, *, contents: bool = False, raw: bool = False,
                      queue: bool = False, **_kw):
+        from .qdump import qdump
         if which != "qdump":
             return super().special_dump(which, logs, opts)
         files = [f.path for fs in logs for f in fs.files]
@@ -219,10 +232,10 @@ refuses while another process holds a journal open, and rolls back if the live f
             return finish_interrupted(path)
         return []
 
-    def repair_plan(self, log: FileSet, opts: Options):
+    def repair_plan(self, log: FileSet, opts: RepairOptions):
         from .repair import repair_plan
-        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
-                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"),
+        return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
+                           drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns,
                            kestrel_version=_version(opts))
 
     def clean_plan(self, log: FileSet, opts: Options):
@@ -234,10 +247,11 @@ refuses while another process holds a journal open, and rolls back if the live f
         return describe_holders(found) if found else None
 
     # -- plans
-    def pack_plan(self, log: FileSet, opts: Options):
-        return pack_plan(log, opts.as_of_ns, drop_expired=bool(opts.get("drop_expired")),
-                              salvage=bool(opts.get("salvage")), kestrel_version=_version(opts),
-                              keep_open=bool(opts.get("keep_open")))
+    def pack_plan(self, log: FileSet, opts: PackOptions):
+        from .pack import pack_plan
+        return pack_plan(log, opts.as_of_ns, drop_expired=opts.drop_expired,
+                              salvage=opts.salvage, kestrel_version=_version(opts),
+                              keep_open=_keep_open(opts))
 
 
 def _size(path: str) -> int | None:

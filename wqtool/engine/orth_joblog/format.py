@@ -4,46 +4,44 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, register
-from ..lazy import LazyInstance, lazy
+from ..format import Evidence, Format, Options, RecordFacts, StateView, register
+from ..run import LogReport, ReplayPass
+from ..stats import RecordStats
+from ..options import Settings, setting
 from .codes import JOBLOG_CODES, JOBLOG_REPLAY_CODES, JOBLOG_EXPLAIN
 from .model import Row
 
-if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
-    import wqtool.engine.orth_joblog.dburl  # noqa: F401
-    import wqtool.engine.orth_joblog.fastpath  # noqa: F401
-    import wqtool.engine.orth_joblog.reader  # noqa: F401
-    import wqtool.engine.orth_joblog.replay  # noqa: F401
-    import wqtool.engine.orth_joblog.serialize  # noqa: F401
-    import wqtool.engine.orth_joblog.verify  # noqa: F401
-    from ..run import LogReport
-    from ..stats import RecordStats
+if TYPE_CHECKING:       # a type only: the reader is imported on first use
     from .reader import TableLog
 
-dburl = lazy("wqtool.engine.orth_joblog.dburl")
-fastpath = lazy("wqtool.engine.orth_joblog.fastpath")
-TableReader = lazy("wqtool.engine.orth_joblog.reader", "TableReader")
-discover = lazy("wqtool.engine.orth_joblog.reader", "discover")
-kind_of_file = lazy("wqtool.engine.orth_joblog.reader", "kind_of_file")
-split_csv = lazy("wqtool.engine.orth_joblog.reader", "split_csv")
-zone = lazy("wqtool.engine.orth_joblog.replay", "zone")
-JobLogStateView = lazy("wqtool.engine.orth_joblog.serialize", "JobLogStateView")
-JobLogFastRun = lazy("wqtool.engine.orth_joblog.verify", "JobLogFastRun")
-JobLogRun = lazy("wqtool.engine.orth_joblog.verify", "JobLogRun")
-row_facts = lazy("wqtool.engine.orth_joblog.verify", "row_facts")
 
 _REQUIRED = {"id", "trigger_code", "handle_code"}
 
 
+@dataclass(frozen=True)
+class JobLogSettings(Settings):
+    timezone: str = setting("UTC", help="orth-joblog: the zone the admin wrote datetimes in (Orth's default JDBC URL: "
+                                        "Asia/Shanghai) [default: UTC]")
+    registry: str | None = setting(help="orth-joblog: the orth_job_registry to check lost jobs against: an export "
+                                        "file, a database URL, or none [default: beside the export / in the dump / "
+                                        "the same database]")
+    jdbc_driver: str | None = setting(help="orth-joblog --engine spark: the JDBC driver class Spark SQL reads the "
+                                           "table with [default: by the URL's scheme]")
+    jdbc_jar: str | None = setting(help="orth-joblog --engine spark: a JDBC driver jar to add to the session")
+
+
 def _settings(opts: Options) -> dict:
-    tz = str(opts.get("timezone", "UTC"))
-    zone(tz)
-    return {"timezone": tz, "registry": opts.get("registry")}
+    from .replay import zone
+    s = opts.of(FORMAT)
+    zone(s.timezone)
+    return {"timezone": s.timezone, "registry": s.registry}
 
 
 class JobLogFormat(Format):
@@ -74,16 +72,19 @@ CSV or Parquet, --chart FILE draws the daily counts."""
     replay_codes = JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"}
     record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success+fail)
     filters = frozenset()
-    options = {"timezone": "orth-joblog: the zone the admin wrote datetimes in (Orth's default JDBC URL: "
-                           "Asia/Shanghai) [default: UTC]",
-               "registry": "orth-joblog: the orth_job_registry to check lost jobs against: an export file, a "
-                           "database URL, or none [default: beside the export / in the dump / the same database]"}
+    settings = JobLogSettings
     record_cls = Row
-    record_view = LazyInstance("wqtool.engine.orth_joblog.serialize", "JobLogRecordView")
-    spark_fleet = "wqtool.spark.orth_joblog_fleet:JobLogFleet"
+
+    @cached_property
+    def record_view(self):
+        from .serialize import JobLogRecordView
+        return JobLogRecordView()
+
+    spark_fleet = "wqtool.engine.orth_joblog.fleet:JobLogFleet"
 
     # -- detection and discovery
     def detect(self, path: str) -> Evidence | None:
+        from .reader import kind_of_file, split_csv
         if os.path.isdir(path):
             for name in sorted(listdir(path)):
                 low = name.lower()
@@ -136,11 +137,13 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         return None
 
     def detect_url(self, url: str) -> Evidence | None:
+        from . import dburl
         if dburl.is_db_url(url):
             return Evidence(True, "a database URL")
         return None
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[TableLog]:
+        from .reader import discover
         s = _settings(opts)
         return discover(paths, timezone=s["timezone"], registry=s["registry"])
 
@@ -148,9 +151,12 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         return log.files
 
     def file_events(self, log: TableLog, i: int, start_index: int = 0) -> Iterator:
+        from .reader import TableReader
+        from .replay import zone
         return TableReader(log, tz=zone(log.timezone), file_index=i, start_index=start_index).events()
 
     def source_options(self, o: dict) -> dict:
+        from .replay import zone
         tz = str(o.get("timezone", "UTC"))
         try:
             zone(tz)
@@ -159,11 +165,14 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         return {"timezone": tz, "registry": o.get("registry") or None}
 
     # -- reading
-    def run(self, log: TableLog, opts: Options, *, limit: int | None = None, keep_rows: bool = False) -> JobLogRun:
+    def run(self, log: TableLog, opts: Options, *, limit: int | None = None, keep_rows: bool = False) -> ReplayPass:
+        from .verify import JobLogRun
         return JobLogRun(log, opts.as_of_ns, limit=limit, keep_rows=keep_rows)
 
     def run_log(self, log: TableLog, opts: Options, *, limit: int | None = None, state: bool = True,
                 workers: int | None = None) -> LogReport:
+        from . import fastpath
+        from .verify import JobLogFastRun
         if not state and fastpath.available():
             p = JobLogFastRun(log, opts.as_of_ns, limit=limit)
         else:
@@ -173,6 +182,8 @@ CSV or Parquet, --chart FILE draws the daily counts."""
         return p.report
 
     def stats_log(self, log: TableLog, opts: Options, *, ids: bool = True) -> tuple[LogReport, RecordStats]:
+        from . import fastpath
+        from .verify import JobLogFastRun
         if not fastpath.available():       # (the job ids are kept either way: ``ids`` allows, never requires, less)
             return super().stats_log(log, opts, ids=ids)
         p = JobLogFastRun(log, opts.as_of_ns, limit=0)
@@ -182,9 +193,11 @@ CSV or Parquet, --chart FILE draws the daily counts."""
 
     # -- views
     def facts(self, rec: Row) -> RecordFacts:
+        from .verify import row_facts
         return row_facts(rec)
 
-    def state_view(self, state, log: TableLog | None = None) -> JobLogStateView:
+    def state_view(self, state, log: TableLog | None = None) -> StateView:
+        from .serialize import JobLogStateView
         return JobLogStateView(state)
 
 

@@ -2,33 +2,21 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.snap import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, SendReport, register
-from ..lazy import LazyInstance, lazy
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, SendReport, StateView, register
+from ..run import ReplayPass
+from ..options import Settings, setting
 from ..fsops import describe_holders, holders
 from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES, SNAPLIST_EXPLAIN
 from .fastpath import tokenize
 from .model import KINDS, Line, ListJournal
 
-if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
-    import wqtool.engine.snaplist.clean  # noqa: F401
-    import wqtool.engine.snaplist.pack  # noqa: F401
-    import wqtool.engine.snaplist.reader  # noqa: F401
-    import wqtool.engine.snaplist.send  # noqa: F401
-    import wqtool.engine.snaplist.serialize  # noqa: F401
-    import wqtool.engine.snaplist.verify  # noqa: F401
-
-clean_plan = lazy("wqtool.engine.snaplist.clean", "clean_plan")
-pack_plan = lazy("wqtool.engine.snaplist.pack", "pack_plan")
-ListReader = lazy("wqtool.engine.snaplist.reader", "ListReader")
-discover = lazy("wqtool.engine.snaplist.reader", "discover")
-forward = lazy("wqtool.engine.snaplist.send", "forward")
-SnaplistStateView = lazy("wqtool.engine.snaplist.serialize", "SnaplistStateView")
-ListRun = lazy("wqtool.engine.snaplist.verify", "ListRun")
 
 #: How much of a file detection reads (the first line must fit).
 DETECT_BYTES = 64 * 1024
@@ -38,14 +26,22 @@ def _at(log: ListJournal, opts: Options) -> ListJournal:
     """``log`` as of ``opts.as_of_ns``: the current hour (and so the reading order and which hours a writer may
     still append to) is fixed at discovery; a later time (``--as-of last|first``, settled per log) discovers the
     journal again at that time."""
+    from .reader import discover
     if opts.as_of_ns == log.as_of_ns:
         return log
     paths = [log.root] if log.is_dir else [f.path for f in log.files]
     return discover(paths, opts.as_of_ns, start_date_offset_us=log.start_date_offset_us)[0]
 
 
+@dataclass(frozen=True)
+class SnaplistSettings(Settings):
+    start_date_offset_us: int = setting(LIST_PROCESSING_LATENCY_US, expected="microseconds",
+                                        help="snaplist: the list plugin's start-date offset in µs (default 10000000 = "
+                                             "LIST_PROCESSING_LATENCY): which hour file a line belongs in")
+
+
 def _offset(opts: Options) -> int:
-    raw = opts.get("start_date_offset_us", LIST_PROCESSING_LATENCY_US)
+    raw = opts.of(FORMAT).start_date_offset_us
     try:
         v = int(raw)
     except (TypeError, ValueError):
@@ -83,10 +79,14 @@ class SnaplistFormat(Format):
     replay_codes = SNAPLIST_REPLAY_CODES
     record_kinds = KINDS
     filters = frozenset({"time"})
-    options = {"start_date_offset_us": "snaplist: the list plugin's start-date offset in µs (default 10000000 = "
-                                       "LIST_PROCESSING_LATENCY): which hour file a line belongs in"}
+    settings = SnaplistSettings
     record_cls = Line
-    record_view = LazyInstance("wqtool.engine.snaplist.serialize", "SnaplistRecordView")
+
+    @cached_property
+    def record_view(self):
+        from .serialize import SnaplistRecordView
+        return SnaplistRecordView()
+
     manual = """The snapwebsites list plugin's client journal (list.cpp): a directory (default
 /var/lib/snapwebsites/list/journal) of hour files 0.msg ... 23.msg. A request goes to the file of the UTC hour of its
 start date, one ASCII line appended under flock(LOCK_EX) in one write():
@@ -127,12 +127,14 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         return None
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[ListJournal]:
+        from .reader import discover
         return discover(paths, opts.as_of_ns, start_date_offset_us=_offset(opts))
 
     def files(self, log: ListJournal) -> list[str]:
         return [f.path for f in log.files]
 
     def file_events(self, log: ListJournal, i: int, start_index: int = 0) -> Iterator:
+        from .reader import ListReader
         return ListReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
 
     def time_span(self, log: ListJournal) -> tuple[int | None, int | None]:
@@ -145,7 +147,8 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         return {"start_date_offset_us": o.get("start_date_offset_us")} if o.get("start_date_offset_us") else {}
 
     # -- reading
-    def run(self, log: ListJournal, opts: Options, *, limit: int | None = None) -> ListRun:
+    def run(self, log: ListJournal, opts: Options, *, limit: int | None = None) -> ReplayPass:
+        from .verify import ListRun
         return ListRun(_at(log, opts), limit=limit)
 
     # -- views
@@ -158,7 +161,8 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         from ..series import SizeProbe      # report and stats --chart|--timeline only
         return SizeProbe({"pending entries": lambda: len(replay.state.entries)})
 
-    def state_view(self, state, log: ListJournal | None = None) -> SnaplistStateView:
+    def state_view(self, state, log: ListJournal | None = None) -> StateView:
+        from .serialize import SnaplistStateView
         return SnaplistStateView(state)
 
     def live_writer(self, log: ListJournal) -> str | None:
@@ -166,15 +170,18 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         return describe_holders(found) if found else None
 
     # -- plans
-    def pack_plan(self, log: ListJournal, opts: Options):
+    def pack_plan(self, log: ListJournal, opts: PackOptions):
+        from .pack import pack_plan
         return pack_plan(_at(log, opts))
 
     def clean_plan(self, log: ListJournal, opts: Options):
+        from .clean import clean_plan
         return clean_plan(_at(log, opts))
 
     # -- delivery
     def send(self, log: ListJournal, target: str, opts: Options, *, dry_run: bool = False,
              progress=None) -> SendReport:
+        from .send import forward
         from .send import SCHEME
         if not target.startswith(SCHEME + "://"):
             raise UsageError(f"--send: list journals are forwarded to a fastjournal daemon ({SCHEME}://HOST:PORT), "

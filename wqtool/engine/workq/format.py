@@ -2,26 +2,19 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterator, Sequence
+from functools import cached_property
+from typing import Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import workq as schema
 from ..fileio import listdir, read_head
 from ..fsops import is_locked
-from ..format import Evidence, Format, Options, RecordFacts, register
-from ..lazy import LazyInstance, lazy
+from ..format import Evidence, Format, Options, PackOptions, RecordFacts, RepairOptions, StateView, register
+from ..run import LogReport, ReplayPass, VerifyReport
 from .codes import CODES, REPLAY_CODES, EXPLAIN
 from .model import Record
-from .reader import discover, segment_events, segment_seq
+from .reader import LogSet, discover, segment_events, segment_seq
 
-if TYPE_CHECKING:       # imported on first use below (``engine.lazy``): a command loads only the format it runs
-    from . import replay, serialize, verify  # noqa: F401
-    from ..run import LogReport, VerifyReport
-    from .reader import LogSet
-
-verify_mod = lazy("wqtool.engine.workq.verify")
-WorkqReplay = lazy("wqtool.engine.workq.replay", "WorkqReplay")
-WorkqStateView = lazy("wqtool.engine.workq.serialize", "WorkqStateView")
 
 _KINDS = tuple(c.label for c in schema.CmdType)
 _LABEL = {c: c.label for c in schema.CmdType}
@@ -56,7 +49,12 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     record_kinds = _KINDS
     filters = frozenset({"job", "time"})
     record_cls = Record
-    record_view = LazyInstance("wqtool.engine.workq.serialize", "WorkqRecordView")
+
+    @cached_property
+    def record_view(self):
+        from .serialize import WorkqRecordView
+        return WorkqRecordView()
+
     in_flight_code = "WQ-IN-FLIGHT"
     expired_code = "WQ-ADD-EXPIRED"
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
@@ -98,6 +96,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return [s.path for s in log.segments]
 
     def file_events(self, log: LogSet, i: int, start_index: int = 0) -> Iterator:
+        from .replay import WorkqReplay
         seg = log.segments[i]
         for ev in segment_events(seg, start_index, seg is log.newest):
             yield ev
@@ -111,11 +110,13 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return sum(1 for ev in segment_events(seg, 0, seg is log.newest, decode=False) if ev.__class__ is Record)
 
     # -- reading
-    def run(self, log: LogSet, opts: Options, *, limit: int | None = None) -> "verify_mod.LogRun":
+    def run(self, log: LogSet, opts: Options, *, limit: int | None = None) -> ReplayPass:
+        from . import verify as verify_mod
         return verify_mod.LogRun(log, opts.as_of_ns, limit=limit)
 
     def run_log(self, log: LogSet, opts: Options, *, limit: int | None = None, state: bool = True,
                 workers: int | None = None) -> LogReport:
+        from . import verify as verify_mod
         if state:
             workers = 1
         elif workers is None:
@@ -124,16 +125,20 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
 
     def verify(self, logs, opts: Options, *, max_findings: int | None = None,
                workers: int | None = None) -> VerifyReport:
+        from . import verify as verify_mod
         return verify_mod.verify(logs, opts.as_of_ns, max_findings=max_findings, workers=workers)
 
     def replay_findings(self, log: LogSet, opts: Options) -> Iterator:
+        from . import verify as verify_mod
         return verify_mod.replay_findings(log, opts.as_of_ns)
 
     def stats_log(self, log: LogSet, opts: Options, *, ids: bool = True):
+        from . import verify as verify_mod
         fast = verify_mod.fast_stats(log, opts.as_of_ns, ids=ids)     # the kernel's one pass
         return fast if fast is not None else super().stats_log(log, opts, ids=ids)
 
     def encoded_records(self, log: LogSet, opts: Options, *, style: str, payload: str, limit: int | None = None):
+        from . import verify as verify_mod
         return verify_mod.fast_dump(log, opts.as_of_ns, style=style, payload=payload, limit=limit)
 
     # -- views
@@ -147,22 +152,23 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         from .series import WorkqProbe     # report and stats --chart|--timeline only
         return WorkqProbe(replay)
 
-    def state_view(self, state, log=None) -> WorkqStateView:
+    def state_view(self, state, log=None) -> StateView:
+        from .serialize import WorkqStateView
         return WorkqStateView(state)
 
     # -- plans
-    def pack_plan(self, log: LogSet, opts: Options):
+    def pack_plan(self, log: LogSet, opts: PackOptions):
         from . import pack as pack_mod    # only pack needs it (start-up of every other command)
-        if opts.get("drop_expired"):
+        if opts.drop_expired:
             from ...errors import UsageError
             raise UsageError("--drop-expired applies to Kestrel journals (workq replay already skips expired jobs)")
-        return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.get("segment_size", schema.DEFAULT_SEGMENT_SIZE),
-                              salvage=bool(opts.get("salvage")))
+        return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.segment_size or schema.DEFAULT_SEGMENT_SIZE,
+                              salvage=opts.salvage)
 
-    def repair_plan(self, log: LogSet, opts: Options):
+    def repair_plan(self, log: LogSet, opts: RepairOptions):
         from .repair import repair_plan
-        return repair_plan(log, opts.as_of_ns, salvage=bool(opts.get("salvage")),
-                           drop_invalid=bool(opts.get("drop_invalid")), truncate_to_ns=opts.get("truncate_to_ns"))
+        return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
+                           drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns)
 
     def clean_plan(self, log: LogSet, opts: Options):
         from .clean import clean_plan

@@ -34,10 +34,10 @@ from ..findings import ERROR
 from ..format import SendReport
 from ..fsops import FileSig, fsync_dir
 from ..plan import StepRunner
-from .callbacks import CallbackReader, CallbackSet
-from .gson import Entry, encode
-from .jackson import encode_jackson_line
+from ..javacodec.gson import Entry, encode
+from ..javacodec.jackson import encode_jackson_line
 from .model import Callback
+from .reader import CallbackReader, CallbackSet
 from .xxlrpc import MAX_RESPONSE, decode_response, encode_request
 
 TOKEN_ENV = "ORTH_ACCESS_TOKEN"

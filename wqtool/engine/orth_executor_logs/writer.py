@@ -1,47 +1,19 @@
-"""Writers of Orth executor-side files (fixtures, tests, benchmarks): the bytes Orth writes, named as Orth names them,
-but each file written atomically (temp + fsync + rename + directory fsync), which Orth itself does not do.
+"""Writers of Orth executor log folders (fixtures, tests, benchmarks): the lines Orth writes, where Orth writes them.
+The retry files' writers are ``orth_callbacks.writer``.
 
-* ``write_retry_file(dir, entries)``: ``callbacklogs/orth-callback-{md5}.log`` (``appendFailCallbackFile``);
-* ``write_legacy_file(dir, entries, ms)``: ``callbacklog/xxl-job-callback-{ms}.log`` (xxl-job <= 3.2);
 * ``ExecutorLogWriter``: ``{logPath}/{yyyy-MM-dd}/{logId}.log`` lines with the markers of ``JobThread`` and
-  ``TriggerCallbackThread`` (date directory and times in the executor's zone).
+  ``TriggerCallbackThread`` (date directory and times in the executor's zone);
+* ``XxlJobLogWriter``: the same for xxl-job 2.x-3.x (``\\r\\n`` line ends, its markers).
 """
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 
-from ...formats.orth import CALLBACK_DIR, LEGACY_CALLBACK_DIR, LINE_TIME_FORMAT
-from ..fsops import fsync_dir, write_new
-from .gson import Entry, encode
-from .javaser import encode_legacy
+from ...formats.orth import LINE_TIME_FORMAT
 
 JOB_THREAD = "com.abyss.orth.core.thread.JobThread"
 CALLBACK_THREAD = "com.abyss.orth.core.thread.TriggerCallbackThread"
-
-
-def write_atomic(path: str, data: bytes) -> str:
-    d = os.path.dirname(path) or "."
-    os.makedirs(d, exist_ok=True)
-    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp")
-    if os.path.exists(tmp):
-        os.unlink(tmp)
-    write_new(tmp, [data])
-    os.replace(tmp, path)
-    fsync_dir(d)
-    return path
-
-
-def write_retry_file(log_path: str, entries: list[Entry], *, prefix: str = "orth") -> str:
-    data = encode(entries)
-    return write_atomic(os.path.join(log_path, CALLBACK_DIR, f"{prefix}-callback-{hashlib.md5(data).hexdigest()}.log"),
-                        data)
-
-
-def write_legacy_file(log_path: str, entries: list[Entry], ms: int, *, same_object=None, i: int | None = None) -> str:
-    name = f"xxl-job-callback-{ms}" + (f"-{i}" if i is not None else "") + ".log"
-    return write_atomic(os.path.join(log_path, LEGACY_CALLBACK_DIR, name), encode_legacy(entries, same_object))
 
 
 class ExecutorLogWriter:

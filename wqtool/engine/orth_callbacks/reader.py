@@ -1,5 +1,5 @@
-"""Retry files (``orth-callbacks``): discovery, the reader (one file at a time: bytes -> entries and findings), the
-replay (each log id's callback state) and the pass.
+"""Retry files (``orth-callbacks``): discovery and the reader (one file at a time: bytes -> entries and findings).
+The replay (each log id's callback state) is ``replay.py``, the pass ``verify.py``.
 
 A log is one retry directory set: the ``callbacklogs/`` (and legacy ``callbacklog/``) of one ``logPath``, one of
 those directories, or files named explicitly. Files are read in name order (deterministic); Orth's own order is
@@ -13,16 +13,14 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from ...formats._common import format_unix_ns
-from ...formats.orth import (RELEASE_TITLE, HEAD_DATE_KEY, HS_LIST_STARTS, JACKSON_CALLBACK_FILE, CALLBACK_DIR, CALLBACK_NAME, DATE_DIR, GLUE_DIR, HandleCode, JAVA_TRIM_MAX, LEGACY_CALLBACK_DIR,
-                             LEGACY_NAME, STREAM_HEAD, log_status)
+from ...formats.orth import (HEAD_DATE_KEY, HS_LIST_STARTS, JACKSON_CALLBACK_FILE, CALLBACK_DIR, CALLBACK_NAME, DATE_DIR, GLUE_DIR, HandleCode, JAVA_TRIM_MAX, KNOWN_DIRS, LEGACY_CALLBACK_DIR,
+                             LEGACY_NAME, STREAM_HEAD)
 from ..fileio import FileView, input_error, kind_of, listdir
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
-from ..run import ReplayPass
-from .gson import GsonError, encode, parse_lenient, strict_error
-from .hessian import HessianError, parse_hessian
-from .jackson import JacksonError, java_lines as _java_lines, parse_jackson_line
-from .javaser import JavaStreamError, parse_legacy
+from ..javacodec.gson import GsonError, encode, parse_lenient, strict_error
+from ..javacodec.hessian import HessianError, parse_hessian
+from ..javacodec.jackson import JacksonError, java_lines as _java_lines, parse_jackson_line
+from ..javacodec.javaser import JavaStreamError, parse_legacy
 from .md5name import entry_changes, recover_flip
 from .model import Callback
 
@@ -104,6 +102,17 @@ def discover(paths, opts=None) -> list[CallbackSet]:
                 cs.log_path = os.path.dirname(os.path.abspath(parent))
             out.append(cs)
     return out
+
+
+def is_log_path(p: str) -> bool:
+    """A directory holding what an executor's logPath holds (a date directory, callbacklogs/, callbacklog/,
+    gluesource/): the same test as ``orth_executor_logs.reader.is_log_path`` (the two formats share a logPath and
+    never import each other)."""
+    try:
+        names = listdir(p)
+    except OSError:
+        return False
+    return any(n in KNOWN_DIRS or DATE_DIR.match(n) for n in names)
 
 
 def _is_log_path(p: str) -> bool:
@@ -472,120 +481,3 @@ def _name_md5(path: str, data: bytes, named: str, entries, canonical: bytes | No
         "every entry still parses to the values written"
     return Finding(ERROR, "OC-NAME-MD5", f"{head}: {what}; {said}" + tail, path=path, offset=off,
                    verdict=Verdict.CORRUPT)
-
-
-# ---------------------------------------------------------------- replay: each log id's callback state
-@dataclass(slots=True)
-class CallbackItem:
-    log_id: int
-    log_date_tim: int
-    handle_code: int
-    handle_msg: str | None
-    files: list[str]
-    delivery: str               # pending | blocked | stuck | stranded | refused | null
-
-
-DELIVERY_STATES = ("pending", "blocked", "stuck", "stranded", "refused", "null")
-
-
-class CallbackReplay:
-    def __init__(self):
-        self.items: dict[int, CallbackItem] = {}
-        self.findings: list[Finding] = []
-        self.records = 0
-        self.releases: set[str] = set()
-
-    def apply(self, rec: Callback) -> None:
-        self.records += 1
-        self.releases.add(rec.release)
-        it = self.items.get(rec.log_id)
-        if it is None:
-            self.items[rec.log_id] = CallbackItem(rec.log_id, rec.log_date_tim, rec.handle_code, rec.handle_msg,
-                                                  [rec.path], rec.file_state)
-            return
-        if rec.path not in it.files:
-            it.files.append(rec.path)
-            self.findings.append(Finding(NOTE, "OC-DUPLICATE", f"log id {rec.log_id} is also in "
-                                         f"{', '.join(os.path.basename(f) for f in it.files[:-1])} (the admin keeps "
-                                         "the first result it receives; later ones are ignored as duplicates)",
-                                         path=rec.path, offset=rec.offset, record_index=rec.index))
-        it.handle_code, it.handle_msg, it.log_date_tim = rec.handle_code, rec.handle_msg, rec.log_date_tim
-        if it.delivery == "pending":
-            it.delivery = rec.file_state
-
-    def finish(self, cs: CallbackSet, poison: set[str]) -> "CallbackState":
-        blocked_by: dict[str, str] = {}
-        for d, names in cs.listing.items():
-            hit = None
-            for n in names:
-                p = os.path.join(d, n)
-                if hit is not None:
-                    blocked_by[p] = hit
-                if p in poison and hit is None:
-                    hit = n
-        for it in self.items.values():
-            if it.delivery == "pending" and any(f in blocked_by for f in it.files):
-                it.delivery = "blocked"
-        return CallbackState(self.items, self.records, blocked_by, self.releases)
-
-
-@dataclass
-class CallbackState:
-    items: dict[int, CallbackItem]
-    records: int
-    blocked_by: dict[str, str]
-    releases: set[str] = field(default_factory=set)
-
-    def written_by(self) -> list[str]:
-        """The release lines that wrote the files read (``formats.orth.CALLBACK_RELEASES`` order)."""
-        return [title for rid, title in RELEASE_TITLE.items() if rid in self.releases]
-
-    def rows(self) -> list[dict]:
-        out = []
-        for lid in sorted(self.items):
-            it = self.items[lid]
-            out.append({"log_id": lid, "log_date": _iso_ms(it.log_date_tim), "handle_code": it.handle_code,
-                        "status": log_status(200, it.handle_code), "admin_status": "Pending",
-                        "delivery": it.delivery, "handle_msg": _text(it.handle_msg),
-                        "files": [os.path.basename(f) for f in it.files]})
-        return out
-
-    def counts_by_state(self) -> dict[str, int]:
-        c = {s: 0 for s in DELIVERY_STATES}
-        for it in self.items.values():
-            c[it.delivery] += 1
-        return c
-
-    def digest(self) -> str:
-        import json
-        h = hashlib.sha256()
-        for r in self.rows():
-            h.update(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8",
-                                                                                                     "surrogatepass"))
-            h.update(b"\n")
-        return h.hexdigest()
-
-
-def _text(s: str | None) -> str | None:
-    return None if s is None else s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def _iso_ms(ms: int) -> str | None:
-    try:
-        return format_unix_ns(ms * 1_000_000)
-    except (OverflowError, ValueError, OSError):
-        return None
-
-
-class CallbackRun(ReplayPass):
-    record_cls = Callback
-
-    def __init__(self, cs: CallbackSet, limit: int | None = None):
-        super().__init__(cs.name, CallbackReader(cs), CallbackReplay(), limit)
-        self.cs = cs
-
-    def finish(self):
-        state = self.replay.finish(self.cs, self.reader.poison)
-        closing = list(self.replay.findings)
-        self.replay.findings.clear()
-        return state, closing

@@ -5,6 +5,8 @@ A retry file exists because a callback attempt failed on every admin (its job lo
 success`` after such a failed one, a later attempt got through: the file is a leftover (``replay --send`` was
 stopped between the admin's answer and the deletion, or a copy was put back). Anything less certain — no job log,
 no failed line, a failure last, a file that does not parse — is kept.
+
+The retry files are read by the orth-callbacks format, through the registry (this package never imports it).
 """
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ import datetime as dt
 
 from ...formats.orth import CALLBACK_MARKERS
 from ..findings import ERROR
-from .callbacks import CallbackReader, discover as discover_callbacks
-from .executor import ExecutorLogSet, ExecutorReader
-from .model import Callback, LogEntry
+from ..format import get
+from ..options import Options
+from .model import LogEntry
+from .reader import ExecutorLogSet, ExecutorReader
 
 
 def _callback_history(s: ExecutorLogSet, i: int) -> list[str]:
@@ -36,11 +39,12 @@ def delivered_files(s: ExecutorLogSet) -> list[tuple[str, str]]:
         by_id.setdefault(f.log_id, []).append(i)
     history: dict[int, list[str]] = {}
     out = []
-    for cs in discover_callbacks([s.log_path]):
-        for k, cf in enumerate(cs.files):
+    callbacks = get("orth-callbacks")
+    for cs in callbacks.discover([s.log_path], Options(as_of_ns=0)):
+        for k, path in enumerate(callbacks.files(cs)):
             entries, bad = [], False
-            for ev in CallbackReader(cs, only=k, discovery=False).events():
-                if ev.__class__ is Callback:
+            for ev in callbacks.file_events(cs, k):
+                if ev.__class__ is callbacks.record_cls:
                     entries.append(ev)
                 elif ev.severity == ERROR:
                     bad = True
@@ -64,7 +68,7 @@ def delivered_files(s: ExecutorLogSet) -> list[tuple[str, str]]:
                     ok = False
                     break
             if ok:
-                out.append((cf.path, f"every one of its {len(entries)} callback(s) was acknowledged later (its job "
+                out.append((path, f"every one of its {len(entries)} callback(s) was acknowledged later (its job "
                             "log's last callback line is 'Orth callback success', after a failed attempt)"))
     return out
 

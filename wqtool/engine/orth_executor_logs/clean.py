@@ -70,8 +70,9 @@ def expired(parsed: dt.date, today: dt.date, days: int, rule: str = DEFAULT_RETE
         return days < 0 or parsed == dt.date.min
 
 
-def retention_rule(opts) -> str:
-    v = str(opts.get("retention_rule", DEFAULT_RETENTION_RULE))
+def retention_rule(settings) -> str:
+    """The cleaner's rule from an Orth logPath's settings (``ExecutorLogsSettings.retention_rule``)."""
+    v = settings.retention_rule or DEFAULT_RETENTION_RULE
     if v not in RETENTION_RULES:
         raise UsageError(f"-O retention_rule: expected one of {', '.join(RETENTION_RULES)}, got {v!r}")
     return v
@@ -267,10 +268,8 @@ def clean_plan(log_path: str, as_of_ns: int, tz, tz_name: str, retention_days: i
     return plan
 
 
-def default_retention(opts) -> int:
-    v = opts.get("retention_days", SAMPLE_RETENTION_DAYS)
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        raise UsageError(f"-O retention_days: expected an integer, got {v!r}") from None
+def default_retention(settings) -> int:
+    """The retention in days from an Orth logPath's settings (``ExecutorLogsSettings.retention_days``)."""
+    v = settings.retention_days
+    return SAMPLE_RETENTION_DAYS if v is None else v
 

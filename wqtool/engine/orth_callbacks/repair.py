@@ -45,26 +45,6 @@ class FileFix:
 
 
 @dataclass
-class NothingToRepair(Plan):
-    """Executor logs are never rewritten (Orth appends to them; damage there is the script's output)."""
-
-    kind = "repair"
-    root: str
-    input_verdict: Verdict = Verdict.CLEAN
-    fmt: str = "orth-executor-logs"
-
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
-        return {"format": self.fmt, "root": self.root, "actions": [], "nothing_to_do": True,
-                "why": "executor logs are never rewritten (their findings are about runs, not bytes)", "lines": []}
-
-    def apply_steps(self, **kw) -> list[str]:
-        return []
-
-    def apply(self, **kw) -> ApplyResult:
-        return ApplyResult(path=self.root, steps=[], result=None, bytes_before=0, bytes_after=0)
-
-
-@dataclass
 class OrthRepairPlan(Plan):
     kind = "repair"
     root: str

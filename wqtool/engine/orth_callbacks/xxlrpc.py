@@ -33,8 +33,8 @@ from ...formats.orth import (ADMIN_BIZ_CLASS, CALLBACK_METHOD, CALLBACK_PARAM_TY
                              HS_OBJECT_DIRECT, JAVA_CLASS_CLASS, PARAM_CLASS, RETURNT_CLASS, RPC_REQUEST_CLASS,
                              RPC_REQUEST_CLASSES, RPC_REQUEST_REFS, RPC_RESPONSE_CLASS, hs_class_def,
                              rpc_callback_params_head, rpc_request_head, rpc_response_head)
-from .gson import Entry
-from .hessian import HessianError, HObject, HessianReader, encode_params, h_int, h_long, h_string
+from ..javacodec.gson import Entry
+from ..javacodec.hessian import HessianError, HObject, HessianReader, encode_params, h_int, h_long, h_string
 
 #: The largest answer read from an admin (an XxlRpcResponse of a ReturnT is ~150 bytes; a stack trace a few KiB).
 MAX_RESPONSE = 1 << 20

@@ -1,5 +1,6 @@
 """orth_job_log tables on Spark: verify, replay and stats (the analytics) — the orth-joblog format's
-``spark_fleet`` (``JobLogFleet``), with the local engine's results.
+``spark_fleet`` (``JobLogFleet``), with the local engine's results. Engine code: every Spark call goes through
+the ``wqtool.spark.cluster.Cluster`` it is handed (tasks, a JDBC table, a SQL query over frames, a collect).
 
 Stage 1 (Python, one task per export file; a MySQL / MariaDB table through Spark's JDBC reader, partitioned by id)
 runs the engine's reader (``TableReader`` / ``db_rows``; CSV and Parquet through its columnar fast path,
@@ -29,20 +30,19 @@ import pickle
 from collections import Counter
 from typing import Sequence
 
-from ..engine.findings import Finding, QuotaCap, Verdict, per_quota, worst
-from ..engine.orth_joblog import dburl, fastpath
-from ..engine.orth_joblog.model import Row, day_of
-from ..engine.orth_joblog.reader import _header_findings, Source, TableLog, TableReader, db_rows, registry_rows
-from ..engine.orth_joblog.replay import (NO_ADDRESS, NO_HANDLER, CheckContext, IdSet, JobLogReplay, JobLogState,
-                                         Registry, RowChecker, Tally, closing, digest_line, duplicate_finding,
-                                         line_hash, local_seconds, zone)
-from ..engine.orth_joblog.rules import report_bucket_sql, status_sql
-from ..engine.orth_joblog.verify import context
-from ..engine.run import LogReport
-from ..engine.stats import RecordStats
-from ..formats.orth_joblog import (COLUMN_NAMES, COLUMNS, LOST_HANDLE_CODE, LOST_MESSAGES, REGISTRY_COLUMN_NAMES,
-                                   rules_for_table)
-from ..engine.fleet import check_count
+from ...formats.orth_joblog import (COLUMN_NAMES, COLUMNS, LOST_HANDLE_CODE, LOST_MESSAGES, REGISTRY_COLUMN_NAMES,
+                                    rules_for_table)
+from ..findings import Finding, QuotaCap, Verdict, per_quota, worst
+from ..fleet import check_count
+from ..run import LogReport
+from ..stats import RecordStats
+from . import dburl, fastpath
+from .model import Row, day_of
+from .reader import _header_findings, Source, TableLog, TableReader, db_rows, registry_rows
+from .replay import (NO_ADDRESS, NO_HANDLER, CheckContext, IdSet, JobLogReplay, JobLogState, Registry, RowChecker,
+                     Tally, closing, digest_line, duplicate_finding, line_hash, local_seconds, zone)
+from .rules import report_bucket_sql, status_sql
+from .verify import context
 
 _ROW, _SUM = 0, 1
 _MOD = 1 << 256
@@ -50,7 +50,6 @@ _SPARK_T = {"int": "int", "str": "string", "datetime": "bigint"}
 _COLS = [(c.name, "bigint" if c.name == "id" else _SPARK_T[c.kind]) for c in COLUMNS]
 _FIELDS = [("kind", "tinyint"), ("file", "int"), ("pos", "bigint"), ("seq", "bigint"), ("idx", "bigint"),
            ("length", "bigint"), *_COLS, ("blob", "binary")]
-DDL = ", ".join(f"{n} {t}" for n, t in _FIELDS)
 #: JDBC driver class per URL scheme (``-O jdbc_driver=`` overrides; ``-O jdbc_jar=`` adds the jar to the session)
 JDBC_DRIVERS = {"mariadb": "org.mariadb.jdbc.Driver", "mysql": "org.mariadb.jdbc.Driver"}
 DEFAULT_JARS = ("/usr/share/java/mariadb-java-client.jar",)
@@ -89,31 +88,29 @@ class _Acc:
 class _Stage1:
     """One source file per task (``TableReader(file_index=i)``) or, for JDBC, the rows Spark read."""
 
-    def __init__(self, log: TableLog, ctx: CheckContext, limit: int | None, cwd: str, jdbc_where=None, *,
+    def __init__(self, log: TableLog, ctx: CheckContext, limit: int | None, jdbc_where=None, *,
                  summary_only: bool = False):
-        self.log, self.ctx, self.limit, self.cwd, self.jdbc_where = log, ctx, limit, cwd, jdbc_where
+        self.log, self.ctx, self.limit, self.jdbc_where = log, ctx, limit, jdbc_where
         self.summary_only = summary_only
 
-    def __call__(self, batches):
-        from ._paths import working_dir
-        with working_dir(self.cwd):
-            if self.jdbc_where is None:
-                for batch in batches:
-                    for i in batch.column(0).to_pylist():
-                        reader = TableReader(self.log, tz=zone(self.log.timezone), file_index=i)
-                        yield from self._run(reader, fastpath.events(reader) if fastpath.available() else
-                                             reader.events(), i)
-            else:
-                reader = TableReader(self.log, tz=zone(self.log.timezone))
+    def __call__(self, batches):        # run by the cluster in the driver's working directory
+        if self.jdbc_where is None:
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    reader = TableReader(self.log, tz=zone(self.log.timezone), file_index=i)
+                    yield from self._run(reader, fastpath.events(reader) if fastpath.available() else
+                                         reader.events(), i)
+        else:
+            reader = TableReader(self.log, tz=zone(self.log.timezone))
 
-                def rows():
-                    names = self.jdbc_where[1]
-                    for batch in batches:
-                        cols = [batch.column(n).to_pylist() for n in names]
-                        for k in range(batch.num_rows):
-                            yield [c[k] for c in cols]
-                events = db_rows(reader, rows(), self.jdbc_where[0], self.log.root, 0)
-                yield from self._run(reader, events, 0)
+            def rows():
+                names = self.jdbc_where[1]
+                for batch in batches:
+                    cols = [batch.column(n).to_pylist() for n in names]
+                    for k in range(batch.num_rows):
+                        yield [c[k] for c in cols]
+            events = db_rows(reader, rows(), self.jdbc_where[0], self.log.root, 0)
+            yield from self._run(reader, events, 0)
 
     def _run(self, reader, events, file: int):
         if self.summary_only:
@@ -124,7 +121,7 @@ class _Stage1:
         checker = RowChecker(self.ctx)
         acc = _Acc(None if self.limit is None else self.limit + 1000)
         st = RecordStats()
-        from ..engine.orth_joblog.format import FORMAT
+        from .format import FORMAT
         facts = FORMAT.facts
         cols = {n: [] for n in names}
         digest = 0
@@ -173,7 +170,7 @@ def _summary_run(stage: _Stage1, reader, events, file: int):
     """The task's rows replayed as the local engine does (``JobLogReplay``: first row of an id wins, the checks,
     the tally; CSV / Parquet batches through ``fastpath.BatchReplay``), no rows out: one summary row with the
     findings (keyed by file, position, event, finding), the record statistics, the tally and the ids seen."""
-    from ..engine.orth_joblog.verify import row_facts
+    from .verify import row_facts
     replay = JobLogReplay(stage.ctx)
     st = RecordStats()
     acc = _Acc(None if stage.limit is None else stage.limit + 1000)
@@ -261,8 +258,8 @@ def _flush(schema, cols):
 
 # ---------------------------------------------------------------- one log
 class _LogJob:
-    def __init__(self, spark, log: TableLog, opts, limit: int | None, progress):
-        self.spark, self.log, self.opts, self.limit = spark, log, opts, limit
+    def __init__(self, cluster, log: TableLog, opts, limit: int | None, progress):
+        self.cluster, self.log, self.opts, self.limit = cluster, log, opts, limit
         self.say = progress or (lambda _m: None)
         self.src_kind = log.sources[0].kind if log.sources else "csv"
         self.jdbc = self.src_kind == "mysql"
@@ -270,8 +267,7 @@ class _LogJob:
     # -- the rows DataFrame
     def rows_df(self, *, summary_only: bool = False):
         """Stage 1: the rows (persisted) and a summary per task; ``summary_only``: the summaries alone."""
-        from pyspark import StorageLevel
-        log, spark = self.log, self.spark
+        log = self.log
         if self.jdbc:
             self.ctx, self.reg_findings, self.head_findings, df = self._jdbc(summary_only)
         else:
@@ -279,63 +275,57 @@ class _LogJob:
             self.head_findings = []
             n = self.tasks = len(log.sources)
             self.say(f"spark: {log.root}: {n} file(s), a task per file")
-            df = spark.range(0, n, 1, n).mapInArrow(_Stage1(log, self.ctx, self.limit, os.getcwd(),
-                                                            summary_only=summary_only), DDL)
-        return df if summary_only else df.persist(StorageLevel.MEMORY_AND_DISK)
+            df = self.cluster.tasks(n, _Stage1(log, self.ctx, self.limit, summary_only=summary_only), _FIELDS)
+        return df if summary_only else self.cluster.persist(df)
 
-    def _jdbc_reader(self, table: str):
-        log = self.log
-        url, props = dburl.jdbc(log.sources[0].path)
+    def _jdbc_table(self, dbtable: str, partition: tuple[str, int, int, int] | None = None):
+        """A table (or a subquery) of the log's database, read by Spark's JDBC source."""
+        url, props = dburl.jdbc(self.log.sources[0].path)
         scheme = "mariadb" if url.startswith("jdbc:mariadb") else "mysql"
-        driver = str(self.opts.get("jdbc_driver", JDBC_DRIVERS[scheme]))
-        _add_jar(self.spark, self.opts.get("jdbc_jar"))
-        r = (self.spark.read.format("jdbc").option("url", url).option("user", props["user"])
-             .option("password", props["password"]).option("driver", driver)
-             .option("sessionInitStatement", "SET SESSION sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')")
-             .option("preferTimestampNTZ", "true").option("fetchsize", "10000"))
-        return r, table
+        from .format import FORMAT
+        s = self.opts.of(FORMAT)
+        jars = [s.jdbc_jar] if s.jdbc_jar else [p for p in DEFAULT_JARS if os.path.exists(p)]
+        return self.cluster.jdbc(url, props["user"], props["password"], s.jdbc_driver or JDBC_DRIVERS[scheme], jars,
+                                 dbtable, init="SET SESSION sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+                                 partition=partition)
 
     def _jdbc(self, summary_only: bool = False):
-        from pyspark.sql import functions as F
-        log = self.log
+        log, cluster = self.log, self.cluster
         src = log.sources[0]
         tz = zone(log.timezone)
         now = local_seconds(self.opts.as_of_ns, tz)
         reg_rows, reg_findings = [], []
         if log.registry is not None:
-            r, _ = self._jdbc_reader(log.registry.table)
             try:
-                rdf = r.option("dbtable", log.registry.table).load()
-                names = [c.lower() for c in rdf.columns]
+                rdf = self._jdbc_table(log.registry.table)
+                names = [c.lower() for c in cluster.columns(rdf)]
                 idx = [names.index(c) if c in names else None for c in REGISTRY_COLUMN_NAMES]
-                raw = [(None, [None if i is None else x[i] for i in idx]) for x in rdf.collect()]
+                raw = [(None, [None if i is None else x[i] for i in idx]) for x in cluster.collect(rdf)]
                 reg_rows, reg_findings = registry_rows(raw, log.root, tz)
             except Exception as e:  # noqa: BLE001 — no registry table: as locally, an empty registry
                 if "exist" not in str(e).lower():
                     raise
         ctx = CheckContext(now, Registry.of(log.registry_origin if log.registry else "", reg_rows, now),
                            log.timezone, rules_for_table(log.table))
-        r, table = self._jdbc_reader(src.table)
-        b = r.option("dbtable", f"(SELECT MIN(`id`) AS lo, MAX(`id`) AS hi FROM `{table}`) b").load().collect()[0]
-        slots = max(2, int(self.spark.sparkContext.defaultParallelism)) if hasattr(self.spark, "sparkContext") else 2
-        r = r.option("dbtable", table)
+        table = src.table
+        b = cluster.collect(self._jdbc_table(f"(SELECT MIN(`id`) AS lo, MAX(`id`) AS hi FROM `{table}`) b"))[0]
+        slots = cluster.parallelism(2)
         self.tasks = 1
+        partition = None
         if b["lo"] is not None and b["hi"] > b["lo"]:
-            r = (r.option("partitionColumn", "id").option("lowerBound", str(b["lo"]))
-                 .option("upperBound", str(b["hi"] + 1)).option("numPartitions", str(slots)))
+            partition = ("id", b["lo"], b["hi"] + 1, slots)
             self.tasks = min(slots, b["hi"] + 1 - b["lo"])   # Spark's JDBC relation: at most upper - lower
-        df = r.load()
-        names = [c.lower() for c in df.columns]
-        df = df.toDF(*names)
+        df = self._jdbc_table(table, partition)
+        names = [c.lower() for c in cluster.columns(df)]
+        df = cluster.rename(df, names)
         where, head = _header_findings(Source("db", log.root), names, None)
         for f in head:
             f.offset = None
         self.say(f"spark: {log.root}: JDBC, {slots} partition(s) by id")
         if where is None:
-            df = df.where(F.lit(False))
+            df = cluster.where(df, "false")
             where = [0] * len(COLUMN_NAMES)
-        out = df.mapInArrow(_Stage1(log, ctx, self.limit, os.getcwd(), (where, names), summary_only=summary_only),
-                            DDL)
+        out = cluster.over(df, _Stage1(log, ctx, self.limit, (where, names), summary_only=summary_only), _FIELDS)
         return ctx, reg_findings, head, out
 
     # -- the run
@@ -348,12 +338,12 @@ class _LogJob:
         try:
             sums = self._sums(df)
             self.base = _index_base(sums)
-            rows = df.where(f"kind = {_ROW}")
+            rows = self.cluster.where(df, f"kind = {_ROW}")
             dup_keys = self._duplicates(rows)
             report, stats, tally = self._assemble(sums, rows, dup_keys, want_rows)
             return report, stats
         finally:
-            df.unpersist()
+            self.cluster.unpersist(df)
 
     def _run_summaries(self):
         """verify / stats when no id is in two tasks (the usual table): each task replayed its rows as the local
@@ -377,17 +367,14 @@ class _LogJob:
 
     def _sums(self, df) -> list[dict]:
         """Every task's summary, each task's exactly once (results lost on the way are an error)."""
-        sums = [pickle.loads(r["blob"]) for r in df.where(f"kind = {_SUM}").select("blob").collect()]
+        sums = [pickle.loads(r["blob"]) for r in self.cluster.collect(self.cluster.where(df, f"kind = {_SUM}"),
+                                                                        columns=("blob",))]
         check_count(f"{self.log.root}: the tasks' summaries", len(sums), self.tasks)
         return sums
 
     def _duplicates(self, rows):
         """(file, pos, seq) of every row whose id an earlier row holds, with the row itself (engine Rows)."""
-        from pyspark.sql import functions as F
-        ids = rows.groupBy("id").count().where("count > 1").select("id")
-        if not ids.take(1):
-            return {}
-        dup = rows.join(F.broadcast(ids), "id").orderBy("id", "file", "pos", "seq").collect()
+        dup = self.cluster.repeated(rows, "id", ("id", "file", "pos", "seq"))
         out, seen = {}, set()
         for r in dup:
             if r["id"] in seen:
@@ -477,7 +464,7 @@ class _LogJob:
         keep = None
         if want_rows:
             keep = {}
-            for r in rows.orderBy("file", "pos", "seq").collect():
+            for r in self.cluster.collect(rows, order=("file", "pos", "seq")):
                 if (r["file"], r["pos"], r["seq"]) not in dups:
                     keep[r["id"]] = self._row(r)
         report.state = JobLogState(tally, ctx, keep)
@@ -485,18 +472,12 @@ class _LogJob:
 
     def _tally(self, rows, dups: dict) -> Tally:
         """The analytics of the table's rows (duplicates left out) in one Spark SQL aggregation."""
-        from pyspark.sql import functions as F
-        ctx = self.ctx
+        ctx, cluster = self.ctx, self.cluster
         if dups:
-            keys = self.spark.createDataFrame([tuple(k) for k in dups], "file int, pos bigint, seq bigint")
-            rows = rows.join(F.broadcast(keys), ["file", "pos", "seq"], "left_anti")
-        view = f"orth_joblog_rows_{id(self)}"
-        rows.createOrReplaceTempView(view)
-        alive = self.spark.createDataFrame([(a,) for a in sorted(ctx.registry.alive)] or [("",)], "a string")
-        if not ctx.registry.alive:
-            alive = alive.where("false")
-        aview = f"orth_joblog_alive_{id(self)}"
-        alive.createOrReplaceTempView(aview)
+            rows = cluster.without(rows, [tuple(k) for k in dups], (("file", "int"), ("pos", "bigint"),
+                                                                     ("seq", "bigint")))
+        alive = cluster.frame([(a,) for a in sorted(ctx.registry.alive)], (("a", "string"),))
+        view, aview = "{rows}", "{alive}"
         lost_msgs = ", ".join("'" + m.replace("'", "''") + "'" for m in LOST_MESSAGES.values())
         before = ctx.lost_before
         q = f"""
@@ -519,7 +500,7 @@ class _LogJob:
                                 (old_pending AND NOT registered, addr), (old_pending AND registered), (marked))
         """
         t = Tally(rules=ctx.rules)
-        for r in self.spark.sql(q).collect():
+        for r in cluster.sql(q, rows=rows, alive=alive):
             n = r["n"]
             if r["g"] == _gid(("job_group", "status")):
                 t.by_status[r["status"]] += n
@@ -539,8 +520,6 @@ class _LogJob:
                 t.pending_online += n
             elif r["g"] == _gid(("marked",)) and r["marked"]:
                 t.marked_lost += n
-        self.spark.catalog.dropTempView(view)
-        self.spark.catalog.dropTempView(aview)
         return t
 
 
@@ -556,36 +535,22 @@ def _gid(present: tuple[str, ...]) -> int:
     return g
 
 
-def _add_jar(spark, jar) -> None:
-    """Put the JDBC driver's jar on the session's class path (``ADD JAR``), once per session."""
-    jars = [jar] if jar else [p for p in DEFAULT_JARS if os.path.exists(p)]
-    done = getattr(spark, "_wqtool_jars", set())
-    for j in jars:
-        if j not in done:
-            spark.sql(f"ADD JAR '{j}'")
-            done.add(j)
-    try:
-        spark._wqtool_jars = done
-    except AttributeError:
-        pass
-
-
 # ---------------------------------------------------------------- the strategy
 class JobLogFleet:
     """The orth-joblog format's fleet strategy (``wqtool.spark.fleet`` calls it)."""
 
     def verify(self, cluster, logs: Sequence[TableLog], opts, *, max_findings: int | None = None,
                progress=None) -> list[LogReport]:
-        return [_LogJob(cluster.spark, log, opts, max_findings, progress).run()[0] for log in logs]
+        return [_LogJob(cluster, log, opts, max_findings, progress).run()[0] for log in logs]
 
     def replay(self, cluster, log: TableLog, opts, *, limit: int | None = None, progress=None,
                want_jobs: bool = True) -> LogReport:
-        return _LogJob(cluster.spark, log, opts, limit, progress).run(want_rows=True)[0]
+        return _LogJob(cluster, log, opts, limit, progress).run(want_rows=True)[0]
 
     def stats(self, cluster, logs: Sequence[TableLog], opts, *, progress=None):
         out, union = [], set()
         for log in logs:
-            report, st = _LogJob(cluster.spark, log, opts, 0, progress).run(want_stats=True)
+            report, st = _LogJob(cluster, log, opts, 0, progress).run(want_stats=True)
             out.append((report, st, len(st.jobs)))
             union |= st.jobs
         return out, len(union)
