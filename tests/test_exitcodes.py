@@ -68,6 +68,15 @@ def _sources(top: str, ext: str):
                 yield os.path.join(d, n)
 
 
+def _a_verdict(node: ast.AST) -> bool:
+    """``verdict``, ``rep.verdict``, ``f.verdict or 0``: an expression that is a verdict (not a call of the
+    mapping with it, nor a comparison)."""
+    if isinstance(node, ast.BoolOp):
+        return any(_a_verdict(v) for v in node.values)
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return "verdict" in name.lower()
+
+
 def test_no_code_takes_a_verdicts_number_for_an_exit_code():
     """No ``int(...verdict...)`` and no ``Verdict(<number>)`` in the package, the scripts and the benches (a
     verdict's number is its severity: 2 is invalid history, exit 2 a usage error); ``Verdict(...)`` only in
@@ -83,7 +92,7 @@ def test_no_code_takes_a_verdicts_number_for_an_exit_code():
                     continue
                 arg = ast.get_source_segment(src, node.args[0]) or ""
                 rel = os.path.relpath(path, ROOT)
-                if node.func.id == "int" and "verdict" in arg.lower() and not arg.startswith("for_verdict("):
+                if node.func.id == "int" and _a_verdict(node.args[0]):
                     bad.append(f"{rel}:{node.lineno}: int({arg})")
                 if node.func.id == "Verdict" and rel != os.path.join("wqtool", "engine", "findings.py"):
                     bad.append(f"{rel}:{node.lineno}: Verdict({arg})")
