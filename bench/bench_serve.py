@@ -31,9 +31,14 @@ shared machine the wall-clock ops/s follow the other load, the CPU per operation
 column (workq-server's CPU µs/op over this server's) is printed next to the wall-clock ratio.
 
 Then ``seg-size-15``: 1,000 adds on one connection against a server started with ``-cmdlog-seg-size 15`` (one
-segment per record, as upstream's TestCmdLog/1K), seconds and ratio. workq-server needs ``-cmdlog-sync-int 0``
-with os/always (upstream quirk); the script passes it. The load average is printed before and after: on a
-shared machine only ratios within one run mean anything.
+segment per record, as upstream's TestCmdLog/1K), seconds and ratio, in ``--seg15-rounds`` rounds (default 3),
+each round workq-server then wqtool back to back, so that each ratio compares two runs a second apart; the
+median of the rounds' ratios is printed last (one run each swung 1.4-2.1x on a shared machine). Each line also
+gives the server's user and system CPU time per add. workq-server needs ``-cmdlog-sync-int 0`` with os/always
+(upstream quirk); the script passes it. The load average is printed before and after: on a shared machine only
+ratios within one run mean anything.
+
+``--phases`` picks the load phases (``none``: only seg-size-15); ``--no-seg15`` skips seg-size-15.
 """
 from __future__ import annotations
 
@@ -244,9 +249,15 @@ def build_go_client() -> str | None:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process (all its threads) so far."""
+    return sum(cpu_split(pid))
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process (all its threads) so far."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tck = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tck, int(fields[12]) / tck
 
 
 def _go_parts(go: str, addr, split, seconds: float, name: str, base: int, start_at: float) -> list:
@@ -332,6 +343,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--sync", default="interval,always")
     ap.add_argument("--no-seg15", action="store_true", help="skip the -cmdlog-seg-size 15 case")
+    ap.add_argument("--seg15-rounds", type=int, default=3, help="seg-size-15 rounds (each: workq-server, wqtool)")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help="load phases, comma-separated, or none (default: %(default)s)")
     ap.add_argument("--client", choices=("auto", "go", "python"), default="auto",
                     help="load generator: the compiled Go one when go is on PATH (auto), or the Python one")
     a = ap.parse_args()
@@ -339,6 +353,10 @@ def main() -> None:
     if a.client == "go" and go is None:
         raise SystemExit("--client go: go is not on PATH")
     a.clients = max(1, min(a.clients, a.connections))
+    phases = () if a.phases == "none" else tuple(x for x in a.phases.split(",") if x)
+    for ph in phases:
+        if ph not in PHASES:
+            raise SystemExit(f"--phases: unknown phase {ph!r} (known: {', '.join(PHASES)}, none)")
     servers = (["workq-server"] if shutil.which("workq-server") else []) + ["wqtool"]
     try:
         import uvloop  # noqa: F401
@@ -362,7 +380,7 @@ def main() -> None:
         print(f"{kind:<13} {sync:<9} {phase:<19} {ops:>9.0f} {p50:>8.2f} {p99:>8.2f} {n:>8} {ratio:>16} "
               f"{cpu_s:>10} {cratio:>7} {os.getloadavg()[0]:>6.2f}", flush=True)
 
-    for label, procs in (("client", a.clients), ("floor", 1)):
+    for label, procs in (("client", a.clients), ("floor", 1)) if phases else ():
         p, addr = start("floor", "-", os.path.join(OUT, "floor"), procs=procs)
         try:
             res = bench(addr, a.connections, a.seconds, a.clients, ("add-lease-complete",), go=go)
@@ -370,11 +388,11 @@ def main() -> None:
             stop(p)
         for phase, v in res.items():
             row(label, "-", phase, *v)
-    for sync in a.sync.split(","):
+    for sync in a.sync.split(",") if phases else ():
         for kind in servers:
             p, addr = start(kind, sync, os.path.join(OUT, f"{kind}-{sync}"))
             try:
-                res = bench(addr, a.connections, a.seconds, a.clients, go=go, pid=p.pid)
+                res = bench(addr, a.connections, a.seconds, a.clients, phases, go=go, pid=p.pid)
             finally:
                 stop(p)
             for phase, v in res.items():
@@ -382,21 +400,35 @@ def main() -> None:
                     ref[(sync, phase)] = (v[0], v[4])
                 row(kind, sync, phase, *v)
     if not a.no_seg15:
-        print(f"\n1,000 adds on one connection, -cmdlog-seg-size 15 (one segment per record), sync interval")
-        base = None
-        for kind in servers:
-            p, addr = start(kind, "interval", os.path.join(OUT, f"{kind}-seg15"), extra=("-cmdlog-seg-size", "15"))
-            try:
-                cpu0 = cpu_seconds(p.pid)
-                dt = seg15(addr)
-                cpu = cpu_seconds(p.pid) - cpu0
-            finally:
-                stop(p)
-            if kind == "workq-server":
-                base = (dt, cpu)
-            print(f"{kind:<13} {dt:8.2f} s  cpu {cpu:6.2f} s" +
-                  (f"   {dt / base[0]:.2f}x workq-server (cpu {cpu / max(base[1], 1e-9):.2f}x)"
-                   if base and kind != "workq-server" else "") + f"  load {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"\n1,000 adds on one connection, -cmdlog-seg-size 15 (one segment per record), sync interval, "
+              f"{a.seg15_rounds} round(s) of workq-server then wqtool")
+        ratios = []
+        for rnd in range(1, a.seg15_rounds + 1):
+            base = None
+            for kind in servers:
+                p, addr = start(kind, "interval", os.path.join(OUT, f"{kind}-seg15"),
+                                extra=("-cmdlog-seg-size", "15"))
+                try:
+                    u0, s0 = cpu_split(p.pid)
+                    dt = seg15(addr)
+                    u1, s1 = cpu_split(p.pid)
+                finally:
+                    stop(p)
+                cpu = (u1 - u0) + (s1 - s0)
+                if kind == "workq-server":
+                    base = (dt, cpu)
+                elif base:
+                    ratios.append((dt / base[0], cpu / max(base[1], 1e-9)))
+                print(f"round {rnd}  {kind:<13} {dt:6.3f} s  cpu {cpu:5.2f} s (user {(u1 - u0) * 1e3:4.0f} us, "
+                      f"sys {(s1 - s0) * 1e3:4.0f} us per add)" +
+                      (f"   {dt / base[0]:.2f}x workq-server (cpu {cpu / max(base[1], 1e-9):.2f}x)"
+                       if base and kind != "workq-server" else "") + f"  load {os.getloadavg()[0]:.2f}", flush=True)
+        if ratios:
+            ratios.sort()
+            mid = ratios[len(ratios) // 2]
+            print(f"seg-size-15 median of {len(ratios)} round(s): {mid[0]:.2f}x workq-server (cpu "
+                  f"{sorted(r[1] for r in ratios)[len(ratios) // 2]:.2f}x); rounds "
+                  f"{', '.join(f'{r[0]:.2f}x' for r in ratios)}")
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 

@@ -40,7 +40,7 @@ def test_local_cli_does_not_import_pyspark():
 
 
 #: what a format's ``format`` module may import at registration (detection, codes, --format choices); its
-#: readers' engines, replay, plans and views load on first use (``engine.lazy``)
+#: readers' engines, replay, plans and views load on first use (imported inside the methods that use them)
 _LIGHT = ("format", "codes", "model", "reader", "fastpath", "__init__")
 
 
@@ -79,7 +79,7 @@ def test_one_way_of_loading_on_first_use():
             continue
         tree = ast.parse(open(fmt, encoding="utf-8").read())
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        assert not names & {"lazy", "LazyInstance"} or pkg == "orth", pkg   # orth: being split (issue 23)
+        assert not names & {"lazy", "LazyInstance"}, pkg
         init = ast.parse(open(os.path.join(ROOT, "wqtool", "engine", pkg, "__init__.py"), encoding="utf-8").read())
         assert not [n for n in ast.walk(init) if isinstance(n, ast.FunctionDef)], pkg      # no __getattr__
         assert not [n for n in ast.walk(init) if isinstance(n, ast.ClassDef)], pkg         # no class swap

@@ -5,7 +5,7 @@ Vulture matches by name: each line below marks one name as used. Keep a reason b
 # ruff: noqa
 _ = object()
 
-# module __getattr__ (PEP 562): the lazy public API of wqtool and the Kestrel package
+# module __getattr__ (PEP 562): the lazy public API of wqtool, the schema modules built on first use
 __getattr__
 
 # asyncio.Protocol callbacks (server/workq/conn.py, server/fastjournal/daemon.py)
@@ -35,7 +35,7 @@ _._fail
 _._result
 _._inspect
 
-# classes a format names by dotted path ("module:Class", loaded by engine.format / engine.lazy)
+# classes a format names by dotted path ("module:Class", loaded by engine.format.load_object)
 EvtjRecordView
 FjjRecordView
 KestrelRecordView

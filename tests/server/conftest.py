@@ -25,14 +25,15 @@ def jid(n: int) -> bytes:
 
 
 class ServerProc:
-    """``python -m wqtool serve -listen 127.0.0.1:0 ...``: waits for the Listening line."""
+    """``python -m wqtool serve -listen 127.0.0.1:0 ...`` (after ``prefix``, e.g. an strace command line): waits for
+    the Listening line."""
 
-    def __init__(self, *args: str, env: dict | None = None, timeout: float = 20.0):
+    def __init__(self, *args: str, env: dict | None = None, timeout: float = 20.0, prefix: tuple = ()):
         e = dict(os.environ)
         e.pop("WQTOOL_SERVE_TIME", None)
         e.update(env or {})
         e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
-        self.args = [sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", *args]
+        self.args = [*prefix, sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", *args]
         self.p = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, cwd=ROOT)
         self.addr = None
         self.stdout = ""

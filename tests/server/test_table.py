@@ -19,6 +19,7 @@ from wqtool.engine.workq.payloads import PayloadReader
 from wqtool.engine.workq.startup import replay_directory
 from wqtool.errors import FormatError
 from wqtool.server.workq.queue import NOWHERE, Entry, LiveQueue
+from wqtool.server.workq import server as server_mod
 from wqtool.server.workq.server import ServeOptions, Server, StructLog
 
 
@@ -481,25 +482,55 @@ def test_cleaning_under_traffic_completes_or_skips_and_never_mismatches(inproc, 
     assert cli("verify", d).code == 0
 
 
-@pytest.mark.parametrize("sync", ["interval", "os"])
-def test_rolled_segments_are_fsynced_at_the_interval_tick(inproc, tmp_path, sync):
-    """One-record segments (-cmdlog-seg-size 15): under ``interval`` the segments left by roll-overs (and the
-    directory) wait for the next interval tick and are fsynced then, in one batch, by the roll-over thread (not a
-    thread wake-up and two fsyncs per roll-over); under ``os`` the thread starts at once; a stop fsyncs what
-    waits before the locks are released."""
+def test_rolled_segments_are_synced_by_the_next_interval_tick(inproc, tmp_path):
+    """One-record segments (-cmdlog-seg-size 15) under ``interval``: a roll-over closes the segment it leaves
+    without an fsync and holds no descriptor; the next tick makes one syncfs(2) for all of them (their directory
+    entries and the current segment too) instead of its fsync of the current segment; a roll-over during that
+    sync is the next tick's; a stop syncs what rolled since the last tick before the locks are released.
+    (The counts of sync calls, by strace: tests/server/test_sync_calls.py.)"""
     d = str(tmp_path / "log")
-    s = inproc(cmdlog_path=d, seg_size=15, sync=sync, sync_int_ms=3_600_000)
+    s = inproc(cmdlog_path=d, seg_size=15, sync="interval", sync_int_ms=3_600_000)
     c = s.client()
     for n in range(5):
         c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
-    waiting = s.call(lambda: len(s.srv._roll_q) + (s.srv._roll_busy and 1))
-    if sync == "interval":
-        assert waiting == 9                     # segment 1's directory entry, then 4 x (old segment, directory)
-        s.call(s.srv._interval_sync)
+    srv = s.srv
+    assert s.call(lambda: (srv._rolled, srv._roll_q, srv._roll_pool, srv.metrics["fsyncs"])) == (True, [], None, 0)
+    calls = []
+    real = server_mod.syncfs
+    server_mod.syncfs = lambda fd: (calls.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))
+    try:
+        s.call(srv._interval_sync)
+        deadline = time.monotonic() + 10
+        while s.call(lambda: srv._syncing) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert s.call(lambda: (srv._rolled, srv._syncing, srv.metrics["fsyncs"])) == (False, False, 1)
+        assert calls == [os.path.join(d, "000000005.log")]       # one syncfs, on the current segment's fs
+        s.call(srv._interval_sync)                                # nothing rolled or written since: no call
+        assert s.call(lambda: (srv._syncing, srv.metrics["fsyncs"])) == (False, 1)
+        for n in range(5, 8):
+            c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
+        assert s.call(lambda: srv._rolled)
+        c.close()
+        s.stop()
+        assert calls[1:] == [d]                                   # the stop's, for segments 6 to 8
+    finally:
+        server_mod.syncfs = real
+    assert not srv._rolled and srv._roll_pool is None
+    assert sorted(n for n in os.listdir(d) if n.endswith(".log")) == ["%09d.log" % i for i in range(1, 9)]
+
+
+def test_rolled_segments_under_os_are_fsynced_by_the_roll_over_thread(inproc, tmp_path):
+    """Under ``os`` a roll-over hands the segment it leaves (and then the directory) to the roll-over thread at
+    once; a stop waits for it before the locks are released."""
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=15, sync="os")
+    c = s.client()
+    for n in range(5):
+        c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
     deadline = time.monotonic() + 10
     while s.call(lambda: s.srv._roll_busy or bool(s.srv._roll_q)) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert s.call(lambda: (s.srv._roll_busy, s.srv._roll_q)) == (False, [])
+    assert s.call(lambda: (s.srv._roll_busy, s.srv._roll_q, s.srv._rolled)) == (False, [], False)
     for n in range(5, 8):
         c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
     c.close()

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import AS_OF, ROOT, cli, fixture_log
 from wqtool.errors import InputError
-from wqtool.spark._paths import expand_paths, local_path, resolve
+from wqtool.engine.uris import expand_paths, local_path, resolve
 
 
 @pytest.mark.parametrize("uri, path", [("file:///srv/a b/log", "/srv/a b/log"), ("file:/srv/log", "/srv/log"),
@@ -91,6 +91,8 @@ def s3(monkeypatch):
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    import urllib.request    # moto's backends live in this process: start from an empty S3
+    urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST"), timeout=10)
     opts = {"fs.endpoint_url": f"http://{host}:{port}", "fs.key": "test", "fs.secret": "test"}
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     import s3fs
@@ -122,3 +124,70 @@ def test_s3_uri_reads_as_the_local_copy(spark, registered, s3, tmp_path):
     assert sorted(s3.find("wq-bucket")) == before
     with pytest.raises(Exception, match="no such file or directory"):
         spark.read.format("workq").options(**fs_opts).load("s3a://wq-bucket/nothing-here").count()
+
+
+def test_state_source_partition_columns(spark, registered, tmp_path):
+    """workq-state over a partitioned folder: each job row has its host, the rows of host=a are a's replay."""
+    from tests.spark.test_state import _local
+    root = _fleet(tmp_path)
+    df = spark.read.format("workq-state").option("as_of", AS_OF).load(f"file://{root}")
+    assert df.columns[-1] == "host" and df.columns[0] == "log"
+    rows = [r.asDict() for r in df.collect()]
+    for host in ("a", "b"):
+        want, _ = _local(os.path.join(root, f"host={host}", "cmdlog"), AS_OF)
+        mine = [{k: v for k, v in r.items() if k not in ("log", "host")} for r in rows if r["host"] == host]
+        assert mine == want and want
+    assert df.where("host = 'b'").count() == len(_local(os.path.join(root, "host=b", "cmdlog"), AS_OF)[0])
+
+
+def test_spark_s3a_settings_are_the_sources_fs_options(spark, s3, tmp_path):
+    """The session's spark.hadoop.fs.s3a.* settings (endpoint, keys, path-style access: what Spark's S3A
+    connector reads) serve the data sources as their fs.* options: no fs.* option given."""
+    from wqtool.engine import uris
+    from wqtool.spark import register
+    s3, fs_opts = s3
+    root = _fleet(tmp_path)
+    s3.put(root, "wq-bucket/fleet", recursive=True)
+    host = fs_opts["fs.endpoint_url"].split("://", 1)[1]
+    conf = {"spark.hadoop.fs.s3a.endpoint": host, "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+            "spark.hadoop.fs.s3a.access.key": "test", "spark.hadoop.fs.s3a.secret.key": "test",
+            "spark.hadoop.fs.s3a.path.style.access": "true"}
+    try:
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        register(spark, check=False)
+        df = spark.read.format("workq").load("s3a://wq-bucket/fleet")
+        local = spark.read.format("workq").load(root)
+        assert df.count() == local.count() > 0
+        assert uris.DEFAULTS["s3"]["endpoint_url"] == fs_opts["fs.endpoint_url"]
+    finally:
+        for k in conf:
+            spark.conf.unset(k)
+        register(spark, check=False)
+    assert "s3" not in uris.DEFAULTS
+
+
+@pytest.mark.parametrize("argv", [("verify", "-o", "json"), ("replay", "--summary", "-o", "json"),
+                                  ("stats", "-o", "json")], ids=" ".join)
+def test_cli_uris_on_spark_equal_the_local_engine(spark, s3, tmp_path, monkeypatch, argv):
+    """verify / replay / stats --engine spark of a file:// and an s3:// PATH (the CLI's URIs, engine.uris): the
+    local engine's output on the same URI, every path the URI's."""
+    s3, fs_opts = s3
+    log = str(tmp_path / "crc")
+    shutil.copytree(fixture_log("crc-mismatch-mid-segment"), log)
+    s3.put(log, "wq-bucket/crc", recursive=True)
+    for k, v in {"AWS_ENDPOINT_URL": fs_opts["fs.endpoint_url"], "AWS_ACCESS_KEY_ID": "test",
+                 "AWS_SECRET_ACCESS_KEY": "test"}.items():
+        monkeypatch.setenv(k, v)
+    import s3fs
+    s3fs.S3FileSystem.clear_instance_cache()      # an earlier test's filesystem points at its own server
+    for uri in (f"file://{log}", "s3://wq-bucket/crc"):
+        local = cli(*argv, "--as-of", AS_OF, uri)
+        remote = cli(*argv, "--as-of", AS_OF, "--engine", "spark", uri)
+        assert remote.code == local.code in (3,)
+        drop = ("elapsed_s", "engine")
+        a, b = json.loads(local.out), json.loads(remote.out)
+        for d in (a, b):
+            for k in drop:
+                d.pop(k, None)
+        assert b == a and uri in local.out and "wqtool-stage" not in local.out + remote.out

@@ -658,9 +658,16 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
     ``discover`` receives ``Options.shared``: the PATHs that resolved to several formats (so a format
     leaves the others' files to them, e.g. in a clean plan). What is wrong with the call itself (no PATH, an unknown ``-O``
     option, an unknown ``--format``) still raises. A file or directory named twice (the same PATH, another path
-    to it, a symlink: the same st_dev and st_ino) is read once; ``on_note`` is told of each repeat."""
+    to it, a symlink: the same st_dev and st_ino) is read once; ``on_note`` is told of each repeat. A URI
+    (``file:``, ``s3://``, ...: ``engine.uris``) is read at its local path or staged copy, and named as given."""
+    loc = None
+    if any("://" in p or p.startswith("file:") for p in paths):   # URIs: local or staged, named as given
+        from .uris import localize
+        loc = localize(paths)
+        paths = loc.paths
     with listing_once():        # detection and discovery list each directory once
-        return _resolve_each(paths, fmt, opts, on_detect=on_detect, on_note=on_note)
+        entries = _resolve_each(paths, fmt, opts, on_detect=on_detect, on_note=on_note)
+    return entries if loc is None else loc.entries(entries)
 
 
 def _resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,

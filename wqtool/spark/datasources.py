@@ -24,9 +24,10 @@ typed.
             no planning pass.
   paths     a JSON list of paths, for several at once (``load()`` takes one). A path is a local path, a glob
             or a URI: ``file:``, and any fsspec filesystem (``s3://``, ``s3a://`` with s3fs), whose files are
-            staged locally (``_paths.resolve``) and named by the URI in rows; ``fs.*`` options are that
-            filesystem's (``fs.endpoint_url``, ``fs.key``, ...). A partitioned folder (``host=a/...``) adds its
-            partition columns (strings, last) to the records and ``-findings`` rows.
+            staged locally (``engine.uris.resolve``) and named by the URI in rows; ``fs.*`` options are that
+            filesystem's (``fs.endpoint_url``, ``fs.key``, ...; the session's ``spark.hadoop.fs.s3a.*`` settings
+            are their defaults: ``s3a_settings``). A partitioned folder (``host=a/...``) adds its partition
+            columns (strings, last) to the records, ``-findings`` and ``-state`` rows.
   and the format's own (``Format.source_options``): Kestrel ``queue`` (one queue of each directory),
   ``kestrel_version``, ``keep_open``.
 
@@ -98,7 +99,9 @@ class Options:
 
     @classmethod
     def parse(cls, fmt, options, cwd: str | None = None, *, findings: bool = False,
-              state: bool = False) -> "Options":
+              state: bool = False, defaults: tuple = ()) -> "Options":
+        """The source's options; ``defaults``: fsspec options the ``fs.*`` options override (``register``: the
+        session's ``spark.hadoop.fs.s3a.*`` settings, ``engine.uris.s3a_storage``)."""
         o = {k.lower(): v for k, v in dict(options).items()}
         name = fmt.name + ("-findings" if findings else "-state" if state else "")
         if not findings and "history" in o:
@@ -132,7 +135,8 @@ class Options:
                              f"time)") from None
         return cls(fmt.name, payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns,
                    fmt.source_options(o), word, "as_of" in o,
-                   tuple(sorted((k[3:], v) for k, v in o.items() if k.startswith("fs."))))
+                   tuple(sorted({**dict(defaults), **{k[3:]: v for k, v in o.items() if k.startswith("fs.")}}
+                                .items())))
 
     def engine_options(self, log=None):
         """The engine's Options; with ``log``, ``as_of`` last / first settled to that log's own time."""
@@ -184,7 +188,8 @@ def _discover_leaf(fmt, path: str, eo) -> list:
 def _with_keys(st: StructType, opts: "Options") -> StructType:
     """``st`` and the partition columns of the paths (``host=a/...`` folders), strings, last, as Spark's file
     sources add them (with partitionColumnTypeInference off: the folder's text)."""
-    from ._paths import partition_keys, working_dir
+    from ..engine.uris import partition_keys
+    from ._paths import working_dir
     with working_dir(opts.cwd):
         keys = partition_keys(opts.paths, dict(opts.storage))
     for k in keys:
@@ -275,7 +280,7 @@ class FilePartition(InputPartition):
     def localize(self) -> None:
         """On an executor that lacks the staged copy of a remote log (a cluster): stage it here."""
         if self.file is not None and self.display[0] and not os.path.exists(self.path):
-            from ._paths import stage
+            from ..engine.uris import stage
             for local, uri in self.display[0]:
                 if self.path.startswith(local + "/") or self.path == local:
                     stage(uri, dict(self.display[1]))
@@ -290,6 +295,7 @@ class RecordSource(DataSource):
 
     fmt_name: ClassVar[str] = ""
     cwd: ClassVar[str | None] = None
+    conf_storage: ClassVar[tuple] = ()   # register(): fsspec options from the session's spark.hadoop.fs.s3a.*
 
     @classmethod
     def name(cls) -> str:
@@ -301,14 +307,14 @@ class RecordSource(DataSource):
 
     def schema(self) -> StructType:
         fmt = self._fmt()
-        opts = Options.parse(fmt, self.options, self.cwd)
+        opts = Options.parse(fmt, self.options, self.cwd, defaults=self.conf_storage)
         return _with_keys(record_schema(opts, fmt.record_view), opts)
 
     pushdown: ClassVar[bool] = False    # register(): the session allows pushFilters
 
     def reader(self, schema: StructType) -> "RecordSourceReader":
         cls = PushdownRecordSourceReader if self.pushdown else RecordSourceReader
-        return cls(Options.parse(self._fmt(), self.options, self.cwd))
+        return cls(Options.parse(self._fmt(), self.options, self.cwd, defaults=self.conf_storage))
 
 
 class FindingSource(RecordSource):
@@ -319,11 +325,12 @@ class FindingSource(RecordSource):
         return cls.fmt_name + "-findings"
 
     def schema(self) -> StructType:
-        opts = Options.parse(self._fmt(), self.options, self.cwd, findings=True)
+        opts = Options.parse(self._fmt(), self.options, self.cwd, findings=True, defaults=self.conf_storage)
         return _with_keys(findings_schema(), opts)
 
     def reader(self, schema: StructType) -> "FindingSourceReader":
-        return FindingSourceReader(Options.parse(self._fmt(), self.options, self.cwd, findings=True))
+        return FindingSourceReader(Options.parse(self._fmt(), self.options, self.cwd, findings=True,
+                                                 defaults=self.conf_storage))
 
 
 class RecordSourceReader(DataSourceReader):
@@ -359,9 +366,9 @@ class RecordSourceReader(DataSourceReader):
         return parts
 
     def _logs(self) -> list:
-        """(log, partition values, display) for every log behind the paths (``_paths.resolve``: URIs staged,
+        """(log, partition values, display) for every log behind the paths (``engine.uris.resolve``: URIs staged,
         partitioned folders split); one discovery over all paths, or one per partition folder."""
-        from ._paths import resolve
+        from ..engine.uris import resolve
         opts, fmt = self.opts, self._fmt()
         res = resolve(opts.paths, dict(opts.storage))
         eo = opts.engine_options()
@@ -590,33 +597,47 @@ class StateSource(RecordSource):
         return cls.fmt_name + "-state"
 
     def schema(self) -> StructType:
-        Options.parse(self._fmt(), self.options, self.cwd, state=True)
-        return _struct(state_columns(self._fmt()))
+        opts = Options.parse(self._fmt(), self.options, self.cwd, state=True, defaults=self.conf_storage)
+        return _with_keys(_struct(state_columns(self._fmt())), opts)
 
     def reader(self, schema: StructType) -> "StateSourceReader":
-        return StateSourceReader(Options.parse(self._fmt(), self.options, self.cwd, state=True))
+        return StateSourceReader(Options.parse(self._fmt(), self.options, self.cwd, state=True,
+                                               defaults=self.conf_storage))
 
 
 class StateSourceReader(RecordSourceReader):
     def partitions(self) -> list[FilePartition]:
-        from ._paths import resolve, working_dir
+        from ..engine.uris import resolve
+        from ._paths import working_dir
         opts, fmt = self.opts, self._fmt()
         with working_dir(opts.cwd):
             res = resolve(opts.paths, dict(opts.storage))
-            if res.keys:
-                raise ValueError(f"{fmt.name}-state: partitioned folders (key=value) are read by the records and "
-                                 f"-findings sources; name the log folders here")
+            eo = opts.engine_options()
+            if not res.keys:     # one discovery over every path (the files of one folder named one by one: a log)
+                groups = [((), fmt.discover([p for p, _ in res.leaves], eo))]
+            else:                # partitioned folders: each leaf's logs, with its values (as the records source)
+                groups = [(values, _discover_leaf(fmt, p, eo)) for p, values in res.leaves]
             parts = []
-            for log in fmt.discover([p for p, _ in res.leaves], opts.engine_options()):
-                name = FilePartition(log, "", None, "", 0, display=(res.display, ())).named(fmt.log_name(log))
-                parts.append(FilePartition(log, name, None, name, 0))
+            for values, logs in groups:
+                for log in logs:
+                    name = FilePartition(log, "", None, "", 0, display=(res.display, ())).named(fmt.log_name(log))
+                    parts.append(FilePartition(log, name, None, name, 0, values=values))
             return parts
 
     def read(self, partition: FilePartition):
         """The log replayed by the engine (``run_log``: workq's hot kernel), its rows as ``replay -o jsonl``
-        encodes them, parsed by Arrow's JSON reader against the declared schema."""
-        yield from state_batches(self._fmt(), partition.log, partition.name, self.opts.engine_options(partition.log),
-                                 self.opts.cwd)
+        encodes them, parsed by Arrow's JSON reader against the declared schema; then the log's partition values
+        (``host=a/...`` folders), strings, last."""
+        batches = state_batches(self._fmt(), partition.log, partition.name,
+                                self.opts.engine_options(partition.log), self.opts.cwd)
+        if not partition.values:
+            yield from batches
+            return
+        import pyarrow as pa
+        keys, vals = zip(*partition.values)
+        for b in batches:
+            yield pa.RecordBatch.from_arrays([*b.columns, *(pa.array([v] * b.num_rows, pa.string()) for v in vals)],
+                                             schema=_add_keys(b.schema, keys))
 
 
 def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
@@ -658,6 +679,16 @@ def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
         yield from flush()
 
 
+_sources: set[int] = set()      # sessions (by id) the data sources are registered on
+
+
+def ensure_sources(spark) -> None:
+    """The data sources registered on ``spark`` unless they are already (a CLI session registers them only for
+    a command that reads through them: ``build_session(sources=False)``)."""
+    if id(spark) not in _sources:
+        register(spark, check=False)
+
+
 def register(spark, *, check: bool = True) -> None:
     """Register two data sources per format (idempotent): ``<format>`` (the format's ``spark_source`` class, else
     a ``RecordSource``) and ``<format>-findings``, each subclassed here to remember the format and the caller's
@@ -674,14 +705,36 @@ def register(spark, *, check: bool = True) -> None:
     # on Spark 4.3.0 a DataFrame read again after a filtered query on it kept the pushed filter (count() of
     # 300,000 records gave 97,548 after a where(cmd = 'add')): a wrong answer.
     pushdown = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true" and pushdown_safe(spark)[0]
+    storage = tuple(sorted(s3a_settings(spark).items()))   # one S3 setting for Spark's S3A and fsspec
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
-                 "pushdown": pushdown}
+                 "pushdown": pushdown, "conf_storage": storage}
         spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,), attrs))
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
         if fmt.state_types:
             spark.dataSource.register(type(f"{type(fmt).__name__}StateSource", (StateSource,), attrs))
+    _sources.add(id(spark))
+
+
+#: Hadoop's S3A settings ``engine.uris.s3a_storage`` maps to fsspec (s3fs) options
+S3A_KEYS = tuple("spark.hadoop.fs.s3a." + k for k in ("endpoint", "connection.ssl.enabled", "access.key",
+                                                      "secret.key", "session.token", "path.style.access",
+                                                      "endpoint.region"))
+
+
+def s3a_settings(spark) -> dict:
+    """The session's ``spark.hadoop.fs.s3a.*`` settings (endpoint, keys, path-style access, region) as fsspec
+    options (``engine.uris.s3a_storage``), so an ``s3a://`` / ``s3://`` path is read with the endpoint and keys
+    Spark's own S3A connector gets; also made this process's defaults (``engine.uris.use_spark_conf``)."""
+    from ..engine.uris import s3a_storage, use_spark_conf
+    try:
+        every = spark.conf.getAll      # one call (one RPC on Spark Connect), not one per key
+    except Exception:  # noqa: BLE001 — a server that refuses to tell: no setting
+        every = {}
+    conf = {k: every[k] for k in S3A_KEYS if every.get(k) is not None}
+    use_spark_conf(conf)
+    return s3a_storage(conf)
 
 
 def pushdown_safe(spark) -> tuple[bool, str]:

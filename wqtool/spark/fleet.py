@@ -201,6 +201,8 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
     to ``out/records``, the findings verify reports at ``opts.as_of_ns`` (``<source>-findings``) to
     ``out/findings``. What comes back to the driver is bounded: the verdicts, the error count and the first
     errors — not the findings (a log read long after it was written can hold a warning per record)."""
+    from .datasources import ensure_sources
+    ensure_sources(spark)
     say = progress or (lambda _m: None)
 
     def reader(name: str, **options):
@@ -240,7 +242,7 @@ def _clocked(source: str, paths: Sequence[str], opts: Options | None) -> bool:
     if opts is None:
         return False
     from ..engine.format import get
-    from ._paths import resolve
+    from ..engine.uris import resolve
     return any(hasattr(lg, "as_of_ns") for lg in get(source).discover([p for p, _ in resolve(paths).leaves], opts))
 
 

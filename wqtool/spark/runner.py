@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..engine.format import Log, Options
+from ..engine.uris import named_report
 from ..errors import UsageError
 from .fleet import fleet_replay, fleet_stats, fleet_verify
 
@@ -23,11 +24,12 @@ class SparkRunner:
             reps = fleet_verify(self.spark, [logs[i] for i in idx], o, max_findings=max_findings,
                                 progress=self.progress).logs
             for i, rep in zip(idx, reps):
-                out[i] = rep
+                out[i] = named_report(logs[i], rep)     # a URI's log: its reports name the URI
         return out
 
     def replay(self, log: Log, opts: Options, *, limit=None, summary=False):
-        return fleet_replay(self.spark, log, opts, limit=limit, progress=self.progress, want_jobs=not summary)
+        return named_report(log, fleet_replay(self.spark, log, opts, limit=limit, progress=self.progress,
+                                              want_jobs=not summary))
 
     def stats(self, logs: Sequence[Log], opts: Sequence[Options], *, union=True):
         groups = _same_options(opts)
@@ -35,7 +37,8 @@ class SparkRunner:
             raise UsageError("--engine spark stats over several logs takes one --as-of time for all (each log's "
                              "own last/first: run the local engine, or one log at a time)")
         per_log, total = fleet_stats(self.spark, list(logs), groups[0][0], progress=self.progress)
-        return list(per_log), total
+        return [x if isinstance(x, BaseException) else (named_report(lg, x[0]), *x[1:])
+                for lg, x in zip(logs, per_log)], total
 
 
 def _same_options(opts: Sequence[Options]) -> list[tuple[Options, list[int]]]:

@@ -7,29 +7,22 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.orth import (CALLBACK_RELEASES, JACKSON_CALLBACK_FILE, ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR,
                              LEGACY_CALLBACK_DIR, STREAM_HEAD, HandleCode)
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, SendReport, get, register
+from ..format import Evidence, Format, Options, RecordFacts, SendReport, StateView, get, register
+from ..run import ReplayPass
 from ..options import Settings, setting
-from ..lazy import LazyInstance, lazy
 from .codes import CALLBACK_CODES, CALLBACK_EXPLAIN, CALLBACK_REPLAY_CODES
 from .model import Callback
 
-if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
-    import wqtool.engine.orth_callbacks.reader  # noqa: F401
-    import wqtool.engine.orth_callbacks.serialize  # noqa: F401
-    import wqtool.engine.orth_callbacks.verify  # noqa: F401
+if TYPE_CHECKING:       # a type only: the reader is imported on first use
+    from .reader import CallbackSet
 
-discover_callbacks = lazy("wqtool.engine.orth_callbacks.reader", "discover")
-CallbackReader = lazy("wqtool.engine.orth_callbacks.reader", "CallbackReader")
-CallbackSet = lazy("wqtool.engine.orth_callbacks.reader", "CallbackSet")
-is_log_path = lazy("wqtool.engine.orth_callbacks.reader", "is_log_path")
-CallbackRun = lazy("wqtool.engine.orth_callbacks.verify", "CallbackRun")
-CallbackStateView = lazy("wqtool.engine.orth_callbacks.serialize", "CallbackStateView")
 
 _CODE_KIND = {HandleCode.SUCCESS: "success", HandleCode.FAIL: "fail", HandleCode.TIMEOUT: "timeout"}
 _JSON_START = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\r\n]*(?:\[|null|/[/*]|#|\)\]\}')")
@@ -111,10 +104,14 @@ orth-logs.md section 2a):
     filters = frozenset({"time"})
     settings = CallbacksSettings
     record_cls = Callback
-    record_view = LazyInstance("wqtool.engine.orth_callbacks.serialize", "CallbackRecordView")
+    @cached_property
+    def record_view(self):
+        from .serialize import CallbackRecordView
+        return CallbackRecordView()
     shares_dir_with = frozenset({"orth-executor-logs"})     # a logPath: its retry files and its job logs
 
     def detect(self, path: str) -> Evidence | None:
+        from .reader import is_log_path
         name = os.path.basename(os.path.normpath(path))
         if os.path.isdir(path):
             try:
@@ -149,9 +146,11 @@ orth-logs.md section 2a):
     def fits(self, path: str) -> bool:
         """--format orth-callbacks also reads a whole executor logPath (its callbacklogs/ and callbacklog/, which
         exist only once a callback failed)."""
+        from .reader import is_log_path
         return self.detect(path) is not None or (os.path.isdir(path) and is_log_path(path))
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[CallbackSet]:
+        from .reader import discover as discover_callbacks
         return _mark_shared(discover_callbacks(paths), opts)
 
     def log_name(self, log: CallbackSet) -> str:
@@ -161,16 +160,19 @@ orth-logs.md section 2a):
         return [f.path for f in log.files]
 
     def file_events(self, log: CallbackSet, i: int, start_index: int = 0) -> Iterator:
+        from .reader import CallbackReader
         return CallbackReader(log, only=i, start_index=start_index, discovery=False).events()
 
-    def run(self, log: CallbackSet, opts: Options, *, limit: int | None = None) -> CallbackRun:
+    def run(self, log: CallbackSet, opts: Options, *, limit: int | None = None) -> ReplayPass:
+        from .verify import CallbackRun
         return CallbackRun(log, limit)
 
     def facts(self, rec: Callback) -> RecordFacts:
         return RecordFacts(_CODE_KIND.get(rec.handle_code, "other"), rec.length, rec.log_date_tim * 1_000_000,
                            _job(rec.log_id))
 
-    def state_view(self, state, log=None) -> CallbackStateView:
+    def state_view(self, state, log=None) -> StateView:
+        from .serialize import CallbackStateView
         return CallbackStateView(state)
 
     def source_options(self, options: dict) -> dict:
@@ -205,6 +207,7 @@ orth-logs.md section 2a):
         return get("orth-executor-logs").finish_interrupted(path)     # what its clean left (.wqtool-clean-*)
 
     def repair_plan(self, log: CallbackSet, opts: Options):
+        from .verify import CallbackRun
         from .repair import repair_plan
         run = CallbackRun(log)
         for _ in run.events():
@@ -212,7 +215,6 @@ orth-logs.md section 2a):
         rep = run.report
         return repair_plan(log, rep.findings, rep.verdict, rep.state.digest() if rep.state is not None else "",
                            opts.of(self).md5_action)
-
 
 
 def _mark_shared(logs: list, opts: Options) -> list:

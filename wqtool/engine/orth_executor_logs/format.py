@@ -6,29 +6,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError, UsageError
 from ...formats.orth import CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, UTF8_BOM
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, register
+from ..format import Evidence, Format, Options, RecordFacts, StateView, register
+from ..run import ReplayPass
 from ..options import Settings, setting
-from ..lazy import LazyInstance, lazy
 from .codes import EXECUTOR_CODES, EXECUTOR_EXPLAIN, EXECUTOR_REPLAY_CODES
 from .model import LogEntry
 
-if TYPE_CHECKING:       # imported on first use (``engine.lazy``): a command loads only the format it runs
-    import wqtool.engine.orth_executor_logs.reader  # noqa: F401
-    import wqtool.engine.orth_executor_logs.serialize  # noqa: F401
-    import wqtool.engine.orth_executor_logs.verify  # noqa: F401
-
-discover_executor = lazy("wqtool.engine.orth_executor_logs.reader", "discover")
-ExecutorLogSet = lazy("wqtool.engine.orth_executor_logs.reader", "ExecutorLogSet")
-ExecutorReader = lazy("wqtool.engine.orth_executor_logs.reader", "ExecutorReader")
-is_log_path = lazy("wqtool.engine.orth_executor_logs.reader", "is_log_path")
-zone = lazy("wqtool.engine.orth_executor_logs.reader", "zone")
-ExecutorRun = lazy("wqtool.engine.orth_executor_logs.verify", "ExecutorRun")
-ExecutorStateView = lazy("wqtool.engine.orth_executor_logs.serialize", "ExecutorStateView")
+if TYPE_CHECKING:       # a type only: the reader is imported on first use
+    from .reader import ExecutorLogSet
 
 
 def _job(log_id: int) -> bytes:
@@ -75,6 +66,7 @@ def _mark_shared(logs: list, opts: Options) -> list:
 
 
 def _tz(opts: Options) -> str:
+    from .reader import zone
     tz = opts.of(FORMAT).tz
     zone(tz)
     return tz
@@ -115,10 +107,14 @@ retry files. --format reads one of them."""
     filters = frozenset({"time"})
     settings = ExecutorLogsSettings
     record_cls = LogEntry
-    record_view = LazyInstance("wqtool.engine.orth_executor_logs.serialize", "ExecutorRecordView")
+    @cached_property
+    def record_view(self):
+        from .serialize import ExecutorRecordView
+        return ExecutorRecordView()
     shares_dir_with = frozenset({"orth-callbacks"})
 
     def detect(self, path: str) -> Evidence | None:
+        from .reader import is_log_path
         name = os.path.basename(os.path.normpath(path))
         if os.path.isdir(path):
             try:
@@ -147,24 +143,29 @@ retry files. --format reads one of them."""
         return None
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[ExecutorLogSet]:
+        from .reader import discover as discover_executor
         return _mark_shared(discover_executor(paths, tz=_tz(opts)), opts)
 
     def files(self, log: ExecutorLogSet) -> list[str]:
         return [f.path for f in log.files]
 
     def file_events(self, log: ExecutorLogSet, i: int, start_index: int = 0) -> Iterator:
+        from .reader import ExecutorReader
         return ExecutorReader(log, only=i, start_index=start_index, discovery=False).events()
 
-    def run(self, log: ExecutorLogSet, opts: Options, *, limit: int | None = None) -> ExecutorRun:
+    def run(self, log: ExecutorLogSet, opts: Options, *, limit: int | None = None) -> ReplayPass:
+        from .verify import ExecutorRun
         return ExecutorRun(log, limit)
 
     def facts(self, rec: LogEntry) -> RecordFacts:
         return RecordFacts(rec.kind, rec.length, rec.time_ns, _job(rec.log_id))
 
-    def state_view(self, state, log=None) -> ExecutorStateView:
+    def state_view(self, state, log=None) -> StateView:
+        from .serialize import ExecutorStateView
         return ExecutorStateView(state)
 
     def source_options(self, options: dict) -> dict:
+        from .reader import zone
         tz = str(options.get("tz", "UTC"))
         try:
             zone(tz)
@@ -173,6 +174,7 @@ retry files. --format reads one of them."""
         return {"tz": tz}
 
     def clean_plan(self, log: ExecutorLogSet, opts: Options):
+        from .reader import is_log_path, zone
         from .clean import clean_plan, default_retention, retention_rule
         from .delivered import delivered_files
         if not (log.is_dir and is_log_path(log.root) and not DATE_DIR.match(os.path.basename(
@@ -190,6 +192,7 @@ retry files. --format reads one of them."""
         """The clean plan of a logPath's delivered retry files only, named ``fmt``'s: the orth-callbacks log's part
         of a logPath read as both formats' logs (the date directories are this format's plan); called by that
         format through the registry. The retention settings are this format's."""
+        from .reader import zone
         from .clean import clean_plan, default_retention, retention_rule
         from .delivered import delivered_files
         tz = _tz(opts)
@@ -201,6 +204,7 @@ retry files. --format reads one of them."""
         return finish_interrupted(path) if os.path.isdir(path) else []
 
     def repair_plan(self, log: ExecutorLogSet, opts: Options):
+        from .verify import ExecutorRun
         from .repair import NothingToRepair
         run = ExecutorRun(log)
         for _ in run.events():

@@ -30,7 +30,7 @@ IN_CAP = wire.MAX_READ + (1 << 16)   # unparsed input before reading from the so
 class Conn(asyncio.Protocol):
     __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
                  "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
-                 "peer", "resume_scheduled")
+                 "peer", "resume_scheduled", "made")
 
     def __init__(self, srv):
         self.srv = srv
@@ -51,6 +51,7 @@ class Conn(asyncio.Protocol):
         self.last_active = time.monotonic()
         self.in_process = False
         self.resume_scheduled = False
+        self.made: Waiter | None = None     # the waiter a blocking command just made (``execute``)
         self.peer = "?"
 
     # ---------------------------------------------------------------- asyncio callbacks
@@ -206,22 +207,20 @@ class Conn(asyncio.Protocol):
                 self.reply(r)
             self.close(None)                      # EOF: after the replies to everything it sent
 
+    def _make_waiter(self) -> Waiter:
+        w = self.made = Waiter(self._resume)
+        return w
+
     def execute(self, req: wire.Request, body: bytes | None) -> None:
         srv = self.srv
-        box: list[Waiter] = []
-
-        def make_waiter() -> Waiter:
-            w = Waiter(self._resume)
-            box.append(w)
-            return w
-
         try:
-            res = srv.handlers.execute(req, body, srv.clock(), make_waiter)
+            res = srv.handlers.execute(req, body, srv.clock(), self._make_waiter)
         except WqError as exc:      # a job body that cannot be read back from the log (changed under the server)
             srv.log.error("command failed", command=req.name.decode("ascii", "replace"), error=str(exc))
             res = wire.server_error(str(exc).replace("\r", " ").replace("\n", " "))
         if res is None:
-            w = box[0]
+            w = self.made
+            self.made = None
             if not w.done:
                 self.blocked = w
             srv.count(req.name, b"(waiting)")
@@ -235,6 +234,12 @@ class Conn(asyncio.Protocol):
         self.reply(reply)
         self.srv.count_late(reply[0] if reply.__class__ is list else reply)
         if not self.in_process and not self.resume_scheduled and not self.closing:
+            if self.pos >= len(self.buf) and not self.eof and not self.paused_read and not self.paused_write:
+                # nothing sent after the blocked request (a client waiting for this reply, as go-workq's): no
+                # parsing to resume, only the reply to send — now if its records are written, else with them
+                # (Server._release); no loop callback per resumed request
+                self.flush_out()
+                return
             self.resume_scheduled = True
             self.srv.loop.call_soon(self._continue)
 
@@ -250,7 +255,9 @@ class Conn(asyncio.Protocol):
         """Queue a reply behind everything this connection was told before, tagged with the log position it
         depends on."""
         srv = self.srv
-        lsn = srv.reply_lsn()
+        # the log position it depends on: records made so far (in read-only mode, read-only replies do not wait
+        # for records that cannot be written)
+        lsn = srv.durable_lsn if srv.handlers.read_only else srv.lsn
         if res.__class__ is bytes:
             self.out.append((lsn, res))
             self.out_bytes += len(res)

@@ -22,6 +22,8 @@ class Handlers:
         self.q = queue
         self.stats = stats      # () -> (active_clients, started_unix_ns)
         self.read_only = False  # the circuit breaker (an append failed): mutating commands are refused
+        #: command name -> its handler (the names wire.parse_line accepts)
+        self.dispatch = {name: getattr(self, "_" + name.decode()) for name in wire.COMMANDS}
 
     def execute(self, req: wire.Request, body: bytes | None, now: int, make_waiter) -> bytes | list | None:
         """The reply (bytes or a list of chunks), or None when the command blocks on a waiter from
@@ -30,7 +32,7 @@ class Handlers:
         if self.read_only and name in MUTATING:
             return wire.E_READ_ONLY
         self.q.advance(now)
-        return getattr(self, "_" + name.decode())(req, body, now, make_waiter)
+        return self.dispatch[name](req, body, now, make_waiter)
 
     # ---------------------------------------------------------------- add / schedule / run
     def _job_fields(self, req: wire.Request, *, schedule: bool):

@@ -1,0 +1,117 @@
+"""What ``wqtool serve`` syncs and when, counted by strace on the real process (one-record segments,
+``-cmdlog-seg-size 15``, as upstream's TestCmdLog/1K):
+
+* ``-cmdlog-sync interval``: segments left by roll-overs are synced by the next tick's one syncfs(2) — the sync
+  calls are bounded by the ticks, not by the segments (before: an fsync of each segment and of the directory,
+  756 fsyncs and 131 syncfs for 1,000 adds); every record written is covered by a later sync call;
+* ``-cmdlog-sync always``: before each reply, the segment holding its record is fsynced, and the directory after
+  the segment's creation (upstream: int/captain/appender.go:139,188-191 fsyncs the segment, never the directory).
+
+The kill -9 tests (test_durability.py) show that nothing acknowledged is lost when the process dies; these show
+what the promises against an OS crash rest on.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import time
+
+import pytest
+
+from tests.server.conftest import ServerProc, jid
+
+STRACE = shutil.which("strace")
+pytestmark = [pytest.mark.skipif(STRACE is None, reason="strace is not installed (.ci/run installs it)"),
+              pytest.mark.slow]
+
+# pid, timestamp, syscall, first argument (strace -y: the descriptor's path in <...>), the rest
+LINE = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+(\w+)\((\d+)<([^>]*)>(.*)$")
+SYNCS = ("fsync", "fdatasync", "syncfs")
+
+
+def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tuple[list[tuple], str]:
+    """``n`` adds (or as many as ``seconds`` allow) on one connection to a server under strace; the trace's calls
+    (pid, t, name, fd path, rest) and the log directory."""
+    d = str(tmp_path / "log")
+    trace = str(tmp_path / "trace")
+    s = ServerProc("-cmdlog-path", d, "-cmdlog-seg-size", "15", "-cmdlog-sync", sync, *extra,
+                   prefix=(STRACE, "-f", "-qq", "-y", "-ttt", "-o", trace, "-e",
+                           "trace=fsync,fdatasync,syncfs,write"), timeout=60)
+    server = None
+    try:
+        with open(f"/proc/{s.p.pid}/task/{s.p.pid}/children") as f:
+            (server,) = map(int, f.read().split())          # strace's child: the server
+        c = s.client(timeout=30)
+        until = time.monotonic() + seconds
+        for k in range(n):
+            c.add(jid(0xe000 + k), b"sc", 60_000, 3_600_000, b"x")
+            if seconds and time.monotonic() > until:
+                break
+        c.close()
+        os.kill(server, signal.SIGTERM)                     # (strace itself would detach, not pass it on)
+        s.p.wait(60)
+    finally:
+        if s.p.poll() is None and server is not None:       # a killed strace would leave its tracee running
+            try:
+                os.kill(server, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        s.kill()
+    assert s.p.returncode == 0, s.stderr_text()             # strace exits with its tracee's status
+    calls = []
+    with open(trace) as f:
+        for line in f:
+            m = LINE.match(line)
+            if m:
+                calls.append((int(m[1]), float(m[2]), m[3], m[5], m[6]))
+    return calls, d
+
+
+def segments(d: str) -> list[str]:
+    return sorted(os.path.join(d, x) for x in os.listdir(d) if x.endswith(".log"))
+
+
+def test_interval_syncs_rolled_segments_once_per_tick(tmp_path):
+    tick = 0.25
+    calls, d = traced(tmp_path, "interval", 100_000, "-cmdlog-sync-int", str(int(tick * 1000)), seconds=1.5)
+    segs = segments(d)
+    assert len(segs) >= 50                                  # one segment per record, several per tick
+    syncs = [c for c in calls if c[2] in SYNCS]
+    writes = [c for c in calls if c[2] == "write" and c[3].startswith(d + os.sep)]
+    assert len(writes) == 2 * len(segs)                     # a header and a record per segment
+    span = max(c[1] for c in calls) - writes[0][1]
+    # at most one call per tick from the first write to the end, and the stop's fsync + syncfs
+    assert len(syncs) <= span / tick + 1 + 2, (len(syncs), len(segs), span, [c[2:4] for c in syncs])
+    assert [c[2] for c in syncs].count("syncfs") >= 3       # ticks during the traffic synced rolled segments
+    # every record written is covered by a later sync call — a syncfs, or an fsync of its own segment — started
+    # within a tick (and some scheduling slack: the process is traced)
+    for w in writes:
+        t = min((c[1] for c in syncs if c[1] > w[1] and (c[2] == "syncfs" or c[3] == w[3])), default=None)
+        assert t is not None and t - w[1] < tick + 2.0, (w, t)
+
+
+def test_always_syncs_each_record_and_its_segment_before_the_reply(tmp_path):
+    n = 40
+    calls, d = traced(tmp_path, "always", n)
+    assert len(segments(d)) == n
+    unsynced: set[str] = set()          # segments written to since their last fsync
+    new: set[str] = set()               # segments created since the directory's last fsync
+    replies = 0
+    for _pid, _t, name, path, rest in calls:
+        if name == "write" and path.startswith(d + os.sep):
+            if rest.startswith(', "wqwq'):
+                new.add(path)           # the header: the segment was just created
+            unsynced.add(path)
+        elif name in ("fsync", "fdatasync"):
+            if path == d:
+                new.clear()
+            unsynced.discard(path)
+        elif name == "syncfs":
+            unsynced.clear()
+            new.clear()
+        elif name == "write" and path.startswith("socket:") and rest.startswith(', "+OK\\r\\n"'):
+            assert not unsynced and not new, (replies, unsynced, new)
+            replies += 1
+    assert replies == n
