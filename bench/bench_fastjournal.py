@@ -152,7 +152,7 @@ def replay_main(d: str) -> None:
             if line.startswith("RssAnon:"):
                 anon = int(line.split()[1]) / 1024
     print(json.dumps({"seconds": el, "records": rep.records, "entries": len(rep.state.fifo.entries),
-                      "verdict": int(rep.verdict), "anon_mb": anon,
+                      "verdict": rep.verdict.label, "anon_mb": anon,
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 

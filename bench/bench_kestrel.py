@@ -110,6 +110,7 @@ def measure(kind: str, d: str) -> dict:
     from wqtool.engine.kestrel.reader import JournalReader, discover
     from wqtool.engine.kestrel.pack import pack_plan, write_pack
     from wqtool.engine.kestrel.verify import run_log
+    from wqtool.exitcodes import CODES
     t0 = time.perf_counter()
     records = 0
     nbytes = 0
@@ -126,7 +127,7 @@ def measure(kind: str, d: str) -> dict:
         elif kind in ("verify", "replay", "verify-damaged"):
             r = run_log(fs, AS_OF_NS, limit=100)
             records, nbytes = r.records, r.bytes
-            extra["exit"] = int(r.verdict)
+            extra["exit"] = CODES.of(r.verdict)
             extra["items"] = r.state.items
             if kind == "replay":
                 extra["digest"] = r.state.digest()[:16]

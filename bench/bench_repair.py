@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from wqtool.exitcodes import CODES
 OUT = os.path.join(ROOT, "bench", "out", "workq-repair")
 
 
@@ -68,7 +69,7 @@ def measure(kind: str, d: str, as_of_ns: int) -> dict:
     else:
         plan = clean.clean_plan(discover([d])[0], as_of_ns)
         nbytes = sum(s.size for s in plan.segments)
-        extra.update(reclaim_mb=round(plan.report_doc()["reclaimed"]["bytes"] / 1e6, 1))
+        extra.update(reclaim_mb=round(plan.report_doc(CODES.of)["reclaimed"]["bytes"] / 1e6, 1))
     return {"kind": kind, "seconds": time.perf_counter() - t0, "bytes": nbytes, **extra}
 
 

@@ -27,6 +27,7 @@ from wqtool.engine.kestrel.serialize import damage_to_jsonable, record_to_jsonab
 from wqtool.engine.kestrel.verify import run_log  # noqa: E402
 from wqtool.engine.kestrel.writer import JournalWriter  # noqa: E402
 from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
+from wqtool.exitcodes import CODES  # noqa: E402
 
 T = 1_300_000_000_000            # spec §13.1
 AS_OF_NS = (T + 3_600_000) * 1_000_000
@@ -162,13 +163,13 @@ def expected(scenario_dir: str) -> tuple[str, dict]:
         ro = run_log(fs, AS_OF_NS, keep_open=True)
         out["queues"].append({
             "queue": fs.queue, "files": [f.path for f in fs.files], "superseded": sorted(fs.superseded),
-            "exit_code": int(r.verdict), "records": r.records, "bytes": r.bytes,
+            "exit_code": CODES.of(r.verdict), "records": r.records, "bytes": r.bytes,
             "counts": dict(sorted(r.counts.items())),
             "last_good": None if r.last_good is None else {"file": r.last_good[0], "offset": r.last_good[1]},
             "digest": r.state.digest(), "digest_keep_open": ro.state.digest(),
             "queue_items": [base64.b64encode(it.data).decode() for it in r.state.queue],
             "open_transactions": {str(x): base64.b64encode(it.data).decode() for x, it in sorted(ro.state.open.items())},
-            "findings": [finding_to_jsonable(f) for f in r.findings],
+            "findings": [finding_to_jsonable(f, CODES.of) for f in r.findings],
         })
     return jsonl, out
 

@@ -26,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from wqtool.engine import format as registry  # noqa: E402
+from wqtool.exitcodes import CODES  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
 from wqtool.engine.javacodec.gson import Entry  # noqa: E402
 from wqtool.engine.orth_callbacks.writer import write_atomic, write_legacy_file, write_retry_file  # noqa: E402
@@ -302,7 +303,7 @@ SCENARIOS = {
 
 # ---------------------------------------------------------------- expectations
 def _stable(f) -> dict:
-    d = finding_to_jsonable(f)
+    d = finding_to_jsonable(f, CODES.of)
     if f.code in VOLATILE:
         d["upstream"] = "(readdir order: see the tests)"
     return d
@@ -324,7 +325,7 @@ def expected(scenario_dir: str) -> dict:
                     rows.append(fmt.record_view.row(ev, "text"))
             rep = run.report
             view = fmt.state_view(rep.state, log)
-            doc = {"records": rows, "exit_class": int(rep.verdict), "counts": dict(sorted(rep.counts.items())),
+            doc = {"records": rows, "exit_class": CODES.of(rep.verdict), "counts": dict(sorted(rep.counts.items())),
                    "findings": [_stable(f) for f in rep.findings], "state": list(view.rows()),
                    "summary": view.summary()}
         out[name] = doc

@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from wqtool.engine import format as registry  # noqa: E402
+from wqtool.exitcodes import CODES  # noqa: E402
 from wqtool.engine.evtj.fastpath import encode_event  # noqa: E402
 from wqtool.engine.evtj.writer import EvtjWriter, write_conf  # noqa: E402
 from wqtool.engine.fastjournal.writer import (SegmentWriter, delete_request, encode_record, mark_request,  # noqa: E402
@@ -472,10 +473,10 @@ def expected(fmt_name: str, scenario_dir: str) -> tuple[str, dict]:
         r = run.report
         view = fmt.state_view(r.state, log)
         out["logs"].append({
-            "root": r.root, "files": fmt.files(log), "verdict": r.verdict.label, "exit_code": int(r.verdict),
+            "root": r.root, "files": fmt.files(log), "verdict": r.verdict.label, "exit_code": CODES.of(r.verdict),
             "records": r.records, "bytes": r.bytes, "counts": dict(sorted(r.counts.items())),
             "last_good": None if r.last_good is None else {"file": r.last_good[0], "offset": r.last_good[1]},
-            "findings": [finding_to_jsonable(f) for f in r.findings],
+            "findings": [finding_to_jsonable(f, CODES.of) for f in r.findings],
             "summary": view.summary(), view.rows_key: list(view.rows()),
         })
     return "".join(json.dumps(r) + "\n" for r in rows), out

@@ -94,3 +94,37 @@ def test_the_package_front_door_is_the_api():
                 for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert imported <= {".api"}, imported
+
+
+def test_exit_codes_are_imported_at_the_edges_only():
+    """``wqtool.exitcodes`` (the verdict -> exit code mapping, the one precedence table) is imported by exactly
+    these modules (the import-linter contract "exit codes only at the edges" forbids the rest; this test also
+    fails when an edge stops importing it, so the contract's exceptions stay honest)."""
+    import ast
+    pkg = os.path.join(ROOT, "wqtool")
+    importers = set()
+    for d, _, names in os.walk(pkg):
+        for n in names:
+            if not n.endswith(".py"):
+                continue
+            path = os.path.join(d, n)
+            rel = os.path.relpath(path, ROOT)
+            mod = rel[:-3].replace(os.sep, ".").removesuffix(".__init__")
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom):
+                    base = mod.rsplit(".", node.level)[0] if node.level else ""
+                    if node.level and n == "__init__.py":
+                        base = mod.rsplit(".", node.level - 1)[0] if node.level > 1 else mod
+                    target = ".".join(p for p in (base, node.module or "") if p)
+                    names_ = [target] + [f"{target}.{a.name}" for a in node.names]
+                elif isinstance(node, ast.Import):
+                    names_ = [a.name for a in node.names]
+                else:
+                    continue
+                if "wqtool.exitcodes" in names_:
+                    importers.add(mod)
+    # wqtool._run: the CLI's funnel, which the hot commands take without cli.py (start-up)
+    assert importers == {"wqtool.cli", "wqtool._run", "wqtool.api", "wqtool.commands._help",
+                         "wqtool.spark.datasources"}

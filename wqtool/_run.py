@@ -211,9 +211,12 @@ class Interrupted(BaseException):
 def settle(call, show_tb: bool = False) -> int:
     """Run ``call`` (typer's app, or a command called by ``plain``) and map every outcome to an exit code once
     (commands never call sys.exit); the real stdout back afterwards if -q silenced it."""
+    from .commands._edge import handing
+    from .exitcodes import CODES
     try:
         try:
-            rv = call()
+            with handing(CODES):        # the commands' exit codes (they hand them on to what prints one)
+                rv = call()
             from .engine.findings import Verdict
             from .exitcodes import for_verdict
             code = for_verdict(rv) if isinstance(rv, Verdict) else int(rv) if isinstance(rv, int) else 0
@@ -242,7 +245,8 @@ def _outcome(e: BaseException, show_tb: bool) -> int:
         if code is not None:
             return code
     from .errors import WqError
-    from .render.outcome import error_text, exit_code_for
+    from .exitcodes import exit_code_for
+    from .render.outcome import error_text
     if isinstance(e, SystemExit):   # the option parser's own exit: on a closed pipe it exits 1 (click), we say 141
         if isinstance(e.__context__, BrokenPipeError):
             _quiet_stdout()

@@ -15,8 +15,7 @@ from . import __version__
 from ._entry import finish
 from ._run import Interrupted as _Interrupted, settle
 from .commands import _coerce
-from .exitcodes import ExitCode
-from .render.outcome import exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
+from .exitcodes import ExitCode, exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
 
 #: The commands, in the order help lists them; each one's module (wqtool.commands.<name>) is imported only when
 #: that command runs or help lists them (start-up: issue 20 item 9).

@@ -66,7 +66,7 @@ class InvalidPayload(FormatError):
 
 class PackRefused(FormatError):
     """pack / repair: the input has corruption or a history the server refuses, and no --salvage. ``verdict``
-    is the input's (the engine's Verdict as its stable number: 3 corrupt, 4 invalid history)."""
+    is the input's (the engine's ``Verdict``: CORRUPT or INVALID_HISTORY; the edges map it to an exit code)."""
 
     def __init__(self, message: str, *, verdict: int, report=None, path: str | None = None,
                  offset: int | None = None):

@@ -1,7 +1,18 @@
-"""Exit codes: one table for every command (README, --help and man pages document it)."""
+"""Exit codes: one table for every command (README, --help and man pages document it), the one verdict -> exit
+code mapping and the one precedence table of a run.
+
+Only the edges import this module: ``wqtool.cli`` (the commands' exit status; it hands ``CODES`` to the commands,
+which hand it to the renderers that print an exit code) and ``wqtool.api`` (``Report.exit_code``), plus
+``wqtool.commands._help``, which documents the table in ``--help`` (import-linter: pyproject.toml). The engine's
+``Verdict`` is a severity, not an exit code.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum, unique
+
+from .engine.findings import Verdict
+from .errors import FormatError, InputError, PackMismatch, PackRefused, SparkError, UsageError, WqError
 
 
 @unique
@@ -72,10 +83,83 @@ def most_severe(codes) -> ExitCode:
     return best
 
 
-#: The engine's verdicts, by their stable number (wqtool.engine.findings.Verdict), to exit codes.
-_FOR_VERDICT = {0: ExitCode.OK, 1: ExitCode.TORN_TAIL, 3: ExitCode.CORRUPT, 4: ExitCode.INVALID_HISTORY}
+#: The engine's verdicts to exit codes: the one mapping.
+_FOR_VERDICT = {Verdict.CLEAN: ExitCode.OK, Verdict.TORN_TAIL: ExitCode.TORN_TAIL, Verdict.CORRUPT: ExitCode.CORRUPT,
+                Verdict.INVALID_HISTORY: ExitCode.INVALID_HISTORY}
 
 
-def for_verdict(verdict: int) -> ExitCode:
+_VERDICT_OF = {c: v for v, c in _FOR_VERDICT.items()}
+
+
+def for_verdict(verdict: Verdict) -> ExitCode:
     """The exit code a verdict means (verify, and every command that reads a log)."""
-    return _FOR_VERDICT[int(verdict)]
+    if not isinstance(verdict, Verdict):     # a verdict's number is a severity, not an exit code: no guessing
+        raise TypeError(f"for_verdict takes a Verdict, got {verdict!r}")
+    return _FOR_VERDICT[verdict]
+
+
+#: Error classes to exit codes (the first class in an error's MRO that is listed wins).
+_ERROR_EXIT = {
+    UsageError: ExitCode.USAGE,
+    InputError: ExitCode.IO,
+    PackMismatch: ExitCode.INTERNAL,
+    FormatError: ExitCode.CORRUPT,
+    WqError: ExitCode.CORRUPT,
+}
+
+#: What a failed PATH is called in reports, by its exit code.
+FAILURE_LABEL = {ExitCode.USAGE: "not a log", ExitCode.IO: "unreadable", ExitCode.CORRUPT: "CORRUPT",
+                 ExitCode.INTERNAL: "internal error"}
+
+
+def _class_exit(cls: type) -> ExitCode:
+    for c in cls.__mro__:
+        if c in _ERROR_EXIT:
+            return _ERROR_EXIT[c]
+    if issubclass(cls, OSError):
+        return ExitCode.IO
+    return ExitCode.INTERNAL
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    """The one mapping of an error to an exit code: wqtool errors by class (a refused pack by its input's
+    verdict; a failed Spark job by the class of its task's error, 5 when it has none), OSError 5, anything else
+    a bug (70)."""
+    if isinstance(exc, PackRefused):
+        return for_verdict(exc.verdict)
+    if isinstance(exc, SparkError):
+        return ExitCode.IO if exc.cause is None or issubclass(exc.cause, SparkError) else _class_exit(exc.cause)
+    return _class_exit(type(exc))
+
+
+@dataclass(frozen=True)
+class Codes:
+    """The exit codes, as the edges hand them to the commands and renderers that print one (``render.outcome``
+    names the shape they use: ``ExitCodes``). One instance: ``CODES``."""
+
+    IO = int(ExitCode.IO)      # replay --send: a record the target refused
+
+    def of(self, verdict: Verdict) -> int:
+        """A verdict's exit code (a log's ``exit_code``, a finding's ``exit_class``, a plan's
+        ``input_exit_code``)."""
+        return int(for_verdict(verdict))
+
+    def of_error(self, exc: BaseException) -> int:
+        """An error's exit code (a PATH that could not be read, a refused plan)."""
+        return int(exit_code_for(exc))
+
+    def verdict_of(self, code: int) -> Verdict:
+        """The verdict whose exit code is ``code`` (a finding's ``exit_class`` read back: Spark exports)."""
+        return _VERDICT_OF[ExitCode(code)]
+
+    def failure_label(self, exc: BaseException) -> str:
+        """What a PATH that failed with ``exc`` is called in reports ("not a log", "unreadable", ...)."""
+        return FAILURE_LABEL.get(exit_code_for(exc), "error")
+
+    def run(self, verdicts=(), errors=()) -> int:
+        """A run's exit code: the most severe of its logs' verdicts and its failed PATHs' errors
+        (``PRECEDENCE``)."""
+        return int(most_severe([*(for_verdict(v) for v in verdicts), *(exit_code_for(e) for e in errors)]))
+
+
+CODES = Codes()

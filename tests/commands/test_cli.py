@@ -7,6 +7,7 @@ import os
 import pytest
 
 from tests.conftest import AS_OF, ALL_WORKQ, cli
+from wqtool.engine.findings import Verdict
 
 A2 = "fixtures/workq/upstream-a2-run2/log"
 SAMPLE = "fixtures/workq/sample-clean/log"
@@ -162,8 +163,8 @@ def test_horizon_pins_sizes(tmp_path, copy_log):
     with open(seg, "ab") as f:
         f.write(b"\x01\x02\x03")  # the log grows (a torn append in progress) after start
     from wqtool.engine.workq.verify import run_log
-    assert run_log(log, 0).verdict == 0
-    assert run_log(discover([d])[0], 0).verdict == 1
+    assert run_log(log, 0).verdict == Verdict.CLEAN
+    assert run_log(discover([d])[0], 0).verdict == Verdict.TORN_TAIL
 
 
 def test_version():

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import ROOT, cli
 from wqtool.engine import format as registry
+from wqtool.engine.findings import Verdict
 from wqtool.engine.format import Options
 from wqtool.engine.javacodec.gson import Entry
 from wqtool.engine.orth_callbacks.writer import write_retry_file
@@ -119,7 +120,7 @@ def test_the_same_log_id_in_two_files_is_a_duplicate(tmp_path):
     (log,) = fmt.discover([lp], Options(0))
     rep = fmt.run_log(log, Options(0))
     (dup,) = [f for f in rep.findings if f.code == "OC-DUPLICATE"]
-    assert dup.record_index == 1 and dup.offset == 1 and rep.verdict == 0
+    assert dup.record_index == 1 and dup.offset == 1 and rep.verdict == Verdict.CLEAN
 
 
 def test_options_are_declared_and_checked(in_root, tmp_path):

@@ -14,6 +14,7 @@ import pytest
 from wqtool.engine import format as registry
 
 from tests.conftest import AS_OF, ROOT, cli, fixture_log
+from wqtool.engine.findings import Verdict
 
 CRC = "fixtures/workq/crc-mismatch-mid-segment/log"
 TORN = "fixtures/workq/torn-tail-mid-record/log"
@@ -198,18 +199,18 @@ def test_a_live_file_that_changes_during_the_read_is_in_flight(tmp_path):
     [log] = resolve([str(q)], "auto", Options(0))
     watch = LiveWatch(log)
     [report] = log.fmt.verify([log.data], Options(0)).logs
-    assert report.verdict == 1
+    assert report.verdict == Verdict.TORN_TAIL
     with open(q / "mail", "ab") as f:          # the writer appends while we read
         f.write(b"\x00")
     report = watch.settle(report)
-    assert report.verdict == 0 and report.counts["KQ-IN-FLIGHT"] == 1
+    assert report.verdict == Verdict.CLEAN and report.counts["KQ-IN-FLIGHT"] == 1
     assert "changed while it was read" in report.findings[0].message or \
         any("changed while it was read" in f.message for f in report.findings)
     # unchanged and not held: a torn tail stays a torn tail
     [log] = resolve([os.path.join(ROOT, K_TORN)], "auto", Options(0))
     watch = LiveWatch(log)
     [report] = log.fmt.verify([log.data], Options(0)).logs
-    assert watch.settle(report).verdict == 1
+    assert watch.settle(report).verdict == Verdict.TORN_TAIL
 
 
 # ---------------------------------------------------------------- 4. a closed pipe: silent 141

@@ -14,6 +14,7 @@ import pytest
 
 from wqtool.engine.fastjournal.client import Client, parse_value
 from wqtool.engine.format import Options, get
+from wqtool.engine.findings import Verdict
 
 SERVER = ("import sys\nfrom wqtool.server.fastjournal import serve\n"
           "serve(sys.argv[1], '127.0.0.1', 0, ready=lambda p: print(p, flush=True))\n")
@@ -98,7 +99,7 @@ def test_kill_9_loses_no_acknowledged_set(tmp_path):
     fmt = get("fastjournal")
     (log,) = fmt.discover([d], Options(time.time_ns()))
     rep = fmt.run_log(log, Options(time.time_ns()))
-    assert rep.verdict == 0          # the restarts truncated any torn tail; the history replays clean
+    assert rep.verdict == Verdict.CLEAN          # the restarts truncated any torn tail; the history replays clean
 
 
 def test_python_dash_m_entry_point(tmp_path):

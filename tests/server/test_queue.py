@@ -17,6 +17,7 @@ from wqtool.formats.workq import CmdType
 from wqtool.server.workq import wire
 from wqtool.engine.workq.jobtable import K_STATE
 from wqtool.server.workq.queue import COMPLETED, FAILED, LEASED, NEW, PENDING, Job, LiveQueue, Waiter
+from wqtool.engine.findings import Verdict
 
 T0 = 1_795_302_891_000_000_000          # 2026-11-21T23:14:51Z
 MS = 1_000_000
@@ -94,7 +95,7 @@ def test_random_histories_replay_to_the_live_state(tmp_path_factory, ops):
         open(os.path.join(d, lock), "ab").close()
     as_of = clock[0]
     rep = replay_directory(d, as_of)
-    assert rep.verdict == 0, [f.message for f in rep.report.findings if f.severity == "error"]
+    assert rep.verdict == Verdict.CLEAN, [f.message for f in rep.report.findings if f.severity == "error"]
     assert state_digest(rep.state) == state_digest(q.snapshot(as_of))
     # a restart from that log rebuilds the same state
     q2 = LiveQueue()

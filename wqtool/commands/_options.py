@@ -15,9 +15,9 @@ from ..engine import format as registry
 from ..engine.findings import Verdict
 from ..engine.format import AS_OF_WORDS, Log, Options, Unresolved, settle_as_of
 from ..errors import UsageError, WqError
-from ..exitcodes import for_verdict
 from ..offsets import At, hex_offset, parse_at
-from ..render.outcome import Failed, error_text, run_exit_code
+from ..render.outcome import Failed, error_text, failed_path, run_exit_code
+from ._edge import exit_codes
 
 
 #: Every number an option takes is bounded: nothing a user types can make wqtool hang or overflow.
@@ -215,7 +215,7 @@ def each_log(entries: list[Log | Unresolved], work: Callable[[Log], object], *,
     the others. ``say``: where each failure's one line goes as it happens (stderr), or None."""
     for e in entries:
         if isinstance(e, Unresolved):
-            f = Failed(e.path, e.error)
+            f = failed_path(exit_codes(), e.path, e.error)
             if say is not None:
                 say(error_text(e.error))
             yield None, f
@@ -227,24 +227,25 @@ def each_log(entries: list[Log | Unresolved], work: Callable[[Log], object], *,
         except (WqError, OSError) as exc:
             if say is not None:
                 say(error_text(exc))
-            yield e, Failed(e.root, exc)
+            yield e, failed_path(exit_codes(), e.root, exc)
             continue
         yield e, result
 
 
-def report_each(kind: str, entries: list[Log | Unresolved], work: Callable[[Log], tuple[int, dict]], *,
+def report_each(kind: str, entries: list[Log | Unresolved], work: Callable[[Log], tuple[Verdict, dict]], *,
                 as_json: bool, applied: bool) -> int:
     """repair / clean: ``work(log)`` -> (the input's verdict, the plan's report) for every log; a PATH that names no
     log, a refused plan and a failed apply each get their own entry (and their one line on stderr); the report of
     every PATH, then the run's exit code by the documented precedence."""
+    codes = exit_codes()
     results = [r for _, r in each_log(entries, work, say=say_error)]
     for r in results:
         if not isinstance(r, Failed):
-            r[1].update(verdict=Verdict(r[0]).label, exit_code=int(for_verdict(r[0])))
-    failed = [r for r in results if isinstance(r, Failed)]
-    code = run_exit_code([r[0] for r in results if not isinstance(r, Failed)], failed)
+            r[1].update(verdict=r[0].label, exit_code=codes.of(r[0]))
+    code = run_exit_code(codes, [r[0] for r in results if not isinstance(r, Failed)],
+                         [r for r in results if isinstance(r, Failed)])
     from ..render.plan import write_plan_reports     # on first use (start-up)
-    write_plan_reports(sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], int(code),
+    write_plan_reports(sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], code,
                        as_json=as_json, applied=applied)
     return code
 

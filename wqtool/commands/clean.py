@@ -8,6 +8,7 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..errors import UsageError
 from ..render.progress import track
+from ._edge import exit_codes
 from ._options import finish_interrupted, say_error
 from ._options import (QuietOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, refuse_unsafe_write, report_each)
@@ -70,7 +71,7 @@ def clean(
         t0 = time.perf_counter()
         with track([log], "clean", passes=("read", "write", "re-verify") if apply else ("read",)):
             plan = log.fmt.clean_plan(log.data, for_log(log, opts))
-            doc = plan.report_doc()
+            doc = plan.report_doc(exit_codes().of)
             if apply:
                 doc["applied"] = plan.apply().to_jsonable()
         doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, --apply included

@@ -14,11 +14,12 @@ from ..engine.stats import RecordStats
 from ..errors import UsageError
 from ..offsets import At
 from ..render.findings import write_one_line
-from ..render.outcome import Failed, run_exit_code
+from ..render.outcome import Failed, failed_path, run_exit_code
 from ..render.progress import track
 from ..render.records import RECORD_WRITERS
 from ..render.stats import write_record_stats
 from . import _spark
+from ._edge import exit_codes
 from ._options import (QuietOpt, MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
                        SparkConfOpt, each_log, offset_option, options, read_paths, parse_time, say_error, seconds,
@@ -136,7 +137,7 @@ def dump(
     with track(logs, "dump", streaming=True):
         results = [r for _, r in each_log(entries, d.log, say=say_error)]
     d.close()
-    return run_exit_code([r for r in results if not isinstance(r, Failed)],
+    return run_exit_code(exit_codes(), [r for r in results if not isinstance(r, Failed)],
                          [r for r in results if isinstance(r, Failed)])
 
 
@@ -190,7 +191,7 @@ class _Dump:
 
     def follow(self, entries, logs: list[Log], poll_s: float) -> int:
         """--follow: every log's records, then what each gains, until Ctrl-C (exit 0)."""
-        failed = [Failed(e.path, e.error) for e in entries if not isinstance(e, Log)]
+        failed = [failed_path(exit_codes(), e.path, e.error) for e in entries if not isinstance(e, Log)]
         for f in failed:
             say_error(f"{f.root}: {f.message}")
         chosen = [(log, self._writer(log.fmt)[1].for_files(log.files, log.root)) for log in logs]
@@ -205,12 +206,12 @@ class _Dump:
         except KeyboardInterrupt:
             pass
         sys.stdout.flush()
-        return run_exit_code([], failed)
+        return run_exit_code(exit_codes(), [], failed)
 
 
 def _special(entries, logs, which: str, opts, **kw) -> int:
     """An extra view a format offers (--qdump): one call per format, over its logs."""
-    failed = [Failed(e.path, e.error) for e in entries if not isinstance(e, Log)]
+    failed = [failed_path(exit_codes(), e.path, e.error) for e in entries if not isinstance(e, Log)]
     for f in failed:
         say_error(f"{f.root}: {f.message}")
     by_fmt: dict = {}
@@ -228,7 +229,7 @@ def _special(entries, logs, which: str, opts, **kw) -> int:
                 sys.stderr.write(chunk)
             else:
                 sys.stdout.write(chunk)
-    return run_exit_code([], failed)
+    return run_exit_code(exit_codes(), [], failed)
 
 
 def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, master, spark_conf, remote) -> int:
@@ -241,7 +242,7 @@ def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, m
     for p in paths:  # a PATH is one format, or several sharing a directory (detect_all)
         for name in [fmt] if fmt != "auto" else [f.name for f, _ in registry.detect_all(p)]:
             by_fmt.setdefault(name, []).append(p)
-    verdicts: set[int] = set()
+    verdicts: set = set()
     with _spark.session(master, spark_conf, remote) as spark:
         for source, ps in by_fmt.items():
             res = export_records(spark, ps, out_dir if len(by_fmt) == 1 else os.path.join(out_dir, source),
@@ -253,5 +254,5 @@ def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, m
             if res.error_count > len(res.errors):
                 _spark.say(f"... {res.error_count - len(res.errors)} more error finding(s): see the findings "
                            "export")
-            verdicts |= res.exit_classes
+            verdicts |= res.verdicts
     return worst(verdicts)

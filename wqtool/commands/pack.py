@@ -13,6 +13,7 @@ from ..engine.live import LiveWatch
 from ..errors import UsageError
 from ..render.plan import write_pack_report
 from ..render.progress import track
+from ._edge import exit_codes
 from ._options import finish_interrupted, say_error
 from ._options import (QuietOpt, MAX_SEGMENT_SIZE, AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths,
                        ReportOutput, ReportOutputOpt, SettingOpt, for_log, options, refuse_unsafe_write, whole_number)
@@ -94,14 +95,14 @@ def pack(
     passes = ("read", "plan the packed log") + (("write", "re-verify") if out or apply else ())
     with track(logs, "pack", passes=passes):
         plan = log.fmt.pack_plan(log.data, for_log(log, opts))
-        doc = plan.report_doc()
+        doc = plan.report_doc(exit_codes().of)
         if out:
             doc["written"] = plan.write(out).to_jsonable()
         elif apply:
             doc["installed"] = plan.apply().to_jsonable()
     doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, the write included
     write_pack_report(sys.stdout, doc, as_json=json_report or output is ReportOutput.json, wrote=bool(out or apply))
-    verdict = Verdict(plan.input_verdict)    # the input's damage class, as verify reports it
+    verdict = plan.input_verdict             # the input's damage class, as verify reports it
     if verdict == Verdict.TORN_TAIL and not apply and watch.live():
         verdict = Verdict.CLEAN              # a record in flight (verify: WQ-IN-FLIGHT / KQ-IN-FLIGHT)
     return verdict

@@ -10,6 +10,7 @@ from ..engine.options import RepairOptions
 from ..engine.live import refuse_live
 from ..errors import UsageError
 from ..render.progress import track
+from ._edge import exit_codes
 from ._options import finish_interrupted, say_error
 from ._options import (QuietOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, parse_time, refuse_unsafe_write, report_each)
@@ -86,7 +87,7 @@ def repair(
         t0 = time.perf_counter()
         with track([log], "repair", passes=("read", "write", "re-verify", "quarantine") if apply else ("read",)):
             plan = log.fmt.repair_plan(log.data, for_log(log, opts))
-            doc = plan.report_doc()
+            doc = plan.report_doc(exit_codes().of)
             doc["backup"] = not no_backup
             if apply and not doc.get("nothing_to_do"):
                 doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()

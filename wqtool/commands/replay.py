@@ -9,11 +9,11 @@ from ..engine.findings import Verdict, worst
 from ..engine.format import resolve
 from ..engine.read import Want, read
 from ..errors import UsageError
-from ..exitcodes import ExitCode
 from ..render.findings import write_one_line
 from ..render.progress import track
 from ..render.replay import nothing_live_hint, write_replay, write_send
 from . import _spark
+from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
                        JdbcOpt, MasterOpt, Output, ReadPaths, ReplayOutput, RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, for_log,
                        options, read_paths, say_error)
@@ -106,7 +106,7 @@ def replay(
             rep = log.fmt.send(log.data, send, for_log(log, opts), dry_run=dry_run, progress=_spark.say)
             write_send(sys.stdout, rep)
             failed += rep.failed
-        return ExitCode.IO if failed else 0
+        return exit_codes().IO if failed else 0
     if dry_run:
         raise UsageError("--dry-run goes with --send")
     if out_dir is not None:
@@ -142,7 +142,7 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
     docs = []
     for lg, rep in zip(logs, reports):
         buf = StringIO()
-        write_replay(buf, rep, lg.fmt.state_view(rep.state, lg.data), "json", True)
+        write_replay(buf, rep, lg.fmt.state_view(rep.state, lg.data), "json", True, exit_codes())
         docs.append(json.loads(buf.getvalue()))
     with open(os.path.join(out_dir, "summary.json"), "x", encoding="utf-8") as f:
         json.dump(docs[0] if len(docs) == 1 else {"logs": docs}, f, indent=2)
@@ -167,7 +167,7 @@ def _replay_one(log, opts, output, summary, as_of, live, runner, all_findings=Fa
         if all_findings or f.severity == "error":
             write_one_line(sys.stderr, f)
     view = r.view()
-    write_replay(sys.stdout, report, view, output.value, summary)
+    write_replay(sys.stdout, report, view, output.value, summary, exit_codes())
     if as_of_is_now(as_of):
         hint = nothing_live_hint(report, view, log.fmt.expired_code)
         if hint:

@@ -9,8 +9,9 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
-from ..render.outcome import Failed, error_text, run_exit_code
+from ..render.outcome import Failed, error_text, failed_path, run_exit_code
 from ..render.progress import track
+from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
                        MaxFindings, ReadPaths, SettingOpt, options, read_paths, say_error)
 
@@ -60,8 +61,9 @@ def report(
     with track([e for e in entries if isinstance(e, Log)], "report"):
         reading = read(entries, opts, want=Want.SERIES, live=live, max_findings=max_findings,
                        on_error=lambda e: say_error(error_text(e)))
-    items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns) if r.ok
-             else Failed(r.root, r.error) for r in reading]
+    codes = exit_codes()
+    items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns, codes.of(r.report.verdict))
+             if r.ok else failed_path(codes, r.root, r.error) for r in reading]
     flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
              *(["--horizon"] if horizon else []), *(["--live"] if live else []),
              *(["--kestrel-version", kestrel_version.value] if kestrel_version is not KestrelVersion.auto else []),
@@ -72,7 +74,8 @@ def report(
     if not quiet:   # a note, not an error: -q leaves it out
         sys.stderr.write(f"wqtool: wrote {out}: {len(done)} log(s)"
                          + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
-    return run_exit_code([i.report.verdict for i in done], [i for i in items if isinstance(i, Failed)])
+    return run_exit_code(exit_codes(), [i.report.verdict for i in done],
+                         [i for i in items if isinstance(i, Failed)])
 
 
 def command_line(command: str, paths, *, fmt: str, as_of, opts, settings, flags) -> str:

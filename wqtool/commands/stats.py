@@ -12,10 +12,11 @@ from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
 from ..render.analytics import write_tables_files
-from ..render.outcome import Failed, error_text, run_exit_code
+from ..render.outcome import Failed, error_text, failed_path, run_exit_code
 from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
 from . import _spark
+from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
                        SparkConfOpt,
@@ -96,8 +97,10 @@ def stats(
         reading = read(entries, opts, want=Want.STATS, live=live, runner=runner, max_findings=0, measure=measure,
                        on_error=lambda e: say_error(error_text(e)))
     total_jobs = reading.total_jobs
-    items = [Failed(r.root, r.error) if not r.ok else (r.report, r.view(), r.stats, r.jobs) for r in reading]
-    write_stats(sys.stdout, stats_doc(items, total_jobs), output.value)
+    codes = exit_codes()
+    items = [failed_path(codes, r.root, r.error) if not r.ok else (r.report, r.view(), r.stats, r.jobs)
+             for r in reading]
+    write_stats(sys.stdout, stats_doc(items, total_jobs, codes), output.value)
     done = [i for i in items if not isinstance(i, Failed)]
     if out_dir is not None:
         write_tables_files(out_dir, [(r.root, v.analytics()) for r, v, _, _ in done], out_format.value)
@@ -108,11 +111,11 @@ def stats(
     if chart is not None:
         from ..render.htmlreport import LogPage, chart_page, write_new
         from .report import command_line
-        pages = [LogPage(r.log.fmt, rep, v, st, series.get(id(r.log)), r.as_of_ns)
+        pages = [LogPage(r.log.fmt, rep, v, st, series.get(id(r.log)), r.as_of_ns, codes.of(rep.verdict))
                  for r, (rep, v, st, _) in zip(read_ok, done)]
         write_new(chart, chart_page(pages, command_line("stats", paths, fmt=fmt, as_of=as_of, opts=opts,
                                                          settings=settings, flags=["--chart", chart])), "--chart")
-    return run_exit_code([i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])
+    return run_exit_code(codes, [i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])
 
 
 def _series(log, opts, *, series: dict):

@@ -9,10 +9,11 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
-from ..render.outcome import Failed, error_text, run_exit_code
+from ..render.outcome import Failed, error_text, failed_path, run_exit_code
 from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
+from ._edge import exit_codes
 from ._options import (MAX_WORKERS, AllFindings, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, QuietOpt, ReadPaths, JdbcOpt,
                        RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, options, read_paths, say_error,
@@ -113,16 +114,18 @@ def verify(
             track(logs, "verify", enabled=not quiet and runner is None):
         reading = read(entries, opts, want=Want.VERIFY, live=live, runner=runner, max_findings=max_findings,
                        workers=workers, measure=measure, on_error=lambda e: say_error(error_text(e)))
-    results = [r.report if r.ok else Failed(r.root, r.error) for r in reading]   # errors went to stderr, even -q
+    codes = exit_codes()
+    # errors went to stderr, even -q
+    results = [r.report if r.ok else failed_path(codes, r.root, r.error) for r in reading]
     if not quiet:
-        write_verify(sys.stdout, results, output.value, all_findings=all_findings or not as_of_is_now(as_of),
+        write_verify(sys.stdout, results, output.value, codes, all_findings=all_findings or not as_of_is_now(as_of),
                      as_of=as_of or "now")
-    code = run_exit_code([r.verdict for r in results if not isinstance(r, Failed)],
+    code = run_exit_code(codes, [r.verdict for r in results if not isinstance(r, Failed)],
                          [r for r in results if isinstance(r, Failed)])
     if metrics_file is not None:
         from ..render.metrics import exposition, write_metrics
         write_metrics(metrics_file, exposition([(r.report if r.ok else results[k], r.extra.get("metrics"))
-                                                for k, r in enumerate(reading)], int(code)))
+                                                for k, r in enumerate(reading)], int(code), codes))
     return code
 
 

@@ -1,8 +1,10 @@
 """Findings are data, not exceptions: every check adds one, with a stable code and exact location.
 
-The severity of damage is the engine's own ``Verdict`` (clean, torn tail, corrupt, invalid history); the CLI
-maps it to exit codes once (``wqtool.cli``). Its integer values are part of the JSON a finding serialises to
-(``exit_class``), so they are stable.
+The severity of damage is the engine's own ``Verdict`` (clean, torn tail, invalid history, corrupt), numbered by
+severity: the worst of several is ``max()`` (``worst``). The engine holds no exit codes: the verdict -> exit-code
+mapping and the run's precedence table are ``wqtool.exitcodes``, used by the edges only (``wqtool.cli``,
+``wqtool.api``), which hand the codes to what prints them (a finding's JSON ``exit_class``, a plan's
+``input_exit_code``, ``exit_code`` fields). A verdict's number is no exit code: never ``int(verdict)`` one.
 """
 from __future__ import annotations
 
@@ -16,12 +18,12 @@ ERROR, WARNING, NOTE = "error", "warning", "note"
 
 @unique
 class Verdict(IntEnum):
-    """What a log, or one finding, says about the log's state."""
+    """What a log, or one finding, says about the log's state — ordered by severity (a larger one is worse)."""
 
     CLEAN = 0            # parses, history valid (warnings and notes allowed)
     TORN_TAIL = 1        # valid up to offset X of the newest file, nothing valid after X
+    INVALID_HISTORY = 2  # intact bytes, a history the upstream system refuses
     CORRUPT = 3          # damage with valid data after it, or where the format allows no damage
-    INVALID_HISTORY = 4  # intact bytes, a history the upstream system refuses
 
     @property
     def label(self) -> str:
@@ -30,19 +32,11 @@ class Verdict(IntEnum):
 
 _LABELS = {Verdict.CLEAN: "clean", Verdict.TORN_TAIL: "torn tail", Verdict.CORRUPT: "CORRUPT",
            Verdict.INVALID_HISTORY: "INVALID HISTORY"}
-#: Which verdict wins when a log has several: corruption, then impossible history, then a torn tail.
-PRECEDENCE = (Verdict.CLEAN, Verdict.TORN_TAIL, Verdict.INVALID_HISTORY, Verdict.CORRUPT)
-_RANK = {v: i for i, v in enumerate(PRECEDENCE)}
 
 
 def worst(verdicts) -> Verdict:
-    """The most severe of ``verdicts`` (CLEAN when empty)."""
-    best = Verdict.CLEAN
-    for v in verdicts:
-        v = Verdict(v)
-        if _RANK[v] > _RANK[best]:
-            best = v
-    return best
+    """The most severe of ``verdicts`` (CLEAN when empty): corruption, then impossible history, then a torn tail."""
+    return Verdict(max(verdicts, default=Verdict.CLEAN))
 
 
 @dataclass(slots=True)

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .findings import Verdict
+
 
 #: The longest list a plan's report holds (cut ranges, kept ranges, jobs that change state); what is left off is
 #: counted in ``<key>_more``. The table shows the first ``SHOWN`` of each list and "... and K more".
@@ -196,19 +198,32 @@ class ApplyResult:
         return d
 
 
+#: The edge's verdict -> exit code mapping, handed to a plan's report (``wqtool.exitcodes.Codes.of``).
+CodeOf = Callable[[Verdict], int]
+
+
+def input_exit_code(plan: "Plan", code_of: CodeOf | None) -> int:
+    """A plan report's ``input_exit_code``: the input's verdict mapped by the edge's ``code_of``."""
+    if code_of is None:
+        raise TypeError(f"{type(plan).__name__}.report_doc shows the input's exit code: pass the edge's code_of "
+                        "(wqtool.exitcodes.CODES.of)")
+    return int(code_of(plan.input_verdict))
+
+
 class Plan:
     """What a file-changing command would do; nothing in it has been written. Subclasses: a format's pack /
     repair / clean plans."""
 
     kind: str = ""                 # "pack" | "repair" | "clean"
 
-    @property
-    def input_verdict(self) -> int:
-        """The input's verdict, as verify gives it (the command's exit code reports it, whatever was done)."""
-        return int(getattr(self, "input_exit_code", 0))
+    #: The input's verdict, as verify gives it (the command's exit code reports it, whatever was done): a
+    #: field or property of every plan. The engine holds no exit codes: a report that shows the input's exit code
+    #: (``input_exit_code``) gets it from the edge's ``code_of`` (``input_exit_code()``).
+    input_verdict: Verdict
 
-    def report_doc(self) -> dict:
-        """The command's report (the same shape for every format of a kind)."""
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+        """The command's report (the same shape for every format of a kind); ``code_of``: the edge's verdict ->
+        exit code mapping, for the reports that show the input's exit code (workq and Kestrel pack / repair)."""
         raise NotImplementedError
 
     def write(self, out: str) -> WriteResult:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import base64
+from typing import Callable
 
-from .findings import Finding
+from .findings import Finding, Verdict
 
 PAYLOAD_MODES = ("text", "hex", "base64", "none")
 
@@ -19,18 +20,19 @@ def render_bytes(b: bytes | None, mode: str) -> str | None:
     return b.decode("utf-8", errors="backslashreplace")
 
 
-def finding_to_jsonable(f: Finding) -> dict:
-    """A finding's stable JSON form; ``exit_class`` is the finding's verdict as a number (0, 1, 3, 4)."""
+def finding_to_jsonable(f: Finding, code_of: Callable[[Verdict], int]) -> dict:
+    """A finding's stable JSON form; ``exit_class`` is the exit code of the finding's verdict (0, 1, 3, 4), from
+    ``code_of``: the edge's mapping (``wqtool.exitcodes``), handed down — the engine holds no exit codes."""
     return {
         "severity": f.severity, "code": f.code, "file": f.path, "offset": f.offset,
         "record_index": f.record_index, "last_good_offset": f.last_good_offset, "message": f.message,
-        "upstream": f.upstream, "exit_class": int(f.verdict), "job_id": f.job_id, "resumes_at": f.resumes_at,
+        "upstream": f.upstream, "exit_class": code_of(f.verdict), "job_id": f.job_id, "resumes_at": f.resumes_at,
     } if f.count is None else {
         # a summary of the findings of one as-of code (docs/json.md: "Folded findings"): how many it stands for,
         # where the first (file, offset) and the last of them are
         "severity": f.severity, "code": f.code, "file": f.path, "offset": f.offset,
         "record_index": None, "last_good_offset": None, "message": f.message, "upstream": f.upstream,
-        "exit_class": int(f.verdict), "job_id": None, "resumes_at": None,
+        "exit_class": code_of(f.verdict), "job_id": None, "resumes_at": None,
         "count": f.count, "last_file": f.last_path, "last_offset": f.last_offset,
     }
 

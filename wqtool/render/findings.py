@@ -6,6 +6,7 @@ from typing import TextIO
 
 from ..engine.findings import Finding
 from ..engine.serialize import finding_to_jsonable
+from .outcome import ExitCodes
 
 
 def one_line(f: Finding) -> str:
@@ -29,6 +30,6 @@ def findings_lines(findings: list[Finding]) -> list[str]:
     return out
 
 
-def findings_jsonl(out: TextIO, findings: list[Finding]) -> None:
+def findings_jsonl(out: TextIO, findings: list[Finding], codes: ExitCodes) -> None:
     for f in findings:
-        out.write(json.dumps(finding_to_jsonable(f), ensure_ascii=False) + "\n")
+        out.write(json.dumps(finding_to_jsonable(f, codes.of), ensure_ascii=False) + "\n")

@@ -14,7 +14,6 @@ from typing import Any, Sequence
 from ..engine.findings import Verdict
 from ..engine.format import Format
 from ..engine.series import DURATION_LABELS
-from ..exitcodes import for_verdict
 from . import charts
 from .outcome import Failed
 
@@ -31,6 +30,7 @@ class LogPage:
     stats: Any               # RecordStats
     series: Any              # engine.series.Series
     as_of_ns: int
+    exit_code: int           # its verdict's exit code (the edge's mapping, handed down by the command)
 
 
 def iso(ns: int) -> str:
@@ -48,9 +48,9 @@ def fix_command(fmt, root: str, verdict: Verdict) -> str | None:
     return f"wqtool repair --format {fmt.name}{flag} {shlex.quote(root)}   # plan; add --apply to do it"
 
 
-def _verdict_badge(v: Verdict) -> str:
+def _verdict_badge(v: Verdict, exit_code: int) -> str:
     cls = "ok" if v == Verdict.CLEAN else "bad"
-    return f'<span class="verdict {cls}">{_e(v.label)} (exit {int(for_verdict(v))})</span>'
+    return f'<span class="verdict {cls}">{_e(v.label)} (exit {exit_code})</span>'
 
 
 def _findings(p: LogPage) -> list[str]:
@@ -169,7 +169,7 @@ def log_section(p: LogPage, *, full: bool = True) -> list[str]:
         span = f", {_e(charts.utc(st.first_ns))} to {_e(charts.utc(st.last_ns))} UTC"
     out = [f"<h2>{_e(r.root)}</h2>",
            f"<p>{_e(p.fmt.title)} (<code>--format {_e(p.fmt.name)}</code>): {r.segments} file(s), {r.records:,} "
-           f"records, {r.bytes:,} bytes{span}. Verdict: {_verdict_badge(r.verdict)}</p>"]
+           f"records, {r.bytes:,} bytes{span}. Verdict: {_verdict_badge(r.verdict, p.exit_code)}</p>"]
     if full:
         out += _findings(p)
     out += _over_time(p)
@@ -197,7 +197,7 @@ def report_page(items: Sequence[LogPage | Failed], command: str, *, title: str =
         if isinstance(i, Failed):
             summary.append((i.root, "-", i.label, int(i.exit_code)))
         else:
-            summary.append((i.report.root, i.fmt.name, i.report.verdict.label, int(for_verdict(i.report.verdict))))
+            summary.append((i.report.root, i.fmt.name, i.report.verdict.label, i.exit_code))
     body.append(charts.table(("log", "format", "verdict", "exit"), summary, "summary"))
     for i in items:
         body += failed_section(i) if isinstance(i, Failed) else log_section(i)

@@ -28,8 +28,7 @@ from typing import Sequence
 
 from ..engine.findings import Verdict
 from ..engine.fsops import fsync_dir, unlink_quiet, write_new
-from ..exitcodes import for_verdict
-from .outcome import Failed
+from .outcome import ExitCodes, Failed
 
 PREFIX = "wqtool_"
 
@@ -61,11 +60,16 @@ def _value(v: float) -> str:
     return repr(float(v))
 
 
+#: the order ``wqtool_verify_verdict`` lists the verdicts in (as it always has; not their severity order)
+_VERDICTS_LISTED = (Verdict.CLEAN, Verdict.TORN_TAIL, Verdict.CORRUPT, Verdict.INVALID_HISTORY)
+
+
 def _verdict_name(v: Verdict) -> str:
     return v.label.lower().replace(" ", "_")
 
 
-def exposition(items: Sequence[tuple[object, LogMetrics | None]], run_exit: int, now_s: float | None = None) -> str:
+def exposition(items: Sequence[tuple[object, LogMetrics | None]], run_exit: int, codes: ExitCodes,
+               now_s: float | None = None) -> str:
     """The text of the metrics file: (LogReport or Failed, its LogMetrics or None) per PATH."""
     fam: dict[str, _Family] = {}
 
@@ -84,8 +88,8 @@ def exposition(items: Sequence[tuple[object, LogMetrics | None]], run_exit: int,
         lr = item
         lab = {"path": lr.root, "format": m.fmt if m else ""}
         add("verify_up", "1 if the PATH was read as a log, 0 if it could not be.", lab, 1)
-        add("verify_exit_code", "wqtool verify's exit code for this PATH.", lab, int(for_verdict(lr.verdict)))
-        for v in Verdict:
+        add("verify_exit_code", "wqtool verify's exit code for this PATH.", lab, codes.of(lr.verdict))
+        for v in _VERDICTS_LISTED:
             add("verify_verdict", "The log's verdict: 1 for the one it has, 0 for the others.",
                 {**lab, "verdict": _verdict_name(v)}, int(v == lr.verdict))
         from ..engine.format import format_of_code

@@ -1,44 +1,27 @@
-"""What a run says per PATH and in total: an error's exit code (the one mapping, used by the CLI funnel too),
-a PATH that failed (``Failed``), and the run's exit code by the documented precedence."""
+"""What a run says per PATH and in total: a PATH that failed (``Failed``) and the run's exit code — with the exit
+codes the edge hands down (``ExitCodes``: ``wqtool.exitcodes.CODES``, which cli.py gives the commands and they
+give the renderers; nothing here maps a verdict or an error to an exit code itself)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from ..errors import FormatError, InputError, PackMismatch, PackRefused, SparkError, UsageError, WqError
-from ..exitcodes import ExitCode, for_verdict, most_severe
-
-#: Error classes to exit codes (the first class in an error's MRO that is listed wins).
-_ERROR_EXIT = {
-    UsageError: ExitCode.USAGE,
-    InputError: ExitCode.IO,
-    PackMismatch: ExitCode.INTERNAL,
-    FormatError: ExitCode.CORRUPT,
-    WqError: ExitCode.CORRUPT,
-}
-
-#: What a failed PATH is called in reports, by its exit code.
-FAILURE_LABEL = {ExitCode.USAGE: "not a log", ExitCode.IO: "unreadable", ExitCode.CORRUPT: "CORRUPT",
-                 ExitCode.INTERNAL: "internal error"}
+from ..engine.findings import Verdict
+from ..errors import WqError
 
 
-def _class_exit(cls: type) -> ExitCode:
-    for c in cls.__mro__:
-        if c in _ERROR_EXIT:
-            return _ERROR_EXIT[c]
-    if issubclass(cls, OSError):
-        return ExitCode.IO
-    return ExitCode.INTERNAL
+class ExitCodes(Protocol):
+    """The exit codes as the edge hands them (``wqtool.exitcodes.Codes``)."""
 
+    IO: int     # an I/O error's code (replay --send: a record the target refused)
 
-def exit_code_for(exc: BaseException) -> ExitCode:
-    """The one mapping of an error to an exit code: wqtool errors by class (a refused pack by its input's
-    verdict; a failed Spark job by the class of its task's error, 5 when it has none), OSError 5, anything else
-    a bug (70)."""
-    if isinstance(exc, PackRefused):
-        return for_verdict(exc.verdict)
-    if isinstance(exc, SparkError):
-        return ExitCode.IO if exc.cause is None or issubclass(exc.cause, SparkError) else _class_exit(exc.cause)
-    return _class_exit(type(exc))
+    def of(self, verdict: Verdict) -> int: ...
+
+    def of_error(self, exc: BaseException) -> int: ...
+
+    def failure_label(self, exc: BaseException) -> str: ...
+
+    def run(self, verdicts=(), errors=()) -> int: ...
 
 
 def error_text(exc: BaseException) -> str:
@@ -53,18 +36,13 @@ def error_text(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Failed:
-    """A PATH (or a log behind it) that got no verdict: it could not be read, or it is not a log."""
+    """A PATH (or a log behind it) that got no verdict: it could not be read, or it is not a log. Its exit code
+    and label are the edge's (``failed_path()``)."""
 
     root: str
     error: BaseException
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return exit_code_for(self.error)
-
-    @property
-    def label(self) -> str:
-        return FAILURE_LABEL.get(self.exit_code, "error")
+    exit_code: int
+    label: str
 
     @property
     def message(self) -> str:
@@ -80,6 +58,12 @@ class Failed:
         return {"root": self.root, "verdict": self.label, "exit_code": int(self.exit_code), "error": self.message}
 
 
-def run_exit_code(verdicts=(), failed=()) -> ExitCode:
-    """A run's exit code: the most severe of its logs' verdicts and its failed PATHs (``exitcodes.PRECEDENCE``)."""
-    return most_severe([*(for_verdict(v) for v in verdicts), *(f.exit_code for f in failed)])
+def failed_path(codes: ExitCodes, root: str, error: BaseException) -> Failed:
+    """A failed PATH, with its exit code and label from ``codes``."""
+    return Failed(root, error, codes.of_error(error), codes.failure_label(error))
+
+
+def run_exit_code(codes: ExitCodes, verdicts=(), failed=()) -> int:
+    """A run's exit code: the most severe of its logs' verdicts and its failed PATHs (``codes.run``: the one
+    precedence table, ``exitcodes.PRECEDENCE``)."""
+    return codes.run(verdicts, [f.error for f in failed])

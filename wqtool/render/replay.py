@@ -6,16 +6,16 @@ from typing import TextIO
 
 from ..engine.format import StateView
 from ..engine.run import LogReport
-from ..exitcodes import for_verdict
 from .console import stdout_console
+from .outcome import ExitCodes
 from .state import counts_table, write_state_table
 
 
-def _doc(report: LogReport, view: StateView) -> dict:
+def _doc(report: LogReport, view: StateView, codes: ExitCodes) -> dict:
     doc = view.summary()
     doc["root"] = report.root
     doc.update(view.extra_doc())
-    doc.update(exit_code=int(for_verdict(report.verdict)), findings=dict(sorted(report.counts.items())))
+    doc.update(exit_code=codes.of(report.verdict), findings=dict(sorted(report.counts.items())))
     return doc
 
 
@@ -23,9 +23,10 @@ def _doc(report: LogReport, view: StateView) -> dict:
 _ROWS = "\x00rows\x00"
 
 
-def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, summary: bool) -> None:
+def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, summary: bool,
+                 codes: ExitCodes) -> None:
     if output == "json":    # json.dumps(doc, indent=2), with the rows streamed in place (memory stays flat)
-        doc = _doc(report, view)
+        doc = _doc(report, view, codes)
         doc[view.rows_key] = [] if summary else _ROWS
         head, _, tail = json.dumps(doc, indent=2).partition(json.dumps(_ROWS))
         out.write(head)
@@ -43,7 +44,7 @@ def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, s
         if not summary:
             for chunk in view.encoded_rows("jsonl"):
                 out.write(chunk)
-        out.write(json.dumps({"summary": _doc(report, view)}) + "\n")
+        out.write(json.dumps({"summary": _doc(report, view, codes)}) + "\n")
         return
     if not summary:
         write_state_table(out, view)

@@ -8,19 +8,19 @@ from typing import Sequence, TextIO
 from ..engine.findings import Verdict
 from ..engine.run import LogReport, VerifyReport
 from ..engine.serialize import finding_to_jsonable
-from ..exitcodes import for_verdict
 from .findings import findings_jsonl, findings_lines
-from .outcome import Failed, run_exit_code
+from .outcome import ExitCodes, Failed, run_exit_code
 
 
-def log_json(lr: LogReport, findings: bool = True, *, all_findings: bool = False, as_of: str | None = None) -> dict:
+def log_json(lr: LogReport, codes: ExitCodes, findings: bool = True, *, all_findings: bool = False,
+             as_of: str | None = None) -> dict:
     shown, omitted = lr.shown(all_findings=all_findings, as_of=as_of)
-    d = {"root": lr.root, "verdict": lr.verdict.label, "exit_code": int(for_verdict(lr.verdict)),
+    d = {"root": lr.root, "verdict": lr.verdict.label, "exit_code": codes.of(lr.verdict),
          "segments": lr.segments, "records": lr.records, "bytes": lr.bytes, "counts": dict(sorted(lr.counts.items())),
          "last_good": None if lr.last_good is None else {"file": lr.last_good[0], "offset": lr.last_good[1]},
          "omitted_findings": omitted}
     if findings:
-        d["findings"] = [finding_to_jsonable(f) for f in shown]
+        d["findings"] = [finding_to_jsonable(f, codes.of) for f in shown]
     return d
 
 
@@ -28,16 +28,16 @@ def _items(report) -> list[LogReport | Failed]:
     return list(report.logs) if isinstance(report, VerifyReport) else list(report)
 
 
-def write_verify(out: TextIO, report: VerifyReport | Sequence[LogReport | Failed], output: str, *,
+def write_verify(out: TextIO, report: VerifyReport | Sequence[LogReport | Failed], output: str, codes: ExitCodes, *,
                  all_findings: bool = False, as_of: str | None = None) -> None:
     """Every PATH's verdict; each log's findings as ``LogReport.shown`` chooses them (as-of codes folded into a
     summary note unless ``all_findings``; ``as_of``: how --as-of was given, for the note)."""
     items = _items(report)
     kw = dict(all_findings=all_findings, as_of=as_of)
     if output == "json":
-        code = run_exit_code([i.verdict for i in items if isinstance(i, LogReport)],
+        code = run_exit_code(codes, [i.verdict for i in items if isinstance(i, LogReport)],
                              [i for i in items if isinstance(i, Failed)])
-        doc = {"exit_code": int(code), "logs": [i.to_jsonable() if isinstance(i, Failed) else log_json(i, **kw)
+        doc = {"exit_code": int(code), "logs": [i.to_jsonable() if isinstance(i, Failed) else log_json(i, codes, **kw)
                                                 for i in items]}
         out.write(json.dumps(doc, indent=2) + "\n")
     elif output == "jsonl":
@@ -45,25 +45,26 @@ def write_verify(out: TextIO, report: VerifyReport | Sequence[LogReport | Failed
             if isinstance(i, Failed):
                 out.write(json.dumps({"summary": i.to_jsonable()}) + "\n")
                 continue
-            findings_jsonl(out, i.shown(**kw)[0])
-            out.write(json.dumps({"summary": log_json(i, findings=False, **kw)}) + "\n")
+            findings_jsonl(out, i.shown(**kw)[0], codes)
+            out.write(json.dumps({"summary": log_json(i, codes, findings=False, **kw)}) + "\n")
     else:
         for i in items:
             if isinstance(i, Failed):
                 write_failed_line(out, i)
             else:
-                write_log_table(out, i, **kw)
+                write_log_table(out, i, codes, **kw)
 
 
 def write_failed_line(out: TextIO, f: Failed) -> None:
     out.write(f"{f.root}: {f.label}: {f.message} (exit {int(f.exit_code)})\n")
 
 
-def write_log_table(out: TextIO, lr: LogReport, *, all_findings: bool = False, as_of: str | None = None) -> None:
+def write_log_table(out: TextIO, lr: LogReport, codes: ExitCodes, *, all_findings: bool = False,
+                    as_of: str | None = None) -> None:
     w = out.write
     shown, omitted = lr.shown(all_findings=all_findings, as_of=as_of)
     w(f"{lr.root}: {lr.segments} segment(s), {lr.records} records, {lr.bytes} bytes: "
-      f"{lr.verdict.label} (exit {int(for_verdict(lr.verdict))})\n")
+      f"{lr.verdict.label} (exit {codes.of(lr.verdict)})\n")
     if lr.last_good and lr.verdict == Verdict.TORN_TAIL:
         w(f"  valid up to {lr.last_good[0]}@0x{lr.last_good[1]:x} ({lr.last_good[1]}); "
           "truncating there loses no valid record\n")

@@ -7,12 +7,11 @@ from typing import TextIO
 
 from ..engine.findings import worst
 from ..engine.stats import RecordStats
-from ..exitcodes import for_verdict
 from .analytics import write_tables_text
-from .outcome import Failed, run_exit_code
+from .outcome import ExitCodes, Failed, run_exit_code
 
 
-def stats_doc(per_log, total_jobs: int) -> dict:
+def stats_doc(per_log, total_jobs: int, codes: ExitCodes) -> dict:
     """The stats document from (LogReport, StateView, RecordStats, distinct jobs) per log — the same for both
     engines — or a ``render.outcome.Failed`` for a PATH that could not be read (an entry with its error; its
     exit code counts in the total's). The total's states are every log's, in the order they first appear."""
@@ -38,7 +37,7 @@ def stats_doc(per_log, total_jobs: int) -> dict:
         # (what by_type adds up to)
         d["record_bytes"] = d["bytes"]
         d["bytes"] = report.bytes
-        doc = {"root": report.root, "exit_code": int(for_verdict(report.verdict)), "segments": report.segments, **d,
+        doc = {"root": report.root, "exit_code": codes.of(report.verdict), "segments": report.segments, **d,
                "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
                          "digest": view.digest()},
                "damage": _damage(report.verdict, report.counts, report.severities)}
@@ -58,7 +57,7 @@ def stats_doc(per_log, total_jobs: int) -> dict:
     t["jobs"] = total_jobs
     t["record_bytes"] = t["bytes"]
     t["bytes"] = sum(d.get("bytes", 0) for d in logs if "error" not in d)
-    total = {"logs": len(logs) - len(failed), "exit_code": int(run_exit_code(verdicts, failed)),
+    total = {"logs": len(logs) - len(failed), "exit_code": run_exit_code(codes, verdicts, failed),
              "segments": sum(d.get("segments", 0) for d in logs), **t,
              "state": {"jobs": sum(tot_states.values()), "by_state": dict(tot_states),
                        "queues": {q: dict(c) for q, c in sorted(tot_queues.items())}},

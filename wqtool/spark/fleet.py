@@ -191,7 +191,7 @@ EXPORT_ERRORS_SHOWN = 1000
 class ExportResult:
     errors: list[Finding]          # the first EXPORT_ERRORS_SHOWN error findings, by file and offset
     error_count: int               # every error finding
-    exit_classes: set[int]         # the verdicts of every finding (worst() gives the command's)
+    verdicts: set[Verdict]         # the verdicts of every finding (worst() gives the command's)
 
 
 def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet", payload: str = "base64",
@@ -227,11 +227,12 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
     where = os.path.join(out, "findings")
     found = spark.read.parquet(where) if fmt == "parquet" else spark.read.schema(findings.schema).json(where)
     tally = found.groupBy("exit_class", "severity").count().collect()   # one pass: verdicts and error count
-    classes = {int(r["exit_class"] or 0) for r in tally}
+    from .datasources import verdict_of_exit_class
+    verdicts = {verdict_of_exit_class(r["exit_class"]) for r in tally}
     count = sum(r["count"] for r in tally if r["severity"] == "error")
     first = [] if not count else (found.where("severity = 'error'").orderBy("file", "offset", "record_index", "code")
                                   .limit(EXPORT_ERRORS_SHOWN).collect())
-    return ExportResult([Finding(**_finding_kwargs(r.asDict())) for r in first], count, classes)
+    return ExportResult([Finding(**_finding_kwargs(r.asDict())) for r in first], count, verdicts)
 
 
 def _clocked(source: str, paths: Sequence[str], opts: Options | None) -> bool:
@@ -246,9 +247,10 @@ def _clocked(source: str, paths: Sequence[str], opts: Options | None) -> bool:
 
 
 def _finding_kwargs(d: dict) -> dict:
+    from .datasources import verdict_of_exit_class
     return {"severity": d["severity"], "code": d["code"], "message": d["message"], "path": d["file"],
             "offset": d["offset"], "record_index": d["record_index"], "last_good_offset": d["last_good_offset"],
-            "upstream": d["upstream"], "verdict": Verdict(d["exit_class"] or 0), "job_id": d["job_id"],
+            "upstream": d["upstream"], "verdict": verdict_of_exit_class(d["exit_class"]), "job_id": d["job_id"],
             "resumes_at": d["resumes_at"]}
 
 

@@ -94,7 +94,7 @@ def test_bad_file_headers(tmp_path):
 def test_end_marker_of_a_compressed_file(tmp_path):
     file_of(tmp_path, GOOD, b"\x00\x00", b"leftover bytes of older events.........")
     rep, recs, finds = run(tmp_path)
-    assert [(f.code, f.offset) for f in finds] == [("EVTJ-END-MARKER", 8 + len(GOOD))] and rep.verdict == 0
+    assert [(f.code, f.offset) for f in finds] == [("EVTJ-END-MARKER", 8 + len(GOOD))] and rep.verdict == Verdict.CLEAN
     file_of(tmp_path, GOOD, b"\x00\x00\x01")                   # shorter than a header: still the marker
     assert [f.code for f in run(tmp_path)[2]] == ["EVTJ-END-MARKER"]
 
@@ -131,7 +131,7 @@ def test_byte_order_option(tmp_path):
     with EvtjWriter(str(tmp_path / "journal-0.events"), byteorder="big") as w:
         w.add(b"be", T, [b"x"])
     rep, recs, _ = run(tmp_path, evtj_byte_order="big")
-    assert [r.request_id for r in recs] == [b"be"] and rep.verdict == 0
+    assert [r.request_id for r in recs] == [b"be"] and rep.verdict == Verdict.CLEAN
     rep, recs, finds = run(tmp_path, evtj_byte_order="little")
     assert recs == [] and finds[0].code in ("EVTJ-SIZE-BEYOND-FILE", "EVTJ-FUTURE-TIME")
     from wqtool.errors import UsageError

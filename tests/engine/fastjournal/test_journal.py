@@ -14,6 +14,7 @@ from wqtool.engine.format import Options, PackOptions, get
 from wqtool.engine.fsops import LogBusy
 from wqtool.engine.plan import InjectedCrash
 from wqtool.errors import PackRefused
+from wqtool.exitcodes import CODES
 
 FMT = get("fastjournal")
 NOW = 1_769_743_800_000_000
@@ -50,7 +51,7 @@ def history(d) -> None:
 def test_a_clean_history_replays_to_the_fifo(tmp_path):
     history(tmp_path)
     rep, recs, finds = run(tmp_path)
-    assert rep.verdict == 0 and finds == [] and [r.op for r in recs][:7] == ["set"] * 6 + ["mark"]
+    assert rep.verdict == Verdict.CLEAN and finds == [] and [r.op for r in recs][:7] == ["set"] * 6 + ["mark"]
     st = rep.state
     assert sorted(st.fifo.entries) == [b"http://a.com/0", b"http://a.com/1", b"http://a.com/2", b"http://b.com/x"]
     assert st.fifo.tombstones == {b"http://a.com/3": 100}
@@ -66,7 +67,7 @@ def test_truncation_at_every_offset_is_a_torn_tail(tmp_path):
         (d / "000000001.fjj").write_bytes(whole[:cut])
         rep, recs, finds = run(d)
         if cut in ends:
-            assert rep.verdict == 0, cut
+            assert rep.verdict == Verdict.CLEAN, cut
             continue
         last = max(e for e in ends if e <= cut) if cut > 16 else 0
         assert rep.verdict == Verdict.TORN_TAIL, cut
@@ -136,7 +137,7 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
     history(src)
     digest = run(src)[0].state.digest()
     plan = FMT.pack_plan(FMT.discover([src], OPTS)[0], PackOptions(OPTS.as_of_ns))
-    doc = plan.report_doc()
+    doc = plan.report_doc(CODES.of)
     assert doc["plan"]["snapshot"] == "000000003.fjj" and doc["digest"] == digest
     w = plan.write(str(tmp_path / "out"))
     assert w.digest == digest and os.listdir(tmp_path / "out") == ["000000001.fjj"]
@@ -146,7 +147,7 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
         with pytest.raises(InjectedCrash):
             FMT.pack_plan(FMT.discover([d], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply(fail_at=at)
         rep, _, finds = run(d)
-        assert rep.state.digest() == digest and rep.verdict == 0, at
+        assert rep.state.digest() == digest and rep.verdict == Verdict.CLEAN, at
         assert {f.code for f in finds} <= {"FJJ-SUPERSEDED", "FJJ-TEMP-FILE"}, at
         FMT.clean_plan(FMT.discover([d], OPTS)[0], OPTS).apply()
         rep, _, finds = run(d)
@@ -167,7 +168,7 @@ def test_clean_crash_at_every_step(tmp_path):
     (tmp_path / "src" / ".000000004.fjj.tmp").write_bytes(b"half")
     digest = run(src)[0].state.digest()
     plan = FMT.clean_plan(FMT.discover([src], OPTS)[0], OPTS)
-    assert [os.path.basename(r["file"]) for r in plan.report_doc()["actions"]] == \
+    assert [os.path.basename(r["file"]) for r in plan.report_doc(CODES.of)["actions"]] == \
         ["000000001.fjj", "000000002.fjj", ".000000004.fjj.tmp"]
     for i, at in enumerate(_steps(plan)[:-1]):
         d = str(tmp_path / f"c{i}")
@@ -187,7 +188,7 @@ def test_pack_refuses_corruption_unless_salvage(tmp_path):
     with pytest.raises(PackRefused):
         FMT.pack_plan(log, PackOptions(OPTS.as_of_ns))
     plan = FMT.pack_plan(log, PackOptions(OPTS.as_of_ns, salvage=True))
-    assert plan.report_doc()["dropped"] and plan.report_doc()["after"]["entries"] == 2
+    assert plan.report_doc(CODES.of)["dropped"] and plan.report_doc(CODES.of)["after"]["entries"] == 2
 
 
 from tests.conftest import examples

@@ -10,6 +10,7 @@ from wqtool.engine.kestrel.verify import run_log
 from wqtool.errors import InputError, UsageError
 
 from .conftest import AS_OF_NS, T, dir_snapshot, one_set, write_journal
+from wqtool.engine.findings import Verdict
 
 
 def mk(d, *names):
@@ -46,7 +47,7 @@ def test_temp_files_and_stray_names_are_findings(qdir):
     assert all("fails at startup" in f.message for f in stray)
     assert [os.path.basename(p) for p in fs.temps] == ["q~~200"]
     r = run_log(fs, AS_OF_NS)
-    assert r.verdict == 0          # warnings only
+    assert r.verdict == Verdict.CLEAN          # warnings only
     assert dir_snapshot(qdir) == before
 
 
@@ -78,7 +79,7 @@ def test_explicit_odd_file_name_is_read(tmp_path):
     p = write_journal(str(tmp_path / "x" / "journal.bin"), lambda w: w.add(b"z", T))
     fs = discover([p])[0]
     r = run_log(fs, AS_OF_NS)
-    assert r.records == 1 and r.verdict == 0
+    assert r.records == 1 and r.verdict == Verdict.CLEAN
 
 
 def test_errors(tmp_path):

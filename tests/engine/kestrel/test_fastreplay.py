@@ -24,6 +24,7 @@ from wqtool.engine.kestrel.verify import NO_CHECKSUM, KestrelRun
 from wqtool.formats.kestrel import OPS_WRITTEN_BY_2X, Opcode
 
 from .conftest import AS_OF_NS, T, one_set, write_journal, write_ops
+from wqtool.engine.findings import Verdict
 
 XIDS = st.integers(-2, 5)
 DATA = st.binary(max_size=40)
@@ -81,7 +82,7 @@ def key(r):
     items = [(s, x, it.add_time, it.expiry, it.data, it.xid, it.path, it.offset, it.legacy)
              for s, x, it in st_.sorted_items()]
     return ([(f.severity, f.code, f.path, f.offset, f.record_index, f.message, f.upstream, f.verdict,
-              f.resumes_at) for f in r.findings], dict(r.counts), dict(r.severities), int(r.verdict), r.records,
+              f.resumes_at) for f in r.findings], dict(r.counts), dict(r.severities), r.verdict, r.records,
             r.bytes, r.segments, r.root, items, st_.xid_counter, st_.applied, st_.records, st_.version_guess,
             st_.backed_out, st_.digest())
 
@@ -139,7 +140,7 @@ def test_damage_is_read_through_with_the_reference_finding(qdir):
     assert key(fast) == key(run.report)
     errors = [(f.code, f.offset, f.resumes_at) for f in fast.findings if f.severity == "error"]
     assert len(errors) == 2 and errors[0][1] == second and errors[0][2] is not None and errors[1][2] is None
-    assert int(fast.verdict) == 3
+    assert fast.verdict == Verdict.CORRUPT
 
 
 def test_the_fast_path_takes_intact_2x_journals_and_hands_back_the_rest(qdir):

@@ -20,6 +20,7 @@ from wqtool.engine.findings import Verdict
 
 from .conftest import AS_OF_NS, T, dir_snapshot, one_set, write_journal
 from .test_replay import OPS, build_set
+from wqtool.exitcodes import CODES
 
 
 def digests(d: str, queue: str = "q") -> tuple[str, str]:
@@ -46,7 +47,7 @@ def test_pack_preserves_digest_and_is_idempotent(ops, cuts):
         os.makedirs(out1)
         res = write_pack(plan, out1)
         assert plan.digest_expected == before[0]            # the plan compares the open states (keep_open)
-        assert res.digest == plan.report_doc()["digest"]     # what pack prints: replay's digest, same options
+        assert res.digest == plan.report_doc(CODES.of)["digest"]     # what pack prints: replay's digest, same options
         if before[1] is not None:
             assert res.digest == before[1]
         assert os.path.getsize(res.path) == plan.bytes_after == res.bytes
@@ -83,7 +84,7 @@ def test_rich_set_pack_and_apply(qdir):
     plan = pack_plan(one_set(qdir), AS_OF_NS)
     assert plan.open_transactions == 1 and plan.records_dropped > 0
     assert plan.bytes_before == sum(s for _, s in plan.inputs)
-    j = plan.to_jsonable()
+    j = plan.to_jsonable(CODES.of)
     assert j["bytes_after"] == plan.bytes_after and j["digest_input"] == before[0]
     res = apply_plan(plan, now_ms=1000)
     assert sorted(os.listdir(qdir)) == ["q"]
@@ -217,7 +218,7 @@ def test_refuses_corruption_unless_salvage(qdir, tmp_path):
     plan = pack_plan(one_set(qdir), AS_OF_NS, salvage=True)
     assert [i.data for i in plan.state.queue] == [b"a", b"b", b"c"]
     assert len(plan.dropped) == 1 and "0x16..0x17" in plan.dropped[0]
-    assert plan.input_exit_code == Verdict.CORRUPT
+    assert plan.input_verdict == Verdict.CORRUPT
 
 
 def test_refuses_invalid_history_unless_salvage(qdir):
@@ -233,7 +234,7 @@ def test_refuses_invalid_history_unless_salvage(qdir):
 def test_torn_tail_is_packed_and_reported(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.raw(b"\x02\x20\x00")))
     plan = pack_plan(one_set(qdir), AS_OF_NS)
-    assert plan.input_exit_code == Verdict.TORN_TAIL
+    assert plan.input_verdict == Verdict.TORN_TAIL
     assert plan.dropped and "torn tail" in plan.dropped[0]
     apply_plan(plan, now_ms=1000)
     r = run_log(one_set(qdir), AS_OF_NS)

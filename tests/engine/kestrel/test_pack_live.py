@@ -20,6 +20,7 @@ from tests.conftest import cli
 from wqtool.engine.kestrel.pack import apply_plan, pack_plan
 from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.kestrel.writer import JournalWriter
+from wqtool.engine.findings import Verdict
 from wqtool.engine.fsops import LogBusy
 
 from .conftest import AS_OF_NS, T, one_set, write_journal
@@ -68,7 +69,7 @@ def _stop(p: subprocess.Popen) -> int:
 
 def _items(qdir: str) -> list[bytes]:
     rep = run_log(one_set(qdir, queue="q"), AS_OF_NS, keep_open=True)
-    assert rep.verdict == 0, [f for f in rep.findings if f.severity == "error"][:3]
+    assert rep.verdict == Verdict.CLEAN, [f for f in rep.findings if f.severity == "error"][:3]
     return [it.data for it in rep.state.queue]
 
 

@@ -122,7 +122,7 @@ def test_xid_reused_is_invalid_history(qdir):
     r = run_log(one_set(qdir), AS_OF_NS, keep_open=True)
     assert r.verdict == Verdict.INVALID_HISTORY
     f = [f for f in r.findings if f.code == "KQ-XID-REUSED"][0]
-    assert f.offset == 2 * 22 + 5 and f.verdict == 4
+    assert f.offset == 2 * 22 + 5 and f.verdict == Verdict.INVALID_HISTORY
     assert {x: i.data for x, i in r.state.open.items()} == {3: b"b"}
 
 
@@ -130,7 +130,7 @@ def test_negative_xids_are_legal(qdir):
     write_journal(os.path.join(qdir, "q"), lambda w: (w.add(b"a", T), w.remove_tentative(-2**31),
                                                        w.unremove(-2**31)))
     r = run_log(one_set(qdir), AS_OF_NS)
-    assert r.verdict == 0 and [i.data for i in r.state.queue] == [b"a"]
+    assert r.verdict == Verdict.CLEAN and [i.data for i in r.state.queue] == [b"a"]
 
 
 def _legacy_1x(w):

@@ -73,7 +73,7 @@ def test_pack_old_files_lengths(qdir):
     fs = one_set(qdir)
     assert [os.path.getsize(f.path) for f in fs.files] == [21, 21, 0]
     r = run_log(fs, AS_OF_NS)
-    assert r.verdict == 0 and queue_data(r) == [b"", b""]
+    assert r.verdict == Verdict.CLEAN and queue_data(r) == [b"", b""]
 
 
 def test_add_and_remove_one_item(qdir):
@@ -146,7 +146,7 @@ def test_correctly_interleave_transactions(qdir):
         "02 15 00 00 00" + T_BYTES.hex() + ZERO8.hex() + "68 6f 75 73 65 02 13 00 00 00" + T_BYTES.hex()
         + ZERO8.hex() + "63 61 74 09 01 00 00 00 09 02 00 00 00 05 01 00 00 00 06 02 00 00 00 01")
     r = run_log(one_set(qdir), AS_OF_NS)
-    assert queue_data(r) == [] and r.verdict == 0
+    assert queue_data(r) == [] and r.verdict == Verdict.CLEAN
 
 
 def test_recover_a_journal_with_open_transactions(qdir):
@@ -216,7 +216,7 @@ def test_half_finished_pack_file_set(qdir):
     assert len(half) == 1 and "deletes test.50, test.100 and renames test.100.pack to test.100" in half[0].message
     r = run_log(fs, AS_OF_NS)
     assert queue_data(r) == [b"test.100.pack", b"test.3000", b"test"]
-    assert r.verdict == 0
+    assert r.verdict == Verdict.CLEAN
     assert dir_snapshot(qdir) == before
 
 

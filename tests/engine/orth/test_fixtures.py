@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import ROOT
 from wqtool.engine import format as registry
+from wqtool.engine.findings import Verdict
 from wqtool.engine.format import Options
 from wqtool.engine.orth_callbacks.codes import CALLBACK_CODES
 from wqtool.engine.orth_executor_logs.codes import EXECUTOR_CODES
@@ -120,6 +121,6 @@ def test_the_poison_file_names_what_it_blocks_in_readdir_order():
 
 
 def test_verdicts():
-    assert _verify("clean-retry-files", "OC-X")[1].verdict == 0
-    assert int(_verify("poison-file", "OC-X")[1].verdict) == 3
-    assert int(_verify("handle-codes", "OC-X")[1].verdict) == 4
+    assert _verify("clean-retry-files", "OC-X")[1].verdict == Verdict.CLEAN
+    assert _verify("poison-file", "OC-X")[1].verdict == Verdict.CORRUPT
+    assert _verify("handle-codes", "OC-X")[1].verdict == Verdict.INVALID_HISTORY

@@ -16,6 +16,8 @@ from wqtool.engine.javacodec.gson import Entry, encode
 from wqtool.engine.orth_callbacks.md5name import FLIP_SEARCH_MAX, recover_flip
 from wqtool.engine.orth_callbacks.writer import write_retry_file
 from wqtool.engine.plan import InjectedCrash
+from wqtool.exitcodes import CODES
+from wqtool.engine.findings import Verdict
 
 FMT = registry.get("orth-callbacks")
 #: Orth's own bytes (the spec's derived example; the Java oracle checks them against real Gson)
@@ -46,7 +48,7 @@ def test_every_single_bit_flip_of_a_real_file_is_an_error_at_the_flipped_byte(tm
         for bit in range(8):
             p.write_bytes(_flip(data, i, bit))
             rep = _verify(str(d))
-            assert int(rep.verdict) == 3, (i, bit, [(f.code, f.message) for f in rep.findings])
+            assert rep.verdict == Verdict.CORRUPT, (i, bit, [(f.code, f.message) for f in rep.findings])
             md5 = [f for f in rep.findings if f.code == "OC-NAME-MD5"]
             if md5:       # the rest are rejected by Gson: poison files, errors of their own
                 named += 1
@@ -77,7 +79,7 @@ def test_the_issues_examples_name_what_changed(tmp_path):
         open(p2, "wb").write(changed)
         rep = _verify(os.path.join(lp, "callbacklogs"))
         (f,) = [x for x in rep.findings if x.code == "OC-NAME-MD5" and x.path == p2]
-        assert int(rep.verdict) == 3 and f.offset == at and want in f.message, f.message
+        assert rep.verdict == Verdict.CORRUPT and f.offset == at and want in f.message, f.message
 
 
 def test_a_rename_or_a_rewrite_is_an_error_too(tmp_path):
@@ -87,12 +89,12 @@ def test_a_rename_or_a_rewrite_is_an_error_too(tmp_path):
     os.rename(p, other)
     rep = _verify(os.path.dirname(p))
     (f,) = [x for x in rep.findings if x.code == "OC-NAME-MD5"]
-    assert int(rep.verdict) == 3 and "cannot be known" in f.message and f.offset == 0
+    assert rep.verdict == Verdict.CORRUPT and "cannot be known" in f.message and f.offset == 0
     os.rename(other, p)
     open(p, "wb").write(b'[ {"logId":1,"logDateTim":1769740800000,"handleCode":200} ]')
     rep = _verify(os.path.dirname(p))
     (f,) = [x for x in rep.findings if x.code == "OC-NAME-MD5"]
-    assert int(rep.verdict) == 3 and "the value written" in f.message
+    assert rep.verdict == Verdict.CORRUPT and "the value written" in f.message
 
 
 def test_recover_flip_is_bounded():
@@ -123,8 +125,8 @@ def _plan(lp: str, action: str | None):
 def test_repair_each_action(tmp_path, action):
     lp, p, good, bad = _changed(tmp_path)
     plan = _plan(lp, action)
-    doc = plan.report_doc()
-    assert plan.input_verdict == 3
+    doc = plan.report_doc(CODES.of)
+    assert plan.input_verdict == Verdict.CORRUPT
     assert [a["action"] for a in doc["actions"]] == [action or "quarantine"]
     q = str(tmp_path / "q")
     res = plan.apply(quarantine=q)
@@ -132,7 +134,7 @@ def test_repair_each_action(tmp_path, action):
     if action == "keep":
         assert doc["nothing_to_do"] and open(p, "rb").read() == bad
         return
-    assert int(rep.verdict) == 0, [(f.code, f.message) for f in rep.findings]
+    assert rep.verdict == Verdict.CLEAN, [(f.code, f.message) for f in rep.findings]
     if action in ("quarantine", "restore"):
         assert [open(x, "rb").read() for x in res.quarantine] == [bad]      # every changed byte kept
     if action == "quarantine":
@@ -146,11 +148,11 @@ def test_repair_each_action(tmp_path, action):
 
 def test_repair_default_is_quarantine_and_the_executor_logs_have_nothing_to_repair(tmp_path):
     lp, p, _, _ = _changed(tmp_path)
-    assert [a["action"] for a in _plan(lp, None).report_doc()["actions"]] == ["quarantine"]
+    assert [a["action"] for a in _plan(lp, None).report_doc(CODES.of)["actions"]] == ["quarantine"]
     ex = registry.get("orth-executor-logs")
     os.makedirs(os.path.join(lp, "2026-01-30"))
     plan = ex.repair_plan(ex.discover([lp], Options(0))[0], RepairOptions(0))
-    assert plan.report_doc()["nothing_to_do"]
+    assert plan.report_doc(CODES.of)["nothing_to_do"]
     with pytest.raises(Exception, match="md5_action"):
         _plan(lp, "delete")
 
@@ -173,4 +175,4 @@ def test_a_crash_at_any_step_loses_nothing(tmp_path, action):
             assert bad in held or good in held, (step, when)
             if os.listdir(os.path.join(lp, "callbacklogs")):          # the rerun finishes the job
                 _plan(lp, action).apply(quarantine=q)
-            assert int(_verify(os.path.join(lp, "callbacklogs")).verdict) == 0
+            assert _verify(os.path.join(lp, "callbacklogs")).verdict == Verdict.CLEAN

@@ -17,6 +17,7 @@ from tests.conftest import ROOT
 from tests.engine.orth.admin import Admin
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
+from wqtool.engine.findings import Verdict
 from wqtool.engine.javacodec.gson import Entry, encode, parse_lenient
 from wqtool.engine.javacodec.hessian import (HessianError, HessianReader, encode_params, h_int, h_long, h_string,
                                         parse_hessian)
@@ -59,7 +60,7 @@ def test_each_release_line_reads_with_its_release_named(scenario, release, sourc
     assert [(r.log_id, r.handle_code) for r in rows] == codes
     assert {r.release for r in rows} == {release} and {r.source for r in rows} == {source}
     assert [r.log_date_tim for r in rows] == [1769740800000 + i for i in range(len(codes))]     # HEAD: not 1970
-    assert int(rep.verdict) == 0
+    assert rep.verdict == Verdict.CLEAN
     view = FMT.state_view(rep.state)
     assert view.summary()["written_by"] == [dict(r[:2] for r in __import__("wqtool.formats.orth", fromlist=["x"])
                                                  .CALLBACK_RELEASES)[release]]
@@ -209,7 +210,7 @@ def test_a_line_jackson_rejects_is_an_error_that_says_2_0_0_loses_it(tmp_path):
     good = encode_jackson_line([Entry(1, 1769740800000, 200, None)])
     (lp / "xxl-job-callback.log").write_bytes(good + b'[{"logId":2,"logDateTim":1,"bogus":1}]\r\n' + good)
     rows, rep = _report(str(lp))
-    assert [r.log_id for r in rows] == [1, 1] and int(rep.verdict) == 3
+    assert [r.log_id for r in rows] == [1, 1] and rep.verdict == Verdict.CORRUPT
     (f,) = [x for x in rep.findings if x.code == "OC-REJECTED"]
     assert f.offset == len(good) + 1 and "bogus" in f.message and "lost" in f.message     # the element
 
@@ -227,4 +228,4 @@ def test_xxl_job_executor_log_lines_round_trip(tmp_path_factory, messages):
     ex = registry.get("orth-executor-logs")
     run = ex.run(ex.discover([lp], Options(0))[0], Options(0))
     got = [ev.message for ev in run.events() if ev.__class__ is ex.record_cls]
-    assert got[1:] == messages and int(run.report.verdict) == 0
+    assert got[1:] == messages and run.report.verdict == Verdict.CLEAN

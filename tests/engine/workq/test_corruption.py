@@ -22,7 +22,7 @@ FRAMING = {"WQ-CRC", "WQ-TRUNCATED", "WQ-TIME-VERSION", "WQ-SIZE-OVERFLOW", "WQ-
 
 def _key(rep):
     return ([(f.severity, f.code, f.path, f.offset, f.record_index, f.message, f.upstream, f.job_id, f.verdict,
-              f.last_good_offset, f.resumes_at) for f in rep.findings], int(rep.verdict), rep.records,
+              f.last_good_offset, f.resumes_at) for f in rep.findings], rep.verdict, rep.records,
             dict(rep.counts), rep.last_good, rep.state.digest())
 
 

@@ -102,7 +102,7 @@ def write_log(d, cmds, segment_size, damage):
 
 def key(report):
     return ([(f.severity, f.code, f.path, f.offset, f.record_index, f.message, f.upstream, f.job_id, f.verdict)
-             for f in report.findings], int(report.verdict), report.records, dict(report.counts))
+             for f in report.findings], report.verdict, report.records, dict(report.counts))
 
 
 AS_OF = T + 60 * 10**9

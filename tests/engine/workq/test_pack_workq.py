@@ -321,8 +321,9 @@ def test_upstream_fixtures_pack_with_equal_digest(name, tmp_path):
         check_pack(src, str(sub), as_of=as_of, segment_size=300, later=as_of + 60 * S)
 
 
-@pytest.mark.parametrize("name,code,finding", [("crc-mismatch-mid-segment", 3, "000000001.log@0x11c WQ-CRC"),
-                                               ("duplicate-add", 4, "000000001.log@0x82 WQ-DUPLICATE-JOB")])
+@pytest.mark.parametrize("name,code,finding", [("crc-mismatch-mid-segment", Verdict.CORRUPT, "000000001.log@0x11c WQ-CRC"),
+                                               ("duplicate-add", Verdict.INVALID_HISTORY,
+                                                "000000001.log@0x82 WQ-DUPLICATE-JOB")])
 def test_refused_unless_salvage(name, code, finding, tmp_path):
     src = str(tmp_path / "src")
     shutil.copytree(fixture_log(name), src)
@@ -332,7 +333,7 @@ def test_refused_unless_salvage(name, code, finding, tmp_path):
     assert finding in str(e.value) and "--salvage" in str(e.value)
     rep = run_log(load(src), FIX_AS_OF)
     plan, res = pack_to(src, str(tmp_path / "out"), FIX_AS_OF, salvage=True)
-    assert plan.input_exit_code == code
+    assert plan.input_verdict == code
     errors = [f for f in rep.findings if f.severity == "error"]
     assert [(d.code, d.path, d.offset) for d in plan.dropped] == [(f.code, f.path, f.offset) for f in errors]
     assert res.digest == rep.state.digest() == plan.digest_before
@@ -358,7 +359,7 @@ def test_torn_tail_packs(tmp_path):
     src = str(tmp_path / "src")
     shutil.copytree(fixture_log("torn-tail-mid-record"), src)
     plan, res = pack_to(src, str(tmp_path / "out"), FIX_AS_OF)
-    assert plan.input_exit_code == Verdict.TORN_TAIL
+    assert plan.input_verdict == Verdict.TORN_TAIL
     (d,) = plan.dropped
     assert (d.what, d.code, os.path.basename(d.path), d.offset, d.length) == \
         ("torn-tail", "WQ-TRUNCATED", "000000004.log", 590, 20)

@@ -27,7 +27,7 @@ from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
 from ..fsops import LogBusy, describe_holders, fsync_dir, holders, unlink_quiet, write_new
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels
 from ..run import LogReport
 from .fastpath import encode_file_header
 from .model import Event, EventsFile, EvtjJournal
@@ -72,14 +72,14 @@ class EvtjPackPlan(Plan):
     elapsed_s: float = 0.0
 
     @property
-    def input_exit_code(self) -> int:
-        return int(self.report.verdict)
+    def input_verdict(self) -> Verdict:
+        return self.report.verdict
 
     def _after(self) -> tuple[int, int]:
         live = [e for evs in self.events.values() for e in evs if e.status in LIVE]
         return len(live), 8 * len(self.events) + sum(e.length for e in live)
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         recs, size = self._after()
         return {"format": "evtj", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
                 "before": {"records": self.report.records, "bytes": sum(self.sizes.values()),
@@ -108,7 +108,7 @@ def pack_plan(journal: EvtjJournal, *, salvage: bool = False) -> EvtjPackPlan:
         first = next((f for f in errors if f.verdict == v), errors[0] if errors else None)
         raise PackRefused(f"refusing to pack {'corruption' if v == Verdict.CORRUPT else 'a history the loader refuses'}"
                           + (f" ({first.code}: {first.message})" if first else "")
-                          + "; --salvage packs what the loader loads and lists what is dropped", verdict=int(v),
+                          + "; --salvage packs what the loader loads and lists what is dropped", verdict=v,
                           report=report, path=first.path if first else None, offset=first.offset if first else None)
     dropped = [f"{os.path.basename(f.path)}@0x{f.offset:x}: {f.code}: the bytes from here (never loaded)"
                for f in errors if f.path and f.offset is not None]

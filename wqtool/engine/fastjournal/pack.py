@@ -26,7 +26,7 @@ from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats.fastjournal import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels
 from ..run import LogReport
 from .model import FjjJournal, Segment
 from .reader import discover
@@ -67,14 +67,14 @@ class FjjPackPlan(Plan):
     dropped: list[str] = field(default_factory=list)
 
     @property
-    def input_exit_code(self) -> int:
-        return int(self.report.verdict)
+    def input_verdict(self) -> Verdict:
+        return self.report.verdict
 
     @property
     def bytes_after(self) -> int:
         return 16 + sum(16 + len(r) for _, r in self.records)
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         return {"format": "fastjournal", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
                 "before": {"records": self.report.records, "bytes": self.bytes_before, "files": len(self.inputs)},
                 "after": {"records": len(self.records), "bytes": self.bytes_after, "files": 1,
@@ -103,7 +103,7 @@ def pack_plan(journal: FjjJournal, as_of_ns: int, *, salvage: bool = False) -> F
         first = next((f for f in errors if f.verdict == v), None)
         raise PackRefused(f"refusing to pack a journal with {'corruption' if v == Verdict.CORRUPT else 'an invalid history'}"
                           + (f" ({first.code}: {first.message})" if first else "")
-                          + "; --salvage packs what replays and lists what is dropped", verdict=int(v), report=report,
+                          + "; --salvage packs what replays and lists what is dropped", verdict=v, report=report,
                           path=first.path if first else None, offset=first.offset if first else None)
     dropped = [f"{os.path.basename(f.path or '')}@0x{(f.offset or 0):x}: {f.code} dropped" for f in errors]
     inputs = [(s.path, os.path.getsize(s.path)) for s in journal.segments]
@@ -228,15 +228,15 @@ class FjjCleanPlan(Plan):
     as_of_ns: int
     remove: list[tuple[str, int, str]]
     digest: str = ""
-    verdict: int = 0
+    verdict: Verdict = Verdict.CLEAN
     records: int = 0
     elapsed_s: float = 0.0
 
     @property
-    def input_exit_code(self) -> int:
+    def input_verdict(self) -> Verdict:
         return self.verdict
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         kept = sum(os.path.getsize(s.path) for s in self.journal.segments if os.path.exists(s.path))
         freed = sum(n for _, n, _ in self.remove)
         segs = len(self.journal.segments) + len(self.journal.superseded)
@@ -263,7 +263,7 @@ def clean_plan(journal: FjjJournal, as_of_ns: int) -> FjjCleanPlan:
     rep = run_log(journal, as_of_ns, limit=0)
     remove = [(p, os.path.getsize(p), "superseded by a snapshot") for p in journal.superseded]
     remove += [(p, os.path.getsize(p), "temp file of an interrupted pack") for p in journal.temps]
-    plan = FjjCleanPlan(journal, as_of_ns, remove, rep.state.digest(), int(rep.verdict), rep.records)
+    plan = FjjCleanPlan(journal, as_of_ns, remove, rep.state.digest(), rep.verdict, rep.records)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
 

@@ -16,8 +16,9 @@ from typing import Callable, ClassVar
 
 from ...errors import InputError, PackMismatch, UsageError
 from ...formats.kestrel import PACK_SUFFIX
+from ..findings import Verdict
 from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, unlink_quiet
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels
 from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue
 from .verify import run_log
@@ -33,12 +34,12 @@ class KestrelCleanPlan(Plan):
     deletes: list[tuple[str, str]]           # (path, why): temps, files a pack supersedes
     renames: list[tuple[str, str]]           # (.pack path, its final name)
     sigs: dict[str, FileSig]
-    input_exit_code: int
+    input_verdict: Verdict
     records: int
     elapsed_s: float = 0.0
     shown_digest: str = ""                   # as `wqtool replay` prints it (open transactions backed out)
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         sizes = {p: (s.size or 0) for p, s in self.sigs.items()}
         reclaimed = sum(sizes.get(p, 0) for p, _ in self.deletes)
         before = sum(sizes.values())
@@ -75,7 +76,7 @@ def clean_plan(fileset: FileSet, as_of_ns: int) -> KestrelCleanPlan:
             renames.append((f.path, f.path[: -len(PACK_SUFFIX)]))
     on_disk = [f.path for f in fileset.files] + list(fileset.superseded)
     plan = KestrelCleanPlan(fileset, as_of_ns, report.state.digest(), deletes, renames,
-                            {p: FileSig.of(p) for p in dict.fromkeys(on_disk)}, int(report.verdict), report.records,
+                            {p: FileSig.of(p) for p in dict.fromkeys(on_disk)}, report.verdict, report.records,
                             shown_digest=replay_digest(report.state))
     plan.elapsed_s = time.perf_counter() - t0
     return plan

@@ -44,7 +44,7 @@ from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_
 from ..findings import ERROR, Verdict
 from ..fsops import (FileSig, LogBusy, describe_holders, fsync_dir, holders, rename_noreplace, same_file,
                      unlink_quiet)
-from ..plan import InjectedCrash  # noqa: F401  (re-exported)
+from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
 from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
@@ -73,7 +73,7 @@ class PackPlan(Plan):
     items_queued: int                      # queued items written
     open_transactions: int
     expired_dropped: int
-    input_exit_code: int
+    input_verdict: Verdict
     digest_input: str                      # replay digest of the input (keep_open)
     digest_expected: str                   # digest the output must replay to (= input, minus dropped expired)
     state: KestrelState                    # the state the output encodes (keep_open)
@@ -87,7 +87,7 @@ class PackPlan(Plan):
     def records_dropped(self) -> int:
         return self.records_before - self.records_after
 
-    def to_jsonable(self) -> dict:
+    def to_jsonable(self, code_of: CodeOf | None = None) -> dict:
         return {
             "queue": self.fileset.queue, "root": self.fileset.root, "as_of_ns": self.as_of_ns,
             "inputs": [{"file": p, "bytes": s} for p, s in self.inputs],
@@ -95,14 +95,15 @@ class PackPlan(Plan):
             "records_before": self.records_before, "records_after": self.records_after,
             "records_dropped": self.records_dropped, "items_queued": self.items_queued,
             "open_transactions": self.open_transactions, "expired_dropped": self.expired_dropped,
-            "drop_expired": self.drop_expired, "salvage": self.salvage, "input_exit_code": int(self.input_exit_code),
+            "drop_expired": self.drop_expired, "salvage": self.salvage,
+            "input_exit_code": input_exit_code(self, code_of),
             "digest_input": self.digest_input, "digest_expected": self.digest_expected, "dropped": self.dropped,
             "elapsed_s": round(self.elapsed_s, 6),
         }
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
-        d = self.to_jsonable()
+        d = self.to_jsonable(code_of)
         return {"format": "kestrel", "root": d["root"], "queue": d["queue"], "as_of_ns": self.as_of_ns,
                 "before": {"records": d["records_before"], "bytes": d["bytes_before"], "files": len(d["inputs"])},
                 "after": {"records": d["records_after"], "bytes": d["bytes_after"], "items": d["items_queued"],
@@ -155,7 +156,7 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
         what = "corruption" if code == Verdict.CORRUPT else "a history Kestrel cannot represent"
         raise PackRefused(f"refusing to pack {what} ({first.code}: {first.message}); --salvage packs what is "
                           "readable and lists what is dropped" if first else f"refusing to pack {what}",
-                          verdict=int(code), report=report, path=first.path if first else None,
+                          verdict=code, report=report, path=first.path if first else None,
                           offset=first.offset if first else None)
     state: KestrelState = report.state
     dropped: list[str] = []
@@ -182,7 +183,7 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
             + sum(len(i.data) for i in expected.queue) + sum(len(i.data) for i in expected.open.values()))
     reader_files = [(f.path, os.stat(f.path).st_size) for f in fileset.files]
     plan = PackPlan(fileset, as_of_ns, drop_expired, salvage, reader_files, report.bytes, report.records, size,
-                    2 * n_open + n_queued, n_queued, n_open, expired_dropped, int(code), digest_input,
+                    2 * n_open + n_queued, n_queued, n_open, expired_dropped, code, digest_input,
                     digest_input if expected is state else expected.digest(), expected, report, dropped)
     plan.elapsed_s = time.perf_counter() - t0
     plan.live_sig = live_sig if live_sig is not None and live_sig.ino is not None else None
@@ -203,7 +204,7 @@ def _verify_output(plan: PackPlan, path: str) -> str:
     if rep.verdict != Verdict.CLEAN or got != plan.digest_expected:
         diff = first_difference(plan.state, rep.state) or "states differ"
         raise PackMismatch(f"packed output does not replay to the input state: expected digest "
-                           f"{plan.digest_expected}, got {got} (exit {int(rep.verdict)}); {diff}",
+                           f"{plan.digest_expected}, got {got} ({rep.verdict.label}); {diff}",
                            expected=plan.digest_expected, actual=got, path=path)
     return plan.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
 

@@ -28,7 +28,7 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine, free_or_same_dir
-from ..plan import ApplyResult, KeptRanges, Plan, capped
+from ..plan import ApplyResult, CodeOf, KeptRanges, Plan, capped, input_exit_code
 from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
@@ -60,7 +60,7 @@ class KestrelRepairPlan(Plan):
 
     fileset: FileSet = None
     as_of_ns: int = 0
-    input_exit_code: int = 0
+    input_verdict: Verdict = Verdict.CLEAN
     cuts: list[Cut] = field(default_factory=list)
     kept: list[tuple[str, int, int]] = field(default_factory=list)     # (path, offset, length) in replay order
     digest_before: str = ""
@@ -100,7 +100,7 @@ class KestrelRepairPlan(Plan):
             if fd is not None:
                 os.close(fd)
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         bytes_after = sum(ln for _, _, ln in self.kept)
         ranges = KeptRanges()
         for path, off, ln in self.kept:
@@ -109,7 +109,7 @@ class KestrelRepairPlan(Plan):
         resumes = [(c.path, c.offset + c.length) for c in self.cuts if c.what == "unreadable"]
         doc = {
             "format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue, "as_of_ns": self.as_of_ns,
-            "input_exit_code": self.input_exit_code, "nothing_to_do": self.nothing_to_do,
+            "input_exit_code": input_exit_code(self, code_of), "nothing_to_do": self.nothing_to_do,
             "why": "the journal is clean: Kestrel replays all of it" if self.nothing_to_do else None,
             "before": {"files": len(self.inputs), "bytes": self.bytes_before, "records": self.records_before},
             # a repair installs one journal file (the live one, empty when nothing was kept)
@@ -196,11 +196,11 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
     if errors[Verdict.CORRUPT] and not salvage:
         f = errors[Verdict.CORRUPT][0]
         raise PackRefused(f"{f.code}: {f.message} — the journal has corruption: --salvage repairs it",
-                          verdict=int(Verdict.CORRUPT), path=f.path, offset=f.offset)
+                          verdict=Verdict.CORRUPT, path=f.path, offset=f.offset)
     if errors[Verdict.INVALID_HISTORY] and not drop_invalid:
         f = errors[Verdict.INVALID_HISTORY][0]
         raise PackRefused(f"{f.code}: {f.message} — the journal reuses an open xid: --drop-invalid removes those "
-                          "records (the items they would lose stay queued)", verdict=int(Verdict.INVALID_HISTORY),
+                          "records (the items they would lose stay queued)", verdict=Verdict.INVALID_HISTORY,
                           path=f.path, offset=f.offset)
     if cut_from is not None:
         path, off = cut_from
@@ -216,7 +216,7 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
     s_before = before.finish(keep_open=True)
     s_after = after.finish(keep_open=True)
     verdict = worst(v for v, fs in errors.items() if fs)
-    plan = KestrelRepairPlan(verify_version=version, fileset=fileset, as_of_ns=as_of_ns, input_exit_code=int(verdict),
+    plan = KestrelRepairPlan(verify_version=version, fileset=fileset, as_of_ns=as_of_ns, input_verdict=verdict,
                              cuts=cuts, kept=kept, digest_before=s_before.digest(), digest_expected=s_after.digest(),
                              state=s_after, state_before=s_before, findings=[f for fs in errors.values() for f in fs],
                              inputs=[(f.path, sizes[f.path]) for f in fileset.files], live_sig=live_sig

@@ -213,7 +213,7 @@ orth-logs.md section 2a):
         for _ in run.events():
             pass
         rep = run.report
-        return repair_plan(log, rep.findings, int(rep.verdict), rep.state.digest() if rep.state is not None else "",
+        return repair_plan(log, rep.findings, rep.verdict, rep.state.digest() if rep.state is not None else "",
                            opts.of(self).md5_action)
 
 

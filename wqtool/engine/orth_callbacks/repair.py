@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 from ...errors import InputError, UsageError
 from ...formats.orth import CALLBACK_NAME
-from ..findings import Finding
+from ..findings import Finding, Verdict
 from ..fsops import FileSig, backup_name, fsync_dir, rename_noreplace, unlink_quiet, write_new
-from ..plan import ApplyResult, Plan, StepRunner, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, labels
 from .md5name import recover_flip
 
 MD5_ACTIONS = ("quarantine", "restore", "rename", "keep")
@@ -51,12 +51,12 @@ class OrthRepairPlan(Plan):
     log_path: str | None
     fixes: list[FileFix] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
-    input_exit_code: int = 0
+    input_verdict: Verdict = Verdict.CLEAN
     digest_before: str = ""
     elapsed_s: float = 0.0
     fmt: str = "orth-callbacks"
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         acts = [f for f in self.fixes if f.action != "keep"]
         return {"format": self.fmt, "root": self.root, "md5_actions": list(MD5_ACTIONS),
                 "actions": [{"file": f.path, "action": f.action, "why": f.why}
@@ -155,13 +155,13 @@ def _rename(f: FileFix, out: dict) -> None:
     out["removed"].append(f.path)
 
 
-def repair_plan(log, findings: list[Finding], verdict: int, digest: str, action: str | None) -> OrthRepairPlan:
+def repair_plan(log, findings: list[Finding], verdict: Verdict, digest: str, action: str | None) -> OrthRepairPlan:
     """The plan for one retry-file set, from its verify findings."""
     t0 = time.perf_counter()
     action = action or "quarantine"
     if action not in MD5_ACTIONS:
         raise UsageError(f"-O md5_action: expected one of {', '.join(MD5_ACTIONS)}, got {action!r}")
-    plan = OrthRepairPlan(log.name, log.log_path, input_exit_code=verdict, digest_before=digest)
+    plan = OrthRepairPlan(log.name, log.log_path, input_verdict=verdict, digest_before=digest)
     changed = []            # every file named by an md5 its bytes do not have (not only the findings shown)
     for cf in log.files:
         m = CALLBACK_NAME.match(os.path.basename(cf.path))
@@ -169,7 +169,7 @@ def repair_plan(log, findings: list[Finding], verdict: int, digest: str, action:
             with open(cf.path, "rb") as fh:
                 if hashlib.md5(fh.read()).hexdigest() != m.group("md5"):
                     changed.append(cf.path)
-    other = sorted({f.code for f in findings if f.code != "OC-NAME-MD5" and int(f.verdict or 0) >= 3})
+    other = sorted({f.code for f in findings if f.code != "OC-NAME-MD5" and f.verdict >= Verdict.INVALID_HISTORY})
     for path in changed:
         name = os.path.basename(path)
         m = CALLBACK_NAME.match(name)

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from ...errors import InputError, UsageError
 from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, LENIENT_DATE, MIN_RETENTION_DAYS, RETENTION_RULES,
                              SAMPLE_RETENTION_DAYS)
+from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, rename_noreplace
-from ..plan import ApplyResult, Plan, StepRunner, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, labels
 
 QUARANTINE = ".wqtool-clean-"
 
@@ -101,6 +102,7 @@ class FileAction:
 @dataclass
 class OrthCleanPlan(Plan):
     kind = "clean"
+    input_verdict = Verdict.CLEAN     # retention reads dates, not damage: its exit code is 0
     log_path: str
     retention_days: int
     today: str
@@ -112,7 +114,7 @@ class OrthCleanPlan(Plan):
     fmt: str = "orth-executor-logs"      # the format whose log this plan cleans
     rule: str = DEFAULT_RETENTION_RULE   # formats.orth.RETENTION_RULES
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         return {"format": self.fmt, "root": self.log_path, "retention_days": self.retention_days,
                 "retention_rule": self.rule, "retention_rule_text": RETENTION_RULES[self.rule][0],
                 "retention_rule_upstream": RETENTION_RULES[self.rule][1], "today": self.today, "tz": self.tz,

@@ -209,7 +209,7 @@ retry files. --format reads one of them."""
         run = ExecutorRun(log)
         for _ in run.events():
             pass
-        return NothingToRepair(log.root, input_exit_code=int(run.report.verdict))
+        return NothingToRepair(log.root, input_verdict=run.report.verdict)
 
 
 FORMAT = register(OrthExecutorLogsFormat())

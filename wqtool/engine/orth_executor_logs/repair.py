@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..plan import ApplyResult, Plan
+from ..findings import Verdict
+from ..plan import ApplyResult, CodeOf, Plan
 
 
 @dataclass
@@ -13,10 +14,10 @@ class NothingToRepair(Plan):
 
     kind = "repair"
     root: str
-    input_exit_code: int = 0
+    input_verdict: Verdict = Verdict.CLEAN
     fmt: str = "orth-executor-logs"
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         return {"format": self.fmt, "root": self.root, "actions": [], "nothing_to_do": True,
                 "why": "executor logs are never rewritten (their findings are about runs, not bytes)", "lines": []}
 

@@ -71,14 +71,14 @@ class _Acc:
         self._cap = QuotaCap(limit)
         self.counts: Counter = Counter()
         self.severities: Counter = Counter()
-        self.exits: set[int] = set()
+        self.exits: set[Verdict] = set()     # the verdicts of its findings (a severity each; worst() of them)
         self.torn: tuple | None = None
 
     def add(self, key: tuple, f: Finding) -> None:
         self.counts[f.code] += 1
         self.severities[f.severity] += 1
         if f.verdict:
-            self.exits.add(int(f.verdict))
+            self.exits.add(f.verdict)
             if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
                 self.torn = (key, f.path, f.last_good_offset)
         if self._cap.take(f):     # the first ``limit`` of each quota (run.FindingSink's rule)
@@ -430,7 +430,7 @@ class _LogJob:
             counts[f.code] += 1
             sev[f.severity] += 1
             if f.verdict:
-                exits.add(int(f.verdict))
+                exits.add(f.verdict)
         report = LogReport(root=log.root, segments=m["segments"], records=m["records"], bytes=m["bytes"],
                            findings=per_quota(ordered, self.limit),
                            counts=Counter({k: v for k, v in counts.items() if v}),
@@ -454,7 +454,7 @@ class _LogJob:
             kept.append(((*key, 0), d))
             counts[d.code] += 1
             sev[d.severity] += 1
-            exits.add(int(d.verdict))
+            exits.add(d.verdict)
             digest = (digest - line_hash(digest_line(r))) % _MOD
         m["kept"] = kept
         tally = self._tally(rows, dups)

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 from ...formats.snaplist import kept_hours
+from ..findings import Verdict
 from ..fsops import fsync_dir, unlink_quiet
-from ..plan import ApplyResult, Plan, StepRunner, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, labels
 from .model import ListJournal
 from .pack import _check_alone, _open_locked, read_all, rescue_late_writers
 from .verify import run_log
@@ -37,17 +38,17 @@ class ListCleanPlan(Plan):
     remove: list[tuple[str, int, str]]        # (path, bytes, reason)
     keep: list[tuple[str, str]]               # (path, reason)
     digest: str = ""                          # the replay digest (clean changes no entry)
-    verdict: int = 0                          # the input's, as verify gives it
+    verdict: Verdict = Verdict.CLEAN                          # the input's, as verify gives it
     records: int = 0
     acked_removed: int = 0                    # blank runs in the files removed
     sizes: dict = field(default_factory=dict)
     elapsed_s: float = 0.0
 
     @property
-    def input_exit_code(self) -> int:
+    def input_verdict(self) -> Verdict:
         return self.verdict
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         prev, cur = kept_hours(self.journal.current_hour)
         files = len(self.journal.files)
         before = sum(self.sizes.values())
@@ -102,7 +103,7 @@ def clean_plan(journal: ListJournal) -> ListCleanPlan:
                                   "wqtool replay --send)"))
     for t in journal.temps:
         remove.append((t, os.path.getsize(t), "temp file of an interrupted wqtool pack"))
-    plan = ListCleanPlan(journal, journal.as_of_ns, remove, keep, report.state.digest(), int(report.verdict),
+    plan = ListCleanPlan(journal, journal.as_of_ns, remove, keep, report.state.digest(), report.verdict,
                          report.records, acked, sizes)
     plan.elapsed_s = time.perf_counter() - t0
     return plan

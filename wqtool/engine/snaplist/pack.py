@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 from ...errors import InputError, PackMismatch, UsageError
+from ..findings import Verdict
 from ..fsops import LogBusy, describe_holders, fd_holders, flock_fd, fsync_dir, unlink_quiet, write_new
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels
 from ..run import LogReport
 from .model import HourFile, ListJournal
 from .reader import temp_name
@@ -86,10 +87,10 @@ class ListPackPlan(Plan):
     dropped: list[str] = field(default_factory=list)
 
     @property
-    def input_exit_code(self) -> int:
-        return int(self.report.verdict)
+    def input_verdict(self) -> Verdict:
+        return self.report.verdict
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         return {"format": "snaplist", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
                 "before": {"records": self.records_before, "bytes": self.bytes_before,
                            "files": len(self.files) + len(self.unchanged)},

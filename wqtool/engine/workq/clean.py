@@ -31,7 +31,7 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, unlink_quiet
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels
 from .model import Record
 from .reader import LogSet, Segment
 from .fastreplay import Bail, fast_run
@@ -82,7 +82,7 @@ class WorkqCleanPlan(Plan):
     as_of_ns: int
     digest: str
     segments: list[SegmentClean]
-    input_exit_code: int
+    input_verdict: Verdict
     records_before: int
     elapsed_s: float = 0.0
 
@@ -90,7 +90,7 @@ class WorkqCleanPlan(Plan):
     def changed(self) -> list[SegmentClean]:
         return [s for s in self.segments if s.action != "keep"]
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         before_b = sum(s.size for s in self.segments)
         after_b = sum(s.size_after for s in self.segments)
         dropped = sum(s.dropped for s in self.segments if s.action != "keep")
@@ -156,7 +156,7 @@ def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
             sc.records = None
     else:
         state, verdict, records = _reference(log, as_of_ns, by_path)
-    plan = WorkqCleanPlan(log, as_of_ns, state.digest(), segs, int(verdict), records)
+    plan = WorkqCleanPlan(log, as_of_ns, state.digest(), segs, verdict, records)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
 
@@ -184,7 +184,7 @@ def _reference(log: LogSet, as_of_ns: int, by_path: dict):
         raise PackRefused("refusing to clean a log with " + ("corruption" if report.verdict == Verdict.CORRUPT
                                                              else "a history workq-server refuses")
                           + (f" ({first.code} at {os.path.basename(first.path or '')}@0x{first.offset or 0:x})"
-                             if first else "") + "; run `wqtool repair` first", verdict=int(report.verdict),
+                             if first else "") + "; run `wqtool repair` first", verdict=report.verdict,
                           report=report, path=log.root)
     return report.state, report.verdict, report.records
 
@@ -261,7 +261,7 @@ def _verify(plan: WorkqCleanPlan) -> str:
         segs.append(Segment(_rw(sc.path), sc.seq) if sc.action == "rewrite" else Segment(sc.path, sc.seq, sc.size))
     rep = run_log(LogSet(plan.log.root, segs, is_dir=False), plan.as_of_ns, state=True)
     got = rep.state.digest()
-    if got != plan.digest or rep.verdict not in (Verdict.CLEAN, Verdict(plan.input_exit_code)):
+    if got != plan.digest or rep.verdict not in (Verdict.CLEAN, plan.input_verdict):
         raise PackMismatch(f"the cleaned log does not replay to the input's state: expected {plan.digest}, got {got}",
                            expected=plan.digest, actual=got, path=plan.log.root)
     return got

@@ -184,7 +184,7 @@ class _FindingAcc:
         self.folds: dict[str, Fold] = {}
         self.counts: Counter = Counter()
         self.severities: Counter = Counter()
-        self.exits: set[int] = set()
+        self.exits: set[Verdict] = set()     # the verdicts of its findings (a severity each; worst() of them)
         self.torn: tuple | None = None  # (key, path, last_good_offset) of the last torn-tail finding
         self._n = 0
 
@@ -192,7 +192,7 @@ class _FindingAcc:
         self.counts[f.code] += 1
         self.severities[f.severity] += 1
         if f.verdict:
-            self.exits.add(int(f.verdict))
+            self.exits.add(f.verdict)
             if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
                 self.torn = (key, f.path, f.last_good_offset)
         self._n += 1
@@ -416,7 +416,7 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
         counts[f.code] += 1
         sev[f.severity] += 1
         if f.verdict:
-            exits.add(int(f.verdict))
+            exits.add(f.verdict)
     accs = [d["findings"] for d in segs.values()] + [p["findings"] for p in parts]
     for acc in accs:
         counts.update(acc.counts)

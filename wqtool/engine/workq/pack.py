@@ -80,7 +80,7 @@ from .. import progress
 from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
 from ..fsops import LogBusy, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
-from ..plan import InjectedCrash  # noqa: F401  (re-exported)
+from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
 from .reader import LogSet, RecordReader, discover
@@ -125,7 +125,7 @@ class WorkqPackPlan(Plan):
     as_of_ns: int
     segment_size: int
     salvage: bool
-    input_exit_code: int
+    input_verdict: Verdict
     inputs: list[tuple[str, int, int]]     # (segment path, size, mtime_ns) as read
     segments_before: int
     bytes_before: int
@@ -156,11 +156,11 @@ class WorkqPackPlan(Plan):
         kinds = sorted(set(self.by_kind_before) | set(self.by_kind_after))
         return {k: self.by_kind_before.get(k, 0) - self.by_kind_after.get(k, 0) for k in kinds}
 
-    def to_jsonable(self) -> dict:
+    def to_jsonable(self, code_of: CodeOf | None = None) -> dict:
         return {
             "root": self.log.root, "as_of": format_unix_ns(self.as_of_ns), "as_of_ns": self.as_of_ns,
             "segment_size": self.segment_size, "salvage": self.salvage,
-            "input_exit_code": int(self.input_exit_code),
+            "input_exit_code": input_exit_code(self, code_of),
             "before": {"segments": self.segments_before, "bytes": self.bytes_before, "records": self.records_before,
                        "by_kind": dict(sorted(self.by_kind_before.items()))},
             "after": {"segments": self.segments_after, "bytes": self.bytes_after, "records": self.records_after,
@@ -171,9 +171,9 @@ class WorkqPackPlan(Plan):
             "recovered": self.recovered, "elapsed_s": round(self.elapsed_s, 6),
         }
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
-        d = self.to_jsonable()
+        d = self.to_jsonable(code_of)
         return {"format": "workq", "root": d["root"], "as_of_ns": self.as_of_ns, "before": d["before"],
                 "after": d["after"], "records_dropped": d["records_dropped"],
                 "dropped": [f"{x['path'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
@@ -376,7 +376,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
             first.offset is not None else ""
         msg = (f"refusing to pack {what} ({where}{first.code}: {first.message}); --salvage packs what is readable "
                "and lists what is dropped") if first else f"refusing to pack {what}"
-        raise PackRefused(msg, verdict=int(code), report=report, path=first.path if first else None,
+        raise PackRefused(msg, verdict=code, report=report, path=first.path if first else None,
                           offset=first.offset if first else None)
     state = report.state
     if res is not None and code == Verdict.CLEAN:
@@ -398,7 +398,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     else:
         order, lengths, segs_after, bytes_after, records_after, by_kind_after = _layout(log, state, segment_size)
     plan = WorkqPackPlan(
-        log=log, as_of_ns=as_of_ns, segment_size=segment_size, salvage=salvage, input_exit_code=int(code),
+        log=log, as_of_ns=as_of_ns, segment_size=segment_size, salvage=salvage, input_verdict=code,
         inputs=inputs, segments_before=report.segments, bytes_before=report.bytes, records_before=report.records,
         by_kind_before=dict(by_kind_before), segments_after=segs_after, bytes_after=bytes_after,
         records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(lengths),
@@ -517,7 +517,7 @@ def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
     if rep.verdict != Verdict.CLEAN or got != plan.digest_before:
         jid, diff = first_difference(plan.state, rep.state)
         raise PackMismatch(f"packed log does not replay to the input's state at as-of: expected digest "
-                           f"{plan.digest_before}, got {got} (verify exit {int(rep.verdict)}); first difference: "
+                           f"{plan.digest_before}, got {got} (verify: {rep.verdict.label}); first difference: "
                            f"{diff}", expected=plan.digest_before, actual=got, job_id=jid, path=directory)
     return got, rep.records
 

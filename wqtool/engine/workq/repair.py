@@ -34,7 +34,8 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine
-from ..plan import ApplyResult, KeptRanges, Plan, StepRunner, WriteResult, capped
+from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped,
+                    input_exit_code)
 from .fastreplay import Bail, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
@@ -92,7 +93,7 @@ class WorkqRepairPlan(Plan):
 
     log: LogSet
     as_of_ns: int
-    input_exit_code: int
+    input_verdict: Verdict
     segments: list[SegmentPlan]
     digest_before: str
     digest_after: str
@@ -114,12 +115,12 @@ class WorkqRepairPlan(Plan):
     def nothing_to_do(self) -> bool:
         return all(s.action == "keep" for s in self.segments)
 
-    def report_doc(self) -> dict:
+    def report_doc(self, code_of: CodeOf | None = None) -> dict:
         kept = [s for s in self.segments if not s.remove]
         by_what = Counter(c.what for c in self.cuts)
         doc = {
             "format": "workq", "root": self.log.root, "as_of_ns": self.as_of_ns,
-            "input_exit_code": self.input_exit_code, "nothing_to_do": self.nothing_to_do,
+            "input_exit_code": input_exit_code(self, code_of), "nothing_to_do": self.nothing_to_do,
             "why": "the log is clean: workq-server starts on it" if self.nothing_to_do else None,
             "before": {"files": len(self.segments), "bytes": sum(s.size for s in self.segments),
                        "records": self.records_before},
@@ -154,7 +155,7 @@ class WorkqRepairPlan(Plan):
 def _refuse(what: str, flag: str, f: Finding, verdict: Verdict, n: int) -> PackRefused:
     more = f"; and {n - 1} more" if n > 1 else ""
     return PackRefused(f"{f.code}: {f.message}{more} — the log has {what}: {flag} repairs it",
-                       verdict=int(verdict), path=f.path, offset=f.offset)
+                       verdict=verdict, path=f.path, offset=f.offset)
 
 
 def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
@@ -245,7 +246,7 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
         raise refused
     verdict = worst(v for v, fs in errors.items() if fs)
     d = state.digest()
-    plan = WorkqRepairPlan(log, as_of_ns, int(verdict), list(segs.values()), d, d, [],
+    plan = WorkqRepairPlan(log, as_of_ns, verdict, list(segs.values()), d, d, [],
                            [f for fs in errors.values() for f in fs], sigs, records,
                            kept=_kept_ranges(log, segs, per_seg), records_after=records - len(refused_at))
     plan.jobs_lost, plan.lost_unread = _jobs_lost(log, plan.cuts, findings, state)
@@ -383,7 +384,7 @@ def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
                 sp.remove, sp.kept = True, 0
     state_after = after.finish()
     verdict = worst(v for v, fs in errors.items() if fs)
-    return WorkqRepairPlan(log, as_of_ns, int(verdict), list(segs.values()), state_before.digest(),
+    return WorkqRepairPlan(log, as_of_ns, verdict, list(segs.values()), state_before.digest(),
                            state_after.digest(), _diff(state_before, state_after),
                            [f for fs in errors.values() for f in fs], sigs, records, kept=kept)
 
