@@ -87,11 +87,14 @@ def run_case(argv: list[str]) -> tuple[str, int]:
 
 
 def outputs(workdir: str, only=None) -> dict[str, list]:
-    """Run every case from ``workdir`` (which gets ``gen/`` and a ``fixtures`` link to the repo's)."""
+    """Run every case from ``workdir`` (which gets ``gen/`` and a copy of the repo's ``fixtures``: its own files,
+    so that another test process reading the same fixture — holding it open — is never taken for a live writer of
+    it: Kestrel's torn tail would read as a record in flight)."""
     make_generated(workdir)
-    link = os.path.join(workdir, "fixtures")
-    if not os.path.exists(link):
-        os.symlink(os.path.join(ROOT, "fixtures"), link)
+    copy = os.path.join(workdir, "fixtures")
+    if not os.path.exists(copy):
+        import shutil
+        shutil.copytree(os.path.join(ROOT, "fixtures"), copy, symlinks=True)
     here = os.getcwd()
     os.chdir(workdir)
     try:
