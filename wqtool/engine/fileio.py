@@ -51,6 +51,14 @@ def read_head(path: str, n: int) -> bytes:
         os.close(fd)
 
 
+def head_or_none(path: str, n: int) -> bytes | None:
+    """``read_head``, or None where it would raise (detection: a path that is no regular file is no evidence)."""
+    try:
+        return read_head(path, n)
+    except InputError:
+        return None
+
+
 def input_error(path: str, exc: OSError) -> InputError:
     """An OSError on ``path`` as the one-line InputError every command reports (exit 5)."""
     reason = exc.strerror or str(exc)

@@ -3,7 +3,10 @@ receiving them (PySpark's ``collect()`` then returns what arrived, with no error
 report assembled from what is missing."""
 from __future__ import annotations
 
+from collections import Counter
+
 from ..errors import SparkError
+from .findings import Finding, Verdict
 
 #: What to change when results go missing; named in every such error.
 FIX = ("give the driver more memory (--spark-conf spark.driver.memory=8g); spark.driver.maxResultSize caps what "
@@ -24,3 +27,23 @@ def lost(what: str, got: int, want: int, detail: str = "") -> ResultsLost:
 def check_count(what: str, got: int, want: int, detail: str = "") -> None:
     if got != want:
         raise lost(what, got, want, detail)
+
+
+class TaskFindings:
+    """What a fleet task tells the driver of its findings besides the ones it keeps: every one counted by code and
+    severity, the verdicts they carry, and the last torn tail (by the caller's sort key: its path and last good
+    offset), as the local report counts them."""
+
+    def __init__(self) -> None:
+        self.counts: Counter = Counter()
+        self.severities: Counter = Counter()
+        self.exits: set[Verdict] = set()     # the verdicts of its findings (a severity each; worst() of them)
+        self.torn: tuple | None = None       # (key, path, last_good_offset) of the last torn-tail finding
+
+    def count(self, key: tuple, f: Finding) -> None:
+        self.counts[f.code] += 1
+        self.severities[f.severity] += 1
+        if f.verdict:
+            self.exits.add(f.verdict)
+            if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
+                self.torn = (key, f.path, f.last_good_offset)

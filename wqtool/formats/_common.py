@@ -88,6 +88,12 @@ def encode_uvarint(value: int) -> bytes:
     return bytes(out)
 
 
+def long_key(n: int) -> bytes:
+    """A Java ``long`` id (an Orth / XXL-JOB log id) as the 8-byte big-endian two's-complement key the record facts
+    carry for a job."""
+    return n.to_bytes(8, "big", signed=True)
+
+
 def zigzag_decode(n: int) -> int:
     return (n >> 1) ^ -(n & 1)
 

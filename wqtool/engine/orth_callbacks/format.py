@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from ...errors import InputError, UsageError
+from ...errors import UsageError
+from ...formats._common import long_key
 from ...formats.orth import (CALLBACK_RELEASES, JACKSON_CALLBACK_FILE, ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR,
                              LEGACY_CALLBACK_DIR, STREAM_HEAD, HandleCode)
-from ..fileio import listdir, read_head
+from ..fileio import head_or_none, listdir
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, StateView, get, register
 from ..run import ReplayPass
 from ..options import Settings, setting
@@ -28,19 +29,8 @@ _CODE_KIND = {HandleCode.SUCCESS: "success", HandleCode.FAIL: "fail", HandleCode
 _JSON_START = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\r\n]*(?:\[|null|/[/*]|#|\)\]\}')")
 
 
-def _job(log_id: int) -> bytes:
-    return log_id.to_bytes(8, "big", signed=True)
-
-
-def _head(path: str, n: int) -> bytes | None:
-    try:
-        return read_head(path, n)
-    except InputError:
-        return None
-
-
 def _looks_like_retry_file(path: str) -> bool:
-    h = _head(path, 64)
+    h = head_or_none(path, 64)
     return h is not None and (h.startswith(STREAM_HEAD) or _JSON_START.match(h) is not None)
 
 
@@ -133,7 +123,7 @@ orth-logs.md section 2a):
         if name == CALLBACK_DIR:
             return Evidence(True, "a file named callbacklogs (Orth's retry directory must be a directory)")
         if name == JACKSON_CALLBACK_FILE:
-            h = _head(path, 64)
+            h = head_or_none(path, 64)
             if h is not None and h.lstrip()[:1] == b"[":
                 return Evidence(True, "xxl-job 2.0.0-2.0.1's retry file (Jackson JSON lines)")
             return Evidence(False, "named like xxl-job 2.0.0-2.0.1's retry file")
@@ -169,7 +159,7 @@ orth-logs.md section 2a):
 
     def facts(self, rec: Callback) -> RecordFacts:
         return RecordFacts(_CODE_KIND.get(rec.handle_code, "other"), rec.length, rec.log_date_tim * 1_000_000,
-                           _job(rec.log_id))
+                           long_key(rec.log_id))
 
     def state_view(self, state, log=None) -> StateView:
         from .serialize import CallbackStateView

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from ...errors import InputError, UsageError
+from ...errors import UsageError
+from ...formats._common import long_key
 from ...formats.orth import CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, UTF8_BOM
-from ..fileio import listdir, read_head
+from ..fileio import head_or_none, listdir
 from ..format import Evidence, Format, Options, RecordFacts, StateView, register
 from ..run import ReplayPass
 from ..options import Settings, setting
@@ -22,19 +23,8 @@ if TYPE_CHECKING:       # a type only: the reader is imported on first use
     from .reader import ExecutorLogSet
 
 
-def _job(log_id: int) -> bytes:
-    return log_id.to_bytes(8, "big", signed=True)
-
-
-def _head(path: str, n: int) -> bytes | None:
-    try:
-        return read_head(path, n)
-    except InputError:
-        return None
-
-
 def _looks_like_log_file(path: str) -> bool:
-    h = _head(path, 4096)
+    h = head_or_none(path, 4096)
     if h is None:
         return False
     if h.startswith(UTF8_BOM):
@@ -158,7 +148,7 @@ retry files. --format reads one of them."""
         return ExecutorRun(log, limit)
 
     def facts(self, rec: LogEntry) -> RecordFacts:
-        return RecordFacts(rec.kind, rec.length, rec.time_ns, _job(rec.log_id))
+        return RecordFacts(rec.kind, rec.length, rec.time_ns, long_key(rec.log_id))
 
     def state_view(self, state, log=None) -> StateView:
         from .serialize import ExecutorStateView

@@ -21,6 +21,7 @@ import os
 import re
 from typing import Iterator
 
+from ...formats._common import long_key
 from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, COLUMNS, HANDLE_MSG_MAX_CHARS, LOST_HANDLE_CODE, TABLE
 from ..findings import Finding
 from ..stats import RecordStats
@@ -631,7 +632,7 @@ def stats_add(stats: RecordStats, b: Batch, status) -> None:
         stats.by_type[lab] += n
         stats.bytes_by_type[lab] += int(b.lengths[status == k].sum())
     for j in np.unique(b.ints["job_id"]).tolist():
-        stats.jobs.add(j.to_bytes(8, "big", signed=True))
+        stats.jobs.add(long_key(j))
 
 
 def tally_add(t: Tally, b: Batch, status, rows, flags: dict, sus, ctx: CheckContext, alive_arr) -> None:

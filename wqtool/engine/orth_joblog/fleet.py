@@ -32,8 +32,8 @@ from typing import Sequence
 
 from ...formats.orth_joblog import (COLUMN_NAMES, COLUMNS, LOST_HANDLE_CODE, LOST_MESSAGES, REGISTRY_COLUMN_NAMES,
                                     rules_for_table)
-from ..findings import Finding, QuotaCap, Verdict, per_quota, worst
-from ..fleet import check_count
+from ..findings import Finding, QuotaCap, per_quota, worst
+from ..fleet import TaskFindings, check_count
 from ..run import LogReport
 from ..stats import RecordStats
 from . import dburl, fastpath
@@ -62,25 +62,17 @@ def _arrow_schema():
     return pa.schema([pa.field(n, t[k]) for n, k in _FIELDS])
 
 
-class _Acc:
+class _Acc(TaskFindings):
     """Findings of one task: all counted, the first ``limit`` by key kept."""
 
     def __init__(self, limit: int | None):
         self.limit = limit
         self.kept: list[tuple[tuple, Finding]] = []
         self._cap = QuotaCap(limit)
-        self.counts: Counter = Counter()
-        self.severities: Counter = Counter()
-        self.exits: set[Verdict] = set()     # the verdicts of its findings (a severity each; worst() of them)
-        self.torn: tuple | None = None
+        super().__init__()
 
     def add(self, key: tuple, f: Finding) -> None:
-        self.counts[f.code] += 1
-        self.severities[f.severity] += 1
-        if f.verdict:
-            self.exits.add(f.verdict)
-            if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
-                self.torn = (key, f.path, f.last_good_offset)
+        self.count(key, f)
         if self._cap.take(f):     # the first ``limit`` of each quota (run.FindingSink's rule)
             self.kept.append((key, f))
 

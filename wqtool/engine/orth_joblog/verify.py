@@ -2,6 +2,7 @@
 fast path (``fastpath``) stands in for it where no rows are kept (``JobLogFastRun``)."""
 from __future__ import annotations
 
+from ...formats._common import long_key
 from ...formats.orth_joblog import RULE_SETS, rules_for_table
 from ..findings import Finding
 from ..format import RecordFacts
@@ -28,7 +29,7 @@ def context(log: TableLog, as_of_ns: int) -> tuple[CheckContext, list[Finding]]:
 def row_facts(rec: Row) -> RecordFacts:
     """What dump filters and stats need of a row: its status, bytes, no time, its job_id."""
     return RecordFacts(status_of(rec.trigger_code, rec.handle_code, RULE_SETS[rec.table]), rec.length, None,
-                       rec.job_id.to_bytes(8, "big", signed=True))
+                       long_key(rec.job_id))
 
 
 class JobLogRun(ReplayPass):

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ...formats.workq import CmdType
-from ..findings import Finding, Fold, Verdict, per_quota, quota, worst
-from ..fleet import check_count, lost
+from ..findings import Finding, Fold, per_quota, quota, worst
+from ..fleet import TaskFindings, check_count, lost
 from ..run import LogReport
 from ..stats import RecordStats
 from .fastreplay import new_table
@@ -173,7 +173,7 @@ class _StageA:
         yield _batch(schema, out)
 
 
-class _FindingAcc:
+class _FindingAcc(TaskFindings):
     """Counts every finding; keeps the ``limit`` first in file order (sort key given by the caller) of each quota
     (``findings.quota``: errors, warnings, notes, as-of findings), as the local ``FindingSink`` does; sums up every
     as-of finding (``folds``), kept or not."""
@@ -182,19 +182,11 @@ class _FindingAcc:
         self.limit = limit
         self.kept: dict[str, list] = {}   # quota -> heap of (negated key, n, finding) when limited, else (key, n, f)
         self.folds: dict[str, Fold] = {}
-        self.counts: Counter = Counter()
-        self.severities: Counter = Counter()
-        self.exits: set[Verdict] = set()     # the verdicts of its findings (a severity each; worst() of them)
-        self.torn: tuple | None = None  # (key, path, last_good_offset) of the last torn-tail finding
         self._n = 0
+        super().__init__()
 
     def add(self, key: tuple, f: Finding) -> None:
-        self.counts[f.code] += 1
-        self.severities[f.severity] += 1
-        if f.verdict:
-            self.exits.add(f.verdict)
-            if f.verdict == Verdict.TORN_TAIL and (self.torn is None or key > self.torn[0]):
-                self.torn = (key, f.path, f.last_good_offset)
+        self.count(key, f)
         self._n += 1
         q = quota(f)
         if q == "as-of":      # findings arrive in job order here: each one merged by position
