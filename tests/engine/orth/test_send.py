@@ -108,14 +108,14 @@ KILLER = textwrap.dedent("""
             posts.append(label)
             if len(posts) == 2:
                 os.kill(os.getpid(), signal.SIGKILL)      # after the admin's answer, before the delete
-    fmt.send(log, {url!r}, Options(0), hook=hook)
-""")
+    fmt.send(log, {url!r}, Options(0, settings={settings!r}), hook=hook)
+""")    # .format(root=, lp=, url=, settings=): the send's -O settings
 
 
 def test_killed_between_send_and_delete_nothing_is_lost(tmp_path):
     lp = _logpath(tmp_path)
     with Admin() as admin:
-        p = subprocess.run([sys.executable, "-c", KILLER.format(root=ROOT, lp=lp, url=admin.url)], timeout=60,
+        p = subprocess.run([sys.executable, "-c", KILLER.format(root=ROOT, lp=lp, url=admin.url, settings={})], timeout=60,
                            capture_output=True)
         assert p.returncode == -9, p.stderr
         assert admin.requests == 2 and len(_left(lp)) == 3     # one deleted; the second accepted but still there

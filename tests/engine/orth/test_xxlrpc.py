@@ -14,14 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.conftest import ROOT, cli
 from tests.engine.orth.rpc_admin import RpcAdmin
-from tests.engine.orth.test_send import ALL, T, _left, _logpath
+from tests.engine.orth.test_send import ALL, KILLER, T, _left, _logpath
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
 from wqtool.engine.javacodec.gson import Entry
@@ -213,27 +212,11 @@ def test_unreachable_admin_keeps_the_files(tmp_path):
     assert rep.failed == 4 and len(_left(lp)) == 4 and all("not delivered: " in ln for ln in rep.lines)
 
 
-KILLER = textwrap.dedent("""
-    import os, signal, sys
-    sys.path.insert(0, {root!r})
-    from wqtool.engine import format as registry
-    from wqtool.engine.format import Options
-    fmt = registry.get("orth-callbacks")
-    (log,) = fmt.discover([{lp!r}], Options(0))
-    posts = []
-    def hook(when, label):
-        if when == "after" and label.startswith("post:"):
-            posts.append(label)
-            if len(posts) == 2:
-                os.kill(os.getpid(), signal.SIGKILL)      # after the admin's ReturnT 200, before the delete
-    fmt.send(log, {url!r}, Options(0, settings={{"admin_release": "xxl-job-2.0"}}), hook=hook)
-""")
-
-
 def test_killed_between_call_and_delete_nothing_is_lost(tmp_path):
     lp = _logpath(tmp_path)
     with RpcAdmin() as admin:
-        p = subprocess.run([sys.executable, "-c", KILLER.format(root=ROOT, lp=lp, url=admin.url)], timeout=60,
+        script = KILLER.format(root=ROOT, lp=lp, url=admin.url, settings={"admin_release": "xxl-job-2.0"})
+        p = subprocess.run([sys.executable, "-c", script], timeout=60,
                            capture_output=True)
         assert p.returncode == -9, p.stderr
         assert admin.requests == 2 and len(_left(lp)) == 3     # one deleted; the second accepted but still there
