@@ -19,6 +19,7 @@ from wqtool.engine.workq.payloads import PayloadReader
 from wqtool.engine.workq.startup import replay_directory
 from wqtool.errors import FormatError
 from wqtool.server.workq.queue import NOWHERE, Entry, LiveQueue
+from wqtool.server import prebind
 from wqtool.server.workq import server as server_mod
 from wqtool.server.workq.server import ServeOptions, Server, StructLog
 
@@ -545,6 +546,9 @@ def test_cleaning_keeps_the_add_of_a_restored_job_that_outlives_its_logged_expir
     cycle's instant says it expired, and the record holds the job's body): the cycle is skipped with the reason
     until the job is gone, and the job's body is still served."""
     d = str(tmp_path / "log")
+    # as if an earlier test of this process had started the CLI's early listen two minutes ago (which made this
+    # test fail under xdist: the restart instant was the process's start, before the job's logged expiry)
+    monkeypatch.setattr(prebind, "started_ns", time.time_ns() - 120 * 10**9)
     a = inproc(cmdlog_path=d, seg_size=200, clean_int_ms=0)
     c = a.client()
     c.add(jid(0xd300), b"cs", 60_000, 60_000, b"restored")            # TTL 60 s, in segment 1

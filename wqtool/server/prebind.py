@@ -40,8 +40,14 @@ def since_start() -> int:
     the CLI module, tests). The server replays its log as of its start, not of the end of its imports: upstream
     replays a few milliseconds after it starts, and a restart's fresh TTLs and TTRs count from then (a restarted
     server that took 1-2 s to import on a loaded machine otherwise holds a re-leased job's TTR that much longer
-    than upstream — upstream's TestCmdLog waits 2 s for its 1 s TTRs to end)."""
-    return 0 if started_ns is None else max(0, time.time_ns() - started_ns)
+    than upstream — upstream's TestCmdLog waits 2 s for its 1 s TTRs to end).
+
+    Once: the first server of the process takes the instant, and a later one (a test process that runs many)
+    starts at its own start — one that counted from the process's start would give its restored jobs TTLs that
+    ended before it started."""
+    global started_ns
+    t, started_ns = started_ns, None
+    return 0 if t is None else max(0, time.time_ns() - t)
 
 
 def early(argv: list[str]) -> bool:
