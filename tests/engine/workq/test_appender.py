@@ -23,6 +23,12 @@ def records(n: int) -> list[bytes]:
             for i in range(n)]
 
 
+def _close(fd: int | None) -> None:
+    """A defer_roll_sync that only closes the segment left (the server's under interval, without its syncfs)."""
+    if fd is not None:
+        os.close(fd)
+
+
 def files(d: str) -> dict[str, bytes]:
     return {p: open(os.path.join(d, p), "rb").read() for p in sorted(os.listdir(d)) if p.endswith(".log")}
 
@@ -113,7 +119,7 @@ def test_a_failure_after_a_roll_over_says_how_many_records_were_written(tmp_path
 
     def second_run_fails(fd, data):
         calls["n"] += 1
-        if calls["n"] == 3:                          # after the first run and the new segment's header
+        if calls["n"] == 2:                          # the new segment's header and first run, after segment 1's run
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(fd, data)
 
@@ -122,11 +128,59 @@ def test_a_failure_after_a_roll_over_says_how_many_records_were_written(tmp_path
         ap.append(recs[2:])
     monkeypatch.setattr(appender_mod.os, "write", real)
     assert err.value.records_done == 1               # recs[2] filled segment 1; recs[3:] failed in segment 2
+    assert sorted(files(d)) == ["000000001.log"]      # the segment whose first write failed is gone again
     ap.append(recs[2 + err.value.records_done:])    # the retry the server makes
     ap.close()
     got = files(d)
     assert got["000000001.log"] == b"wqwq\x00\x00\x00\x01" + b"".join(recs[:3])
     assert got["000000002.log"] == b"wqwq\x00\x00\x00\x01" + b"".join(recs[3:])
+
+
+def test_a_roll_over_writes_the_header_with_the_first_run(tmp_path, monkeypatch):
+    """One write(2) per roll-over and run: the new segment's header goes out with its first records (at
+    ``-cmdlog-seg-size 15``, one segment per record, that is one system call per record less)."""
+    d = str(tmp_path)
+    real = appender_mod.os.write
+    writes = []
+
+    def counted(fd, data):
+        writes.append(bytes(data))
+        return real(fd, data)
+
+    monkeypatch.setattr(appender_mod.os, "write", counted)
+    ap = Appender(d, segment_size=15, defer_roll_sync=_close)
+    recs = records(3)
+    for r in recs:
+        ap.append([r])
+    ap.close(sync=False)
+    assert writes == [b"wqwq\x00\x00\x00\x01" + r for r in recs]
+    assert list(files(d).values()) == writes
+
+
+def test_a_failed_first_write_into_a_new_segment_leaves_no_empty_segment(tmp_path, monkeypatch):
+    """A 0-byte newest segment is a torn tail that workq-server refuses to start on: when the first write into a
+    segment fails (a short write, then ENOSPC), the segment is removed again and the retry creates it whole."""
+    d = str(tmp_path)
+    ap = Appender(d, segment_size=15, defer_roll_sync=_close)
+    recs = records(2)
+    ap.append(recs[:1])
+    real = appender_mod.os.write
+
+    def short_then_enospc(fd, data):
+        real(fd, bytes(data[:3]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(appender_mod.os, "write", short_then_enospc)
+    with pytest.raises(OSError) as err:
+        ap.append(recs[1:])
+    assert err.value.records_done == 0
+    assert sorted(files(d)) == ["000000001.log"]
+    assert (ap.seq, ap.fd, ap.rolls) == (1, None, 1)
+    monkeypatch.setattr(appender_mod.os, "write", real)
+    ap.append(recs[1:])
+    ap.close(sync=False)
+    assert files(d) == {"000000001.log": b"wqwq\x00\x00\x00\x01" + recs[0],
+                        "000000002.log": b"wqwq\x00\x00\x00\x01" + recs[1]}
 
 
 def test_locks_as_upstream(tmp_path):

@@ -7,7 +7,9 @@ semantics). What a long-lived writer needs on top:
 * ``open()`` reopens the highest-numbered existing segment (``O_APPEND``) after checking its header, as
   upstream does; a new directory gets its first segment lazily, on the first append;
 * ``append(records)`` writes whole records with unbuffered ``write(2)`` calls (one per run of records that go
-  to the same segment): once it returns, a killed process loses none of them;
+  to the same segment; a new segment's header goes out with its first run, in the same call): once it returns,
+  a killed process loses none of them. If the first write into a new segment fails, the segment is removed
+  again, so no empty segment is left for a restart to refuse;
 * ``sync()`` fsyncs the current segment (``dup_fd()`` gives a descriptor a background thread can fsync while
   appends go on); a roll-over fsyncs the segment it leaves and the directory after creating the new one
   (upstream closes the old segment without fsync and never fsyncs the directory);
@@ -105,16 +107,21 @@ class Appender:
         self.defer_roll_sync = defer_roll_sync
         self.segment_size = segment_size or DEFAULT_SEGMENT_SIZE
         self.mode = mode
+        self._prefix = os.path.join(directory, "")     # + a segment's name: its path (os.path.join's spelling)
         self.fd: int | None = None
         self.seq = 0
         self.size = 0            # bytes of the current segment that hold complete records (or the header)
+        #: a roll-over's segment exists but its header is not written yet: it goes out with the first run of
+        #: records, in one write(2) (the file is empty until then, as it was between create and header write)
+        self._head_due = False
+        self._path: str | None = None
         self.rolls = 0
         self.bytes_written = 0
         self.records_written = 0
 
     @property
     def path(self) -> str | None:
-        return os.path.join(self.directory, segment_name(self.seq)) if self.seq else None
+        return self.segment_path(self.seq) if self.seq else None
 
     def open(self) -> None:
         """Reopen the highest-numbered segment for appending (none yet: the first append creates 000000001)."""
@@ -139,7 +146,7 @@ class Appender:
         except BaseException:
             os.close(fd)
             raise
-        self.fd, self.seq, self.size = fd, seq, size
+        self.fd, self.seq, self.size, self._path, self._head_due = fd, seq, size, path, False
 
     def _roll(self) -> None:
         old = self.fd
@@ -152,19 +159,9 @@ class Appender:
             else:
                 defer(old)
         seq = self.seq + 1
-        path = os.path.join(self.directory, segment_name(seq))
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
-                     self.mode)
-        try:
-            _write_all(fd, HEADER_BYTES)
-        except BaseException:
-            os.close(fd)
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-            raise
-        self.fd, self.seq, self.size = fd, seq, HEADER_SIZE
+        path = self._prefix + segment_name(seq)
+        fd = os.open(path, _CREATE, self.mode)
+        self.fd, self.seq, self.size, self._path, self._head_due = fd, seq, HEADER_SIZE, path, True
         self.rolls += 1
         if defer is None:
             fsync_dir(self.directory)
@@ -213,18 +210,43 @@ class Appender:
         return out
 
     def segment_path(self, seq: int) -> str:
-        return os.path.join(self.directory, segment_name(seq))
+        if seq == self.seq and self._path is not None:
+            return self._path
+        return self._prefix + segment_name(seq)
 
     def _write_run(self, run: list[bytes], nbytes: int) -> None:
         data = run[0] if len(run) == 1 else b"".join(run)
+        if self._head_due:
+            data = HEADER_BYTES + data
         try:
             _write_all(self.fd, data)
         except OSError:
-            self.repair_tail()
+            if self._head_due:
+                self._unroll()
+            else:
+                self.repair_tail()
             raise
+        self._head_due = False
         self.size += nbytes
         self.bytes_written += nbytes
         self.records_written += len(run)
+
+    def _unroll(self) -> None:
+        """The first write into a new segment failed: the segment is removed again (best effort), as if the
+        roll-over had not happened; the next append rolls over to the same number. No empty or headerless
+        segment is left for a restart to refuse."""
+        fd, path = self.fd, self._path
+        self.fd, self._path, self._head_due = None, None, False
+        self.seq -= 1
+        self.rolls -= 1
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
     def repair_tail(self) -> None:
         """Cut whatever a failed write left after the last complete record (best effort)."""
@@ -285,6 +307,9 @@ def syncfs(fd: int) -> None:
 
 
 _syncfs = None
+
+
+_CREATE = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 def _write_all(fd: int, data: bytes) -> None:

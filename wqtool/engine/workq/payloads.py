@@ -269,15 +269,17 @@ def _norm(path: str) -> str:
     """One spelling per segment file: its directory's real path (resolved once per directory string and kept) and
     its name. Segment files themselves are never symlinks (workq-server and wqtool create them); a server at
     ``-cmdlog-seg-size 15`` indexes a new segment per record, where a realpath() per file cost 5 lstat calls."""
-    d, name = os.path.split(path)
+    cut = path.rfind("/") + 1
+    d = path[:cut]                      # the directory as spelled, with its slash ("" for the working directory)
     real = _REAL_DIRS.get(d)
     if real is None:
         if len(_REAL_DIRS) >= 256:
             _REAL_DIRS.clear()
-        real = _REAL_DIRS[d] = os.path.realpath(d or ".")
-    return os.path.join(real, name)
+        real = _REAL_DIRS[d] = os.path.join(os.path.realpath(d or "."), "")
+    return real + path[cut:]
 
 
+#: a directory's spelling (up to its last slash) -> its real path ending in one slash
 _REAL_DIRS: dict[str, str] = {}
 
 
