@@ -189,6 +189,29 @@ def test_a_kestrel_journal_held_open_by_a_writer_is_in_flight(tmp_path):
         holder.wait()
 
 
+@pytest.mark.parametrize("mode, writer", [("rb", False), ("ab", True), ("r+b", True)])
+def test_only_a_holder_open_for_writing_is_a_live_writer(tmp_path, mode, writer):
+    """A process that only reads the journal (another wqtool verify, a tail) is no writer: the torn tail stays
+    damage (exit 1). Two verifies of one queue used to take each other for its writer and report it in flight,
+    exit 0. A holder open for writing (append, or read-write) makes it in flight; replacing files is refused on
+    any holder."""
+    from wqtool.engine.fsops import holders
+    q = tmp_path / "queue"
+    shutil.copytree(os.path.join(ROOT, K_TORN), q)
+    holder = subprocess.Popen([sys.executable, "-c", f"import sys, time; f = open(sys.argv[1], {mode!r}); "
+                               "print('ok', flush=True); time.sleep(60)", str(q / "mail")], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == b"ok"
+        assert [pid for pid, _p, _c in holders([str(q / "mail")])] == [holder.pid]
+        assert [pid for pid, _p, _c in holders([str(q / "mail")], writing=True)] == ([holder.pid] if writer else [])
+        r = cli("verify", str(q))
+        assert (r.code, "KQ-IN-FLIGHT" in r.out) == ((0, True) if writer else (1, False)), r.out
+        assert cli("pack", "--apply", str(q)).code == 5           # Kestrel's pack refuses any holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_live_file_that_changes_during_the_read_is_in_flight(tmp_path):
     """Kestrel has no lock files: a writer another host or container runs is only seen by the live file
     changing while wqtool reads it."""

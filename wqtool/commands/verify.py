@@ -79,8 +79,9 @@ def verify(
     WQ-TRUNCATED, KQ-..., ...), the segment, byte offset, record index,
     the last good offset, and what the upstream server would do where that differs from starting normally.
     Every PATH gets its own verdict, also one that cannot be read or is not a log; the exit code is the most
-    severe. A log being written (a held lock, a process holding it open, a file that changed during the read,
-    --live) has its partial last record reported as in flight (WQ-IN-FLIGHT, KQ-IN-FLIGHT), not as a torn tail.
+    severe. A log being written (a held lock, a process holding it open for writing, a file that changed during
+    the read, --live) has its partial last record reported as in flight (WQ-IN-FLIGHT, KQ-IN-FLIGHT), not as a
+    torn tail.
 
     Exit codes:
 

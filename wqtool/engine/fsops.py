@@ -8,7 +8,8 @@
 * ``Quarantine``: where a repair keeps every byte it cuts — reused when an earlier run of the same plan crashed
   before finishing it (its files are this plan's ranges, or prefixes of them), else a free name;
 * ``remove_stale_probes``: what a killed ``exchange_supported`` probe left;
-* live-writer detection: ``holders(paths)`` (other processes holding a file open, from ``/proc/*/fd``) and
+* live-writer detection: ``holders(paths)`` (other processes holding a file open, from ``/proc/*/fd``; with
+  ``writing``, open for writing) and
   ``FileSig`` (inode, size, mtime: a file changing under us).
 """
 from __future__ import annotations
@@ -394,10 +395,14 @@ class FileSig:
         return cls(st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def holders(paths: Iterable[str]) -> list[tuple[int, str, str]]:
+def holders(paths: Iterable[str], *, writing: bool = False) -> list[tuple[int, str, str]]:
     """Other processes holding any of ``paths`` open: [(pid, path, command line)], from ``/proc/*/fd`` (Linux;
     elsewhere, or for processes we may not inspect, nothing is found — callers also watch the files change).
-    Matching is by (device, inode), so renamed or hard-linked names are found too."""
+    Matching is by (device, inode), so renamed or hard-linked names are found too.
+
+    ``writing``: only descriptors open for writing (O_WRONLY or O_RDWR, from ``/proc/PID/fdinfo``): a live
+    writer, where a reader (another ``wqtool verify``, a tail) is no writer. Commands that replace files ask
+    for every holder."""
     want: dict[tuple[int, int], str] = {}
     for p in paths:
         try:
@@ -427,10 +432,24 @@ def holders(paths: Iterable[str]) -> list[tuple[int, str, str]]:
             except OSError:
                 continue
             hit = want.get((st.st_dev, st.st_ino))
-            if hit is not None:
+            if hit is not None and (not writing or _open_for_writing(pid, fd)):
                 out.append((pid, hit, _cmdline(pid)))
                 break
     return out
+
+
+def _open_for_writing(pid: int, fd: str) -> bool:
+    """Whether descriptor ``fd`` of ``pid`` is open for writing (its ``flags:`` line in ``/proc/PID/fdinfo/FD``,
+    octal; access mode O_WRONLY or O_RDWR). A descriptor we cannot inspect counts as writing (the careful
+    answer: a torn tail is then read as in flight, not as damage to repair)."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as f:
+            for line in f:
+                if line.startswith(b"flags:"):
+                    return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
+    except (OSError, ValueError, IndexError):
+        pass
+    return True
 
 
 def _cmdline(pid: int) -> str:

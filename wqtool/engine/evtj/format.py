@@ -131,7 +131,7 @@ live events kept byte for byte)."""
         return EvtjStateView(state)
 
     def live_writer(self, log: EvtjJournal) -> str | None:
-        found = holders(self.files(log))
+        found = holders(self.files(log), writing=True)
         return describe_holders(found) if found else None
 
     def pack_plan(self, log: EvtjJournal, opts: PackOptions):

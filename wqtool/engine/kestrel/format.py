@@ -243,7 +243,7 @@ refuses while another process holds a journal open, and rolls back if the live f
         return clean_plan(log, opts.as_of_ns)
 
     def live_writer(self, log: FileSet) -> str | None:
-        found = holders(list(dict.fromkeys(self.files(log) + ([log.live_path] if log.is_dir else []))))
+        found = holders(list(dict.fromkeys(self.files(log) + ([log.live_path] if log.is_dir else []))), writing=True)
         return describe_holders(found) if found else None
 
     # -- plans

@@ -166,7 +166,7 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         return SnaplistStateView(state)
 
     def live_writer(self, log: ListJournal) -> str | None:
-        found = holders(self.files(log))
+        found = holders(self.files(log), writing=True)
         return describe_holders(found) if found else None
 
     # -- plans
