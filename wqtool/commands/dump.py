@@ -147,13 +147,19 @@ class _Dump:
     def __init__(self, output: str, mode: str, stats: bool, limit, selection: dict, opts, live: bool):
         self.output, self.mode, self.stats, self.limit = output, mode, stats, limit
         self.selection, self.opts, self.live = selection, opts, live
-        self.total, self.shown, self.writers = RecordStats(), 0, {}
+        self.total, self.shown, self.writers, self.selections = RecordStats(), 0, {}, {}
+
+    def _selection(self, fmt_, log: Log):
+        """The records chosen in ``log``; a bound naming a file the log lacks is a usage error, raised before its
+        format's writer prints anything (a table's header)."""
+        if fmt_.name not in self.selections:
+            self.selections[fmt_.name] = selection(fmt_, **self.selection)
+        return self.selections[fmt_.name].for_files(log.files, log.root)
 
     def _writer(self, fmt_):
         if fmt_.name not in self.writers:
-            self.writers[fmt_.name] = (None if self.stats else RECORD_WRITERS[self.output](sys.stdout, self.mode,
-                                                                                        fmt_.record_view),
-                                       selection(fmt_, **self.selection))
+            self.writers[fmt_.name] = None if self.stats else RECORD_WRITERS[self.output](sys.stdout, self.mode,
+                                                                                       fmt_.record_view)
         return self.writers[fmt_.name]
 
     def _tell(self, w, t: Told) -> None:
@@ -163,8 +169,9 @@ class _Dump:
         write_one_line(sys.stderr, t.finding)
 
     def log(self, log: Log) -> Verdict:
-        w, flt = self._writer(log.fmt)
-        records = Records(log, self.opts, flt.for_files(log.files, log.root),
+        flt = self._selection(log.fmt, log)
+        w = self._writer(log.fmt)
+        records = Records(log, self.opts, flt,
                           limit=None if self.limit is None else self.limit - self.shown, live=self.live,
                           encode=None if self.stats or self.output not in ("jsonl", "json") else (self.output,
                                                                                                   self.mode))
@@ -186,7 +193,7 @@ class _Dump:
         if self.stats:
             write_record_stats(sys.stdout, self.total, self.output)
         else:
-            for w, _ in self.writers.values():
+            for w in self.writers.values():
                 w.close()
 
     def follow(self, entries, logs: list[Log], poll_s: float) -> int:
@@ -194,14 +201,16 @@ class _Dump:
         failed = [failed_path(exit_codes(), e.path, e.error) for e in entries if not isinstance(e, Log)]
         for f in failed:
             say_error(f"{f.root}: {f.message}")
-        chosen = [(log, self._writer(log.fmt)[1].for_files(log.files, log.root)) for log in logs]
+        chosen = [(log, self._selection(log.fmt, log)) for log in logs]
+        for log in logs:
+            self._writer(log.fmt)
         try:
             for item in following(chosen, self.opts, limit=self.limit, poll_s=poll_s):
                 if item is None:
                     sys.stdout.flush()
                     continue
                 log, x = item
-                w = self._writer(log.fmt)[0]
+                w = self._writer(log.fmt)
                 self._tell(w, x) if x.__class__ is Told else w.write(x)
         except KeyboardInterrupt:
             pass
