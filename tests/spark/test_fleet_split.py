@@ -97,14 +97,15 @@ def test_single_log_split_by_job_equals_local(spark, corpus, name, limit):
 
 
 def test_two_logs_big_one_split_small_one_whole(spark, corpus):
-    """Two logs on two slots: shares in proportion to size — upstream-a-run1 (72 KB) two, sample-clean one."""
+    """Two logs on two slots: shares in proportion to size — upstream-a-run1 (72 KB) two, sample-clean one —
+    packed into a task per slot."""
     from wqtool.engine.workq.fleet import run_fleet
     from wqtool.spark.cluster import Cluster
     names = ["upstream-a-run1", "sample-clean"]
     said: list[str] = []
     fleet = run_fleet(Cluster(spark), [_log(corpus, n) for n in names], as_of_ns(), limit=1, want_jobs=True,
                       progress=said.append)
-    assert "3 task(s) on 2 slot(s)" in said[0] and not any("reference path" in m for m in said), said
+    assert "3 share(s) in 2 task(s) on 2 slot(s)" in said[0] and not any("reference path" in m for m in said), said
     for name, fl in zip(names, fleet):
         local = _local(corpus, name, 1)
         _assert_same(fl, local, name)
