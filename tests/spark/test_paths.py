@@ -191,3 +191,34 @@ def test_cli_uris_on_spark_equal_the_local_engine(spark, s3, tmp_path, monkeypat
             for k in drop:
                 d.pop(k, None)
         assert b == a and uri in local.out and "wqtool-stage" not in local.out + remote.out
+
+
+@pytest.mark.parametrize("argv", [("verify", "-o", "json"), ("replay", "--summary", "-o", "json")], ids=" ".join)
+def test_spark_conf_s3a_settings_reach_the_cli_paths(spark, s3, tmp_path, monkeypatch, argv):
+    """--engine spark with --spark-conf spark.hadoop.fs.s3a.* and no AWS environment: the command's own s3a://
+    PATH (staged before the session) is read with those settings, and the output is the local engine's."""
+    from wqtool.engine import uris
+    s3, fs_opts = s3
+    log = str(tmp_path / "crc")
+    shutil.copytree(fixture_log("crc-mismatch-mid-segment"), log)
+    s3.put(log, "wq-bucket/crc", recursive=True)
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setattr(uris, "DEFAULTS", {})
+    import s3fs
+    s3fs.S3FileSystem.clear_instance_cache()
+    host = fs_opts["fs.endpoint_url"].split("://", 1)[1]
+    conf = [f"--spark-conf=spark.hadoop.fs.s3a.{k}" for k in (
+        f"endpoint={host}", "connection.ssl.enabled=false", "access.key=test", "secret.key=test",
+        "path.style.access=true")]
+    uri = "s3a://wq-bucket/crc"
+    remote = cli(*argv, "--as-of", AS_OF, "--engine", "spark", *conf, uri)
+    local = cli(*argv, "--as-of", AS_OF, log)
+    assert remote.code == local.code == 3, remote.err
+    a, b = json.loads(local.out.replace(log, uri)), json.loads(remote.out)
+    for d in (a, b):
+        for k in ("elapsed_s", "engine"):
+            d.pop(k, None)
+    assert b == a and "wqtool-stage" not in remote.out
