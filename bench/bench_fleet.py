@@ -202,6 +202,8 @@ def main() -> None:
                     "count() of every record vs select(cmd).where(cmd = 'add').count() (Spark filters: no pushdown on "
                     "Spark 4.3.0, see wqtool.spark.datasources.pushdown_safe)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is reported")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting of the bench's local[2] session (repeatable), as the CLI's --spark-conf")
     ap.add_argument("--remote-calls", type=int, default=0, metavar="N",
                     help="only measure the CLI's fixed cost through Spark Connect: a Connect server (local[2]) on "
                     "loopback, then N interleaved pairs of `wqtool verify` on a tiny log, local vs --remote")
@@ -244,7 +246,7 @@ def main() -> None:
     from wqtool.spark.cluster import Cluster
     from wqtool.spark.session import build_session, warm_up
     t = time.perf_counter()
-    spark = build_session(master="local[2]")
+    spark = build_session(master="local[2]", conf=a.spark_conf)
     t_start = time.perf_counter() - t
     t = time.perf_counter()
     workers = warm_up(spark)   # "started": a Python worker on each slot, the engine imported
