@@ -1,8 +1,8 @@
 """``run_fleet`` on a single log: the log is split by job over the 2 executor slots (``split=True``; verify does
-it by default, replay keeps a log whole: see ``test_replay_keeps_a_log_whole_verify_splits_it``) — two kernel
-shares, each replaying the jobs whose id's last byte is its own), and the merged report is the local engine's — findings in
-file order, counts, exit code, digest and jobs — with and without a findings limit. Logs the kernel bails on
-(in either share) go through the reference pipeline with the same result."""
+it by default, replay keeps a log whole: see ``test_replay_keeps_a_log_whole_verify_splits_it``): two kernel
+shares, each replaying the jobs whose id's last byte is its own. The merged report is the local engine's —
+findings in file order, counts, exit code, digest and jobs — with and without a findings limit. Logs the kernel
+bails on (in either share) go through the reference pipeline with the same result."""
 from __future__ import annotations
 
 import json
