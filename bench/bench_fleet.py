@@ -123,6 +123,74 @@ class _Which:
                                               * b.num_rows})
 
 
+_CONNECT_SERVER = """
+import os, sys, time
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[2]")
+         .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+         .config("spark.connect.grpc.binding.port", sys.argv[1])
+         .config("spark.connect.grpc.binding.address", "127.0.0.1")
+         .config("spark.connect.authenticate.token", os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"])
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+import socket
+for _ in range(300):       # the Connect service listens a little after getOrCreate returns
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        break
+    except OSError:
+        time.sleep(0.2)
+print("ready", flush=True)
+time.sleep(1800)           # until the bench kills it
+"""
+
+
+def remote_cost(n: int) -> None:
+    """The CLI's fixed cost through Spark Connect: ``n`` interleaved (local, --remote) pairs of ``wqtool verify``
+    on a tiny log (fixtures/workq/sample-clean: 60 records), each a new process as a user runs it; medians and
+    the difference (goal: <= 1.5 s over local), with the load before and after."""
+    import secrets
+    import socket
+    import subprocess
+    with socket.socket() as s_:
+        s_.bind(("127.0.0.1", 0))
+        port = s_.getsockname()[1]
+    token = secrets.token_hex(8)
+    env = dict(os.environ, SPARK_CONNECT_AUTHENTICATE_TOKEN=token)
+    server = subprocess.Popen([sys.executable, "-c", _CONNECT_SERVER, str(port)], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        if server.stdout.readline().strip() != "ready":
+            raise SystemExit("the Spark Connect server did not start")
+        server.stdout.close()
+        wqtool = os.path.join(os.path.dirname(sys.executable), "wqtool")
+        log = os.path.join(ROOT, "fixtures", "workq", "sample-clean", "log")
+        remote = f"sc://localhost:{port}/;token={token}"   # a token to another host name means TLS (PySpark)
+        cmds = {"local": [wqtool, "verify", log],
+                "remote": [wqtool, "verify", "--engine", "spark", "--remote", remote, log]}
+        out = {"local": [], "remote": []}
+        subprocess.run(cmds["remote"], capture_output=True, check=True)      # the server's first job: not timed
+        load0 = os.getloadavg()[0]
+        for _ in range(n):
+            for k in ("local", "remote"):
+                t = time.perf_counter()
+                subprocess.run(cmds[k], capture_output=True, check=True)
+                out[k].append(time.perf_counter() - t)
+        load1 = os.getloadavg()[0]
+    finally:
+        server.kill()      # its JVM exits when the Python that started it is gone
+        server.wait()
+    med = statistics.median
+    lo, re_ = med(out["local"]), med(out["remote"])
+    print(f"wqtool verify on a tiny log, {n} interleaved pairs (new process each; load {load0:.2f} -> {load1:.2f} "
+          f"on {os.cpu_count()} CPUs):")
+    for k in ("local", "remote"):
+        xs = sorted(out[k])
+        print(f"  {k:<7} median {med(xs):.2f} s (min {xs[0]:.2f}, max {xs[-1]:.2f})")
+    print(f"  --remote fixed cost over local: +{re_ - lo:.2f} s (goal <= 1.5 s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dirs", type=int, default=4)
@@ -134,9 +202,17 @@ def main() -> None:
                     "count() of every record vs select(cmd).where(cmd = 'add').count() (Spark filters: no pushdown on "
                     "Spark 4.3.0, see wqtool.spark.datasources.pushdown_safe)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is reported")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting of the bench's local[2] session (repeatable), as the CLI's --spark-conf")
+    ap.add_argument("--remote-calls", type=int, default=0, metavar="N",
+                    help="only measure the CLI's fixed cost through Spark Connect: a Connect server (local[2]) on "
+                    "loopback, then N interleaved pairs of `wqtool verify` on a tiny log, local vs --remote")
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if a.remote_calls:
+        remote_cost(a.remote_calls)
+        return
 
     from wqtool.engine.workq.reader import discover
     from wqtool.engine.workq.verify import run_log
@@ -170,7 +246,7 @@ def main() -> None:
     from wqtool.spark.cluster import Cluster
     from wqtool.spark.session import build_session, warm_up
     t = time.perf_counter()
-    spark = build_session(master="local[2]")
+    spark = build_session(master="local[2]", conf=a.spark_conf)
     t_start = time.perf_counter() - t
     t = time.perf_counter()
     workers = warm_up(spark)   # "started": a Python worker on each slot, the engine imported

@@ -35,7 +35,7 @@ COMMANDS = json.loads(r"""{
             "explain": {"kind": "value", "eager": true, "callback": ["wqtool.commands.verify", "_explain"], "default": null, "convert": "str"},
             "engine": {"kind": "value", "eager": false, "callback": null, "default": ["enum", "wqtool.commands._options", "Engine", "local"], "convert": ["choice", "wqtool.commands._options", "Engine", false, {"local": "local", "spark": "spark"}]},
             "master": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
-            "spark_conf": {"kind": "multiple", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "spark_conf": {"kind": "multiple", "eager": false, "callback": ["wqtool.commands._options", "_spark_conf"], "default": null, "convert": "str"},
             "remote": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"}
         }
     },
@@ -73,7 +73,7 @@ COMMANDS = json.loads(r"""{
             "engine": {"kind": "value", "eager": false, "callback": null, "default": ["enum", "wqtool.commands._options", "Engine", "local"], "convert": ["choice", "wqtool.commands._options", "Engine", false, {"local": "local", "spark": "spark"}]},
             "out_dir": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
             "master": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
-            "spark_conf": {"kind": "multiple", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "spark_conf": {"kind": "multiple", "eager": false, "callback": ["wqtool.commands._options", "_spark_conf"], "default": null, "convert": "str"},
             "remote": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"}
         }
     },
@@ -100,7 +100,7 @@ COMMANDS = json.loads(r"""{
             "dry_run": {"kind": "flag", "eager": false, "callback": null, "default": false, "convert": "flag", "flag_value": true},
             "engine": {"kind": "value", "eager": false, "callback": null, "default": ["enum", "wqtool.commands._options", "Engine", "local"], "convert": ["choice", "wqtool.commands._options", "Engine", false, {"local": "local", "spark": "spark"}]},
             "master": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
-            "spark_conf": {"kind": "multiple", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "spark_conf": {"kind": "multiple", "eager": false, "callback": ["wqtool.commands._options", "_spark_conf"], "default": null, "convert": "str"},
             "remote": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
             "out_dir": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"}
         }
@@ -129,7 +129,7 @@ COMMANDS = json.loads(r"""{
             "timeline": {"kind": "flag", "eager": false, "callback": null, "default": false, "convert": "flag", "flag_value": true},
             "engine": {"kind": "value", "eager": false, "callback": null, "default": ["enum", "wqtool.commands._options", "Engine", "local"], "convert": ["choice", "wqtool.commands._options", "Engine", false, {"local": "local", "spark": "spark"}]},
             "master": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
-            "spark_conf": {"kind": "multiple", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "spark_conf": {"kind": "multiple", "eager": false, "callback": ["wqtool.commands._options", "_spark_conf"], "default": null, "convert": "str"},
             "remote": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"}
         }
     }

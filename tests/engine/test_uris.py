@@ -222,6 +222,30 @@ def test_spark_s3a_settings_serve_as_the_fsspec_options(s3, local_log, monkeypat
     assert r.code == 3 and json.loads(r.out)["logs"][0]["root"] == uri
 
 
+@pytest.mark.parametrize("cmd", [("verify", "-o", "json"), ("replay", "--summary", "-o", "json")])
+def test_spark_conf_s3a_settings_reach_the_commands_own_paths(s3, local_log, monkeypatch, cmd):
+    """Issue 24: ``--spark-conf spark.hadoop.fs.s3a.*`` on the command line is the s3fs options of the command's
+    own PATHs, which are staged before any Spark session exists — no AWS environment, and no session here (the
+    local engine: the settings are known from the command line alone)."""
+    fs, endpoint = s3
+    fs.put(local_log, "wq-bucket/" + LOG, recursive=True)
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setattr(uris, "DEFAULTS", {})
+    uri = f"s3a://wq-bucket/{LOG}"
+    assert cli(*cmd, "--as-of", AS_OF, uri).code == 5          # no endpoint, no keys: cannot read it
+    host = endpoint.split("://", 1)[1]
+    conf = [f"--spark-conf=spark.hadoop.fs.s3a.{k}" for k in (
+        f"endpoint={host}", "connection.ssl.enabled=false", "access.key=test", "secret.key=test",
+        "path.style.access=true")]
+    r = cli(*cmd, "--as-of", AS_OF, *conf, uri)
+    local = cli(*cmd, "--as-of", AS_OF, local_log)
+    assert r.code == local.code, r.err
+    assert r.out == local.out.replace(json.dumps(local_log)[1:-1], uri)
+
+
 # ---------------------------------------------------------------- the cache is bounded
 def _entry(root, name: str, size: int, age_s: float, now: float) -> str:
     d = os.path.join(root, name)

@@ -1,7 +1,8 @@
-"""``run_fleet`` on a single log: the log is split by job over the 2 executor slots (two kernel shares, each
-replaying the jobs whose id's last byte is its own), and the merged report is the local engine's — findings in
-file order, counts, exit code, digest and jobs — with and without a findings limit. Logs the kernel bails on
-(in either share) go through the reference pipeline with the same result."""
+"""``run_fleet`` on a single log: the log is split by job over the 2 executor slots (``split=True``; verify does
+it by default, replay keeps a log whole: see ``test_replay_keeps_a_log_whole_verify_splits_it``): two kernel
+shares, each replaying the jobs whose id's last byte is its own. The merged report is the local engine's —
+findings in file order, counts, exit code, digest and jobs — with and without a findings limit. Logs the kernel
+bails on (in either share) go through the reference pipeline with the same result."""
 from __future__ import annotations
 
 import json
@@ -80,7 +81,7 @@ def test_single_log_split_by_job_equals_local(spark, corpus, name, limit):
     said: list[str] = []
     want_jobs = limit is None       # jobs shipped back: once per log; the digest-only run with the limit
     [fl] = run_fleet(Cluster(spark), [_log(corpus, name)], as_of_ns(), limit=limit, want_jobs=want_jobs,
-                     progress=said.append)
+                     progress=said.append, split=True)
     assert "spark: 1 log(s)" in said[0] and "2 task(s) on 2 slot(s)" in said[0], said
     assert any("reference path" in m for m in said) == (name in BAIL), said
     local = _local(corpus, name, limit)
@@ -97,18 +98,32 @@ def test_single_log_split_by_job_equals_local(spark, corpus, name, limit):
 
 
 def test_two_logs_big_one_split_small_one_whole(spark, corpus):
-    """Two logs on two slots: shares in proportion to size — upstream-a-run1 (72 KB) two, sample-clean one."""
+    """Two logs on two slots: shares in proportion to size — upstream-a-run1 (72 KB) two, sample-clean one —
+    packed into a task per slot."""
     from wqtool.engine.workq.fleet import run_fleet
     from wqtool.spark.cluster import Cluster
     names = ["upstream-a-run1", "sample-clean"]
     said: list[str] = []
     fleet = run_fleet(Cluster(spark), [_log(corpus, n) for n in names], as_of_ns(), limit=1, want_jobs=True,
-                      progress=said.append)
-    assert "3 task(s) on 2 slot(s)" in said[0] and not any("reference path" in m for m in said), said
+                      progress=said.append, split=True)
+    assert "3 share(s) in 2 task(s) on 2 slot(s)" in said[0] and not any("reference path" in m for m in said), said
     for name, fl in zip(names, fleet):
         local = _local(corpus, name, 1)
         _assert_same(fl, local, name)
         _assert_same_jobs(fl, local, name)
+
+
+def test_replay_keeps_a_log_whole_verify_splits_it(spark, corpus):
+    """Without ``split``: a log whose state is wanted (digest, jobs) stays in one task — merging a split log's
+    state on the driver costs more than the split saves —, while verify splits it over the slots."""
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
+    for kw, tasks in (({}, 1), ({"want_jobs": True}, 1), ({"digest": False}, 2)):
+        said: list[str] = []
+        [fl] = run_fleet(Cluster(spark), [_log(corpus, "upstream-a-run1")], as_of_ns(), progress=said.append, **kw)
+        assert f"{tasks} share(s) in {tasks} task(s)" in said[0], (kw, said)
+        if kw.get("digest", True):
+            _assert_same(fl, _local(corpus, "upstream-a-run1"), "upstream-a-run1")
 
 
 def test_run_fleet_without_digest_same_findings(spark, corpus):

@@ -191,3 +191,79 @@ def test_cli_uris_on_spark_equal_the_local_engine(spark, s3, tmp_path, monkeypat
             for k in drop:
                 d.pop(k, None)
         assert b == a and uri in local.out and "wqtool-stage" not in local.out + remote.out
+
+
+@pytest.mark.parametrize("argv", [("verify", "-o", "json"), ("replay", "--summary", "-o", "json")], ids=" ".join)
+def test_spark_conf_s3a_settings_reach_the_cli_paths(spark, s3, tmp_path, monkeypatch, argv):
+    """--engine spark with --spark-conf spark.hadoop.fs.s3a.* and no AWS environment: the command's own s3a://
+    PATH (staged before the session) is read with those settings, and the output is the local engine's."""
+    from wqtool.engine import uris
+    s3, fs_opts = s3
+    log = str(tmp_path / "crc")
+    shutil.copytree(fixture_log("crc-mismatch-mid-segment"), log)
+    s3.put(log, "wq-bucket/crc", recursive=True)
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setattr(uris, "DEFAULTS", {})
+    import s3fs
+    s3fs.S3FileSystem.clear_instance_cache()
+    host = fs_opts["fs.endpoint_url"].split("://", 1)[1]
+    conf = [f"--spark-conf=spark.hadoop.fs.s3a.{k}" for k in (
+        f"endpoint={host}", "connection.ssl.enabled=false", "access.key=test", "secret.key=test",
+        "path.style.access=true")]
+    uri = "s3a://wq-bucket/crc"
+    remote = cli(*argv, "--as-of", AS_OF, "--engine", "spark", *conf, uri)
+    local = cli(*argv, "--as-of", AS_OF, log)
+    assert remote.code == local.code == 3, remote.err
+    a, b = json.loads(local.out.replace(log, uri)), json.loads(remote.out)
+    for d in (a, b):
+        for k in ("elapsed_s", "engine"):
+            d.pop(k, None)
+    assert b == a and "wqtool-stage" not in remote.out
+
+
+def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monkeypatch):
+    """Issue 24: a fleet task on a machine without the driver's staged copy of an s3a:// log (here: the copy
+    removed after the driver resolved it) stages the URI where it runs, at the driver's path, with the fs options
+    the driver used (shipped: no AWS environment anywhere), and the reports are the local engine's; a remote
+    file that changed between the driver's read and the task's is an error, never another version's report."""
+    from wqtool.engine import uris
+    from wqtool.engine.format import Options, resolve_each
+    from wqtool.engine.serialize import finding_to_jsonable
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
+    from wqtool.exitcodes import CODES
+    from wqtool.spark.runner import SparkRunner
+    from tests.spark.conftest import as_of_ns
+    s3, fs_opts = s3
+    log = str(tmp_path / "crc")
+    shutil.copytree(fixture_log("crc-mismatch-mid-segment"), log)
+    s3.put(log, "wq-bucket/crc", recursive=True)
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(uris, "DEFAULTS", {})
+    import s3fs
+    s3fs.S3FileSystem.clear_instance_cache()
+    uris.use_spark_conf({"spark.hadoop.fs.s3a.endpoint": fs_opts["fs.endpoint_url"],
+                         "spark.hadoop.fs.s3a.access.key": "test", "spark.hadoop.fs.s3a.secret.key": "test",
+                         "spark.hadoop.fs.s3a.path.style.access": "true"})
+    uri = "s3a://wq-bucket/crc"
+    opts = Options(as_of_ns())
+    [lg] = resolve_each([uri], "auto", opts)
+    [(top, _)] = [d for d in lg.fmt._names.display if d[0] in lg.fmt._names.staged]
+    shutil.rmtree(top)            # the copy's files are not on the task's machine (the driver keeps its stamps)
+    [rep] = SparkRunner(spark).verify([lg], [opts])
+    local = run_log(discover([log])[0], as_of_ns(), limit=100)
+    assert ([finding_to_jsonable(f, CODES.of) for f in rep.findings]
+            == json.loads(json.dumps([finding_to_jsonable(f, CODES.of) for f in local.findings]).replace(log, uri)))
+    assert (rep.root, rep.records, rep.bytes, rep.verdict) == (uri, local.records, local.bytes, local.verdict)
+    assert os.path.isdir(top) and sorted(os.listdir(top)) == sorted(os.listdir(log))   # staged by the task
+    shutil.rmtree(top)
+    seg = sorted(os.listdir(log))[-1]
+    with open(os.path.join(log, seg), "ab") as f:
+        f.write(b"\0")
+    s3.put(os.path.join(log, seg), f"wq-bucket/crc/{seg}")    # the bucket moved on after the driver's read
+    with pytest.raises(Exception, match="changed between the driver's read and this executor's"):
+        SparkRunner(spark).verify([lg], [opts])

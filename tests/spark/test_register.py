@@ -91,3 +91,56 @@ def test_no_pyspark_is_exit_5_as_the_exit_table_says(tmp_path):
                            env=env, capture_output=True, text=True, timeout=60)
         assert (r.returncode, r.stdout, r.stderr) == (5, "", "wqtool: --engine spark: no session: pyspark is not "
                                                       "installed here (pip install 'wqtool[spark]', and Java 17)\n")
+
+
+class _Frame:
+    def __init__(self, session):
+        self.session = session
+
+    def mapInArrow(self, fn, schema):  # noqa: N802 (pyspark's names)
+        self.session.probes += 1
+        return self
+
+    def collect(self):
+        return [{"status": "ok", "version": self.session.version, "python": "py", "error": ""}]
+
+    def createOrReplaceGlobalTempView(self, name):  # noqa: N802
+        self.session.views.add(f"global_temp.{name}")
+
+
+class _Catalog:
+    def __init__(self, session):
+        self.session = session
+
+    def tableExists(self, name):  # noqa: N802
+        return name in self.session.views
+
+
+def _connect_session(views, version):
+    """A stand-in for a Spark Connect session (its class lives in pyspark.sql.connect): the probe job and the
+    server's global temporary views, counted."""
+    cls = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})
+    s = cls()
+    s.views, s.version, s.probes = views, version, 0
+    s.catalog = _Catalog(s)
+    s.range = lambda *a: _Frame(s)
+    return s
+
+
+def test_a_connect_server_probed_once_is_not_probed_again():
+    """Issue 24 item 6: each CLI call through a Connect server is a new session; the first one's probe leaves a
+    global temporary view naming this wqtool version on the server, and the next sessions look it up instead of
+    running the probe job. Another version's view does not count."""
+    import wqtool
+    from wqtool.spark.datasources import _probe_marker, check_workers
+    server: set[str] = set()
+    first = _connect_session(server, wqtool.__version__)
+    check_workers(first)
+    assert first.probes == 1 and server == {f"global_temp.{_probe_marker(wqtool.__version__)}"}
+    second = _connect_session(server, wqtool.__version__)
+    check_workers(second)
+    assert second.probes == 0
+    other = {f"global_temp.{_probe_marker('0.0.1')}"}
+    third = _connect_session(other, wqtool.__version__)
+    check_workers(third)
+    assert third.probes == 1

@@ -265,3 +265,16 @@ def test_connect_calls_leave_no_python_workers_behind(connect_server):
         assert r.returncode == 0, r.stderr
         counts.append(_server_pythons(_SERVER["pid"]))
     assert counts[0] > 0 and counts[-1] <= counts[0], counts
+
+
+def test_a_local_jvm_compiles_with_c1_only(spark):
+    """Local mode: the JVM shares the Python tasks' cores, so it runs C1 only (session.LOCAL_JIT, measured in
+    bench_fleet); the caller's own JIT tiers win, and a cluster's driver keeps the JVM's default."""
+    from wqtool.spark.session import LOCAL_JIT, driver_java_opts
+    args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                .getInputArguments())
+    assert LOCAL_JIT in args
+    assert driver_java_opts({}, True).endswith(" " + LOCAL_JIT)
+    assert LOCAL_JIT not in driver_java_opts({}, False)
+    mine = driver_java_opts({"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"}, True)
+    assert "TieredStopAtLevel=4" in mine and LOCAL_JIT not in mine

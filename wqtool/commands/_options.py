@@ -268,6 +268,16 @@ def _quiet(value: bool) -> bool:
     return value
 
 
+def _spark_conf(value: list[str] | None) -> list[str] | None:
+    """``--spark-conf`` pairs are known before any session: their ``spark.hadoop.fs.s3a.*`` settings become the
+    s3:// / s3a:// options of the command's own PATHs (staged before the session starts), through the mapping the
+    data sources use (``engine.uris.use_spark_conf``). A malformed pair is left to the session's usage error."""
+    if value:
+        from ..engine.uris import use_spark_conf
+        use_spark_conf({k.strip(): v.strip() for k, _, v in (p.partition("=") for p in value if "=" in p)})
+    return value
+
+
 # ---------------------------------------------------------------- the typer declarations (built when typer runs)
 def _declare() -> dict:
     """The options and arguments the commands share, as typer declarations (``DECLARED``)."""
@@ -331,6 +341,7 @@ def _declare() -> dict:
                                                       "local[*]].")]
 
     SparkConfOpt = Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE",
+                                                               callback=_spark_conf,
                                                                help="--engine spark: a Spark setting; repeatable.")]
 
     RemoteOpt = Annotated[Optional[str], typer.Option("--remote", metavar="sc://HOST:PORT", help="--engine spark: use "

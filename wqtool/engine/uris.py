@@ -150,9 +150,50 @@ def cache_root() -> str:
     return os.path.join(tempfile.gettempdir(), f"wqtool-stage-{os.getuid()}")
 
 
-def _cache_dir(uri: str) -> str:
+def _cache_dir(uri: str, root: str | None = None) -> str:
     import hashlib
-    return os.path.join(cache_root(), hashlib.sha1(uri.encode()).hexdigest()[:20])
+    return os.path.join(root or cache_root(), hashlib.sha1(uri.encode()).hexdigest()[:20])
+
+
+def _stamps(uri: str, root: str | None = None) -> dict:
+    """What the staged copy of ``uri`` was fetched from: {remote path: [size, ETag or mtime]} (``.stage.json``)."""
+    try:
+        with open(os.path.join(_cache_dir(uri, root), ".stage.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def stage_plan(logs: Sequence) -> tuple:
+    """What a task on another machine needs to read the staged copies ``logs`` (``resolve_each``'s, a remote URI's
+    named by a ``NamedFormat``) are read from: per copy (its local path, the URI, the fs options this process
+    used — ``DEFAULTS`` included —, the cache root, the copy's stamps). ``restage`` uses it in the task."""
+    out: dict[str, tuple] = {}
+    for lg in logs:
+        names = getattr(getattr(lg, "fmt", None), "_names", None)
+        if names is None:
+            continue
+        for lo, uri in names.display:
+            if lo in names.staged and lo not in out:
+                out[lo] = (lo, uri, _options(uri, None), cache_root(), _stamps(uri))
+    return tuple(out.values())
+
+
+def restage(plan: Sequence[tuple]) -> None:
+    """In a Spark task: make each staged copy of ``plan`` (``stage_plan``) readable at the path the driver read it
+    from, as the driver read it. A copy this machine holds with the driver's stamps is used as it is (an executor
+    on the driver's machine); else the URI is staged here, at that path (the driver's cache root, created when
+    missing), and must have the stamps the driver's copy had: a remote file that changed in between is an error,
+    never a read of another version."""
+    for lo, uri, opts, root, stamps in plan:
+        if os.path.exists(lo) and _stamps(uri, root) == stamps:
+            continue
+        got = stage(uri, opts, under=root)
+        if got != lo:
+            raise InputError(f"staged at {got} on this executor, not at {lo} as on the driver", path=uri)
+        if _stamps(uri, root) != stamps:
+            raise InputError("changed between the driver's read and this executor's (size or ETag): run the "
+                             "command again", path=uri)
 
 
 def _lock(base: str, exclusive: bool, wait: bool = True) -> int | None:
@@ -226,11 +267,12 @@ def clean_cache(*, max_bytes: int | None = None, max_age_s: float | None = None,
     return removed
 
 
-def stage(uri: str, storage: dict | None = None) -> str:
+def stage(uri: str, storage: dict | None = None, *, under: str | None = None) -> str:
     """A local copy of a remote file or directory (every file under it), in a cache keyed by the URI; a file is
     fetched again when its size or ETag / modification time changed, and a file the remote side no longer has is
     removed from the copy. Returns the local path. Reads the remote side only; each copy is written to a
-    temporary name and renamed. The cache is bounded first (``clean_cache``)."""
+    temporary name and renamed. The cache is bounded first (``clean_cache``). ``under``: another cache root than
+    this process's (``restage``: the driver's, on an executor)."""
     fs, path = _fs(uri, storage)
     try:
         fs.invalidate_cache(path)       # what the remote side holds now, not a listing fsspec kept
@@ -244,9 +286,10 @@ def stage(uri: str, storage: dict | None = None) -> str:
         raise InputError("no such file or directory", path=uri) from None
     except Exception as exc:  # noqa: BLE001 — a filesystem's own errors (botocore's NoCredentialsError, ...)
         raise InputError(f"cannot read it: {_why(exc)}", path=uri) from None
-    base = _cache_dir(uri)
+    base = _cache_dir(uri, under)
     os.makedirs(base, exist_ok=True)
-    clean_cache(keep=base)
+    if under is None:
+        clean_cache(keep=base)
     top = os.path.join(base, os.path.basename(path.rstrip("/")) or "root")
     fd = _lock(base, True)
     try:

@@ -809,6 +809,10 @@ def check_workers(spark) -> None:
     __version__ = importlib.import_module("wqtool").__version__
     if id(spark) in _checked:
         return
+    marker = _probe_marker(__version__) if _is_connect(spark) else None
+    if marker is not None and _marked(spark, marker):    # a probe on this server found this version already
+        _checked.add(id(spark))
+        return
     ns: dict = {"__name__": "wqtool_worker_probe"}
     exec(compile(_PROBE, "<wqtool worker probe>", "exec"), ns)
     fix = (f"install wqtool (pip install 'wqtool[spark]=={__version__}') in the Python the executors run, or "
@@ -832,3 +836,36 @@ def check_workers(spark) -> None:
         raise WorkersCannotImportWqtool(f"Spark's Python workers run wqtool {r['version']} ({r['python']}), this "
                                         f"driver {__version__}: rows and findings could differ; {fix}")
     _checked.add(id(spark))
+    if marker is not None:
+        _mark(spark, marker)
+
+
+# A Spark Connect server keeps its Python workers between CLI calls (each call is a new client process and a new
+# session): once a probe has found this wqtool version on them, a global temporary view names that version, so
+# the next call's check is one catalog lookup (~0.05 s) instead of a probe job (~0.25 s; both measured on local[2]
+# behind a Connect server). Global temporary views live as long as the server's Spark application, whose workers
+# they describe; any session of that server may read them (the view holds no data: an empty frame).
+_GLOBAL_TEMP = "global_temp"
+
+
+def _is_connect(spark) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _probe_marker(version: str) -> str:
+    import hashlib
+    return "wqtool_workers_ok_" + hashlib.sha256(version.encode()).hexdigest()[:16]
+
+
+def _marked(spark, marker: str) -> bool:
+    try:
+        return bool(spark.catalog.tableExists(f"{_GLOBAL_TEMP}.{marker}"))
+    except Exception:  # noqa: BLE001 — a server without global temporary views (or another database name): probe
+        return False
+
+
+def _mark(spark, marker: str) -> None:
+    try:
+        spark.range(0).createOrReplaceGlobalTempView(marker)
+    except Exception:  # noqa: BLE001 — not remembered: the next call probes again
+        pass

@@ -30,8 +30,13 @@ def _strategy(fmt):
     return load_object(fmt.spark_fleet)() if fmt.spark_fleet else PerLogFleet(fmt)
 
 
-def _cluster(spark) -> Cluster:
-    return spark if isinstance(spark, Cluster) else Cluster(spark)
+def _cluster(spark, logs: Sequence[Log] = ()) -> Cluster:
+    """The session as a fleet sees it, with what its tasks need to read ``logs``' staged copies of remote URIs
+    wherever they run (``engine.uris.stage_plan``)."""
+    if isinstance(spark, Cluster):
+        return spark
+    from ..engine.uris import stage_plan
+    return Cluster(spark, stage_plan(logs))
 
 
 def _by_format(logs: Sequence[Log]):
@@ -47,8 +52,10 @@ def fleet_verify(spark, logs: Sequence[Log], opts: Options, *, max_findings: int
                  progress=None) -> VerifyReport:
     """Every format's ``verify`` on Spark: the same reports (findings, counts, verdicts)."""
     out: dict[int, LogReport] = {}
+    cluster = _cluster(spark, logs)
     for fmt, items in _by_format(logs):
-        reps = _strategy(fmt).verify(_cluster(spark), [d for _, d in items], opts, max_findings=max_findings, progress=progress)
+        reps = _strategy(fmt).verify(cluster, [d for _, d in items], opts, max_findings=max_findings,
+                                     progress=progress)
         out.update(zip((i for i, _ in items), reps))
     return VerifyReport([out[i] for i in range(len(logs))])
 
@@ -57,7 +64,8 @@ def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, pr
                  want_jobs: bool = True) -> LogReport:
     """``run_log`` on Spark (the first ``limit`` findings kept, all counted), with the replayed state whole;
     ``want_jobs=False`` (``replay --summary``): a strategy that can may ship the digest and counts only."""
-    return _strategy(log.fmt).replay(_cluster(spark), log.data, opts, limit=limit, progress=progress, want_jobs=want_jobs)
+    return _strategy(log.fmt).replay(_cluster(spark, [log]), log.data, opts, limit=limit, progress=progress,
+                                     want_jobs=want_jobs)
 
 
 def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> tuple[list[tuple], int]:
@@ -65,8 +73,9 @@ def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> 
     the number of distinct jobs over all logs."""
     out: dict[int, tuple] = {}
     total = 0
+    cluster = _cluster(spark, logs)
     for fmt, items in _by_format(logs):
-        per, n = _strategy(fmt).stats(_cluster(spark), [d for _, d in items], opts, progress=progress)
+        per, n = _strategy(fmt).stats(cluster, [d for _, d in items], opts, progress=progress)
         out.update(zip((i for i, _ in items), per))
         total += n
     return [out[i] for i in range(len(logs))], total
@@ -109,15 +118,17 @@ class _LogTask:
     ``stats``, the RecordStats of every record."""
 
     def __init__(self, fmt_name: str, datas: list, opts: Options, limit: int | None, items: bool, stats: bool,
-                 cwd: str):
+                 cwd: str, staged: tuple = ()):
         self.fmt_name, self.datas, self.opts, self.limit = fmt_name, datas, opts, limit
-        self.items, self.stats, self.cwd = items, stats, cwd
+        self.items, self.stats, self.cwd, self.staged = items, stats, cwd, staged
 
     def __call__(self, batches):
         import pyarrow as pa
 
         from ..engine.format import get
+        from ..engine.uris import restage
         from ._paths import working_dir
+        restage(self.staged)
         fmt = get(self.fmt_name)
         schema = pa.schema([pa.field("log", pa.int32()), pa.field("kind", pa.int8()), pa.field("part", pa.int32()),
                             pa.field("blob", pa.binary())])
@@ -151,7 +162,7 @@ class PerLogFleet:
     def __init__(self, fmt):
         self.fmt = fmt
 
-    def run(self, spark, datas: Sequence, opts: Options, *, limit: int | None = None, items: bool = False,
+    def run(self, cluster, datas: Sequence, opts: Options, *, limit: int | None = None, items: bool = False,
             stats: bool = False, progress: Callable[[str], None] | None = None) -> list[tuple]:
         say = progress or (lambda _m: None)
         if not datas:
@@ -159,8 +170,10 @@ class PerLogFleet:
         sizes = [files_size(self.fmt.files(d)) for d in datas]
         order = sorted(range(len(datas)), key=lambda i: -sizes[i])   # partition k runs log order[k]
         say(f"spark: {len(datas)} {self.fmt.plural}, {sum(sizes)} bytes, a task per log")
-        df = spark.range(0, len(datas), 1, len(datas)).mapInArrow(
-            _LogTask(self.fmt.name, [datas[i] for i in order], opts, limit, items, stats, os.getcwd()), _FIELDS)
+        cluster = _cluster(cluster)
+        df = cluster.spark.range(0, len(datas), 1, len(datas)).mapInArrow(
+            _LogTask(self.fmt.name, [datas[i] for i in order], opts, limit, items, stats, os.getcwd(),
+                     cluster.staged), _FIELDS)
         out: dict[int, tuple] = {}
         for r in df.collect():
             out[order[r["log"]]] = pickle.loads(r["blob"])
@@ -168,14 +181,14 @@ class PerLogFleet:
         return [out[i] for i in range(len(datas))]
 
     def verify(self, cluster, datas, opts, *, max_findings=None, progress=None) -> list[LogReport]:
-        return [r for r, _ in self.run(cluster.spark, datas, opts, limit=max_findings, progress=progress)]
+        return [r for r, _ in self.run(cluster, datas, opts, limit=max_findings, progress=progress)]
 
     def replay(self, cluster, data, opts, *, limit=None, progress=None, want_jobs=True) -> LogReport:
         # the state whole either way: the format's state view renders it (a summary-only state is not one)
-        return self.run(cluster.spark, [data], opts, limit=limit, items=True, progress=progress)[0][0]
+        return self.run(cluster, [data], opts, limit=limit, items=True, progress=progress)[0][0]
 
     def stats(self, cluster, datas, opts, *, progress=None):
-        per = self.run(cluster.spark, datas, opts, limit=0, stats=True, progress=progress)
+        per = self.run(cluster, datas, opts, limit=0, stats=True, progress=progress)
         union: set = set()
         for _, st in per:
             union |= st.jobs
@@ -258,12 +271,14 @@ def _finding_kwargs(d: dict) -> dict:
 class _StateTask:
     """One log per task: the engine's replay of it, its rows as ``<format>-state`` reads them (Arrow batches)."""
 
-    def __init__(self, items: list, cwd: str):
-        self.items, self.cwd = items, cwd     # [(format name, log data, engine Options)]
+    def __init__(self, items: list, cwd: str, staged: tuple = ()):
+        self.items, self.cwd, self.staged = items, cwd, staged    # [(format name, log data, engine Options)]
 
     def __call__(self, batches):
         from ..engine.format import get
+        from ..engine.uris import restage
         from .datasources import state_batches
+        restage(self.staged)
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 name, data, opts = self.items[i]
@@ -290,7 +305,8 @@ def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, 
     schema = _struct(state_columns(next(iter(fmts.values()))))
     say(f"spark: writing the replayed state of {len(logs)} log(s) to {where}")
     df = spark.range(0, len(logs), 1, len(logs)).mapInArrow(
-        _StateTask([(lg.fmt.name, lg.data, o) for lg, o in zip(logs, opts)], os.getcwd()), schema)
+        _StateTask([(lg.fmt.name, lg.data, o) for lg, o in zip(logs, opts)], os.getcwd(),
+                   _cluster(spark, logs).staged), schema)
     df.write.mode("error").partitionBy("log").parquet(where)
     got = {r["log"]: r["count"] for r in spark.read.schema(schema).parquet(where).groupBy("log").count().collect()}
     for lg, rep in zip(logs, reports):

@@ -28,6 +28,15 @@ _DEFAULT_CONF = {
 }
 
 
+#: The JIT of a local-mode JVM (driver and executors in one process, on the cores the Python workers use): C1
+#: only. C2's compiler threads took 0.2-0.4 s of CPU per fleet job here, out of the Python tasks' 2 cores
+#: (bench_fleet: verify x1.43 -> x1.74 the local engine, replay x1.70 -> x1.79), while the JVM's own heavy
+#: paths ran as fast (the reference pipeline's shuffle 81.5 -> 81.4 s, the workq source's count() 22.7 ->
+#: 22.9 s); start-up 11.3 -> 10.1 s. A caller's own -XX:TieredStopAtLevel (--spark-conf
+#: spark.driver.extraJavaOptions=...) wins.
+LOCAL_JIT = "-XX:TieredStopAtLevel=1"
+
+
 def parse_conf(pairs: Iterable[str] | None) -> dict[str, str]:
     """``["k=v", ...]`` → dict; raises ValueError on an entry without '='."""
     out: dict[str, str] = {}
@@ -195,10 +204,7 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     else:
         builder = builder.master(master)
         settings = {**_DEFAULT_CONF, **conf}
-        java_opts = settings.get("spark.driver.extraJavaOptions", "")
-        if "log4j2.configurationFile" not in java_opts:   # the caller's own options keep Spark at WARN too
-            settings["spark.driver.extraJavaOptions"] = \
-                f"{java_opts} -Dlog4j2.configurationFile=file:{_log4j2_file()}".strip()
+        settings["spark.driver.extraJavaOptions"] = driver_java_opts(settings, local)
         # the driver runs here (local mode, or client mode on a cluster): Spark's 1g default overflows on a fleet
         # replay that lists ~1 GiB of logs' jobs (a cluster driver kept it: issue 24). A quarter of this
         # machine's memory, 2..16 GiB; results lost on the way are an error either way (spark/_results.py).
@@ -224,6 +230,17 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
         if check:
             check_workers(spark)
     return spark
+
+
+def driver_java_opts(settings: dict[str, str], local: bool) -> str:
+    """The driver JVM's options: the caller's, Spark at WARN (``_LOG4J2``) unless the caller configures log4j,
+    and in local mode ``LOCAL_JIT`` unless the caller sets the JIT's tiers."""
+    java_opts = settings.get("spark.driver.extraJavaOptions", "")
+    if "log4j2.configurationFile" not in java_opts:   # the caller's own options keep Spark at WARN too
+        java_opts = f"{java_opts} -Dlog4j2.configurationFile=file:{_log4j2_file()}".strip()
+    if local and "TieredStopAtLevel" not in java_opts:
+        java_opts = f"{java_opts} {LOCAL_JIT}"
+    return java_opts
 
 
 def _workers_are_this_python(local: bool) -> bool:
