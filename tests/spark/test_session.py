@@ -61,6 +61,46 @@ def test_no_java_is_one_line_exit_5():
     assert "Traceback" not in res.stderr
 
 
+def test_a_connect_server_that_never_answers_is_one_line_exit_5_within_the_bound():
+    """A server that accepts the connection and says nothing — what a plain server is to PySpark's TLS client,
+    which a token= URL to an address other than 'localhost' turns on — used to hang the CLI without end. (A new
+    process: the client's thread, left waiting, holds PySpark's session-builder lock.)"""
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    port = srv.getsockname()[1]
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept():                       # accept, never answer
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                pass
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        res = _run("verify", "--engine", "spark", "--remote", f"sc://127.0.0.1:{port}/;token=s3cret", LOGS[0],
+                   env={"WQTOOL_SPARK_CONNECT_WAIT": "3"}, timeout=60)
+        assert res.returncode == 5, res.stderr
+        assert res.stderr.splitlines()[-1] == (
+            f"wqtool: --engine spark: the Spark Connect server at sc://127.0.0.1:{port}/;token=*** accepted the "
+            "connection but did not answer within 3 s; with token= in the URL PySpark speaks TLS (to any host but "
+            "'localhost'): a server without TLS never answers — use sc://localhost:PORT/;token=... for a local "
+            "server, or TLS on the server")
+        assert "s3cret" not in res.stderr and "Traceback" not in res.stderr
+        assert held                     # it did connect
+    finally:
+        stop.set()
+        t.join(5)
+        for c in held:
+            c.close()
+        srv.close()
+
+
 def test_no_connect_server_is_one_line_exit_5_and_the_token_stays_secret():
     port = _free_port()
     t = time.monotonic()

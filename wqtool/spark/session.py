@@ -324,6 +324,8 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
     if remote:
         _reachable(remote, where)   # the Connect client retries a dead address for minutes: ask once, bounded
     try:
+        if remote:
+            _ready(remote, where)       # a server that accepts and never answers: bounded, before any client
         spark = build_session(master=master, conf=settings, remote=remote, sources=False)
         if remote:
             spark.version      # Spark Connect connects lazily: fail here, with the address, not mid-job
@@ -427,6 +429,46 @@ def _worker_exception(text: str) -> re.Match | None:
         return None
     hits = [m for m in map(_EXC_LINE.match, text.splitlines()) if m]
     return hits[-1] if hits else None
+
+
+#: Seconds a Spark Connect server has to complete a CLI call's connection (``_ready``);
+#: ``WQTOOL_SPARK_CONNECT_WAIT`` sets another.
+CONNECT_ANSWER_S = 60.0
+
+
+def _answer_s() -> float:
+    v = os.environ.get("WQTOOL_SPARK_CONNECT_WAIT")
+    try:
+        return float(v) if v else CONNECT_ANSWER_S
+    except ValueError:
+        from ..errors import UsageError
+        raise UsageError(f"WQTOOL_SPARK_CONNECT_WAIT: not a number of seconds: {v!r}") from None
+
+
+def _ready(remote: str, where: str) -> None:
+    """The gRPC channel PySpark would open to ``remote`` (``DefaultChannelBuilder``: the same TLS and options) is
+    ready within ``_answer_s()`` seconds, else SparkError (exit 5) with the likely reason. PySpark's own client
+    waits without end for a server that accepts the connection and never completes the handshake — a ``token=``
+    URL to a host other than ``localhost`` makes it speak TLS (``ChannelBuilder.secure``), which a server without
+    TLS never answers — and once its client exists, its exit hook blocks the process's exit the same way; so this
+    is asked first, with a channel of our own, closed after."""
+    import grpc
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+
+    from ..errors import SparkError
+    wait = _answer_s()
+    channel = DefaultChannelBuilder(remote).toChannel()
+    try:
+        grpc.channel_ready_future(channel).result(timeout=wait)
+    except grpc.FutureTimeoutError:
+        tls = re.search(r"(?i);token=", remote) and not re.search(r"(?i);use_ssl=true", remote)
+        raise SparkError(f"--engine spark: the Spark Connect server at {where} accepted the connection but did not "
+                         f"answer within {wait:g} s"
+                         + ("; with token= in the URL PySpark speaks TLS (to any host but 'localhost'): a server "
+                            "without TLS never answers — use sc://localhost:PORT/;token=... for a local server, or "
+                            "TLS on the server" if tls else "")) from None
+    finally:
+        channel.close()
 
 
 def _reachable(remote: str, where: str, timeout_s: float = 10.0) -> None:
