@@ -106,6 +106,17 @@ def run_on_pty(argv, *, cols: int = 120, side: str = "stdout", env: dict | None 
     return b"".join(chunks).decode().replace("\r\n", "\n"), sink.read(), p.returncode
 
 
+def without_aws_environment(monkeypatch) -> None:
+    """No AWS credentials, endpoint or config files, and no fsspec defaults left by another test: what reaches s3fs
+    is only what the test itself sets (``--spark-conf spark.hadoop.fs.s3a.*``, ``uris.use_spark_conf``)."""
+    from wqtool.engine import uris
+    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setattr(uris, "DEFAULTS", {})
+
+
 def already_processed_log(d: str, n: int) -> str:
     """A one-segment log: a job added, started, completed, then ``n`` start-attempts on it (n errors
     WQ-ALREADY-PROCESSED, exit 4) — more findings than the commands show."""

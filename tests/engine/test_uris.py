@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import AS_OF, ROOT, cli, fixture_log
+from tests.conftest import AS_OF, ROOT, cli, fixture_log, without_aws_environment
 from wqtool.engine import uris
 
 LOG = "crc-mismatch-mid-segment"      # a log with findings (an error, folded as-of notes) and a last_file
@@ -204,10 +204,7 @@ def test_spark_s3a_settings_serve_as_the_fsspec_options(s3, local_log, monkeypat
     --spark-conf gives Spark's S3A connector) are the options s3fs gets."""
     fs, endpoint = s3
     fs.put(local_log, "wq-bucket/" + LOG, recursive=True)
-    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.delenv(k)
-    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    without_aws_environment(monkeypatch)
     uri = f"s3a://wq-bucket/{LOG}"
     assert cli("verify", "-q", uri).code == 5          # no endpoint, no keys: cannot read it
     host = endpoint.split("://", 1)[1]
@@ -229,11 +226,7 @@ def test_spark_conf_s3a_settings_reach_the_commands_own_paths(s3, local_log, mon
     local engine: the settings are known from the command line alone)."""
     fs, endpoint = s3
     fs.put(local_log, "wq-bucket/" + LOG, recursive=True)
-    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.delenv(k)
-    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-    monkeypatch.setattr(uris, "DEFAULTS", {})
+    without_aws_environment(monkeypatch)
     uri = f"s3a://wq-bucket/{LOG}"
     assert cli(*cmd, "--as-of", AS_OF, uri).code == 5          # no endpoint, no keys: cannot read it
     host = endpoint.split("://", 1)[1]

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import AS_OF, ROOT, cli, fixture_log
+from tests.conftest import AS_OF, cli, fixture_log, without_aws_environment
 from wqtool.errors import InputError
 from wqtool.engine.uris import expand_paths, local_path, resolve
 
@@ -193,22 +193,24 @@ def test_cli_uris_on_spark_equal_the_local_engine(spark, s3, tmp_path, monkeypat
         assert b == a and uri in local.out and "wqtool-stage" not in local.out + remote.out
 
 
-@pytest.mark.parametrize("argv", [("verify", "-o", "json"), ("replay", "--summary", "-o", "json")], ids=" ".join)
-def test_spark_conf_s3a_settings_reach_the_cli_paths(spark, s3, tmp_path, monkeypatch, argv):
-    """--engine spark with --spark-conf spark.hadoop.fs.s3a.* and no AWS environment: the command's own s3a://
-    PATH (staged before the session) is read with those settings, and the output is the local engine's."""
-    from wqtool.engine import uris
+def _crc_in_bucket(s3, tmp_path, monkeypatch) -> tuple[str, dict]:
+    """A damaged log (WQ-CRC) at s3a://wq-bucket/crc and its local copy, with no AWS environment and no s3fs
+    instance cached: (the local copy, the moto endpoint's fs options)."""
     s3, fs_opts = s3
     log = str(tmp_path / "crc")
     shutil.copytree(fixture_log("crc-mismatch-mid-segment"), log)
     s3.put(log, "wq-bucket/crc", recursive=True)
-    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-    monkeypatch.setattr(uris, "DEFAULTS", {})
+    without_aws_environment(monkeypatch)
     import s3fs
     s3fs.S3FileSystem.clear_instance_cache()
+    return log, fs_opts
+
+
+@pytest.mark.parametrize("argv", [("verify", "-o", "json"), ("replay", "--summary", "-o", "json")], ids=" ".join)
+def test_spark_conf_s3a_settings_reach_the_cli_paths(spark, s3, tmp_path, monkeypatch, argv):
+    """--engine spark with --spark-conf spark.hadoop.fs.s3a.* and no AWS environment: the command's own s3a://
+    PATH (staged before the session) is read with those settings, and the output is the local engine's."""
+    log, fs_opts = _crc_in_bucket(s3, tmp_path, monkeypatch)
     host = fs_opts["fs.endpoint_url"].split("://", 1)[1]
     conf = [f"--spark-conf=spark.hadoop.fs.s3a.{k}" for k in (
         f"endpoint={host}", "connection.ssl.enabled=false", "access.key=test", "secret.key=test",
@@ -237,15 +239,7 @@ def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monke
     from wqtool.exitcodes import CODES
     from wqtool.spark.runner import SparkRunner
     from tests.spark.conftest import as_of_ns
-    s3, fs_opts = s3
-    log = str(tmp_path / "crc")
-    shutil.copytree(fixture_log("crc-mismatch-mid-segment"), log)
-    s3.put(log, "wq-bucket/crc", recursive=True)
-    for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setattr(uris, "DEFAULTS", {})
-    import s3fs
-    s3fs.S3FileSystem.clear_instance_cache()
+    log, fs_opts = _crc_in_bucket(s3, tmp_path, monkeypatch)
     uris.use_spark_conf({"spark.hadoop.fs.s3a.endpoint": fs_opts["fs.endpoint_url"],
                          "spark.hadoop.fs.s3a.access.key": "test", "spark.hadoop.fs.s3a.secret.key": "test",
                          "spark.hadoop.fs.s3a.path.style.access": "true"})
@@ -264,6 +258,6 @@ def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monke
     seg = sorted(os.listdir(log))[-1]
     with open(os.path.join(log, seg), "ab") as f:
         f.write(b"\0")
-    s3.put(os.path.join(log, seg), f"wq-bucket/crc/{seg}")    # the bucket moved on after the driver's read
+    s3[0].put(os.path.join(log, seg), f"wq-bucket/crc/{seg}")    # the bucket moved on after the driver's read
     with pytest.raises(Exception, match="changed between the driver's read and this executor's"):
         SparkRunner(spark).verify([lg], [opts])
