@@ -150,9 +150,16 @@ def utf16_units_to_str(units) -> str:
 
 def mutf8_encode(s: str) -> bytes:
     """``DataOutput.writeUTF``'s bytes for a Java string (a str whose supplementary characters are two units)."""
+    return units_utf8(java_units(s), nul_in_two=True)
+
+
+def units_utf8(units: list[int], *, nul_in_two: bool) -> bytes:
+    """UTF-16 code units, each written as UTF-8 would write it alone (1-3 bytes; a surrogate on its own), as Java's
+    writers do: modified UTF-8 (``writeUTF``, ``nul_in_two``: U+0000 as C0 80) or Hessian's strings (U+0000 as
+    one byte)."""
     out = bytearray()
-    for u in java_units(s):
-        if 0 < u < 0x80:
+    for u in units:
+        if u < 0x80 and (u or not nul_in_two):
             out.append(u)
         elif u < 0x800:
             out += bytes((0xC0 | (u >> 6), 0x80 | (u & 0x3F)))

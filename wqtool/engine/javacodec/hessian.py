@@ -31,7 +31,7 @@ from ...formats.orth import (HESSIAN_PARAM_FIELDS, HESSIAN_RETURNT_FIELDS, HS_CL
                              HS_LIST_VAR_UNTYPED, HS_LONG, HS_LONG_BYTE, HS_LONG_DIRECT, HS_LONG_INT, HS_LONG_SHORT,
                              HS_NULL, HS_OBJECT, HS_OBJECT_DIRECT, HS_REF, HS_STRING_CHUNK, HS_STRING_DIRECT_MAX,
                              HS_STRING_FINAL, HS_STRING_SHORT, HS_TRUE, PARAM_CLASS, RETURNT_CLASS,
-                             utf16_units_to_str)
+                             units_utf8, utf16_units_to_str)
 from .gson import Entry
 from .javaser import StreamError
 
@@ -314,18 +314,6 @@ def h_long(v: int) -> bytes:
     return bytes((HS_LONG,)) + struct.pack(">q", v)
 
 
-def _chars(units: list[int]) -> bytes:
-    out = bytearray()
-    for u in units:
-        if u < 0x80:
-            out.append(u)
-        elif u < 0x800:
-            out += bytes((0xC0 | (u >> 6), 0x80 | (u & 0x3F)))
-        else:
-            out += bytes((0xE0 | (u >> 12), 0x80 | ((u >> 6) & 0x3F), 0x80 | (u & 0x3F)))
-    return bytes(out)
-
-
 def h_string(s: str | None) -> bytes:
     """``Hessian2Output.writeString``: chunks of 0x8000 units ('R', never ending on a high surrogate), then the
     final part: direct (<= 31), short (<= 1023) or 'S'."""
@@ -338,7 +326,7 @@ def h_string(s: str | None) -> bytes:
         k = 0x8000
         if 0xD800 <= units[k - 1] <= 0xDBFF:
             k -= 1
-        out += bytes((HS_STRING_CHUNK,)) + k.to_bytes(2, "big") + _chars(units[:k])
+        out += bytes((HS_STRING_CHUNK,)) + k.to_bytes(2, "big") + units_utf8(units[:k], nul_in_two=False)
         units = units[k:]
     n = len(units)
     if n <= HS_STRING_DIRECT_MAX:
@@ -347,7 +335,7 @@ def h_string(s: str | None) -> bytes:
         out += bytes((HS_STRING_SHORT[0] + (n >> 8), n & 0xFF))
     else:
         out += bytes((HS_STRING_FINAL,)) + n.to_bytes(2, "big")
-    return bytes(out + _chars(units))
+    return bytes(out + units_utf8(units, nul_in_two=False))
 
 
 def encode_params(entries, *, int_log_id: bool = False, shared: dict[int, int] | None = None,

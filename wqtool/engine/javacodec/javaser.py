@@ -221,38 +221,66 @@ def _describe_desc(data: bytes, pos: int) -> str:
     return f"an element of class {name} ({what}), not {PARAM_CLASS}"
 
 
+class _Stream:
+    """A Java serialization stream of one ``ArrayList`` being written: the next wire handle, and the handle of each
+    class descriptor written so far (a later object of that class refers to it)."""
+
+    def __init__(self, size: int):
+        self.out = [arraylist_head.build({"size": size, "capacity": size})]
+        self.nxt = BASE_WIRE_HANDLE + 2            # the ArrayList's class descriptor and the list itself
+        self.descs: dict[bytes, int] = {}
+
+    def new_object(self, desc: bytes, desc_handles: int) -> int:
+        """TC_OBJECT, then its class descriptor ``desc`` (which takes ``desc_handles`` handles) the first time, a
+        reference to it after; the object's handle."""
+        self.out.append(bytes((TC_OBJECT,)))
+        h = self.descs.get(desc)
+        if h is None:
+            self.out.append(desc)
+            self.descs[desc] = self.nxt
+            self.nxt += desc_handles
+        else:
+            self.ref(h)
+        self.nxt += 1
+        return self.nxt - 1
+
+    def ref(self, handle: int) -> None:
+        self.out.append(reference.build({"handle": handle}))
+
+    def string(self, v: str | None) -> int | None:
+        """A String object (TC_STRING, or TC_LONGSTRING past 65,535 bytes of modified UTF-8) or TC_NULL; its
+        handle."""
+        if v is None:
+            self.out.append(bytes((TC_NULL,)))
+            return None
+        if len(mutf8_encode(v)) <= 0xFFFF:
+            self.out.append(bytes((TC_STRING,)) + java_utf.build(v))
+        else:
+            self.out.append(bytes((TC_LONGSTRING,)) + java_long_utf.build(v))
+        self.nxt += 1
+        return self.nxt - 1
+
+    def end(self) -> bytes:
+        self.out.append(bytes((TC_ENDBLOCKDATA,)))
+        return b"".join(self.out)
+
+
 def encode_legacy(entries, same_object: dict[int, int] | None = None) -> bytes:
     """The stream Java writes for ``ArrayList<HandleCallbackParam>`` of ``entries`` (Entry or tuples).
     ``same_object[i] = j``: entry i's handleMsg is the same String object as entry j's (Java writes a reference)."""
     same_object = same_object or {}
-    out = [arraylist_head.build({"size": len(entries), "capacity": len(entries)})]
-    nxt = BASE_WIRE_HANDLE + 2
-    desc_handle = None
+    w = _Stream(len(entries))
     msg_handle: dict[int, int] = {}
     for i, e in enumerate(entries):
-        out.append(bytes((TC_OBJECT,)))
-        if desc_handle is None:
-            out.append(_DESC)
-            desc_handle = nxt
-            nxt += 2
+        w.new_object(_DESC, 2)
+        w.out.append(_VALUES.pack(e.handle_code, e.log_date_tim, e.log_id))
+        if e.handle_msg is not None and i in same_object:
+            w.ref(msg_handle[same_object[i]])
         else:
-            out.append(reference.build({"handle": desc_handle}))
-        nxt += 1                                   # the object
-        out.append(_VALUES.pack(e.handle_code, e.log_date_tim, e.log_id))
-        if e.handle_msg is None:
-            out.append(bytes((TC_NULL,)))
-        elif i in same_object:
-            out.append(bytes((TC_REFERENCE,)) + msg_handle[same_object[i]].to_bytes(4, "big"))
-        else:
-            body = mutf8_encode(e.handle_msg)
-            if len(body) <= 0xFFFF:
-                out.append(bytes((TC_STRING,)) + java_utf.build(e.handle_msg))
-            else:
-                out.append(bytes((TC_LONGSTRING,)) + java_long_utf.build(e.handle_msg))
-            msg_handle[i] = nxt
-            nxt += 1
-    out.append(bytes((TC_ENDBLOCKDATA,)))
-    return b"".join(out)
+            h = w.string(e.handle_msg)
+            if h is not None:
+                msg_handle[i] = h
+    return w.end()
 
 
 def _parse_220(data: bytes, pos: int, size: int) -> LegacyResult:
@@ -356,44 +384,16 @@ def encode_220(entries, shared: dict[int, int] | None = None, contents: dict[int
     """The stream Java writes for 2.2.0's ``ArrayList<HandleCallbackParam>``: each entry's ReturnT(code, msg,
     content); ``shared[i] = j``: entry i's executeResult is entry j's object (a reference)."""
     shared, contents = shared or {}, contents or {}
-    out = [arraylist_head.build({"size": len(entries), "capacity": len(entries)})]
-    nxt = BASE_WIRE_HANDLE + 2
-    pdesc = rdesc = None
+    w = _Stream(len(entries))
     rt: dict[int, int] = {}
-
-    def jstr(v: str | None) -> bytes:
-        nonlocal nxt
-        if v is None:
-            return bytes((TC_NULL,))
-        nxt += 1
-        if len(mutf8_encode(v)) <= 0xFFFF:
-            return bytes((TC_STRING,)) + java_utf.build(v)
-        return bytes((TC_LONGSTRING,)) + java_long_utf.build(v)
-
     for i, e in enumerate(entries):
-        out.append(bytes((TC_OBJECT,)))
-        if pdesc is None:
-            out.append(_DESC220)
-            pdesc = nxt
-            nxt += 2
-        else:
-            out.append(reference.build({"handle": pdesc}))
-        nxt += 1
-        out.append(_VALUES220.pack(e.log_date_tim, e.log_id))
+        w.new_object(_DESC220, 2)
+        w.out.append(_VALUES220.pack(e.log_date_tim, e.log_id))
         if i in shared:
-            out.append(reference.build({"handle": rt[shared[i]]}))
+            w.ref(rt[shared[i]])
             continue
-        out.append(bytes((TC_OBJECT,)))
-        if rdesc is None:
-            out.append(_RDESC)
-            rdesc = nxt
-            nxt += 3
-        else:
-            out.append(reference.build({"handle": rdesc}))
-        rt[i] = nxt
-        nxt += 1
-        out.append(_RVALUES.pack(e.handle_code))
-        out.append(jstr(contents.get(i)))
-        out.append(jstr(e.handle_msg))
-    out.append(bytes((TC_ENDBLOCKDATA,)))
-    return b"".join(out)
+        rt[i] = w.new_object(_RDESC, 3)
+        w.out.append(_RVALUES.pack(e.handle_code))
+        w.string(contents.get(i))
+        w.string(e.handle_msg)
+    return w.end()
