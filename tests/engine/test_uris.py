@@ -279,3 +279,62 @@ def test_staging_bounds_the_cache(s3, local_log, monkeypatch):
     monkeypatch.setenv("WQTOOL_STAGE_MAX_AGE", "60")
     top = uris.stage(f"s3://wq-bucket/{LOG}")
     assert not os.path.exists(stale) and os.path.isdir(top)
+
+
+@pytest.fixture
+def other_store(s3):
+    """A second S3 store: moto's server in its own process (its own buckets, unlike a second server in this
+    one), with the bucket ``wq-bucket``; (s3fs filesystem, endpoint)."""
+    import socket
+    import subprocess
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "moto_server"), "-H", "127.0.0.1",
+                             "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(endpoint + "/moto-api/reset", data=b"", timeout=5)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server on {endpoint} did not come up") from None
+                time.sleep(0.1)
+        import s3fs
+        fs = s3fs.S3FileSystem(endpoint_url=endpoint, key="test", secret="test", skip_instance_cache=True)
+        fs.mkdir("wq-bucket")
+        yield fs, endpoint
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_one_uri_on_two_stores_is_two_copies(s3, other_store, local_log, monkeypatch):
+    """s3://wq-bucket/<log> on two endpoints holding different logs: each command reads its endpoint's log, each
+    from its own cache entry — the first store's copy is not fetched again after the second's was staged (CI,
+    2026-11-26: entries keyed by the URI alone, so two test servers' copies of one URI replaced each other)."""
+    fs_a, endpoint_a = s3
+    fs_b, endpoint_b = other_store
+    clean = fixture_log("sample-clean")
+    fs_a.put(local_log, "wq-bucket/" + LOG, recursive=True)
+    fs_b.put(clean, "wq-bucket/" + LOG, recursive=True)
+    uri = f"s3://wq-bucket/{LOG}"
+    argv = ("verify", "-o", "json", "--as-of", AS_OF)
+    want_a, want_b = cli(*argv, local_log), cli(*argv, clean)
+    assert (want_a.code, want_b.code) == (3, 0)
+    got_a = cli(*argv, uri)
+    top_a = uris.stage(uri)
+    inodes = {n: os.stat(os.path.join(top_a, n)).st_ino for n in os.listdir(top_a)}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint_b)
+    got_b = cli(*argv, uri)
+    assert uris.stage(uri) != top_a
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint_a)
+    again = cli(*argv, uri)
+    assert got_a.out == again.out == _named(want_a.out, local_log, uri)
+    assert {n: os.stat(os.path.join(top_a, n)).st_ino for n in os.listdir(top_a)} == inodes
+    assert got_b.code == 0 and json.loads(got_b.out)["logs"][0]["root"] == uri
+    assert json.loads(got_b.out)["logs"][0]["records"] == json.loads(want_b.out)["logs"][0]["records"]

@@ -112,9 +112,18 @@ def use_spark_conf(conf: dict[str, str]) -> None:
 
 
 def _options(p: str, storage: dict | None) -> dict:
+    """The fs options ``p`` is opened with: ``storage`` over ``DEFAULTS``; an S3 URI without an endpoint among
+    them gets the AWS CLI's from the environment (``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``) by name, which
+    botocore would read anyway — so fsspec's cached filesystem and the staging cache's entry are the endpoint's
+    the environment names now, not the one it named when the first URI was opened."""
     scheme = p.split("://", 1)[0].lower()
-    base = DEFAULTS.get("s3", {}) if scheme in ("s3", "s3a", "s3n") else {}
-    return {**base, **(storage or {})}
+    if scheme not in ("s3", "s3a", "s3n"):
+        return dict(storage or {})
+    out = {**DEFAULTS.get("s3", {}), **(storage or {})}
+    env = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if env and not out.get("endpoint_url") and not (out.get("client_kwargs") or {}).get("endpoint_url"):
+        out["endpoint_url"] = env
+    return out
 
 
 def _fs(p: str, storage: dict | None = None):
@@ -150,15 +159,21 @@ def cache_root() -> str:
     return os.path.join(tempfile.gettempdir(), f"wqtool-stage-{os.getuid()}")
 
 
-def _cache_dir(uri: str, root: str | None = None) -> str:
+def _cache_dir(uri: str, opts: dict, root: str | None = None) -> str:
+    """The cache entry of ``uri`` read with the fs options ``opts``: keyed by the URI and the endpoint it is read
+    from, so one bucket path on two stores (MinIO and AWS, two test servers) is two entries, never one copy
+    fetched back and forth — or mixed, when two commands stage them at once."""
     import hashlib
-    return os.path.join(root or cache_root(), hashlib.sha1(uri.encode()).hexdigest()[:20])
+    endpoint = opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url") or ""
+    key = uri if not endpoint else f"{uri}\n{endpoint}"
+    return os.path.join(root or cache_root(), hashlib.sha1(key.encode()).hexdigest()[:20])
 
 
-def _stamps(uri: str, root: str | None = None) -> dict:
-    """What the staged copy of ``uri`` was fetched from: {remote path: [size, ETag or mtime]} (``.stage.json``)."""
+def _stamps(base: str) -> dict:
+    """What the staged copy in the cache entry ``base`` was fetched from: {remote path: [size, ETag or mtime]}
+    (``.stage.json``)."""
     try:
-        with open(os.path.join(_cache_dir(uri, root), ".stage.json")) as f:
+        with open(os.path.join(base, ".stage.json")) as f:
             return json.load(f)
     except (OSError, ValueError):
         return {}
@@ -167,7 +182,7 @@ def _stamps(uri: str, root: str | None = None) -> dict:
 def stage_plan(logs: Sequence) -> tuple:
     """What a task on another machine needs to read the staged copies ``logs`` (``resolve_each``'s, a remote URI's
     named by a ``NamedFormat``) are read from: per copy (its local path, the URI, the fs options this process
-    used — ``DEFAULTS`` included —, the cache root, the copy's stamps). ``restage`` uses it in the task."""
+    used — ``DEFAULTS`` included —, its cache entry, the copy's stamps). ``restage`` uses it in the task."""
     out: dict[str, tuple] = {}
     for lg in logs:
         names = getattr(getattr(lg, "fmt", None), "_names", None)
@@ -175,23 +190,24 @@ def stage_plan(logs: Sequence) -> tuple:
             continue
         for lo, uri in names.display:
             if lo in names.staged and lo not in out:
-                out[lo] = (lo, uri, _options(uri, None), cache_root(), _stamps(uri))
+                base = os.path.dirname(lo)      # stage: the copy is the entry's one top
+                out[lo] = (lo, uri, _options(uri, None), base, _stamps(base))
     return tuple(out.values())
 
 
 def restage(plan: Sequence[tuple]) -> None:
     """In a Spark task: make each staged copy of ``plan`` (``stage_plan``) readable at the path the driver read it
     from, as the driver read it. A copy this machine holds with the driver's stamps is used as it is (an executor
-    on the driver's machine); else the URI is staged here, at that path (the driver's cache root, created when
+    on the driver's machine); else the URI is staged here, at that path (the driver's cache entry, created when
     missing), and must have the stamps the driver's copy had: a remote file that changed in between is an error,
     never a read of another version."""
-    for lo, uri, opts, root, stamps in plan:
-        if os.path.exists(lo) and _stamps(uri, root) == stamps:
+    for lo, uri, opts, base, stamps in plan:
+        if os.path.exists(lo) and _stamps(base) == stamps:
             continue
-        got = stage(uri, opts, under=root)
+        got = stage(uri, opts, at=base)
         if got != lo:
             raise InputError(f"staged at {got} on this executor, not at {lo} as on the driver", path=uri)
-        if _stamps(uri, root) != stamps:
+        if _stamps(base) != stamps:
             raise InputError("changed between the driver's read and this executor's (size or ETag): run the "
                              "command again", path=uri)
 
@@ -267,12 +283,13 @@ def clean_cache(*, max_bytes: int | None = None, max_age_s: float | None = None,
     return removed
 
 
-def stage(uri: str, storage: dict | None = None, *, under: str | None = None) -> str:
-    """A local copy of a remote file or directory (every file under it), in a cache keyed by the URI; a file is
-    fetched again when its size or ETag / modification time changed, and a file the remote side no longer has is
-    removed from the copy. Returns the local path. Reads the remote side only; each copy is written to a
-    temporary name and renamed. The cache is bounded first (``clean_cache``). ``under``: another cache root than
-    this process's (``restage``: the driver's, on an executor)."""
+def stage(uri: str, storage: dict | None = None, *, at: str | None = None) -> str:
+    """A local copy of a remote file or directory (every file under it), in a cache keyed by the URI and its
+    endpoint; a file is fetched again when its size or ETag / modification time changed, and a file the remote
+    side no longer has is removed from the copy. Returns the local path. Reads the remote side only; each copy is written to a
+    temporary name and renamed. The cache is bounded first (``clean_cache``). ``at``: the cache entry to stage into,
+    another process's (``restage``, a data source's ``localize``: the driver's, on an executor whose temporary
+    directory or settings differ)."""
     fs, path = _fs(uri, storage)
     try:
         fs.invalidate_cache(path)       # what the remote side holds now, not a listing fsspec kept
@@ -286,9 +303,9 @@ def stage(uri: str, storage: dict | None = None, *, under: str | None = None) ->
         raise InputError("no such file or directory", path=uri) from None
     except Exception as exc:  # noqa: BLE001 — a filesystem's own errors (botocore's NoCredentialsError, ...)
         raise InputError(f"cannot read it: {_why(exc)}", path=uri) from None
-    base = _cache_dir(uri, under)
+    base = at or _cache_dir(uri, _options(uri, storage))
     os.makedirs(base, exist_ok=True)
-    if under is None:
+    if at is None:
         clean_cache(keep=base)
     top = os.path.join(base, os.path.basename(path.rstrip("/")) or "root")
     fd = _lock(base, True)

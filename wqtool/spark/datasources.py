@@ -283,7 +283,7 @@ class FilePartition(InputPartition):
             from ..engine.uris import stage
             for local, uri in self.display[0]:
                 if self.path.startswith(local + "/") or self.path == local:
-                    stage(uri, dict(self.display[1]))
+                    stage(uri, dict(self.display[1]), at=os.path.dirname(local))   # the driver's entry
 
     def __post_init__(self):
         super().__init__(self.path)
@@ -689,12 +689,13 @@ def ensure_sources(spark) -> None:
         register(spark, check=False)
 
 
-def register(spark, *, check: bool = True) -> None:
+def register(spark, *, check: bool = True, conf: dict[str, str] | None = None) -> None:
     """Register two data sources per format (idempotent): ``<format>`` (the format's ``spark_source`` class, else
     a ``RecordSource``) and ``<format>-findings``, each subclassed here to remember the format and the caller's
     working directory (cloudpickle ships it by value), so ``load("cmdlog")`` reads ./cmdlog and the ``file``
     column says ``cmdlog/...``. ``check``: first make sure Spark's Python workers can import wqtool
-    (``check_workers``), so a worker without it is one clear error here, not a ModuleNotFoundError per task."""
+    (``check_workers``), so a worker without it is one clear error here, not a ModuleNotFoundError per task.
+    ``conf``: settings over the session's (``s3a_settings``)."""
     import os
 
     from ..engine.format import formats, load_object
@@ -705,7 +706,7 @@ def register(spark, *, check: bool = True) -> None:
     # on Spark 4.3.0 a DataFrame read again after a filtered query on it kept the pushed filter (count() of
     # 300,000 records gave 97,548 after a where(cmd = 'add')): a wrong answer.
     pushdown = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true" and pushdown_safe(spark)[0]
-    storage = tuple(sorted(s3a_settings(spark).items()))   # one S3 setting for Spark's S3A and fsspec
+    storage = tuple(sorted(s3a_settings(spark, conf).items()))   # one S3 setting for Spark's S3A and fsspec
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
@@ -723,16 +724,18 @@ S3A_KEYS = tuple("spark.hadoop.fs.s3a." + k for k in ("endpoint", "connection.ss
                                                       "endpoint.region"))
 
 
-def s3a_settings(spark) -> dict:
+def s3a_settings(spark, over: dict[str, str] | None = None) -> dict:
     """The session's ``spark.hadoop.fs.s3a.*`` settings (endpoint, keys, path-style access, region) as fsspec
     options (``engine.uris.s3a_storage``), so an ``s3a://`` / ``s3://`` path is read with the endpoint and keys
-    Spark's own S3A connector gets; also made this process's defaults (``engine.uris.use_spark_conf``)."""
+    Spark's own S3A connector gets; also made this process's defaults (``engine.uris.use_spark_conf``).
+    ``over``: settings that win over the session's (a command's ``--spark-conf`` on a session already running,
+    which can no longer take them)."""
     from ..engine.uris import s3a_storage, use_spark_conf
     try:
         every = spark.conf.getAll      # one call (one RPC on Spark Connect), not one per key
     except Exception:  # noqa: BLE001 — a server that refuses to tell: no setting
         every = {}
-    conf = {k: every[k] for k in S3A_KEYS if every.get(k) is not None}
+    conf = {k: v for k, v in {**every, **(over or {})}.items() if k in S3A_KEYS and v is not None}
     use_spark_conf(conf)
     return s3a_storage(conf)
 

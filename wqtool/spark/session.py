@@ -313,8 +313,8 @@ def open_session(master: str | None = None, conf: Sequence[str] | None = None, r
         from pyspark.sql import SparkSession
         active = SparkSession.getActiveSession()
         if active is not None:
-            from . import register
-            register(active)
+            from .datasources import register
+            register(active, conf=settings)     # its S3A settings under the command's --spark-conf
             with job_errors(), task_progress(active, progress):
                 yield active
             return
