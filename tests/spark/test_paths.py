@@ -285,7 +285,7 @@ def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monke
     uri = "s3a://wq-bucket/crc"
     opts = Options(as_of_ns())
     [lg] = resolve_each([uri], "auto", opts)
-    [(top, _)] = [d for d in lg.fmt._names.display if d[0] in lg.fmt._names.staged]
+    [(top, _)] = [d for d in lg.fmt.localized.display if d[0] in lg.fmt.localized.staged]
     shutil.rmtree(top)            # the copy's files are not on the task's machine (the driver keeps its stamps)
     [rep] = SparkRunner(spark).verify([lg], [opts])
     local = run_log(discover([log])[0], as_of_ns(), limit=100)

@@ -185,9 +185,10 @@ def stage_plan(logs: Sequence) -> tuple:
     used — ``DEFAULTS`` included —, its cache entry, the copy's stamps). ``restage`` uses it in the task."""
     out: dict[str, tuple] = {}
     for lg in logs:
-        names = getattr(getattr(lg, "fmt", None), "_names", None)
-        if names is None:
+        fmt = getattr(lg, "fmt", None)
+        if not isinstance(fmt, NamedFormat):
             continue
+        names = fmt.localized
         for lo, uri in names.display:
             if lo in names.staged and lo not in out:
                 base = os.path.dirname(lo)      # stage: the copy is the entry's one top
@@ -562,6 +563,11 @@ class NamedFormat:
     def format(self):
         """The format itself."""
         return self._fmt
+
+    @property
+    def localized(self) -> Localized:
+        """The PATHs' local copies and URIs this format names (``stage_plan`` ships the staged ones)."""
+        return self._names
 
     # -- naming
     def name(self, s: str | None) -> str | None:
