@@ -1,7 +1,7 @@
 """Fleet benchmark: local single-process verify/replay vs --engine spark on local[2], in one run.
 
     python bench/bench_fleet.py [--dirs 4] [--segments 4] [--segment-mib 64] [--out bench/out/fleet] [--repeat 3]
-                                [--reference]
+                                [--reference] [--damaged FLIPS]
 
 Generates (once, cached under --out) DIRS log directories of SEGMENTS segments of SEGMENT-MIB MiB each with
 wqtool's own writer (two distinct logs, each copied into half of the directories: every directory is a whole,
@@ -14,8 +14,9 @@ valid log), then measures in this process, on a warm page cache:
 --repeat (local, spark) pairs run back to back (this shared host's speed drifts by tens of percent over minutes,
 so each ratio compares two runs under the same conditions), and prints MB/s (medians), every pair's ratio
 spark/local and their median (target >= 1.6 once started), and whether the findings and digests are identical.
---reference also times the reference pipeline (segments framed per task, shuffle by job), the path damaged
-logs take.
+--reference also times the reference pipeline (segments framed per task, shuffle by job), the path a log the
+kernel cannot hold takes (damaged logs took it until the kernel's tasks read through damage). --damaged FLIPS
+measures verify and replay + digest, local vs spark, on a copy of the fleet with FLIPS bit flips per segment.
 Also printed: the read + CRC-32C floor over the same files in the same run (one process: every measure's MB/s
 beside it), which wqtool (file and kernel) the driver and the workers import, and the driver's peak memory (the
 Python driver's and the JVM's peak RSS, reset before each run through /proc/PID/clear_refs) during fleet replay
@@ -57,6 +58,35 @@ def generate(out: str, dirs: int, segments: int, segment_mib: int) -> list[str]:
         shutil.copytree(paths[i % 2], paths[i])
     open(stamp, "w").close()
     return paths
+
+
+def damaged(paths: list[str], out: str, flips: int) -> list[str]:
+    """A copy of each log directory (once, cached under ``out``) with ``flips`` bit flips in every segment at
+    seeded random offsets past the header: CRC errors, bad sizes, undecodable payloads, resynchronisation — the
+    damaged path, over the same bytes as the intact run."""
+    import random
+    dst = [os.path.join(out, os.path.basename(p)) for p in paths]
+    stamp = os.path.join(out, f".ready-{len(paths)}-{flips}")
+    if os.path.exists(stamp):
+        return dst
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    for i, (src, d) in enumerate(zip(paths, dst)):
+        shutil.copytree(src, d)
+        rng = random.Random(i)
+        for name in sorted(os.listdir(d)):
+            seg = os.path.join(d, name)
+            size = os.path.getsize(seg)
+            if size <= 8:
+                continue
+            with open(seg, "r+b") as f:
+                for at in sorted(rng.sample(range(8, size), min(flips, size - 8))):
+                    f.seek(at)
+                    b = f.read(1)[0] ^ (1 << rng.randrange(8))
+                    f.seek(at)
+                    f.write(bytes([b]))
+    open(stamp, "w").close()
+    return dst
 
 
 def _descendants(pid: int) -> list[int]:
@@ -198,6 +228,9 @@ def main() -> None:
     ap.add_argument("--segment-mib", type=int, default=64)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "fleet"))
     ap.add_argument("--reference", action="store_true")
+    ap.add_argument("--damaged", type=int, default=0, metavar="FLIPS",
+                    help="also run verify and replay + digest on a copy of the fleet with FLIPS bit flips in every "
+                    "segment (the damaged path; with --reference, the reference pipeline on it too)")
     ap.add_argument("--sources", action="store_true", help="also time the workq data source on the first directory: "
                     "count() of every record vs select(cmd).where(cmd = 'add').count() (Spark filters: no pushdown on "
                     "Spark 4.3.0, see wqtool.spark.datasources.pushdown_safe)")
@@ -304,6 +337,35 @@ def main() -> None:
         t_ref = time.perf_counter() - t
         same_r = [f.report.state.digest() for f in ref] == d_local
         row("spark reference pipeline (damaged-log path)", t_ref, f"x{t_lr / t_ref:.2f}; identical digests: {same_r}")
+    if a.damaged:
+        dlogs = discover(damaged(paths, a.out + "-damaged", a.damaged))
+        for g in dlogs:  # warm the page cache
+            for s_ in g.segments:
+                with open(s_.path, "rb") as f:
+                    while f.read(1 << 24):
+                        pass
+        s_dlv, s_dsv, _, dv_local, dv_spark = pairs(
+            lambda: [run_log(g, AS_OF_NS, state=False, workers=1) for g in dlogs],
+            lambda: run_fleet(Cluster(spark), dlogs, AS_OF_NS, digest=False))
+        s_dlr, s_dsr, _, dd_local, dr_spark = pairs(
+            lambda: [run_log(g, AS_OF_NS) for g in dlogs],
+            lambda: run_fleet(Cluster(spark), dlogs, AS_OF_NS))
+        errors = sum(r.severities.get("error", 0) for r in dv_local)
+        same_dv = all((x.report.verdict, x.report.counts, x.report.findings) == (y.verdict, y.counts, y.findings)
+                      for x, y in zip(dv_spark, dv_local))
+        same_dd = [f.report.state.digest() for f in dr_spark] == [r.state.digest() for r in dd_local]
+        t_dlv, t_dsv, t_dlr, t_dsr = med(s_dlv), med(s_dsv), med(s_dlr), med(s_dsr)
+        row(f"local verify, damaged ({errors} errors)", t_dlv, runs(s_dlv))
+        row("spark verify local[2], damaged", t_dsv, f"x{t_dlv / t_dsv:.2f}; {runs(s_dsv)}; same findings: {same_dv}")
+        row("local replay + digest, damaged", t_dlr, runs(s_dlr))
+        row("spark replay + digest local[2], damaged", t_dsr,
+            f"x{t_dlr / t_dsr:.2f}; {runs(s_dsr)}; identical digests: {same_dd}")
+        if a.reference:
+            t = time.perf_counter()
+            ref = run_reference(Cluster(spark), dlogs, AS_OF_NS)
+            t_ref = time.perf_counter() - t
+            same_r = [f.report.state.digest() for f in ref] == [r.state.digest() for r in dd_local]
+            row("spark reference pipeline, damaged", t_ref, f"x{t_dlr / t_ref:.2f}; identical digests: {same_r}")
     if a.sources:
         src = spark.read.format("workq").load(paths[0])
         one = sum(os.path.getsize(s_.path) for s_ in logs[0].segments)

@@ -1,11 +1,13 @@
 """``run_fleet`` on a single log: the log is split by job over the 2 executor slots (``split=True``; verify does
 it by default, replay keeps a log whole: see ``test_replay_keeps_a_log_whole_verify_splits_it``): two kernel
 shares, each replaying the jobs whose id's last byte is its own. The merged report is the local engine's —
-findings in file order, counts, exit code, digest and jobs — with and without a findings limit. Logs the kernel
-bails on (in either share) go through the reference pipeline with the same result."""
+findings in file order, counts, exit code, digest and jobs — with and without a findings limit. Refused records
+(WQ-UNKNOWN-JOB, WQ-DUPLICATE-JOB) and damage are read through in the shares, as locally; a log the kernel bails on
+(a time beyond its table's int64 ns) goes through the reference pipeline with the same result."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -14,8 +16,8 @@ from tests.spark.conftest import as_of_ns
 
 #: Logs with findings the kernel handles: split in two shares, both shares contribute findings.
 SPLIT = ["upstream-a-run1", "upstream-b-after-clean", "upstream-a2-run2", "upstream-b-before-clean"]
-#: Logs with WQ-UNKNOWN-JOB / WQ-DUPLICATE-JOB findings where one share bails: the reference path.
-BAIL = ["double-lease-and-result", "duplicate-add"]
+#: Logs with WQ-UNKNOWN-JOB / WQ-DUPLICATE-JOB findings (refused records) in one share only: read through there.
+REFUSED = ["double-lease-and-result", "duplicate-add"]
 
 
 def _log(corpus, name):
@@ -53,28 +55,30 @@ def _assert_same_jobs(fleet, local, name):
 
 def test_split_logs_have_findings_in_both_shares(corpus):
     """The premise of the split tests: each share of these logs runs in the kernel and reports findings of
-    its own, so the driver really has two shares' findings to merge (and the others bail)."""
+    its own, so the driver really has two shares' findings to merge; the refused records' errors are in one
+    share (an intact-log pass, ``through=False``, bails there)."""
+    from wqtool.engine.findings import ERROR
     from wqtool.engine.workq.fastreplay import Bail, FastReplay
-    for name in SPLIT + BAIL:
-        shares = []
+    for name in SPLIT + REFUSED:
+        shares, errors = [], []
         for k in range(2):
-            fr = FastReplay(_log(corpus, name), as_of_ns(), part=k, nparts=2, keep=True)
-            try:
-                fr.run()
-                shares.append(len(fr.findings))
-            except Bail:
-                shares.append(None)
+            fr = FastReplay(_log(corpus, name), as_of_ns(), part=k, nparts=2, keep=True, through=True)
+            fr.run()
+            shares.append(len(fr.findings))
+            errors.append(sum(f.severity == ERROR for _, f in fr.findings))
         if name == "upstream-a2-run2":      # all its findings are in share 0: share 1 merges nothing
             assert shares[0] > 0 and shares[1] == 0, (name, shares)
         elif name in SPLIT:
-            assert None not in shares and min(shares) > 0, (name, shares)
+            assert min(shares) > 0, (name, shares)
         else:
-            assert None in shares, (name, shares)
+            assert sorted(errors)[0] == 0 < sorted(errors)[1], (name, errors)
+            with pytest.raises(Bail):
+                FastReplay(_log(corpus, name), as_of_ns(), part=errors.index(0) ^ 1, nparts=2, keep=True).run()
         assert _local(corpus, name).findings   # every one of them has findings
 
 
 @pytest.mark.parametrize("limit", [None, 2])
-@pytest.mark.parametrize("name", SPLIT + BAIL)
+@pytest.mark.parametrize("name", SPLIT + REFUSED)
 def test_single_log_split_by_job_equals_local(spark, corpus, name, limit):
     from wqtool.engine.workq.fleet import run_fleet
     from wqtool.spark.cluster import Cluster
@@ -83,7 +87,7 @@ def test_single_log_split_by_job_equals_local(spark, corpus, name, limit):
     [fl] = run_fleet(Cluster(spark), [_log(corpus, name)], as_of_ns(), limit=limit, want_jobs=want_jobs,
                      progress=said.append, split=True)
     assert "spark: 1 log(s)" in said[0] and "2 task(s) on 2 slot(s)" in said[0], said
-    assert any("reference path" in m for m in said) == (name in BAIL), said
+    assert not any("reference path" in m for m in said), said
     local = _local(corpus, name, limit)
     if limit is not None:
         from collections import Counter
@@ -158,3 +162,78 @@ def test_verify_cli_spark_equals_local_on_a_split_log(corpus, extra):
     if not extra:
         assert log["findings"] == expected["findings"]
     assert "2 task(s) on 2 slot(s)" in spark.err, spark.err
+
+
+def _far_future_log(d) -> str:
+    """Two adds, one created in 2426: a time beyond the kernel table's int64 ns (it bails; the reference runs)."""
+    from wqtool.engine.workq import writer
+    from wqtool.formats._common import GoTime
+    t = GoTime(63930899691, 0, -1)
+    with writer.SegmentWriter(str(d)) as w:
+        w.append(writer.add(bytes.fromhex("0123456789ab4def8123456789abcdef"), "q", ttr=60_000, ttl=86_400_000,
+                            created=GoTime(t.sec + 400 * 365 * 86400, 0, -1)), t)
+        w.append(writer.add(bytes.fromhex("0123456789ab4def8123456789abcd00"), "q", ttr=60_000, ttl=86_400_000,
+                            created=t), t)
+    return str(d)
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_a_log_the_kernel_bails_on_goes_to_the_reference_pipeline(spark, tmp_path, split):
+    from wqtool.engine.workq.fastreplay import Bail, fast_run
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
+    from wqtool.spark.cluster import Cluster
+    [log] = discover([_far_future_log(tmp_path / "far")])
+    with pytest.raises(Bail):
+        fast_run(log, as_of_ns(), through=True)
+    said: list[str] = []
+    [fl] = run_fleet(Cluster(spark), [log], as_of_ns(), want_jobs=True, progress=said.append, split=split)
+    assert "spark: 1 log(s) need the reference path (fields beyond the kernel's table)" in said, said
+    assert f"{1 + split} share(s) in {1 + split} task(s)" in said[0], said
+    local = run_log(log, as_of_ns())
+    _assert_same(fl, local, "far")
+    _assert_same_jobs(fl, local, "far")
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_damage_made_in_code_is_read_through_by_the_shares(spark, tmp_path, split):
+    """Bit flips in the middle of two segments (a CRC, a size, a payload: wherever they land), a torn tail and junk
+    after the newest segment's last record: every share reads through them in the kernel — no log goes to the
+    reference pipeline — and the merged reports, with and without a findings limit, are the local engine's."""
+    import random
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.sample import SampleSpec, generate
+    from wqtool.engine.workq.verify import run_log
+    from wqtool.spark.cluster import Cluster
+    rng = random.Random(24)
+    logs = []
+    for k in range(2):
+        d = tmp_path / f"log{k}"
+        generate(str(d), SampleSpec(records=3000, segment_size=64 << 10, seed=k + 5))
+        segs = sorted(d.iterdir())
+        for seg in segs[:2]:
+            data = bytearray(seg.read_bytes())
+            for at in rng.sample(range(8, len(data)), 3):
+                data[at] ^= 1 << rng.randrange(8)
+            seg.write_bytes(bytes(data))
+        newest = [seg for seg in segs if seg.stat().st_size > 64][-1]
+        with open(newest, "r+b") as f:
+            f.truncate(newest.stat().st_size - 5)
+        logs.append(str(d))
+        if k:
+            with open(newest, "ab") as f:
+                f.write(b"\xff" * 40)
+    sets = [discover([p])[0] for p in logs]
+    for limit in (None, 3):
+        said: list[str] = []
+        fleet = run_fleet(Cluster(spark), sets, as_of_ns(), limit=limit, want_jobs=limit is None,
+                          progress=said.append, split=split)
+        assert not any("reference path" in m for m in said), said
+        for p, lg, fl in zip(logs, sets, fleet):
+            local = run_log(lg, as_of_ns(), limit=limit)
+            assert local.severities.get("error"), p    # the premise: damage found
+            _assert_same(fl, local, p)
+            if limit is None:
+                _assert_same_jobs(fl, local, p)

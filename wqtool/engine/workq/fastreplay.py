@@ -44,7 +44,7 @@ from .model import Record
 from .reader import FileView, LogSet, RecordReader, header_finding
 from .replay import CompactJobs, ReplayState, WorkqReplay, closing_notes, expired_finding, unknown_job_finding
 
-__all__ = ["Bail", "FastReplay", "FastResult", "Span", "fast_run", "finish_state", "KERNEL"]
+__all__ = ["Bail", "FastReplay", "FastResult", "Span", "fast_run", "finish_state", "merge_shares", "KERNEL"]
 
 class CappedFindings(list):
     """The kernel's findings: the first ``limit`` (seg_no, Finding) pairs of each quota (``findings.quota``:
@@ -358,6 +358,25 @@ def _worker(args):
             fr.findings.folds)
 
 
+def merge_shares(shares, limit: int | None) -> CappedFindings:
+    """The findings of a log's shares (kernel passes over its jobs split by ``part``: processes here, Spark tasks in
+    the fleet), each given as (its CappedFindings' (seg_no, Finding) pairs, overflow, verdicts, last_good, folds),
+    as one pass would have kept them: in file order, the first ``limit`` of each quota overall (each share kept
+    its own first ``limit``), the rest counted and folded."""
+    merged = sorted((sf for sh in shares for sf in sh[0]), key=lambda sf: (sf[0], sf[1].offset or 0))
+    spill = CappedFindings(limit)
+    for _, overflow, verdicts, last_good, folds in shares:
+        spill.overflow.update(overflow)
+        spill.verdicts |= verdicts
+        if last_good is not None:
+            spill.last_good = last_good
+        for code, fold in folds.items():
+            spill._fold(code, fold.severity).merge(fold)
+    for sf in merged:
+        spill.append(sf)
+    return spill
+
+
 def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None, through: bool = False
               ) -> FastResult:
     import multiprocessing as mp
@@ -365,20 +384,9 @@ def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None,
         parts = pool.map(_worker, [(log, as_of_ns, k, nparts, limit, through) for k in range(nparts)])
     if any(p is None for p in parts):
         raise Bail
-    merged = sorted((sf for p in parts for sf in p[0]), key=lambda sf: (sf[0], sf[1].offset or 0))
-    spill = CappedFindings(limit)   # each part kept its first `limit` of each quota: the first `limit` overall
-    for p in parts:
-        spill.overflow.update(p[6])
-        spill.verdicts |= p[10]
-        if p[11] is not None:
-            spill.last_good = p[11]
-        for code, fold in p[12].items():
-            spill._fold(code, fold.severity).merge(fold)
-    for sf in merged:
-        spill.append(sf)
-    merged = list(spill)
+    spill = merge_shares([(p[0], p[6], p[10], p[11], p[12]) for p in parts], limit)
     overflow = spill.overflow
-    findings = list(log.findings) + [f for _, f in merged]
+    findings = list(log.findings) + [f for _, f in spill]
     findings.extend(closing_notes(sum(p[5][0] for p in parts), sum(p[5][1] for p in parts)))
     first = parts[0]
     spans = sorted((sp for p in parts for sp in p[8]), key=lambda sp: (sp.seg_no, sp.start))

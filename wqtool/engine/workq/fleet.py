@@ -4,10 +4,12 @@
 
 Two paths, both engine code run in Spark tasks, merged on the driver into ``engine.run.LogReport``s:
 
-  fast       (``run_fleet``) intact logs through the engine's hot kernel (``FastReplay``): one task per log, or
-             a big log split by job over the executor slots (every share frames every record, CRC-checks and
-             replays the jobs whose id's last byte is its own) — a job's state depends only on its own records
-             in log order. A log the kernel bails on (damage, unusual history) goes to the reference path.
+  fast       (``run_fleet``) logs, intact or damaged, through the engine's hot kernel (``FastReplay``, through
+             damage as ``run_log`` locally): one task per log, or a big log split by job over the executor slots
+             (every share frames every record, CRC-checks, resynchronises on the same damage and replays the
+             jobs whose id's last byte is its own) — a job's state depends only on its own records in log order.
+             A log the kernel bails on (a time beyond int64 ns, an attempt count beyond uint32, no C kernel on
+             the executor) goes to the reference path.
   reference  (``run_reference``; stats use it for every log) any log:
              A  one task per segment (``spark.range`` with one row per partition → ``mapInArrow``): the engine's
                 reader frames and CRC-checks the segment (payloads not decoded); reader findings, counts and sizes
@@ -464,12 +466,13 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
 class _FastTask:
     """One share of one log through the engine's hot kernel (``FastReplay``): every record is framed, the jobs
     whose id's last byte is ``part`` mod ``nparts`` are CRC-checked and replayed. Returns None when the kernel
-    bails (damage, unusual history): that log then goes through the reference pipeline."""
+    bails (``fastreplay.Bail``: what its table cannot hold; damage it reads through, as ``run_log`` does): that
+    log then goes through the reference pipeline."""
 
     def __init__(self, units: list[tuple[int, LogSet, int, int]], bins: list[list[int]], as_of_ns: int,
-                 digest: bool, want_jobs: bool):
+                 digest: bool, want_jobs: bool, limit: int | None = None):
         self.units, self.bins = units, bins     # a Spark task runs the units of its bin, one after another
-        self.as_of_ns, self.digest, self.want_jobs = as_of_ns, digest, want_jobs
+        self.as_of_ns, self.digest, self.want_jobs, self.limit = as_of_ns, digest, want_jobs, limit
 
     def __call__(self, batches):
         import pyarrow as pa
@@ -488,15 +491,18 @@ class _FastTask:
         kernel's compact job table: no ``Job`` object is built. With ``want_jobs`` the table's rows follow as
         Arrow IPC batches (``_rows_ipc``), never pickled Jobs."""
         from .fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
-        fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs)
+        fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs,
+                        limit=self.limit, through=True)     # through damage, as run_log locally
         try:
             with gc_paused():   # as fast_run does locally: millions of new dict entries, no cycles
                 fr.run()
         except Bail:
             return None
-        out = {"findings": fr.findings, "records": fr.records, "applied": fr.applied, "bytes": fr.bytes,
-               "segments": fr.segments, "notes": note_counts(fr.jobs), "keys": b"", "lines": b"", "rows": [],
-               "jobs": len(fr.jobs)}
+        capped = fr.findings
+        out = {"findings": list(capped), "overflow": capped.overflow, "verdicts": capped.verdicts,
+               "last_good": capped.last_good, "folds": capped.folds, "records": fr.records, "applied": fr.applied,
+               "bytes": fr.bytes, "segments": fr.segments, "notes": note_counts(fr.jobs), "keys": b"",
+               "lines": b"", "rows": [], "jobs": len(fr.jobs)}
         if fr.keep:
             jobs = finish_state(log, fr, []).jobs        # CompactJobs over the kernel's table
             out["by_state"], out["by_queue"] = jobs.counts()
@@ -603,8 +609,8 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
     (its digest lines by job id, its job rows), which costs more than the split saves: replay + digest of one
     220 MiB log took 4.91 s split in two against 0.94 s whole (and 0.94 s locally; bench_fleet's dataset).
 
-    Intact logs go through the engine's kernel, one task per share of a log's jobs (a big log is split by job
-    over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on — and every
+    Logs go through the engine's kernel, damaged ones too, one task per share of a log's jobs (a big log is split
+    by job over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on — and every
     log with ``stats`` — goes through the reference pipeline (``run_reference``). Either way the results are
     the local engine's. Without ``digest`` and ``want_jobs`` (verify) the kernel keeps no job state, so the
     reports' state counts are empty there, as local verify keeps no state at all.
@@ -630,7 +636,7 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
         bins = pack(cost, slots)
         say(f"spark: {len(logs)} log(s), {total} bytes, {len(units)} share(s) in {len(bins)} task(s) on "
             f"{slots} slot(s)")
-        df = cluster.tasks(len(bins), _FastTask(units, bins, as_of_ns, digest, want_jobs), _B_FIELDS)
+        df = cluster.tasks(len(bins), _FastTask(units, bins, as_of_ns, digest, want_jobs, limit), _B_FIELDS)
         seen: set[int] = set()
         for r in cluster.collect(df):
             seen.add(r["part"])
@@ -647,7 +653,7 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
         if li not in bailed:
             out[li] = _assemble_fast(log, as_of_ns, limit, results.get(li, []), digest)
     if bailed:
-        say(f"spark: {len(bailed)} log(s) need the reference path (damage or unusual history)")
+        say(f"spark: {len(bailed)} log(s) need the reference path (fields beyond the kernel's table)")
         ref = run_reference(cluster, [logs[li] for li in bailed], as_of_ns, limit=limit, digest=digest,
                             want_jobs=want_jobs, progress=progress)
         out.update(zip(bailed, ref))
@@ -670,17 +676,18 @@ def pack(cost: Sequence[float], slots: int) -> list[list[int]]:
 
 def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[dict], want_digest: bool) -> FleetLog:
     """Merge the kernel's shares of one log, as ``fast_run`` merges its processes' (and ``run_log`` its sink)."""
-    from .verify import FindingSink
-    merged = sorted((sf for p in parts for sf in p["findings"]), key=lambda sf: (sf[0], sf[1].offset or 0))
-    findings = list(log.findings) + [f for _, f in merged]
+    from .fastreplay import FastResult, merge_shares
+    from .verify import fast_report
+    spill = merge_shares([(p["findings"], p["overflow"], p["verdicts"], p["last_good"], p["folds"])
+                          for p in parts], limit)
+    findings = list(log.findings) + [f for _, f in spill]
     notes = closing_notes(sum(p["notes"][0] for p in parts), sum(p["notes"][1] for p in parts))
     findings.extend(notes)
     first = parts[0] if parts else {"records": 0, "bytes": 0, "segments": 0}
-    report = LogReport(root=log.root, segments=first["segments"], records=first["records"], bytes=first["bytes"])
-    sink = FindingSink(report, limit)
-    for f in findings:
-        sink.add(f)
-    sink.close()
+    report = fast_report(log, FastResult(findings, first["records"], sum(p["applied"] for p in parts),
+                                         first["bytes"], first["segments"], None, spill.overflow,
+                                         verdicts=spill.verdicts, last_good=spill.last_good, folds=spill.folds),
+                         limit)     # as run_log makes it of the same pass locally
     digest = ""
     jobs: dict = {}
     if want_digest and len(parts) == 1 and parts[0].get("digest"):
