@@ -91,7 +91,7 @@ bench-repair: $(VENV)/.installed
 	$(PY) bench/bench_repair.py
 
 bench-fleet: $(VENV)/.installed-test
-	$(PY) bench/bench_fleet.py
+	$(PY) bench/bench_fleet.py --damaged 8
 
 bench-orth: $(VENV)/.installed-test
 	$(PY) bench/bench_orth.py
