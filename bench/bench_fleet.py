@@ -8,6 +8,7 @@ wqtool's own writer (two distinct logs, each copied into half of the directories
 valid log), then measures in this process, on a warm page cache:
   local verify   engine.verify.run_log(state=False, workers=1) per directory (the hot kernel, one process)
   local replay   engine.verify.run_log() + state digest per directory
+  local stats    engine.workq.verify.fast_stats per directory, the union of their job ids (what `wqtool stats` does)
   spark          session start-up (local[2]) and worker warm-up (wqtool.spark.session.warm_up: a Python worker per
                  slot with the engine imported) — the fixed cost —, then fleet verify and replay over all
                  directories (wqtool.engine.workq.fleet.run_fleet on a spark.cluster.Cluster), excluding and including the fixed cost
@@ -311,6 +312,18 @@ def main() -> None:
     s_lr, s_sr, q_r, d_local, r_spark = pairs(
         lambda: [run_log(g, AS_OF_NS).state.digest() for g in logs],
         lambda: run_fleet(Cluster(spark), logs, AS_OF_NS))
+    from wqtool.engine.workq.verify import fast_stats
+
+    def local_stats():      # what `wqtool stats` of the logs does locally: each log's pass, the union of the ids
+        got = [fast_stats(g, AS_OF_NS, ids=True)[1] for g in logs]
+        return [st.records for st in got], len(set().union(*(st.jobs for st in got)))
+
+    def spark_stats():
+        total: list[int] = []
+        fleet = run_fleet(Cluster(spark), logs, AS_OF_NS, limit=0, stats=True, stats_total=total)
+        return [fl.stats.records for fl in fleet], sum(total)
+
+    s_ls, s_ss, _, st_local, st_spark = pairs(local_stats, spark_stats)
     med = statistics.median
     t_lv, t_sv, t_lr, t_sr = med(s_lv), med(s_sv), med(s_lr), med(s_sr)
     same_v = all((a_.report.verdict, a_.report.counts) == (b.verdict, b.counts) for a_, b in zip(v_spark, v_local))
@@ -331,6 +344,9 @@ def main() -> None:
     row("local replay + digest (1 process)", t_lr, runs(s_lr))
     row("spark replay + digest local[2]", t_sr, f"{runs(s_sr)}; identical digests: {same_d}")
     row("spark replay incl. start-up", s_sr[0] + fixed, f"x{t_lr / (s_sr[0] + fixed):.2f} (fixed cost + first run)")
+    t_ls, t_ss = med(s_ls), med(s_ss)
+    row("local stats (1 process)", t_ls, f"{runs(s_ls)}; {st_local[1]} distinct jobs")
+    row("spark stats local[2]", t_ss, f"x{t_ls / t_ss:.2f}; {runs(s_ss)}; same counts: {st_spark == st_local}")
     if a.reference:
         t = time.perf_counter()
         ref = run_reference(Cluster(spark), logs, AS_OF_NS)

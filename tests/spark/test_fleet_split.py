@@ -237,3 +237,57 @@ def test_damage_made_in_code_is_read_through_by_the_shares(spark, tmp_path, spli
             _assert_same(fl, local, p)
             if limit is None:
                 _assert_same_jobs(fl, local, p)
+
+
+def _local_stats(logs):
+    """Each log's (RecordStats, report) from the local kernel's pass, and the distinct jobs over all of them."""
+    from wqtool.engine.workq.verify import fast_stats
+    got = [fast_stats(lg, as_of_ns(), ids=True) for lg in logs]
+    return got, len(set().union(*(st.jobs for _, st in got)))
+
+
+def _assert_same_stats(fl, report, st, name):
+    assert (fl.stats.records, fl.stats.bytes, fl.stats.by_type, fl.stats.bytes_by_type, fl.stats.first_ns,
+            fl.stats.last_ns, fl.jobs) == (st.records, st.bytes, st.by_type, st.bytes_by_type, st.first_ns,
+                                          st.last_ns, len(st.jobs)), name
+    assert (fl.report.verdict, dict(fl.report.counts), fl.report.records, fl.report.bytes) == \
+        (report.verdict, dict(report.counts), report.records, report.bytes), name
+    assert fl.report.state.digest() == report.state.digest(), name
+
+
+@pytest.mark.parametrize("names", [["upstream-a-run1"], ["upstream-a-run1", "upstream-a-run1", "duplicate-add",
+                                                         "crc-mismatch-mid-segment", "double-lease-and-result"]],
+                         ids=["one log", "five logs, two the same"])
+def test_stats_run_in_the_kernel_with_the_local_union(spark, corpus, names):
+    """stats on the fast path: each log whole in one kernel pass with its record statistics (the local engine's,
+    damaged and refused records included), and the distinct jobs over all logs — a log given twice counted once —
+    as the local union of the logs' job ids; equal to the reference pipeline's."""
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
+    logs = [_log(corpus, n) for n in names]
+    local, union = _local_stats(logs)
+    for fast in (True, False):
+        said, total = [], []
+        fleet = run_fleet(Cluster(spark), logs, as_of_ns(), limit=0, stats=True, stats_total=total, fast=fast,
+                          progress=said.append)
+        assert any("job partition(s)" in m for m in said) == (not fast), said    # the reference's stage line
+        assert sum(total) == union, (fast, total)
+        for name, fl, (report, st) in zip(names, fleet, local):
+            _assert_same_stats(fl, report, st, (name, fast))
+
+
+def test_stats_of_a_fleet_with_a_log_the_kernel_bails_on(spark, corpus, tmp_path):
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.engine.workq.reader import discover
+    from wqtool.spark.cluster import Cluster
+    logs = [_log(corpus, "upstream-a-run1"), discover([_far_future_log(tmp_path / "far")])[0]]
+    said, total = [], []
+    fleet = run_fleet(Cluster(spark), logs, as_of_ns(), limit=0, stats=True, stats_total=total,
+                      progress=said.append)
+    assert any("all 2 log(s) go there" in m for m in said), said
+    from wqtool.engine.workq.format import FORMAT
+    from wqtool.engine.format import Options
+    local = [FORMAT.stats_log(lg, Options(as_of_ns())) for lg in logs]
+    assert sum(total) == len(set().union(*(st.jobs for _, st in local)))
+    for fl, (report, st) in zip(fleet, local):
+        _assert_same_stats(fl, report, st, report.root)

@@ -442,3 +442,32 @@ def test_kernel_equals_reference_on_edge_records(name, keep):
     data = HEADER + first + EDGES[name] + rec(b"\x06" + IDS[0])
     for as_of in (T, -(2**80), 2**80):
         check(data, len(data), [], keep=keep, part=0, nparts=1, as_of=as_of, index=0, stats=keep)
+
+
+_IDS = st.lists(st.binary(min_size=16, max_size=16) | st.sampled_from([b"\0" * 16, b"\xff" * 16, b"\0" * 15 + b"\1"]),
+                max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(logs=st.lists(_IDS, max_size=5))
+def test_packed_ids_and_their_union_equal_the_python_twin(logs):
+    """ScanStats.packed_ids (sorted, unique, 16 bytes each) and add_ids (another log's ids counted as this one's,
+    the fleet's union over logs: workq.fleet._union) in C equal PyScanStats, and the union is the set union."""
+    from wqtool.engine.workq.jobtable import PyScanStats
+    packed = []
+    for ids in logs:
+        c, py = _kernel.ScanStats(), PyScanStats()
+        for jid in ids:
+            c.add(1, 10, 0, jid)
+            py.add(1, 10, 0, jid)
+        assert c.packed_ids() == py.packed_ids() == b"".join(sorted(set(ids)))
+        packed.append(c.packed_ids())
+    uc, upy = _kernel.ScanStats(), PyScanStats()
+    for b in packed:
+        uc.add_ids(b)
+        upy.add_ids(memoryview(b))
+    want = set().union(*map(set, logs)) if logs else set()
+    assert uc.distinct() == upy.distinct() == len(want) and uc.ids() == upy.ids() == want
+    for s in (uc, upy):
+        with pytest.raises(ValueError, match="16 bytes each"):
+            s.add_ids(b"\0" * 17)

@@ -117,6 +117,11 @@ def new_table(kernel: str | None = None):
     return _kernel.JobTable() if (kernel or KERNEL) == "c" else PyJobTable()
 
 
+def new_stats(kernel: str | None = None):
+    """An empty ``ScanStats`` for ``kernel`` ("c" / "python"; default ``KERNEL``)."""
+    return _kernel.ScanStats() if (kernel or KERNEL) == "c" else PyScanStats()
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """The bytes behind one error finding: ``[start, stop)`` of segment ``seg_no`` (``path``).
@@ -147,12 +152,8 @@ class FastReplay:
         self.keep = keep            # keep the results (replay's state); verify needs only the states
         self.through = through      # read through errors (else: Bail at the first one)
         self.kernel = kernel or KERNEL
-        if self.kernel == "c":
-            self.jobs = _kernel.JobTable()
-            self.stats = _kernel.ScanStats() if stats else None
-        else:
-            self.jobs = PyJobTable()
-            self.stats = PyScanStats() if stats else None
+        self.jobs = new_table(self.kernel)
+        self.stats = new_stats(self.kernel) if stats else None
         self.findings = CappedFindings(limit)
         self.records = 0
         self.applied = 0

@@ -174,3 +174,13 @@ class PyScanStats:
 
     def ids(self) -> set[bytes]:
         return set(self.id_set)
+
+    def packed_ids(self) -> bytes:
+        """The distinct ids, sorted, 16 bytes each (as ``_kernel.ScanStats.packed_ids``)."""
+        return b"".join(sorted(self.id_set))
+
+    def add_ids(self, packed: bytes) -> None:
+        """Count the ids of ``packed_ids()`` as distinct ids of this one (as ``_kernel.ScanStats.add_ids``)."""
+        if len(packed) % 16:
+            raise ValueError("ScanStats.add_ids: packed ids are 16 bytes each")
+        self.id_set.update(bytes(packed[i:i + 16]) for i in range(0, len(packed), 16))

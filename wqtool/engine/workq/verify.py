@@ -86,14 +86,18 @@ def fast_stats(log: LogSet, as_of_ns: int, *, ids: bool = True) -> tuple[LogRepo
         res = fast_run(log, as_of_ns, keep=True, limit=0, stats=True, through=True)
     except Bail:
         return None
-    s = res.stats
+    return fast_report(log, res, 0), scan_stats(res.records, res.stats, ids=ids)
+
+
+def scan_stats(records: int, s, *, ids: bool) -> RecordStats:
+    """The ``RecordStats`` of a kernel pass's ``ScanStats`` (``records``: the records it read); ``ids``: keep the
+    job ids (for a union over logs), else only their count."""
     recs, nbytes = s.records(), s.bytes()
-    st = RecordStats(records=res.records, bytes=sum(nbytes),
-                     by_type=Counter({_LABELS[c]: n for c, n in enumerate(recs) if n}),
-                     bytes_by_type=Counter({_LABELS[c]: nbytes[c] for c, n in enumerate(recs) if n}),
-                     first_ns=s.first_ns(), last_ns=s.last_ns(), jobs=s.ids() if ids else set(),
-                     distinct=None if ids else s.distinct())
-    return fast_report(log, res, 0), st
+    return RecordStats(records=records, bytes=sum(nbytes),
+                       by_type=Counter({_LABELS[c]: n for c, n in enumerate(recs) if n}),
+                       bytes_by_type=Counter({_LABELS[c]: nbytes[c] for c, n in enumerate(recs) if n}),
+                       first_ns=s.first_ns(), last_ns=s.last_ns(), jobs=s.ids() if ids else set(),
+                       distinct=None if ids else s.distinct())
 
 
 #: payload rendering -> the C encoder's mode

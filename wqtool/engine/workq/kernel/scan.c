@@ -150,6 +150,44 @@ static PyObject *ss_ids(ScanStats *s, PyObject *u)
     return out;
 }
 
+static PyObject *ss_packed_ids(ScanStats *s, PyObject *u)
+{
+    if (ss_unique(s) < 0)
+        return NULL;
+    if (s->n > (size_t)PY_SSIZE_T_MAX / 16)
+        return PyErr_NoMemory();
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(s->n * 16));
+    if (out == NULL)
+        return NULL;
+    uint8_t *p = (uint8_t *)PyBytes_AS_STRING(out);
+    for (size_t i = 0; i < s->n; i++, p += 16)
+        for (int k = 0; k < 8; k++) {
+            p[k] = (uint8_t)(s->ids[i].hi >> (56 - 8 * k));
+            p[8 + k] = (uint8_t)(s->ids[i].lo >> (56 - 8 * k));
+        }
+    return out;
+}
+
+static PyObject *ss_add_ids(ScanStats *s, PyObject *arg)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (b.len % 16) {
+        PyBuffer_Release(&b);
+        PyErr_SetString(PyExc_ValueError, "ScanStats.add_ids: packed ids are 16 bytes each");
+        return NULL;
+    }
+    const uint8_t *p = b.buf;
+    for (Py_ssize_t i = 0; i < b.len; i += 16)
+        if (ss_add_id(s, p + i) < 0) {
+            PyBuffer_Release(&b);
+            return NULL;
+        }
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(ss_add_doc, "add(cmd, nbytes, time_ns, job_id): count one record the reference path read for the scan\n"
 "(cmd 1..8; job_id: 16 bytes or None).");
 
@@ -193,6 +231,10 @@ static PyMethodDef ss_methods[] = {
     {"last_ns", (PyCFunction)ss_last, METH_NOARGS, "The latest record time (ns), or None."},
     {"distinct", (PyCFunction)ss_distinct, METH_NOARGS, "How many distinct job ids."},
     {"ids", (PyCFunction)ss_ids, METH_NOARGS, "The distinct job ids, as a set."},
+    {"packed_ids", (PyCFunction)ss_packed_ids, METH_NOARGS,
+     "The distinct job ids, sorted, 16 bytes each in one bytes object (what another ScanStats's add_ids takes)."},
+    {"add_ids", (PyCFunction)ss_add_ids, METH_O,
+     "add_ids(packed): count the job ids of packed_ids() (of another log) as distinct ids of this one."},
     {NULL, NULL, 0, NULL},
 };
 
