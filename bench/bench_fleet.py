@@ -90,6 +90,15 @@ def damaged(paths: list[str], out: str, flips: int) -> list[str]:
     return dst
 
 
+def warm(logs) -> None:
+    """Read every segment of ``logs`` once: the runs measure a warm page cache."""
+    for g in logs:
+        for s in g.segments:
+            with open(s.path, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+
+
 def _descendants(pid: int) -> list[int]:
     """Every process under ``pid`` (the driver JVM and, in local mode, its Python workers)."""
     kids: dict[int, list[int]] = {}
@@ -255,11 +264,7 @@ def main() -> None:
     logs = discover(paths)
     nseg = sum(len(g.segments) for g in logs)
     size = sum(os.path.getsize(s.path) for g in logs for s in g.segments)
-    for g in logs:  # warm the page cache
-        for s in g.segments:
-            with open(s.path, "rb") as f:
-                while f.read(1 << 24):
-                    pass
+    warm(logs)
     t = time.perf_counter()
     for g in logs:
         for s_ in g.segments:
@@ -347,19 +352,19 @@ def main() -> None:
     t_ls, t_ss = med(s_ls), med(s_ss)
     row("local stats (1 process)", t_ls, f"{runs(s_ls)}; {st_local[1]} distinct jobs")
     row("spark stats local[2]", t_ss, f"x{t_ls / t_ss:.2f}; {runs(s_ss)}; same counts: {st_spark == st_local}")
-    if a.reference:
+    def reference(name, logs_, digests, t_local):
+        """The reference pipeline over ``logs_``, once: its row, against the local replay + digest."""
         t = time.perf_counter()
-        ref = run_reference(Cluster(spark), logs, AS_OF_NS)
+        ref = run_reference(Cluster(spark), logs_, AS_OF_NS)
         t_ref = time.perf_counter() - t
-        same_r = [f.report.state.digest() for f in ref] == d_local
-        row("spark reference pipeline (damaged-log path)", t_ref, f"x{t_lr / t_ref:.2f}; identical digests: {same_r}")
+        same_r = [f.report.state.digest() for f in ref] == digests
+        row(name, t_ref, f"x{t_local / t_ref:.2f}; identical digests: {same_r}")
+
+    if a.reference:
+        reference("spark reference pipeline", logs, d_local, t_lr)
     if a.damaged:
         dlogs = discover(damaged(paths, a.out + "-damaged", a.damaged))
-        for g in dlogs:  # warm the page cache
-            for s_ in g.segments:
-                with open(s_.path, "rb") as f:
-                    while f.read(1 << 24):
-                        pass
+        warm(dlogs)
         s_dlv, s_dsv, _, dv_local, dv_spark = pairs(
             lambda: [run_log(g, AS_OF_NS, state=False, workers=1) for g in dlogs],
             lambda: run_fleet(Cluster(spark), dlogs, AS_OF_NS, digest=False))
@@ -377,11 +382,7 @@ def main() -> None:
         row("spark replay + digest local[2], damaged", t_dsr,
             f"x{t_dlr / t_dsr:.2f}; {runs(s_dsr)}; identical digests: {same_dd}")
         if a.reference:
-            t = time.perf_counter()
-            ref = run_reference(Cluster(spark), dlogs, AS_OF_NS)
-            t_ref = time.perf_counter() - t
-            same_r = [f.report.state.digest() for f in ref] == dd_local
-            row("spark reference pipeline, damaged", t_ref, f"x{t_dlr / t_ref:.2f}; identical digests: {same_r}")
+            reference("spark reference pipeline, damaged", dlogs, dd_local, t_dlr)
     if a.sources:
         src = spark.read.format("workq").load(paths[0])
         one = sum(os.path.getsize(s_.path) for s_ in logs[0].segments)
@@ -409,7 +410,7 @@ def main() -> None:
     print(f"{'run':<44} {'seconds':>8} {'MB/s':>8}  note")
     for name, secs, mbs, note in rows:
         print(f"{name:<44} {secs:>8.2f} {mbs:>8.1f}  {note}")
-    print(f"\ndriver peak memory during spark replay + digest (Python driver / JVM: driver and local executors)")
+    print("\ndriver peak memory during spark replay + digest (Python driver / JVM: driver and local executors)")
     for k, nbytes, secs, py, jv in peaks:
         print(f"  {k} log(s), {nbytes / 2**20:>6.0f} MiB: {secs:6.2f} s, Python driver {py:7.0f} MiB peak, "
               f"JVM {jv:7.0f} MiB peak")
