@@ -287,10 +287,10 @@ def clean_cache(*, max_bytes: int | None = None, max_age_s: float | None = None,
 def stage(uri: str, storage: dict | None = None, *, at: str | None = None) -> str:
     """A local copy of a remote file or directory (every file under it), in a cache keyed by the URI and its
     endpoint; a file is fetched again when its size or ETag / modification time changed, and a file the remote
-    side no longer has is removed from the copy. Returns the local path. Reads the remote side only; each copy is written to a
-    temporary name and renamed. The cache is bounded first (``clean_cache``). ``at``: the cache entry to stage into,
-    another process's (``restage``, a data source's ``localize``: the driver's, on an executor whose temporary
-    directory or settings differ)."""
+    side no longer has is removed from the copy. Returns the local path. Reads the remote side only; each copy is
+    written to a temporary name and renamed. The cache is bounded first (``clean_cache``). ``at``: the cache
+    entry to stage into, another process's (``restage``, a data source's ``localize``: the driver's, on an
+    executor whose temporary directory or settings differ)."""
     fs, path = _fs(uri, storage)
     try:
         fs.invalidate_cache(path)       # what the remote side holds now, not a listing fsspec kept

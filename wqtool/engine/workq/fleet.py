@@ -10,7 +10,7 @@ Two paths, both engine code run in Spark tasks, merged on the driver into ``engi
              jobs whose id's last byte is its own) — a job's state depends only on its own records in log order.
              A log the kernel bails on (a time beyond int64 ns, an attempt count beyond uint32, no C kernel on
              the executor) goes to the reference path.
-  reference  (``run_reference``; stats use it for every log) any log:
+  reference  (``run_reference``: a log the kernel bails on; ``fast=False``) any log:
              A  one task per segment (``spark.range`` with one row per partition → ``mapInArrow``): the engine's
                 reader frames and CRC-checks the segment (payloads not decoded); reader findings, counts and sizes
                 go to the driver; records go on packed in chunks per job part (first byte of the job id).
