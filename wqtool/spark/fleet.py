@@ -23,7 +23,7 @@ from ..engine.fleet import check_count
 from .cluster import Cluster
 
 _LOG = 2
-_FIELDS = "log int, kind tinyint, part int, blob binary"
+_FIELDS = (("log", "int32"), ("kind", "int8"), ("part", "int32"), ("blob", "binary"))
 
 
 def _strategy(fmt):
@@ -115,44 +115,40 @@ class StateSummary:
 class _LogTask:
     """Whole logs through the format's ``run`` (the reader and the replay state machine), one per task: the log
     is the unit. Ships the LogReport back — its state whole (``items``) or as a ``StateSummary`` — and, with
-    ``stats``, the RecordStats of every record."""
+    ``stats``, the RecordStats of every record. Run by ``Cluster.tasks`` (the driver's working directory, the
+    staged copies of remote logs made readable first)."""
 
-    def __init__(self, fmt_name: str, datas: list, opts: Options, limit: int | None, items: bool, stats: bool,
-                 cwd: str, staged: tuple = ()):
+    def __init__(self, fmt_name: str, datas: list, opts: Options, limit: int | None, items: bool, stats: bool):
         self.fmt_name, self.datas, self.opts, self.limit = fmt_name, datas, opts, limit
-        self.items, self.stats, self.cwd, self.staged = items, stats, cwd, staged
+        self.items, self.stats = items, stats
 
     def __call__(self, batches):
         import pyarrow as pa
 
         from ..engine.format import get
-        from ..engine.uris import restage
-        from ._paths import working_dir
-        restage(self.staged)
         fmt = get(self.fmt_name)
         schema = pa.schema([pa.field("log", pa.int32()), pa.field("kind", pa.int8()), pa.field("part", pa.int32()),
                             pa.field("blob", pa.binary())])
-        with working_dir(self.cwd):
-            for batch in batches:
-                for li in batch.column(0).to_pylist():
-                    data = self.datas[li]
-                    acc = RecordStats() if self.stats else None
-                    run = fmt.run(data, self.opts, limit=self.limit)
-                    if acc is None:
-                        for _ in run.events():
-                            pass
-                    else:
-                        rec_cls, facts = fmt.record_cls, fmt.facts
-                        for ev in run.events():
-                            if ev.__class__ is rec_cls:
-                                acc.add(facts(ev))
-                    report = run.report
-                    if not self.items:
-                        report.state = StateSummary.of(fmt.state_view(report.state, data))
-                    blob = pickle.dumps((report, acc), protocol=5)
-                    yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
-                                                      pa.array([li], pa.int32()), pa.array([blob], pa.binary())],
-                                                     schema=schema)
+        for batch in batches:
+            for li in batch.column(0).to_pylist():
+                data = self.datas[li]
+                acc = RecordStats() if self.stats else None
+                run = fmt.run(data, self.opts, limit=self.limit)
+                if acc is None:
+                    for _ in run.events():
+                        pass
+                else:
+                    rec_cls, facts = fmt.record_cls, fmt.facts
+                    for ev in run.events():
+                        if ev.__class__ is rec_cls:
+                            acc.add(facts(ev))
+                report = run.report
+                if not self.items:
+                    report.state = StateSummary.of(fmt.state_view(report.state, data))
+                blob = pickle.dumps((report, acc), protocol=5)
+                yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
+                                                  pa.array([li], pa.int32()), pa.array([blob], pa.binary())],
+                                                 schema=schema)
 
 
 class PerLogFleet:
@@ -170,10 +166,8 @@ class PerLogFleet:
         sizes = [files_size(self.fmt.files(d)) for d in datas]
         order = sorted(range(len(datas)), key=lambda i: -sizes[i])   # partition k runs log order[k]
         say(f"spark: {len(datas)} {self.fmt.plural}, {sum(sizes)} bytes, a task per log")
-        cluster = _cluster(cluster)
-        df = cluster.spark.range(0, len(datas), 1, len(datas)).mapInArrow(
-            _LogTask(self.fmt.name, [datas[i] for i in order], opts, limit, items, stats, os.getcwd(),
-                     cluster.staged), _FIELDS)
+        df = _cluster(cluster).tasks(len(datas), _LogTask(self.fmt.name, [datas[i] for i in order], opts, limit,
+                                                          items, stats), _FIELDS)
         out: dict[int, tuple] = {}
         for r in df.collect():
             out[order[r["log"]]] = pickle.loads(r["blob"])
