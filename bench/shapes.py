@@ -15,8 +15,9 @@ SEGMENT_SIZE = 64 * 1024 * 1024
 _WORDS = [b"resize", b"thumbnail", b"email", b"invoice", b"report", b"sync", b"index", b"backup", b"webhook"]
 
 
-def issue14(directory: str, scale: float = 1.0, seed: int = 14) -> dict:
-    """Write the issue-14 shape into ``directory``; returns its counts."""
+def issue14(directory: str, scale: float = 1.0, seed: int = 14, step_ns: int = 1_000_000) -> dict:
+    """Write the issue-14 shape into ``directory``; returns its counts. ``step_ns``: the mean gap between records is
+    1.5 of it (1 ms: the log spans ~31 minutes; ``ensure(day=True)`` makes it span ~24 hours)."""
     from wqtool.engine.workq.fastpath import encode_payload, encode_record
     from wqtool.engine.workq.model import Command
     from wqtool.engine.workq.sample import v4_id
@@ -58,7 +59,7 @@ def issue14(directory: str, scale: float = 1.0, seed: int = 14) -> dict:
                     break
                 deferred[op] += 1
                 continue
-            t += 1_000_000 + rng.randrange(1_000_000)
+            t += step_ns + rng.randrange(step_ns)
             if op == 0:
                 jid = v4_id(rng)
                 body = b'{"task":"%s","n":%d,"pad":"' % (rng.choice(_WORDS), rng.randrange(1 << 20))
@@ -91,10 +92,17 @@ def issue14(directory: str, scale: float = 1.0, seed: int = 14) -> dict:
             "records": sum(counts), "live": counts[0] - counts[3]}
 
 
-def ensure(out: str, scale: float) -> str:
-    """The issue-14 log at ``scale`` under ``out`` (generated once, then cached)."""
-    d = os.path.join(out, f"workq-issue14-{scale:g}")
+#: the records of ``ensure(day=True)`` span about this long (the mean gap is 1.5 ``step_ns``)
+DAY_NS = 86_400_000_000_000
+#: an --as-of after the 24-hour log's last record (every TTL is longer than two days)
+DAY_AS_OF = "2026-11-23T00:00:00Z"
+
+
+def ensure(out: str, scale: float, *, day: bool = False) -> str:
+    """The issue-14 log at ``scale`` under ``out`` (generated once, then cached); ``day``: its records spread over
+    about 24 hours instead of 31 minutes (the time series' shape: hour bins, a day of depth)."""
+    d = os.path.join(out, f"workq-issue14-{scale:g}" + ("-day" if day else ""))
     if not os.path.isdir(d):
-        issue14(d + ".tmp", scale)
+        issue14(d + ".tmp", scale, step_ns=round(DAY_NS / (1.5 * 1_241_000 * scale)) if day else 1_000_000)
         os.rename(d + ".tmp", d)
     return d

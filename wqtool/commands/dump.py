@@ -12,7 +12,7 @@ from ..engine.findings import Verdict, worst
 from ..engine.format import Log, resolve_each
 from ..engine.stats import RecordStats
 from ..errors import UsageError
-from ..offsets import At
+from ..offsets import At, at
 from ..render.findings import write_one_line
 from ..render.outcome import Failed, failed_path, run_exit_code
 from ..render.progress import track
@@ -187,6 +187,9 @@ class _Dump:
             else:
                 w.write(item)
         self.shown += records.shown
+        if records.stopped is not None:      # the exit code covers what was read: say where that ends
+            sys.stdout.flush()
+            say_error(f"{log.root}: not read past {at(*records.stopped)}")
         return records.verdict
 
     def close(self) -> None:

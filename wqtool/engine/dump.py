@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import UsageError
 from ..offsets import At
-from .findings import ERROR, Finding, Verdict
+from .findings import ERROR, Finding, Verdict, worst
 from .format import Log, Options, RecordFacts, formats, settle_as_of
 from .live import LiveWatch
 
@@ -77,6 +77,14 @@ class RecordFilter:
             return offset >= bound.offset
         return (self.order.get(os.path.basename(path or ""), -1), offset) >= (self.order[bound.file], bound.offset)
 
+    def holds(self, f: Finding) -> bool:
+        """Whether finding ``f`` lies inside the offset range (one without a place does)."""
+        if f.path is None or f.offset is None:
+            return True
+        lo, hi = self.from_offset, self.to_offset
+        return (lo is None or self.at_or_after(f.path, f.offset, lo)) and \
+            (hi is None or not self.at_or_after(f.path, f.offset, hi))
+
     def selects_all(self) -> bool:
         """No selection at all: every record is kept."""
         return self.kinds is None and self.jobs is None and self.since_ns is None and self.until_ns is None \
@@ -141,15 +149,21 @@ class Told:
 class Records:
     """dump's pass over one log: iterating yields each record the filter keeps (the reader's own objects; at most
     ``limit``), ``Encoded`` chunks where the format's encoder stands in (``encode`` = (style, payload) asked, and
-    the filter selects everything), and ``Told`` findings — errors as they come, torn tails once the read is
-    over (in flight when the log is live). ``verdict`` is the log's, settled for a live writer, once iterated;
-    ``shown``: the records given."""
+    the filter selects everything), and ``Told`` findings — the errors inside what was read, as they come; torn
+    tails once the read is over (in flight when the log is live). ``verdict`` is that of what was read (settled for
+    a live writer), once iterated; ``shown``: the records given; ``stopped``: (path, offset) where the read stopped
+    before the log's end (the limit, --to-offset), else None.
+
+    A selection (kinds, jobs, times, an offset range) goes to the format's ``select_records`` where it has one (the
+    kernel: seeks, and tests in C); else the reference pass is read and filtered, and stops at the limit and at a
+    --to-offset that names a file."""
 
     def __init__(self, log: Log, opts: Options, flt: RecordFilter, *, limit: int | None = None, live: bool = False,
                  encode: tuple[str, str] | None = None):
         self.log, self.opts, self.flt, self.limit, self.live, self.encode = log, opts, flt, limit, live, encode
         self.verdict: Verdict = Verdict.CLEAN
         self.shown = 0
+        self.stopped: tuple[str, int] | None = None
 
     def __iter__(self) -> Iterator[Any]:
         log, fmt, flt = self.log, self.log.fmt, self.flt
@@ -163,27 +177,63 @@ class Records:
                     self.shown += n
                     yield Encoded(n, text)
                 self.verdict = report.verdict
+                self.stopped = getattr(chunks, "stopped", None)
                 return
         watch = LiveWatch(log, live=self.live)
-        run = fmt.run(log.data, opts, limit=0)
-        cls, held = fmt.record_cls, []       # torn tails: in flight or damage, told once the read is over
+        verdicts: set = set()
+        held: list[Finding] = []       # torn tails: in flight or damage, told once the read is over
+        sel = fmt.select_records(log.data, opts, flt)
+        if sel is not None:
+            for ev in sel.events(self.limit):
+                if ev.__class__ is Finding:
+                    if ev.verdict == Verdict.TORN_TAIL:
+                        held.append(ev)
+                    else:
+                        verdicts.add(ev.verdict)
+                        yield told(flt, ev)
+                else:
+                    self.shown += 1
+                    yield ev
+            self.stopped = sel.stopped
+        else:
+            yield from self._reference(fmt, opts, verdicts, held)
+        for f in held:
+            t = watch.torn_in_flight(f)
+            if t is f:
+                verdicts.add(f.verdict)
+            yield told(flt, t, in_flight=t is not f)
+        self.verdict = worst(v for v in verdicts if v)
+
+    def _reference(self, fmt, opts: Options, verdicts: set, held: list) -> Iterator[Any]:
+        """The format's reference pass, filtered: the records kept and the errors inside the range read."""
+        flt = self.flt
+        run = fmt.run(self.log.data, opts, limit=0)
+        cls, hi = fmt.record_cls, flt.to_offset
+        past = None              # a bound in every file: the file whose events past it are skipped
         for ev in run.events():
+            if hi is not None and ev.path is not None and ev.offset is not None and \
+                    flt.at_or_after(ev.path, ev.offset, hi) and \
+                    (flt.from_offset is None or flt.at_or_after(ev.path, ev.offset, flt.from_offset)):
+                if hi.file is not None:     # a bound in the log: reading stops there
+                    self.stopped = (ev.path, ev.offset)
+                    break
+                if ev.path != past:
+                    past, self.stopped = ev.path, (ev.path, ev.offset)
+                continue
             if ev.__class__ is cls:
                 if flt.match(ev):
                     if self.limit is not None and self.shown >= self.limit:
+                        self.stopped = (ev.path, ev.offset)
                         break
                     self.shown += 1
                     yield ev
-            elif ev.severity == ERROR:
+            elif ev.severity == ERROR and flt.holds(ev):
                 if ev.verdict == Verdict.TORN_TAIL:
                     held.append(ev)
                 else:
+                    verdicts.add(ev.verdict)
                     yield told(flt, ev)
         run.sink.close()
-        for f in held:
-            t = watch.torn_in_flight(f)
-            yield told(flt, t, in_flight=t is not f)
-        self.verdict = watch.settle(run.report).verdict if held else run.report.verdict
 
 
 def told(flt: RecordFilter, f: Finding, *, in_flight: bool = False) -> Told:

@@ -364,6 +364,14 @@ class Format(abc.ABC):
         must for a log with errors (they are printed among the rows)."""
         return None
 
+    def select_records(self, log, opts: Options, flt):
+        """dump's read of a log with a selection (``engine.dump.RecordFilter``: kinds, jobs, times, an offset
+        range) in the format's fastest pass: an object whose ``events(limit)`` yields, in file order, the records
+        ``flt`` keeps (at most ``limit``) and the error findings inside what was read, and whose ``stopped`` is
+        (path, offset) where the read stopped before the log's end. None (the default): dump runs the reference
+        pass and filters it."""
+        return None
+
     # -- views
     @abc.abstractmethod
     def facts(self, rec) -> RecordFacts:

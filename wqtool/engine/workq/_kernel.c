@@ -16,6 +16,8 @@
  *                      and replay one segment; a record it does not take whole (damage, a refused or unusual
  *                      record) comes back to fastreplay.FastReplay at its offset, which has the reference read it
  *                      and calls scan again past it; ScanStats, what stats needs of every record
+ *   kernel/seek.c      walk(data, pos, end, ...): scan's framing and CRC without the replay — the records' time span
+ *                      (--as-of last|first), record numbers up to an offset and dump's selection (fastreplay.walk)
  *
  * tests/engine/workq/test_kernel_c.py holds scan == reference (reader + replay) on random and hostile input;
  * test_digest_c.py and test_rows_c.py the digest and rows; test_kernel_header.py the generated header.
@@ -81,11 +83,13 @@ static PyTypeObject JobTableType = {
 
 
 #include "kernel/scan.c"
+#include "kernel/seek.c"
 
 /* =========================================================================================== module */
 
 static PyMethodDef methods[] = {
     {"scan", k_scan, METH_VARARGS, scan_doc},
+    {"walk", k_walk, METH_VARARGS, walk_doc},
     {"digest_text", k_digest_text, METH_O, digest_text_doc},
     {"encode_records", k_encode_records, METH_VARARGS, encode_records_doc},
     {"format_ns", k_format_ns, METH_O, "engine's format_unix_ns(ns), in C (for the tests)."},

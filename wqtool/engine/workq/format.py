@@ -141,6 +141,20 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         from . import verify as verify_mod
         return verify_mod.fast_dump(log, opts.as_of_ns, style=style, payload=payload, limit=limit)
 
+    def select_records(self, log: LogSet, opts: Options, flt):
+        from . import walk
+        if flt.selects_all() or not walk.available():
+            return None
+        from .fastreplay import Bail
+        try:
+            return walk.Selection(log, opts.as_of_ns, flt).prepare()
+        except Bail:
+            return None
+
+    def time_span(self, log: LogSet) -> tuple[int | None, int | None]:
+        from . import walk
+        return walk.time_span(log) if walk.available() else super().time_span(log)
+
     # -- views
     def facts(self, rec: Record) -> RecordFacts:
         c = rec.command

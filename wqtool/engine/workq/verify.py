@@ -121,33 +121,45 @@ def fast_dump(log: LogSet, as_of_ns: int, *, style: str, payload: str, limit: in
     report = fast_report(log, res, 0)
     if report.severities.get(ERROR):
         return None
-    return report, _encoded(log, res.sizes, style, _PAYLOAD_MODES[payload], limit)
+    return report, _Encoded(log, res.sizes, style, _PAYLOAD_MODES[payload], limit)
 
 
-def _encoded(log: LogSet, sizes: list[int], style: str, mode: int, limit: int | None) -> Iterator[tuple[int, str]]:
-    from . import _kernel     # (`from ._kernel import x` reads as an import of wqtool to import-linter)
-    encode_records = _kernel.encode_records
-    sep, term = _STYLES[style]
-    left = (1 << 62) if limit is None else limit
-    index = 0
-    for seg, size in zip(log.segments, sizes):
-        if left <= 0:
-            return
-        if size <= 8:                  # no records (the kernel read the header, or that there is none)
-            continue
-        path_json = json.dumps(seg.path, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        with FileView(seg) as sd:
-            if sd.size < size:
-                raise InputError("the log changed while it was read (the segment is shorter now)", path=seg.path)
-            pos = 8
-            while pos < size and left > 0:
-                try:
-                    text, pos, index, n = encode_records(sd.data, pos, size, path_json, index, mode, sep, term,
-                                                         min(left, 4096), 1 << 20)
-                except ValueError as exc:
-                    raise InputError(f"the log changed while it was read: {exc}", path=seg.path) from None
-                left -= n
-                yield n, text
+class _Encoded:
+    """The rows of an intact log, in chunks of (rows, text) (``Format.encoded_records``); ``stopped``: (path,
+    offset) of the first record not encoded when ``limit`` rows were written before the log's end, else None."""
+
+    def __init__(self, log: LogSet, sizes: list[int], style: str, mode: int, limit: int | None):
+        self.log, self.sizes, self.style, self.mode, self.limit = log, sizes, style, mode, limit
+        self.stopped: tuple[str, int] | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        from . import _kernel     # (`from ._kernel import x` reads as an import of wqtool to import-linter)
+        encode_records = _kernel.encode_records
+        sep, term = _STYLES[self.style]
+        left = (1 << 62) if self.limit is None else self.limit
+        index = 0
+        for seg, size in zip(self.log.segments, self.sizes):
+            if size <= 8:                  # no records (the kernel read the header, or that there is none)
+                continue
+            if left <= 0:
+                self.stopped = (seg.path, 8)
+                return
+            path_json = json.dumps(seg.path, ensure_ascii=False).encode("utf-8", "surrogatepass")
+            with FileView(seg) as sd:
+                if sd.size < size:
+                    raise InputError("the log changed while it was read (the segment is shorter now)", path=seg.path)
+                pos = 8
+                while pos < size and left > 0:
+                    try:
+                        text, pos, index, n = encode_records(sd.data, pos, size, path_json, index, self.mode, sep,
+                                                             term, min(left, 4096), 1 << 20)
+                    except ValueError as exc:
+                        raise InputError(f"the log changed while it was read: {exc}", path=seg.path) from None
+                    left -= n
+                    yield n, text
+                if pos < size:
+                    self.stopped = (seg.path, pos)
+                    return
 
 
 def replay_findings(log: LogSet, as_of_ns: int, *, keep_max: int = 100_000) -> Iterator[Finding]:
