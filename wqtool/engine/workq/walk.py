@@ -83,9 +83,25 @@ def segment_span(reader: RecordReader, seg, is_newest: bool) -> tuple[int, int] 
     return None if lo is None else (lo, hi)
 
 
+#: the spans of the logs walked in this process, by the log object (kept, so its id is not reused): a command
+#: asks once for --as-of last and once more for the metrics' newest record, and walks once
+_SPANS: dict[int, tuple[LogSet, tuple[int | None, int | None]]] = {}
+
+
 def time_span(log: LogSet) -> tuple[int | None, int | None]:
     """``Format.time_span`` of a workq log in the kernel: the earliest record time of the first segment that has
-    records and the latest of the last such segment (each end walked until a segment has one)."""
+    records and the latest of the last such segment (each end walked until a segment has one), once per log."""
+    got = _SPANS.get(id(log))
+    if got is not None and got[0] is log:
+        return got[1]
+    span = _time_span(log)
+    if len(_SPANS) > 4096:
+        _SPANS.clear()
+    _SPANS[id(log)] = (log, span)
+    return span
+
+
+def _time_span(log: LogSet) -> tuple[int | None, int | None]:
     reader = RecordReader(log)
     segs, newest = log.segments, log.newest
     first = last = None
