@@ -195,7 +195,18 @@ class Selection:
         for k, seg in enumerate(log.segments):
             is_newest = seg is newest
             b = _bounds(flt, order, k)
-            if b == "after":
+            if b == "after":             # past the range: the read stops at this file's first event
+                if self.stopped is None:
+                    lo = flt.from_offset
+                    start = lo.offset if lo is not None and lo.file is None else 0
+                    with FileView(seg) as sd:
+                        f, scan = header_finding(sd, index, is_newest)
+                        if f is not None and start <= 0:
+                            self.stopped = (seg.path, 0)
+                        elif scan:
+                            pos = self._advance(reader, sd, index, is_newest, max(start, HEADER_SIZE))[1]
+                            if pos < sd.size:
+                                self.stopped = (seg.path, pos)
                 return
             told = None if errors is None else errors.pop(k, [])
             with FileView(seg) as sd:
