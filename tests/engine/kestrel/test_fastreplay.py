@@ -195,3 +195,19 @@ def test_big_queues_and_many_open_transactions(qdir):
             pass
         assert key(fastreplay.fast_run(fs, AS_OF_NS, keep_open=keep_open,
                                        no_checksum=run.report.findings[-1])) == key(run.report)
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(OPS, st.lists(st.integers(0, 50), max_size=3),
+       st.one_of(st.none(), st.tuples(st.integers(0, 3), st.sampled_from(["flip", "cut", "junk"]),
+                                      st.integers(0, 10**6))))
+def test_the_time_span_equals_the_reference(ops, cuts, damage):
+    """--as-of first|last: the C loop's add times (``_kernel.times``, the reference reader at each spot it stops
+    at) equal ``Format.time_span``'s reference (every record of the first and last timed files, in Python)."""
+    from wqtool.engine.format import Format, get
+    with tempfile.TemporaryDirectory() as d:
+        build(d, ops, cuts, damage)
+        fs = one_set(d)
+        fmt = get("kestrel")
+        assert fmt.time_span(fs) == Format.time_span(fmt, fs)
+        assert fastreplay.time_span(fs) == Format.time_span(fmt, fs)

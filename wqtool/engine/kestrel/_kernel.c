@@ -537,9 +537,85 @@ static PyTypeObject KQueueType = {
     .tp_new = kq_new,
 };
 
+
+PyDoc_STRVAR(times_doc,
+"times(data, pos, end) -> (first_ms, last_ms, pos)\n\n"
+"The earliest and latest add time (ms; 0 is no time) of the records of data[pos:end], framed as scan frames them\n"
+"and not replayed: --as-of first|last. It stops where scan would (damage, a legacy opcode) and returns that\n"
+"record's pos for the reference reader (fastreplay.time_span); (None, None, pos) when no record there had a time.");
+
+static PyObject *k_times(PyObject *self, PyObject *args)
+{
+    PyObject *data;
+    Py_ssize_t pos, end;
+    if (!PyArg_ParseTuple(args, "Onn:times", &data, &pos, &end))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (end > view.len || end < 0 || pos < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "times: pos before the data or end past its end");
+        return NULL;
+    }
+    const unsigned char *d = view.buf;
+    int64_t lo = 0, hi = 0;
+    int have = 0;
+    while (pos < end) {
+        int c = d[pos];
+        Py_ssize_t rem = end - pos, nxt, at;
+        if (c == OP_ADDX) {
+            if (rem < 21)
+                break;
+            int32_t size = le32(d + pos + 1);
+            if (size < 16 || size > rem - 5)
+                break;
+            nxt = pos + 5 + size;
+            at = pos + 5;
+        } else if (c == OP_CONTINUE || c == OP_ADD_XID) {
+            if (rem < 25)
+                break;
+            int32_t size = le32(d + pos + 5);
+            if (size < 16 || size > rem - 9)
+                break;
+            nxt = pos + 9 + size;
+            at = pos + 9;
+        } else if (c == OP_REMOVE) {
+            pos++;
+            continue;
+        } else if (c == OP_REMOVE_TENTATIVE_XID || c == OP_CONFIRM_REMOVE || c == OP_UNREMOVE || c == OP_SAVE_XID) {
+            if (rem < 5)
+                break;
+            pos += 5;
+            continue;
+        } else {
+            break;
+        }
+        int64_t t = le64(d + at);
+        if (t) {
+            if (!have || t < lo)
+                lo = t;
+            if (!have || t > hi)
+                hi = t;
+            have = 1;
+        }
+        pos = nxt;
+    }
+    PyBuffer_Release(&view);
+    if (!have)
+        return Py_BuildValue("(OOn)", Py_None, Py_None, pos);
+    return Py_BuildValue("(LLn)", (long long)lo, (long long)hi, pos);
+}
+
+static PyMethodDef module_methods[] = {
+    {"times", k_times, METH_VARARGS, times_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "wqtool.engine.kestrel._kernel",
-    "Optional C implementation of the Kestrel fast path's loop (see fastreplay.py).", -1, NULL, NULL, NULL, NULL, NULL,
+    "Optional C implementation of the Kestrel fast path's loop (see fastreplay.py).", -1, module_methods, NULL, NULL,
+    NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__kernel(void)

@@ -140,4 +140,50 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
     return report
 
 
-__all__ = ["Bail", "KestrelState", "fast_run"]
+def _file_span(fileset: FileSet, i: int) -> tuple[int, int] | None:
+    """(earliest, latest) add time (ns) of the records the reference reader yields in file ``i`` (as
+    ``Format.file_events`` reads it: on its own), or None; the C loop frames (``_kernel.times``), the reference
+    reader reads each spot it stops at (damage: where records resume; a legacy record: its fields)."""
+    jf = fileset.files[i]
+    reader = JournalReader(fileset)
+    lo = hi = None
+    with FileView(jf) as sd:
+        data, end = sd.data, sd.size
+        if end >= 4 and bytes(data[:4]) in _MAGICS:
+            raise Bail
+        pos = 0
+        while pos < end:
+            a, b, pos = _kernel.times(data, pos, end)
+            if a is not None:
+                lo = a if lo is None or a < lo else lo
+                hi = b if hi is None or b > hi else hi
+            if pos >= end:
+                break
+            try:
+                fields = decode_fields(data, pos, end)
+            except Damage as d:
+                f = reader._damage(d, data, pos, end, sd.path, 0, False, None)
+                if f.resumes_at is None:
+                    break
+                pos = f.resumes_at
+                continue
+            t = fields[2]
+            if t:
+                lo = t if lo is None or t < lo else lo
+                hi = t if hi is None or t > hi else hi
+            pos = fields[-1]
+    return None if lo is None else (lo * 1_000_000, hi * 1_000_000)
+
+
+def time_span(fileset: FileSet) -> tuple[int | None, int | None]:
+    """``Format.time_span`` in the C loop (--as-of first|last: the first file with timed records read from its
+    start, the last from the end); raises Bail (no kernel, a libkestrel file): the reference does it."""
+    if KERNEL != "c":
+        raise Bail
+    n = len(fileset.files)
+    first = next((sp[0] for sp in (_file_span(fileset, i) for i in range(n)) if sp is not None), None)
+    last = next((sp[1] for sp in (_file_span(fileset, i) for i in reversed(range(n))) if sp is not None), None)
+    return first, last
+
+
+__all__ = ["Bail", "KestrelState", "fast_run", "time_span"]

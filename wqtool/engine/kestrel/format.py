@@ -173,6 +173,13 @@ refuses while another process holds a journal open, and rolls back if the live f
                     ev.record_index += start_index
             yield ev
 
+    def time_span(self, log: FileSet) -> tuple[int | None, int | None]:
+        from . import fastreplay
+        try:
+            return fastreplay.time_span(log)
+        except fastreplay.Bail:
+            return super().time_span(log)
+
     def source_options(self, o: dict) -> dict:
         version = str(o.get("kestrel_version", "auto"))
         if version not in KESTREL_VERSIONS:
