@@ -202,7 +202,7 @@ def test_big_queues_and_many_open_transactions(qdir):
        st.one_of(st.none(), st.tuples(st.integers(0, 3), st.sampled_from(["flip", "cut", "junk"]),
                                       st.integers(0, 10**6))))
 def test_the_time_span_equals_the_reference(ops, cuts, damage):
-    """--as-of first|last: the C loop's add times (``_kernel.times``, the reference reader at each spot it stops
+    """--as-of first|last: the C loop's add times (``_kernel.walk``, the reference reader at each spot it stops
     at) equal ``Format.time_span``'s reference (every record of the first and last timed files, in Python)."""
     from wqtool.engine.format import Format, get
     with tempfile.TemporaryDirectory() as d:

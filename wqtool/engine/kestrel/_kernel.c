@@ -538,32 +538,41 @@ static PyTypeObject KQueueType = {
 };
 
 
-PyDoc_STRVAR(times_doc,
-"times(data, pos, end) -> (first_ms, last_ms, pos)\n\n"
-"The earliest and latest add time (ms; 0 is no time) of the records of data[pos:end], framed as scan frames them\n"
-"and not replayed: --as-of first|last. It stops where scan would (damage, a legacy opcode) and returns that\n"
-"record's pos for the reference reader (fastreplay.time_span); (None, None, pos) when no record there had a time.");
+PyDoc_STRVAR(walk_doc,
+"walk(data, pos, end, index, stop, kinds, npick) -> (index, pos, picked, first_ms, last_ms)\n\n"
+"The records of data[pos:end] framed as scan frames them, not replayed: --as-of first|last (the earliest and latest\n"
+"add time, ms, 0 being no time; None, None when no record had one), record numbers up to an offset and dump's\n"
+"selection. It stops where scan would (damage, a legacy opcode: the reference reader reads that spot), at the\n"
+"first record at or after `stop` (None: no stop) and after `npick` picks (-1: no limit). index: the number of the\n"
+"record at pos, counted on; picked: [(offset, index)] of the records whose opcode is in the bit mask `kinds`.");
 
-static PyObject *k_times(PyObject *self, PyObject *args)
+static PyObject *k_walk(PyObject *self, PyObject *args)
 {
-    PyObject *data;
-    Py_ssize_t pos, end;
-    if (!PyArg_ParseTuple(args, "Onn:times", &data, &pos, &end))
+    PyObject *data, *stop_o;
+    Py_ssize_t pos, end, npick;
+    long long index;
+    unsigned long kinds;
+    if (!PyArg_ParseTuple(args, "OnnLOkn:walk", &data, &pos, &end, &index, &stop_o, &kinds, &npick))
+        return NULL;
+    Py_ssize_t stop = PY_SSIZE_T_MAX;
+    if (stop_o != Py_None && (stop = PyLong_AsSsize_t(stop_o)) == -1 && PyErr_Occurred())
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
+    PyObject *picked = PyList_New(0), *ret = NULL;
+    if (picked == NULL)
+        goto done;
     if (end > view.len || end < 0 || pos < 0) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "times: pos before the data or end past its end");
-        return NULL;
+        PyErr_SetString(PyExc_ValueError, "walk: pos before the data or end past its end");
+        goto done;
     }
     const unsigned char *d = view.buf;
     int64_t lo = 0, hi = 0;
     int have = 0;
-    while (pos < end) {
+    while (pos < end && pos < stop) {
         int c = d[pos];
-        Py_ssize_t rem = end - pos, nxt, at;
+        Py_ssize_t rem = end - pos, nxt, at = -1;
         if (c == OP_ADDX) {
             if (rem < 21)
                 break;
@@ -581,34 +590,52 @@ static PyObject *k_times(PyObject *self, PyObject *args)
             nxt = pos + 9 + size;
             at = pos + 9;
         } else if (c == OP_REMOVE) {
-            pos++;
-            continue;
+            nxt = pos + 1;
         } else if (c == OP_REMOVE_TENTATIVE_XID || c == OP_CONFIRM_REMOVE || c == OP_UNREMOVE || c == OP_SAVE_XID) {
             if (rem < 5)
                 break;
-            pos += 5;
-            continue;
+            nxt = pos + 5;
         } else {
             break;
         }
-        int64_t t = le64(d + at);
-        if (t) {
-            if (!have || t < lo)
-                lo = t;
-            if (!have || t > hi)
-                hi = t;
-            have = 1;
+        if (at >= 0) {
+            int64_t t = le64(d + at);
+            if (t) {
+                if (!have || t < lo)
+                    lo = t;
+                if (!have || t > hi)
+                    hi = t;
+                have = 1;
+            }
         }
+        if (kinds & (1ul << c)) {
+            PyObject *t = Py_BuildValue("(nL)", pos, index);
+            if (t == NULL || PyList_Append(picked, t) < 0) {
+                Py_XDECREF(t);
+                goto done;
+            }
+            Py_DECREF(t);
+            if (PyList_GET_SIZE(picked) == npick) {
+                index++;
+                pos = nxt;
+                break;
+            }
+        }
+        index++;
         pos = nxt;
     }
+    if (have)
+        ret = Py_BuildValue("(LnOLL)", index, pos, picked, (long long)lo, (long long)hi);
+    else
+        ret = Py_BuildValue("(LnOOO)", index, pos, picked, Py_None, Py_None);
+done:
+    Py_XDECREF(picked);
     PyBuffer_Release(&view);
-    if (!have)
-        return Py_BuildValue("(OOn)", Py_None, Py_None, pos);
-    return Py_BuildValue("(LLn)", (long long)lo, (long long)hi, pos);
+    return ret;
 }
 
 static PyMethodDef module_methods[] = {
-    {"times", k_times, METH_VARARGS, times_doc},
+    {"walk", k_walk, METH_VARARGS, walk_doc},
     {NULL, NULL, 0, NULL},
 };
 

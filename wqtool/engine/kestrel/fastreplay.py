@@ -142,7 +142,7 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
 
 def _file_span(fileset: FileSet, i: int) -> tuple[int, int] | None:
     """(earliest, latest) add time (ns) of the records the reference reader yields in file ``i`` (as
-    ``Format.file_events`` reads it: on its own), or None; the C loop frames (``_kernel.times``), the reference
+    ``Format.file_events`` reads it: on its own), or None; the C loop frames (``_kernel.walk``), the reference
     reader reads each spot it stops at (damage: where records resume; a legacy record: its fields)."""
     jf = fileset.files[i]
     reader = JournalReader(fileset)
@@ -153,7 +153,7 @@ def _file_span(fileset: FileSet, i: int) -> tuple[int, int] | None:
             raise Bail
         pos = 0
         while pos < end:
-            a, b, pos = _kernel.times(data, pos, end)
+            _, pos, _, a, b = _kernel.walk(data, pos, end, 0, None, 0, -1)
             if a is not None:
                 lo = a if lo is None or a < lo else lo
                 hi = b if hi is None or b > hi else hi

@@ -173,6 +173,17 @@ refuses while another process holds a journal open, and rolls back if the live f
                     ev.record_index += start_index
             yield ev
 
+    def select_records(self, log: FileSet, opts: Options, flt):
+        from . import fastreplay
+        if flt.selects_all() or fastreplay.KERNEL != "c":
+            return None
+        from ..walk import Selection
+        from .walk import KestrelWalker
+        try:
+            return Selection(KestrelWalker(log, opts.as_of_ns, _keep_open(opts), flt, _LABEL), flt, Record).prepare()
+        except fastreplay.Bail:
+            return None
+
     def time_span(self, log: FileSet) -> tuple[int | None, int | None]:
         from . import fastreplay
         try:

@@ -145,9 +145,10 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         from . import walk
         if flt.selects_all() or not walk.available():
             return None
+        from ..walk import Selection
         from .fastreplay import Bail
         try:
-            return walk.Selection(log, opts.as_of_ns, flt).prepare()
+            return Selection(walk.WorkqWalker(log, opts.as_of_ns, flt), flt, Record).prepare()
         except Bail:
             return None
 

@@ -1,0 +1,71 @@
+"""dump's selection over a Kestrel journal in the C loop (engine/kestrel/walk.py through engine.walk.Selection)
+equals the reference pass filtered: the same records with their numbers, the same findings told inside what was
+read (from an offset: the reader's, not the history's), the same stop; random journals, damage included."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tests.conftest import examples
+
+from wqtool.engine.dump import Records, selection
+from wqtool.engine.format import Log, get
+from wqtool.engine.options import Options
+from wqtool.engine.kestrel import fastreplay
+from wqtool.engine.kestrel.codes import KESTREL_REPLAY_CODES
+from wqtool.offsets import At
+
+from .conftest import AS_OF_NS, one_set
+from .test_fastreplay import OPS, build, kernel  # noqa: F401  (the fixture: the C loop on)
+
+LABELS = ["add", "remove", "addx", "remove-tentative", "save-xid", "unremove", "confirm-remove", "add-xid",
+          "continue", "remove-tentative-xid"]
+
+
+def _run(fs, flt, limit, *, fast: bool):
+    saved = fastreplay.KERNEL
+    fastreplay.KERNEL = "c" if fast else "python"
+    try:
+        recs = Records(Log(get("kestrel"), fs), Options(as_of_ns=AS_OF_NS), flt, limit=limit)
+        out, told = [], []
+        for ev in recs:
+            if ev.__class__.__name__ == "Told":
+                told.append((ev.finding.code, ev.finding.path, ev.finding.offset, ev.mark))
+            else:
+                out.append((ev.path, ev.offset, ev.index, ev.op))
+        return out, told, recs.stopped, recs.verdict
+    finally:
+        fastreplay.KERNEL = saved
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(OPS, st.lists(st.integers(0, 50), max_size=2),
+       st.one_of(st.none(), st.tuples(st.integers(0, 3), st.sampled_from(["flip", "cut", "junk"]),
+                                      st.integers(0, 10**6))),
+       st.data())
+def test_dump_selection_equals_the_reference(ops, cuts, damage, data):
+    with tempfile.TemporaryDirectory() as d:
+        build(d, ops, cuts, damage)
+        fs = one_set(d)
+        names = [os.path.basename(f.path) for f in fs.files]
+        kinds = data.draw(st.one_of(st.none(), st.lists(st.sampled_from(LABELS), min_size=1, max_size=3)))
+
+        def bound():
+            files = st.one_of(st.none(), st.sampled_from(names)) if names else st.none()
+            return data.draw(st.one_of(st.none(), st.builds(At, files, st.integers(0, 300))))
+        lo, hi = bound(), bound()
+        limit = data.draw(st.one_of(st.none(), st.integers(0, 5)))
+        fmt = get("kestrel")
+        flt = selection(fmt, kinds=kinds, from_offset=lo, to_offset=hi).for_files(fmt.files(fs), "the queue")
+        if flt.selects_all():
+            return
+        fast, ref = _run(fs, flt, limit, fast=True), _run(fs, flt, limit, fast=False)
+        assert fast[0] == ref[0]
+        if lo is None or hi is None:
+            assert fast[2] == ref[2]
+        if lo is None:
+            assert fast[1] == ref[1] and fast[3] == ref[3]
+        else:
+            assert fast[1] == [t for t in ref[1] if t[0] not in KESTREL_REPLAY_CODES]
