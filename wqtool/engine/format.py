@@ -545,7 +545,12 @@ def get(name: str) -> Format:
 
 
 def format_of_code(code: str) -> Format | None:
-    for f in formats():
+    """The format a finding code belongs to, or None; the formats loaded so far are asked first (a log's own
+    codes: its format is loaded), the other packages imported only for a code none of them has."""
+    for f in list(_REGISTRY.values()) or in_order():
+        if code in f.codes:
+            return f
+    for f in in_order():
         if code in f.codes:
             return f
     return None
