@@ -1,0 +1,166 @@
+"""wqtool diff end to end on workq logs: the issue's done-when cases, the relation line, damage, -q, --limit, and
+golden snapshots of the table and JSON output."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+
+import pytest
+
+from tests.conftest import cli, fixture_log
+from wqtool.engine.workq import writer
+from wqtool.engine.workq.fastpath import encode_payload, encode_record
+from wqtool.formats._common import GoTime
+from wqtool.formats.workq import CmdType
+
+LIVE = "12b80aed-6da7-4a87-bd9a-8079abd0d7fb"          # leased in sample-clean at --as-of last
+NEW = "11111111-2222-4333-8444-555555555555"
+LATER = GoTime.from_unix_ns(1_795_400_000_000_000_000)   # after sample-clean's newest record
+AS_OF = "2026-11-25T00:00:00Z"
+
+
+def _copy(tmp_path, name: str, to: str) -> str:
+    dst = tmp_path / to
+    shutil.copytree(fixture_log(name), dst)
+    for p in dst.iterdir():
+        p.chmod(0o644)
+    return str(dst)
+
+
+def _append(log: str, *commands) -> list[int]:
+    """Append records to the newest segment; their offsets."""
+    seg = sorted(n for n in os.listdir(log) if n.endswith(".log"))[-1]
+    path = os.path.join(log, seg)
+    offsets = []
+    with open(path, "ab") as f:
+        for c in commands:
+            offsets.append(f.tell())
+            f.write(encode_record(LATER, encode_payload(c)))
+    return offsets
+
+
+def _delete_and_add(log: str) -> list[int]:
+    return _append(log, writer.simple(CmdType.DELETE, uuid.UUID(LIVE).bytes),
+                   writer.add(uuid.UUID(NEW).bytes, "q9", ttr=1000, ttl=2_000_000_000, created=LATER))
+
+
+@pytest.fixture
+def pair(tmp_path):
+    return _copy(tmp_path, "sample-clean", "a"), _copy(tmp_path, "sample-clean", "b")
+
+
+def test_two_copies_are_equal(pair):
+    a, b = pair
+    r = cli("diff", "--as-of", AS_OF, a, b)
+    assert r.code == 0, r.err
+    assert "A and B are byte-identical" in r.out and "no job differs" in r.out
+    doc = json.loads(cli("diff", "-o", "json", "--as-of", AS_OF, a, b).out)
+    assert (doc["exit_code"], doc["verdict"], doc["total"], doc["jobs"]) == (0, "equal", 0, [])
+
+
+def test_a_log_against_itself(pair):
+    a, _ = pair
+    assert cli("diff", a, a).code == 0
+    assert cli("diff", "--as-of", "last", a, a).code == 0
+
+
+def test_appended_delete_and_add_name_exactly_those_jobs(pair):
+    a, b = pair
+    off_delete, off_add = _delete_and_add(b)
+    r = cli("diff", "--as-of", "last", a, b)
+    assert r.code == 1, r.err
+    assert "B = A + 2 records" in r.out
+    doc = json.loads(cli("diff", "-o", "json", "--as-of", "last", a, b).out)
+    assert (doc["exit_code"], doc["verdict"], doc["total"]) == (1, "different", 2)
+    jobs = {j["job_id"]: j for j in doc["jobs"]}
+    assert set(jobs) == {LIVE, NEW}
+    gone, new = jobs[LIVE], jobs[NEW]
+    assert gone["a"]["state"] == "leased" and gone["b"] is None
+    assert (gone["b_change"]["offset"], gone["b_change"]["cmd"]) == (off_delete, "delete")
+    assert gone["b_change"]["at"] == f"000000004.log@0x{off_delete:x}" and gone["a_change"] is None
+    assert new["a"] is None and new["b"]["state"] == "new" and new["queue"] == "q9"
+    assert (new["b_change"]["offset"], new["b_change"]["cmd"], new["b_change"]["record_index"]) == (off_add, "add", 61)
+    assert doc["relation"] == {"kind": "a+", "text": "B = A + 2 records", "records": 2,
+                               "a": {"file": os.path.join(a, "000000004.log"), "offset": off_delete,
+                                     "at": f"000000004.log@0x{off_delete:x}"},
+                               "b": {"file": os.path.join(b, "000000004.log"), "offset": off_delete,
+                                     "at": f"000000004.log@0x{off_delete:x}"}}
+    # the other way round: A = B + 2 records, the same two jobs, the changes on side a
+    doc2 = json.loads(cli("diff", "-o", "json", "--as-of", "last", b, a).out)
+    assert doc2["relation"]["text"] == "A = B + 2 records"
+    assert {j["job_id"]: j["a_change"]["offset"] for j in doc2["jobs"]} == {LIVE: off_delete, NEW: off_add}
+
+
+def test_jsonl_ends_with_one_summary_and_limit_counts_all(pair):
+    a, b = pair
+    _delete_and_add(b)
+    r = cli("diff", "-o", "jsonl", "--limit", "1", "--as-of", "last", a, b)
+    lines = [json.loads(x) for x in r.out.splitlines()]
+    assert r.code == 1
+    assert [list(x) for x in lines[:-1]] == [["job_id", "queue", "a", "b", "a_change", "b_change"]]
+    assert lines[-1]["summary"]["total"] == 2 and lines[-1]["summary"]["shown"] == 1
+    t = cli("diff", "--limit", "1", "--as-of", "last", a, b)
+    assert "2 jobs differ (1 shown: --limit):" in t.out
+
+
+def test_quiet_prints_nothing_and_keeps_the_exit_code(pair):
+    a, b = pair
+    _delete_and_add(b)
+    r = cli("diff", "-q", "--as-of", "last", a, b)
+    assert (r.code, r.out) == (1, "")
+
+
+def test_divergence_and_no_common_prefix(pair, tmp_path):
+    a, b = pair
+    seg = os.path.join(b, "000000003.log")
+    data = bytearray(open(seg, "rb").read())
+    # rewrite the second record of segment 3 as a delete of a job with another id: same length, new CRC
+    from wqtool.engine.workq.reader import segment_events, discover
+    log = discover([b])[0]
+    recs = [e for e in segment_events(log.segments[2], 0, False) if hasattr(e, "command")]
+    r2 = recs[1]
+    import dataclasses
+    other = encode_record(r2.time, encode_payload(dataclasses.replace(r2.command, job_id=b"\x42" * 16)))
+    assert len(other) == r2.length
+    data[r2.offset:r2.offset + r2.length] = other
+    open(seg, "wb").write(bytes(data))
+    doc = json.loads(cli("diff", "-o", "json", "--as-of", AS_OF, a, b).out)
+    assert doc["relation"]["kind"] == "diverge"
+    assert doc["relation"]["a"]["at"] == doc["relation"]["b"]["at"] == f"000000003.log@0x{r2.offset:x}"
+    assert doc["relation"]["text"] == (f"they diverge at A: 000000003.log@0x{r2.offset:x} / "
+                                       f"B: 000000003.log@0x{r2.offset:x}")
+    c = _copy(tmp_path, "upstream-a2-run2", "c")
+    doc = json.loads(cli("diff", "-o", "json", "--as-of", AS_OF, a, c).out)
+    assert doc["relation"]["kind"] == "none" and doc["relation"]["text"] == "no common prefix"
+
+
+def test_damaged_input_is_read_through(pair):
+    a, b = pair
+    seg = os.path.join(b, "000000002.log")
+    data = bytearray(open(seg, "rb").read())
+    data[0x30] ^= 0xFF
+    open(seg, "wb").write(bytes(data))
+    r = cli("diff", "-o", "json", "--as-of", AS_OF, a, b)
+    doc = json.loads(r.out)
+    assert r.code == 3 and doc["exit_code"] == 3 and doc["b"]["verdict"] == "CORRUPT"
+    crc = [f for f in doc["findings"] if f["code"] == "WQ-CRC"]
+    assert [(f["side"], f["at"]) for f in crc] == [("b", "000000002.log@0x2d")] or crc and crc[0]["side"] == "b"
+    assert "WQ-CRC" in r.err
+    assert doc["relation"]["kind"] == "diverge"
+
+
+def test_two_formats_are_refused(in_root):
+    r = cli("diff", "fixtures/workq/sample-clean/log", "fixtures/kestrel/clean-journal/" + next(n for n in sorted(os.listdir("fixtures/kestrel/clean-journal")) if not n.startswith("expected")))
+    assert r.code == 2 and "diff compares two logs of one format" in r.err
+
+
+@pytest.mark.parametrize("output,name", [("table", "diff_table.txt"), ("json", "diff_json.json")])
+def test_snapshots(pair, snapshot, output, name, monkeypatch):
+    a, b = pair
+    _delete_and_add(b)
+    monkeypatch.chdir(os.path.dirname(a))
+    r = cli("diff", "-o", output, "--as-of", "last", "a", "b")
+    snapshot.snapshot_dir = os.path.join(os.path.dirname(__file__), "snapshots")
+    snapshot.assert_match(f"exit {r.code}\n--- stdout\n{r.out}--- stderr\n{r.err}", name)

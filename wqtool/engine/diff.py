@@ -1,0 +1,158 @@
+"""``wqtool diff``: two views of a queue compared job by job (format-neutral; each format's part is its
+``Format.differ()``, e.g. ``engine/workq/diff.py``).
+
+    d = diff([a, b], opts, limit=20, live=False)
+
+Both logs are read through ``engine.read`` (``Want.REPLAY``: each format's fastest path, damage read through as
+verify reads it, the findings kept) at ONE instant: ``--as-of last`` / ``first`` is settled over both logs (the
+newer last record / the older first one), so the same job at the same place in both gives the same row. The
+comparison is the format's, on its replayed state (workq: the two compact job tables merged by id in C); it names
+every job whose replay row differs (all are counted, ``limit`` of them are described). The description of a job —
+its queue and, on each side, its state, attempts and result and the record that last changed it — and the way the
+two logs relate (one a prefix of the other, where they diverge, no common prefix) are the format's too.
+
+Nothing here prints, and nothing here knows an exit code: ``Diff.equal`` and the reports' verdicts are what the
+command turns into one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Protocol, Sequence
+
+from ..errors import UsageError
+from .format import Log, Options, Unresolved, settle_as_of
+from .read import Result, Want, read
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """The record that last changed a job on one side: where it is, its number, its time and command."""
+
+    path: str
+    offset: int
+    record_index: int | None
+    time: str | None
+    cmd: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A position in one log: the file and the offset (of the first record that differs)."""
+
+    path: str
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """How two logs relate byte by byte: ``kind`` is "same" (byte-identical), "a+" (B is A plus ``records``
+    records), "b+" (A is B plus ``records`` records), "diverge" (first differing record at ``a`` / ``b``) or
+    "none" (no common prefix: they differ from their first record)."""
+
+    kind: str
+    records: int = 0
+    a: Place | None = None
+    b: Place | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobSide:
+    """A job as one side's replay shows it (``row``: replay's own row of it, the same fields)."""
+
+    queue: str
+    state: str
+    attempts: int
+    result: bytes | None
+    row: dict
+
+
+@dataclass(slots=True)
+class JobDiff:
+    """One job whose replayed rows differ: on each side its row (None: not live there) and the record that last
+    changed it there (None: not changed on that side past where the two logs diverge)."""
+
+    key: bytes
+    job_id: str
+    queue: str
+    a: JobSide | None
+    b: JobSide | None
+    a_change: Change | None = None
+    b_change: Change | None = None
+
+
+@dataclass(slots=True)
+class Diff:
+    """What ``diff`` found: both reads (``a``, ``b``: ``read.Result``), the one instant, how the logs relate, the
+    differing jobs described (at most ``limit``) and how many differ in all."""
+
+    a: Result
+    b: Result
+    as_of_ns: int
+    relation: Relation
+    jobs: list[JobDiff] = field(default_factory=list)
+    total: int = 0
+
+    @property
+    def equal(self) -> bool:
+        return self.total == 0
+
+
+class Differ(Protocol):
+    """A format's part of ``diff`` (``Format.differ()``)."""
+
+    def changed(self, a: Result, b: Result) -> list[bytes]:
+        """The keys (sorted) of the jobs whose replayed rows differ between the two settled reports."""
+
+    def side(self, r: Result, key: bytes) -> JobSide | None:
+        """The job as ``r``'s replay shows it, or None when it is not live there."""
+
+    def job_id(self, key: bytes) -> str:
+        """The key as printed (``job_id``)."""
+
+    def relate(self, a: Result, b: Result, keys: Sequence[bytes]) -> tuple[Relation, dict, dict]:
+        """How the two logs relate, and for each side {key: Change}: the record that last changed each of ``keys``
+        past the point where the logs diverge (a second pass over only what follows that point)."""
+
+
+def _one_instant(logs: Sequence[Log], opts: Options) -> Options:
+    """``opts`` at one instant for both logs: ``last`` the later of their newest records, ``first`` the earlier
+    of their first ones (a log with no timed record gives none)."""
+    word = opts.as_of_word
+    if word is None:
+        return opts
+    times = [settle_as_of(lg, opts).as_of_ns for lg in logs]
+    t = max(times) if word == "last" else min(times)
+    return replace(opts, as_of_ns=t, as_of_word=None)
+
+
+def diff(entries: Sequence[Log | Unresolved], opts: Options, *, limit: int | None = None, live: bool = False,
+         max_findings: int | None = None) -> Diff:
+    """Compare two logs job by job (see the module's doc). Raises the error of an entry that could not be read,
+    and ``UsageError`` for logs of two formats or a format without a diff."""
+    if len(entries) != 2:
+        raise UsageError(f"diff compares two logs; these paths name {len(entries)}")
+    for e in entries:
+        if isinstance(e, Unresolved):
+            raise e.error
+    a_log, b_log = entries
+    if a_log.fmt is not b_log.fmt:
+        raise UsageError(f"diff compares two logs of one format: {a_log.root} is {a_log.fmt.title}, "
+                         f"{b_log.root} is {b_log.fmt.title}")
+    differ = a_log.fmt.differ()
+    o = _one_instant(entries, opts)
+    ra, rb = read(entries, o, want=Want.REPLAY, live=live, max_findings=max_findings)
+    for r in (ra, rb):
+        if r.error is not None:
+            raise r.error
+    keys = differ.changed(ra, rb)
+    shown = keys if limit is None else keys[:limit]
+    relation, a_changes, b_changes = differ.relate(ra, rb, shown)
+    jobs = []
+    for k in shown:
+        sa, sb = differ.side(ra, k), differ.side(rb, k)
+        queue = (sa or sb).queue if (sa or sb) is not None else ""
+        jobs.append(JobDiff(k, differ.job_id(k), queue, sa, sb, a_changes.get(k), b_changes.get(k)))
+    return Diff(ra, rb, o.as_of_ns, relation, jobs, len(keys))
+
+
+__all__ = ["Change", "Diff", "Differ", "JobDiff", "JobSide", "Place", "Relation", "diff"]

@@ -1,0 +1,186 @@
+"""workq's part of ``wqtool diff`` (engine/diff.py): the jobs whose replay rows differ, how two logs relate, and
+the record that last changed each differing job.
+
+- **The jobs.** Both replays end in the kernel's compact job table (jobtable.py); ``_kernel.diff_tables``
+  (kernel/diff.c) merges the two tables in id order and compares every field of replay's row (the digest line's:
+  ``Job.canonical``) — no Python object per job. A replay that took the reference path (a dict of ``Job``), or the
+  pure-Python table, is compared row by row through ``Job.canonical`` (the same rows).
+- **How the logs relate.** Segment by segment in upstream's order: same name and the same bytes (``diff_first``:
+  memcmp) until the first byte that differs; the record holding that byte is where they diverge (both logs have
+  the same bytes before it, so the same state there). A log whose bytes all begin the other is a prefix: "B = A +
+  N records".
+- **The record that last changed a job.** The job table keeps where a job was added, not where it last changed;
+  so a second, targeted pass reads what follows the divergence on each side (nothing before it can explain a
+  difference: the state there is the same): ``_kernel.diff_walk`` frames and checks records at memory speed and
+  stops only at a record of a differing job or at anything doubtful, which the reference reader reads (the same
+  records, the same resynchronisation after damage, the same record numbers as verify).
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+from ...formats._common import format_uuid
+from ..diff import Change, JobSide, Place, Relation
+from ..fileio import FileView
+from ..read import Result
+from .model import Record
+from .reader import LogSet, RecordReader, header_finding
+from .replay import CompactJobs
+from .serialize import job_to_jsonable
+from ...formats.workq import HEADER_SIZE
+
+try:
+    from . import _kernel
+except ImportError:          # not built: the same work in Python
+    _kernel = None
+_C = _kernel is not None and os.environ.get("WQTOOL_PURE_PYTHON", "") in ("", "0")
+
+
+def _table(r: Result):
+    jobs = r.report.state.jobs
+    return jobs.table if isinstance(jobs, CompactJobs) else None
+
+
+class WorkqDiffer:
+    """``Format.differ()`` of workq logs."""
+
+    def changed(self, a: Result, b: Result) -> list[bytes]:
+        ta, tb = _table(a), _table(b)
+        if _C and isinstance(ta, _kernel.JobTable) and isinstance(tb, _kernel.JobTable):
+            packed = _kernel.diff_tables(ta, tb)
+            return [packed[i:i + 16] for i in range(0, len(packed), 16)]
+        ja, jb = a.report.state.jobs, b.report.state.jobs
+        return sorted(k for k in set(ja) | set(jb)
+                      if k not in ja or k not in jb or ja[k].canonical() != jb[k].canonical())
+
+    def side(self, r: Result, key: bytes) -> JobSide | None:
+        j = r.report.state.jobs.get(key)
+        if j is None:
+            return None
+        return JobSide(j.name, j.state.label, j.attempts, j.result, job_to_jsonable(j))
+
+    def job_id(self, key: bytes) -> str:
+        return format_uuid(key)
+
+    def relate(self, a: Result, b: Result, keys: Sequence[bytes]) -> tuple[Relation, dict, dict]:
+        la, lb = a.log.data, b.log.data
+        seg, d = _divergence(la, lb)
+        want = set(keys)
+        ca, pa = _after(la, seg, d, a.report.state.records, want)
+        cb, pb = _after(lb, seg, d, b.report.state.records, want)
+        na, nb = len(la.segments), len(lb.segments)
+        end_a = pa is None or (pa.offset >= _size(la, seg) and seg >= na - 1)
+        end_b = pb is None or (pb.offset >= _size(lb, seg) and seg >= nb - 1)
+        ra, rb = a.report.state.records, b.report.state.records
+        if end_a and end_b:
+            rel = Relation("same")
+        elif end_a:
+            rel = Relation("a+", rb - ra, pa, pb)
+        elif end_b:
+            rel = Relation("b+", ra - rb, pa, pb)
+        elif seg == 0 and pa.offset <= HEADER_SIZE and pb.offset <= HEADER_SIZE:
+            rel = Relation("none", 0, pa, pb)
+        else:
+            rel = Relation("diverge", 0, pa, pb)
+        return rel, ca, cb
+
+
+def _size(log: LogSet, seg: int) -> int:
+    if seg >= len(log.segments):
+        return 0
+    with FileView(log.segments[seg]) as v:
+        return v.size
+
+
+def _divergence(la: LogSet, lb: LogSet) -> tuple[int, int | None]:
+    """(segment number, offset) of the first byte that differs (offset None: the segments' names differ, or one log
+    has no segment there); (n, None) past the last segment of both when they are byte-identical."""
+    first = _kernel.diff_first if _C else _py_first
+    for i, (sa, sb) in enumerate(zip(la.segments, lb.segments)):
+        if os.path.basename(sa.path) != os.path.basename(sb.path):
+            return i, 0
+        with FileView(sa) as va, FileView(sb) as vb:
+            d = first(va.data, vb.data)
+            if d == va.size == vb.size:
+                continue
+            return i, d
+    return min(len(la.segments), len(lb.segments)), None
+
+
+def _py_first(a, b) -> int:
+    n = min(len(a), len(b))
+    lo = 0
+    step = 1 << 20
+    while lo < n and a[lo:lo + step] == b[lo:lo + step]:
+        lo += step
+    lo = min(lo, n)
+    while lo < n and a[lo] == b[lo]:
+        lo += 1
+    return lo
+
+
+def _after(log: LogSet, seg: int, d: int | None, total: int, want: set[bytes]
+           ) -> tuple[dict[bytes, Change], Place | None]:
+    """On one side: {key: the last record of that job past the divergence} and where the divergence is on this
+    side (the start of the record — or damaged range — holding byte ``d`` of segment ``seg``; the end of the log
+    when it is shorter). Record numbers are the log's own (counted back from ``total``: its readable records)."""
+    segs = log.segments
+    if seg >= len(segs):
+        last = segs[-1] if segs else None
+        return {}, None if last is None else Place(last.path, _size(log, len(segs) - 1))
+    reader = RecordReader(log)
+    packed = b"".join(sorted(want))
+    seen: dict[bytes, tuple[Record, int]] = {}
+    n = 0
+    place = None
+    for i in range(seg, len(segs)):
+        with FileView(segs[i]) as sd:
+            limit = d if i == seg and d is not None else None
+            n, at = _segment(sd, reader, segs[i] is log.newest, limit, packed, want, seen, n)
+            if i == seg:
+                place = Place(sd.path, at)
+    base = total - n
+    changes = {k: Change(rec.path, rec.offset, base + idx, rec.time.isoformat(),
+                         rec.command.cmd.label if rec.command is not None else None)
+               for k, (rec, idx) in seen.items()}
+    return changes, place
+
+
+def _segment(sd: FileView, reader: RecordReader, is_newest: bool, limit: int | None, packed: bytes,
+             want: set[bytes], seen: dict, n: int) -> tuple[int, int]:
+    """Walk one segment from its first record: up to the record holding byte ``limit`` nothing is noted (the
+    logs agree there); from it on, the records of the ``want``ed jobs go to ``seen`` (key -> (record, number
+    within the walk)). Returns (records walked in all, the offset where noting began)."""
+    f, scan = header_finding(sd, 0, is_newest)
+    end, data = sd.size, sd.data
+    if limit is not None and limit < HEADER_SIZE:
+        limit = None
+    start = HEADER_SIZE if limit is None else None
+    if not scan:
+        return n, 0 if start is None else start
+    walk: Callable | None = _kernel.diff_walk if _C else None
+    pos = HEADER_SIZE
+    while pos < end:
+        if walk is not None:
+            noting = start is not None
+            pos, k, why = walk(data, pos, end, end if noting else limit, packed if noting else b"")
+            n += k
+            if why == 0:
+                break
+            if why == 1:          # the record holding byte `limit`: noting starts here
+                start = pos
+                continue
+        ev = next(iter(reader.segment_events(sd, n, is_newest, start=pos, zone_warned=True)), None)
+        if ev is None:
+            break
+        nxt = ev.offset + ev.length if ev.__class__ is Record else (ev.resumes_at or end)
+        if start is None and nxt > limit:
+            start = pos
+        if ev.__class__ is Record:
+            c = ev.command
+            if start is not None and c is not None and c.job_id in want:
+                seen[c.job_id] = (ev, n)
+            n += 1
+        pos = nxt
+    return n, end if start is None else start
