@@ -157,8 +157,8 @@ def _segment(sd: FileView, reader: RecordReader, is_newest: bool, limit: int | N
     if limit is not None and limit < HEADER_SIZE:
         limit = None
     start = HEADER_SIZE if limit is None else None
-    if not scan:
-        return n, 0 if start is None else start
+    if not scan:                  # no records to read (an empty or short file)
+        return n, min(HEADER_SIZE if limit is None else limit, end)
     walk: Callable | None = _kernel.diff_walk if _C else None
     pos = HEADER_SIZE
     while pos < end:
