@@ -5,8 +5,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engine.diff import diff as diff_logs
+from ..engine.diff import between, diff as diff_logs
 from ..engine.format import resolve_each
+from ..errors import UsageError
 from ..render.diff import exit_code, write_diff
 from ..render.findings import write_one_line
 from ..render.progress import track
@@ -20,10 +21,14 @@ DIFF_SHOWN = 100
 
 
 def diff(
-    a: Annotated[str, typer.Argument(metavar="A", help="A log (directory or segment files), as replay takes it.",
-                                     show_default=False)],
-    b: Annotated[str, typer.Argument(metavar="B", help="The log to compare it with, of the same format.",
-                                     show_default=False)],
+    paths: Annotated[list[str], typer.Argument(metavar="A B", help="Two logs of one format (directories or segment "
+                                               "files, as replay takes them); with --from/--to, one.",
+                                               show_default=False)],
+    since: Annotated[Optional[str], typer.Option("--from", metavar="T1", help="Compare one log with itself: as it "
+                     "stood at T1 (its records up to T1, replayed at T1) against --to (times as --as-of takes them).")]
+    = None,
+    until: Annotated[Optional[str], typer.Option("--to", metavar="T2", help="With --from: the second instant "
+                     "[default: now].")] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="Rendering.")] = Output.table,
     quiet: QuietOpt = False,
     limit: Annotated[int, typer.Option("--limit", parser=whole_number(0, 1 << 62), metavar="N",
@@ -44,6 +49,12 @@ def diff(
     records", "they diverge at A: 000000003.log@0x1f0 / B: 000000003.log@0x1f0", "no common prefix". Damaged
     input is read through as verify reads it; the findings are listed (a torn tail is one of them).
 
+    --from T1 --to T2 PATH compares one log with itself: the log as it stood at T1 (its records whose time is
+    T1 or earlier, replayed at T1) against T2. Each job whose row differs (the row without what the clock alone
+    moves: an add-job's expires, a leased job's lease expiry) is listed with the records in (T1, T2] that
+    changed it; a job that is gone only because it expired in between is listed as such. This reads the log
+    with the reference reader (not the kernel).
+
     Exit codes: 0 the same jobs, 1 some job differs, and for input that cannot be read the table below (3 or 4
     when a log is corrupt or its history impossible, over 0 and 1).
 
@@ -55,12 +66,27 @@ def diff(
       wqtool diff /var/lib/workq/cmdlog /backup/cmdlog
       wqtool diff --as-of last -o json replica/cmdlog primary/cmdlog | jq '.jobs[].job_id'
       wqtool diff -q before/ after/ || echo "the queues differ"
+      wqtool diff --from 2026-11-21T02:00:00Z --to 2026-11-21T03:00:00Z /var/lib/workq/cmdlog
     """
+    two = since is not None or until is not None
+    if len(paths) != (1 if two else 2):
+        raise UsageError("diff compares two logs (diff A B), or one log at two instants (diff --from T1 --to T2 "
+                         f"PATH); {len(paths)} PATH(s) given")
+    if two and as_of is not None:
+        raise UsageError("--as-of does not go with --from/--to: they are the two instants")
+    if two and since is None:
+        raise UsageError("--to goes with --from")
     opts = options(as_of, settings=settings, horizon=horizon)
-    entries = [e for p in (a, b) for e in resolve_each([p], fmt, opts, on_note=say_error)]
+    entries = [e for p in paths for e in resolve_each([p], fmt, opts, on_note=say_error)]
     logs = [e for e in entries if not hasattr(e, "error")]
     with track(logs, "diff", enabled=not quiet):
-        d = diff_logs(entries, opts, limit=limit, live=live, max_findings=max_findings)
+        if two:
+            if len(entries) != 1:
+                raise UsageError(f"diff --from/--to takes one log; {paths[0]} names {len(entries)}")
+            d = between(entries[0], options(since, settings=settings, horizon=horizon),
+                        options(until, settings=settings, horizon=horizon), limit=limit, max_findings=max_findings)
+        else:
+            d = diff_logs(entries, opts, limit=limit, live=live, max_findings=max_findings)
     codes = exit_codes()
     for r in (d.a, d.b):
         for f in r.report.findings:

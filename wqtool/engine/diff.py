@@ -78,6 +78,8 @@ class JobDiff:
     b: JobSide | None
     a_change: Change | None = None
     b_change: Change | None = None
+    changes: list[Change] = field(default_factory=list)   # one log at two instants: its records in (from, to]
+    expired: bool = False               # two instants: live at the first, gone at the second by time alone
 
 
 @dataclass(slots=True)
@@ -91,6 +93,7 @@ class Diff:
     relation: Relation
     jobs: list[JobDiff] = field(default_factory=list)
     total: int = 0
+    from_ns: int | None = None          # one log at two instants: the first (as_of_ns is the second)
 
     @property
     def equal(self) -> bool:
@@ -112,6 +115,10 @@ class Differ(Protocol):
     def relate(self, a: Result, b: Result, keys: Sequence[bytes]) -> tuple[Relation, dict, dict]:
         """How the two logs relate, and for each side {key: Change}: the record that last changed each of ``keys``
         past the point where the logs diverge (a second pass over only what follows that point)."""
+
+    def between(self, log, t1: int, t2: int, limit: int | None) -> tuple:
+        """One log at two instants: (report at t1, report at t2, the keys whose rows differ, {key: [Change]} of
+        the records in (t1, t2], the keys that only expired by time, the records in (t1, t2])."""
 
 
 def _one_instant(logs: Sequence[Log], opts: Options) -> Options:
@@ -155,4 +162,28 @@ def diff(entries: Sequence[Log | Unresolved], opts: Options, *, limit: int | Non
     return Diff(ra, rb, o.as_of_ns, relation, jobs, len(keys))
 
 
-__all__ = ["Change", "Diff", "Differ", "JobDiff", "JobSide", "Place", "Relation", "diff"]
+def between(entry: Log | Unresolved, first: Options, second: Options, *, limit: int | None = None,
+            max_findings: int | None = None) -> Diff:
+    """One log at two instants (``wqtool diff --from T1 --to T2``): the log as it stood at each (its records up
+    to that instant, replayed at it), compared job by job; each differing job with the records in (T1, T2] that
+    changed it, or marked as only expired by time. ``Relation("instants", records=N)``: N records in (T1, T2]."""
+    if isinstance(entry, Unresolved):
+        raise entry.error
+    t1, t2 = settle_as_of(entry, first).as_of_ns, settle_as_of(entry, second).as_of_ns
+    if t1 > t2:
+        raise UsageError("diff --from T1 --to T2: T1 is after T2")
+    differ = entry.fmt.differ()
+    rep1, rep2, keys, window, expired, n = differ.between(entry.data, t1, t2, max_findings)
+    ra = Result(entry.root, log=entry, report=rep1, as_of_ns=t1)
+    rb = Result(entry.root, log=entry, report=rep2, as_of_ns=t2)
+    jobs = []
+    for k in (keys if limit is None else keys[:limit]):
+        sa, sb = differ.side(ra, k), differ.side(rb, k)
+        queue = (sa or sb).queue if (sa or sb) is not None else ""
+        ch = window.get(k, [])
+        jobs.append(JobDiff(k, differ.job_id(k), queue, sa, sb, None, ch[-1] if ch else None, list(ch),
+                            k in expired))
+    return Diff(ra, rb, t2, Relation("instants", n), jobs, len(keys), from_ns=t1)
+
+
+__all__ = ["Change", "Diff", "Differ", "JobDiff", "JobSide", "Place", "Relation", "between", "diff"]

@@ -23,6 +23,8 @@ def relation_text(rel: Relation) -> str:
         return f"A = B + {rel.records} record{'s' if rel.records != 1 else ''}"
     if rel.kind == "none":
         return "no common prefix"
+    if rel.kind == "instants":
+        return f"{rel.records} record{'s' if rel.records != 1 else ''} between the two instants"
     return f"they diverge at A: {at(rel.a.path, rel.a.offset)} / B: {at(rel.b.path, rel.b.offset)}"
 
 
@@ -54,9 +56,12 @@ def _side(s: JobSide | None) -> dict | None:
     return {"state": s.state, "attempts": s.attempts, "result": row.get("result"), "row": row}
 
 
-def job_doc(j: JobDiff) -> dict:
-    return {"job_id": j.job_id, "queue": j.queue, "a": _side(j.a), "b": _side(j.b),
-            "a_change": _change(j.a_change), "b_change": _change(j.b_change)}
+def job_doc(j: JobDiff, instants: bool = False) -> dict:
+    doc = {"job_id": j.job_id, "queue": j.queue, "a": _side(j.a), "b": _side(j.b),
+           "a_change": _change(j.a_change), "b_change": _change(j.b_change)}
+    if instants:
+        doc.update(changes=[_change(c) for c in j.changes], expired=j.expired)
+    return doc
 
 
 def _finding(f, side: str, codes: ExitCodes) -> dict:
@@ -76,8 +81,9 @@ def summary_doc(d: Diff, codes: ExitCodes) -> dict:
                        "counts": dict(sorted(r.report.counts.items()))}
     rel = d.relation
     code = exit_code(d, codes)
+    doc = {"from_ns": d.from_ns, "to_ns": d.as_of_ns} if d.from_ns is not None else {"as_of_ns": d.as_of_ns}
     return with_times({
-        "a": sides["a"], "b": sides["b"], "as_of_ns": d.as_of_ns,
+        "a": sides["a"], "b": sides["b"], **doc,
         "relation": {"kind": rel.kind, "text": relation_text(rel), "records": rel.records,
                      "a": _place(rel.a), "b": _place(rel.b)},
         "total": d.total, "shown": len(d.jobs),
@@ -104,20 +110,23 @@ def _by(c: Change | None) -> str:
 def write_diff(out: TextIO, d: Diff, output: str, codes: ExitCodes) -> None:
     if output == "json":
         doc = summary_doc(d, codes)
-        doc["jobs"] = [job_doc(j) for j in d.jobs]
+        doc["jobs"] = [job_doc(j, d.from_ns is not None) for j in d.jobs]
         out.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         return
     if output == "jsonl":
         for j in d.jobs:
-            out.write(json.dumps(job_doc(j), ensure_ascii=False) + "\n")
+            out.write(json.dumps(job_doc(j, d.from_ns is not None), ensure_ascii=False) + "\n")
         out.write(json.dumps({"summary": summary_doc(d, codes)}, ensure_ascii=False) + "\n")
         return
     doc = summary_doc(d, codes)
-    out.write(f"A: {d.a.root} ({doc['a']['records']} records, {doc['a']['job_count']} jobs, "
-              f"{doc['a']['verdict']})\n")
-    out.write(f"B: {d.b.root} ({doc['b']['records']} records, {doc['b']['job_count']} jobs, "
-              f"{doc['b']['verdict']})\n")
-    out.write(f"as of {doc['as_of']}: {relation_text(d.relation)}\n")
+    two = d.from_ns is not None
+    for name, r in (("A", d.a), ("B", d.b)):
+        when = f" at {doc['from' if name == 'A' else 'to']}" if two else ""
+        side = doc[name.lower()]
+        out.write(f"{name}: {r.root}{when} ({side['records']} records, {side['job_count']} jobs, "
+                  f"{side['verdict']})\n")
+    out.write(f"{'from ' + doc['from'] + ' to ' + doc['to'] if two else 'as of ' + doc['as_of']}: "
+              f"{relation_text(d.relation)}\n")
     if d.equal:
         out.write("no job differs\n")
     else:
@@ -125,6 +134,13 @@ def write_diff(out: TextIO, d: Diff, output: str, codes: ExitCodes) -> None:
         out.write(f"{d.total} job{'s' if d.total != 1 else ''} differ{'s' if d.total == 1 else ''}{more}:\n")
     for j in d.jobs:
         out.write(f"\n{j.job_id}  queue {j.queue}\n")
+        if two:
+            out.write(f"  A: {_cell(j.a)}\n  B: {_cell(j.b)}\n")
+            if j.expired:
+                out.write("  expired by time (no record in between)\n")
+            for c in j.changes:
+                out.write(f"  by {_by(c)}\n")
+            continue
         out.write(f"  A: {_cell(j.a):<52} by {_by(j.a_change)}\n")
         out.write(f"  B: {_cell(j.b):<52} by {_by(j.b_change)}\n")
     for name, r in (("A", d.a), ("B", d.b)):

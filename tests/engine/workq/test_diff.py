@@ -171,3 +171,58 @@ def test_before_and_after_repair_names_exactly_the_jobs_lost(tmp_path):
                                                                                        8 + len(recs[0]))
     assert cli("diff", "--as-of", "last", damaged, repaired).code == 3     # the damaged side's CORRUPT
     assert json.loads(cli("diff", "-o", "json", "--as-of", "last", damaged, repaired).out)["total"] == 0
+
+
+def _at_rest(rows: dict) -> dict:
+    return {k: {f: v for f, v in r.items() if f not in ("expires_ns", "lease_expires_ns")} for k, r in rows.items()}
+
+
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cmds=st.lists(command(), max_size=30), gaps=st.lists(st.integers(0, 3 * 3_600 * 10**9), min_size=30,
+                                                            max_size=30),
+       t1=st.integers(0, 30), t2=st.integers(0, 30))
+def test_two_instants_name_exactly_the_jobs_whose_rows_differ(tmp_path_factory, cmds, gaps, t1, t2):
+    """``--from T1 --to T2``: the reference is the log cut at each instant (its records up to it, as a log of its
+    own) replayed at that instant; the jobs named are exactly those whose rows (without the clock's fields)
+    differ, each with the records in (T1, T2] naming it."""
+    root = tmp_path_factory.mktemp("i")
+    times, t = [], T0
+    for g in gaps[:len(cmds)]:
+        t += g
+        times.append(t)
+    recs = [encode_record(GoTime.from_unix_ns(tt), encode_payload(c)) for tt, c in zip(times, cmds)]
+    t1, t2 = sorted((T0 + t1 * 3_600 * 10**9, T0 + t2 * 3_600 * 10**9))
+    full, cut1, cut2 = str(root / "full"), str(root / "cut1"), str(root / "cut2")
+    _write(full, [recs])
+    _write(cut1, [[r for r, tt in zip(recs, times) if tt <= t1]])
+    _write(cut2, [[r for r, tt in zip(recs, times) if tt <= t2]])
+    [e] = resolve_each([full], "workq", Options(t1))
+    d = engine_diff.between(e, Options(t1), Options(t2))
+    r1, r2 = _at_rest(_reference_rows(cut1, t1)), _at_rest(_reference_rows(cut2, t2))
+    want = sorted(k for k in set(r1) | set(r2) if r1.get(k) != r2.get(k))
+    assert [j.key for j in d.jobs] == want and d.total == len(want)
+    window = {}
+    for c, tt, r in zip(cmds, times, recs):
+        if t1 < tt <= t2:
+            window.setdefault(c.job_id, []).append(tt)
+    assert d.relation.records == sum(len(v) for v in window.values())
+    for j in d.jobs:
+        assert [GoTime.from_unix_ns(tt).isoformat() for tt in window.get(j.key, [])] == [c.time for c in j.changes]
+        assert j.expired == (j.key in r1 and j.key not in r2 and j.key not in window)
+
+
+def test_a_job_that_only_expired_is_listed_as_such(tmp_path):
+    import json
+    short = writer.add(IDS[0], "q1", ttr=1000, ttl=60_000, created=GoTime.from_unix_ns(T0))
+    keep = writer.add(IDS[1], "q1", ttr=1000, ttl=3_600_000, created=GoTime.from_unix_ns(T0))
+    log = str(tmp_path / "log")
+    _write(log, [[encode_record(GoTime.from_unix_ns(T0), encode_payload(short)),
+                  encode_record(GoTime.from_unix_ns(T0), encode_payload(keep))]])
+    f, t = GoTime.from_unix_ns(T0 + 30 * 10**9).isoformat(), GoTime.from_unix_ns(T0 + 600 * 10**9).isoformat()
+    r = cli("diff", "-o", "json", "--from", f, "--to", t, log)
+    doc = json.loads(r.out)
+    assert r.code == 1 and doc["relation"]["kind"] == "instants" and doc["relation"]["records"] == 0
+    [j] = doc["jobs"]
+    assert (j["job_id"], j["expired"], j["changes"], j["b"]) == (workq_diff.format_uuid(IDS[0]), True, [], None)
+    assert "expired by time" in cli("diff", "--from", f, "--to", t, log).out
+    assert cli("diff", "--from", t, "--to", t, log).code == 0

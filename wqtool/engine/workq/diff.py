@@ -26,7 +26,8 @@ from ..fileio import FileView
 from ..read import Result
 from .model import Record
 from .reader import LogSet, RecordReader, header_finding
-from .replay import CompactJobs
+from .replay import CompactJobs, WorkqReplay
+from .verify import LogRun
 from .serialize import job_to_jsonable
 from ...formats.workq import HEADER_SIZE
 
@@ -62,6 +63,18 @@ class WorkqDiffer:
 
     def job_id(self, key: bytes) -> str:
         return format_uuid(key)
+
+    def between(self, log: LogSet, t1: int, t2: int, limit: int | None):
+        """One log at two instants: the reference pass up to each (records whose TIME is at or before it, replayed
+        at it), the records in (t1, t2] per job, and the jobs whose rows differ — replay's row without what the
+        instant alone moves (an add-job's expires_ns, a leased job's lease_expires_ns)."""
+        rep1, _ = _up_to(log, t1, None, limit)
+        rep2, upto = _up_to(log, t2, t1, limit)
+        j1, j2 = rep1.state.jobs, rep2.state.jobs
+        keys = sorted(k for k in set(j1) | set(j2)
+                      if k not in j1 or k not in j2 or _at_rest(j1[k]) != _at_rest(j2[k]))
+        expired = {k for k in keys if k in j1 and k not in j2 and k not in upto.window}
+        return rep1, rep2, keys, upto.window, expired, upto.in_window
 
     def relate(self, a: Result, b: Result, keys: Sequence[bytes]) -> tuple[Relation, dict, dict]:
         la, lb = a.log.data, b.log.data
@@ -184,3 +197,41 @@ def _segment(sd: FileView, reader: RecordReader, is_newest: bool, limit: int | N
             n += 1
         pos = nxt
     return n, end if start is None else start
+
+
+def _at_rest(job) -> dict:
+    row = job.canonical()
+    row.pop("expires_ns")
+    row.pop("lease_expires_ns")
+    return row
+
+
+class _UpTo(WorkqReplay):
+    """The replay of the records up to an instant (record TIME at or before ``as_of_ns``, replayed at it): the log
+    as it stood then. With ``since``: the records in (since, as_of] noted per job (``window``) and counted."""
+
+    def __init__(self, as_of_ns: int, since: int | None):
+        super().__init__(as_of_ns)
+        self.since = since
+        self.window: dict[bytes, list[Change]] = {}
+        self.in_window = 0
+
+    def apply(self, rec: Record) -> None:
+        t = rec.time.unix_ns
+        if t > self.as_of_ns:
+            return
+        if self.since is not None and t > self.since:
+            self.in_window += 1
+            c = rec.command
+            if c is not None:
+                self.window.setdefault(c.job_id, []).append(
+                    Change(rec.path, rec.offset, rec.index, rec.time.isoformat(), c.cmd.label))
+        super().apply(rec)
+
+
+def _up_to(log: LogSet, t: int, since: int | None, limit: int | None):
+    run = LogRun(log, t, limit=limit)
+    run.replay = upto = _UpTo(t, since)
+    for _ in run.events():
+        pass
+    return run.report, upto
