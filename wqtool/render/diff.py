@@ -77,7 +77,7 @@ def summary_doc(d: Diff, codes: ExitCodes) -> dict:
     for name, r in (("a", d.a), ("b", d.b)):
         st = r.report.state
         sides[name] = {"root": r.root, "records": st.records, "job_count": st.job_count(),
-                       "digest": r.view().digest(), "verdict": r.report.verdict.label,
+                       "verdict": r.report.verdict.label,
                        "counts": dict(sorted(r.report.counts.items()))}
     rel = d.relation
     code = exit_code(d, codes)

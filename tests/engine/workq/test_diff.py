@@ -87,6 +87,8 @@ def _last_naming(path: str, ids: set) -> dict:
 def test_named_jobs_are_exactly_those_whose_rows_differ(tmp_path_factory, monkeypatch, h, e, split, damage, pos,
                                                         pure):
     monkeypatch.setattr(workq_diff, "_C", workq_diff._C and not pure)
+    monkeypatch.setattr(workq_diff, "_WINDOW", 100)        # the walk's windows end inside records
+    monkeypatch.setattr(workq_diff, "_CHUNK", 64)          # and the comparison's chunks
     root = tmp_path_factory.mktemp("d")
     hr, er = _records(h), _records(h + e)[len(h):]
     split = min(split, len(hr))
@@ -132,6 +134,12 @@ def test_the_kernel_merge_equals_python_on_two_different_logs(tmp_path):
     generate(a, SampleSpec(records=3000, seed=3, segment_size=20_000))
     generate(b, SampleSpec(records=3000, seed=4, segment_size=20_000))
     fast = _diff(a, b, as_of=T0)
+    windows = workq_diff._WINDOW
+    try:
+        workq_diff._WINDOW = 4096                           # windows in mmapped segments: pages dropped after each
+        assert [(j.key, j.b_change) for j in _diff(a, b, as_of=T0).jobs] == [(j.key, j.b_change) for j in fast.jobs]
+    finally:
+        workq_diff._WINDOW = windows
     old = workq_diff._C
     try:
         workq_diff._C = False
