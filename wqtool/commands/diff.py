@@ -14,7 +14,6 @@ from ..render.progress import track
 from ._edge import exit_codes
 from ._options import (AsOf, FormatOpt, Horizon, LiveOpt, MaxFindings, Output, QuietOpt, SettingOpt, options,
                        say_error, whole_number)
-from ._help import exit_help
 
 #: the jobs described by default (all are counted)
 DIFF_SHOWN = 100
@@ -55,10 +54,17 @@ def diff(
     changed it; a job that is gone only because it expired in between is listed as such. This reads the log
     with the reference reader (not the kernel).
 
-    Exit codes: 0 the same jobs, 1 some job differs, and for input that cannot be read the table below (3 or 4
-    when a log is corrupt or its history impossible, over 0 and 1).
+    Exit codes (as diff(1) and cmp give them, with the exit table's codes for errors):
 
-    {EXIT_CODES}
+    \b
+        0  the same jobs (the logs may still differ in bytes: a pack, a torn tail; the header says)
+        1  some job differs
+        2  usage error, a PATH that is not a log, two logs of different formats
+        3  a log is corrupt (damage with valid data after it): read through, the findings listed
+        4  a log's history is one upstream refuses
+        5  I/O error
+
+    A torn tail is a finding of its side, not an exit code of its own; 3 and 4 win over 0 and 1.
 
     Example:
 
@@ -95,5 +101,3 @@ def diff(
     write_diff(sys.stdout, d, output.value, codes)
     return exit_code(d, codes)
 
-
-diff.__doc__ = diff.__doc__.replace("{EXIT_CODES}", exit_help())
