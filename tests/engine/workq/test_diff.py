@@ -88,7 +88,7 @@ def test_named_jobs_are_exactly_those_whose_rows_differ(tmp_path_factory, monkey
                                                         pure):
     monkeypatch.setattr(workq_diff, "_C", workq_diff._C and not pure)
     monkeypatch.setattr(workq_diff, "_WINDOW", 100)        # the walk's windows end inside records
-    monkeypatch.setattr(workq_diff, "_CHUNK", 64)          # and the comparison's chunks
+    monkeypatch.setattr(engine_diff, "CHUNK", 64)          # and the comparison's chunks
     root = tmp_path_factory.mktemp("d")
     hr, er = _records(h), _records(h + e)[len(h):]
     split = min(split, len(hr))

@@ -17,12 +17,11 @@ the record that last changed each differing job.
 """
 from __future__ import annotations
 
-import mmap
 import os
 from typing import Callable, Sequence
 
 from ...formats._common import format_uuid
-from ..diff import Change, JobSide, Place, Relation
+from ..diff import Change, JobSide, Place, Relation, divergence, drop_pages
 from ..fileio import FileView
 from ..read import Result
 from .model import Record
@@ -107,59 +106,11 @@ def _size(log: LogSet, seg: int) -> int:
         return v.size
 
 
-_CHUNK = 16 << 20
 _WINDOW = 16 << 20
 
 
-def _drop(data, start: int, upto: int) -> None:
-    """Let the kernel drop the mapped pages of ``data`` in [start, upto) (they were read: RSS stays flat)."""
-    if isinstance(data, mmap.mmap):
-        page = mmap.PAGESIZE
-        a, b = start // page * page, min(upto, len(data)) // page * page
-        if b > a:
-            data.madvise(mmap.MADV_DONTNEED, a, b - a)
-
-
 def _divergence(la: LogSet, lb: LogSet) -> tuple[int, int | None]:
-    """(segment number, offset) of the first byte that differs (offset 0: the segments' names differ); (n, None)
-    past the last segment of both when they are byte-identical (memcmp over the mapped files, window by window)."""
-    first = _kernel.diff_first if _C else _py_first
-    for i, (sa, sb) in enumerate(zip(la.segments, lb.segments)):
-        if os.path.basename(sa.path) != os.path.basename(sb.path):
-            return i, 0
-        with FileView(sa) as va, FileView(sb) as vb:      # the sizes a read sees (--horizon pins them)
-            na, nb = va.size, vb.size
-            n = min(na, nb)
-            ma, mb = memoryview(va.data), memoryview(vb.data)
-            try:
-                for pos in range(0, n, _CHUNK):        # a window at a time, its pages dropped after it
-                    k = first(ma[pos:min(n, pos + _CHUNK)], mb[pos:min(n, pos + _CHUNK)])
-                    if pos + k < min(n, pos + _CHUNK):
-                        return i, pos + k
-                    _drop(va.data, pos, pos + _CHUNK)
-                    _drop(vb.data, pos, pos + _CHUNK)
-            finally:
-                ma.release()
-                mb.release()
-        if na == nb:
-            continue
-        return i, min(na, nb)
-    return min(len(la.segments), len(lb.segments)), None
-
-
-def _py_first(a: bytes, b: bytes) -> int:
-    """``_kernel.diff_first`` in Python (two chunks)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n                   # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return divergence(la.segments, lb.segments, _kernel.diff_first if _C else None)
 
 
 def _after(log: LogSet, seg: int, d: int | None, total: int, want: set[bytes]
@@ -210,7 +161,7 @@ def _segment(sd: FileView, reader: RecordReader, is_newest: bool, limit: int | N
             pos, k, why = walk(data, pos, stop, end if noting else limit, packed if noting else b"")
             n += k
             if pos - dropped >= _WINDOW:
-                _drop(data, dropped, pos)
+                drop_pages(data, dropped, pos)
                 dropped = pos
             if why == 0:
                 if pos >= end:
