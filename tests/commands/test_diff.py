@@ -164,3 +164,32 @@ def test_snapshots(pair, snapshot, output, name, monkeypatch):
     r = cli("diff", "-o", output, "--as-of", "last", "a", "b")
     snapshot.snapshot_dir = os.path.join(os.path.dirname(__file__), "snapshots")
     snapshot.assert_match(f"exit {r.code}\n--- stdout\n{r.out}--- stderr\n{r.err}", name)
+
+
+def test_kestrel_items_compared_with_their_add_and_remove(tmp_path):
+    """Kestrel (issue 32 item 4): the queue's items compared; an appended REMOVE names the item it took (at the
+    REMOVE's offset on B, at its add on A), an appended ADD the new item (at its add on B)."""
+    from wqtool.engine.kestrel.writer import JournalWriter
+    src = os.path.join("fixtures", "kestrel", "clean-journal", "queue", "things")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        shutil.copy(os.path.join(os.path.dirname(os.path.dirname(__file__)), "..", src), d / "things")
+        (d / "things").chmod(0o644)
+    assert cli("diff", str(a / "things"), str(b / "things")).code == 0
+    size = (b / "things").stat().st_size
+    with JournalWriter(str(b / "things"), mode="ab") as w:
+        w.remove()
+        w.add(b"late", 1_300_000_050_000)
+    r = cli("diff", "-o", "json", str(a / "things"), str(b / "things"))
+    doc = json.loads(r.out)
+    assert r.code == 1 and doc["relation"]["text"] == "B = A + 2 records" and doc["total"] == 2
+    gone, new = doc["jobs"]
+    assert (gone["a"]["state"], gone["b"], gone["b_change"]["cmd"], gone["b_change"]["offset"]) == \
+        ("queued", None, "remove", size)
+    assert gone["a_change"]["cmd"] == "add" and gone["a"]["row"]["add_offset"] == gone["a_change"]["offset"]
+    assert (new["a"], new["b"]["state"], new["b_change"]["cmd"], new["b_change"]["offset"]) == \
+        (None, "queued", "add", size + 1)
+    assert new["a_change"] is None and new["queue"] == "things"
+    t = cli("diff", str(a / "things"), str(b / "things")).out
+    assert f"things@0x{size:x} #13 - remove" in t and "queued  pos 2, 4 bytes" in t

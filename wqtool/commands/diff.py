@@ -48,6 +48,10 @@ def diff(
     records", "they diverge at A: 000000003.log@0x1f0 / B: 000000003.log@0x1f0", "no common prefix". Damaged
     input is read through as verify reads it; the findings are listed (a torn tail is one of them).
 
+    Kestrel journals: the queue's items compared (an item is what it holds: add time, expiry, data, and its rank
+    among equal items; queued / open and xid, not its position), with the journal position of each differing
+    item's add, and of the REMOVE or CONFIRM_REMOVE that took it on the side where it is gone.
+
     --from T1 --to T2 PATH compares one log with itself: the log as it stood at T1 (its records whose time is
     T1 or earlier, replayed at T1) against T2. Each job whose row differs (the row without what the clock alone
     moves: an add-job's expires, a leased job's lease expiry) is listed with the records in (T1, T2] that

@@ -64,9 +64,10 @@ class JobSide:
 
     queue: str
     state: str
-    attempts: int
+    attempts: int | None                # None: the format's items have none (Kestrel)
     result: bytes | None
     row: dict
+    cell: str | None = None             # the table's words for it, where the format has its own
 
 
 @dataclass(slots=True)

@@ -75,8 +75,8 @@ def _finding(f, side: str, codes: ExitCodes) -> dict:
 def summary_doc(d: Diff, codes: ExitCodes) -> dict:
     sides = {}
     for name, r in (("a", d.a), ("b", d.b)):
-        st = r.report.state
-        sides[name] = {"root": r.root, "records": st.records, "job_count": st.job_count(),
+        sides[name] = {"root": r.root, "records": r.report.records,
+                       "job_count": sum(r.view().counts_by_state().values()),
                        "verdict": r.report.verdict.label,
                        "counts": dict(sorted(r.report.counts.items()))}
     rel = d.relation
@@ -96,6 +96,8 @@ def summary_doc(d: Diff, codes: ExitCodes) -> dict:
 def _cell(s: JobSide | None) -> str:
     if s is None:
         return "-  (not live)"
+    if s.cell is not None:
+        return s.cell
     res = "-" if s.result is None else json.dumps(s.result[:40].decode("utf-8", "backslashreplace"))
     return f"{s.state:<9} attempts {s.attempts:<3} result {res}"
 
