@@ -193,3 +193,85 @@ def test_kestrel_items_compared_with_their_add_and_remove(tmp_path):
     assert new["a_change"] is None and new["queue"] == "things"
     t = cli("diff", str(a / "things"), str(b / "things")).out
     assert f"things@0x{size:x} #13 - remove" in t and "queued  pos 2, 4 bytes" in t
+
+
+# ---------------------------------------------------------------- Orth / XXL-JOB: an executor against its admin
+XXL_LOG_COLS = ("id,job_group,job_id,executor_address,executor_handler,executor_param,executor_sharding_param,"
+                "executor_fail_retry_count,trigger_time,trigger_code,trigger_msg,handle_time,handle_code,handle_msg,"
+                "alarm_status")
+#: (log id, executor address, trigger time, handle time, handle code): 61 finished, its callback stranded in a
+#: retry file (the admin waits); 62 failed, its callback stranded, its executor no longer registered (lost at
+#: 03:00); 400 finished and delivered (the admin has it); 500 triggered, never started on the executor
+XXL_ROWS = [(61, "http://10.0.0.5:9999/", "2026-01-30 02:40:00", None, 0),
+            (62, "http://10.0.0.9:9999/", "2026-01-30 02:40:00", None, 0),
+            (400, "http://10.0.0.5:9999/", "2026-01-30 02:40:00", "2026-01-30 02:40:02", 200),
+            (500, "http://10.0.0.5:9999/", "2026-01-30 02:50:00", None, 0)]
+XXL_REGISTRY = (1, "EXECUTOR", "demo", "http://10.0.0.5:9999/", "2026-01-30 02:59:40")
+XXL_AS_OF = "2026-01-30T03:00:00Z"
+
+
+def _xxl_logpath(tmp_path) -> str:
+    """An xxl-job HEAD executor's logPath: runs 61 and 62 with their callbacks in a retry file real Gson wrote
+    (fixtures/orth-xxl-job/xxl-job-head-gson), and run 400 whose callback the admin acknowledged
+    (fixtures/orth/xxl-job-executor-runs)."""
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "fixtures")
+    lp = tmp_path / "logpath"
+    shutil.copytree(os.path.join(root, "orth-xxl-job", "xxl-job-head-gson", "logpath"), lp)
+    shutil.copy(os.path.join(root, "orth", "xxl-job-executor-runs", "logpath", "2026-01-30", "400.log"),
+                lp / "2026-01-30" / "400.log")
+    return str(lp)
+
+
+def _xxl_csv(tmp_path) -> str:
+    d = tmp_path / "admin"
+    d.mkdir()
+    with open(d / "xxl_job_log.csv", "w") as f:
+        f.write(XXL_LOG_COLS + "\n")
+        for i, addr, t, ht, hc in XXL_ROWS:
+            f.write(f'{i},1,7,"{addr}","demoJobHandler",,,0,"{t}",200,"ok",{"" if ht is None else chr(34) + ht + chr(34)},'
+                    f'{hc},,0\n')
+    with open(d / "xxl_job_registry.csv", "w") as f:
+        f.write("id,registry_group,registry_key,registry_value,update_time\n")
+        f.write(",".join(str(v) if isinstance(v, int) else f'"{v}"' for v in XXL_REGISTRY) + "\n")
+    return str(d)
+
+
+def _xxl_pg_dump(tmp_path) -> str:
+    """The same tables as pg_dump 15.14+ writes them: \\restrict KEY first, \\unrestrict KEY last."""
+    key = "Qm9yaXMgS2FybG9mZiBhcyB0aGUgbW9uc3Rlcgo"
+    rows = "".join(f"{i}\t1\t7\t{addr}\tdemoJobHandler\t\\N\t\\N\t0\t{t}\t200\tok\t{ht or chr(92) + 'N'}\t{hc}\t\\N\t0\n"
+                   for i, addr, t, ht, hc in XXL_ROWS)
+    reg = "\t".join(str(v) for v in XXL_REGISTRY) + "\n"
+    text = (f"--\n-- PostgreSQL database dump\n--\n\n\\restrict {key}\n\nSET standard_conforming_strings = on;\n\n"
+            f"COPY public.xxl_job_log ({XXL_LOG_COLS.replace(',', ', ')}) FROM stdin;\n{rows}\\.\n\n"
+            "COPY public.xxl_job_registry (id, registry_group, registry_key, registry_value, update_time) FROM stdin;\n"
+            f"{reg}\\.\n\n--\n-- PostgreSQL database dump complete\n--\n\n\\unrestrict {key}\n\n")
+    p = tmp_path / "xxl_job.sql"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("table", [_xxl_csv, _xxl_pg_dump])
+def test_xxl_job_executor_against_its_admin_table(tmp_path, table):
+    lp, admin = _xxl_logpath(tmp_path), table(tmp_path)
+    r = cli("diff", "-o", "json", "--as-of", XXL_AS_OF, lp, admin)
+    doc = json.loads(r.out)
+    assert r.code == 1, r.err
+    assert doc["relation"]["kind"] == "across" and doc["b"]["verdict"] == "clean"
+    runs = {j["job_id"]: j for j in doc["jobs"]}
+    assert {k: j["kind"] for k, j in runs.items()} == {"61": "stuck", "62": "lost", "500": "no-trace"}
+    stuck = runs["61"]
+    entry = stuck["a_change"]
+    assert (os.path.basename(entry["file"]), entry["offset"], entry["record_index"]) == \
+        ("xxl-job-callback-bfbba807ec3f77c2a6d3f8ed4c4c6155.log", 1, 0)
+    send = f"wqtool replay --send http://ADMIN:8080/xxl-job-admin -O access_token=TOKEN {lp}/callbacklogs"
+    assert stuck["note"].endswith(send) and "entry 0" in stuck["note"]
+    assert (stuck["a"]["state"], stuck["b"]["row"]["handle_code"]) == ("Success", 0)
+    assert runs["62"]["b_change"]["cmd"] == "OJL-LOST" and runs["62"]["a"]["row"]["handle_code"] == 500
+    assert runs["500"]["a"] is None and runs["500"]["a_change"] is None
+    # the line it prints delivers the stranded result (dry run: nothing sent)
+    dry = cli("replay", "--send", "http://127.0.0.1:9/xxl-job-admin", "-O", "access_token=TOKEN", "--dry-run",
+              f"{lp}/callbacklogs")
+    assert dry.code == 0 and "61:200" in dry.out
+    t = cli("diff", "--as-of", XXL_AS_OF, lp, admin).out
+    assert "stuck: the admin shows it running; the executor finished it" in t and send in t

@@ -5,14 +5,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engine.diff import between, diff as diff_logs
+from ..engine.diff import between, paths as diff_paths
 from ..engine.format import resolve_each
 from ..errors import UsageError
 from ..render.diff import exit_code, write_diff
 from ..render.findings import write_one_line
 from ..render.progress import track
 from ._edge import exit_codes
-from ._options import (AsOf, FormatOpt, Horizon, LiveOpt, MaxFindings, Output, QuietOpt, SettingOpt, options,
+from ._options import (AsOf, JdbcOpt, FormatOpt, Horizon, LiveOpt, MaxFindings, Output, QuietOpt, SettingOpt, options,
                        say_error, whole_number)
 
 #: the jobs described by default (all are counted)
@@ -20,9 +20,11 @@ DIFF_SHOWN = 100
 
 
 def diff(
-    paths: Annotated[list[str], typer.Argument(metavar="A B", help="Two logs of one format (directories or segment "
-                                               "files, as replay takes them); with --from/--to, one.",
-                                               show_default=False)],
+    paths: Annotated[Optional[list[str]], typer.Argument(metavar="A B", help="Two logs of one format (directories or "
+                                                         "segment files, as replay takes them), or an executor "
+                                                         "logPath and its admin's table; with --from/--to, one.",
+                                                         show_default=False)] = None,
+    jdbc: JdbcOpt = None,
     since: Annotated[Optional[str], typer.Option("--from", metavar="T1", help="Compare one log with itself: as it "
                      "stood at T1 (its records up to T1, replayed at T1) against --to (times as --as-of takes them).")]
     = None,
@@ -52,6 +54,13 @@ def diff(
     among equal items; queued / open and xid, not its position), with the journal position of each differing
     item's add, and of the REMOVE or CONFIRM_REMOVE that took it on the side where it is gone.
 
+    Orth / XXL-JOB across sources: diff EXECUTOR_DIR TABLE (TABLE: a dump, an export directory or file, or
+    --jdbc URL as B) compares an executor's logPath with its admin's job-log table, run by run (log id). It names
+    the runs the admin shows running (trigger_code 200, handle_code 0) although the executor finished them,
+    with the retry file and entry that hold the undelivered result and the replay --send line that delivers it
+    ("stuck"); the runs the admin's lost-job monitor marks lost (OJL-LOST) that the executor finished ("lost");
+    and the triggered rows of the days the executor's logs cover with no job log and no callback ("no-trace").
+
     --from T1 --to T2 PATH compares one log with itself: the log as it stood at T1 (its records whose time is
     T1 or earlier, replayed at T1) against T2. Each job whose row differs (the row without what the clock alone
     moves: an add-job's expires, a leased job's lease expiry) is listed with the records in (T1, T2] that
@@ -76,8 +85,11 @@ def diff(
       wqtool diff /var/lib/workq/cmdlog /backup/cmdlog
       wqtool diff --as-of last -o json replica/cmdlog primary/cmdlog | jq '.jobs[].job_id'
       wqtool diff -q before/ after/ || echo "the queues differ"
+      wqtool diff /data/xxl-job/jobhandler xxl_job.sql
+      wqtool diff /data/xxl-job/jobhandler --jdbc 'jdbc:mysql://db:3306/xxl_job?user=ro&password=PW'
       wqtool diff --from 2026-11-21T02:00:00Z --to 2026-11-21T03:00:00Z /var/lib/workq/cmdlog
     """
+    paths = [*(paths or ()), *(jdbc or ())]
     two = since is not None or until is not None
     if len(paths) != (1 if two else 2):
         raise UsageError("diff compares two logs (diff A B), or one log at two instants (diff --from T1 --to T2 "
@@ -87,7 +99,8 @@ def diff(
     if two and since is None:
         raise UsageError("--to goes with --from")
     opts = options(as_of, settings=settings, horizon=horizon)
-    entries = [e for p in paths for e in resolve_each([p], fmt, opts, on_note=say_error)]
+    groups = [resolve_each([p], fmt, opts, on_note=say_error) for p in paths]
+    entries = [e for g in groups for e in g]
     logs = [e for e in entries if not hasattr(e, "error")]
     with track(logs, "diff", enabled=not quiet):
         if two:
@@ -96,7 +109,7 @@ def diff(
             d = between(entries[0], options(since, settings=settings, horizon=horizon),
                         options(until, settings=settings, horizon=horizon), limit=limit, max_findings=max_findings)
         else:
-            d = diff_logs(entries, opts, limit=limit, live=live, max_findings=max_findings)
+            d = diff_paths(groups[0], groups[1], opts, limit=limit, live=live, max_findings=max_findings)
     codes = exit_codes()
     for r in (d.a, d.b):
         for f in r.report.findings:

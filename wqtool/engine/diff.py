@@ -84,6 +84,8 @@ class JobDiff:
     b_change: Change | None = None
     changes: list[Change] = field(default_factory=list)   # one log at two instants: its records in (from, to]
     expired: bool = False               # two instants: live at the first, gone at the second by time alone
+    kind: str | None = None             # across sources: what differs (the format's word: stuck, lost, ...)
+    note: str | None = None             # across sources: what it means, and what delivers it
 
 
 @dataclass(slots=True)
@@ -164,6 +166,44 @@ def diff(entries: Sequence[Log | Unresolved], opts: Options, *, limit: int | Non
         queue = (sa or sb).queue if (sa or sb) is not None else ""
         jobs.append(JobDiff(k, differ.job_id(k), queue, sa, sb, a_changes.get(k), b_changes.get(k)))
     return Diff(ra, rb, o.as_of_ns, relation, jobs, len(keys))
+
+
+def paths(a: Sequence[Log | Unresolved], b: Sequence[Log | Unresolved], opts: Options, *,
+          limit: int | None = None, live: bool = False, max_findings: int | None = None) -> Diff:
+    """``wqtool diff A B`` with the logs each PATH names: one log of one format each (``diff``), or two sources of
+    one system (a format of A's whose differ ``compares_with`` B's format: an Orth / XXL-JOB executor logPath
+    against its admin's table, ``across``)."""
+    for e in (*a, *b):
+        if isinstance(e, Unresolved):
+            raise e.error
+    if len(a) == 1 and len(b) == 1 and a[0].fmt is b[0].fmt:
+        return diff([a[0], b[0]], opts, limit=limit, live=live, max_findings=max_findings)
+    for x in a:
+        try:
+            d = x.fmt.differ() if len(b) == 1 else None
+        except UsageError:          # a format without a diff
+            d = None
+        if d is not None and b[0].fmt.name in getattr(d, "compares_with", ()):
+            return across(x, [y for y in a if y is not x], b[0], opts, limit=limit, live=live,
+                          max_findings=max_findings)
+    what = lambda logs: " and ".join(lg.fmt.title for lg in logs)       # noqa: E731
+    raise UsageError(f"diff compares two logs of one format (or an executor logPath with its admin's table): "
+                     f"A is {what(a)}, B is {what(b)}")
+
+
+def across(mine: Log, shared: Sequence[Log], other: Log, opts: Options, *, limit: int | None = None,
+           live: bool = False, max_findings: int | None = None) -> Diff:
+    """Two sources of one system compared run by run (``mine``'s differ ``across``; ``shared``: the other logs of
+    ``mine``'s PATH, e.g. the retry files beside an executor's job logs). ``Diff.a`` is ``mine``, ``Diff.b`` the
+    other source; ``Relation("across")``."""
+    o = _one_instant([mine, other], opts)
+    results = read([mine, *shared, other], o, want=Want.REPLAY, live=live, max_findings=max_findings)
+    for r in results:
+        if r.error is not None:
+            raise r.error
+    ra, *rs, rb = list(results)
+    jobs = mine.fmt.differ().across(ra, rs, rb)
+    return Diff(ra, rb, o.as_of_ns, Relation("across"), jobs if limit is None else jobs[:limit], len(jobs))
 
 
 def between(entry: Log | Unresolved, first: Options, second: Options, *, limit: int | None = None,
@@ -247,5 +287,5 @@ def divergence(files_a: Sequence, files_b: Sequence, first=None) -> tuple[int, i
     return min(len(files_a), len(files_b)), None
 
 
-__all__ = ["Change", "Diff", "Differ", "JobDiff", "JobSide", "Place", "Relation", "between", "diff", "divergence",
+__all__ = ["Change", "Diff", "Differ", "JobDiff", "JobSide", "Place", "Relation", "across", "between", "diff", "divergence", "paths",
            "drop_pages", "first_difference"]

@@ -23,6 +23,8 @@ def relation_text(rel: Relation) -> str:
         return f"A = B + {rel.records} record{'s' if rel.records != 1 else ''}"
     if rel.kind == "none":
         return "no common prefix"
+    if rel.kind == "across":
+        return "run by run: the executor (A) against its admin's table (B)"
     if rel.kind == "instants":
         return f"{rel.records} record{'s' if rel.records != 1 else ''} between the two instants"
     return f"they diverge at A: {at(rel.a.path, rel.a.offset)} / B: {at(rel.b.path, rel.b.offset)}"
@@ -61,6 +63,8 @@ def job_doc(j: JobDiff, instants: bool = False) -> dict:
            "a_change": _change(j.a_change), "b_change": _change(j.b_change)}
     if instants:
         doc.update(changes=[_change(c) for c in j.changes], expired=j.expired)
+    if j.kind is not None:
+        doc.update(kind=j.kind, note=j.note)
     return doc
 
 
@@ -142,6 +146,11 @@ def write_diff(out: TextIO, d: Diff, output: str, codes: ExitCodes) -> None:
                 out.write("  expired by time (no record in between)\n")
             for c in j.changes:
                 out.write(f"  by {_by(c)}\n")
+            continue
+        if j.kind is not None:       # two sources of one system: each side's words, where, and what it means
+            out.write(f"  {j.kind}: {j.note}\n")
+            out.write(f"  A: {_cell(j.a)}" + (f"  ({_by(j.a_change)})" if j.a_change else "") + "\n")
+            out.write(f"  B: {_cell(j.b)}" + (f"  ({_by(j.b_change)})" if j.b_change else "") + "\n")
             continue
         out.write(f"  A: {_cell(j.a):<52} by {_by(j.a_change)}\n")
         out.write(f"  B: {_cell(j.b):<52} by {_by(j.b_change)}\n")
