@@ -264,14 +264,45 @@ def test_xxl_job_executor_against_its_admin_table(tmp_path, table):
     entry = stuck["a_change"]
     assert (os.path.basename(entry["file"]), entry["offset"], entry["record_index"]) == \
         ("xxl-job-callback-bfbba807ec3f77c2a6d3f8ed4c4c6155.log", 1, 0)
-    send = f"wqtool replay --send http://ADMIN:8080/xxl-job-admin -O access_token=TOKEN {lp}/callbacklogs"
+    send = (f"wqtool replay --send http://ADMIN:8080/xxl-job-admin -O admin_release=xxl-job-head "
+            f"-O access_token_header=XXL-JOB-ACCESS-TOKEN -O access_token=TOKEN {lp}/callbacklogs")
     assert stuck["note"].endswith(send) and "entry 0" in stuck["note"]
     assert (stuck["a"]["state"], stuck["b"]["row"]["handle_code"]) == ("Success", 0)
     assert runs["62"]["b_change"]["cmd"] == "OJL-LOST" and runs["62"]["a"]["row"]["handle_code"] == 500
     assert runs["500"]["a"] is None and runs["500"]["a_change"] is None
     # the line it prints delivers the stranded result (dry run: nothing sent)
-    dry = cli("replay", "--send", "http://127.0.0.1:9/xxl-job-admin", "-O", "access_token=TOKEN", "--dry-run",
-              f"{lp}/callbacklogs")
+    dry = cli("replay", "--send", "http://127.0.0.1:9/xxl-job-admin", "-O", "admin_release=xxl-job-head", "-O",
+              "access_token_header=XXL-JOB-ACCESS-TOKEN", "-O", "access_token=TOKEN", "--dry-run", f"{lp}/callbacklogs")
     assert dry.code == 0 and "61:200" in dry.out
     t = cli("diff", "--as-of", XXL_AS_OF, lp, admin).out
     assert "stuck: the admin shows it running; the executor finished it" in t and send in t
+
+
+@pytest.mark.parametrize("scenario,ids,body", [
+    ("xxl-job-2-0-0-jackson", [31, 32, 33], "xxl-job-2.0"),
+    ("xxl-job-2-1-hessian", [41, 42, 43], "xxl-job-2.0"),
+    ("xxl-job-2-2-0-java", [51, 52, 53, 54], "xxl-job-2.2"),
+    ("xxl-job-head-gson", [61, 62], "xxl-job-head"),
+])
+def test_every_release_lines_stranded_callbacks_are_named_with_their_send_line(tmp_path, scenario, ids, body):
+    """Each release line's retry files (made with its real serializers: fixtures/orth-xxl-job) against an admin
+    table that still shows those runs running: each is stuck, at its entry, with the send line of its admin."""
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "fixtures", "orth-xxl-job")
+    lp = tmp_path / "logpath"
+    shutil.copytree(os.path.join(root, scenario, "logpath"), lp)
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    with open(admin / "xxl_job_log.csv", "w") as f:
+        f.write(XXL_LOG_COLS + "\n")
+        for i in ids:
+            f.write(f'{i},1,7,"http://10.0.0.5:9999/","demoJobHandler",,,0,"2026-01-30 02:40:00",200,"ok",,0,,0\n')
+    with open(admin / "xxl_job_registry.csv", "w") as f:     # the executor still registered: not lost
+        f.write("id,registry_group,registry_key,registry_value,update_time\n")
+        f.write(",".join(str(v) if isinstance(v, int) else f'"{v}"' for v in XXL_REGISTRY) + "\n")
+    doc = json.loads(cli("diff", "-o", "json", "--as-of", XXL_AS_OF, str(lp), str(admin)).out)
+    assert [j["job_id"] for j in doc["jobs"]] == [str(i) for i in ids]
+    assert {j["kind"] for j in doc["jobs"]} == {"stuck"}
+    assert all(f"-O admin_release={body} " in j["note"] and j["a_change"]["cmd"].startswith("callback handleCode=")
+               for j in doc["jobs"])
+    places = {(j["a_change"]["file"], j["a_change"]["record_index"]) for j in doc["jobs"]}
+    assert len(places) == len(ids)                          # each run at its own entry

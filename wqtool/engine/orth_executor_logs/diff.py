@@ -26,6 +26,10 @@ from ..diff import Change, JobDiff, JobSide
 from ..read import Result
 
 _KEY = struct.Struct(">q")
+#: the release line that wrote a retry file (formats.orth.CALLBACK_RELEASES) -> the body its admin reads
+#: (orth_callbacks' ``-O admin_release``; None: the default, Orth's); an admin of the executor's own line
+_ADMIN_BODY = {"xxl-job-2.0.0": "xxl-job-2.0", "xxl-job-2.0.2": "xxl-job-2.0", "xxl-job-2.2.0": "xxl-job-2.2",
+               "xxl-job-2.3": "xxl-job-2.3", "xxl-job-head": "xxl-job-head", "orth": None}
 CALLBACKS = "orth-callbacks"
 TABLE = "orth-joblog"
 
@@ -84,10 +88,10 @@ def _id_of(message: str) -> str | None:
     return None
 
 
-def entries(cb_results: list[Result], wanted: set[int]) -> dict[int, Change]:
-    """{log id: the retry file's entry that holds its callback} over the logPath's retry files (the last entry of a
-    log id: the one a retry would send)."""
-    out: dict[int, Change] = {}
+def entries(cb_results: list[Result], wanted: set[int]) -> dict[int, tuple[Change, str]]:
+    """{log id: (the retry file's entry that holds its callback, the release line that wrote it)} over the logPath's
+    retry files (the last entry of a log id: the one a retry would send)."""
+    out: dict[int, tuple[Change, str]] = {}
     for r in cb_results:
         fmt, log = r.log.fmt, r.log.data
         for i in range(len(fmt.files(log))):
@@ -95,14 +99,25 @@ def entries(cb_results: list[Result], wanted: set[int]) -> dict[int, Change]:
                 lid = getattr(ev, "log_id", None)
                 if lid in wanted:
                     code = getattr(ev, "handle_code", None)
-                    out[lid] = Change(ev.path, ev.offset, getattr(ev, "entry", getattr(ev, "index", None)),
-                                      None, f"callback handleCode={code}")
+                    out[lid] = (Change(ev.path, ev.offset, getattr(ev, "entry", getattr(ev, "index", None)),
+                                       None, f"callback handleCode={code}"), getattr(ev, "release", "orth"))
     return out
 
 
-def _describe(lid: int, kind: str, e: dict | None, c: dict | None, row: dict, lost, entry: Change | None,
+def send_line(root: str, release: str) -> str:
+    """The ``wqtool replay --send`` line that delivers a retry directory's results to its admin (URL and token
+    are the operator's)."""
+    body = _ADMIN_BODY.get(release)
+    if body is None:
+        return f"wqtool replay --send http://ADMIN:8080/orth-admin -O access_token=TOKEN {root}"
+    return (f"wqtool replay --send http://ADMIN:8080/xxl-job-admin -O admin_release={body} "
+            f"-O access_token_header=XXL-JOB-ACCESS-TOKEN -O access_token=TOKEN {root}")
+
+
+def _describe(lid: int, kind: str, e: dict | None, c: dict | None, row: dict, lost, found: tuple | None,
               callbacks_root: str | None) -> JobDiff:
     """One run that differs: both sides, the retry entry (or job log) and the OJL-LOST place, and the note."""
+    entry, release = found if found is not None else (None, "orth")
     ex_state = "no trace" if e is None else f"{e['executor']}" + (f" (handleCode {e['handle_code']})"
                                                                   if e.get("handle_code") is not None else "")
     a = None if e is None and c is None else JobSide(
@@ -118,14 +133,14 @@ def _describe(lid: int, kind: str, e: dict | None, c: dict | None, row: dict, lo
         note = "the admin shows it running; the executor finished it"
         if entry is not None and callbacks_root:
             note += (f"; its result waits in {os.path.basename(entry.path)} entry {entry.record_index}: "
-                     f"wqtool replay --send http://ADMIN:8080/xxl-job-admin -O access_token=TOKEN {callbacks_root}")
+                     + send_line(callbacks_root, release))
         else:
             note += "; no retry file holds its result"
     elif kind == "lost":
         note = "the admin's lost-job monitor marks it lost (handle_code 500); the executor finished it"
         if entry is not None and callbacks_root:
             note += (f"; its result waits in {os.path.basename(entry.path)} entry {entry.record_index}: "
-                     f"wqtool replay --send http://ADMIN:8080/xxl-job-admin -O access_token=TOKEN {callbacks_root}")
+                     + send_line(callbacks_root, release))
     else:
         note = "triggered, but the executor has no job log and no callback for it"
     return JobDiff(_KEY.pack(lid), str(lid), row.get("executor_handler") or "", a, b, a_change, b_change,
