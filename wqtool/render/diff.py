@@ -137,7 +137,8 @@ def write_diff(out: TextIO, d: Diff, output: str, codes: ExitCodes) -> None:
         out.write("no job differs\n")
     else:
         more = f" ({len(d.jobs)} shown: --limit)" if len(d.jobs) < d.total else ""
-        out.write(f"{d.total} job{'s' if d.total != 1 else ''} differ{'s' if d.total == 1 else ''}{more}:\n")
+        noun = "run" if d.relation.kind == "across" else "job"      # across sources: a run (log id) of a job
+        out.write(f"{d.total} {noun}{'s' if d.total != 1 else ''} differ{'s' if d.total == 1 else ''}{more}:\n")
     for j in d.jobs:
         out.write(f"\n{j.job_id}  queue {j.queue}\n")
         if two:
