@@ -115,6 +115,7 @@ def diff(
         for f in r.report.findings:
             if f.severity == "error":
                 write_one_line(sys.stderr, f)
-    write_diff(sys.stdout, d, output.value, codes)
+    if not quiet:
+        write_diff(sys.stdout, d, output.value, codes)
     return exit_code(d, codes)
 
