@@ -230,6 +230,19 @@ def between(entry: Log | Unresolved, first: Options, second: Options, *, limit: 
     return Diff(ra, rb, t2, Relation("instants", n), jobs, len(keys), from_ns=t1)
 
 
+def relation(end_a: bool, end_b: bool, at_start: bool, pa: Place | None, pb: Place | None, records_a: int,
+             records_b: int) -> Relation:
+    """How two logs relate, from where they diverge: ``end_a`` / ``end_b``: nothing of that log follows the
+    divergence; ``at_start``: the divergence is at the first record of the first file."""
+    if end_a and end_b:
+        return Relation("same")
+    if end_a:
+        return Relation("a+", records_b - records_a, pa, pb)
+    if end_b:
+        return Relation("b+", records_a - records_b, pa, pb)
+    return Relation("none" if at_start else "diverge", 0, pa, pb)
+
+
 #: the bytes compared at a time (their mapped pages dropped after)
 CHUNK = 16 << 20
 
@@ -287,5 +300,5 @@ def divergence(files_a: Sequence, files_b: Sequence, first=None) -> tuple[int, i
     return min(len(files_a), len(files_b)), None
 
 
-__all__ = ["Change", "Diff", "Differ", "JobDiff", "JobSide", "Place", "Relation", "across", "between", "diff", "divergence", "paths",
+__all__ = ["Change", "Diff", "Differ", "JobDiff", "JobSide", "Place", "Relation", "across", "between", "relation", "diff", "divergence", "paths",
            "drop_pages", "first_difference"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import cli, examples

@@ -21,7 +21,7 @@ from typing import Sequence
 from ...errors import UsageError
 from ...formats._common import format_unix_ns
 from ...formats.kestrel import Opcode
-from ..diff import Change, JobSide, Place, Relation, divergence
+from ..diff import Change, JobSide, Place, Relation, divergence, relation
 from ..fileio import FileView
 from ..read import Result
 from .model import Record
@@ -91,18 +91,8 @@ class KestrelDiffer:
         la, lb = a.log, b.log
         i, d = divergence(la.data.files, lb.data.files)
         pa, pb = _place(la, i, d), _place(lb, i, d)
-        ra, rb = a.report.records, b.report.records
-        end_a, end_b = _ends(la, i, d), _ends(lb, i, d)
-        if end_a and end_b:
-            rel = Relation("same")
-        elif end_a:
-            rel = Relation("a+", rb - ra, pa, pb)
-        elif end_b:
-            rel = Relation("b+", ra - rb, pa, pb)
-        elif i == 0 and max(pa.offset, pb.offset) <= _first_record(la):
-            rel = Relation("none", 0, pa, pb)
-        else:
-            rel = Relation("diverge", 0, pa, pb)
+        rel = relation(_ends(la, i, d), _ends(lb, i, d), i == 0 and max(pa.offset, pb.offset) <= _first_record(la),
+                       pa, pb, a.report.records, b.report.records)
         want = set(keys)
         return rel, self._changes(a, want), self._changes(b, want)
 

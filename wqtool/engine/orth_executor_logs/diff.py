@@ -129,18 +129,13 @@ def _describe(lid: int, kind: str, e: dict | None, c: dict | None, row: dict, lo
     a_change = entry if entry is not None else (Change(e["file"], 0, None, e.get("end_time"), "job log")
                                                 if e and e.get("file") else None)
     b_change = None if lost is None else Change(lost.path, lost.offset, lost.record_index, None, "OJL-LOST")
+    waits = "" if entry is None or not callbacks_root else (
+        f"; its result waits in {os.path.basename(entry.path)} entry {entry.record_index}: "
+        + send_line(callbacks_root, release))
     if kind == "stuck":
-        note = "the admin shows it running; the executor finished it"
-        if entry is not None and callbacks_root:
-            note += (f"; its result waits in {os.path.basename(entry.path)} entry {entry.record_index}: "
-                     + send_line(callbacks_root, release))
-        else:
-            note += "; no retry file holds its result"
+        note = "the admin shows it running; the executor finished it" + (waits or "; no retry file holds its result")
     elif kind == "lost":
-        note = "the admin's lost-job monitor marks it lost (handle_code 500); the executor finished it"
-        if entry is not None and callbacks_root:
-            note += (f"; its result waits in {os.path.basename(entry.path)} entry {entry.record_index}: "
-                     + send_line(callbacks_root, release))
+        note = "the admin's lost-job monitor marks it lost (handle_code 500); the executor finished it" + waits
     else:
         note = "triggered, but the executor has no job log and no callback for it"
     return JobDiff(_KEY.pack(lid), str(lid), row.get("executor_handler") or "", a, b, a_change, b_change,

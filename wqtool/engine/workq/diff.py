@@ -21,7 +21,7 @@ import os
 from typing import Callable, Sequence
 
 from ...formats._common import format_uuid
-from ..diff import Change, JobSide, Place, Relation, divergence, drop_pages
+from ..diff import Change, JobSide, Place, Relation, divergence, drop_pages, relation
 from ..fileio import FileView
 from ..read import Result
 from .model import Record
@@ -85,17 +85,8 @@ class WorkqDiffer:
         na, nb = len(la.segments), len(lb.segments)
         end_a = pa is None or (pa.offset >= _size(la, seg) and seg >= na - 1)
         end_b = pb is None or (pb.offset >= _size(lb, seg) and seg >= nb - 1)
-        ra, rb = a.report.state.records, b.report.state.records
-        if end_a and end_b:
-            rel = Relation("same")
-        elif end_a:
-            rel = Relation("a+", rb - ra, pa, pb)
-        elif end_b:
-            rel = Relation("b+", ra - rb, pa, pb)
-        elif seg == 0 and pa.offset <= HEADER_SIZE and pb.offset <= HEADER_SIZE:
-            rel = Relation("none", 0, pa, pb)
-        else:
-            rel = Relation("diverge", 0, pa, pb)
+        rel = relation(end_a, end_b, seg == 0 and pa.offset <= HEADER_SIZE and pb.offset <= HEADER_SIZE, pa, pb,
+                       a.report.state.records, b.report.state.records)
         return rel, ca, cb
 
 
