@@ -15,6 +15,8 @@ separate process (wall time, CPU time and peak RSS from wait4), stdout to /dev/n
   stats            wqtool stats -o json
   verify-damaged   wqtool verify -q on a copy with 4 bytes flipped in the middle of the middle segment (issue 18;
                    the other segments hard-linked; exit 3)     verify-damaged-1p: --workers 1
+  diff             wqtool diff -q of the log and a copy whose last record names another job (issue 32; the other
+                   segments hard-linked; exit 1): goal <= 2.5x verify-1p's CPU, peak RSS <= 2x replay-summary's
 
 The machine has 2 cores shared with others: each run of a measure is paired with a floor run made right before
 it, the figure is the median over ``--repeat`` pairs of (measure time / floor time), and the load average is
@@ -45,9 +47,9 @@ from harness import loadavg, timed as run  # noqa: E402
 
 
 MEASURES = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "replay-json", "dump-jsonl",
-            "dump-limit", "stats", "verify-damaged", "verify-damaged-1p"]
+            "dump-limit", "stats", "verify-damaged", "verify-damaged-1p", "diff"]
 DEFAULT = ["baseline", "verify", "verify-1p", "replay-summary", "replay-jsonl", "dump-jsonl", "dump-limit", "stats",
-           "verify-damaged", "verify-damaged-1p"]
+           "verify-damaged", "verify-damaged-1p", "diff"]
 
 
 
@@ -76,6 +78,39 @@ def damaged_copy(d: str) -> str:
     return out
 
 
+def last_changed_copy(d: str) -> str:
+    """``d`` with its last record rewritten to name another job (same length, a valid CRC): issue 32's pair of logs
+    that differ in their last record. The other segments hard-linked, made once beside ``d``."""
+    out = d + "-last"
+    if os.path.isdir(out):
+        return out
+    sys.path.insert(0, ROOT)
+    from wqtool.engine.workq import _kernel
+    from wqtool.engine.workq.fastpath import encode_record
+    tmp = out + ".tmp"
+    if os.path.isdir(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    segs = sorted(n for n in os.listdir(d) if n.endswith(".log"))
+    for n in segs[:-1]:
+        os.link(os.path.join(d, n), os.path.join(tmp, n))
+    data = bytearray(open(os.path.join(d, segs[-1]), "rb").read())
+    pos, _, why = _kernel.diff_walk(bytes(data), 8, len(data), len(data) - 1, b"")    # the last record
+    assert why == 1, "the newest segment ends in a whole record"
+    size_at = pos + 15
+    body_at = size_at + 1 if data[size_at] < 0x80 else size_at + 2 if data[size_at + 1] < 0x80 else size_at + 3
+    payload = bytearray(data[body_at:len(data) - 4])
+    payload[1:17] = bytes.fromhex("5eed0000d1ff4000800000000000beef")   # another job id (a v4 uuid)
+    from wqtool.formats._common import GoTime
+    import struct
+    sec, nsec = struct.unpack_from(">qi", data, pos + 1)
+    data[pos:] = encode_record(GoTime(sec, nsec, -1), bytes(payload))
+    with open(os.path.join(tmp, segs[-1]), "wb") as f:
+        f.write(data)
+    os.rename(tmp, out)
+    return out
+
+
 def argv_of(name: str, d: str, tiny: str) -> list[str]:
     wq = [sys.executable, "-m", "wqtool"]
     a = ["--as-of", shapes.AS_OF]
@@ -94,6 +129,7 @@ def argv_of(name: str, d: str, tiny: str) -> list[str]:
         "stats": wq + ["stats", "-o", "json", *a, d],
         "verify-damaged": wq + ["verify", "-q", *a, d],
         "verify-damaged-1p": wq + ["verify", "-q", "--workers", "1", *a, d],
+        "diff": wq + ["diff", "-q", *a, d, last_changed_copy(d)] if name == "diff" else None,
     }[name]
 
 
@@ -207,6 +243,15 @@ def main() -> int:
             goal(f"{damaged.replace('verify-damaged', 'verify (damaged)')} {q:.2f}x {intact} on the intact log "
                  f"({x(damaged):.1f}x / {x(intact):.1f}x the floor; CPU time {cpu:.2f}x; issue 18 goal <= 1.5x)",
                  q <= 1.5)
+    if "diff" in rows and "verify-1p" in rows:
+        cpu = rows["diff"]["cpu"] / max(rows["verify-1p"]["cpu"], 1e-9)
+        goal(f"diff of two logs differing in the last record: CPU {cpu:.2f}x verify-1p's ({rows['diff']['cpu']:.2f} s "
+             f"/ {rows['verify-1p']['cpu']:.2f} s; wall {x('diff') / x('verify-1p'):.2f}x; issue 32 goal <= 2.5x)",
+             cpu <= 2.5)
+        if "replay-summary" in rows:
+            m = rows["diff"]["rss"] / max(rows["replay-summary"]["rss"], 1)
+            goal(f"diff peak RSS {m:.2f}x replay --summary's ({rows['diff']['rss'] / 2**20:.0f} MB; issue 32 goal "
+                 "<= 2x)", m <= 2)
     for text, ok in goals:
         print(f"  {'PASS' if ok else 'MISS'}  {text}")
     if a.json:

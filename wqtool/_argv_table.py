@@ -132,5 +132,27 @@ COMMANDS = json.loads(r"""{
             "spark_conf": {"kind": "multiple", "eager": false, "callback": ["wqtool.commands._options", "_spark_conf"], "default": null, "convert": "str"},
             "remote": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"}
         }
+    },
+    "diff": {
+        "module": "wqtool.commands.diff",
+        "function": "diff",
+        "context": null,
+        "order": ["paths", "jdbc", "since", "until", "output", "quiet", "limit", "as_of", "max_findings", "horizon", "live", "fmt", "settings"],
+        "options": {"--jdbc": "jdbc", "--from": "since", "--to": "until", "--output": "output", "-o": "output", "--quiet": "quiet", "-q": "quiet", "--limit": "limit", "--as-of": "as_of", "--max-findings": "max_findings", "--horizon": "horizon", "--live": "live", "--format": "fmt", "-f": "fmt", "--option": "settings", "-O": "settings"},
+        "params": {
+            "paths": {"kind": "argument", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "jdbc": {"kind": "multiple", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "since": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "until": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "output": {"kind": "value", "eager": false, "callback": null, "default": ["enum", "wqtool.commands._options", "Output", "table"], "convert": ["choice", "wqtool.commands._options", "Output", true, {"table": "table", "jsonl": "jsonl", "json": "json"}]},
+            "quiet": {"kind": "flag", "eager": false, "callback": ["wqtool.commands._options", "_quiet"], "default": false, "convert": "flag", "flag_value": true},
+            "limit": {"kind": "value", "eager": false, "callback": null, "default": 100, "convert": ["make", "wqtool.commands._options", "whole_number", [0, 4611686018427387904]]},
+            "as_of": {"kind": "value", "eager": false, "callback": null, "default": null, "convert": "str"},
+            "max_findings": {"kind": "value", "eager": false, "callback": null, "default": 100, "convert": ["make", "wqtool.commands._options", "whole_number", [0, 1000000000]]},
+            "horizon": {"kind": "flag", "eager": false, "callback": null, "default": false, "convert": "flag", "flag_value": true},
+            "live": {"kind": "flag", "eager": false, "callback": null, "default": false, "convert": "flag", "flag_value": true},
+            "fmt": {"kind": "value", "eager": false, "callback": null, "default": "auto", "convert": ["call", "wqtool.commands._options", "_format_name"]},
+            "settings": {"kind": "multiple", "eager": false, "callback": null, "default": null, "convert": "str"}
+        }
     }
 }""")

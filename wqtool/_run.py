@@ -46,7 +46,7 @@ def plain(argv: list[str], *, exiting: bool = False) -> int | None:
             undefer_typer()
 
 
-_HOT = frozenset(("verify", "dump", "replay", "stats"))   # the table's commands (tests/test_argv_table.py)
+_HOT = frozenset(("verify", "dump", "replay", "stats", "diff"))   # the table's commands (tests/test_argv_table.py)
 
 
 def _parse(spec: dict, args: list[str]) -> tuple[dict, list[str]]:

@@ -404,6 +404,12 @@ class Format(abc.ABC):
     def clean_plan(self, log, opts: Options):
         raise UsageError(f"clean is not available for {self.plural}")
 
+    # -- comparison
+    def differ(self):
+        """``wqtool diff``'s part of the format: an ``engine.diff.Differ`` (the jobs whose replayed rows differ,
+        how two logs relate, the records that changed a job)."""
+        raise UsageError(f"diff is not available for {self.plural}")
+
     # -- delivery
     def send(self, log, target: str, opts: Options, *, dry_run: bool = False,
              progress: Callable[[str], None] | None = None) -> SendReport:

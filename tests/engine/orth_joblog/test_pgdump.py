@@ -58,3 +58,33 @@ def test_a_custom_format_archive_is_an_unsupported_dump_dialect(tmp_path):
     p.write_bytes(b"PGDMP\x01\x0e\x00\x04\x08\x01\x01" + b"\x00" * 64)
     r = cli("verify", str(p))
     assert r.code == 2 and "unsupported dump dialect" in r.out + r.err
+
+
+KEY = "2zXo8VPr1gD5RT4ljhA3ZhbBezwbHn0wKAgGlZ3YUqv8tRPgXbTYYBIbh0lYyeX"
+
+
+def test_a_restricted_dump_of_pg_dump_15_14_and_later_is_clean(tmp_path):
+    """pg_dump 15.14 / 16.10 / 17.6+ open a plain dump with ``\\restrict KEY`` and close it with ``\\unrestrict
+    KEY`` (CVE-2025-8714); ``-C`` adds ``\\connect``: psql meta-commands, not a statement cut short."""
+    p = tmp_path / "xxl_job.sql"
+    head = HEAD.replace("--\n\n", f"--\n\n\\restrict {KEY}\n\n", 1)
+    body = f"\\connect xxl_job\n\nCOPY public.xxl_job_log ({COLS}) FROM stdin;\n" + ROW + "\\.\n"
+    p.write_text(head + body + TAIL + f"\\unrestrict {KEY}\n\n")
+    r = cli("verify", "-o", "json", str(p))
+    assert r.code == 0 and "OJL-TRUNCATED" not in r.out, r.out
+    code, rows = _rows(p)
+    assert code == 0 and [x["id"] for x in rows] == [1]
+    p.write_text(head + body[:body.index("ok<br>")])          # killed mid-row: still a torn tail
+    r = cli("verify", str(p))
+    assert r.code in (1, 3) and "OJL-TRUNCATED" in r.out
+
+
+def test_the_registry_of_a_pg_dump_is_read_from_its_copy_data(tmp_path):
+    """A pg_dump holds xxl_job_registry as COPY data too: the lost-job rule sees the executors registered there."""
+    p = tmp_path / "xxl_job.sql"
+    reg = ("COPY public.xxl_job_registry (id, registry_group, registry_key, registry_value, update_time) FROM stdin;\n"
+           "1\tEXECUTOR\tdemo\thttp://10.0.0.5:9999/\t2026-01-28 01:09:40\n\\.\n")
+    pending = ROW.replace("\t2026-01-28 01:00:02\t200\t\\N", "\t\\N\t0\t\\N")
+    p.write_text(HEAD + f"COPY public.xxl_job_log ({COLS}) FROM stdin;\n" + pending + "\\.\n" + reg + TAIL)
+    r = cli("verify", "--as-of", "2026-01-28T01:10:00Z", str(p))
+    assert "1 executor address(es) registered" in r.out and "OJL-LOST" not in r.out, r.out

@@ -206,6 +206,10 @@ refuses while another process holds a journal open, and rolls back if the live f
         from .verify import KestrelRun
         return KestrelRun(log, opts.as_of_ns, limit=limit, keep_open=_keep_open(opts))
 
+    def differ(self):
+        from .diff import KestrelDiffer
+        return KestrelDiffer()
+
     def run_log(self, log: FileSet, opts: Options, *, limit: int | None = None, state: bool = True,
                 workers: int | None = None) -> LogReport:
         from .verify import run_log

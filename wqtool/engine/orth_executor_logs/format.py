@@ -143,6 +143,10 @@ retry files. --format reads one of them."""
         from .reader import ExecutorReader
         return ExecutorReader(log, only=i, start_index=start_index, discovery=False).events()
 
+    def differ(self):
+        from .diff import ExecutorDiffer
+        return ExecutorDiffer()
+
     def run(self, log: ExecutorLogSet, opts: Options, *, limit: int | None = None) -> ReplayPass:
         from .verify import ExecutorRun
         return ExecutorRun(log, limit)

@@ -818,7 +818,8 @@ def read_registry(src: Source, tz=None) -> tuple[list[RegistryRow], list[Finding
         elif src.kind == "sqldump":
             with FileView(src) as fv:
                 cols = list(REGISTRY_COLUMN_NAMES)
-                for ev in DumpScanner(fv.data, frozenset(REGISTRY_TABLE_NAMES)).events():
+                dialect = dialect_of(bytes(fv.data[:4096]), fv.data)      # a pg_dump's registry is COPY data
+                for ev in DumpScanner(fv.data, frozenset(REGISTRY_TABLE_NAMES), dialect).events():
                     if ev.__class__ is Create:
                         cols = ev.columns
                     elif ev.__class__ is Stmt:

@@ -37,6 +37,11 @@ _PG_SIMPLE = {b"b": b"\x08", b"f": b"\x0c", b"n": b"\n", b"r": b"\r", b"t": b"\t
 _VALUE_PG = re.compile(rb"\s*+(?:(NULL)|'((?:[^']++|'')*+)'|(-?[0-9]++(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?)"
                        rb"|(true|false)|[Ee]'((?:[^'\\]++|\\.|'')*+)')(?:::[A-Za-z_ ]{1,40}+)?\s*+([,)])",
                        re.S | re.I)
+#: A psql meta-command line between statements: pg_dump 15.14 / 16.10 / 17.6 and later open a plain dump with
+#: ``\restrict KEY`` and close it with ``\unrestrict KEY`` (CVE-2025-8714; PostgreSQL
+#: src/bin/pg_dump/pg_backup_archiver.c, RestoreArchive: ``ahprintf(AH, "\\restrict %s\n\n", ...)``), and ``-C`` /
+#: pg_dumpall write ``\connect DB`` between them: none is a statement (no ';'), each ends at its line's end.
+_PSQL_META = re.compile(rb"\\[A-Za-z]++[^\n]*+(?:\n|\Z)")
 PG_HEADER = b"-- PostgreSQL database dump"
 PG_TRAILER = b"-- PostgreSQL database dump complete"
 #: Dumps wqtool does not read (exit 2, "unsupported dump dialect"): what starts them, and what they are.
@@ -125,6 +130,10 @@ class DumpScanner:
             if pos >= n:
                 return
             if self.pg:
+                meta = _PSQL_META.match(data, pos, min(n, pos + 4096))
+                if meta is not None:
+                    pos = meta.end()
+                    continue
                 c = _COPY.match(data, pos, min(n, pos + 8192))
                 if c is not None:
                     table = c.group(1).decode("utf-8", "replace").lower()

@@ -84,6 +84,7 @@ static PyTypeObject JobTableType = {
 
 #include "kernel/scan.c"
 #include "kernel/seek.c"
+#include "kernel/diff.c"   /* wqtool diff: two tables merged by id, the records of chosen jobs */
 
 /* =========================================================================================== module */
 
@@ -92,6 +93,9 @@ static PyMethodDef methods[] = {
     {"walk", k_walk, METH_VARARGS, walk_doc},
     {"digest_text", k_digest_text, METH_O, digest_text_doc},
     {"encode_records", k_encode_records, METH_VARARGS, encode_records_doc},
+    {"diff_tables", k_diff_tables, METH_VARARGS, diff_tables_doc},
+    {"diff_walk", k_diff_walk, METH_VARARGS, diff_walk_doc},
+    {"diff_first", k_diff_first, METH_VARARGS, diff_first_doc},
     {"format_ns", k_format_ns, METH_O, "engine's format_unix_ns(ns), in C (for the tests)."},
     {"crc32c", k_crc32c, METH_O, "CRC-32C of a buffer (the implementation scan uses)."},
     {"crc32c_sw", k_crc32c_sw, METH_O, "CRC-32C of a buffer with the slice-by-8 tables."},

@@ -55,6 +55,10 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         from .serialize import WorkqRecordView
         return WorkqRecordView()
 
+    def differ(self):
+        from .diff import WorkqDiffer
+        return WorkqDiffer()
+
     in_flight_code = "WQ-IN-FLIGHT"
     expired_code = "WQ-ADD-EXPIRED"
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
