@@ -110,9 +110,9 @@ static int diff_wanted(const uint8_t *ids, size_t n, const uint8_t *id)
 
 PyDoc_STRVAR(diff_walk_doc,
 "diff_walk(data, pos, end, limit, ids) -> (pos, records, why)\n\n"
-"Walk the records of data[pos:end] (a segment, pos at a record) as the reader frames them — TIME version 1,\n"
-"SIZE, CRC-32C — counting them, and stop at the first record that needs the reference reader: damage or\n"
-"anything unusual in its frame, or a record of one of the jobs in ids (sorted 16-byte ids, packed; why 2), or\n"
+"Walk the records of data[pos:end] (a segment, pos at a record) as the walk frames them (seek.c: walk_frame,\n"
+"scan's frame, CRC and payload) — counting them, and stop at the first record that needs the reference reader:\n"
+"damage or anything unusual, or a record of one of the jobs in ids (sorted 16-byte ids, packed; why 2), or\n"
 "the first record that does not end at or before limit (why 1). why 0: pos == end, the segment is done.\n"
 "records: the records walked over (the one at the returned pos not included).");
 
@@ -134,20 +134,8 @@ static PyObject *k_diff_walk(PyObject *self, PyObject *args)
     long long records = 0;
     int why = 0;
     while (pos < end) {
-        if (end - pos < 20 || d[pos] != GO_TIME_VERSION) {
-            why = 2;
-            break;
-        }
-        uint64_t s = d[pos + GO_TIME_SIZE];
-        Py_ssize_t q;
-        if (s < 0x80) {
-            q = pos + GO_TIME_SIZE + 1;
-        } else if (uvar(d, pos + GO_TIME_SIZE, pos + GO_TIME_SIZE + 4, &s, &q) < 0 || s > SIZE_CAP) {
-            why = 2;
-            break;
-        }
-        Py_ssize_t pend = q + (Py_ssize_t)s, nxt = pend + 4;
-        if (nxt > end || crc32c(d + pos, (size_t)(pend - pos)) != be32(d + pend)) {
+        Py_ssize_t q, nxt = walk_frame(d, pos, end, &q);     /* seek.c: scan's frame, CRC and payload */
+        if (nxt < 0) {
             why = 2;
             break;
         }
@@ -155,7 +143,7 @@ static PyObject *k_diff_walk(PyObject *self, PyObject *args)
             why = 1;
             break;
         }
-        if (nids && s >= 1 + JOB_ID_SIZE && d[q] >= CMD_ADD && d[q] <= CMD_MAX && diff_wanted(ids, nids, d + q + 1)) {
+        if (nids && diff_wanted(ids, nids, d + q + 1)) {
             why = 2;
             break;
         }
