@@ -1,5 +1,5 @@
 /* Shared by the C kernels (workq/_kernel.c, kestrel/_kernel.c): grow a PyMem array to hold `need` elements of
- * `elem` bytes, doubling from `first` (overflow-checked). 0, or -1 with MemoryError set. */
+ * `elem` bytes, doubling from `first` (overflow-checked). 0, or -1 with MemoryError set. And a walk's pick. */
 #ifndef WQTOOL_CGROW_H
 #define WQTOOL_CGROW_H
 
@@ -25,6 +25,19 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
     *p = q;
     *cap = c;
     return 0;
+}
+
+/* A walk's pick: (offset, record number) appended to `picked`; 1 when it now holds `npick` (the walk stops), 0 when
+ * not, -1 with an exception set. */
+static int pick(PyObject *picked, Py_ssize_t pos, long long index, Py_ssize_t npick)
+{
+    PyObject *t = Py_BuildValue("(nL)", pos, index);
+    if (t == NULL || PyList_Append(picked, t) < 0) {
+        Py_XDECREF(t);
+        return -1;
+    }
+    Py_DECREF(t);
+    return PyList_GET_SIZE(picked) == npick;
 }
 
 #endif

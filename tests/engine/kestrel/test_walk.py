@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import examples
 
-from wqtool.engine.dump import Records, selection
-from wqtool.engine.format import Log, get
-from wqtool.engine.options import Options
+from tests.engine.selections import selected
+from wqtool.engine.dump import selection
+from wqtool.engine.format import get
 from wqtool.engine.kestrel import fastreplay
 from wqtool.engine.kestrel.codes import KESTREL_REPLAY_CODES
 from wqtool.offsets import At
@@ -25,19 +25,7 @@ LABELS = ["add", "remove", "addx", "remove-tentative", "save-xid", "unremove", "
 
 
 def _run(fs, flt, limit, *, fast: bool):
-    saved = fastreplay.KERNEL
-    fastreplay.KERNEL = "c" if fast else "python"
-    try:
-        recs = Records(Log(get("kestrel"), fs), Options(as_of_ns=AS_OF_NS), flt, limit=limit)
-        out, told = [], []
-        for ev in recs:
-            if ev.__class__.__name__ == "Told":
-                told.append((ev.finding.code, ev.finding.path, ev.finding.offset, ev.mark))
-            else:
-                out.append((ev.path, ev.offset, ev.index, ev.op))
-        return out, told, recs.stopped, recs.verdict
-    finally:
-        fastreplay.KERNEL = saved
+    return selected("kestrel", fastreplay, fs, AS_OF_NS, flt, limit, fast=fast, fields=("path", "offset", "index", "op"))
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

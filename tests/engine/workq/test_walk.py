@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import examples
-from tests.engine.workq.test_fastreplay import IDS, T, command
+from tests.engine.selections import selected
+from tests.engine.workq.test_fastreplay import IDS, T, command, kernel  # noqa: F401  (the fixture: C on)
 
-from wqtool.engine.dump import Records, selection
-from wqtool.engine.format import Format, Log, get
-from wqtool.engine.options import Options
+from wqtool.engine.dump import selection
+from wqtool.engine.format import Format, get
 from wqtool.engine.workq import fastreplay, walk
 from wqtool.engine.workq.codes import REPLAY_CODES
 from wqtool.engine.workq.fastpath import encode_payload, encode_record
@@ -30,18 +29,6 @@ from wqtool.formats._common import GoTime
 from wqtool.offsets import At
 
 AS_OF = T + 60 * 10**9
-
-
-@pytest.fixture(scope="module", autouse=True)
-def kernel():
-    if fastreplay._kernel is None:
-        pytest.skip("the C kernel (wqtool.engine.workq._kernel) is not built")
-    saved = fastreplay._C_SCAN, fastreplay.KERNEL
-    fastreplay._C_SCAN, fastreplay.KERNEL = fastreplay._kernel.scan, "c"
-    try:
-        yield
-    finally:
-        fastreplay._C_SCAN, fastreplay.KERNEL = saved
 
 
 def write(d, cmds, times, segment_size, damage) -> None:
@@ -80,20 +67,7 @@ def test_time_span_equals_the_reference(tmp_path_factory, history, segment_size,
 
 
 def _run(log, flt, limit, *, fast: bool):
-    """(records as (path, offset, index), findings told as (code, path, offset), stopped, verdict)."""
-    saved = fastreplay.KERNEL
-    fastreplay.KERNEL = "c" if fast else "python"
-    try:
-        recs = Records(Log(get("workq"), log), Options(as_of_ns=AS_OF), flt, limit=limit)
-        out, told = [], []
-        for ev in recs:
-            if ev.__class__.__name__ == "Told":
-                told.append((ev.finding.code, ev.finding.path, ev.finding.offset, ev.mark))
-            else:
-                out.append((ev.path, ev.offset, ev.index))
-        return out, told, recs.stopped, recs.verdict
-    finally:
-        fastreplay.KERNEL = saved
+    return selected("workq", fastreplay, log, AS_OF, flt, limit, fast=fast)
 
 
 @st.composite

@@ -573,22 +573,15 @@ static PyObject *k_walk(PyObject *self, PyObject *args)
     while (pos < end && pos < stop) {
         int c = d[pos];
         Py_ssize_t rem = end - pos, nxt, at = -1;
-        if (c == OP_ADDX) {
-            if (rem < 21)
+        if (c == OP_ADDX || c == OP_CONTINUE || c == OP_ADD_XID) {
+            int sz = c == OP_ADDX ? 1 : 5;          /* where the block's size lies; the block (times first) after it */
+            if (rem < sz + 20)
                 break;
-            int32_t size = le32(d + pos + 1);
-            if (size < 16 || size > rem - 5)
+            int32_t size = le32(d + pos + sz);
+            if (size < 16 || size > rem - sz - 4)
                 break;
-            nxt = pos + 5 + size;
-            at = pos + 5;
-        } else if (c == OP_CONTINUE || c == OP_ADD_XID) {
-            if (rem < 25)
-                break;
-            int32_t size = le32(d + pos + 5);
-            if (size < 16 || size > rem - 9)
-                break;
-            nxt = pos + 9 + size;
-            at = pos + 9;
+            at = pos + sz + 4;
+            nxt = at + size;
         } else if (c == OP_REMOVE) {
             nxt = pos + 1;
         } else if (c == OP_REMOVE_TENTATIVE_XID || c == OP_CONFIRM_REMOVE || c == OP_UNREMOVE || c == OP_SAVE_XID) {
@@ -609,13 +602,10 @@ static PyObject *k_walk(PyObject *self, PyObject *args)
             }
         }
         if (kinds & (1ul << c)) {
-            PyObject *t = Py_BuildValue("(nL)", pos, index);
-            if (t == NULL || PyList_Append(picked, t) < 0) {
-                Py_XDECREF(t);
+            int full = pick(picked, pos, index, npick);
+            if (full < 0)
                 goto done;
-            }
-            Py_DECREF(t);
-            if (PyList_GET_SIZE(picked) == npick) {
+            if (full) {
                 index++;
                 pos = nxt;
                 break;

@@ -154,13 +154,10 @@ static PyObject *k_walk(PyObject *self, PyObject *args)
         if (ids != NULL && (nids == 0 || !bsearch(d + q + 1, ids, nids, JOB_ID_SIZE, walk_id_cmp)))
             goto next;
         {
-            PyObject *t = Py_BuildValue("(nL)", pos, index);
-            if (t == NULL || PyList_Append(picked, t) < 0) {
-                Py_XDECREF(t);
+            int full = pick(picked, pos, index, npick);
+            if (full < 0)
                 goto done;
-            }
-            Py_DECREF(t);
-            if (PyList_GET_SIZE(picked) == npick) {
+            if (full) {
                 index++;
                 pos = nxt;
                 break;
