@@ -50,6 +50,14 @@ def test_binds_early_only_when_there_is_nothing_to_replay(tmp_path, clean_prebin
         assert prebind.take("127.0.0.1", port) is None                       # handed over once
 
 
+@pytest.mark.parametrize("create, bound", [((), False), (("--create",), True)])
+def test_a_missing_directory_is_bound_for_only_with_create(tmp_path, clean_prebind, create, bound):
+    """Without --create the CLI refuses a missing -cmdlog-path (exit 2): no early client is accepted for it."""
+    port = _free_port()
+    assert prebind.early(["-listen", f"127.0.0.1:{port}", "-cmdlog-path", str(tmp_path / "no"), *create]) is bound
+    assert not (tmp_path / "no").exists()
+
+
 @pytest.mark.parametrize("argv", [["-h"], ["--help"], ["--fastjournal", "x"], ["--orth-admin", "x.db"],
                                   ["-bogus", "1"], ["-listen", "127.0.0.1:0"], ["-listen", "nonsense"],
                                   ["-listen"]])
@@ -71,7 +79,7 @@ def test_a_request_sent_before_the_server_is_ready_is_answered(tmp_path):
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     p = subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "-cmdlog-path",
-                          str(tmp_path / "log")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+                          str(tmp_path / "log"), "--create"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
         deadline = time.monotonic() + 20
         while True:

@@ -35,7 +35,7 @@ class InProc:
     """A Server on its own event loop thread (its queue inspected through ``call``), clients on sockets."""
 
     def __init__(self, **opts):
-        self.srv = Server(ServeOptions(listen="127.0.0.1:0", **opts), log=StructLog("error"),
+        self.srv = Server(ServeOptions(listen="127.0.0.1:0", **{"create": True, **opts}), log=StructLog("error"),
                           out=open(os.devnull, "w"))
         self.loop = asyncio.new_event_loop()
         started = threading.Event()

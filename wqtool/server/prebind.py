@@ -32,6 +32,7 @@ import _socket
 
 _LOCKS = ("append.lock", "read.lock")
 _held: tuple[str, int, int, int] | None = None       # (host, port, family, file descriptor)
+_failed: BaseException | None = None                # what stopped a lean run after it listened (``hand_over``)
 started_ns: int | None = None                       # time.time_ns() when ``early`` ran (the process's start)
 
 
@@ -56,7 +57,7 @@ def early(argv: list[str]) -> bool:
     global _held, started_ns
     if started_ns is None:
         started_ns = time.time_ns()
-    listen, path = "127.0.0.1:9922", ""
+    listen, path, create = "127.0.0.1:9922", "", False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -65,6 +66,10 @@ def early(argv: list[str]) -> bool:
         name, eq, value = a.lstrip("-").partition("=")
         if name in ("h", "help", "fastjournal", "orth-admin"):
             return False
+        if a == "--create":
+            create = True
+            i += 1
+            continue
         takes = name in ("listen", "cmdlog-path", "cmdlog-seg-size", "cmdlog-sync", "cmdlog-sync-int",
                          "cmdlog-clean-int", "max-connections", "idle-timeout", "request-timeout", "metrics",
                          "log-level")
@@ -83,7 +88,7 @@ def early(argv: list[str]) -> bool:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or int(port) == 0 or int(port) > 65535:
         return False                                        # (port 0: the Listening line says which; no hurry)
-    if path and not _nothing_to_replay(path):
+    if path and not _nothing_to_replay(path, create):
         return False
     host = host.strip("[]") or None
     try:
@@ -114,15 +119,20 @@ def lean(argv: list[str]) -> int | None:
     """Run the workq server without importing the command line interface (typer, rich and every other command:
     most of a start's time) when ``argv`` (after ``serve``) is nothing but well-formed flags of the table above.
     Returns the exit code; None when the CLI must run instead: an argument this does not take (help, other modes,
-    ``--traceback``, a value in another notation), or a server that did not get as far as listening (a bad flag
-    value, a log refused, a lock held — the CLI then reports it exactly as always; nothing was changed but what
-    the CLI's own attempt makes the same way: the directory and its lock files)."""
+    ``--traceback``, a value in another notation), a server that did not get as far as listening (a bad flag
+    value, a missing -cmdlog-path, a log refused, a lock held — the CLI then reports it exactly as always; nothing
+    was changed but what the CLI's own attempt makes the same way: the lock files), or a server that stopped on an
+    error after it listened (handed to the CLI, ``hand_over``: its funnel reports it with its exit code)."""
     kw: dict = {}
     i = 0
     while i < len(argv):
         a = argv[i]
         if not a.startswith("-") or a in ("-", "--"):
             return None
+        if a == "--create":
+            kw["create"] = True
+            i += 1
+            continue
         name, eq, value = a[2:].partition("=") if a.startswith("--") else a[1:].partition("=")
         spec = _LEAN.get(name)
         if spec is None or (name in ("max-connections", "idle-timeout", "request-timeout", "log-level")
@@ -168,11 +178,25 @@ def lean(argv: list[str]) -> int | None:
     return run_server(srv, factory)
 
 
-def _nothing_to_replay(path: str) -> bool:
+def hand_over(exc: BaseException) -> None:
+    """A lean run stopped on ``exc`` after it listened: the CLI's funnel reports it (``handed_over``)."""
+    global _failed
+    _failed = exc
+
+
+def handed_over() -> BaseException | None:
+    """The error a lean run of this process stopped on, once (``wqtool serve`` raises it into the CLI's funnel,
+    which prints it and exits with its code from the CLI's table instead of running the server again)."""
+    global _failed
+    exc, _failed = _failed, None
+    return exc
+
+
+def _nothing_to_replay(path: str, create: bool) -> bool:
     try:
         names = os.listdir(path)
     except FileNotFoundError:
-        return True
+        return create                   # (without --create the CLI refuses it: nothing to bind for)
     except OSError:
         return False
     return all(n in _LOCKS for n in names)
