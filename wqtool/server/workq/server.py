@@ -48,6 +48,7 @@ from . import wire
 from .conn import Conn
 from .handlers import Handlers
 from .queue import LiveQueue
+from .spin import Spinner
 
 def syncfs_dir(directory: str) -> None:
     """syncfs(2) on the filesystem holding ``directory``."""
@@ -237,6 +238,8 @@ class Server:
         self.listeners: list = []
         self.address = ""
         self.loop_name = "asyncio"
+        #: -cmdlog-sync always: a thread spinning while the loop waits in fsync (WQTOOL_SERVE_SPIN=0: none)
+        self.spinner = Spinner() if opts.sync == "always" and os.environ.get("WQTOOL_SERVE_SPIN") != "0" else None
 
     # ---------------------------------------------------------------- start-up
     def open_log(self) -> None:
@@ -408,7 +411,11 @@ class Server:
             if always:
                 try:
                     t0 = time.perf_counter()
-                    self.appender.sync()
+                    if self.spinner is None:
+                        self.appender.sync()
+                    else:
+                        with self.spinner:      # a CPU held for the thread the fsync returns to (spin.py)
+                            self.appender.sync()
                     self.fsync_seconds += time.perf_counter() - t0
                     self.metrics["fsyncs"] += 1
                 except OSError as exc:      # not durable: cut and written again; nothing acknowledged before
