@@ -274,6 +274,7 @@ class Server:
             self.locks.release()
             raise
         self.clean = Cleaner(self) if Cleaner.available() else None
+        prebind.mark("log")
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -299,7 +300,8 @@ class Server:
                 self.loop.call_later(self.opts.clean_int_ms / 1000, self._clean_tick)
         self.loop.call_later(1.0, self._sweep)
         self.after_change()
-        self.log.info("listening", addr=self.address, loop=self.loop_name, cmdlog=self.opts.cmdlog_path or None,
+        prebind.mark("listening")
+        self.log.info("listening", addr=self.address, loop=self.loop_name, startup_ms=prebind.startup_marks(), cmdlog=self.opts.cmdlog_path or None,
                       sync=self.opts.sync if self.appender else None,
                       cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
                       if self.appender else None)
