@@ -4,12 +4,12 @@ importing the command line interface (``lean``).
 workq-server listens a few milliseconds after it starts; Python needs a few hundred to import the CLI, asyncio and
 the engine (more on a loaded machine), and a client that connects in between — upstream's own system tests connect
 100 ms after starting the server — was refused. So the console entry point (``wqtool._entry``) calls ``early()``
-before anything else when the command is ``serve``: when the log has nothing to replay (no ``-cmdlog-path``, or a
-directory that does not exist or holds no file but the two lock files) it binds and listens on ``-listen`` at
-once. The kernel then completes the connections of early clients, whose requests wait in the socket until the
-server, started as always (the full command line parsing, the locks, the replay of the empty log), takes the
-socket over (``take``) and answers them. Replay still comes before listening whenever there is something to replay:
-then nothing is bound early.
+before anything else when the command is ``serve``: it binds and listens on ``-listen`` at once. The kernel then
+completes the connections of early clients, whose requests wait in the socket until the server, started as always
+(the full command line parsing, the locks, the replay of the log), takes the socket over (``take``) and answers
+them: on a big log, clients connect at once and are answered when the replay ends. Nothing is bound for a
+``-cmdlog-path`` that does not exist (without ``--create``: refused, exit 2) or cannot be listed; a log the server
+then refuses (damaged, or locked by another server) exits, and early clients see the connection closed.
 
 Only the two flags needed to decide are read here (``-listen``, ``-cmdlog-path``, in Go flag syntax); anything
 else — help, another server mode, a malformed value — binds nothing, and the command line is checked by the CLI as
@@ -30,7 +30,6 @@ import time
 
 import _socket
 
-_LOCKS = ("append.lock", "read.lock")
 _held: tuple[str, int, int, int] | None = None       # (host, port, family, file descriptor)
 _failed: BaseException | None = None                # what stopped a lean run after it listened (``hand_over``)
 started_ns: int | None = None                       # time.time_ns() when ``early`` ran (the process's start)
@@ -77,8 +76,8 @@ def since_start() -> int:
 
 
 def early(argv: list[str]) -> bool:
-    """Bind and listen on ``serve``'s ``-listen`` address now when its log has nothing to replay (see the module
-    docstring); ``argv``: the arguments after ``serve``. True when a socket was bound."""
+    """Bind and listen on ``serve``'s ``-listen`` address now (see the module docstring); ``argv``: the arguments
+    after ``serve``. True when a socket was bound."""
     global _held, started_ns
     if started_ns is None:
         started_ns = time.time_ns()
@@ -113,7 +112,7 @@ def early(argv: list[str]) -> bool:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or int(port) == 0 or int(port) > 65535:
         return False                                        # (port 0: the Listening line says which; no hurry)
-    if path and not _nothing_to_replay(path, create):
+    if path and not _servable(path, create):
         return False
     host = host.strip("[]") or None
     try:
@@ -219,14 +218,15 @@ def handed_over() -> BaseException | None:
     return exc
 
 
-def _nothing_to_replay(path: str, create: bool) -> bool:
+def _servable(path: str, create: bool) -> bool:
+    """A -cmdlog-path the server may start on: a directory it can list, or a missing one with --create."""
     try:
-        names = os.listdir(path)
+        os.listdir(path)
     except FileNotFoundError:
         return create                   # (without --create the CLI refuses it: nothing to bind for)
     except OSError:
         return False
-    return all(n in _LOCKS for n in names)
+    return True
 
 
 def take(host: str | None, port: int):
