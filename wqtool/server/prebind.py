@@ -31,6 +31,9 @@ import time
 import _socket
 
 _held: tuple[str, int, int, int] | None = None       # (host, port, family, file descriptor)
+#: the listen backlog: Linux's default net.core.somaxconn, as Go's net package takes it (a storm of connections
+#: fills a shorter queue and a dropped SYN costs its client a 1 s retransmission)
+BACKLOG = 4096
 _failed: BaseException | None = None                # what stopped a lean run after it listened (``hand_over``)
 started_ns: int | None = None                       # time.time_ns() when ``early`` ran (the process's start)
 
@@ -121,7 +124,7 @@ def early(argv: list[str]) -> bool:
         try:
             s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
             s.bind((host or "", int(port)))
-            s.listen(1024)
+            s.listen(BACKLOG)
         except BaseException:
             s.close()
             raise

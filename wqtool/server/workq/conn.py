@@ -32,10 +32,24 @@ TURN = 64
 IN_CAP = wire.MAX_READ + (1 << 16)   # unparsed input before reading from the socket pauses
 
 
+def set_sockopts(sock) -> None:
+    """TCP_NODELAY and keepalive (idle 60 s, then 6 probes 10 s apart). On Linux a connection inherits them from
+    the listening socket (``Server.start`` sets them there: no system calls per accepted connection — a storm of
+    connections otherwise filled the accept queue and a probe's SYN waited 1 s for its retransmission)."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for opt, val in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 6)):
+            if hasattr(socket, opt):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), val)
+    except OSError:
+        pass
+
+
 class Conn(asyncio.Protocol):
     __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
                  "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
-                 "peer", "resume_scheduled", "made")
+                 "resume_scheduled", "made")
 
     def __init__(self, srv):
         self.srv = srv
@@ -57,14 +71,11 @@ class Conn(asyncio.Protocol):
         self.in_process = False
         self.resume_scheduled = False
         self.made: Waiter | None = None     # the waiter a blocking command just made (``execute``)
-        self.peer = "?"
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport) -> None:
         self.t = transport
         srv = self.srv
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         if len(srv.conns) >= srv.max_connections:
             srv.refused += 1
             srv.log.warn("connection refused: max connections reached", peer=self.peer,
@@ -74,18 +85,13 @@ class Conn(asyncio.Protocol):
             return
         srv.conns.add(self)
         srv.accepted += 1
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-                for opt, val in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 6)):
-                    if hasattr(socket, opt):
-                        sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), val)
-            except OSError:
-                pass
+        if not srv.inherits_sockopts:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                set_sockopts(sock)
         transport.set_write_buffer_limits(high=OUT_HIGH)
-        srv.log.debug("connection open", peer=self.peer)
+        if srv.log.level <= 10:
+            srv.log.debug("connection open", peer=self.peer)
 
     def data_received(self, data: bytes) -> None:
         if self.closing:
@@ -116,6 +122,12 @@ class Conn(asyncio.Protocol):
             srv.after_change()
         if was_open:
             srv.log.debug("connection closed", peer=self.peer, error=str(exc) if exc else None)
+
+    @property
+    def peer(self) -> str:
+        """HOST:PORT of the client (for log lines: worked out only when one is written)."""
+        peer = self.t.get_extra_info("peername") if self.t is not None else None
+        return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
     def pause_writing(self) -> None:
         self.paused_write = True

@@ -45,7 +45,7 @@ from ...formats._common import GO_ZERO_TIME, GoTime, encode_uvarint, format_unix
 from ...formats.workq import CmdType
 from .. import prebind
 from . import wire
-from .conn import Conn
+from .conn import Conn, set_sockopts
 from .handlers import Handlers
 from .queue import LiveQueue
 from .spin import Spinner
@@ -236,6 +236,7 @@ class Server:
         self.append_errors = 0
         self.clean = None            # a callable running one cleaning cycle (None: not available)
         self.listeners: list = []
+        self.inherits_sockopts = False   # accepted sockets get the listener's TCP options (Linux: Conn)
         self.address = ""
         self.loop_name = "asyncio"
         #: -cmdlog-sync always: a thread spinning while the loop waits in fsync (WQTOOL_SERVE_SPIN=0: none)
@@ -281,12 +282,15 @@ class Server:
         if self.opts.cmdlog_path and self.locks is None:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
-        early = prebind.take(host.strip("[]"), int(port))      # bound before the imports (nothing to replay)
+        early = prebind.take(host.strip("[]"), int(port))      # bound before the imports
         if early is not None:
-            server = await self.loop.create_server(lambda: Conn(self), sock=early, backlog=1024)
+            server = await self.loop.create_server(lambda: Conn(self), sock=early, backlog=prebind.BACKLOG)
         else:
             server = await self.loop.create_server(lambda: Conn(self), host or None, int(port),
-                                                   reuse_address=True, backlog=1024)
+                                                   reuse_address=True, backlog=prebind.BACKLOG)
+        for ls in server.sockets:
+            set_sockopts(ls)
+        self.inherits_sockopts = sys.platform.startswith("linux")
         self.listeners.append(server)
         sock = server.sockets[0].getsockname()
         self.address = f"{sock[0]}:{sock[1]}" if ":" not in sock[0] else f"[{sock[0]}]:{sock[1]}"
