@@ -933,8 +933,8 @@ class Cleaner:
 
 
 def event_loop_factory():
-    """(name, loop factory): uvloop's when it is installed (the optional extra ``wqtool[serve]``), else asyncio's
-    own. ``WQTOOL_SERVE_LOOP=asyncio`` picks asyncio's even so (``uvloop`` requires it)."""
+    """(name, loop factory): uvloop's when it is installed (a default dependency where it has wheels), else
+    asyncio's own. ``WQTOOL_SERVE_LOOP=asyncio`` picks asyncio's even so (``uvloop`` requires it)."""
     want = os.environ.get("WQTOOL_SERVE_LOOP", "")
     if want not in ("", "asyncio", "uvloop"):
         raise UsageError(f"WQTOOL_SERVE_LOOP: expected asyncio or uvloop, got {want!r}")
