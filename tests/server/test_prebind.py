@@ -16,6 +16,17 @@ from tests.conftest import ROOT
 from wqtool.server import prebind
 
 
+def _connect_when_bound(port: int, p: subprocess.Popen, timeout: float) -> socket.socket:
+    """A connection to the server ``p`` as soon as its port accepts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=1)
+        except OSError:
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.002)
+
+
 def _free_port() -> int:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -81,14 +92,7 @@ def test_a_request_sent_before_the_server_is_ready_is_answered(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "-cmdlog-path",
                           str(tmp_path / "log"), "--create"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                s = socket.create_connection(("127.0.0.1", port), timeout=1)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and p.poll() is None
-                time.sleep(0.005)
+        s = _connect_when_bound(port, p, 20)
         s.settimeout(20)
         s.sendall(b"add 00000000-0000-4000-8000-000000000001 q 1000 60000 1\r\nx\r\nlease q 0\r\n")
         got = b""
@@ -178,14 +182,7 @@ def test_on_a_big_log_clients_connect_at_once_and_are_answered_when_the_replay_e
     threading.Thread(target=lambda: listening.extend(
         time.monotonic() for line in p.stdout if line.startswith(b"Listening")), daemon=True).start()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                s = socket.create_connection(("127.0.0.1", port), timeout=1)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and p.poll() is None
-                time.sleep(0.002)
+        s = _connect_when_bound(port, p, 30)
         connected = time.monotonic()
         s.settimeout(30)
         s.sendall(b"inspect queue big-6\r\n")
