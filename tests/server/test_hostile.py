@@ -277,3 +277,39 @@ def test_a_line_of_a_million_spaces_is_parsed_without_a_million_tokens():
     assert (r.name, r.args) == (b"inspect", [b"queue", b"q1"])
     assert wire.parse_line(b" inspect server") == wire.E_UNKNOWN        # a leading space: an empty command name
     assert wire.parse_line(b"inspect  server").args == [b"server"]
+
+
+def test_every_waiting_connection_is_accepted_at_once_up_to_the_batch():
+    """A storm of connections (opened and dropped by a client in a loop, completed by the kernel) is accepted
+    BATCH at a time each time the listening socket is readable — uvloop's own server took one per loop iteration,
+    and a new client waited seconds behind thousands of dropped ones."""
+    import asyncio
+
+    from wqtool.server.workq.server import Acceptor, StructLog, listen_socket
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        lsock = listen_socket("127.0.0.1", 0)
+        made = []
+
+        class P(asyncio.Protocol):
+            def connection_made(self, t):
+                made.append(t)
+
+        acc = Acceptor(loop, lsock, P, StructLog("error"))
+        loop.remove_reader(lsock.fileno())                  # the test calls it by hand
+        clients = [socket.create_connection(lsock.getsockname(), timeout=5) for _ in range(Acceptor.BATCH + 10)]
+        acc._ready()                                        # one readiness: one batch
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert len(made) == Acceptor.BATCH
+        acc._ready()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert len(made) == Acceptor.BATCH + 10
+        for t in made:
+            t.close()
+        for c in clients:
+            c.close()
+        acc.close()
+    asyncio.run(main())

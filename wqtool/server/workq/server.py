@@ -27,6 +27,7 @@ import asyncio
 import dataclasses
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -282,17 +283,13 @@ class Server:
         if self.opts.cmdlog_path and self.locks is None:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
-        early = prebind.take(host.strip("[]"), int(port))      # bound before the imports
-        if early is not None:
-            server = await self.loop.create_server(lambda: Conn(self), sock=early, backlog=prebind.BACKLOG)
-        else:
-            server = await self.loop.create_server(lambda: Conn(self), host or None, int(port),
-                                                   reuse_address=True, backlog=prebind.BACKLOG)
-        for ls in server.sockets:
-            set_sockopts(ls)
+        lsock = prebind.take(host.strip("[]"), int(port))      # bound before the imports
+        if lsock is None:
+            lsock = listen_socket(host.strip("[]") or None, int(port))
+        set_sockopts(lsock)
         self.inherits_sockopts = sys.platform.startswith("linux")
-        self.listeners.append(server)
-        sock = server.sockets[0].getsockname()
+        self.listeners.append(Acceptor(self.loop, lsock, lambda: Conn(self), self.log))
+        sock = lsock.getsockname()
         self.address = f"{sock[0]}:{sock[1]}" if ":" not in sock[0] else f"[{sock[0]}]:{sock[1]}"
         if self.opts.metrics:
             await self._start_metrics()
@@ -849,6 +846,72 @@ class Server:
         self.listeners.append(srv)
         s = srv.sockets[0].getsockname()
         self.log.info("metrics listening", addr=f"{s[0]}:{s[1]}")
+
+
+def listen_socket(host: str | None, port: int) -> socket.socket:
+    """A listening TCP socket on (host, port) (IPv6 for a host with a colon; all IPv4 addresses for none)."""
+    family = socket.AF_INET6 if host and ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host or "", port))
+        s.listen(prebind.BACKLOG)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+class Acceptor:
+    """The listening socket, accepted from by the server itself: every connection waiting (up to ``BATCH``) each
+    time it is readable. uvloop's own server accepts one connection per loop iteration: a client that opens and
+    drops connections in a loop (the kernel completes them without the server) filled the accept queue with
+    thousands of them, and a new client waited seconds behind them (4.4 s for a probe, with a client flooding
+    pipelined requests at the same time). The connections are handed to the loop as usual
+    (``connect_accepted_socket``)."""
+
+    BATCH = 64
+
+    def __init__(self, loop, sock: socket.socket, factory, log):
+        self.loop, self.sock, self.factory, self.log = loop, sock, factory, log
+        self.sockets = [sock]
+        self._paused = None
+        sock.setblocking(False)
+        loop.add_reader(sock.fileno(), self._ready)
+
+    def _ready(self) -> None:
+        accept, attach = self.sock.accept, self._attach
+        for _ in range(self.BATCH):
+            try:
+                conn, _addr = accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:
+                continue
+            except OSError as exc:          # out of descriptors or memory: accepting again in a second
+                self.log.error("accept failed; accepting again in 1 s", error=str(exc))
+                self.loop.remove_reader(self.sock.fileno())
+                self._paused = self.loop.call_later(1.0, self._resume)
+                return
+            self.loop.create_task(attach(conn))
+
+    def _resume(self) -> None:
+        self._paused = None
+        if self.sock.fileno() >= 0:
+            self.loop.add_reader(self.sock.fileno(), self._ready)
+
+    async def _attach(self, conn: socket.socket) -> None:
+        try:
+            await self.loop.connect_accepted_socket(self.factory, conn)
+        except OSError:
+            conn.close()
+
+    def close(self) -> None:
+        if self._paused is not None:
+            self._paused.cancel()
+        elif self.sock.fileno() >= 0:
+            self.loop.remove_reader(self.sock.fileno())
+        self.sock.close()
 
 
 class CycleSkipped(Exception):
