@@ -876,6 +876,7 @@ class Acceptor:
         self.loop, self.sock, self.factory, self.log = loop, sock, factory, log
         self.sockets = [sock]
         self._paused = None
+        self._attaching: set = set()        # the hand-over tasks in flight (the loop keeps only weak references)
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._ready)
 
@@ -893,7 +894,9 @@ class Acceptor:
                 self.loop.remove_reader(self.sock.fileno())
                 self._paused = self.loop.call_later(1.0, self._resume)
                 return
-            self.loop.create_task(attach(conn))
+            task = self.loop.create_task(attach(conn))
+            self._attaching.add(task)
+            task.add_done_callback(self._attaching.discard)
 
     def _resume(self) -> None:
         self._paused = None
