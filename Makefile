@@ -97,7 +97,7 @@ bench-orth: $(VENV)/.installed-test
 	$(PY) bench/bench_orth.py
 
 bench-serve: $(VENV)/.installed
-	$(PY) bench/bench_serve.py
+	$(PY) bench/bench_serve_peer.py $(BENCH_SERVE_ARGS)
 bench-fastjournal: $(VENV)/.installed
 	$(PY) bench/bench_fastjournal.py
 

@@ -26,9 +26,12 @@ def jid(n: int) -> bytes:
 
 class ServerProc:
     """``python -m wqtool serve -listen 127.0.0.1:0 ...`` (after ``prefix``, e.g. an strace command line): waits for
-    the Listening line."""
+    the Listening line. ``create``: a -cmdlog-path is made if missing (``--create``)."""
 
-    def __init__(self, *args: str, env: dict | None = None, timeout: float = 20.0, prefix: tuple = ()):
+    def __init__(self, *args: str, env: dict | None = None, timeout: float = 20.0, prefix: tuple = (),
+                 create: bool = True):
+        if create and any(a.split("=")[0] in ("-cmdlog-path", "--cmdlog-path") for a in args):
+            args = (*args, "--create")      # (tests start on new directories; test_ops tests the refusal)
         e = dict(os.environ)
         e.pop("WQTOOL_SERVE_TIME", None)
         e.update(env or {})

@@ -223,3 +223,93 @@ def test_a_client_that_never_reads_cannot_grow_the_server(mem_server):
     assert grown < 64 * 1024, f"server grew by {grown} KiB"
     assert mem_server.client().inspect_server()          # and it still serves others
     _reset(s)
+
+
+class _Transport:
+    def __init__(self):
+        self.out = []
+
+    def write(self, b):
+        self.out.append(b)
+
+    def is_closing(self):
+        return False
+
+    def get_extra_info(self, _k):
+        return None
+
+    def set_write_buffer_limits(self, high):
+        pass
+
+
+def test_a_pipelining_client_gets_turns_not_the_whole_loop():
+    """One read of thousands of pipelined requests is handled TURN requests per loop iteration, so other clients'
+    requests and timers run in between (before: up to 200,000 requests in one callback — a probe waited 10 s
+    behind two such clients)."""
+    import asyncio
+
+    from wqtool.server.workq.conn import TURN, Conn
+    from wqtool.server.workq.server import Server, ServeOptions, StructLog
+
+    async def main():
+        srv = Server(ServeOptions(listen="127.0.0.1:0"), log=StructLog("error"))
+        srv.loop = asyncio.get_running_loop()
+        flood, probe = Conn(srv), Conn(srv)
+        tf, tp = _Transport(), _Transport()
+        flood.connection_made(tf)
+        probe.connection_made(tp)
+        flood.data_received(b"".join(b"add %s fl 1000 60000 1\r\nx\r\n" % jid(0x9000 + i) for i in range(3000)))
+        assert b"".join(tf.out).count(b"+OK") == TURN          # one turn, then the loop is free
+        probe.data_received(b"inspect queue fl\r\n")             # answered between two of the flood's turns
+        assert b"".join(tp.out) == b"+OK 1\r\nfl 2\r\nready-len %d\r\nscheduled-len 0\r\n" % TURN
+        for _ in range(3000 // TURN + 2):
+            await asyncio.sleep(0)
+        assert b"".join(tf.out).count(b"+OK") == 3000          # and the rest, turn by turn
+    asyncio.run(main())
+
+
+def test_a_line_of_a_million_spaces_is_parsed_without_a_million_tokens():
+    from wqtool.server.workq import wire
+    line = b"inspect" + b" " * 1_000_000 + b"queue" + b"  " + b"q1"
+    t0 = time.process_time()
+    r = wire.parse_line(line)
+    assert time.process_time() - t0 < 0.02
+    assert (r.name, r.args) == (b"inspect", [b"queue", b"q1"])
+    assert wire.parse_line(b" inspect server") == wire.E_UNKNOWN        # a leading space: an empty command name
+    assert wire.parse_line(b"inspect  server").args == [b"server"]
+
+
+def test_every_waiting_connection_is_accepted_at_once_up_to_the_batch():
+    """A storm of connections (opened and dropped by a client in a loop, completed by the kernel) is accepted
+    BATCH at a time each time the listening socket is readable — uvloop's own server took one per loop iteration,
+    and a new client waited seconds behind thousands of dropped ones."""
+    import asyncio
+
+    from wqtool.server.workq.server import Acceptor, StructLog, listen_socket
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        lsock = listen_socket("127.0.0.1", 0)
+        made = []
+
+        class P(asyncio.Protocol):
+            def connection_made(self, t):
+                made.append(t)
+
+        acc = Acceptor(loop, lsock, P, StructLog("error"))
+        loop.remove_reader(lsock.fileno())                  # the test calls it by hand
+        clients = [socket.create_connection(lsock.getsockname(), timeout=5) for _ in range(Acceptor.BATCH + 10)]
+        acc._ready()                                        # one readiness: one batch
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert len(made) == Acceptor.BATCH
+        acc._ready()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert len(made) == Acceptor.BATCH + 10
+        for t in made:
+            t.close()
+        for c in clients:
+            c.close()
+        acc.close()
+    asyncio.run(main())

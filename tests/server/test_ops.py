@@ -91,7 +91,7 @@ def test_circuit_breaker_on_a_failing_disk(tmp_path):
     from wqtool.server.workq.server import ServeOptions, Server, StructLog
 
     async def scenario():
-        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log")),
+        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log"), create=True),
                      log=StructLog("error"), out=open(os.devnull, "w"))
         await srv.start()
         host, port = srv.address.rsplit(":", 1)
@@ -141,7 +141,7 @@ def test_an_append_failing_after_a_roll_over_writes_no_record_twice(tmp_path):
     done = []
 
     async def scenario():
-        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log"), seg_size=200),
+        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log"), create=True, seg_size=200),
                      log=StructLog("error"), out=open(os.devnull, "w"))
         await srv.start()
         host, port = srv.address.rsplit(":", 1)
@@ -187,7 +187,7 @@ def test_a_failed_fsync_is_retried_without_writing_the_records_again(tmp_path):
     from wqtool.server.workq.server import ServeOptions, Server, StructLog
 
     async def scenario():
-        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log"), sync="always"),
+        srv = Server(ServeOptions(listen="127.0.0.1:0", cmdlog_path=str(tmp_path / "log"), create=True, sync="always"),
                      log=StructLog("error"), out=open(os.devnull, "w"))
         await srv.start()
         host, port = srv.address.rsplit(":", 1)
@@ -229,3 +229,54 @@ def test_stop_while_a_client_waits_in_run(server_factory, tmp_path):
     assert len(rows) == 1 and '"cmd": "expire"' in rows[0]     # the run ended, its expire written before the end
     assert cli("verify", d).code == 0
     s.close()
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean-start", "cli"])
+def test_a_missing_cmdlog_path_is_refused_with_nothing_created(tmp_path, lean):
+    """As workq-server (cmd/workq-server/main.go:65 -> int/captain/filemutex.go:16: ``open …/read.lock: no such
+    file or directory``): a mistyped path does not start an empty queue. Exit 2, nothing created, no port bound;
+    ``--create`` makes it. Both ways in: the lean start (plain flags) and the CLI (``--traceback`` takes it)."""
+    d = tmp_path / "nowhere" / "log"
+    extra = () if lean else ("--traceback",)
+    r = subprocess.run([sys.executable, "-m", "wqtool", *extra, "serve", "-listen", "127.0.0.1:0", "-cmdlog-path",
+                        str(d)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 2, r.stderr
+    assert f"open {d}/read.lock: no such file or directory" in r.stderr, r.stderr
+    assert "Listening" not in r.stdout
+    assert not (tmp_path / "nowhere").exists()
+    f = tmp_path / "file"
+    f.write_bytes(b"")
+    r = run_serve("-listen", "127.0.0.1:0", "-cmdlog-path", str(f))
+    assert r.returncode == 2 and f"open {f}/read.lock: not a directory" in r.stderr, r.stderr
+
+
+def test_create_makes_a_missing_cmdlog_path(server_factory, tmp_path):
+    d = tmp_path / "new" / "log"
+    srv = server_factory("-cmdlog-path", str(d), "--create", "-cmdlog-sync", "always")
+    srv.client().add(jid(0xf003), b"made", 1000, 60000, b"x")
+    assert srv.stop() == 0
+    assert sorted(os.listdir(d)) == ["000000001.log", "append.lock", "read.lock"]
+
+
+@pytest.mark.parametrize("error, code", [("FormatError", 3), ("UsageError", 2), ("InputError", 5),
+                                         ("PackMismatch", 70), ("OSError", 5), ("KeyError", 70)])
+def test_an_error_after_the_lean_start_listened_gets_the_clis_exit_code(tmp_path, monkeypatch, error, code):
+    """The lean start (no CLI imported) hands an error that stopped a server after it listened to the CLI's funnel:
+    the exit code comes from the CLI's table (wqtool/exitcodes.py), not a 5 for every wqtool error."""
+    import wqtool.errors
+    from tests.conftest import cli
+    from wqtool.server import prebind
+    from wqtool.server.workq.server import Server
+    exc_type = getattr(wqtool.errors, error, None) or {"OSError": OSError, "KeyError": KeyError}[error]
+
+    async def run(self):
+        await self.start()
+        raise exc_type("broke after listening") if exc_type is not wqtool.errors.PackMismatch else \
+            exc_type("broke after listening", expected="a", actual="b", path=str(tmp_path))
+    monkeypatch.setattr(Server, "run", run)
+    argv = ["-listen", "127.0.0.1:0", "-cmdlog-path", str(tmp_path), "-cmdlog-clean-int", "0"]
+    assert prebind.lean(argv) is None               # handed over: the CLI reports it
+    r = cli("serve", *argv)
+    assert r.code == code, r.err
+    assert "broke after listening" in r.err
+    assert prebind.handed_over() is None            # once

@@ -16,6 +16,17 @@ from tests.conftest import ROOT
 from wqtool.server import prebind
 
 
+def _connect_when_bound(port: int, p: subprocess.Popen, timeout: float) -> socket.socket:
+    """A connection to the server ``p`` as soon as its port accepts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=1)
+        except OSError:
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.002)
+
+
 def _free_port() -> int:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -34,8 +45,8 @@ def clean_prebind():
 
 
 @pytest.mark.parametrize("contents, bound", [((), True), (("append.lock", "read.lock"), True),
-                                             (("000000001.log",), False), (("notes.txt",), False)])
-def test_binds_early_only_when_there_is_nothing_to_replay(tmp_path, clean_prebind, contents, bound):
+                                             (("000000001.log",), True), (("notes.txt",), True)])
+def test_binds_early_for_any_directory_it_can_list(tmp_path, clean_prebind, contents, bound):
     d = tmp_path / "log"
     d.mkdir()
     for name in contents:
@@ -48,6 +59,14 @@ def test_binds_early_only_when_there_is_nothing_to_replay(tmp_path, clean_prebin
         assert s is not None and s.getsockname() == ("127.0.0.1", port)
         s.close()
         assert prebind.take("127.0.0.1", port) is None                       # handed over once
+
+
+@pytest.mark.parametrize("create, bound", [((), False), (("--create",), True)])
+def test_a_missing_directory_is_bound_for_only_with_create(tmp_path, clean_prebind, create, bound):
+    """Without --create the CLI refuses a missing -cmdlog-path (exit 2): no early client is accepted for it."""
+    port = _free_port()
+    assert prebind.early(["-listen", f"127.0.0.1:{port}", "-cmdlog-path", str(tmp_path / "no"), *create]) is bound
+    assert not (tmp_path / "no").exists()
 
 
 @pytest.mark.parametrize("argv", [["-h"], ["--help"], ["--fastjournal", "x"], ["--orth-admin", "x.db"],
@@ -71,16 +90,9 @@ def test_a_request_sent_before_the_server_is_ready_is_answered(tmp_path):
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     p = subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "-cmdlog-path",
-                          str(tmp_path / "log")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+                          str(tmp_path / "log"), "--create"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                s = socket.create_connection(("127.0.0.1", port), timeout=1)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and p.poll() is None
-                time.sleep(0.005)
+        s = _connect_when_bound(port, p, 20)
         s.settimeout(20)
         s.sendall(b"add 00000000-0000-4000-8000-000000000001 q 1000 60000 1\r\nx\r\nlease q 0\r\n")
         got = b""
@@ -147,3 +159,43 @@ def test_only_the_first_server_of_a_process_counts_from_the_process_start(monkey
     monkeypatch.setattr(prebind, "started_ns", time.time_ns() - 120 * 10**9)
     assert prebind.since_start() >= 120 * 10**9
     assert prebind.since_start() == 0
+
+
+def test_on_a_big_log_clients_connect_at_once_and_are_answered_when_the_replay_ends(tmp_path):
+    """Issue 33 item 1: the port is bound before the replay (and before the imports); a client that connects during
+    the replay waits in the socket and gets its answer once the replay ends, as workq-server's clients do."""
+    import threading
+
+    from wqtool.engine.workq.writer import SegmentWriter, add
+    from wqtool.formats._common import GoTime
+    d = tmp_path / "log"
+    now = GoTime.from_unix_ns(time.time_ns())
+    with SegmentWriter(str(d), segment_size=400) as w:
+        for i in range(3000):
+            w.append(add(bytes.fromhex("00000000000040008000%012x" % i), f"big-{i % 7}", ttr=60000, ttl=3_600_000,
+                         created=now, payload=b"x" * 40), now)
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "-cmdlog-path",
+                          str(d)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    listening = []
+    threading.Thread(target=lambda: listening.extend(
+        time.monotonic() for line in p.stdout if line.startswith(b"Listening")), daemon=True).start()
+    try:
+        s = _connect_when_bound(port, p, 30)
+        connected = time.monotonic()
+        s.settimeout(30)
+        s.sendall(b"inspect queue big-6\r\n")
+        got = b""
+        while got.count(b"\r\n") < 4:
+            part = s.recv(4096)
+            assert part, got
+            got += part
+        answered = time.monotonic()
+        s.close()
+        assert got == b"+OK 1\r\nbig-6 2\r\nready-len 428\r\nscheduled-len 0\r\n"
+        assert listening and connected < listening[0] <= answered      # connected before the replay ended
+    finally:
+        p.terminate()
+        p.wait(20)
+    assert p.returncode == 0

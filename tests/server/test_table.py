@@ -35,7 +35,7 @@ class InProc:
     """A Server on its own event loop thread (its queue inspected through ``call``), clients on sockets."""
 
     def __init__(self, **opts):
-        self.srv = Server(ServeOptions(listen="127.0.0.1:0", **opts), log=StructLog("error"),
+        self.srv = Server(ServeOptions(listen="127.0.0.1:0", **{"create": True, **opts}), log=StructLog("error"),
                           out=open(os.devnull, "w"))
         self.loop = asyncio.new_event_loop()
         started = threading.Event()
@@ -578,3 +578,19 @@ def test_cleaning_keeps_the_add_of_a_restored_job_that_outlives_its_logged_expir
     c = s.client()
     assert c.lease([b"cs"], 0)[3] == b"restored"
     c.close()
+
+
+def test_accepted_connections_have_nodelay_and_keepalive_from_the_listener(inproc):
+    """The TCP options are set once on the listening socket (Linux copies them to every accepted connection):
+    no system calls per connection at accept."""
+    import socket as so
+    s = inproc()
+    c = s.client()
+    c.expect(b"inspect queue nothing\r\n", b"-NOT-FOUND\r\n")      # accepted and answered
+    socks = s.call(lambda: [conn.t.get_extra_info("socket") for conn in s.srv.conns])
+    assert socks and s.call(lambda: s.srv.inherits_sockopts)
+    for sk in socks:
+        assert sk.getsockopt(so.IPPROTO_TCP, so.TCP_NODELAY) == 1
+        assert sk.getsockopt(so.SOL_SOCKET, so.SO_KEEPALIVE) == 1
+        assert sk.getsockopt(so.IPPROTO_TCP, so.TCP_KEEPIDLE) == 60
+        assert sk.getsockopt(so.IPPROTO_TCP, so.TCP_KEEPCNT) == 6

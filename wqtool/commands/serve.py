@@ -130,8 +130,11 @@ def serve(
                                                        "--fastjournal 127.0.0.1:4008; --orth-admin "
                                                        "127.0.0.1:8080.")] = None,
     cmdlog_path: Annotated[str, typer.Option("-cmdlog-path", "--cmdlog-path", metavar="DIR",
-                                             help="Command log directory (created if missing); empty: in "
-                                                  "memory only, as workq-server.")] = "",
+                                             help="Command log directory: an existing one, as workq-server "
+                                                  "requires (a missing one: exit 2, nothing created; --create "
+                                                  "makes it); empty: in memory only, as workq-server.")] = "",
+    create: Annotated[bool, typer.Option("--create", help="Make a missing -cmdlog-path directory (workq-server "
+                                                          "refuses one).")] = False,
     seg_size: Annotated[int, typer.Option("-cmdlog-seg-size", "--cmdlog-seg-size", help="Minimum segment size "
                                           "in bytes before a new segment starts.", **Uint)] = 67108864,
     sync: Annotated[str, typer.Option("-cmdlog-sync", "--cmdlog-sync", metavar="interval|os|always",
@@ -209,14 +212,18 @@ def serve(
       wqtool serve --fastjournal /var/lib/fastjournal -listen 127.0.0.1:4008
       wqtool serve --orth-admin orth_job.db --context-path /orth-admin --access-token TOKEN
     """
+    from ..server.prebind import handed_over
+    failed = handed_over()
+    if failed is not None:      # the lean start served and stopped on this error: reported here, with its code
+        raise failed
     mode_opts = {"--journal-sync": journal_sync, "--segment-size": segment_size,
                  "--access-token": access_token, "--context-path": context_path, "--timezone": timezone}
     if fastjournal is not None and orth_admin is not None:
         raise UsageError("--fastjournal and --orth-admin: choose one server")
     if fastjournal is not None or orth_admin is not None:
         mode = "--fastjournal" if fastjournal is not None else "--orth-admin"
-        if cmdlog_path:
-            raise UsageError(f"-cmdlog-path is a workq server's; {mode} takes its own store")
+        if cmdlog_path or create:
+            raise UsageError(f"-cmdlog-path and --create are a workq server's; {mode} takes its own store")
         own = ("--journal-sync", "--segment-size") if fastjournal is not None else \
               ("--access-token", "--context-path", "--timezone")
         stray = [k for k, v in mode_opts.items() if v is not None and k not in own]
@@ -239,7 +246,7 @@ def serve(
     opts = ServeOptions(listen=listen, cmdlog_path=cmdlog_path, seg_size=seg_size, sync=sync,
                         sync_int_ms=sync_int, clean_int_ms=clean_int, max_connections=max_connections,
                         idle_timeout_s=idle_timeout, request_timeout_s=request_timeout, metrics=metrics,
-                        log_level=log_level)
+                        log_level=log_level, create=create)
     try:
         return run_server(opts)
     except StartRefused as e:

@@ -4,12 +4,12 @@ importing the command line interface (``lean``).
 workq-server listens a few milliseconds after it starts; Python needs a few hundred to import the CLI, asyncio and
 the engine (more on a loaded machine), and a client that connects in between — upstream's own system tests connect
 100 ms after starting the server — was refused. So the console entry point (``wqtool._entry``) calls ``early()``
-before anything else when the command is ``serve``: when the log has nothing to replay (no ``-cmdlog-path``, or a
-directory that does not exist or holds no file but the two lock files) it binds and listens on ``-listen`` at
-once. The kernel then completes the connections of early clients, whose requests wait in the socket until the
-server, started as always (the full command line parsing, the locks, the replay of the empty log), takes the
-socket over (``take``) and answers them. Replay still comes before listening whenever there is something to replay:
-then nothing is bound early.
+before anything else when the command is ``serve``: it binds and listens on ``-listen`` at once. The kernel then
+completes the connections of early clients, whose requests wait in the socket until the server, started as always
+(the full command line parsing, the locks, the replay of the log), takes the socket over (``take``) and answers
+them: on a big log, clients connect at once and are answered when the replay ends. Nothing is bound for a
+``-cmdlog-path`` that does not exist (without ``--create``: refused, exit 2) or cannot be listed; a log the server
+then refuses (damaged, or locked by another server) exits, and early clients see the connection closed.
 
 Only the two flags needed to decide are read here (``-listen``, ``-cmdlog-path``, in Go flag syntax); anything
 else — help, another server mode, a malformed value — binds nothing, and the command line is checked by the CLI as
@@ -30,9 +30,37 @@ import time
 
 import _socket
 
-_LOCKS = ("append.lock", "read.lock")
 _held: tuple[str, int, int, int] | None = None       # (host, port, family, file descriptor)
+#: the listen backlog: Linux's default net.core.somaxconn, as Go's net package takes it (a storm of connections
+#: fills a shorter queue and a dropped SYN costs its client a 1 s retransmission)
+BACKLOG = 4096
+_failed: BaseException | None = None                # what stopped a lean run after it listened (``hand_over``)
 started_ns: int | None = None                       # time.time_ns() when ``early`` ran (the process's start)
+
+
+_marks: list[tuple[str, int]] = []                 # (step, CLOCK_BOOTTIME ns): the start-up's timestamps (``mark``)
+
+
+def mark(step: str) -> None:
+    """Note that start-up step ``step`` is done now (``startup_marks`` reports them as ms after exec)."""
+    _marks.append((step, time.clock_gettime_ns(time.CLOCK_BOOTTIME)))
+
+
+def startup_marks() -> str | None:
+    """The start-up steps noted so far, as milliseconds after the process's exec (Linux: /proc/self/stat's start
+    time, in clock ticks since boot — 10 ms steps), e.g. ``bound=41 imported=212 log=214 listening=220``; taken
+    once (None: none noted, or no /proc)."""
+    if not _marks:
+        return None
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+        exec_ns = start_ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    out = " ".join(f"{step}={(t - exec_ns) / 1e6:.0f}" for step, t in _marks)
+    _marks.clear()
+    return out
 
 
 def since_start() -> int:
@@ -51,12 +79,12 @@ def since_start() -> int:
 
 
 def early(argv: list[str]) -> bool:
-    """Bind and listen on ``serve``'s ``-listen`` address now when its log has nothing to replay (see the module
-    docstring); ``argv``: the arguments after ``serve``. True when a socket was bound."""
+    """Bind and listen on ``serve``'s ``-listen`` address now (see the module docstring); ``argv``: the arguments
+    after ``serve``. True when a socket was bound."""
     global _held, started_ns
     if started_ns is None:
         started_ns = time.time_ns()
-    listen, path = "127.0.0.1:9922", ""
+    listen, path, create = "127.0.0.1:9922", "", False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -65,6 +93,10 @@ def early(argv: list[str]) -> bool:
         name, eq, value = a.lstrip("-").partition("=")
         if name in ("h", "help", "fastjournal", "orth-admin"):
             return False
+        if a == "--create":
+            create = True
+            i += 1
+            continue
         takes = name in ("listen", "cmdlog-path", "cmdlog-seg-size", "cmdlog-sync", "cmdlog-sync-int",
                          "cmdlog-clean-int", "max-connections", "idle-timeout", "request-timeout", "metrics",
                          "log-level")
@@ -83,7 +115,7 @@ def early(argv: list[str]) -> bool:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or int(port) == 0 or int(port) > 65535:
         return False                                        # (port 0: the Listening line says which; no hurry)
-    if path and not _nothing_to_replay(path):
+    if path and not _servable(path, create):
         return False
     host = host.strip("[]") or None
     try:
@@ -92,13 +124,14 @@ def early(argv: list[str]) -> bool:
         try:
             s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
             s.bind((host or "", int(port)))
-            s.listen(1024)
+            s.listen(BACKLOG)
         except BaseException:
             s.close()
             raise
     except (OSError, ValueError, UnicodeError):
         return False                                        # the server's own bind reports it, as always
     _held = (host or "", int(port), family, s.detach())
+    mark("bound")
     return True
 
 
@@ -114,15 +147,20 @@ def lean(argv: list[str]) -> int | None:
     """Run the workq server without importing the command line interface (typer, rich and every other command:
     most of a start's time) when ``argv`` (after ``serve``) is nothing but well-formed flags of the table above.
     Returns the exit code; None when the CLI must run instead: an argument this does not take (help, other modes,
-    ``--traceback``, a value in another notation), or a server that did not get as far as listening (a bad flag
-    value, a log refused, a lock held — the CLI then reports it exactly as always; nothing was changed but what
-    the CLI's own attempt makes the same way: the directory and its lock files)."""
+    ``--traceback``, a value in another notation), a server that did not get as far as listening (a bad flag
+    value, a missing -cmdlog-path, a log refused, a lock held — the CLI then reports it exactly as always; nothing
+    was changed but what the CLI's own attempt makes the same way: the lock files), or a server that stopped on an
+    error after it listened (handed to the CLI, ``hand_over``: its funnel reports it with its exit code)."""
     kw: dict = {}
     i = 0
     while i < len(argv):
         a = argv[i]
         if not a.startswith("-") or a in ("-", "--"):
             return None
+        if a == "--create":
+            kw["create"] = True
+            i += 1
+            continue
         name, eq, value = a[2:].partition("=") if a.startswith("--") else a[1:].partition("=")
         spec = _LEAN.get(name)
         if spec is None or (name in ("max-connections", "idle-timeout", "request-timeout", "log-level")
@@ -159,6 +197,7 @@ def lean(argv: list[str]) -> int | None:
             kw[field] = value
         i += 1
     from .workq.server import Server, ServeOptions, event_loop_factory, run_server
+    mark("imported")
     try:
         name, factory = event_loop_factory()
         srv = Server(ServeOptions(**kw))
@@ -168,14 +207,29 @@ def lean(argv: list[str]) -> int | None:
     return run_server(srv, factory)
 
 
-def _nothing_to_replay(path: str) -> bool:
+def hand_over(exc: BaseException) -> None:
+    """A lean run stopped on ``exc`` after it listened: the CLI's funnel reports it (``handed_over``)."""
+    global _failed
+    _failed = exc
+
+
+def handed_over() -> BaseException | None:
+    """The error a lean run of this process stopped on, once (``wqtool serve`` raises it into the CLI's funnel,
+    which prints it and exits with its code from the CLI's table instead of running the server again)."""
+    global _failed
+    exc, _failed = _failed, None
+    return exc
+
+
+def _servable(path: str, create: bool) -> bool:
+    """A -cmdlog-path the server may start on: a directory it can list, or a missing one with --create."""
     try:
-        names = os.listdir(path)
+        os.listdir(path)
     except FileNotFoundError:
-        return True
+        return create                   # (without --create the CLI refuses it: nothing to bind for)
     except OSError:
         return False
-    return all(n in _LOCKS for n in names)
+    return True
 
 
 def take(host: str | None, port: int):

@@ -24,13 +24,32 @@ from . import wire
 from .queue import Waiter
 
 OUT_HIGH = 1 << 20            # unsent reply bytes before this connection stops parsing requests
+#: requests handled per turn of one connection: a client that pipelines thousands of requests in one read (256 KB
+#: of adds) then waits for the next loop iteration, and every other connection (a probe, a lease timing out) gets
+#: its turn in between — before, one read of such a client held the loop for up to 200,000 requests (OUT_HIGH of
+#: 5-byte replies): a probe waited 10 s behind two flooding clients
+TURN = 64
 IN_CAP = wire.MAX_READ + (1 << 16)   # unparsed input before reading from the socket pauses
+
+
+def set_sockopts(sock) -> None:
+    """TCP_NODELAY and keepalive (idle 60 s, then 6 probes 10 s apart). On Linux a connection inherits them from
+    the listening socket (``Server.start`` sets them there: no system calls per accepted connection — a storm of
+    connections otherwise filled the accept queue and a probe's SYN waited 1 s for its retransmission)."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for opt, val in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 6)):
+            if hasattr(socket, opt):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), val)
+    except OSError:
+        pass
 
 
 class Conn(asyncio.Protocol):
     __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
                  "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
-                 "peer", "resume_scheduled", "made")
+                 "resume_scheduled", "made")
 
     def __init__(self, srv):
         self.srv = srv
@@ -52,14 +71,11 @@ class Conn(asyncio.Protocol):
         self.in_process = False
         self.resume_scheduled = False
         self.made: Waiter | None = None     # the waiter a blocking command just made (``execute``)
-        self.peer = "?"
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport) -> None:
         self.t = transport
         srv = self.srv
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         if len(srv.conns) >= srv.max_connections:
             srv.refused += 1
             srv.log.warn("connection refused: max connections reached", peer=self.peer,
@@ -69,18 +85,13 @@ class Conn(asyncio.Protocol):
             return
         srv.conns.add(self)
         srv.accepted += 1
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-                for opt, val in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 6)):
-                    if hasattr(socket, opt):
-                        sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), val)
-            except OSError:
-                pass
+        if not srv.inherits_sockopts:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                set_sockopts(sock)
         transport.set_write_buffer_limits(high=OUT_HIGH)
-        srv.log.debug("connection open", peer=self.peer)
+        if srv.log.level <= 10:
+            srv.log.debug("connection open", peer=self.peer)
 
     def data_received(self, data: bytes) -> None:
         if self.closing:
@@ -112,6 +123,12 @@ class Conn(asyncio.Protocol):
         if was_open:
             srv.log.debug("connection closed", peer=self.peer, error=str(exc) if exc else None)
 
+    @property
+    def peer(self) -> str:
+        """HOST:PORT of the client (for log lines: worked out only when one is written)."""
+        peer = self.t.get_extra_info("peername") if self.t is not None else None
+        return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
     def pause_writing(self) -> None:
         self.paused_write = True
 
@@ -127,16 +144,26 @@ class Conn(asyncio.Protocol):
             return
         self.in_process = True
         try:
-            self._process()
+            more = self._process()
         finally:
             self.in_process = False
         self.flush_out()
         self.srv.after_change()
+        if more and not self.resume_scheduled:       # its turn is over: the rest at the next loop iteration
+            self.resume_scheduled = True
+            self.srv.loop.call_soon(self._continue)
 
-    def _process(self) -> None:  # noqa: C901 — the framing state machine, kept in one place
+    def _process(self) -> bool:  # noqa: C901 — the framing state machine, kept in one place
+        """Handle what is buffered, at most TURN requests; True when the turn ended with requests left."""
         buf = self.buf
         srv = self.srv
+        turn = TURN
+        more = False
         while not self.closing and self.blocked is None and not self.paused_write and self.out_bytes < OUT_HIGH:
+            turn -= 1
+            if turn < 0:
+                more = True
+                break
             req = self.req
             if req is None:
                 nl = buf.find(b"\n", self.scan)
@@ -199,13 +226,14 @@ class Conn(asyncio.Protocol):
         if self.paused_read and len(buf) - self.pos < IN_CAP // 2 and not self.closing:
             self.paused_read = False
             self.t.resume_reading()
-        if self.eof and self.blocked is None and not self.closing:
+        if self.eof and self.blocked is None and not self.closing and not more:
             if self.req is not None:              # the client went away inside a body: upstream's reply
                 r = wire.body_error(self.req.name)
                 self.req = None
                 srv.count(b"?", r)
                 self.reply(r)
             self.close(None)                      # EOF: after the replies to everything it sent
+        return more
 
     def _make_waiter(self) -> Waiter:
         w = self.made = Waiter(self._resume)

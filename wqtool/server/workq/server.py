@@ -27,6 +27,7 @@ import asyncio
 import dataclasses
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -45,9 +46,10 @@ from ...formats._common import GO_ZERO_TIME, GoTime, encode_uvarint, format_unix
 from ...formats.workq import CmdType
 from .. import prebind
 from . import wire
-from .conn import Conn
+from .conn import Conn, set_sockopts
 from .handlers import Handlers
 from .queue import LiveQueue
+from .spin import Spinner
 
 def syncfs_dir(directory: str) -> None:
     """syncfs(2) on the filesystem holding ``directory``."""
@@ -92,6 +94,30 @@ class ServeOptions:
     request_timeout_s: float = 60.0      # a started request must be complete within this (slow-loris)
     metrics: str | None = None           # [HOST:]PORT for Prometheus text
     log_level: str = "info"
+    create: bool = False                 # make a missing -cmdlog-path (workq-server refuses one: MissingLogDir)
+
+
+class MissingLogDir(UsageError):
+    """-cmdlog-path names no directory: refused as workq-server refuses it, before anything is created. Upstream
+    opens ``<path>/read.lock`` with O_CREATE first (cmd/workq-server/main.go:65 ``stream.OpenCursor()`` ->
+    int/captain/cursor.go:24 ``openFileMutex`` -> int/captain/filemutex.go:16 ``os.OpenFile``), which fails on a
+    missing directory, and exits with that error (main.go:26-27): a mistyped path on a restart does not serve an
+    empty queue while the jobs sit elsewhere."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__(f"open {os.path.join(path, 'read.lock')}: {why} (-cmdlog-path must be an existing "
+                         f"directory, as for workq-server; --create makes a missing one)")
+
+
+def check_log_dir(path: str, create: bool) -> None:
+    """A -cmdlog-path that is not a directory is refused (MissingLogDir), or made with ``create``."""
+    if os.path.isdir(path):
+        return
+    if os.path.lexists(path):
+        raise MissingLogDir(path, "not a directory")
+    if not create:
+        raise MissingLogDir(path, "no such file or directory")
+    os.makedirs(path, exist_ok=True)
 
 
 class StartRefused(Exception):
@@ -211,20 +237,23 @@ class Server:
         self.append_errors = 0
         self.clean = None            # a callable running one cleaning cycle (None: not available)
         self.listeners: list = []
+        self.inherits_sockopts = False   # accepted sockets get the listener's TCP options (Linux: Conn)
         self.address = ""
         self.loop_name = "asyncio"
+        #: -cmdlog-sync always: a thread spinning while the loop waits in fsync (WQTOOL_SERVE_SPIN=0: none)
+        self.spinner = Spinner() if opts.sync == "always" and os.environ.get("WQTOOL_SERVE_SPIN") != "0" else None
 
     # ---------------------------------------------------------------- start-up
     def open_log(self) -> None:
         """Locks, replay through the engine, live queues, appender. Raises StartRefused / LogBusy."""
         path = self.opts.cmdlog_path
-        if os.path.isdir(path) and os.listdir(path) and not os.path.exists(os.path.join(path, "append.lock")):
+        check_log_dir(path, self.opts.create)
+        if os.listdir(path) and not os.path.exists(os.path.join(path, "append.lock")):
             # no server ever ran here (workq-server creates append.lock first): a log it would refuse is refused
             # before anything is created in the directory — nothing modified (an empty directory is a new log)
             rep = replay_directory(path, self.clock(), payloads=False)
             if rep.verdict != Verdict.CLEAN:
                 raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
-        os.makedirs(path, exist_ok=True)
         self.locks = CmdlogLocks(path)
         self.locks.lock_append()
         try:
@@ -246,21 +275,21 @@ class Server:
         except BaseException:
             self.locks.release()
             raise
-        self.clean = _cleaner(self)
+        self.clean = Cleaner(self) if Cleaner.available() else None
+        prebind.mark("log")
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         if self.opts.cmdlog_path and self.locks is None:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
-        early = prebind.take(host.strip("[]"), int(port))      # bound before the imports (nothing to replay)
-        if early is not None:
-            server = await self.loop.create_server(lambda: Conn(self), sock=early, backlog=1024)
-        else:
-            server = await self.loop.create_server(lambda: Conn(self), host or None, int(port),
-                                                   reuse_address=True, backlog=1024)
-        self.listeners.append(server)
-        sock = server.sockets[0].getsockname()
+        lsock = prebind.take(host.strip("[]"), int(port))      # bound before the imports
+        if lsock is None:
+            lsock = listen_socket(host.strip("[]") or None, int(port))
+        set_sockopts(lsock)
+        self.inherits_sockopts = sys.platform.startswith("linux")
+        self.listeners.append(Acceptor(self.loop, lsock, lambda: Conn(self), self.log))
+        sock = lsock.getsockname()
         self.address = f"{sock[0]}:{sock[1]}" if ":" not in sock[0] else f"[{sock[0]}]:{sock[1]}"
         if self.opts.metrics:
             await self._start_metrics()
@@ -272,7 +301,8 @@ class Server:
                 self.loop.call_later(self.opts.clean_int_ms / 1000, self._clean_tick)
         self.loop.call_later(1.0, self._sweep)
         self.after_change()
-        self.log.info("listening", addr=self.address, loop=self.loop_name, cmdlog=self.opts.cmdlog_path or None,
+        prebind.mark("listening")
+        self.log.info("listening", addr=self.address, loop=self.loop_name, startup_ms=prebind.startup_marks(), cmdlog=self.opts.cmdlog_path or None,
                       sync=self.opts.sync if self.appender else None,
                       cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
                       if self.appender else None)
@@ -298,6 +328,7 @@ class Server:
     async def shutdown(self) -> None:
         for s in self.listeners:
             s.close()
+        cleaner_free = self.clean is None or self.clean.stop()     # a cycle in flight stops at its next step
         now = self.clock()
         try:
             self.queue.advance(now)
@@ -324,6 +355,11 @@ class Server:
                 self.log.error("fsync at shutdown failed", error=str(exc))
             if self._roll_pool is not None:         # os: the roll-overs' fsyncs end before the locks are released
                 self._roll_pool.shutdown(wait=True)
+            if not cleaner_free:                    # the locks are released after the cleaner's last write
+                t0 = time.perf_counter()
+                while not self.clean.stop():
+                    await asyncio.sleep(0.005)
+                self.log.info("cleaning cycle stopped", waited_ms=round((time.perf_counter() - t0) * 1000, 1))
             self.locks.release()
             digest = state_digest(self.queue.snapshot(now))
         if self.queue.reader is not None and not self._cleaning:
@@ -378,7 +414,11 @@ class Server:
             if always:
                 try:
                     t0 = time.perf_counter()
-                    self.appender.sync()
+                    if self.spinner is None:
+                        self.appender.sync()
+                    else:
+                        with self.spinner:      # a CPU held for the thread the fsync returns to (spin.py)
+                            self.appender.sync()
                     self.fsync_seconds += time.perf_counter() - t0
                     self.metrics["fsyncs"] += 1
                 except OSError as exc:      # not durable: cut and written again; nothing acknowledged before
@@ -683,8 +723,25 @@ class Server:
                           f"{format_unix_ns(held)} (upstream's fresh TTL at a restart)")
             return
         # the log as of now: the active segment up to its last complete record (the appender goes on writing
-        # while the cycle runs in its thread; what it writes after this point is not the cycle's input)
-        self.loop.run_in_executor(None, self.clean, as_of, ap.seq, ap.size).add_done_callback(done)
+        # while the cycle runs in its thread; what it writes after this point is not the cycle's input). A daemon
+        # thread of its own, not the loop's executor: a stop does not wait for a cycle that is only reading
+        # (shutdown waits for one that writes: Cleaner.stop)
+        fut = self.loop.create_future()
+        fut.add_done_callback(done)
+        loop, clean, seq, size = self.loop, self.clean, ap.seq, ap.size
+
+        def work() -> None:
+            try:
+                res = clean(as_of, seq, size)
+            except BaseException as exc:  # noqa: BLE001 — handed to the loop (done)
+                back = (fut.set_exception, exc)
+            else:
+                back = (fut.set_result, res)
+            try:
+                loop.call_soon_threadsafe(lambda: fut.done() or back[0](back[1]))
+            except RuntimeError:        # the loop is closed: the server stopped
+                pass
+        threading.Thread(target=work, name="wqtool-clean", daemon=True).start()
 
     def _moved(self, moved) -> None:
         """Segments a cleaning cycle rewrote or deleted: rows naming a rewritten one are translated on read."""
@@ -791,24 +848,119 @@ class Server:
         self.log.info("metrics listening", addr=f"{s[0]}:{s[1]}")
 
 
+def listen_socket(host: str | None, port: int) -> socket.socket:
+    """A listening TCP socket on (host, port) (IPv6 for a host with a colon; all IPv4 addresses for none)."""
+    family = socket.AF_INET6 if host and ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host or "", port))
+        s.listen(prebind.BACKLOG)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+class Acceptor:
+    """The listening socket, accepted from by the server itself: every connection waiting (up to ``BATCH``) each
+    time it is readable. uvloop's own server accepts one connection per loop iteration: a client that opens and
+    drops connections in a loop (the kernel completes them without the server) filled the accept queue with
+    thousands of them, and a new client waited seconds behind them (4.4 s for a probe, with a client flooding
+    pipelined requests at the same time). The connections are handed to the loop as usual
+    (``connect_accepted_socket``)."""
+
+    BATCH = 64
+
+    def __init__(self, loop, sock: socket.socket, factory, log):
+        self.loop, self.sock, self.factory, self.log = loop, sock, factory, log
+        self.sockets = [sock]
+        self._paused = None
+        self._attaching: set = set()        # the hand-over tasks in flight (the loop keeps only weak references)
+        sock.setblocking(False)
+        loop.add_reader(sock.fileno(), self._ready)
+
+    def _ready(self) -> None:
+        accept, attach = self.sock.accept, self._attach
+        for _ in range(self.BATCH):
+            try:
+                conn, _addr = accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:
+                continue
+            except OSError as exc:          # out of descriptors or memory: accepting again in a second
+                self.log.error("accept failed; accepting again in 1 s", error=str(exc))
+                self.loop.remove_reader(self.sock.fileno())
+                self._paused = self.loop.call_later(1.0, self._resume)
+                return
+            task = self.loop.create_task(attach(conn))
+            self._attaching.add(task)
+            task.add_done_callback(self._attaching.discard)
+
+    def _resume(self) -> None:
+        self._paused = None
+        if self.sock.fileno() >= 0:
+            self.loop.add_reader(self.sock.fileno(), self._ready)
+
+    async def _attach(self, conn: socket.socket) -> None:
+        try:
+            await self.loop.connect_accepted_socket(self.factory, conn)
+        except OSError:
+            conn.close()
+
+    def close(self) -> None:
+        if self._paused is not None:
+            self._paused.cancel()
+        elif self.sock.fileno() >= 0:
+            self.loop.remove_reader(self.sock.fileno())
+        self.sock.close()
+
+
 class CycleSkipped(Exception):
     """A cleaning cycle did not run (nothing changed): the reason is logged, the next tick tries again."""
 
 
-def _cleaner(server: Server):
-    """One cleaning cycle through ``wqtool clean``'s engine (``engine.workq.clean``), or None when this build has
-    none. A cycle replays the log at the server's clock, drops only records the replay gives no effect (expired
-    adds, records of jobs that are not live) from every segment but the active one — never the record that
-    removed a live job, so nothing is resurrected — re-verifies the digest, and swaps segments under LOCK_EX on
-    read.lock, as upstream's cleaner cycle; the server keeps append.lock. It runs in a worker thread: segments
-    before the active one are immutable to the appender, which only appends to the newest."""
-    import importlib.util
-    if importlib.util.find_spec("wqtool.engine.workq.clean") is None:
-        return None
-    from ...engine.workq.reader import discover
+class CycleCancelled(CycleSkipped):
+    """The server is stopping: the cycle stopped between two of its steps (nothing half written is left: the plan's
+    rollback removes its ``.rw`` files; past its commit point any subset of the renames replays the same)."""
 
-    def cycle(as_of_ns: int, active_seq: int, active_size: int) -> tuple[dict, list] | None:
+
+class Cleaner:
+    """One cleaning cycle through ``wqtool clean``'s engine (``engine.workq.clean``), called with (as_of_ns,
+    active_seq, active_size) in the cleaning thread. A cycle replays the log at the server's clock, drops only
+    records the replay gives no effect (expired adds, records of jobs that are not live) from every segment but the
+    active one — never the record that removed a live job, so nothing is resurrected — re-verifies the digest, and
+    swaps segments under LOCK_EX on read.lock, as upstream's cleaner cycle; the server keeps append.lock. Segments
+    before the active one are immutable to the appender, which only appends to the newest.
+
+    Stopping (``stop``): a cycle writes only while it holds ``writing``, and checks ``stopping`` before each of its
+    steps (plan.py's step hook). The server sets ``stopping`` and takes ``writing`` before it releases its locks:
+    after that no file of the log is written by this process (a cycle still reading, in its plan, ends there)."""
+
+    def __init__(self, server: Server):
+        self.server = server
+        self.stopping = threading.Event()
+        self.writing = threading.Lock()
+
+    @staticmethod
+    def available() -> bool:
+        import importlib.util
+        return importlib.util.find_spec("wqtool.engine.workq.clean") is not None
+
+    def stop(self) -> bool:
+        """No cycle writes from now on once this is True (call again until it is: a step in flight ends first)."""
+        self.stopping.set()
+        return self.writing.acquire(blocking=False)
+
+    def _step(self, when: str, label: str) -> None:
+        if when == "before" and self.stopping.is_set():
+            raise CycleCancelled(f"the server is stopping (before step {label})")
+
+    def __call__(self, as_of_ns: int, active_seq: int, active_size: int) -> tuple[dict, list] | None:
         from ...engine.workq import clean as clean_mod     # (imported by the first cycle, not at start-up)
+        from ...engine.workq.reader import discover
+        server = self.server
         (log,) = discover([server.opts.cmdlog_path])
         # the input is the log the loop saw when it started the cycle: segments up to the active one, that one
         # pinned at its last complete record (a roll-over since made newer ones: the appender's, not the input's)
@@ -823,30 +975,32 @@ def _cleaner(server: Server):
             raise CycleSkipped(str(exc)) from None
         if not plan.changed:
             return None
-        # the queue reads job bodies by (segment, offset): the segments about to change stay open as they are
-        # until the loop learns what moved (Server._clean_tick), so no read meets a renamed file in between
-        reader = server.queue.reader
-        if reader is not None:
-            reader.pin([sc.path for sc in plan.changed])
-        try:
-            try:
-                clean_mod.apply_plan(plan, locks="read")
-            except (InputError, LogBusy) as exc:    # before anything is renamed: the log changed, or a reader
-                raise CycleSkipped(str(exc)) from None      # holds read.lock (the next tick tries again)
-        except Exception as exc:
-            # a cycle that failed after renaming some segments: those moved all the same; the others are unpinned
+        with self.writing:
+            self._step("before", "apply")
+            # the queue reads job bodies by (segment, offset): the segments about to change stay open as they are
+            # until the loop learns what moved (Server._clean_tick), so no read meets a renamed file in between
+            reader = server.queue.reader
             if reader is not None:
-                exc.wqtool_moved = [(sc.path, sc.action, sc.drops) for sc in plan.changed if reader.replaced(sc.path)]
-                reader.unpin([sc.path for sc in plan.changed])
-            raise
+                reader.pin([sc.path for sc in plan.changed])
+            try:
+                try:
+                    clean_mod.apply_plan(plan, locks="read", hook=self._step)
+                except (InputError, LogBusy) as exc:    # before anything is renamed: the log changed, or a reader
+                    raise CycleSkipped(str(exc)) from None      # holds read.lock (the next tick tries again)
+            except Exception as exc:
+                # a cycle that failed or stopped after renaming some segments: those moved all the same; the
+                # others are unpinned
+                if reader is not None:
+                    exc.wqtool_moved = [(sc.path, sc.action, sc.drops) for sc in plan.changed
+                                        if reader.replaced(sc.path)]
+                    reader.unpin([sc.path for sc in plan.changed])
+                raise
         return plan.report_doc(), [(sc.path, sc.action, sc.drops) for sc in plan.changed]
-
-    return cycle
 
 
 def event_loop_factory():
-    """(name, loop factory): uvloop's when it is installed (the optional extra ``wqtool[serve]``), else asyncio's
-    own. ``WQTOOL_SERVE_LOOP=asyncio`` picks asyncio's even so (``uvloop`` requires it)."""
+    """(name, loop factory): uvloop's when it is installed (a default dependency where it has wheels), else
+    asyncio's own. ``WQTOOL_SERVE_LOOP=asyncio`` picks asyncio's even so (``uvloop`` requires it)."""
     want = os.environ.get("WQTOOL_SERVE_LOOP", "")
     if want not in ("", "asyncio", "uvloop"):
         raise UsageError(f"WQTOOL_SERVE_LOOP: expected asyncio or uvloop, got {want!r}")
@@ -871,8 +1025,9 @@ def serve(opts: ServeOptions) -> int:
 
 
 def run_server(srv: Server, factory) -> int | None:
-    """The lean start's run (``wqtool.server.prebind.lean``): None when the server stopped before it listened (the
-    CLI then runs and reports why, as always); after that an error is reported here as the CLI's funnel does."""
+    """The lean start's run (``wqtool.server.prebind.lean``): None when the CLI must report how the server ended —
+    before it listened (the CLI then runs and reports why, as always), or on an error after it listened, which is
+    handed to the CLI (``prebind.hand_over``) so that its funnel reports it with the exit code of its table."""
     try:
         if srv.opts.cmdlog_path:
             srv.open_log()          # (a log refused, a lock held: nothing listens yet)
@@ -885,14 +1040,7 @@ def run_server(srv: Server, factory) -> int | None:
             if srv.queue.reader is not None:
                 srv.queue.reader.close()
             return None
-        if isinstance(exc, KeyboardInterrupt):
-            print("wqtool: interrupted", file=sys.stderr)
-            return 130
         if isinstance(exc, SystemExit):
             raise
-        if isinstance(exc, (WqError, OSError)):
-            print(f"wqtool: {exc}", file=sys.stderr)
-            return 5
-        print(f"wqtool: internal error: {type(exc).__name__}: {exc} (rerun with --traceback and report it)",
-              file=sys.stderr)
-        return 70
+        prebind.hand_over(exc)
+        return None

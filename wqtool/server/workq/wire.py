@@ -8,6 +8,7 @@ on exactly what those accept.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 
 from ...formats._common import format_uuid
 
@@ -112,7 +113,9 @@ class Request:
 def parse_line(line: bytes) -> Request | bytes:
     """A request line without its CRLF -> a Request, or the error reply ParseCmd gives (its body, if any, is
     then NOT read: the caller goes on parsing the next bytes as a new line)."""
-    raw = line.split(b" ")
+    # runs of spaces are one separator (the empty tokens between them are skipped below): split by the C regex
+    # engine, not into a list of one empty token per space (a 1 MB line of spaces cost 60-100 ms of the loop)
+    raw = _SPACES.split(line) if b"  " in line else line.split(b" ")
     flags: dict[bytes, bytes] = {}
     if b" -" not in line and line[:1] != b"-" and b"" not in raw:    # no flag, no empty token: the tokens
         args = raw
@@ -143,6 +146,9 @@ def parse_line(line: bytes) -> Request | bytes:
         if size is None or size < 0 or size > MAX_BODY:
             return E_RESULT_SIZE if name == b"fail" else E_PAYLOAD_SIZE
     return Request(name, args[1:], flags, size)
+
+
+_SPACES = re.compile(rb" +")
 
 
 def body_error(name: bytes) -> bytes:
