@@ -139,3 +139,22 @@ def test_a_bound_in_every_file_keeps_the_next_files_numbers(tmp_path):
     fast = _run(log, flt, None, fast=True)
     assert fast == _run(log, flt, None, fast=False)
     assert len(log.segments) > 2 and fast[0][1][2] > 1     # the second file's first record is not number 1
+
+
+def test_the_span_of_a_log_that_grew_is_walked_again(tmp_path):
+    """The span is remembered per log object and state of its files: a caller that asks again after the log grew
+    (the API over a live log) gets the new newest record, not the first answer."""
+    from wqtool.engine.workq.sample import SampleSpec, generate
+    generate(str(tmp_path), SampleSpec(records=20, segment_size=1 << 20, seed=3))
+    log = discover([str(tmp_path)])[0]
+    first = walk.time_span(log)
+    assert walk.time_span(log) == first
+    with open(log.segments[-1].path, "ab") as f:      # a writer appends one record to the newest segment
+        f.write(encode_record(GoTime.from_unix_ns(first[1] + 10**9), encode_payload(command_delete())))
+    assert walk.time_span(log) == (first[0], first[1] + 10**9)
+
+
+def command_delete():
+    from wqtool.engine.workq.model import Command
+    from wqtool.formats.workq import CmdType
+    return Command(CmdType.DELETE, IDS[0])

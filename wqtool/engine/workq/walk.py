@@ -11,6 +11,7 @@ dump's selection: ``WorkqWalker``, driven by ``engine.walk.Selection`` (its doc 
 """
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 from ...formats.workq import HEADER_SIZE, CmdType
@@ -72,21 +73,36 @@ def segment_span(reader: RecordReader, seg, is_newest: bool) -> tuple[int, int] 
     return None if lo is None else (lo, hi)
 
 
-#: the spans of the logs walked in this process, by the log object (kept, so its id is not reused): a command
-#: asks once for --as-of last and once more for the metrics' newest record, and walks once
-_SPANS: dict[int, tuple[LogSet, tuple[int | None, int | None]]] = {}
+#: the spans of the logs walked in this process, by the log object (kept, so its id is not reused) and the files'
+#: sizes and mtimes when walked: a command asks once for --as-of last and once more for the metrics' newest record,
+#: and walks once; a log that changed since (an API caller's loop over a live log) is walked again
+_SPANS: dict[int, tuple[LogSet, tuple, tuple[int | None, int | None]]] = {}
+
+
+def _stamp(log: LogSet) -> tuple:
+    out = []
+    for s in log.segments:
+        try:
+            st = os.stat(s.path)
+        except OSError:
+            return ()
+        out.append((st.st_size if s.pinned_size is None else min(st.st_size, s.pinned_size), st.st_mtime_ns,
+                    st.st_ino))
+    return tuple(out)
 
 
 def time_span(log: LogSet) -> tuple[int | None, int | None]:
     """``Format.time_span`` of a workq log in the kernel: the earliest record time of the first segment that has
-    records and the latest of the last such segment (each end walked until a segment has one), once per log."""
+    records and the latest of the last such segment (each end walked until a segment has one), once per log and
+    state of its files."""
+    stamp = _stamp(log)
     got = _SPANS.get(id(log))
-    if got is not None and got[0] is log:
-        return got[1]
+    if got is not None and got[0] is log and got[1] == stamp and stamp:
+        return got[2]
     span = _time_span(log)
     if len(_SPANS) > 4096:
         _SPANS.clear()
-    _SPANS[id(log)] = (log, span)
+    _SPANS[id(log)] = (log, stamp, span)
     return span
 
 
