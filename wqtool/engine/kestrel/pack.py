@@ -42,7 +42,7 @@ from typing import Callable, ClassVar
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import (FileSig, LogBusy, describe_holders, fsync_dir, holders, rename_noreplace, same_file,
+from ..fsops import (FileSig, LogBusy, NewFile, describe_holders, fsync_dir, holders, rename_noreplace, same_file,
                      unlink_quiet)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
@@ -50,7 +50,7 @@ from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
 from .verify import run_log
-from .writer import JournalWriter, rewrite_records
+from .writer import rewrite_records
 
 NS_PER_MS = 1_000_000
 
@@ -218,17 +218,18 @@ def write_pack(plan: PackPlan, output: str, *, fsync: bool = True) -> PackResult
     if os.path.lexists(output):
         raise UsageError("output exists; pack never appends to or overwrites a file", path=output)
     try:
-        w = JournalWriter(output, mode="xb", fsync=fsync)
+        w = NewFile(output)
     except OSError as exc:
         raise InputError(exc.strerror or str(exc), path=output) from None
     try:
         for chunk in plan.content_chunks():
-            w.raw(chunk)
+            w.write(chunk)
+        if fsync:
+            w.fsync()
         w.close()
         digest = _verify_output(plan, output)
     except BaseException:
-        w._f.close()
-        unlink_quiet(output)
+        w.discard()
         raise
     if fsync:
         fsync_dir(os.path.dirname(os.path.abspath(output)))
@@ -296,29 +297,29 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
 
     # 1. write, fsync and verify the temp file (an error removes it)
     def write():
-        w = ctx["w"] = JournalWriter(temp, mode="xb")
+        w = ctx["w"] = NewFile(temp)
         if step.during("write-temp"):
             blob = b"".join(plan.content_chunks())
-            w._f.write(blob[: len(blob) // 2])
-            w._f.flush()
+            w.write(blob[: len(blob) // 2])
+            w.flush()
             step.crash("write-temp")
         for chunk in plan.content_chunks():
-            w.raw(chunk)
-        w._f.flush()
+            w.write(chunk)
+        w.flush()
 
-    def drop_temp():
+    def drop_temp():       # closed unflushed and removed, whatever fails (a full disk fails a flush again)
         w = ctx.get("w")
         if w is not None:
-            w._f.close()
+            w.discard()
         unlink_quiet(temp)
 
     def verify():
-        ctx["w"]._f.close()
+        ctx["w"].close()
         ctx["digest"] = _verify_output(plan, temp)
 
     step("write-temp", write, rollback=drop_temp, on_error=drop_temp)
     if fsync:
-        step("fsync-temp", lambda: os.fsync(ctx["w"]._f.fileno()))
+        step("fsync-temp", lambda: ctx["w"].fsync(), on_error=drop_temp)
     step("verify-temp", verify, on_error=drop_temp)
     # 2. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
     victims = [f.path for f in fs.files if f.role != ROLE_LIVE] + list(fs.superseded)

@@ -79,7 +79,7 @@ from .fastpath import encode_record
 from .. import progress
 from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
-from ..fsops import LogBusy, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
+from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
@@ -540,8 +540,7 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
 
         def write(name=name, path=path, holder=holder):
             nonlocal pending, total
-            f = open(path, "xb", buffering=1 << 20)
-            holder["f"] = f
+            f = holder["f"] = NewFile(path)
             f.write(HEADER_BYTES)
             advance(HEADER_SIZE)
             size = HEADER_SIZE
@@ -553,7 +552,6 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
                 first = False
                 pending = next(recs, None)
                 if step.during("write:" + name):
-                    f.flush()
                     f.close()
                     step.crash("write:" + name)
             f.flush()
@@ -570,11 +568,16 @@ def _segment_steps(step: StepRunner, name: str, write, holder: dict, fsync: bool
     try:
         step("write:" + name, write)
         if fsync:
-            step("fsync:" + name, lambda: os.fsync(holder["f"].fileno()))
+            step("fsync:" + name, lambda: holder["f"].fsync())
+        holder["f"].close()
+    except Exception:
+        if "f" in holder:       # a failed write or fsync (ENOSPC, EIO): the segment goes whatever fails again
+            holder["f"].discard()
+        raise
     finally:
         f = holder.get("f")
-        if f is not None and not f.closed:
-            f.close()
+        if f is not None and not f.closed:     # an injected crash: closed as the kernel would, unflushed
+            os.close(f.fd)
 
 
 def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
@@ -600,13 +603,13 @@ def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsy
             holder: dict = {}
 
             def write(name=name, path=path, holder=holder, chunk=chunk, first_len=first_len):
-                f = open(path, "xb", buffering=0)
-                holder["f"] = f
+                f = holder["f"] = NewFile(path)
                 f.write(HEADER_BYTES + chunk[:first_len])
                 if step.during("write:" + name):
                     f.close()
                     step.crash("write:" + name)
                 f.write(memoryview(chunk)[first_len:])
+                f.flush()
                 advance(HEADER_SIZE + len(chunk))
 
             _segment_steps(step, name, write, holder, fsync)

@@ -33,7 +33,7 @@ from ...formats._common import format_unix_ns, format_uuid
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, Quarantine
+from ..fsops import FileSig, Quarantine, without, write_ranges
 from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped,
                     input_exit_code)
 from .fastreplay import Bail, fast_run
@@ -429,33 +429,8 @@ def _link_or_copy(src: str, dst: str, fsync: bool) -> None:
 
 
 def _write_without(sp: SegmentPlan, dst: str, fsync: bool) -> None:
-    cuts = sorted((c.offset, c.length) for c in sp.cuts if c.what != "bad-header")
-    fd = os.open(sp.path, os.O_RDONLY)
-    try:
-        with open(dst, "xb", buffering=1 << 20) as out:
-            out.write(HEADER_BYTES)
-            progress.advance(HEADER_SIZE)
-            pos = HEADER_SIZE
-            for off, ln in cuts + [(sp.size, 0)]:
-                if off > pos:
-                    _copy(fd, out, pos, off - pos, sp.path)
-                pos = max(pos, off + ln)
-            out.flush()
-            if fsync:
-                os.fsync(out.fileno())
-    finally:
-        os.close(fd)
-
-
-def _copy(fd: int, out, offset: int, length: int, path: str) -> None:
-    done = 0
-    while done < length:
-        chunk = os.pread(fd, min(1 << 20, length - done), offset + done)
-        if not chunk:
-            raise InputError("the segment shrank while it was being repaired", path=path)
-        out.write(chunk)
-        done += len(chunk)
-        progress.advance(len(chunk))
+    cuts = [(c.offset, c.length) for c in sp.cuts if c.what != "bad-header"]
+    write_ranges(dst, without(sp.path, HEADER_SIZE, sp.size, cuts), head=HEADER_BYTES, fsync=fsync)
 
 
 def _verify(plan: WorkqRepairPlan, tmp: str) -> tuple[str, int]:
