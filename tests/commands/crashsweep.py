@@ -244,6 +244,28 @@ def copy_queue(fixture: str, queue: str) -> Callable[[str], str]:
     return make
 
 
+def kestrel_rotated_set(work: str) -> str:
+    """A Kestrel queue of three files (two rotated, the live one), item adds of 191 bytes; byte 1910 of the
+    first rotated file (an opcode) set to 0x7f: damage in a rotated file, which only ``--salvage`` repairs
+    (issue 34's D1 repro). PATH = the queue's directory."""
+    from wqtool.engine.kestrel.writer import JournalWriter
+    q = os.path.join(work, "Q")
+    os.makedirs(q)
+    t = 1_795_302_000_000
+    for k, name in enumerate(["jobs.1795302000100", "jobs.1795302000200", "jobs"]):
+        with JournalWriter(os.path.join(q, name)) as w:
+            for i in range(12):
+                head = b"item %d-%02d " % (k, i)
+                w.add(head + b"x" * (170 - len(head)), t + 100 * k + i)
+            for _ in range(3):
+                w.remove()
+    p = os.path.join(q, "jobs.1795302000100")
+    with open(p, "r+b") as f:
+        f.seek(1910)
+        f.write(b"\x7f")
+    return q
+
+
 SCENARIOS = {
     "workq-repair-salvage": Scenario("workq-repair-salvage", copy_of("workq", "crc-mismatch-mid-segment", "log"),
                                      ["repair", "--apply", "--salvage", "--as-of", AS_OF]),
@@ -255,6 +277,8 @@ SCENARIOS = {
                             ["clean", "--apply", "--as-of", AS_OF]),
     "kestrel-repair-torn": Scenario("kestrel-repair-torn", copy_queue("torn-tail", "mail"),
                                     ["repair", "--apply", "--as-of", AS_OF]),
+    "kestrel-repair-salvage": Scenario("kestrel-repair-salvage", kestrel_rotated_set,
+                                       ["repair", "--apply", "--salvage", "--as-of", AS_OF]),
     "kestrel-pack": Scenario("kestrel-pack", copy_queue("rotated-set-with-pack", ""),
                              ["pack", "--apply", "--as-of", AS_OF]),
     "evtj-pack": Scenario("evtj-pack", copy_of("evtj", "live-and-done", "journal", name="journal"),

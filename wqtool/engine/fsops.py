@@ -180,6 +180,11 @@ def write_ranges(dst: str, ranges: Iterable[tuple[str, int, int]], *, head: byte
     return write_new(dst, itertools.chain((head,) if head else (), range_chunks(ranges)), fsync=fsync)
 
 
+def copy_file(src: str, dst: str, *, fsync: bool = True) -> int:
+    """A new file ``dst`` holding ``src``'s bytes (where a hard link cannot be made)."""
+    return write_new(dst, range_chunks([(src, 0, os.path.getsize(src))], advance=False), fsync=fsync)
+
+
 # ---------------------------------------------------------------- locks
 class LockSet:
     """LOCK_EX on each of ``names`` in ``directory`` (created if missing), in order, non-blocking with a timeout.

@@ -13,24 +13,31 @@ open (spec §9.1: a crash between the ``.pack`` rename and the deletion of the l
 closed by rotating the live file first:
 
 1. write ``q~~<T>``, fsync it, re-verify it (digest);
-2. rename ``q`` -> ``q.<T0>`` (a rotation: same replay), fsync the directory;
-3. rename ``q~~<T>`` -> ``q.<T>.pack`` (``T > T0`` > every existing ``<ms>``): from here the .pack rule
+2. (repair) link every file of the set into the backup directory, before any of them is superseded;
+3. rename ``q`` -> ``q.<T0>`` (a rotation: same replay), fsync the directory;
+4. rename ``q~~<T>`` -> ``q.<T>.pack`` (``T > T0`` > every existing ``<ms>``): from here the .pack rule
    supersedes every file of the old set; fsync the directory;
-4. delete the superseded files (rotated files, older packs, temps, ``q.<T0>``), fsync the directory;
-5. rename ``q.<T>.pack`` -> ``q.<T>``, then ``q.<T>`` -> ``q``, fsyncing the directory after each.
+5. delete the superseded files (rotated files, older packs, temps, ``q.<T0>``), fsync the directory;
+6. rename ``q.<T>.pack`` -> ``q`` (never over a live file a writer created meanwhile: then ``q.<T>``), fsync.
 
 A crash at any step leaves a file set that Kestrel 2.x (and wqtool's virtual file-set rules) replays to the
 same state; ``tests/kestrel/test_pack.py`` injects a failure before and after every step (``fail_at``), and
 ``tests/commands/test_crash_apply.py`` kills the process at every rename, fsync and unlink (strace).
 
-Recovery (``finish_interrupted``; pack, repair and clean ``--apply`` run it first): the one state a crash leaves
-that Kestrel would read differently is the half-done rotation between steps 2 and 3 — no live file, the old live
-file as ``q.<T0>`` and the temp ``q~~<T0+1>`` beside it. Kestrel's replay deletes the temp (upstream
-``Journal.scala`` ``replay``, master cc280ec lines 357-363) and reads ``q.<T0>`` as a rotated file, so a torn
-tail there would become damage in a rotated file (CORRUPT). The rotation is rolled back: ``q.<T0>`` renamed to
-``q`` (never over a live file a writer created meanwhile) and the temp removed, so the identical command starts
-again from the input it planned on. Temps beside a live file are the plans' to remove (superseded, as Kestrel's
-replay removes them); a ``.pack`` is finished by the ``.pack`` rule (clean).
+Recovery (``finish_interrupted``; pack, repair and clean ``--apply`` run it first), for the two states a crash
+leaves that are not the uncrashed run's layout:
+
+* the half-done rotation between steps 3 and 4 — no live file, the old live file as ``q.<T0>`` and the temp
+  ``q~~<T0+1>`` beside it. Kestrel's replay deletes the temp (upstream ``Journal.scala`` ``replay``, master cc280ec
+  lines 357-363) and reads ``q.<T0>`` as a rotated file, so a torn tail there would become damage in a rotated
+  file (CORRUPT). The rotation is rolled back: ``q.<T0>`` renamed to ``q`` (never over a live file a writer
+  created meanwhile) and the temp removed, so the identical command starts again from the input it planned on;
+* a published pack (steps 4-6): no live file and a ``q.<T>.pack`` newer than every other file of the queue. The
+  .pack rule already reads only the pack (a repair's backup was made at step 2), so the pack is installed: the
+  files it supersedes are deleted and it is renamed to ``q`` — what the uncrashed run leaves. Before, a rerun of
+  the repair found "nothing to repair" and left the queue half swapped (issue 34, D1).
+
+Temps beside a live file are the plans' to remove (superseded, as Kestrel's replay removes them).
 """
 from __future__ import annotations
 
@@ -42,8 +49,8 @@ from typing import Callable, ClassVar
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import (FileSig, LogBusy, NewFile, describe_holders, fsync_dir, holders, rename_noreplace, same_file,
-                     unlink_quiet)
+from ..fsops import (FileSig, LogBusy, NewFile, copy_file, describe_holders, fsync_dir, holders, rename_noreplace,
+                     same_file, unlink_quiet)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
 from ..run import LogReport
@@ -321,21 +328,24 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     if fsync:
         step("fsync-temp", lambda: ctx["w"].fsync(), on_error=drop_temp)
     step("verify-temp", verify, on_error=drop_temp)
-    # 2. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
+    # 2. a repair keeps every file it replaces whole (hard links: no copy) before any of them is superseded (temps
+    # are no one's data: Kestrel deletes them at start-up)
+    if plan.backup_dir is not None:
+        kept = [f.path for f in fs.files] + [p for p in fs.superseded if TEMP_MARKER not in os.path.basename(p)]
+        step("backup", lambda: _backup(kept, plan.backup_dir, fsync, ctx))
+    # 3. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
     victims = [f.path for f in fs.files if f.role != ROLE_LIVE] + list(fs.superseded)
     if has_live:
         step("check-live", lambda: _check_quiet(plan, ctx, live_exists=True))
         step("rename-live", lambda: os.rename(live, rotated_live), rollback=lambda: _unrotate(rotated_live, live))
         dirsync("rename-live")
         victims.append(rotated_live)
-    # 3. publish the pack: from here the .pack rule supersedes every older file
+    # 4. publish the pack: from here the .pack rule supersedes every older file
     step("rename-temp-to-pack", lambda: os.rename(temp, packf), rollback=lambda: unlink_quiet(packf))
     dirsync("rename-temp-to-pack")
-    # 4. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
+    # 5. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
     step("check-quiet", lambda: _check_quiet(plan, ctx, live_exists=False))
     victims = list(dict.fromkeys(victims))
-    if plan.backup_dir is not None and victims:     # every replaced file kept whole (hard links: no copy)
-        step("backup", lambda: _backup(victims, rotated_live, live, plan.backup_dir, fsync, ctx))
     step.commit()
     for v in victims:   # labels name no time stamp: the same steps whenever the plan runs
         step("unlink-rotated-live" if v == rotated_live else f"unlink:{os.path.basename(v)}",
@@ -343,28 +353,26 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     if victims:
         dirsync("unlink")
     ctx["victims"] = victims
-    # 5. move it into place (never over a live file that a writer may have created meanwhile)
-    step("rename-pack-to-rotated", lambda: os.rename(packf, placed))
-    dirsync("rename-pack-to-rotated")
-    step("rename-rotated-to-live", lambda: _place(placed, live, ctx))
-    dirsync("rename-rotated-to-live")
+    # 6. move it into place (never over a live file that a writer may have created meanwhile)
+    step("rename-pack-to-live", lambda: _place(packf, live, placed, ctx))
+    dirsync("rename-pack-to-live")
 
 
-def _backup(victims: list[str], rotated_live: str, live: str, bdir: str, fsync: bool, ctx: dict) -> None:
+def _backup(files: list[str], bdir: str, fsync: bool, ctx: dict) -> None:
     os.makedirs(bdir, exist_ok=True)
     kept = []
-    for v in victims:
+    for v in files:
         if not os.path.exists(v):
             continue
-        dst = os.path.join(bdir, os.path.basename(live if v == rotated_live else v))
+        dst = os.path.join(bdir, os.path.basename(v))
         if os.path.lexists(dst) and same_file(v, dst):    # linked by an earlier run of the same plan that died
             kept.append(dst)
             continue
+        unlink_quiet(dst)                                 # half copied by a run that died
         try:
             os.link(v, dst)
         except OSError:
-            import shutil
-            shutil.copy2(v, dst)
+            copy_file(v, dst, fsync=fsync)
         kept.append(dst)
     if fsync:
         fsync_dir(bdir)
@@ -380,11 +388,12 @@ def _unrotate(rotated: str, live: str) -> None:
         pass
 
 
-def _place(placed: str, live: str, ctx: dict) -> None:
+def _place(packf: str, live: str, placed: str, ctx: dict) -> None:
     try:
-        rename_noreplace(placed, live)
+        rename_noreplace(packf, live)
         ctx["installed"] = live
-    except FileExistsError:     # a writer created a new live file: the pack stays the newest rotated file
+    except FileExistsError:     # a writer created a new live file: the pack becomes the newest rotated file
+        os.rename(packf, placed)
         ctx["installed"] = placed
 
 
@@ -492,18 +501,58 @@ def half_done_rotations(directory: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def published_packs(directory: str) -> list[tuple[str, list[str], str, str]]:
+    """(pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``) for each queue in
+    ``directory`` with no live file and a ``.pack`` newer than every other file of the queue: ``_run_steps`` killed
+    after publishing the pack (step 4) and before it was renamed to the live file (step 6) — or Kestrel killed in
+    its own clean-up of a pack. Either way the .pack rule already reads only the pack."""
+    from .reader import parse_ts, queue_of
+    try:
+        names = set(os.listdir(directory))
+    except OSError:
+        return []
+    out = []
+    for n in sorted(names):
+        if not n.endswith(PACK_SUFFIX) or TEMP_MARKER in n:
+            continue
+        q = queue_of(n)
+        t = parse_ts(n, q)
+        if t is None or q in names:
+            continue
+        older = [m for m in sorted(names) if m != n and queue_of(m) == q
+                 and (TEMP_MARKER in m or parse_ts(m, q) is not None)]
+        if all(TEMP_MARKER in m or parse_ts(m, q) < t for m in older):
+            out.append((os.path.join(directory, n), [os.path.join(directory, m) for m in older],
+                        os.path.join(directory, q), os.path.join(directory, f"{q}.{t}")))
+    return out
+
+
 def finish_interrupted(path: str, *, fsync: bool = True) -> list[str]:
-    """Roll back the half-done rotations a crashed pack or repair ``--apply`` left in ``path`` (a queue's
-    directory, or a file in it): see "Recovery" in the module docstring. LogBusy while another process holds one
-    of the files open (Kestrel running: nothing is touched). Returns what was done, one line each."""
+    """Finish what a crashed pack or repair ``--apply`` left in ``path`` (a queue's directory, or a file in it):
+    a half-done rotation is rolled back, a published pack is installed (see "Recovery" in the module docstring).
+    LogBusy while another process holds one of the files open (Kestrel running: nothing is touched). Returns what
+    was done, one line each."""
     d = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     found = half_done_rotations(d)
-    if not found:
+    published = published_packs(d)
+    if not found and not published:
         return []
-    busy = holders([p for t, r, _ in found for p in (t, r)])
+    busy = holders([p for t, r, _ in found for p in (t, r)] + [p for pk, old, _, _ in published for p in [pk] + old])
     if busy:
         raise LogBusy(f"a half-done pack is in progress? {describe_holders(busy)}; nothing was changed", path=d)
     done = []
+    for packf, older, live, placed in published:
+        for p in older:
+            unlink_quiet(p)
+        if fsync and older:
+            fsync_dir(d)
+        ctx: dict = {}
+        _place(packf, live, placed, ctx)
+        if fsync:
+            fsync_dir(d)
+        done.append(f"finished an interrupted pack or repair: {os.path.basename(packf)} installed as "
+                    f"{os.path.basename(ctx['installed'])}"
+                    + (f", {len(older)} superseded file(s) removed" if older else ""))
     for temp, rotated, live in found:
         try:
             rename_noreplace(rotated, live)

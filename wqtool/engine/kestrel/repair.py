@@ -309,7 +309,7 @@ def apply_plan(plan: KestrelRepairPlan, *, quarantine: str | None = None, keep_b
             step("quarantine", lambda: written.extend(q.write(fsync)))
         res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=seen)
     except Exception:
-        committed = "backup" in done or ("check-quiet" in done and not keep_backup)   # pack's point of no return
+        committed = "check-quiet" in done       # pack's point of no return
         if not committed:       # rolled back: the queue keeps every byte
             q.discard()
             if fresh_backup and keep_backup:
