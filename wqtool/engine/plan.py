@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .findings import Verdict
+from ..errors import PackRefused
+from .findings import Verdict, worst
 
 
 #: The longest list a plan's report holds (cut ranges, kept ranges, jobs that change state); what is left off is
@@ -208,6 +209,22 @@ def input_exit_code(plan: "Plan", code_of: CodeOf | None) -> int:
         raise TypeError(f"{type(plan).__name__}.report_doc shows the input's exit code: pass the edge's code_of "
                         "(wqtool.exitcodes.CODES.of)")
     return int(code_of(plan.input_verdict))
+
+
+def refusal(errors: dict, *, salvage: bool, drop_invalid: bool, why: dict) -> PackRefused | None:
+    """A repair's refusal, or None: corruption without ``--salvage``, records the server refuses without
+    ``--drop-invalid``. The message names the first finding of the first missing flag (``why[verdict]``: what the
+    log has and what repairs it); the exit is the input's class, the worst verdict of every error, as verify
+    gives it, whichever flag is missing (issue 34, D6: a --salvage repair of a corrupt journal that also reuses an
+    xid exited 4, verify 3)."""
+    for v, given in ((Verdict.CORRUPT, salvage), (Verdict.INVALID_HISTORY, drop_invalid)):
+        found = errors.get(v)
+        if found and not given:
+            f = found[0]
+            more = f"; and {len(found) - 1} more" if len(found) > 1 else ""
+            return PackRefused(f"{f.code}: {f.message}{more} — {why[v]}",
+                               verdict=worst(x for x, fs in errors.items() if fs), path=f.path, offset=f.offset)
+    return None
 
 
 class Plan:

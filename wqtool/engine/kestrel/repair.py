@@ -28,7 +28,7 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine, free_or_same_dir
-from ..plan import ApplyResult, CodeOf, KeptRanges, Plan, capped, input_exit_code
+from ..plan import ApplyResult, CodeOf, KeptRanges, Plan, capped, input_exit_code, refusal
 from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
@@ -37,6 +37,9 @@ from .reader import FileSet, JournalReader, read_damaged_items, whole_queue
 from .replay import KestrelReplay, KestrelState
 
 NS_PER_MS = 1_000_000
+_WHY = {Verdict.CORRUPT: "the journal has corruption: --salvage repairs it",
+        Verdict.INVALID_HISTORY: "the journal reuses an open xid: --drop-invalid removes those records (the items "
+                                 "they would lose stay queued)"}
 
 
 @dataclass(slots=True)
@@ -193,15 +196,9 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
         end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
         cuts.append(Cut(f.path, f.offset, end - f.offset,
                         "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
-    if errors[Verdict.CORRUPT] and not salvage:
-        f = errors[Verdict.CORRUPT][0]
-        raise PackRefused(f"{f.code}: {f.message} — the journal has corruption: --salvage repairs it",
-                          verdict=Verdict.CORRUPT, path=f.path, offset=f.offset)
-    if errors[Verdict.INVALID_HISTORY] and not drop_invalid:
-        f = errors[Verdict.INVALID_HISTORY][0]
-        raise PackRefused(f"{f.code}: {f.message} — the journal reuses an open xid: --drop-invalid removes those "
-                          "records (the items they would lose stay queued)", verdict=Verdict.INVALID_HISTORY,
-                          path=f.path, offset=f.offset)
+    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
+    if refused is not None:
+        raise refused
     if cut_from is not None:
         path, off = cut_from
         later = False

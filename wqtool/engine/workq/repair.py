@@ -34,7 +34,7 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine, without, write_ranges
-from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped,
+from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, refusal,
                     input_exit_code)
 from .fastreplay import Bail, fast_run
 from .model import Record
@@ -152,12 +152,6 @@ class WorkqRepairPlan(Plan):
         return apply_steps(self, **kw)
 
 
-def _refuse(what: str, flag: str, f: Finding, verdict: Verdict, n: int) -> PackRefused:
-    more = f"; and {n - 1} more" if n > 1 else ""
-    return PackRefused(f"{f.code}: {f.message}{more} — the log has {what}: {flag} repairs it",
-                       verdict=verdict, path=f.path, offset=f.offset)
-
-
 def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
                 truncate_to_ns: int | None = None) -> WorkqRepairPlan:
     """Read the whole log once and describe the repair (see the module docstring); nothing is written."""
@@ -205,14 +199,12 @@ def _read_once(log: LogSet, as_of_ns: int, on_error: Callable[[Finding], None]):
     return rep.findings, rep.state, per, rep.records
 
 
+_WHY = {Verdict.CORRUPT: "the log has corruption (damage with valid data after it): --salvage repairs it",
+        Verdict.INVALID_HISTORY: "the log has records workq-server refuses: --drop-invalid repairs it"}
+
+
 def _refusal(salvage: bool, drop_invalid: bool, errors: dict) -> PackRefused | None:
-    if errors.get(Verdict.CORRUPT) and not salvage:
-        return _refuse("corruption (damage with valid data after it)", "--salvage", errors[Verdict.CORRUPT][0],
-                       Verdict.CORRUPT, len(errors[Verdict.CORRUPT]))
-    if errors.get(Verdict.INVALID_HISTORY) and not drop_invalid:
-        return _refuse("records workq-server refuses", "--drop-invalid", errors[Verdict.INVALID_HISTORY][0],
-                       Verdict.INVALID_HISTORY, len(errors[Verdict.INVALID_HISTORY]))
-    return None
+    return refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
 
 
 def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
@@ -220,12 +212,9 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
     """The plan from one pass over the log (its findings, offsets and record indexes): cutting damage and refused
     records never changes the replayed state (neither was ever applied), so the state after is the state
     before and no second replay is needed."""
-    def early(f: Finding) -> None:       # refuse at the first decisive finding
-        if f.path in segs:
-            code = Verdict.INVALID_HISTORY if f.code not in _FRAMING else f.verdict
-            refused = _refusal(salvage, drop_invalid, {code: [f]})
-            if refused is not None and (code == Verdict.INVALID_HISTORY or code == Verdict.CORRUPT):
-                raise refused
+    def early(f: Finding) -> None:       # refuse at the first corruption (the worst class: the input's exit)
+        if f.path in segs and f.code in _FRAMING and f.verdict == Verdict.CORRUPT and not salvage:
+            raise _refusal(salvage, drop_invalid, {Verdict.CORRUPT: [f]})
     findings, state, per_seg, records = _read_once(log, as_of_ns, early)
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
     refused_at: set[int] = set()

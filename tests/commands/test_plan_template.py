@@ -1,0 +1,58 @@
+"""The plan template's rules that hold for every format (issue 34): a repair exits with the input's class as
+verify gives it (D6), whichever flag is missing."""
+from __future__ import annotations
+
+import os
+import shutil
+
+from tests.conftest import AS_OF, ROOT, cli
+from wqtool.engine.instant import parse_instant
+from wqtool.engine.workq.reader import RecordReader, discover
+
+AS_OF_NS = parse_instant(AS_OF)
+
+
+def _workq_corrupt_and_refused(tmp_path) -> str:
+    """duplicate-add (a record workq-server refuses) with a CRC flip in an earlier record that valid records
+    follow: CORRUPT (3) and INVALID_HISTORY (4) at once."""
+    d = str(tmp_path / "log")
+    shutil.copytree(os.path.join(ROOT, "fixtures", "workq", "duplicate-add", "log"), d)
+    seg = os.path.join(d, "000000001.log")
+    recs = [ev for ev in RecordReader(discover([d])[0]).events() if hasattr(ev, "length")]
+    victim = recs[len(recs) // 2 - 1]
+    with open(seg, "r+b") as f:
+        f.seek(victim.offset + victim.length - 6)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0xFF]))
+    return d
+
+
+def _kestrel_corrupt_and_refused(tmp_path) -> str:
+    """An xid opened twice (KQ-XID-REUSED: 4) and a bad opcode later in the live file (3)."""
+    from wqtool.engine.kestrel.writer import JournalWriter
+    q = str(tmp_path / "Q")
+    os.makedirs(q)
+    with JournalWriter(os.path.join(q, "jobs")) as w:
+        for i in range(4):
+            w.add(b"item %d" % i, 1_795_302_000_000 + i)
+        w.remove_tentative(1)
+        w.remove_tentative(1)
+        bad = w.size
+        for i in range(4):
+            w.add(b"more %d" % i, 1_795_302_000_100 + i)
+    with open(os.path.join(q, "jobs"), "r+b") as f:
+        f.seek(bad)
+        f.write(b"\x7f")
+    return q
+
+
+def test_repair_salvage_exits_with_verifys_class_when_drop_invalid_is_missing(tmp_path):
+    """D6: with --salvage but without --drop-invalid, the refusal exited 4 where verify exits 3."""
+    for make in (_workq_corrupt_and_refused, _kestrel_corrupt_and_refused):
+        path = make(tmp_path / make.__name__)
+        v = cli("verify", "-q", "--as-of", AS_OF, path)
+        assert v.code == 3, (make.__name__, v.out, v.err)
+        r = cli("repair", "--salvage", "--as-of", AS_OF, path)
+        assert r.code == v.code and "--drop-invalid" in r.out + r.err, (make.__name__, r.code, r.out, r.err)
+        assert cli("repair", "--salvage", "--drop-invalid", "--as-of", AS_OF, path).code == 3
