@@ -236,9 +236,10 @@ def discover(paths: Sequence[str], kestrel_version: str = "auto", *, queue: str 
 
 def whole_queue(fileset: FileSet, what: str) -> FileSet:
     """The queue's whole file set for a command that rewrites it (``what``: "repair", "clean", "pack --apply"):
-    a directory's set as it is; files named one by one when they are every file of their queue in that directory
-    (a queue that ``pack --apply`` left as one ``<q>`` file, named alone), read as that directory's queue; else
-    a usage error naming the files left out (rewriting part of a queue would lose or duplicate the rest)."""
+    a directory's set as it is; one journal file named alone names its queue (every file of it in that directory,
+    as the directory would: issue 34), as do files named one by one when they are every file of their queue;
+    several files that are part of a queue are a usage error naming the files left out (rewriting part of a queue
+    would lose or duplicate the rest)."""
     if fileset.is_dir:
         return fileset
     d = fileset.root
@@ -248,7 +249,7 @@ def whole_queue(fileset: FileSet, what: str) -> FileSet:
     except OSError as exc:
         raise input_error(d, exc) from None
     named = sorted({os.path.basename(f.path) for f in fileset.files})
-    if siblings != named:
+    if siblings != named and len(named) > 1:
         left = [n for n in siblings if n not in named]
         raise UsageError(f"{what} rewrites a whole queue: queue '{fileset.queue}' also has "
                          f"{', '.join(left[:6])}{', ...' if len(left) > 6 else ''} here; name its directory "
