@@ -408,7 +408,7 @@ def _reusable(path: str, ok) -> bool:
 
 
 class Quarantine:
-    """Where a repair keeps every byte range it cuts, one file per range named ``<file>@<offset hex>-<end hex>.bin``.
+    """Where a repair keeps every byte range it cuts, one file per range named ``<file>@0x<offset>-0x<end>.bin`` (the printed form: ``--from-offset`` takes it).
 
     ``ranges``: (source path, offset, length). The directory is ``path`` when it is missing or empty, or when it
     holds only files of these ranges, each equal to its range or to a prefix of it (an earlier run of the same
@@ -418,7 +418,7 @@ class Quarantine:
 
     def __init__(self, path: str, ranges: Sequence[tuple[str, int, int]], *, named: bool = False):
         self.ranges = [(src, off, ln) for src, off, ln in ranges if ln]
-        self.names = {f"{os.path.basename(src)}@{off:x}-{off + ln:x}.bin": (src, off, ln)
+        self.names = {f"{os.path.basename(src)}@0x{off:x}-0x{off + ln:x}.bin": (src, off, ln)
                       for src, off, ln in self.ranges}
         p = path
         for n in itertools.count(2):

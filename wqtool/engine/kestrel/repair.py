@@ -14,7 +14,7 @@ The repaired journal holds every kept record byte for byte, in replay order, in 
 ``pack --apply`` installs a pack (``pack._run_steps``: temp file, fsync, re-verify; rotate the live file; publish as
 ``.pack``; link the replaced files into a backup directory; delete them; rename into place) — so a crash at any step
 leaves a set Kestrel replays as before or as after, and a live writer is detected and rolled back the same way.
-Every cut byte goes to the quarantine directory (``<file>@<offset hex>-<end hex>.bin``).
+Every cut byte goes to the quarantine directory (``<file>@0x<offset>-0x<end>.bin``).
 """
 from __future__ import annotations
 

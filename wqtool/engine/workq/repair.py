@@ -13,7 +13,7 @@ and its replay, and decides what to cut:
 
 Without the flag a class of damage needs, the plan is refused and names the first such finding. Nothing is ever
 invented; every cut byte is written to the quarantine directory, one file per range named
-``<segment>@<offset hex>-<end hex>.bin``; the old log is kept whole as ``<dir>.pre-repair-<stamp>`` unless
+``<segment>@0x<offset>-0x<end>.bin``; the old log is kept whole as ``<dir>.pre-repair-<stamp>`` unless
 ``keep_backup=False``. The repaired log is written beside the old one (unchanged older segments hard-linked, the
 others copied without their cut ranges), replayed — it must be clean — and its digest compared with the plan's
 before the directory swap (``swap.install``, shared with pack): a crash at any step leaves the old or the new log.
