@@ -12,6 +12,13 @@ from ..errors import PackRefused
 from .outcome import Failed
 
 
+def _as_of(w, doc: dict) -> None:
+    """The instant the plan was made at: the same --as-of plans (and --apply installs) the same digest."""
+    t = with_times({"as_of_ns": doc["as_of_ns"]}).get("as_of") if isinstance(doc.get("as_of_ns"), int) else None
+    if t:
+        w(f"  as of {t} (--as-of {t} gives this plan and digest again)\n")
+
+
 def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> None:
     if as_json:
         out.write(json.dumps(with_times(doc), indent=2) + "\n")
@@ -26,6 +33,7 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> 
     for line in doc["dropped"]:
         w(f"  dropped: {line}\n")
     w(f"  digest sha256:{doc['digest']}\n")
+    _as_of(w, doc)
     if "written" in doc:
         w(f"  wrote {doc['written']['path']}: re-verified, replay digest equal\n")
     elif "installed" in doc:
@@ -146,6 +154,7 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         w(f"  digest before: sha256:{doc['digest_before']}\n  digest after:  sha256:{doc['digest_after']}\n")
     elif doc.get("digest") or doc.get("digest_after"):
         w(f"  digest sha256:{doc.get('digest') or doc.get('digest_after')}\n")
+    _as_of(w, doc)
     if doc.get("nothing_to_do"):
         pass
     elif applied:
