@@ -56,3 +56,32 @@ def test_repair_salvage_exits_with_verifys_class_when_drop_invalid_is_missing(tm
         r = cli("repair", "--salvage", "--as-of", AS_OF, path)
         assert r.code == v.code and "--drop-invalid" in r.out + r.err, (make.__name__, r.code, r.out, r.err)
         assert cli("repair", "--salvage", "--drop-invalid", "--as-of", AS_OF, path).code == 3
+
+
+def _to_dev_full(argv: list[str], cwd: str):
+    import subprocess
+    import sys
+    if not os.path.exists("/dev/full"):
+        import pytest
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        return subprocess.run([sys.executable, "-m", "wqtool", *argv], stdout=full, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+
+
+def test_a_report_that_cannot_be_written_after_the_install_says_installed(tmp_path):
+    """Reporting: ENOSPC on stdout after a successful --apply exited 5 with nothing saying the log was installed.
+    Now one line per log, "installed; the report could not be written", and the input's class."""
+    d = str(tmp_path / "log")
+    shutil.copytree(os.path.join(ROOT, "fixtures", "workq", "crc-mismatch-mid-segment", "log"), d)
+    r = _to_dev_full(["repair", "--apply", "--salvage", "--as-of", AS_OF, d], str(tmp_path))
+    assert r.returncode == 3, r.stderr
+    assert r.stderr == f"wqtool: {d}: installed; the report could not be written (No space left on device)\n"
+    assert cli("verify", "-q", "--as-of", AS_OF, d).code == 0
+    q = str(tmp_path / "q")
+    shutil.copytree(os.path.join(ROOT, "fixtures", "kestrel", "torn-tail", "queue"), q)
+    r = _to_dev_full(["pack", "--apply", "--as-of", AS_OF, q], str(tmp_path))
+    assert r.returncode == 1 and "installed; the report could not be written" in r.stderr, r.stderr
+    # nothing installed: a write error is an I/O error as before (exit 5)
+    r = _to_dev_full(["repair", "--salvage", "--as-of", AS_OF, d], str(tmp_path))
+    assert r.returncode == 5, r.stderr

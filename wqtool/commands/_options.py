@@ -244,9 +244,11 @@ def report_each(kind: str, entries: list[Log | Unresolved], work: Callable[[Log]
             r[1].update(verdict=r[0].label, exit_code=codes.of(r[0]))
     code = run_exit_code(codes, [r[0] for r in results if not isinstance(r, Failed)],
                          [r for r in results if isinstance(r, Failed)])
-    from ..render.plan import write_plan_reports     # on first use (start-up)
-    write_plan_reports(sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], code,
-                       as_json=as_json, applied=applied)
+    from ..render.plan import report_after_apply, write_plan_reports     # on first use (start-up)
+    installed = [r[1]["root"] for r in results if not isinstance(r, Failed) and r[1].get("applied")]
+    report_after_apply(sys.stdout, lambda: write_plan_reports(
+        sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], code, as_json=as_json,
+        applied=applied), installed)
     return code
 
 

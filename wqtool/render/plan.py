@@ -46,6 +46,33 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> 
     w(f"  time: {doc['elapsed_s']:.3f} s\n")
 
 
+def report_after_apply(out: TextIO, write, installed: list[str]) -> None:
+    """``write()`` the report of a run that installed ``installed`` (the logs' roots; empty: nothing was
+    installed, an error is the command's). The install is done and cannot be undone, so a write error on ``out``
+    (ENOSPC, EIO; a closed pipe is the funnel's) becomes one line per log on stderr — "installed; the report could
+    not be written" — and the command keeps its exit code, the input's class (issue 34: it exited 5 and nothing
+    said the log had been installed; a rerun then found nothing to do)."""
+    import os
+    import sys
+    try:
+        write()
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        if not installed:
+            raise
+        try:                        # what is still buffered must not fail again at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        why = exc.strerror or str(exc)
+        for root in installed:
+            sys.stderr.write(f"wqtool: {root}: installed; the report could not be written ({why})\n")
+
+
 def failed_json(f: Failed) -> dict:
     """A PATH that got no plan: not a log, unreadable, busy, or refused (a plan that needs a flag: its error)."""
     d = f.to_jsonable()
