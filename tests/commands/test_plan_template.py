@@ -85,3 +85,31 @@ def test_a_report_that_cannot_be_written_after_the_install_says_installed(tmp_pa
     # nothing installed: a write error is an I/O error as before (exit 5)
     r = _to_dev_full(["repair", "--salvage", "--as-of", AS_OF, d], str(tmp_path))
     assert r.returncode == 5, r.stderr
+
+
+def test_repair_apply_out_writes_a_repaired_copy_and_leaves_the_input_alone(tmp_path):
+    """Issue 31 item 6: repair --apply --out DIR writes the repaired log into DIR, its quarantine beside it
+    (names in the printed form FILE@0x...-0x....bin), the input byte-identical; DIR replays to the digest the
+    in-place --apply gives at the same --as-of."""
+    import json
+    from tests.commands import crashsweep as cs
+    work = str(tmp_path)
+    for name, path in (("workq", cs.copy_of("workq", "crc-mismatch-mid-segment", "log")(work)),
+                       ("kestrel", cs.kestrel_rotated_set(work))):
+        before = cs.tree(path)
+        out = os.path.join(work, f"{name}-out")
+        r = cli("repair", "--apply", "--salvage", "--out", out, "-o", "json", "--as-of", AS_OF, path)
+        assert r.code == 3, r.err
+        applied = json.loads(r.out)["logs"][0]["applied"]
+        assert cs.tree(path) == before                                   # the input is untouched
+        assert cli("verify", "-q", "--as-of", AS_OF, out).code == 0
+        [qdir] = [d for d in os.listdir(work) if d.startswith(f"{name}-out.quarantine-")]
+        files = os.listdir(os.path.join(work, qdir))
+        assert files and all("@0x" in f and "-0x" in f and f.endswith(".bin") for f in files), files
+        assert [os.path.basename(q) for q in applied["quarantine"]] == sorted(files)
+        copy = json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, out).out)["digest"]
+        assert cli("repair", "--apply", "--salvage", "--as-of", AS_OF, path).code == 3       # in place, as before
+        assert json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, path).out)["digest"] == copy
+        # a DIR holding anything is refused, and --out needs --apply
+        assert cli("repair", "--apply", "--salvage", "--out", out, "--as-of", AS_OF, path).code == 2
+        assert cli("repair", "--salvage", "--out", out + "2", "--as-of", AS_OF, path).code == 2

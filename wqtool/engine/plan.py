@@ -20,10 +20,13 @@ One result type per outcome: ``WriteResult`` (a new log written somewhere else: 
 """
 from __future__ import annotations
 
+import os
+import shutil
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import PackRefused
+from ..errors import InputError, PackRefused, UsageError
 from .findings import Verdict, worst
 
 
@@ -199,6 +202,46 @@ class ApplyResult:
         return d
 
 
+def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bool = True) -> Any:
+    """``fill(out)`` into the new (or empty) directory ``out`` (pack --out, repair --apply --out): it writes and
+    re-verifies the new log there; on any error what it wrote goes (and ``out``, when this made it). Never mixes
+    with an existing log: a non-empty ``out`` is a usage error."""
+    from .fsops import fsync_dir, unlink_quiet
+    created = False
+    if os.path.lexists(out):
+        if not os.path.isdir(out):
+            raise UsageError(f"output exists and is not a directory; {what} writes a new directory", path=out)
+        if os.listdir(out):
+            raise UsageError(f"output directory is not empty; {what} never appends to or mixes with a log", path=out)
+    else:
+        try:
+            os.mkdir(out)
+        except OSError as exc:
+            raise InputError(exc.strerror or str(exc), path=out) from None
+        created = True
+    try:
+        r = fill(out)
+        if fsync:
+            fsync_dir(out)
+            if created:
+                fsync_dir(os.path.dirname(os.path.abspath(out)))
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for n in os.listdir(out):
+                p = os.path.join(out, n)
+                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else unlink_quiet(p)
+        raise
+    return r
+
+
+def stamp(as_of_ns: int) -> str:
+    """An instant in names beside a log (backups, quarantines): ``20261121T233000Z``."""
+    from ..formats._common import format_unix_ns
+    return format_unix_ns(as_of_ns).replace("-", "").replace(":", "")
+
+
 #: The edge's verdict -> exit code mapping, handed to a plan's report (``wqtool.exitcodes.Codes.of``).
 CodeOf = Callable[[Verdict], int]
 
@@ -255,3 +298,22 @@ class Plan:
     def apply_steps(self, **kw) -> list[str]:
         """The labels ``apply`` runs, in order (each can be failed ``before:`` / ``after:``)."""
         raise NotImplementedError
+
+    def write_repaired(self, out: str, *, quarantine: str | None = None, fsync: bool = True) -> ApplyResult:
+        """repair --apply --out DIR: the repaired log written into ``out`` (a new directory) and re-verified by
+        ``write``, every cut byte in a quarantine beside it (``<out>.quarantine-<stamp>``, or ``quarantine``);
+        the input is never touched. A failure removes both."""
+        from .fsops import Quarantine
+        t0 = time.perf_counter()
+        q = Quarantine(quarantine or f"{os.path.abspath(out)}.quarantine-{stamp(self.as_of_ns)}",
+                       [(c.path, c.offset, c.length) for c in self.cuts], named=quarantine is not None)
+        res = self.write(out)
+        try:
+            files = q.write(fsync) if q.ranges else []
+        except BaseException:
+            q.discard()
+            shutil.rmtree(out, ignore_errors=True)
+            raise
+        res.elapsed_s = time.perf_counter() - t0
+        return ApplyResult(os.path.abspath(out), ["write", "verify"] + (["quarantine"] if files else []), res,
+                           self.bytes_before, res.bytes, quarantine=files)

@@ -182,10 +182,13 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
     elif doc.get("digest") or doc.get("digest_after"):
         w(f"  digest sha256:{doc.get('digest') or doc.get('digest_after')}\n")
     _as_of(w, doc)
-    if doc.get("nothing_to_do"):
+    ap = doc.get("applied") or {}
+    if ap.get("out"):
+        w(f"  wrote {ap['path']}: re-verified, replay digest equal; the input is unchanged"
+          + (f"; quarantine: {', '.join(ap['quarantine'])}" if ap.get("quarantine") else "") + "\n")
+    elif doc.get("nothing_to_do"):
         pass
     elif applied:
-        ap = doc.get("applied") or {}
         w(f"  applied: {len(ap.get('steps', []))} step(s), re-verified"
           + (f"; backup: {ap['backup']}" if ap.get("backup") else "")
           + ("; no backup kept (--no-backup): the old log is gone, the cut bytes are in the quarantine"

@@ -28,7 +28,8 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine, free_or_same_dir
-from ..plan import ApplyResult, CodeOf, KeptRanges, Plan, capped, input_exit_code, refusal
+from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, WriteResult, capped, input_exit_code, refusal,
+                    write_into_dir)
 from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
@@ -141,6 +142,12 @@ class KestrelRepairPlan(Plan):
     @staticmethod
     def _shown(state: KestrelState | None, digest: str) -> str:
         return digest if state is None else replay_digest(state)
+
+    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
+        """The repaired journal as ``out/<queue>`` (``out`` a new directory), re-verified; the input is not
+        touched (``write_repaired``: repair --apply --out)."""
+        return write_into_dir(out, "repair --out", lambda d: pack_mod.write_pack(
+            self, os.path.join(d, self.fileset.queue), fsync=fsync), fsync=fsync)
 
     def apply(self, *, quarantine: str | None = None, keep_backup: bool = True, **kw) -> ApplyResult:
         return apply_plan(self, quarantine=quarantine, keep_backup=keep_backup, **kw)

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import shutil
 import time
 import uuid
 from array import array
@@ -81,7 +80,7 @@ from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
 from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, write_into_dir
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
@@ -621,37 +620,14 @@ def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsy
 def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> PackResult:
     """Write the packed log into the new (or empty) directory ``out_dir``, re-verify it, compare digests."""
     t0 = time.perf_counter()
-    created = False
-    if os.path.lexists(out_dir):
-        if not os.path.isdir(out_dir):
-            raise UsageError("output exists and is not a directory; pack writes a new directory", path=out_dir)
-        if os.listdir(out_dir):
-            raise UsageError("output directory is not empty; pack never appends to or mixes with a log",
-                             path=out_dir)
-    else:
-        try:
-            os.mkdir(out_dir)
-        except OSError as exc:
-            raise InputError(exc.strerror or str(exc), path=out_dir) from None
-        created = True
-    step = StepRunner()
-    try:
-        make_lock_files(out_dir)
+
+    def fill(out: str) -> tuple:
+        make_lock_files(out)
         progress.begin("write", plan.bytes_after)
-        names, total = _write_segments(plan, out_dir, step, fsync)
+        names, total = _write_segments(plan, out, StepRunner(), fsync)
         progress.begin("re-verify", total)
-        digest, records = _verify_output(plan, out_dir)
-        if fsync:
-            fsync_dir(out_dir)
-            if created:
-                fsync_dir(os.path.dirname(os.path.abspath(out_dir)))
-    except BaseException:
-        if created:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        else:
-            for n in os.listdir(out_dir):
-                unlink_quiet(os.path.join(out_dir, n))
-        raise
+        return (names, total) + _verify_output(plan, out)
+    names, total, digest, records = write_into_dir(out_dir, "pack", fill, fsync=fsync)
     return WriteResult(out_dir, names, total, records, digest, time.perf_counter() - t0)
 
 

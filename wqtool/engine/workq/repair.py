@@ -34,13 +34,13 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine, without, write_ranges
-from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, refusal,
+from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, refusal, write_into_dir,
                     input_exit_code)
 from .fastreplay import Bail, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
 from .replay import WorkqReplay
-from .swap import finish_interrupted, install, install_steps
+from .swap import finish_interrupted, install, install_steps, make_lock_files
 from .verify import LogRun, run_log
 
 
@@ -142,8 +142,21 @@ class WorkqRepairPlan(Plan):
         doc["jobs_lost_unread"] = dict(self.lost_unread)
         return capped(doc, "jobs_changed", self.jobs_changed)
 
-    def write(self, out: str) -> WriteResult:
-        raise UsageError("repair installs in place (--apply); to keep the original, it is backed up beside it")
+    @property
+    def bytes_before(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
+        """The repaired log in the new directory ``out`` (unchanged segments hard-linked where they can be),
+        re-verified; the input is not touched (``write_repaired``: repair --apply --out)."""
+        t0 = time.perf_counter()
+
+        def fill(d: str) -> tuple:
+            make_lock_files(d)
+            names, total = _fill(self, d, StepRunner(), fsync)
+            return (names, total) + _verify(self, d)
+        names, total, digest, records = write_into_dir(out, "repair --out", fill, fsync=fsync)
+        return WriteResult(out, names, total, records, digest, time.perf_counter() - t0)
 
     def apply(self, **kw) -> ApplyResult:
         return apply_plan(self, **kw)
