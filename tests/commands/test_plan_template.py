@@ -113,3 +113,59 @@ def test_repair_apply_out_writes_a_repaired_copy_and_leaves_the_input_alone(tmp_
         # a DIR holding anything is refused, and --out needs --apply
         assert cli("repair", "--apply", "--salvage", "--out", out, "--as-of", AS_OF, path).code == 2
         assert cli("repair", "--salvage", "--out", out + "2", "--as-of", AS_OF, path).code == 2
+
+
+def _workq_torn_add(tmp_path, cut: int, last: str = "add") -> tuple[str, int]:
+    """A log whose last record (an add, or a delete) is cut ``cut`` bytes in: (the log, the torn offset)."""
+    import random
+    from wqtool.engine.workq.sample import v4_id
+    from wqtool.engine.workq.writer import SegmentWriter, add, simple
+    from wqtool.formats._common import GoTime
+    from wqtool.formats.workq import CmdType
+    d = str(tmp_path / f"log-{last}-{cut}")
+    t = GoTime.from_unix_ns(AS_OF_NS - 10**12)
+    rng = random.Random(cut)
+    ids = [v4_id(rng) for _ in range(4)]
+    with SegmentWriter(d) as w:
+        torn = 8 + sum(len(w.append(add(ids[i], "q", ttr=1000, ttl=10**9, created=t,
+                                        payload=b"p" * 30), t)) for i in range(3))
+        if last == "add":
+            w.append(add(ids[3], "q", ttr=1000, ttl=10**9, created=t, payload=b"p" * 30), t)
+        else:
+            w.append(simple(CmdType.DELETE, ids[0]), t)
+    with open(os.path.join(d, "000000001.log"), "r+b") as f:
+        f.truncate(torn + cut)
+    return d, torn
+
+
+def test_every_cut_byte_is_a_named_job_or_counted_unread(tmp_path):
+    """D5: a torn add cut 20 bytes in (its job id cut) was counted neither in jobs_lost nor jobs_lost_unread; at 16
+    bytes (no frame) and at 40 (the id whole) it was."""
+    import json
+    for last, cut in (("add", 16), ("add", 20), ("add", 30), ("add", 40), ("delete", 20)):
+        d, torn = _workq_torn_add(tmp_path, cut, last)
+        doc = json.loads(cli("repair", "-o", "json", "--as-of", AS_OF, d).out)["logs"][0]
+        assert [(c["offset"], c["length"]) for c in doc["cuts"]] == [(torn, cut)], doc["cuts"]
+        named = [j for j in doc["jobs_lost"] if j["record"] == f"000000001.log@0x{torn:x}"]
+        assert named or doc["jobs_lost_unread"] == {"ranges": 1, "bytes": cut}, (last, cut, doc)
+
+
+def test_an_addx_damaged_only_in_its_opcode_is_a_lost_item(tmp_path):
+    """D7: an ADDX whose only damage is its opcode byte was "unknown in N cut byte(s)", though the same item cut
+    for its size field was counted."""
+    import json
+    from wqtool.engine.kestrel.writer import JournalWriter
+    q = str(tmp_path / "Q")
+    os.makedirs(q)
+    with JournalWriter(os.path.join(q, "jobs")) as w:
+        w.add(b"first", 1_795_302_000_000)
+        at = w.size
+        w.add(b"x" * 150, 1_795_302_000_001)
+        for i in range(3):
+            w.add(b"after %d" % i, 1_795_302_000_002 + i)
+    with open(os.path.join(q, "jobs"), "r+b") as f:
+        f.seek(at)
+        f.write(b"\x7f")
+    doc = json.loads(cli("repair", "--salvage", "-o", "json", "--as-of", AS_OF, q).out)["logs"][0]
+    assert [c["offset"] for c in doc["cuts"]] == [at], doc["cuts"]
+    assert doc["items_lost_at"] == [f"jobs@0x{at:x}"] and doc["items_lost_unread"] == {"ranges": 0, "bytes": 0}

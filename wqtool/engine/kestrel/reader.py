@@ -540,6 +540,10 @@ def damaged_items(data, start: int, end: int) -> tuple[list[int], int]:
             q = end if m is None else m.start()
             if p == start and data[p] in _ITEM_OPCODES:   # the damaged record itself: an add cut short or whose
                 out.append(p)                             # size is impossible (its item is lost with it)
+            elif p == start and _addx_but_opcode(data, p, end):   # an ADDX whose only damage is its opcode byte
+                out.append(p)                                     # (issue 34, D7): its size, times, data intact
+                p += _addx_but_opcode(data, p, end)
+                continue
             else:
                 unread += q - p
             p = q
@@ -548,6 +552,18 @@ def damaged_items(data, start: int, end: int) -> tuple[list[int], int]:
             out.append(p)
         p = nxt
     return out, unread
+
+
+def _addx_but_opcode(data, p: int, end: int) -> int:
+    """The length of the record at ``p`` read as an ADDX (its opcode byte set aside) when it decodes whole before
+    ``end`` with a plausible add time; 0 otherwise."""
+    buf = b"\x02" + bytes(data[p + 1:end])
+    try:
+        op, nxt = decode_op(buf, 0, len(buf))
+    except Damage:
+        return 0
+    lo, hi = PLAUSIBLE_MS
+    return nxt if op.add_time is not None and lo <= op.add_time <= hi else 0
 
 
 def read_damaged_items(path: str, start: int, end: int) -> tuple[list[int], int]:
