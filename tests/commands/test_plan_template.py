@@ -169,3 +169,18 @@ def test_an_addx_damaged_only_in_its_opcode_is_a_lost_item(tmp_path):
     doc = json.loads(cli("repair", "--salvage", "-o", "json", "--as-of", AS_OF, q).out)["logs"][0]
     assert [c["offset"] for c in doc["cuts"]] == [at], doc["cuts"]
     assert doc["items_lost_at"] == [f"jobs@0x{at:x}"] and doc["items_lost_unread"] == {"ranges": 0, "bytes": 0}
+
+
+def test_a_plan_at_the_default_now_states_its_instant_and_gives_its_digest_again(tmp_path):
+    """Issue 31 item 6: at the default --as-of now the digest moves with the clock; the plan states the instant it
+    used, and that --as-of gives the same plan and digest (an explicit --as-of prints no such line)."""
+    import json
+    import re
+    from tests.commands import crashsweep as cs
+    d = cs.copy_of("workq", "crc-mismatch-mid-segment", "log")(str(tmp_path))
+    r = cli("repair", "--salvage", d)
+    [t] = re.findall(r"^  as of (\S+) \(--as-of \1 gives this plan and digest again\)$", r.out, re.M)
+    digest = re.search(r"digest sha256:(\w+)", r.out).group(1)
+    again = cli("repair", "--salvage", "--as-of", t, d)
+    assert re.search(r"digest sha256:(\w+)", again.out).group(1) == digest and "  as of " not in again.out
+    assert json.loads(cli("repair", "--salvage", "-o", "json", "--as-of", t, d).out)["logs"][0]["as_of"] == t

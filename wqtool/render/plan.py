@@ -12,14 +12,17 @@ from ..errors import PackRefused
 from .outcome import Failed
 
 
-def _as_of(w, doc: dict) -> None:
-    """The instant the plan was made at: the same --as-of plans (and --apply installs) the same digest."""
+def _as_of(w, doc: dict, shown: bool) -> None:
+    """The instant the plan was made at, when the command line did not fix it (``shown``: --as-of now, the
+    default): the same --as-of plans (and --apply installs) the same digest."""
+    if not shown:
+        return
     t = with_times({"as_of_ns": doc["as_of_ns"]}).get("as_of") if isinstance(doc.get("as_of_ns"), int) else None
     if t:
         w(f"  as of {t} (--as-of {t} gives this plan and digest again)\n")
 
 
-def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> None:
+def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool, as_of_line: bool = False) -> None:
     if as_json:
         out.write(json.dumps(with_times(doc), indent=2) + "\n")
         return
@@ -33,7 +36,7 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> 
     for line in doc["dropped"]:
         w(f"  dropped: {line}\n")
     w(f"  digest sha256:{doc['digest']}\n")
-    _as_of(w, doc)
+    _as_of(w, doc, as_of_line)
     if "written" in doc:
         w(f"  wrote {doc['written']['path']}: re-verified, replay digest equal\n")
     elif "installed" in doc:
@@ -82,7 +85,7 @@ def failed_json(f: Failed) -> dict:
 
 
 def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, as_json: bool,
-                       applied: bool) -> None:
+                       applied: bool, as_of_line: bool = False) -> None:
     """clean / repair over several PATHs: one section (table) or one entry of ``logs`` (JSON) per PATH, in PATH
     order — a plan's report, or a PATH that got none (its error: not a log, unreadable, busy, refused)."""
     if as_json:
@@ -94,7 +97,7 @@ def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, a
             d = failed_json(i)
             out.write(f"{kind} {i.root}: {d['verdict']}: {i.message} (exit {d['exit_code']})\n")
         else:
-            write_plan_report(out, kind, i, as_json=False, applied=applied)
+            write_plan_report(out, kind, i, as_json=False, applied=applied, as_of_line=as_of_line)
 
 
 def _at(path: str, start: int, end: int) -> str:
@@ -111,7 +114,8 @@ def _bounded(w, doc: dict, key: str, line) -> None:
         w(f"  ... and {more} more (-o json lists up to {LIST_CAP})\n")
 
 
-def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, applied: bool) -> None:
+def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, applied: bool,
+                      as_of_line: bool = False) -> None:
     """clean / repair: what the plan does (or did, with --apply), for every format."""
     if as_json:
         out.write(json.dumps(with_times(doc), indent=2) + "\n")
@@ -151,7 +155,8 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
     if doc.get("kept_whole") and not doc.get("nothing_to_do"):
         w(f"  kept whole: {doc['kept_whole']} file(s)\n")
     lost = len(doc.get("jobs_lost") or ()) + doc.get("jobs_lost_more", 0)
-    _bounded(w, doc, "jobs_lost", lambda j: f"jobs lost: {j['job']} ({j['cmd']} at {j['record']}; "
+    _bounded(w, doc, "jobs_lost", lambda j: f"jobs lost: {j['job']}"
+             f"{' (id unverified)' if j.get('id_unverified') else ''} ({j['cmd']} at {j['record']}; "
              f"{j['later_records']} later record(s) refer to it)")
     unread = doc.get("jobs_lost_unread") or {}
     if unread.get("bytes"):
@@ -181,7 +186,7 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         w(f"  digest before: sha256:{doc['digest_before']}\n  digest after:  sha256:{doc['digest_after']}\n")
     elif doc.get("digest") or doc.get("digest_after"):
         w(f"  digest sha256:{doc.get('digest') or doc.get('digest_after')}\n")
-    _as_of(w, doc)
+    _as_of(w, doc, as_of_line)
     ap = doc.get("applied") or {}
     if ap.get("out"):
         w(f"  wrote {ap['path']}: re-verified, replay digest equal; the input is unchanged"

@@ -265,7 +265,7 @@ def test_a_repair_names_the_job_whose_add_it_cuts(tmp_path, engine):
     open(seg, "wb").write(bytes(data))
     plan = repair.repair_plan(discover([d])[0], AS_OF_NS, salvage=True)
     assert plan.jobs_lost == [{"job": "00000000-0000-4000-8000-000000000001", "cmd": "add",
-                               "record": "000000001.log@0x8", "later_records": 2}]
+                               "record": "000000001.log@0x8", "later_records": 2, "id_unverified": True}]
     assert plan.lost_unread == {"ranges": 0, "bytes": 0}
 
 

@@ -28,9 +28,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
+from google_crc32c import value as _crc
+
 from ...errors import InputError, PackMismatch, PackRefused, UsageError
 from ...formats._common import format_unix_ns, format_uuid
-from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
+from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine, without, write_ranges
@@ -326,8 +328,21 @@ def _jobs_lost(log: LogSet, cuts: list[Cut], findings: list[Finding], state) -> 
             continue
         seen.add(uid)
         out.append({"job": uid, "cmd": cmd.label, "record": f"{os.path.basename(path)}@0x{at[1]:x}",
-                    "later_records": sum(1 for p in later.get(uid, ()) if p > at)})
+                    "later_records": sum(1 for p in later.get(uid, ()) if p > at),
+                    "id_unverified": not _crc_holds(path, at[1])})
     return out, unread
+
+
+def _crc_holds(path: str, offset: int) -> bool:
+    """Whether the record framed at ``offset`` of ``path`` is whole and its CRC matches: a job id read from a
+    record that fails it may be damage (a flipped bit names a job that never existed)."""
+    try:
+        n = record_length(path, offset)
+        with open(path, "rb") as f:
+            rec = os.pread(f.fileno(), n, offset)
+    except (InputError, OSError):
+        return False
+    return len(rec) == n and n > 4 and _crc(rec[:-4]) == RECORD_CRC_STRUCT.unpack_from(rec, n - 4)[0]
 
 
 def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
