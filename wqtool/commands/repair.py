@@ -28,8 +28,8 @@ def repair(
                                 "rollback: drop every record written after TIME (the first one and all that follow)."
                                 )] = None,
     quarantine: Annotated[Optional[str], typer.Option("--quarantine", metavar="DIR", help="Where the cut bytes go, "
-                          "one file per range named <file>@0x<offset>-0x<end>.bin [default: <log>.quarantine-<stamp>, or .2, .3... "
-                          "when another repair's is there; a crashed run's is reused]."
+                          "one file per range named <file>@0x<offset>-0x<end>.bin [default: <log>.quarantine-<stamp>, "
+                          "or .2, .3... when another repair's is there; a crashed run's is reused]."
                           )] = None,
     no_backup: Annotated[bool, typer.Option("--no-backup", help="Do not keep the old log after the swap.")] = False,
     out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="With --apply: write the repaired log "

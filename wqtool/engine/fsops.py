@@ -408,7 +408,8 @@ def _reusable(path: str, ok) -> bool:
 
 
 class Quarantine:
-    """Where a repair keeps every byte range it cuts, one file per range named ``<file>@0x<offset>-0x<end>.bin`` (the printed form: ``--from-offset`` takes it).
+    """Where a repair keeps every byte range it cuts, one file per range named ``<file>@0x<offset>-0x<end>.bin``
+    (the printed form: ``--from-offset`` takes it).
 
     ``ranges``: (source path, offset, length). The directory is ``path`` when it is missing or empty, or when it
     holds only files of these ranges, each equal to its range or to a prefix of it (an earlier run of the same

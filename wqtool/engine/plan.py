@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import InputError, PackRefused, UsageError
+from ..errors import InputError, PackMismatch, PackRefused, UsageError
 from .findings import Verdict, worst
 
 
@@ -240,6 +240,24 @@ def stamp(as_of_ns: int) -> str:
     """An instant in names beside a log (backups, quarantines): ``20261121T233000Z``."""
     from ..formats._common import format_unix_ns
     return format_unix_ns(as_of_ns).replace("-", "").replace(":", "")
+
+
+def prove(what: str, expected: str, actual: str, *, path: str | None, verdict: Verdict | None = None,
+          accept: tuple = (Verdict.CLEAN,), detail: Callable[[], str] | None = None, job_id: str | None = None,
+          ok: bool | None = None) -> str:
+    """The template's proof of a written copy, for every format and command: the copy's replay digest
+    (``actual``) must be the plan's (``expected``) and its verdict one of ``accept`` (``ok`` overrides both, for
+    a format that compares something else than a digest). Returns ``actual``; otherwise the one PackMismatch
+    (exit 70: nothing is installed), naming both digests, the copy's verdict and ``detail()`` (the first
+    difference)."""
+    if ok is None:
+        ok = actual == expected and (verdict is None or verdict in accept)
+    if ok:
+        return actual
+    more = detail() if detail is not None else ""
+    raise PackMismatch(f"{what}: expected digest {expected}, got {actual}"
+                       + (f" (verify: {verdict.label})" if verdict is not None else "") + (f"; {more}" if more else ""),
+                       expected=expected, actual=actual, job_id=job_id, path=path)
 
 
 #: The edge's verdict -> exit code mapping, handed to a plan's report (``wqtool.exitcodes.Codes.of``).

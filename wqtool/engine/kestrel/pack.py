@@ -46,13 +46,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
 from ..fsops import (FileSig, LogBusy, NewFile, copy_file, describe_holders, fsync_dir, holders, rename_noreplace,
                      same_file, unlink_quiet)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels, prove
 from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
@@ -207,12 +207,8 @@ def _verify_output(plan: PackPlan, path: str) -> str:
     fs = FileSet(root=os.path.dirname(path) or ".", queue=os.path.basename(path),
                  files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version=plan.verify_version)
     rep = run_log(fs, plan.as_of_ns, keep_open=True, resync=False)
-    got = rep.state.digest()
-    if rep.verdict != Verdict.CLEAN or got != plan.digest_expected:
-        diff = first_difference(plan.state, rep.state) or "states differ"
-        raise PackMismatch(f"packed output does not replay to the input state: expected digest "
-                           f"{plan.digest_expected}, got {got} ({rep.verdict.label}); {diff}",
-                           expected=plan.digest_expected, actual=got, path=path)
+    prove("packed output does not replay to the input state", plan.digest_expected, rep.state.digest(), path=path,
+          verdict=rep.verdict, detail=lambda: first_difference(plan.state, rep.state) or "states differ")
     return plan.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
 
 

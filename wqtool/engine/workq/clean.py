@@ -26,12 +26,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels, prove
 from .model import Record
 from .reader import LogSet, Segment
 from .fastreplay import Bail, fast_run
@@ -232,11 +232,8 @@ def _verify(plan: WorkqCleanPlan) -> str:
         # appended after the plan are not the input's, and would replay to another state)
         segs.append(Segment(_rw(sc.path), sc.seq) if sc.action == "rewrite" else Segment(sc.path, sc.seq, sc.size))
     rep = run_log(LogSet(plan.log.root, segs, is_dir=False), plan.as_of_ns, state=True)
-    got = rep.state.digest()
-    if got != plan.digest or rep.verdict not in (Verdict.CLEAN, plan.input_verdict):
-        raise PackMismatch(f"the cleaned log does not replay to the input's state: expected {plan.digest}, got {got}",
-                           expected=plan.digest, actual=got, path=plan.log.root)
-    return got
+    return prove("the cleaned log does not replay to the input's state", plan.digest, rep.state.digest(),
+                 path=plan.log.root, verdict=rep.verdict, accept=(Verdict.CLEAN, plan.input_verdict))
 
 
 def _check_unchanged(plan: WorkqCleanPlan) -> None:

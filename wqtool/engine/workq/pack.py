@@ -80,7 +80,7 @@ from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
 from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, write_into_dir
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, prove, write_into_dir
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
@@ -513,12 +513,10 @@ def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
     """Replay the written log at the plan's as-of; (digest, records) or PackMismatch."""
     rep = run_log(discover([directory])[0], plan.as_of_ns, state=True)
     got = rep.state.digest()
-    if rep.verdict != Verdict.CLEAN or got != plan.digest_before:
-        jid, diff = first_difference(plan.state, rep.state)
-        raise PackMismatch(f"packed log does not replay to the input's state at as-of: expected digest "
-                           f"{plan.digest_before}, got {got} (verify: {rep.verdict.label}); first difference: "
-                           f"{diff}", expected=plan.digest_before, actual=got, job_id=jid, path=directory)
-    return got, rep.records
+    jid, diff = first_difference(plan.state, rep.state) if got != plan.digest_before else (None, "")
+    return prove("packed log does not replay to the input's state at as-of", plan.digest_before, got,
+                 path=directory, verdict=rep.verdict, detail=lambda: f"first difference: {diff}", job_id=jid), \
+        rep.records
 
 
 def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:

@@ -30,13 +30,14 @@ from typing import Callable, ClassVar
 
 from google_crc32c import value as _crc
 
-from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats._common import format_unix_ns, format_uuid
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine, without, write_ranges
-from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, refusal, write_into_dir,
+from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, prove, refusal,
+                    write_into_dir,
                     input_exit_code)
 from .fastreplay import Bail, fast_run
 from .model import Record
@@ -452,14 +453,10 @@ def _write_without(sp: SegmentPlan, dst: str, fsync: bool) -> None:
 
 def _verify(plan: WorkqRepairPlan, tmp: str) -> tuple[str, int]:
     rep = run_log(discover([tmp])[0], plan.as_of_ns, state=True)
-    got = rep.state.digest()
-    if rep.verdict != Verdict.CLEAN or got != plan.digest_after:
-        errs = [f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
-                if f.severity == ERROR][:3]
-        raise PackMismatch(f"the repaired log is not what the plan promised (verdict {rep.verdict.label}"
-                           f"{', ' + ', '.join(errs) if errs else ''}; digest {got}, expected {plan.digest_after}); "
-                           "nothing was installed", expected=plan.digest_after, actual=got, path=tmp)
-    return got, rep.records
+    return prove("the repaired log is not what the plan promised (nothing was installed)", plan.digest_after,
+                 rep.state.digest(), path=tmp, verdict=rep.verdict, detail=lambda: ", ".join([
+                     f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
+                     if f.severity == ERROR][:3])), rep.records
 
 
 def _quarantine(plan: WorkqRepairPlan, qdir: str, *, named: bool = False) -> Quarantine:
