@@ -184,3 +184,33 @@ def test_a_plan_at_the_default_now_states_its_instant_and_gives_its_digest_again
     again = cli("repair", "--salvage", "--as-of", t, d)
     assert re.search(r"digest sha256:(\w+)", again.out).group(1) == digest and "  as of " not in again.out
     assert json.loads(cli("repair", "--salvage", "-o", "json", "--as-of", t, d).out)["logs"][0]["as_of"] == t
+
+
+def test_the_old_locks_are_held_only_for_a_process_that_has_them_open(tmp_path, monkeypatch):
+    """Speed: the workq swap slept stale_lock_hold (1.1 s: 11x the bench log's read floor) after every apply. It
+    waits only while another process holds one of the old lock files open (one that opened them before the
+    swap may be about to lock them); a process that opens D/append.lock later opens the new log's."""
+    import subprocess
+    import sys
+    from tests.commands import crashsweep as cs
+    from wqtool.engine.workq import pack, swap
+    slept = []
+    monkeypatch.setattr(swap.time, "sleep", lambda s: slept.append(s))
+    for held in (False, True):
+        d = cs.copy_of("workq", "upstream-a-run1", "log")(str(tmp_path / str(held)))
+        holder = None
+        open(os.path.join(d, "append.lock"), "a").close()
+        if held:
+            holder = subprocess.Popen([sys.executable, "-c", "import sys; f = open(sys.argv[1]); print('open', "
+                                       "flush=True); sys.stdin.read()", os.path.join(d, "append.lock")],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert holder.stdout.readline().strip() == "open"
+        try:
+            plan = pack.pack_plan(discover([d])[0], AS_OF_NS)
+            pack.apply_plan(plan, fsync=False)
+        finally:
+            if holder is not None:
+                holder.stdin.close()
+                holder.wait(timeout=30)
+        assert (1.1 in slept) == held, (held, slept[:3])
+        slept.clear()
