@@ -107,6 +107,7 @@ class Reference:
     counts: dict[str, int]
     state: dict
     cut: list[bytes]
+    input_verify: int = 0           # verify's exit code on the input, before the run
 
 
 def reference(sc: Scenario, base: str) -> Reference:
@@ -114,6 +115,7 @@ def reference(sc: Scenario, base: str) -> Reference:
     os.makedirs(work)
     path = sc.make(work)
     before = tree(work)
+    input_verify = run([WQTOOL, "verify", "-q", "--as-of", sc.as_of, *sc.extra_verify, path], work).returncode
     trace = os.path.join(base, "ref.strace")
     r = run([STRACE, "-f", "-qq", "-o", trace, "-e", "trace=" + ",".join(SYSCALLS + ("write",)), WQTOOL, *sc.argv,
              path], work)
@@ -125,7 +127,7 @@ def reference(sc: Scenario, base: str) -> Reference:
             with open(os.path.join(work, rel), "rb") as f:
                 cut.append(f.read())
     del before
-    return Reference(r.returncode, counts(trace), state(work, path, sc), cut)
+    return Reference(r.returncode, counts(trace), state(work, path, sc), cut, input_verify)
 
 
 def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list[str]:
@@ -135,9 +137,13 @@ def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list
     path = sc.make(work)
     crashed = run([STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=" + syscall,
                    "-e", f"inject={syscall}:signal=KILL:when={n}", WQTOOL, *sc.argv, path], work)
+    between = run([WQTOOL, "verify", "-q", "--as-of", sc.as_of, *sc.extra_verify, path], work)
     again = run([WQTOOL, *sc.argv, path], work)
     bad = []
     where = f"{sc.name}: SIGKILL at {syscall} #{n}"
+    # what a crash leaves is no damage: verify gives the input's class or the result's, never CORRUPT of its own
+    if between.returncode == 3 and 3 not in (ref.input_verify, ref.state["verify"]):
+        bad.append(f"{where}: verify before the rerun says CORRUPT (the input: exit {ref.input_verify})")
     if crashed.returncode != -9 and crashed.returncode != 137:
         bad.append(f"{where}: the crashed run was not killed (exit {crashed.returncode})")
     if again.returncode not in (0, ref.code):

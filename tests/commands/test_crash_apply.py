@@ -223,7 +223,8 @@ def test_kestrel_half_done_rotation_is_rolled_back(tmp_path):
     os.rename(os.path.join(q, "mail"), os.path.join(q, "mail.1795659519664"))
     with open(os.path.join(q, "mail~~1795659519665"), "wb") as f:
         f.write(b"\x08")          # whatever the killed run had written
-    assert cli("verify", "-q", "--as-of", cs.AS_OF, q).code == 3       # what an operator met before
+    v = cli("verify", "--as-of", cs.AS_OF, q)        # before: CORRUPT (exit 3), damage the tool itself made
+    assert v.code == 1 and "an interrupted wqtool repair (or pack, clean): rerun it to finish" in v.out, v.out
     r = cli("repair", "--apply", "--as-of", cs.AS_OF, q)
     assert r.code == 1, r.err
     assert sorted(os.listdir(q)) == ["mail"]

@@ -288,7 +288,7 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     temp = os.path.join(d, f"{q}{TEMP_MARKER}{t_pack}")
     packf = os.path.join(d, f"{q}.{t_pack}{PACK_SUFFIX}")
     placed = os.path.join(d, f"{q}.{t_pack}")
-    has_live = any(f.role == ROLE_LIVE for f in fs.files)
+    has_live = any(f.role == ROLE_LIVE and f.path == live for f in fs.files)   # not a rotated one read as live
     if not dry:
         for p in (rotated_live, temp, packf, placed):
             if os.path.lexists(p):
@@ -330,7 +330,7 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
         kept = [f.path for f in fs.files] + [p for p in fs.superseded if TEMP_MARKER not in os.path.basename(p)]
         step("backup", lambda: _backup(kept, plan.backup_dir, fsync, ctx))
     # 3. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
-    victims = [f.path for f in fs.files if f.role != ROLE_LIVE] + list(fs.superseded)
+    victims = [f.path for f in fs.files if f.path != live] + list(fs.superseded)
     if has_live:
         step("check-live", lambda: _check_quiet(plan, ctx, live_exists=True))
         step("rename-live", lambda: os.rename(live, rotated_live), rollback=lambda: _unrotate(rotated_live, live))

@@ -166,12 +166,32 @@ def classify(queue: str, root: str, names: Sequence[str]) -> FileSet:
     rotated.sort(key=lambda r: r[0])  # stable, like Scala's sortBy
     for ts, name, from_pack in rotated:
         fs.files.append(JournalFile(os.path.join(root, name), ROLE_PACK if from_pack else ROLE_ROTATED, ts))
+    interrupted = _interrupted_rotation(fs, queue) if not live else None
     if live:
         fs.files.append(JournalFile(os.path.join(root, queue), ROLE_LIVE))
+    elif interrupted is not None:
+        last, temp = interrupted
+        fs.files[-1] = JournalFile(last.path, ROLE_LIVE, last.ts)
+        fs.findings.append(Finding(WARNING, "KQ-INTERRUPTED-APPLY", "an interrupted wqtool repair (or pack, clean): "
+                                   f"rerun it to finish; read as before it started, {os.path.basename(last.path)} as "
+                                   f"the live journal and {os.path.basename(temp)} as its unfinished rewrite",
+                                   path=last.path, upstream="Kestrel 2.x would read the file as a rotated journal "
+                                   "(a torn tail there as damage) and delete the temp"))
     elif fs.files or fs.temps:
         fs.findings.append(Finding(NOTE, "KQ-NO-LIVE", f"no live journal '{queue}': Kestrel 2.x replays the other "
                                    "files and starts a new one", path=os.path.join(root, queue)))
     return fs
+
+
+def _interrupted_rotation(fs: FileSet, queue: str):
+    """(the newest rotated file, the temp) when a queue without a live file has a temp ``q~~<T+1>`` beside its
+    newest rotated file ``q.<T>``: a wqtool pack or repair ``--apply`` killed between rotating the live file and
+    publishing its rewrite (``kestrel.pack``'s steps 3-4; its ``finish_interrupted`` rolls it back). Else None."""
+    if not fs.files or fs.files[-1].role != ROLE_ROTATED or fs.files[-1].ts is None:
+        return None
+    want = f"{queue}{TEMP_MARKER}{fs.files[-1].ts + 1}"
+    temp = next((t for t in fs.temps if os.path.basename(t) == want), None)
+    return None if temp is None else (fs.files[-1], temp)
 
 
 def _check_version(kestrel_version: str) -> str:
