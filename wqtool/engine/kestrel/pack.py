@@ -475,52 +475,37 @@ def _rescue(plan: PackPlan, fd: int, ctx: dict) -> None:
 
 
 # ---------------------------------------------------------------- recovery
-def half_done_rotations(directory: str) -> list[tuple[str, str, str]]:
-    """(temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``) for each queue in ``directory`` with no live file, a
-    temp and the rotated file named one millisecond before it: ``_run_steps`` killed between its step 2 (the live
-    file rotated) and step 3 (the temp published as ``.pack``)."""
+def interrupted_applies(directory: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, list[str], str, str]]]:
+    """What crashed applies left in ``directory``, per queue with no live file ``q``:
+
+    * half-done rotations, (temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``): a temp beside the rotated file
+      named one millisecond before it — ``_run_steps`` killed between rotating the live file (step 3) and
+      publishing the temp as ``.pack`` (step 4);
+    * published packs, (pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``): a
+      ``.pack`` newer than every other file of the queue — killed after publishing the pack and before placing it
+      (step 6), or Kestrel killed in its own clean-up of a pack; either way the .pack rule already reads only it."""
     from .reader import parse_ts, queue_of
     try:
         names = set(os.listdir(directory))
     except OSError:
-        return []
-    out = []
+        return [], []
+    half, published = [], []
     for n in sorted(names):
-        if TEMP_MARKER not in n:
-            continue
-        q, _, t = n.partition(TEMP_MARKER)
-        if not t.isdigit() or q in names or queue_of(n) != q:
-            continue
-        rotated = f"{q}.{int(t) - 1}"
-        if rotated in names and parse_ts(rotated, q) == int(t) - 1:
-            out.append(tuple(os.path.join(directory, x) for x in (n, rotated, q)))
-    return out
-
-
-def published_packs(directory: str) -> list[tuple[str, list[str], str, str]]:
-    """(pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``) for each queue in
-    ``directory`` with no live file and a ``.pack`` newer than every other file of the queue: ``_run_steps`` killed
-    after publishing the pack (step 4) and before it was renamed to the live file (step 6) — or Kestrel killed in
-    its own clean-up of a pack. Either way the .pack rule already reads only the pack."""
-    from .reader import parse_ts, queue_of
-    try:
-        names = set(os.listdir(directory))
-    except OSError:
-        return []
-    out = []
-    for n in sorted(names):
-        if not n.endswith(PACK_SUFFIX) or TEMP_MARKER in n:
-            continue
         q = queue_of(n)
-        t = parse_ts(n, q)
-        if t is None or q in names:
+        if q in names:
             continue
-        older = [m for m in sorted(names) if m != n and queue_of(m) == q
-                 and (TEMP_MARKER in m or parse_ts(m, q) is not None)]
-        if all(TEMP_MARKER in m or parse_ts(m, q) < t for m in older):
-            out.append((os.path.join(directory, n), [os.path.join(directory, m) for m in older],
-                        os.path.join(directory, q), os.path.join(directory, f"{q}.{t}")))
-    return out
+        if TEMP_MARKER in n:
+            t = n.partition(TEMP_MARKER)[2]
+            rotated = f"{q}.{int(t) - 1}" if t.isdigit() else None
+            if rotated in names and parse_ts(rotated, q) == int(t) - 1:
+                half.append(tuple(os.path.join(directory, x) for x in (n, rotated, q)))
+        elif n.endswith(PACK_SUFFIX) and (t := parse_ts(n, q)) is not None:
+            older = [m for m in sorted(names) if m != n and queue_of(m) == q
+                     and (TEMP_MARKER in m or parse_ts(m, q) is not None)]
+            if all(TEMP_MARKER in m or parse_ts(m, q) < t for m in older):
+                published.append((os.path.join(directory, n), [os.path.join(directory, m) for m in older],
+                                  os.path.join(directory, q), os.path.join(directory, f"{q}.{t}")))
+    return half, published
 
 
 def finish_interrupted(path: str, *, fsync: bool = True) -> list[str]:
@@ -529,8 +514,7 @@ def finish_interrupted(path: str, *, fsync: bool = True) -> list[str]:
     LogBusy while another process holds one of the files open (Kestrel running: nothing is touched). Returns what
     was done, one line each."""
     d = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    found = half_done_rotations(d)
-    published = published_packs(d)
+    found, published = interrupted_applies(d)
     if not found and not published:
         return []
     busy = holders([p for t, r, _ in found for p in (t, r)] + [p for pk, old, _, _ in published for p in [pk] + old])
