@@ -107,6 +107,7 @@ class Reference:
     counts: dict[str, int]
     state: dict
     cut: list[bytes]
+    input_verify: int = 0           # verify's exit code on the input, before the run
 
 
 def reference(sc: Scenario, base: str) -> Reference:
@@ -114,6 +115,7 @@ def reference(sc: Scenario, base: str) -> Reference:
     os.makedirs(work)
     path = sc.make(work)
     before = tree(work)
+    input_verify = run([WQTOOL, "verify", "-q", "--as-of", sc.as_of, *sc.extra_verify, path], work).returncode
     trace = os.path.join(base, "ref.strace")
     r = run([STRACE, "-f", "-qq", "-o", trace, "-e", "trace=" + ",".join(SYSCALLS + ("write",)), WQTOOL, *sc.argv,
              path], work)
@@ -125,7 +127,7 @@ def reference(sc: Scenario, base: str) -> Reference:
             with open(os.path.join(work, rel), "rb") as f:
                 cut.append(f.read())
     del before
-    return Reference(r.returncode, counts(trace), state(work, path, sc), cut)
+    return Reference(r.returncode, counts(trace), state(work, path, sc), cut, input_verify)
 
 
 def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list[str]:
@@ -135,9 +137,13 @@ def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list
     path = sc.make(work)
     crashed = run([STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=" + syscall,
                    "-e", f"inject={syscall}:signal=KILL:when={n}", WQTOOL, *sc.argv, path], work)
+    between = run([WQTOOL, "verify", "-q", "--as-of", sc.as_of, *sc.extra_verify, path], work)
     again = run([WQTOOL, *sc.argv, path], work)
     bad = []
     where = f"{sc.name}: SIGKILL at {syscall} #{n}"
+    # what a crash leaves is no damage: verify gives the input's class or the result's, never CORRUPT of its own
+    if between.returncode == 3 and 3 not in (ref.input_verify, ref.state["verify"]):
+        bad.append(f"{where}: verify before the rerun says CORRUPT (the input: exit {ref.input_verify})")
     if crashed.returncode != -9 and crashed.returncode != 137:
         bad.append(f"{where}: the crashed run was not killed (exit {crashed.returncode})")
     if again.returncode not in (0, ref.code):
@@ -244,6 +250,28 @@ def copy_queue(fixture: str, queue: str) -> Callable[[str], str]:
     return make
 
 
+def kestrel_rotated_set(work: str) -> str:
+    """A Kestrel queue of three files (two rotated, the live one), item adds of 191 bytes; byte 1910 of the
+    first rotated file (an opcode) set to 0x7f: damage in a rotated file, which only ``--salvage`` repairs
+    (issue 34's D1 repro). PATH = the queue's directory."""
+    from wqtool.engine.kestrel.writer import JournalWriter
+    q = os.path.join(work, "Q")
+    os.makedirs(q)
+    t = 1_795_302_000_000
+    for k, name in enumerate(["jobs.1795302000100", "jobs.1795302000200", "jobs"]):
+        with JournalWriter(os.path.join(q, name)) as w:
+            for i in range(12):
+                head = b"item %d-%02d " % (k, i)
+                w.add(head + b"x" * (170 - len(head)), t + 100 * k + i)
+            for _ in range(3):
+                w.remove()
+    p = os.path.join(q, "jobs.1795302000100")
+    with open(p, "r+b") as f:
+        f.seek(1910)
+        f.write(b"\x7f")
+    return q
+
+
 SCENARIOS = {
     "workq-repair-salvage": Scenario("workq-repair-salvage", copy_of("workq", "crc-mismatch-mid-segment", "log"),
                                      ["repair", "--apply", "--salvage", "--as-of", AS_OF]),
@@ -255,6 +283,8 @@ SCENARIOS = {
                             ["clean", "--apply", "--as-of", AS_OF]),
     "kestrel-repair-torn": Scenario("kestrel-repair-torn", copy_queue("torn-tail", "mail"),
                                     ["repair", "--apply", "--as-of", AS_OF]),
+    "kestrel-repair-salvage": Scenario("kestrel-repair-salvage", kestrel_rotated_set,
+                                       ["repair", "--apply", "--salvage", "--as-of", AS_OF]),
     "kestrel-pack": Scenario("kestrel-pack", copy_queue("rotated-set-with-pack", ""),
                              ["pack", "--apply", "--as-of", AS_OF]),
     "evtj-pack": Scenario("evtj-pack", copy_of("evtj", "live-and-done", "journal", name="journal"),

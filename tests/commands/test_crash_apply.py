@@ -86,6 +86,57 @@ def test_failed_clean_apply_leaves_no_rw_file(tmp_path, tmp_path_factory):
     assert bad == []
 
 
+# Kestrel repair --salvage of damage in a rotated file killed mid-swap (issue 34, D1): the rerun said "nothing to
+# repair" (the published .pack superseded the damaged files), left the queue half swapped and the backup empty.
+# Every link, mkdir and rename of the reference run, and the fsyncs around the swap.
+D1 = [("link", 1), ("link", 2), ("link", 3), ("mkdir", 1), ("mkdir", 2), ("rename", 1), ("rename", 2),
+      ("fsync", 5), ("fsync", 7)]
+
+
+@needs_strace
+@pytest.mark.parametrize("syscall,n", D1, ids=[f"{s}{n}" for s, n in D1])
+def test_kestrel_repair_killed_mid_swap_is_finished_by_the_rerun(syscall, n, tmp_path, tmp_path_factory):
+    sc = cs.SCENARIOS["kestrel-repair-salvage"]
+    ref = _ref("kestrel-repair-salvage", tmp_path_factory)
+    if ref.counts.get(syscall, 0) < n:
+        pytest.skip(f"the reference run makes {ref.counts.get(syscall, 0)} {syscall} call(s)")
+    assert cs.trial(sc, ref, str(tmp_path), syscall, n) == []
+    # the trial removes a passing work directory; run it again to look at the layout and the backup
+    work = str(tmp_path / "again")
+    os.makedirs(work)
+    q = sc.make(work)
+    original = {name: open(os.path.join(q, name), "rb").read() for name in os.listdir(q)}
+    cs.run([cs.STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=" + syscall,
+            "-e", f"inject={syscall}:signal=KILL:when={n}", cs.WQTOOL, *sc.argv, q], work)
+    again = cs.run([cs.WQTOOL, *sc.argv, q], work)
+    assert again.returncode in (0, ref.code), again.stderr
+    assert os.listdir(q) == ["jobs"]                              # the uncrashed run's layout: one live file
+    [backup] = [d for d in os.listdir(work) if ".pre-repair-" in d]
+    kept = {name: open(os.path.join(work, backup, name), "rb").read() for name in os.listdir(os.path.join(work,
+                                                                                                          backup))}
+    assert kept == original
+
+
+def test_kestrel_repair_backs_up_before_any_original_is_superseded(tmp_path):
+    """Every pre-repair file is in the backup before the repaired journal is published as a .pack (from there the
+    .pack rule supersedes the originals: Kestrel's start-up or a clean would delete them)."""
+    from wqtool.engine.kestrel import repair
+    from wqtool.engine.kestrel.reader import discover
+    from wqtool.engine.instant import parse_instant
+    q = cs.kestrel_rotated_set(str(tmp_path))
+    original = {name: open(os.path.join(q, name), "rb").read() for name in os.listdir(q)}
+    plan = repair.repair_plan(discover([q])[0], parse_instant(cs.AS_OF), salvage=True)
+    seen = []
+
+    def hook(when, label):
+        if when == "before" and label.startswith(("rename", "unlink")):
+            bdir = repair.default_dirs(plan)[0]
+            names = os.listdir(bdir) if os.path.isdir(bdir) else []
+            seen.append((label, {n: open(os.path.join(bdir, n), "rb").read() for n in names} == original))
+    plan.apply(hook=hook, fsync=False)
+    assert seen and all(ok for _, ok in seen), seen
+
+
 # ---------------------------------------------------------------- slow: every syscall of every scenario
 @needs_strace
 @pytest.mark.slow
@@ -172,7 +223,8 @@ def test_kestrel_half_done_rotation_is_rolled_back(tmp_path):
     os.rename(os.path.join(q, "mail"), os.path.join(q, "mail.1795659519664"))
     with open(os.path.join(q, "mail~~1795659519665"), "wb") as f:
         f.write(b"\x08")          # whatever the killed run had written
-    assert cli("verify", "-q", "--as-of", cs.AS_OF, q).code == 3       # what an operator met before
+    v = cli("verify", "--as-of", cs.AS_OF, q)        # before: CORRUPT (exit 3), damage the tool itself made
+    assert v.code == 1 and "an interrupted wqtool repair (or pack, clean): rerun it to finish" in v.out, v.out
     r = cli("repair", "--apply", "--as-of", cs.AS_OF, q)
     assert r.code == 1, r.err
     assert sorted(os.listdir(q)) == ["mail"]

@@ -250,12 +250,20 @@ def test_repair_and_clean_take_a_single_journal_file_as_pack_does(in_root, k_que
         assert r.code == 0 and "nothing to" in r.out, (cmd, r.out, r.err)
     r = cli("repair", "--apply", "--as-of", "last", live)
     assert r.code == 0, r.err
-    # part of a queue is refused with the files left out named (rewriting part of it would lose the rest)
+    # one journal file of a queue of several names its queue (issue 34), as the directory does
     d = os.path.join(os.path.dirname(k_queue), "set")
     shutil.copytree(K_SET, d)
-    r = cli("repair", "--as-of", "last", os.path.join(d, "jobs"))
+    def doc(r):
+        return {k: v for k, v in json.loads(r.out)["logs"][0].items() if k != "elapsed_s"}
+    for cmd in ("repair", "clean"):
+        whole = cli(cmd, "-o", "json", "--as-of", "2011-03-13T08:00:00Z", d)
+        for name in ("jobs", "jobs.3000", "jobs.2000.pack"):
+            r = cli(cmd, "-o", "json", "--as-of", "2011-03-13T08:00:00Z", os.path.join(d, name))
+            assert (r.code, doc(r)) == (whole.code, doc(whole)), (cmd, name, r.err)
+    # several files that are part of a queue are refused with the files left out named
+    r = cli("repair", "--as-of", "last", os.path.join(d, "jobs"), os.path.join(d, "jobs.3000"))
     assert r.code == 2
-    assert ("repair rewrites a whole queue: queue 'jobs' also has jobs.2000.pack, jobs.3000 here; name its "
+    assert ("repair rewrites a whole queue: queue 'jobs' also has jobs.2000.pack here; name its "
             f"directory ({d}) or every one of its files") in r.err
 
 

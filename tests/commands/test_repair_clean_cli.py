@@ -140,13 +140,15 @@ def test_repair_report_lists_kept_and_salvaged_ranges(tmp_path):
     assert "kept 000000001.log@0x194-0x406 (626 bytes): 8 record(s), salvaged" in r.out
     assert "kept whole: 3 file(s)" in r.out
     # the cut add is named, with the records that now refer to a job that is not there (issue 18 item 4)
-    assert ("jobs lost: ae97ba94-d0ed-482f-8f6d-05584ef8aa38 (add at 000000001.log@0x11c; 3 later record(s) refer "
+    assert ("jobs lost: ae97ba94-d0ed-482f-8f6d-05584ef8aa38 (id unverified) (add at 000000001.log@0x11c; 3 later "
+            "record(s) refer "
             "to it)\n") in r.out
     assert "jobs changing state: the 1 job(s) lost above" in r.out
     doc = json.loads(cli("repair", "-o", "json", "--salvage", "--as-of", AS_OF,
                          fixture_log("crc-mismatch-mid-segment")).out)["logs"][0]
     assert doc["jobs_lost"] == [{"job": "ae97ba94-d0ed-482f-8f6d-05584ef8aa38", "cmd": "add",
-                                 "record": "000000001.log@0x11c", "later_records": 3}]
+                                 "record": "000000001.log@0x11c", "later_records": 3,
+                                 "id_unverified": True}]
     assert doc["jobs_lost_unread"] == {"ranges": 0, "bytes": 0}
 
 

@@ -233,7 +233,7 @@ def each_log(entries: list[Log | Unresolved], work: Callable[[Log], object], *,
 
 
 def report_each(kind: str, entries: list[Log | Unresolved], work: Callable[[Log], tuple[Verdict, dict]], *,
-                as_json: bool, applied: bool) -> int:
+                as_json: bool, applied: bool, as_of: str | None = None) -> int:
     """repair / clean: ``work(log)`` -> (the input's verdict, the plan's report) for every log; a PATH that names no
     log, a refused plan and a failed apply each get their own entry (and their one line on stderr); the report of
     every PATH, then the run's exit code by the documented precedence."""
@@ -244,10 +244,18 @@ def report_each(kind: str, entries: list[Log | Unresolved], work: Callable[[Log]
             r[1].update(verdict=r[0].label, exit_code=codes.of(r[0]))
     code = run_exit_code(codes, [r[0] for r in results if not isinstance(r, Failed)],
                          [r for r in results if isinstance(r, Failed)])
-    from ..render.plan import write_plan_reports     # on first use (start-up)
-    write_plan_reports(sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], code,
-                       as_json=as_json, applied=applied)
+    from ..render.plan import report_after_apply, write_plan_reports     # on first use (start-up)
+    installed = [r[1]["root"] for r in results if not isinstance(r, Failed) and r[1].get("applied")]
+    report_after_apply(sys.stdout, lambda: write_plan_reports(
+        sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], code, as_json=as_json,
+        applied=applied, as_of_line=as_of_moves(as_of)), installed)
     return code
+
+
+def as_of_moves(as_of: str | None) -> bool:
+    """Whether a command's --as-of moves with the clock (none given, or one relative to now): a plan's report
+    then states the instant it used (issue 31 item 6), so that the same --as-of gives the same plan again."""
+    return as_of is None or "now" in as_of.lower()
 
 
 def say_error(line: str) -> None:

@@ -77,4 +77,5 @@ def clean(
         doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, --apply included
         return plan.input_verdict, doc     # the exit code reports the input's damage class, as verify's
 
-    return report_each("clean", entries, work, as_json=json_report or output is ReportOutput.json, applied=apply)
+    return report_each("clean", entries, work, as_json=json_report or output is ReportOutput.json, applied=apply,
+                       as_of=as_of)

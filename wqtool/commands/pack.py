@@ -11,10 +11,10 @@ from ..engine.format import resolve
 from ..engine.options import PackOptions
 from ..engine.live import LiveWatch
 from ..errors import UsageError
-from ..render.plan import write_pack_report
+from ..render.plan import report_after_apply, write_pack_report
 from ..render.progress import track
 from ._edge import exit_codes
-from ._options import finish_interrupted, say_error
+from ._options import as_of_moves, finish_interrupted, say_error
 from ._options import (QuietOpt, MAX_SEGMENT_SIZE, AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths,
                        ReportOutput, ReportOutputOpt, SettingOpt, for_log, options, refuse_unsafe_write, whole_number)
 
@@ -101,7 +101,10 @@ def pack(
         elif apply:
             doc["installed"] = plan.apply().to_jsonable()
     doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, the write included
-    write_pack_report(sys.stdout, doc, as_json=json_report or output is ReportOutput.json, wrote=bool(out or apply))
+    report_after_apply(sys.stdout, lambda: write_pack_report(sys.stdout, doc, as_json=json_report or output is
+                                                             ReportOutput.json, wrote=bool(out or apply),
+                                                             as_of_line=as_of_moves(as_of)),
+                       [doc["root"]] if "installed" in doc else [])
     verdict = plan.input_verdict             # the input's damage class, as verify reports it
     if verdict == Verdict.TORN_TAIL and not apply and watch.live():
         verdict = Verdict.CLEAN              # a record in flight (verify: WQ-IN-FLIGHT / KQ-IN-FLIGHT)

@@ -28,10 +28,13 @@ def repair(
                                 "rollback: drop every record written after TIME (the first one and all that follow)."
                                 )] = None,
     quarantine: Annotated[Optional[str], typer.Option("--quarantine", metavar="DIR", help="Where the cut bytes go, "
-                          "one file per range named <file>@<offset>-<end>.bin [default: <log>.quarantine-<stamp>, or .2, .3... "
-                          "when another repair's is there; a crashed run's is reused]."
+                          "one file per range named <file>@0x<offset>-0x<end>.bin [default: <log>.quarantine-<stamp>, "
+                          "or .2, .3... when another repair's is there; a crashed run's is reused]."
                           )] = None,
     no_backup: Annotated[bool, typer.Option("--no-backup", help="Do not keep the old log after the swap.")] = False,
+    out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="With --apply: write the repaired log "
+                   "into DIR (a new directory; a Kestrel queue as DIR/<queue>), re-verified, with the quarantine "
+                   "beside it (DIR.quarantine-<stamp>); the input is left byte-identical.")] = None,
     as_of: AsOf = None,
     quiet: QuietOpt = False,
     output: ReportOutputOpt = ReportOutput.table,
@@ -72,15 +75,20 @@ def repair(
     opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value), kind=RepairOptions,
                    salvage=salvage, drop_invalid=drop_invalid,
                    truncate_to_ns=parse_time(truncate_to_time, "--truncate-to-time", default_now=False))
-    if apply:   # what a crashed earlier --apply left is finished first (no-op otherwise)
+    if out and not apply:
+        raise UsageError("--out DIR writes the repaired log: it needs --apply (without it nothing is written)")
+    if out and no_backup:
+        raise UsageError("--out leaves the input as it is: --no-backup has nothing to drop")
+    if apply and not out:   # what a crashed earlier --apply left is finished first (no-op otherwise)
         finish_interrupted(paths, fmt)
     entries = resolve_each(paths, fmt, opts, on_note=say_error)
-    if apply and quarantine and sum(isinstance(e, Log) for e in entries) > 1:
-        raise UsageError("--quarantine names one directory: repair one log at a time with it")
+    if apply and (quarantine or out) and sum(isinstance(e, Log) for e in entries) > 1:
+        raise UsageError(f"{'--out' if out else '--quarantine'} names one directory: repair one log at a time "
+                         "with it")
 
     def work(log: Log) -> tuple[int, dict]:
         in_flight = "; a partial last record is in flight, not damage"
-        if apply:
+        if apply and not out:
             refuse_unsafe_write(log, "repair --apply", live=live, why=in_flight)
         else:   # a plan for a live log would call the record in flight damage
             refuse_live(log, "repair", live=live, why=in_flight)
@@ -88,10 +96,14 @@ def repair(
         with track([log], "repair", passes=("read", "write", "re-verify", "quarantine") if apply else ("read",)):
             plan = log.fmt.repair_plan(log.data, for_log(log, opts))
             doc = plan.report_doc(exit_codes().of)
-            doc["backup"] = not no_backup
-            if apply and not doc.get("nothing_to_do"):
+            doc["backup"] = not no_backup and not out
+            if out:         # a copy: the input is not touched, so nothing to back up
+                doc["applied"] = plan.write_repaired(out, quarantine=quarantine).to_jsonable()
+                doc["applied"]["out"] = True
+            elif apply and not doc.get("nothing_to_do"):
                 doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()
         doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, --apply included
         return plan.input_verdict, doc     # the exit code reports the input's damage class, as verify's
 
-    return report_each("repair", entries, work, as_json=json_report or output is ReportOutput.json, applied=apply)
+    return report_each("repair", entries, work, as_json=json_report or output is ReportOutput.json, applied=apply,
+                       as_of=as_of)

@@ -21,7 +21,7 @@ import itertools
 import os
 import time
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from ..errors import InputError, UsageError
 from . import progress
@@ -47,23 +47,142 @@ def unlink_quiet(path: str) -> None:
         pass
 
 
+def write_all(fd: int, data, path: str | None = None) -> None:
+    """Write all of ``data`` to ``fd``: a short write (a nearly full disk) goes on from where it stopped, and a
+    write that takes nothing is ENOSPC. Every byte a plan writes goes through here (``NewFile``)."""
+    view = memoryview(data).cast("B")
+    while view:
+        try:
+            n = os.write(fd, view[:1 << 30])
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, path) from None
+        if n <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        view = view[n:]
+
+
+class NewFile:
+    """A new file (O_EXCL) that a plan writes: buffered, every write checked (``write_all``). ``close`` flushes
+    and closes; ``discard`` closes *without* flushing and removes the file whatever fails (a full disk fails the
+    flush again: the temp must go all the same). ``size`` / ``records``: bytes and ``write`` calls so far."""
+
+    def __init__(self, path: str, *, mode: int = 0o666, buffer: int = 1 << 20):
+        self.path = path
+        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                                      mode)
+        self.size = self.records = 0
+        self._buf = bytearray()
+        self._limit = buffer
+
+    def write(self, data) -> None:
+        self.size += len(data)
+        self.records += 1
+        if len(data) >= self._limit:
+            self.flush()
+            write_all(self.fd, data, self.path)
+            return
+        self._buf += data
+        if len(self._buf) >= self._limit:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buf:
+            buf, self._buf = self._buf, bytearray()
+            write_all(self.fd, buf, self.path)
+
+    def fsync(self) -> None:
+        self.flush()
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                self.flush()
+            finally:
+                fd, self.fd = self.fd, None
+                os.close(fd)
+
+    def discard(self) -> None:
+        fd, self.fd = self.fd, None
+        self._buf = bytearray()
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        unlink_quiet(self.path)
+
+    @property
+    def closed(self) -> bool:
+        return self.fd is None
+
+
 def write_new(path: str, chunks: Iterable[bytes], *, fsync: bool = True, mode: int = 0o666) -> int:
     """Create ``path`` (it must not exist), write ``chunks``, fsync; returns the bytes written. On any error the
     partial file is removed."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
-    total = 0
+    f = NewFile(path, mode=mode)
     try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
-            for c in chunks:
-                f.write(c)
-                total += len(c)
-            f.flush()
-            if fsync:
-                os.fsync(f.fileno())
+        for c in chunks:
+            f.write(c)
+        if fsync:
+            f.fsync()
+        f.close()
     except BaseException:
-        unlink_quiet(path)
+        f.discard()
         raise
-    return total
+    return f.size
+
+
+def range_chunks(ranges: Iterable[tuple[str, int, int]], *, advance: bool = True) -> Iterator[bytes]:
+    """The bytes of ``(path, offset, length)`` ranges, in order, read in 1 MiB chunks (one file open at a time);
+    InputError when a file no longer holds its range (it changed since the plan)."""
+    fd, open_path = None, None
+    try:
+        for path, off, ln in ranges:
+            if path != open_path:
+                if fd is not None:
+                    os.close(fd)
+                fd, open_path = None, path
+                try:
+                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                except OSError as exc:
+                    raise InputError(exc.strerror or str(exc), path=path) from None
+            done = 0
+            while done < ln:
+                chunk = os.pread(fd, min(1 << 20, ln - done), off + done)
+                if not chunk:
+                    raise InputError("the file shrank since the plan was made; plan again", path=path,
+                                     offset=off + done)
+                yield chunk
+                done += len(chunk)
+                if advance:
+                    progress.advance(len(chunk))
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def without(path: str, start: int, end: int, cuts: Iterable[tuple[int, int]]) -> list[tuple[str, int, int]]:
+    """The ranges of ``path`` in ``[start, end)`` that no ``(offset, length)`` of ``cuts`` covers."""
+    out, pos = [], start
+    for off, ln in sorted(cuts) + [(end, 0)]:
+        if off > pos:
+            out.append((path, pos, min(off, end) - pos))
+        pos = max(pos, off + ln)
+    return [r for r in out if r[2] > 0]
+
+
+def write_ranges(dst: str, ranges: Iterable[tuple[str, int, int]], *, head: bytes = b"", fsync: bool = True) -> int:
+    """A new file ``dst``: ``head``, then the bytes of ``ranges`` (``write_new``: every write checked, removed on
+    any error). Returns its size."""
+    if head:
+        progress.advance(len(head))
+    return write_new(dst, itertools.chain((head,) if head else (), range_chunks(ranges)), fsync=fsync)
+
+
+def copy_file(src: str, dst: str, *, fsync: bool = True) -> int:
+    """A new file ``dst`` holding ``src``'s bytes (where a hard link cannot be made)."""
+    return write_new(dst, range_chunks([(src, 0, os.path.getsize(src))], advance=False), fsync=fsync)
 
 
 # ---------------------------------------------------------------- locks
@@ -289,7 +408,8 @@ def _reusable(path: str, ok) -> bool:
 
 
 class Quarantine:
-    """Where a repair keeps every byte range it cuts, one file per range named ``<file>@<offset hex>-<end hex>.bin``.
+    """Where a repair keeps every byte range it cuts, one file per range named ``<file>@0x<offset>-0x<end>.bin``
+    (the printed form: ``--from-offset`` takes it).
 
     ``ranges``: (source path, offset, length). The directory is ``path`` when it is missing or empty, or when it
     holds only files of these ranges, each equal to its range or to a prefix of it (an earlier run of the same
@@ -299,7 +419,7 @@ class Quarantine:
 
     def __init__(self, path: str, ranges: Sequence[tuple[str, int, int]], *, named: bool = False):
         self.ranges = [(src, off, ln) for src, off, ln in ranges if ln]
-        self.names = {f"{os.path.basename(src)}@{off:x}-{off + ln:x}.bin": (src, off, ln)
+        self.names = {f"{os.path.basename(src)}@0x{off:x}-0x{off + ln:x}.bin": (src, off, ln)
                       for src, off, ln in self.ranges}
         p = path
         for n in itertools.count(2):
@@ -344,11 +464,7 @@ class Quarantine:
                 if os.path.getsize(dst) == ln:
                     continue
                 os.unlink(dst)
-            fd = os.open(src, os.O_RDONLY)
-            try:
-                write_new(dst, _pread_chunks(fd, off, ln, src), fsync=fsync)
-            finally:
-                os.close(fd)
+            write_ranges(dst, [(src, off, ln)], fsync=fsync)
         if fsync:
             fsync_dir(self.path)
         return out
@@ -364,17 +480,6 @@ class Quarantine:
                 os.rmdir(self.path)
         except OSError:
             pass
-
-
-def _pread_chunks(fd: int, offset: int, length: int, path: str):
-    done = 0
-    while done < length:
-        chunk = os.pread(fd, min(1 << 20, length - done), offset + done)
-        if not chunk:
-            raise InputError("the file shrank while it was being repaired", path=path)
-        yield chunk
-        done += len(chunk)
-        progress.advance(len(chunk))
 
 
 # ---------------------------------------------------------------- live writers

@@ -20,10 +20,14 @@ One result type per outcome: ``WriteResult`` (a new log written somewhere else: 
 """
 from __future__ import annotations
 
+import os
+import shutil
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .findings import Verdict
+from ..errors import InputError, PackMismatch, PackRefused, UsageError
+from .findings import Verdict, worst
 
 
 #: The longest list a plan's report holds (cut ranges, kept ranges, jobs that change state); what is left off is
@@ -198,6 +202,64 @@ class ApplyResult:
         return d
 
 
+def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bool = True) -> Any:
+    """``fill(out)`` into the new (or empty) directory ``out`` (pack --out, repair --apply --out): it writes and
+    re-verifies the new log there; on any error what it wrote goes (and ``out``, when this made it). Never mixes
+    with an existing log: a non-empty ``out`` is a usage error."""
+    from .fsops import fsync_dir, unlink_quiet
+    created = False
+    if os.path.lexists(out):
+        if not os.path.isdir(out):
+            raise UsageError(f"output exists and is not a directory; {what} writes a new directory", path=out)
+        if os.listdir(out):
+            raise UsageError(f"output directory is not empty; {what} never appends to or mixes with a log", path=out)
+    else:
+        try:
+            os.mkdir(out)
+        except OSError as exc:
+            raise InputError(exc.strerror or str(exc), path=out) from None
+        created = True
+    try:
+        r = fill(out)
+        if fsync:
+            fsync_dir(out)
+            if created:
+                fsync_dir(os.path.dirname(os.path.abspath(out)))
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for n in os.listdir(out):
+                p = os.path.join(out, n)
+                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else unlink_quiet(p)
+        raise
+    return r
+
+
+def stamp(as_of_ns: int) -> str:
+    """An instant in names beside a log (backups, quarantines): ``20261121T233000Z``."""
+    from ..formats._common import format_unix_ns
+    return format_unix_ns(as_of_ns).replace("-", "").replace(":", "")
+
+
+def prove(what: str, expected: str, actual: str, *, path: str | None, verdict: Verdict | None = None,
+          accept: tuple = (Verdict.CLEAN,), detail: Callable[[], str] | None = None, job_id: str | None = None,
+          ok: bool | None = None) -> str:
+    """The template's proof of a written copy, for every format and command: the copy's replay digest
+    (``actual``) must be the plan's (``expected``) and its verdict one of ``accept`` (``ok`` overrides both, for
+    a format that compares something else than a digest). Returns ``actual``; otherwise the one PackMismatch
+    (exit 70: nothing is installed), naming both digests, the copy's verdict and ``detail()`` (the first
+    difference)."""
+    if ok is None:
+        ok = actual == expected and (verdict is None or verdict in accept)
+    if ok:
+        return actual
+    more = detail() if detail is not None else ""
+    raise PackMismatch(f"{what}: expected digest {expected}, got {actual}"
+                       + (f" (verify: {verdict.label})" if verdict is not None else "") + (f"; {more}" if more else ""),
+                       expected=expected, actual=actual, job_id=job_id, path=path)
+
+
 #: The edge's verdict -> exit code mapping, handed to a plan's report (``wqtool.exitcodes.Codes.of``).
 CodeOf = Callable[[Verdict], int]
 
@@ -208,6 +270,22 @@ def input_exit_code(plan: "Plan", code_of: CodeOf | None) -> int:
         raise TypeError(f"{type(plan).__name__}.report_doc shows the input's exit code: pass the edge's code_of "
                         "(wqtool.exitcodes.CODES.of)")
     return int(code_of(plan.input_verdict))
+
+
+def refusal(errors: dict, *, salvage: bool, drop_invalid: bool, why: dict) -> PackRefused | None:
+    """A repair's refusal, or None: corruption without ``--salvage``, records the server refuses without
+    ``--drop-invalid``. The message names the first finding of the first missing flag (``why[verdict]``: what the
+    log has and what repairs it); the exit is the input's class, the worst verdict of every error, as verify
+    gives it, whichever flag is missing (issue 34, D6: a --salvage repair of a corrupt journal that also reuses an
+    xid exited 4, verify 3)."""
+    for v, given in ((Verdict.CORRUPT, salvage), (Verdict.INVALID_HISTORY, drop_invalid)):
+        found = errors.get(v)
+        if found and not given:
+            f = found[0]
+            more = f"; and {len(found) - 1} more" if len(found) > 1 else ""
+            return PackRefused(f"{f.code}: {f.message}{more} — {why[v]}",
+                               verdict=worst(x for x, fs in errors.items() if fs), path=f.path, offset=f.offset)
+    return None
 
 
 class Plan:
@@ -238,3 +316,22 @@ class Plan:
     def apply_steps(self, **kw) -> list[str]:
         """The labels ``apply`` runs, in order (each can be failed ``before:`` / ``after:``)."""
         raise NotImplementedError
+
+    def write_repaired(self, out: str, *, quarantine: str | None = None, fsync: bool = True) -> ApplyResult:
+        """repair --apply --out DIR: the repaired log written into ``out`` (a new directory) and re-verified by
+        ``write``, every cut byte in a quarantine beside it (``<out>.quarantine-<stamp>``, or ``quarantine``);
+        the input is never touched. A failure removes both."""
+        from .fsops import Quarantine
+        t0 = time.perf_counter()
+        q = Quarantine(quarantine or f"{os.path.abspath(out)}.quarantine-{stamp(self.as_of_ns)}",
+                       [(c.path, c.offset, c.length) for c in self.cuts], named=quarantine is not None)
+        res = self.write(out)
+        try:
+            files = q.write(fsync) if q.ranges else []
+        except BaseException:
+            q.discard()
+            shutil.rmtree(out, ignore_errors=True)
+            raise
+        res.elapsed_s = time.perf_counter() - t0
+        return ApplyResult(os.path.abspath(out), ["write", "verify"] + (["quarantine"] if files else []), res,
+                           self.bytes_before, res.bytes, quarantine=files)

@@ -12,7 +12,17 @@ from ..errors import PackRefused
 from .outcome import Failed
 
 
-def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> None:
+def _as_of(w, doc: dict, shown: bool) -> None:
+    """The instant the plan was made at, when the command line did not fix it (``shown``: --as-of now, the
+    default): the same --as-of plans (and --apply installs) the same digest."""
+    if not shown:
+        return
+    t = with_times({"as_of_ns": doc["as_of_ns"]}).get("as_of") if isinstance(doc.get("as_of_ns"), int) else None
+    if t:
+        w(f"  as of {t} (--as-of {t} gives this plan and digest again)\n")
+
+
+def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool, as_of_line: bool = False) -> None:
     if as_json:
         out.write(json.dumps(with_times(doc), indent=2) + "\n")
         return
@@ -26,6 +36,7 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> 
     for line in doc["dropped"]:
         w(f"  dropped: {line}\n")
     w(f"  digest sha256:{doc['digest']}\n")
+    _as_of(w, doc, as_of_line)
     if "written" in doc:
         w(f"  wrote {doc['written']['path']}: re-verified, replay digest equal\n")
     elif "installed" in doc:
@@ -38,6 +49,33 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> 
     w(f"  time: {doc['elapsed_s']:.3f} s\n")
 
 
+def report_after_apply(out: TextIO, write, installed: list[str]) -> None:
+    """``write()`` the report of a run that installed ``installed`` (the logs' roots; empty: nothing was
+    installed, an error is the command's). The install is done and cannot be undone, so a write error on ``out``
+    (ENOSPC, EIO; a closed pipe is the funnel's) becomes one line per log on stderr — "installed; the report could
+    not be written" — and the command keeps its exit code, the input's class (issue 34: it exited 5 and nothing
+    said the log had been installed; a rerun then found nothing to do)."""
+    import os
+    import sys
+    try:
+        write()
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        if not installed:
+            raise
+        try:                        # what is still buffered must not fail again at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        why = exc.strerror or str(exc)
+        for root in installed:
+            sys.stderr.write(f"wqtool: {root}: installed; the report could not be written ({why})\n")
+
+
 def failed_json(f: Failed) -> dict:
     """A PATH that got no plan: not a log, unreadable, busy, or refused (a plan that needs a flag: its error)."""
     d = f.to_jsonable()
@@ -47,7 +85,7 @@ def failed_json(f: Failed) -> dict:
 
 
 def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, as_json: bool,
-                       applied: bool) -> None:
+                       applied: bool, as_of_line: bool = False) -> None:
     """clean / repair over several PATHs: one section (table) or one entry of ``logs`` (JSON) per PATH, in PATH
     order — a plan's report, or a PATH that got none (its error: not a log, unreadable, busy, refused)."""
     if as_json:
@@ -59,7 +97,7 @@ def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, a
             d = failed_json(i)
             out.write(f"{kind} {i.root}: {d['verdict']}: {i.message} (exit {d['exit_code']})\n")
         else:
-            write_plan_report(out, kind, i, as_json=False, applied=applied)
+            write_plan_report(out, kind, i, as_json=False, applied=applied, as_of_line=as_of_line)
 
 
 def _at(path: str, start: int, end: int) -> str:
@@ -76,7 +114,8 @@ def _bounded(w, doc: dict, key: str, line) -> None:
         w(f"  ... and {more} more (-o json lists up to {LIST_CAP})\n")
 
 
-def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, applied: bool) -> None:
+def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, applied: bool,
+                      as_of_line: bool = False) -> None:
     """clean / repair: what the plan does (or did, with --apply), for every format."""
     if as_json:
         out.write(json.dumps(with_times(doc), indent=2) + "\n")
@@ -116,7 +155,8 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
     if doc.get("kept_whole") and not doc.get("nothing_to_do"):
         w(f"  kept whole: {doc['kept_whole']} file(s)\n")
     lost = len(doc.get("jobs_lost") or ()) + doc.get("jobs_lost_more", 0)
-    _bounded(w, doc, "jobs_lost", lambda j: f"jobs lost: {j['job']} ({j['cmd']} at {j['record']}; "
+    _bounded(w, doc, "jobs_lost", lambda j: f"jobs lost: {j['job']}"
+             f"{' (id unverified)' if j.get('id_unverified') else ''} ({j['cmd']} at {j['record']}; "
              f"{j['later_records']} later record(s) refer to it)")
     unread = doc.get("jobs_lost_unread") or {}
     if unread.get("bytes"):
@@ -146,10 +186,14 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         w(f"  digest before: sha256:{doc['digest_before']}\n  digest after:  sha256:{doc['digest_after']}\n")
     elif doc.get("digest") or doc.get("digest_after"):
         w(f"  digest sha256:{doc.get('digest') or doc.get('digest_after')}\n")
-    if doc.get("nothing_to_do"):
+    _as_of(w, doc, as_of_line)
+    ap = doc.get("applied") or {}
+    if ap.get("out"):
+        w(f"  wrote {ap['path']}: re-verified, replay digest equal; the input is unchanged"
+          + (f"; quarantine: {', '.join(ap['quarantine'])}" if ap.get("quarantine") else "") + "\n")
+    elif doc.get("nothing_to_do"):
         pass
     elif applied:
-        ap = doc.get("applied") or {}
         w(f"  applied: {len(ap.get('steps', []))} step(s), re-verified"
           + (f"; backup: {ap['backup']}" if ap.get("backup") else "")
           + ("; no backup kept (--no-backup): the old log is gone, the cut bytes are in the quarantine"

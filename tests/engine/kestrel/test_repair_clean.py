@@ -172,7 +172,7 @@ def test_truncate_to_time_cuts_every_item_added_after_t(tmp_path):
                                    {"id": "q@0x6c", "before": "queued #4", "after": "absent"}]
     assert plan.input_verdict == Verdict.CLEAN and plan.digest_before != plan.digest_expected
     res = plan.apply(now_ms=1000, fsync=False)
-    assert _quarantined(res) == {"q@51-87.bin": data[3 * 27:]}
+    assert _quarantined(res) == {"q@0x51-0x87.bin": data[3 * 27:]}
     rep = run_log(one_set(str(d)), AS_OF_NS, keep_open=True)
     assert rep.verdict == Verdict.CLEAN and [i.data for i in rep.state.queue] == [b"item 0", b"item 1", b"item 2"]
 
@@ -197,7 +197,7 @@ def test_drop_invalid_removes_exactly_the_reused_xid(tmp_path):
         {"id": "q@0x0", "before": "absent", "after": "open xid 3"},
                                    {"id": "q@0x16", "before": "open xid 3", "after": "queued #0"}]
     res = plan.apply(now_ms=1000, fsync=False)
-    assert _quarantined(res) == {"q@31-36.bin": data[0x31:]}
+    assert _quarantined(res) == {"q@0x31-0x36.bin": data[0x31:]}
     rep = run_log(one_set(str(d)), AS_OF_NS, keep_open=True)
     assert rep.verdict == Verdict.CLEAN and {x: i.data for x, i in rep.state.open.items()} == {3: b"a"}
 
@@ -211,8 +211,8 @@ def test_no_backup_keeps_only_the_quarantine(tmp_path):
     assert r.code == 1, r.err
     assert "no backup kept (--no-backup)" in r.out
     assert not [n for n in os.listdir(tmp_path) if ".pre-repair-" in n]          # no backup directory
-    assert os.listdir(tmp_path / "cut") == ["mail@31-4f.bin"]
-    assert open(tmp_path / "cut" / "mail@31-4f.bin", "rb").read() == original[0x31:]
+    assert os.listdir(tmp_path / "cut") == ["mail@0x31-0x4f.bin"]
+    assert open(tmp_path / "cut" / "mail@0x31-0x4f.bin", "rb").read() == original[0x31:]
     assert open(os.path.join(d, "mail"), "rb").read() == original[:0x31]
 
 
@@ -227,7 +227,7 @@ def _check_repaired(d: str, plan, res, data: bytes) -> None:
     """Clean afterwards with the plan's digest; the quarantine holds exactly the cut bytes; the journal holds
     exactly the kept ones."""
     assert digests(d) == (Verdict.CLEAN, plan.digest_expected)
-    want = {f"q@{c.offset:x}-{c.offset + c.length:x}.bin": data[c.offset:c.offset + c.length]
+    want = {f"q@0x{c.offset:x}-0x{c.offset + c.length:x}.bin": data[c.offset:c.offset + c.length]
             for c in plan.cuts if c.length}
     assert _quarantined(res) == want
     assert sum(len(b) for b in want.values()) + os.path.getsize(os.path.join(d, "q")) == len(data)

@@ -47,7 +47,7 @@ def _check(d: str, plan, res, original: dict[str, bytes]) -> None:
     cut = {}
     for c in plan.cuts:
         if c.length:
-            cut[f"{os.path.basename(c.path)}@{c.offset:x}-{c.offset + c.length:x}.bin"] = \
+            cut[f"{os.path.basename(c.path)}@0x{c.offset:x}-0x{c.offset + c.length:x}.bin"] = \
                 original[os.path.basename(c.path)][c.offset:c.offset + c.length]
     assert {os.path.basename(q): open(q, "rb").read() for q in res.quarantine} == cut
     reheaded = 8 * sum(1 for c in plan.cuts if c.what == "bad-header")     # replaced by a good header
@@ -201,7 +201,7 @@ def test_no_backup_keeps_only_the_quarantine(tmp_path):
     assert "no backup kept (--no-backup)" in r.out
     assert sorted(os.listdir(tmp_path)) == ["cut", "log"]
     assert {n: open(tmp_path / "cut" / n, "rb").read() for n in os.listdir(tmp_path / "cut")} == \
-        {"000000004.log@24e-262.bin": original["000000004.log"][0x24e:0x262]}
+        {"000000004.log@0x24e-0x262.bin": original["000000004.log"][0x24e:0x262]}
     assert _files(d) == {**original, "000000004.log": original["000000004.log"][:0x24e]}
     assert cli("verify", "-q", d).code == 0
 
@@ -265,7 +265,7 @@ def test_a_repair_names_the_job_whose_add_it_cuts(tmp_path, engine):
     open(seg, "wb").write(bytes(data))
     plan = repair.repair_plan(discover([d])[0], AS_OF_NS, salvage=True)
     assert plan.jobs_lost == [{"job": "00000000-0000-4000-8000-000000000001", "cmd": "add",
-                               "record": "000000001.log@0x8", "later_records": 2}]
+                               "record": "000000001.log@0x8", "later_records": 2, "id_unverified": True}]
     assert plan.lost_unread == {"ranges": 0, "bytes": 0}
 
 

@@ -23,11 +23,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...errors import InputError, PackRefused, UsageError
 from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
 from ..fsops import LogBusy, describe_holders, fsync_dir, holders, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels, prove
 from ..run import LogReport
 from .fastpath import encode_file_header
 from .model import Event, EventsFile, EvtjJournal
@@ -127,11 +127,8 @@ def _verify(plan: EvtjPackPlan, root: str, files: list[EventsFile], conf: dict) 
     j = EvtjJournal(root=root, files=files, as_of_ns=plan.as_of_ns, byteorder=plan.journal.byteorder, is_dir=False,
                     conf=conf, max_files=plan.journal.max_files, attachments=set(plan.journal.attachments))
     rep, _ = _run(j)
-    got = rep.state.digest()
-    if got != plan.digest or rep.verdict != Verdict.CLEAN:
-        raise PackMismatch(f"the packed journal does not load to the same live events: expected digest "
-                           f"{plan.digest}, got {got}", expected=plan.digest, actual=got, path=root)
-    return got
+    return prove("the packed journal does not load to the same live events", plan.digest, rep.state.digest(),
+                 path=root, verdict=rep.verdict)
 
 
 def write_pack(plan: EvtjPackPlan, out: str) -> WriteResult:
@@ -200,9 +197,9 @@ def _steps(plan: EvtjPackPlan, step: StepRunner, ctx: dict) -> None:
                              byteorder=j.byteorder, is_dir=False, attachments=set(j.attachments))
             rep, per = _run(jj)
             want = [(e.request_id, e.status, e.time_ns) for e in plan.events[f.path] if e.status in LIVE]
-            if rep.verdict == Verdict.CORRUPT or [(e.request_id, e.status, e.time_ns) for e in per[temp]] != want:
-                raise PackMismatch("the packed file does not load to the same live events", expected="", actual="",
-                                   path=temp)
+            got = [(e.request_id, e.status, e.time_ns) for e in per[temp]]
+            prove("the packed file does not load to the same live events", "", "", path=temp,
+                  ok=rep.verdict != Verdict.CORRUPT and got == want)
 
         step("check:" + name, check)
         step("write-temp:" + name, write, rollback=lambda temp=temp: unlink_quiet(temp))

@@ -22,11 +22,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...errors import InputError, PackRefused, UsageError
 from ...formats.fastjournal import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels, prove
 from ..run import LogReport
 from .model import FjjJournal, Segment
 from .reader import discover
@@ -129,11 +129,8 @@ def _write_segment(plan: FjjPackPlan, path: str, seq: int, *, half: bool = False
 def _verify_segment(plan: FjjPackPlan, path: str, seq: int) -> str:
     j = FjjJournal(root=os.path.dirname(path) or ".", segments=[Segment(path, seq, SEGMENT_SNAPSHOT)], is_dir=False)
     rep = run_log(j, plan.as_of_ns)
-    got = rep.state.digest()
-    if rep.verdict != Verdict.CLEAN or got != plan.digest:
-        raise PackMismatch(f"the snapshot does not replay to the input's state: expected digest {plan.digest}, got "
-                           f"{got}", expected=plan.digest, actual=got, path=path)
-    return got
+    return prove("the snapshot does not replay to the input's state", plan.digest, rep.state.digest(), path=path,
+                 verdict=rep.verdict)
 
 
 def write_pack(plan: FjjPackPlan, out: str) -> WriteResult:
@@ -279,9 +276,7 @@ def _clean_steps(plan: FjjCleanPlan, step: StepRunner, ctx: dict) -> None:
 
     def reverify():
         rep = run_log(discover([d])[0], plan.as_of_ns, limit=0)
-        if rep.state.digest() != plan.digest:
-            raise PackMismatch(f"after clean the journal replays to {rep.state.digest()}, not {plan.digest}",
-                               expected=plan.digest, actual=rep.state.digest(), path=d)
+        prove("the cleaned journal does not replay to the input's state", plan.digest, rep.state.digest(), path=d)
 
     step("lock", lambda: _lock(plan.journal, ctx))
     step("check", check)

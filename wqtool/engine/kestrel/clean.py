@@ -14,11 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, UsageError
+from ...errors import InputError, UsageError
 from ...formats.kestrel import PACK_SUFFIX
 from ..findings import Verdict
 from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels, prove
 from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue
 from .verify import run_log
@@ -119,10 +119,7 @@ def apply_plan(plan: KestrelCleanPlan, *, fail_at: str | None = None, hook: Call
     names = sorted(n for n in os.listdir(fs.root) if os.path.isfile(os.path.join(fs.root, n))
                    and queue_of(n) == fs.queue)
     after = run_log(classify(fs.queue, fs.root, names), plan.as_of_ns, keep_open=True, limit=0)
-    got = after.state.digest()
-    if got != plan.digest:
-        raise PackMismatch(f"the cleaned queue replays differently: expected {plan.digest}, got {got}",
-                           expected=plan.digest, actual=got, path=fs.root)
+    got = prove("the cleaned queue replays differently", plan.digest, after.state.digest(), path=fs.root)
     bytes_before = sum((s.size or 0) for s in plan.sigs.values())
     bytes_after = sum(os.path.getsize(os.path.join(fs.root, n)) for n in names)
     result = WriteResult(fs.root, None, bytes_after, after.records, got, time.perf_counter() - t0)

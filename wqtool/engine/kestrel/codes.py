@@ -28,6 +28,8 @@ KESTREL_CODES: Codes = {
                                 "where records parse) or not regular files; they are not read"),
     "KQ-PARTIAL-SET": (WARNING, "files named explicitly, but the queue has other journal files"),
     "KQ-NO-LIVE": (NOTE, "no live journal file <q> (Kestrel starts a new one)"),
+    "KQ-INTERRUPTED-APPLY": (WARNING, "an interrupted wqtool repair, pack or clean --apply (the live file rotated, "
+                                      "its rewrite not yet published): rerun the same command to finish"),
     # history oddities Kestrel tolerates (warnings)
     "KQ-REMOVE-EMPTY": (WARNING, "remove / remove-tentative on an empty queue (no-op; legitimate in 1.x journals)"),
     "KQ-UNKNOWN-XID": (WARNING, "unremove / confirm-remove / continue of an xid that is not open (no-op)"),
@@ -72,6 +74,10 @@ KESTREL_EXPLAIN: dict[str, tuple[str, str, str]] = {
                       "wqtool clean --apply leaves it; move the file out of the queue directory by hand"),
     "KQ-ODD-NAME": ("Kestrel 2.x replays the file as a rotated journal", "its content is replayed as journal",
                     "none: rename or move the file if it is not a journal"),
+    "KQ-INTERRUPTED-APPLY": ("Kestrel reads the rotated live file as a rotated journal (a torn tail there as "
+                             "damage) and deletes the temp", "no, once the command is rerun",
+                             "wqtool repair --apply (or the pack or clean --apply that was interrupted: the same "
+                             "command rolls the rotation back and finishes)"),
     "KQ-TEMP-FILE": ("Kestrel deletes it at startup", "no: a rewrite in progress that never finished",
                      "wqtool clean --apply (deletes it, as Kestrel would)"),
     "KQ-HALF-PACK": ("Kestrel deletes the files the pack supersedes and renames the pack into place",

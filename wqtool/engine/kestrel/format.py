@@ -86,7 +86,7 @@ Detection: a directory is a queue when one journal-named file has records that p
 its files are nothing but empty journal names with a live <q> (a queue that pack --apply emptied: Kestrel reads
 every such name as a queue; the names decide, not the content) — also its <q> named alone. An empty file anywhere
 else is no evidence of any format: wqtool exits 2 (cannot detect the log format) unless --format kestrel. repair and
-clean take files named one by one when they are every file of their queue (a queue pack --apply left as one <q>).
+clean take one journal file as its whole queue, and files named one by one when they are every file of their queue.
 
 A journal is records back to back, no header and no checksum: an opcode byte (0 ADD legacy, 1 REMOVE, 2 ADDX,
 3 REMOVE_TENTATIVE legacy, 4 SAVE_XID, 5 UNREMOVE, 6 CONFIRM_REMOVE, 7 ADD_XID, 8 CONTINUE,

@@ -13,24 +13,31 @@ open (spec §9.1: a crash between the ``.pack`` rename and the deletion of the l
 closed by rotating the live file first:
 
 1. write ``q~~<T>``, fsync it, re-verify it (digest);
-2. rename ``q`` -> ``q.<T0>`` (a rotation: same replay), fsync the directory;
-3. rename ``q~~<T>`` -> ``q.<T>.pack`` (``T > T0`` > every existing ``<ms>``): from here the .pack rule
+2. (repair) link every file of the set into the backup directory, before any of them is superseded;
+3. rename ``q`` -> ``q.<T0>`` (a rotation: same replay), fsync the directory;
+4. rename ``q~~<T>`` -> ``q.<T>.pack`` (``T > T0`` > every existing ``<ms>``): from here the .pack rule
    supersedes every file of the old set; fsync the directory;
-4. delete the superseded files (rotated files, older packs, temps, ``q.<T0>``), fsync the directory;
-5. rename ``q.<T>.pack`` -> ``q.<T>``, then ``q.<T>`` -> ``q``, fsyncing the directory after each.
+5. delete the superseded files (rotated files, older packs, temps, ``q.<T0>``), fsync the directory;
+6. rename ``q.<T>.pack`` -> ``q`` (never over a live file a writer created meanwhile: then ``q.<T>``), fsync.
 
 A crash at any step leaves a file set that Kestrel 2.x (and wqtool's virtual file-set rules) replays to the
 same state; ``tests/kestrel/test_pack.py`` injects a failure before and after every step (``fail_at``), and
 ``tests/commands/test_crash_apply.py`` kills the process at every rename, fsync and unlink (strace).
 
-Recovery (``finish_interrupted``; pack, repair and clean ``--apply`` run it first): the one state a crash leaves
-that Kestrel would read differently is the half-done rotation between steps 2 and 3 — no live file, the old live
-file as ``q.<T0>`` and the temp ``q~~<T0+1>`` beside it. Kestrel's replay deletes the temp (upstream
-``Journal.scala`` ``replay``, master cc280ec lines 357-363) and reads ``q.<T0>`` as a rotated file, so a torn
-tail there would become damage in a rotated file (CORRUPT). The rotation is rolled back: ``q.<T0>`` renamed to
-``q`` (never over a live file a writer created meanwhile) and the temp removed, so the identical command starts
-again from the input it planned on. Temps beside a live file are the plans' to remove (superseded, as Kestrel's
-replay removes them); a ``.pack`` is finished by the ``.pack`` rule (clean).
+Recovery (``finish_interrupted``; pack, repair and clean ``--apply`` run it first), for the two states a crash
+leaves that are not the uncrashed run's layout:
+
+* the half-done rotation between steps 3 and 4 — no live file, the old live file as ``q.<T0>`` and the temp
+  ``q~~<T0+1>`` beside it. Kestrel's replay deletes the temp (upstream ``Journal.scala`` ``replay``, master cc280ec
+  lines 357-363) and reads ``q.<T0>`` as a rotated file, so a torn tail there would become damage in a rotated
+  file (CORRUPT). The rotation is rolled back: ``q.<T0>`` renamed to ``q`` (never over a live file a writer
+  created meanwhile) and the temp removed, so the identical command starts again from the input it planned on;
+* a published pack (steps 4-6): no live file and a ``q.<T>.pack`` newer than every other file of the queue. The
+  .pack rule already reads only the pack (a repair's backup was made at step 2), so the pack is installed: the
+  files it supersedes are deleted and it is renamed to ``q`` — what the uncrashed run leaves. Before, a rerun of
+  the repair found "nothing to repair" and left the queue half swapped (issue 34, D1).
+
+Temps beside a live file are the plans' to remove (superseded, as Kestrel's replay removes them).
 """
 from __future__ import annotations
 
@@ -39,18 +46,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import (FileSig, LogBusy, describe_holders, fsync_dir, holders, rename_noreplace, same_file,
-                     unlink_quiet)
+from ..fsops import (FileSig, LogBusy, NewFile, copy_file, describe_holders, fsync_dir, holders, rename_noreplace,
+                     same_file, unlink_quiet)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels, prove
 from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
 from .verify import run_log
-from .writer import JournalWriter, rewrite_records
+from .writer import rewrite_records
 
 NS_PER_MS = 1_000_000
 
@@ -200,12 +207,8 @@ def _verify_output(plan: PackPlan, path: str) -> str:
     fs = FileSet(root=os.path.dirname(path) or ".", queue=os.path.basename(path),
                  files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version=plan.verify_version)
     rep = run_log(fs, plan.as_of_ns, keep_open=True, resync=False)
-    got = rep.state.digest()
-    if rep.verdict != Verdict.CLEAN or got != plan.digest_expected:
-        diff = first_difference(plan.state, rep.state) or "states differ"
-        raise PackMismatch(f"packed output does not replay to the input state: expected digest "
-                           f"{plan.digest_expected}, got {got} ({rep.verdict.label}); {diff}",
-                           expected=plan.digest_expected, actual=got, path=path)
+    prove("packed output does not replay to the input state", plan.digest_expected, rep.state.digest(), path=path,
+          verdict=rep.verdict, detail=lambda: first_difference(plan.state, rep.state) or "states differ")
     return plan.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
 
 
@@ -218,17 +221,18 @@ def write_pack(plan: PackPlan, output: str, *, fsync: bool = True) -> PackResult
     if os.path.lexists(output):
         raise UsageError("output exists; pack never appends to or overwrites a file", path=output)
     try:
-        w = JournalWriter(output, mode="xb", fsync=fsync)
+        w = NewFile(output)
     except OSError as exc:
         raise InputError(exc.strerror or str(exc), path=output) from None
     try:
         for chunk in plan.content_chunks():
-            w.raw(chunk)
+            w.write(chunk)
+        if fsync:
+            w.fsync()
         w.close()
         digest = _verify_output(plan, output)
     except BaseException:
-        w._f.close()
-        unlink_quiet(output)
+        w.discard()
         raise
     if fsync:
         fsync_dir(os.path.dirname(os.path.abspath(output)))
@@ -284,7 +288,7 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     temp = os.path.join(d, f"{q}{TEMP_MARKER}{t_pack}")
     packf = os.path.join(d, f"{q}.{t_pack}{PACK_SUFFIX}")
     placed = os.path.join(d, f"{q}.{t_pack}")
-    has_live = any(f.role == ROLE_LIVE for f in fs.files)
+    has_live = any(f.role == ROLE_LIVE and f.path == live for f in fs.files)   # not a rotated one read as live
     if not dry:
         for p in (rotated_live, temp, packf, placed):
             if os.path.lexists(p):
@@ -296,45 +300,48 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
 
     # 1. write, fsync and verify the temp file (an error removes it)
     def write():
-        w = ctx["w"] = JournalWriter(temp, mode="xb")
+        w = ctx["w"] = NewFile(temp)
         if step.during("write-temp"):
             blob = b"".join(plan.content_chunks())
-            w._f.write(blob[: len(blob) // 2])
-            w._f.flush()
+            w.write(blob[: len(blob) // 2])
+            w.flush()
             step.crash("write-temp")
         for chunk in plan.content_chunks():
-            w.raw(chunk)
-        w._f.flush()
+            w.write(chunk)
+        w.flush()
 
-    def drop_temp():
+    def drop_temp():       # closed unflushed and removed, whatever fails (a full disk fails a flush again)
         w = ctx.get("w")
         if w is not None:
-            w._f.close()
+            w.discard()
         unlink_quiet(temp)
 
     def verify():
-        ctx["w"]._f.close()
+        ctx["w"].close()
         ctx["digest"] = _verify_output(plan, temp)
 
     step("write-temp", write, rollback=drop_temp, on_error=drop_temp)
     if fsync:
-        step("fsync-temp", lambda: os.fsync(ctx["w"]._f.fileno()))
+        step("fsync-temp", lambda: ctx["w"].fsync(), on_error=drop_temp)
     step("verify-temp", verify, on_error=drop_temp)
-    # 2. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
-    victims = [f.path for f in fs.files if f.role != ROLE_LIVE] + list(fs.superseded)
+    # 2. a repair keeps every file it replaces whole (hard links: no copy) before any of them is superseded (temps
+    # are no one's data: Kestrel deletes them at start-up)
+    if plan.backup_dir is not None:
+        kept = [f.path for f in fs.files] + [p for p in fs.superseded if TEMP_MARKER not in os.path.basename(p)]
+        step("backup", lambda: _backup(kept, plan.backup_dir, fsync, ctx))
+    # 3. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
+    victims = [f.path for f in fs.files if f.path != live] + list(fs.superseded)
     if has_live:
         step("check-live", lambda: _check_quiet(plan, ctx, live_exists=True))
         step("rename-live", lambda: os.rename(live, rotated_live), rollback=lambda: _unrotate(rotated_live, live))
         dirsync("rename-live")
         victims.append(rotated_live)
-    # 3. publish the pack: from here the .pack rule supersedes every older file
+    # 4. publish the pack: from here the .pack rule supersedes every older file
     step("rename-temp-to-pack", lambda: os.rename(temp, packf), rollback=lambda: unlink_quiet(packf))
     dirsync("rename-temp-to-pack")
-    # 4. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
+    # 5. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
     step("check-quiet", lambda: _check_quiet(plan, ctx, live_exists=False))
     victims = list(dict.fromkeys(victims))
-    if plan.backup_dir is not None and victims:     # every replaced file kept whole (hard links: no copy)
-        step("backup", lambda: _backup(victims, rotated_live, live, plan.backup_dir, fsync, ctx))
     step.commit()
     for v in victims:   # labels name no time stamp: the same steps whenever the plan runs
         step("unlink-rotated-live" if v == rotated_live else f"unlink:{os.path.basename(v)}",
@@ -342,28 +349,26 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     if victims:
         dirsync("unlink")
     ctx["victims"] = victims
-    # 5. move it into place (never over a live file that a writer may have created meanwhile)
-    step("rename-pack-to-rotated", lambda: os.rename(packf, placed))
-    dirsync("rename-pack-to-rotated")
-    step("rename-rotated-to-live", lambda: _place(placed, live, ctx))
-    dirsync("rename-rotated-to-live")
+    # 6. move it into place (never over a live file that a writer may have created meanwhile)
+    step("rename-pack-to-live", lambda: _place(packf, live, placed, ctx))
+    dirsync("rename-pack-to-live")
 
 
-def _backup(victims: list[str], rotated_live: str, live: str, bdir: str, fsync: bool, ctx: dict) -> None:
+def _backup(files: list[str], bdir: str, fsync: bool, ctx: dict) -> None:
     os.makedirs(bdir, exist_ok=True)
     kept = []
-    for v in victims:
+    for v in files:
         if not os.path.exists(v):
             continue
-        dst = os.path.join(bdir, os.path.basename(live if v == rotated_live else v))
+        dst = os.path.join(bdir, os.path.basename(v))
         if os.path.lexists(dst) and same_file(v, dst):    # linked by an earlier run of the same plan that died
             kept.append(dst)
             continue
+        unlink_quiet(dst)                                 # half copied by a run that died
         try:
             os.link(v, dst)
         except OSError:
-            import shutil
-            shutil.copy2(v, dst)
+            copy_file(v, dst, fsync=fsync)
         kept.append(dst)
     if fsync:
         fsync_dir(bdir)
@@ -379,11 +384,12 @@ def _unrotate(rotated: str, live: str) -> None:
         pass
 
 
-def _place(placed: str, live: str, ctx: dict) -> None:
+def _place(packf: str, live: str, placed: str, ctx: dict) -> None:
     try:
-        rename_noreplace(placed, live)
+        rename_noreplace(packf, live)
         ctx["installed"] = live
-    except FileExistsError:     # a writer created a new live file: the pack stays the newest rotated file
+    except FileExistsError:     # a writer created a new live file: the pack becomes the newest rotated file
+        os.rename(packf, placed)
         ctx["installed"] = placed
 
 
@@ -469,40 +475,64 @@ def _rescue(plan: PackPlan, fd: int, ctx: dict) -> None:
 
 
 # ---------------------------------------------------------------- recovery
-def half_done_rotations(directory: str) -> list[tuple[str, str, str]]:
-    """(temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``) for each queue in ``directory`` with no live file, a
-    temp and the rotated file named one millisecond before it: ``_run_steps`` killed between its step 2 (the live
-    file rotated) and step 3 (the temp published as ``.pack``)."""
+def interrupted_applies(directory: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, list[str], str, str]]]:
+    """What crashed applies left in ``directory``, per queue with no live file ``q``:
+
+    * half-done rotations, (temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``): a temp beside the rotated file
+      named one millisecond before it — ``_run_steps`` killed between rotating the live file (step 3) and
+      publishing the temp as ``.pack`` (step 4);
+    * published packs, (pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``): a
+      ``.pack`` newer than every other file of the queue — killed after publishing the pack and before placing it
+      (step 6), or Kestrel killed in its own clean-up of a pack; either way the .pack rule already reads only it."""
     from .reader import parse_ts, queue_of
     try:
         names = set(os.listdir(directory))
     except OSError:
-        return []
-    out = []
+        return [], []
+    half, published = [], []
     for n in sorted(names):
-        if TEMP_MARKER not in n:
+        q = queue_of(n)
+        if q in names:
             continue
-        q, _, t = n.partition(TEMP_MARKER)
-        if not t.isdigit() or q in names or queue_of(n) != q:
-            continue
-        rotated = f"{q}.{int(t) - 1}"
-        if rotated in names and parse_ts(rotated, q) == int(t) - 1:
-            out.append(tuple(os.path.join(directory, x) for x in (n, rotated, q)))
-    return out
+        if TEMP_MARKER in n:
+            t = n.partition(TEMP_MARKER)[2]
+            rotated = f"{q}.{int(t) - 1}" if t.isdigit() else None
+            if rotated in names and parse_ts(rotated, q) == int(t) - 1:
+                half.append(tuple(os.path.join(directory, x) for x in (n, rotated, q)))
+        elif n.endswith(PACK_SUFFIX) and (t := parse_ts(n, q)) is not None:
+            older = [m for m in sorted(names) if m != n and queue_of(m) == q
+                     and (TEMP_MARKER in m or parse_ts(m, q) is not None)]
+            if all(TEMP_MARKER in m or parse_ts(m, q) < t for m in older):
+                published.append((os.path.join(directory, n), [os.path.join(directory, m) for m in older],
+                                  os.path.join(directory, q), os.path.join(directory, f"{q}.{t}")))
+    return half, published
 
 
 def finish_interrupted(path: str, *, fsync: bool = True) -> list[str]:
-    """Roll back the half-done rotations a crashed pack or repair ``--apply`` left in ``path`` (a queue's
-    directory, or a file in it): see "Recovery" in the module docstring. LogBusy while another process holds one
-    of the files open (Kestrel running: nothing is touched). Returns what was done, one line each."""
+    """Finish what a crashed pack or repair ``--apply`` left in ``path`` (a queue's directory, or a file in it):
+    a half-done rotation is rolled back, a published pack is installed (see "Recovery" in the module docstring).
+    LogBusy while another process holds one of the files open (Kestrel running: nothing is touched). Returns what
+    was done, one line each."""
     d = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    found = half_done_rotations(d)
-    if not found:
+    found, published = interrupted_applies(d)
+    if not found and not published:
         return []
-    busy = holders([p for t, r, _ in found for p in (t, r)])
+    busy = holders([p for t, r, _ in found for p in (t, r)] + [p for pk, old, _, _ in published for p in [pk] + old])
     if busy:
         raise LogBusy(f"a half-done pack is in progress? {describe_holders(busy)}; nothing was changed", path=d)
     done = []
+    for packf, older, live, placed in published:
+        for p in older:
+            unlink_quiet(p)
+        if fsync and older:
+            fsync_dir(d)
+        ctx: dict = {}
+        _place(packf, live, placed, ctx)
+        if fsync:
+            fsync_dir(d)
+        done.append(f"finished an interrupted pack or repair: {os.path.basename(packf)} installed as "
+                    f"{os.path.basename(ctx['installed'])}"
+                    + (f", {len(older)} superseded file(s) removed" if older else ""))
     for temp, rotated, live in found:
         try:
             rename_noreplace(rotated, live)

@@ -166,12 +166,32 @@ def classify(queue: str, root: str, names: Sequence[str]) -> FileSet:
     rotated.sort(key=lambda r: r[0])  # stable, like Scala's sortBy
     for ts, name, from_pack in rotated:
         fs.files.append(JournalFile(os.path.join(root, name), ROLE_PACK if from_pack else ROLE_ROTATED, ts))
+    interrupted = _interrupted_rotation(fs, queue) if not live else None
     if live:
         fs.files.append(JournalFile(os.path.join(root, queue), ROLE_LIVE))
+    elif interrupted is not None:
+        last, temp = interrupted
+        fs.files[-1] = JournalFile(last.path, ROLE_LIVE, last.ts)
+        fs.findings.append(Finding(WARNING, "KQ-INTERRUPTED-APPLY", "an interrupted wqtool repair (or pack, clean): "
+                                   f"rerun it to finish; read as before it started, {os.path.basename(last.path)} as "
+                                   f"the live journal and {os.path.basename(temp)} as its unfinished rewrite",
+                                   path=last.path, upstream="Kestrel 2.x would read the file as a rotated journal "
+                                   "(a torn tail there as damage) and delete the temp"))
     elif fs.files or fs.temps:
         fs.findings.append(Finding(NOTE, "KQ-NO-LIVE", f"no live journal '{queue}': Kestrel 2.x replays the other "
                                    "files and starts a new one", path=os.path.join(root, queue)))
     return fs
+
+
+def _interrupted_rotation(fs: FileSet, queue: str):
+    """(the newest rotated file, the temp) when a queue without a live file has a temp ``q~~<T+1>`` beside its
+    newest rotated file ``q.<T>``: a wqtool pack or repair ``--apply`` killed between rotating the live file and
+    publishing its rewrite (``kestrel.pack``'s steps 3-4; its ``finish_interrupted`` rolls it back). Else None."""
+    if not fs.files or fs.files[-1].role != ROLE_ROTATED or fs.files[-1].ts is None:
+        return None
+    want = f"{queue}{TEMP_MARKER}{fs.files[-1].ts + 1}"
+    temp = next((t for t in fs.temps if os.path.basename(t) == want), None)
+    return None if temp is None else (fs.files[-1], temp)
 
 
 def _check_version(kestrel_version: str) -> str:
@@ -236,9 +256,10 @@ def discover(paths: Sequence[str], kestrel_version: str = "auto", *, queue: str 
 
 def whole_queue(fileset: FileSet, what: str) -> FileSet:
     """The queue's whole file set for a command that rewrites it (``what``: "repair", "clean", "pack --apply"):
-    a directory's set as it is; files named one by one when they are every file of their queue in that directory
-    (a queue that ``pack --apply`` left as one ``<q>`` file, named alone), read as that directory's queue; else
-    a usage error naming the files left out (rewriting part of a queue would lose or duplicate the rest)."""
+    a directory's set as it is; one journal file named alone names its queue (every file of it in that directory,
+    as the directory would: issue 34), as do files named one by one when they are every file of their queue;
+    several files that are part of a queue are a usage error naming the files left out (rewriting part of a queue
+    would lose or duplicate the rest)."""
     if fileset.is_dir:
         return fileset
     d = fileset.root
@@ -248,7 +269,7 @@ def whole_queue(fileset: FileSet, what: str) -> FileSet:
     except OSError as exc:
         raise input_error(d, exc) from None
     named = sorted({os.path.basename(f.path) for f in fileset.files})
-    if siblings != named:
+    if siblings != named and len(named) > 1:
         left = [n for n in siblings if n not in named]
         raise UsageError(f"{what} rewrites a whole queue: queue '{fileset.queue}' also has "
                          f"{', '.join(left[:6])}{', ...' if len(left) > 6 else ''} here; name its directory "
@@ -539,6 +560,10 @@ def damaged_items(data, start: int, end: int) -> tuple[list[int], int]:
             q = end if m is None else m.start()
             if p == start and data[p] in _ITEM_OPCODES:   # the damaged record itself: an add cut short or whose
                 out.append(p)                             # size is impossible (its item is lost with it)
+            elif p == start and _addx_but_opcode(data, p, end):   # an ADDX whose only damage is its opcode byte
+                out.append(p)                                     # (issue 34, D7): its size, times, data intact
+                p += _addx_but_opcode(data, p, end)
+                continue
             else:
                 unread += q - p
             p = q
@@ -547,6 +572,18 @@ def damaged_items(data, start: int, end: int) -> tuple[list[int], int]:
             out.append(p)
         p = nxt
     return out, unread
+
+
+def _addx_but_opcode(data, p: int, end: int) -> int:
+    """The length of the record at ``p`` read as an ADDX (its opcode byte set aside) when it decodes whole before
+    ``end`` with a plausible add time; 0 otherwise."""
+    buf = b"\x02" + bytes(data[p + 1:end])
+    try:
+        op, nxt = decode_op(buf, 0, len(buf))
+    except Damage:
+        return 0
+    lo, hi = PLAUSIBLE_MS
+    return nxt if op.add_time is not None and lo <= op.add_time <= hi else 0
 
 
 def read_damaged_items(path: str, start: int, end: int) -> tuple[list[int], int]:

@@ -14,7 +14,7 @@ The repaired journal holds every kept record byte for byte, in replay order, in 
 ``pack --apply`` installs a pack (``pack._run_steps``: temp file, fsync, re-verify; rotate the live file; publish as
 ``.pack``; link the replaced files into a backup directory; delete them; rename into place) — so a crash at any step
 leaves a set Kestrel replays as before or as after, and a live writer is detected and rolled back the same way.
-Every cut byte goes to the quarantine directory (``<file>@<offset hex>-<end hex>.bin``).
+Every cut byte goes to the quarantine directory (``<file>@0x<offset>-0x<end>.bin``).
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, Quarantine, free_or_same_dir
-from ..plan import ApplyResult, CodeOf, KeptRanges, Plan, capped, input_exit_code
+from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, WriteResult, capped, input_exit_code, refusal,
+                    write_into_dir)
 from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
@@ -37,6 +38,9 @@ from .reader import FileSet, JournalReader, read_damaged_items, whole_queue
 from .replay import KestrelReplay, KestrelState
 
 NS_PER_MS = 1_000_000
+_WHY = {Verdict.CORRUPT: "the journal has corruption: --salvage repairs it",
+        Verdict.INVALID_HISTORY: "the journal reuses an open xid: --drop-invalid removes those records (the items "
+                                 "they would lose stay queued)"}
 
 
 @dataclass(slots=True)
@@ -139,6 +143,12 @@ class KestrelRepairPlan(Plan):
     def _shown(state: KestrelState | None, digest: str) -> str:
         return digest if state is None else replay_digest(state)
 
+    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
+        """The repaired journal as ``out/<queue>`` (``out`` a new directory), re-verified; the input is not
+        touched (``write_repaired``: repair --apply --out)."""
+        return write_into_dir(out, "repair --out", lambda d: pack_mod.write_pack(
+            self, os.path.join(d, self.fileset.queue), fsync=fsync), fsync=fsync)
+
     def apply(self, *, quarantine: str | None = None, keep_backup: bool = True, **kw) -> ApplyResult:
         return apply_plan(self, quarantine=quarantine, keep_backup=keep_backup, **kw)
 
@@ -193,15 +203,9 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
         end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
         cuts.append(Cut(f.path, f.offset, end - f.offset,
                         "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
-    if errors[Verdict.CORRUPT] and not salvage:
-        f = errors[Verdict.CORRUPT][0]
-        raise PackRefused(f"{f.code}: {f.message} — the journal has corruption: --salvage repairs it",
-                          verdict=Verdict.CORRUPT, path=f.path, offset=f.offset)
-    if errors[Verdict.INVALID_HISTORY] and not drop_invalid:
-        f = errors[Verdict.INVALID_HISTORY][0]
-        raise PackRefused(f"{f.code}: {f.message} — the journal reuses an open xid: --drop-invalid removes those "
-                          "records (the items they would lose stay queued)", verdict=Verdict.INVALID_HISTORY,
-                          path=f.path, offset=f.offset)
+    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
+    if refused is not None:
+        raise refused
     if cut_from is not None:
         path, off = cut_from
         later = False
@@ -309,7 +313,7 @@ def apply_plan(plan: KestrelRepairPlan, *, quarantine: str | None = None, keep_b
             step("quarantine", lambda: written.extend(q.write(fsync)))
         res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=seen)
     except Exception:
-        committed = "backup" in done or ("check-quiet" in done and not keep_backup)   # pack's point of no return
+        committed = "check-quiet" in done       # pack's point of no return
         if not committed:       # rolled back: the queue keeps every byte
             q.discard()
             if fresh_backup and keep_backup:

@@ -26,10 +26,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, UsageError
+from ...errors import InputError, UsageError
 from ..findings import Verdict
 from ..fsops import LogBusy, describe_holders, fd_holders, flock_fd, fsync_dir, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels, prove
 from ..run import LogReport
 from .model import HourFile, ListJournal
 from .reader import temp_name
@@ -140,11 +140,7 @@ def _reverify(plan: ListPackPlan, root: str, files: list[HourFile]) -> str:
     j = ListJournal(root=root, files=files, current_hour=plan.journal.current_hour, as_of_ns=plan.as_of_ns,
                     is_dir=False, start_date_offset_us=plan.journal.start_date_offset_us)
     rep = run_log(j)
-    got = rep.state.digest()
-    if got != plan.digest:
-        raise PackMismatch(f"packed journal does not replay to the input's entries: expected digest {plan.digest}, "
-                           f"got {got}", expected=plan.digest, actual=got, path=root)
-    return got
+    return prove("packed journal does not replay to the input's entries", plan.digest, rep.state.digest(), path=root)
 
 
 def write_pack(plan: ListPackPlan, out: str) -> WriteResult:
@@ -264,9 +260,8 @@ def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict, dry: bool = Fals
         def write_temp(path=path, key=key, name=name, temp=temp):
             data = ctx["old:" + name]
             new = packed(data)
-            if content_lines(new) != content_lines(data):
-                raise PackMismatch("packed hour file does not keep the pending lines", expected="", actual="",
-                                   path=path)
+            prove("packed hour file does not keep the pending lines", "", "", path=path,
+                  ok=content_lines(new) == content_lines(data))
             mode = stat.S_IMODE(os.fstat(ctx[key]).st_mode)
             if step.during("write-temp:" + name):
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)

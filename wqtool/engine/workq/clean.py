@@ -26,12 +26,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
-from ..fsops import LockSet, fsync_dir, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels
+from ..fsops import LockSet, fsync_dir, unlink_quiet, without, write_ranges
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels, prove
 from .model import Record
 from .reader import LogSet, Segment
 from .fastreplay import Bail, fast_run
@@ -214,39 +214,11 @@ def _rw(path: str) -> str:
 
 def _write_rw(sc: SegmentClean, fsync: bool) -> int:
     """``<seg>.rw``: the header, then the segment's records minus the dropped ones, byte for byte."""
-    drops = {sc.drops[i]: sc.drops[i + 1] for i in range(0, len(sc.drops), 2)}
+    drops = [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
     unlink_quiet(_rw(sc.path))          # a stale .rw of an interrupted cycle (upstream does the same)
-    fd_in = os.open(sc.path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd_in).st_size
-        with open(_rw(sc.path), "xb", buffering=1 << 20) as out:
-            out.write(HEADER_BYTES)
-            progress.advance(len(HEADER_BYTES))
-            pos, total = len(HEADER_BYTES), len(HEADER_BYTES)
-            for off in sorted(drops):
-                if off > pos:
-                    total += _copy(fd_in, out, pos, off - pos)
-                pos = off + drops[off]
-            if size > pos:
-                total += _copy(fd_in, out, pos, size - pos)
-            out.flush()
-            if fsync:
-                os.fsync(out.fileno())
-    finally:
-        os.close(fd_in)
-    return total
-
-
-def _copy(fd_in: int, out, offset: int, length: int) -> int:
-    done = 0
-    while done < length:
-        chunk = os.pread(fd_in, min(1 << 20, length - done), offset + done)
-        if not chunk:
-            raise InputError("the segment shrank while it was being cleaned", path=str(fd_in))
-        out.write(chunk)
-        done += len(chunk)
-        progress.advance(len(chunk))
-    return done
+    size = os.path.getsize(sc.path)
+    return write_ranges(_rw(sc.path), without(sc.path, len(HEADER_BYTES), size, drops), head=HEADER_BYTES,
+                        fsync=fsync)
 
 
 def _verify(plan: WorkqCleanPlan) -> str:
@@ -260,11 +232,8 @@ def _verify(plan: WorkqCleanPlan) -> str:
         # appended after the plan are not the input's, and would replay to another state)
         segs.append(Segment(_rw(sc.path), sc.seq) if sc.action == "rewrite" else Segment(sc.path, sc.seq, sc.size))
     rep = run_log(LogSet(plan.log.root, segs, is_dir=False), plan.as_of_ns, state=True)
-    got = rep.state.digest()
-    if got != plan.digest or rep.verdict not in (Verdict.CLEAN, plan.input_verdict):
-        raise PackMismatch(f"the cleaned log does not replay to the input's state: expected {plan.digest}, got {got}",
-                           expected=plan.digest, actual=got, path=plan.log.root)
-    return got
+    return prove("the cleaned log does not replay to the input's state", plan.digest, rep.state.digest(),
+                 path=plan.log.root, verdict=rep.verdict, accept=(Verdict.CLEAN, plan.input_verdict))
 
 
 def _check_unchanged(plan: WorkqCleanPlan) -> None:

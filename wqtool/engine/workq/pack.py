@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import shutil
 import time
 import uuid
 from array import array
@@ -79,9 +78,9 @@ from .fastpath import encode_record
 from .. import progress
 from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
-from ..fsops import LogBusy, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
+from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, prove, write_into_dir
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
@@ -514,12 +513,10 @@ def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
     """Replay the written log at the plan's as-of; (digest, records) or PackMismatch."""
     rep = run_log(discover([directory])[0], plan.as_of_ns, state=True)
     got = rep.state.digest()
-    if rep.verdict != Verdict.CLEAN or got != plan.digest_before:
-        jid, diff = first_difference(plan.state, rep.state)
-        raise PackMismatch(f"packed log does not replay to the input's state at as-of: expected digest "
-                           f"{plan.digest_before}, got {got} (verify: {rep.verdict.label}); first difference: "
-                           f"{diff}", expected=plan.digest_before, actual=got, job_id=jid, path=directory)
-    return got, rep.records
+    jid, diff = first_difference(plan.state, rep.state) if got != plan.digest_before else (None, "")
+    return prove("packed log does not replay to the input's state at as-of", plan.digest_before, got,
+                 path=directory, verdict=rep.verdict, detail=lambda: f"first difference: {diff}", job_id=jid), \
+        rep.records
 
 
 def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
@@ -540,8 +537,7 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
 
         def write(name=name, path=path, holder=holder):
             nonlocal pending, total
-            f = open(path, "xb", buffering=1 << 20)
-            holder["f"] = f
+            f = holder["f"] = NewFile(path)
             f.write(HEADER_BYTES)
             advance(HEADER_SIZE)
             size = HEADER_SIZE
@@ -553,7 +549,6 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
                 first = False
                 pending = next(recs, None)
                 if step.during("write:" + name):
-                    f.flush()
                     f.close()
                     step.crash("write:" + name)
             f.flush()
@@ -570,11 +565,16 @@ def _segment_steps(step: StepRunner, name: str, write, holder: dict, fsync: bool
     try:
         step("write:" + name, write)
         if fsync:
-            step("fsync:" + name, lambda: os.fsync(holder["f"].fileno()))
+            step("fsync:" + name, lambda: holder["f"].fsync())
+        holder["f"].close()
+    except Exception:
+        if "f" in holder:       # a failed write or fsync (ENOSPC, EIO): the segment goes whatever fails again
+            holder["f"].discard()
+        raise
     finally:
         f = holder.get("f")
-        if f is not None and not f.closed:
-            f.close()
+        if f is not None and not f.closed:     # an injected crash: closed as the kernel would, unflushed
+            os.close(f.fd)
 
 
 def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
@@ -600,13 +600,13 @@ def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsy
             holder: dict = {}
 
             def write(name=name, path=path, holder=holder, chunk=chunk, first_len=first_len):
-                f = open(path, "xb", buffering=0)
-                holder["f"] = f
+                f = holder["f"] = NewFile(path)
                 f.write(HEADER_BYTES + chunk[:first_len])
                 if step.during("write:" + name):
                     f.close()
                     step.crash("write:" + name)
                 f.write(memoryview(chunk)[first_len:])
+                f.flush()
                 advance(HEADER_SIZE + len(chunk))
 
             _segment_steps(step, name, write, holder, fsync)
@@ -618,37 +618,14 @@ def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsy
 def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> PackResult:
     """Write the packed log into the new (or empty) directory ``out_dir``, re-verify it, compare digests."""
     t0 = time.perf_counter()
-    created = False
-    if os.path.lexists(out_dir):
-        if not os.path.isdir(out_dir):
-            raise UsageError("output exists and is not a directory; pack writes a new directory", path=out_dir)
-        if os.listdir(out_dir):
-            raise UsageError("output directory is not empty; pack never appends to or mixes with a log",
-                             path=out_dir)
-    else:
-        try:
-            os.mkdir(out_dir)
-        except OSError as exc:
-            raise InputError(exc.strerror or str(exc), path=out_dir) from None
-        created = True
-    step = StepRunner()
-    try:
-        make_lock_files(out_dir)
+
+    def fill(out: str) -> tuple:
+        make_lock_files(out)
         progress.begin("write", plan.bytes_after)
-        names, total = _write_segments(plan, out_dir, step, fsync)
+        names, total = _write_segments(plan, out, StepRunner(), fsync)
         progress.begin("re-verify", total)
-        digest, records = _verify_output(plan, out_dir)
-        if fsync:
-            fsync_dir(out_dir)
-            if created:
-                fsync_dir(os.path.dirname(os.path.abspath(out_dir)))
-    except BaseException:
-        if created:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        else:
-            for n in os.listdir(out_dir):
-                unlink_quiet(os.path.join(out_dir, n))
-        raise
+        return (names, total) + _verify_output(plan, out)
+    names, total, digest, records = write_into_dir(out_dir, "pack", fill, fsync=fsync)
     return WriteResult(out_dir, names, total, records, digest, time.perf_counter() - t0)
 
 

@@ -427,6 +427,8 @@ def damaged_jobs(data, start: int, end: int) -> tuple[list[tuple[int, CmdType, b
         cmd, q, fend = fr
         if cmd in _JOB_CMDS and q + 1 + JOB_ID_SIZE <= end:
             out.append((p, CmdType(cmd), bytes(data[q + 1:q + 1 + JOB_ID_SIZE])))
+        elif fend > end:        # a record cut before its job id (or its end) is read: its bytes are unread too
+            unread += end - p   # (issue 34, D5: a torn add cut 20 bytes in was counted nowhere)
         p = min(fend, end) if fend > p else end
     return out, unread
 

@@ -13,7 +13,7 @@ and its replay, and decides what to cut:
 
 Without the flag a class of damage needs, the plan is refused and names the first such finding. Nothing is ever
 invented; every cut byte is written to the quarantine directory, one file per range named
-``<segment>@<offset hex>-<end hex>.bin``; the old log is kept whole as ``<dir>.pre-repair-<stamp>`` unless
+``<segment>@0x<offset>-0x<end>.bin``; the old log is kept whole as ``<dir>.pre-repair-<stamp>`` unless
 ``keep_backup=False``. The repaired log is written beside the old one (unchanged older segments hard-linked, the
 others copied without their cut ranges), replayed — it must be clean — and its digest compared with the plan's
 before the directory swap (``swap.install``, shared with pack): a crash at any step leaves the old or the new log.
@@ -28,19 +28,22 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
-from ...errors import InputError, PackMismatch, PackRefused, UsageError
+from google_crc32c import value as _crc
+
+from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats._common import format_unix_ns, format_uuid
-from ...formats.workq import HEADER_BYTES, HEADER_SIZE, CmdType
+from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, Quarantine
-from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped,
+from ..fsops import FileSig, Quarantine, without, write_ranges
+from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, prove, refusal,
+                    write_into_dir,
                     input_exit_code)
 from .fastreplay import Bail, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
 from .replay import WorkqReplay
-from .swap import finish_interrupted, install, install_steps
+from .swap import finish_interrupted, install, install_steps, make_lock_files
 from .verify import LogRun, run_log
 
 
@@ -142,20 +145,27 @@ class WorkqRepairPlan(Plan):
         doc["jobs_lost_unread"] = dict(self.lost_unread)
         return capped(doc, "jobs_changed", self.jobs_changed)
 
-    def write(self, out: str) -> WriteResult:
-        raise UsageError("repair installs in place (--apply); to keep the original, it is backed up beside it")
+    @property
+    def bytes_before(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
+        """The repaired log in the new directory ``out`` (unchanged segments hard-linked where they can be),
+        re-verified; the input is not touched (``write_repaired``: repair --apply --out)."""
+        t0 = time.perf_counter()
+
+        def fill(d: str) -> tuple:
+            make_lock_files(d)
+            names, total = _fill(self, d, StepRunner(), fsync)
+            return (names, total) + _verify(self, d)
+        names, total, digest, records = write_into_dir(out, "repair --out", fill, fsync=fsync)
+        return WriteResult(out, names, total, records, digest, time.perf_counter() - t0)
 
     def apply(self, **kw) -> ApplyResult:
         return apply_plan(self, **kw)
 
     def apply_steps(self, **kw) -> list[str]:
         return apply_steps(self, **kw)
-
-
-def _refuse(what: str, flag: str, f: Finding, verdict: Verdict, n: int) -> PackRefused:
-    more = f"; and {n - 1} more" if n > 1 else ""
-    return PackRefused(f"{f.code}: {f.message}{more} — the log has {what}: {flag} repairs it",
-                       verdict=verdict, path=f.path, offset=f.offset)
 
 
 def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
@@ -205,14 +215,12 @@ def _read_once(log: LogSet, as_of_ns: int, on_error: Callable[[Finding], None]):
     return rep.findings, rep.state, per, rep.records
 
 
+_WHY = {Verdict.CORRUPT: "the log has corruption (damage with valid data after it): --salvage repairs it",
+        Verdict.INVALID_HISTORY: "the log has records workq-server refuses: --drop-invalid repairs it"}
+
+
 def _refusal(salvage: bool, drop_invalid: bool, errors: dict) -> PackRefused | None:
-    if errors.get(Verdict.CORRUPT) and not salvage:
-        return _refuse("corruption (damage with valid data after it)", "--salvage", errors[Verdict.CORRUPT][0],
-                       Verdict.CORRUPT, len(errors[Verdict.CORRUPT]))
-    if errors.get(Verdict.INVALID_HISTORY) and not drop_invalid:
-        return _refuse("records workq-server refuses", "--drop-invalid", errors[Verdict.INVALID_HISTORY][0],
-                       Verdict.INVALID_HISTORY, len(errors[Verdict.INVALID_HISTORY]))
-    return None
+    return refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
 
 
 def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
@@ -220,12 +228,9 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
     """The plan from one pass over the log (its findings, offsets and record indexes): cutting damage and refused
     records never changes the replayed state (neither was ever applied), so the state after is the state
     before and no second replay is needed."""
-    def early(f: Finding) -> None:       # refuse at the first decisive finding
-        if f.path in segs:
-            code = Verdict.INVALID_HISTORY if f.code not in _FRAMING else f.verdict
-            refused = _refusal(salvage, drop_invalid, {code: [f]})
-            if refused is not None and (code == Verdict.INVALID_HISTORY or code == Verdict.CORRUPT):
-                raise refused
+    def early(f: Finding) -> None:       # refuse at the first corruption (the worst class: the input's exit)
+        if f.path in segs and f.code in _FRAMING and f.verdict == Verdict.CORRUPT and not salvage:
+            raise _refusal(salvage, drop_invalid, {Verdict.CORRUPT: [f]})
     findings, state, per_seg, records = _read_once(log, as_of_ns, early)
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
     refused_at: set[int] = set()
@@ -324,8 +329,21 @@ def _jobs_lost(log: LogSet, cuts: list[Cut], findings: list[Finding], state) -> 
             continue
         seen.add(uid)
         out.append({"job": uid, "cmd": cmd.label, "record": f"{os.path.basename(path)}@0x{at[1]:x}",
-                    "later_records": sum(1 for p in later.get(uid, ()) if p > at)})
+                    "later_records": sum(1 for p in later.get(uid, ()) if p > at),
+                    "id_unverified": not _crc_holds(path, at[1])})
     return out, unread
+
+
+def _crc_holds(path: str, offset: int) -> bool:
+    """Whether the record framed at ``offset`` of ``path`` is whole and its CRC matches: a job id read from a
+    record that fails it may be damage (a flipped bit names a job that never existed)."""
+    try:
+        n = record_length(path, offset)
+        with open(path, "rb") as f:
+            rec = os.pread(f.fileno(), n, offset)
+    except (InputError, OSError):
+        return False
+    return len(rec) == n and n > 4 and _crc(rec[:-4]) == RECORD_CRC_STRUCT.unpack_from(rec, n - 4)[0]
 
 
 def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
@@ -429,45 +447,16 @@ def _link_or_copy(src: str, dst: str, fsync: bool) -> None:
 
 
 def _write_without(sp: SegmentPlan, dst: str, fsync: bool) -> None:
-    cuts = sorted((c.offset, c.length) for c in sp.cuts if c.what != "bad-header")
-    fd = os.open(sp.path, os.O_RDONLY)
-    try:
-        with open(dst, "xb", buffering=1 << 20) as out:
-            out.write(HEADER_BYTES)
-            progress.advance(HEADER_SIZE)
-            pos = HEADER_SIZE
-            for off, ln in cuts + [(sp.size, 0)]:
-                if off > pos:
-                    _copy(fd, out, pos, off - pos, sp.path)
-                pos = max(pos, off + ln)
-            out.flush()
-            if fsync:
-                os.fsync(out.fileno())
-    finally:
-        os.close(fd)
-
-
-def _copy(fd: int, out, offset: int, length: int, path: str) -> None:
-    done = 0
-    while done < length:
-        chunk = os.pread(fd, min(1 << 20, length - done), offset + done)
-        if not chunk:
-            raise InputError("the segment shrank while it was being repaired", path=path)
-        out.write(chunk)
-        done += len(chunk)
-        progress.advance(len(chunk))
+    cuts = [(c.offset, c.length) for c in sp.cuts if c.what != "bad-header"]
+    write_ranges(dst, without(sp.path, HEADER_SIZE, sp.size, cuts), head=HEADER_BYTES, fsync=fsync)
 
 
 def _verify(plan: WorkqRepairPlan, tmp: str) -> tuple[str, int]:
     rep = run_log(discover([tmp])[0], plan.as_of_ns, state=True)
-    got = rep.state.digest()
-    if rep.verdict != Verdict.CLEAN or got != plan.digest_after:
-        errs = [f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
-                if f.severity == ERROR][:3]
-        raise PackMismatch(f"the repaired log is not what the plan promised (verdict {rep.verdict.label}"
-                           f"{', ' + ', '.join(errs) if errs else ''}; digest {got}, expected {plan.digest_after}); "
-                           "nothing was installed", expected=plan.digest_after, actual=got, path=tmp)
-    return got, rep.records
+    return prove("the repaired log is not what the plan promised (nothing was installed)", plan.digest_after,
+                 rep.state.digest(), path=tmp, verdict=rep.verdict, detail=lambda: ", ".join([
+                     f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
+                     if f.severity == ERROR][:3])), rep.records
 
 
 def _quarantine(plan: WorkqRepairPlan, qdir: str, *, named: bool = False) -> Quarantine:
