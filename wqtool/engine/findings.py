@@ -59,6 +59,9 @@ class Finding:
     #: a torn tail's damage alone, without the conclusion its place in the log draws ("; torn tail: ..."): what
     #: the in-flight note quotes when a live writer is still appending there (``engine.live``); not serialised
     cause: str | None = None
+    #: damage (an unreadable range has no record number: ``record_index`` None): the number of the next readable
+    #: record, i.e. how many records come before it (a repair's kept ranges count from it); not serialised
+    next_index: int | None = None
 
     def location(self) -> str:
         return at(self.path, self.offset)

@@ -40,7 +40,7 @@ def in_flight(report: LogReport, code: str, writer: str, error_codes: frozenset[
         notes.append(Finding(NOTE, code, f"a record in flight at 0x{(f.offset or 0):x}, not damage: {writer}; the "
                              f"bytes after the last complete record are still being appended (seen as {f.code}: "
                              f"{seen}) — do not truncate; verify again once the writer is done, or use --horizon",
-                             path=f.path, offset=f.offset, record_index=f.record_index))
+                             path=f.path, offset=f.offset, record_index=f.record_index, next_index=f.next_index))
         report.counts[f.code] -= 1
         if not report.counts[f.code]:
             del report.counts[f.code]

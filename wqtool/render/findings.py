@@ -23,7 +23,8 @@ def findings_lines(findings: list[Finding]) -> list[str]:
     """One greppable line per finding: severity, code, file@offset, record, message, upstream reaction."""
     out = []
     for f in findings:
-        rec = f" #{f.record_index}" if f.record_index is not None and f.offset is not None else ""
+        rec = "" if f.offset is None else f" #{f.record_index}" if f.record_index is not None else \
+            " #-" if f.next_index is not None else ""          # damage: an unreadable range has no record number
         out.append(f"  {f.severity:<7} {f.code:<20} {f.location()}{rec}: {f.message}")
         if f.upstream and f.severity == "error":
             out.append(f"  {'':<7} {'':<20} upstream: {f.upstream}")

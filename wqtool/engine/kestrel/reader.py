@@ -534,7 +534,7 @@ class JournalReader:
                 msg += f"; damage in a rotated file ({end - pos} bytes after it unreadable)"
             else:
                 msg += f" ({end - pos} bytes from here unreadable)"
-        return Finding(ERROR, d.code, msg, path=path, offset=pos, record_index=index, last_good_offset=pos,
+        return Finding(ERROR, d.code, msg, path=path, offset=pos, next_index=index, last_good_offset=pos,
                        upstream=_upstream(d.code, path, pos, newest, is_live), verdict=exit_class,
                        resumes_at=resume, cause=cause)
 

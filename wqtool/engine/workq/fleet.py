@@ -419,8 +419,11 @@ def _assemble(li: int, log: LogSet, as_of_ns: int, limit: int | None, rows, want
         if acc.torn is not None and (torn is None or acc.torn[0] > torn[0]):
             torn = acc.torn
         for key, f in acc.items():
-            if f.record_index is not None and key[0] >= 0:
-                f.record_index += base[key[0]]
+            if key[0] >= 0:
+                if f.record_index is not None:
+                    f.record_index += base[key[0]]
+                if f.next_index is not None:
+                    f.next_index += base[key[0]]
             merged.append((key, f))
     merged.sort(key=lambda kf: kf[0])
     stats = RecordStats()

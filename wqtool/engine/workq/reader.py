@@ -204,7 +204,7 @@ def header_finding(sd: FileView, index: int, is_newest: bool) -> tuple[Finding |
     if size == 0:
         return Finding(ERROR, "WQ-HDR-EMPTY", "0-byte segment: no header" + (
             "; torn tail (the server died right after creating it) — removing the file loses nothing"
-            if is_newest else ""), path=path, offset=0, record_index=index, last_good_offset=0,
+            if is_newest else ""), path=path, offset=0, next_index=index, last_good_offset=0,
             cause="0-byte segment: no header",
             upstream=UP_REFUSE + "Replay error, " + base + ": EOF",
             verdict=Verdict.TORN_TAIL if is_newest else Verdict.CORRUPT), False
@@ -212,7 +212,7 @@ def header_finding(sd: FileView, index: int, is_newest: bool) -> tuple[Finding |
         return Finding(ERROR, "WQ-HDR-SHORT", f"segment is {size} bytes, shorter than its 8-byte header" + (
             "; torn tail — removing the file loses nothing" if is_newest else ""), path=path, offset=0,
             cause=f"segment is {size} bytes, shorter than its 8-byte header",
-            record_index=index, last_good_offset=0,
+            next_index=index, last_good_offset=0,
             upstream=UP_REFUSE + "Replay error, " + base + ": unexpected EOF",
             verdict=Verdict.TORN_TAIL if is_newest else Verdict.CORRUPT), False
     head = bytes(sd.data[:HEADER_SIZE])
@@ -221,7 +221,7 @@ def header_finding(sd: FileView, index: int, is_newest: bool) -> tuple[Finding |
         code = "WQ-HDR-MAGIC" if magic != MAGIC else "WQ-HDR-VERSION"
         what = (f"bad magic {head[:4].hex()} (expected 77717771 'wqwq')" if magic != MAGIC
                 else f"unsupported version {version} (expected 1)")
-        return Finding(ERROR, code, "segment header: " + what, path=path, offset=0, record_index=index,
+        return Finding(ERROR, code, "segment header: " + what, path=path, offset=0, next_index=index,
                        last_good_offset=0, upstream=UP_REFUSE + "Replay error, " + base,
                        verdict=Verdict.CORRUPT), True
     if size == HEADER_SIZE:
@@ -367,7 +367,7 @@ class RecordReader:
                     msg += f"; valid records resume at 0x{resume:x} ({resume - pos} bytes unreadable)"
                 else:
                     msg += f"; nothing valid follows in this segment ({end - pos} bytes), but later segments exist"
-            yield Finding(ERROR, code, msg, path=path, offset=pos, record_index=index, last_good_offset=pos,
+            yield Finding(ERROR, code, msg, path=path, offset=pos, next_index=index, last_good_offset=pos,
                           upstream=up, verdict=exit_class, resumes_at=resume, cause=cause)
             if resume is None:
                 return

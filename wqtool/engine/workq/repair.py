@@ -263,17 +263,17 @@ def _cut_damage(sp: SegmentPlan, f: Finding) -> None:
     if f.code in ("WQ-HDR-EMPTY", "WQ-HDR-SHORT"):
         sp.remove = True
         if sp.size:
-            sp.cuts.append(Cut(f.path, 0, sp.size, "short-segment", f.code, f.message, f.record_index))
+            sp.cuts.append(Cut(f.path, 0, sp.size, "short-segment", f.code, f.message, f.next_index))
         else:
-            sp.cuts.append(Cut(f.path, 0, 0, "empty-segment", f.code, f.message, f.record_index))
+            sp.cuts.append(Cut(f.path, 0, 0, "empty-segment", f.code, f.message, f.next_index))
     elif f.code in ("WQ-HDR-MAGIC", "WQ-HDR-VERSION"):
         sp.rehead = True
-        sp.cuts.append(Cut(f.path, 0, HEADER_SIZE, "bad-header", f.code, f.message, f.record_index))
+        sp.cuts.append(Cut(f.path, 0, HEADER_SIZE, "bad-header", f.code, f.message, f.next_index))
     else:
         end = f.resumes_at if f.resumes_at is not None else sp.size
         sp.cuts.append(Cut(f.path, f.offset, end - f.offset,
                            "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message,
-                           f.record_index))
+                           f.next_index))
 
 
 def _kept_ranges(log: LogSet, segs: dict[str, SegmentPlan], per_seg: dict) -> KeptRanges:
