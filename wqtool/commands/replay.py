@@ -140,9 +140,9 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
     with _spark.session(master, spark_conf, remote) as spark:
         reports = export_state(spark, logs, [for_log(lg, opts) for lg in logs], out_dir, progress=_spark.say)
     docs = []
-    for lg, rep in zip(logs, reports):
+    for rep in reports:       # each state is the FrozenView the export's task made with the rows it wrote
         buf = StringIO()
-        write_replay(buf, rep, lg.fmt.state_view(rep.state, lg.data), "json", True, exit_codes())
+        write_replay(buf, rep, rep.state, "json", True, exit_codes())
         docs.append(json.loads(buf.getvalue()))
     with open(os.path.join(out_dir, "summary.json"), "x", encoding="utf-8") as f:
         json.dump(docs[0] if len(docs) == 1 else {"logs": docs}, f, indent=2)
@@ -152,7 +152,7 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
             if f.severity == "error":
                 write_one_line(sys.stderr, f)
         sys.stdout.write(f"{lg.fmt.log_name(lg.data)}: {rep.state.job_count()} rows in {out_dir}/jobs, "
-                         f"digest sha256:{lg.fmt.state_view(rep.state, lg.data).digest()}\n")
+                         f"digest sha256:{rep.state.digest()}\n")
     return worst([rep.verdict for rep in reports])
 
 

@@ -20,14 +20,16 @@ def ddl(fields: Sequence[tuple[str, str]]) -> str:
 
 class _InDir:
     """A task function run in the driver's working directory (picklable: it is shipped to the executors), with
-    the staged copies of the command's remote logs readable where it runs (``engine.uris.restage``)."""
+    the staged copies of the command's remote logs readable where it runs (``engine.uris.restage``) and the
+    job's files read as the driver pinned them (``engine.fileio.pinned``)."""
 
-    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = ()):
-        self.fn, self.cwd, self.staged = fn, cwd, staged
+    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = (), snap=None):
+        self.fn, self.cwd, self.staged, self.snap = fn, cwd, staged, snap
 
     def __call__(self, batches):
+        from ..engine.fileio import pinned
         _restage(self.staged)
-        with working_dir(self.cwd):
+        with working_dir(self.cwd), pinned(self.snap):
             yield from self.fn(batches)
 
 
@@ -43,19 +45,21 @@ class _Numbered:
     starts, measured on local[2]: time every task lost before its work began). The row is read after ``fn`` and
     must agree (else the task fails: it did another task's work)."""
 
-    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = ()):
-        self.fn, self.cwd, self.staged = fn, cwd, staged
+    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = (), snap=None):
+        self.fn, self.cwd, self.staged, self.snap = fn, cwd, staged, snap
 
     def __call__(self, batches):
         import pyarrow as pa
         from pyspark import TaskContext
+
+        from ..engine.fileio import pinned
         ctx = TaskContext.get()
         if ctx is None:      # no task context (not seen on Spark 4): the row, as it comes
-            yield from _InDir(self.fn, self.cwd, self.staged)(batches)
+            yield from _InDir(self.fn, self.cwd, self.staged, self.snap)(batches)
             return
         _restage(self.staged)
         k = ctx.partitionId()
-        with working_dir(self.cwd):
+        with working_dir(self.cwd), pinned(self.snap):
             yield from self.fn(iter([pa.RecordBatch.from_arrays([pa.array([k], pa.int64())], names=["id"])]))
         got = [x for b in batches for x in b.column(0).to_pylist()]
         if got != [k]:
@@ -67,11 +71,12 @@ class Cluster:
     """One Spark session, as a fleet sees it. ``spark``: the session itself (for the generic fleet and the data
     sources in ``wqtool.spark``)."""
 
-    def __init__(self, spark, staged: tuple = ()):
+    def __init__(self, spark, staged: tuple = (), snap=None):
         import os
         self.spark = spark
         self.cwd = os.getcwd()
         self.staged = staged    # engine.uris.stage_plan of the logs read: every task makes them readable first
+        self.snap = snap        # engine.fileio.Snapshot of the logs read: every task reads the pinned bytes
 
     def partitions(self, default: int) -> int:
         """The session's shuffle partitions (``spark.sql.shuffle.partitions``)."""
@@ -85,11 +90,11 @@ class Cluster:
     def tasks(self, n: int, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
         """``n`` tasks, one per partition: ``fn`` gets Arrow batches of its task numbers (column 0) and yields
         Arrow batches of ``fields``. A task starts on its work as soon as it runs (``_Numbered``)."""
-        return self.spark.range(0, n, 1, n).mapInArrow(_Numbered(fn, self.cwd, self.staged), ddl(fields))
+        return self.spark.range(0, n, 1, n).mapInArrow(_Numbered(fn, self.cwd, self.staged, self.snap), ddl(fields))
 
     def over(self, frame: Any, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
         """``fn`` over each partition of ``frame`` (Arrow batches in, Arrow batches of ``fields`` out)."""
-        return frame.mapInArrow(_InDir(fn, self.cwd, self.staged), ddl(fields))
+        return frame.mapInArrow(_InDir(fn, self.cwd, self.staged, self.snap), ddl(fields))
 
     def parallelism(self, least: int) -> int:
         """The session's default parallelism, at least ``least``."""
@@ -177,7 +182,7 @@ class Cluster:
         """``frame``'s rows shuffled into ``partitions`` by ``key``, sorted by ``order`` within each, then ``fn``
         over each partition (as ``tasks``)."""
         return (frame.repartition(partitions, key).sortWithinPartitions(*order)
-                .mapInArrow(_InDir(fn, self.cwd, self.staged), ddl(fields)))
+                .mapInArrow(_InDir(fn, self.cwd, self.staged, self.snap), ddl(fields)))
 
     def collect(self, frame: Any, *, keep_partitions: bool = False, columns: Sequence[str] = (),
                 order: Sequence[str] = ()) -> list:

@@ -640,8 +640,9 @@ class StateSourceReader(RecordSourceReader):
                                              schema=_add_keys(b.schema, keys))
 
 
-def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
-    """Arrow batches of one log's replayed state (``<name>-state``'s rows); runs where the data is."""
+def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None, *, report=None):
+    """Arrow batches of one log's replayed state (``<name>-state``'s rows); runs where the data is. ``report``:
+    the log's ``run_log`` report already made (the export's one pass), else the log is replayed here."""
     import io
 
     import pyarrow as pa
@@ -651,8 +652,9 @@ def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
     schema = _arrow_state_schema(fmt)
     fields = pa.schema(list(schema)[1:])
     parse = pj.ParseOptions(explicit_schema=fields, unexpected_field_behavior="error")
-    with working_dir(cwd):
-        report = fmt.run_log(log, engine_opts, limit=0)
+    if report is None:
+        with working_dir(cwd):
+            report = fmt.run_log(log, engine_opts, limit=0)
     view = fmt.state_view(report.state, log)
     buf: list[str] = []
     size = 0

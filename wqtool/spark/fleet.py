@@ -9,6 +9,7 @@ Only this package imports pyspark.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -19,7 +20,9 @@ from ..engine.findings import Finding, Verdict
 from ..engine.format import Log, Options, load_object
 from ..engine.run import LogReport, VerifyReport, files_size
 from ..engine.stats import RecordStats
-from ..engine.fleet import check_count
+from ..engine.fileio import pinned
+from ..engine.fleet import check_count, snapshot
+from ..errors import SparkError
 from .cluster import Cluster
 
 _LOG = 2
@@ -36,7 +39,19 @@ def _cluster(spark, logs: Sequence[Log] = ()) -> Cluster:
     if isinstance(spark, Cluster):
         return spark
     from ..engine.uris import stage_plan
-    return Cluster(spark, stage_plan(logs))
+    staged = stage_plan(logs)
+    return Cluster(spark, staged, snapshot(logs, staged))
+
+
+@contextlib.contextmanager
+def one_snapshot(cluster: Cluster):
+    """A job over ``cluster``'s snapshot: the driver's own reads (planning, assembling) inside it too, and every
+    pinned file checked again once the job is done — a file replaced or shrunk meanwhile is a ``FileChanged``
+    (exit 5) naming it, never an answer mixing two states of a log."""
+    with pinned(cluster.snap):
+        yield
+    if cluster.snap:
+        cluster.snap.check()
 
 
 def _by_format(logs: Sequence[Log]):
@@ -53,10 +68,11 @@ def fleet_verify(spark, logs: Sequence[Log], opts: Options, *, max_findings: int
     """Every format's ``verify`` on Spark: the same reports (findings, counts, verdicts)."""
     out: dict[int, LogReport] = {}
     cluster = _cluster(spark, logs)
-    for fmt, items in _by_format(logs):
-        reps = _strategy(fmt).verify(cluster, [d for _, d in items], opts, max_findings=max_findings,
-                                     progress=progress)
-        out.update(zip((i for i, _ in items), reps))
+    with one_snapshot(cluster):
+        for fmt, items in _by_format(logs):
+            reps = _strategy(fmt).verify(cluster, [d for _, d in items], opts, max_findings=max_findings,
+                                         progress=progress)
+            out.update(zip((i for i, _ in items), reps))
     return VerifyReport([out[i] for i in range(len(logs))])
 
 
@@ -64,8 +80,10 @@ def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, pr
                  want_jobs: bool = True) -> LogReport:
     """``run_log`` on Spark (the first ``limit`` findings kept, all counted), with the replayed state whole;
     ``want_jobs=False`` (``replay --summary``): a strategy that can may ship the digest and counts only."""
-    return _strategy(log.fmt).replay(_cluster(spark, [log]), log.data, opts, limit=limit, progress=progress,
-                                     want_jobs=want_jobs)
+    cluster = _cluster(spark, [log])
+    with one_snapshot(cluster):
+        return _strategy(log.fmt).replay(cluster, log.data, opts, limit=limit, progress=progress,
+                                         want_jobs=want_jobs)
 
 
 def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> tuple[list[tuple], int]:
@@ -74,10 +92,11 @@ def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> 
     out: dict[int, tuple] = {}
     total = 0
     cluster = _cluster(spark, logs)
-    for fmt, items in _by_format(logs):
-        per, n = _strategy(fmt).stats(cluster, [d for _, d in items], opts, progress=progress)
-        out.update(zip((i for i, _ in items), per))
-        total += n
+    with one_snapshot(cluster):
+        for fmt, items in _by_format(logs):
+            per, n = _strategy(fmt).stats(cluster, [d for _, d in items], opts, progress=progress)
+            out.update(zip((i for i, _ in items), per))
+            total += n
     return [out[i] for i in range(len(logs))], total
 
 
@@ -262,30 +281,84 @@ def _finding_kwargs(d: dict) -> dict:
 
 
 # ---------------------------------------------------------------- the replayed state as a table
-class _StateTask:
-    """One log per task: the engine's replay of it, its rows as ``<format>-state`` reads them (Arrow batches)."""
+@dataclass(slots=True)
+class FrozenView:
+    """What ``replay --summary -o json`` and the export's checks need of a replayed state's view, computed in the
+    task that replayed it (the state itself stays there): the summary document, the counts, the digest, and the
+    rows the task wrote. Stands in for both the report's state and its view."""
 
-    def __init__(self, items: list, cwd: str, staged: tuple = ()):
-        self.items, self.cwd, self.staged = items, cwd, staged    # [(format name, log data, engine Options)]
+    rows_key: str
+    doc: dict
+    extra: dict
+    by_state: dict
+    state_digest: str
+    rows: int
+
+    @classmethod
+    def of(cls, view, rows: int) -> "FrozenView":
+        return cls(view.rows_key, view.summary(), view.extra_doc(), view.counts_by_state(), view.digest(), rows)
+
+    def summary(self) -> dict:
+        return dict(self.doc)
+
+    def extra_doc(self) -> dict:
+        return dict(self.extra)
+
+    def counts_by_state(self) -> dict[str, int]:
+        return dict(self.by_state)
+
+    def digest(self) -> str:
+        return self.state_digest
+
+    def job_count(self) -> int:
+        return self.rows
+
+
+class _StateTask:
+    """One log per task, read ONCE: the engine's replay of it (``run_log``, the first ``limit`` findings kept),
+    its rows as ``<format>-state`` reads them (Arrow batches, ``_report`` null), then one row more whose
+    ``_report`` is the pickled LogReport with a ``FrozenView`` for its state — the table and the summary from the
+    same bytes. Run in the driver's working directory, on the driver's snapshot (``Cluster.tasks``)."""
+
+    def __init__(self, items: list, limit: int | None):
+        self.items, self.limit = items, limit      # [(format name, log data, engine Options, the log's name)]
 
     def __call__(self, batches):
+        import pyarrow as pa
+
         from ..engine.format import get
-        from ..engine.uris import restage
-        from .datasources import state_batches
-        restage(self.staged)
+        from .datasources import _arrow_state_schema, state_batches
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                name, data, opts = self.items[i]
+                name, data, opts, log_name = self.items[i]
                 fmt = get(name)
-                yield from state_batches(fmt, data, fmt.log_name(data), opts, self.cwd)
+                report = fmt.run_log(data, opts, limit=self.limit)
+                schema = _arrow_state_schema(fmt)
+                out = schema.append(pa.field("_report", pa.binary()))
+                rows = 0
+                for b in state_batches(fmt, data, log_name, opts, report=report):
+                    rows += b.num_rows
+                    yield pa.RecordBatch.from_arrays([*b.columns, pa.nulls(b.num_rows, pa.binary())], schema=out)
+                view = fmt.state_view(report.state, data)
+                report.state = FrozenView.of(view, rows)
+                blob = pickle.dumps(report, protocol=5)
+                yield pa.RecordBatch.from_arrays([pa.array([log_name], pa.string()),
+                                                  *(pa.nulls(1, f.type) for f in list(schema)[1:]),
+                                                  pa.array([blob], pa.binary())], schema=out)
 
 
-def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, *, progress=None) -> list[LogReport]:
+def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, *, limit: int | None = 1000,
+                 progress=None) -> list[LogReport]:
     """``replay --engine spark -o parquet --out DIR``: each log's replayed state as rows (``<format>-state``'s
-    columns: ``log`` and the fields of ``replay -o jsonl``) written where they are made, one task per log, to
-    ``out/jobs`` partitioned by log; returns each log's report (``fleet_replay`` without the jobs: counts and
-    digest). The rows written are counted against each report's job count: a table short of rows is an error."""
+    columns: ``log`` and the fields of ``replay -o jsonl``) written to ``out/jobs`` partitioned by log, and each
+    log's report (its state a ``FrozenView``: summary, counts, digest) — both from ONE pass over one snapshot of
+    each log (``_StateTask``; a recomputed partition reads the same pinned bytes). The table is read back and
+    checked against the reports before success: rows per log and per (log, state) equal the summary's; a
+    mismatch, or a file replaced or shrunk meanwhile, is an error (exit 5) naming the log or file."""
+    from pyspark.sql import functions as F
+
     from ..errors import UsageError
+    from ..engine.uris import named_report
     from .datasources import state_columns, _struct
     say = progress or (lambda _m: None)
     fmts = {lg.fmt.name: lg.fmt for lg in logs}
@@ -294,16 +367,55 @@ def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, 
         raise UsageError(f"replay -o parquet: no state table for {', '.join(missing)} (Format.state_types)")
     if len({tuple(state_columns(f)) for f in fmts.values()}) > 1:
         raise UsageError("replay -o parquet: one format per table (these logs' states have different columns)")
-    reports = [fleet_replay(spark, lg, o, limit=1000, progress=progress, want_jobs=False) for lg, o in zip(logs, opts)]
+    names = [lg.fmt.log_name(lg.data) for lg in logs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"replay -o parquet: two PATHs name the same log ({_first_twice(names)}): its rows "
+                         "would be written twice")
+    columns = state_columns(next(iter(fmts.values())))
+    schema = _struct(columns)
     where = os.path.join(out, "jobs")
-    schema = _struct(state_columns(next(iter(fmts.values()))))
-    say(f"spark: writing the replayed state of {len(logs)} log(s) to {where}")
-    df = spark.range(0, len(logs), 1, len(logs)).mapInArrow(
-        _StateTask([(lg.fmt.name, lg.data, o) for lg, o in zip(logs, opts)], os.getcwd(),
-                   _cluster(spark, logs).staged), schema)
-    df.write.mode("error").partitionBy("log").parquet(where)
-    got = {r["log"]: r["count"] for r in spark.read.schema(schema).parquet(where).groupBy("log").count().collect()}
-    for lg, rep in zip(logs, reports):
-        n = rep.state.job_count()
-        check_count(f"the state table of {lg.fmt.log_name(lg.data)}: rows", got.get(lg.fmt.log_name(lg.data), 0), n)
+    cluster = _cluster(spark, logs)
+    say(f"spark: replaying {len(logs)} log(s) once each, writing their state to {where}")
+    with one_snapshot(cluster):
+        task = _StateTask([(lg.fmt.name, lg.data, o, n) for lg, o, n in zip(logs, opts, names)], limit)
+        df = cluster.persist(cluster.tasks(len(logs), task, [*columns, ("_report", "binary")]))
+        try:
+            got = {r["log"]: pickle.loads(r["_report"])
+                   for r in df.where("_report IS NOT NULL").select("log", "_report").collect()}
+            check_count("the state table's reports (a task per log)", len(got), len(logs))
+            df.where("_report IS NULL").drop("_report").write.mode("error").partitionBy("log").parquet(where)
+        finally:
+            cluster.unpersist(df)
+        table = spark.read.schema(schema).parquet(where)
+        state = "state" in table.columns
+        keys = ["log", "state"] if state else ["log"]
+        counted = table.groupBy(*keys).agg(F.count(F.lit(1)).alias("n")).collect()
+    per_log: dict[str, int] = {}
+    per_state: dict[tuple, int] = {}
+    for r in counted:
+        per_log[r["log"]] = per_log.get(r["log"], 0) + r["n"]
+        if state:
+            per_state[r["log"], r["state"]] = r["n"]
+    reports = []
+    for lg, name in zip(logs, names):
+        rep = got[name]
+        view = rep.state
+        check_count(f"the state table of {name}: rows", per_log.get(name, 0), view.job_count())
+        if state:
+            table_states = {s: n for (lname, s), n in per_state.items() if lname == name}
+            want = {s: n for s, n in view.counts_by_state().items() if n}
+            if table_states != want:
+                raise SparkError(f"the state table's rows per state {dict(sorted(table_states.items()))} are not "
+                                  f"the summary's {dict(sorted(want.items()))}: no table is reported that its "
+                                  f"summary does not describe", path=name)
+        reports.append(named_report(lg, rep))
     return reports
+
+
+def _first_twice(names: Sequence[str]) -> str:
+    seen: set = set()
+    for n in names:
+        if n in seen:
+            return n
+        seen.add(n)
+    return ""
