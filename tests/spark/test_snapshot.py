@@ -159,3 +159,67 @@ def test_a_fleet_job_over_a_changed_file_exits_5_naming_it(spark, tmp_path, how)
     assert e.value.path == seg
     res = cli("verify", "--engine", "spark", log)     # planned after the change: the log as it is now
     assert res.code in (0, 1, 3), res.err
+
+
+# ---------------------------------------------------------------- the local engine's processes (verify --workers)
+def _before_the_processes(monkeypatch, change):
+    """``change()`` runs once the local engine has planned its processes, before they start reading the log."""
+    import multiprocessing
+    real = multiprocessing.get_context
+
+    def get_context(method=None):
+        change()
+        return real(method)
+    monkeypatch.setattr(multiprocessing, "get_context", get_context)
+
+
+def test_verify_workers_read_the_pinned_bytes(tmp_path, monkeypatch):
+    log, seg, _ = _pinned_log(tmp_path)
+    want = cli("verify", "-o", "json", "--as-of", AS_OF, "--workers", "1", log)
+    more = live_writer.add(5_000) + live_writer.add(5_001)
+
+    def append():
+        with open(seg, "ab") as f:
+            f.write(more)
+    _before_the_processes(monkeypatch, append)
+    got = cli("verify", "-o", "json", "--as-of", AS_OF, "--workers", "2", log)
+    assert (got.code, got.out) == (want.code, want.out)      # two processes, one state: the appended jobs unseen
+
+
+def test_verify_workers_name_a_shrunk_segment(tmp_path, monkeypatch):
+    log, seg, _ = _pinned_log(tmp_path)
+    _before_the_processes(monkeypatch, lambda: os.truncate(seg, os.path.getsize(seg) - 3))
+    res = cli("verify", "--workers", "2", log)
+    assert res.code == 5 and f"{seg}: shrank since the job was planned" in res.err, res.err
+
+
+# ---------------------------------------------------------------- the data sources: partitions read what was planned
+@pytest.mark.parametrize("source", ["workq", "workq-findings", "workq-state"])
+def test_a_data_source_reads_the_bytes_its_plan_pinned(tmp_path, source):
+    """The partitions are planned (the files pinned), then a writer appends and another file shrinks: the appended
+    records are not read; the shrunk file is named."""
+    from wqtool.engine.fileio import FileChanged
+    from wqtool.engine.format import get
+    from wqtool.spark import datasources as ds
+    log, seg, _ = _pinned_log(tmp_path)
+    fmt = get("workq")
+    kind = source.partition("-")[2]
+    reader = {"": ds.RecordSourceReader, "findings": ds.FindingSourceReader, "state": ds.StateSourceReader}[kind]
+    given = {"path": log} if kind == "" else {"path": log, "as_of": AS_OF}
+    opts = ds.Options.parse(fmt, given, str(tmp_path), findings=kind == "findings", state=kind == "state")
+
+    def rows() -> int:
+        return sum(b.num_rows for p in reader(opts).partitions() for b in reader(opts).read(p))
+    want = rows()
+    parts = reader(opts).partitions()
+    with open(seg, "ab") as f:
+        f.write(live_writer.add(7_000))
+    assert sum(b.num_rows for p in parts for b in reader(opts).read(p)) == want
+    assert rows() != want or kind == "findings"        # planned now: the appended job is read
+    os.truncate(seg, os.path.getsize(seg) - 100)
+    parts = reader(opts).partitions()
+    os.truncate(seg, os.path.getsize(seg) - 3)
+    with pytest.raises(FileChanged, match="shrank") as e:
+        for p in parts:
+            list(reader(opts).read(p))
+    assert e.value.path == seg
