@@ -86,6 +86,25 @@ def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, pr
                                          want_jobs=want_jobs)
 
 
+def fleet_replay_summaries(spark, logs: Sequence[Log], opts: Options, *, limit: int | None = None,
+                           progress=None) -> list[LogReport]:
+    """``replay --summary`` of several logs on Spark: each log's report (digest and counts, as ``fleet_replay``'s
+    with ``want_jobs=False``), one job per format over all its logs (a strategy without ``replay_summaries``: a
+    job per log), on one snapshot."""
+    out: dict[int, LogReport] = {}
+    cluster = _cluster(spark, logs)
+    with one_snapshot(cluster):
+        for fmt, items in _by_format(logs):
+            strategy = _strategy(fmt)
+            datas = [d for _, d in items]
+            many = getattr(strategy, "replay_summaries", None)
+            reps = (many(cluster, datas, opts, limit=limit, progress=progress) if many is not None else
+                    [strategy.replay(cluster, d, opts, limit=limit, progress=progress, want_jobs=False)
+                     for d in datas])
+            out.update(zip((i for i, _ in items), reps))
+    return [out[i] for i in range(len(logs))]
+
+
 def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> tuple[list[tuple], int]:
     """Per log: (LogReport whose state is a summary with the digest and counts, RecordStats, distinct jobs), and
     the number of distinct jobs over all logs."""
@@ -199,6 +218,9 @@ class PerLogFleet:
     def replay(self, cluster, data, opts, *, limit=None, progress=None, want_jobs=True) -> LogReport:
         # the state whole either way: the format's state view renders it (a summary-only state is not one)
         return self.run(cluster, [data], opts, limit=limit, items=True, progress=progress)[0][0]
+
+    def replay_summaries(self, cluster, datas, opts, *, limit=None, progress=None) -> list[LogReport]:
+        return [r for r, _ in self.run(cluster, datas, opts, limit=limit, items=True, progress=progress)]
 
     def stats(self, cluster, datas, opts, *, progress=None):
         per = self.run(cluster, datas, opts, limit=0, stats=True, progress=progress)

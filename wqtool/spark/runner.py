@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..engine.format import Log, Options
+from ..engine.read import each
 from ..engine.uris import named_report
 from ..errors import UsageError
-from .fleet import fleet_replay, fleet_stats, fleet_verify
+from .fleet import fleet_replay, fleet_replay_summaries, fleet_stats, fleet_verify
 
 
 class SparkRunner:
@@ -27,9 +28,18 @@ class SparkRunner:
                 out[i] = named_report(logs[i], rep)     # a URI's log: its reports name the URI
         return out
 
-    def replay(self, log: Log, opts: Options, *, limit=None, summary=False):
-        return named_report(log, fleet_replay(self.spark, log, opts, limit=limit, progress=self.progress,
-                                              want_jobs=not summary))
+    def replay(self, logs: Sequence[Log], opts: Sequence[Options], *, limit=None, summary=False):
+        """``summary``: one Spark job per --as-of over all the logs (the digests and counts come back, no job);
+        else a job per log, the jobs of one log at a time on the driver."""
+        if not summary:
+            return each(lambda lg, o: named_report(lg, fleet_replay(self.spark, lg, o, limit=limit,
+                                                                    progress=self.progress)), logs, opts)
+        out: list = [None] * len(logs)
+        for o, idx in _same_options(opts):
+            reps = fleet_replay_summaries(self.spark, [logs[i] for i in idx], o, limit=limit, progress=self.progress)
+            for i, rep in zip(idx, reps):
+                out[i] = named_report(logs[i], rep)
+        return out
 
     def stats(self, logs: Sequence[Log], opts: Sequence[Options], *, union=True):
         groups = _same_options(opts)

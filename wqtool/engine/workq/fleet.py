@@ -780,6 +780,12 @@ class WorkqFleet:
         return run_fleet(cluster, [log], opts.as_of_ns, limit=limit, want_jobs=want_jobs,
                          progress=progress)[0].report
 
+    def replay_summaries(self, cluster, logs: Sequence[LogSet], opts, *, limit: int | None = None,
+                         progress=None) -> list[LogReport]:
+        """``replay --summary`` of several logs: their digests and counts from one fleet job."""
+        return [fl.report for fl in run_fleet(cluster, logs, opts.as_of_ns, limit=limit, want_jobs=False,
+                                              progress=progress)]
+
     def stats(self, cluster, logs: Sequence[LogSet], opts, *, progress=None):
         """[(LogReport, RecordStats, distinct jobs)] per log, and the distinct jobs of all of them."""
         union: list[int] = []
