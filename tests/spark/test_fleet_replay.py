@@ -67,3 +67,15 @@ def test_parquet_export_of_two_logs_writes_both_and_a_summary_each(spark, corpus
         for r in mine:
             r.pop("log")
         assert mine == sorted(rows[p], key=lambda r: r["id"])
+
+
+@pytest.mark.parametrize("command", ["replay", "verify", "stats"])
+def test_a_fleet_at_as_of_last_is_one_job_each_log_at_its_own_time(corpus, command):
+    """--as-of last settles each log to its own newest record time: still one Spark job over the fleet."""
+    paths = [corpus[n] for n in LOGS]
+    argv = [command, *(["--summary"] if command == "replay" else []), "-o", "json", "--as-of", "last", *paths]
+    local = cli(*argv)
+    res = cli(*argv[:1], "--engine", "spark", *argv[1:])
+    assert (res.code, res.out) == (local.code, local.out), res.err
+    plans = [ln for ln in res.err.splitlines() if ln.startswith("spark: ") and " log(s), " in ln]
+    assert len(plans) == 1 and plans[0].startswith(f"spark: {len(paths)} log(s), "), res.err

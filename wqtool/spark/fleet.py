@@ -10,6 +10,7 @@ Only this package imports pyspark.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import pickle
@@ -62,17 +63,40 @@ def _by_format(logs: Sequence[Log]):
     return list(groups.values())
 
 
+def _calls(strategy, items: list, opts: Options | Sequence[Options]):
+    """The strategy calls one format's logs need: [(indexes, datas, options, extra keywords)]. ``opts``: one
+    Options for all the logs, or one each (``--as-of last``: each log's own time): a strategy whose jobs take each
+    log's clock (``clocks = True``) runs them all in one call; else a call per distinct options."""
+    per = [opts] * (max((i for i, _ in items), default=-1) + 1) if isinstance(opts, Options) else list(opts)
+    groups: list[tuple[Options, list]] = []
+    clocked = getattr(strategy, "clocks", False)
+    for i, d in items:
+        key = dataclasses.replace(per[i], as_of_ns=0) if clocked else per[i]
+        for g, its in groups:
+            if g == key:
+                its.append((i, d))
+                break
+        else:
+            groups.append((key, [(i, d)]))
+    for key, its in groups:
+        idx = [i for i, _ in its]
+        extra = {"clocks": [per[i].as_of_ns for i in idx]} if clocked else {}
+        yield idx, [d for _, d in its], per[idx[0]], extra
+
+
 # ---------------------------------------------------------------- commands' entry points
-def fleet_verify(spark, logs: Sequence[Log], opts: Options, *, max_findings: int | None = None,
+def fleet_verify(spark, logs: Sequence[Log], opts: Options | Sequence[Options], *, max_findings: int | None = None,
                  progress=None) -> VerifyReport:
-    """Every format's ``verify`` on Spark: the same reports (findings, counts, verdicts)."""
+    """Every format's ``verify`` on Spark: the same reports (findings, counts, verdicts). ``opts``: for all the
+    logs, or one each."""
     out: dict[int, LogReport] = {}
     cluster = _cluster(spark, logs)
     with one_snapshot(cluster):
         for fmt, items in _by_format(logs):
-            reps = _strategy(fmt).verify(cluster, [d for _, d in items], opts, max_findings=max_findings,
-                                         progress=progress)
-            out.update(zip((i for i, _ in items), reps))
+            strategy = _strategy(fmt)
+            for idx, datas, o, extra in _calls(strategy, items, opts):
+                reps = strategy.verify(cluster, datas, o, max_findings=max_findings, progress=progress, **extra)
+                out.update(zip(idx, reps))
     return VerifyReport([out[i] for i in range(len(logs))])
 
 
@@ -86,8 +110,8 @@ def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, pr
                                          want_jobs=want_jobs)
 
 
-def fleet_replay_summaries(spark, logs: Sequence[Log], opts: Options, *, limit: int | None = None,
-                           progress=None) -> list[LogReport]:
+def fleet_replay_summaries(spark, logs: Sequence[Log], opts: Options | Sequence[Options], *,
+                           limit: int | None = None, progress=None) -> list[LogReport]:
     """``replay --summary`` of several logs on Spark: each log's report (digest and counts, as ``fleet_replay``'s
     with ``want_jobs=False``), one job per format over all its logs (a strategy without ``replay_summaries``: a
     job per log), on one snapshot."""
@@ -96,16 +120,17 @@ def fleet_replay_summaries(spark, logs: Sequence[Log], opts: Options, *, limit: 
     with one_snapshot(cluster):
         for fmt, items in _by_format(logs):
             strategy = _strategy(fmt)
-            datas = [d for _, d in items]
             many = getattr(strategy, "replay_summaries", None)
-            reps = (many(cluster, datas, opts, limit=limit, progress=progress) if many is not None else
-                    [strategy.replay(cluster, d, opts, limit=limit, progress=progress, want_jobs=False)
-                     for d in datas])
-            out.update(zip((i for i, _ in items), reps))
+            for idx, datas, o, extra in _calls(strategy, items, opts):
+                reps = (many(cluster, datas, o, limit=limit, progress=progress, **extra) if many is not None else
+                        [strategy.replay(cluster, d, o, limit=limit, progress=progress, want_jobs=False)
+                         for d in datas])
+                out.update(zip(idx, reps))
     return [out[i] for i in range(len(logs))]
 
 
-def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> tuple[list[tuple], int]:
+def fleet_stats(spark, logs: Sequence[Log], opts: Options | Sequence[Options], *,
+                progress=None) -> tuple[list[tuple], int]:
     """Per log: (LogReport whose state is a summary with the digest and counts, RecordStats, distinct jobs), and
     the number of distinct jobs over all logs."""
     out: dict[int, tuple] = {}
@@ -113,9 +138,16 @@ def fleet_stats(spark, logs: Sequence[Log], opts: Options, *, progress=None) -> 
     cluster = _cluster(spark, logs)
     with one_snapshot(cluster):
         for fmt, items in _by_format(logs):
-            per, n = _strategy(fmt).stats(cluster, [d for _, d in items], opts, progress=progress)
-            out.update(zip((i for i, _ in items), per))
-            total += n
+            strategy = _strategy(fmt)
+            calls = list(_calls(strategy, items, opts))
+            if len(calls) > 1:
+                from ..errors import UsageError
+                raise UsageError(f"--engine spark stats of {fmt.plural} takes one --as-of time for all (each log's "
+                                 "own last/first: run the local engine, or one log at a time)")
+            for idx, datas, o, extra in calls:
+                per, n = strategy.stats(cluster, datas, o, progress=progress, **extra)
+                out.update(zip(idx, per))
+                total += n
     return [out[i] for i in range(len(logs))], total
 
 
@@ -156,7 +188,8 @@ class _LogTask:
     ``stats``, the RecordStats of every record. Run by ``Cluster.tasks`` (the driver's working directory, the
     staged copies of remote logs made readable first)."""
 
-    def __init__(self, fmt_name: str, datas: list, opts: Options, limit: int | None, items: bool, stats: bool):
+    def __init__(self, fmt_name: str, datas: list, opts: list[Options], limit: int | None, items: bool,
+                 stats: bool):
         self.fmt_name, self.datas, self.opts, self.limit = fmt_name, datas, opts, limit
         self.items, self.stats = items, stats
 
@@ -171,7 +204,7 @@ class _LogTask:
             for li in batch.column(0).to_pylist():
                 data = self.datas[li]
                 acc = RecordStats() if self.stats else None
-                run = fmt.run(data, self.opts, limit=self.limit)
+                run = fmt.run(data, self.opts[li], limit=self.limit)
                 if acc is None:
                     for _ in run.events():
                         pass
@@ -193,18 +226,23 @@ class PerLogFleet:
     """One Spark task per log (biggest first), each the format's own pass: for formats whose state depends on
     every record of the log in order (a Kestrel queue)."""
 
+    #: its tasks take each log's own --as-of time (``clocks=``)
+    clocks = True
+
     def __init__(self, fmt):
         self.fmt = fmt
 
     def run(self, cluster, datas: Sequence, opts: Options, *, limit: int | None = None, items: bool = False,
-            stats: bool = False, progress: Callable[[str], None] | None = None) -> list[tuple]:
+            stats: bool = False, progress: Callable[[str], None] | None = None,
+            clocks: Sequence[int] | None = None) -> list[tuple]:
         say = progress or (lambda _m: None)
         if not datas:
             return []
         sizes = [files_size(self.fmt.files(d)) for d in datas]
         order = sorted(range(len(datas)), key=lambda i: -sizes[i])   # partition k runs log order[k]
         say(f"spark: {len(datas)} {self.fmt.plural}, {sum(sizes)} bytes, a task per log")
-        df = _cluster(cluster).tasks(len(datas), _LogTask(self.fmt.name, [datas[i] for i in order], opts, limit,
+        each = [opts if clocks is None else dataclasses.replace(opts, as_of_ns=clocks[i]) for i in order]
+        df = _cluster(cluster).tasks(len(datas), _LogTask(self.fmt.name, [datas[i] for i in order], each, limit,
                                                           items, stats), _FIELDS)
         out: dict[int, tuple] = {}
         for r in df.collect():
@@ -212,18 +250,19 @@ class PerLogFleet:
         check_count(f"{self.fmt.plural}: a task per log", len(out), len(datas))
         return [out[i] for i in range(len(datas))]
 
-    def verify(self, cluster, datas, opts, *, max_findings=None, progress=None) -> list[LogReport]:
-        return [r for r, _ in self.run(cluster, datas, opts, limit=max_findings, progress=progress)]
+    def verify(self, cluster, datas, opts, *, max_findings=None, progress=None, clocks=None) -> list[LogReport]:
+        return [r for r, _ in self.run(cluster, datas, opts, limit=max_findings, progress=progress, clocks=clocks)]
 
     def replay(self, cluster, data, opts, *, limit=None, progress=None, want_jobs=True) -> LogReport:
         # the state whole either way: the format's state view renders it (a summary-only state is not one)
         return self.run(cluster, [data], opts, limit=limit, items=True, progress=progress)[0][0]
 
-    def replay_summaries(self, cluster, datas, opts, *, limit=None, progress=None) -> list[LogReport]:
-        return [r for r, _ in self.run(cluster, datas, opts, limit=limit, items=True, progress=progress)]
+    def replay_summaries(self, cluster, datas, opts, *, limit=None, progress=None, clocks=None) -> list[LogReport]:
+        return [r for r, _ in self.run(cluster, datas, opts, limit=limit, items=True, progress=progress,
+                                       clocks=clocks)]
 
-    def stats(self, cluster, datas, opts, *, progress=None):
-        per = self.run(cluster, datas, opts, limit=0, stats=True, progress=progress)
+    def stats(self, cluster, datas, opts, *, progress=None, clocks=None):
+        per = self.run(cluster, datas, opts, limit=0, stats=True, progress=progress, clocks=clocks)
         union: set = set()
         for _, st in per:
             union |= st.jobs

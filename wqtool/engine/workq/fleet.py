@@ -216,7 +216,8 @@ class _StageB:
     """All records of a set of jobs, in log order (chunks sorted by log, segment, chunk): the engine's codec and
     ``WorkqReplay`` — a job's state depends only on its own records, so each job ends as in the local run."""
 
-    def __init__(self, paths: dict, as_of_ns: int, limit: int | None, *, digest: bool, jobs: bool, stats: bool):
+    def __init__(self, paths: dict, as_of_ns: list[int], limit: int | None, *, digest: bool, jobs: bool,
+                 stats: bool):
         self.paths, self.as_of_ns, self.limit = paths, as_of_ns, limit
         self.want_digest, self.want_jobs, self.want_stats = digest, jobs, stats
 
@@ -241,7 +242,7 @@ class _StageB:
                     continue
                 acc = accs.get(log)
                 if acc is None:
-                    acc = accs[log] = _LogAcc(log, self.as_of_ns, self.limit, self.want_stats)
+                    acc = accs[log] = _LogAcc(log, self.as_of_ns[log], self.limit, self.want_stats)
                 path = paths[log, seg]
                 pos, end = 0, len(blob)
                 while pos < end:
@@ -325,11 +326,21 @@ def _digest_start(as_of_ns: int):
 
 
 # ---------------------------------------------------------------- the driver
-def run_reference(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
-                  want_jobs: bool = False, stats: bool = False, partitions: int | None = None,
+def as_of_each(as_of_ns: int | Sequence[int], n: int) -> list[int]:
+    """Each of ``n`` logs' --as-of time: one for all, or one each (``--as-of last``: each log's own)."""
+    out = [as_of_ns] * n if isinstance(as_of_ns, int) else list(as_of_ns)
+    if len(out) != n:
+        raise ValueError(f"{len(out)} --as-of times for {n} logs")
+    return out
+
+
+def run_reference(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *, limit: int | None = None,
+                  digest: bool = True, want_jobs: bool = False, stats: bool = False, partitions: int | None = None,
                   progress: Callable[[str], None] | None = None, stats_total: list | None = None) -> list[FleetLog]:
-    """The reference pipeline (stages A and B): any log, damaged or not; one FleetLog per log, in order."""
+    """The reference pipeline (stages A and B): any log, damaged or not; one FleetLog per log, in order.
+    ``as_of_ns``: one time for all the logs or one each."""
     say = progress or (lambda _m: None)
+    as_of = as_of_each(as_of_ns, len(logs))
     tasks: list[_SegTask] = []
     paths: dict[tuple[int, int], str] = {}
     total = 0
@@ -349,12 +360,12 @@ def run_reference(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int 
         say(f"spark: {len(logs)} log(s), {len(tasks)} segment(s), {total} bytes, {partitions} job partition(s)")
         a = cluster.tasks(len(tasks), _StageA(tasks, limit), _A_FIELDS)
         b = cluster.regroup(a, partitions, "part", ("log", "seg", "chunk"),
-                            _StageB(paths, as_of_ns, limit, digest=digest, jobs=want_jobs, stats=stats), _B_FIELDS)
+                            _StageB(paths, as_of, limit, digest=digest, jobs=want_jobs, stats=stats), _B_FIELDS)
         rows = cluster.collect(b, keep_partitions=True)   # the job partitions are the parallelism
     by_log: dict[int, list] = {}
     for r in rows:
         by_log.setdefault(r["log"], []).append(r)
-    fleet = [_assemble(li, log, as_of_ns, limit, by_log.get(li, []), digest) for li, log in enumerate(logs)]
+    fleet = [_assemble(li, log, as_of[li], limit, by_log.get(li, []), digest) for li, log in enumerate(logs)]
     if stats_total is not None:
         union = dict(pickle.loads(r["blob"]) for r in by_log.get(-1, ()))
         tasks_seen = {t for fl in fleet for t in fl.tasks}
@@ -469,7 +480,7 @@ class _FastTask:
     bails (``fastreplay.Bail``: what its table cannot hold; damage it reads through, as ``run_log`` does): that
     log then goes through the reference pipeline."""
 
-    def __init__(self, units: list[tuple[int, LogSet, int, int]], bins: list[list[int]], as_of_ns: int,
+    def __init__(self, units: list[tuple[int, LogSet, int, int]], bins: list[list[int]], as_of_ns: list[int],
                  digest: bool, want_jobs: bool, limit: int | None = None, stats: bool = False, ids: bool = False):
         self.units, self.bins = units, bins     # a Spark task runs the units of its bin, one after another
         self.as_of_ns, self.digest, self.want_jobs, self.limit = as_of_ns, digest, want_jobs, limit
@@ -482,17 +493,17 @@ class _FastTask:
             for tid in batch.column(0).to_pylist():
                 for u in self.bins[tid]:     # each unit's result goes as soon as it is made
                     li = self.units[u][0]
-                    blob = pickle.dumps(self._run(*self.units[u][1:]), protocol=5)
+                    blob = pickle.dumps(self._run(*self.units[u][1:], self.as_of_ns[li]), protocol=5)
                     yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
                                                       pa.array([u], pa.int32()), pa.array([blob], pa.binary())],
                                                      schema=schema)
 
-    def _run(self, log: LogSet, part: int, nparts: int):
+    def _run(self, log: LogSet, part: int, nparts: int, as_of_ns: int):
         """Counts, per-queue counts and the digest (or, for a share of a split log, its digest lines) from the
         kernel's compact job table: no ``Job`` object is built. With ``want_jobs`` the table's rows follow as
         Arrow IPC batches (``_rows_ipc``), never pickled Jobs."""
         from .fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
-        fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs,
+        fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs,
                         limit=self.limit, through=True, stats=self.stats)     # through damage, as run_log locally
         try:
             with gc_paused():   # as fast_run does locally: millions of new dict entries, no cycles
@@ -518,7 +529,7 @@ class _FastTask:
                 out["keys"] = b"".join(jobs.sorted_ids())
                 sink = _Lines()
                 try:
-                    jobs.table.digest(sink, self.as_of_ns)      # the C table writes them; PyJobTable too
+                    jobs.table.digest(sink, as_of_ns)           # the C table writes them; PyJobTable too
                 except OverflowError:                           # an as-of beyond 128 bits: the Python lines
                     sink.chunks = [digest_line(j) for j in jobs.iter_sorted()]
                 text = b"".join(sink.chunks)
@@ -605,10 +616,12 @@ def _put_rows(table, blobs: list[bytes]) -> int:
     return n
 
 
-def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
-              want_jobs: bool = False, stats: bool = False, progress: Callable[[str], None] | None = None,
-              stats_total: list | None = None, fast: bool = True, split: bool | None = None) -> list[FleetLog]:
-    """Verify and replay ``logs`` on ``cluster``; one FleetLog per log, in order.
+def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *, limit: int | None = None,
+              digest: bool = True, want_jobs: bool = False, stats: bool = False,
+              progress: Callable[[str], None] | None = None, stats_total: list | None = None, fast: bool = True,
+              split: bool | None = None) -> list[FleetLog]:
+    """Verify and replay ``logs`` on ``cluster``; one FleetLog per log, in order. ``as_of_ns``: one time for all
+    the logs, or one each (``--as-of last``: each log's own newest record time) — one job either way.
 
     ``split``: whether a log may be split by job over the slots when the fleet has fewer logs than twice the
     slots; None: only without ``digest`` and ``want_jobs`` (verify). A split log's state is merged on the driver
@@ -625,6 +638,7 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
     ``ScanStats`` (16 bytes a distinct job, twice that at most while it sorts).
     """
     say = progress or (lambda _m: None)
+    as_of = as_of_each(as_of_ns, len(logs))      # one time each (--as-of last: each log's own), one job for all
     if not fast or not logs:
         return run_reference(cluster, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
                              progress=progress, stats_total=stats_total)
@@ -646,7 +660,7 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
         say(f"spark: {len(logs)} log(s), {total} bytes, {len(units)} share(s) in {len(bins)} task(s) on "
             f"{slots} slot(s)")
         ids = stats and stats_total is not None and sum(bool(lg.segments) for lg in logs) > 1
-        df = cluster.tasks(len(bins), _FastTask(units, bins, as_of_ns, digest, want_jobs, limit, stats, ids),
+        df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids),
                            _B_FIELDS)
         seen: set[int] = set()
         for r in cluster.collect(df):
@@ -671,10 +685,11 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
     out: dict[int, FleetLog] = {}
     for li, log in enumerate(logs):
         if li not in bailed:
-            out[li] = _assemble_fast(log, as_of_ns, limit, results.get(li, []), digest)
+            out[li] = _assemble_fast(log, as_of[li], limit, results.get(li, []), digest)
     if bailed:
         say(f"spark: {len(bailed)} log(s) need the reference path (fields beyond the kernel's table)")
-        ref = run_reference(cluster, [logs[li] for li in bailed], as_of_ns, limit=limit, digest=digest,
+        ref = run_reference(cluster, [logs[li] for li in bailed], [as_of[li] for li in bailed], limit=limit,
+                            digest=digest,
                             want_jobs=want_jobs, progress=progress)
         out.update(zip(bailed, ref))
     return [out[li] for li in range(len(logs))]
@@ -769,10 +784,13 @@ class WorkqFleet:
     """The workq format's fleet strategy (``wqtool.spark.fleet`` calls it for the workq logs of a command, with a
     ``wqtool.spark.cluster.Cluster``)."""
 
+    #: its jobs take each log's own --as-of time (``clocks=``): one job for a fleet read at --as-of last
+    clocks = True
+
     def verify(self, cluster, logs: Sequence[LogSet], opts, *, max_findings: int | None = None,
-               progress=None) -> list[LogReport]:
-        return [fl.report for fl in run_fleet(cluster, logs, opts.as_of_ns, limit=max_findings, digest=False,
-                                              progress=progress)]
+               progress=None, clocks: Sequence[int] | None = None) -> list[LogReport]:
+        return [fl.report for fl in run_fleet(cluster, logs, clocks or opts.as_of_ns, limit=max_findings,
+                                              digest=False, progress=progress)]
 
     def replay(self, cluster, log: LogSet, opts, *, limit: int | None = None, progress=None,
                want_jobs: bool = True) -> LogReport:
@@ -781,13 +799,14 @@ class WorkqFleet:
                          progress=progress)[0].report
 
     def replay_summaries(self, cluster, logs: Sequence[LogSet], opts, *, limit: int | None = None,
-                         progress=None) -> list[LogReport]:
+                         progress=None, clocks: Sequence[int] | None = None) -> list[LogReport]:
         """``replay --summary`` of several logs: their digests and counts from one fleet job."""
-        return [fl.report for fl in run_fleet(cluster, logs, opts.as_of_ns, limit=limit, want_jobs=False,
+        return [fl.report for fl in run_fleet(cluster, logs, clocks or opts.as_of_ns, limit=limit, want_jobs=False,
                                               progress=progress)]
 
-    def stats(self, cluster, logs: Sequence[LogSet], opts, *, progress=None):
+    def stats(self, cluster, logs: Sequence[LogSet], opts, *, progress=None, clocks: Sequence[int] | None = None):
         """[(LogReport, RecordStats, distinct jobs)] per log, and the distinct jobs of all of them."""
         union: list[int] = []
-        fleet = run_fleet(cluster, logs, opts.as_of_ns, limit=0, stats=True, progress=progress, stats_total=union)
+        fleet = run_fleet(cluster, logs, clocks or opts.as_of_ns, limit=0, stats=True, progress=progress,
+                          stats_total=union)
         return [(fl.report, fl.stats, fl.jobs) for fl in fleet], sum(union)
