@@ -55,11 +55,18 @@ def one_snapshot(cluster: Cluster):
         cluster.snap.check()
 
 
+def _format(log: Log):
+    """The log's format itself: a URI's log has a ``NamedFormat`` (whose ``name`` names paths: a method, one per
+    URI — grouping by it made a Spark job per URI); the runner names the reports by the URI afterwards."""
+    return getattr(log.fmt, "format", log.fmt)
+
+
 def _by_format(logs: Sequence[Log]):
     """[(format, [(index, log data)])] in the order formats first appear."""
     groups: dict[str, tuple] = {}
     for i, log in enumerate(logs):
-        groups.setdefault(log.fmt.name, (log.fmt, []))[1].append((i, log.data))
+        fmt = _format(log)
+        groups.setdefault(fmt.name, (fmt, []))[1].append((i, log.data))
     return list(groups.values())
 
 
@@ -106,7 +113,7 @@ def fleet_replay(spark, log: Log, opts: Options, *, limit: int | None = None, pr
     ``want_jobs=False`` (``replay --summary``): a strategy that can may ship the digest and counts only."""
     cluster = _cluster(spark, [log])
     with one_snapshot(cluster):
-        return _strategy(log.fmt).replay(cluster, log.data, opts, limit=limit, progress=progress,
+        return _strategy(_format(log)).replay(cluster, log.data, opts, limit=limit, progress=progress,
                                          want_jobs=want_jobs)
 
 
@@ -422,7 +429,7 @@ def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, 
     from ..engine.uris import named_report
     from .datasources import state_columns, _struct
     say = progress or (lambda _m: None)
-    fmts = {lg.fmt.name: lg.fmt for lg in logs}
+    fmts = {_format(lg).name: _format(lg) for lg in logs}
     missing = sorted(n for n, f in fmts.items() if not f.state_types)
     if missing:
         raise UsageError(f"replay -o parquet: no state table for {', '.join(missing)} (Format.state_types)")
@@ -438,7 +445,7 @@ def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, 
     cluster = _cluster(spark, logs)
     say(f"spark: replaying {len(logs)} log(s) once each, writing their state to {where}")
     with one_snapshot(cluster):
-        task = _StateTask([(lg.fmt.name, lg.data, o, n) for lg, o, n in zip(logs, opts, names)], limit)
+        task = _StateTask([(_format(lg).name, lg.data, o, n) for lg, o, n in zip(logs, opts, names)], limit)
         df = cluster.persist(cluster.tasks(len(logs), task, [*columns, ("_report", "binary")]))
         try:
             got = {r["log"]: pickle.loads(r["_report"])
