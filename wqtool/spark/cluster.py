@@ -6,6 +6,7 @@ Every task function is run in the driver's working directory (``_paths.working_d
 paths the engine prints mean what they meant to the caller, as with the local engine."""
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
 from ._paths import working_dir
@@ -77,6 +78,7 @@ class Cluster:
         self.cwd = os.getcwd()
         self.staged = staged    # engine.uris.stage_plan of the logs read: every task makes them readable first
         self.snap = snap        # engine.fileio.Snapshot of the logs read: every task reads the pinned bytes
+        self._what: dict[int, Callable[[int], str]] = {}    # tasks() frames: what each task reads
 
     def partitions(self, default: int) -> int:
         """The session's shuffle partitions (``spark.sql.shuffle.partitions``)."""
@@ -87,10 +89,36 @@ class Cluster:
         from .session import slot_count
         return slot_count(self.spark, default=default)
 
-    def tasks(self, n: int, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
+    def tasks(self, n: int, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]],
+              what: Callable[[int], str] | None = None) -> Any:
         """``n`` tasks, one per partition: ``fn`` gets Arrow batches of its task numbers (column 0) and yields
-        Arrow batches of ``fields``. A task starts on its work as soon as it runs (``_Numbered``)."""
-        return self.spark.range(0, n, 1, n).mapInArrow(_Numbered(fn, self.cwd, self.staged, self.snap), ddl(fields))
+        Arrow batches of ``fields``. A task starts on its work as soon as it runs (``_Numbered``). ``what(k)``:
+        what task ``k`` reads (a log, a share of it), named when its worker dies (``collect``, ``named_deaths``)."""
+        frame = self.spark.range(0, n, 1, n).mapInArrow(_Numbered(fn, self.cwd, self.staged, self.snap),
+                                                        ddl(fields))
+        if what is not None:
+            self._what[id(frame)] = what
+        return frame
+
+    @contextlib.contextmanager
+    def named_deaths(self, what: Callable[[int], str] | None = None):
+        """Spark actions inside: a worker that died (killed, or out of memory) is one ``SparkError`` line saying
+        so, with what its task was reading (``what(task index)``), exit 5 — not the JVM's EOFException."""
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 — whatever PySpark raises; anything else passes on
+            from .session import _from_spark, death_message, worker_death
+            if not _from_spark(exc):
+                raise
+            death = worker_death(str(exc))
+            if death is None:
+                raise
+            from ..errors import SparkError
+            try:
+                doing = what(death[0]) if what is not None and death[0] is not None else None
+            except (IndexError, KeyError):
+                doing = None
+            raise SparkError(death_message(str(exc), doing)) from exc
 
     def over(self, frame: Any, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
         """``fn`` over each partition of ``frame`` (Arrow batches in, Arrow batches of ``fields`` out)."""
@@ -189,18 +217,21 @@ class Cluster:
         """Every row of ``frame`` on the driver (only ``columns``, sorted by ``order``, where given).
         ``keep_partitions``: adaptive execution may not coalesce the shuffle's partitions (they are the
         parallelism the fleet planned)."""
+        what = self._what.get(id(frame))
         if columns:
             frame = frame.select(*columns)
         if order:
             frame = frame.orderBy(*order)
         if not keep_partitions:
-            return frame.collect()
+            with self.named_deaths(what):
+                return frame.collect()
         key = "spark.sql.adaptive.coalescePartitions.enabled"
         conf = self.spark.conf
         old = conf.get(key, None)
         conf.set(key, "false")
         try:
-            return frame.collect()
+            with self.named_deaths(what):
+                return frame.collect()
         finally:
             if old is None:
                 conf.unset(key)

@@ -249,10 +249,11 @@ class PerLogFleet:
         order = sorted(range(len(datas)), key=lambda i: -sizes[i])   # partition k runs log order[k]
         say(f"spark: {len(datas)} {self.fmt.plural}, {sum(sizes)} bytes, a task per log")
         each = [opts if clocks is None else dataclasses.replace(opts, as_of_ns=clocks[i]) for i in order]
-        df = _cluster(cluster).tasks(len(datas), _LogTask(self.fmt.name, [datas[i] for i in order], each, limit,
-                                                          items, stats), _FIELDS)
+        cl = _cluster(cluster)
+        df = cl.tasks(len(datas), _LogTask(self.fmt.name, [datas[i] for i in order], each, limit, items, stats),
+                      _FIELDS, what=lambda k: f"log {self.fmt.log_name(datas[order[k]])}")
         out: dict[int, tuple] = {}
-        for r in df.collect():
+        for r in cl.collect(df):
             out[order[r["log"]]] = pickle.loads(r["blob"])
         check_count(f"{self.fmt.plural}: a task per log", len(out), len(datas))
         return [out[i] for i in range(len(datas))]
@@ -448,10 +449,11 @@ def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, 
         task = _StateTask([(_format(lg).name, lg.data, o, n) for lg, o, n in zip(logs, opts, names)], limit)
         df = cluster.persist(cluster.tasks(len(logs), task, [*columns, ("_report", "binary")]))
         try:
-            got = {r["log"]: pickle.loads(r["_report"])
-                   for r in df.where("_report IS NOT NULL").select("log", "_report").collect()}
-            check_count("the state table's reports (a task per log)", len(got), len(logs))
-            df.where("_report IS NULL").drop("_report").write.mode("error").partitionBy("log").parquet(where)
+            with cluster.named_deaths(lambda k: f"log {names[k]}"):
+                got = {r["log"]: pickle.loads(r["_report"])
+                       for r in df.where("_report IS NOT NULL").select("log", "_report").collect()}
+                check_count("the state table's reports (a task per log)", len(got), len(logs))
+                df.where("_report IS NULL").drop("_report").write.mode("error").partitionBy("log").parquet(where)
         finally:
             cluster.unpersist(df)
         table = spark.read.schema(schema).parquet(where)

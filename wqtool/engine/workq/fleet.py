@@ -358,7 +358,8 @@ def run_reference(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int]
     rows: list = []
     if tasks:
         say(f"spark: {len(logs)} log(s), {len(tasks)} segment(s), {total} bytes, {partitions} job partition(s)")
-        a = cluster.tasks(len(tasks), _StageA(tasks, limit), _A_FIELDS)
+        a = cluster.tasks(len(tasks), _StageA(tasks, limit), _A_FIELDS,
+                          what=lambda k: f"segment {tasks[k].segment.path} of log {logs[tasks[k].log].root}")
         b = cluster.regroup(a, partitions, "part", ("log", "seg", "chunk"),
                             _StageB(paths, as_of, limit, digest=digest, jobs=want_jobs, stats=stats), _B_FIELDS)
         rows = cluster.collect(b, keep_partitions=True)   # the job partitions are the parallelism
@@ -661,7 +662,7 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
             f"{slots} slot(s)")
         ids = stats and stats_total is not None and sum(bool(lg.segments) for lg in logs) > 1
         df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids),
-                           _B_FIELDS)
+                           _B_FIELDS, what=_bin_words(units, bins))
         seen: set[int] = set()
         for r in cluster.collect(df):
             seen.add(r["part"])
@@ -693,6 +694,18 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
                             want_jobs=want_jobs, progress=progress)
         out.update(zip(bailed, ref))
     return [out[li] for li in range(len(logs))]
+
+
+def _bin_words(units: list, bins: list[list[int]]):
+    """What task ``k`` of the kernel's fleet reads, in words: its logs and shares (a dead worker's error names
+    them)."""
+    def what(k: int) -> str:
+        out = []
+        for u in bins[k]:
+            _, log, share, n = units[u]
+            out.append(f"log {log.root}" + (f" (share {share + 1} of {n})" if n > 1 else ""))
+        return "; ".join(out)
+    return what
 
 
 def pack(cost: Sequence[float], slots: int) -> list[list[int]]:
