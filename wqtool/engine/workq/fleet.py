@@ -47,7 +47,7 @@ from .replay import (CompactJobs, JobState, ReplayState, WorkqReplay, closing_no
 from .verify import log_size
 
 # stage outputs: kind of row
-_REC, _SEG, _LOG, _LINE, _JOB = 0, 1, 2, 3, 4
+_REC, _SEG, _LOG, _LINE, _JOB, _IDS = 0, 1, 2, 3, 4, 5
 _NS_PER_MS = 1_000_000
 _INF = float("inf")
 
@@ -494,10 +494,21 @@ class _FastTask:
             for tid in batch.column(0).to_pylist():
                 for u in self.bins[tid]:     # each unit's result goes as soon as it is made
                     li = self.units[u][0]
-                    blob = pickle.dumps(self._run(*self.units[u][1:], self.as_of_ns[li]), protocol=5)
+                    res = self._run(*self.units[u][1:], self.as_of_ns[li])
+                    by_prefix = _by_prefix(res.pop("ids")) if res is not None and "ids" in res else []
+                    if res is not None and self.ids:
+                        res["prefixes"] = [p for p, _ in by_prefix]
+                    blob = pickle.dumps(res, protocol=5)
                     yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
                                                       pa.array([u], pa.int32()), pa.array([blob], pa.binary())],
                                                      schema=schema)
+                    if by_prefix:     # the ids go to the union's shuffle by their first byte, never the driver
+                        n = len(by_prefix)
+                        yield pa.RecordBatch.from_arrays([pa.array([li] * n, pa.int32()),
+                                                          pa.array([_IDS] * n, pa.int8()),
+                                                          pa.array([p for p, _ in by_prefix], pa.int32()),
+                                                          pa.array([b for _, b in by_prefix], pa.binary())],
+                                                         schema=schema)
 
     def _run(self, log: LogSet, part: int, nparts: int, as_of_ns: int):
         """Counts, per-queue counts and the digest (or, for a share of a split log, its digest lines) from the
@@ -635,8 +646,9 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
     over all logs are counted in one place). Either way the results are the local engine's. Without ``digest``
     and ``want_jobs`` (verify) the kernel keeps no job state, so the reports' state counts are empty there, as
     local verify keeps no state at all. ``stats`` runs each log whole (``fast_stats``' pass); over several logs
-    each task ships its log's job ids (16 bytes a job) and the driver counts their union in the kernel's
-    ``ScanStats`` (16 bytes a distinct job, twice that at most while it sorts).
+    each task sends its log's job ids (16 bytes a job) to a shuffle by their first byte, where each partition
+    counts its share of the union in the kernel's ``ScanStats`` (``distributed_union``): only counts reach the
+    driver, whose memory stays flat however many jobs the fleet holds.
     """
     say = progress or (lambda _m: None)
     as_of = as_of_each(as_of_ns, len(logs))      # one time each (--as-of last: each log's own), one job for all
@@ -663,8 +675,10 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
         ids = stats and stats_total is not None and sum(bool(lg.segments) for lg in logs) > 1
         df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids),
                            _B_FIELDS, what=_bin_words(units, bins))
+        if ids:      # read once: the reports come to the driver, the ids go on to the union's shuffle
+            df = cluster.persist(df)
         seen: set[int] = set()
-        for r in cluster.collect(df):
+        for r in cluster.collect(cluster.where(df, f"kind != {_IDS}") if ids else df):
             seen.add(r["part"])
             results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
         check_count("the kernel's shares", len(seen), len(units))
@@ -675,14 +689,21 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
                            f"its shares read different record/byte counts: {sorted(done)}")
     bailed = [li for li, parts in results.items() if any(p is None for p in parts)]
     if stats and bailed:
+        if ids:
+            cluster.unpersist(df)
         say(f"spark: {len(bailed)} log(s) need the reference path (fields beyond the kernel's table): all "
             f"{len(logs)} log(s) go there, for one count of distinct jobs")
         return run_reference(cluster, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
                              progress=progress, stats_total=stats_total)
     if stats and stats_total is not None:
-        blobs = [p["ids"] for parts in results.values() for p in parts if "ids" in p]
-        stats_total.append(_union(blobs) if blobs else
-                           sum(p["stats"].distinct for parts in results.values() for p in parts))
+        if units and ids:
+            try:
+                prefixes = {x for parts in results.values() for p in parts for x in p["prefixes"]}
+                stats_total.append(distributed_union(cluster, df, prefixes))
+            finally:
+                cluster.unpersist(df)
+        else:
+            stats_total.append(sum(p["stats"].distinct for parts in results.values() for p in parts))
     out: dict[int, FleetLog] = {}
     for li, log in enumerate(logs):
         if li not in bailed:
@@ -777,17 +798,53 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
     return FleetLog(report, st or RecordStats(), st.distinct if st else 0)
 
 
-def _union(blobs: list[bytes]) -> int:
-    """The distinct job ids over the logs' packed ids (``_FastTask`` with ``ids``), counted as one log's stats
-    count them (``ScanStats.add_ids``): 4.6 M ids took 1.2–1.4 s in a Python set, a pyarrow group-by or numpy's
-    unique."""
-    from .fastreplay import new_stats
-    u = new_stats()
-    for b in blobs:
-        u.add_ids(b)
-    return u.distinct()
+def _by_prefix(packed: bytes) -> list[tuple[int, bytes]]:
+    """Sorted packed ids (16 bytes each) cut by their first byte: [(byte, the ids that start with it)]."""
+    from bisect import bisect_left
+    firsts = packed[::16]
+    out = []
+    lo = 0
+    while lo < len(firsts):
+        p = firsts[lo]
+        hi = bisect_left(firsts, p + 1, lo)
+        out.append((p, packed[lo * 16:hi * 16]))
+        lo = hi
+    return out
 
 
+class _UnionTask:
+    """One partition of the distinct-id union: the ids of every log whose first bytes hash here (each byte's ids
+    all in one partition), counted as one log's stats count them; one row: the prefixes seen and the count."""
+
+    def __call__(self, batches):
+        import pyarrow as pa
+        from .fastreplay import new_stats
+        u = new_stats()
+        seen: set[int] = set()
+        for b in batches:
+            for p, blob in zip(b.column(2).to_pylist(), b.column(3).to_pylist()):
+                seen.add(p)
+                u.add_ids(blob)
+        blob = pickle.dumps((sorted(seen), u.distinct()), protocol=5)
+        yield _batch(_arrow_schema(_B_FIELDS), ([-1], [_IDS], [-1], [blob]))
+
+
+def distributed_union(cluster, df, prefixes: set[int]) -> int:
+    """The distinct job ids over the logs, counted where they are: ``df``'s ``_IDS`` rows shuffled by their first
+    byte, each partition's union counted there; only the counts reach the driver (flat memory however many ids).
+    Every prefix the tasks sent must be counted (else the results were lost: exit 5)."""
+    ids = cluster.where(df, f"kind = {_IDS}")
+    parts = min(256, max(1, cluster.partitions(8)))
+    rows = cluster.collect(cluster.regroup(ids, parts, "part", ("part",), _UnionTask(), _B_FIELDS),
+                           keep_partitions=True)
+    counted: set[int] = set()
+    total = 0
+    for r in rows:
+        seen, n = pickle.loads(r["blob"])
+        counted.update(seen)
+        total += n
+    check_count("the distinct-id union's prefixes", len(counted & prefixes), len(prefixes))
+    return total
 
 
 _facts = FORMAT.facts
