@@ -223,3 +223,24 @@ def test_a_data_source_reads_the_bytes_its_plan_pinned(tmp_path, source):
         for p in parts:
             list(reader(opts).read(p))
     assert e.value.path == seg
+
+
+def test_a_task_that_finds_its_file_shrunk_is_exit_5_naming_it(spark, tmp_path):
+    """The check in the task: the job planned (the files pinned), then a segment shrinks before the tasks read it:
+    the task's FileChanged is the job's error, with its exit code (5) and the file named."""
+    from wqtool.engine.fileio import Snapshot
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.engine.workq.reader import discover
+    from wqtool.errors import FileChanged
+    from wqtool.exitcodes import exit_code_for
+    from wqtool.spark.cluster import Cluster
+    from wqtool.spark.session import job_errors, task_cause
+    log, seg, _ = _pinned_log(tmp_path)
+    cluster = Cluster(spark, (), Snapshot.take([seg]))
+    os.truncate(seg, os.path.getsize(seg) - 7)
+    with pytest.raises(Exception) as e:
+        with job_errors():
+            run_fleet(cluster, discover([log]), 0)
+    assert task_cause(e.value.__cause__) is FileChanged
+    assert int(exit_code_for(e.value)) == 5
+    assert f"{seg}: shrank since the job was planned" in str(e.value)

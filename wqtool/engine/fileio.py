@@ -13,7 +13,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..errors import FileChanged, InputError
 from . import progress
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -119,11 +119,6 @@ class FileView:
 
 
 # ---------------------------------------------------------------- one snapshot per job
-class FileChanged(InputError):
-    """A file pinned when a job was planned was replaced or shrank before a pass read it (exit 5): the passes of
-    the job would not read the same bytes, so there is no answer."""
-
-
 @dataclass(frozen=True, slots=True)
 class Pin:
     """A file as the driver saw it when it planned a job: its size, and its identity (device, inode; None for a
