@@ -307,10 +307,13 @@ def test_the_ids_are_cut_by_their_first_byte_for_the_union_shuffle():
     assert _by_prefix(b"") == []
 
 
-def test_the_union_of_a_fleet_is_counted_where_the_ids_are(spark, corpus):
-    """stats over several logs: no id reaches the driver (the tasks' results hold only the prefixes they sent),
-    and the distinct count is the local union."""
+@pytest.mark.parametrize("on_driver", [True, False], ids=["small fleet: on the driver", "distributed"])
+def test_the_union_of_a_fleet_is_counted_where_the_ids_are(spark, corpus, monkeypatch, on_driver):
+    """stats over several logs: the distinct count is the local union; over DRIVER_UNION_IDS ids no id reaches the
+    driver (the tasks' results hold only the prefixes they sent, the union's rows only counts)."""
     from wqtool.engine.workq import fleet as wf
+    if not on_driver:
+        monkeypatch.setattr(wf, "DRIVER_UNION_IDS", 0)
     from wqtool.spark.cluster import Cluster
     names = ["upstream-a-run1", "upstream-a-run1", "duplicate-add", "crc-mismatch-mid-segment"]
     logs = [_log(corpus, n) for n in names]
@@ -325,5 +328,6 @@ def test_the_union_of_a_fleet_is_counted_where_the_ids_are(spark, corpus):
     total = []
     wf.run_fleet(Watching(spark), logs, as_of_ns(), limit=0, stats=True, stats_total=total)
     assert sum(total) == union
-    assert all(r["kind"] != wf._IDS or r["log"] == -1 for r in got)     # only the union's counts
-    assert not any("ids" in pickle.loads(r["blob"]) for r in got if r["kind"] == wf._LOG and r["log"] >= 0)
+    shipped = any("ids" in (pickle.loads(r["blob"]) or {}) for r in got if r["kind"] == wf._LOG and r["log"] >= 0)
+    assert shipped == on_driver                                  # the ids on the driver, or none there
+    assert not any(r["kind"] == wf._IDS and r["log"] >= 0 for r in got)      # the union's rows: counts only
