@@ -1,7 +1,7 @@
 """Fleet benchmark: local single-process verify/replay vs --engine spark on local[2], in one run.
 
     python bench/bench_fleet.py [--dirs 4] [--segments 4] [--segment-mib 64] [--out bench/out/fleet] [--repeat 3]
-                                [--reference] [--damaged FLIPS]
+                                [--reference] [--damaged FLIPS] [--under-load]
 
 Generates (once, cached under --out) DIRS log directories of SEGMENTS segments of SEGMENT-MIB MiB each with
 wqtool's own writer (two distinct logs, each copied into half of the directories: every directory is a whole,
@@ -21,7 +21,9 @@ measures verify and replay + digest, local vs spark, on a copy of the fleet with
 Also printed: the read + CRC-32C floor over the same files in the same run (one process: every measure's MB/s
 beside it), which wqtool (file and kernel) the driver and the workers import, and the driver's peak memory (the
 Python driver's and the JVM's peak RSS, reset before each run through /proc/PID/clear_refs) during fleet replay
-over 1, 2, ... DIRS logs: flat as the logs grow when the tasks aggregate where the data is. Not a test: the numbers go in notes. The machine's 2 cores may be shared: load is printed.
+over 1, 2, ... DIRS logs: flat as the logs grow when the tasks aggregate where the data is; the same during stats
+with the distributed union of job ids (forced whatever the fleet's size), with its time. --under-load runs the
+verify, replay + digest and stats pairs again while a second process spins on a CPU, with the load average. Not a test: the numbers go in notes. The machine's 2 cores may be shared: load is printed.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 
@@ -250,6 +253,9 @@ def main() -> None:
     ap.add_argument("--remote-calls", type=int, default=0, metavar="N",
                     help="only measure the CLI's fixed cost through Spark Connect: a Connect server (local[2]) on "
                     "loopback, then N interleaved pairs of `wqtool verify` on a tiny log, local vs --remote")
+    ap.add_argument("--under-load", action="store_true",
+                    help="also run the verify, replay + digest and stats pairs again while a second process keeps "
+                    "one CPU busy (a spinning Python process), and print those rows too")
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
@@ -329,6 +335,19 @@ def main() -> None:
         return [fl.stats.records for fl in fleet], sum(total)
 
     s_ls, s_ss, _, st_local, st_spark = pairs(local_stats, spark_stats)
+    load_idle = os.getloadavg()[0]
+    loaded = None
+    if a.under_load:      # the same pairs while another process spins on a CPU
+        burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            loaded = (pairs(lambda: [run_log(g, AS_OF_NS, state=False, workers=1) for g in logs],
+                            lambda: run_fleet(Cluster(spark), logs, AS_OF_NS, digest=False)),
+                      pairs(lambda: [run_log(g, AS_OF_NS).state.digest() for g in logs],
+                            lambda: run_fleet(Cluster(spark), logs, AS_OF_NS)),
+                      pairs(local_stats, spark_stats), os.getloadavg()[0])
+        finally:
+            burner.kill()
+            burner.wait()
     med = statistics.median
     t_lv, t_sv, t_lr, t_sr = med(s_lv), med(s_sv), med(s_lr), med(s_sr)
     same_v = all((a_.report.verdict, a_.report.counts) == (b.verdict, b.counts) for a_, b in zip(v_spark, v_local))
@@ -342,6 +361,28 @@ def main() -> None:
         run_fleet(Cluster(spark), logs[:k], AS_OF_NS)
         peaks.append((k, sum(os.path.getsize(s_.path) for g in logs[:k] for s_ in g.segments),
                       time.perf_counter() - t, _peak_mib(os.getpid()), _peak_mib(jvm)))
+    stats_peaks = []
+    from wqtool.engine.workq import fleet as workq_fleet
+    small = workq_fleet.DRIVER_UNION_IDS
+    workq_fleet.DRIVER_UNION_IDS = 0      # the distributed union whatever the fleet's size (a big fleet's path)
+    try:
+        shuffled = []
+        for _ in range(n):
+            t = time.perf_counter()
+            total_: list[int] = []
+            run_fleet(Cluster(spark), logs, AS_OF_NS, limit=0, stats=True, stats_total=total_)
+            shuffled.append(time.perf_counter() - t)
+        same_shuffled = sum(total_) == st_local[1]
+        for k in sorted({2, len(logs)} - {0, 1}):     # the distinct-job union as the fleet grows
+            _reset_peak(os.getpid())
+            if jvm:
+                _reset_peak(jvm)
+            t = time.perf_counter()
+            run_fleet(Cluster(spark), logs[:k], AS_OF_NS, limit=0, stats=True, stats_total=[])
+            stats_peaks.append((k, sum(os.path.getsize(s_.path) for g in logs[:k] for s_ in g.segments),
+                                time.perf_counter() - t, _peak_mib(os.getpid()), _peak_mib(jvm)))
+    finally:
+        workq_fleet.DRIVER_UNION_IDS = small
     row("floor: read + CRC-32C (1 process)", t_floor)
     row("local verify (1 process)", t_lv, runs(s_lv))
     row("spark verify local[2]", t_sv, f"{runs(s_sv)}; same findings: {same_v}")
@@ -352,6 +393,20 @@ def main() -> None:
     t_ls, t_ss = med(s_ls), med(s_ss)
     row("local stats (1 process)", t_ls, f"{runs(s_ls)}; {st_local[1]} distinct jobs")
     row("spark stats local[2]", t_ss, f"x{t_ls / t_ss:.2f}; {runs(s_ss)}; same counts: {st_spark == st_local}")
+    row("spark stats local[2], distributed union", med(shuffled), f"x{t_ls / med(shuffled):.2f}; {runs(shuffled)}; "
+        f"same count: {same_shuffled} (the path of a fleet over {small} ids)")
+    if loaded is not None:
+        (lv, sv, _, _, v2), (lr, sr, _, _, r2), (ls_, ss_, _, st2l, st2s), load_busy = loaded
+        note = f"load {load_busy:.2f} (idle rows: {load_idle:.2f})"
+        row("local verify, under load", med(lv), f"{runs(lv)}; {note}")
+        row("spark verify local[2], under load", med(sv), f"x{med(lv) / med(sv):.2f}; {runs(sv)}")
+        row("local replay + digest, under load", med(lr), runs(lr))
+        row("spark replay + digest local[2], under load", med(sr),
+            f"x{med(lr) / med(sr):.2f}; {runs(sr)}; identical digests: "
+            f"{[f.report.state.digest() for f in r2] == d_local}")
+        row("local stats, under load", med(ls_), runs(ls_))
+        row("spark stats local[2], under load", med(ss_), f"x{med(ls_) / med(ss_):.2f}; {runs(ss_)}; same counts: "
+            f"{st2s == st2l}")
     def reference(name, logs_, digests, t_local):
         """The reference pipeline over ``logs_``, once: its row, against the local replay + digest."""
         t = time.perf_counter()
@@ -412,6 +467,10 @@ def main() -> None:
         print(f"{name:<44} {secs:>8.2f} {mbs:>8.1f}  {note}")
     print("\ndriver peak memory during spark replay + digest (Python driver / JVM: driver and local executors)")
     for k, nbytes, secs, py, jv in peaks:
+        print(f"  {k} log(s), {nbytes / 2**20:>6.0f} MiB: {secs:6.2f} s, Python driver {py:7.0f} MiB peak, "
+              f"JVM {jv:7.0f} MiB peak")
+    print("driver peak memory during spark stats, the distributed union (ids shuffled by first byte, counted there)")
+    for k, nbytes, secs, py, jv in stats_peaks:
         print(f"  {k} log(s), {nbytes / 2**20:>6.0f} MiB: {secs:6.2f} s, Python driver {py:7.0f} MiB peak, "
               f"JVM {jv:7.0f} MiB peak")
     print(f"floor (read + CRC-32C) {size / t_floor / 1e6:.0f} MB/s; verify at {t_floor / t_sv:.2f} of the floor "

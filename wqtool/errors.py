@@ -43,6 +43,11 @@ class InputError(WqError):
     """A path that is missing, holds no log, or cannot be read."""
 
 
+class FileChanged(InputError):
+    """A file pinned when a job was planned was replaced or shrank before a pass read it (exit 5): the passes of
+    the job would not read the same bytes, so there is no answer (``engine.fileio.Snapshot``)."""
+
+
 class SparkError(WqError):
     """--engine spark: the session could not start (no Java, no Connect server) or a Spark job failed. Not a
     finding. ``cause``: the class of the exception a failed task raised (a wqtool error, an OSError, any other

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 
 import pytest
 
@@ -291,3 +292,42 @@ def test_stats_of_a_fleet_with_a_log_the_kernel_bails_on(spark, corpus, tmp_path
     assert sum(total) == len(set().union(*(st.jobs for _, st in local)))
     for fl, (report, st) in zip(fleet, local):
         _assert_same_stats(fl, report, st, report.root)
+
+
+def test_the_ids_are_cut_by_their_first_byte_for_the_union_shuffle():
+    """``_by_prefix``: sorted packed ids cut at each first byte (the union's shuffle key): every id once, in its
+    byte's piece, in order."""
+    from wqtool.engine.workq.fleet import _by_prefix
+    ids = sorted({bytes([a]) + bytes([b]) * 15 for a in (0, 1, 7, 255) for b in (0, 3, 9)})
+    packed = b"".join(ids)
+    cut = _by_prefix(packed)
+    assert [p for p, _ in cut] == [0, 1, 7, 255]
+    assert b"".join(b for _, b in cut) == packed
+    assert all(len(b) == 48 and all(b[i] == p for i in range(0, len(b), 16)) for p, b in cut)
+    assert _by_prefix(b"") == []
+
+
+@pytest.mark.parametrize("on_driver", [True, False], ids=["small fleet: on the driver", "distributed"])
+def test_the_union_of_a_fleet_is_counted_where_the_ids_are(spark, corpus, monkeypatch, on_driver):
+    """stats over several logs: the distinct count is the local union; over DRIVER_UNION_IDS ids no id reaches the
+    driver (the tasks' results hold only the prefixes they sent, the union's rows only counts)."""
+    from wqtool.engine.workq import fleet as wf
+    if not on_driver:
+        monkeypatch.setattr(wf, "DRIVER_UNION_IDS", 0)
+    from wqtool.spark.cluster import Cluster
+    names = ["upstream-a-run1", "upstream-a-run1", "duplicate-add", "crc-mismatch-mid-segment"]
+    logs = [_log(corpus, n) for n in names]
+    _, union = _local_stats(logs)
+    got = []
+
+    class Watching(Cluster):
+        def collect(self, frame, **kw):
+            rows = super().collect(frame, **kw)
+            got.extend(rows)
+            return rows
+    total = []
+    wf.run_fleet(Watching(spark), logs, as_of_ns(), limit=0, stats=True, stats_total=total)
+    assert sum(total) == union
+    shipped = any("ids" in (pickle.loads(r["blob"]) or {}) for r in got if r["kind"] == wf._LOG and r["log"] >= 0)
+    assert shipped == on_driver                                  # the ids on the driver, or none there
+    assert not any(r["kind"] == wf._IDS and r["log"] >= 0 for r in got)      # the union's rows: counts only

@@ -300,3 +300,54 @@ def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monke
     s3[0].put(os.path.join(log, seg), f"wq-bucket/crc/{seg}")    # the bucket moved on after the driver's read
     with pytest.raises(Exception, match="changed between the driver's read and this executor's"):
         SparkRunner(spark).verify([lg], [opts])
+
+
+@pytest.mark.parametrize("argv", [("replay", "--summary", "-o", "json"), ("verify", "-o", "json")], ids=" ".join)
+def test_a_glob_of_s3_uris_is_one_spark_job(spark, s3, tmp_path, monkeypatch, argv):
+    """A glob of S3 URIs (three logs, each at its own --as-of last) is one fleet job with the local engine's output
+    (issue 35: it was a job per log)."""
+    s3, fs_opts = s3
+    for name in ("sample-clean", "duplicate-add", "crc-mismatch-mid-segment"):
+        s3.put(fixture_log(name), f"wq-bucket/fleet/{name}/cmdlog", recursive=True)
+    for k, v in {"AWS_ENDPOINT_URL": fs_opts["fs.endpoint_url"], "AWS_ACCESS_KEY_ID": "test",
+                 "AWS_SECRET_ACCESS_KEY": "test"}.items():
+        monkeypatch.setenv(k, v)
+    import s3fs
+    s3fs.S3FileSystem.clear_instance_cache()
+    uri = "s3://wq-bucket/fleet/*/cmdlog"
+    local = cli(*argv, "--as-of", "last", uri)
+    remote = cli(*argv, "--as-of", "last", "--engine", "spark", uri)
+    a, b = json.loads(local.out), json.loads(remote.out)
+    for d in (a, b):
+        for k in ("elapsed_s", "engine"):
+            d.pop(k, None)
+    assert remote.code == local.code and b == a
+    assert len(a["logs"]) == 3 and all(lg["root"].startswith("s3://wq-bucket/fleet/") for lg in a["logs"])
+    plans = [ln for ln in remote.err.splitlines() if ln.startswith("spark: ") and " log(s), " in ln]
+    assert len(plans) == 1 and plans[0].startswith("spark: 3 log(s), "), remote.err
+
+
+def test_the_parquet_export_of_a_glob_of_s3_uris(spark, s3, tmp_path, monkeypatch):
+    """replay -o parquet of a glob of S3 URIs: each log's rows under its URI and its summary, the local ones."""
+    s3, fs_opts = s3
+    names = ("sample-clean", "duplicate-add")
+    for name in names:
+        s3.put(fixture_log(name), f"wq-bucket/exp/{name}/cmdlog", recursive=True)
+    for k, v in {"AWS_ENDPOINT_URL": fs_opts["fs.endpoint_url"], "AWS_ACCESS_KEY_ID": "test",
+                 "AWS_SECRET_ACCESS_KEY": "test"}.items():
+        monkeypatch.setenv(k, v)
+    import s3fs
+    s3fs.S3FileSystem.clear_instance_cache()
+    out = str(tmp_path / "state")
+    res = cli("replay", "--engine", "spark", "-o", "parquet", "--out", out, "--as-of", AS_OF,
+              "s3://wq-bucket/exp/*/cmdlog")
+    alone = cli("replay", "--summary", "-o", "json", "--as-of", AS_OF, "s3://wq-bucket/exp/*/cmdlog")
+    local = json.loads(alone.out)
+    assert res.code == alone.code == 4, res.err        # duplicate-add's invalid history, as the local engine
+    assert [ln for ln in res.err.splitlines() if "WQ-" in ln] == [ln for ln in alone.err.splitlines() if "WQ-" in ln]
+    docs = json.load(open(os.path.join(out, "summary.json")))["logs"]
+    assert docs == local["logs"]
+    table = spark.read.parquet(os.path.join(out, "jobs"))
+    got = {r["log"]: r["count"] for r in table.groupBy("log").count().collect()}
+    assert got == {d["root"]: d["job_count"] for d in docs if d["job_count"]}
+    assert all(k.startswith("s3://wq-bucket/exp/") for k in got)

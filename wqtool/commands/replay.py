@@ -10,6 +10,7 @@ from ..engine.format import resolve
 from ..engine.read import Want, read
 from ..errors import UsageError
 from ..render.findings import write_one_line
+from ..render.outcome import failed_path, run_exit_code
 from ..render.progress import track
 from ..render.replay import nothing_live_hint, write_replay, write_send
 from . import _spark
@@ -60,9 +61,11 @@ def replay(
     Upstream quirks are reproduced and shown: add-jobs get a fresh TTL at restart (expires vs log_expires),
     leased jobs come back leased with a fresh TTR. Errors are reported on stderr; the exit code is verify's.
     --as-of last replays at the log's newest record time: the same state and digest whenever it runs (the
-    default, now, expires jobs as time passes). A directory that two formats share (an Orth logPath: its retry
-    files and its executor logs) is replayed as each of its logs in turn, under a "== ROOT: FORMAT ==" line
-    (-o json: one document, {"logs": [...]} in that order); --format reads one of them.
+    default, now, expires jobs as time passes). Several PATHs (or a directory that two formats share: an Orth
+    logPath, its retry files and its executor logs) are replayed as each of their logs in turn, under a
+    "== ROOT: FORMAT ==" line (-o json: one document, {"logs": [...]} in that order), each as it would be
+    alone; --format reads one format. With --engine spark, --summary of several logs is one Spark job over
+    them; -o parquet writes every log's rows to DIR/jobs (partitioned by log) and one summary per log.
 
     Kestrel journals replay as Kestrel 2.x does at startup: open transactions go back to the queue head in
     ascending xid order (--keep-open shows them open); expiry is never applied at replay, --as-of only marks
@@ -89,16 +92,13 @@ def replay(
       wqtool replay --as-of now /var/lib/snapwebsites/list/journal
       wqtool replay --send fastjournal://127.0.0.1:4008 --dry-run /var/lib/snapwebsites/list/journal
       wqtool replay --engine spark -o parquet --out /tmp/state --as-of last /srv/fleet/a/cmdlog
+      wqtool replay --engine spark --summary 's3a://bucket/fleet/*/cmdlog'
     """
     if (output is ReplayOutput.parquet) != (out_dir is not None) or (out_dir and engine is not Engine.spark):
         raise UsageError("-o parquet and --out DIR go together, with --engine spark (the replayed state as a table)")
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
     logs = resolve(paths, fmt, opts, on_note=say_error)
-    shared = len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs)   # one directory, a log per format
-    if len(logs) != 1 and not shared:
-        raise UsageError(f"replay takes one log; these paths name {len(logs)} (run replay once per directory "
-                         "or queue)")
     if send is not None:
         sent = [lg for lg in logs if lg.fmt.can_send] or logs[:1]
         failed = 0
@@ -115,17 +115,27 @@ def replay(
     verdicts = []
     wrap = len(logs) > 1 and output is Output.json     # one JSON document: {"logs": [each log's document]}
     with _spark.runner(engine is Engine.spark, logs, master, spark_conf, remote) as runner:
+        # --summary on Spark: the fleet in one job (digests and counts only); else a log at a time (its state is
+        # the one in memory), in PATH order either way
+        results = _read(logs, opts, live, runner, summary) if summary and runner is not None and len(logs) > 1 \
+            else None
+        failed = []
         if wrap:
             sys.stdout.write('{"logs": [\n')
         for i, log in enumerate(logs):
+            r = results[i] if results is not None else _read([log], opts, live, runner, summary)[0]
+            if r.error is not None and len(logs) > 1:    # one bad log never hides the others: named, then on
+                failed.append(failed_path(exit_codes(), r.root, r.error))
+                say_error(str(r.error))
+                continue
             if len(logs) > 1 and output is Output.table:
                 sys.stdout.write(f"== {log.fmt.log_name(log.data)}: {log.fmt.title} ==\n")
-            if wrap and i:
+            if wrap and verdicts:
                 sys.stdout.write(",\n")
-            verdicts.append(_replay_one(log, opts, output, summary, as_of, live, runner, all_findings))
+            verdicts.append(_replay_one(r, output, summary, as_of, all_findings))
         if wrap:
             sys.stdout.write("]}\n")
-    return worst(verdicts)
+    return run_exit_code(exit_codes(), verdicts, failed) if failed else worst(verdicts)
 
 
 def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdict:
@@ -140,9 +150,9 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
     with _spark.session(master, spark_conf, remote) as spark:
         reports = export_state(spark, logs, [for_log(lg, opts) for lg in logs], out_dir, progress=_spark.say)
     docs = []
-    for lg, rep in zip(logs, reports):
+    for rep in reports:       # each state is the FrozenView the export's task made with the rows it wrote
         buf = StringIO()
-        write_replay(buf, rep, lg.fmt.state_view(rep.state, lg.data), "json", True, exit_codes())
+        write_replay(buf, rep, rep.state, "json", True, exit_codes())
         docs.append(json.loads(buf.getvalue()))
     with open(os.path.join(out_dir, "summary.json"), "x", encoding="utf-8") as f:
         json.dump(docs[0] if len(docs) == 1 else {"logs": docs}, f, indent=2)
@@ -152,14 +162,18 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
             if f.severity == "error":
                 write_one_line(sys.stderr, f)
         sys.stdout.write(f"{lg.fmt.log_name(lg.data)}: {rep.state.job_count()} rows in {out_dir}/jobs, "
-                         f"digest sha256:{lg.fmt.state_view(rep.state, lg.data).digest()}\n")
+                         f"digest sha256:{rep.state.digest()}\n")
     return worst([rep.verdict for rep in reports])
 
 
-def _replay_one(log, opts, output, summary, as_of, live, runner, all_findings=False) -> Verdict:
-    with track([log], "replay", enabled=runner is None):
-        [r] = read([log], opts, want=Want.REPLAY, live=live, runner=runner, max_findings=REPLAY_FINDINGS_SHOWN,
-                   summary=summary)
+def _read(logs, opts, live, runner, summary) -> list:
+    with track(logs, "replay", enabled=runner is None):
+        return read(logs, opts, want=Want.REPLAY, live=live, runner=runner, max_findings=REPLAY_FINDINGS_SHOWN,
+                    summary=summary).results
+
+
+def _replay_one(r, output, summary, as_of, all_findings=False) -> Verdict:
+    log = r.log
     if r.error is not None:
         raise r.error
     report = r.report

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..errors import SparkError
+from .fileio import Snapshot
 from .findings import Finding, Verdict
 
 #: What to change when results go missing; named in every such error.
@@ -27,6 +28,15 @@ def lost(what: str, got: int, want: int, detail: str = "") -> ResultsLost:
 def check_count(what: str, got: int, want: int, detail: str = "") -> None:
     if got != want:
         raise lost(what, got, want, detail)
+
+
+def snapshot(logs, staged=()) -> Snapshot:
+    """One snapshot of a job over ``logs`` (``Log`` handles), taken when the driver plans it: every file of every
+    log (``Format.files``) pinned at its size and identity (``fileio.Snapshot``). ``staged``: the job's
+    ``engine.uris.stage_plan``; a staged copy of a remote object is pinned by size only (its stamps are its
+    identity, checked by ``restage`` wherever it is staged)."""
+    paths = [p for lg in logs for p in lg.fmt.files(lg.data)]
+    return Snapshot.take(paths, unstamped=[entry[3] for entry in staged])
 
 
 class TaskFindings:

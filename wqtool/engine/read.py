@@ -83,7 +83,8 @@ class Runner(Protocol):
     def verify(self, logs: Sequence[Log], opts: Sequence[Options], *, max_findings: int | None,
                workers: int | None) -> list[LogReport | BaseException]: ...
 
-    def replay(self, log: Log, opts: Options, *, limit: int | None, summary: bool) -> LogReport: ...
+    def replay(self, logs: Sequence[Log], opts: Sequence[Options], *, limit: int | None,
+               summary: bool) -> list[LogReport | BaseException]: ...
 
     def stats(self, logs: Sequence[Log], opts: Sequence[Options], *,
               union: bool) -> tuple[list[tuple[LogReport, Any, int] | BaseException], int | None]:
@@ -110,8 +111,8 @@ class LocalRunner:
         return each(lambda lg, o: lg.fmt.verify([lg.data], o, max_findings=max_findings, workers=workers).logs[0],
                     logs, opts)
 
-    def replay(self, log, opts, *, limit=None, summary=False):
-        return log.fmt.run_log(log.data, opts, limit=limit)
+    def replay(self, logs, opts, *, limit=None, summary=False):
+        return each(lambda lg, o: lg.fmt.run_log(lg.data, o, limit=limit), logs, opts)
 
     def stats(self, logs, opts, *, union=True):
         def one(lg, o):
@@ -157,7 +158,7 @@ def read(entries: Sequence[Log | Unresolved], opts: Options, *, want: Want = Wan
     elif measure is not None:
         outs = each(measure, logs, os_)
     elif want is Want.REPLAY:
-        outs = each(lambda lg, o: run.replay(lg, o, limit=max_findings, summary=summary), logs, os_)
+        outs = run.replay(logs, os_, limit=max_findings, summary=summary)
     elif want is Want.STATS:
         outs, total = run.stats(logs, os_, union=len(logs) > 1)
     elif want is Want.SERIES:

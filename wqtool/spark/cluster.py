@@ -6,6 +6,7 @@ Every task function is run in the driver's working directory (``_paths.working_d
 paths the engine prints mean what they meant to the caller, as with the local engine."""
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
 from ._paths import working_dir
@@ -20,14 +21,16 @@ def ddl(fields: Sequence[tuple[str, str]]) -> str:
 
 class _InDir:
     """A task function run in the driver's working directory (picklable: it is shipped to the executors), with
-    the staged copies of the command's remote logs readable where it runs (``engine.uris.restage``)."""
+    the staged copies of the command's remote logs readable where it runs (``engine.uris.restage``) and the
+    job's files read as the driver pinned them (``engine.fileio.pinned``)."""
 
-    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = ()):
-        self.fn, self.cwd, self.staged = fn, cwd, staged
+    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = (), snap=None):
+        self.fn, self.cwd, self.staged, self.snap = fn, cwd, staged, snap
 
     def __call__(self, batches):
+        from ..engine.fileio import pinned
         _restage(self.staged)
-        with working_dir(self.cwd):
+        with working_dir(self.cwd), pinned(self.snap):
             yield from self.fn(batches)
 
 
@@ -43,19 +46,21 @@ class _Numbered:
     starts, measured on local[2]: time every task lost before its work began). The row is read after ``fn`` and
     must agree (else the task fails: it did another task's work)."""
 
-    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = ()):
-        self.fn, self.cwd, self.staged = fn, cwd, staged
+    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = (), snap=None):
+        self.fn, self.cwd, self.staged, self.snap = fn, cwd, staged, snap
 
     def __call__(self, batches):
         import pyarrow as pa
         from pyspark import TaskContext
+
+        from ..engine.fileio import pinned
         ctx = TaskContext.get()
         if ctx is None:      # no task context (not seen on Spark 4): the row, as it comes
-            yield from _InDir(self.fn, self.cwd, self.staged)(batches)
+            yield from _InDir(self.fn, self.cwd, self.staged, self.snap)(batches)
             return
         _restage(self.staged)
         k = ctx.partitionId()
-        with working_dir(self.cwd):
+        with working_dir(self.cwd), pinned(self.snap):
             yield from self.fn(iter([pa.RecordBatch.from_arrays([pa.array([k], pa.int64())], names=["id"])]))
         got = [x for b in batches for x in b.column(0).to_pylist()]
         if got != [k]:
@@ -67,11 +72,13 @@ class Cluster:
     """One Spark session, as a fleet sees it. ``spark``: the session itself (for the generic fleet and the data
     sources in ``wqtool.spark``)."""
 
-    def __init__(self, spark, staged: tuple = ()):
+    def __init__(self, spark, staged: tuple = (), snap=None):
         import os
         self.spark = spark
         self.cwd = os.getcwd()
         self.staged = staged    # engine.uris.stage_plan of the logs read: every task makes them readable first
+        self.snap = snap        # engine.fileio.Snapshot of the logs read: every task reads the pinned bytes
+        self._what: dict[int, Callable[[int], str]] = {}    # tasks() frames: what each task reads
 
     def partitions(self, default: int) -> int:
         """The session's shuffle partitions (``spark.sql.shuffle.partitions``)."""
@@ -82,14 +89,40 @@ class Cluster:
         from .session import slot_count
         return slot_count(self.spark, default=default)
 
-    def tasks(self, n: int, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
+    def tasks(self, n: int, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]],
+              what: Callable[[int], str] | None = None) -> Any:
         """``n`` tasks, one per partition: ``fn`` gets Arrow batches of its task numbers (column 0) and yields
-        Arrow batches of ``fields``. A task starts on its work as soon as it runs (``_Numbered``)."""
-        return self.spark.range(0, n, 1, n).mapInArrow(_Numbered(fn, self.cwd, self.staged), ddl(fields))
+        Arrow batches of ``fields``. A task starts on its work as soon as it runs (``_Numbered``). ``what(k)``:
+        what task ``k`` reads (a log, a share of it), named when its worker dies (``collect``, ``named_deaths``)."""
+        frame = self.spark.range(0, n, 1, n).mapInArrow(_Numbered(fn, self.cwd, self.staged, self.snap),
+                                                        ddl(fields))
+        if what is not None:
+            self._what[id(frame)] = what
+        return frame
+
+    @contextlib.contextmanager
+    def named_deaths(self, what: Callable[[int], str] | None = None):
+        """Spark actions inside: a worker that died (killed, or out of memory) is one ``SparkError`` line saying
+        so, with what its task was reading (``what(task index)``), exit 5 — not the JVM's EOFException."""
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 — whatever PySpark raises; anything else passes on
+            from .session import _from_spark, death_message, worker_death
+            if not _from_spark(exc):
+                raise
+            death = worker_death(str(exc))
+            if death is None:
+                raise
+            from ..errors import SparkError
+            try:
+                doing = what(death[0]) if what is not None and death[0] is not None else None
+            except (IndexError, KeyError):
+                doing = None
+            raise SparkError(death_message(str(exc), doing)) from exc
 
     def over(self, frame: Any, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> Any:
         """``fn`` over each partition of ``frame`` (Arrow batches in, Arrow batches of ``fields`` out)."""
-        return frame.mapInArrow(_InDir(fn, self.cwd, self.staged), ddl(fields))
+        return frame.mapInArrow(_InDir(fn, self.cwd, self.staged, self.snap), ddl(fields))
 
     def parallelism(self, least: int) -> int:
         """The session's default parallelism, at least ``least``."""
@@ -177,25 +210,28 @@ class Cluster:
         """``frame``'s rows shuffled into ``partitions`` by ``key``, sorted by ``order`` within each, then ``fn``
         over each partition (as ``tasks``)."""
         return (frame.repartition(partitions, key).sortWithinPartitions(*order)
-                .mapInArrow(_InDir(fn, self.cwd, self.staged), ddl(fields)))
+                .mapInArrow(_InDir(fn, self.cwd, self.staged, self.snap), ddl(fields)))
 
     def collect(self, frame: Any, *, keep_partitions: bool = False, columns: Sequence[str] = (),
                 order: Sequence[str] = ()) -> list:
         """Every row of ``frame`` on the driver (only ``columns``, sorted by ``order``, where given).
         ``keep_partitions``: adaptive execution may not coalesce the shuffle's partitions (they are the
         parallelism the fleet planned)."""
+        what = self._what.get(id(frame))
         if columns:
             frame = frame.select(*columns)
         if order:
             frame = frame.orderBy(*order)
         if not keep_partitions:
-            return frame.collect()
+            with self.named_deaths(what):
+                return frame.collect()
         key = "spark.sql.adaptive.coalescePartitions.enabled"
         conf = self.spark.conf
         old = conf.get(key, None)
         conf.set(key, "false")
         try:
-            return frame.collect()
+            with self.named_deaths(what):
+                return frame.collect()
         finally:
             if old is None:
                 conf.unset(key)

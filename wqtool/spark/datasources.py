@@ -60,6 +60,7 @@ from typing import ClassVar
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from ..engine.fileio import pinned
 from ..engine.findings import Verdict
 from ..errors import SparkError
 from ..exitcodes import CODES    # the Spark edge: its rows carry a finding's exit_class (spark.read, not the CLI)
@@ -268,6 +269,7 @@ class FilePartition(InputPartition):
     replay: bool = False
     values: tuple = ()                  # the log's partition values ((key, value), ...): host=a/... folders
     display: tuple = ((), ())           # ((local prefix, URI), ...), fs options: a staged remote log
+    snap: object = None                 # engine.fileio.Snapshot of the log's files, taken when the driver planned
 
     def named(self, path):
         """A local path as the caller named it (a staged file: its URI)."""
@@ -287,6 +289,14 @@ class FilePartition(InputPartition):
 
     def __post_init__(self):
         super().__init__(self.path)
+
+
+def log_snapshot(fmt, log, display):
+    """One log's files pinned as the driver plans its partitions (``engine.fileio.Snapshot``): every partition of
+    the log reads those bytes, and a file replaced or shrunk since is an error naming it; the staged copies of a
+    remote log (``display``'s local prefixes) by size only."""
+    from ..engine.fileio import Snapshot
+    return Snapshot.take(fmt.files(log), unstamped=[local for local, _ in display[0]])
 
 
 class RecordSource(DataSource):
@@ -353,16 +363,18 @@ class RecordSourceReader(DataSourceReader):
                 findings = list(log.findings)
                 name = FilePartition(log, "", None, "", 0, display=display).named(fmt.log_name(log))
                 files = fmt.files(log)
+                snap = log_snapshot(fmt, log, display)
                 if not files:
-                    parts.append(FilePartition(log, name, None, name, 0, findings, history, values, display))
+                    parts.append(FilePartition(log, name, None, name, 0, findings, history, values, display, snap))
                     continue
                 index, last = 0, len(files) - 1
-                for i, path in enumerate(files):
-                    parts.append(FilePartition(log, name, i, path, index if opts.log_index else 0,
-                                               findings if i == 0 else [], history and i == last, values,
-                                               display))
-                    if opts.log_index and i < last:
-                        index += fmt.file_records(log, i)
+                with pinned(snap):
+                    for i, path in enumerate(files):
+                        parts.append(FilePartition(log, name, i, path, index if opts.log_index else 0,
+                                                   findings if i == 0 else [], history and i == last, values,
+                                                   display, snap))
+                        if opts.log_index and i < last:
+                            index += fmt.file_records(log, i)
         return parts
 
     def _logs(self) -> list:
@@ -456,7 +468,7 @@ class RecordSourceReader(DataSourceReader):
 
         for f in partition.log_findings:
             finding(f)
-        with working_dir(opts.cwd):
+        with working_dir(opts.cwd), pinned(partition.snap):
             if partition.file is not None:
                 for ev in fmt.file_events(partition.log, partition.file, partition.start_index):
                     if ev.__class__ is rec_cls:
@@ -558,7 +570,7 @@ class FindingSourceReader(RecordSourceReader):
 
         for f in partition.log_findings:
             add(f)
-        with working_dir(opts.cwd):
+        with working_dir(opts.cwd), pinned(partition.snap):
             if partition.file is not None:
                 for ev in fmt.file_events(partition.log, partition.file, partition.start_index):
                     if ev.__class__ is not rec_cls:
@@ -621,27 +633,30 @@ class StateSourceReader(RecordSourceReader):
             for values, logs in groups:
                 for log in logs:
                     name = FilePartition(log, "", None, "", 0, display=(res.display, ())).named(fmt.log_name(log))
-                    parts.append(FilePartition(log, name, None, name, 0, values=values))
+                    parts.append(FilePartition(log, name, None, name, 0, values=values,
+                                               snap=log_snapshot(fmt, log, (res.display, ()))))
             return parts
 
     def read(self, partition: FilePartition):
         """The log replayed by the engine (``run_log``: workq's hot kernel), its rows as ``replay -o jsonl``
         encodes them, parsed by Arrow's JSON reader against the declared schema; then the log's partition values
         (``host=a/...`` folders), strings, last."""
-        batches = state_batches(self._fmt(), partition.log, partition.name,
-                                self.opts.engine_options(partition.log), self.opts.cwd)
-        if not partition.values:
-            yield from batches
-            return
-        import pyarrow as pa
-        keys, vals = zip(*partition.values)
-        for b in batches:
-            yield pa.RecordBatch.from_arrays([*b.columns, *(pa.array([v] * b.num_rows, pa.string()) for v in vals)],
-                                             schema=_add_keys(b.schema, keys))
+        with pinned(partition.snap):
+            batches = state_batches(self._fmt(), partition.log, partition.name,
+                                    self.opts.engine_options(partition.log), self.opts.cwd)
+            if not partition.values:
+                yield from batches
+                return
+            import pyarrow as pa
+            keys, vals = zip(*partition.values)
+            for b in batches:
+                yield pa.RecordBatch.from_arrays([*b.columns, *(pa.array([v] * b.num_rows, pa.string())
+                                                                for v in vals)], schema=_add_keys(b.schema, keys))
 
 
-def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
-    """Arrow batches of one log's replayed state (``<name>-state``'s rows); runs where the data is."""
+def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None, *, report=None):
+    """Arrow batches of one log's replayed state (``<name>-state``'s rows); runs where the data is. ``report``:
+    the log's ``run_log`` report already made (the export's one pass), else the log is replayed here."""
     import io
 
     import pyarrow as pa
@@ -651,8 +666,9 @@ def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None):
     schema = _arrow_state_schema(fmt)
     fields = pa.schema(list(schema)[1:])
     parse = pj.ParseOptions(explicit_schema=fields, unexpected_field_behavior="error")
-    with working_dir(cwd):
-        report = fmt.run_log(log, engine_opts, limit=0)
+    if report is None:
+        with working_dir(cwd):
+            report = fmt.run_log(log, engine_opts, limit=0)
     view = fmt.state_view(report.state, log)
     buf: list[str] = []
     size = 0

@@ -194,7 +194,7 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     if conf is not None and not isinstance(conf, dict):
         conf = parse_conf(conf)
     conf = dict(conf or {})
-    master = master or DEFAULT_MASTER
+    master = retrying(master or DEFAULT_MASTER, conf)
     local = remote is None and master.startswith("local")
     _prepare_env(local)
     builder = SparkSession.builder.appName(app_name)
@@ -230,6 +230,19 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
         if check:
             check_workers(spark)
     return spark
+
+
+_LOCAL = re.compile(r"^local(?:\[(\d+|\*)\])?$")
+
+
+def retrying(master: str, conf: dict[str, str]) -> str:
+    """``local`` / ``local[N]`` as ``local[N,F]``: a failed task is retried as a cluster retries it (F:
+    ``spark.task.maxFailures``, a cluster's 4 by default); Spark's local mode retries none. Other masters (and a
+    ``local[N,F]`` given) as they are."""
+    m = _LOCAL.match(master)
+    if m is None:
+        return master
+    return f"local[{m.group(1) or 1},{conf.get('spark.task.maxFailures', '4')}]"
 
 
 def driver_java_opts(settings: dict[str, str], local: bool) -> str:
@@ -398,7 +411,7 @@ def job_errors():
     except Exception as exc:  # noqa: BLE001
         if not _from_spark(exc):
             raise
-        err = SparkError(f"--engine spark: a Spark job failed: {spark_message(exc)}")
+        err = SparkError(death_message(str(exc)) or f"--engine spark: a Spark job failed: {spark_message(exc)}")
         err.cause = task_cause(exc)
         raise err from exc
 
@@ -501,6 +514,42 @@ def _from_spark(exc: BaseException) -> bool:
 
 
 _EXC_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*): (.+)$")   # a traceback's last line: Class: message
+
+
+#: How a Spark failure says a worker died (killed, or out of memory), and what that means in words.
+_DEATHS = ((re.compile(r"Python worker exited unexpectedly"), "its Python worker died"),
+           (re.compile(r"EOFException occurred while reading the port number from pyspark\.daemon"),
+            "the executor's Python worker daemon died"),
+           (re.compile(r"Python worker failed to connect back|Connection reset by peer|Broken pipe"),
+            "its Python worker stopped answering"),
+           (re.compile(r"ExecutorLostFailure|Executor heartbeat timed out|Container killed"),
+            "its executor was lost"))
+_LOST_TASK = re.compile(r"Task (\d+) in stage [\d.]+ failed (\d+) times?")
+
+
+def worker_death(text: str) -> tuple[int | None, int, str] | None:
+    """When a Spark failure is a worker that died (killed, or out of memory — the Python worker, its daemon or
+    the executor): (the failed task's index in its stage or None, the times it failed, what died in words)."""
+    if _worker_exception(text) is not None:      # the task's Python code raised: that is the error, not a death
+        return None
+    for rx, words in _DEATHS:
+        if rx.search(text):
+            m = _LOST_TASK.search(text)
+            return (int(m.group(1)) if m else None, int(m.group(2)) if m else 1, words)
+    return None
+
+
+def death_message(text: str, what: str | None = None) -> str | None:
+    """One line for a worker that died (``worker_death``), naming what its task was reading (``what``)."""
+    death = worker_death(text)
+    if death is None:
+        return None
+    task, times, words = death
+    doing = f" while reading {what}" if what else ""
+    who = f"task {task}" if task is not None else "a task"
+    return (f"--engine spark: a Spark worker died: {who}{doing} failed {times} time(s): {words} (killed, or out "
+            f"of memory: give the executors more memory, spark.executor.memory / spark.python.worker.memory, or "
+            f"fewer slots)")
 
 
 def spark_message(exc: BaseException) -> str:

@@ -41,6 +41,7 @@ from ...formats.workq import HEADER_SIZE, JOB_ID_SIZE, CmdType
 from ..findings import ERROR, Finding, Fold, QuotaCap, Verdict, quota
 from .jobtable import K_ATT, K_RES, K_STATE, PyJobTable, PyScanStats
 from .model import Record
+from ..fileio import Snapshot, pinned
 from .reader import FileView, LogSet, RecordReader, header_finding
 from .replay import CompactJobs, ReplayState, WorkqReplay, closing_notes, expired_finding, unknown_job_finding
 
@@ -348,10 +349,11 @@ def note_counts(jobs) -> tuple[int, int]:
 
 
 def _worker(args):
-    log, as_of_ns, part, nparts, limit, through = args
+    log, as_of_ns, part, nparts, limit, through, snap = args
     fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=False, limit=limit, through=through)
     try:
-        fr.run()
+        with pinned(snap):
+            fr.run()
     except Bail:
         return None
     return (list(fr.findings), fr.records, fr.applied, fr.bytes, fr.segments, note_counts(fr.jobs),
@@ -381,8 +383,12 @@ def merge_shares(shares, limit: int | None) -> CappedFindings:
 def _parallel(log: LogSet, as_of_ns: int, nparts: int, limit: int | None = None, through: bool = False
               ) -> FastResult:
     import multiprocessing as mp
+    # one snapshot: every process reads the bytes pinned here (a writer appending meanwhile would give each share
+    # another record count); a segment replaced or shrunk is an error naming it, in a process or here after
+    snap = Snapshot.take([seg.path for seg in log.segments])
     with mp.get_context("fork").Pool(nparts) as pool:
-        parts = pool.map(_worker, [(log, as_of_ns, k, nparts, limit, through) for k in range(nparts)])
+        parts = pool.map(_worker, [(log, as_of_ns, k, nparts, limit, through, snap) for k in range(nparts)])
+    snap.check()
     if any(p is None for p in parts):
         raise Bail
     spill = merge_shares([(p[0], p[6], p[10], p[11], p[12]) for p in parts], limit)

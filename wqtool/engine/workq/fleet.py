@@ -47,7 +47,7 @@ from .replay import (CompactJobs, JobState, ReplayState, WorkqReplay, closing_no
 from .verify import log_size
 
 # stage outputs: kind of row
-_REC, _SEG, _LOG, _LINE, _JOB = 0, 1, 2, 3, 4
+_REC, _SEG, _LOG, _LINE, _JOB, _IDS = 0, 1, 2, 3, 4, 5
 _NS_PER_MS = 1_000_000
 _INF = float("inf")
 
@@ -216,7 +216,8 @@ class _StageB:
     """All records of a set of jobs, in log order (chunks sorted by log, segment, chunk): the engine's codec and
     ``WorkqReplay`` — a job's state depends only on its own records, so each job ends as in the local run."""
 
-    def __init__(self, paths: dict, as_of_ns: int, limit: int | None, *, digest: bool, jobs: bool, stats: bool):
+    def __init__(self, paths: dict, as_of_ns: list[int], limit: int | None, *, digest: bool, jobs: bool,
+                 stats: bool):
         self.paths, self.as_of_ns, self.limit = paths, as_of_ns, limit
         self.want_digest, self.want_jobs, self.want_stats = digest, jobs, stats
 
@@ -241,7 +242,7 @@ class _StageB:
                     continue
                 acc = accs.get(log)
                 if acc is None:
-                    acc = accs[log] = _LogAcc(log, self.as_of_ns, self.limit, self.want_stats)
+                    acc = accs[log] = _LogAcc(log, self.as_of_ns[log], self.limit, self.want_stats)
                 path = paths[log, seg]
                 pos, end = 0, len(blob)
                 while pos < end:
@@ -325,11 +326,21 @@ def _digest_start(as_of_ns: int):
 
 
 # ---------------------------------------------------------------- the driver
-def run_reference(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
-                  want_jobs: bool = False, stats: bool = False, partitions: int | None = None,
+def as_of_each(as_of_ns: int | Sequence[int], n: int) -> list[int]:
+    """Each of ``n`` logs' --as-of time: one for all, or one each (``--as-of last``: each log's own)."""
+    out = [as_of_ns] * n if isinstance(as_of_ns, int) else list(as_of_ns)
+    if len(out) != n:
+        raise ValueError(f"{len(out)} --as-of times for {n} logs")
+    return out
+
+
+def run_reference(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *, limit: int | None = None,
+                  digest: bool = True, want_jobs: bool = False, stats: bool = False, partitions: int | None = None,
                   progress: Callable[[str], None] | None = None, stats_total: list | None = None) -> list[FleetLog]:
-    """The reference pipeline (stages A and B): any log, damaged or not; one FleetLog per log, in order."""
+    """The reference pipeline (stages A and B): any log, damaged or not; one FleetLog per log, in order.
+    ``as_of_ns``: one time for all the logs or one each."""
     say = progress or (lambda _m: None)
+    as_of = as_of_each(as_of_ns, len(logs))
     tasks: list[_SegTask] = []
     paths: dict[tuple[int, int], str] = {}
     total = 0
@@ -347,14 +358,15 @@ def run_reference(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int 
     rows: list = []
     if tasks:
         say(f"spark: {len(logs)} log(s), {len(tasks)} segment(s), {total} bytes, {partitions} job partition(s)")
-        a = cluster.tasks(len(tasks), _StageA(tasks, limit), _A_FIELDS)
+        a = cluster.tasks(len(tasks), _StageA(tasks, limit), _A_FIELDS,
+                          what=lambda k: f"segment {tasks[k].segment.path} of log {logs[tasks[k].log].root}")
         b = cluster.regroup(a, partitions, "part", ("log", "seg", "chunk"),
-                            _StageB(paths, as_of_ns, limit, digest=digest, jobs=want_jobs, stats=stats), _B_FIELDS)
+                            _StageB(paths, as_of, limit, digest=digest, jobs=want_jobs, stats=stats), _B_FIELDS)
         rows = cluster.collect(b, keep_partitions=True)   # the job partitions are the parallelism
     by_log: dict[int, list] = {}
     for r in rows:
         by_log.setdefault(r["log"], []).append(r)
-    fleet = [_assemble(li, log, as_of_ns, limit, by_log.get(li, []), digest) for li, log in enumerate(logs)]
+    fleet = [_assemble(li, log, as_of[li], limit, by_log.get(li, []), digest) for li, log in enumerate(logs)]
     if stats_total is not None:
         union = dict(pickle.loads(r["blob"]) for r in by_log.get(-1, ()))
         tasks_seen = {t for fl in fleet for t in fl.tasks}
@@ -472,11 +484,13 @@ class _FastTask:
     bails (``fastreplay.Bail``: what its table cannot hold; damage it reads through, as ``run_log`` does): that
     log then goes through the reference pipeline."""
 
-    def __init__(self, units: list[tuple[int, LogSet, int, int]], bins: list[list[int]], as_of_ns: int,
-                 digest: bool, want_jobs: bool, limit: int | None = None, stats: bool = False, ids: bool = False):
+    def __init__(self, units: list[tuple[int, LogSet, int, int]], bins: list[list[int]], as_of_ns: list[int],
+                 digest: bool, want_jobs: bool, limit: int | None = None, stats: bool = False, ids: bool = False,
+                 shuffle: bool = False):
         self.units, self.bins = units, bins     # a Spark task runs the units of its bin, one after another
         self.as_of_ns, self.digest, self.want_jobs, self.limit = as_of_ns, digest, want_jobs, limit
         self.stats, self.ids = stats, ids       # stats of whole logs; ``ids``: ship the job ids (a union over logs)
+        self.shuffle = shuffle                  # the ids as rows by first byte (distributed_union), not in the blob
 
     def __call__(self, batches):
         import pyarrow as pa
@@ -485,17 +499,29 @@ class _FastTask:
             for tid in batch.column(0).to_pylist():
                 for u in self.bins[tid]:     # each unit's result goes as soon as it is made
                     li = self.units[u][0]
-                    blob = pickle.dumps(self._run(*self.units[u][1:]), protocol=5)
+                    res = self._run(*self.units[u][1:], self.as_of_ns[li])
+                    by_prefix = []
+                    if res is not None and self.shuffle:     # a big fleet: the ids to the union's shuffle
+                        by_prefix = _by_prefix(res.pop("ids"))
+                        res["prefixes"] = [p for p, _ in by_prefix]
+                    blob = pickle.dumps(res, protocol=5)
                     yield pa.RecordBatch.from_arrays([pa.array([li], pa.int32()), pa.array([_LOG], pa.int8()),
                                                       pa.array([u], pa.int32()), pa.array([blob], pa.binary())],
                                                      schema=schema)
+                    if by_prefix:     # the ids go to the union's shuffle by their first byte, never the driver
+                        n = len(by_prefix)
+                        yield pa.RecordBatch.from_arrays([pa.array([li] * n, pa.int32()),
+                                                          pa.array([_IDS] * n, pa.int8()),
+                                                          pa.array([p for p, _ in by_prefix], pa.int32()),
+                                                          pa.array([b for _, b in by_prefix], pa.binary())],
+                                                         schema=schema)
 
-    def _run(self, log: LogSet, part: int, nparts: int):
+    def _run(self, log: LogSet, part: int, nparts: int, as_of_ns: int):
         """Counts, per-queue counts and the digest (or, for a share of a split log, its digest lines) from the
         kernel's compact job table: no ``Job`` object is built. With ``want_jobs`` the table's rows follow as
         Arrow IPC batches (``_rows_ipc``), never pickled Jobs."""
         from .fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
-        fr = FastReplay(log, self.as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs,
+        fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs,
                         limit=self.limit, through=True, stats=self.stats)     # through damage, as run_log locally
         try:
             with gc_paused():   # as fast_run does locally: millions of new dict entries, no cycles
@@ -521,7 +547,7 @@ class _FastTask:
                 out["keys"] = b"".join(jobs.sorted_ids())
                 sink = _Lines()
                 try:
-                    jobs.table.digest(sink, self.as_of_ns)      # the C table writes them; PyJobTable too
+                    jobs.table.digest(sink, as_of_ns)           # the C table writes them; PyJobTable too
                 except OverflowError:                           # an as-of beyond 128 bits: the Python lines
                     sink.chunks = [digest_line(j) for j in jobs.iter_sorted()]
                 text = b"".join(sink.chunks)
@@ -608,10 +634,12 @@ def _put_rows(table, blobs: list[bytes]) -> int:
     return n
 
 
-def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | None = None, digest: bool = True,
-              want_jobs: bool = False, stats: bool = False, progress: Callable[[str], None] | None = None,
-              stats_total: list | None = None, fast: bool = True, split: bool | None = None) -> list[FleetLog]:
-    """Verify and replay ``logs`` on ``cluster``; one FleetLog per log, in order.
+def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *, limit: int | None = None,
+              digest: bool = True, want_jobs: bool = False, stats: bool = False,
+              progress: Callable[[str], None] | None = None, stats_total: list | None = None, fast: bool = True,
+              split: bool | None = None) -> list[FleetLog]:
+    """Verify and replay ``logs`` on ``cluster``; one FleetLog per log, in order. ``as_of_ns``: one time for all
+    the logs, or one each (``--as-of last``: each log's own newest record time) — one job either way.
 
     ``split``: whether a log may be split by job over the slots when the fleet has fewer logs than twice the
     slots; None: only without ``digest`` and ``want_jobs`` (verify). A split log's state is merged on the driver
@@ -624,10 +652,13 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
     over all logs are counted in one place). Either way the results are the local engine's. Without ``digest``
     and ``want_jobs`` (verify) the kernel keeps no job state, so the reports' state counts are empty there, as
     local verify keeps no state at all. ``stats`` runs each log whole (``fast_stats``' pass); over several logs
-    each task ships its log's job ids (16 bytes a job) and the driver counts their union in the kernel's
-    ``ScanStats`` (16 bytes a distinct job, twice that at most while it sorts).
+    each task sends its log's job ids (16 bytes a job) on: a fleet that may hold more than ``DRIVER_UNION_IDS``
+    sends them to a shuffle by their first byte, where each partition counts its share of the union in the
+    kernel's ``ScanStats`` (``distributed_union``): only counts reach the driver, whose memory stays flat however
+    many jobs the fleet holds; a smaller one counts them on the driver (``_driver_union``).
     """
     say = progress or (lambda _m: None)
+    as_of = as_of_each(as_of_ns, len(logs))      # one time each (--as-of last: each log's own), one job for all
     if not fast or not logs:
         return run_reference(cluster, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
                              progress=progress, stats_total=stats_total)
@@ -649,10 +680,13 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
         say(f"spark: {len(logs)} log(s), {total} bytes, {len(units)} share(s) in {len(bins)} task(s) on "
             f"{slots} slot(s)")
         ids = stats and stats_total is not None and sum(bool(lg.segments) for lg in logs) > 1
-        df = cluster.tasks(len(bins), _FastTask(units, bins, as_of_ns, digest, want_jobs, limit, stats, ids),
-                           _B_FIELDS)
+        shuffle = ids and total // _LEAST_JOB_BYTES > DRIVER_UNION_IDS     # more ids than the driver should hold
+        df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids, shuffle),
+                           _B_FIELDS, what=_bin_words(units, bins))
+        if shuffle:      # read once: the reports come to the driver, the ids go on to the union's shuffle
+            df = cluster.persist(df)
         seen: set[int] = set()
-        for r in cluster.collect(df):
+        for r in cluster.collect(cluster.where(df, f"kind != {_IDS}") if shuffle else df):
             seen.add(r["part"])
             results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
         check_count("the kernel's shares", len(seen), len(units))
@@ -663,24 +697,46 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int, *, limit: int | No
                            f"its shares read different record/byte counts: {sorted(done)}")
     bailed = [li for li, parts in results.items() if any(p is None for p in parts)]
     if stats and bailed:
+        if units and shuffle:
+            cluster.unpersist(df)
         say(f"spark: {len(bailed)} log(s) need the reference path (fields beyond the kernel's table): all "
             f"{len(logs)} log(s) go there, for one count of distinct jobs")
         return run_reference(cluster, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
                              progress=progress, stats_total=stats_total)
     if stats and stats_total is not None:
-        blobs = [p["ids"] for parts in results.values() for p in parts if "ids" in p]
-        stats_total.append(_union(blobs) if blobs else
-                           sum(p["stats"].distinct for parts in results.values() for p in parts))
+        if units and shuffle:
+            try:
+                prefixes = {x for parts in results.values() for p in parts for x in p["prefixes"]}
+                stats_total.append(distributed_union(cluster, df, prefixes))
+            finally:
+                cluster.unpersist(df)
+        elif units and ids:
+            stats_total.append(_driver_union([p["ids"] for parts in results.values() for p in parts]))
+        else:
+            stats_total.append(sum(p["stats"].distinct for parts in results.values() for p in parts))
     out: dict[int, FleetLog] = {}
     for li, log in enumerate(logs):
         if li not in bailed:
-            out[li] = _assemble_fast(log, as_of_ns, limit, results.get(li, []), digest)
+            out[li] = _assemble_fast(log, as_of[li], limit, results.get(li, []), digest)
     if bailed:
         say(f"spark: {len(bailed)} log(s) need the reference path (fields beyond the kernel's table)")
-        ref = run_reference(cluster, [logs[li] for li in bailed], as_of_ns, limit=limit, digest=digest,
+        ref = run_reference(cluster, [logs[li] for li in bailed], [as_of[li] for li in bailed], limit=limit,
+                            digest=digest,
                             want_jobs=want_jobs, progress=progress)
         out.update(zip(bailed, ref))
     return [out[li] for li in range(len(logs))]
+
+
+def _bin_words(units: list, bins: list[list[int]]):
+    """What task ``k`` of the kernel's fleet reads, in words: its logs and shares (a dead worker's error names
+    them)."""
+    def what(k: int) -> str:
+        out = []
+        for u in bins[k]:
+            _, log, share, n = units[u]
+            out.append(f"log {log.root}" + (f" (share {share + 1} of {n})" if n > 1 else ""))
+        return "; ".join(out)
+    return what
 
 
 def pack(cost: Sequence[float], slots: int) -> list[list[int]]:
@@ -752,10 +808,48 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
     return FleetLog(report, st or RecordStats(), st.distinct if st else 0)
 
 
-def _union(blobs: list[bytes]) -> int:
-    """The distinct job ids over the logs' packed ids (``_FastTask`` with ``ids``), counted as one log's stats
-    count them (``ScanStats.add_ids``): 4.6 M ids took 1.2–1.4 s in a Python set, a pyarrow group-by or numpy's
-    unique."""
+def _by_prefix(packed: bytes) -> list[tuple[int, bytes]]:
+    """Sorted packed ids (16 bytes each) cut by their first byte: [(byte, the ids that start with it)]."""
+    from bisect import bisect_left
+    firsts = packed[::16]
+    out = []
+    lo = 0
+    while lo < len(firsts):
+        p = firsts[lo]
+        hi = bisect_left(firsts, p + 1, lo)
+        out.append((p, packed[lo * 16:hi * 16]))
+        lo = hi
+    return out
+
+
+class _UnionTask:
+    """One partition of the distinct-id union: the ids of every log whose first bytes hash here (each byte's ids
+    all in one partition), counted as one log's stats count them; one row: the prefixes seen and the count."""
+
+    def __call__(self, batches):
+        import pyarrow as pa
+        from .fastreplay import new_stats
+        u = new_stats()
+        seen: set[int] = set()
+        for b in batches:
+            for p, blob in zip(b.column(2).to_pylist(), b.column(3).to_pylist()):
+                seen.add(p)
+                u.add_ids(blob)
+        blob = pickle.dumps((sorted(seen), u.distinct()), protocol=5)
+        yield _batch(_arrow_schema(_B_FIELDS), ([-1], [_IDS], [-1], [blob]))
+
+
+#: A fleet that may hold more job ids than this (its bytes / _LEAST_JOB_BYTES, the least a job's add record takes)
+#: counts them in the distributed union, which keeps the driver's memory flat however many jobs the fleet holds;
+#: a smaller one on the driver (16 bytes an id, 64 MiB at most), as its shuffle and second pass cost seconds of
+#: fixed time (a 55 MiB fleet of 144 k jobs: 6.2 s against 1.1 s locally, load 11).
+DRIVER_UNION_IDS = 4_000_000
+_LEAST_JOB_BYTES = 32
+
+
+def _driver_union(blobs: list[bytes]) -> int:
+    """The distinct job ids over the logs' packed ids, counted on the driver as one log's stats count them
+    (``ScanStats.add_ids``): 4.6 M ids took 1.2–1.4 s in a Python set, a pyarrow group-by or numpy's unique."""
     from .fastreplay import new_stats
     u = new_stats()
     for b in blobs:
@@ -763,6 +857,22 @@ def _union(blobs: list[bytes]) -> int:
     return u.distinct()
 
 
+def distributed_union(cluster, df, prefixes: set[int]) -> int:
+    """The distinct job ids over the logs, counted where they are: ``df``'s ``_IDS`` rows shuffled by their first
+    byte, each partition's union counted there; only the counts reach the driver (flat memory however many ids).
+    Every prefix the tasks sent must be counted (else the results were lost: exit 5)."""
+    ids = cluster.where(df, f"kind = {_IDS}")
+    parts = min(256, cluster.slots(default=cluster.partitions(2)))     # a wave of tasks, not 200 tiny ones
+    rows = cluster.collect(cluster.regroup(ids, parts, "part", ("part",), _UnionTask(), _B_FIELDS),
+                           keep_partitions=True)
+    counted: set[int] = set()
+    total = 0
+    for r in rows:
+        seen, n = pickle.loads(r["blob"])
+        counted.update(seen)
+        total += n
+    check_count("the distinct-id union's prefixes", len(counted & prefixes), len(prefixes))
+    return total
 
 
 _facts = FORMAT.facts
@@ -772,10 +882,13 @@ class WorkqFleet:
     """The workq format's fleet strategy (``wqtool.spark.fleet`` calls it for the workq logs of a command, with a
     ``wqtool.spark.cluster.Cluster``)."""
 
+    #: its jobs take each log's own --as-of time (``clocks=``): one job for a fleet read at --as-of last
+    clocks = True
+
     def verify(self, cluster, logs: Sequence[LogSet], opts, *, max_findings: int | None = None,
-               progress=None) -> list[LogReport]:
-        return [fl.report for fl in run_fleet(cluster, logs, opts.as_of_ns, limit=max_findings, digest=False,
-                                              progress=progress)]
+               progress=None, clocks: Sequence[int] | None = None) -> list[LogReport]:
+        return [fl.report for fl in run_fleet(cluster, logs, clocks or opts.as_of_ns, limit=max_findings,
+                                              digest=False, progress=progress)]
 
     def replay(self, cluster, log: LogSet, opts, *, limit: int | None = None, progress=None,
                want_jobs: bool = True) -> LogReport:
@@ -783,8 +896,15 @@ class WorkqFleet:
         return run_fleet(cluster, [log], opts.as_of_ns, limit=limit, want_jobs=want_jobs,
                          progress=progress)[0].report
 
-    def stats(self, cluster, logs: Sequence[LogSet], opts, *, progress=None):
+    def replay_summaries(self, cluster, logs: Sequence[LogSet], opts, *, limit: int | None = None,
+                         progress=None, clocks: Sequence[int] | None = None) -> list[LogReport]:
+        """``replay --summary`` of several logs: their digests and counts from one fleet job."""
+        return [fl.report for fl in run_fleet(cluster, logs, clocks or opts.as_of_ns, limit=limit, want_jobs=False,
+                                              progress=progress)]
+
+    def stats(self, cluster, logs: Sequence[LogSet], opts, *, progress=None, clocks: Sequence[int] | None = None):
         """[(LogReport, RecordStats, distinct jobs)] per log, and the distinct jobs of all of them."""
         union: list[int] = []
-        fleet = run_fleet(cluster, logs, opts.as_of_ns, limit=0, stats=True, progress=progress, stats_total=union)
+        fleet = run_fleet(cluster, logs, clocks or opts.as_of_ns, limit=0, stats=True, progress=progress,
+                          stats_total=union)
         return [(fl.report, fl.stats, fl.jobs) for fl in fleet], sum(union)
