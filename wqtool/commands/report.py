@@ -9,6 +9,7 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
+from ..offsets import printable
 from ..render.outcome import Failed, error_text, failed_path, run_exit_code
 from ..render.progress import track
 from ._edge import exit_codes
@@ -20,8 +21,10 @@ def report(
     ctx: typer.Context,
     paths: ReadPaths = None,
     quiet: QuietOpt = False,
-    out: Annotated[str, typer.Option("--out", metavar="FILE.html", help="The page to write (a new file; never "
-                   "overwritten).", show_default=False)] = ...,
+    out: Annotated[str, typer.Option("--out", metavar="FILE.html", help="The page to write (a new file, unless "
+                   "--force).", show_default=False)] = ...,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists (atomically: a reader sees "
+                     "the old page or the new one).")] = False,
     jdbc: JdbcOpt = None,
     as_of: AsOf = None,
     fmt: FormatOpt = "auto",
@@ -50,10 +53,11 @@ def report(
       wqtool report --as-of last --max-findings 1000 /srv/fleet/*/cmdlog --out fleet.html
       wqtool report -O timezone=Asia/Shanghai orth_job_log.csv --out joblog.html
     """
-    from ..render.htmlreport import LogPage, report_page, write_new
+    from ..render.htmlreport import LogPage, report_page
+    from ..render.output import write_file
     import os
-    if os.path.lexists(out):
-        raise UsageError(f"--out {out}: already exists; report never overwrites: name a new file")
+    if os.path.lexists(out) and not force:
+        raise UsageError(f"--out {out}: already exists; never overwritten: name a new file or pass --force")
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon,
                    flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
@@ -68,11 +72,12 @@ def report(
              *(["--horizon"] if horizon else []), *(["--live"] if live else []),
              *(["--kestrel-version", kestrel_version.value] if kestrel_version is not KestrelVersion.auto else []),
              *(["--keep-open"] if keep_open else [])]
-    write_new(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
-                                                   settings=settings, flags=[*flags, "--out", out])), "--out")
+    write_file(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
+                                                    settings=settings, flags=[*flags, "--out", out])), "--out",
+               replace=force, hint="name a new file or pass --force")
     done = [i for i in items if not isinstance(i, Failed)]
     if not quiet:   # a note, not an error: -q leaves it out
-        sys.stderr.write(f"wqtool: wrote {out}: {len(done)} log(s)"
+        sys.stderr.write(f"wqtool: wrote {printable(out)}: {len(done)} log(s)"
                          + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
     return run_exit_code(exit_codes(), [i.report.verdict for i in done],
                          [i for i in items if isinstance(i, Failed)])

@@ -1,7 +1,7 @@
 """Findings as one-liners (stderr), tables and JSON."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import TextIO
 
 from ..engine.findings import Finding
@@ -32,4 +32,4 @@ def findings_lines(findings: list[Finding]) -> list[str]:
 
 def findings_jsonl(out: TextIO, findings: list[Finding], codes: ExitCodes) -> None:
     for f in findings:
-        out.write(json.dumps(finding_to_jsonable(f, codes.of), ensure_ascii=False) + "\n")
+        out.write(json_text(finding_to_jsonable(f, codes.of), ensure_ascii=False) + "\n")

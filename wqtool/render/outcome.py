@@ -8,6 +8,7 @@ from typing import Protocol
 
 from ..engine.findings import Verdict
 from ..errors import WqError
+from ..offsets import printable
 
 
 class ExitCodes(Protocol):
@@ -30,8 +31,8 @@ def error_text(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
-        return f"{where}{exc.strerror or exc}"
-    return f"{type(exc).__name__}: {exc}"
+        return printable(f"{where}{exc.strerror or exc}")
+    return printable(f"{type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Failed:
         return error_text(e)
 
     def to_jsonable(self) -> dict:
-        return {"root": self.root, "verdict": self.label, "exit_code": int(self.exit_code), "error": self.message}
+        return {"root": printable(self.root), "verdict": self.label, "exit_code": int(self.exit_code), "error": self.message}
 
 
 def failed_path(codes: ExitCodes, root: str, error: BaseException) -> Failed:

@@ -1,7 +1,7 @@
 """The reports of the commands that change files (pack), for every format."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import TextIO
 
 from ..offsets import at, hex_offset
@@ -14,7 +14,7 @@ from .outcome import Failed
 
 def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool) -> None:
     if as_json:
-        out.write(json.dumps(with_times(doc), indent=2) + "\n")
+        out.write(json_text(with_times(doc), indent=2) + "\n")
         return
     w = out.write
     b, a = doc["before"], doc["after"]
@@ -52,7 +52,7 @@ def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, a
     order — a plan's report, or a PATH that got none (its error: not a log, unreadable, busy, refused)."""
     if as_json:
         doc = {"exit_code": exit_code, "logs": [failed_json(i) if isinstance(i, Failed) else i for i in items]}
-        out.write(json.dumps(with_times(doc), indent=2) + "\n")
+        out.write(json_text(with_times(doc), indent=2) + "\n")
         return
     for i in items:
         if isinstance(i, Failed):
@@ -79,7 +79,7 @@ def _bounded(w, doc: dict, key: str, line) -> None:
 def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, applied: bool) -> None:
     """clean / repair: what the plan does (or did, with --apply), for every format."""
     if as_json:
-        out.write(json.dumps(with_times(doc), indent=2) + "\n")
+        out.write(json_text(with_times(doc), indent=2) + "\n")
         return
     w = out.write
     w(f"{kind} {doc['root']}{' queue ' + doc['queue'] if doc.get('queue') else ''} ({doc['format']}):\n")

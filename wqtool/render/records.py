@@ -2,7 +2,7 @@
 a JSON array, and hex."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import TextIO
 
 import os
@@ -54,7 +54,7 @@ class RecordJsonl(_Writer):
         self.view = view
 
     def write(self, rec) -> None:
-        self.out.write(json.dumps(self.view.row(rec, self.payload), ensure_ascii=False) + "\n")
+        self.out.write(json_text(self.view.row(rec, self.payload), ensure_ascii=False) + "\n")
 
     def write_encoded(self, n: int, text: str) -> None:
         """``n`` rows a format encoded itself (``Format.encoded_records``, style "jsonl")."""
@@ -73,7 +73,7 @@ class RecordJsonArray(RecordJsonl):
 
     def write(self, rec) -> None:
         self.out.write(("[\n  " if self.n == 0 else ",\n  ")
-                       + json.dumps(self.view.row(rec, self.payload), ensure_ascii=False))
+                       + json_text(self.view.row(rec, self.payload), ensure_ascii=False))
         self.n += 1
 
     def write_encoded(self, n: int, text: str) -> None:

@@ -1,7 +1,7 @@
 """replay's output for every format (through its ``StateView``): rows, counts, summary, notes, digest."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import TextIO
 
 from ..engine.format import StateView
@@ -25,10 +25,10 @@ _ROWS = "\x00rows\x00"
 
 def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, summary: bool,
                  codes: ExitCodes) -> None:
-    if output == "json":    # json.dumps(doc, indent=2), with the rows streamed in place (memory stays flat)
+    if output == "json":    # json_text(doc, indent=2), with the rows streamed in place (memory stays flat)
         doc = _doc(report, view, codes)
         doc[view.rows_key] = [] if summary else _ROWS
-        head, _, tail = json.dumps(doc, indent=2).partition(json.dumps(_ROWS))
+        head, _, tail = json_text(doc, indent=2).partition(json_text(_ROWS))
         out.write(head)
         if not summary:
             n = 0
@@ -44,7 +44,7 @@ def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, s
         if not summary:
             for chunk in view.encoded_rows("jsonl"):
                 out.write(chunk)
-        out.write(json.dumps({"summary": _doc(report, view, codes)}) + "\n")
+        out.write(json_text({"summary": _doc(report, view, codes)}) + "\n")
         return
     if not summary:
         write_state_table(out, view)

@@ -2,7 +2,7 @@
 error of a PATH that could not be read or is not a log."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import Sequence, TextIO
 
 from ..engine.findings import Verdict
@@ -39,14 +39,14 @@ def write_verify(out: TextIO, report: VerifyReport | Sequence[LogReport | Failed
                              [i for i in items if isinstance(i, Failed)])
         doc = {"exit_code": int(code), "logs": [i.to_jsonable() if isinstance(i, Failed) else log_json(i, codes, **kw)
                                                 for i in items]}
-        out.write(json.dumps(doc, indent=2) + "\n")
+        out.write(json_text(doc, indent=2) + "\n")
     elif output == "jsonl":
         for i in items:
             if isinstance(i, Failed):
-                out.write(json.dumps({"summary": i.to_jsonable()}) + "\n")
+                out.write(json_text({"summary": i.to_jsonable()}) + "\n")
                 continue
             findings_jsonl(out, i.shown(**kw)[0], codes)
-            out.write(json.dumps({"summary": log_json(i, codes, findings=False, **kw)}) + "\n")
+            out.write(json_text({"summary": log_json(i, codes, findings=False, **kw)}) + "\n")
     else:
         for i in items:
             if isinstance(i, Failed):

@@ -1,7 +1,7 @@
 """stats' output for every format: per log and in total, records and bytes per kind, state, damage."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from collections import Counter
 from typing import TextIO
 
@@ -74,12 +74,12 @@ def _damage(verdict, counts, severities) -> dict:
 
 def write_stats(out: TextIO, doc: dict, output: str) -> None:
     if output == "json":
-        out.write(json.dumps(doc, indent=2) + "\n")
+        out.write(json_text(doc, indent=2) + "\n")
         return
     if output == "jsonl":
         for d in doc["logs"]:
-            out.write(json.dumps(d) + "\n")
-        out.write(json.dumps({"total": doc["total"]}) + "\n")
+            out.write(json_text(d) + "\n")
+        out.write(json_text({"total": doc["total"]}) + "\n")
         return
     w = out.write
     for d in doc["logs"] + [dict(doc["total"], root=f"total ({doc['total']['logs']} log(s))")]:
@@ -109,7 +109,7 @@ def write_record_stats(out: TextIO, st: RecordStats, output: str) -> None:
     """dump --stats."""
     d = st.to_jsonable()
     if output != "table":
-        out.write(json.dumps(d, indent=None if output == "jsonl" else 2) + "\n")
+        out.write(json_text(d, indent=None if output == "jsonl" else 2) + "\n")
         return
     from rich.table import Table
 

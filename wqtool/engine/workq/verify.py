@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Iterator, Sequence
 
 from ...errors import InputError
+from ...offsets import printable
 from .. import progress
 from ..fileio import FileView
 from ..findings import ERROR, Finding, Fold
@@ -135,7 +136,8 @@ def _encoded(log: LogSet, sizes: list[int], style: str, mode: int, limit: int | 
             return
         if size <= 8:                  # no records (the kernel read the header, or that there is none)
             continue
-        path_json = json.dumps(seg.path, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        # a byte of the path that is not UTF-8 as \xff (offsets.printable), as every JSON writer shows it
+        path_json = json.dumps(printable(seg.path), ensure_ascii=False).encode("utf-8")
         with FileView(seg) as sd:
             if sd.size < size:
                 raise InputError("the log changed while it was read (the segment is shorter now)", path=seg.path)

@@ -1,0 +1,99 @@
+"""Operator round 3: writers that survive any path, bounded instants, stdin, the incident page's answers."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.conftest import ROOT, cli
+
+CRC = os.path.join(ROOT, "fixtures/workq/crc-mismatch-mid-segment/log")
+AS_OF = "2026-11-22T00:00:00Z"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def wqtool(*argv, cwd=None, stdin=None) -> subprocess.CompletedProcess:
+    """``python -m wqtool`` in a child process (bytes in argv are passed as they are: a path that is not UTF-8)."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "wqtool", *argv], cwd=cwd or ROOT, env=env, input=stdin,
+                          capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def bad_name(tmp_path) -> bytes:
+    """The crc-mismatch log in a directory whose name is not UTF-8 (``log\\xff``), as bytes."""
+    d = os.path.join(os.fsencode(str(tmp_path)), b"log\xff")
+    shutil.copytree(CRC, os.fsdecode(d))
+    return d
+
+
+# ---------------------------------------------------------------- writers survive any path
+def test_a_non_utf8_log_directory_gets_metrics_with_its_own_exit_code(bad_name, tmp_path):
+    prom = tmp_path / "m.prom"
+    r = wqtool("verify", "-q", "--as-of", AS_OF, "--metrics-file", str(prom), bad_name)
+    assert r.returncode == 3, r.stderr
+    text = prom.read_text("utf-8")
+    shown = str(tmp_path) + "/log\\\\xff"        # the label's escape of the backslash of \xff
+    assert f'wqtool_verify_exit_code{{path="{shown}",format="workq"}} 3\n' in text
+    assert "wqtool_verify_run_exit_code 3\n" in text
+
+
+def test_a_non_utf8_log_directory_gets_a_report_and_an_svg_chart(bad_name, tmp_path):
+    page = tmp_path / "r.html"
+    r = wqtool("report", "--as-of", AS_OF, "--out", str(page), bad_name)
+    assert r.returncode == 3, r.stderr
+    assert f"<h2>{tmp_path}/log\\xff</h2>" in page.read_text("utf-8")
+    svg = tmp_path / "c.svg"
+    r = wqtool("stats", "--as-of", AS_OF, "--chart", str(svg), bad_name)
+    assert r.returncode == 3, r.stderr
+    root = ET.parse(svg).getroot()
+    assert root.tag == SVG + "svg"
+    texts = [t.text for t in root.iter(SVG + "text")]
+    assert f"{tmp_path}/log\\xff" in texts
+    drawn = {g.get("data-series") for g in root.iter(SVG + "g") if g.get("class") == "series"}
+    assert {"add", "complete", "damage"} <= drawn
+
+
+def test_json_shows_a_non_utf8_byte_as_ls_b_does(bad_name):
+    r = wqtool("verify", "-o", "json", "--as-of", AS_OF, bad_name)
+    doc = json.loads(r.stdout.decode("utf-8"))          # strict UTF-8: no lone surrogate, no raw byte
+    assert doc["logs"][0]["root"].endswith("/log\\xff")
+    r = wqtool("dump", "-o", "jsonl", "-n", "1", bad_name)
+    assert json.loads(r.stdout.decode("utf-8"))["file"].endswith("/log\\xff/000000001.log")
+    assert b"log\\xff" in r.stderr or r.stderr == b""
+
+
+def test_chart_html_is_the_page_and_other_suffixes_are_usage_errors(in_root, tmp_path):
+    r = cli("stats", "--as-of", AS_OF, "--chart", str(tmp_path / "c.html"), CRC)
+    assert r.code == 3
+    assert (tmp_path / "c.html").read_text().startswith("<!DOCTYPE html>")
+    r = cli("stats", "--chart", str(tmp_path / "c.png"), CRC)
+    assert r.code == 2
+    assert "--chart" in r.err and "'.png'" in r.err and not (tmp_path / "c.png").exists()
+
+
+def test_report_force_replaces_the_page_atomically(in_root, tmp_path):
+    page = tmp_path / "r.html"
+    page.write_text("old page")
+    r = cli("report", "--as-of", AS_OF, "--out", str(page), CRC)
+    assert r.code == 2 and "pass --force" in r.err
+    assert page.read_text() == "old page"
+    ino = page.stat().st_ino
+    r = cli("report", "--as-of", AS_OF, "--force", "--out", str(page), CRC)
+    assert r.code == 3
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    assert page.stat().st_ino != ino                   # a new file renamed over the old one, not rewritten
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]     # no temp left beside it
+
+
+def test_a_write_error_names_the_path_the_user_gave(in_root, tmp_path):
+    target = tmp_path / "no-such-dir" / "m.prom"
+    r = cli("verify", "-q", "--metrics-file", str(target), CRC)
+    assert r.code == 5
+    assert f"wqtool: {target}: No such file or directory" in r.err
+    assert ".tmp" not in r.err
