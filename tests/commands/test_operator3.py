@@ -97,3 +97,43 @@ def test_a_write_error_names_the_path_the_user_gave(in_root, tmp_path):
     assert r.code == 5
     assert f"wqtool: {target}: No such file or directory" in r.err
     assert ".tmp" not in r.err
+
+
+# ---------------------------------------------------------------- bounded instants
+@pytest.mark.parametrize("option,value", [
+    ("--as-of", "99999999999999999999"),
+    ("--as-of", "9999-12-31T00:00:00Z"),
+    ("--as-of", "@9223372036854775808ns"),
+    ("--as-of", "-9999999w"),
+    ("--as-of", "9" * 5000),
+    ("--since", "99999999999999999999"),
+    ("--until", "-99999999999999999999"),
+])
+def test_an_instant_beyond_int64_nanoseconds_is_a_usage_error(in_root, option, value):
+    cmd = "dump" if option != "--as-of" else "verify"
+    r = cli(cmd, option, value, CRC)
+    assert r.code == 2, r.err
+    [line] = r.err.splitlines()
+    assert line.startswith(f"wqtool: {option}: expected ")
+    assert "2262-04-11T23:47:16Z" in line
+
+
+def test_the_last_instant_that_fits_is_accepted(in_root):
+    assert cli("verify", "-q", "--as-of", "2262-04-11T23:47:16Z", CRC).code == 3
+    assert cli("verify", "-q", "--as-of", "1677-09-21T00:12:44Z", CRC).code == 3
+
+
+@pytest.mark.parametrize("value,unit", [("1763766000000", "milliseconds"), ("1763766000000000", "microseconds"),
+                                        ("1763766000000000000", "nanoseconds")])
+def test_epoch_milliseconds_get_a_hint(in_root, value, unit):
+    r = cli("verify", "--as-of", value, CRC)
+    assert r.code == 2
+    assert r.err.rstrip().endswith(f"; it reads as epoch {unit} (2025-11-21T23:00:00Z): as seconds that is "
+                                   "1763766000")
+
+
+def test_the_engine_bounds_instants_too():
+    from wqtool.engine.instant import MAX_NS, parse_instant
+    assert parse_instant("@9223372036854775807ns") == MAX_NS
+    with pytest.raises(ValueError, match="64-bit Unix nanoseconds"):
+        parse_instant("+1000000w", now_ns=0)

@@ -178,11 +178,11 @@ def parse_time(value: str | None, option: str, *, default_now: bool = True) -> i
     """Any time ``engine.instant`` reads → Unix nanoseconds; None → now (``default_now``) or None."""
     if value is None:
         return time.time_ns() if default_now else None
-    from ..engine.instant import EXPECTED, parse_instant     # on first use (start-up)
+    from ..engine.instant import parse_instant     # on first use (start-up)
     try:
         return parse_instant(value)
-    except ValueError:
-        raise UsageError(f"{option}: expected {EXPECTED}, got {value!r}") from None
+    except ValueError as e:      # what was expected, and what was given (a hint for milliseconds)
+        raise UsageError(f"{option}: {e}") from None
 
 
 # ---------------------------------------------------------------- before writing anything
