@@ -64,7 +64,9 @@ def test_json_shows_a_non_utf8_byte_as_ls_b_does(bad_name):
     doc = json.loads(r.stdout.decode("utf-8"))          # strict UTF-8: no lone surrogate, no raw byte
     assert doc["logs"][0]["root"].endswith("/log\\xff")
     r = wqtool("dump", "-o", "jsonl", "-n", "1", bad_name)
-    assert json.loads(r.stdout.decode("utf-8"))["file"].endswith("/log\\xff/000000001.log")
+    row, summary = (json.loads(x) for x in r.stdout.decode("utf-8").splitlines())
+    assert row["file"].endswith("/log\\xff/000000001.log") and row["at"] == "000000001.log@0x8"
+    assert summary["summary"]["exit_code"] == 0
     assert b"log\\xff" in r.stderr or r.stderr == b""
 
 

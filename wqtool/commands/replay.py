@@ -123,8 +123,10 @@ def replay(
             if wrap and i:
                 sys.stdout.write(",\n")
             verdicts.append(_replay_one(log, opts, output, summary, as_of, live, runner, all_findings))
-        if wrap:
-            sys.stdout.write("]}\n")
+        if wrap:     # the run's exit code and verdict after the logs' documents, as each log's are in its own
+            from ..render.outcome import run_summary
+            run = run_summary(exit_codes(), verdicts)
+            sys.stdout.write(f'], "exit_code": {run["exit_code"]}, "verdict": "{run["verdict"]}"}}\n')
     return worst(verdicts)
 
 

@@ -115,13 +115,25 @@ class RecordView:
 
     def row(self, rec, payload: str) -> dict:
         """The record's stable JSON row (``fields``, in order). Default: each field the record's attribute of that
-        name (``file``: its ``path``; ``error``: None, a record is no damage)."""
-        return {f: rec.path if f == "file" else getattr(rec, f, None) for f in self.fields}
+        name (``file``: its ``path``; ``at``: its position as printed, ``offsets.at``; ``record_index``: its
+        ``index``; ``error``: None, a record is no damage)."""
+        from ..offsets import at
+
+        def value(f):
+            if f == "file":
+                return rec.path
+            if f == "at":
+                return at(rec.path, rec.offset)
+            return getattr(rec, "index" if f == "record_index" else f, None)
+        return {f: value(f) for f in self.fields}
 
     def damage_row(self, f: Finding) -> dict:
         """A row for an error finding in the record stream (Spark permissive mode, exports)."""
+        from ..offsets import at
         row = dict.fromkeys(self.fields)
         row.update(file=f.path, offset=f.offset, error=f"{f.code}: {f.message}")
+        if "at" in row:
+            row["at"] = at(f.path, f.offset) if f.path else None
         return row
 
     def binary(self, rec) -> dict:

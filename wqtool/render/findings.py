@@ -5,8 +5,7 @@ from .output import json_text
 from typing import TextIO
 
 from ..engine.findings import Finding
-from ..engine.serialize import finding_to_jsonable
-from .outcome import ExitCodes
+from ..engine.serialize import finding_json
 
 
 def one_line(f: Finding) -> str:
@@ -30,6 +29,6 @@ def findings_lines(findings: list[Finding]) -> list[str]:
     return out
 
 
-def findings_jsonl(out: TextIO, findings: list[Finding], codes: ExitCodes) -> None:
+def findings_jsonl(out: TextIO, findings: list[Finding]) -> None:
     for f in findings:
-        out.write(json_text(finding_to_jsonable(f, codes.of), ensure_ascii=False) + "\n")
+        out.write(json_text(finding_json(f), ensure_ascii=False) + "\n")

@@ -68,3 +68,23 @@ def run_exit_code(codes: ExitCodes, verdicts=(), failed=()) -> int:
     """A run's exit code: the most severe of its logs' verdicts and its failed PATHs (``codes.run``: the one
     precedence table, ``exitcodes.PRECEDENCE``)."""
     return codes.run(verdicts, [f.error for f in failed])
+
+
+def run_verdict(codes: ExitCodes, verdicts=(), failed=()) -> str:
+    """A run's verdict in words, beside its exit code at the top of every JSON document: the label of what set the
+    exit code (the worst log's verdict, or the label of the PATH that failed: "not a log", "unreadable", ...)."""
+    code = run_exit_code(codes, verdicts, failed)
+    for f in failed:
+        if int(f.exit_code) == code:
+            return f.label
+    for v in sorted(verdicts, reverse=True):
+        if codes.of(v) == code:
+            return v.label
+    return Verdict.CLEAN.label
+
+
+def run_summary(codes: ExitCodes, verdicts=(), failed=()) -> dict:
+    """``{"exit_code": N, "verdict": WORDS}`` of a run (``run_exit_code``, ``run_verdict``)."""
+    verdicts, failed = list(verdicts), list(failed)
+    return {"exit_code": int(run_exit_code(codes, verdicts, failed)),
+            "verdict": run_verdict(codes, verdicts, failed)}

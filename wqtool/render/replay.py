@@ -6,16 +6,21 @@ from typing import TextIO
 
 from ..engine.format import StateView
 from ..engine.run import LogReport
+from ..engine.serialize import finding_json
 from .console import stdout_console
 from .outcome import ExitCodes
 from .state import counts_table, write_state_table
 
 
 def _doc(report: LogReport, view: StateView, codes: ExitCodes) -> dict:
-    doc = view.summary()
+    """One log's replay document: the state's summary (its jobs by state as ``by_state``, as stats has them),
+    the log's exit code and verdict, its findings (a list, as verify's) and their ``counts`` by code."""
+    doc = {("by_state" if k == "counts" else k): v for k, v in view.summary().items()}
     doc["root"] = report.root
     doc.update(view.extra_doc())
-    doc.update(exit_code=codes.of(report.verdict), findings=dict(sorted(report.counts.items())))
+    doc.update(exit_code=codes.of(report.verdict), verdict=report.verdict.label,
+               counts=dict(sorted(report.counts.items())),
+               findings=[finding_json(f) for f in report.shown(all_findings=True)[0]])
     return doc
 
 
