@@ -139,3 +139,49 @@ def test_the_engine_bounds_instants_too():
     assert parse_instant("@9223372036854775807ns") == MAX_NS
     with pytest.raises(ValueError, match="64-bit Unix nanoseconds"):
         parse_instant("+1000000w", now_ns=0)
+
+
+# ---------------------------------------------------------------- the incident page answers the next question
+def test_report_says_which_jobs_a_repair_would_lose_with_absolute_paths(in_root, tmp_path):
+    page = tmp_path / "r.html"
+    r = cli("report", "--as-of", AS_OF, "--out", str(page), "fixtures/workq/crc-mismatch-mid-segment/log")
+    assert r.code == 3
+    text = page.read_text()
+    assert "<h3>What a repair would lose</h3>" in text and "<strong>1 job(s)</strong>" in text
+    assert ("<td>ae97ba94-d0ed-482f-8f6d-05584ef8aa38</td><td>add</td><td>000000001.log@0x11c</td><td>3</td>"
+            in text)
+    assert f"wqtool repair --format workq --salvage {CRC}" in text
+    assert f"Reproduce it: <code>wqtool stats --format workq --as-of {AS_OF} {CRC}</code>" in text
+    assert f"--out {page} {CRC}</code>" in text                 # "Made by": the PATH absolute too
+
+
+def test_a_long_legend_widens_the_drawing_instead_of_being_cut():
+    from wqtool.render import charts
+    out = ['<svg class="chart" width="900" height="300">']
+    label = "other queues (8) (max 59,123)"
+    charts._legend_fits(out, "t", [(label, "#000", "")], charts.W - charts.RIGHT + 10)
+    width = int(out[0].split('width="')[1].split('"')[0])
+    assert width >= charts.W - charts.RIGHT + 10 + 24 + len(label) * 7        # 7 px: 11 px sans-serif, worst case
+    short = ['<svg class="chart" width="900" height="300">']
+    charts._legend_fits(short, "t", [("q1 (max 3)", "#000", "")], charts.W - charts.RIGHT + 10)
+    assert short[0] == '<svg class="chart" width="900" height="300">'      # fits: unchanged
+
+
+# ---------------------------------------------------------------- small ones
+@pytest.mark.parametrize("command", ["dump", "verify", "replay", "stats"])
+def test_a_dash_path_is_refused_in_one_line(in_root, command):
+    r = cli(command, "-")
+    assert r.code == 2 and r.err == ("wqtool: PATH -: reading a log from stdin is not supported; save it to a file "
+                                     "and name that (./- for a file called -)\n")
+
+
+def test_verify_help_names_every_format_and_report_help_the_real_bin_count(in_root):
+    from wqtool.engine import format as registry
+    from wqtool.engine.series import MAX_BINS
+    text = " ".join(cli("verify", "--help").out.split())
+    for fmt in registry.formats():       # the --format list, and a word of each in the prose
+        assert fmt.name in text
+    for words in ("workq command logs", "Kestrel queue journals", "callback retry files", "executor log folders",
+                  "job-log tables", "list journals", "EVTJ event journals", "fastjournal journals"):
+        assert words in text
+    assert f"at most {MAX_BINS} time bins" in " ".join(cli("report", "--help").out.split())

@@ -125,6 +125,9 @@ def read_paths(ctx: typer.Context, paths: list[str] | None, jdbc: list[str] | No
     out = [*(paths or ()), *(jdbc or ())]
     if not out:      # the parser's own error (the usage line first), as for any missing argument
         ctx.fail("Missing argument 'PATH' (or --jdbc URL).")
+    if "-" in out:   # not a file called "-": say so in one line rather than "no such file or directory"
+        raise UsageError("PATH -: reading a log from stdin is not supported; save it to a file and name that "
+                         "(./- for a file called -)")
     return out
 class ReportOutput(str, enum.Enum):
     table = "table"

@@ -14,7 +14,7 @@ from ..render.outcome import Failed, error_text, failed_path, run_exit_code
 from ..render.progress import track
 from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
-                       MaxFindings, ReadPaths, SettingOpt, options, read_paths, say_error)
+                       MaxFindings, ReadPaths, SettingOpt, for_log, options, read_paths, say_error)
 
 
 def report(
@@ -42,7 +42,7 @@ def report(
     queue over time, as the replay had them at record times; job states at --as-of; wait and run time
     distributions where the format has them (workq); the format's own chart and tables (Orth job-log tables:
     daily success / fail / running); the replay digest and the command line that reproduces it. One pass per
-    log (verify's and stats' reader and replay); the series are aggregated as the records stream (at most 1440
+    log (verify's and stats' reader and replay); the series are aggregated as the records stream (at most 600
     time bins a log: a longer log gets wider bins). Inline SVG and an inline stylesheet: no script, nothing
     fetched. The exit code is verify's.
 
@@ -66,7 +66,8 @@ def report(
         reading = read(entries, opts, want=Want.SERIES, live=live, max_findings=max_findings,
                        on_error=lambda e: say_error(error_text(e)))
     codes = exit_codes()
-    items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns, codes.of(r.report.verdict))
+    items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns, codes.of(r.report.verdict),
+                     repair=_repair_loss(r.log, opts, r.report.verdict))
              if r.ok else failed_path(codes, r.root, r.error) for r in reading]
     flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
              *(["--horizon"] if horizon else []), *(["--live"] if live else []),
@@ -83,6 +84,30 @@ def report(
                          [i for i in items if isinstance(i, Failed)])
 
 
+def _repair_loss(log, opts, verdict) -> dict | None:
+    """What ``wqtool repair`` would do to a damaged log (its plan, nothing written): the flags it takes for this
+    verdict and the plan's jobs lost (``jobs_lost``, ``jobs_lost_more``, ``jobs_lost_unread``); None for a clean
+    log, a format without repair, or a plan that cannot be made (its error is the repair command's to tell)."""
+    from ..engine.findings import Verdict
+    from ..engine.format import Format
+    from ..engine.options import RepairOptions
+    from ..errors import WqError
+    from dataclasses import fields, replace
+    if verdict == Verdict.CLEAN or type(log.fmt).repair_plan is Format.repair_plan:
+        return None
+    salvage, drop = verdict == Verdict.CORRUPT, verdict == Verdict.INVALID_HISTORY
+    base = {f.name: getattr(opts, f.name) for f in fields(opts)}
+    ropts = RepairOptions(**{**base, "salvage": salvage, "drop_invalid": drop})
+    try:
+        doc = log.fmt.repair_plan(log.data, for_log(log, ropts)).report_doc(exit_codes().of)
+    except (WqError, OSError):
+        return None
+    return {"flags": [*(["--salvage"] if salvage else []), *(["--drop-invalid"] if drop else [])],
+            "jobs_lost": doc.get("jobs_lost") or [], "more": doc.get("jobs_lost_more", 0),
+            "unread": doc.get("jobs_lost_unread") or doc.get("items_lost_unread") or {},
+            "items_lost": doc.get("items_lost") or 0, "items_lost_at": doc.get("items_lost_at") or []}
+
+
 def command_line(command: str, paths, *, fmt: str, as_of, opts, settings, flags) -> str:
     """The command line that makes the same page again: --as-of as the time this run used (``last`` / ``first``
     stay words: each log's own time, the same on every run; ``now`` and relative times become the instant)."""
@@ -93,7 +118,14 @@ def command_line(command: str, paths, *, fmt: str, as_of, opts, settings, flags)
              "--as-of", word if word in AS_OF_WORDS else iso(opts.as_of_ns)]
     for item in settings or ():
         parts += ["-O", item]
-    return shlex.join([*parts, *flags, *(_no_password(p) for p in paths)])
+    return shlex.join([*parts, *flags, *(_no_password(_absolute(p)) for p in paths)])
+
+
+def _absolute(path: str) -> str:
+    """A PATH as the page's commands name it: absolute (the page is read elsewhere, from another directory); a
+    URL stays as it is."""
+    import os
+    return path if "://" in path or path.startswith("jdbc:") else os.path.abspath(path)
 
 
 def _no_password(path: str) -> str:

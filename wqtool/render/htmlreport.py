@@ -32,6 +32,7 @@ class LogPage:
     series: Any              # engine.series.Series
     as_of_ns: int
     exit_code: int           # its verdict's exit code (the edge's mapping, handed down by the command)
+    repair: dict | None = None   # what `wqtool repair` would lose (report: the plan's jobs_lost), or None
 
 
 def iso(ns: int) -> str:
@@ -46,6 +47,7 @@ def fix_command(fmt, root: str, verdict: Verdict) -> str | None:
     if verdict == Verdict.CLEAN or type(fmt).repair_plan is Format.repair_plan:
         return None
     flag = {Verdict.TORN_TAIL: "", Verdict.CORRUPT: " --salvage", Verdict.INVALID_HISTORY: " --drop-invalid"}[verdict]
+    root = root if "://" in root else os.path.abspath(root)
     return f"wqtool repair --format {fmt.name}{flag} {shlex.quote(root)}   # plan; add --apply to do it"
 
 
@@ -71,9 +73,36 @@ def _findings(p: LogPage) -> list[str]:
         out.append(f"<p>{omitted} more finding(s) not listed (--max-findings).</p>")
     out.append("<p>Counts by code: " + ", ".join(f"<code>{_e(k)}</code> {v}" for k, v in sorted(r.counts.items()))
                + "</p>")
+    out += _repair_loss(p)
     if r.last_good and r.verdict == Verdict.TORN_TAIL:
         out.append(f"<p>Valid up to <code>{_e(r.last_good[0])}@0x{r.last_good[1]:x}</code>: truncating there loses "
                    "no valid record.</p>")
+    return out
+
+
+def _repair_loss(p: LogPage) -> list[str]:
+    """How many jobs the repair the findings call for would lose, and which: from its plan (nothing written)."""
+    rp = p.repair
+    if rp is None:
+        return []
+    cmd = " ".join(["wqtool repair", f"--format {p.fmt.name}", *rp["flags"], shlex.quote(os.path.abspath(p.report.root)
+                                                                                        if "://" not in p.report.root
+                                                                                        else p.report.root)])
+    jobs, more, unread = rp["jobs_lost"], rp["more"], rp["unread"]
+    n = len(jobs) + more + rp.get("items_lost", 0)
+    out = [f"<h3>What a repair would lose</h3><p>The plan of <code>{_e(cmd)}</code> (nothing written; add "
+           f"<code>--apply</code> to do it) loses <strong>{n} job(s)</strong>"
+           + (": the jobs whose add or schedule record is in the bytes it cuts." if n else ".") + "</p>"]
+    if jobs:
+        out.append(charts.table(("job_id", "record", "at", "later records about it"),
+                                [(j["job_id"], j["cmd"], j["at"], j["later_records"]) for j in jobs], "jobs-lost"))
+    if more:
+        out.append(f"<p>... and {more} more (<code>wqtool repair -o json</code> lists them).</p>")
+    if rp.get("items_lost_at"):
+        out.append("<p>Items lost at: " + ", ".join(f"<code>{_e(a)}</code>" for a in rp["items_lost_at"]) + "</p>")
+    if unread.get("bytes"):
+        out.append(f"<p>Not counted: {unread['bytes']} cut byte(s) in {unread['ranges']} range(s) where no record "
+                   "could be read may hold more jobs.</p>")
     return out
 
 
@@ -178,7 +207,8 @@ def log_section(p: LogPage, *, full: bool = True) -> list[str]:
     out += _durations(p)
     out += _own(p)
     digest = p.view.digest()
-    stats_cmd = f"wqtool stats --format {p.fmt.name} --as-of {iso(p.as_of_ns)} {shlex.quote(r.root)}"
+    root = r.root if "://" in r.root else os.path.abspath(r.root)      # the page is read from elsewhere
+    stats_cmd = f"wqtool stats --format {p.fmt.name} --as-of {iso(p.as_of_ns)} {shlex.quote(root)}"
     out.append(f"<h3>Digest</h3><p>Replay digest at --as-of {_e(iso(p.as_of_ns))}: <code>{_e(digest)}</code></p>"
                f"<p>Reproduce it: <code>{_e(stats_cmd)}</code></p>")
     return out
