@@ -57,21 +57,47 @@ def finding_to_jsonable(f: Finding, code_of: Callable[[Verdict], int]) -> dict:
     }
 
 
-def with_positions(doc):
-    """The JSON convention for positions: an object with a ``file`` (a path) and an integer ``offset`` gets
-    ``at`` beside them, the same position as every table prints it and every option reads it back
-    (``000000001.log@0x11c``, ``offsets.at``); a key already there is kept. Lists and nested objects too."""
+def _beside(doc, extra):
+    """``doc`` (lists and nested objects too) with, after each key, what ``extra(obj, key, value)`` adds beside
+    it — a (name, value) pair, or None — unless the object already has that name."""
     if isinstance(doc, list):
-        return [with_positions(v) for v in doc]
+        return [_beside(v, extra) for v in doc]
     if not isinstance(doc, dict):
         return doc
     out = {}
     for k, v in doc.items():
-        out[k] = with_positions(v)
-        if k == "offset" and "at" not in doc and isinstance(doc.get("file"), str) and isinstance(v, int) \
-                and not isinstance(v, bool):
-            out["at"] = at(doc["file"], v)
+        out[k] = _beside(v, extra)
+        more = extra(doc, k, v)
+        if more is not None and more[0] not in doc:
+            out[more[0]] = more[1]
     return out
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _position(obj: dict, key, value):
+    if key == "offset" and isinstance(obj.get("file"), str) and _is_int(value):
+        return "at", at(obj["file"], value)
+    return None
+
+
+def _instant(obj: dict, key, value):
+    if isinstance(key, str) and key.endswith("_ns") and key[:-3] and _is_int(value):
+        from ..formats._common import format_unix_ns
+        try:
+            return key[:-3], format_unix_ns(value)
+        except (ValueError, OverflowError):
+            return key[:-3], None
+    return None
+
+
+def with_positions(doc):
+    """The JSON convention for positions: an object with a ``file`` (a path) and an integer ``offset`` gets
+    ``at`` beside them, the same position as every table prints it and every option reads it back
+    (``000000001.log@0x11c``, ``offsets.at``); a key already there is kept. Lists and nested objects too."""
+    return _beside(doc, _position)
 
 
 def with_times(doc):
@@ -79,18 +105,4 @@ def with_times(doc):
     integers for jq) gets ``<name>`` beside it, the same instant in RFC 3339 — values above 2^53 are rounded by
     jq 1.6 and JavaScript, the string is not. Applied to every document a command writes as JSON (a key already
     there is kept); lists and nested objects too."""
-    if isinstance(doc, list):
-        return [with_times(v) for v in doc]
-    if not isinstance(doc, dict):
-        return doc
-    from ..formats._common import format_unix_ns
-    out = {}
-    for k, v in doc.items():
-        out[k] = with_times(v)
-        if isinstance(k, str) and k.endswith("_ns") and isinstance(v, int) and not isinstance(v, bool) \
-                and k[:-3] and k[:-3] not in doc:
-            try:
-                out[k[:-3]] = format_unix_ns(v)
-            except (ValueError, OverflowError):
-                out[k[:-3]] = None
-    return out
+    return _beside(doc, _instant)
