@@ -168,11 +168,41 @@ def test_a_long_legend_widens_the_drawing_instead_of_being_cut():
 
 
 # ---------------------------------------------------------------- small ones
-@pytest.mark.parametrize("command", ["dump", "verify", "replay", "stats"])
-def test_a_dash_path_is_refused_in_one_line(in_root, command):
+# ---------------------------------------------------------------- stdin
+def test_dump_and_verify_read_one_segment_from_stdin(tmp_path):
+    seg = open(os.path.join(CRC, "000000001.log"), "rb").read()
+    r = wqtool("verify", "--as-of", AS_OF, "-", stdin=seg)
+    assert r.returncode == 3, r.stderr
+    out = r.stdout.decode()
+    assert ": 1 segment(s), 11 records, 1030 bytes: CORRUPT (exit 3)" in out
+    assert "WQ-CRC               000000001.log@0x11c #3: crc mismatch" in out and "WQ-IGNORED-FILE" not in out
+    r = wqtool("dump", "-o", "jsonl", "-n", "2", "-", stdin=seg)
+    rows = [json.loads(x) for x in r.stdout.decode().splitlines()]
+    assert [x.get("at") for x in rows[:2]] == ["000000001.log@0x8", "000000001.log@0x7f"] and "summary" in rows[-1]
+    fjj = open(os.path.join(ROOT, "fixtures/fastjournal/history/journal/000000001.fjj"), "rb").read()
+    assert wqtool("verify", "-q", "-", stdin=fjj).returncode == 0       # named as its reader expects (.fjj)
+    kq = open(os.path.join(ROOT, "fixtures/kestrel/clean-journal/queue/things"), "rb").read()
+    assert wqtool("dump", "-q", "-", stdin=kq).returncode == 0
+
+
+def test_a_format_that_needs_its_directory_refuses_stdin_in_one_line():
+    msg = open(os.path.join(ROOT, "fixtures/snaplist/superseded/journal/2.msg"), "rb").read()
+    r = wqtool("dump", "-", stdin=msg)
+    assert r.returncode == 2 and r.stdout == b""
+    [line] = r.stderr.decode().splitlines()
+    assert line.startswith("wqtool: PATH -: stdin holds none of the files wqtool reads from stdin (one file of "
+                           "workq logs, Kestrel journals") and line.endswith("the other formats need their "
+                                                                           "directory: save it and name that")
+    assert wqtool("verify", "-", stdin=b"").returncode == 2
+
+
+@pytest.mark.parametrize("command", ["replay", "stats"])
+def test_a_dash_path_is_refused_in_one_line_by_the_others(in_root, command):
     r = cli(command, "-")
-    assert r.code == 2 and r.err == ("wqtool: PATH -: reading a log from stdin is not supported; save it to a file "
-                                     "and name that (./- for a file called -)\n")
+    assert r.code == 2 and r.err == ("wqtool: PATH -: this command does not read a log from stdin (dump and verify "
+                                     "do); save it to a file and name that (./- for a file called -)\n")
+    r = cli("verify", "-", "-")
+    assert r.code == 2 and r.err == "wqtool: PATH -: stdin can be read once: name - once\n"
 
 
 def test_verify_help_names_every_format_and_report_help_the_real_bin_count(in_root):

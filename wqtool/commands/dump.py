@@ -97,7 +97,7 @@ def dump(
       wqtool dump --qdump -d /var/spool/kestrel/jobs
       wqtool dump --engine spark -o parquet --out /tmp/records.parquet /srv/fleet/*/cmdlog
     """
-    paths = read_paths(ctx, paths, jdbc)
+    paths = read_paths(ctx, paths, jdbc, stdin=True)
     opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value))
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
     if engine is Engine.spark or output is DumpOutput.parquet:

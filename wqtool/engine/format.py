@@ -241,6 +241,9 @@ class Format(abc.ABC):
     plural: ClassVar[str]                       # "workq logs", "Kestrel journals" (messages)
     file_expected: ClassVar[str]                # "a workq segment (expected magic ... at offset 0)"
     dir_expected: ClassVar[str]                 # "a workq log directory (no segments ..., no lock files)"
+    #: the name one file of this format read from stdin (``dump -``, ``verify -``) is given, a name its reader
+    #: takes ("000000001.log"); None: the format needs its directory (or its own file name) and cannot be read so
+    stdin_name: ClassVar[str | None] = None
     #: the format in a few paragraphs for wqtool-formats(5): blank lines separate paragraphs; lines indented by two
     #: spaces are kept verbatim (byte layouts, examples)
     manual: ClassVar[str] = ""

@@ -22,6 +22,7 @@ _LABEL = {c: c.label for c in schema.CmdType}
 
 class WorkqFormat(Format):
     name = "workq"
+    stdin_name = "000000001.log"                # dump - / verify -: one file from stdin
     title = "workq 0.2.0 command log"
     plural = "workq logs"
     kind_noun = "command"
