@@ -110,7 +110,7 @@ fixtures: $(VENV)/.installed
 man: $(VENV)/.installed
 	$(PY) scripts/gen_man.py
 
-# docs/json-output.md, the JSON-output reference, from what the commands write (tests/test_json_reference.py checks it)
+# docs/json-output.md, the JSON-output reference, from the JSON Schemas `wqtool schema` prints (tests/test_json_reference.py checks it)
 docs: $(VENV)/.installed man
 	$(PY) scripts/gen_json_reference.py
 

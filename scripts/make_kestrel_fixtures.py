@@ -26,7 +26,7 @@ from wqtool.engine.kestrel.reader import JournalReader, discover  # noqa: E402
 from wqtool.engine.kestrel.serialize import damage_to_jsonable, record_to_jsonable  # noqa: E402
 from wqtool.engine.kestrel.verify import run_log  # noqa: E402
 from wqtool.engine.kestrel.writer import JournalWriter  # noqa: E402
-from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
+from wqtool.engine.serialize import finding_json  # noqa: E402
 from wqtool.exitcodes import CODES  # noqa: E402
 
 T = 1_300_000_000_000            # spec §13.1
@@ -169,7 +169,7 @@ def expected(scenario_dir: str) -> tuple[str, dict]:
             "digest": r.state.digest(), "digest_keep_open": ro.state.digest(),
             "queue_items": [base64.b64encode(it.data).decode() for it in r.state.queue],
             "open_transactions": {str(x): base64.b64encode(it.data).decode() for x, it in sorted(ro.state.open.items())},
-            "findings": [finding_to_jsonable(f, CODES.of) for f in r.findings],
+            "findings": [finding_json(f) for f in r.findings],
         })
     return jsonl, out
 

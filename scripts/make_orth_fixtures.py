@@ -31,7 +31,7 @@ from wqtool.engine.format import Options  # noqa: E402
 from wqtool.engine.javacodec.gson import Entry  # noqa: E402
 from wqtool.engine.orth_callbacks.writer import write_atomic, write_legacy_file, write_retry_file  # noqa: E402
 from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter, XxlJobLogWriter  # noqa: E402
-from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
+from wqtool.engine.serialize import finding_json  # noqa: E402
 
 T = 1769740800000                       # 2026-01-30T02:40:00Z, the spec's examples' trigger time
 AS_OF = "2026-02-01T00:00:00Z"
@@ -303,7 +303,7 @@ SCENARIOS = {
 
 # ---------------------------------------------------------------- expectations
 def _stable(f) -> dict:
-    d = finding_to_jsonable(f, CODES.of)
+    d = finding_json(f)
     if f.code in VOLATILE:
         d["upstream"] = "(readdir order: see the tests)"
     return d
@@ -325,7 +325,7 @@ def expected(scenario_dir: str) -> dict:
                     rows.append(fmt.record_view.row(ev, "text"))
             rep = run.report
             view = fmt.state_view(rep.state, log)
-            doc = {"records": rows, "exit_class": CODES.of(rep.verdict), "counts": dict(sorted(rep.counts.items())),
+            doc = {"records": rows, "exit_code": CODES.of(rep.verdict), "counts": dict(sorted(rep.counts.items())),
                    "findings": [_stable(f) for f in rep.findings], "state": list(view.rows()),
                    "summary": view.summary()}
         out[name] = doc

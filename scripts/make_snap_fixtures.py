@@ -30,7 +30,7 @@ from wqtool.engine.fastjournal.writer import (SegmentWriter, delete_request, enc
                                               segment_header, set_request)
 from wqtool.engine.fastjournal.wire import Request, encode_request  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
-from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
+from wqtool.engine.serialize import finding_json  # noqa: E402
 from wqtool.engine.snaplist.writer import acknowledge, append_raw, append_request, request_line  # noqa: E402
 from wqtool.formats.evtj import EXTERNAL_ATTACHMENT, Status  # noqa: E402
 from wqtool.formats.fastjournal import SEGMENT_SNAPSHOT, Function, fjj_segment_name  # noqa: E402
@@ -476,7 +476,7 @@ def expected(fmt_name: str, scenario_dir: str) -> tuple[str, dict]:
             "root": r.root, "files": fmt.files(log), "verdict": r.verdict.label, "exit_code": CODES.of(r.verdict),
             "records": r.records, "bytes": r.bytes, "counts": dict(sorted(r.counts.items())),
             "last_good": None if r.last_good is None else {"file": r.last_good[0], "offset": r.last_good[1]},
-            "findings": [finding_to_jsonable(f, CODES.of) for f in r.findings],
+            "findings": [finding_json(f) for f in r.findings],
             "summary": view.summary(), view.rows_key: list(view.rows()),
         })
     return "".join(json.dumps(r) + "\n" for r in rows), out

@@ -7,7 +7,11 @@ the sha256 and size of ``exit {code}\\n--- stdout\\n...--- stderr\\n...`` of eac
 before the compact state and the streaming writers existed: first on commit 1c22d37, then again on main at
 9124e56 (the operator CLI of issue 9 merged) and at 5f8be1e (orth-joblog's fast path merged) and 793d68c, each time from a
 checkout of main with its own C kernel built in place (not one output differed from 1c22d37's); re-recorded on branch h20a for issue 20's one intended change
-(54 outputs: Kestrel replay's summary line in words, '4 queued, 0 open', not a dict repr; the other 1129 equal); tests/test_outputs_golden.py compares today's outputs with it under the C kernel
+(54 outputs: Kestrel replay's summary line in words, '4 queued, 0 open', not a dict repr; the other 1129 equal);
+re-recorded for the one JSON vocabulary (every JSON output: job_id and record_index everywhere, findings a list
+with counts, the run's exit_code and verdict in every document, a summary line ending every JSON Lines stream, no
+exit_class, "at" beside every file and offset; tables and stderr byte-identical, and every JSON output equal to
+the old one with the renames undone and the additions dropped); tests/test_outputs_golden.py compares today's outputs with it under the C kernel
 and under the pure-Python one.
 
     python -m tests.golden_outputs            # check (what the test does), print the differences

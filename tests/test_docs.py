@@ -52,3 +52,19 @@ def test_readme_documents_the_exit_table():
     text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 5 |", "| 130 |"):
         assert code in text
+
+
+def test_help_and_docs_agree_on_the_format_list():
+    """--help's --format choices, the commands page's list and the README's formats are the registry's."""
+    import re
+    from wqtool.engine import format as registry
+    names = ["auto", *registry.names()]
+    help_text = " ".join(cli("verify", "--help").out.split())
+    assert "<" + "|".join(names) + ">" in help_text.replace(" ", "").replace("│", "")
+    page = open(os.path.join(ROOT, "docs", "commands.md"), encoding="utf-8").read()
+    assert re.search(r"--format ([a-z|-]+)`", page).group(1).split("|") == names
+    readme = " ".join(open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().split())
+    for words in ("workq 0.2.0 command logs", "Kestrel queue journals", "Orth / XXL-JOB", "orth_job_log",
+                  "snapwebsites list client journal", "EVTJ", "libfastjournal"):
+        assert words in readme
+    assert len(registry.names()) == 8      # a new format: name it in the README's first paragraph, then here

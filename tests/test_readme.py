@@ -1,9 +1,11 @@
-"""The README is checked against the tool: every `$ wqtool ...` of a fenced block is re-run and its output
-compared; the Python API examples run as doctests; the exit table equals the one --help and the man pages are
-generated from."""
+"""The README and the docs are checked against the tool: every `$ wqtool ...` of a fenced block in README.md and in
+docs/*.md is re-run and its output compared; the README's Python API examples run as doctests; the exit table
+equals the one --help and the man pages are generated from; the README stays a page for users (at most 400 lines,
+no issue numbers, no source-tree layout: that is docs/architecture.md's)."""
 from __future__ import annotations
 
 import doctest
+import glob
 import os
 import re
 import subprocess
@@ -14,14 +16,15 @@ import pytest
 from tests.conftest import ROOT
 
 README = os.path.join(ROOT, "README.md")
+DOCS = [README, *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 
 
-def _blocks() -> list[tuple[int, str, str]]:
+def _blocks(path: str = README) -> list[tuple[int, str, str]]:
     """(line number, command, expected output) for each `$ wqtool` line inside a ``` block (not ```sh or
     ```python: those are examples, not transcripts; nor ```console: sessions with a running server, whose
     output the server tests assert)."""
     out = []
-    lines = open(README, encoding="utf-8").read().split("\n")
+    lines = open(path, encoding="utf-8").read().split("\n")
     fence: str | None = None          # the open block's info string ("" for a plain ``` block)
     cur: list | None = None
     for no, line in enumerate(lines, 1):
@@ -45,7 +48,7 @@ def _blocks() -> list[tuple[int, str, str]]:
     return [(no, cmd, "\n".join(body).rstrip("\n")) for no, cmd, body in out]
 
 
-TOUR = _blocks()
+TOUR = [(f"{os.path.relpath(p, ROOT)}:{no}", cmd, out) for p in DOCS for no, cmd, out in _blocks(p)]
 
 
 def _norm(text: str) -> str:
@@ -54,18 +57,30 @@ def _norm(text: str) -> str:
 
 
 def test_the_tour_has_its_commands():
-    cmds = [c for _, c, _ in TOUR]
-    assert len(cmds) >= 12 and all(c.startswith("wqtool ") for c in cmds)
-    for command in ("dump", "verify", "replay", "pack"):
-        assert any(c.startswith(f"wqtool {command} ") for c in cmds)
+    cmds = [c for _, c, _ in _blocks()]
+    assert len(cmds) >= 10 and all(c.startswith("wqtool ") for c in cmds)
+    for command in ("dump", "verify", "replay", "stats", "report", "pack", "repair", "clean", "schema"):
+        assert any(c.startswith(f"wqtool {command} ") for c in cmds), command    # an example of every command
+    assert len(TOUR) >= 50 and all(c.startswith("wqtool ") for _, c, _ in TOUR)   # and the docs' transcripts
 
 
-@pytest.mark.parametrize("line,command,expected", TOUR, ids=[f"README:{n}" for n, _, _ in TOUR])
+def test_the_readme_is_a_page_for_users():
+    text = open(README, encoding="utf-8").read()
+    assert text.count("\n") + 1 <= 400
+    for path in DOCS:       # user docs name no issue of this project
+        doc = open(path, encoding="utf-8").read()
+        assert not re.search(r"\bissues? #?\d+\b|\bissue-\d+", doc), path
+    assert "wqtool/engine/" not in text        # the one layout tree is docs/architecture.md's
+    tree = open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8").read()
+    assert tree.count("wqtool/formats/ ") == 1
+
+
+@pytest.mark.parametrize("line,command,expected", TOUR, ids=[n for n, _, _ in TOUR])
 def test_readme_tour_output_is_what_the_tool_prints(line, command, expected):
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     r = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert _norm(r.stdout) == _norm(expected), f"README.md:{line}: `{command}` prints (stderr: {r.stderr!r}):\n" \
+    assert _norm(r.stdout) == _norm(expected), f"{line}: `{command}` prints (stderr: {r.stderr!r}):\n" \
                                                + r.stdout
 
 

@@ -42,7 +42,7 @@ def test_version_imports_nothing_heavy(flag):
     """``wqtool --version`` answers before the CLI is imported: no typer, rich, construct, pydantic, not even the
     table-parsed path (``wqtool._run``)."""
     mods, rc, out = _imported([flag])
-    assert (rc, out) == (0, "wqtool 0.1.0\n")
+    assert (rc, out) == (0, "wqtool 0.2.0\n")
     assert mods == set(), mods
 
 

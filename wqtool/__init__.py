@@ -10,7 +10,7 @@ The public Python API (imported lazily: ``import wqtool`` costs nothing until it
 
 (``wqtool.api`` documents it.)
 """
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["__version__", "open", "open_all", "Log", "Report", "State"]
 

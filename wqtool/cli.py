@@ -19,7 +19,7 @@ from .exitcodes import ExitCode, exit_code_for  # noqa: F401 — exit_code_for: 
 
 #: The commands, in the order help lists them; each one's module (wqtool.commands.<name>) is imported only when
 #: that command runs or help lists them (start-up: issue 20 item 9).
-COMMANDS = ("dump", "verify", "replay", "stats", "diff", "report", "pack", "repair", "clean", "serve")
+COMMANDS = ("dump", "verify", "replay", "stats", "diff", "report", "pack", "repair", "clean", "serve", "schema")
 
 
 class _LazyCommands(MutableMapping):

@@ -5,7 +5,7 @@ Every error the tool means to report is a WqError; the CLI funnel (``wqtool.cli`
 """
 from __future__ import annotations
 
-from .offsets import hex_offset
+from .offsets import hex_offset, printable
 
 
 class WqError(Exception):
@@ -32,7 +32,7 @@ class WqError(Exception):
             tail.append(f"field {self.field}")
         if self.record_index is not None:
             tail.append(f"record {self.record_index}")
-        return where + self.message + (f" ({', '.join(tail)})" if tail else "")
+        return printable(where + self.message + (f" ({', '.join(tail)})" if tail else ""))
 
 
 class UsageError(WqError):

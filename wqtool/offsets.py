@@ -15,13 +15,25 @@ from dataclasses import dataclass
 EXPECTED = "a byte offset as wqtool prints it (000000001.log@0x11c, 0x11c or @0x11c) or in decimal (284)"
 
 
+def printable(text: str) -> str:
+    """A name as every writer shows it: a byte that is not UTF-8 (a path as the OS hands it over, each such byte
+    a lone surrogate in Python's ``surrogateescape``) as ``\\xff``, as ``ls -b`` does; any other lone surrogate
+    as ``\\udcxx``. Text that is valid Unicode comes back unchanged (the same object)."""
+    if text.isascii():
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def hex_offset(offset: int) -> str:
     return f"0x{offset:x}"
 
 
 def at(path: str | None, offset: int | None) -> str:
     """``000000001.log@0x11c`` (the file's name, not its directory); ``-`` for no file, no ``@`` for no offset."""
-    where = os.path.basename(path) if path else "-"
+    where = printable(os.path.basename(path)) if path else "-"
     return where if offset is None else f"{where}@0x{offset:x}"
 
 

@@ -108,7 +108,7 @@ def test_dump_verify_replay_stats(in_root, snapshot):
                                      "timeout": {"records": 1, "bytes": 92}}
     assert s["total"]["jobs"] == 5
     r = cli("dump", "-o", "jsonl", "--type", "callback-failed,callback-error", lp)
-    kinds = {json.loads(x)["kind"] for x in r.out.splitlines()}
+    kinds = {json.loads(x)["kind"] for x in r.out.splitlines()[:-1]}       # the last line: the summary
     assert kinds == {"callback-failed", "callback-error"}
 
 
@@ -140,7 +140,7 @@ def test_replay_json_of_a_log_path_is_one_document():
     doc = json.loads(r.out)
     each = [json.loads(cli("replay", "-o", "json", "--as-of", AS_OF, "--format", f, lp).out)
             for f in ("orth-callbacks", "orth-executor-logs")]
-    assert doc == {"logs": each}
+    assert doc == {"logs": each, "exit_code": 0, "verdict": "clean"}     # the run's, after the logs' documents
 
 
 def test_jdbc_option_reads_a_database_as_a_path_does():

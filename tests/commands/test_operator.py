@@ -50,8 +50,10 @@ def test_verify_gives_every_path_its_verdict_and_the_most_severe_exit(in_root, t
     assert doc["logs"][1]["error"] == "no such file or directory"
 
     rows = [json.loads(l) for l in cli("verify", "-o", "jsonl", "/nonexistent", CLEAN).out.splitlines()]
-    assert rows[0] == {"summary": {"root": "/nonexistent", "verdict": "unreadable", "exit_code": 5,
-                                   "error": "no such file or directory"}}
+    summary = rows[-1]["summary"]          # the stream's last line: the run's summary, every PATH's entry in it
+    assert (summary["exit_code"], summary["verdict"]) == (5, "unreadable")
+    assert summary["logs"][0] == {"root": "/nonexistent", "verdict": "unreadable", "exit_code": 5,
+                                  "error": "no such file or directory"}
 
 
 @pytest.mark.parametrize("paths,code", [
@@ -90,7 +92,8 @@ def test_stats_and_dump_report_the_bad_path_and_the_others(in_root):
     assert r.out.startswith("/nonexistent: unreadable: no such file or directory (exit 5)\n")
     r = cli("dump", "-o", "jsonl", "--as-of", AS_OF, CLEAN, "/nonexistent", K_ROT)
     rows = [json.loads(l) for l in r.out.splitlines()]
-    assert len(rows) == 60 + 10 and r.code == 5
+    assert len(rows) == 60 + 10 + 1 and r.code == 5          # the records, then the summary line
+    assert rows[-1]["summary"]["exit_code"] == 5 and rows[-1]["summary"]["verdict"] == "unreadable"
     assert r.err == "wqtool: /nonexistent: no such file or directory\n"
 
 
@@ -145,7 +148,7 @@ def test_a_torn_tail_under_a_held_append_lock_is_in_flight(torn_copy, flock_held
     assert doc["verdict"] == "clean" and doc["last_good"] is None
     assert doc["counts"] == {"WQ-IN-FLIGHT": 1, "WQ-LEASE-RESTORED": 1, "WQ-TTL-RESET": 1}
     [f] = [f for f in doc["findings"] if f["code"] == "WQ-IN-FLIGHT"]
-    assert f["severity"] == "note" and f["offset"] == 0x24e and f["exit_class"] == 0
+    assert f["severity"] == "note" and f["offset"] == 0x24e and f["at"] == "000000004.log@0x24e" and "exit_class" not in f
     # dump, replay and stats agree with verify
     assert cli("replay", "--summary", torn_copy).code == 0
     lg = json.loads(cli("stats", "-o", "json", torn_copy).out)["logs"][0]
@@ -295,7 +298,7 @@ def test_offsets_printed_in_hex_are_accepted_back(in_root):
     dec = cli("dump", "-o", "jsonl", "--from-offset", "404", "--to-offset", "600", seg)
     for a, b in (("0x194", "0x258"), ("@0x194", "0X258"), ("0x1_94", "600")):
         h = cli("dump", "-o", "jsonl", "--from-offset", a, "--to-offset", b, seg)
-        assert h.out == dec.out and h.out.count("\n") == 4, (a, b, h.err)
+        assert h.out == dec.out and h.out.count("\n") == 4 + 1, (a, b, h.err)     # 4 records, the summary
     r = cli("dump", "--from-offset", "0xZZ", seg)
     assert r.code == 2 and "expected a byte offset as wqtool prints it (000000001.log@0x11c, 0x11c or @0x11c) or " \
         "in decimal (284), got '0xZZ'" in r.err

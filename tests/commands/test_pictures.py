@@ -188,9 +188,9 @@ def test_report_page_is_self_contained_and_carries_the_series(in_root, tmp_path)
     assert p.series["state"] == {"completed": 2329, "failed": 109, "leased": 3, "new": 145, "pending": 0}
     assert sum(p.series["wait"].values()) == s.wait.count and sum(p.series["run"].values()) == s.run.count
     assert "WQ-CRC" in text and "000000004.log@0x7d01" in text and "Replay error, crc mismatch" in text
-    assert "wqtool repair --format workq --salvage docs/demo/incident-cmdlog" in text
+    assert f"wqtool repair --format workq --salvage {os.path.abspath('docs/demo/incident-cmdlog')}" in text
     digest = log.fmt.state_view(report.state, log.data).digest()
-    assert digest in text and "wqtool stats --format workq --as-of 2026-11-21T14:59:59Z docs/demo/incident-cmdlog" \
+    assert digest in text and f"wqtool stats --format workq --as-of 2026-11-21T14:59:59Z {os.path.abspath(DEMO)}" \
         in text
     for axis in ("records per 1 min", "time (UTC", "jobs in the queue", "jobs", "wait time", "run time"):
         assert axis in text
@@ -392,7 +392,7 @@ def test_the_page_names_the_command_that_makes_it_again(in_root, tmp_path):
     m = re.search(r"Made by \(run it again for the same page\): <code>([^<]*)</code>", out.read_text())
     argv = __import__("shlex").split(__import__("html").unescape(m.group(1)))
     assert argv[:3] == ["wqtool", "report", "--as-of"] and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+Z", argv[3])
-    assert argv[4:] == ["-O", "tz=UTC", "--out", str(out), "fixtures/workq/sample-clean/log"]
+    assert argv[4:] == ["-O", "tz=UTC", "--out", str(out), os.path.abspath("fixtures/workq/sample-clean/log")]
     out2 = tmp_path / "b.html"
     argv[argv.index(str(out))] = str(out2)
     assert cli(*argv[1:]).code == 0
@@ -400,7 +400,7 @@ def test_the_page_names_the_command_that_makes_it_again(in_root, tmp_path):
     assert digest.search(out.read_text()).group(1) == digest.search(out2.read_text()).group(1)
     chart = tmp_path / "c.html"
     assert cli("stats", "--as-of", "last", "--chart", str(chart), DEMO).code == 3
-    assert f"wqtool stats --as-of last --chart {chart} {DEMO}" in chart.read_text()
+    assert f"wqtool stats --as-of last --chart {chart} {os.path.abspath(DEMO)}" in chart.read_text()
 
 
 def test_the_command_line_on_the_page_hides_passwords():

@@ -129,7 +129,7 @@ def test_follow_prints_new_records_and_new_segments_then_ctrl_c_exits_0(tmp_path
             g.write(data[-10:])
         [line] = f.take(1)
         row = json.loads(line)
-        assert row["file"].endswith(f"{seq + 1:09d}.log") and row["cmd"] == "add" and row["index"] == 30
+        assert row["file"].endswith(f"{seq + 1:09d}.log") and row["cmd"] == "add" and row["record_index"] == 30
         assert len(raw) == row["length"]
         code, err = f.interrupt()
         assert code == 0 and b"Traceback" not in err and b"WQ-TRUNCATED" not in err

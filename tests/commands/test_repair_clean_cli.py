@@ -115,7 +115,8 @@ def test_repair_mixed_paths_json(tmp_path):
                   "error": "no such file or directory"}
     assert rt["root"] == t and rt["exit_code"] == 1 and rt["verdict"] == "torn tail"
     assert rt["cuts"][0]["offset"] == 0x24e and rt["kept"] == [
-        {"file": os.path.join(t, "000000004.log"), "offset": 8, "end": 0x24e, "records": 11, "salvaged": False}]
+        {"file": os.path.join(t, "000000004.log"), "offset": 8, "at": "000000004.log@0x8", "end": 0x24e,
+         "records": 11, "salvaged": False}]
     r = cli("repair", "--json", "--as-of", AS_OF, c)      # a refusal alone still prints its entry
     assert r.code == 3 and json.loads(r.out)["logs"][0]["verdict"] == "refused"
 
@@ -146,9 +147,8 @@ def test_repair_report_lists_kept_and_salvaged_ranges(tmp_path):
     assert "jobs changing state: the 1 job(s) lost above" in r.out
     doc = json.loads(cli("repair", "-o", "json", "--salvage", "--as-of", AS_OF,
                          fixture_log("crc-mismatch-mid-segment")).out)["logs"][0]
-    assert doc["jobs_lost"] == [{"job": "ae97ba94-d0ed-482f-8f6d-05584ef8aa38", "cmd": "add",
-                                 "record": "000000001.log@0x11c", "later_records": 3,
-                                 "id_unverified": True}]
+    assert doc["jobs_lost"] == [{"job_id": "ae97ba94-d0ed-482f-8f6d-05584ef8aa38", "cmd": "add",
+                                 "at": "000000001.log@0x11c", "later_records": 3, "id_unverified": True}]
     assert doc["jobs_lost_unread"] == {"ranges": 0, "bytes": 0}
 
 
@@ -165,7 +165,7 @@ def test_bounded_lists_say_how_many_more():
     import io
     from wqtool.render.plan import write_plan_report
     doc = {"format": "x", "root": "r", "actions": [{"file": "f", "action": "rewrite"}],
-           "jobs_changed": [{"id": str(i), "before": "pending", "after": "absent"} for i in range(12)],
+           "jobs_changed": [{"job_id": str(i), "before": "pending", "after": "absent"} for i in range(12)],
            "jobs_changed_more": 5}
     out = io.StringIO()
     write_plan_report(out, "repair", doc, as_json=False, applied=False)

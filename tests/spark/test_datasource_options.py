@@ -131,7 +131,7 @@ def test_workq_index_segment_restarts_in_each_segment(spark, corpus):
     assert by_log == _dump(*paths)
     # index=log (default): 0..n-1 across each log
     for p in paths:
-        idx = [r["index"] for r in by_log if r["file"].startswith(p + "/")]
+        idx = [r["record_index"] for r in by_log if r["file"].startswith(p + "/")]
         assert idx == list(range(len(idx)))
     # index=segment: 0..k-1 in each segment file; everything else identical
     files = list(dict.fromkeys(r["file"] for r in by_seg))
@@ -139,9 +139,9 @@ def test_workq_index_segment_restarts_in_each_segment(spark, corpus):
     expected = []
     for f in files:
         rows = [r for r in by_log if r["file"] == f]
-        expected += [{**r, "index": i} for i, r in enumerate(rows)]
+        expected += [{**r, "record_index": i} for i, r in enumerate(rows)]
     assert by_seg == expected
-    assert [r["index"] for r in by_seg] != [r["index"] for r in by_log]
+    assert [r["record_index"] for r in by_seg] != [r["record_index"] for r in by_log]
 
 
 # ---------------------------------------------------------------- bad option values

@@ -86,6 +86,6 @@ def test_replay_shows_at_most_1000_errors_on_both_engines(tmp_path):
     runs = [cli("replay", *engine, "-o", "json", "--as-of", AS_OF, d) for engine in ((), ("--engine", "spark"))]
     for res in runs:
         assert res.code == 4
-        assert json.loads(res.out)["findings"]["WQ-ALREADY-PROCESSED"] == 1200
+        assert json.loads(res.out)["counts"]["WQ-ALREADY-PROCESSED"] == 1200
         assert sum("WQ-ALREADY-PROCESSED" in line for line in res.err.splitlines()) == 1000
     assert json.loads(runs[0].out) == json.loads(runs[1].out)

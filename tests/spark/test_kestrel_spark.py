@@ -160,12 +160,12 @@ def test_one_partition_per_journal_file_in_replay_order(spark, kcorpus):
     df = spark.read.format("kestrel").option("mode", "failfast").load(kcorpus["rotated-set-with-pack"])
     assert df.rdd.getNumPartitions() == 3
     rows = df.collect()
-    assert [r["index"] for r in rows] == list(range(len(rows)))   # indexes run across the queue's files
+    assert [r["record_index"] for r in rows] == list(range(len(rows)))   # indexes run across the queue's files
     assert os.path.basename(rows[0]["file"]) == "jobs.2000.pack"
     assert os.path.basename(rows[-1]["file"]) == "jobs"
     per_file = (spark.read.format("kestrel").option("mode", "failfast").option("index", "file")
                 .load(kcorpus["rotated-set-with-pack"]).collect())
-    assert [r["index"] for r in per_file if r["file"].endswith("/jobs")] == [0, 1]
+    assert [r["record_index"] for r in per_file if r["file"].endswith("/jobs")] == [0, 1]
 
 
 def test_failfast_raises_on_the_first_error_and_schema_is_dump_fields(spark, kcorpus):

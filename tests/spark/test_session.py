@@ -250,7 +250,7 @@ def test_spark_connect_gives_the_local_results(connect_server, tmp_path):
     assert a.returncode == cli("dump", "-o", "jsonl", "--as-of", AS_OF, *LOGS).code == 4, a.stderr
     import pyarrow.parquet as pq
     rows = pq.read_table(out + "/records").to_pylist()
-    local_rows = [json.loads(line) for line in cli("dump", "-o", "jsonl", *LOGS).out.splitlines()]
+    local_rows = [json.loads(line) for line in cli("dump", "-o", "jsonl", *LOGS).out.splitlines()[:-1]]
     assert len([r_ for r_ in rows if r_["_corrupt"] is None]) == len(local_rows)
     found = pq.read_table(out + "/findings").to_pylist()
     assert {f["code"] for f in found} >= {"WQ-DUPLICATE-JOB", "WQ-TTL-RESET"}

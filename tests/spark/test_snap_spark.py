@@ -33,7 +33,7 @@ def test_rows_equal_dump_jsonl(spark, fmt, name, partitions, monkeypatch):
         c = r.pop("_corrupt")
         (rows if c is None else bad).append({k: v for k, v in r.items() if k not in byte_cols} if c is None else c)
     want = [{k: v for k, v in json.loads(x).items() if k not in byte_cols}
-            for x in cli("dump", "-o", "jsonl", "--as-of", AS_OF, path).out.splitlines()]
+            for x in cli("dump", "-o", "jsonl", "--as-of", AS_OF, path).out.splitlines()[:-1]]
     assert rows == want
     verify = json.loads(cli("verify", "-o", "json", "--as-of", AS_OF, path).out)["logs"][0]
     found = spark.read.format(fmt + "-findings").option("as_of", AS_OF).load(path).collect()

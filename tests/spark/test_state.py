@@ -44,7 +44,7 @@ def _rows(df) -> dict[str, list[dict]]:
 def test_the_state_source_reads_replays_rows(spark, corpus, as_of):
     paths = [corpus[n] for n in LOGS]
     df = spark.read.format("workq-state").option("as_of", as_of).option("paths", json.dumps(paths)).load()
-    assert df.columns[:4] == ["log", "id", "kind", "name"]
+    assert df.columns[:4] == ["log", "job_id", "kind", "name"]
     got = _rows(df)
     for p in paths:
         rows, summary = _local(p, as_of)
@@ -56,8 +56,8 @@ def test_the_state_source_reads_replays_rows(spark, corpus, as_of):
 def test_select_and_filter_on_the_state_source(spark, corpus):
     df = spark.read.format("workq-state").option("as_of", "last").load(corpus["double-lease-and-result"])
     rows, _ = _local(corpus["double-lease-and-result"], "last")
-    want = sorted(r["id"] for r in rows if r["state"] == "leased")
-    assert sorted(r["id"] for r in df.select("id").where("state = 'leased'").collect()) == want
+    want = sorted(r["job_id"] for r in rows if r["state"] == "leased")
+    assert sorted(r["job_id"] for r in df.select("job_id").where("state = 'leased'").collect()) == want
 
 
 def test_replay_to_parquet_writes_the_table_and_the_local_digest(spark, corpus, tmp_path):

@@ -120,12 +120,52 @@ class PayloadMode(str, enum.Enum):
     binary = "binary"    # --engine spark -o parquet: the bytes as a binary column
 
 
-def read_paths(ctx: typer.Context, paths: list[str] | None, jdbc: list[str] | None) -> list[str]:
-    """The inputs of a reading command: its PATHs, then its --jdbc URLs; at least one."""
+def read_paths(ctx: typer.Context, paths: list[str] | None, jdbc: list[str] | None, *,
+               stdin: bool = False) -> list[str]:
+    """The inputs of a reading command: its PATHs, then its --jdbc URLs; at least one. ``stdin`` (dump, verify):
+    a PATH ``-`` is one segment or journal file read from stdin (``spool_stdin``); elsewhere ``-`` is refused."""
     out = [*(paths or ()), *(jdbc or ())]
     if not out:      # the parser's own error (the usage line first), as for any missing argument
         ctx.fail("Missing argument 'PATH' (or --jdbc URL).")
+    if "-" in out:   # not a file called "-": say so in one line rather than "no such file or directory"
+        if not stdin:
+            raise UsageError("PATH -: this command does not read a log from stdin (dump and verify do); save it "
+                             "to a file and name that (./- for a file called -)")
+        if out.count("-") > 1:
+            raise UsageError("PATH -: stdin can be read once: name - once")
+        out[out.index("-")] = spool_stdin()
     return out
+
+
+def spool_stdin() -> str:
+    """``-``: stdin copied into a private temporary file (1 MiB at a time: memory stays flat however large the
+    log), removed at exit; its path. The format is detected from the file's own bytes, as for any PATH, and the
+    file is named as that format's reader expects (``Format.stdin_name``); a format that needs its directory
+    (``stdin_name`` None) cannot be read this way: a one-line usage error."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+    if sys.stdin is None or sys.stdin.isatty():
+        raise UsageError("PATH -: stdin is a terminal: pipe a segment or journal file into it "
+                         "(ssh host cat 000000003.log | wqtool dump -)")
+    d = tempfile.mkdtemp(prefix="wqtool-stdin.")
+    atexit.register(shutil.rmtree, d, True)
+    path = os.path.join(d, "stdin")
+    with open(path, "wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+    able = [f for f in registry.formats() if f.stdin_name]
+    try:
+        found = registry.detect(path, able)[0] if os.path.getsize(path) else None
+    except (WqError, OSError):
+        found = None
+    if found is None:
+        raise UsageError(f"PATH -: stdin holds none of the files wqtool reads from stdin (one file of "
+                         f"{', '.join(f.plural for f in able)}); the other formats need their directory: save it and "
+                         "name that")
+    named = os.path.join(d, found.stdin_name)
+    os.rename(path, named)
+    return named
 class ReportOutput(str, enum.Enum):
     table = "table"
     json = "json"
@@ -178,11 +218,11 @@ def parse_time(value: str | None, option: str, *, default_now: bool = True) -> i
     """Any time ``engine.instant`` reads → Unix nanoseconds; None → now (``default_now``) or None."""
     if value is None:
         return time.time_ns() if default_now else None
-    from ..engine.instant import EXPECTED, parse_instant     # on first use (start-up)
+    from ..engine.instant import parse_instant     # on first use (start-up)
     try:
         return parse_instant(value)
-    except ValueError:
-        raise UsageError(f"{option}: expected {EXPECTED}, got {value!r}") from None
+    except ValueError as e:      # what was expected, and what was given (a hint for milliseconds)
+        raise UsageError(f"{option}: {e}") from None
 
 
 # ---------------------------------------------------------------- before writing anything

@@ -14,9 +14,9 @@ from ..engine.stats import RecordStats
 from ..errors import UsageError
 from ..offsets import At, at
 from ..render.findings import write_one_line
-from ..render.outcome import Failed, failed_path, run_exit_code
+from ..render.outcome import Failed, failed_path, run_exit_code, run_summary
 from ..render.progress import track
-from ..render.records import RECORD_WRITERS
+from ..render.records import RECORD_WRITERS, RecordDocument
 from ..render.stats import write_record_stats
 from . import _spark
 from ._edge import exit_codes
@@ -97,7 +97,7 @@ def dump(
       wqtool dump --qdump -d /var/spool/kestrel/jobs
       wqtool dump --engine spark -o parquet --out /tmp/records.parquet /srv/fleet/*/cmdlog
     """
-    paths = read_paths(ctx, paths, jdbc)
+    paths = read_paths(ctx, paths, jdbc, stdin=True)
     opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value))
     mode = (payload.value if payload else ("text" if output in (DumpOutput.table, DumpOutput.hex) else "base64"))
     if engine is Engine.spark or output is DumpOutput.parquet:
@@ -136,9 +136,10 @@ def dump(
         return d.follow(entries, logs, poll)
     with track(logs, "dump", streaming=True):
         results = [r for _, r in each_log(entries, d.log, say=say_error)]
-    d.close()
-    return run_exit_code(exit_codes(), [r for r in results if not isinstance(r, Failed)],
-                         [r for r in results if isinstance(r, Failed)])
+    run = run_summary(exit_codes(), [r for r in results if not isinstance(r, Failed)],
+                      [r for r in results if isinstance(r, Failed)])
+    d.close(run)
+    return run["exit_code"]
 
 
 class _Dump:
@@ -148,6 +149,7 @@ class _Dump:
         self.output, self.mode, self.stats, self.limit = output, mode, stats, limit
         self.selection, self.opts, self.live = selection, opts, live
         self.total, self.shown, self.writers, self.selections = RecordStats(), 0, {}, {}
+        self.doc, self.told = RecordDocument(sys.stdout, output), []     # -o json / jsonl: the document's end
 
     def _selection(self, fmt_, log: Log):
         """The records chosen in ``log``; a bound naming a file the log lacks is a usage error, raised before its
@@ -159,7 +161,7 @@ class _Dump:
     def _writer(self, fmt_):
         if fmt_.name not in self.writers:
             self.writers[fmt_.name] = None if self.stats else RECORD_WRITERS[self.output](sys.stdout, self.mode,
-                                                                                       fmt_.record_view)
+                                                                                       fmt_.record_view, self.doc)
         return self.writers[fmt_.name]
 
     def _tell(self, w, t: Told) -> None:
@@ -167,6 +169,7 @@ class _Dump:
             w.damage(t.finding, in_flight=t.in_flight)      # -o hex: the unreadable (or in-flight) bytes, marked
         sys.stdout.flush()
         write_one_line(sys.stderr, t.finding)
+        self.told.append(t.finding)
 
     def log(self, log: Log) -> Verdict:
         flt = self._selection(log.fmt, log)
@@ -192,12 +195,14 @@ class _Dump:
             say_error(f"{log.root}: not read past {at(*records.stopped)}")
         return records.verdict
 
-    def close(self) -> None:
+    def close(self, run: dict) -> None:
+        """The end of the output; ``run``: the run's ``exit_code`` and ``verdict`` (``outcome.run_summary``)."""
         if self.stats:
-            write_record_stats(sys.stdout, self.total, self.output)
+            write_record_stats(sys.stdout, self.total, self.output, run)
         else:
             for w in self.writers.values():
                 w.close()
+            self.doc.finish(run, self.shown, self.told)
 
     def follow(self, entries, logs: list[Log], poll_s: float) -> int:
         """--follow: every log's records, then what each gains, until Ctrl-C (exit 0)."""
@@ -214,11 +219,17 @@ class _Dump:
                     continue
                 log, x = item
                 w = self._writer(log.fmt)
-                self._tell(w, x) if x.__class__ is Told else w.write(x)
+                if x.__class__ is Told:
+                    self._tell(w, x)
+                else:
+                    w.write(x)
+                    self.shown += 1
         except KeyboardInterrupt:
             pass
+        run = run_summary(exit_codes(), [], failed)
+        self.close(run)      # Ctrl-C: the JSON document's end (-o json's closing, -o jsonl's summary line)
         sys.stdout.flush()
-        return run_exit_code(exit_codes(), [], failed)
+        return run["exit_code"]
 
 
 def _special(entries, logs, which: str, opts, **kw) -> int:

@@ -101,11 +101,12 @@ def pack(
         elif apply:
             doc["installed"] = plan.apply().to_jsonable()
     doc["elapsed_s"] = round(time.perf_counter() - t0, 6)     # the command's wall time, the write included
+    verdict = plan.input_verdict             # the input's damage class, as verify reports it
+    if verdict == Verdict.TORN_TAIL and not apply and watch.live():
+        verdict = Verdict.CLEAN              # a record in flight (verify: WQ-IN-FLIGHT / KQ-IN-FLIGHT)
+    doc = {"exit_code": exit_codes().of(verdict), "verdict": verdict.label, **doc}    # the run's, on top
     report_after_apply(sys.stdout, lambda: write_pack_report(sys.stdout, doc, as_json=json_report or output is
                                                              ReportOutput.json, wrote=bool(out or apply),
                                                              as_of_line=as_of_moves(as_of)),
                        [doc["root"]] if "installed" in doc else [])
-    verdict = plan.input_verdict             # the input's damage class, as verify reports it
-    if verdict == Verdict.TORN_TAIL and not apply and watch.live():
-        verdict = Verdict.CLEAN              # a record in flight (verify: WQ-IN-FLIGHT / KQ-IN-FLIGHT)
     return verdict

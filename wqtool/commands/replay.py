@@ -133,8 +133,10 @@ def replay(
             if wrap and verdicts:
                 sys.stdout.write(",\n")
             verdicts.append(_replay_one(r, output, summary, as_of, all_findings))
-        if wrap:
-            sys.stdout.write("]}\n")
+        if wrap:     # the run's exit code and verdict after the logs' documents, as each log's are in its own
+            from ..render.outcome import run_summary
+            run = run_summary(exit_codes(), verdicts, failed)
+            sys.stdout.write(f'], "exit_code": {run["exit_code"]}, "verdict": "{run["verdict"]}"}}\n')
     return run_exit_code(exit_codes(), verdicts, failed) if failed else worst(verdicts)
 
 

@@ -9,19 +9,22 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
+from ..offsets import printable
 from ..render.outcome import Failed, error_text, failed_path, run_exit_code
 from ..render.progress import track
 from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
-                       MaxFindings, ReadPaths, SettingOpt, options, read_paths, say_error)
+                       MaxFindings, ReadPaths, SettingOpt, for_log, options, read_paths, say_error)
 
 
 def report(
     ctx: typer.Context,
     paths: ReadPaths = None,
     quiet: QuietOpt = False,
-    out: Annotated[str, typer.Option("--out", metavar="FILE.html", help="The page to write (a new file; never "
-                   "overwritten).", show_default=False)] = ...,
+    out: Annotated[str, typer.Option("--out", metavar="FILE.html", help="The page to write (a new file, unless "
+                   "--force).", show_default=False)] = ...,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out if it exists (atomically: a reader sees "
+                     "the old page or the new one).")] = False,
     jdbc: JdbcOpt = None,
     as_of: AsOf = None,
     fmt: FormatOpt = "auto",
@@ -39,7 +42,7 @@ def report(
     queue over time, as the replay had them at record times; job states at --as-of; wait and run time
     distributions where the format has them (workq); the format's own chart and tables (Orth job-log tables:
     daily success / fail / running); the replay digest and the command line that reproduces it. One pass per
-    log (verify's and stats' reader and replay); the series are aggregated as the records stream (at most 1440
+    log (verify's and stats' reader and replay); the series are aggregated as the records stream (at most 600
     time bins a log: a longer log gets wider bins). Inline SVG and an inline stylesheet: no script, nothing
     fetched. The exit code is verify's.
 
@@ -50,10 +53,11 @@ def report(
       wqtool report --as-of last --max-findings 1000 /srv/fleet/*/cmdlog --out fleet.html
       wqtool report -O timezone=Asia/Shanghai orth_job_log.csv --out joblog.html
     """
-    from ..render.htmlreport import LogPage, report_page, write_new
+    from ..render.htmlreport import LogPage, report_page
+    from ..render.output import write_file
     import os
-    if os.path.lexists(out):
-        raise UsageError(f"--out {out}: already exists; report never overwrites: name a new file")
+    if os.path.lexists(out) and not force:
+        raise UsageError(f"--out {out}: already exists; never overwritten: name a new file or pass --force")
     paths = read_paths(ctx, paths, jdbc)
     opts = options(as_of, settings=settings, horizon=horizon,
                    flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
@@ -62,20 +66,46 @@ def report(
         reading = read(entries, opts, want=Want.SERIES, live=live, max_findings=max_findings,
                        on_error=lambda e: say_error(error_text(e)))
     codes = exit_codes()
-    items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns, codes.of(r.report.verdict))
+    items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns, codes.of(r.report.verdict),
+                     repair=_repair_loss(r.log, opts, r.report.verdict))
              if r.ok else failed_path(codes, r.root, r.error) for r in reading]
     flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
              *(["--horizon"] if horizon else []), *(["--live"] if live else []),
              *(["--kestrel-version", kestrel_version.value] if kestrel_version is not KestrelVersion.auto else []),
              *(["--keep-open"] if keep_open else [])]
-    write_new(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
-                                                   settings=settings, flags=[*flags, "--out", out])), "--out")
+    write_file(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
+                                                    settings=settings, flags=[*flags, "--out", out])), "--out",
+               replace=force, hint="name a new file or pass --force")
     done = [i for i in items if not isinstance(i, Failed)]
     if not quiet:   # a note, not an error: -q leaves it out
-        sys.stderr.write(f"wqtool: wrote {out}: {len(done)} log(s)"
+        sys.stderr.write(f"wqtool: wrote {printable(out)}: {len(done)} log(s)"
                          + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
     return run_exit_code(exit_codes(), [i.report.verdict for i in done],
                          [i for i in items if isinstance(i, Failed)])
+
+
+def _repair_loss(log, opts, verdict) -> dict | None:
+    """What ``wqtool repair`` would do to a damaged log (its plan, nothing written): the flags it takes for this
+    verdict and the plan's jobs lost (``jobs_lost``, ``jobs_lost_more``, ``jobs_lost_unread``); None for a clean
+    log, a format without repair, or a plan that cannot be made (its error is the repair command's to tell)."""
+    from ..engine.findings import Verdict
+    from ..engine.format import Format
+    from ..engine.options import RepairOptions
+    from ..errors import WqError
+    from dataclasses import fields, replace
+    if verdict == Verdict.CLEAN or type(log.fmt).repair_plan is Format.repair_plan:
+        return None
+    salvage, drop = verdict == Verdict.CORRUPT, verdict == Verdict.INVALID_HISTORY
+    base = {f.name: getattr(opts, f.name) for f in fields(opts)}
+    ropts = RepairOptions(**{**base, "salvage": salvage, "drop_invalid": drop})
+    try:
+        doc = log.fmt.repair_plan(log.data, for_log(log, ropts)).report_doc(exit_codes().of)
+    except (WqError, OSError):
+        return None
+    return {"flags": [*(["--salvage"] if salvage else []), *(["--drop-invalid"] if drop else [])],
+            "jobs_lost": doc.get("jobs_lost") or [], "more": doc.get("jobs_lost_more", 0),
+            "unread": doc.get("jobs_lost_unread") or doc.get("items_lost_unread") or {},
+            "items_lost": doc.get("items_lost") or 0, "items_lost_at": doc.get("items_lost_at") or []}
 
 
 def command_line(command: str, paths, *, fmt: str, as_of, opts, settings, flags) -> str:
@@ -88,7 +118,14 @@ def command_line(command: str, paths, *, fmt: str, as_of, opts, settings, flags)
              "--as-of", word if word in AS_OF_WORDS else iso(opts.as_of_ns)]
     for item in settings or ():
         parts += ["-O", item]
-    return shlex.join([*parts, *flags, *(_no_password(p) for p in paths)])
+    return shlex.join([*parts, *flags, *(_no_password(_absolute(p)) for p in paths)])
+
+
+def _absolute(path: str) -> str:
+    """A PATH as the page's commands name it: absolute (the page is read elsewhere, from another directory); a
+    URL stays as it is."""
+    import os
+    return path if "://" in path or path.startswith("jdbc:") else os.path.abspath(path)
 
 
 def _no_password(path: str) -> str:

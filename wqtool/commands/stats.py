@@ -46,9 +46,10 @@ def stats(
                        "table.")] = None,
     out_format: Annotated[TableFormat, typer.Option("--out-format", help="Files of --out.")] = TableFormat.csv,
     chart: Annotated[Optional[str], typer.Option("--chart", metavar="FILE", help="Also draw each log's charts "
-                     "into a new self-contained HTML FILE (inline SVG; report's drawings without the findings table): "
-                     "records per minute by type, live jobs per queue, job states, wait and run times, the "
-                     "format's own chart (orth-joblog: rows per trigger day, success / fail / running).")] = None,
+                     "into a new FILE: FILE.html a self-contained page (inline SVG and the numbers in tables; "
+                     "report's drawings without the findings table), FILE.svg one standalone SVG drawing: records "
+                     "per minute by type, live jobs per queue, job states, wait and run times, the format's own "
+                     "chart (orth-joblog: rows per trigger day, success / fail / running).")] = None,
     timeline: Annotated[bool, typer.Option("--timeline", help="Also draw each log's records over time in the "
                         "terminal (a row per record type, damage, live jobs, a UTC time axis; the terminal's "
                         "width, COLUMNS when piped; -o table only).")] = False,
@@ -81,6 +82,7 @@ def stats(
     for target, what in ((out_dir, "--out"), (chart, "--chart")):
         if target is not None and os.path.lexists(target):
             raise UsageError(f"{what} {target}: already exists; stats never overwrites")
+    chart_kind = None if chart is None else _chart_kind(chart)
     if timeline and output is not Output.table:
         raise UsageError("--timeline draws in the terminal: it goes with -o table only")
     drawn = chart is not None or timeline     # the series pass (engine.series): verify's and stats' pass, one per log
@@ -109,13 +111,26 @@ def stats(
         from ..render.timeline import write_timeline
         write_timeline([(r.report.root, series.get(id(r.log))) for r in read_ok])
     if chart is not None:
-        from ..render.htmlreport import LogPage, chart_page, write_new
+        from ..render.htmlreport import LogPage, chart_page, chart_svg
+        from ..render.output import write_file
         from .report import command_line
         pages = [LogPage(r.log.fmt, rep, v, st, series.get(id(r.log)), r.as_of_ns, codes.of(rep.verdict))
                  for r, (rep, v, st, _) in zip(read_ok, done)]
-        write_new(chart, chart_page(pages, command_line("stats", paths, fmt=fmt, as_of=as_of, opts=opts,
-                                                         settings=settings, flags=["--chart", chart])), "--chart")
+        made_by = command_line("stats", paths, fmt=fmt, as_of=as_of, opts=opts, settings=settings,
+                               flags=["--chart", chart])
+        write_file(chart, (chart_svg if chart_kind == "svg" else chart_page)(pages, made_by), "--chart")
     return run_exit_code(codes, [i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])
+
+
+def _chart_kind(path: str) -> str:
+    """--chart FILE's kind from its suffix: ``.svg`` a standalone SVG drawing, ``.html`` / ``.htm`` the page."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".svg":
+        return "svg"
+    if suffix in (".html", ".htm"):
+        return "html"
+    raise UsageError(f"--chart {path}: expected a name ending in .svg (a standalone SVG drawing) or .html (the "
+                     f"page with the charts and their tables), got {suffix or 'no suffix'!r}")
 
 
 def _series(log, opts, *, series: dict):

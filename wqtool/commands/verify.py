@@ -75,8 +75,12 @@ def verify(
 ) -> int:
     """Check framing, CRCs and replay-level history; exact offsets; exit code for cron.
 
-    Works on workq command logs and Kestrel journals (--format). Every finding has a stable code (WQ-CRC,
-    WQ-TRUNCATED, KQ-..., ...), the segment, byte offset, record index,
+    Works on every format wqtool reads (--format; auto-detected): workq command logs, Kestrel queue journals,
+    Orth / XXL-JOB callback retry files and executor log folders, Orth job-log tables (orth_job_log exports, dumps,
+    databases), snapwebsites list journals, prinbee EVTJ event journals and fastjournal journals. A PATH is a log
+    directory or one file of it; - reads one segment or journal file from stdin (a workq segment, a Kestrel
+    journal file, an EVTJ journal: the formats whose bytes say what they are). Every finding has a stable code
+    (WQ-CRC, WQ-TRUNCATED, KQ-..., ...), the segment, byte offset, record index,
     the last good offset, and what the upstream server would do where that differs from starting normally.
     Every PATH gets its own verdict, also one that cannot be read or is not a log; the exit code is the most
     severe. A log being written (a held lock, a process holding it open for writing, a file that changed during
@@ -103,7 +107,7 @@ def verify(
 
     {METRICS}
     """
-    paths = read_paths(ctx, paths, jdbc)
+    paths = read_paths(ctx, paths, jdbc, stdin=True)
     opts = options(as_of, settings=settings, horizon=horizon,
                    flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
     if engine is Engine.spark and metrics_file is not None:

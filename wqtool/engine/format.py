@@ -115,13 +115,25 @@ class RecordView:
 
     def row(self, rec, payload: str) -> dict:
         """The record's stable JSON row (``fields``, in order). Default: each field the record's attribute of that
-        name (``file``: its ``path``; ``error``: None, a record is no damage)."""
-        return {f: rec.path if f == "file" else getattr(rec, f, None) for f in self.fields}
+        name (``file``: its ``path``; ``at``: its position as printed, ``offsets.at``; ``record_index``: its
+        ``index``; ``error``: None, a record is no damage)."""
+        from ..offsets import at
+
+        def value(f):
+            if f == "file":
+                return rec.path
+            if f == "at":
+                return at(rec.path, rec.offset)
+            return getattr(rec, "index" if f == "record_index" else f, None)
+        return {f: value(f) for f in self.fields}
 
     def damage_row(self, f: Finding) -> dict:
         """A row for an error finding in the record stream (Spark permissive mode, exports)."""
+        from ..offsets import at
         row = dict.fromkeys(self.fields)
         row.update(file=f.path, offset=f.offset, error=f"{f.code}: {f.message}")
+        if "at" in row:
+            row["at"] = at(f.path, f.offset) if f.path else None
         return row
 
     def binary(self, rec) -> dict:
@@ -229,6 +241,9 @@ class Format(abc.ABC):
     plural: ClassVar[str]                       # "workq logs", "Kestrel journals" (messages)
     file_expected: ClassVar[str]                # "a workq segment (expected magic ... at offset 0)"
     dir_expected: ClassVar[str]                 # "a workq log directory (no segments ..., no lock files)"
+    #: the name one file of this format read from stdin (``dump -``, ``verify -``) is given, a name its reader
+    #: takes ("000000001.log"); None: the format needs its directory (or its own file name) and cannot be read so
+    stdin_name: ClassVar[str | None] = None
     #: the format in a few paragraphs for wqtool-formats(5): blank lines separate paragraphs; lines indented by two
     #: spaces are kept verbatim (byte layouts, examples)
     manual: ClassVar[str] = ""

@@ -125,6 +125,19 @@ def _svg_open(title: str, w: int = W, h: int = H, cls: str = "chart") -> str:
             f'role="img" aria-label="{_e(title)}" font-family="sans-serif"><title>{_e(title)}</title>')
 
 
+#: the widest a character of the legend's 11 px sans-serif is drawn (px; "m" and "W" are 10, digits 6.1)
+LEGEND_CHAR_PX = 7.5
+
+
+def _legend_fits(out: list[str], title: str, items: Sequence[tuple[str, str, str]], x: int, w: int = W,
+                 h: int = H) -> None:
+    """Widen the drawing (``out[0]``, its ``<svg>`` opening) so that the legend's longest label ends inside it:
+    a label is never cut at the drawing's edge."""
+    need = math.ceil(x + 24 + max((len(label) for label, _, _ in items), default=0) * LEGEND_CHAR_PX + 8)
+    if need > w:
+        out[0] = _svg_open(title, w=need, h=h)
+
+
 def _legend(items: Sequence[tuple[str, str, str]], x: int, y: int = TOP) -> list[str]:
     """(label, colour, dash) entries at the right of a chart: a swatch and the label."""
     out = ['<g class="legend" font-size="11">']
@@ -194,6 +207,7 @@ def records_chart(series, title: str = "Records over time") -> str:
                    f'<title>damage: {n} finding(s) on the time axis</title>{"".join(marks)}</g>')
         legend.append((f"damage ({n} findings)", DAMAGE_COLOR, "4 2"))
     out += _legend(legend, W - RIGHT + 10)
+    _legend_fits(out, f"{title} ({unit})", legend, W - RIGHT + 10)
     out.append("</svg>")
     return "".join(out)
 
@@ -232,6 +246,7 @@ def depth_chart(series, title: str = "Queue depth") -> str:
                    f'<path d="{"".join(d)}" fill="none" stroke="{color}" stroke-width="2"{dd}/></g>')
         legend.append((f"{q} (max {peak:,})", color, dash))
     out += _legend(legend, W - RIGHT + 10)
+    _legend_fits(out, f"{title} (jobs, sampled every {duration(series.width_ns)})", legend, W - RIGHT + 10)
     out.append("</svg>")
     return "".join(out)
 
@@ -290,6 +305,7 @@ def stacked_days_chart(spec: dict, rows: list[dict]) -> str:
                    f'<title>{_e(label)}: {total:,}</title>{"".join(parts)}</g>')
         legend.append((f"{label} ({total:,})", color, ""))
     out += _legend(legend, fr.w - RIGHT + 10)
+    _legend_fits(out, title, legend, fr.w - RIGHT + 10, fr.w)
     out.append("</svg>")
     return "".join(out)
 

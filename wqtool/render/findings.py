@@ -1,12 +1,11 @@
 """Findings as one-liners (stderr), tables and JSON."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import TextIO
 
 from ..engine.findings import Finding
-from ..engine.serialize import finding_to_jsonable
-from .outcome import ExitCodes
+from ..engine.serialize import finding_json
 
 
 def one_line(f: Finding) -> str:
@@ -31,6 +30,6 @@ def findings_lines(findings: list[Finding]) -> list[str]:
     return out
 
 
-def findings_jsonl(out: TextIO, findings: list[Finding], codes: ExitCodes) -> None:
+def findings_jsonl(out: TextIO, findings: list[Finding]) -> None:
     for f in findings:
-        out.write(json.dumps(finding_to_jsonable(f, codes.of), ensure_ascii=False) + "\n")
+        out.write(json_text(finding_json(f), ensure_ascii=False) + "\n")

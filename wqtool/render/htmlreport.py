@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -31,6 +32,7 @@ class LogPage:
     series: Any              # engine.series.Series
     as_of_ns: int
     exit_code: int           # its verdict's exit code (the edge's mapping, handed down by the command)
+    repair: dict | None = None   # what `wqtool repair` would lose (report: the plan's jobs_lost), or None
 
 
 def iso(ns: int) -> str:
@@ -45,6 +47,7 @@ def fix_command(fmt, root: str, verdict: Verdict) -> str | None:
     if verdict == Verdict.CLEAN or type(fmt).repair_plan is Format.repair_plan:
         return None
     flag = {Verdict.TORN_TAIL: "", Verdict.CORRUPT: " --salvage", Verdict.INVALID_HISTORY: " --drop-invalid"}[verdict]
+    root = root if "://" in root else os.path.abspath(root)
     return f"wqtool repair --format {fmt.name}{flag} {shlex.quote(root)}   # plan; add --apply to do it"
 
 
@@ -70,9 +73,36 @@ def _findings(p: LogPage) -> list[str]:
         out.append(f"<p>{omitted} more finding(s) not listed (--max-findings).</p>")
     out.append("<p>Counts by code: " + ", ".join(f"<code>{_e(k)}</code> {v}" for k, v in sorted(r.counts.items()))
                + "</p>")
+    out += _repair_loss(p)
     if r.last_good and r.verdict == Verdict.TORN_TAIL:
         out.append(f"<p>Valid up to <code>{_e(r.last_good[0])}@0x{r.last_good[1]:x}</code>: truncating there loses "
                    "no valid record.</p>")
+    return out
+
+
+def _repair_loss(p: LogPage) -> list[str]:
+    """How many jobs the repair the findings call for would lose, and which: from its plan (nothing written)."""
+    rp = p.repair
+    if rp is None:
+        return []
+    cmd = " ".join(["wqtool repair", f"--format {p.fmt.name}", *rp["flags"], shlex.quote(os.path.abspath(p.report.root)
+                                                                                        if "://" not in p.report.root
+                                                                                        else p.report.root)])
+    jobs, more, unread = rp["jobs_lost"], rp["more"], rp["unread"]
+    n = len(jobs) + more + rp.get("items_lost", 0)
+    out = [f"<h3>What a repair would lose</h3><p>The plan of <code>{_e(cmd)}</code> (nothing written; add "
+           f"<code>--apply</code> to do it) loses <strong>{n} job(s)</strong>"
+           + (": the jobs whose add or schedule record is in the bytes it cuts." if n else ".") + "</p>"]
+    if jobs:
+        out.append(charts.table(("job_id", "record", "at", "later records about it"),
+                                [(j["job_id"], j["cmd"], j["at"], j["later_records"]) for j in jobs], "jobs-lost"))
+    if more:
+        out.append(f"<p>... and {more} more (<code>wqtool repair -o json</code> lists them).</p>")
+    if rp.get("items_lost_at"):
+        out.append("<p>Items lost at: " + ", ".join(f"<code>{_e(a)}</code>" for a in rp["items_lost_at"]) + "</p>")
+    if unread.get("bytes"):
+        out.append(f"<p>Not counted: {unread['bytes']} cut byte(s) in {unread['ranges']} range(s) where no record "
+                   "could be read may hold more jobs.</p>")
     return out
 
 
@@ -177,7 +207,8 @@ def log_section(p: LogPage, *, full: bool = True) -> list[str]:
     out += _durations(p)
     out += _own(p)
     digest = p.view.digest()
-    stats_cmd = f"wqtool stats --format {p.fmt.name} --as-of {iso(p.as_of_ns)} {shlex.quote(r.root)}"
+    root = r.root if "://" in r.root else os.path.abspath(r.root)      # the page is read from elsewhere
+    stats_cmd = f"wqtool stats --format {p.fmt.name} --as-of {iso(p.as_of_ns)} {shlex.quote(root)}"
     out.append(f"<h3>Digest</h3><p>Replay digest at --as-of {_e(iso(p.as_of_ns))}: <code>{_e(digest)}</code></p>"
                f"<p>Reproduce it: <code>{_e(stats_cmd)}</code></p>")
     return out
@@ -212,10 +243,76 @@ def chart_page(items: Sequence[LogPage], command: str) -> str:
     return charts.page("wqtool stats", body)
 
 
-def write_new(path: str, text: str, what: str) -> None:
-    """Write a new file (never over an existing one: created with O_EXCL)."""
-    from ..errors import UsageError
-    if os.path.lexists(path):
-        raise UsageError(f"{what} {path}: already exists; never overwritten: name a new file")
-    with open(path, "x", encoding="utf-8") as f:
-        f.write(text)
+def _drawings(p: LogPage) -> list[tuple[str, str]]:
+    """(heading, drawing) of one log as ``log_section`` draws them; a drawing is an ``<svg>`` or, where there is
+    nothing to draw, a sentence."""
+    out: list[tuple[str, str]] = []
+    s = p.series
+    if s is None:
+        out.append(("Records over time", "Records over time are drawn by the local engine (--engine local)."))
+    else:
+        out.append(("Records over time", charts.records_chart(s)))
+        if s.has_depth:
+            out.append(("Queue depth (replayed, at record times: jobs not finished yet, per queue)",
+                        charts.depth_chart(s)))
+    try:
+        counts = p.view.counts_by_state()
+    except NotImplementedError:
+        counts = {}
+    heading = f"Job states at --as-of {iso(p.as_of_ns)}"
+    out.append((heading, charts.bar_chart(f"Jobs by state at {iso(p.as_of_ns)}", sorted(counts.items()),
+                                          x_title="state", y_title="jobs", kind="state")
+                if counts else "Nothing live at --as-of."))
+    if s is not None:
+        for h, what in ((s.wait, "Wait"), (s.run, "Run")):
+            if h.count:
+                out.append((f"{what} times, {h.count:,} jobs",
+                            charts.bar_chart(f"{what} time distribution ({h.count} jobs)",
+                                             list(zip(DURATION_LABELS, h.buckets)), x_title=f"{what.lower()} time",
+                                             y_title="jobs", kind=what.lower(), color=charts.PALETTE[2])))
+    spec = p.view.chart()
+    if spec is not None:
+        out.append((spec.get("title") or spec["table"],
+                    charts.stacked_days_chart(spec, p.view.analytics().get(spec["table"], []))))
+    return out
+
+
+_SIZE = re.compile(r'<svg [^>]*?width="(\d+)" height="(\d+)"')
+_TAG = re.compile(r"<[^>]+>")
+
+
+def chart_svg(items: Sequence[LogPage], command: str) -> str:
+    """``stats --chart FILE.svg``: one standalone SVG document (an XML file any viewer opens) holding every
+    log's drawings one below the other, each under its heading; the tables stay in the .html page."""
+    parts: list[str] = []
+    y, width = 0, charts.W
+
+    def line(text: str, size: int, bold: bool = False) -> None:
+        nonlocal y
+        y += size + 8
+        weight = ' font-weight="bold"' if bold else ""
+        parts.append(f'<text x="10" y="{y}" font-size="{size}"{weight}>{_e(text)}</text>')
+
+    line("wqtool stats", 20, True)
+    line(f"Made by: {command}", 11)
+    for p in items:
+        r = p.report
+        y += 12
+        line(r.root, 16, True)
+        line(f"{p.fmt.title} (--format {p.fmt.name}): {r.segments} file(s), {r.records:,} records, {r.bytes:,} "
+             f"bytes. Verdict: {r.verdict.label} (exit {p.exit_code})", 12)
+        for heading, drawing in _drawings(p):
+            line(heading, 13, True)
+            m = _SIZE.match(drawing)
+            if m is None:
+                line(html.unescape(_TAG.sub("", drawing)), 12)
+                continue
+            w, h = int(m[1]), int(m[2])
+            parts.append(drawing.replace("<svg ", f'<svg x="0" y="{y + 6}" ', 1))
+            y += h + 12
+            width = max(width, w)
+    y += 10
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y}" viewBox="0 0 {width} {y}" '
+            f'font-family="sans-serif"><title>wqtool stats</title><rect width="100%" height="100%" fill="#fff"/>'
+            + "".join(parts) + "</svg>\n")

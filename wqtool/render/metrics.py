@@ -21,13 +21,12 @@ Metrics (every one a gauge: each run replaces the values; labels ``path`` — th
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..engine.findings import Verdict
-from ..engine.fsops import fsync_dir, unlink_quiet, write_new
+from ..offsets import printable
 from .outcome import ExitCodes, Failed
 
 PREFIX = "wqtool_"
@@ -51,7 +50,9 @@ class _Family:
 
 
 def _escape(v: str) -> str:
-    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value: a byte of a path that is not UTF-8 as ``\\xff`` (``printable``), then the exposition
+    format's escapes (so the file holds ``\\\\xff``, which a reader of the format reads back as ``\\xff``)."""
+    return printable(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def _value(v: float) -> str:
@@ -122,14 +123,7 @@ def exposition(items: Sequence[tuple[object, LogMetrics | None]], run_exit: int,
 
 
 def write_metrics(path: str, text: str) -> None:
-    """Replace ``path`` atomically: ``.NAME.PID.tmp`` beside it, fsync, rename over, directory fsync."""
-    d = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    unlink_quiet(tmp)
-    write_new(tmp, [text.encode("utf-8")], mode=0o644)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        unlink_quiet(tmp)
-        raise
-    fsync_dir(d)
+    """Replace ``path`` atomically: ``.NAME.PID.tmp`` beside it, fsync, rename over, directory fsync; an error
+    names ``path`` (``output.write_file``)."""
+    from .output import write_file
+    write_file(path, text, "--metrics-file", replace=True)

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from ..engine.findings import Verdict
 from ..errors import WqError
+from ..offsets import printable
 
 
 class ExitCodes(Protocol):
@@ -30,8 +31,8 @@ def error_text(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
-        return f"{where}{exc.strerror or exc}"
-    return f"{type(exc).__name__}: {exc}"
+        return printable(f"{where}{exc.strerror or exc}")
+    return printable(f"{type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Failed:
         return error_text(e)
 
     def to_jsonable(self) -> dict:
-        return {"root": self.root, "verdict": self.label, "exit_code": int(self.exit_code), "error": self.message}
+        return {"root": printable(self.root), "verdict": self.label, "exit_code": int(self.exit_code), "error": self.message}
 
 
 def failed_path(codes: ExitCodes, root: str, error: BaseException) -> Failed:
@@ -67,3 +68,23 @@ def run_exit_code(codes: ExitCodes, verdicts=(), failed=()) -> int:
     """A run's exit code: the most severe of its logs' verdicts and its failed PATHs (``codes.run``: the one
     precedence table, ``exitcodes.PRECEDENCE``)."""
     return codes.run(verdicts, [f.error for f in failed])
+
+
+def run_verdict(codes: ExitCodes, verdicts=(), failed=()) -> str:
+    """A run's verdict in words, beside its exit code at the top of every JSON document: the label of what set the
+    exit code (the worst log's verdict, or the label of the PATH that failed: "not a log", "unreadable", ...)."""
+    code = run_exit_code(codes, verdicts, failed)
+    for f in failed:
+        if int(f.exit_code) == code:
+            return f.label
+    for v in sorted(verdicts, reverse=True):
+        if codes.of(v) == code:
+            return v.label
+    return Verdict.CLEAN.label
+
+
+def run_summary(codes: ExitCodes, verdicts=(), failed=()) -> dict:
+    """``{"exit_code": N, "verdict": WORDS}`` of a run (``run_exit_code``, ``run_verdict``)."""
+    verdicts, failed = list(verdicts), list(failed)
+    return {"exit_code": int(run_exit_code(codes, verdicts, failed)),
+            "verdict": run_verdict(codes, verdicts, failed)}

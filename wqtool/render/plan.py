@@ -1,12 +1,12 @@
 """The reports of the commands that change files (pack), for every format."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import TextIO
 
 from ..offsets import at, hex_offset
 from ..engine.plan import LIST_CAP, SHOWN
-from ..engine.serialize import with_times
+from ..engine.serialize import with_positions, with_times
 
 from ..errors import PackRefused
 from .outcome import Failed
@@ -24,7 +24,7 @@ def _as_of(w, doc: dict, shown: bool) -> None:
 
 def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool, as_of_line: bool = False) -> None:
     if as_json:
-        out.write(json.dumps(with_times(doc), indent=2) + "\n")
+        out.write(json_text(with_times(with_positions(doc)), indent=2) + "\n")
         return
     w = out.write
     b, a = doc["before"], doc["after"]
@@ -89,8 +89,10 @@ def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, a
     """clean / repair over several PATHs: one section (table) or one entry of ``logs`` (JSON) per PATH, in PATH
     order — a plan's report, or a PATH that got none (its error: not a log, unreadable, busy, refused)."""
     if as_json:
-        doc = {"exit_code": exit_code, "logs": [failed_json(i) if isinstance(i, Failed) else i for i in items]}
-        out.write(json.dumps(with_times(doc), indent=2) + "\n")
+        logs = [failed_json(i) if isinstance(i, Failed) else i for i in items]
+        verdict = next((d["verdict"] for d in logs if d.get("exit_code") == exit_code), "clean")
+        doc = {"exit_code": exit_code, "verdict": verdict, "logs": logs}
+        out.write(json_text(with_times(with_positions(doc)), indent=2) + "\n")
         return
     for i in items:
         if isinstance(i, Failed):
@@ -118,7 +120,7 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
                       as_of_line: bool = False) -> None:
     """clean / repair: what the plan does (or did, with --apply), for every format."""
     if as_json:
-        out.write(json.dumps(with_times(doc), indent=2) + "\n")
+        out.write(json_text(with_times(with_positions(doc)), indent=2) + "\n")
         return
     w = out.write
     w(f"{kind} {doc['root']}{' queue ' + doc['queue'] if doc.get('queue') else ''} ({doc['format']}):\n")
@@ -155,8 +157,8 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
     if doc.get("kept_whole") and not doc.get("nothing_to_do"):
         w(f"  kept whole: {doc['kept_whole']} file(s)\n")
     lost = len(doc.get("jobs_lost") or ()) + doc.get("jobs_lost_more", 0)
-    _bounded(w, doc, "jobs_lost", lambda j: f"jobs lost: {j['job']}"
-             f"{' (id unverified)' if j.get('id_unverified') else ''} ({j['cmd']} at {j['record']}; "
+    _bounded(w, doc, "jobs_lost", lambda j: f"jobs lost: {j['job_id']}"
+             f"{' (id unverified)' if j.get('id_unverified') else ''} ({j['cmd']} at {j['at']}; "
              f"{j['later_records']} later record(s) refer to it)")
     unread = doc.get("jobs_lost_unread") or {}
     if unread.get("bytes"):
@@ -175,7 +177,7 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
         if doc["jobs_changed"]:
             n = len(doc["jobs_changed"]) + doc.get("jobs_changed_more", 0)
             w(f"  jobs changing state: {n}\n")
-            _bounded(w, doc, "jobs_changed", lambda j: f"job {j['id']}: {j['before']} -> {j['after']}")
+            _bounded(w, doc, "jobs_changed", lambda j: f"job {j.get('job_id') or j.get('at')}: {j['before']} -> {j['after']}")
         elif lost or doc.get("items_lost"):
             what = f"{lost} job(s)" if lost else f"{doc['items_lost']} item(s)"
             w(f"  jobs changing state: the {what} lost above (their records were never readable, so the "

@@ -1,8 +1,8 @@
 """Record output for dump, for every format (through its ``RecordView``): a streaming text table, JSON Lines,
-a JSON array, and hex."""
+a JSON document, and hex."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import TextIO
 
 import os
@@ -29,7 +29,7 @@ def table_line(columns, cells) -> str:
 class RecordTable(_Writer):
     """A streaming fixed-width table: one line per record, header once (works for millions of rows)."""
 
-    def __init__(self, out: TextIO, payload: str, view: RecordView):
+    def __init__(self, out: TextIO, payload: str, view: RecordView, doc=None):
         self.out = out
         self.payload = payload
         self.view = view
@@ -47,14 +47,43 @@ class RecordTable(_Writer):
             self.out.write(self._head + "\n")
 
 
+class RecordDocument:
+    """What dump's JSON writers share: one document over every format's rows. ``-o json``: one object, the rows
+    under ``records``, then the run's ``exit_code``, ``verdict``, how many rows were written (``shown``) and the
+    findings dump told (``findings``, a list, with their ``counts`` by code); ``-o jsonl``: a row a line, then one
+    ``{"summary": ...}`` line with the same fields."""
+
+    def __init__(self, out: TextIO, output: str):
+        self.out, self.output, self.n = out, output, 0
+
+    def rows_written(self, n: int) -> str:
+        """The text before the next ``n`` rows of ``-o json`` (the document's head, or the rows' separator)."""
+        sep = '{"records": [\n  ' if self.n == 0 else ",\n  "
+        self.n += n
+        return sep
+
+    def finish(self, run: dict, shown: int, told: list[Finding]) -> None:
+        """The end of the document: ``run`` is ``{"exit_code", "verdict"}`` (``outcome.run_summary``)."""
+        from collections import Counter
+
+        from ..engine.serialize import finding_json
+        summary = {**run, "shown": shown, "counts": dict(sorted(Counter(f.code for f in told).items())),
+                   "findings": [finding_json(f) for f in told]}
+        if self.output == "json":
+            self.out.write(('{"records": [],' if self.n == 0 else "\n],") + json_text(summary, indent=2)[1:] + "\n")
+        elif self.output == "jsonl":
+            self.out.write(json_text({"summary": summary}) + "\n")
+
+
 class RecordJsonl(_Writer):
-    def __init__(self, out: TextIO, payload: str, view: RecordView):
+    def __init__(self, out: TextIO, payload: str, view: RecordView, doc: RecordDocument | None = None):
         self.out = out
         self.payload = payload
         self.view = view
+        self.doc = doc
 
     def write(self, rec) -> None:
-        self.out.write(json.dumps(self.view.row(rec, self.payload), ensure_ascii=False) + "\n")
+        self.out.write(json_text(self.view.row(rec, self.payload), ensure_ascii=False) + "\n")
 
     def write_encoded(self, n: int, text: str) -> None:
         """``n`` rows a format encoded itself (``Format.encoded_records``, style "jsonl")."""
@@ -65,25 +94,16 @@ class RecordJsonl(_Writer):
 
 
 class RecordJsonArray(RecordJsonl):
-    """A JSON array streamed element by element (memory stays flat)."""
-
-    def __init__(self, out: TextIO, payload: str, view: RecordView):
-        super().__init__(out, payload, view)
-        self.n = 0
+    """The rows of ``-o json``'s ``records`` list, streamed element by element (memory stays flat); the
+    document's head and end are its ``RecordDocument``'s."""
 
     def write(self, rec) -> None:
-        self.out.write(("[\n  " if self.n == 0 else ",\n  ")
-                       + json.dumps(self.view.row(rec, self.payload), ensure_ascii=False))
-        self.n += 1
+        self.out.write(self.doc.rows_written(1) + json_text(self.view.row(rec, self.payload), ensure_ascii=False))
 
     def write_encoded(self, n: int, text: str) -> None:
         """``n`` rows a format encoded itself (style "json": joined by ",\n  ")."""
         if n:
-            self.out.write(("[\n  " if self.n == 0 else ",\n  ") + text)
-            self.n += n
-
-    def close(self) -> None:
-        self.out.write("[]\n" if self.n == 0 else "\n]\n")
+            self.out.write(self.doc.rows_written(n) + text)
 
 
 def hexdump(data: bytes, base: int) -> list[str]:
@@ -103,7 +123,7 @@ HEX_MAX = 1 << 20
 class RecordHex(_Writer):
     """Each record as a title line and a canonical hex dump of its bytes (offsets are file offsets)."""
 
-    def __init__(self, out: TextIO, payload: str, view: RecordView):
+    def __init__(self, out: TextIO, payload: str, view: RecordView, doc=None):
         self.out = out
         self.view = view
 

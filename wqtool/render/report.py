@@ -2,14 +2,15 @@
 error of a PATH that could not be read or is not a log."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from typing import Sequence, TextIO
 
 from ..engine.findings import Verdict
 from ..engine.run import LogReport, VerifyReport
-from ..engine.serialize import finding_to_jsonable
+from ..engine.serialize import finding_json
+from ..offsets import at
 from .findings import findings_jsonl, findings_lines
-from .outcome import ExitCodes, Failed, run_exit_code
+from .outcome import ExitCodes, Failed, run_summary
 
 
 def log_json(lr: LogReport, codes: ExitCodes, findings: bool = True, *, all_findings: bool = False,
@@ -17,10 +18,11 @@ def log_json(lr: LogReport, codes: ExitCodes, findings: bool = True, *, all_find
     shown, omitted = lr.shown(all_findings=all_findings, as_of=as_of)
     d = {"root": lr.root, "verdict": lr.verdict.label, "exit_code": codes.of(lr.verdict),
          "segments": lr.segments, "records": lr.records, "bytes": lr.bytes, "counts": dict(sorted(lr.counts.items())),
-         "last_good": None if lr.last_good is None else {"file": lr.last_good[0], "offset": lr.last_good[1]},
+         "last_good": None if lr.last_good is None else {"at": at(*lr.last_good), "file": lr.last_good[0],
+                                                          "offset": lr.last_good[1]},
          "omitted_findings": omitted}
     if findings:
-        d["findings"] = [finding_to_jsonable(f, codes.of) for f in shown]
+        d["findings"] = [finding_json(f) for f in shown]
     return d
 
 
@@ -34,19 +36,21 @@ def write_verify(out: TextIO, report: VerifyReport | Sequence[LogReport | Failed
     summary note unless ``all_findings``; ``as_of``: how --as-of was given, for the note)."""
     items = _items(report)
     kw = dict(all_findings=all_findings, as_of=as_of)
+    run = run_summary(codes, [i.verdict for i in items if isinstance(i, LogReport)],
+                      [i for i in items if isinstance(i, Failed)])
     if output == "json":
-        code = run_exit_code(codes, [i.verdict for i in items if isinstance(i, LogReport)],
-                             [i for i in items if isinstance(i, Failed)])
-        doc = {"exit_code": int(code), "logs": [i.to_jsonable() if isinstance(i, Failed) else log_json(i, codes, **kw)
-                                                for i in items]}
-        out.write(json.dumps(doc, indent=2) + "\n")
-    elif output == "jsonl":
+        doc = {**run, "logs": [i.to_jsonable() if isinstance(i, Failed) else log_json(i, codes, **kw)
+                               for i in items]}
+        out.write(json_text(doc, indent=2) + "\n")
+    elif output == "jsonl":     # each log's findings, a line each, then the run's summary line with every log's
+        logs = []
         for i in items:
             if isinstance(i, Failed):
-                out.write(json.dumps({"summary": i.to_jsonable()}) + "\n")
+                logs.append(i.to_jsonable())
                 continue
-            findings_jsonl(out, i.shown(**kw)[0], codes)
-            out.write(json.dumps({"summary": log_json(i, codes, findings=False, **kw)}) + "\n")
+            findings_jsonl(out, i.shown(**kw)[0])
+            logs.append(log_json(i, codes, findings=False, **kw))
+        out.write(json_text({"summary": {**run, "logs": logs}}) + "\n")
     else:
         for i in items:
             if isinstance(i, Failed):

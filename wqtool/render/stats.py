@@ -1,14 +1,14 @@
 """stats' output for every format: per log and in total, records and bytes per kind, state, damage."""
 from __future__ import annotations
 
-import json
+from .output import json_text
 from collections import Counter
 from typing import TextIO
 
 from ..engine.findings import worst
 from ..engine.stats import RecordStats
 from .analytics import write_tables_text
-from .outcome import ExitCodes, Failed, run_exit_code
+from .outcome import ExitCodes, Failed, run_exit_code, run_summary
 
 
 def stats_doc(per_log, total_jobs: int, codes: ExitCodes) -> dict:
@@ -37,7 +37,8 @@ def stats_doc(per_log, total_jobs: int, codes: ExitCodes) -> dict:
         # (what by_type adds up to)
         d["record_bytes"] = d["bytes"]
         d["bytes"] = report.bytes
-        doc = {"root": report.root, "exit_code": codes.of(report.verdict), "segments": report.segments, **d,
+        doc = {"root": report.root, "verdict": report.verdict.label, "exit_code": codes.of(report.verdict),
+               "segments": report.segments, **d,
                "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
                          "digest": view.digest()},
                "damage": _damage(report.verdict, report.counts, report.severities)}
@@ -62,7 +63,7 @@ def stats_doc(per_log, total_jobs: int, codes: ExitCodes) -> dict:
              "state": {"jobs": sum(tot_states.values()), "by_state": dict(tot_states),
                        "queues": {q: dict(c) for q, c in sorted(tot_queues.items())}},
              "damage": _damage(worst(verdicts), tot_counts, tot_sev)}
-    return {"logs": logs, "total": total}
+    return {**run_summary(codes, verdicts, failed), "logs": logs, "total": total}
 
 
 def _damage(verdict, counts, severities) -> dict:
@@ -74,12 +75,13 @@ def _damage(verdict, counts, severities) -> dict:
 
 def write_stats(out: TextIO, doc: dict, output: str) -> None:
     if output == "json":
-        out.write(json.dumps(doc, indent=2) + "\n")
+        out.write(json_text(doc, indent=2) + "\n")
         return
     if output == "jsonl":
         for d in doc["logs"]:
-            out.write(json.dumps(d) + "\n")
-        out.write(json.dumps({"total": doc["total"]}) + "\n")
+            out.write(json_text(d) + "\n")
+        out.write(json_text({"summary": {"exit_code": doc["exit_code"], "verdict": doc["verdict"],
+                                         "total": doc["total"]}}) + "\n")
         return
     w = out.write
     for d in doc["logs"] + [dict(doc["total"], root=f"total ({doc['total']['logs']} log(s))")]:
@@ -105,11 +107,15 @@ def write_stats(out: TextIO, doc: dict, output: str) -> None:
             write_tables_text(out, d["analytics"])
 
 
-def write_record_stats(out: TextIO, st: RecordStats, output: str) -> None:
-    """dump --stats."""
+def write_record_stats(out: TextIO, st: RecordStats, output: str, run: dict | None = None) -> None:
+    """dump --stats; ``run``: the run's ``exit_code`` and ``verdict``, at the top of the JSON document (``-o
+    jsonl``: its one line is the summary line, ``{"summary": ...}``)."""
     d = st.to_jsonable()
-    if output != "table":
-        out.write(json.dumps(d, indent=None if output == "jsonl" else 2) + "\n")
+    if output == "json":
+        out.write(json_text({**(run or {}), **d}, indent=2) + "\n")
+        return
+    if output == "jsonl":
+        out.write(json_text({"summary": {**(run or {}), **d}}) + "\n")
         return
     from rich.table import Table
 

@@ -168,8 +168,8 @@ def test_truncate_to_time_cuts_every_item_added_after_t(tmp_path):
     assert [(c["offset"], c["length"], c["what"], c["code"]) for c in doc["cuts"]] == [(3 * 27, 2 * 27, "after-time",
                                                                                         None)]
     assert [(r["offset"], r["end"], r["records"]) for r in doc["kept"]] == [(0, 3 * 27, 3)]
-    assert doc["jobs_changed"] == [{"id": "q@0x51", "before": "queued #3", "after": "absent"},
-                                   {"id": "q@0x6c", "before": "queued #4", "after": "absent"}]
+    assert doc["jobs_changed"] == [{"at": "q@0x51", "before": "queued #3", "after": "absent"},
+                                   {"at": "q@0x6c", "before": "queued #4", "after": "absent"}]
     assert plan.input_verdict == Verdict.CLEAN and plan.digest_before != plan.digest_expected
     res = plan.apply(now_ms=1000, fsync=False)
     assert _quarantined(res) == {"q@0x51-0x87.bin": data[3 * 27:]}
@@ -193,9 +193,9 @@ def test_drop_invalid_removes_exactly_the_reused_xid(tmp_path):
     assert [(c["offset"], c["length"], c["what"], c["code"]) for c in doc["cuts"]] == [
         (0x31, 5, "refused-record", "KQ-XID-REUSED")]
     assert [(r["offset"], r["end"], r["records"]) for r in doc["kept"]] == [(0, 0x31, 3)]
-    assert sorted(doc["jobs_changed"], key=lambda j: j["id"]) == [
-        {"id": "q@0x0", "before": "absent", "after": "open xid 3"},
-                                   {"id": "q@0x16", "before": "open xid 3", "after": "queued #0"}]
+    assert sorted(doc["jobs_changed"], key=lambda j: j["at"]) == [
+        {"at": "q@0x0", "before": "absent", "after": "open xid 3"},
+                                   {"at": "q@0x16", "before": "open xid 3", "after": "queued #0"}]
     res = plan.apply(now_ms=1000, fsync=False)
     assert _quarantined(res) == {"q@0x31-0x36.bin": data[0x31:]}
     rep = run_log(one_set(str(d)), AS_OF_NS, keep_open=True)

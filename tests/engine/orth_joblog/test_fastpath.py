@@ -27,8 +27,7 @@ from wqtool.engine.orth_joblog.model import format_datetime, parse_datetime  # n
 from wqtool.engine.orth_joblog.reader import Source, TableLog, TableReader  # noqa: E402
 from wqtool.engine.orth_joblog.replay import IdSet, digest_line, line_hash  # noqa: E402
 from wqtool.engine.orth_joblog.rules import bucket_index, report_bucket, status_index, status_of  # noqa: E402
-from wqtool.engine.serialize import finding_to_jsonable  # noqa: E402
-from wqtool.exitcodes import CODES as EXIT_CODES  # noqa: E402
+from wqtool.engine.serialize import finding_json  # noqa: E402
 from wqtool.formats.orth_joblog import COLUMN_NAMES, LOST_MESSAGES, REGISTRY_COLUMN_NAMES, Status  # noqa: E402
 
 FIX = os.path.join(ROOT, "fixtures", "orth-joblog")
@@ -48,7 +47,7 @@ HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck
 def _key(report) -> dict:
     return {"root": report.root, "segments": report.segments, "records": report.records, "bytes": report.bytes,
             "verdict": report.verdict, "counts": dict(report.counts), "severities": dict(report.severities),
-            "last_good": report.last_good, "findings": [finding_to_jsonable(f, EXIT_CODES.of) for f in report.findings]}
+            "last_good": report.last_good, "findings": [finding_json(f) for f in report.findings]}
 
 
 def assert_same(log, opts=OPTS, *, want_batches: bool = False):

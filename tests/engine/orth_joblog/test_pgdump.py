@@ -17,7 +17,9 @@ ROW = "1\t1\t7\thttp://10.0.0.5:9999/\tdemoJobHandler\t\\N\t\\N\t0\t2026-01-28 0
 
 def _rows(path):
     r = cli("dump", "-o", "jsonl", str(path))
-    return r.code, [json.loads(x) for x in r.out.splitlines()]
+    *rows, summary = [json.loads(x) for x in r.out.splitlines()]      # the records, then the summary line
+    assert summary["summary"]["exit_code"] == r.code
+    return r.code, rows
 
 
 def test_a_copy_dump_is_read(tmp_path):

@@ -18,8 +18,7 @@ from wqtool.engine.workq.codes import CODES, REPLAY_CODES
 from wqtool.engine.workq.model import Record
 from wqtool.engine.workq.reader import RecordReader, discover
 from wqtool.engine.workq.replay import WorkqReplay
-from wqtool.engine.serialize import finding_to_jsonable
-from wqtool.exitcodes import CODES as EXIT_CODES
+from wqtool.engine.serialize import finding_json
 from wqtool.engine.workq.verify import replay_findings, run_log
 from wqtool.formats._common import GoTime
 from wqtool.formats.workq import CmdType
@@ -58,7 +57,7 @@ def workq_logs(tmp_path_factory):
 
 
 def _j(findings):
-    return [finding_to_jsonable(f, EXIT_CODES.of) for f in findings]
+    return [finding_json(f) for f in findings]
 
 
 def test_replay_codes_are_known_codes():

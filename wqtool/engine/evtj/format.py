@@ -42,6 +42,7 @@ def _magic(path: str) -> bool:
 
 class EvtjFormat(Format):
     name = "evtj"
+    stdin_name = "journal-0.events"                # dump - / verify -: one file from stdin
     title = "prinbee event journal (EVTJ)"
     plural = "EVTJ journals"
     kind_noun = "event status"

@@ -11,7 +11,7 @@ from .model import Event
 from .reader import render_id
 from .replay import EvtjState
 
-EVTJ_RECORD_FIELDS = ("file", "offset", "length", "index", "file_number", "status", "request_id", "time",
+EVTJ_RECORD_FIELDS = ("file", "offset", "at", "length", "record_index", "file_number", "status", "request_id", "time",
                       "attachment_count", "inline_sizes", "external_ids", "error")
 
 
@@ -23,7 +23,7 @@ def _label(status: int) -> str:
 
 
 def record_to_jsonable(ev: Event) -> dict:
-    return {"file": ev.path, "offset": ev.offset, "length": ev.length, "index": ev.index,
+    return {"file": ev.path, "offset": ev.offset, "at": at(ev.path, ev.offset), "length": ev.length, "record_index": ev.index,
             "file_number": ev.file_number, "status": _label(ev.status), "request_id": render_id(ev.request_id),
             "time": format_unix_ns(ev.time_ns), "attachment_count": len(ev.offsets),
             "inline_sizes": ",".join(map(str, ev.inline_sizes)),
@@ -32,7 +32,7 @@ def record_to_jsonable(ev: Event) -> dict:
 
 class EvtjRecordView(RecordView):
     fields = EVTJ_RECORD_FIELDS
-    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "file_number": "int",
+    types = {"file": "string", "offset": "long", "at": "string", "length": "long", "record_index": "long", "file_number": "int",
              "status": "string", "request_id": "string", "time": "string", "attachment_count": "int",
              "inline_sizes": "string", "external_ids": "string", "error": "string"}
     columns = (Column("at", 26), Column("size", 6, ">"), Column("#", 6, ">"),
@@ -54,7 +54,7 @@ def event_rows(state: EvtjState) -> Iterator[dict]:
     for pos, e in enumerate(state.sorted_events()):
         row = record_to_jsonable(e)
         row.pop("error")
-        row.pop("index")
+        row.pop("record_index")
         yield {"pos": pos, **row}
 
 

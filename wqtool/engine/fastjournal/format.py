@@ -25,6 +25,7 @@ def _magic(path: str) -> bool:
 
 class FastjournalFormat(Format):
     name = "fastjournal"
+    stdin_name = "000000001.fjj"                # dump - / verify -: one file from stdin
     title = "fastjournal priority FIFO journal (wqtool's, per the unimplemented libfastjournal design)"
     plural = "fastjournal journals"
     kind_noun = "change"

@@ -11,7 +11,7 @@ from ..serialize import render_bytes
 from .model import Change
 from .replay import FifoState
 
-FJJ_RECORD_FIELDS = ("file", "offset", "length", "index", "applied_at", "op", "uri", "timestamp", "priority",
+FJJ_RECORD_FIELDS = ("file", "offset", "at", "length", "record_index", "applied_at", "op", "uri", "timestamp", "priority",
                      "key_start_date", "timeout_us", "flags", "request", "error")
 
 
@@ -24,7 +24,7 @@ def _text(b: bytes | None) -> str | None:
 
 
 def record_to_jsonable(rec: Change, payload: str = "base64") -> dict:
-    return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index,
+    return {"file": rec.path, "offset": rec.offset, "at": at(rec.path, rec.offset), "length": rec.length, "record_index": rec.index,
             "applied_at": us_iso(rec.applied_at), "op": rec.op, "uri": _text(rec.uri), "timestamp": rec.timestamp,
             "priority": rec.priority, "key_start_date": us_iso(rec.key_start_date), "timeout_us": rec.timeout,
             "flags": f"0x{rec.flags:04x}", "request": render_bytes(rec.request, payload if payload != "text" else "hex"),
@@ -33,7 +33,7 @@ def record_to_jsonable(rec: Change, payload: str = "base64") -> dict:
 
 class FjjRecordView(RecordView):
     fields = FJJ_RECORD_FIELDS
-    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "applied_at": "string",
+    types = {"file": "string", "offset": "long", "at": "string", "length": "long", "record_index": "long", "applied_at": "string",
              "op": "string", "uri": "string", "timestamp": "u64", "priority": "int", "key_start_date": "string",
              "timeout_us": "u64", "flags": "string", "request": "bytes", "error": "string"}
     columns = (Column("at", 22), Column("len", 5, ">"), Column("#", 7, ">"),

@@ -71,6 +71,7 @@ def empty_queue(d: str) -> str | None:
 
 class KestrelFormat(Format):
     name = "kestrel"
+    stdin_name = "stdin"                # dump - / verify -: one file from stdin
     title = "Kestrel queue journal"
     plural = "Kestrel journals"
     kind_noun = "Kestrel opcode"

@@ -267,7 +267,7 @@ def items_changed(a: KestrelState, b: KestrelState) -> list[dict]:
         sa, sb = wa.get(key, "absent"), wb.get(key, "absent")
         if sa.split(" #")[0] != sb.split(" #")[0]:      # a new position in the queue is no change of state
             path, off = key[0], key[1]
-            out.append({"id": f"{os.path.basename(path or '?')}@0x{off or 0:x}", "before": sa, "after": sb})
+            out.append({"at": f"{os.path.basename(path or '?')}@0x{off or 0:x}", "before": sa, "after": sb})
     return out
 
 

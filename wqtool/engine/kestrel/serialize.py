@@ -18,7 +18,7 @@ from .model import Record
 from .replay import KestrelState
 
 #: The fields of a Kestrel record row, in output order (Spark's schema uses the same list).
-KESTREL_RECORD_FIELDS = ("file", "offset", "length", "index", "op", "xid", "add_time", "expiry", "payload_len",
+KESTREL_RECORD_FIELDS = ("file", "offset", "at", "length", "record_index", "op", "xid", "add_time", "expiry", "payload_len",
                          "payload", "error")
 
 NS_PER_MS = 1_000_000
@@ -32,7 +32,7 @@ def ms_to_iso(ms: int | None) -> str | None:
 
 def record_to_jsonable(rec: Record, *, payload: str = "base64") -> dict:
     row = dict.fromkeys(KESTREL_RECORD_FIELDS)
-    row.update(file=rec.path, offset=rec.offset, length=rec.length, index=rec.index, op=Opcode(rec.op).label,
+    row.update(file=rec.path, offset=rec.offset, at=at(rec.path, rec.offset), length=rec.length, record_index=rec.index, op=Opcode(rec.op).label,
                xid=rec.xid)
     if rec.data is not None:
         if rec.op == Opcode.ADD:
@@ -49,7 +49,7 @@ def damage_to_jsonable(f) -> dict:
     """A row for a framing-damage finding in the record stream (Spark permissive mode, dump of damaged files):
     the record fields with ``error`` set (``<code>: <message>``)."""
     row = dict.fromkeys(KESTREL_RECORD_FIELDS)
-    row.update(file=f.path, offset=f.offset, index=f.record_index, error=f"{f.code}: {f.message}")
+    row.update(file=f.path, offset=f.offset, at=at(f.path, f.offset), record_index=f.record_index, error=f"{f.code}: {f.message}")
     return row
 
 
@@ -63,7 +63,7 @@ def _preview(data: bytes | None, mode: str, limit: int = 48) -> str:
 
 class KestrelRecordView(RecordView):
     fields = KESTREL_RECORD_FIELDS
-    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "op": "string", "xid": "long",
+    types = {"file": "string", "offset": "long", "at": "string", "length": "long", "record_index": "long", "op": "string", "xid": "long",
              "add_time": "string", "expiry": "string", "payload_len": "long", "payload": "bytes", "error": "string"}
     columns = (Column("at", 27), Column("len", 7, ">"), Column("#", 7, ">"),
                Column("op", 21, gap=2), Column("xid", 10, ">"), Column("details", None, gap=2))
@@ -98,7 +98,7 @@ def iter_item_rows(state: KestrelState, payload: str = "base64") -> Iterator[dic
         yield {"pos": pos, "state": st, "xid": xid, "add_time": ms_to_iso(it.add_time),
                "expiry": ms_to_iso(it.expiry), "expired_at_as_of": it.expired_at(as_of_ms),
                "len": len(it.data), "data": render_bytes(it.data, payload), "file": it.path,
-               "offset": it.offset}
+               "offset": it.offset, "at": at(it.path, it.offset)}
 
 
 def state_summary(state: KestrelState) -> dict:

@@ -12,7 +12,7 @@ from ..format import Column, RecordView, StateView
 from .model import Callback
 from .replay import CallbackState
 
-CALLBACK_FIELDS = ("file", "offset", "length", "index", "entry", "source", "log_id", "log_date_tim", "log_date",
+CALLBACK_FIELDS = ("file", "offset", "at", "length", "record_index", "entry", "source", "log_id", "log_date_tim", "log_date",
                    "handle_code", "handle_msg", "file_state", "release", "error")
 
 
@@ -40,7 +40,7 @@ def _short(s: str | None, n: int = 60) -> str:
 
 class CallbackRecordView(RecordView):
     fields = CALLBACK_FIELDS
-    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "entry": "long",
+    types = {"file": "string", "offset": "long", "at": "string", "length": "long", "record_index": "long", "entry": "long",
              "source": "string", "log_id": "long", "log_date_tim": "long", "log_date": "string", "handle_code": "int",
              "handle_msg": "string", "file_state": "string", "release": "string", "error": "string"}
     columns = (Column("at", 56), Column("#", 5, ">"), Column("src", 4, gap=2),
@@ -48,7 +48,7 @@ class CallbackRecordView(RecordView):
                Column("state", 8, gap=2), Column("handle_msg", None, gap=2))
 
     def row(self, rec: Callback, payload: str) -> dict:
-        return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index, "entry": rec.entry,
+        return {"file": rec.path, "offset": rec.offset, "at": at(rec.path, rec.offset), "length": rec.length, "record_index": rec.index, "entry": rec.entry,
                 "source": rec.source, "log_id": rec.log_id, "log_date_tim": rec.log_date_tim,
                 "log_date": _iso_ms(rec.log_date_tim), "handle_code": rec.handle_code, "handle_msg": text(rec.handle_msg),
                 "file_state": rec.file_state, "release": rec.release, "error": None}

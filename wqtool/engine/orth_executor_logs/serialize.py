@@ -5,17 +5,18 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
+from ...offsets import at
 from ..format import Column, RecordView, StateView
 from .model import LogEntry
 from .replay import ADMIN_STATES, ExecutorState
 
-EXECUTOR_FIELDS = ("file", "offset", "length", "index", "log_id", "date", "line", "lines", "time", "class", "method",
+EXECUTOR_FIELDS = ("file", "offset", "at", "length", "record_index", "log_id", "date", "line", "lines", "time", "class", "method",
                    "src_line", "thread", "kind", "handle_code", "message", "utf8", "error")
 
 
 class ExecutorRecordView(RecordView):
     fields = EXECUTOR_FIELDS
-    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "log_id": "long",
+    types = {"file": "string", "offset": "long", "at": "string", "length": "long", "record_index": "long", "log_id": "long",
              "date": "string", "line": "long", "lines": "long", "time": "string", "class": "string",
              "method": "string", "src_line": "long", "thread": "string", "kind": "string", "handle_code": "int",
              "message": "string", "utf8": "bool", "error": "string"}
@@ -23,7 +24,7 @@ class ExecutorRecordView(RecordView):
                Column("kind", 16, gap=2), Column("thread", 28), Column("message", None))
 
     def row(self, rec: LogEntry, payload: str) -> dict:
-        return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index,
+        return {"file": rec.path, "offset": rec.offset, "at": at(rec.path, rec.offset), "length": rec.length, "record_index": rec.index,
                 "log_id": rec.log_id, "date": rec.date_dir, "line": rec.line, "lines": rec.lines, "time": rec.time,
                 "class": rec.cls, "method": rec.method, "src_line": rec.src_line, "thread": rec.thread,
                 "kind": rec.kind, "handle_code": rec.handle_code, "message": rec.message, "utf8": rec.utf8,

@@ -11,12 +11,12 @@ from .model import Row, format_datetime
 from .replay import JobLogState, RowChecker
 from .rules import status_of
 
-JOBLOG_RECORD_FIELDS = ("file", "offset", "length", "index", *COLUMN_NAMES, "status", "error")
+JOBLOG_RECORD_FIELDS = ("file", "offset", "at", "length", "record_index", *COLUMN_NAMES, "status", "error")
 _TYPES = {"int": "long", "str": "string", "datetime": "string"}
 
 
 def row_to_jsonable(r: Row) -> dict:
-    d = {"file": r.path, "offset": r.offset, "length": r.length, "index": r.index}
+    d = {"file": r.path, "offset": r.offset, "at": at(r.path, r.offset), "length": r.length, "record_index": r.index}
     for c in COLUMNS:
         v = getattr(r, c.name)
         d[c.name] = format_datetime(v) if c.kind == "datetime" else v
@@ -42,7 +42,7 @@ def _cut(s: str | None, n: int) -> str:
 
 class JobLogRecordView(RecordView):
     fields = JOBLOG_RECORD_FIELDS
-    types = {"file": "string", "offset": "long", "length": "long", "index": "long",
+    types = {"file": "string", "offset": "long", "at": "string", "length": "long", "record_index": "long",
              **{c.name: _TYPES[c.kind] for c in COLUMNS}, "status": "string", "error": "string"}
     columns = (Column("at", 28), Column("id", 8, ">"), Column("group", 5, ">"),
                Column("job", 5, ">"), Column("status", 14, gap=2), Column("trigger_time", 19, gap=2),

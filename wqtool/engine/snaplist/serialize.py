@@ -10,7 +10,7 @@ from ..serialize import render_bytes
 from .model import KIND_ACKED, Line
 from .replay import ListState
 
-SNAPLIST_RECORD_FIELDS = ("file", "offset", "length", "index", "hour", "kind", "priority", "key_start_date",
+SNAPLIST_RECORD_FIELDS = ("file", "offset", "at", "length", "record_index", "hour", "kind", "priority", "key_start_date",
                           "key_start_time", "uri", "line", "error")
 
 
@@ -23,7 +23,7 @@ def text(b: bytes | None) -> str | None:
 
 
 def record_to_jsonable(rec: Line, payload: str = "text") -> dict:
-    return {"file": rec.path, "offset": rec.offset, "length": rec.length, "index": rec.index, "hour": rec.hour,
+    return {"file": rec.path, "offset": rec.offset, "at": at(rec.path, rec.offset), "length": rec.length, "record_index": rec.index, "hour": rec.hour,
             "kind": rec.kind, "priority": rec.priority, "key_start_date": rec.key_start_date,
             "key_start_time": us_to_iso(rec.key_start_date), "uri": text(rec.uri),
             "line": render_bytes(rec.raw, payload), "error": None}
@@ -31,7 +31,7 @@ def record_to_jsonable(rec: Line, payload: str = "text") -> dict:
 
 class SnaplistRecordView(RecordView):
     fields = SNAPLIST_RECORD_FIELDS
-    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "hour": "int", "kind": "string",
+    types = {"file": "string", "offset": "long", "at": "string", "length": "long", "record_index": "long", "hour": "int", "kind": "string",
              "priority": "int", "key_start_date": "long", "key_start_time": "string", "uri": "string",
              "line": "bytes", "error": "string"}
     columns = (Column("at", 17), Column("len", 6, ">"), Column("#", 6, ">"),
@@ -60,7 +60,7 @@ def entry_rows(state: ListState) -> Iterator[dict]:
     for pos, e in enumerate(state.sorted_entries()):
         yield {"pos": pos, "domain": text(e.domain), "priority": e.priority, "key_start_date": e.key_start_date,
                "key_start_time": us_to_iso(e.key_start_date), "due": state.is_due(e), "uri": text(e.uri),
-               "file": e.path, "offset": e.offset, "superseded": e.superseded}
+               "file": e.path, "offset": e.offset, "at": at(e.path, e.offset), "superseded": e.superseded}
 
 
 def state_summary(state: ListState) -> dict:

@@ -22,6 +22,7 @@ _LABEL = {c: c.label for c in schema.CmdType}
 
 class WorkqFormat(Format):
     name = "workq"
+    stdin_name = "000000001.log"                # dump - / verify -: one file from stdin
     title = "workq 0.2.0 command log"
     plural = "workq logs"
     kind_noun = "command"
@@ -64,7 +65,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
     spark_fleet = "wqtool.engine.workq.fleet:WorkqFleet"
     #: ``job_to_jsonable``'s fields (replay -o jsonl), in order
-    state_types = {"id": "string", "kind": "string", "name": "string", "state": "string", "priority": "long",
+    state_types = {"job_id": "string", "kind": "string", "name": "string", "state": "string", "priority": "long",
                    "attempts": "long", "max_attempts": "long", "max_fails": "long", "ttr_ms": "long", "ttl_ms": "long",
                    "created_ns": "long", "scheduled_ns": "long", "expires_ns": "long", "log_expires_ns": "long",
                    "lease_expires_ns": "long", "payload_len": "long", "payload_crc32c": "string", "result": "string",

@@ -110,7 +110,7 @@ class Dropped:
     message: str
 
     def to_jsonable(self) -> dict:
-        return {"what": self.what, "code": self.code, "path": self.path, "offset": self.offset,
+        return {"what": self.what, "code": self.code, "file": self.path, "offset": self.offset,
                 "length": self.length, "message": self.message}
 
 
@@ -175,7 +175,7 @@ class WorkqPackPlan(Plan):
         d = self.to_jsonable(code_of)
         return {"format": "workq", "root": d["root"], "as_of_ns": self.as_of_ns, "before": d["before"],
                 "after": d["after"], "records_dropped": d["records_dropped"],
-                "dropped": [f"{x['path'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
+                "dropped": [f"{x['file'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
                             + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"
                             for x in d["dropped"]] + d["recovered"],
                 "digest": d["digest_before"], "elapsed_s": d["elapsed_s"], "plan": d}

@@ -107,7 +107,7 @@ class WorkqRepairPlan(Plan):
     elapsed_s: float = 0.0
     kept: KeptRanges = field(default_factory=KeptRanges)
     records_after: int | None = None       # the one-pass plan's count (else the segments' kept records)
-    jobs_lost: list[dict] = field(default_factory=list)   # adds/schedules in cut bytes: {job, cmd, record, later_records}
+    jobs_lost: list[dict] = field(default_factory=list)   # adds/schedules in cut bytes: {job_id, cmd, at, later_records}
     lost_unread: dict = field(default_factory=lambda: {"ranges": 0, "bytes": 0})  # cut bytes no frame could be read in
 
     @property
@@ -328,7 +328,7 @@ def _jobs_lost(log: LogSet, cuts: list[Cut], findings: list[Finding], state) -> 
         if uid in seen or jid in state.jobs:
             continue
         seen.add(uid)
-        out.append({"job": uid, "cmd": cmd.label, "record": f"{os.path.basename(path)}@0x{at[1]:x}",
+        out.append({"job_id": uid, "cmd": cmd.label, "at": f"{os.path.basename(path)}@0x{at[1]:x}",
                     "later_records": sum(1 for p in later.get(uid, ()) if p > at),
                     "id_unverified": not _crc_holds(path, at[1])})
     return out, unread
@@ -414,7 +414,7 @@ def _diff(a, b) -> list[dict]:
         ja, jb = a.jobs.get(jid), b.jobs.get(jid)
         if ja is not None and jb is not None and ja.canonical() == jb.canonical():
             continue
-        out.append({"id": (ja or jb).uuid, "before": ja.state.label if ja else "absent",
+        out.append({"job_id": (ja or jb).uuid, "before": ja.state.label if ja else "absent",
                     "after": jb.state.label if jb else "absent"})
     return out
 

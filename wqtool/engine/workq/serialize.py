@@ -14,14 +14,14 @@ from .model import Record
 from .replay import CompactJobs, Job, ReplayState
 
 #: The fields of a workq record row, in output order (Spark's schema uses the same list).
-RECORD_FIELDS = ("file", "offset", "length", "index", "time", "cmd", "job_id", "name", "priority", "ttr_ms",
+RECORD_FIELDS = ("file", "offset", "at", "length", "record_index", "time", "cmd", "job_id", "name", "priority", "ttr_ms",
                  "ttl_ms", "max_attempts", "max_fails", "scheduled", "created", "payload_len", "payload",
                  "result_len", "result", "crc", "crc_ok", "error")
 
 def record_to_jsonable(rec: Record, *, payload: str = "base64") -> dict:
     c = rec.command
     row = dict.fromkeys(RECORD_FIELDS)
-    row.update(file=rec.path, offset=rec.offset, length=rec.length, index=rec.index, time=rec.time.isoformat(),
+    row.update(file=rec.path, offset=rec.offset, at=at(rec.path, rec.offset), length=rec.length, record_index=rec.index, time=rec.time.isoformat(),
                crc=f"{rec.crc:08x}", crc_ok=True)
     if c is None:
         row["error"] = str(getattr(rec.payload_error, "message", rec.payload_error))
@@ -68,7 +68,7 @@ def _details(rec: Record, payload: str) -> str:
 class WorkqRecordView(RecordView):
     fields = RECORD_FIELDS
     #: uvarint fields are u64: a hostile log may hold any uint64
-    types = {"file": "string", "offset": "long", "length": "long", "index": "long", "time": "string",
+    types = {"file": "string", "offset": "long", "at": "string", "length": "long", "record_index": "long", "time": "string",
              "cmd": "string", "job_id": "string", "name": "string", "priority": "long", "ttr_ms": "u64",
              "ttl_ms": "u64", "max_attempts": "u64", "max_fails": "u64", "scheduled": "string", "created": "string",
              "payload_len": "long", "payload": "bytes", "result_len": "long", "result": "bytes", "crc": "string",
@@ -81,7 +81,7 @@ class WorkqRecordView(RecordView):
 
     def damage_row(self, f) -> dict:
         row = dict.fromkeys(self.fields)
-        row.update(file=f.path, offset=f.offset)
+        row.update(file=f.path, offset=f.offset, at=at(f.path, f.offset) if f.path else None)
         return row
 
     def binary(self, rec: Record) -> dict:
@@ -107,9 +107,10 @@ def _t(ns: int | None) -> str | None:
 
 
 def job_to_jsonable(j: Job) -> dict:
-    """replay's JSON row: the canonical form (the digest's, which keeps the result in hex) with the result in
-    base64, as every JSON output gives bytes, and an RFC 3339 time beside each nanosecond integer."""
-    d = j.canonical()
+    """replay's JSON row: the canonical form (the digest's, which keeps the result in hex and names the job
+    ``id``) with the job's id as ``job_id`` and the result in base64, as every JSON output gives bytes, and an RFC 3339 time beside each nanosecond integer."""
+    c = j.canonical()
+    d = {"job_id": c.pop("id"), **c}           # the digest's form keeps "id"; every JSON output says job_id
     d.update(result=render_bytes(j.result, "base64"),created=_t(j.created_ns), scheduled=_t(j.scheduled_ns), expires=_t(j.expires_ns),
              log_expires=_t(j.log_expires_ns), lease_expires=_t(j.lease_expires_ns))
     return d

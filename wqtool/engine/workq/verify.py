@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Iterator, Sequence
 
 from ...errors import InputError
+from ...offsets import printable
 from .. import progress
 from ..fileio import FileView
 from ..findings import ERROR, Finding, Fold
@@ -144,7 +145,8 @@ class _Encoded:
             if left <= 0:
                 self.stopped = (seg.path, 8)
                 return
-            path_json = json.dumps(seg.path, ensure_ascii=False).encode("utf-8", "surrogatepass")
+            # a byte of the path that is not UTF-8 as \xff (offsets.printable), as every JSON writer shows it
+            path_json = json.dumps(printable(seg.path), ensure_ascii=False).encode("utf-8")
             with FileView(seg) as sd:
                 if sd.size < size:
                     raise InputError("the log changed while it was read (the segment is shorter now)", path=seg.path)

@@ -3,7 +3,7 @@
 
 /* replay's JSON rows (serialize.job_to_jsonable) as json.dumps writes them:
    style 0: json.dumps(row) + "\n" (replay -o jsonl); style 1: json.dumps(row, indent=2) nested two levels deep
-   (replay -o json: "    {\n      \"id\": ...\n    }"), rows joined by ",\n" */
+   (replay -o json: "    {\n      \"job_id\": ...\n    }"), rows joined by ",\n" */
 static char *w_b64(char *p, const uint8_t *s, size_t n);
 
 static char *w_row(char *p, JobTable *t, JobRec *j, i128 asof, int style)
@@ -15,7 +15,7 @@ static char *w_row(char *p, JobTable *t, JobRec *j, i128 asof, int style)
     i128 exp = j->kind == 1 ? asof + (i128)j->ttl * 1000000 : logexp;
     i128 lease = asof + (i128)j->ttr * 1000000;
 #define KEY(first, k) (p = w_str(p, (first) ? open : sep), p = W(p, k "\": "))
-    KEY(1, "id");
+    KEY(1, "job_id");
     *p++ = '"';
     p = w_uuid(p, j->id);
     *p++ = '"';
@@ -164,6 +164,20 @@ static inline char *w_esc_ascii(char *p, unsigned c)
 }
 
 /* bytes.decode("latin-1") as a JSON string body (ensure_ascii=False, UTF-8 out): at most 6 bytes per byte */
+/* v in lower-case hex, no leading zeros ("0" for 0): offsets.hex_offset without its 0x */
+static char *w_hex64(char *p, uint64_t v)
+{
+    char tmp[16];
+    int n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
 static char *w_latin1(char *p, const uint8_t *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -326,6 +340,13 @@ static PyObject *k_encode_records(PyObject *self, PyObject *args)
         goto done;
     }
     const uint8_t *d = (const uint8_t *)view.buf;
+    /* the file's base name as it stands in path_json (a JSON string: the text after its last '/', without the
+       closing quote; JSON escapes no '/', and an escape inside the name stays valid in the "at" string) */
+    const char *base_json = path_json + 1;
+    for (Py_ssize_t k = 1; k + 1 < path_len; k++)
+        if (path_json[k] == '/')
+            base_json = path_json + k + 1;
+    Py_ssize_t base_len = path_len > 1 ? (path_json + path_len - 1) - base_json : 0;
     while (pos < end && rows < max_rows && (Py_ssize_t)b.n < max_bytes) {
         /* framing, as the reader does it */
         if (end - pos < 20 || d[pos] != 1) {
@@ -384,7 +405,7 @@ static PyObject *k_encode_records(PyObject *self, PyObject *args)
             why = "an undecodable payload";
             break;
         }
-        size_t need = 1024 + (size_t)path_len + (size_t)sep_len + (size_t)term_len + 6 * (size_t)n + bytes_room((size_t)plen, mode) +
+        size_t need = 1024 + 2 * (size_t)path_len + (size_t)sep_len + (size_t)term_len + 6 * (size_t)n + bytes_room((size_t)plen, mode) +
                       bytes_room((size_t)rlen, mode);
         if (buf_room(&b, need) < 0)
             goto done;
@@ -398,9 +419,15 @@ static PyObject *k_encode_records(PyObject *self, PyObject *args)
         o += path_len;
         o = W(o, ", \"offset\": ");
         o = w_i64(o, (int64_t)pos);
+        o = W(o, ", \"at\": \"");                      /* offsets.at: the file's name, @0x, the offset in hex */
+        memcpy(o, base_json, (size_t)base_len);
+        o += base_len;
+        o = W(o, "@0x");
+        o = w_hex64(o, (uint64_t)pos);
+        *o++ = '"';
         o = W(o, ", \"length\": ");
         o = w_i64(o, (int64_t)(nxt - pos));
-        o = W(o, ", \"index\": ");
+        o = W(o, ", \"record_index\": ");
         o = w_i64(o, index);
         o = W(o, ", \"time\": \"");
         o = w_time(o, go_ns(d + pos));
