@@ -146,7 +146,7 @@ def test_every_cut_byte_is_a_named_job_or_counted_unread(tmp_path):
         d, torn = _workq_torn_add(tmp_path, cut, last)
         doc = json.loads(cli("repair", "-o", "json", "--as-of", AS_OF, d).out)["logs"][0]
         assert [(c["offset"], c["length"]) for c in doc["cuts"]] == [(torn, cut)], doc["cuts"]
-        named = [j for j in doc["jobs_lost"] if j["record"] == f"000000001.log@0x{torn:x}"]
+        named = [j for j in doc["jobs_lost"] if j["at"] == f"000000001.log@0x{torn:x}"]
         assert named or doc["jobs_lost_unread"] == {"ranges": 1, "bytes": cut}, (last, cut, doc)
 
 

@@ -12,7 +12,7 @@ from ..engine.findings import Verdict, worst
 from ..engine.format import Log, resolve_each
 from ..engine.stats import RecordStats
 from ..errors import UsageError
-from ..offsets import At, at
+from ..offsets import At, at, printable
 from ..render.findings import write_one_line
 from ..render.outcome import Failed, failed_path, run_exit_code, run_summary
 from ..render.progress import track
@@ -192,7 +192,7 @@ class _Dump:
         self.shown += records.shown
         if records.stopped is not None:      # the exit code covers what was read: say where that ends
             sys.stdout.flush()
-            say_error(f"{log.root}: not read past {at(*records.stopped)}")
+            say_error(f"{printable(log.root)}: not read past {printable(at(*records.stopped))}")
         return records.verdict
 
     def close(self, run: dict) -> None:

@@ -129,7 +129,7 @@ DEFS: dict[str, dict] = {
         "kept": {"type": "array", "items": {"anyOf": [{"$ref": "#/$defs/position"}, _STR]}},
         "dropped_records": {"type": "array", "items": {"anyOf": [{"$ref": "#/$defs/position"}, _STR]}},
         "jobs_lost": {"type": "array", "items": _obj({"job_id": _STR, "cmd": _STR, "at": _AT,
-                                                      "later_records": _INT},
+                                                      "later_records": _INT, "id_unverified": {"type": "boolean"}},
                                                      ["job_id", "cmd", "at", "later_records"], more=False)},
         "jobs_changed": {"type": "array", "items": _obj({"job_id": _STR, "at": _AT, "before": _STR, "after": _STR},
                                                         ["before", "after"], more=False)}},

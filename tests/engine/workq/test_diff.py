@@ -169,7 +169,7 @@ def test_before_and_after_repair_names_exactly_the_jobs_lost(tmp_path):
     repaired = str(tmp_path / "repaired")
     shutil.copytree(damaged, repaired)
     plan = json.loads(cli("repair", "--salvage", "-o", "json", "--as-of", "last", repaired).out)
-    lost = {j["job"] for lg in plan["logs"] for j in lg["jobs_lost"]}
+    lost = {j["job_id"] for lg in plan["logs"] for j in lg["jobs_lost"]}
     assert cli("repair", "--salvage", "--apply", "-q", "--as-of", "last", repaired).code == 3
     d = json.loads(cli("diff", "-o", "json", "--as-of", "last", pristine, repaired).out)
     assert lost and {j["job_id"] for j in d["jobs"]} == lost
