@@ -299,8 +299,13 @@ class _Probed:
 
 
 def series_log(fmt, log, opts, *, limit: int | None = None, max_bins: int = MAX_BINS):
-    """One reference pass over one log: (its ``LogReport`` with the first ``limit`` findings and the replayed
-    state, its ``RecordStats``, its ``Series``)."""
+    """One pass over one log: (its ``LogReport`` with the first ``limit`` findings and the replayed state, its
+    ``RecordStats``, its ``Series``)."""
+    return reference_series(fmt, log, opts, limit=limit, max_bins=max_bins)
+
+
+def reference_series(fmt, log, opts, *, limit: int | None = None, max_bins: int = MAX_BINS):
+    """``series_log`` in the reference reader -> replay pass (``Format.run``) with the format's probe."""
     run = fmt.run(log, opts, limit=limit)
     probe = fmt.series_probe(run.replay)
     col = SeriesCollector(has_depth=probe is not None, max_bins=max_bins)
