@@ -203,3 +203,21 @@ def test_pages_and_timelines_are_the_references_on_every_fixture(path):
         write_timeline([(report.root, s)], out=text, width=100)
         out.append((report_page([page], "wqtool report"), chart_page([page], "wqtool stats"), text.getvalue()))
     assert out[0] == out[1]
+
+
+def test_series_log_of_a_workq_log_is_the_kernels_pass(tmp_path, monkeypatch):
+    """``series_log`` (report, stats --chart / --timeline) asks the format first: workq's kernel, no reference
+    pass; a log the kernel hands back goes to the reference."""
+    generate(str(tmp_path / "a"), SampleSpec(records=200, segment_size=2000, seed=3))
+    log = discover([str(tmp_path / "a")])[0]
+    ref = reference_series(FORMAT, log, Options(as_of_ns=AS_OF))
+
+    def no_reference(*a, **k):
+        raise AssertionError("the reference pass ran")
+    monkeypatch.setattr(type(FORMAT), "run", no_reference)
+    assert_equal(series_log(FORMAT, log, Options(as_of_ns=AS_OF)), ref)
+    monkeypatch.undo()
+    write_log(tmp_path / "b", [b"\x09"], [T], 1 << 20, None)     # undecodable: stats hand it back
+    log = discover([str(tmp_path / "b")])[0]
+    assert fast_series(log, AS_OF, limit=None, max_bins=MAX_BINS) is None
+    assert series_log(FORMAT, log, Options(as_of_ns=AS_OF))[2].kinds == ["(undecodable)"]
