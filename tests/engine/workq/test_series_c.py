@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import ALL_WORKQ, ROOT, examples, fixture_log
-from tests.engine.workq.test_fastreplay import IDS, T, command, valid_command
+from tests.engine.workq.test_fastreplay import IDS, T, command, kernel, valid_command  # noqa: F401 (kernel: the C
+                                                                                      # kernel, or skipped)
 
 from wqtool.engine.options import Options
 from wqtool.engine.series import MAX_BINS, reference_series, series_log
@@ -31,18 +32,6 @@ from wqtool.engine.workq.model import Command
 
 S = 10**9
 AS_OF = T + 60 * S
-
-
-@pytest.fixture(scope="module", autouse=True)
-def kernel():
-    if fastreplay._kernel is None:
-        pytest.skip("the C kernel (wqtool.engine.workq._kernel) is not built")
-    saved = fastreplay._C_SCAN, fastreplay.KERNEL
-    fastreplay._C_SCAN, fastreplay.KERNEL = fastreplay._kernel.scan, "c"
-    try:
-        yield "c"
-    finally:
-        fastreplay._C_SCAN, fastreplay.KERNEL = saved
 
 
 #: steps between record times: the same instant, ms, s, minutes, hours, a day, and back
@@ -221,3 +210,17 @@ def test_series_log_of_a_workq_log_is_the_kernels_pass(tmp_path, monkeypatch):
     log = discover([str(tmp_path / "b")])[0]
     assert fast_series(log, AS_OF, limit=None, max_bins=MAX_BINS) is None
     assert series_log(FORMAT, log, Options(as_of_ns=AS_OF))[2].kinds == ["(undecodable)"]
+
+
+def test_a_timeline_of_a_day_has_an_hour_axis(tmp_path):
+    import io
+    import re
+    from wqtool.render.timeline import write_timeline
+    n = 97
+    write_log(tmp_path, [Command(CmdType.DELETE, IDS[i % 8]) for i in range(n)],
+              [T + i * 900 * S for i in range(n)], 1 << 20, None)          # every 15 minutes for 24 hours
+    _, _, s = fast_series(discover([str(tmp_path)])[0], AS_OF, limit=None, max_bins=MAX_BINS)
+    text = io.StringIO()
+    write_timeline([("log", s)], out=text, width=100)
+    axis = text.getvalue().splitlines()[-3]
+    assert len(re.findall(r"\b\d\d:00\b", axis)) >= 3, axis

@@ -93,19 +93,7 @@ static void ss_dealloc(ScanStats *s)
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
-static PyObject *ss_u64list(const uint64_t *v)
-{
-    PyObject *l = PyList_New(9);
-    for (int i = 0; l && i < 9; i++) {
-        PyObject *o = PyLong_FromUnsignedLongLong(v[i]);
-        if (o == NULL) {
-            Py_CLEAR(l);
-            break;
-        }
-        PyList_SET_ITEM(l, i, o);
-    }
-    return l;
-}
+static PyObject *ss_u64list(const uint64_t *v) { return sa_u64list(v, 9); }   /* series.c */
 
 static PyObject *ss_records(ScanStats *s, PyObject *u) { return ss_u64list(s->records); }
 static PyObject *ss_bytes(ScanStats *s, PyObject *u) { return ss_u64list(s->bytes); }

@@ -34,7 +34,7 @@ typedef struct {
 } SDepth;
 
 typedef struct {
-    uint64_t hash;
+    uint64_t hash;                      /* first: hash_index (jobtable.c) reads it there */
     uint32_t off, len;                  /* the name in the arena */
     int64_t now, peak;
     uint8_t dirty;
@@ -141,23 +141,11 @@ static int sa_queue(SeriesAcc *a, const uint8_t *s, size_t n, uint32_t *out)
     a->qa_n += n;
     uint32_t k = (uint32_t)a->nq++;
     if (a->qslots == NULL || a->nq * 2 > a->qmask + 1) {
-        size_t cap = 16;
-        while (cap < a->nq * 4)
-            cap *= 2;
-        uint32_t *sl = PyMem_Calloc(cap, sizeof(uint32_t));
-        if (sl == NULL) {
-            PyErr_NoMemory();
+        uint32_t *sl = hash_index(a->qs, a->nq, sizeof(SQueue), &a->qmask);   /* jobtable.c */
+        if (sl == NULL)
             return -1;
-        }
         PyMem_Free(a->qslots);
         a->qslots = sl;
-        a->qmask = cap - 1;
-        for (size_t j = 0; j < a->nq; j++) {
-            size_t i = (size_t)a->qs[j].hash & a->qmask;
-            while (sl[i])
-                i = (i + 1) & a->qmask;
-            sl[i] = (uint32_t)(j + 1);
-        }
     } else {
         size_t i = (size_t)h & a->qmask;
         while (a->qslots[i])
@@ -620,19 +608,25 @@ static PyObject *sa_finding_m(SeriesAcc *a, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *sa_u64list(const uint64_t *v, int n)
+{
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *o = PyLong_FromUnsignedLongLong(v[i]);
+        if (o == NULL) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, o);
+    }
+    return l;
+}
+
 static PyObject *sa_hist_obj(SHist *h, int nb)
 {
-    PyObject *bl = PyList_New(nb);
+    PyObject *bl = sa_u64list(h->b, nb);
     if (bl == NULL)
         return NULL;
-    for (int i = 0; i < nb; i++) {
-        PyObject *o = PyLong_FromUnsignedLongLong(h->b[i]);
-        if (o == NULL) {
-            Py_DECREF(bl);
-            return NULL;
-        }
-        PyList_SET_ITEM(bl, i, o);
-    }
     if (h->count == 0)
         return Py_BuildValue("(NKNOO)", bl, (unsigned long long)0, PyLong_FromLong(0), Py_None, Py_None);
     return Py_BuildValue("(NKNNN)", bl, (unsigned long long)h->count, pylong_i128(h->total), pylong_i128(h->min),
@@ -662,17 +656,9 @@ static PyObject *sa_result(SeriesAcc *a, PyObject *unused)
         goto fail;
     for (size_t k = 0; k < a->nbins; k++) {
         SBin *b = &a->bins[k];
-        PyObject *n = PyList_New(SA_KINDS);
+        PyObject *n = sa_u64list(b->n, SA_KINDS);
         if (n == NULL)
             goto fail;
-        for (int c = 0; c < SA_KINDS; c++) {
-            PyObject *o = PyLong_FromUnsignedLongLong(b->n[c]);
-            if (o == NULL) {
-                Py_DECREF(n);
-                goto fail;
-            }
-            PyList_SET_ITEM(n, c, o);
-        }
         PyObject *t = Py_BuildValue("(LNK)", (long long)b->idx, n, (unsigned long long)b->damage);
         if (t == NULL)
             goto fail;
