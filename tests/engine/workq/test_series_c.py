@@ -14,21 +14,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import ALL_WORKQ, ROOT, examples, fixture_log
-from tests.engine.workq.test_fastreplay import IDS, T, command, kernel, valid_command  # noqa: F401 (kernel: the C
-                                                                                      # kernel, or skipped)
+from tests.engine.workq.test_fastreplay import IDS, T, command, valid_command
+from tests.engine.workq.test_fastreplay import kernel  # noqa: F401 (autouse: the C kernel, or skipped)
+from tests.engine.workq.test_fastreplay import write_log as fr_write_log
 
 from wqtool.engine.options import Options
 from wqtool.engine.series import MAX_BINS, reference_series, series_log
 from wqtool.engine.workq import fastreplay
-from wqtool.engine.workq.fastpath import encode_payload, encode_record
 from wqtool.engine.workq.format import FORMAT
 from wqtool.engine.workq.reader import discover
 from wqtool.engine.workq.sample import SampleSpec, generate
 from wqtool.engine.workq.series import fast_series
-from wqtool.engine.workq.writer import SegmentWriter
 from wqtool.formats._common import GoTime
-from wqtool.formats.workq import CmdType
 from wqtool.engine.workq.model import Command
+from wqtool.formats.workq import CmdType
 
 S = 10**9
 AS_OF = T + 60 * S
@@ -39,20 +38,7 @@ steps = st.sampled_from([0, 10**6, S, 7 * S, 95 * S, 3600 * S, 86400 * S + 1, -S
 
 
 def write_log(d, cmds, times, segment_size, damage):
-    with SegmentWriter(str(d), segment_size=segment_size) as w:
-        for c, t in zip(cmds, times):
-            payload = c if isinstance(c, bytes) else encode_payload(c)
-            w.append_raw(encode_record(GoTime.from_unix_ns(t), payload))
-    segs = sorted(p for p in os.listdir(d) if p.endswith(".log"))
-    if damage is not None and segs:
-        p = os.path.join(d, segs[damage[0] % len(segs)])
-        data = bytearray(open(p, "rb").read())
-        if damage[1] == "flip" and len(data) > 8:
-            i = 8 + damage[2] % (len(data) - 8)
-            data[i] ^= 1 << (damage[2] % 8)
-        elif damage[1] == "cut":
-            data = data[:damage[2] % (len(data) + 1)]
-        open(p, "wb").write(bytes(data))
+    fr_write_log(d, cmds, segment_size, damage, times)
 
 
 def times_of(start, deltas):
