@@ -10,7 +10,7 @@ EDITABLE ?= --config-settings editable_mode=compat
 SAMPLE  = demo/cmdlog
 AS_OF   = 2026-11-22T00:00:00Z
 
-.PHONY: demo test test-quick test-clock install install-test bench bench-quick bench-before bench-damage bench-damage-before bench-startup bench-kestrel bench-pack bench-repair bench-fleet bench-orth bench-serve bench-fastjournal fixtures man docs clean
+.PHONY: demo test test-quick test-clock install install-test bench bench-quick bench-before bench-damage bench-damage-before bench-startup bench-kestrel bench-pack bench-repair bench-report bench-fleet bench-orth bench-serve bench-fastjournal fixtures man docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c $(wildcard wqtool/engine/workq/kernel/*.c wqtool/engine/workq/kernel/*.h) \
                      wqtool/engine/kestrel/_kernel.c wqtool/engine/kestrel/consts.h wqtool/engine/_cgrow.h
@@ -89,6 +89,9 @@ bench-pack: $(VENV)/.installed
 
 bench-repair: $(VENV)/.installed
 	$(PY) bench/bench_repair.py
+
+bench-report: $(VENV)/.installed
+	$(PY) bench/bench_report.py --reference
 
 bench-fleet: $(VENV)/.installed-test
 	$(PY) bench/bench_fleet.py --damaged 8

@@ -1,46 +1,80 @@
-"""`wqtool report` and `stats --timeline` on the issue-14 log (146 MB, 1.24 M records; ``--quick``: a tenth), each
-in a fresh process: wall time, its ratio to the read + CRC floor measured in the same run, and peak RSS, beside
-`stats` (the kernel's pass) and the reference pass without series (`dump --stats`, the same reader and replay):
+"""The pictures (issue 30 item 2): ``report --out``, ``stats --chart`` and ``stats --timeline`` against plain
+``verify -q --as-of T`` in the same run:
 
-    python bench/bench_report.py [--quick] [--out bench/out]
+    python bench/bench_report.py [--quick] [--repeat 3] [--reference] [--out bench/out]
 
-The series pass is the reference reader + replay (the replayed state as Python objects) plus the series: its cost
-over `dump --stats` is what the series add; its peak RSS is the reference replay's (the series are a few hundred
-bins).
+On the issue-14 log spread over 24 hours (``shapes.ensure(day=True)``: ~100 MB at scale 0.7; ``--quick``: 0.07) and
+on a copy with 4 bytes flipped in its middle segment (``bench_workq.damaged_copy``), each command in a fresh
+process; the figure is the median over ``--repeat`` interleaved pairs of (command CPU time / ``verify -q --as-of T``
+CPU time, measured right before it), and its peak RSS over verify's, with the load average at the start and the
+end. The series are binned in the kernel's one pass (kernel/series.c); ``--reference`` adds a row for the
+reference pass they replaced (``WQTOOL_PURE_PYTHON=1``: the reader + replay in Python, one call per record; slow).
+Goals (issue 30): each <= 3x verify's CPU, peak RSS <= 1.5x verify's.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 import harness  # noqa: E402
 import shapes  # noqa: E402
+from bench_workq import damaged_copy  # noqa: E402
+
+CPU_GOAL, RSS_GOAL = 3.0, 1.5
+
+
+def rows(log: str, tmp: str, reference: bool) -> list[tuple[str, list[str], dict | None]]:
+    page = os.path.join(tmp, "page.html")
+    out = [("report --out F", ["report", "-q", "--as-of", shapes.DAY_AS_OF, log, "--out", page], None),
+           ("stats --chart F", ["stats", "--as-of", shapes.DAY_AS_OF, "--chart", page, log], None),
+           ("stats --timeline", ["stats", "--timeline", "--as-of", shapes.DAY_AS_OF, log], None),
+           ("stats (the kernel's pass, no series)", ["stats", "--as-of", shapes.DAY_AS_OF, log], None)]
+    if reference:
+        out.append(("report --out F (reference pass)", out[0][1], {**os.environ, "WQTOOL_PURE_PYTHON": "1"}))
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="a tenth of the log")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out"))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--reference", action="store_true", help="also the reference pass (once: it is slow)")
+    ap.add_argument("--out", default=os.path.join(HERE, "out"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    log = shapes.ensure(a.out, 0.1 if a.quick else 1.0)
+    log = shapes.ensure(a.out, 0.07 if a.quick else 0.7, day=True)
     exe = os.path.join(os.path.dirname(sys.executable), "wqtool")
     size = sum(os.path.getsize(os.path.join(log, n)) for n in os.listdir(log))
-    floor, _, _, _ = harness.timed([sys.executable, "-c", harness.FLOOR_SCRIPT, log])
-    print(f"{log}: {size / 1e6:.0f} MB; load {harness.loadavg()}; floor (read + CRC-32C) {floor:.2f} s")
+    print(f"{log}: {size / 1e6:.0f} MB; load at start {harness.loadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [("stats (kernel)", ["stats", "--as-of", shapes.AS_OF, log]),
-                ("dump --stats (reference pass)", ["dump", "--stats", "--as-of", shapes.AS_OF, log]),
-                ("stats --timeline (series pass)", ["stats", "--timeline", "--as-of", shapes.AS_OF, log]),
-                ("report --out (series pass + page)", ["report", "--as-of", shapes.AS_OF, log, "--out",
-                                                       os.path.join(tmp, "r.html")])]
-        for label, argv in runs:
-            wall, cpu, rss, code = harness.timed([exe, *argv])
-            print(f"  {label:<36} {wall:7.2f} s  x{wall / floor:6.1f} floor  peak RSS {rss / 2**20:6.0f} MiB"
-                  f"  exit {code}")
+        for label, d in (("healthy", log), ("damaged", damaged_copy(log))):
+            base = ["verify", "-q", "--as-of", shapes.DAY_AS_OF, d]
+            print(f"  {label}: CPU time and peak RSS / verify -q --as-of T's (median of {a.repeat} interleaved pairs)")
+            for name, argv, env in rows(d, tmp, a.reference):
+                ratios, pairs, rss, vrss = [], [], 0, 0
+                for _ in range(1 if env is not None else a.repeat):
+                    _, vcpu, vr, _ = harness.timed([exe, *base])
+                    page = argv[argv.index("--out") + 1] if "--out" in argv else \
+                        argv[argv.index("--chart") + 1] if "--chart" in argv else None
+                    if page is not None and os.path.exists(page):
+                        os.unlink(page)                 # report and --chart never overwrite
+                    _, cpu, r, code = harness.timed([exe, *argv], env=env)
+                    ratios.append(cpu / vcpu)
+                    pairs.append((vcpu, cpu))
+                    rss, vrss = max(rss, r), max(vrss, vr)
+                med = statistics.median(ratios)
+                v, c = pairs[ratios.index(med)] if med in ratios else pairs[0]
+                goal = "" if env is not None or name.startswith("stats (") else \
+                    f"  goal <= x{CPU_GOAL:g} CPU, x{RSS_GOAL:g} RSS: " + \
+                    ("met" if med <= CPU_GOAL and rss <= RSS_GOAL * vrss else "NOT met")
+                print(f"    {name:<38} x{med:5.2f} CPU (verify {v:5.2f} s, this {c:5.2f} s); RSS x{rss / vrss:4.2f} "
+                      f"({rss / 2**20:4.0f} MiB); exit {code}{goal}")
+    print(f"load at end {harness.loadavg()}")
 
 
 if __name__ == "__main__":

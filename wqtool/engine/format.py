@@ -392,6 +392,12 @@ class Format(abc.ABC):
     def facts(self, rec) -> RecordFacts:
         raise NotImplementedError
 
+    def fast_series(self, log, opts: Options, *, limit: int | None = None, max_bins: int) -> tuple | None:
+        """``engine.series.series_log`` of one log in the format's own one pass — (LogReport, RecordStats,
+        Series), proven equal to the reference pass with ``series_probe`` — or None (the default): the reference
+        pass computes them (workq: its kernel bins them in C)."""
+        return None
+
     def series_probe(self, replay) -> SeriesProbe | None:
         """Live jobs per queue, wait and run times, read from ``replay`` (a ``run(...)``'s ``.replay``) around each
         record (``report``, ``stats --chart|--timeline``); None (the default): the format's series are the records

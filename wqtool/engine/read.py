@@ -28,7 +28,8 @@ from .run import LogReport
 class Want(str, enum.Enum):
     """What a read produces beyond the verdict: ``VERIFY`` findings and counts; ``REPLAY`` the replayed state too;
     ``STATS`` the state and the record statistics (``engine.stats.RecordStats``); ``SERIES`` all of that and the
-    time series (``engine.series.Series``: report's charts), in one reference pass (this process only)."""
+    time series (``engine.series.Series``: report's charts), in one pass (this process only: the format's own,
+    ``Format.fast_series``, else the reference pass)."""
 
     VERIFY = "verify"
     REPLAY = "replay"
@@ -121,7 +122,7 @@ class LocalRunner:
         return each(one, logs, opts), None
 
     def series(self, logs, opts, *, limit=None):
-        from .series import series_log      # report only
+        from .series import series_log      # report only (the format's fast pass, else the reference)
         return each(lambda lg, o: series_log(lg.fmt, lg.data, o, limit=limit), logs, opts)
 
 

@@ -83,11 +83,14 @@ def valid_command(draw):
     return Command(kind, jid)
 
 
-def write_log(d, cmds, segment_size, damage):
+def write_log(d, cmds, segment_size, damage, times=None):
+    """The records of ``cmds`` (a command, or raw payload bytes) at ``times`` (default: a millisecond apart from T),
+    then ``damage``: (segment, "flip" | "cut", where)."""
+    times = [T + i * 10**6 for i in range(len(cmds))] if times is None else times
     with SegmentWriter(str(d), segment_size=segment_size) as w:
-        for i, c in enumerate(cmds):
+        for c, t in zip(cmds, times):
             payload = c if isinstance(c, bytes) else encode_payload(c)
-            w.append_raw(encode_record(GoTime.from_unix_ns(T + i * 10**6), payload))
+            w.append_raw(encode_record(GoTime.from_unix_ns(t), payload))
     segs = sorted(p for p in os.listdir(d) if p.endswith(".log"))
     if damage is not None and segs:
         p = os.path.join(d, segs[damage[0] % len(segs)])

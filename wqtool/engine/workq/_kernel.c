@@ -12,6 +12,8 @@
  *   kernel/digest.c    digest_text(jobs) == b"".join(replay.digest_line(j) for j in jobs); JobTable.digest
  *   kernel/rows.c      JobTable.encode_rows (replay's JSON rows), encode_records (dump's JSON rows)
  *   kernel/pack.c      JobTable.pack_plan / pack_segment: the packed log's layout and records (pack.py's rules)
+ *   kernel/series.c    SeriesAcc: the time series of report / stats --chart / --timeline, binned as the scan
+ *                      takes each record (engine/series.py's SeriesCollector, workq/series.py's WorkqProbe)
  *   kernel/scan.c      scan(fr, data, pos, end, path, index, seg_no, zone_warned) -> (index, pos): frame, check
  *                      and replay one segment; a record it does not take whole (damage, a refused or unusual
  *                      record) comes back to fastreplay.FastReplay at its offset, which has the reference read it
@@ -82,6 +84,7 @@ static PyTypeObject JobTableType = {
 };
 
 
+#include "kernel/series.c"
 #include "kernel/scan.c"
 #include "kernel/seek.c"
 #include "kernel/diff.c"   /* wqtool diff: two tables merged by id, the records of chosen jobs */
@@ -137,7 +140,8 @@ PyMODINIT_FUNC PyInit__kernel(void)
         hw_crc = 1;
     }
 #endif
-    if (seed_keys() < 0 || PyType_Ready(&JobTableType) < 0 || PyType_Ready(&ScanStatsType) < 0)
+    if (seed_keys() < 0 || PyType_Ready(&JobTableType) < 0 || PyType_Ready(&ScanStatsType) < 0 ||
+        PyType_Ready(&SeriesAccType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)
@@ -153,11 +157,13 @@ PyMODINIT_FUNC PyInit__kernel(void)
                                      CMD_LABEL[8]);
     Py_INCREF(&JobTableType);
     Py_INCREF(&ScanStatsType);
+    Py_INCREF(&SeriesAccType);
     if (consts == NULL || labels == NULL || PyModule_AddObject(m, "CONSTANTS", consts) < 0 ||
         PyModule_AddObject(m, "LABELS", labels) < 0 || PyModule_AddIntConstant(m, "HW_CRC", hw_crc) < 0 ||
         PyModule_AddIntConstant(m, "JOB_RECORD_SIZE", (long)sizeof(JobRec)) < 0 ||
         PyModule_AddObject(m, "JobTable", (PyObject *)&JobTableType) < 0 ||
-        PyModule_AddObject(m, "ScanStats", (PyObject *)&ScanStatsType) < 0) {
+        PyModule_AddObject(m, "ScanStats", (PyObject *)&ScanStatsType) < 0 ||
+        PyModule_AddObject(m, "SeriesAcc", (PyObject *)&SeriesAccType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -26,7 +26,9 @@ With ``nparts > 1`` each process handles the jobs whose id's last byte falls in 
 depends only on its own records, in log order): every process frames and checks every record (so all resynchronise
 on the same damage; process 0 reports it), and replays only its own share; findings merge back into file order.
 With ``stats=True`` the same pass also collects what ``wqtool stats`` needs of every record (``fr.stats``: records
-and bytes per command, time span, distinct job ids).
+and bytes per command, time span, distinct job ids); with ``series`` (the bins at most) the time series of ``report``
+and ``stats --chart|--timeline`` (``fr.series``: a ``_kernel.SeriesAcc`` the C loop feeds for the records it takes,
+and the methods here for the records and findings the reference handles: workq/series.py's ``fast_series``).
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from typing import Callable
 
 from ...formats.workq import HEADER_SIZE, JOB_ID_SIZE, CmdType
 from ..findings import ERROR, Finding, Fold, QuotaCap, Verdict, quota
-from .jobtable import K_ATT, K_RES, K_STATE, PyJobTable, PyScanStats
+from .jobtable import K_ATT, K_NAME, K_RES, K_STATE, PyJobTable, PyScanStats
 from .model import Record
 from ..fileio import Snapshot, pinned
 from .reader import FileView, LogSet, RecordReader, header_finding
@@ -144,7 +146,7 @@ class FastReplay:
 
     def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False,
                  limit: int | None = None, stats: bool = False, kernel: str | None = None, through: bool = False,
-                 on_error: Callable[[Finding], None] | None = None):
+                 on_error: Callable[[Finding], None] | None = None, series: int | None = None):
         self.log = log
         self.on_error = on_error    # sees each error as the pass meets it (a repair plan refuses there)
         self.as_of_ns = as_of_ns
@@ -155,6 +157,10 @@ class FastReplay:
         self.kernel = kernel or KERNEL
         self.jobs = new_table(self.kernel)
         self.stats = new_stats(self.kernel) if stats else None
+        self.series = None          # with series (max bins): a _kernel.SeriesAcc (C kernel only; nparts 1)
+        if series is not None and self.kernel == "c":
+            from ..series import DURATION_EDGES, MAX_MARKS, WIDTHS_S
+            self.series = _kernel.SeriesAcc(series, MAX_MARKS, WIDTHS_S, DURATION_EDGES)
         self.findings = CappedFindings(limit)
         self.records = 0
         self.applied = 0
@@ -173,6 +179,8 @@ class FastReplay:
             raise Bail
         index = 0
         newest = self.log.newest
+        for f in self.log.findings:          # discovery's findings come first (the series count them)
+            self._told(f)
         for seg_no, seg in enumerate(self.log.segments):
             with FileView(seg) as sd:
                 self.segments += 1
@@ -185,6 +193,7 @@ class FastReplay:
                     if f.severity == ERROR:
                         self._error(seg_no, f, 0, HEADER_SIZE if scan else sd.size, self.part == 0)
                     elif self.part == 0:
+                        self._told(f)
                         self.findings.append((seg_no, f))
                 if scan:
                     index = self._segment(sd, seg_no, index, is_newest)
@@ -209,6 +218,7 @@ class FastReplay:
                 if ev.code == "WQ-ZONE":           # the reader's warning, then the record itself
                     zone = True
                     if self.part == 0:
+                        self._told(ev)
                         self.findings.append((seg_no, ev))
                     continue
                 stop = end if ev.resumes_at is None else ev.resumes_at
@@ -222,6 +232,7 @@ class FastReplay:
         if not self.through:
             raise Bail
         if mine:
+            self._told(f)
             self.findings.append((seg_no, f))
             self.spans.append(Span(seg_no, f.path, start, stop, f))
             if self.on_error is not None:
@@ -248,10 +259,13 @@ class FastReplay:
         rp.applied = 0
         rp.apply(rec)
         self.applied += rp.applied
+        if self.series is not None:
+            self._step(rec, c, row, rp.jobs.get(jid) if jid is not None else None)
         for f in rp.findings:
             if f.severity == ERROR:
                 self._error(seg_no, f, rec.offset, rec.offset + rec.length, True)
             else:
+                self._told(f)
                 self.findings.append((seg_no, f))
         rp.findings.clear()
         if jid is None:
@@ -274,6 +288,25 @@ class FastReplay:
             table.put(jid, new)
         except (OverflowError, ValueError):    # beyond what a row holds (int64 ns times, uint32 attempts)
             raise Bail from None
+
+
+    def _told(self, f: Finding) -> None:
+        """A finding, in stream order, to the series (they count every error and warning, kept or not)."""
+        if self.series is not None:
+            self.series.finding(f.code, f.severity, f.path, f.offset)
+
+    def _step(self, rec: Record, c, row, j) -> None:
+        """A record the reference replayed, to the series: its job's state before (``row``) and after (``j``)."""
+        t = rec.time.unix_ns
+        if c is None:
+            self.series.record(0, t, -1, -1, 0, None, None, None)
+            return
+        b = -1 if row is None else row[K_STATE]
+        if j is None:
+            self.series.record(int(c.cmd), t, b, -1, 0, None if row is None else row[K_NAME], None, c.job_id)
+        else:
+            self.series.record(int(c.cmd), t, b, int(j.state), j.attempts, j.name,
+                               j.created_ns if j.scheduled_ns is None else j.scheduled_ns, c.job_id)
 
 
 def finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
@@ -304,19 +337,22 @@ class FastResult:
     last_good: tuple | None = None                       # a torn tail counted in overflow: (path, offset)
     folds: dict = field(default_factory=dict)            # as-of findings counted in overflow: code -> Fold
     seg_records: list[int] = field(default_factory=list)  # the records read in each segment
+    series: object | None = None   # with series: the pass's _kernel.SeriesAcc
 
 
 def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
              limit: int | None = None, stats: bool = False, through: bool = False,
-             on_error: Callable[[Finding], None] | None = None) -> FastResult:
+             on_error: Callable[[Finding], None] | None = None, series: int | None = None) -> FastResult:
     """Verify/replay one log with the kernel, over ``nparts`` processes (keep=False, stats=False only).
 
     ``through``: read through damage and refused records (the findings and ``spans`` say what and where); else
-    the log must be free of errors (Bail at the first). Raises Bail when the log needs the reference path."""
-    if nparts > 1 and not keep and not stats:
+    the log must be free of errors (Bail at the first); ``series``: bin the time series too (at most that many
+    bins; one process). Raises Bail when the log needs the reference path."""
+    if nparts > 1 and not keep and not stats and series is None:
         return _parallel(log, as_of_ns, nparts, limit, through)
     with gc_paused():
-        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit, stats=stats, through=through, on_error=on_error)
+        fr = FastReplay(log, as_of_ns, keep=keep, limit=limit, stats=stats, through=through, on_error=on_error,
+                        series=series)
         fr.run()
         findings = list(log.findings) + [f for _, f in fr.findings]
         if keep:
@@ -326,7 +362,7 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
             state = None
     return FastResult(findings, fr.records, fr.applied, fr.bytes, fr.segments, state, fr.findings.overflow,
                       fr.stats, fr.sizes, spans=fr.spans, seg_records=fr.seg_records, verdicts=fr.findings.verdicts,
-                      last_good=fr.findings.last_good, folds=fr.findings.folds)
+                      last_good=fr.findings.last_good, folds=fr.findings.folds, series=fr.series)
 
 
 @contextmanager

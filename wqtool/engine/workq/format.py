@@ -142,6 +142,10 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         fast = verify_mod.fast_stats(log, opts.as_of_ns, ids=ids)     # the kernel's one pass
         return fast if fast is not None else super().stats_log(log, opts, ids=ids)
 
+    def fast_series(self, log: LogSet, opts: Options, *, limit: int | None = None, max_bins: int):
+        from .series import fast_series      # report and stats --chart|--timeline only
+        return fast_series(log, opts.as_of_ns, limit=limit, max_bins=max_bins)
+
     def encoded_records(self, log: LogSet, opts: Options, *, style: str, payload: str, limit: int | None = None):
         from . import verify as verify_mod
         return verify_mod.fast_dump(log, opts.as_of_ns, style=style, payload=payload, limit=limit)

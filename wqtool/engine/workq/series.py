@@ -8,7 +8,11 @@ jobs leased now are kept, one entry a leased job).
 """
 from __future__ import annotations
 
+from collections import Counter
+
+from ...formats.workq import CmdType
 from ..format import SeriesProbe, SeriesStep
+from ..series import Histogram, Mark, Series
 from .replay import JobState
 
 _LEASED = JobState.LEASED
@@ -57,3 +61,41 @@ class WorkqProbe(SeriesProbe):
         moves = ((j.name, -1),) if was and not now else ((j.name, 1),) if now and not was else ()
         run = t - start if start is not None and s1 in _DONE else None
         return SeriesStep(moves, run_ns=run) if moves or run is not None else None
+
+
+#: a SeriesAcc's record kinds -> the kind ``Format.facts`` names (0: an undecodable record)
+_KINDS = {0: "(undecodable)", **{int(c): c.label for c in CmdType}}
+
+
+def series_of(raw) -> Series:
+    """The ``Series`` of a ``_kernel.SeriesAcc``'s ``result()``."""
+    origin, width, bins, kinds, depth, queues, wait, run, first, last, marks = raw
+    s = Series(origin_ns=origin, width_ns=width, has_depth=True, first_ns=first, last_ns=last)
+    s.kinds = [_KINDS[k] for k in kinds]
+    for i, counts, damage in bins:
+        s.records[i] = Counter({_KINDS[k]: n for k, n in enumerate(counts) if n})
+        if damage:
+            s.damage[i] = damage
+    s.queues = [q for q, _ in queues]
+    s.peak = Counter(dict(queues))
+    for i, q, n in depth:
+        s.depth.setdefault(i, {})[s.queues[q]] = n
+    s.wait, s.run = Histogram(*wait), Histogram(*run)
+    s.marks = [Mark(*m) for m in marks]
+    return s
+
+
+def fast_series(log, as_of_ns: int, *, limit: int | None, max_bins: int):
+    """``engine.series.series_log`` of one workq log in the kernel's one pass: (its LogReport as ``run_log``
+    gives it, its RecordStats as ``stats`` gives them — the distinct jobs counted —, its Series), or None when the
+    kernel hands the log back (the reference pass then)."""
+    from .fastreplay import Bail, fast_run
+    from .verify import fast_report, scan_stats
+    try:
+        res = fast_run(log, as_of_ns, keep=True, limit=limit, stats=True, through=True, series=max_bins)
+    except Bail:
+        return None
+    raw = None if res.series is None else res.series.result()
+    if raw is None:           # no C kernel, or a time beyond the bins' int64 ns
+        return None
+    return fast_report(log, res, limit), scan_stats(res.records, res.stats, ids=False), series_of(raw)

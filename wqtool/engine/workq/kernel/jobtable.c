@@ -199,25 +199,37 @@ static Py_ssize_t name_lookup(JobTable *t, const uint8_t *s, size_t n, uint64_t 
     }
 }
 
-static int names_reindex(JobTable *t)
+/* an open-addressing index (0 empty, else record + 1) of n records of `stride` bytes whose first field is their
+   uint64_t hash, a quarter full at most (the names here, SeriesAcc's queues); NULL and MemoryError */
+static uint32_t *hash_index(const void *recs, size_t n, size_t stride, size_t *mask)
 {
     size_t cap = 16;
-    while (cap < t->nnames * 4)
+    while (cap < n * 4)
         cap *= 2;
     uint32_t *s = PyMem_Calloc(cap, sizeof(uint32_t));
     if (s == NULL) {
         PyErr_NoMemory();
-        return -1;
+        return NULL;
     }
-    PyMem_Free(t->nslots);
-    t->nslots = s;
-    t->nmask = cap - 1;
-    for (size_t k = 0; k < t->nnames; k++) {
-        size_t i = (size_t)t->names[k].hash & t->nmask;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t h;
+        memcpy(&h, (const char *)recs + k * stride, sizeof h);
+        size_t i = (size_t)h & (cap - 1);
         while (s[i])
-            i = (i + 1) & t->nmask;
+            i = (i + 1) & (cap - 1);
         s[i] = (uint32_t)(k + 1);
     }
+    *mask = cap - 1;
+    return s;
+}
+
+static int names_reindex(JobTable *t)
+{
+    uint32_t *s = hash_index(t->names, t->nnames, sizeof(NameRec), &t->nmask);
+    if (s == NULL)
+        return -1;
+    PyMem_Free(t->nslots);
+    t->nslots = s;
     return 0;
 }
 

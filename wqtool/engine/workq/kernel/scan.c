@@ -93,19 +93,7 @@ static void ss_dealloc(ScanStats *s)
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
-static PyObject *ss_u64list(const uint64_t *v)
-{
-    PyObject *l = PyList_New(9);
-    for (int i = 0; l && i < 9; i++) {
-        PyObject *o = PyLong_FromUnsignedLongLong(v[i]);
-        if (o == NULL) {
-            Py_CLEAR(l);
-            break;
-        }
-        PyList_SET_ITEM(l, i, o);
-    }
-    return l;
-}
+static PyObject *ss_u64list(const uint64_t *v) { return sa_u64list(v, 9); }   /* series.c */
 
 static PyObject *ss_records(ScanStats *s, PyObject *u) { return ss_u64list(s->records); }
 static PyObject *ss_bytes(ScanStats *s, PyObject *u) { return ss_u64list(s->bytes); }
@@ -382,14 +370,14 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
     Ctx cx = {NULL, -1};
     Py_buffer view;
     view.obj = NULL;
-    PyObject *jobs_o = NULL, *stats_o = NULL, *findings = NULL, *keep_o = NULL, *asof_o = NULL;
+    PyObject *jobs_o = NULL, *stats_o = NULL, *findings = NULL, *keep_o = NULL, *asof_o = NULL, *series_o = NULL;
     PyObject *key = NULL, *ret = NULL;
     long long applied = 0;
     int err = 0;
 
     if (!(jobs_o = PyObject_GetAttrString(fr, "jobs")) || !(stats_o = PyObject_GetAttrString(fr, "stats")) ||
         !(findings = PyObject_GetAttrString(fr, "findings")) || !(keep_o = PyObject_GetAttrString(fr, "keep")) ||
-        !(asof_o = PyObject_GetAttrString(fr, "as_of_ns")))
+        !(asof_o = PyObject_GetAttrString(fr, "as_of_ns")) || !(series_o = PyObject_GetAttrString(fr, "series")))
         goto fail;
     if (!PyObject_TypeCheck(jobs_o, &JobTableType)) {
         PyErr_SetString(PyExc_TypeError, "FastReplay.jobs must be a _kernel.JobTable");
@@ -399,7 +387,12 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "FastReplay.stats must be None or a _kernel.ScanStats");
         goto fail;
     }
+    if (series_o != Py_None && !PyObject_TypeCheck(series_o, &SeriesAccType)) {
+        PyErr_SetString(PyExc_TypeError, "FastReplay.series must be None or a _kernel.SeriesAcc");
+        goto fail;
+    }
     JobTable *t = (JobTable *)jobs_o;
+    SeriesAcc *acc = series_o == Py_None ? NULL : (SeriesAcc *)series_o;
     ScanStats *stats = stats_o == Py_None ? NULL : (ScanStats *)stats_o;
     int keep = PyObject_IsTrue(keep_o);
     if (keep < 0)
@@ -501,6 +494,13 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             hcur = id_hash(d + q + 1);
         int c = d[q];
         const uint8_t *jid = d + q + 1;
+        /* the series' view of the record (sa_record): its job's state before and after, -1 not live; where its
+           queue name is; the finding it made (1 unknown job, 2 expired add) */
+        int sb = -1, sa = -1, sfind = 0;
+        const JobRec *sj = NULL;
+        const uint8_t *sname = NULL;
+        size_t snlen = 0;
+        uint8_t sbuf[MAX_NAME_LEN + 1];
         if (c >= CMD_DELETE) {                        /* delete, expire, start-attempt, timeout-attempt */
             if (c > CMD_MAX || s != 1 + JOB_ID_SIZE)
                 goto help;
@@ -511,13 +511,24 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                     !(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
                     goto fail;
+                sfind = 1;
             } else if (c == CMD_DELETE || c == CMD_EXPIRE) {
+                if (acc != NULL) {                    /* the name, before the table may compact */
+                    const JobRec *j = &t->jobs[ix];
+                    const NameRec *nr = &t->names[j->name];
+                    sb = j->state;
+                    snlen = nr->len <= MAX_NAME_LEN ? nr->len : MAX_NAME_LEN;
+                    memcpy(sbuf, t->narena + nr->off, snlen);
+                    sname = sbuf;
+                }
                 if (jt_delete(t, ix, slot) < 0)
                     goto fail;
                 applied++;
             } else {
                 JobRec *j = &t->jobs[ix];
                 int st = j->state;
+                sb = st;
+                sj = j;
                 if (c == CMD_START_ATTEMPT) {
                     if (st == ST_LEASED || st == ST_COMPLETED || st == ST_FAILED)
                         goto help;                    /* WQ-ALREADY-LEASED / WQ-ALREADY-PROCESSED */
@@ -542,6 +553,8 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 }
                 t->ver++;
             }
+            if (sj != NULL)
+                sa = sj->state;
         } else if (c == CMD_COMPLETE || c == CMD_FAIL) {
             uint64_t r = d[q + 1 + JOB_ID_SIZE];
             Py_ssize_t rs;
@@ -561,11 +574,15 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                     !(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
                     goto fail;
+                sfind = 1;
             } else {
                 JobRec *j = &t->jobs[ix];
                 if (j->state == ST_COMPLETED || j->state == ST_FAILED)
                     goto help;                        /* WQ-DUPLICATE-RESULT */
+                sb = j->state;
+                sj = j;
                 j->state = c == CMD_COMPLETE ? ST_COMPLETED : ST_FAILED;
+                sa = j->state;
                 if (keep && res_set(t, j, d + rs, (size_t)r) < 0)
                     goto fail;
                 t->ver++;
@@ -619,6 +636,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 Py_DECREF(le);
                 if (r < 0)
                     goto fail;
+                sfind = 2;
             } else {
                 /* prio = (zz >> 1) ^ -(zz & 1), zz < 2**63 */
                 long long prio = (long long)(zz >> 1) ^ -(long long)(zz & 1);
@@ -659,9 +677,27 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 j->seg = (uint32_t)seg;
                 j->off = (uint64_t)pos;
                 applied++;
+                sa = j->state;
+                sj = j;
             }
         } else {
             goto help;                                /* WQ-UNKNOWN-CMD */
+        }
+        if (acc != NULL) {                            /* the record is taken: its place in the series */
+            i128 tr = (i128)be64s(d + pos + 1) * NS - unix_ns + be32s(d + pos + 9);
+            int64_t base = 0;
+            uint32_t att = 0;
+            if (sj != NULL) {                         /* still live: its row is where it was */
+                const NameRec *nr = &t->names[sj->name];
+                sname = (const uint8_t *)t->narena + nr->off;
+                snlen = nr->len;
+                base = sj->kind == CMD_SCHEDULE ? sj->sched : sj->created;
+                att = sj->attempts;
+            }
+            if (sa_record(acc, c, tr, sb, sa, att, sname, snlen, base, jid) < 0 ||
+                (sfind && sa_finding(acc, sfind == 1 ? "WQ-UNKNOWN-JOB" : "WQ-ADD-EXPIRED", "warning", path, pos,
+                                     1) < 0))
+                goto fail;
         }
         if (stats != NULL) {                          /* the record is taken: what stats needs of it */
             i128 tr = (i128)be64s(d + pos + 1) * NS - unix_ns + be32s(d + pos + 9);
@@ -704,6 +740,7 @@ done:
     Py_XDECREF(findings);
     Py_XDECREF(keep_o);
     Py_XDECREF(asof_o);
+    Py_XDECREF(series_o);
     Py_XDECREF(cx.mod);
     return ret;
 }
