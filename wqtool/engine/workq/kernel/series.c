@@ -495,8 +495,8 @@ static PyObject *sa_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *widths, *edges;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "nnOO:SeriesAcc", kwlist, &max_bins, &max_marks, &widths, &edges))
         return NULL;
-    if (max_bins < 1 || max_marks < 0) {
-        PyErr_SetString(PyExc_ValueError, "SeriesAcc: max_bins >= 1, max_marks >= 0");
+    if (max_bins < 2 || max_marks < 0) {   /* (bins -1 and 0, either side of the origin, never merge) */
+        PyErr_SetString(PyExc_ValueError, "SeriesAcc: max_bins >= 2, max_marks >= 0");
         return NULL;
     }
     SeriesAcc *a = (SeriesAcc *)type->tp_alloc(type, 0);
