@@ -145,6 +145,8 @@ class SeriesCollector:
     finding, ``close()`` at the end."""
 
     def __init__(self, *, has_depth: bool = False, max_bins: int = MAX_BINS):
+        if max_bins < 2:    # one bin: bins -1 and 0 (either side of the origin) would never merge
+            raise ValueError(f"max_bins must be at least 2, not {max_bins}")
         self.series = Series(has_depth=has_depth)
         self.max_bins = max_bins
         self.now: Counter = Counter()           # queue -> live jobs now
