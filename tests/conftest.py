@@ -132,3 +132,10 @@ def already_processed_log(d: str, n: int) -> str:
         for _ in range(n):
             w.append(writer.simple(CmdType.START_ATTEMPT, jid), t)
     return d
+
+
+def jsonl_rows(text: str) -> list[dict]:
+    """The rows of a ``-o jsonl`` stream, without its closing ``{"summary": …}`` line."""
+    import json
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [r for r in rows if not (len(r) == 1 and "summary" in r)]

@@ -14,7 +14,7 @@ import pytest
 from wqtool.engine.fastjournal.client import Client, parse_value
 from wqtool.engine.orth_joblog import writer
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, jsonl_rows
 
 URI = b"http://example.com/blog"
 
@@ -40,7 +40,7 @@ def test_fastjournal_mode_serves_journals_and_restarts(server_factory, tmp_path)
     # the journal is a fastjournal log for every command: two sets and the worked-on mark
     dump = wqtool("dump", "-o", "jsonl", d)
     assert dump.returncode == 0, dump.stderr
-    ops = [json.loads(line)["op"] for line in dump.stdout.splitlines()]
+    ops = [r["op"] for r in jsonl_rows(dump.stdout)]
     assert ops == ["set", "set", "mark"]
     assert wqtool("verify", "--quiet", d).returncode == 0
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.conftest import AS_OF, ROOT, cli
+from tests.conftest import AS_OF, ROOT, cli, jsonl_rows
 
 #: One multi-segment log, an undecodable payload (unknown-command), results (double-lease-and-result,
 #: sample-clean), an empty and large payloads (upstream-a-run1).
@@ -26,7 +26,7 @@ def _plain(row: dict) -> dict:
 def _dump(*args: str) -> list[dict]:
     res = cli("dump", "-o", "jsonl", "--as-of", AS_OF, *args)
     assert res.code in (0, 1, 3, 4), res.err
-    return [json.loads(line) for line in res.out.splitlines()]
+    return jsonl_rows(res.out)
 
 
 def _records(df) -> list[dict]:
@@ -268,8 +268,7 @@ def test_as_of_on_snaplist_records_is_dump_at_that_clock(spark):
         rows = [r.asDict(recursive=True) for r in spark.read.format("snaplist").option("as_of", as_of).load(path)
                 .collect()]
         got = [(r["file"], r["offset"]) for r in rows if r["_corrupt"] is None]
-        want = [(d["file"], d["offset"]) for d in (json.loads(x) for x in cli("dump", "-o", "jsonl", "--as-of",
-                                                                               as_of, path).out.splitlines())]
+        want = [(d["file"], d["offset"]) for d in jsonl_rows(cli("dump", "-o", "jsonl", "--as-of", as_of, path).out)]
         assert got == want and want
         orders.append(got)
     assert orders[0] != orders[1]       # the clock changed the order: honoured, not ignored

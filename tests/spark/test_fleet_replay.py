@@ -63,10 +63,10 @@ def test_parquet_export_of_two_logs_writes_both_and_a_summary_each(spark, corpus
     assert got == {p: d["job_count"] for p, d in zip(paths, docs)}
     rows = {p: [json.loads(x) for x in _one(p, "-o", "jsonl").splitlines()[:-1]] for p in paths}
     for p in paths:
-        mine = sorted((r.asDict() for r in table.where(table.log == p).collect()), key=lambda r: r["id"])
+        mine = sorted((r.asDict() for r in table.where(table.log == p).collect()), key=lambda r: r["job_id"])
         for r in mine:
             r.pop("log")
-        assert mine == sorted(rows[p], key=lambda r: r["id"])
+        assert mine == sorted(rows[p], key=lambda r: r["job_id"])
 
 
 @pytest.mark.parametrize("command", ["replay", "verify", "stats"])

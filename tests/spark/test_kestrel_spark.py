@@ -12,7 +12,7 @@ import struct
 
 import pytest
 
-from tests.conftest import AS_OF, ROOT, cli
+from tests.conftest import AS_OF, ROOT, cli, jsonl_rows
 from tests.spark.conftest import as_of_ns
 
 KESTREL_FIXTURES = sorted(os.path.basename(os.path.dirname(p))
@@ -102,7 +102,7 @@ def _local(path: str, limit=None, keep_open=False):
 @pytest.mark.parametrize("name", NAMES)
 def test_rows_equal_dump_jsonl(name, kloaded, kcorpus):
     res = cli("dump", "-o", "jsonl", "--format", "kestrel", "--as-of", AS_OF, kcorpus[name])
-    expected = [json.loads(line) for line in res.out.splitlines()]
+    expected = jsonl_rows(res.out)
     assert expected and kloaded[name][0] == expected
 
 

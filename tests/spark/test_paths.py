@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import AS_OF, cli, fixture_log, without_aws_environment
+from tests.conftest import AS_OF, cli, fixture_log, without_aws_environment, jsonl_rows
 from wqtool.errors import InputError
 from wqtool.engine.uris import expand_paths, local_path, resolve
 
@@ -58,8 +58,7 @@ def test_a_partitioned_folder_with_a_stray_entry_is_an_error(tmp_path):
 
 
 def _dump(path) -> list[dict]:
-    return [json.loads(x) for x in cli("dump", "-o", "jsonl", "--payload", "none", "--as-of", AS_OF, path)
-            .out.splitlines()]
+    return jsonl_rows(cli("dump", "-o", "jsonl", "--payload", "none", "--as-of", AS_OF, path).out)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tests.conftest import AS_OF, ROOT, cli
+from tests.conftest import AS_OF, ROOT, cli, jsonl_rows
 
 LOGS = ["sample-clean", "double-lease-and-result", "unknown-command", "crc-mismatch-mid-segment"]
 
@@ -34,7 +34,7 @@ def _dump(paths) -> list[dict]:
     rows = []
     for p in paths:
         res = cli("dump", "-o", "jsonl", "--payload", "none", "--as-of", AS_OF, p)
-        rows += [json.loads(x) for x in res.out.splitlines()]
+        rows += jsonl_rows(res.out)
     return rows
 
 

@@ -61,7 +61,7 @@ def test_the_export_under_a_live_writer_gives_one_state(spark, tmp_path, run):
     assert f"digest sha256:{doc['digest']}" in res.out
     table = spark.read.parquet(os.path.join(out, "jobs"))
     counts = {r["state"]: r["count"] for r in table.groupBy("state").count().collect()}
-    assert counts == {k: v for k, v in doc["counts"].items() if v}
+    assert counts == {k: v for k, v in doc["by_state"].items() if v}
     assert sum(counts.values()) == doc["job_count"]
     # the state is the log's at one instant: its first doc["records"] records, replayed locally, give the same digest
     prefix = str(tmp_path / "prefix")

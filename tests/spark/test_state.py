@@ -72,8 +72,8 @@ def test_replay_to_parquet_writes_the_table_and_the_local_digest(spark, corpus, 
     assert doc["digest"] == summary["digest"] and doc["job_count"] == len(rows) and doc["jobs"] == []
     assert [n for n in os.listdir(os.path.join(out, "jobs")) if n.startswith("log=")]   # partitioned by log
     table = spark.read.schema(spark.read.format("workq-state").load(path).schema).parquet(os.path.join(out, "jobs"))
-    got = _rows(table.orderBy("id"))
-    assert got == {path: sorted(rows, key=lambda r: r["id"])}
+    got = _rows(table.orderBy("job_id"))
+    assert got == {path: sorted(rows, key=lambda r: r["job_id"])}
     again = cli("replay", "--engine", "spark", "-o", "parquet", "--out", out, path)
     assert again.code != 0 and "already exists" in again.err.lower(), again.err   # never overwritten
 
