@@ -67,7 +67,7 @@ def report(
                        on_error=lambda e: say_error(error_text(e)))
     codes = exit_codes()
     items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns, codes.of(r.report.verdict),
-                     repair=_repair_loss(r.log, opts, r.report.verdict))
+                     repair=_repair_loss(r.log, opts, r.report.verdict, r.report.reuse))
              if r.ok else failed_path(codes, r.root, r.error) for r in reading]
     flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
              *(["--horizon"] if horizon else []), *(["--live"] if live else []),
@@ -84,10 +84,11 @@ def report(
                          [i for i in items if isinstance(i, Failed)])
 
 
-def _repair_loss(log, opts, verdict) -> dict | None:
+def _repair_loss(log, opts, verdict, prior) -> dict | None:
     """What ``wqtool repair`` would do to a damaged log (its plan, nothing written): the flags it takes for this
     verdict and the plan's jobs lost (``jobs_lost``, ``jobs_lost_more``, ``jobs_lost_unread``); None for a clean
-    log, a format without repair, or a plan that cannot be made (its error is the repair command's to tell)."""
+    log, a format without repair, or a plan that cannot be made (its error is the repair command's to tell).
+    ``prior``: the page's own pass (``LogReport.reuse``), which a format plans from instead of reading again."""
     from ..engine.findings import Verdict
     from ..engine.format import Format
     from ..engine.options import RepairOptions
@@ -99,7 +100,7 @@ def _repair_loss(log, opts, verdict) -> dict | None:
     base = {f.name: getattr(opts, f.name) for f in fields(opts)}
     ropts = RepairOptions(**{**base, "salvage": salvage, "drop_invalid": drop})
     try:
-        doc = log.fmt.repair_plan(log.data, for_log(log, ropts)).report_doc(exit_codes().of)
+        doc = log.fmt.repair_plan(log.data, for_log(log, ropts), prior=prior).report_doc(exit_codes().of)
     except (WqError, OSError):
         return None
     return {"flags": [*(["--salvage"] if salvage else []), *(["--drop-invalid"] if drop else [])],

@@ -146,7 +146,7 @@ def _measured(log: Log, opts, *, max_findings, workers):
     except NotImplementedError:
         jobs = None
     try:
-        newest = log.fmt.time_span(log.data)[1]
+        newest = log.fmt.time_span(log.data, "last")[1]   # --as-of last measured it already (remembered)
     except (WqError, OSError):
         newest = None
     return lr, {"metrics": LogMetrics(log.fmt.name, time.perf_counter() - t0, jobs, newest)}

@@ -419,7 +419,9 @@ class Format(abc.ABC):
     def pack_plan(self, log, opts: PackOptions):
         raise UsageError(f"pack is not available for {self.plural}")
 
-    def repair_plan(self, log, opts: RepairOptions):
+    def repair_plan(self, log, opts: RepairOptions, *, prior=None):
+        """The repair's plan (nothing written). ``prior``: a ``LogReport.reuse`` of this log at these options
+        (the format's own pass, made by the caller's read): a format that can plans from it and reads nothing."""
         raise UsageError(f"repair is not available for {self.plural}")
 
     def clean_plan(self, log, opts: Options):
@@ -454,10 +456,11 @@ class Format(abc.ABC):
         default: the log's last file."""
         return self.files(log)[-1:]
 
-    def time_span(self, log) -> tuple[int | None, int | None]:
+    def time_span(self, log, end: str | None = None) -> tuple[int | None, int | None]:
         """(first, newest) record time of the log in Unix ns, for ``--as-of first|last`` (None: no record carries
         a time). Default: the earliest time in the first file that has timed records and the latest in the last
-        such file (``file_events`` + ``facts``: one file read from each end)."""
+        such file (``file_events`` + ``facts``: one file read from each end). ``end`` ``"first"`` or ``"last"``:
+        only that end is needed (a format may then leave the other None and not read it)."""
         n = len(self.files(log))
         first = last = None
         for i in range(n):
@@ -878,7 +881,7 @@ def settle_as_of(log: Log, opts: Options) -> Options:
     word = opts.as_of_word
     if word is None:
         return opts
-    first, last = log.fmt.time_span(log.data)
+    first, last = log.fmt.time_span(log.data, word)
     t = last if word == "last" else first
     return replace(opts, as_of_ns=opts.as_of_ns if t is None else t, as_of_word=None)
 

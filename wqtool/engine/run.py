@@ -29,6 +29,7 @@ class LogReport:
     state: object | None = None               # the format's replayed state
     folds: dict = field(default_factory=dict)  # as-of codes: code -> Fold (every finding of it, counted)
     limit: int | None = None                  # --max-findings: what ``shown`` shows at most
+    reuse: object | None = None               # the format's own pass, whole, for its plans to build on (report)
 
     @property
     def omitted(self) -> int:

@@ -668,10 +668,10 @@ class NamedFormat:
             self._refuse("pack", log)
         return self._fmt.pack_plan(log, opts)
 
-    def repair_plan(self, log, opts):
+    def repair_plan(self, log, opts, *, prior=None):
         if self.read_only:
             self._refuse("repair", log)
-        return self._fmt.repair_plan(log, opts)
+        return self._fmt.repair_plan(log, opts, prior=prior)
 
     def clean_plan(self, log, opts):
         if self.read_only:

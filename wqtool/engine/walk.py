@@ -115,7 +115,7 @@ class Selection:
                     continue
                 start, stop = b
                 stop_at = end if stop is None else min(stop, end)
-                if told is None and f is not None and f.severity == ERROR and start == 0:
+                if told is None and f is not None and f.severity == ERROR and start == 0 and stop_at > 0:
                     yield f
                 if scan:
                     if start > pos:
@@ -148,7 +148,7 @@ class Selection:
                         if flt.to_offset.file is None:          # later files are read: count the rest
                             index = self._advance(sd, index, is_newest, pos, end)[0]
                 if told:     # the rest of the file's findings (all, when the range runs to its end)
-                    yield from _before(told, stop_at if stop_at < end else 1 << 62)
+                    yield from _before(told, 1 << 62 if stop is None or stop > end else stop_at)
                 if f is not None and stop is not None and stop <= 0:   # the header's finding lies past it
                     self.stopped = (path, 0)
 

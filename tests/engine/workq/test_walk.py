@@ -62,8 +62,11 @@ def test_time_span_equals_the_reference(tmp_path_factory, history, segment_size,
     write(d, [c for c, _ in history], [t for _, t in history], segment_size, damage)
     log = discover([str(d)])[0]
     fmt = get("workq")
-    assert walk.time_span(log) == Format.time_span(fmt, log)
-    assert fmt.time_span(log) == Format.time_span(fmt, log)
+    ref = Format.time_span(fmt, log)
+    assert walk.time_span(discover([str(d)])[0], "last") == (None, ref[1])   # one end: the other is not read
+    assert walk.time_span(discover([str(d)])[0], "first") == (ref[0], None)
+    assert walk.time_span(log) == ref
+    assert fmt.time_span(log) == ref
 
 
 def _run(log, flt, limit, *, fast: bool):

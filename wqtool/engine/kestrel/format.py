@@ -185,12 +185,12 @@ refuses while another process holds a journal open, and rolls back if the live f
         except fastreplay.Bail:
             return None
 
-    def time_span(self, log: FileSet) -> tuple[int | None, int | None]:
+    def time_span(self, log: FileSet, end: str | None = None) -> tuple[int | None, int | None]:
         from . import fastreplay
         try:
             return fastreplay.time_span(log)
         except fastreplay.Bail:
-            return super().time_span(log)
+            return super().time_span(log, end)
 
     def source_options(self, o: dict) -> dict:
         version = str(o.get("kestrel_version", "auto"))
@@ -255,7 +255,7 @@ refuses while another process holds a journal open, and rolls back if the live f
             return finish_interrupted(path)
         return []
 
-    def repair_plan(self, log: FileSet, opts: RepairOptions):
+    def repair_plan(self, log: FileSet, opts: RepairOptions, *, prior=None):
         from .repair import repair_plan
         return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
                            drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns,

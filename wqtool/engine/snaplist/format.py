@@ -137,7 +137,7 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
         from .reader import ListReader
         return ListReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
 
-    def time_span(self, log: ListJournal) -> tuple[int | None, int | None]:
+    def time_span(self, log: ListJournal, end: str | None = None) -> tuple[int | None, int | None]:
         """(first, newest) time over every file: the reading order is a ring that starts after the current hour
         of discovery, so the first and last files depend on the clock; ``--as-of last`` must not."""
         times = [t for i in range(len(log.files)) for t in self._file_times(log, i)]

@@ -161,9 +161,9 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         except Bail:
             return None
 
-    def time_span(self, log: LogSet) -> tuple[int | None, int | None]:
+    def time_span(self, log: LogSet, end: str | None = None) -> tuple[int | None, int | None]:
         from . import walk
-        return walk.time_span(log) if walk.available() else super().time_span(log)
+        return walk.time_span(log, end) if walk.available() else super().time_span(log, end)
 
     # -- views
     def facts(self, rec: Record) -> RecordFacts:
@@ -189,10 +189,10 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return pack_mod.pack_plan(log, opts.as_of_ns, segment_size=opts.segment_size or schema.DEFAULT_SEGMENT_SIZE,
                               salvage=opts.salvage)
 
-    def repair_plan(self, log: LogSet, opts: RepairOptions):
+    def repair_plan(self, log: LogSet, opts: RepairOptions, *, prior=None):
         from .repair import repair_plan
         return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
-                           drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns)
+                           drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns, prior=prior)
 
     def clean_plan(self, log: LogSet, opts: Options):
         from .clean import clean_plan

@@ -39,7 +39,7 @@ from ..fsops import FileSig, Quarantine, without, write_ranges
 from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, prove, refusal,
                     write_into_dir,
                     input_exit_code)
-from .fastreplay import Bail, fast_run
+from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
 from .replay import WorkqReplay
@@ -169,18 +169,23 @@ class WorkqRepairPlan(Plan):
 
 
 def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
-                truncate_to_ns: int | None = None) -> WorkqRepairPlan:
-    """Read the whole log once and describe the repair (see the module docstring); nothing is written."""
+                truncate_to_ns: int | None = None, prior: FastResult | None = None) -> WorkqRepairPlan:
+    """Read the whole log once and describe the repair (see the module docstring); nothing is written.
+    ``prior``: the kernel's pass over ``log`` at ``as_of_ns`` that the caller already made (``fast_run`` with
+    keep and through, every error finding kept: ``report``'s series pass); the plan is made from it, reading
+    nothing again and changing nothing (an interrupted install is left for ``repair`` itself to finish)."""
     t0 = time.perf_counter()
     if not log.is_dir:
         raise UsageError("repair works on a log directory (segments named one by one are not a log)",
                          path=log.root)
-    finish_interrupted(log.root)          # a crashed earlier install first (no-op otherwise)
-    log = discover([log.root])[0]
+    if prior is None or truncate_to_ns is not None:
+        prior = None
+        finish_interrupted(log.root)          # a crashed earlier install first (no-op otherwise)
+        log = discover([log.root])[0]
     sigs = {s.path: FileSig.of(s.path) for s in log.segments}
     segs = {s.path: SegmentPlan(s.path, s.seq or 0, sigs[s.path].size or 0) for s in log.segments}
     if truncate_to_ns is None:
-        plan = _one_pass_plan(log, as_of_ns, segs, sigs, salvage=salvage, drop_invalid=drop_invalid)
+        plan = _one_pass_plan(log, as_of_ns, segs, sigs, salvage=salvage, drop_invalid=drop_invalid, prior=prior)
     else:
         plan = _rollback_plan(log, as_of_ns, segs, sigs, salvage=salvage, drop_invalid=drop_invalid,
                               truncate_to_ns=truncate_to_ns)
@@ -224,14 +229,21 @@ def _refusal(salvage: bool, drop_invalid: bool, errors: dict) -> PackRefused | N
 
 
 def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
-                   salvage: bool, drop_invalid: bool) -> WorkqRepairPlan:
+                   salvage: bool, drop_invalid: bool, prior: FastResult | None = None) -> WorkqRepairPlan:
     """The plan from one pass over the log (its findings, offsets and record indexes): cutting damage and refused
     records never changes the replayed state (neither was ever applied), so the state after is the state
     before and no second replay is needed."""
     def early(f: Finding) -> None:       # refuse at the first corruption (the worst class: the input's exit)
         if f.path in segs and f.code in _FRAMING and f.verdict == Verdict.CORRUPT and not salvage:
             raise _refusal(salvage, drop_invalid, {Verdict.CORRUPT: [f]})
-    findings, state, per_seg, records = _read_once(log, as_of_ns, early)
+    if prior is None:
+        findings, state, per_seg, records = _read_once(log, as_of_ns, early)
+    else:
+        findings, state, records = prior.findings, prior.state, prior.records
+        per_seg = dict(zip((s.path for s in log.segments), prior.seg_records))
+        for f in findings:
+            if f.severity == ERROR:
+                early(f)
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
     refused_at: set[int] = set()
     for f in findings:

@@ -89,6 +89,7 @@ def fast_series(log, as_of_ns: int, *, limit: int | None, max_bins: int):
     """``engine.series.series_log`` of one workq log in the kernel's one pass: (its LogReport as ``run_log``
     gives it, its RecordStats as ``stats`` gives them — the distinct jobs counted —, its Series), or None when the
     kernel hands the log back (the reference pass then)."""
+    from ..findings import ERROR
     from .fastreplay import Bail, fast_run
     from .verify import fast_report, scan_stats
     try:
@@ -98,4 +99,7 @@ def fast_series(log, as_of_ns: int, *, limit: int | None, max_bins: int):
     raw = None if res.series is None else res.series.result()
     if raw is None:           # no C kernel, or a time beyond the bins' int64 ns
         return None
-    return fast_report(log, res, limit), scan_stats(res.records, res.stats, ids=False), series_of(raw)
+    report = fast_report(log, res, limit)
+    if not any(sev == ERROR or code == "WQ-UNKNOWN-JOB" for code, sev in res.overflow):
+        report.reuse = res    # every finding a repair plan reads was kept: report plans from this pass
+    return report, scan_stats(res.records, res.stats, ids=False), series_of(raw)

@@ -73,10 +73,11 @@ def segment_span(reader: RecordReader, seg, is_newest: bool) -> tuple[int, int] 
     return None if lo is None else (lo, hi)
 
 
-#: the spans of the logs walked in this process, by the log object (kept, so its id is not reused) and the files'
-#: sizes and mtimes when walked: a command asks once for --as-of last and once more for the metrics' newest record,
-#: and walks once; a log that changed since (an API caller's loop over a live log) is walked again
-_SPANS: dict[int, tuple[LogSet, tuple, tuple[int | None, int | None]]] = {}
+#: the ends walked in this process, by the log object (kept, so its id is not reused) and the files' sizes and
+#: mtimes when walked: a command asks once for --as-of last and once more for the metrics' newest record, and walks
+#: once; each end is walked only when asked for (``--as-of last`` never reads the first segment); a log that changed
+#: since (an API caller's loop over a live log) is walked again
+_SPANS: dict[int, tuple[LogSet, tuple, dict[str, int | None]]] = {}
 
 
 def _stamp(log: LogSet) -> tuple:
@@ -91,36 +92,34 @@ def _stamp(log: LogSet) -> tuple:
     return tuple(out)
 
 
-def time_span(log: LogSet) -> tuple[int | None, int | None]:
+def time_span(log: LogSet, end: str | None = None) -> tuple[int | None, int | None]:
     """``Format.time_span`` of a workq log in the kernel: the earliest record time of the first segment that has
-    records and the latest of the last such segment (each end walked until a segment has one), once per log and
-    state of its files."""
+    records and the latest of the last such segment (each end walked until a segment has one; with ``end``, only
+    that end: the other is None), once per log and state of its files."""
     stamp = _stamp(log)
     got = _SPANS.get(id(log))
-    if got is not None and got[0] is log and got[1] == stamp and stamp:
-        return got[2]
-    span = _time_span(log)
-    if len(_SPANS) > 4096:
-        _SPANS.clear()
-    _SPANS[id(log)] = (log, stamp, span)
-    return span
+    if got is None or got[0] is not log or got[1] != stamp or not stamp:
+        if len(_SPANS) > 4096:
+            _SPANS.clear()
+        got = _SPANS[id(log)] = (log, stamp, {})
+    ends = got[2]
+    for e in ("first", "last") if end is None else (end,):
+        if e not in ends:
+            _walk_end(log, e, ends)
+    return ends.get("first"), ends.get("last")
 
 
-def _time_span(log: LogSet) -> tuple[int | None, int | None]:
+def _walk_end(log: LogSet, end: str, ends: dict) -> None:
+    """Walk from ``end`` of ``log`` to the first segment with records, and note that end's time."""
     reader = RecordReader(log)
     segs, newest = log.segments, log.newest
-    first = last = None
-    for seg in segs:
+    order = segs if end == "first" else list(reversed(segs))
+    for seg in order:
         sp = segment_span(reader, seg, seg is newest)
         if sp is not None:
-            first = sp[0]
-            break
-    for seg in reversed(segs):
-        sp = segment_span(reader, seg, seg is newest)
-        if sp is not None:
-            last = sp[1]
-            break
-    return first, last
+            ends[end] = sp[0] if end == "first" else sp[1]
+            return
+    ends["first"] = ends["last"] = None     # no segment has records
 
 
 # ---------------------------------------------------------------- dump's selection (engine.walk.Selection)
