@@ -142,7 +142,7 @@ class WorkqWalker:
 
     def walk(self, sd: FileView, pos: int, index: int, stop, want: int, pick: bool):
         if pick:
-            index, pos, picked, _, _ = fastreplay._kernel.walk(sd.data, pos, sd.size, index, stop, self.kinds,
+            index, pos, picked, _, _ = fastreplay._kernel.walk(sd.data, pos, sd.size, index, stop, self.kinds | 1,
                                                                self.ids, self.since, self.until, False, want)
             return index, pos, picked
         index, pos, _, _, _ = fastreplay._kernel.walk(sd.data, pos, sd.size, index, stop, 0, None, None, None,

@@ -134,7 +134,7 @@ static PyObject *k_diff_walk(PyObject *self, PyObject *args)
     long long records = 0;
     int why = 0;
     while (pos < end) {
-        Py_ssize_t q, nxt = walk_frame(d, pos, end, &q);     /* seek.c: scan's frame, CRC and payload */
+        Py_ssize_t q, nxt = walk_frame(d, pos, end, &q, 1);  /* seek.c: scan's frame, CRC and payload */
         if (nxt < 0) {
             why = 2;
             break;

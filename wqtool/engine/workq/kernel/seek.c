@@ -5,10 +5,14 @@
 
 /* The record at `pos` when the walk takes it whole: its frame is scan.c's (TIME version 1 | SIZE of at most 3
    varint bytes, <= SIZE_CAP | PAYLOAD of at least a command and a job id | CRC-32C), its CRC holds and its payload
-   decodes as scan.c decodes it. Returns
+   decodes as scan.c decodes it (with `decode`; without it, frame and CRC only: the reference reader makes a Record of
+   every frame whose CRC holds, decodable or not, so counting records and spanning their times need no more). Returns
    where the next record starts, with *q the payload's start; -1: anything else (damage, a short or odd record), which
    the reference reader reads (fastreplay.walk hands it the spot). */
-static inline Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t *q)
+#define WALK_DECODE 1ul   /* walk()'s kinds bit 0: check that each payload decodes */
+
+static inline Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t *q,
+                                    int decode)
 {
     if (end - pos < 20 || d[pos] != GO_TIME_VERSION)
         return -1;
@@ -23,6 +27,8 @@ static inline Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_s
         return -1;
     if (crc32c(d + pos, (size_t)(pend - pos)) != be32(d + pend))
         return -1;
+    if (!decode)
+        return pend + 4;
     /* the payload decodes as scan.c decodes it (an undecodable one is the reference's: its payload finding) */
     Py_ssize_t p = *q + 1 + JOB_ID_SIZE;
     int c = d[*q];
@@ -80,7 +86,8 @@ PyDoc_STRVAR(walk_doc,
 "first one it does not take whole (damage, a record shorter than a command and a job id: the reference reader\n"
 "reads that spot) or at the first record at or after `stop` (None: no stop). index: the number of the record at\n"
 "pos, counted on. picked: [(offset, index)] of the records whose command is in the bit mask `kinds` (bit c for\n"
-"command c; 0: pick none), whose job id is in `ids` (16-byte ids, concatenated and sorted; None: any) and whose\n"
+"command c; 0: pick none; bit 0, which no command has, asks that every payload decode, as a read of a range must:\n"
+"an undecodable record there is handed back for its finding; without it, counting and spans, frame and CRC only), whose job id is in `ids` (16-byte ids, concatenated and sorted; None: any) and whose\n"
 "time t holds since <= t < until (None: unbounded) — a superset of dump's selection (a record whose payload does\n"
 "not decode is '(undecodable)' to the reference: the caller decodes each pick and asks its filter). times: also\n"
 "give the earliest and latest time of the records taken (else None, None). npick: stop after that many picks\n"
@@ -132,8 +139,9 @@ static PyObject *k_walk(PyObject *self, PyObject *args)
         goto done;
     }
     const unsigned char *d = view.buf;
+    const int decode = (int)(kinds & WALK_DECODE);
     while (pos < end && pos < stop) {
-        Py_ssize_t q, nxt = walk_frame(d, pos, end, &q);
+        Py_ssize_t q, nxt = decode ? walk_frame(d, pos, end, &q, 1) : walk_frame(d, pos, end, &q, 0);
         if (nxt < 0)
             break;
         int c = d[q];
