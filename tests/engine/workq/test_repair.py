@@ -310,12 +310,21 @@ def test_report_reads_a_damaged_log_once(tmp_path, monkeypatch):
     def counted(*a, **kw):
         calls.append(1)
         return real(*a, **kw)
+    from wqtool.engine.workq import replay
+    digests = []
+    real_digest = replay.state_digest
+
+    def digest(state):
+        digests.append(1)
+        return real_digest(state)
     monkeypatch.setattr(fastreplay, "fast_run", counted)
     monkeypatch.setattr(repair, "fast_run", counted)
+    monkeypatch.setattr(replay, "state_digest", digest)
     r = cli("report", "--as-of", AS_OF, d, "--out", tmp_path / "x.html")
     assert r.code == 3, r.err
     assert "What a repair would lose" in open(tmp_path / "x.html").read()
     assert len(calls) == 1
+    assert len(digests) == 1       # the page and the plan state one digest: computed once
 
 
 def test_a_repair_names_the_job_whose_add_it_cuts(tmp_path, engine):

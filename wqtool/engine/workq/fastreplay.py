@@ -318,7 +318,8 @@ def finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> Replay
 def _finish_state(log: LogSet, fr: FastReplay, findings: list[Finding]) -> ReplayState:
     findings.extend(closing_notes(*fr.jobs.note_counts()))
     paths = [s.path for s in log.segments] if log is not None else []
-    return ReplayState(fr.as_of_ns, CompactJobs(fr.jobs, paths, fr.as_of_ns), fr.records, fr.applied, findings)
+    return ReplayState(fr.as_of_ns, CompactJobs(fr.jobs, paths, fr.as_of_ns), fr.records, fr.applied, findings,
+                       sealed_digest="")      # the pass is over: nothing applies another record to this table
 
 
 @dataclass(slots=True)
