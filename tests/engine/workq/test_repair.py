@@ -238,11 +238,12 @@ def test_the_one_pass_plan_is_the_two_replay_plan(tmp_path, engine, name, verdic
     assert _doc(one) == _doc(_two_replays(d, **flags))
 
 
-def test_the_one_pass_plan_on_bit_flips_and_truncations(tmp_path, engine):
-    """A real segment, damaged 60 ways (bit flips, truncations): the one-pass plan equals the two-replay plan."""
+def _damaged_copies(tmp_path, seed: int, n: int = 60) -> list[str]:
+    """``n`` one-segment logs: a real segment with one bit flipped (2 in 3) or cut short (1 in 3)."""
     data = open(os.path.join(fixture_log("upstream-a-run1"), "000000001.log"), "rb").read()
-    rng = random.Random(18)
-    for i in range(60):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
         b = bytearray(data)
         if i % 3 == 2:
             b = b[:rng.randrange(9, len(b))]
@@ -251,7 +252,14 @@ def test_the_one_pass_plan_on_bit_flips_and_truncations(tmp_path, engine):
         d = str(tmp_path / f"f{i}")
         os.makedirs(d)
         open(os.path.join(d, "000000001.log"), "wb").write(bytes(b))
-        flags = dict(salvage=True, drop_invalid=True)
+        out.append(d)
+    return out
+
+
+def test_the_one_pass_plan_on_bit_flips_and_truncations(tmp_path, engine):
+    """A real segment, damaged 60 ways (bit flips, truncations): the one-pass plan equals the two-replay plan."""
+    flags = dict(salvage=True, drop_invalid=True)
+    for i, d in enumerate(_damaged_copies(tmp_path, 18)):
         assert _doc(repair.repair_plan(discover([d])[0], AS_OF_NS, **flags)) == _doc(_two_replays(d, **flags)), i
 
 
@@ -266,20 +274,7 @@ def test_a_plan_from_the_reports_own_pass_is_the_plan_repair_reads(tmp_path):
     that plan, jobs lost included, equals the one ``repair`` reads for itself, on 60 damaged copies of a real
     segment and on every damaged fixture."""
     from wqtool.engine.workq.series import fast_series
-    data = open(os.path.join(fixture_log("upstream-a-run1"), "000000001.log"), "rb").read()
-    rng = random.Random(30)
-    logs = []
-    for i in range(60):
-        b = bytearray(data)
-        if i % 3 == 2:
-            b = b[:rng.randrange(9, len(b))]
-        else:
-            b[rng.randrange(8, len(b))] ^= 1 << rng.randrange(8)
-        d = str(tmp_path / f"f{i}")
-        os.makedirs(d)
-        open(os.path.join(d, "000000001.log"), "wb").write(bytes(b))
-        logs.append(d)
-    logs += [_copy(fixture_log(name), tmp_path / name) for name, _, _ in CASES]
+    logs = _damaged_copies(tmp_path, 30) + [_copy(fixture_log(name), tmp_path / name) for name, _, _ in CASES]
     pytest.importorskip("wqtool.engine.workq._kernel")
     planned = 0
     for d in logs:
