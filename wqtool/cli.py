@@ -135,6 +135,8 @@ def _build_command(name: str):
     module = importlib.import_module(f"wqtool.commands.{name}")
     _options.settle_declarations(module)      # imported by wqtool._run.plain before typer ran: the real ones now
     fn = getattr(module, name)
+    from .commands._help import fill
+    fn.__doc__ = fill(fn.__doc__)
     cls = type(f"{name.title()}Command", (*getattr(fn, "command_mixins", ()), Command), {})
     return get_command_from_info(CommandInfo(name=name, cls=cls, callback=fn), pretty_exceptions_short=True,
                                  rich_markup_mode=None)

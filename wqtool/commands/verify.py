@@ -18,7 +18,6 @@ from ._options import (MAX_WORKERS, AllFindings, AsOf, Engine, EngineOpt, Format
                        KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, QuietOpt, ReadPaths, JdbcOpt,
                        RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, options, read_paths, say_error,
                        whole_number)
-from ._help import exit_help
 
 
 def _explain(value: Optional[str]) -> None:
@@ -152,11 +151,3 @@ def _measured(log: Log, opts, *, max_findings, workers):
     return lr, {"metrics": LogMetrics(log.fmt.name, time.perf_counter() - t0, jobs, newest)}
 
 
-def _metrics_help() -> str:
-    from ..render import metrics
-    doc = metrics.__doc__
-    body = doc[doc.index("  wqtool_verify_up"):].rstrip().split("\n")
-    return "\b\n" + "\n".join("    " + line for line in body)
-
-
-verify.__doc__ = verify.__doc__.replace("{EXIT_CODES}", exit_help()).replace("{METRICS}", _metrics_help())

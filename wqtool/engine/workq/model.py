@@ -1,10 +1,9 @@
 """Values the engine passes around: decoded commands and located records."""
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 
-from ...formats._common import GoTime
+from ...formats._common import GoTime, format_uuid
 from ...formats.workq import CmdType
 
 
@@ -27,7 +26,7 @@ class Command:
 
     @property
     def job_uuid(self) -> str:
-        return str(uuid.UUID(bytes=self.job_id))
+        return format_uuid(self.job_id)
 
 
 @dataclass(slots=True)
