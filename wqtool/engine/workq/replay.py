@@ -9,7 +9,6 @@ differs from the log's own history, the job carries both values and a note says 
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import uuid
 from collections import Counter
@@ -301,6 +300,7 @@ class ReplayState:
 
 def digest_start(as_of_ns: int):
     """The digest's sha256 object after its header; feed it ``digest_line(job)`` in job-id order."""
+    import hashlib          # the digest only: verify never loads OpenSSL for it
     h = hashlib.sha256()
     h.update(b"wqtool-workq-state-v1\n")
     h.update(f"as_of_ns={as_of_ns}\n".encode())
