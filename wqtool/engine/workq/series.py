@@ -69,9 +69,10 @@ _KINDS = {0: "(undecodable)", **{int(c): c.label for c in CmdType}}
 
 def series_of(raw) -> Series:
     """The ``Series`` of a ``_kernel.SeriesAcc``'s ``result()``."""
-    origin, width, bins, kinds, depth, queues, wait, run, first, last, marks = raw
+    origin, width, bins, kinds, depth, queues, wait, run, first, last, marks, untimed = raw
     s = Series(origin_ns=origin, width_ns=width, has_depth=True, first_ns=first, last_ns=last)
     s.kinds = [_KINDS[k] for k in kinds]
+    s.untimed = Counter({_KINDS[k]: n for k, n in untimed})
     for i, counts, damage in bins:
         s.records[i] = Counter({_KINDS[k]: n for k, n in enumerate(counts) if n})
         if damage:
