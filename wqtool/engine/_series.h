@@ -93,7 +93,7 @@ static inline int64_t sa_floordiv(int64_t a, int64_t b)
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-static void sa_hist_add(SeriesAcc *a, SHist *h, i128 ns)
+static inline void sa_hist_add(SeriesAcc *a, SHist *h, i128 ns)
 {
     if (ns < 0)
         ns = 0;                         /* a clock stepped back: counted as no time at all */

@@ -256,6 +256,26 @@ class SeriesCollector:
         return self.series
 
 
+def series_of(raw, kinds, *, has_depth: bool) -> Series:
+    """The ``Series`` of a kernel's ``SeriesAcc.result()`` (engine/_series.h, the C binning both kernels share;
+    ``kinds``: the kind number -> the kind ``Format.facts`` names)."""
+    origin, width, bins, knums, depth, queues, wait, run, first, last, marks, untimed = raw
+    s = Series(origin_ns=origin, width_ns=width, has_depth=has_depth, first_ns=first, last_ns=last)
+    s.kinds = [kinds[k] for k in knums]
+    s.untimed = Counter({kinds[k]: n for k, n in untimed})
+    for i, counts, damage in bins:
+        s.records[i] = Counter({kinds[k]: n for k, n in enumerate(counts) if n})
+        if damage:
+            s.damage[i] = damage
+    s.queues = [q for q, _ in queues]
+    s.peak = Counter(dict(queues))
+    for i, q, n in depth:
+        s.depth.setdefault(i, {})[s.queues[q]] = n
+    s.wait, s.run = Histogram(*wait), Histogram(*run)
+    s.marks = [Mark(*m) for m in marks]
+    return s
+
+
 class SizeProbe(SeriesProbe):
     """The probe of a format whose replay keeps its live items in containers: ``sizes`` names each series and
     how to read its size from the running replay (``len`` of a dict, a deque); a record's step moves each series by

@@ -230,6 +230,11 @@ refuses while another process holds a journal open, and rolls back if the live f
         t = rec.add_time
         return RecordFacts(_LABEL[rec.op], rec.length, t * 1_000_000 if t else None, None)
 
+    def fast_series(self, log: FileSet, opts: Options, *, limit: int | None = None, max_bins: int):
+        """The series in the C loop's one pass (kestrel/series.py), or None: the reference pass."""
+        from .series import fast_series
+        return fast_series(log, opts.as_of_ns, limit=limit, keep_open=_keep_open(opts), max_bins=max_bins)
+
     def series_probe(self, replay):
         """Items queued and open (removed, not confirmed) after each record (only adds carry a time: what
         removes and confirms change is drawn at the time of the last add before them)."""
