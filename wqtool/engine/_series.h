@@ -534,7 +534,8 @@ static PyObject *sa_result(SeriesAcc *a, PyObject *unused)
         return NULL;
     sa_dedupe(a);
     PyObject *bins = PyList_New((Py_ssize_t)a->nbins), *kinds = PyList_New(a->nkinds),
-             *dep = PyList_New((Py_ssize_t)a->ndep), *qs = PyList_New((Py_ssize_t)a->nq), *w = NULL, *r = NULL, *ut = NULL;
+             *dep = PyList_New((Py_ssize_t)a->ndep), *qs = PyList_New((Py_ssize_t)a->nq), *w = NULL, *r = NULL,
+             *ut = NULL;
     if (bins == NULL || kinds == NULL || dep == NULL || qs == NULL)
         goto fail;
     for (size_t k = 0; k < a->nbins; k++) {
