@@ -27,7 +27,6 @@ from ..findings import Finding, Verdict, quota
 from ..run import FindingSink, LogReport
 from .fastpath import Damage, decode_fields
 from .reader import ROLE_EXPLICIT, ROLE_LIVE, FileSet, JournalReader
-from .replay import Item, KestrelReplay, KestrelState
 
 _MAGICS = (LIBKESTREL_WRITER_MAGIC, LIBKESTREL_READER_MAGIC)
 
@@ -84,6 +83,8 @@ def fast_pass(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep
     ``_kernel.SeriesAcc`` fed every record and every finding in stream order (kestrel/series.py); raises Bail."""
     if KERNEL != "c":
         raise Bail
+    # imported here: dump's seeks and walks (walk.py) import this module and never replay
+    from .replay import Item, KestrelReplay
     rp = KestrelReplay(as_of_ns, version=kestrel_version or fileset.kestrel_version)
     found = _Findings(limit)
     if series is not None:
@@ -205,4 +206,4 @@ def time_span(fileset: FileSet) -> tuple[int | None, int | None]:
     return first, last
 
 
-__all__ = ["Bail", "KestrelState", "fast_pass", "fast_run", "time_span"]
+__all__ = ["Bail", "fast_pass", "fast_run", "time_span"]
