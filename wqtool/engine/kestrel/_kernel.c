@@ -389,6 +389,147 @@ static int series_moves(SeriesAcc *a, const KQueue *k, size_t q0, size_t o0)
     return 0;
 }
 
+/* scan's loop over the records of d[*ppos:end]: 0 when it stops (end, or a record it does not take: *ppos, *pindex
+   are that record's), -1 with an exception set. SERIES is a constant where it is called: the loop is compiled twice,
+   verify's without the series' work (a byte count per opcode, the series' calls) */
+static inline __attribute__((always_inline)) int scan_loop(KQueue *k, const unsigned char *d, Py_ssize_t *ppos,
+                                                           Py_ssize_t end, PyObject *path, unsigned int fno,
+                                                           long long *pindex, PyObject *out, uint64_t *papplied,
+                                                           SeriesAcc *acc, const int SERIES)
+{
+    Py_ssize_t pos = *ppos;
+    long long index = *pindex;
+    uint64_t applied = 0;
+    int r = 0;
+/* the series' view of the record once it is taken (before its findings: they follow it in the reference) */
+#define TICK(add_ms)                                                                                               \
+    do {                                                                                                           \
+        if (SERIES && series_tick(acc, c, (add_ms)) < 0)                                                           \
+            goto fail;                                                                                             \
+    } while (0)
+    while (pos < end) {
+        int c = d[pos];
+        Py_ssize_t rem = end - pos, nxt;
+        size_t q0 = SERIES ? k->count : 0, o0 = SERIES ? k->ocount : 0;
+        if (c == OP_ADDX) {                                            /* ADDX */
+            if (rem < 21)
+                goto stop;
+            int32_t size = le32(d + pos + 1);
+            if (size < 16 || size > rem - 5)
+                goto stop;
+            nxt = pos + 5 + size;
+            TICK(le64(d + pos + 5));
+            int64_t i = item_add(k, d, pos, 21, size, 0, fno);
+            if (i < 0)
+                goto fail;
+            if (push_back(k, (uint32_t)i) < 0)
+                goto fail;
+            applied++;
+        } else if (c == OP_REMOVE) {                                     /* REMOVE */
+            nxt = pos + 1;
+            TICK(0);
+            if (k->count) {
+                item_free(k, pop_front(k));
+                applied++;
+            } else if (f_empty(k, out, path, pos, index, 0, 0) < 0) {
+                goto fail;
+            }
+        } else if (c == OP_REMOVE_TENTATIVE_XID || c == OP_CONFIRM_REMOVE || c == OP_UNREMOVE || c == OP_SAVE_XID) {
+            if (rem < 5)
+                goto stop;
+            int32_t xid = le32(d + pos + 1);
+            nxt = pos + 5;
+            if (c == OP_REMOVE_TENTATIVE_XID) {                                        /* REMOVE_TENTATIVE_XID */
+                if (k->count) {
+                    if (open_find(k, xid) != NULL)
+                        goto stop;                               /* KQ-XID-REUSED: the reference reports it */
+                    TICK(0);
+                    uint32_t i = pop_front(k);
+                    k->items[i].xid = xid;
+                    if (open_put(k, xid, i) < 0)
+                        goto fail;
+                    k->counter = xid;
+                    applied++;
+                } else {
+                    TICK(0);
+                    k->counter = xid;
+                    if (f_empty(k, out, path, pos, index, 1, xid) < 0)
+                        goto fail;
+                }
+            } else if (c == OP_CONFIRM_REMOVE) {                                 /* CONFIRM_REMOVE */
+                TICK(0);
+                int64_t i = open_pop(k, xid);
+                if (i < 0) {
+                    if (f_unknown(k, out, path, pos, index, "CONFIRM_REMOVE", xid, 0) < 0)
+                        goto fail;
+                } else {
+                    item_free(k, (uint32_t)i);
+                    applied++;
+                }
+            } else if (c == OP_UNREMOVE) {                                 /* UNREMOVE */
+                TICK(0);
+                int64_t i = open_pop(k, xid);
+                if (i < 0) {
+                    if (f_unknown(k, out, path, pos, index, "UNREMOVE", xid, 0) < 0)
+                        goto fail;
+                } else {
+                    if (push_front(k, (uint32_t)i) < 0)
+                        goto fail;
+                    applied++;
+                }
+            } else {                                             /* SAVE_XID */
+                TICK(0);
+                k->counter = xid;
+                applied++;
+            }
+        } else if (c == OP_CONTINUE || c == OP_ADD_XID) {                           /* CONTINUE, ADD_XID */
+            if (rem < 25)
+                goto stop;
+            int32_t xid = le32(d + pos + 1), size = le32(d + pos + 5);
+            if (size < 16 || size > rem - 9)
+                goto stop;
+            nxt = pos + 9 + size;
+            TICK(le64(d + pos + 9));
+            if (c == OP_CONTINUE) {
+                if (xid == 0 && f_xid0(k, out, path, pos, index) < 0)
+                    goto fail;
+                int64_t o = open_pop(k, xid);
+                if (o < 0) {
+                    if (f_unknown(k, out, path, pos, index, "CONTINUE", xid, 1) < 0)
+                        goto fail;
+                } else {
+                    item_free(k, (uint32_t)o);
+                }
+            }
+            int64_t i = item_add(k, d, pos, 25, size, c == OP_CONTINUE ? 0 : xid, fno);
+            if (i < 0)
+                goto fail;
+            if (push_back(k, (uint32_t)i) < 0)
+                goto fail;
+            applied++;
+        } else {                                                 /* legacy opcodes, or not an opcode */
+            goto stop;
+        }
+        if (SERIES) {
+            if ((k->count != q0 || k->ocount != o0) && series_moves(acc, k, q0, o0) < 0)
+                goto fail;
+            k->bytes[c] += (uint64_t)(nxt - pos);
+        }
+        k->ops[c]++;
+        index++;
+        pos = nxt;
+    }
+#undef TICK
+    goto stop;
+fail:
+    r = -1;
+stop:
+    *ppos = pos;
+    *pindex = index;
+    *papplied += applied;
+    return r;
+}
+
 PyDoc_STRVAR(scan_doc,
 "scan(data, pos, end, path, fno, index, out, series=None) -> (index, pos)\n\n"
 "The fast path's loop in C over data[pos:end] (file number fno of the set). It stops at the first record it\n"
@@ -424,120 +565,9 @@ static PyObject *kq_scan(KQueue *k, PyObject *args)
         goto done;
     }
     const unsigned char *d = view.buf;
-    while (pos < end) {
-        int c = d[pos];
-        Py_ssize_t rem = end - pos, nxt;
-        int32_t xid = 0, size = 0;
-        int64_t add_ms = 0;                                      /* a block's add time */
-        /* the record's framing first (nothing applied when it is not taken) */
-        if (c == OP_ADDX) {
-            if (rem < 21)
-                goto help;
-            size = le32(d + pos + 1);
-            if (size < 16 || size > rem - 5)
-                goto help;
-            nxt = pos + 5 + size;
-            add_ms = le64(d + pos + 5);
-        } else if (c == OP_REMOVE) {
-            nxt = pos + 1;
-        } else if (c == OP_REMOVE_TENTATIVE_XID || c == OP_CONFIRM_REMOVE || c == OP_UNREMOVE || c == OP_SAVE_XID) {
-            if (rem < 5)
-                goto help;
-            xid = le32(d + pos + 1);
-            nxt = pos + 5;
-            if (c == OP_REMOVE_TENTATIVE_XID && k->count && open_find(k, xid) != NULL)
-                goto help;                                       /* KQ-XID-REUSED: the reference reports it */
-        } else if (c == OP_CONTINUE || c == OP_ADD_XID) {
-            if (rem < 25)
-                goto help;
-            xid = le32(d + pos + 1);
-            size = le32(d + pos + 5);
-            if (size < 16 || size > rem - 9)
-                goto help;
-            nxt = pos + 9 + size;
-            add_ms = le64(d + pos + 9);
-        } else {                                                 /* legacy opcodes, or not an opcode */
-            goto help;
-        }
-        size_t q0 = k->count, o0 = k->ocount;
-        if (acc != NULL && series_tick(acc, c, add_ms) < 0)
-            goto done;
-        if (c == OP_ADDX) {                                      /* ADDX */
-            int64_t i = item_add(k, d, pos, 21, size, 0, fno);
-            if (i < 0)
-                goto done;
-            if (push_back(k, (uint32_t)i) < 0)
-                goto done;
-            applied++;
-        } else if (c == OP_REMOVE) {                             /* REMOVE */
-            if (k->count) {
-                item_free(k, pop_front(k));
-                applied++;
-            } else if (f_empty(k, out, path, pos, index, 0, 0) < 0) {
-                goto done;
-            }
-        } else if (c == OP_REMOVE_TENTATIVE_XID) {               /* REMOVE_TENTATIVE_XID */
-            if (k->count) {
-                uint32_t i = pop_front(k);
-                k->items[i].xid = xid;
-                if (open_put(k, xid, i) < 0)
-                    goto done;
-                k->counter = xid;
-                applied++;
-            } else {
-                k->counter = xid;
-                if (f_empty(k, out, path, pos, index, 1, xid) < 0)
-                    goto done;
-            }
-        } else if (c == OP_CONFIRM_REMOVE) {                     /* CONFIRM_REMOVE */
-            int64_t i = open_pop(k, xid);
-            if (i < 0) {
-                if (f_unknown(k, out, path, pos, index, "CONFIRM_REMOVE", xid, 0) < 0)
-                    goto done;
-            } else {
-                item_free(k, (uint32_t)i);
-                applied++;
-            }
-        } else if (c == OP_UNREMOVE) {                           /* UNREMOVE */
-            int64_t i = open_pop(k, xid);
-            if (i < 0) {
-                if (f_unknown(k, out, path, pos, index, "UNREMOVE", xid, 0) < 0)
-                    goto done;
-            } else {
-                if (push_front(k, (uint32_t)i) < 0)
-                    goto done;
-                applied++;
-            }
-        } else if (c == OP_SAVE_XID) {                           /* SAVE_XID */
-            k->counter = xid;
-            applied++;
-        } else {                                                 /* CONTINUE, ADD_XID */
-            if (c == OP_CONTINUE) {
-                if (xid == 0 && f_xid0(k, out, path, pos, index) < 0)
-                    goto done;
-                int64_t o = open_pop(k, xid);
-                if (o < 0) {
-                    if (f_unknown(k, out, path, pos, index, "CONTINUE", xid, 1) < 0)
-                        goto done;
-                } else {
-                    item_free(k, (uint32_t)o);
-                }
-            }
-            int64_t i = item_add(k, d, pos, 25, size, c == OP_CONTINUE ? 0 : xid, fno);
-            if (i < 0)
-                goto done;
-            if (push_back(k, (uint32_t)i) < 0)
-                goto done;
-            applied++;
-        }
-        if (acc != NULL && (k->count != q0 || k->ocount != o0) && series_moves(acc, k, q0, o0) < 0)
-            goto done;
-        k->ops[c]++;
-        k->bytes[c] += (uint64_t)(nxt - pos);
-        index++;
-        pos = nxt;
-    }
-help:
+    if ((acc == NULL ? scan_loop(k, d, &pos, end, path, fno, &index, out, &applied, NULL, 0)
+                     : scan_loop(k, d, &pos, end, path, fno, &index, out, &applied, acc, 1)) < 0)
+        goto done;
     ret = Py_BuildValue("(Ln)", index, pos);
 done:
     k->applied += applied;
