@@ -244,3 +244,20 @@ def test_pages_and_timelines_are_the_references_on_every_fixture(name):
             write_timeline([(report.root, s)], out=text, width=100)
             out.append((report_page([page], "wqtool report"), chart_page([page], "wqtool stats"), text.getvalue()))
         assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("name", KESTREL_FIXTURES)
+def test_stats_is_the_kernels_pass_and_the_references(name, monkeypatch):
+    """``stats`` (``Format.stats_log``) of every Kestrel fixture: the kernel's pass gives the reference pass's
+    report and record statistics (the reference: the default ``Format.stats_log``), without running it."""
+    from wqtool.engine.format import Format
+    for fs in FORMAT.discover([os.path.join(ROOT, "fixtures", "kestrel", name)], Options(as_of_ns=0)):
+        opts = Options(as_of_ns=AS_OF_NS)
+        ref_report, ref_st = Format.stats_log(FORMAT, fs, opts)
+        if fast_series(fs, AS_OF_NS, limit=0, keep_open=False, max_bins=MAX_BINS) is not None:
+            monkeypatch.setattr(type(FORMAT), "run", lambda *a, **k: pytest.fail("the reference pass ran"))
+        report, st_ = FORMAT.stats_log(fs, opts)
+        monkeypatch.undo()
+        assert key(report) == key(ref_report) and report.findings == []
+        assert report.state.digest() == ref_report.state.digest()
+        assert stats_key(st_) == stats_key(ref_st)
