@@ -761,16 +761,8 @@ static PyObject *k_walk(PyObject *self, PyObject *args)
                 have = 1;
             }
         }
-        if (kinds & (1ul << c)) {
-            int full = pick(picked, pos, index, npick);
-            if (full < 0)
-                goto done;
-            if (full) {
-                index++;
-                pos = nxt;
-                break;
-            }
-        }
+        if (kinds & (1ul << c))
+            PICK_THEN_STOP(picked, pos, index, nxt, npick);   /* ../_cgrow.h */
         index++;
         pos = nxt;
     }
