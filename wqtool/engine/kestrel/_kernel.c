@@ -331,11 +331,13 @@ static inline int32_t le32(const unsigned char *p)
     return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
-static inline int64_t le64(const unsigned char *p)
+static inline int64_t le64(const unsigned char *p)      /* one load (the byte loop was not merged into one) */
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return (int64_t)v;
 }
 
