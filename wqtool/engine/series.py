@@ -1,7 +1,8 @@
 """Time series of one log, aggregated as its records stream: ``report``, ``stats --chart`` and ``stats --timeline``.
 
 One pass, the format's fastest (``Format.fast_series``: the workq and Kestrel kernels bin them in C as they read,
-both through engine/_series.h, ``series_of`` below) or the reference reader -> replay pass of the format (``Format.run``), which is verify's and stats' pass:
+both through engine/_series.h, ``series_of`` below) or the reference reader -> replay pass of the format
+(``Format.run``), which is verify's and stats' pass:
 ``series_log`` returns that pass's ``LogReport`` (verdict, findings, replayed state), its ``RecordStats`` and a
 ``Series``. Memory does not grow with the log: records are counted into at most ``MAX_BINS`` time bins (a bin
 starts at one second and widens along ``WIDTHS_S`` — 2 s, 10 s, 30 s, a minute, ... a day, then doubling —
@@ -323,8 +324,8 @@ class _Probed:
 
 def series_log(fmt, log, opts, *, limit: int | None = None, max_bins: int = MAX_BINS):
     """One pass over one log: (its ``LogReport`` with the first ``limit`` findings and the replayed state, its
-    ``RecordStats``, its ``Series``): the format's own (``Format.fast_series``: workq's and Kestrel's kernels), else the reference
-    pass with the format's probe."""
+    ``RecordStats``, its ``Series``): the format's own (``Format.fast_series``: workq's and Kestrel's kernels), else
+    the reference pass with the format's probe."""
     fast = fmt.fast_series(log, opts, limit=limit, max_bins=max_bins)
     if fast is not None:
         return fast
