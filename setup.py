@@ -8,7 +8,7 @@ import glob
 
 from setuptools import Extension, setup
 
-_SHARED = ["wqtool/engine/_cgrow.h"]      # included by both kernels
+_SHARED = ["wqtool/engine/_cgrow.h", "wqtool/engine/_series.h"]      # included by both kernels
 #: the workq kernel is one translation unit: _kernel.c includes its parts by job (crc, scan, job table, row
 #: encoders, digest) and the constants header generated from wqtool/formats/ (scripts/gen_kernel_header.py)
 _WORKQ_PARTS = sorted(glob.glob("wqtool/engine/workq/kernel/*.[ch]"))

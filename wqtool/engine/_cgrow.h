@@ -1,5 +1,5 @@
 /* Shared by the C kernels (workq/_kernel.c, kestrel/_kernel.c): grow a PyMem array to hold `need` elements of
- * `elem` bytes, doubling from `first` (overflow-checked). 0, or -1 with MemoryError set. And a walk's pick. */
+ * `elem` bytes, doubling from `first` (overflow-checked). 0, or -1 with MemoryError set. And a walk's pick and stop. */
 #ifndef WQTOOL_CGROW_H
 #define WQTOOL_CGROW_H
 
@@ -39,5 +39,20 @@ static int pick(PyObject *picked, Py_ssize_t pos, long long index, Py_ssize_t np
     Py_DECREF(t);
     return PyList_GET_SIZE(picked) == npick;
 }
+
+/* A walk's pick, then its stop, inside the walk's record loop: the record at `pos` (number `index`, the next at
+ * `nxt`) is picked; on an error the walk jumps to its `done` label; once it holds `npick` records the walk steps past
+ * this one and leaves the loop (a plain block, not do-while: its `break` is the loop's). */
+#define PICK_THEN_STOP(picked, pos, index, nxt, npick)                                                             \
+    {                                                                                                              \
+        int full_ = pick(picked, pos, index, npick);                                                               \
+        if (full_ < 0)                                                                                             \
+            goto done;                                                                                             \
+        if (full_) {                                                                                               \
+            index++;                                                                                               \
+            pos = nxt;                                                                                             \
+            break;                                                                                                 \
+        }                                                                                                          \
+    }
 
 #endif

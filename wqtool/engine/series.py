@@ -1,7 +1,8 @@
 """Time series of one log, aggregated as its records stream: ``report``, ``stats --chart`` and ``stats --timeline``.
 
-One pass, the format's fastest (``Format.fast_series``: workq's kernel bins them in C as it reads) or the reference
-reader -> replay pass of the format (``Format.run``), which is verify's and stats' pass:
+One pass, the format's fastest (``Format.fast_series``: the workq and Kestrel kernels bin them in C as they read,
+both through engine/_series.h, ``series_of`` below) or the reference reader -> replay pass of the format
+(``Format.run``), which is verify's and stats' pass:
 ``series_log`` returns that pass's ``LogReport`` (verdict, findings, replayed state), its ``RecordStats`` and a
 ``Series``. Memory does not grow with the log: records are counted into at most ``MAX_BINS`` time bins (a bin
 starts at one second and widens along ``WIDTHS_S`` — 2 s, 10 s, 30 s, a minute, ... a day, then doubling —
@@ -256,6 +257,26 @@ class SeriesCollector:
         return self.series
 
 
+def series_of(raw, kinds, *, has_depth: bool) -> Series:
+    """The ``Series`` of a kernel's ``SeriesAcc.result()`` (engine/_series.h, the C binning both kernels share;
+    ``kinds``: the kind number -> the kind ``Format.facts`` names)."""
+    origin, width, bins, knums, depth, queues, wait, run, first, last, marks, untimed = raw
+    s = Series(origin_ns=origin, width_ns=width, has_depth=has_depth, first_ns=first, last_ns=last)
+    s.kinds = [kinds[k] for k in knums]
+    s.untimed = Counter({kinds[k]: n for k, n in untimed})
+    for i, counts, damage in bins:
+        s.records[i] = Counter({kinds[k]: n for k, n in enumerate(counts) if n})
+        if damage:
+            s.damage[i] = damage
+    s.queues = [q for q, _ in queues]
+    s.peak = Counter(dict(queues))
+    for i, q, n in depth:
+        s.depth.setdefault(i, {})[s.queues[q]] = n
+    s.wait, s.run = Histogram(*wait), Histogram(*run)
+    s.marks = [Mark(*m) for m in marks]
+    return s
+
+
 class SizeProbe(SeriesProbe):
     """The probe of a format whose replay keeps its live items in containers: ``sizes`` names each series and
     how to read its size from the running replay (``len`` of a dict, a deque); a record's step moves each series by
@@ -303,8 +324,8 @@ class _Probed:
 
 def series_log(fmt, log, opts, *, limit: int | None = None, max_bins: int = MAX_BINS):
     """One pass over one log: (its ``LogReport`` with the first ``limit`` findings and the replayed state, its
-    ``RecordStats``, its ``Series``): the format's own (``Format.fast_series``: workq's kernel), else the reference
-    pass with the format's probe."""
+    ``RecordStats``, its ``Series``): the format's own (``Format.fast_series``: workq's and Kestrel's kernels), else
+    the reference pass with the format's probe."""
     fast = fmt.fast_series(log, opts, limit=limit, max_bins=max_bins)
     if fast is not None:
         return fast

@@ -57,3 +57,25 @@ def test_dump_selection_equals_the_reference(ops, cuts, damage, data):
             assert fast[1] == ref[1] and fast[3] == ref[3]
         else:
             assert fast[1] == [t for t in ref[1] if t[0] not in KESTREL_REPLAY_CODES]
+
+
+def test_a_seek_never_imports_the_replay(qdir):
+    """``dump -n 1 --from-offset q@0x...`` frames and decodes, it never replays: neither the replay module nor its
+    hashlib is imported (record rows and the walker no longer pull them in)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from .conftest import T, write_journal
+    write_journal(os.path.join(qdir, "q"), lambda w: [w.add(b"x" * 20, T) for _ in range(50)])
+    code = ("import sys\n"
+            f"sys.argv = ['wqtool', 'dump', '-n', '1', '--from-offset', 'q@0x{41 * 40:x}', {qdir!r}]\n"
+            "from wqtool._entry import main\n"
+            "try:\n"
+            "    main()\n"
+            "except SystemExit as e:\n"
+            "    rc = e.code\n"
+            "print(repr((rc, 'wqtool.engine.kestrel.replay' in sys.modules)))\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "addx" in r.stdout and r.stdout.splitlines()[-1] == "(0, False)", r.stdout

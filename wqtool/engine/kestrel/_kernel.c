@@ -10,6 +10,12 @@
  * int32 -> item map that remembers insertion order: memory follows the items still there, never the records.
  * KQueue.export(views, paths, Item) hands them back as Item objects, their data read from the files' views.
  * tests/engine/kestrel/test_fastreplay.py holds it equal to the reference path, damaged journals included.
+ *
+ * With a SeriesAcc (../_series.h, the binning shared with the workq kernel) scan also feeds report / stats --chart
+ * / --timeline during the same pass: each record's opcode and add time (untimed when it has none: removes, confirms,
+ * an add at 0), the change of the queue's and the open transactions' sizes it made (engine/series.py's SizeProbe
+ * around KestrelReplay.apply, the reference: "queued" first, then "open") and the findings it builds.
+ * tests/engine/kestrel/test_series_c.py holds the Series equal to the reference's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -17,6 +23,44 @@
 #include "consts.h"   /* the opcodes, generated from wqtool/formats/kestrel.py */
 #include <stdint.h>
 #include <string.h>
+
+#ifndef __SIZEOF_INT128__
+#error "wqtool.engine.kestrel._kernel needs __int128 (the series' histograms); the reference path is used instead"
+#endif
+typedef __int128 i128;
+typedef unsigned __int128 u128;
+
+/* ---- the time series (../_series.h): kinds are the opcodes; two queues, "queued" and "open" */
+static uint64_t fnv_hash(const uint8_t *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
+#define SA_KINDS 10
+#define SA_BYTES_HASH(s, n) fnv_hash(s, n)
+#define SA_EXT
+#define SA_EXT_FREE(a) ((void)(a))
+#define SA_EXT_MEMORY(a) ((size_t)0)
+#include "../_series.h"
+
+static PyMethodDef sa_methods[] = {
+    SA_COMMON_METHODS,
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SeriesAccType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "wqtool.engine.kestrel._kernel.SeriesAcc",
+    .tp_basicsize = sizeof(SeriesAcc),
+    .tp_dealloc = (destructor)sa_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "SeriesAcc(max_bins, max_marks, widths_s, edges_ns): the time series of one pass, binned in C\n"
+              "(engine/series.py's SeriesCollector), fed by KQueue.scan (the step of a record: SizeProbe's).",
+    .tp_methods = sa_methods,
+    .tp_new = sa_new,
+};
 
 typedef struct {
     int64_t add, exp;
@@ -45,7 +89,9 @@ typedef struct {
     uint64_t oseq;
     int32_t counter;
     uint64_t ops[10];
+    uint64_t bytes[10];         /* bytes of the records by opcode */
     uint64_t applied;
+    SeriesAcc *acc;             /* during a scan given one: the series it feeds (borrowed), else NULL */
 } KQueue;
 
 static PyTypeObject KQueueType;
@@ -206,10 +252,34 @@ static int lookups(void)
     return 0;
 }
 
-static int emit(PyObject *out, PyObject *f)
+/* a finding into the series: its code, severity, path, offset */
+static int series_finding(SeriesAcc *a, PyObject *f)
+{
+    PyObject *code = PyObject_GetAttrString(f, "code"), *sev = code ? PyObject_GetAttrString(f, "severity") : NULL,
+             *path = sev ? PyObject_GetAttrString(f, "path") : NULL,
+             *off = path ? PyObject_GetAttrString(f, "offset") : NULL;
+    int r = -1;
+    if (off != NULL) {
+        const char *c = PyUnicode_AsUTF8(code), *v = c ? PyUnicode_AsUTF8(sev) : NULL;
+        Py_ssize_t o = 0;
+        if (v != NULL && (off == Py_None || (o = PyLong_AsSsize_t(off)) != -1 || !PyErr_Occurred()))
+            r = sa_finding(a, c, v, path, o, off != Py_None);
+    }
+    Py_XDECREF(code);
+    Py_XDECREF(sev);
+    Py_XDECREF(path);
+    Py_XDECREF(off);
+    return r;
+}
+
+static int emit(KQueue *k, PyObject *out, PyObject *f)
 {
     if (f == NULL)
         return -1;
+    if (k->acc != NULL && series_finding(k->acc, f) < 0) {
+        Py_DECREF(f);
+        return -1;
+    }
     PyObject *r = PyObject_CallMethod(out, "append", "(O)", f);
     Py_DECREF(f);
     if (r == NULL)
@@ -218,18 +288,18 @@ static int emit(PyObject *out, PyObject *f)
     return 0;
 }
 
-static int f_empty(PyObject *out, PyObject *path, Py_ssize_t pos, long long index, int rt, int32_t xid)
+static int f_empty(KQueue *k, PyObject *out, PyObject *path, Py_ssize_t pos, long long index, int rt, int32_t xid)
 {
     PyObject *what = rt ? PyUnicode_FromFormat("REMOVE_TENTATIVE_XID %d", (int)xid) : PyUnicode_FromString("REMOVE");
     if (what == NULL)
         return -1;
     PyObject *f = PyObject_CallMethod(replay_mod, "empty_finding", "OnLO", path, pos, index, what);
     Py_DECREF(what);
-    return emit(out, f);
+    return emit(k, out, f);
 }
 
-static int f_unknown(PyObject *out, PyObject *path, Py_ssize_t pos, long long index, const char *what, int32_t xid,
-                     int cont)
+static int f_unknown(KQueue *k, PyObject *out, PyObject *path, Py_ssize_t pos, long long index, const char *what,
+                     int32_t xid, int cont)
 {
     PyObject *f;
     if (cont) {
@@ -247,12 +317,12 @@ static int f_unknown(PyObject *out, PyObject *path, Py_ssize_t pos, long long in
     } else {
         f = PyObject_CallMethod(replay_mod, "unknown_xid_finding", "OnLsi", path, pos, index, what, (int)xid);
     }
-    return emit(out, f);
+    return emit(k, out, f);
 }
 
-static int f_xid0(PyObject *out, PyObject *path, Py_ssize_t pos, long long index)
+static int f_xid0(KQueue *k, PyObject *out, PyObject *path, Py_ssize_t pos, long long index)
 {
-    return emit(out, PyObject_CallMethod(replay_mod, "continue_xid0_finding", "OnL", path, pos, index));
+    return emit(k, out, PyObject_CallMethod(replay_mod, "continue_xid0_finding", "OnL", path, pos, index));
 }
 
 /* ---- scan */
@@ -261,11 +331,13 @@ static inline int32_t le32(const unsigned char *p)
     return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
-static inline int64_t le64(const unsigned char *p)
+static inline int64_t le64(const unsigned char *p)      /* one load (the byte loop was not merged into one) */
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return (int64_t)v;
 }
 
@@ -288,136 +360,220 @@ static int64_t item_add(KQueue *k, const unsigned char *d, Py_ssize_t pos, uint8
     return i;
 }
 
-PyDoc_STRVAR(scan_doc,
-"scan(data, pos, end, path, fno, index, out) -> (index, pos)\n\n"
-"The fast path's loop in C over data[pos:end] (file number fno of the set). It stops at the first record it\n"
-"does not take — damage, a legacy opcode, a reused open xid — and returns (index, pos) of that record, nothing\n"
-"of it applied; pos == end: the file is done. fastreplay.fast_run has the reference reader judge that spot (the\n"
-"damage finding and where records resume) and calls scan again there. Findings go to out.append.");
-
-static PyObject *kq_scan(KQueue *k, PyObject *args)
+/* the series' view of a record before it is applied: its opcode and add time (ms, 0: none; as Format.facts:
+   add_time * 10**6 ns). 0, or -1 and an exception */
+static int series_tick(SeriesAcc *a, int op, int64_t add_ms)
 {
-    PyObject *data, *path, *out;
-    Py_ssize_t end;
-    unsigned int fno;
-    long long index;
-    Py_ssize_t pos;
-    if (!PyArg_ParseTuple(args, "OnnOILO:scan", &data, &pos, &end, &path, &fno, &index, &out))
-        return NULL;
-    if (lookups() < 0)
-        return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    PyObject *ret = NULL;
-    if (end > view.len || end < 0 || pos < 0) {
-        PyErr_SetString(PyExc_ValueError, "scan: pos before the data or end past its end");
-        goto done;
+    if (a->overflow)
+        return 0;
+    if (add_ms == 0) {
+        sa_untimed(a, op);
+        return 0;
     }
-    const unsigned char *d = view.buf;
+    i128 t = (i128)add_ms * 1000000;
+    if (t < -SA_TMAX || t > SA_TMAX) {
+        a->overflow = 1;                /* beyond the bins: the caller runs the reference */
+        return 0;
+    }
+    return sa_tick(a, op, (int64_t)t);
+}
+
+/* ... and after it: what it changed of the queue's and the open transactions' sizes (SizeProbe: "queued" first) */
+static int series_moves(SeriesAcc *a, const KQueue *k, size_t q0, size_t o0)
+{
+    if (a->overflow)
+        return 0;
+    int dq = (int)((int64_t)k->count - (int64_t)q0), dopen = (int)((int64_t)k->ocount - (int64_t)o0);
+    if (dq && sa_move(a, (const uint8_t *)"queued", 6, dq) < 0)
+        return -1;
+    if (dopen && sa_move(a, (const uint8_t *)"open", 4, dopen) < 0)
+        return -1;
+    return 0;
+}
+
+/* scan's loop over the records of d[*ppos:end]: 0 when it stops (end, or a record it does not take: *ppos, *pindex
+   are that record's), -1 with an exception set. SERIES is a constant where it is called: the loop is compiled twice,
+   verify's without the series' work (a byte count per opcode, the series' calls) */
+static inline __attribute__((always_inline)) int scan_loop(KQueue *k, const unsigned char *d, Py_ssize_t *ppos,
+                                                           Py_ssize_t end, PyObject *path, unsigned int fno,
+                                                           long long *pindex, PyObject *out, uint64_t *papplied,
+                                                           SeriesAcc *acc, const int SERIES)
+{
+    Py_ssize_t pos = *ppos;
+    long long index = *pindex;
     uint64_t applied = 0;
+    int r = 0;
+/* the series' view of the record once it is taken (before its findings: they follow it in the reference) */
+#define TICK(add_ms)                                                                                               \
+    do {                                                                                                           \
+        if (SERIES && series_tick(acc, c, (add_ms)) < 0)                                                           \
+            goto fail;                                                                                             \
+    } while (0)
     while (pos < end) {
         int c = d[pos];
         Py_ssize_t rem = end - pos, nxt;
+        size_t q0 = SERIES ? k->count : 0, o0 = SERIES ? k->ocount : 0;
         if (c == OP_ADDX) {                                            /* ADDX */
             if (rem < 21)
-                goto help;
+                goto stop;
             int32_t size = le32(d + pos + 1);
             if (size < 16 || size > rem - 5)
-                goto help;
+                goto stop;
             nxt = pos + 5 + size;
+            TICK(le64(d + pos + 5));
             int64_t i = item_add(k, d, pos, 21, size, 0, fno);
             if (i < 0)
-                goto done;
+                goto fail;
             if (push_back(k, (uint32_t)i) < 0)
-                goto done;
+                goto fail;
             applied++;
         } else if (c == OP_REMOVE) {                                     /* REMOVE */
             nxt = pos + 1;
+            TICK(0);
             if (k->count) {
                 item_free(k, pop_front(k));
                 applied++;
-            } else if (f_empty(out, path, pos, index, 0, 0) < 0) {
-                goto done;
+            } else if (f_empty(k, out, path, pos, index, 0, 0) < 0) {
+                goto fail;
             }
         } else if (c == OP_REMOVE_TENTATIVE_XID || c == OP_CONFIRM_REMOVE || c == OP_UNREMOVE || c == OP_SAVE_XID) {
             if (rem < 5)
-                goto help;
+                goto stop;
             int32_t xid = le32(d + pos + 1);
             nxt = pos + 5;
             if (c == OP_REMOVE_TENTATIVE_XID) {                                        /* REMOVE_TENTATIVE_XID */
                 if (k->count) {
                     if (open_find(k, xid) != NULL)
-                        goto help;                               /* KQ-XID-REUSED: the reference reports it */
+                        goto stop;                               /* KQ-XID-REUSED: the reference reports it */
+                    TICK(0);
                     uint32_t i = pop_front(k);
                     k->items[i].xid = xid;
                     if (open_put(k, xid, i) < 0)
-                        goto done;
+                        goto fail;
                     k->counter = xid;
                     applied++;
                 } else {
+                    TICK(0);
                     k->counter = xid;
-                    if (f_empty(out, path, pos, index, 1, xid) < 0)
-                        goto done;
+                    if (f_empty(k, out, path, pos, index, 1, xid) < 0)
+                        goto fail;
                 }
             } else if (c == OP_CONFIRM_REMOVE) {                                 /* CONFIRM_REMOVE */
+                TICK(0);
                 int64_t i = open_pop(k, xid);
                 if (i < 0) {
-                    if (f_unknown(out, path, pos, index, "CONFIRM_REMOVE", xid, 0) < 0)
-                        goto done;
+                    if (f_unknown(k, out, path, pos, index, "CONFIRM_REMOVE", xid, 0) < 0)
+                        goto fail;
                 } else {
                     item_free(k, (uint32_t)i);
                     applied++;
                 }
             } else if (c == OP_UNREMOVE) {                                 /* UNREMOVE */
+                TICK(0);
                 int64_t i = open_pop(k, xid);
                 if (i < 0) {
-                    if (f_unknown(out, path, pos, index, "UNREMOVE", xid, 0) < 0)
-                        goto done;
+                    if (f_unknown(k, out, path, pos, index, "UNREMOVE", xid, 0) < 0)
+                        goto fail;
                 } else {
                     if (push_front(k, (uint32_t)i) < 0)
-                        goto done;
+                        goto fail;
                     applied++;
                 }
             } else {                                             /* SAVE_XID */
+                TICK(0);
                 k->counter = xid;
                 applied++;
             }
         } else if (c == OP_CONTINUE || c == OP_ADD_XID) {                           /* CONTINUE, ADD_XID */
             if (rem < 25)
-                goto help;
+                goto stop;
             int32_t xid = le32(d + pos + 1), size = le32(d + pos + 5);
             if (size < 16 || size > rem - 9)
-                goto help;
+                goto stop;
             nxt = pos + 9 + size;
+            TICK(le64(d + pos + 9));
             if (c == OP_CONTINUE) {
-                if (xid == 0 && f_xid0(out, path, pos, index) < 0)
-                    goto done;
+                if (xid == 0 && f_xid0(k, out, path, pos, index) < 0)
+                    goto fail;
                 int64_t o = open_pop(k, xid);
                 if (o < 0) {
-                    if (f_unknown(out, path, pos, index, "CONTINUE", xid, 1) < 0)
-                        goto done;
+                    if (f_unknown(k, out, path, pos, index, "CONTINUE", xid, 1) < 0)
+                        goto fail;
                 } else {
                     item_free(k, (uint32_t)o);
                 }
             }
             int64_t i = item_add(k, d, pos, 25, size, c == OP_CONTINUE ? 0 : xid, fno);
             if (i < 0)
-                goto done;
+                goto fail;
             if (push_back(k, (uint32_t)i) < 0)
-                goto done;
+                goto fail;
             applied++;
         } else {                                                 /* legacy opcodes, or not an opcode */
-            goto help;
+            goto stop;
+        }
+        if (SERIES) {
+            if ((k->count != q0 || k->ocount != o0) && series_moves(acc, k, q0, o0) < 0)
+                goto fail;
+            k->bytes[c] += (uint64_t)(nxt - pos);
         }
         k->ops[c]++;
         index++;
         pos = nxt;
     }
-help:
-    k->applied += applied;
+#undef TICK
+    goto stop;
+fail:
+    r = -1;
+stop:
+    *ppos = pos;
+    *pindex = index;
+    *papplied += applied;
+    return r;
+}
+
+PyDoc_STRVAR(scan_doc,
+"scan(data, pos, end, path, fno, index, out, series=None) -> (index, pos)\n\n"
+"The fast path's loop in C over data[pos:end] (file number fno of the set). It stops at the first record it\n"
+"does not take — damage, a legacy opcode, a reused open xid — and returns (index, pos) of that record, nothing\n"
+"of it applied; pos == end: the file is done. fastreplay.fast_run has the reference reader judge that spot (the\n"
+"damage finding and where records resume) and calls scan again there. Findings go to out.append. series: a\n"
+"SeriesAcc fed each record taken (kind, time, the sizes' moves) and each finding built.");
+
+static PyObject *kq_scan(KQueue *k, PyObject *args)
+{
+    PyObject *data, *path, *out, *series = Py_None;
+    Py_ssize_t end;
+    unsigned int fno;
+    long long index;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "OnnOILO|O:scan", &data, &pos, &end, &path, &fno, &index, &out, &series))
+        return NULL;
+    if (series != Py_None && !PyObject_TypeCheck(series, &SeriesAccType)) {
+        PyErr_SetString(PyExc_TypeError, "scan: series must be None or a _kernel.SeriesAcc");
+        return NULL;
+    }
+    if (lookups() < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    SeriesAcc *acc = series == Py_None ? NULL : (SeriesAcc *)series;
+    k->acc = acc;
+    uint64_t applied = 0;
+    PyObject *ret = NULL;
+    if (end > view.len || end < 0 || pos < 0) {
+        PyErr_SetString(PyExc_ValueError, "scan: pos before the data or end past its end");
+        goto done;
+    }
+    const unsigned char *d = view.buf;
+    if ((acc == NULL ? scan_loop(k, d, &pos, end, path, fno, &index, out, &applied, NULL, 0)
+                     : scan_loop(k, d, &pos, end, path, fno, &index, out, &applied, acc, 1)) < 0)
+        goto done;
     ret = Py_BuildValue("(Ln)", index, pos);
 done:
+    k->applied += applied;
+    k->acc = NULL;
     PyBuffer_Release(&view);
     return ret;
 }
@@ -520,8 +676,14 @@ static void kq_dealloc(KQueue *k)
     Py_TYPE(k)->tp_free((PyObject *)k);
 }
 
+static PyObject *kq_op_bytes(KQueue *k, PyObject *unused)
+{
+    return sa_u64list(k->bytes, 10);
+}
+
 static PyMethodDef kq_methods[] = {
     {"scan", (PyCFunction)kq_scan, METH_VARARGS, scan_doc},
+    {"op_bytes", (PyCFunction)kq_op_bytes, METH_NOARGS, "The bytes of the records scanned, by opcode."},
     {"export", (PyCFunction)kq_export, METH_VARARGS, export_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -601,16 +763,8 @@ static PyObject *k_walk(PyObject *self, PyObject *args)
                 have = 1;
             }
         }
-        if (kinds & (1ul << c)) {
-            int full = pick(picked, pos, index, npick);
-            if (full < 0)
-                goto done;
-            if (full) {
-                index++;
-                pos = nxt;
-                break;
-            }
-        }
+        if (kinds & (1ul << c))
+            PICK_THEN_STOP(picked, pos, index, nxt, npick);   /* ../_cgrow.h */
         index++;
         pos = nxt;
     }
@@ -637,7 +791,7 @@ static struct PyModuleDef moddef = {
 
 PyMODINIT_FUNC PyInit__kernel(void)
 {
-    if (PyType_Ready(&KQueueType) < 0)
+    if (PyType_Ready(&KQueueType) < 0 || PyType_Ready(&SeriesAccType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)
@@ -645,6 +799,12 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&KQueueType);
     if (PyModule_AddObject(m, "KQueue", (PyObject *)&KQueueType) < 0) {
         Py_DECREF(&KQueueType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SeriesAccType);
+    if (PyModule_AddObject(m, "SeriesAcc", (PyObject *)&SeriesAccType) < 0) {
+        Py_DECREF(&SeriesAccType);
         Py_DECREF(m);
         return NULL;
     }

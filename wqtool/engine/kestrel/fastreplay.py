@@ -27,7 +27,6 @@ from ..findings import Finding, Verdict, quota
 from ..run import FindingSink, LogReport
 from .fastpath import Damage, decode_fields
 from .reader import ROLE_EXPLICIT, ROLE_LIVE, FileSet, JournalReader
-from .replay import Item, KestrelReplay, KestrelState
 
 _MAGICS = (LIBKESTREL_WRITER_MAGIC, LIBKESTREL_READER_MAGIC)
 
@@ -73,12 +72,29 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
              kestrel_version: str | None = None, no_checksum: Finding | None = None, resync: bool = True) -> LogReport:
     """verify + replay of a file set (``verify.run_log`` without ``on_record``), through damage (``resync``: as the
     reference reader, read on where records resume, else stop reading the file); raises Bail."""
+    return fast_pass(fileset, as_of_ns, limit=limit, keep_open=keep_open, kestrel_version=kestrel_version,
+                     no_checksum=no_checksum, resync=resync)[0]
+
+
+def fast_pass(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_open: bool = False,
+              kestrel_version: str | None = None, no_checksum: Finding | None = None, resync: bool = True,
+              series=None) -> tuple[LogReport, list[int], list[int]]:
+    """``fast_run``'s pass: (its report, the records by opcode, their bytes by opcode). ``series``: a
+    ``_kernel.SeriesAcc`` fed every record and every finding in stream order (kestrel/series.py); raises Bail."""
     if KERNEL != "c":
         raise Bail
+    # imported here: dump's seeks and walks (walk.py) import this module and never replay
+    from .replay import Item, KestrelReplay
     rp = KestrelReplay(as_of_ns, version=kestrel_version or fileset.kestrel_version)
     found = _Findings(limit)
+    if series is not None:
+        def add(f: Finding, _append=found.append, _mark=series.finding) -> None:
+            _mark(f.code, f.severity, f.path, f.offset)
+            _append(f)
+    else:
+        add = found.append
     for f in fileset.findings:
-        found.append(f)
+        add(f)
     index = nbytes = segments = 0
     paths: list[str] = []
     reader = JournalReader(fileset, resync=resync)    # names the damage the C loop stops at
@@ -98,14 +114,14 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
             is_live = jf is newest and jf.role in (ROLE_LIVE, ROLE_EXPLICIT)
             pos = 0
             while True:
-                index, pos = kq.scan(data, pos, end, sd.path, len(paths) - 1, index, found)
+                index, pos = kq.scan(data, pos, end, sd.path, len(paths) - 1, index, found, series)
                 if pos >= end:
                     break
                 try:
                     decode_fields(data, pos, end)
                 except Damage as d:
                     f = reader._damage(d, data, pos, end, sd.path, index, is_live, newest)
-                    found.append(f)
+                    add(f)
                     if f.resumes_at is None:
                         break
                     pos = f.resumes_at
@@ -115,6 +131,7 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
                 data.madvise(mmap.MADV_DONTNEED)   # out of our RSS (still cached): the live items' pages
                                                    # come back when their data is read at the end
         q, o, rp.counter, rp.op_counts, rp.applied = kq.export(views, paths, Item)
+        op_bytes = kq.op_bytes()
         rp.queue = deque(q)
         rp.open = dict(o)
     rp.records = index
@@ -123,6 +140,9 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
     closing = [*rp.findings]
     if no_checksum is not None:
         closing.append(no_checksum)
+    if series is not None:
+        for f in closing:
+            series.finding(f.code, f.severity, f.path, f.offset)
     report = LogReport(root=fileset.label, segments=segments, records=index,
                        bytes=nbytes, state=state)
     sink = FindingSink(report, limit)
@@ -137,7 +157,7 @@ def fast_run(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep_
     if found.last_good is not None:
         report.last_good = found.last_good
     sink.close()
-    return report
+    return report, list(rp.op_counts), op_bytes
 
 
 def _file_span(fileset: FileSet, i: int) -> tuple[int, int] | None:
@@ -186,4 +206,4 @@ def time_span(fileset: FileSet) -> tuple[int | None, int | None]:
     return first, last
 
 
-__all__ = ["Bail", "KestrelState", "fast_run", "time_span"]
+__all__ = ["Bail", "fast_pass", "fast_run", "time_span"]

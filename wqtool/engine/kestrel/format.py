@@ -230,6 +230,19 @@ refuses while another process holds a journal open, and rolls back if the live f
         t = rec.add_time
         return RecordFacts(_LABEL[rec.op], rec.length, t * 1_000_000 if t else None, None)
 
+    def fast_series(self, log: FileSet, opts: Options, *, limit: int | None = None, max_bins: int):
+        """The series in the C loop's one pass (kestrel/series.py), or None: the reference pass."""
+        from .series import fast_series
+        return fast_series(log, opts.as_of_ns, limit=limit, keep_open=_keep_open(opts), max_bins=max_bins)
+
+    def stats_log(self, log: FileSet, opts: Options, *, ids: bool = True):
+        """``stats`` in the C loop's one pass (kestrel/series.py: the record statistics are the series' by-products;
+        Kestrel records name no job), else the reference pass."""
+        from ..series import MAX_BINS
+        from .series import fast_series
+        got = fast_series(log, opts.as_of_ns, limit=0, keep_open=_keep_open(opts), max_bins=MAX_BINS)
+        return super().stats_log(log, opts, ids=ids) if got is None else got[:2]
+
     def series_probe(self, replay):
         """Items queued and open (removed, not confirmed) after each record (only adds carry a time: what
         removes and confirms change is drawn at the time of the last add before them)."""

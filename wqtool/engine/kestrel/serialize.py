@@ -7,7 +7,7 @@ stored) and for an expiry of 0 (never); the legacy ADD's expiry is its stored se
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from ...offsets import at
 from ...formats._common import format_unix_ns
@@ -15,7 +15,9 @@ from ...formats.kestrel import Opcode
 from ..format import Column, RecordView, StateView
 from ..serialize import render_bytes
 from .model import Record
-from .replay import KestrelState
+
+if TYPE_CHECKING:      # dump's record rows do not need the replay (nor hashlib): a seek never replays
+    from .replay import KestrelState
 
 #: The fields of a Kestrel record row, in output order (Spark's schema uses the same list).
 KESTREL_RECORD_FIELDS = ("file", "offset", "at", "length", "record_index", "op", "xid", "add_time", "expiry", "payload_len",

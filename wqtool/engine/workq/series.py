@@ -8,11 +8,9 @@ jobs leased now are kept, one entry a leased job).
 """
 from __future__ import annotations
 
-from collections import Counter
-
 from ...formats.workq import CmdType
 from ..format import SeriesProbe, SeriesStep
-from ..series import Histogram, Mark, Series
+from ..series import Series, series_of as _series_of
 from .replay import JobState
 
 _LEASED = JobState.LEASED
@@ -69,20 +67,7 @@ _KINDS = {0: "(undecodable)", **{int(c): c.label for c in CmdType}}
 
 def series_of(raw) -> Series:
     """The ``Series`` of a ``_kernel.SeriesAcc``'s ``result()``."""
-    origin, width, bins, kinds, depth, queues, wait, run, first, last, marks = raw
-    s = Series(origin_ns=origin, width_ns=width, has_depth=True, first_ns=first, last_ns=last)
-    s.kinds = [_KINDS[k] for k in kinds]
-    for i, counts, damage in bins:
-        s.records[i] = Counter({_KINDS[k]: n for k, n in enumerate(counts) if n})
-        if damage:
-            s.damage[i] = damage
-    s.queues = [q for q, _ in queues]
-    s.peak = Counter(dict(queues))
-    for i, q, n in depth:
-        s.depth.setdefault(i, {})[s.queues[q]] = n
-    s.wait, s.run = Histogram(*wait), Histogram(*run)
-    s.marks = [Mark(*m) for m in marks]
-    return s
+    return _series_of(raw, _KINDS, has_depth=True)
 
 
 def fast_series(log, as_of_ns: int, *, limit: int | None, max_bins: int):

@@ -161,16 +161,7 @@ static PyObject *k_walk(PyObject *self, PyObject *args)
             goto next;
         if (ids != NULL && (nids == 0 || !bsearch(d + q + 1, ids, nids, JOB_ID_SIZE, walk_id_cmp)))
             goto next;
-        {
-            int full = pick(picked, pos, index, npick);
-            if (full < 0)
-                goto done;
-            if (full) {
-                index++;
-                pos = nxt;
-                break;
-            }
-        }
+        PICK_THEN_STOP(picked, pos, index, nxt, npick);      /* ../../_cgrow.h */
     next:
         index++;
         pos = nxt;

@@ -2,45 +2,19 @@
    wqtool.engine.workq._kernel: a unity build, included by ../_kernel.c in order, before scan.c) */
 
 /*
- * SeriesAcc: what engine/series.py's SeriesCollector collects from one pass, fed by the scan (sa_record for each
- * record it takes, sa_finding for each finding it builds) and by fastreplay.FastReplay for the records and
- * findings the reference handles (the methods record / finding). The step of a record — queue depth moves, a wait
- * time, a run time — follows engine/workq/series.py's WorkqProbe (the reference) from the job's state before and
- * after the record; the binning follows SeriesCollector: records per bin by kind, bins widened along the widths
- * given (neighbours merged) whenever there are more than max_bins, the depth sampled per bin on a clock that never
- * goes back (a later sample wins when bins merge), every error / warning counted in the bin of the last timed
- * record before it and the first max_marks kept as marks. tests/engine/workq/test_series_c.py holds the Series
- * made from it (workq/series.py: series_of) equal to the reference's on random and damaged logs.
+ * SeriesAcc: what engine/series.py's SeriesCollector collects from one pass — the binning is ../../_series.h,
+ * shared with the Kestrel kernel — fed by the scan (sa_record for each record it takes, sa_finding for each
+ * finding it builds) and by fastreplay.FastReplay for the records and findings the reference handles (the methods
+ * record / finding). The step of a record — queue depth moves, a wait time, a run time — follows
+ * engine/workq/series.py's WorkqProbe (the reference) from the job's state before and after the record.
+ * tests/engine/workq/test_series_c.py holds the Series made from it (workq/series.py: series_of) equal to the
+ * reference's on random and damaged logs.
  *
- * Memory: at most max_bins + 1 bins, one entry per queue, one per leased job (id -> lease start: the run time's
- * start), the depth samples (deduplicated at each widening), max_marks marks. Times are int64 ns within
- * +-2**62 (the years 1824..2116): a time outside sets `overflow` and the caller runs the reference.
+ * Memory beyond the shared part: one entry per leased job (id -> lease start: the run time's start).
  */
 
 #define SA_KINDS (CMD_MAX + 1)          /* 0: an undecodable record, else the command */
-#define SA_TMAX ((int64_t)1 << 62)
-#define SA_MAXW 32                      /* widths and edges the constructor takes at most */
-
-typedef struct {
-    int64_t idx;                        /* bin number: [origin + idx * width, origin + (idx + 1) * width) */
-    uint64_t n[SA_KINDS];               /* records by kind */
-    uint64_t damage;                    /* findings (error, warning) */
-} SBin;
-
-typedef struct {
-    int64_t bin;
-    uint32_t q;
-    int64_t v;
-} SDepth;
-
-typedef struct {
-    uint64_t hash;                      /* first: hash_index (jobtable.c) reads it there */
-    uint32_t off, len;                  /* the name in the arena */
-    int64_t now, peak;
-    uint8_t dirty;
-    uint64_t stamp;                     /* dedupe of the depth samples */
-    size_t pos;
-} SQueue;
+#define SA_BYTES_HASH(s, n) bytes_hash(s, n)   /* jobtable.c */
 
 typedef struct {
     uint8_t id[16];
@@ -48,131 +22,13 @@ typedef struct {
     uint8_t used;
 } SLease;
 
-typedef struct {
-    uint64_t b[SA_MAXW + 1];
-    uint64_t count;
-    i128 total, min, max;
-} SHist;
-
-typedef struct {
-    PyObject_HEAD
-    Py_ssize_t max_bins, max_marks;
-    int64_t widths[SA_MAXW];            /* s */
-    int nwidths;
-    i128 edges[SA_MAXW];                /* ns */
-    int nedges;
-    int have_origin, have_last, have_first, have_clock, have_cur, overflow;
-    int64_t origin, width, last_t, first, newest, clock, cur;
-    SBin *bins;
-    size_t nbins, bins_cap, hit;        /* hit: the slot of the last record's bin (< nbins), or (size_t)-1 */
-    int64_t hit_lo, hit_hi;
-    uint8_t seen[SA_KINDS];
-    int kinds[SA_KINDS], nkinds;
-    SDepth *dep;
-    size_t ndep, dep_cap;
-    uint64_t stamp;
-    SQueue *qs;
-    size_t nq, q_cap;
-    uint32_t *qslots;                   /* 0 empty, else queue + 1 */
-    size_t qmask;
-    char *qarena;
-    size_t qa_n, qa_cap;
-    uint32_t *dirty;
-    size_t ndirty, dirty_cap;
-    SLease *ls;
+#define SA_EXT                                                                                                     \
+    SLease *ls;                         /* leased jobs: id -> lease start */                                       \
     size_t lmask, lused;
-    SHist wait, run;
-    PyObject *marks;                    /* [(time_ns | None, code, severity, path, offset)] */
-} SeriesAcc;
+#define SA_EXT_FREE(a) PyMem_Free((a)->ls)
+#define SA_EXT_MEMORY(a) ((a)->ls ? ((a)->lmask + 1) * sizeof(SLease) : 0)
 
-static PyTypeObject SeriesAccType;
-
-static inline int64_t sa_floordiv(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-static void sa_hist_add(SeriesAcc *a, SHist *h, i128 ns)
-{
-    if (ns < 0)
-        ns = 0;                         /* a clock stepped back: counted as no time at all */
-    int i = 0;
-    while (i < a->nedges && ns >= a->edges[i])
-        i++;
-    h->b[i]++;
-    if (h->count == 0 || ns < h->min)
-        h->min = ns;
-    if (h->count == 0 || ns > h->max)
-        h->max = ns;
-    h->count++;
-    h->total += ns;
-}
-
-/* ---- queues: interned by name, in order of their first move */
-static int sa_queue(SeriesAcc *a, const uint8_t *s, size_t n, uint32_t *out)
-{
-    uint64_t h = bytes_hash(s, n);
-    if (a->qslots != NULL) {
-        for (size_t i = (size_t)h & a->qmask;; i = (i + 1) & a->qmask) {
-            uint32_t v = a->qslots[i];
-            if (v == 0)
-                break;
-            SQueue *q = &a->qs[v - 1];
-            if (q->hash == h && q->len == n && memcmp(a->qarena + q->off, s, n) == 0) {
-                *out = v - 1;
-                return 0;
-            }
-        }
-    }
-    if (a->nq >= 0xFFFFFFF0u || a->qa_n + n > 0xFFFFFFFFu) {
-        PyErr_SetString(PyExc_OverflowError, "SeriesAcc: too many queues");
-        return -1;
-    }
-    if (grow((void **)&a->qarena, &a->qa_cap, a->qa_n + n, 1, 256) < 0 ||
-        grow((void **)&a->qs, &a->q_cap, a->nq + 1, sizeof(SQueue), 8) < 0)
-        return -1;
-    memcpy(a->qarena + a->qa_n, s, n);
-    SQueue *q = &a->qs[a->nq];
-    memset(q, 0, sizeof *q);
-    q->hash = h;
-    q->off = (uint32_t)a->qa_n;
-    q->len = (uint32_t)n;
-    a->qa_n += n;
-    uint32_t k = (uint32_t)a->nq++;
-    if (a->qslots == NULL || a->nq * 2 > a->qmask + 1) {
-        uint32_t *sl = hash_index(a->qs, a->nq, sizeof(SQueue), &a->qmask);   /* jobtable.c */
-        if (sl == NULL)
-            return -1;
-        PyMem_Free(a->qslots);
-        a->qslots = sl;
-    } else {
-        size_t i = (size_t)h & a->qmask;
-        while (a->qslots[i])
-            i = (i + 1) & a->qmask;
-        a->qslots[i] = k + 1;
-    }
-    *out = k;
-    return 0;
-}
-
-static int sa_move(SeriesAcc *a, const uint8_t *name, size_t n, int d)
-{
-    uint32_t k;
-    if (sa_queue(a, name, n, &k) < 0)
-        return -1;
-    SQueue *q = &a->qs[k];
-    q->now += d;
-    if (q->now > q->peak)
-        q->peak = q->now;
-    if (!q->dirty) {
-        if (grow((void **)&a->dirty, &a->dirty_cap, a->ndirty + 1, sizeof(uint32_t), 16) < 0)
-            return -1;
-        a->dirty[a->ndirty++] = k;
-        q->dirty = 1;
-    }
-    return 0;
-}
+#include "../../_series.h"
 
 /* ---- leased jobs: id -> lease start (linear probing, deletion by backward shift: no tombstones) */
 static int sa_lease_grow(SeriesAcc *a)
@@ -248,119 +104,6 @@ static int sa_lease_pop(SeriesAcc *a, const uint8_t *id, int64_t *start)
     return 0;
 }
 
-/* ---- bins */
-static void sa_sample(SeriesAcc *a)
-{
-    if (a->ndirty == 0 || !a->have_cur)
-        return;
-    if (grow((void **)&a->dep, &a->dep_cap, a->ndep + a->ndirty, sizeof(SDepth), 64) < 0) {
-        a->overflow = 2;                /* out of memory: the result is refused (MemoryError set) */
-        return;
-    }
-    for (size_t k = 0; k < a->ndirty; k++) {
-        SQueue *q = &a->qs[a->dirty[k]];
-        a->dep[a->ndep++] = (SDepth){a->cur, a->dirty[k], q->now};
-        q->dirty = 0;
-    }
-    a->ndirty = 0;
-}
-
-/* the samples of one bin: the last value per queue, in order of the queue's first sample (dict.update) */
-static void sa_dedupe(SeriesAcc *a)
-{
-    size_t w = 0, k = 0;
-    while (k < a->ndep) {
-        int64_t b = a->dep[k].bin;
-        uint64_t g = ++a->stamp;
-        for (; k < a->ndep && a->dep[k].bin == b; k++) {
-            SQueue *q = &a->qs[a->dep[k].q];
-            if (q->stamp == g) {
-                a->dep[q->pos].v = a->dep[k].v;
-            } else {
-                q->stamp = g;
-                q->pos = w;
-                a->dep[w++] = a->dep[k];
-            }
-        }
-    }
-    a->ndep = w;
-}
-
-static void sa_widen(SeriesAcc *a)
-{
-    sa_sample(a);
-    while (a->nbins > (size_t)a->max_bins) {
-        int64_t w_s = a->width / NS, nxt = 0;
-        for (int i = 0; i < a->nwidths; i++)
-            if (a->widths[i] > w_s) {
-                nxt = a->widths[i];
-                break;
-            }
-        int64_t nw = (nxt ? nxt : 2 * w_s) * NS, old = a->width;
-#define SA_TO(i) ((int64_t)(((i128)(i) * old - (((i128)(i) * old % nw) + nw) % nw) / nw))
-        size_t w = 0;
-        for (size_t k = 0; k < a->nbins; k++) {
-            int64_t to = SA_TO(a->bins[k].idx);
-            if (w > 0 && a->bins[w - 1].idx == to) {
-                for (int c = 0; c < SA_KINDS; c++)
-                    a->bins[w - 1].n[c] += a->bins[k].n[c];
-                a->bins[w - 1].damage += a->bins[k].damage;
-            } else {
-                a->bins[w] = a->bins[k];
-                a->bins[w++].idx = to;
-            }
-        }
-        a->nbins = w;
-        for (size_t k = 0; k < a->ndep; k++)
-            a->dep[k].bin = SA_TO(a->dep[k].bin);
-        if (a->have_cur)
-            a->cur = SA_TO(a->cur);
-#undef SA_TO
-        a->width = nw;
-    }
-    sa_dedupe(a);
-    a->hit = (size_t)-1;
-}
-
-/* the slot of t's bin, made (and the bins widened) when it is new; -1 and MemoryError */
-static Py_ssize_t sa_bin(SeriesAcc *a, int64_t t)
-{
-    if (a->hit != (size_t)-1 && t >= a->hit_lo && t < a->hit_hi)
-        return (Py_ssize_t)a->hit;
-    if (!a->have_origin) {
-        a->origin = t - (t % (86400 * NS) + 86400 * NS) % (86400 * NS);
-        a->have_origin = 1;
-    }
-    int64_t idx = sa_floordiv(t - a->origin, a->width);
-    size_t lo = 0, hi = a->nbins;
-    if (hi && a->bins[hi - 1].idx < idx)
-        lo = hi;                        /* the usual case: a new bin at the end */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (a->bins[mid].idx < idx)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == a->nbins || a->bins[lo].idx != idx) {
-        if (grow((void **)&a->bins, &a->bins_cap, a->nbins + 1, sizeof(SBin), 64) < 0)
-            return -1;
-        memmove(a->bins + lo + 1, a->bins + lo, (a->nbins - lo) * sizeof(SBin));
-        memset(&a->bins[lo], 0, sizeof(SBin));
-        a->bins[lo].idx = idx;
-        a->nbins++;
-        if (a->nbins > (size_t)a->max_bins) {
-            sa_widen(a);
-            if (a->overflow == 2)
-                return -1;
-            return sa_bin(a, t);
-        }
-    }
-    a->hit = lo;
-    a->hit_lo = a->origin + a->bins[lo].idx * a->width;
-    a->hit_hi = a->hit_lo + a->width;
-    return (Py_ssize_t)lo;
-}
 
 static inline int sa_done(int st) { return st == ST_COMPLETED || st == ST_FAILED; }
 
@@ -377,33 +120,8 @@ static int sa_record(SeriesAcc *a, int kind, i128 t, int b, int s, uint32_t atte
         return 0;
     }
     int64_t t64 = (int64_t)t;
-    if (!a->seen[kind]) {
-        a->seen[kind] = 1;
-        a->kinds[a->nkinds++] = kind;
-    }
-    a->have_last = 1;
-    a->last_t = t64;
-    if (!a->have_first || t64 < a->first)
-        a->first = t64;
-    if (!a->have_first || t64 > a->newest)
-        a->newest = t64;
-    a->have_first = 1;
-    Py_ssize_t slot = sa_bin(a, t64);
-    if (slot < 0)
+    if (sa_tick(a, kind, t64) < 0)                /* ../../_series.h */
         return -1;
-    a->bins[slot].n[kind]++;
-    if (!a->have_clock || t64 > a->clock) {
-        a->clock = t64;
-        a->have_clock = 1;
-        int64_t ci = a->bins[slot].idx;
-        if (!a->have_cur || ci != a->cur) {
-            sa_sample(a);
-            if (a->overflow == 2)
-                return -1;
-            a->cur = ci;
-            a->have_cur = 1;
-        }
-    }
     if (kind == 0 || jid == NULL)
         return 0;
     if (b < 0) {                        /* a new job (or none) */
@@ -435,99 +153,6 @@ static int sa_record(SeriesAcc *a, int kind, i128 t, int b, int s, uint32_t atte
     if (have_start && !now)
         sa_hist_add(a, &a->run, (i128)t64 - start);
     return 0;
-}
-
-/* One finding (counted when severity is error or warning): in the bin of the last timed record; the first
-   max_marks kept as marks. path: a str or None. 0, or -1 and an exception. */
-static int sa_finding(SeriesAcc *a, const char *code, const char *severity, PyObject *path, Py_ssize_t offset,
-                      int have_offset)
-{
-    if (a->overflow || (strcmp(severity, "error") != 0 && strcmp(severity, "warning") != 0))
-        return 0;
-    if (a->have_last) {
-        Py_ssize_t slot = sa_bin(a, a->last_t);
-        if (slot < 0)
-            return -1;
-        a->bins[slot].damage++;
-    }
-    if (PyList_GET_SIZE(a->marks) < a->max_marks) {
-        PyObject *m = Py_BuildValue("(NssOO)", a->have_last ? PyLong_FromLongLong(a->last_t) : Py_NewRef(Py_None),
-                                    code, severity, path,
-                                    have_offset ? PyLong_FromSsize_t(offset) : Py_NewRef(Py_None));
-        if (m == NULL)
-            return -1;
-        int r = PyList_Append(a->marks, m);
-        Py_DECREF(m);
-        return r;
-    }
-    return 0;
-}
-
-/* ---- the Python type */
-static int sa_i64_seq(PyObject *seq, int64_t *out, int *n, const char *what)
-{
-    PyObject *f = PySequence_Fast(seq, what);
-    if (f == NULL)
-        return -1;
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(f);
-    if (k > SA_MAXW) {
-        Py_DECREF(f);
-        PyErr_Format(PyExc_ValueError, "SeriesAcc: at most %d %s", SA_MAXW, what);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < k; i++) {
-        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
-        if (v == -1 && PyErr_Occurred()) {
-            Py_DECREF(f);
-            return -1;
-        }
-        out[i] = v;
-    }
-    *n = (int)k;
-    Py_DECREF(f);
-    return 0;
-}
-
-static PyObject *sa_new(PyTypeObject *type, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = {"max_bins", "max_marks", "widths_s", "edges_ns", NULL};
-    Py_ssize_t max_bins, max_marks;
-    PyObject *widths, *edges;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "nnOO:SeriesAcc", kwlist, &max_bins, &max_marks, &widths, &edges))
-        return NULL;
-    if (max_bins < 2 || max_marks < 0) {   /* (bins -1 and 0, either side of the origin, never merge) */
-        PyErr_SetString(PyExc_ValueError, "SeriesAcc: max_bins >= 2, max_marks >= 0");
-        return NULL;
-    }
-    SeriesAcc *a = (SeriesAcc *)type->tp_alloc(type, 0);
-    if (a == NULL)
-        return NULL;
-    int64_t e[SA_MAXW];
-    if (sa_i64_seq(widths, a->widths, &a->nwidths, "widths") < 0 || sa_i64_seq(edges, e, &a->nedges, "edges") < 0 ||
-        (a->marks = PyList_New(0)) == NULL) {
-        Py_DECREF(a);
-        return NULL;
-    }
-    for (int i = 0; i < a->nedges; i++)
-        a->edges[i] = e[i];
-    a->max_bins = max_bins;
-    a->max_marks = max_marks;
-    a->width = NS;
-    a->hit = (size_t)-1;
-    return (PyObject *)a;
-}
-
-static void sa_dealloc(SeriesAcc *a)
-{
-    PyMem_Free(a->bins);
-    PyMem_Free(a->dep);
-    PyMem_Free(a->qs);
-    PyMem_Free(a->qslots);
-    PyMem_Free(a->qarena);
-    PyMem_Free(a->dirty);
-    PyMem_Free(a->ls);
-    Py_XDECREF(a->marks);
-    Py_TYPE(a)->tp_free((PyObject *)a);
 }
 
 static int sa_state_arg(PyObject *o, int *st)
@@ -594,124 +219,9 @@ static PyObject *sa_record_m(SeriesAcc *a, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static PyObject *sa_finding_m(SeriesAcc *a, PyObject *args)
-{
-    const char *code, *severity;
-    PyObject *path, *off;
-    if (!PyArg_ParseTuple(args, "ssOO:finding", &code, &severity, &path, &off))
-        return NULL;
-    Py_ssize_t o = 0;
-    if (off != Py_None && (o = PyLong_AsSsize_t(off)) == -1 && PyErr_Occurred())
-        return NULL;
-    if (sa_finding(a, code, severity, path, o, off != Py_None) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *sa_u64list(const uint64_t *v, int n)
-{
-    PyObject *l = PyList_New(n);
-    for (int i = 0; l && i < n; i++) {
-        PyObject *o = PyLong_FromUnsignedLongLong(v[i]);
-        if (o == NULL) {
-            Py_CLEAR(l);
-            break;
-        }
-        PyList_SET_ITEM(l, i, o);
-    }
-    return l;
-}
-
-static PyObject *sa_hist_obj(SHist *h, int nb)
-{
-    PyObject *bl = sa_u64list(h->b, nb);
-    if (bl == NULL)
-        return NULL;
-    if (h->count == 0)
-        return Py_BuildValue("(NKNOO)", bl, (unsigned long long)0, PyLong_FromLong(0), Py_None, Py_None);
-    return Py_BuildValue("(NKNNN)", bl, (unsigned long long)h->count, pylong_i128(h->total), pylong_i128(h->min),
-                         pylong_i128(h->max));
-}
-
-PyDoc_STRVAR(sa_result_doc,
-"result() -> None when a time was beyond what it bins (the caller runs the reference), else (origin_ns | None,\n"
-"width_ns, [(bin, [records by kind 0..8], findings)] by bin, [kinds in order of first appearance],\n"
-"[(bin, queue, live jobs)] the depth samples in order, [(queue name, peak)] in order of the first move,\n"
-"wait, run: ([buckets], count, sum_ns, min_ns | None, max_ns | None), first_ns | None, last_ns | None,\n"
-"[marks]). The open depth samples are taken first (SeriesCollector.close).");
-
-static PyObject *sa_result(SeriesAcc *a, PyObject *unused)
-{
-    if (a->overflow == 2)
-        return NULL;
-    if (a->overflow)
-        Py_RETURN_NONE;
-    sa_sample(a);
-    if (a->overflow == 2)
-        return NULL;
-    sa_dedupe(a);
-    PyObject *bins = PyList_New((Py_ssize_t)a->nbins), *kinds = PyList_New(a->nkinds),
-             *dep = PyList_New((Py_ssize_t)a->ndep), *qs = PyList_New((Py_ssize_t)a->nq), *w = NULL, *r = NULL;
-    if (bins == NULL || kinds == NULL || dep == NULL || qs == NULL)
-        goto fail;
-    for (size_t k = 0; k < a->nbins; k++) {
-        SBin *b = &a->bins[k];
-        PyObject *n = sa_u64list(b->n, SA_KINDS);
-        if (n == NULL)
-            goto fail;
-        PyObject *t = Py_BuildValue("(LNK)", (long long)b->idx, n, (unsigned long long)b->damage);
-        if (t == NULL)
-            goto fail;
-        PyList_SET_ITEM(bins, (Py_ssize_t)k, t);
-    }
-    for (int i = 0; i < a->nkinds; i++)
-        PyList_SET_ITEM(kinds, i, PyLong_FromLong(a->kinds[i]));
-    for (size_t k = 0; k < a->ndep; k++) {
-        PyObject *t = Py_BuildValue("(LIL)", (long long)a->dep[k].bin, (unsigned int)a->dep[k].q,
-                                    (long long)a->dep[k].v);
-        if (t == NULL)
-            goto fail;
-        PyList_SET_ITEM(dep, (Py_ssize_t)k, t);
-    }
-    for (size_t k = 0; k < a->nq; k++) {
-        SQueue *q = &a->qs[k];
-        PyObject *t = Py_BuildValue("(NL)", PyUnicode_DecodeLatin1(a->qarena + q->off, q->len, NULL),
-                                    (long long)q->peak);
-        if (t == NULL)
-            goto fail;
-        PyList_SET_ITEM(qs, (Py_ssize_t)k, t);
-    }
-    if ((w = sa_hist_obj(&a->wait, a->nedges + 1)) == NULL || (r = sa_hist_obj(&a->run, a->nedges + 1)) == NULL)
-        goto fail;
-    return Py_BuildValue("(NLNNNNNNNNO)",
-                         a->have_origin ? PyLong_FromLongLong(a->origin) : Py_NewRef(Py_None), (long long)a->width,
-                         bins, kinds, dep, qs, w, r,
-                         a->have_first ? PyLong_FromLongLong(a->first) : Py_NewRef(Py_None),
-                         a->have_first ? PyLong_FromLongLong(a->newest) : Py_NewRef(Py_None), a->marks);
-fail:
-    Py_XDECREF(bins);
-    Py_XDECREF(kinds);
-    Py_XDECREF(dep);
-    Py_XDECREF(qs);
-    Py_XDECREF(w);
-    Py_XDECREF(r);
-    return NULL;
-}
-
-static PyObject *sa_memory(SeriesAcc *a, PyObject *unused)
-{
-    size_t n = sizeof *a + a->bins_cap * sizeof(SBin) + a->dep_cap * sizeof(SDepth) + a->q_cap * sizeof(SQueue) +
-               (a->qslots ? (a->qmask + 1) * sizeof(uint32_t) : 0) + a->qa_cap + a->dirty_cap * sizeof(uint32_t) +
-               (a->ls ? (a->lmask + 1) * sizeof(SLease) : 0);
-    return PyLong_FromSize_t(n);
-}
-
 static PyMethodDef sa_methods[] = {
     {"record", (PyCFunction)sa_record_m, METH_VARARGS, sa_record_doc},
-    {"finding", (PyCFunction)sa_finding_m, METH_VARARGS,
-     "finding(code, severity, path, offset): one finding, in stream order (counted when error or warning)."},
-    {"result", (PyCFunction)sa_result, METH_NOARGS, sa_result_doc},
-    {"memory", (PyCFunction)sa_memory, METH_NOARGS, "Bytes allocated (bins, queues, leased jobs, samples)."},
+    SA_COMMON_METHODS,
     {NULL, NULL, 0, NULL},
 };
 
