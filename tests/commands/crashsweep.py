@@ -44,6 +44,9 @@ class Scenario:
     argv: list[str]
     extra_verify: list[str] = field(default_factory=list)
     as_of: str = AS_OF
+    #: the format recognises its own interrupted apply (``between``): a function listing what a killed run left
+    #: beside PATH (workq: ``engine.workq.interrupted.leftovers``), or None
+    leftovers: Callable[[str], list] | None = None
 
 
 def run(argv: list[str], cwd: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -130,6 +133,45 @@ def reference(sc: Scenario, base: str) -> Reference:
     return Reference(r.returncode, counts(trace), state(work, path, sc), cut, input_verify)
 
 
+#: what every reader prints beside a log an apply was killed on (engine/workq/interrupted.py, Kestrel's reader)
+INTERRUPTED = "an interrupted wqtool repair (or pack, clean): rerun it to finish"
+
+
+def between(sc: Scenario, ref: Reference, work: str, path: str, where: str) -> list[str]:
+    """What the readers say after a kill, before the rerun: what a crash leaves is no damage, so verify gives the
+    input's class or the result's, never CORRUPT of its own. With ``sc.leftovers``, exactly: the input's class
+    while the log directory still names the old log (nothing left, a temp copy, or a verified copy not swapped in),
+    the result's once swapped (the old log left as a ``-new-`` copy), and the interrupted line wherever a copy is
+    left; ``dump -n 1`` tells that line too; a log directory missing beside its verified copy (the rename
+    fallback's window) is that one line, exit 2."""
+    bad = []
+    v = run([WQTOOL, "verify", "--as-of", sc.as_of, *sc.extra_verify, path], work)
+    if v.returncode == 3 and 3 not in (ref.input_verify, ref.state["verify"]):
+        bad.append(f"{where}: verify before the rerun says CORRUPT (the input: exit {ref.input_verify})")
+    if sc.leftovers is None:
+        return bad
+    left = sc.leftovers(path)
+    d = run([WQTOOL, "dump", "-n", "1", "--as-of", sc.as_of, *sc.extra_verify, path], work)
+    if not os.path.lexists(path):
+        want, shown = {2}, [("verify", v.stderr), ("dump -n 1", d.stderr)]
+    else:
+        swapped = any(lo.kind == "new" and not lo.is_new_log for lo in left)
+        want = {ref.state["verify"] if swapped else ref.input_verify}
+        if not left:
+            want.add(ref.state["verify"])     # after the swap and the backup rename: the result
+        shown = [("verify", v.stdout), ("dump -n 1", d.stderr)] if left else []
+    if v.returncode not in want:
+        bad.append(f"{where}: verify before the rerun exits {v.returncode}, not {sorted(want)} (left: "
+                   f"{[os.path.basename(lo.path) for lo in left]}): {(v.stdout + v.stderr).strip()[-300:]}")
+    if d.returncode == 3 or (not os.path.lexists(path) and d.returncode != 2):
+        bad.append(f"{where}: dump -n 1 before the rerun exits {d.returncode}: {d.stderr.strip()[-300:]}")
+    for who, text in shown:
+        if INTERRUPTED not in text:
+            bad.append(f"{where}: {who} does not say '{INTERRUPTED}' (left: "
+                       f"{[os.path.basename(lo.path) for lo in left]}): {text.strip()[-300:]}")
+    return bad
+
+
 def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list[str]:
     """One crash at the ``n``-th ``syscall``, then the identical command; returns what is wrong (empty: fine)."""
     work = os.path.join(base, f"{syscall}-{n}")
@@ -137,13 +179,9 @@ def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list
     path = sc.make(work)
     crashed = run([STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=" + syscall,
                    "-e", f"inject={syscall}:signal=KILL:when={n}", WQTOOL, *sc.argv, path], work)
-    between = run([WQTOOL, "verify", "-q", "--as-of", sc.as_of, *sc.extra_verify, path], work)
-    again = run([WQTOOL, *sc.argv, path], work)
-    bad = []
     where = f"{sc.name}: SIGKILL at {syscall} #{n}"
-    # what a crash leaves is no damage: verify gives the input's class or the result's, never CORRUPT of its own
-    if between.returncode == 3 and 3 not in (ref.input_verify, ref.state["verify"]):
-        bad.append(f"{where}: verify before the rerun says CORRUPT (the input: exit {ref.input_verify})")
+    bad = between(sc, ref, work, path, where)
+    again = run([WQTOOL, *sc.argv, path], work)
     if crashed.returncode != -9 and crashed.returncode != 137:
         bad.append(f"{where}: the crashed run was not killed (exit {crashed.returncode})")
     if again.returncode not in (0, ref.code):
@@ -272,15 +310,21 @@ def kestrel_rotated_set(work: str) -> str:
     return q
 
 
+def _workq_leftovers(path: str) -> list:
+    from wqtool.engine.workq.interrupted import leftovers
+    return leftovers(path)
+
+
 SCENARIOS = {
     "workq-repair-salvage": Scenario("workq-repair-salvage", copy_of("workq", "crc-mismatch-mid-segment", "log"),
-                                     ["repair", "--apply", "--salvage", "--as-of", AS_OF]),
+                                     ["repair", "--apply", "--salvage", "--as-of", AS_OF],
+                                     leftovers=_workq_leftovers),
     "workq-repair-torn": Scenario("workq-repair-torn", copy_of("workq", "torn-tail-mid-record", "log"),
-                                  ["repair", "--apply", "--as-of", AS_OF]),
+                                  ["repair", "--apply", "--as-of", AS_OF], leftovers=_workq_leftovers),
     "workq-pack": Scenario("workq-pack", copy_of("workq", "upstream-a-run1", "log"),
-                           ["pack", "--apply", "--as-of", AS_OF]),
+                           ["pack", "--apply", "--as-of", AS_OF], leftovers=_workq_leftovers),
     "workq-clean": Scenario("workq-clean", copy_of("workq", "upstream-b-before-clean", "log"),
-                            ["clean", "--apply", "--as-of", AS_OF]),
+                            ["clean", "--apply", "--as-of", AS_OF], leftovers=_workq_leftovers),
     "kestrel-repair-torn": Scenario("kestrel-repair-torn", copy_queue("torn-tail", "mail"),
                                     ["repair", "--apply", "--as-of", AS_OF]),
     "kestrel-repair-salvage": Scenario("kestrel-repair-salvage", kestrel_rotated_set,

@@ -171,3 +171,44 @@ def test_serve_refuses_a_half_installed_log(layout, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and LINE in lines[0] and os.path.basename(ready) in lines[0], r.stderr
     assert cs.tree(str(tmp_path)) == before
+
+
+# ---------------------------------------------------------------- the rename fallback, killed for real
+_KILLED_PACK = """
+import os, signal, sys
+from wqtool.engine.instant import parse_instant
+from wqtool.engine.workq.pack import pack_plan
+from wqtool.engine.workq.reader import discover
+log, when, label = sys.argv[1:4]
+def hook(w, l):
+    if (w, l) == (when, label):
+        os.kill(os.getpid(), signal.SIGKILL)
+pack_plan(discover([log])[0], parse_instant(sys.argv[4])).apply(swap="rename", hook=hook, stale_lock_hold=0)
+"""
+
+
+@pytest.mark.parametrize("when,label", [("after", "rename-temp-to-ready"), ("after", "rename-log-to-backup"),
+                                        ("after", "fsync-dir:parent:backup"), ("before", "rename-ready-to-log")])
+def test_rename_fallback_killed_between_its_renames(when, label, tmp_path):
+    """``swap="rename"`` (no renameat2; the CLI always takes the exchange where it exists, so the strace sweep
+    never reaches this window) SIGKILLed around its two renames: the readers say the interrupted line (exit 2 while
+    D is missing: ``crashsweep.between``), and ``pack --apply`` run again finishes with the uncrashed digest."""
+    sc = cs.SCENARIOS["workq-pack"]
+    ref_work = tmp_path / "ref"
+    ref_work.mkdir()
+    ref_log = sc.make(str(ref_work))
+    assert cli(*sc.argv, ref_log).code == 0
+    want = cs.state(str(ref_work), ref_log, sc)
+    work = tmp_path / "w"
+    work.mkdir()
+    log = sc.make(str(work))
+    r = subprocess.run([sys.executable, "-c", _KILLED_PACK, log, when, label, AS_OF], capture_output=True, text=True,
+                       timeout=120, cwd=cs.ROOT)
+    assert r.returncode == -9, r.stderr
+    assert (not os.path.lexists(log)) == (label != "rename-temp-to-ready")
+    ref = cs.Reference(0, {}, want, [], input_verify=0)
+    assert cs.between(sc, ref, str(work), log, f"killed {when} {label}") == []
+    again = cs.run([cs.WQTOOL, *sc.argv, log], str(work))
+    assert again.returncode == 0, again.stderr
+    assert cs.state(str(work), log, sc) == want
+    assert not [n for n in os.listdir(work) if "-tmp-" in n or "-new-" in n], os.listdir(work)
