@@ -30,7 +30,7 @@ from ...errors import UsageError
 from ...formats.workq import LOCK_FILES
 from ..findings import WARNING, Finding
 from ..fsops import is_locked
-from .swap import TAGS
+from .swap import _leftovers as _swap_leftovers
 
 CODE = "WQ-INTERRUPTED-APPLY"
 #: the line every reader prints (the Kestrel reader's KQ-INTERRUPTED-APPLY says the same)
@@ -80,34 +80,18 @@ def _running(lo: Leftover, name_rest: str) -> bool:
 
 def leftovers(path: str) -> list[Leftover]:
     """The siblings an interrupted install of the log directory ``path`` left in its parent (those of installs
-    still running excluded), in name order. The name patterns are swap.py's (``install``, ``_leftovers``)."""
+    still running excluded): swap.py's own listing (``swap._leftovers``, its name patterns), verified copies
+    first."""
     d = os.path.abspath(path)
     parent, name = os.path.split(d)
     if not name:
         return []
-    try:
-        with os.scandir(parent) as it:
-            entries = sorted(e.name for e in it if e.name.startswith(name + ".") and e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
-    out = []
-    for e in entries:
-        for tag in TAGS:
-            for kind in ("tmp", "new"):
-                pre = f"{name}.{tag}-{kind}-"
-                if not e.startswith(pre):
-                    continue
-                rest = e[len(pre):]
-                ino = None
-                if kind == "new":
-                    i, _, stamp = rest.partition("-")
-                    if not (i.isdigit() and stamp):
-                        continue
-                    ino = int(i)
-                lo = Leftover(os.path.join(parent, e), tag, kind, ino)
-                if not _running(lo, rest):
-                    out.append(lo)
-    return out
+    ready, temps = _swap_leftovers(parent, name)
+    found = [(Leftover(p, tag, "new", ino), "") for p, ino, _, tag in ready]
+    for p in temps:
+        tag, _, rest = os.path.basename(p)[len(name) + 1:].partition("-tmp-")
+        found.append((Leftover(p, tag, "tmp"), rest))
+    return [lo for lo, rest in found if not _running(lo, rest)]
 
 
 def _what(lo: Leftover, present: bool) -> str:
