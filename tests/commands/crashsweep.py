@@ -4,6 +4,11 @@ N of each syscall, a fresh copy of the log gets the same command with ``strace -
 again. After it the log must be what the uncrashed run left: the same ``verify`` verdict, the same replay digest, no
 temp or new copy left anywhere beside it, and every byte the reference cut kept in a backup or quarantine.
 
+``random_sweep`` kills at random times instead (no strace): the command is started, the work directory polled until
+it changes, and SIGKILL sent after a seeded random delay within the uncrashed run's writing time; the same checks
+follow (``after_kill``). Between the kill and the rerun, ``between`` runs the readers: the input's class (the
+result's once swapped), and for workq the interrupted line wherever a copy is left.
+
 Used by tests/commands/test_crash_apply.py (and runnable by hand: ``python -m tests.commands.crashsweep``)."""
 from __future__ import annotations
 
@@ -13,8 +18,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -44,6 +51,9 @@ class Scenario:
     argv: list[str]
     extra_verify: list[str] = field(default_factory=list)
     as_of: str = AS_OF
+    #: the format recognises its own interrupted apply (``between``): a function listing what a killed run left
+    #: beside PATH (workq: ``engine.workq.interrupted.leftovers``), or None
+    leftovers: Callable[[str], list] | None = None
 
 
 def run(argv: list[str], cwd: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -108,17 +118,24 @@ class Reference:
     state: dict
     cut: list[bytes]
     input_verify: int = 0           # verify's exit code on the input, before the run
+    span: float | None = None       # seconds from its first write to its exit (``reference(trace=False)``)
 
 
-def reference(sc: Scenario, base: str) -> Reference:
+def reference(sc: Scenario, base: str, *, trace: bool = True) -> Reference:
+    """The uncrashed run (under strace counting its calls; ``trace=False``: without strace, no counts)."""
     work = os.path.join(base, "ref")
     os.makedirs(work)
     path = sc.make(work)
     before = tree(work)
     input_verify = run([WQTOOL, "verify", "-q", "--as-of", sc.as_of, *sc.extra_verify, path], work).returncode
-    trace = os.path.join(base, "ref.strace")
-    r = run([STRACE, "-f", "-qq", "-o", trace, "-e", "trace=" + ",".join(SYSCALLS + ("write",)), WQTOOL, *sc.argv,
-             path], work)
+    strace_out = os.path.join(base, "ref.strace")
+    if trace:
+        r = run([STRACE, "-f", "-qq", "-o", strace_out, "-e", "trace=" + ",".join(SYSCALLS + ("write",)), WQTOOL,
+                 *sc.argv, path], work)
+    else:               # timed from its first change under ``work`` to its exit: the random kills' window
+        p, t = _writing_window(sc, work, path)
+        r = subprocess.CompletedProcess(p.args, p.wait(timeout=300))
+        span = time.monotonic() - t
     after = tree(work)
     # the byte ranges the reference cut: from its quarantine files (repair), else nothing to check
     cut = []
@@ -127,7 +144,47 @@ def reference(sc: Scenario, base: str) -> Reference:
             with open(os.path.join(work, rel), "rb") as f:
                 cut.append(f.read())
     del before
-    return Reference(r.returncode, counts(trace), state(work, path, sc), cut, input_verify)
+    return Reference(r.returncode, counts(strace_out) if trace else {}, state(work, path, sc), cut, input_verify,
+                     span=None if trace else span)
+
+
+#: what every reader prints beside a log an apply was killed on (engine/workq/interrupted.py, Kestrel's reader)
+INTERRUPTED = "an interrupted wqtool repair (or pack, clean): rerun it to finish"
+
+
+def between(sc: Scenario, ref: Reference, work: str, path: str, where: str) -> list[str]:
+    """What the readers say after a kill, before the rerun: what a crash leaves is no damage, so verify gives the
+    input's class or the result's, never CORRUPT of its own. With ``sc.leftovers``, exactly: the input's class
+    while the log directory still names the old log (nothing left, a temp copy, or a verified copy not swapped in),
+    the result's once swapped (the old log left as a ``-new-`` copy), and the interrupted line wherever a copy is
+    left; ``dump -n 1`` tells that line too; a log directory missing beside its verified copy (the rename
+    fallback's window) is that one line, exit 2."""
+    bad = []
+    v = run([WQTOOL, "verify", "--as-of", sc.as_of, *sc.extra_verify, path], work)
+    if v.returncode == 3 and 3 not in (ref.input_verify, ref.state["verify"]):
+        bad.append(f"{where}: verify before the rerun says CORRUPT (the input: exit {ref.input_verify})")
+    if sc.leftovers is None:
+        return bad
+    left = sc.leftovers(path)
+    d = run([WQTOOL, "dump", "-n", "1", "--as-of", sc.as_of, *sc.extra_verify, path], work)
+    if not os.path.lexists(path):
+        want, shown = {2}, [("verify", v.stderr), ("dump -n 1", d.stderr)]
+    else:
+        swapped = any(lo.kind == "new" and not lo.is_new_log for lo in left)
+        want = {ref.state["verify"] if swapped else ref.input_verify}
+        if not left:
+            want.add(ref.state["verify"])     # after the swap and the backup rename: the result
+        shown = [("verify", v.stdout), ("dump -n 1", d.stderr)] if left else []
+    if v.returncode not in want:
+        bad.append(f"{where}: verify before the rerun exits {v.returncode}, not {sorted(want)} (left: "
+                   f"{[os.path.basename(lo.path) for lo in left]}): {(v.stdout + v.stderr).strip()[-300:]}")
+    if d.returncode == 3 or (not os.path.lexists(path) and d.returncode != 2):
+        bad.append(f"{where}: dump -n 1 before the rerun exits {d.returncode}: {d.stderr.strip()[-300:]}")
+    for who, text in shown:
+        if INTERRUPTED not in text:
+            bad.append(f"{where}: {who} does not say '{INTERRUPTED}' (left: "
+                       f"{[os.path.basename(lo.path) for lo in left]}): {text.strip()[-300:]}")
+    return bad
 
 
 def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list[str]:
@@ -137,15 +194,18 @@ def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list
     path = sc.make(work)
     crashed = run([STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=" + syscall,
                    "-e", f"inject={syscall}:signal=KILL:when={n}", WQTOOL, *sc.argv, path], work)
-    between = run([WQTOOL, "verify", "-q", "--as-of", sc.as_of, *sc.extra_verify, path], work)
-    again = run([WQTOOL, *sc.argv, path], work)
-    bad = []
     where = f"{sc.name}: SIGKILL at {syscall} #{n}"
-    # what a crash leaves is no damage: verify gives the input's class or the result's, never CORRUPT of its own
-    if between.returncode == 3 and 3 not in (ref.input_verify, ref.state["verify"]):
-        bad.append(f"{where}: verify before the rerun says CORRUPT (the input: exit {ref.input_verify})")
+    bad = []
     if crashed.returncode != -9 and crashed.returncode != 137:
         bad.append(f"{where}: the crashed run was not killed (exit {crashed.returncode})")
+    return bad + after_kill(sc, ref, work, path, where)
+
+
+def after_kill(sc: Scenario, ref: Reference, work: str, path: str, where: str) -> list[str]:
+    """After a killed run: the readers (``between``), the identical command again, then the uncrashed run's
+    verdict and digest, nothing temporary left and every cut byte kept. Removes ``work`` when all is well."""
+    bad = between(sc, ref, work, path, where)
+    again = run([WQTOOL, *sc.argv, path], work)
     if again.returncode not in (0, ref.code):
         bad.append(f"{where}: the second run exits {again.returncode}: "
                    f"{(again.stderr or again.stdout).strip().splitlines()[-1:]}")
@@ -163,6 +223,81 @@ def trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list
     if not bad:
         shutil.rmtree(work)
     return bad
+
+
+# ---------------------------------------------------------------- random-time kills (no strace needed)
+def snapshot(root: str) -> frozenset:
+    """Every name under ``root`` with its size and mtime: any write, create, rename or unlink changes it."""
+    out = []
+    for dp, dns, fns in os.walk(root):
+        for n in dns + fns:
+            p = os.path.join(dp, n)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            out.append((os.path.relpath(p, root), st.st_size, st.st_mtime_ns))
+    return frozenset(out)
+
+
+def _writing_window(sc: Scenario, work: str, path: str, timeout: float = 120) -> tuple[subprocess.Popen, float]:
+    """Start the command and poll (bounded by ``timeout``) until it changes anything under ``work``, or ends.
+    Returns the process and the monotonic time it started writing (or ended)."""
+    before = snapshot(work)
+    env = dict(os.environ, COLUMNS="120", NO_COLOR="1", WQTOOL_NO_PROGRESS="1")
+    p = subprocess.Popen([WQTOOL, *sc.argv, path], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while p.poll() is None and snapshot(work) == before:
+        if time.monotonic() > deadline:
+            p.kill()
+            p.wait()
+            raise TimeoutError(f"{sc.name}: nothing written within {timeout:g} s")
+        time.sleep(0.0005)
+    return p, time.monotonic()
+
+
+def random_trial(sc: Scenario, ref: Reference, base: str, k: int, delay: float,
+                 seed: int) -> tuple[float | None, list[str]]:
+    """SIGKILL ``delay`` s after the command started writing (polled), then ``after_kill``'s checks. Returns
+    (None when the kill landed, else the seconds the command took from its first write to its end; what is
+    wrong)."""
+    work = os.path.join(base, f"random-{k}")
+    os.makedirs(work)
+    path = sc.make(work)
+    p, t = _writing_window(sc, work, path)
+    until = t + delay
+    while p.poll() is None and time.monotonic() < until:      # the random delay, watching for the end
+        time.sleep(0.0002)
+    landed = p.poll() is None
+    if landed:
+        p.send_signal(signal.SIGKILL)
+    code = p.wait(timeout=300)
+    took = None if landed else time.monotonic() - t
+    where = f"{sc.name}: SIGKILL {delay * 1000:.1f} ms into writing (seed {seed}, trial {k})"
+    bad = []
+    if not landed and code not in (0, ref.code):
+        bad.append(f"{where}: the run ended before the kill with exit {code}")
+    return took, bad + after_kill(sc, ref, work, path, where)
+
+
+def random_sweep(sc: Scenario, base: str, *, seed: int, count: int = 4) -> tuple[int, int, list[str]]:
+    """``count`` random-time kills of a scenario (delays uniform over the writing time, seeded: the uncrashed
+    run's, or, once a run ended before its kill — a neighbour slowed the reference —, that run's): (trials, kills
+    that landed mid-run, failures)."""
+    import random
+    rng = random.Random(f"{seed}:{sc.name}")
+    ref = reference(sc, os.path.join(base, "r"), trace=False)
+    span = ref.span
+    landed, bad = 0, []
+    for k in range(count):
+        took, b = random_trial(sc, ref, base, k, rng.uniform(0, span), seed)
+        if took is None:
+            landed += 1
+        else:
+            span = min(span, took)
+        bad += b
+    return count, landed, bad
 
 
 def failed_trial(sc: Scenario, ref: Reference, base: str, syscall: str, n: int) -> list[str]:
@@ -272,15 +407,21 @@ def kestrel_rotated_set(work: str) -> str:
     return q
 
 
+def _workq_leftovers(path: str) -> list:
+    from wqtool.engine.workq.interrupted import leftovers
+    return leftovers(path)
+
+
 SCENARIOS = {
     "workq-repair-salvage": Scenario("workq-repair-salvage", copy_of("workq", "crc-mismatch-mid-segment", "log"),
-                                     ["repair", "--apply", "--salvage", "--as-of", AS_OF]),
+                                     ["repair", "--apply", "--salvage", "--as-of", AS_OF],
+                                     leftovers=_workq_leftovers),
     "workq-repair-torn": Scenario("workq-repair-torn", copy_of("workq", "torn-tail-mid-record", "log"),
-                                  ["repair", "--apply", "--as-of", AS_OF]),
+                                  ["repair", "--apply", "--as-of", AS_OF], leftovers=_workq_leftovers),
     "workq-pack": Scenario("workq-pack", copy_of("workq", "upstream-a-run1", "log"),
-                           ["pack", "--apply", "--as-of", AS_OF]),
+                           ["pack", "--apply", "--as-of", AS_OF], leftovers=_workq_leftovers),
     "workq-clean": Scenario("workq-clean", copy_of("workq", "upstream-b-before-clean", "log"),
-                            ["clean", "--apply", "--as-of", AS_OF]),
+                            ["clean", "--apply", "--as-of", AS_OF], leftovers=_workq_leftovers),
     "kestrel-repair-torn": Scenario("kestrel-repair-torn", copy_queue("torn-tail", "mail"),
                                     ["repair", "--apply", "--as-of", AS_OF]),
     "kestrel-repair-salvage": Scenario("kestrel-repair-salvage", kestrel_rotated_set,

@@ -12,6 +12,7 @@ runs the trials that failed before the fix. Without strace (or ptrace) those ski
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 
@@ -152,6 +153,25 @@ def test_crash_sweep(name, tmp_path):
 def test_error_sweep(name, tmp_path):
     done, bad = cs.error_sweep(cs.SCENARIOS[name], str(tmp_path))
     assert done > 0 and bad == []
+
+
+# ---------------------------------------------------------------- slow: SIGKILL at random times
+#: the seed of the random-time kills: WQTOOL_CRASH_SEED=<n> replays a run (each failure names its seed)
+CRASH_SEED = int(os.environ.get("WQTOOL_CRASH_SEED") or random.SystemRandom().randrange(1_000_000))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(cs.SCENARIOS))
+def test_random_time_kills(name, tmp_path):
+    """Every command that rewrites, in every format: SIGKILL at a random time in the apply (polled until the
+    command has changed something beside the log, then a delay drawn uniformly over the uncrashed run's writing
+    time, seeded), then the readers (input's class, never CORRUPT; the interrupted line where the format knows it),
+    the identical command, and the uncrashed run's verdict, digest and kept bytes (``crashsweep.after_kill``).
+    Needs no strace: it reaches the moments between syscalls the syscall sweep cannot name."""
+    print(f"WQTOOL_CRASH_SEED={CRASH_SEED}")
+    trials, landed, bad = cs.random_sweep(cs.SCENARIOS[name], str(tmp_path), seed=CRASH_SEED, count=4)
+    assert bad == [], f"WQTOOL_CRASH_SEED={CRASH_SEED}"
+    assert landed >= 1, f"no kill of {trials} landed before the command ended (WQTOOL_CRASH_SEED={CRASH_SEED})"
 
 
 # ---------------------------------------------------------------- the real full disk

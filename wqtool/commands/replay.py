@@ -180,7 +180,7 @@ def _replay_one(r, output, summary, as_of, all_findings=False) -> Verdict:
         raise r.error
     report = r.report
     for f in report.shown(all_findings=True)[0] if all_findings else report.findings:
-        if all_findings or f.severity == "error":
+        if all_findings or f.severity == "error" or f.code in log.fmt.told_codes:
             write_one_line(sys.stderr, f)
     view = r.view()
     write_replay(sys.stdout, report, view, output.value, summary, exit_codes())

@@ -168,6 +168,10 @@ class Records:
     def __iter__(self) -> Iterator[Any]:
         log, fmt, flt = self.log, self.log.fmt, self.flt
         opts = settle_as_of(log, self.opts)
+        if fmt.told_codes:       # what discovery says every reader must tell (an interrupted --apply), first
+            for f in getattr(log.data, "findings", ()):
+                if f.code in fmt.told_codes:
+                    yield Told(f)
         if self.encode is not None and flt.selects_all():
             fast = fmt.encoded_records(log.data, opts, style=self.encode[0], payload=self.encode[1],
                                        limit=self.limit)

@@ -268,6 +268,9 @@ class Format(abc.ABC):
     in_flight_code: ClassVar[str | None] = None
     #: the code of "a record already expired at --as-of, so replay skips it" (replay's hint when nothing is live)
     expired_code: ClassVar[str | None] = None
+    #: discovery warnings every reader tells, dump included (which otherwise tells errors only): an interrupted
+    #: ``--apply`` of wqtool's own ("rerun it to finish")
+    told_codes: ClassVar[frozenset[str]] = frozenset()
     #: formats that may read the same directory as this one, each its own log of its own files (an Orth logPath
     #: holds the executor log folders and the callback retry files): when auto-detection finds strong evidence of
     #: this format and of such a format in one directory, and both name each other here, the PATH resolves to a log
@@ -295,6 +298,11 @@ class Format(abc.ABC):
         a container other formats also claim (an Orth logPath holds the retry files and the executor logs) says so
         here."""
         return self.detect(path) is not None
+
+    def missing(self, path: str) -> Exception | None:
+        """For a PATH that does not exist: the error to report instead of "no such file or directory" when this
+        format knows why it is missing (an interrupted ``--apply`` of its own between two renames), else None."""
+        return None
 
     def detect_url(self, url: str) -> Evidence | None:
         """Evidence that a PATH given as a URL (``scheme://...``, ``jdbc:...``) is this format's (e.g. a database
@@ -617,6 +625,11 @@ def check_input(path: str) -> os.stat_result:
     try:
         st = os.stat(path)
     except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            for f in in_order():
+                why = f.missing(path)
+                if why is not None:
+                    raise why from None
         raise input_error(path, exc) from None
     if not is_regular_or_dir(st):
         raise UsageError(f"{kind_of(st.st_mode)}, not a log directory or file: refused without reading it",

@@ -48,6 +48,8 @@ CODES: Codes = {
     "WQ-FIELD-TRUNCATED": (WARNING, "a field upstream truncates (TTR to uint32, max-attempts to uint8)"),
     "WQ-NO-SEGMENTS": (WARNING, "log directory with lock files but no segment yet"),
     "WQ-LOCK-BUSY": (WARNING, "read.lock is held exclusively (a cleaner cycle is running)"),
+    "WQ-INTERRUPTED-APPLY": (WARNING, "an interrupted wqtool repair or pack --apply left its temp or new copy "
+                                      "beside the log (the log itself is complete): rerun the same command to finish"),
     "WQ-RESYNC": (NOTE, "valid records resume after damage"),
     "WQ-IN-FLIGHT": (NOTE, "a partial last record while the log is being written (append.lock held, the newest "
                            "segment changed during the read, or --live): a record in flight, not a torn tail"),
@@ -128,6 +130,12 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     "WQ-NO-SEGMENTS": ("workq-server creates 000000001.log on start", "no", _NONE),
     "WQ-LOCK-BUSY": ("a cleaner cycle holds read.lock; it rewrites segments meanwhile",
                      "no; a read now may see a segment mid-rewrite", "none: verify again when the cycle ends"),
+    "WQ-INTERRUPTED-APPLY": ("workq-server reads only its log directory (cmd/workq-server/main.go:59-80) and "
+                             "starts on whatever it holds; wqtool serve refuses to start until the rerun",
+                             "no: by the directory swap's design the log directory always names a complete log, the "
+                             "old one or the new one; the leftover is a copy",
+                             "rerun the interrupted wqtool repair or pack --apply (it finishes the swap or removes the "
+                             "copy first)"),
     "WQ-RESYNC": ("workq-server stops at the damage before it (refuses to start)",
                   "the records from here on are intact; the server cannot reach them",
                   "wqtool repair --salvage --apply (cuts only the damaged bytes, keeps these records)"),

@@ -13,7 +13,7 @@ from ..format import Evidence, Format, Options, PackOptions, RecordFacts, Repair
 from ..run import LogReport, ReplayPass, VerifyReport
 from .codes import CODES, REPLAY_CODES, EXPLAIN
 from .model import Record
-from .reader import LogSet, discover, segment_events, segment_seq
+from .reader import LogSet, discover, interrupted_missing, segment_events, segment_seq
 
 
 _KINDS = tuple(c.label for c in schema.CmdType)
@@ -61,6 +61,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return WorkqDiffer()
 
     in_flight_code = "WQ-IN-FLIGHT"
+    told_codes = frozenset({"WQ-INTERRUPTED-APPLY"})
     expired_code = "WQ-ADD-EXPIRED"
     spark_source = None   # the generic data source (wqtool.spark.datasources.RecordSource)
     spark_fleet = "wqtool.engine.workq.fleet:WorkqFleet"
@@ -93,6 +94,9 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         if head[:4] == schema.HEADER_BYTES[:4]:
             return Evidence(True, "the segment magic 'wqwq'")
         return None
+
+    def missing(self, path: str) -> Exception | None:
+        return interrupted_missing(path)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[LogSet]:
         return discover(paths, horizon=opts.horizon)

@@ -75,7 +75,7 @@ def discover(paths: Sequence[str], *, horizon: bool = False) -> list[LogSet]:
         try:
             st = os.stat(p)
         except OSError as exc:
-            raise input_error(p, exc) from None
+            raise (interrupted_missing(p) or input_error(p, exc)) from None
         if os.path.isdir(p):
             logs.append(_discover_dir(p, horizon))
             continue
@@ -98,6 +98,27 @@ def discover(paths: Sequence[str], *, horizon: bool = False) -> list[LogSet]:
     return logs
 
 
+def has_siblings(d: str) -> bool:
+    """Whether ``d``'s parent holds a ``<name>.*`` directory (where an interrupted install leaves its copies:
+    ``interrupted``, imported only then — it is not free at start-up)."""
+    parent, name = os.path.split(os.path.abspath(d))
+    if not name:
+        return False
+    try:
+        with os.scandir(parent) as it:
+            return any(e.name.startswith(name + ".") and e.is_dir(follow_symlinks=False) for e in it)
+    except OSError:
+        return False
+
+
+def interrupted_missing(path: str) -> UsageError | None:
+    """A missing log directory that an interrupted install's rename left missing: its one-line error (else None)."""
+    if not has_siblings(path):
+        return None
+    from .interrupted import missing_error
+    return missing_error(path)
+
+
 def _discover_dir(d: str, horizon: bool) -> LogSet:
     try:
         names = sorted(listdir(d))
@@ -105,6 +126,9 @@ def _discover_dir(d: str, horizon: bool) -> LogSet:
         raise input_error(d, exc) from None
     segs: list[Segment] = []
     log = LogSet(root=d, segments=segs)
+    if has_siblings(d):
+        from .interrupted import findings
+        log.findings.extend(findings(d))
     for name in names:
         path = os.path.join(d, name)
         seq = segment_seq(name)

@@ -247,6 +247,10 @@ class Server:
     def open_log(self) -> None:
         """Locks, replay through the engine, live queues, appender. Raises StartRefused / LogBusy."""
         path = self.opts.cmdlog_path
+        from ...engine.workq.reader import has_siblings
+        if has_siblings(path):      # a half-installed log (an interrupted wqtool repair / pack) is not served
+            from ...engine.workq.interrupted import refuse_start
+            refuse_start(path)
         check_log_dir(path, self.opts.create)
         if os.listdir(path) and not os.path.exists(os.path.join(path, "append.lock")):
             # no server ever ran here (workq-server creates append.lock first): a log it would refuse is refused
