@@ -76,6 +76,14 @@ def make_clock():
 _ADD, _SCHEDULE, _COMPLETE, _FAIL = CmdType.ADD, CmdType.SCHEDULE, CmdType.COMPLETE, CmdType.FAIL
 _OPCODE = {c: bytes((c,)) for c in CmdType}     # a command's first payload byte
 
+
+def _record_py(unix_ns: int, payload: bytes) -> bytes:
+    """One framed record written at ``unix_ns`` (the engine's encoder; _proto.record is its C twin)."""
+    return encode_record(GoTime.from_unix_ns(unix_ns), payload)
+
+
+_record = wire._c.record if wire._c is not None else _record_py
+
 LOGO = "\n. . .,---.\n| | ||   |\n`-'-'`---|\n         |\n"
 SYNC_POLICIES = ("interval", "os", "always")
 
@@ -437,7 +445,7 @@ class Server:
                                              j.max_fails, j.payload,
                                              GO_ZERO_TIME if j.time_ns is None else GoTime.from_unix_ns(j.time_ns),
                                              GoTime.from_unix_ns(j.created_ns)))
-            rec = encode_record(GoTime.from_unix_ns(self.clock()), payload)
+            rec = _record(self.clock(), payload)
             self._adds[id(rec)] = self.queue.jobs.get(jid)   # where it is written goes to the job's row
             self.pending.append(rec)
             self.lsn += 1
@@ -449,7 +457,7 @@ class Server:
             payload = _OPCODE[cmd] + jid + encode_uvarint(len(extra)) + extra
         else:
             payload = _OPCODE[cmd] + jid
-        self.pending.append(encode_record(GoTime.from_unix_ns(self.clock()), payload))
+        self.pending.append(_record(self.clock(), payload))
         self.lsn += 1
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
