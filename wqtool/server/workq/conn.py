@@ -147,10 +147,20 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         if self.in_process:
             return
         self.in_process = True
+        srv = self.srv
+        # the only connection, and no commit pending: its records are written (fsynced under always) when its turn
+        # ends, and the replies leave at once — not one loop iteration later (a group commit with nobody to group:
+        # 1 client, add -> lease -> complete, a poll of the loop and a callback less per request)
+        inline = len(srv.conns) == 1 and not srv._commit_scheduled
+        srv.inline = inline
         try:
             more = self._process()
         finally:
             self.in_process = False
+            if inline:
+                srv.inline = False
+                if srv._commit_scheduled:
+                    srv._commit()
         self.flush_out()
         self.srv.after_change()
         if more and not self.resume_scheduled:       # its turn is over: the rest at the next loop iteration

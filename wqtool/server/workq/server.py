@@ -222,6 +222,9 @@ class Server:
         self.lsn = 0                 # records made so far
         self.durable_lsn = 0         # records written (and fsynced under "always")
         self._commit_scheduled = False
+        #: a lone client's requests are being handled (Conn.process): their records are written as its turn ends,
+        #: not at the next loop iteration — there is no other connection to group them with
+        self.inline = False
         self._closed = False
         self._cleaning = False
         self._settling = False
@@ -451,7 +454,8 @@ class Server:
             self.lsn += 1
             if not self._commit_scheduled and self._retry_handle is None:
                 self._commit_scheduled = True
-                self.loop.call_soon(self._commit)
+                if not self.inline:
+                    self.loop.call_soon(self._commit)
             return
         elif cmd is _COMPLETE or cmd is _FAIL:
             payload = _OPCODE[cmd] + jid + encode_uvarint(len(extra)) + extra
@@ -461,7 +465,8 @@ class Server:
         self.lsn += 1
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
-            self.loop.call_soon(self._commit)
+            if not self.inline:
+                self.loop.call_soon(self._commit)
 
     def _commit(self) -> None:
         self._commit_scheduled = False
