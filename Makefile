@@ -13,7 +13,8 @@ AS_OF   = 2026-11-22T00:00:00Z
 .PHONY: demo test test-quick test-clock install install-test bench bench-quick bench-before bench-damage bench-damage-before bench-startup bench-kestrel bench-pack bench-repair bench-report bench-fleet bench-orth bench-serve bench-fastjournal fixtures man docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c $(wildcard wqtool/engine/workq/kernel/*.c wqtool/engine/workq/kernel/*.h) \
-                     wqtool/engine/kestrel/_kernel.c wqtool/engine/kestrel/consts.h wqtool/engine/_cgrow.h wqtool/engine/_series.h
+                     wqtool/engine/kestrel/_kernel.c wqtool/engine/kestrel/consts.h wqtool/engine/_cgrow.h wqtool/engine/_series.h \
+                     wqtool/server/workq/_proto.c
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -e . $(EDITABLE)
 	@touch $@

@@ -1,8 +1,9 @@
 """Only the optional C kernels live here; everything else is in pyproject.toml.
 
-``wqtool.engine.workq._kernel`` (FastReplay._scan and the compact job table in C) and
-``wqtool.engine.kestrel._kernel`` (the Kestrel fast path's loop) are optional: where they do not build (no compiler,
-no Python headers, no __int128) the install still succeeds and wqtool runs the pure-Python loops.
+``wqtool.engine.workq._kernel`` (FastReplay._scan and the compact job table in C),
+``wqtool.engine.kestrel._kernel`` (the Kestrel fast path's loop) and ``wqtool.server.workq._proto`` (``wqtool serve``'s
+request-line parser) are optional: where they do not build (no compiler, no Python headers, no __int128) the install
+still succeeds and wqtool runs the pure-Python loops.
 """
 import glob
 
@@ -16,4 +17,7 @@ _WORKQ_PARTS = sorted(glob.glob("wqtool/engine/workq/kernel/*.[ch]"))
 setup(ext_modules=[Extension("wqtool.engine.workq._kernel", ["wqtool/engine/workq/_kernel.c"], optional=True,
                              depends=_SHARED + _WORKQ_PARTS, extra_compile_args=["-O3"]),
                    Extension("wqtool.engine.kestrel._kernel", ["wqtool/engine/kestrel/_kernel.c"], optional=True,
-                             depends=_SHARED + ["wqtool/engine/kestrel/consts.h"], extra_compile_args=["-O3"])])
+                             depends=_SHARED + ["wqtool/engine/kestrel/consts.h"], extra_compile_args=["-O3"]),
+                   Extension("wqtool.server.workq._proto", ["wqtool/server/workq/_proto.c"], optional=True,
+                             depends=["wqtool/engine/workq/kernel/consts.h", "wqtool/engine/workq/kernel/crc.c"],
+                             extra_compile_args=["-O3"])])

@@ -222,6 +222,9 @@ def systest(kind: str, peer: str) -> tuple[float, bool]:
     t0 = time.perf_counter()
     r = subprocess.run([os.path.join(anchors, "run_systests.sh"), *cmd], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=600)
+    if r.returncode != 0:       # what failed, and the server log's path (run_systests.sh prints it)
+        tail = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()][-12:]
+        print(f"TestCmdLog/1K failed ({kind}):\n    " + "\n    ".join(tail), flush=True)
     return time.perf_counter() - t0, r.returncode == 0
 
 

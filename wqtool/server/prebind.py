@@ -196,15 +196,14 @@ def lean(argv: list[str]) -> int | None:
         else:
             kw[field] = value
         i += 1
-    from .workq.server import Server, ServeOptions, event_loop_factory, run_server
+    from .workq.server import Server, ServeOptions, check_loop_choice, run_server
     mark("imported")
     try:
-        name, factory = event_loop_factory()
+        check_loop_choice()
         srv = Server(ServeOptions(**kw))
     except Exception:  # noqa: BLE001 — the CLI reports it
         return None
-    srv.loop_name = name
-    return run_server(srv, factory)
+    return run_server(srv)      # (the event loop is imported while the first requests are served: early.py)
 
 
 def hand_over(exc: BaseException) -> None:

@@ -14,7 +14,6 @@ lease/result so no job is leased to nobody; its waiting run goes on until the ru
 """
 from __future__ import annotations
 
-import asyncio
 import socket
 import time
 from collections import deque
@@ -46,10 +45,10 @@ def set_sockopts(sock) -> None:
         pass
 
 
-class Conn(asyncio.Protocol):
+class Conn:                     # an asyncio Protocol (not a subclass: asyncio is imported after the first replies)
     __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
                  "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
-                 "resume_scheduled", "made")
+                 "resume_scheduled", "made", "handed_over")
 
     def __init__(self, srv):
         self.srv = srv
@@ -71,10 +70,15 @@ class Conn(asyncio.Protocol):
         self.in_process = False
         self.resume_scheduled = False
         self.made: Waiter | None = None     # the waiter a blocking command just made (``execute``)
+        self.handed_over = False            # early.handover: the asyncio transport replaces the early loop's
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport) -> None:
         self.t = transport
+        if self.handed_over:                # (early.py) the same connection, now on the asyncio loop
+            self.handed_over = False
+            transport.set_write_buffer_limits(high=OUT_HIGH)
+            return
         srv = self.srv
         if len(srv.conns) >= srv.max_connections:
             srv.refused += 1
@@ -143,10 +147,20 @@ class Conn(asyncio.Protocol):
         if self.in_process:
             return
         self.in_process = True
+        srv = self.srv
+        # the only connection, and no commit pending: its records are written (fsynced under always) when its turn
+        # ends, and the replies leave at once — not one loop iteration later (a group commit with nobody to group:
+        # 1 client, add -> lease -> complete, a poll of the loop and a callback less per request)
+        inline = len(srv.conns) == 1 and not srv._commit_scheduled
+        srv.inline = inline
         try:
             more = self._process()
         finally:
             self.in_process = False
+            if inline:
+                srv.inline = False
+                if srv._commit_scheduled:
+                    srv._commit()
         self.flush_out()
         self.srv.after_change()
         if more and not self.resume_scheduled:       # its turn is over: the rest at the next loop iteration

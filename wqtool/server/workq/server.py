@@ -23,7 +23,6 @@ One event loop thread runs the protocol, the live queues and the command log:
 """
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import signal
@@ -76,6 +75,14 @@ def make_clock():
 
 _ADD, _SCHEDULE, _COMPLETE, _FAIL = CmdType.ADD, CmdType.SCHEDULE, CmdType.COMPLETE, CmdType.FAIL
 _OPCODE = {c: bytes((c,)) for c in CmdType}     # a command's first payload byte
+
+
+def _record_py(unix_ns: int, payload: bytes) -> bytes:
+    """One framed record written at ``unix_ns`` (the engine's encoder; _proto.record is its C twin)."""
+    return encode_record(GoTime.from_unix_ns(unix_ns), payload)
+
+
+_record = wire._c.record if wire._c is not None else _record_py
 
 LOGO = "\n. . .,---.\n| | ||   |\n`-'-'`---|\n         |\n"
 SYNC_POLICIES = ("interval", "os", "always")
@@ -197,7 +204,7 @@ class Server:
         self.log = log or StructLog(opts.log_level)
         self.out = out or sys.stdout
         self.clock = make_clock()
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop = None             # the asyncio loop (an EarlyLoop before it: early.py)
         self.queue = LiveQueue(self._log_record if opts.cmdlog_path else None)
         self.queue.on_read_error = lambda exc: self.log.error("a job body could not be read back; the job stays "
                                                               "ready", error=str(exc))
@@ -215,6 +222,9 @@ class Server:
         self.lsn = 0                 # records made so far
         self.durable_lsn = 0         # records written (and fsynced under "always")
         self._commit_scheduled = False
+        #: a lone client's requests are being handled (Conn.process): their records are written as its turn ends,
+        #: not at the next loop iteration — there is no other connection to group them with
+        self.inline = False
         self._closed = False
         self._cleaning = False
         self._settling = False
@@ -240,6 +250,10 @@ class Server:
         self.inherits_sockopts = False   # accepted sockets get the listener's TCP options (Linux: Conn)
         self.address = ""
         self.loop_name = "asyncio"
+        self._lsock = None           # the listening socket, when ``start_early`` took it
+        self._early = None           # the EarlyLoop that served before the asyncio loop (early.py)
+        self.served_early = False
+        self._announced = False      # "Listening on" printed
         #: -cmdlog-sync always: a thread spinning while the loop waits in fsync (WQTOOL_SERVE_SPIN=0: none)
         self.spinner = Spinner() if opts.sync == "always" and os.environ.get("WQTOOL_SERVE_SPIN") != "0" else None
 
@@ -283,18 +297,23 @@ class Server:
         prebind.mark("log")
 
     async def start(self) -> None:
+        import asyncio
         self.loop = asyncio.get_running_loop()
         if self.opts.cmdlog_path and self.locks is None:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
-        lsock = prebind.take(host.strip("[]"), int(port))      # bound before the imports
+        lsock, self._lsock = self._lsock, None
+        if lsock is None:
+            lsock = prebind.take(host.strip("[]"), int(port))      # bound before the imports
         if lsock is None:
             lsock = listen_socket(host.strip("[]") or None, int(port))
         set_sockopts(lsock)
         self.inherits_sockopts = sys.platform.startswith("linux")
+        if self._early is not None:         # the connections the early loop served go on here (early.py)
+            from .early import handover
+            await handover(self._early, self.loop)
         self.listeners.append(Acceptor(self.loop, lsock, lambda: Conn(self), self.log))
-        sock = lsock.getsockname()
-        self.address = f"{sock[0]}:{sock[1]}" if ":" not in sock[0] else f"[{sock[0]}]:{sock[1]}"
+        self._set_address(lsock)
         if self.opts.metrics:
             await self._start_metrics()
         self.started_ns = self.clock()
@@ -310,10 +329,58 @@ class Server:
                       sync=self.opts.sync if self.appender else None,
                       cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
                       if self.appender else None)
-        self.out.write(LOGO + f"Listening on {self.address}\n")
-        self.out.flush()
+        self._announce()
+
+    def _set_address(self, lsock) -> None:
+        sock = lsock.getsockname()
+        self.address = f"{sock[0]}:{sock[1]}" if ":" not in sock[0] else f"[{sock[0]}]:{sock[1]}"
+
+    def _announce(self) -> None:
+        """upstream's banner and ``Listening on``, once (stdout)."""
+        if not self._announced:
+            self._announced = True
+            self.out.write(LOGO + f"Listening on {self.address}\n")
+            self.out.flush()
+
+    def start_early(self):
+        """The lean start (``run_server``): while a thread imports the event loop (uvloop / asyncio), serve on the
+        socket ``prebind.early`` bound with the early loop (early.py); returns ``event_loop_factory()``'s (name,
+        factory) once the import is done. ``open_log`` has run. Without a bound socket (port 0, the CLI's start)
+        or epoll, or with ``WQTOOL_SERVE_EARLY=0``, it only waits for the import."""
+        import select
+        host, _, port = self.opts.listen.rpartition(":")
+        lsock = self._lsock = prebind.take(host.strip("[]"), int(port))
+        box: list = []
+        done = threading.Event()
+
+        def load() -> None:
+            try:
+                box.append(event_loop_factory())
+            except BaseException as exc:  # noqa: BLE001 — raised in the main thread below
+                box.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=load, name="wqtool-import", daemon=True).start()
+        if lsock is None or not hasattr(select, "epoll") or os.environ.get("WQTOOL_SERVE_EARLY") == "0":
+            done.wait()
+        else:
+            from .early import EarlyLoop
+            set_sockopts(lsock)
+            self.inherits_sockopts = sys.platform.startswith("linux")
+            lsock.setblocking(False)
+            self._set_address(lsock)
+            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self))
+            self.served_early = True
+            self._announce()
+            prebind.mark("early")
+            self._early.run(done)
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
 
     async def run(self) -> int:
+        import asyncio
         await self.start()
         self._stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -321,6 +388,9 @@ class Server:
                 self.loop.add_signal_handler(sig, self._on_signal, sig)
             except (NotImplementedError, RuntimeError):
                 pass
+        early, self._early = self._early, None
+        for sig in early.signals if early is not None else ():   # a stop asked for while the early loop ran
+            self._on_signal(sig)
         await self._stop.wait()
         await self.shutdown()
         return 0
@@ -330,6 +400,7 @@ class Server:
         self._stop.set()
 
     async def shutdown(self) -> None:
+        import asyncio
         for s in self.listeners:
             s.close()
         cleaner_free = self.clean is None or self.clean.stop()     # a cycle in flight stops at its next step
@@ -381,23 +452,25 @@ class Server:
                                              j.max_fails, j.payload,
                                              GO_ZERO_TIME if j.time_ns is None else GoTime.from_unix_ns(j.time_ns),
                                              GoTime.from_unix_ns(j.created_ns)))
-            rec = encode_record(GoTime.from_unix_ns(self.clock()), payload)
+            rec = _record(self.clock(), payload)
             self._adds[id(rec)] = self.queue.jobs.get(jid)   # where it is written goes to the job's row
             self.pending.append(rec)
             self.lsn += 1
             if not self._commit_scheduled and self._retry_handle is None:
                 self._commit_scheduled = True
-                self.loop.call_soon(self._commit)
+                if not self.inline:
+                    self.loop.call_soon(self._commit)
             return
         elif cmd is _COMPLETE or cmd is _FAIL:
             payload = _OPCODE[cmd] + jid + encode_uvarint(len(extra)) + extra
         else:
             payload = _OPCODE[cmd] + jid
-        self.pending.append(encode_record(GoTime.from_unix_ns(self.clock()), payload))
+        self.pending.append(_record(self.clock(), payload))
         self.lsn += 1
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
-            self.loop.call_soon(self._commit)
+            if not self.inline:
+                self.loop.call_soon(self._commit)
 
     def _commit(self) -> None:
         self._commit_scheduled = False
@@ -827,6 +900,7 @@ class Server:
         return "\n".join(lines) + "\n"
 
     async def _start_metrics(self) -> None:
+        import asyncio
         host, sep, port = self.opts.metrics.rpartition(":")
         host = host if sep and host else "127.0.0.1"
 
@@ -1002,12 +1076,19 @@ class Cleaner:
         return plan.report_doc(), [(sc.path, sc.action, sc.drops) for sc in plan.changed]
 
 
-def event_loop_factory():
-    """(name, loop factory): uvloop's when it is installed (a default dependency where it has wheels), else
-    asyncio's own. ``WQTOOL_SERVE_LOOP=asyncio`` picks asyncio's even so (``uvloop`` requires it)."""
+def check_loop_choice() -> str:
+    """``WQTOOL_SERVE_LOOP``, checked (UsageError) without importing anything."""
     want = os.environ.get("WQTOOL_SERVE_LOOP", "")
     if want not in ("", "asyncio", "uvloop"):
         raise UsageError(f"WQTOOL_SERVE_LOOP: expected asyncio or uvloop, got {want!r}")
+    return want
+
+
+def event_loop_factory():
+    """(name, loop factory): uvloop's when it is installed (a default dependency where it has wheels), else
+    asyncio's own. ``WQTOOL_SERVE_LOOP=asyncio`` picks asyncio's even so (``uvloop`` requires it)."""
+    want = check_loop_choice()
+    import asyncio
     if want != "asyncio":
         try:
             import uvloop
@@ -1021,6 +1102,7 @@ def event_loop_factory():
 
 def serve(opts: ServeOptions) -> int:
     """Run the server until SIGTERM/SIGINT; 0 on a clean stop. StartRefused, LogBusy, UsageError propagate."""
+    import asyncio
     name, factory = event_loop_factory()
     srv = Server(opts)
     srv.loop_name = name
@@ -1028,17 +1110,20 @@ def serve(opts: ServeOptions) -> int:
         return runner.run(srv.run())
 
 
-def run_server(srv: Server, factory) -> int | None:
+def run_server(srv: Server, factory=None) -> int | None:
     """The lean start's run (``wqtool.server.prebind.lean``): None when the CLI must report how the server ended —
     before it listened (the CLI then runs and reports why, as always), or on an error after it listened, which is
     handed to the CLI (``prebind.hand_over``) so that its funnel reports it with the exit code of its table."""
     try:
         if srv.opts.cmdlog_path:
             srv.open_log()          # (a log refused, a lock held: nothing listens yet)
+        if factory is None:         # serving while the event loop is imported (early.py)
+            srv.loop_name, factory = srv.start_early()
+        import asyncio
         with asyncio.Runner(loop_factory=factory) as runner:
             return runner.run(srv.run())
     except BaseException as exc:
-        if not srv.listeners:       # nothing was served: the CLI runs and reports it
+        if not srv.listeners and not srv.served_early:      # nothing was served: the CLI runs and reports it
             if srv.locks is not None:
                 srv.locks.release()
             if srv.queue.reader is not None:

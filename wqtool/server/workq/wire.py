@@ -191,7 +191,7 @@ def parse_int(tok: bytes, bits: int) -> int | None:
 
 def go_atoi(tok: bytes) -> int | None:
     """strconv.Atoi (int64): optional sign, digits."""
-    return parse_int(tok, 64)
+    return py_parse_int(tok, 64)
 
 
 # ---------------------------------------------------------------- UUIDs (satori/go.uuid v1.0.0 FromString)
@@ -323,3 +323,26 @@ def go_unix_nano(unix_ns: int) -> int:
 
 
 GO_ZERO_UNIX_NS = (0 - 62135596800) * 1_000_000_000
+
+
+# ---------------------------------------------------------------- the C parser (_proto.c)
+#: the Python functions above are the reference; the C module's are proven equal to them (tests/server/
+#: test_proto_c.py) and replace them unless WQTOOL_PURE_PYTHON is set or the module did not build
+py_parse_line, py_parse_uuid, py_parse_uint, py_parse_int = parse_line, parse_uuid, parse_uint, parse_int
+
+
+def _load_c():
+    import os
+    if os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _proto
+    except ImportError:
+        return None
+    _proto.init(Request, COMMANDS, (E_FLAGS, E_UNKNOWN, E_ARGS, E_PAYLOAD_SIZE, E_RESULT_SIZE))
+    return _proto
+
+
+_c = _load_c()
+if _c is not None:
+    parse_line, parse_uuid, parse_uint, parse_int = _c.parse_line, _c.parse_uuid, _c.parse_uint, _c.parse_int

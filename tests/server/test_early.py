@@ -1,0 +1,120 @@
+"""The lean start's early loop (wqtool/server/workq/early.py): the first requests are answered while asyncio is
+still being imported, and the connections, their half-read requests, their blocked leases and the timers go on
+on the asyncio loop after the hand-over. ``WQTOOL_SERVE_EARLY_HOLD`` keeps the early loop serving while its file
+exists, so every step below runs on the loop it names."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.server.conftest import Client, jid
+from tests.server.test_prebind import _connect_when_bound, _free_port
+
+
+def _stderr_until(p: subprocess.Popen, seen: bytearray, needle: bytes, timeout: float) -> bool:
+    """Read the server's stderr (non-blocking) into ``seen`` until ``needle`` shows up (True) or ``timeout``."""
+    deadline = time.monotonic() + timeout
+    fd = p.stderr.fileno()
+    os.set_blocking(fd, False)
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            chunk = None
+        if chunk:
+            seen += chunk
+        if needle in seen:
+            return True
+        if time.monotonic() > deadline or chunk == b"":
+            return False
+        time.sleep(0.01)
+
+
+def _serve(port: int, log, env: dict) -> subprocess.Popen:
+    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
+    return subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "-cmdlog-path",
+                             str(log), "--create"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, cwd=ROOT)
+
+
+def test_the_early_loop_serves_and_hands_every_connection_over(tmp_path):
+    hold = tmp_path / "hold"
+    hold.write_bytes(b"")
+    log = tmp_path / "log"
+    port = _free_port()
+    p = _serve(port, log, {"WQTOOL_SERVE_EARLY_HOLD": str(hold)})
+    err = bytearray()
+    try:
+        _connect_when_bound(port, p, 30).close()
+        assert p.stdout.readline() == b"\n"                  # upstream's banner, then Listening: printed early
+        while not (line := p.stdout.readline()).startswith(b"Listening on"):
+            assert line, "no Listening line"
+        assert line == b"Listening on 127.0.0.1:%d\n" % port
+        a, b, c = (Client(("127.0.0.1", port), timeout=20) for _ in range(3))
+        a.add(jid(1), b"q", 1000, 60000, b"one")
+        a.expect(b"lease q2 300\r\n", b"-TIMEOUT\r\n")        # a timer of the early loop
+        b.send(b"lease q3 15000\r\n")                         # blocked: answered after the hand-over
+        c.send(b"add %s q 1000 60000 3\r\nfo" % jid(4))       # half a request: the rest after the hand-over
+        assert b.quiet(0.2) and c.quiet(0.2)
+        # still the early loop: the asyncio start logs "listening" (with its start-up marks) when it has taken over
+        assert not _stderr_until(p, err, b"msg=listening", 0.3), err.decode()
+
+        hold.unlink()
+        assert _stderr_until(p, err, b"msg=listening", 30), err.decode()
+        assert b"early=" in err                               # the start-up mark of the early loop
+        c.expect(b"o\r\n", b"+OK\r\n")
+        a.add(jid(3), b"q3", 1000, 60000, b"three")
+        assert b.line() == b"+OK 1"
+        assert b.line() == b"%s q3 1000 5" % jid(3) and b.read_exact(7) == b"three\r\n"
+        assert a.lease([b"q"], 0) == (jid(1), b"q", 1000, b"one")
+        a.complete(jid(1), b"done")
+        for x in (a, b, c):
+            x.close()
+    finally:
+        p.terminate()
+        p.wait(20)
+    assert p.returncode == 0
+    # what the early loop acknowledged is in the log: the restarted server has it
+    port = _free_port()
+    p = _serve(port, log, {})
+    try:
+        _connect_when_bound(port, p, 30).close()
+        s = Client(("127.0.0.1", port), timeout=20)
+        assert s.inspect_queue(b"q") == (1, 0)                # jid(4): added; jid(1): completed
+        assert s.lease([b"q"], 0)[0] == jid(4)
+        s.close()
+    finally:
+        p.terminate()
+        p.wait(20)
+    assert p.returncode == 0
+
+
+def test_a_stop_asked_for_during_the_early_loop_stops_the_server_cleanly(tmp_path):
+    """SIGTERM while the early loop serves: kept until the asyncio loop runs, which then stops as always (final
+    commit and fsync, locks released, exit 0) — not the default action's abrupt end."""
+    hold = tmp_path / "hold"
+    hold.write_bytes(b"")
+    port = _free_port()
+    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_EARLY_HOLD": str(hold)})
+    err = bytearray()
+    try:
+        _connect_when_bound(port, p, 30).close()
+        a = Client(("127.0.0.1", port), timeout=20)
+        a.add(jid(7), b"q", 1000, 60000, b"x")
+        p.terminate()
+        with pytest.raises(subprocess.TimeoutExpired):       # kept: the early loop goes on until the hand-over
+            p.wait(0.5)
+        assert a.inspect_queue(b"q") == (1, 0)
+        hold.unlink()
+        assert p.wait(30) == 0
+        assert _stderr_until(p, err, b"msg=stopped", 5), err.decode()
+        assert b"signal=SIGTERM" in err and b"records=1" in err
+        a.close()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)

@@ -1,0 +1,120 @@
+"""The C request-line parser (wqtool/server/workq/_proto.c) against the Python reference in wire.py: the same
+Request (name, arguments, flags in order, body size) or the same error reply for every line, and the same values
+from the ID and number parsers the handlers use."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given, settings, strategies as st
+
+from tests.conftest import examples
+from wqtool.server.workq import wire
+
+_proto = pytest.importorskip("wqtool.server.workq._proto")
+
+NAMES = [*wire.COMMANDS, b"ad", b"adds", b"ADD", b"", b"-x=1"]
+HEX = b"0123456789abcdefABCDEF"
+_ODD = b"ab-=+ 0\t\r\x00\xff"
+_NUM = b"+-0123456789a "
+
+
+def _norm(r):
+    if r.__class__ is bytes:
+        return ("reply", r)
+    return (r.name, r.args, list(r.flags.items()), r.size)
+
+
+def _number():
+    return st.builds(lambda sign, zeros, n: sign + b"0" * zeros + str(n).encode(),
+                     st.sampled_from([b"", b"", b"+", b"-"]), st.integers(0, 3),
+                     st.one_of(st.integers(0, 2_000_000), st.integers(0, 10 ** 25)))
+
+
+def _uuid():
+    def build(groups, dashes, prefix, tail, cut):
+        s = b""
+        for g, d in zip(groups, dashes):
+            s += (b"-" if d else b"") + g
+        s = prefix + s.lstrip(b"-" if not dashes[0] else b"") + tail
+        return s[:cut] if cut is not None else s
+    hexs = [st.binary(min_size=n, max_size=n).map(lambda b: bytes(HEX[x % len(HEX)] for x in b)) for n in
+            (8, 4, 4, 4, 12)]
+    return st.builds(build, st.tuples(*hexs), st.lists(st.booleans(), min_size=5, max_size=5),
+                     st.sampled_from([b"", b"", b"urn:uuid:", b"{", b"urn:uuid", b"-"]),
+                     st.sampled_from([b"", b"}", b"x", b"-abc"]), st.one_of(st.none(), st.integers(0, 45)))
+
+
+def _flag():
+    return st.builds(lambda k, v, more: b"-" + k + b"=" + v + more,
+                     st.sampled_from([b"", b"priority", b"max-attempts", b"max-fails", b"a", b"-"]),
+                     st.one_of(st.sampled_from([b"", b"1", b"-5"]), _number()),
+                     st.sampled_from([b"", b"", b"=", b"=x", b"=x=y"]))
+
+
+def _token():
+    return st.one_of(st.sampled_from(NAMES), _number(), _uuid(), _flag(), st.sampled_from([b"-", b"=", b"-a", b"a=b"]),
+                     st.binary(max_size=6).map(lambda b: bytes(_ODD[x % len(_ODD)] for x in b)))
+
+
+def _line():
+    return st.builds(lambda lead, toks, seps, trail: lead + b"".join(t + s for t, s in zip(toks, seps)) + trail,
+                     st.sampled_from([b"", b"", b" ", b"  "]), st.lists(_token(), max_size=9),
+                     st.lists(st.sampled_from([b" ", b" ", b"  ", b"   "]), min_size=9, max_size=9),
+                     st.sampled_from([b"", b"", b" ", b"  "]))
+
+
+@settings(max_examples=examples(800), deadline=None)
+@given(st.one_of(_line(), st.binary(max_size=80)))
+@example(b"add 00000000-0000-4000-8000-000000000001 q 1000 60000 1")
+@example(b"fail 00000000-0000-4000-8000-000000000001 -1")
+@example(b"add -priority=1=2 x 1 2 3")
+@example(b"lease q -a=1 -a=2 0")
+@example(b" add")
+@example(b"")
+def test_parse_line_is_the_reference(line):
+    assert _norm(_proto.parse_line(line)) == _norm(wire.py_parse_line(line))
+
+
+@settings(max_examples=examples(800), deadline=None)
+@given(st.one_of(_uuid(), st.binary(max_size=48)))
+@example(b"urn:uuid:00000000-0000-4000-8000-00000000")
+@example(b"{00000000-0000-4000-8000-000000000001}")
+def test_parse_uuid_is_the_reference(tok):
+    assert _proto.parse_uuid(tok) == wire.py_parse_uuid(tok)
+
+
+@settings(max_examples=examples(800), deadline=None)
+@given(st.one_of(_number(), st.binary(max_size=24).map(lambda b: bytes(_NUM[x % len(_NUM)] for x in b))),
+       st.integers(1, 64))
+@example(b"-9223372036854775808", 64)
+@example(b"9223372036854775808", 64)
+@example(b"18446744073709551615", 64)
+@example(b"18446744073709551616", 64)
+@example(b"-2147483648", 32)
+@example(b"-0", 8)
+def test_numbers_are_the_reference(tok, bits):
+    assert _proto.parse_uint(tok, bits) == wire.py_parse_uint(tok, bits)
+    assert _proto.parse_int(tok, bits) == wire.py_parse_int(tok, bits)
+
+
+def test_the_server_uses_the_c_parser_unless_pure_python_is_asked_for():
+    import os
+    import subprocess
+    import sys
+    code = "from wqtool.server.workq import wire; print(wire.parse_line is wire.py_parse_line)"
+    for env, pure in (({}, "False"), ({"WQTOOL_PURE_PYTHON": "1"}, "True")):
+        e = {k: v for k, v in os.environ.items() if k != "WQTOOL_PURE_PYTHON"}
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**e, **env}, timeout=60)
+        assert r.stdout.strip() == pure, r.stderr
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.one_of(st.integers(-(1 << 62), 1 << 62), st.integers(1_700_000_000 * 10 ** 9, 1_900_000_000 * 10 ** 9)),
+       st.one_of(st.binary(max_size=300), st.integers(16_380, 16_390).map(lambda n: b"\xa5" * n)))
+@example(0, b"")
+@example(-1, b"\x01")
+@example(-(10 ** 9), b"x" * 127)
+@example(10 ** 9 - 1, b"x" * 128)
+def test_record_is_the_reference_encoder(ns, payload):
+    from wqtool.engine.workq.fastpath import encode_record
+    from wqtool.formats._common import GoTime
+    assert _proto.record(ns, payload) == encode_record(GoTime.from_unix_ns(ns), payload)

@@ -1,0 +1,379 @@
+/* wqtool.server.workq._proto: the request-line parser of wire.py in C (parse_line, parse_uuid, parse_uint,
+ * parse_int), byte for byte the Python reference's results (tests/server/test_proto_c.py proves it with hypothesis;
+ * WQTOOL_PURE_PYTHON=1 runs the reference). Upstream: int/prot/prot.go ParseCmd (tokens split on spaces, flags
+ * "-key=value"), strconv.ParseUint / ParseInt / Atoi, satori/go.uuid v1.0.0 FromString (see wire.py).
+ *
+ * record(unix_ns, payload): one framed command-log record, fastpath.encode_record(GoTime.from_unix_ns(unix_ns),
+ * payload) in C (TIME || SIZE || PAYLOAD || CRC-32C big-endian over the three; the time in UTC, Go's binary form).
+ *
+ * init(Request, commands, errors) hands over what the Python module owns: the Request class, the command table
+ * {name: (exact or None, minimum, size index or None)} and the five error replies (E_FLAGS, E_UNKNOWN, E_ARGS,
+ * E_PAYLOAD_SIZE, E_RESULT_SIZE). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+/* the workq kernel's constants (generated from wqtool/formats/ by scripts/gen_kernel_header.py) and CRC-32C */
+#include "../../engine/workq/kernel/consts.h"
+#include "../../engine/workq/kernel/crc.c"
+
+static PyObject *RequestType, *Commands, *E_FLAGS, *E_UNKNOWN, *E_ARGS, *E_PAYLOAD_SIZE, *E_RESULT_SIZE;
+
+#define MAX_BODY 1048576
+
+static PyObject *p_init(PyObject *self, PyObject *args)
+{
+    PyObject *req, *cmds, *errs;
+    if (!PyArg_ParseTuple(args, "OO!O!:init", &req, &PyDict_Type, &cmds, &PyTuple_Type, &errs))
+        return NULL;
+    if (PyTuple_GET_SIZE(errs) != 5) {
+        PyErr_SetString(PyExc_ValueError, "init: five error replies expected");
+        return NULL;
+    }
+    Py_XSETREF(RequestType, Py_NewRef(req));
+    Py_XSETREF(Commands, Py_NewRef(cmds));
+    Py_XSETREF(E_FLAGS, Py_NewRef(PyTuple_GET_ITEM(errs, 0)));
+    Py_XSETREF(E_UNKNOWN, Py_NewRef(PyTuple_GET_ITEM(errs, 1)));
+    Py_XSETREF(E_ARGS, Py_NewRef(PyTuple_GET_ITEM(errs, 2)));
+    Py_XSETREF(E_PAYLOAD_SIZE, Py_NewRef(PyTuple_GET_ITEM(errs, 3)));
+    Py_XSETREF(E_RESULT_SIZE, Py_NewRef(PyTuple_GET_ITEM(errs, 4)));
+    Py_RETURN_NONE;
+}
+
+/* The magnitude of an ASCII-digit string (wire._digits): 0 = not digits (empty, or any other byte); 1 = the value
+ * in *v; 2 = too big for 64 bits (wire._digits' 1 << 70: out of every range used). */
+static int digits(const unsigned char *s, Py_ssize_t n, uint64_t *v)
+{
+    if (n <= 0)
+        return 0;
+    uint64_t x = 0;
+    int big = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned d = (unsigned)s[i] - '0';
+        if (d > 9)
+            return 0;
+        if (!big) {
+            if (x > (UINT64_MAX - d) / 10)
+                big = 1;
+            else
+                x = x * 10 + d;
+        }
+    }
+    *v = x;
+    return big ? 2 : 1;
+}
+
+/* strconv.ParseInt(s, 10, bits): 1 with *out, or 0 (wire.parse_int's None). */
+static int parse_int_c(const unsigned char *s, Py_ssize_t n, int bits, int64_t *out)
+{
+    int neg = 0;
+    if (n > 0 && (s[0] == '+' || s[0] == '-')) {
+        neg = s[0] == '-';
+        s++;
+        n--;
+    }
+    uint64_t m;
+    int r = digits(s, n, &m);
+    if (r != 1)
+        return 0;
+    uint64_t lim = (uint64_t)1 << (bits - 1);
+    if (neg) {
+        if (m > lim)
+            return 0;
+        *out = m == lim ? INT64_MIN >> (64 - bits) : -(int64_t)m;
+    } else {
+        if (m >= lim)
+            return 0;
+        *out = (int64_t)m;
+    }
+    return 1;
+}
+
+static PyObject *p_parse_int(PyObject *self, PyObject *args)
+{
+    Py_buffer b;
+    int bits;
+    if (!PyArg_ParseTuple(args, "y*i:parse_int", &b, &bits))
+        return NULL;
+    int64_t v;
+    int ok = bits >= 1 && bits <= 64 && parse_int_c(b.buf, b.len, bits, &v);
+    PyBuffer_Release(&b);
+    if (!ok)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *p_parse_uint(PyObject *self, PyObject *args)
+{
+    Py_buffer b;
+    int bits;
+    if (!PyArg_ParseTuple(args, "y*i:parse_uint", &b, &bits))
+        return NULL;
+    uint64_t v;
+    int r = digits(b.buf, b.len, &v);
+    PyBuffer_Release(&b);
+    if (r != 1 || bits < 1 || bits > 64 || (bits < 64 && v >> bits))
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(v);
+}
+
+static int hexval(unsigned c)
+{
+    if (c - '0' <= 9)
+        return (int)(c - '0');
+    c |= 0x20;
+    if (c - 'a' <= 5)
+        return (int)(c - 'a' + 10);
+    return -1;
+}
+
+/* satori/go.uuid v1.0.0 FromString as wire.parse_uuid: 1 with out[16], or 0. */
+static int parse_uuid_c(const unsigned char *t, Py_ssize_t n, unsigned char *out)
+{
+    static const int groups[5] = {8, 4, 4, 4, 12};
+    if (n < 32)
+        return 0;
+    if (n >= 9 && memcmp(t, "urn:uuid:", 9) == 0) {
+        t += 9;
+        n -= 9;
+    } else if (t[0] == '{') {
+        t++;
+        n--;
+    }
+    Py_ssize_t pos = 0;
+    int k = 0;
+    for (int g = 0; g < 5; g++) {
+        if (pos >= n)
+            return 0;
+        if (t[pos] == '-')
+            pos++;
+        if (n - pos < groups[g])
+            return 0;
+        for (int i = 0; i < groups[g]; i += 2) {
+            int hi = hexval(t[pos + i]), lo = hexval(t[pos + i + 1]);
+            if (hi < 0 || lo < 0)
+                return 0;
+            out[k++] = (unsigned char)(hi << 4 | lo);
+        }
+        pos += groups[g];
+    }
+    return 1;
+}
+
+static PyObject *p_parse_uuid(PyObject *self, PyObject *arg)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    unsigned char out[16];
+    int ok = parse_uuid_c(b.buf, b.len, out);
+    PyBuffer_Release(&b);
+    if (!ok)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)out, 16);
+}
+
+/* wire.parse_line: a Request, or the error reply (a new reference either way). */
+static PyObject *p_parse_line(PyObject *self, PyObject *arg)
+{
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "parse_line: bytes expected");
+        return NULL;
+    }
+    if (RequestType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "parse_line: init() not called");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(arg);
+    Py_ssize_t n = PyBytes_GET_SIZE(arg);
+    PyObject *name = NULL, *args = NULL, *flags = NULL, *res = NULL;
+    /* the command name: the first space-separated token, empty when the line starts with a space */
+    Py_ssize_t e = 0;
+    while (e < n && s[e] != ' ')
+        e++;
+    name = PyBytes_FromStringAndSize((const char *)s, e);
+    args = PyList_New(0);
+    flags = PyDict_New();
+    if (name == NULL || args == NULL || flags == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n;) {
+        if (s[i] == ' ') {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i;
+        const unsigned char *eq = NULL;
+        while (j < n && s[j] != ' ') {
+            if (s[j] == '=' && eq == NULL)
+                eq = s + j;
+            j++;
+        }
+        if (s[i] == '-' && eq != NULL) {                 /* -key=value[=ignored...] */
+            const unsigned char *k = s + i + 1, *v = eq + 1, *end = s + j;
+            const unsigned char *ve = memchr(v, '=', (size_t)(end - v));
+            if (ve == NULL)
+                ve = end;
+            if (eq == k || ve == v) {
+                res = Py_NewRef(E_FLAGS);
+                goto done;
+            }
+            PyObject *key = PyBytes_FromStringAndSize((const char *)k, eq - k);
+            if (key == NULL)
+                goto fail;
+            int has = PyDict_Contains(flags, key);
+            if (has != 0) {
+                Py_DECREF(key);
+                if (has < 0)
+                    goto fail;
+                res = Py_NewRef(E_FLAGS);
+                goto done;
+            }
+            PyObject *val = PyBytes_FromStringAndSize((const char *)v, ve - v);
+            if (val == NULL || PyDict_SetItem(flags, key, val) < 0) {
+                Py_DECREF(key);
+                Py_XDECREF(val);
+                goto fail;
+            }
+            Py_DECREF(key);
+            Py_DECREF(val);
+        } else {
+            PyObject *tok;
+            if (i == 0 && PyList_GET_SIZE(args) == 0) {
+                tok = Py_NewRef(name);
+            } else {
+                tok = PyBytes_FromStringAndSize((const char *)s + i, j - i);
+                if (tok == NULL)
+                    goto fail;
+            }
+            int r = PyList_Append(args, tok);
+            Py_DECREF(tok);
+            if (r < 0)
+                goto fail;
+        }
+        i = j;
+    }
+    PyObject *spec = PyDict_GetItemWithError(Commands, name);
+    if (spec == NULL) {
+        if (PyErr_Occurred())
+            goto fail;
+        res = Py_NewRef(E_UNKNOWN);
+        goto done;
+    }
+    PyObject *exact = PyTuple_GET_ITEM(spec, 0), *size_at = PyTuple_GET_ITEM(spec, 2);
+    Py_ssize_t minimum = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 1)), na = PyList_GET_SIZE(args);
+    if ((exact != Py_None && na != PyLong_AsSsize_t(exact)) || na < minimum) {
+        res = Py_NewRef(E_ARGS);
+        goto done;
+    }
+    PyObject *size;
+    if (size_at == Py_None) {
+        size = Py_NewRef(Py_None);
+    } else {
+        PyObject *tok = PyList_GET_ITEM(args, PyLong_AsSsize_t(size_at));
+        int64_t v;
+        if (!parse_int_c((const unsigned char *)PyBytes_AS_STRING(tok), PyBytes_GET_SIZE(tok), 64, &v) || v < 0 ||
+                v > MAX_BODY) {
+            int fail_cmd = PyBytes_GET_SIZE(name) == 4 && memcmp(PyBytes_AS_STRING(name), "fail", 4) == 0;
+            res = Py_NewRef(fail_cmd ? E_RESULT_SIZE : E_PAYLOAD_SIZE);
+            goto done;
+        }
+        size = PyLong_FromLongLong(v);
+        if (size == NULL)
+            goto fail;
+    }
+    PyObject *rest = PyList_GetSlice(args, 1, na);
+    if (rest == NULL) {
+        Py_DECREF(size);
+        goto fail;
+    }
+    res = PyObject_CallFunctionObjArgs(RequestType, name, rest, flags, size, NULL);
+    Py_DECREF(rest);
+    Py_DECREF(size);
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(args);
+    Py_XDECREF(flags);
+    return res;
+fail:
+    res = NULL;
+    goto done;
+}
+
+/* formats._common.ZONE_UTC (-1: no zone offset, written FF FF); test_proto_c.py compares every byte with the
+ * reference encoder */
+#define ZONE_UTC_U16 0xFFFFu
+/* (crc.c's Python entry points belong to the kernel module) */
+static void *const crc_entries[] __attribute__((unused)) = {(void *)k_crc32c, (void *)k_crc32c_sw};
+
+static PyObject *p_record(PyObject *self, PyObject *args)
+{
+    long long ns;
+    Py_buffer p;
+    if (!PyArg_ParseTuple(args, "Ly*:record", &ns, &p))
+        return NULL;
+    long long sec = ns / NS, nsec = ns % NS;
+    if (nsec < 0) {
+        nsec += NS;
+        sec -= 1;
+    }
+    uint64_t s = (uint64_t)(sec + UNIX_TO_INTERNAL);
+    uint32_t n = (uint32_t)nsec;
+    unsigned char head[GO_TIME_SIZE + 10];
+    head[0] = GO_TIME_VERSION;
+    for (int i = 0; i < 8; i++)
+        head[1 + i] = (unsigned char)(s >> (56 - 8 * i));
+    for (int i = 0; i < 4; i++)
+        head[9 + i] = (unsigned char)(n >> (24 - 8 * i));
+    head[13] = (unsigned char)(ZONE_UTC_U16 >> 8);
+    head[14] = (unsigned char)ZONE_UTC_U16;
+    Py_ssize_t h = GO_TIME_SIZE;
+    uint64_t len = (uint64_t)p.len;
+    while (len >= 0x80) {
+        head[h++] = (unsigned char)(len | 0x80);
+        len >>= 7;
+    }
+    head[h++] = (unsigned char)len;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, h + p.len + 4);
+    if (out != NULL) {
+        unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+        memcpy(o, head, (size_t)h);
+        memcpy(o + h, p.buf, (size_t)p.len);
+        uint32_t c = crc32c(o, (size_t)(h + p.len));
+        unsigned char *t = o + h + p.len;
+        t[0] = (unsigned char)(c >> 24);
+        t[1] = (unsigned char)(c >> 16);
+        t[2] = (unsigned char)(c >> 8);
+        t[3] = (unsigned char)c;
+    }
+    PyBuffer_Release(&p);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"record", p_record, METH_VARARGS, "record(unix_ns, payload): fastpath.encode_record in C."},
+    {"init", p_init, METH_VARARGS, "init(Request, commands, (E_FLAGS, E_UNKNOWN, E_ARGS, E_PAYLOAD_SIZE, "
+                                   "E_RESULT_SIZE)): what parse_line returns."},
+    {"parse_line", p_parse_line, METH_O, "wire.parse_line in C."},
+    {"parse_uuid", p_parse_uuid, METH_O, "wire.parse_uuid in C."},
+    {"parse_uint", p_parse_uint, METH_VARARGS, "wire.parse_uint in C."},
+    {"parse_int", p_parse_int, METH_VARARGS, "wire.parse_int in C."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moddef = {
+    PyModuleDef_HEAD_INIT, "wqtool.server.workq._proto",
+    "Optional C implementation of wire.py's request-line parser (the Python one is the reference).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__proto(void)
+{
+    crc_init();
+#if HAVE_HW_CRC
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("sse4.2")) {
+        crc32c = crc32c_hw;
+        hw_crc = 1;
+    }
+#endif
+    return PyModule_Create(&moddef);
+}

@@ -1,0 +1,349 @@
+"""The first requests, answered before asyncio is imported (``run_early``, the lean start only).
+
+Where a start's time went (exec to the first reply on an empty log, ``python -X importtime`` and the start-up
+marks, load average 3.5-5): the interpreter 16-30 ms, the engine's modules 35-50 ms, asyncio 55-60 ms (with
+concurrent.futures, logging and ssl, which it imports), uvloop 4 ms — asyncio was the largest single step, and on
+a loaded machine every one of them stretches 3-6 fold. So the lean start (``prebind.lean``) opens the log,
+prints ``Listening`` and serves on the socket ``prebind.early`` bound with this small epoll loop, while a thread
+imports uvloop / asyncio; once that import is done the loop stops at a clean point (no callback pending) and the
+asyncio loop takes every connection over (``Server.start``: ``handover``) with what was buffered on it.
+
+The same ``Conn`` objects, handlers, queue and group commit run here: this module gives them the part of the
+asyncio loop and transport interfaces they use (``call_soon``, ``call_later`` with ``cancel``,
+``call_soon_threadsafe``; ``write``, ``pause_reading`` / ``resume_reading``, ``close``, ``abort``,
+``get_extra_info``, write-buffer limits with ``pause_writing`` / ``resume_writing``), with asyncio's ordering:
+callbacks run in the order they were scheduled, ``connection_lost`` is called from the loop, never from inside a
+call. Timers still pending at the hand-over are armed again on the asyncio loop (their handles forward
+``cancel``). The interval fsync, cleaning and the slow-loris sweep are armed by ``Server.start`` as before, after the
+hand-over; a SIGTERM / SIGINT that arrives meanwhile is kept and acted on by the asyncio loop once it runs.
+
+Imports: nothing asyncio needs beyond what the engine imports already (select, socket, heapq, threading).
+"""
+from __future__ import annotations
+
+import heapq
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from collections import deque
+
+_IN, _OUT = select.EPOLLIN, select.EPOLLOUT
+#: how often (s) the loop looks whether the import is done, when nothing else wakes it
+POLL_S = 0.005
+ACCEPT_BATCH = 64
+RECV = 262_144
+
+
+class Handle:
+    """A callback scheduled on the early loop; after the hand-over, ``real`` is the asyncio loop's handle."""
+
+    __slots__ = ("when", "cb", "args", "cancelled", "real")
+
+    def __init__(self, when: float, cb, args):
+        self.when, self.cb, self.args = when, cb, args
+        self.cancelled = False
+        self.real = None
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.real is not None:
+            self.real.cancel()
+
+    def __lt__(self, other: "Handle") -> bool:
+        return self.when < other.when
+
+
+class Transport:
+    """A non-blocking socket with asyncio's transport interface, as far as ``Conn`` uses it."""
+
+    __slots__ = ("loop", "sock", "fd", "conn", "out", "high", "low", "proto_paused", "reading", "eof", "closing",
+                 "closed", "mask")
+
+    def __init__(self, loop: "EarlyLoop", sock, conn):
+        self.loop, self.sock, self.fd, self.conn = loop, sock, sock.fileno(), conn
+        self.out = bytearray()
+        self.high, self.low = 65536, 16384
+        self.proto_paused = False
+        self.reading = True
+        self.eof = False
+        self.closing = False
+        self.closed = False
+        self.mask = 0
+
+    def get_extra_info(self, name: str, default=None):
+        if name == "socket":
+            return self.sock
+        if name == "peername":
+            try:
+                return self.sock.getpeername()
+            except OSError:
+                return default
+        return default
+
+    def set_write_buffer_limits(self, high=None, low=None) -> None:
+        self.high = 65536 if high is None else high
+        self.low = self.high // 4 if low is None else low
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.out)
+
+    def is_closing(self) -> bool:
+        return self.closing or self.closed
+
+    def write(self, data) -> None:
+        if self.closing or self.closed or not data:
+            return
+        if not self.out:
+            try:
+                n = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                n = 0
+            except OSError as exc:
+                self._lost(exc)
+                return
+            if n == len(data):
+                return
+            self.out += memoryview(data)[n:]
+            self.loop.update(self)
+        else:
+            self.out += data
+        if not self.proto_paused and len(self.out) > self.high:
+            self.proto_paused = True
+            self.conn.pause_writing()
+
+    def pause_reading(self) -> None:
+        self.reading = False
+        self.loop.update(self)
+
+    def resume_reading(self) -> None:
+        self.reading = True
+        self.loop.update(self)
+
+    def close(self) -> None:
+        if self.closing or self.closed:
+            return
+        self.closing = True
+        if not self.out:
+            self._lost(None)
+        else:
+            self.loop.update(self)
+
+    def abort(self) -> None:
+        self.out.clear()
+        self.closing = True
+        self._lost(None)
+
+    def _lost(self, exc) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.loop.forget(self)
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.loop.call_soon(self.conn.connection_lost, exc)
+
+    # the loop's side
+    def readable(self) -> None:
+        try:
+            data = self.sock.recv(RECV)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self.out.clear()
+            self._lost(exc)
+            return
+        if data:
+            self.conn.data_received(data)
+            return
+        self.eof = True
+        self.loop.update(self)
+        if not self.conn.eof_received() and not self.closed:
+            self.close()
+
+    def writable(self) -> None:
+        try:
+            n = self.sock.send(self.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self.out.clear()
+            self._lost(exc)
+            return
+        del self.out[:n]
+        if self.proto_paused and len(self.out) <= self.low:
+            self.proto_paused = False
+            self.conn.resume_writing()
+        if not self.out:
+            if self.closing:
+                self._lost(None)
+            else:
+                self.loop.update(self)
+
+
+class EarlyLoop:
+    """The loop of the first requests (module docstring): one epoll set, a ready queue, a timer heap."""
+
+    def __init__(self, lsock, factory):
+        self.lsock, self.factory = lsock, factory
+        self.ep = select.epoll()
+        self.ready: deque = deque()
+        self.timers: list[Handle] = []
+        self.threadsafe: deque = deque()
+        self.transports: dict[int, Transport] = {}
+        self.signals: list[int] = []
+        self.ep.register(lsock.fileno(), _IN)
+
+    # the asyncio loop's interface (the part the server uses before ``start``)
+    def time(self) -> float:
+        return time.monotonic()
+
+    def call_soon(self, cb, *args) -> Handle:
+        h = Handle(0.0, cb, args)
+        self.ready.append(h)
+        return h
+
+    def call_later(self, delay: float, cb, *args) -> Handle:
+        h = Handle(time.monotonic() + max(0.0, delay), cb, args)
+        heapq.heappush(self.timers, h)
+        return h
+
+    def call_soon_threadsafe(self, cb, *args) -> Handle:
+        h = Handle(0.0, cb, args)
+        self.threadsafe.append(h)          # (deque.append is atomic; the loop polls every POLL_S)
+        return h
+
+    def is_closed(self) -> bool:
+        return False
+
+    # transports
+    def update(self, t: Transport) -> None:
+        if t.closed:
+            return
+        mask = (_IN if t.reading and not t.eof and not t.closing else 0) | (_OUT if t.out else 0)
+        if mask != t.mask:
+            if t.mask == 0:
+                self.ep.register(t.fd, mask)
+            elif mask == 0:
+                self.ep.unregister(t.fd)
+            else:
+                self.ep.modify(t.fd, mask)
+            t.mask = mask
+
+    def forget(self, t: Transport) -> None:
+        self.transports.pop(t.fd, None)
+        if t.mask:
+            try:
+                self.ep.unregister(t.fd)
+            except OSError:
+                pass
+            t.mask = 0
+
+    def _accept(self) -> None:
+        for _ in range(ACCEPT_BATCH):
+            try:
+                sock, _addr = self.lsock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:
+                continue
+            except OSError:
+                return                      # (out of descriptors: the asyncio loop's acceptor reports it)
+            sock.setblocking(False)
+            conn = self.factory()
+            t = Transport(self, sock, conn)
+            self.transports[t.fd] = t
+            self.update(t)
+            conn.connection_made(t)
+
+    def _on_signal(self, sig, _frame) -> None:
+        self.signals.append(sig)
+
+    def run(self, done: threading.Event) -> None:
+        """Serve until ``done`` is set, then stop with no callback pending (timers stay, for the hand-over)."""
+        old = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                old[sig] = signal.signal(sig, self._on_signal)
+            except (ValueError, OSError):       # (not the main thread)
+                pass
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(0.0005)           # the importing thread lets go of the GIL soon after a request
+        ready, timers, lfd, transports = self.ready, self.timers, self.lsock.fileno(), self.transports
+        hold = os.environ.get("WQTOOL_SERVE_EARLY_HOLD")   # (tests: no hand-over while this file exists)
+        try:
+            while True:
+                if done.is_set() and not ready and not self.threadsafe and not (hold and os.path.exists(hold)):
+                    break
+                if ready or self.threadsafe:
+                    timeout = 0.0
+                elif timers:
+                    timeout = min(POLL_S, max(0.0, timers[0].when - time.monotonic()))
+                else:
+                    timeout = POLL_S
+                for fd, ev in self.ep.poll(timeout):
+                    if fd == lfd:
+                        self._accept()
+                        continue
+                    t = transports.get(fd)
+                    if t is None:
+                        continue
+                    if ev & (_OUT | select.EPOLLERR | select.EPOLLHUP) and t.out:
+                        t.writable()
+                    if ev & (_IN | select.EPOLLERR | select.EPOLLHUP) and not t.closed and t.mask & _IN:
+                        t.readable()
+                while self.threadsafe:
+                    ready.append(self.threadsafe.popleft())
+                now = time.monotonic()
+                while timers and (timers[0].cancelled or timers[0].when <= now):
+                    h = heapq.heappop(timers)
+                    if not h.cancelled:
+                        ready.append(h)
+                for _ in range(len(ready)):
+                    h = ready.popleft()
+                    if not h.cancelled:
+                        h.cb(*h.args)
+        finally:
+            sys.setswitchinterval(switch)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+            for t in transports.values():
+                if t.mask:
+                    self.ep.unregister(t.fd)
+                    t.mask = 0
+            self.ep.unregister(lfd)
+            self.ep.close()
+
+
+async def handover(early: EarlyLoop, loop) -> None:
+    """The asyncio loop takes over the early loop's timers and connections (``Server.start``)."""
+    now = time.monotonic()
+    for h in early.timers:
+        if not h.cancelled:
+            h.real = loop.call_later(max(0.0, h.when - now), h.cb, *h.args)
+    early.timers = []
+    for t in list(early.transports.values()):
+        if t.closed:
+            continue
+        conn = t.conn
+        conn.handed_over = True             # connection_made: only the transport changes
+        try:
+            transport, _ = await loop.connect_accepted_socket(lambda c=conn: c, t.sock)
+        except OSError as exc:
+            t.sock.close()
+            conn.connection_lost(exc)
+            continue
+        if t.out:
+            transport.write(bytes(t.out))
+        if not t.reading:
+            transport.pause_reading()
+        if t.closing:
+            transport.close()
+        elif conn.paused_write and t.proto_paused:
+            conn.paused_write = False       # the new transport pauses it again if its buffer fills
+            loop.call_soon(conn._continue)
+    early.transports = {}
