@@ -1,7 +1,7 @@
 """Fleet benchmark: local single-process verify/replay vs --engine spark on local[2], in one run.
 
     python bench/bench_fleet.py [--dirs 4] [--segments 4] [--segment-mib 64] [--out bench/out/fleet] [--repeat 3]
-                                [--reference] [--damaged FLIPS] [--under-load]
+                                [--reference] [--damaged FLIPS] [--no-under-load]
 
 Generates (once, cached under --out) DIRS log directories of SEGMENTS segments of SEGMENT-MIB MiB each with
 wqtool's own writer (two distinct logs, each copied into half of the directories: every directory is a whole,
@@ -20,10 +20,10 @@ kernel cannot hold takes (damaged logs took it until the kernel's tasks read thr
 measures verify and replay + digest, local vs spark, on a copy of the fleet with FLIPS bit flips per segment.
 Also printed: the read + CRC-32C floor over the same files in the same run (one process: every measure's MB/s
 beside it), which wqtool (file and kernel) the driver and the workers import, and the driver's peak memory (the
-Python driver's and the JVM's peak RSS, reset before each run through /proc/PID/clear_refs) during fleet replay
+Python driver's and the JVM's peak RSS, reset before each run through /proc/PID/clear_refs, and the JVM's heap in use after a full GC, jcmd) during fleet replay
 over 1, 2, ... DIRS logs: flat as the logs grow when the tasks aggregate where the data is; the same during stats
 with the distributed union of job ids (forced whatever the fleet's size), with its time. --under-load runs the
-verify, replay + digest and stats pairs again while a second process spins on a CPU, with the load average. Not a test: the numbers go in notes. The machine's 2 cores may be shared: load is printed.
+verify, replay + digest and stats pairs again while a second process spins on a CPU, with the load average (on by default: --no-under-load). Not a test: the numbers go in notes. The machine's 2 cores may be shared: load is printed.
 """
 from __future__ import annotations
 
@@ -153,6 +153,21 @@ def _peak_mib(pid: int | None) -> float:
     return 0.0
 
 
+def _jvm_live_mib(pid: int | None) -> float:
+    """The JVM's heap in use right after a full GC (``jcmd PID GC.run``, then ``GC.heap_info``'s "used"): what
+    the JVM holds, as opposed to its peak RSS, which follows how far the heap grew before a collection."""
+    import re
+    if pid is None or shutil.which("jcmd") is None:
+        return 0.0
+    try:
+        subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=60)
+        out = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0.0
+    m = re.search(r"used (\d+)K", out)
+    return int(m.group(1)) / 1024 if m else 0.0
+
+
 class _Which:
     """A task: which wqtool file and which replay kernel a Spark Python worker imports."""
 
@@ -187,6 +202,52 @@ for _ in range(300):       # the Connect service listens a little after getOrCre
 print("ready", flush=True)
 time.sleep(1800)           # until the bench kills it
 """
+
+
+def count_vs_stats(scale: float, n: int, out: str, conf: list[str]) -> None:
+    """``spark.read.format("workq").load(log).count()`` on a warm local[2] session against ``wqtool stats`` of
+    the same log (a new process, as a user runs it; and the engine's stats pass in this process), ``n``
+    interleaved triples on the issue-14 log at ``scale`` (bench/shapes.py; 0.27: ~197 k adds, ~335 k records,
+    ~40 MB); medians, every triple's ratio, the load before and after. Goal: count() <= 3x wqtool stats."""
+    from shapes import ensure
+
+    from wqtool.engine.format import Options, get
+    from wqtool.spark.datasources import ensure_sources
+    from wqtool.spark.session import build_session, warm_up
+    log_dir = ensure(os.path.join(out, ".."), scale)
+    fmt = get("workq")
+    (log,) = fmt.discover([log_dir], Options(AS_OF_NS))
+    warm([log])
+    load0 = os.getloadavg()[0]
+    spark = build_session(master="local[2]", conf=conf)
+    warm_up(spark)
+    ensure_sources(spark)
+    src = spark.read.format("workq").load(log_dir)
+    records = src.count()                    # warm: the source's first job, the workers' imports
+    wq = os.path.join(os.path.dirname(sys.executable), "wqtool")
+    cli, eng, cnt = [], [], []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run([wq, "stats", log_dir], check=True, stdout=subprocess.DEVNULL)
+        cli.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        _, st = fmt.stats_log(log, Options(AS_OF_NS), ids=False)
+        eng.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        got = src.count()
+        cnt.append(time.perf_counter() - t)
+        assert got == records == st.records, (got, records, st.records)
+    spark.stop()
+    med = statistics.median
+    size = sum(os.path.getsize(s_.path) for s_ in log.segments)
+    print(f"issue-14 log at scale {scale:g}: {records} records, {size / 1e6:.1f} MB, {len(log.segments)} segment(s); "
+          f"load average {load0:.2f} before, {os.getloadavg()[0]:.2f} after, {os.cpu_count()} CPUs (shared)")
+    print(f"  wqtool stats (new process)       median {med(cli):.2f} s  runs " + " ".join(f"{x:.2f}" for x in cli))
+    print(f"  engine stats pass (in process)   median {med(eng):.2f} s  runs " + " ".join(f"{x:.2f}" for x in eng))
+    print(f"  source count(), session warm     median {med(cnt):.2f} s  runs " + " ".join(f"{x:.2f}" for x in cnt))
+    print(f"  count() / wqtool stats: x{med(cnt) / med(cli):.2f} (triples: "
+          + " ".join(f"x{c / s:.2f}" for c, s in zip(cnt, cli)) + "); / the in-process pass: "
+          f"x{med(cnt) / med(eng):.2f} (goal: <= x3 of wqtool stats)")
 
 
 def remote_cost(n: int) -> None:
@@ -253,12 +314,19 @@ def main() -> None:
     ap.add_argument("--remote-calls", type=int, default=0, metavar="N",
                     help="only measure the CLI's fixed cost through Spark Connect: a Connect server (local[2]) on "
                     "loopback, then N interleaved pairs of `wqtool verify` on a tiny log, local vs --remote")
-    ap.add_argument("--under-load", action="store_true",
+    ap.add_argument("--under-load", action=argparse.BooleanOptionalAction, default=True,
                     help="also run the verify, replay + digest and stats pairs again while a second process keeps "
-                    "one CPU busy (a spinning Python process), and print those rows too")
+                    "one CPU busy (a spinning Python process), and print those rows too (default; --no-under-load "
+                    "skips them)")
+    ap.add_argument("--count-vs-stats", type=float, default=0, metavar="SCALE",
+                    help="only measure the workq source's count() on a warm session against `wqtool stats` of the "
+                    "issue-14 log at SCALE (0.27: ~335 k records), --repeat interleaved runs")
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if a.count_vs_stats:
+        count_vs_stats(a.count_vs_stats, a.repeat, a.out, a.spark_conf)
+        return
     if a.remote_calls:
         remote_cost(a.remote_calls)
         return
@@ -353,14 +421,14 @@ def main() -> None:
     same_v = all((a_.report.verdict, a_.report.counts) == (b.verdict, b.counts) for a_, b in zip(v_spark, v_local))
     same_d = [f.report.state.digest() for f in r_spark] == d_local
     peaks = []
-    for k in sorted({1, len(logs) // 2, len(logs)} - {0}):   # the driver's memory as the fleet grows
+    for k in sorted({1 << i for i in range(len(logs).bit_length())} | {len(logs)}):   # memory as the fleet doubles
         _reset_peak(os.getpid())
         if jvm:
             _reset_peak(jvm)
         t = time.perf_counter()
         run_fleet(Cluster(spark), logs[:k], AS_OF_NS)
         peaks.append((k, sum(os.path.getsize(s_.path) for g in logs[:k] for s_ in g.segments),
-                      time.perf_counter() - t, _peak_mib(os.getpid()), _peak_mib(jvm)))
+                      time.perf_counter() - t, _peak_mib(os.getpid()), _peak_mib(jvm), _jvm_live_mib(jvm)))
     stats_peaks = []
     from wqtool.engine.workq import fleet as workq_fleet
     small = workq_fleet.DRIVER_UNION_IDS
@@ -373,14 +441,15 @@ def main() -> None:
             run_fleet(Cluster(spark), logs, AS_OF_NS, limit=0, stats=True, stats_total=total_)
             shuffled.append(time.perf_counter() - t)
         same_shuffled = sum(total_) == st_local[1]
-        for k in sorted({2, len(logs)} - {0, 1}):     # the distinct-job union as the fleet grows
+        for k in sorted(({1 << i for i in range(len(logs).bit_length())} | {len(logs)}) - {1}):   # as it doubles
             _reset_peak(os.getpid())
             if jvm:
                 _reset_peak(jvm)
             t = time.perf_counter()
             run_fleet(Cluster(spark), logs[:k], AS_OF_NS, limit=0, stats=True, stats_total=[])
             stats_peaks.append((k, sum(os.path.getsize(s_.path) for g in logs[:k] for s_ in g.segments),
-                                time.perf_counter() - t, _peak_mib(os.getpid()), _peak_mib(jvm)))
+                                time.perf_counter() - t, _peak_mib(os.getpid()), _peak_mib(jvm),
+                                _jvm_live_mib(jvm)))
     finally:
         workq_fleet.DRIVER_UNION_IDS = small
     row("floor: read + CRC-32C (1 process)", t_floor)
@@ -466,13 +535,13 @@ def main() -> None:
     for name, secs, mbs, note in rows:
         print(f"{name:<44} {secs:>8.2f} {mbs:>8.1f}  {note}")
     print("\ndriver peak memory during spark replay + digest (Python driver / JVM: driver and local executors)")
-    for k, nbytes, secs, py, jv in peaks:
+    for k, nbytes, secs, py, jv, live in peaks:
         print(f"  {k} log(s), {nbytes / 2**20:>6.0f} MiB: {secs:6.2f} s, Python driver {py:7.0f} MiB peak, "
-              f"JVM {jv:7.0f} MiB peak")
+              f"JVM {jv:7.0f} MiB peak, JVM heap after a full GC {live:6.0f} MiB")
     print("driver peak memory during spark stats, the distributed union (ids shuffled by first byte, counted there)")
-    for k, nbytes, secs, py, jv in stats_peaks:
+    for k, nbytes, secs, py, jv, live in stats_peaks:
         print(f"  {k} log(s), {nbytes / 2**20:>6.0f} MiB: {secs:6.2f} s, Python driver {py:7.0f} MiB peak, "
-              f"JVM {jv:7.0f} MiB peak")
+              f"JVM {jv:7.0f} MiB peak, JVM heap after a full GC {live:6.0f} MiB")
     print(f"floor (read + CRC-32C) {size / t_floor / 1e6:.0f} MB/s; verify at {t_floor / t_sv:.2f} of the floor "
           f"on spark, {t_floor / t_lv:.2f} local; replay + digest {t_floor / t_sr:.2f} spark, {t_floor / t_lr:.2f} "
           "local")

@@ -330,6 +330,16 @@ class Format(abc.ABC):
         repeated): what a Spark task reading one file yields."""
         raise NotImplementedError
 
+    def file_batches(self, log, i: int, start_index: int, *, payload: str, schema, file_name: str,
+                     values: dict) -> Iterator | None:
+        """``file_events`` of the log's ``i``-th file with its records as Arrow batches made by the format's own
+        fast reader: ``pyarrow.RecordBatch``es of ``schema`` (the ``record_view`` fields it names, rendered as
+        ``record_view.row(rec, payload)``; ``file`` as ``file_name``; the names in ``values`` as those strings;
+        other columns null), in file order with whatever records and findings the reference reader yields where
+        the fast reader stops — the same rows as ``file_events``. None (the default): only ``file_events``. What
+        a Spark task reading one file yields fast (workq: the C kernel's columns)."""
+        return None
+
     def file_records(self, log, i: int) -> int:
         """How many records the reader reads from the log's ``i``-th file (the next file's ``start_index``)."""
         cls = self.record_cls

@@ -49,7 +49,9 @@ offers it only where the session sets ``spark.sql.python.filterPushdown.enabled`
 read per scan (``pushdown_safe``): Spark 4.1 to 4.3.0 share it between the scans of one DataFrame (a DataFrame queried
 again after a filtered query kept the pushed filter: a wrong count), so on PySpark 4.3 it is off. Column
 pruning: Spark 4.3's Python Data Source API has none (``reader(schema)`` is given the full schema, its
-``PythonScanBuilder`` has no ``SupportsPushDownRequiredColumns``), so every column is produced.
+``PythonScanBuilder`` has no ``SupportsPushDownRequiredColumns``), so every column is produced — by the format's
+own reader where it has one (``Format.file_batches``: workq's C kernel writes a segment's rows as Arrow columns,
+the reference reader taking over at the first record it refuses), else a dict per record (``file_events``).
 """
 from __future__ import annotations
 
@@ -345,6 +347,7 @@ class FindingSource(RecordSource):
 
 class RecordSourceReader(DataSourceReader):
     findings = False
+    fast = True     # records as the format's own Arrow batches where it has them (Format.file_batches)
 
     def __init__(self, opts: Options):
         self.opts = opts
@@ -470,7 +473,20 @@ class RecordSourceReader(DataSourceReader):
             finding(f)
         with working_dir(opts.cwd), pinned(partition.snap):
             if partition.file is not None:
-                for ev in fmt.file_events(partition.log, partition.file, partition.start_index):
+                events = None
+                if self.fast and keep is None:      # (a pushed filter tests each row: the reference path)
+                    events = fmt.file_batches(partition.log, partition.file, partition.start_index,
+                                              payload=render, schema=schema,
+                                              file_name=partition.named(partition.path), values=values) \
+                        if not binary else None
+                if events is None:
+                    events = fmt.file_events(partition.log, partition.file, partition.start_index)
+                for ev in events:
+                    if ev.__class__ is pa.RecordBatch:     # the format's own batch of records
+                        if rows:
+                            yield flush()
+                        yield ev
+                        continue
                     if ev.__class__ is rec_cls:
                         row = view.row(ev, render)
                         if keep is not None and not keep(row):

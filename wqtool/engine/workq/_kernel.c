@@ -11,6 +11,7 @@
  *   kernel/text.h      the number, time and hex writers of the digest lines and rows
  *   kernel/digest.c    digest_text(jobs) == b"".join(replay.digest_line(j) for j in jobs); JobTable.digest
  *   kernel/rows.c      JobTable.encode_rows (replay's JSON rows), encode_records (dump's JSON rows)
+ *   kernel/columns.c   record_columns: dump's record rows as Arrow column buffers (the Spark workq source)
  *   kernel/pack.c      JobTable.pack_plan / pack_segment: the packed log's layout and records (pack.py's rules)
  *   kernel/series.c    SeriesAcc: the time series of report / stats --chart / --timeline, binned as the scan
  *                      takes each record (engine/series.py's SeriesCollector, workq/series.py's WorkqProbe)
@@ -47,6 +48,7 @@ typedef unsigned __int128 u128;
 #include "kernel/text.h"
 #include "kernel/digest.c"
 #include "kernel/rows.c"
+#include "kernel/columns.c"
 #include "kernel/pack.c"
 
 static PyMethodDef jt_methods[] = {
@@ -96,6 +98,7 @@ static PyMethodDef methods[] = {
     {"walk", k_walk, METH_VARARGS, walk_doc},
     {"digest_text", k_digest_text, METH_O, digest_text_doc},
     {"encode_records", k_encode_records, METH_VARARGS, encode_records_doc},
+    {"record_columns", k_record_columns, METH_VARARGS, record_columns_doc},
     {"diff_tables", k_diff_tables, METH_VARARGS, diff_tables_doc},
     {"diff_walk", k_diff_walk, METH_VARARGS, diff_walk_doc},
     {"diff_first", k_diff_first, METH_VARARGS, diff_first_doc},

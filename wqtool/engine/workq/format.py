@@ -114,6 +114,12 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
                 r.apply(ev)
                 yield from r.findings
 
+    def file_batches(self, log: LogSet, i: int, start_index: int, *, payload: str, schema, file_name: str,
+                     values: dict):
+        from . import columns         # the C kernel's columns (Spark's records source)
+        return columns.file_batches(log, i, start_index, payload=payload, schema=schema, file_name=file_name,
+                                    values=values)
+
     def file_records(self, log: LogSet, i: int) -> int:
         seg = log.segments[i]
         return sum(1 for ev in segment_events(seg, 0, seg is log.newest, decode=False) if ev.__class__ is Record)

@@ -309,6 +309,61 @@ static inline int rvar(const uint8_t *d, Py_ssize_t *pp, Py_ssize_t end, uint64_
 
 static inline i128 go_ns(const uint8_t *t) { return ((i128)be64s(t + 1) - UNIX_TO_INTERNAL) * NS + be32s(t + 9); }
 
+/* one record at d[pos:end], framed, checked and decoded as encode_records reads it (the reader's framing,
+   fastpath.decode_payload's payload): NULL and its fields in *r, else why it is refused */
+typedef struct {
+    int c;
+    const uint8_t *jid;
+    uint64_t n, ttr, ttl, zz, ma, mf, plen, rlen;
+    Py_ssize_t pname, ppl, ptime, pres, nxt;
+    uint32_t stored;
+} RecF;
+
+static const char *rec_decode(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, RecF *r)
+{
+    if (end - pos < 20 || d[pos] != 1)
+        return "no record here";
+    uint64_t size;
+    Py_ssize_t q = pos + 15;
+    if (rvar(d, &q, end, &size) < 0 || size > SIZE_CAP || (uint64_t)(end - q) < size + 4)
+        return "a record does not frame";
+    Py_ssize_t pend = q + (Py_ssize_t)size;
+    r->nxt = pend + 4;
+    r->stored = be32(d + pend);
+    if (crc32c(d + pos, (size_t)(pend - pos)) != r->stored)
+        return "crc mismatch";
+    if (size < 17 || d[q] < 1 || d[q] > 8)
+        return "an undecodable payload";
+    int c = d[q];
+    r->c = c;
+    r->jid = d + q + 1;
+    Py_ssize_t p = q + 17;
+    r->n = r->ttr = r->ttl = r->zz = r->ma = r->mf = r->plen = r->rlen = 0;
+    r->pname = r->ppl = r->ptime = r->pres = 0;
+    if (c <= 2) {
+        if (rvar(d, &p, pend, &r->n) < 0 || (uint64_t)(pend - p) < r->n)
+            return "an undecodable payload";
+        r->pname = p;
+        p += (Py_ssize_t)r->n;
+        if (rvar(d, &p, pend, &r->ttr) < 0 || rvar(d, &p, pend, &r->ttl) < 0 || rvar(d, &p, pend, &r->zz) < 0 ||
+            rvar(d, &p, pend, &r->ma) < 0 || rvar(d, &p, pend, &r->mf) < 0 || rvar(d, &p, pend, &r->plen) < 0 ||
+            (uint64_t)(pend - p) < r->plen)
+            return "an undecodable payload";
+        r->ppl = p;
+        p += (Py_ssize_t)r->plen;
+        if (pend - p != 30 || d[p] != 1 || d[p + 15] != 1)
+            return "an undecodable payload";
+        r->ptime = p;
+    } else if (c <= 4) {
+        if (rvar(d, &p, pend, &r->rlen) < 0 || (uint64_t)(pend - p) != r->rlen)
+            return "an undecodable payload";
+        r->pres = p;
+    } else if (p != pend) {
+        return "an undecodable payload";
+    }
+    return NULL;
+}
+
 PyDoc_STRVAR(encode_records_doc,
 "encode_records(data, pos, end, path_json, index, payload, sep, term, max_rows, max_bytes)\n    -> (str, pos, index, rows)\n\n"
 "dump's JSON rows (record_to_jsonable + json.dumps(ensure_ascii=False)) of verified records, in C.");
@@ -348,63 +403,14 @@ static PyObject *k_encode_records(PyObject *self, PyObject *args)
             base_json = path_json + k + 1;
     Py_ssize_t base_len = path_len > 1 ? (path_json + path_len - 1) - base_json : 0;
     while (pos < end && rows < max_rows && (Py_ssize_t)b.n < max_bytes) {
-        /* framing, as the reader does it */
-        if (end - pos < 20 || d[pos] != 1) {
-            why = "no record here";
+        RecF r;
+        if ((why = rec_decode(d, pos, end, &r)) != NULL)
             break;
-        }
-        uint64_t size;
-        Py_ssize_t q = pos + 15;
-        if (rvar(d, &q, end, &size) < 0 || size > SIZE_CAP || (uint64_t)(end - q) < size + 4) {
-            why = "a record does not frame";
-            break;
-        }
-        Py_ssize_t pend = q + (Py_ssize_t)size, nxt = pend + 4;
-        uint32_t stored = be32(d + pend);
-        if (crc32c(d + pos, (size_t)(pend - pos)) != stored) {
-            why = "crc mismatch";
-            break;
-        }
-        /* the payload, as fastpath.decode_payload does it */
-        if (size < 17 || d[q] < 1 || d[q] > 8) {
-            why = "an undecodable payload";
-            break;
-        }
-        int c = d[q];
-        const uint8_t *jid = d + q + 1;
-        Py_ssize_t p = q + 17;
-        uint64_t n = 0, ttr = 0, ttl = 0, zz = 0, ma = 0, mf = 0, plen = 0, rlen = 0;
-        Py_ssize_t pname = 0, ppl = 0, ptime = 0, pres = 0;
-        if (c <= 2) {
-            if (rvar(d, &p, pend, &n) < 0 || (uint64_t)(pend - p) < n) {
-                why = "an undecodable payload";
-                break;
-            }
-            pname = p;
-            p += (Py_ssize_t)n;
-            if (rvar(d, &p, pend, &ttr) < 0 || rvar(d, &p, pend, &ttl) < 0 || rvar(d, &p, pend, &zz) < 0 ||
-                rvar(d, &p, pend, &ma) < 0 || rvar(d, &p, pend, &mf) < 0 || rvar(d, &p, pend, &plen) < 0 ||
-                (uint64_t)(pend - p) < plen) {
-                why = "an undecodable payload";
-                break;
-            }
-            ppl = p;
-            p += (Py_ssize_t)plen;
-            if (pend - p != 30 || d[p] != 1 || d[p + 15] != 1) {
-                why = "an undecodable payload";
-                break;
-            }
-            ptime = p;
-        } else if (c <= 4) {
-            if (rvar(d, &p, pend, &rlen) < 0 || (uint64_t)(pend - p) != rlen) {
-                why = "an undecodable payload";
-                break;
-            }
-            pres = p;
-        } else if (p != pend) {
-            why = "an undecodable payload";
-            break;
-        }
+        int c = r.c;
+        const uint8_t *jid = r.jid;
+        uint64_t n = r.n, ttr = r.ttr, ttl = r.ttl, zz = r.zz, ma = r.ma, mf = r.mf, plen = r.plen, rlen = r.rlen;
+        Py_ssize_t pname = r.pname, ppl = r.ppl, ptime = r.ptime, pres = r.pres, nxt = r.nxt;
+        uint32_t stored = r.stored;
         size_t need = 1024 + 2 * (size_t)path_len + (size_t)sep_len + (size_t)term_len + 6 * (size_t)n + bytes_room((size_t)plen, mode) +
                       bytes_room((size_t)rlen, mode);
         if (buf_room(&b, need) < 0)
