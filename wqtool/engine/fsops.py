@@ -180,6 +180,15 @@ def write_ranges(dst: str, ranges: Iterable[tuple[str, int, int]], *, head: byte
     return write_new(dst, itertools.chain((head,) if head else (), range_chunks(ranges)), fsync=fsync)
 
 
+def link_or_copy(src: str, dst: str, fsync: bool) -> None:
+    """``dst`` a hard link to ``src`` (a file that is never written again), or a copy where links cannot be made."""
+    try:
+        os.link(src, dst)
+        progress.advance(os.path.getsize(dst))
+    except OSError:
+        write_ranges(dst, [(src, 0, os.path.getsize(src))], fsync=fsync)
+
+
 def copy_file(src: str, dst: str, *, fsync: bool = True) -> int:
     """A new file ``dst`` holding ``src``'s bytes (where a hard link cannot be made)."""
     return write_new(dst, range_chunks([(src, 0, os.path.getsize(src))], advance=False), fsync=fsync)

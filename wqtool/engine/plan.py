@@ -203,8 +203,8 @@ class ApplyResult:
 
 
 def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bool = True) -> Any:
-    """``fill(out)`` into the new (or empty) directory ``out`` (pack --out, repair --apply --out): it writes and
-    re-verifies the new log there; on any error what it wrote goes (and ``out``, when this made it). Never mixes
+    """``fill(out)`` into the new (or empty) directory ``out`` (pack --out, repair / clean --apply --out): it writes
+    and re-verifies the new log there; on any error what it wrote goes (and ``out``, when this made it). Never mixes
     with an existing log: a non-empty ``out`` is a usage error."""
     from .fsops import fsync_dir, unlink_quiet
     created = False
@@ -234,6 +234,14 @@ def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bo
                 shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else unlink_quiet(p)
         raise
     return r
+
+
+def _inside(out: str, source: str) -> bool:
+    """Whether ``out`` is ``source`` or lies under it (symbolic links resolved), ``source`` a directory or the
+    directory of a file."""
+    src = os.path.realpath(source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source)))
+    dst = os.path.realpath(out)
+    return dst == src or dst.startswith(src.rstrip(os.sep) + os.sep)
 
 
 def stamp(as_of_ns: int) -> str:
@@ -317,14 +325,21 @@ class Plan:
         """The labels ``apply`` runs, in order (each can be failed ``before:`` / ``after:``)."""
         raise NotImplementedError
 
-    def write_repaired(self, out: str, *, quarantine: str | None = None, fsync: bool = True) -> ApplyResult:
-        """repair --apply --out DIR: the repaired log written into ``out`` (a new directory) and re-verified by
-        ``write``, every cut byte in a quarantine beside it (``<out>.quarantine-<stamp>``, or ``quarantine``);
-        the input is never touched. A failure removes both."""
+    def write_out(self, out: str, *, source: str, quarantine: str | None = None, fsync: bool = True) -> ApplyResult:
+        """repair / clean --apply --out DIR: the result written into ``out`` (a new directory, not inside the input
+        ``source``) and re-verified by ``write``; a repair's cut bytes in a quarantine beside it
+        (``<out>.quarantine-<stamp>``, or ``quarantine``). The input is never touched; a failure removes both. A
+        plan that writes no file (a clean that only deletes or renames files) has no copy to write: UsageError."""
         from .fsops import Quarantine
+        if type(self).write is Plan.write:
+            raise UsageError(f"this log's {self.kind} writes no file (it only deletes or renames files): --out has "
+                             "no copy to write; use --apply without --out", path=source)
+        if _inside(out, source):
+            raise UsageError(f"the output is inside the input: {self.kind} --out writes a new directory outside it",
+                             path=out)
         t0 = time.perf_counter()
         q = Quarantine(quarantine or f"{os.path.abspath(out)}.quarantine-{stamp(self.as_of_ns)}",
-                       [(c.path, c.offset, c.length) for c in self.cuts], named=quarantine is not None)
+                       [(c.path, c.offset, c.length) for c in getattr(self, "cuts", ())], named=quarantine is not None)
         res = self.write(out)
         try:
             files = q.write(fsync) if q.ranges else []

@@ -30,10 +30,11 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
-from ..fsops import LockSet, fsync_dir, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels, prove
+from ..fsops import LockSet, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels, prove, write_into_dir
 from .model import Record
-from .reader import LogSet, Segment
+from .reader import LogSet, Segment, discover
+from .swap import make_lock_files
 from .fastreplay import Bail, fast_run
 from .verify import LogRun, run_log
 
@@ -112,6 +113,37 @@ class WorkqCleanPlan(Plan):
         capped(doc, "dropped_records", [{"file": s.path, "offset": s.drops[i], "length": s.drops[i + 1]}
                                         for s in self.changed for i in range(0, len(s.drops), 2)])
         return capped(doc, "jobs_changed", [])   # a record is dropped only when it has no effect: none changes
+
+    @property
+    def bytes_before(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
+        """The cleaned log in the new directory ``out`` (kept older segments hard-linked where they can be, the
+        others written without their dropped records, the active one copied up to the size the plan read),
+        re-verified; the input is not touched (``write_out``: clean --apply --out)."""
+        t0 = time.perf_counter()
+
+        def fill(d: str) -> tuple:
+            make_lock_files(d)
+            names, kept = [], [s for s in self.segments if s.action != "delete"]
+            progress.begin("write", sum(s.size_after for s in kept))
+            for sc in kept:
+                dst = os.path.join(d, os.path.basename(sc.path))
+                if sc.action == "keep" and not sc.active:
+                    link_or_copy(sc.path, dst, fsync)
+                else:
+                    write_ranges(dst, without(sc.path, HEADER_SIZE, sc.size, _drops(sc)), head=HEADER_BYTES,
+                                 fsync=fsync)
+                names.append(os.path.basename(sc.path))
+            progress.begin("re-verify", sum(s.size_after for s in kept))
+            rep = run_log(discover([d])[0], self.as_of_ns, state=True)
+            return names, prove("the cleaned log does not replay to the input's state", self.digest,
+                                rep.state.digest(), path=d, verdict=rep.verdict,
+                                accept=(Verdict.CLEAN, self.input_verdict)), rep.records
+        names, digest, records = write_into_dir(out, "clean --out", fill, fsync=fsync)
+        return WriteResult(out, names, sum(s.size_after for s in self.segments), records, digest,
+                           time.perf_counter() - t0)
 
     def apply(self, **kw) -> ApplyResult:
         return apply_plan(self, **kw)
@@ -212,12 +244,15 @@ def _rw(path: str) -> str:
     return path + ".rw"
 
 
+def _drops(sc: SegmentClean) -> list[tuple[int, int]]:
+    return [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
+
+
 def _write_rw(sc: SegmentClean, fsync: bool) -> int:
     """``<seg>.rw``: the header, then the segment's records minus the dropped ones, byte for byte."""
-    drops = [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
     unlink_quiet(_rw(sc.path))          # a stale .rw of an interrupted cycle (upstream does the same)
     size = os.path.getsize(sc.path)
-    return write_ranges(_rw(sc.path), without(sc.path, len(HEADER_BYTES), size, drops), head=HEADER_BYTES,
+    return write_ranges(_rw(sc.path), without(sc.path, len(HEADER_BYTES), size, _drops(sc)), head=HEADER_BYTES,
                         fsync=fsync)
 
 

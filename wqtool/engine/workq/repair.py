@@ -35,7 +35,7 @@ from ...formats._common import format_unix_ns, format_uuid
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, Quarantine, without, write_ranges
+from ..fsops import FileSig, Quarantine, link_or_copy, without, write_ranges
 from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, prove, refusal,
                     write_into_dir,
                     input_exit_code)
@@ -430,20 +430,12 @@ def _fill(plan: WorkqRepairPlan, tmp: str, step: StepRunner, fsync: bool) -> tup
         dst = os.path.join(tmp, name)
         newest = i == len(kept) - 1
         if sp.action == "keep" and not newest:
-            step(f"link:{name}", lambda sp=sp, dst=dst: _link_or_copy(sp.path, dst, fsync))
+            step(f"link:{name}", lambda sp=sp, dst=dst: link_or_copy(sp.path, dst, fsync))
         else:
             step(f"write:{name}", lambda sp=sp, dst=dst: _write_without(sp, dst, fsync))
         names.append(name)
         total += sp.size_after
     return names, total
-
-
-def _link_or_copy(src: str, dst: str, fsync: bool) -> None:
-    try:
-        os.link(src, dst)
-        progress.advance(os.path.getsize(dst))
-    except OSError:
-        _write_without(SegmentPlan(src, 0, os.path.getsize(src)), dst, fsync)
 
 
 def _write_without(sp: SegmentPlan, dst: str, fsync: bool) -> None:
