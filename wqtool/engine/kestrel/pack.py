@@ -52,7 +52,7 @@ from ..findings import ERROR, Verdict
 from ..fsops import (FileSig, LogBusy, NewFile, copy_file, describe_holders, fsync_dir, holders, rename_noreplace,
                      same_file, unlink_quiet)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels, prove
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels, pack_refusal, prove
 from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
@@ -157,14 +157,9 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
     live_sig = FileSig.of(fileset.live_path) if fileset.is_dir else None
     report = run_log(fileset, as_of_ns, keep_open=True, kestrel_version=kestrel_version, on_record=on_record)
     code = report.verdict
+    pack_refusal(report, salvage, ("corruption", "a history Kestrel cannot represent"),
+                 "--salvage packs what is readable and lists what is dropped")
     errors = [f for f in report.findings if f.severity == ERROR]
-    if code in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
-        first = next((f for f in errors if f.verdict == code), errors[0] if errors else None)
-        what = "corruption" if code == Verdict.CORRUPT else "a history Kestrel cannot represent"
-        raise PackRefused(f"refusing to pack {what} ({first.code}: {first.message}); --salvage packs what is "
-                          "readable and lists what is dropped" if first else f"refusing to pack {what}",
-                          verdict=code, report=report, path=first.path if first else None,
-                          offset=first.offset if first else None)
     state: KestrelState = report.state
     dropped: list[str] = []
     for f in errors:

@@ -80,7 +80,7 @@ from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
 from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, prove, write_into_dir
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_refusal, prove, write_into_dir
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
@@ -367,16 +367,8 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     else:
         report = fast_report(log, res, None)
     code = report.verdict
-    errors = [f for f in report.findings if f.severity == ERROR]
-    if code in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
-        first = next((f for f in errors if f.verdict == code), errors[0] if errors else None)
-        what = "a corrupt log" if code == Verdict.CORRUPT else "a history workq-server refuses"
-        where = f"{os.path.basename(first.path)}@0x{first.offset:x} " if first and first.path and \
-            first.offset is not None else ""
-        msg = (f"refusing to pack {what} ({where}{first.code}: {first.message}); --salvage packs what is readable "
-               "and lists what is dropped") if first else f"refusing to pack {what}"
-        raise PackRefused(msg, verdict=code, report=report, path=first.path if first else None,
-                          offset=first.offset if first else None)
+    pack_refusal(report, salvage, ("a corrupt log", "a history workq-server refuses"),
+                 "--salvage packs what is readable and lists what is dropped", where=True)
     state = report.state
     if res is not None and code == Verdict.CLEAN:
         by_kind_before = Counter({_KIND[c]: n for c, n in enumerate(res.stats.records()) if n and c in _KIND})
