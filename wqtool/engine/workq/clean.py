@@ -24,14 +24,15 @@ import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels, prove, write_into_dir
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, prove, write_into_dir
+from ..plan import apply_plan  # noqa: F401  (the server's cleaning cycle calls it)
 from .model import Record
 from .reader import LogSet, Segment, discover
 from .swap import make_lock_files
@@ -145,11 +146,39 @@ class WorkqCleanPlan(Plan):
         return WriteResult(out, names, sum(s.size_after for s in self.segments), records, digest,
                            time.perf_counter() - t0)
 
-    def apply(self, **kw) -> ApplyResult:
-        return apply_plan(self, **kw)
+    def apply(self, *, locks: str = "both", lock_timeout: float = 1.0, **kw) -> ApplyResult:
+        """Run the plan. ``locks``: "both" (append.lock and read.lock, as pack: refused while a server runs),
+        "read" (read.lock only: the server's own cleaning timer, which holds append.lock), "none" (the caller
+        holds them)."""
+        if locks not in ("both", "read", "none"):
+            raise UsageError(f"locks must be both, read or none, not {locks!r}")
+        names = {"both": LOCK_FILES, "read": LOCK_FILES[1:], "none": ()}[locks]
+        held = LockSet(self.log.root, names, lock_timeout, busy=lambda n: "held by a running workq-server?"
+                       if n == "append.lock" else "held by a workq-server cleaner cycle or a reader?") if names else None
+        try:
+            _check_unchanged(self)
+            try:
+                return Plan.apply(self, **kw)
+            except Exception:
+                # past the commit every state replays the same: a segment whose .rw was not renamed yet stays whole
+                for sc in self.changed:
+                    if sc.action == "rewrite":
+                        unlink_quiet(_rw(sc.path))
+                raise
+        finally:
+            if held is not None:
+                held.release()
 
-    def apply_steps(self, **kw) -> list[str]:
-        return apply_steps(self, **kw)
+    def steps(self, step: StepRunner, ctx: dict, *, fsync: bool = True) -> None:
+        _steps(self, step, fsync, ctx)
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        after = sum(s.size_after for s in self.segments)
+        result = WriteResult(self.log.root, [os.path.basename(s.path) for s in self.changed if s.action == "rewrite"],
+                             after, self.records_before - sum(s.dropped for s in self.changed),
+                             ctx.get("digest", self.digest), time.perf_counter() - t0)
+        return ApplyResult(self.log.root, step.done, result, self.bytes_before, after,
+                           removed=[s.path for s in self.changed if s.action == "delete"])
 
 
 def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
@@ -308,42 +337,3 @@ def _steps(plan: WorkqCleanPlan, step: StepRunner, fsync: bool, ctx: dict) -> No
             step(f"unlink:{name}", lambda sc=sc: unlink_quiet(sc.path))
         if fsync:
             step(f"fsync-dir:{name}", lambda: fsync_dir(d))
-
-
-def apply_steps(plan: WorkqCleanPlan, *, fsync: bool = True) -> list[str]:
-    return labels(lambda step: _steps(plan, step, fsync, {}))
-
-
-def apply_plan(plan: WorkqCleanPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-               locks: str = "both", lock_timeout: float = 1.0, fsync: bool = True) -> ApplyResult:
-    """Run the plan. ``locks``: "both" (append.lock and read.lock, as pack: refused while a server runs), "read"
-    (read.lock only: the server's own cleaning timer, which holds append.lock), "none" (the caller holds them)."""
-    if locks not in ("both", "read", "none"):
-        raise UsageError(f"locks must be both, read or none, not {locks!r}")
-    t0 = time.perf_counter()
-    names = {"both": LOCK_FILES, "read": LOCK_FILES[1:], "none": ()}[locks]
-    held = LockSet(plan.log.root, names, lock_timeout, busy=lambda n: "held by a running workq-server?"
-                   if n == "append.lock" else "held by a workq-server cleaner cycle or a reader?") if names else None
-    try:
-        _check_unchanged(plan)
-        ctx: dict = {}
-        try:
-            with StepRunner(fail_at, hook) as step:
-                _steps(plan, step, fsync, ctx)
-        except Exception:
-            # past the commit every state replays the same: a segment whose .rw was not renamed yet stays whole
-            for sc in plan.changed:
-                if sc.action == "rewrite":
-                    unlink_quiet(_rw(sc.path))
-            raise
-    finally:
-        if held is not None:
-            held.release()
-    before = sum(s.size for s in plan.segments)
-    after = sum(s.size_after for s in plan.segments)
-    result = WriteResult(plan.log.root, [os.path.basename(s.path) for s in plan.changed if s.action == "rewrite"],
-                         after, plan.records_before - sum(s.dropped for s in plan.changed), ctx.get("digest",
-                                                                                                  plan.digest),
-                         time.perf_counter() - t0)
-    return ApplyResult(plan.log.root, step.done, result, before, after,
-                       removed=[s.path for s in plan.changed if s.action == "delete"])
