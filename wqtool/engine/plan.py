@@ -313,6 +313,19 @@ def pack_refusal(report, salvage: bool, what: tuple[str, str], hint: str, *, whe
                       offset=f.offset if f else None)
 
 
+def pack_doc(plan: "Plan", head: dict, before: dict, after: dict, dropped: list[str], digest: str, plan_doc: dict,
+             digest_input: str | None = None) -> dict:
+    """pack's report, for every format: ``head`` (format, root[, queue]), the sizes before and after (each with
+    ``records``), what is dropped, the digest the packed log replays to (and the input's, where it differs in
+    kind), the time, and the format's own ``plan_doc``."""
+    doc = dict(head, as_of_ns=plan.as_of_ns, before=before, after=after,
+               records_dropped=before["records"] - after["records"], dropped=dropped, digest=digest)
+    if digest_input is not None:
+        doc["digest_input"] = digest_input
+    doc.update(elapsed_s=round(plan.elapsed_s, 6), plan=plan_doc)
+    return doc
+
+
 @dataclass(slots=True)
 class Cut:
     """A byte range of the input a repair leaves out (it goes to the quarantine)."""

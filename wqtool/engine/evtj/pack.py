@@ -26,8 +26,9 @@ from typing import ClassVar
 from ...errors import InputError, UsageError
 from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
-from ..fsops import LogBusy, describe_holders, fsync_dir, holders, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_refusal, prove, write_into_dir
+from ..fsops import fsync_dir, refuse_holders, unlink_quiet, write_new
+from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove,
+                    write_into_dir)
 from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
 from ..run import LogReport
 from .fastpath import encode_file_header
@@ -82,13 +83,10 @@ class EvtjPackPlan(Plan):
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         recs, size = self._after()
-        return {"format": "evtj", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
-                "before": {"records": self.report.records, "bytes": sum(self.sizes.values()),
-                           "files": len(self.sizes)},
-                "after": {"records": recs, "bytes": size, "files": len(self.sizes)},
-                "records_dropped": self.report.records - recs, "dropped": self.dropped, "digest": self.digest,
-                "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
-                "plan": {"rewrite": list(self.sizes)}}
+        return pack_doc(self, {"format": "evtj", "root": self.journal.root, "queue": None},
+                        {"records": self.report.records, "bytes": sum(self.sizes.values()), "files": len(self.sizes)},
+                        {"records": recs, "bytes": size, "files": len(self.sizes)}, self.dropped, self.digest,
+                        {"rewrite": list(self.sizes)}, self.digest)
 
     def write(self, out: str) -> WriteResult:
         """The compacted files, journal.conf, counters.seq and the live events' attachments in the new (or empty)
@@ -190,7 +188,4 @@ def _verify(plan: EvtjPackPlan, root: str, files: list[EventsFile], conf: dict) 
 
 
 def _refuse_holders(plan: EvtjPackPlan) -> None:
-    found = holders([f.path for f in plan.journal.files])
-    if found:
-        raise LogBusy(f"prinbee must be stopped before pack --apply: {describe_holders(found)}; nothing was changed",
-                      path=plan.journal.root)
+    refuse_holders([f.path for f in plan.journal.files], "prinbee", "pack --apply", plan.journal.root)

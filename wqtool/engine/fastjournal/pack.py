@@ -26,7 +26,8 @@ from ...errors import InputError, UsageError
 from ...formats.fastjournal import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_refusal, prove, write_into_dir
+from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove,
+                    write_into_dir)
 from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
 from ..run import LogReport
 from .model import FjjJournal, Segment
@@ -76,14 +77,12 @@ class FjjPackPlan(Plan):
         return 16 + sum(16 + len(r) for _, r in self.records)
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
-        return {"format": "fastjournal", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
-                "before": {"records": self.report.records, "bytes": self.bytes_before, "files": len(self.inputs)},
-                "after": {"records": len(self.records), "bytes": self.bytes_after, "files": 1,
-                          "entries": len(self.report.state.fifo.entries),
-                          "tombstones": len(self.report.state.fifo.tombstones)},
-                "records_dropped": self.report.records - len(self.records), "dropped": self.dropped,
-                "digest": self.digest, "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
-                "plan": {"snapshot": fjj_segment_name(self.seq), "supersedes": [p for p, _ in self.inputs]}}
+        fifo = self.report.state.fifo
+        return pack_doc(self, {"format": "fastjournal", "root": self.journal.root, "queue": None},
+                        {"records": self.report.records, "bytes": self.bytes_before, "files": len(self.inputs)},
+                        {"records": len(self.records), "bytes": self.bytes_after, "files": 1,
+                         "entries": len(fifo.entries), "tombstones": len(fifo.tombstones)}, self.dropped, self.digest,
+                        {"snapshot": fjj_segment_name(self.seq), "supersedes": [p for p, _ in self.inputs]}, self.digest)
 
     def write(self, out: str) -> WriteResult:
         """The snapshot as segment 1 of the new (or empty) directory ``out``, re-verified."""

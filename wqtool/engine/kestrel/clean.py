@@ -17,7 +17,7 @@ from typing import ClassVar
 from ...errors import InputError
 from ...formats.kestrel import PACK_SUFFIX
 from ..findings import Verdict
-from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, unlink_quiet
+from ..fsops import FileSig, fsync_dir, refuse_holders, unlink_quiet
 from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove
 from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue
@@ -57,10 +57,7 @@ class KestrelCleanPlan(Plan):
 
     def apply(self, **kw) -> ApplyResult:
         fs = self.fileset
-        found = holders(list(self.sigs) + [fs.live_path])
-        if found:
-            raise LogBusy(f"Kestrel must be stopped before clean --apply: {describe_holders(found)}; nothing was "
-                          "changed", path=fs.live_path)
+        refuse_holders(list(self.sigs) + [fs.live_path], "Kestrel", "clean --apply", fs.live_path)
         for p, sig in self.sigs.items():
             if FileSig.of(p) != sig:
                 raise InputError("the queue's files changed since the plan was made (is Kestrel running?); plan "

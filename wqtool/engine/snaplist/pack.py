@@ -29,7 +29,7 @@ from typing import ClassVar
 from ...errors import InputError
 from ..findings import Verdict
 from ..fsops import LogBusy, describe_holders, fd_holders, flock_fd, fsync_dir, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove, write_into_dir
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, prove, write_into_dir
 from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
 from ..run import LogReport
 from .model import HourFile, ListJournal
@@ -92,16 +92,13 @@ class ListPackPlan(Plan):
         return self.report.verdict
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
-        return {"format": "snaplist", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
-                "before": {"records": self.records_before, "bytes": self.bytes_before,
-                           "files": len(self.files) + len(self.unchanged)},
-                "after": {"records": self.records_after, "bytes": self.bytes_after,
-                          "files": len(self.files) + len(self.unchanged)},
-                "records_dropped": self.records_before - self.records_after, "dropped": self.dropped,
-                "digest": self.digest, "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
-                "plan": {"rewrite": [{"file": f.path, "bytes_before": f.size, "bytes_after": f.size_after,
-                                      "blank_bytes": f.blank_bytes} for f in self.files],
-                         "unchanged": self.unchanged}}
+        files = len(self.files) + len(self.unchanged)
+        return pack_doc(self, {"format": "snaplist", "root": self.journal.root, "queue": None},
+                        {"records": self.records_before, "bytes": self.bytes_before, "files": files},
+                        {"records": self.records_after, "bytes": self.bytes_after, "files": files}, self.dropped,
+                        self.digest, {"rewrite": [{"file": f.path, "bytes_before": f.size, "bytes_after": f.size_after,
+                                                   "blank_bytes": f.blank_bytes} for f in self.files],
+                                      "unchanged": self.unchanged}, self.digest)
 
     def write(self, out: str) -> WriteResult:
         """The packed hour files (all of them) in ``out`` (a new or empty directory), re-verified."""

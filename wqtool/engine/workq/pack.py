@@ -1,45 +1,12 @@
 """pack for workq command logs: a reviewable plan, a verified new log, an atomic swap.
 
-API (the CLI's ``wqtool pack`` is a thin layer over these; nothing here prints)::
-
-    pack_plan(log: LogSet, as_of_ns: int, *, segment_size=DEFAULT_SEGMENT_SIZE, salvage=False,
-              recover=True) -> WorkqPackPlan
-        Replays ``log`` as of ``as_of_ns`` (``verify.run_log``) and describes the packed log; writes nothing
-        except, for a directory with ``recover``, finishing a swap a crashed ``apply_plan`` left half done
-        (see "Recovery"; what it did is in ``plan.recovered``).
-        Raises PackRefused (verdict 3 or 4 on the instance, message naming the first error finding) for a
-        corrupt log or a history workq-server refuses, unless ``salvage``; a torn tail (exit 1) is packed and
-        ``plan.dropped`` says what is left behind. LogBusy (exit 5) when recovery meets a pack in progress.
-
-    write_pack(plan, out_dir, *, fsync=True) -> PackResult
-        Writes the packed log into ``out_dir`` (created; an existing directory must be empty: never an append),
-        segments ``000000001.log``... of ``plan.segment_size`` plus empty ``append.lock`` / ``read.lock``, then
-        re-verifies it and compares its replay digest with the input's at the same as-of.
-        Raises UsageError (out_dir not empty), InputError (the input changed since the plan, unreadable),
-        PackMismatch (exit 70: both digests and the first differing job). On any error what it wrote is removed.
-
-    apply_plan(plan, *, fail_at=None, hook=None, lock_timeout=1.0, swap="auto", fsync=True,
-               stale_lock_hold=1.1) -> ApplyResult
-        Installs the packed log in place of the log's directory (sequence below). Raises UsageError (not a
-        directory log), LogBusy (exit 5: a lock is held, e.g. by a running workq-server), InputError (the log
-        changed since the plan), PackMismatch (nothing installed), OSError, and InjectedCrash for ``fail_at``.
-
-    apply_steps(plan, *, swap="auto", fsync=True) -> list[str]
-        The labels of apply's steps (``swap="auto"`` probes the parent's filesystem for renameat2, as
-        ``exchange_supported(dir)`` does, with two empty temp directories); ``fail_at="before:<label>"`` / ``"after:<label>"`` (or
-        ``"during:write:<segment>"``, leaving half a segment) raises InjectedCrash there with no cleanup (a
-        simulated crash: only the flocks are released, as the kernel would); ``hook(when, label)`` sees each.
-
-    finish_interrupted(path, *, lock_timeout=1.0, cleanup=False) -> list[str]
-        Recovery (below), callable before ``discover`` (the one crash window of the rename fallback leaves
-        ``path`` missing). Returns what it did, one line each.
-
-    first_difference(expected: ReplayState, actual: ReplayState) -> (job uuid | None, description)
-        What PackMismatch reports: the first job, by id, whose canonical form differs.
-
-Plan contents: input segments / bytes / records (and by kind), output segments / bytes / records (and by kind),
-records dropped by kind (input minus output per kind), live jobs kept (and by state), the input's replay
-digest, what was dropped (torn tail, unreadable spans, refused records, ignored files) and the state itself.
+API (the CLI's ``wqtool pack`` is a thin layer over these; nothing here prints): ``pack_plan`` (replays the log,
+describes the packed one; PackRefused for a corrupt log or a history workq-server refuses unless ``salvage``, a torn
+tail is packed and ``plan.dropped`` says what is left behind), ``write_pack`` (a new or empty directory: segments
+``000000001.log``... of ``plan.segment_size`` and empty lock files, re-verified), ``apply_plan`` / ``apply_steps``
+(the directory swap below), ``finish_interrupted`` and ``first_difference`` (what PackMismatch names). The contracts
+they share with every format's pack — a refusal, ``write_into_dir``, the proof (``prove``: PackMismatch, exit 70,
+nothing installed), the step runner's ``fail_at`` / ``hook`` — are the plan template's (``engine/plan.py``).
 
 The packed log. For each live job, in log order of its add/schedule record: that record copied byte for byte
 (same TIME, same CRC), then what its state needs, each synthesized record with TIME = as-of (so packing a
@@ -80,7 +47,7 @@ from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
 from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_refusal, prove, write_into_dir
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, write_into_dir
 from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
@@ -173,12 +140,10 @@ class WorkqPackPlan(Plan):
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
         d = self.to_jsonable(code_of)
-        return {"format": "workq", "root": d["root"], "as_of_ns": self.as_of_ns, "before": d["before"],
-                "after": d["after"], "records_dropped": d["records_dropped"],
-                "dropped": [f"{x['file'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
-                            + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"
-                            for x in d["dropped"]] + d["recovered"],
-                "digest": d["digest_before"], "elapsed_s": d["elapsed_s"], "plan": d}
+        return pack_doc(self, {"format": "workq", "root": d["root"]}, d["before"], d["after"],
+                        [f"{x['file'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
+                         + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"
+                         for x in d["dropped"]] + d["recovered"], d["digest_before"], d)
 
     def write(self, out: str) -> WriteResult:
         return write_pack(self, out)
