@@ -477,99 +477,75 @@ def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
 
 
 def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
-    """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender)."""
-    if plan.table is not None:
-        return _write_segments_c(plan, directory, step, fsync)
-    recs = _iter_records(plan)
-    pending = next(recs, None)
+    """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender), one ``write:``
+    and one ``fsync:`` step each; a crash injected during a write leaves the header and the first record."""
     names: list[str] = []
     total = 0
-    seq = 0
-    limit = plan.segment_size
-    while pending is not None:
-        seq += 1
+    for seq, recs in enumerate(_segments_c(plan) if plan.table is not None else _segments(plan), 1):
         name = segment_name(seq)
-        path = os.path.join(directory, name)
         holder: dict = {}
 
-        def write(name=name, path=path, holder=holder):
-            nonlocal pending, total
-            f = holder["f"] = NewFile(path)
+        def write(name=name, recs=recs, holder=holder):
+            f = holder["f"] = NewFile(os.path.join(directory, name))
             f.write(HEADER_BYTES)
             advance(HEADER_SIZE)
-            size = HEADER_SIZE
-            first = True
-            while pending is not None and (first or size < limit):
-                f.write(pending)
-                size += len(pending)
-                advance(len(pending))
-                first = False
-                pending = next(recs, None)
+            for rec in recs:
+                f.write(rec)
+                advance(len(rec))
                 if step.during("write:" + name):
                     f.close()
                     step.crash("write:" + name)
             f.flush()
-            total += size
 
-        _segment_steps(step, name, write, holder, fsync)
+        try:
+            step("write:" + name, write)
+            if fsync:
+                step("fsync:" + name, lambda: holder["f"].fsync())
+            holder["f"].close()
+        except Exception:
+            if "f" in holder:       # a failed write or fsync (ENOSPC, EIO): the segment goes whatever fails again
+                holder["f"].discard()
+            raise
+        finally:
+            f = holder.get("f")
+            if f is not None and not f.closed:     # an injected crash: closed as the kernel would, unflushed
+                os.close(f.fd)
         names.append(name)
+        total += holder["f"].size
     return names, total
 
 
-def _segment_steps(step: StepRunner, name: str, write, holder: dict, fsync: bool) -> None:
-    """One output segment's steps: ``write`` (which opens ``holder["f"]``), then its fsync; the file closed
-    whatever happens."""
-    try:
-        step("write:" + name, write)
-        if fsync:
-            step("fsync:" + name, lambda: holder["f"].fsync())
-        holder["f"].close()
-    except Exception:
-        if "f" in holder:       # a failed write or fsync (ENOSPC, EIO): the segment goes whatever fails again
-            holder["f"].discard()
-        raise
-    finally:
-        f = holder.get("f")
-        if f is not None and not f.closed:     # an injected crash: closed as the kernel would, unflushed
-            os.close(f.fd)
+def _segments(plan: WorkqPackPlan) -> Iterator[Iterator[bytes]]:
+    """The packed log's records, segment by segment (each consumed before the next starts): a segment takes
+    records while it is under ``segment_size`` (its first one whatever its size)."""
+    recs = _iter_records(plan)
+    pending = next(recs, None)
+
+    def segment() -> Iterator[bytes]:
+        nonlocal pending
+        size = HEADER_SIZE
+        while pending is not None and (size == HEADER_SIZE or size < plan.segment_size):
+            yield pending
+            size += len(pending)
+            pending = next(recs, None)
+    while pending is not None:
+        yield segment()
 
 
-def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
-    """``_write_segments`` with the kernel's packer: each segment's records made in C in one piece (the same
-    bytes ``_iter_records`` gives, the same roll-over), the first record written alone so that a crash injected
-    during the write leaves half a segment as the Python path's does."""
+def _segments_c(plan: WorkqPackPlan) -> Iterator[tuple[bytes, memoryview]]:
+    """``_segments`` by the kernel's packer: each segment's records made in C in one piece (the same bytes
+    ``_iter_records`` gives, the same roll-over), its first record apart from the rest."""
     time15 = encode_record(GoTime.from_unix_ns(plan.as_of_ns), b"")[:GO_TIME_SIZE]
     lens = plan.src_lengths.tobytes()
-    njobs = len(plan.src_lengths)
-    names: list[str] = []
-    total = 0
-    job = rec = seq = 0
+    job = rec = 0
     with _Sources(plan.log) as bufs:
-        while job < njobs:
+        while job < len(plan.src_lengths):
             try:
                 chunk, first_len, job, rec, _ = plan.table.pack_segment(bufs, plan.order, lens, job, rec,
                                                                          plan.segment_size, time15)
             except ValueError as exc:
                 raise _changed(plan.log, exc) from None
-            seq += 1
-            name = segment_name(seq)
-            path = os.path.join(directory, name)
-            holder: dict = {}
-
-            def write(name=name, path=path, holder=holder, chunk=chunk, first_len=first_len):
-                f = holder["f"] = NewFile(path)
-                f.write(HEADER_BYTES + chunk[:first_len])
-                if step.during("write:" + name):
-                    f.close()
-                    step.crash("write:" + name)
-                f.write(memoryview(chunk)[first_len:])
-                f.flush()
-                advance(HEADER_SIZE + len(chunk))
-
-            _segment_steps(step, name, write, holder, fsync)
-            names.append(name)
-            total += HEADER_SIZE + len(chunk)
-    return names, total
+            yield chunk[:first_len], memoryview(chunk)[first_len:]
 
 
 def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> PackResult:
