@@ -31,11 +31,11 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, prove, write_into_dir
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, prove
 from ..plan import apply_plan  # noqa: F401  (the server's cleaning cycle calls it)
 from .model import Record
 from .reader import LogSet, Segment, discover
-from .swap import make_lock_files
+from .swap import write_copy
 from .fastreplay import Bail, fast_run
 from .verify import LogRun, run_log
 
@@ -123,12 +123,8 @@ class WorkqCleanPlan(Plan):
         """The cleaned log in the new directory ``out`` (kept older segments hard-linked where they can be, the
         others written without their dropped records, the active one copied up to the size the plan read),
         re-verified; the input is not touched (``write_out``: clean --apply --out)."""
-        t0 = time.perf_counter()
-
-        def fill(d: str) -> tuple:
-            make_lock_files(d)
-            names, kept = [], [s for s in self.segments if s.action != "delete"]
-            progress.begin("write", sum(s.size_after for s in kept))
+        def fill(d: str, _step) -> tuple[list[str], int]:
+            kept = [s for s in self.segments if s.action != "delete"]
             for sc in kept:
                 dst = os.path.join(d, os.path.basename(sc.path))
                 if sc.action == "keep" and not sc.active:
@@ -136,15 +132,14 @@ class WorkqCleanPlan(Plan):
                 else:
                     write_ranges(dst, without(sc.path, HEADER_SIZE, sc.size, _drops(sc)), head=HEADER_BYTES,
                                  fsync=fsync)
-                names.append(os.path.basename(sc.path))
-            progress.begin("re-verify", sum(s.size_after for s in kept))
+            return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
+
+        def verify(d: str) -> tuple[str, int]:
             rep = run_log(discover([d])[0], self.as_of_ns, state=True)
-            return names, prove("the cleaned log does not replay to the input's state", self.digest,
-                                rep.state.digest(), path=d, verdict=rep.verdict,
-                                accept=(Verdict.CLEAN, self.input_verdict)), rep.records
-        names, digest, records = write_into_dir(out, "clean --out", fill, fsync=fsync)
-        return WriteResult(out, names, sum(s.size_after for s in self.segments), records, digest,
-                           time.perf_counter() - t0)
+            return prove("the cleaned log does not replay to the input's state", self.digest, rep.state.digest(),
+                         path=d, verdict=rep.verdict, accept=(Verdict.CLEAN, self.input_verdict)), rep.records
+        return write_copy(out, "clean --out", fill, verify, fsync=fsync,
+                          write_total=sum(s.size_after for s in self.segments))
 
     def apply(self, *, locks: str = "both", lock_timeout: float = 1.0, **kw) -> ApplyResult:
         """Run the plan. ``locks``: "both" (append.lock and read.lock, as pack: refused while a server runs),

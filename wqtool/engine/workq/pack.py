@@ -48,7 +48,7 @@ from ..findings import ERROR, Finding, Verdict
 from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, write_into_dir
-from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
+from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, write_copy  # noqa: F401
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
 from ..run import LogReport
@@ -550,16 +550,8 @@ def _segments_c(plan: WorkqPackPlan) -> Iterator[tuple[bytes, memoryview]]:
 
 def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> PackResult:
     """Write the packed log into the new (or empty) directory ``out_dir``, re-verify it, compare digests."""
-    t0 = time.perf_counter()
-
-    def fill(out: str) -> tuple:
-        make_lock_files(out)
-        progress.begin("write", plan.bytes_after)
-        names, total = _write_segments(plan, out, StepRunner(), fsync)
-        progress.begin("re-verify", total)
-        return (names, total) + _verify_output(plan, out)
-    names, total, digest, records = write_into_dir(out_dir, "pack", fill, fsync=fsync)
-    return WriteResult(out_dir, names, total, records, digest, time.perf_counter() - t0)
+    return write_copy(out_dir, "pack", lambda d, step: _write_segments(plan, d, step, fsync),
+                      lambda d: _verify_output(plan, d), fsync=fsync, write_total=plan.bytes_after)
 
 
 # ---------------------------------------------------------------- installing (engine/workq/swap.py)
@@ -589,19 +581,11 @@ def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callabl
                lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True,
                stale_lock_hold: float = 1.1) -> ApplyResult:
     """Install the packed log in place of the log directory, atomically (``swap.install``)."""
-    t0 = time.perf_counter()
-    log = plan.log
-    if not log.is_dir:
+    if not plan.log.is_dir:
         raise UsageError("--apply needs the log's directory (segments named one by one cannot be installed)",
-                         path=log.root)
-    r = install(log.root, tag="pack", as_of_ns=plan.as_of_ns, fill=lambda tmp, step: _write_segments(plan, tmp, step,
-                                                                                                       fsync),
-                verify=lambda tmp: _verify_output(plan, tmp), check=lambda: _check_unchanged(plan), fail_at=fail_at,
-                hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
-                write_total=plan.bytes_after)
-    names, total = r["filled"]
-    digest, records = r["verified"]
-    d = os.path.abspath(log.root)
-    result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)
-    return ApplyResult(d, r["steps"], result, plan.bytes_before, total, backup=r["backup"], swap=r["swap"],
-                       recovered=r["recovered"])
+                         path=plan.log.root)
+    return install(plan.log.root, tag="pack", as_of_ns=plan.as_of_ns,
+                   fill=lambda tmp, step: _write_segments(plan, tmp, step, fsync),
+                   verify=lambda tmp: _verify_output(plan, tmp), bytes_before=plan.bytes_before,
+                   check=lambda: _check_unchanged(plan), fail_at=fail_at, hook=hook, lock_timeout=lock_timeout,
+                   swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold, write_total=plan.bytes_after)

@@ -37,12 +37,12 @@ from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, link_or_copy, without, write_ranges
 from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Plan, Quarantined, StepRunner, WriteResult, prove,
-                    refusal, repair_doc, stamp, write_into_dir)
+                    refusal, repair_doc, stamp)
 from .fastreplay import Bail, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
 from .replay import WorkqReplay
-from .swap import finish_interrupted, install, install_steps, make_lock_files
+from .swap import finish_interrupted, install, install_steps, write_copy
 from .verify import LogRun, run_log
 
 
@@ -120,14 +120,8 @@ class WorkqRepairPlan(Plan):
     def write(self, out: str, *, fsync: bool = True) -> WriteResult:
         """The repaired log in the new directory ``out`` (unchanged segments hard-linked where they can be),
         re-verified; the input is not touched (``write_repaired``: repair --apply --out)."""
-        t0 = time.perf_counter()
-
-        def fill(d: str) -> tuple:
-            make_lock_files(d)
-            names, total = _fill(self, d, StepRunner(), fsync)
-            return (names, total) + _verify(self, d)
-        names, total, digest, records = write_into_dir(out, "repair --out", fill, fsync=fsync)
-        return WriteResult(out, names, total, records, digest, time.perf_counter() - t0)
+        return write_copy(out, "repair --out", lambda d, step: _fill(self, d, step, fsync), lambda d: _verify(self, d),
+                          fsync=fsync, write_total=sum(s.size_after for s in self.segments if not s.remove))
 
     def apply(self, **kw) -> ApplyResult:
         return apply_plan(self, **kw)
@@ -444,19 +438,16 @@ def apply_plan(plan: WorkqRepairPlan, *, quarantine: str | None = None, keep_bac
                swap: str = "auto", fsync: bool = True, stale_lock_hold: float = 1.1) -> ApplyResult:
     """Install the repaired log (``swap.install``); the cut ranges go to ``quarantine`` (default:
     ``<dir>.quarantine-<stamp>``) before the swap. A plan with nothing to do changes nothing."""
-    t0 = time.perf_counter()
     d = os.path.abspath(plan.log.root)
     if plan.nothing_to_do:
         return ApplyResult(d, [], None, plan.bytes_before, plan.bytes_before)
     with Quarantined(plan, quarantine, f"{d}.quarantine-{stamp(plan.as_of_ns)}", hook,
                      {"exchange", "rename-log-to-backup"}, fsync) as q:     # after those the old log is aside
-        r = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
-                    fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
-                    check=lambda: _check_unchanged(plan), before_swap=q.write, fail_at=fail_at, hook=q.seen,
-                    lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
-                    keep_backup=keep_backup, write_total=sum(s.size_after for s in plan.segments if not s.remove))
-    names, total = r["filled"]
-    digest, records = r["verified"]
-    result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)
-    return ApplyResult(d, r["steps"], result, plan.bytes_before, total, backup=r["backup"], swap=r["swap"],
-                       recovered=r["recovered"], quarantine=q.files)
+        res = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
+                      fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
+                      bytes_before=plan.bytes_before, check=lambda: _check_unchanged(plan), before_swap=q.write,
+                      fail_at=fail_at, hook=q.seen, lock_timeout=lock_timeout, swap=swap, fsync=fsync,
+                      stale_lock_hold=stale_lock_hold, keep_backup=keep_backup,
+                      write_total=sum(s.size_after for s in plan.segments if not s.remove))
+    res.quarantine = q.files
+    return res
