@@ -113,6 +113,8 @@ def test_repair_apply_out_writes_a_repaired_copy_and_leaves_the_input_alone(tmp_
         # a DIR holding anything is refused, and --out needs --apply
         assert cli("repair", "--apply", "--salvage", "--out", out, "--as-of", AS_OF, path).code == 2
         assert cli("repair", "--salvage", "--out", out + "2", "--as-of", AS_OF, path).code == 2
+        r = cli("repair", "--apply", "--salvage", "--out", os.path.join(path, "sub"), "--as-of", AS_OF, path)
+        assert r.code == 2 and "inside the input" in r.err and not os.path.exists(os.path.join(path, "sub")), r.err
 
 
 def _workq_torn_add(tmp_path, cut: int, last: str = "add") -> tuple[str, int]:
