@@ -29,7 +29,7 @@ from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, free_or_same_dir
 from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Plan, Quarantined, StepRunner, WriteResult, refusal,
-                    repair_doc, write_into_dir)
+                    repair_doc, stamp, write_into_dir)
 from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
@@ -245,9 +245,8 @@ def items_changed(a: KestrelState, b: KestrelState) -> list[dict]:
 
 
 def default_dirs(plan: KestrelRepairPlan) -> tuple[str, str]:
-    d = os.path.abspath(plan.fileset.root)
-    stamp = format_unix_ns(plan.as_of_ns).replace("-", "").replace(":", "")
-    return f"{d}.pre-repair-{plan.fileset.queue}-{stamp}", f"{d}.quarantine-{plan.fileset.queue}-{stamp}"
+    d, t = os.path.abspath(plan.fileset.root), stamp(plan.as_of_ns)
+    return f"{d}.pre-repair-{plan.fileset.queue}-{t}", f"{d}.quarantine-{plan.fileset.queue}-{t}"
 
 
 def _backup_dir(plan: KestrelRepairPlan, bdir: str) -> str:

@@ -181,10 +181,6 @@ _WHY = {Verdict.CORRUPT: "the log has corruption (damage with valid data after i
         Verdict.INVALID_HISTORY: "the log has records workq-server refuses: --drop-invalid repairs it"}
 
 
-def _refusal(salvage: bool, drop_invalid: bool, errors: dict) -> PackRefused | None:
-    return refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
-
-
 def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
                    salvage: bool, drop_invalid: bool) -> WorkqRepairPlan:
     """The plan from one pass over the log (its findings, offsets and record indexes): cutting damage and refused
@@ -192,7 +188,7 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
     before and no second replay is needed."""
     def early(f: Finding) -> None:       # refuse at the first corruption (the worst class: the input's exit)
         if f.path in segs and f.code in _FRAMING and f.verdict == Verdict.CORRUPT and not salvage:
-            raise _refusal(salvage, drop_invalid, {Verdict.CORRUPT: [f]})
+            raise refusal({Verdict.CORRUPT: [f]}, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     findings, state, per_seg, records = _read_once(log, as_of_ns, early)
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
     refused_at: set[int] = set()
@@ -208,7 +204,7 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
             continue
         errors.setdefault(f.verdict, []).append(f)
         _cut_damage(sp, f)
-    refused = _refusal(salvage, drop_invalid, errors)
+    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if refused is not None:
         raise refused
     verdict = worst(v for v, fs in errors.items() if fs)
@@ -345,7 +341,7 @@ def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
         errors.setdefault(f.verdict, []).append(f)
         _cut_damage(segs[f.path], f)
     state_before = before.finish()
-    refused = _refusal(salvage, drop_invalid, errors)
+    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if refused is not None:
         raise refused
     if cut_from is not None:          # the rollback: the rest of that segment, and every later segment

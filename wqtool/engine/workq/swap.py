@@ -36,11 +36,11 @@ import time
 from typing import Callable
 
 from ...errors import UsageError
-from ...formats._common import format_unix_ns
 from ...formats.workq import LOCK_FILES
 from .. import progress
 from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fd_holders, fsync_dir
 from ..plan import ApplyResult, StepRunner, WriteResult, write_into_dir
+from ..plan import stamp as plan_stamp
 
 TAGS = ("pack", "repair")
 
@@ -57,10 +57,6 @@ def _busy(what: str):
 def _Locks(directory: str, timeout: float, *, what: str = "log") -> LockSet:
     """LOCK_EX on a directory's append.lock then read.lock, as the server and its cleaner take them."""
     return LockSet(directory, LOCK_FILES, timeout, busy=_busy(what))
-
-
-def _stamp(as_of_ns: int) -> str:
-    return format_unix_ns(as_of_ns).replace("-", "").replace(":", "")
 
 
 def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str, str]], list[str]]:
@@ -240,7 +236,7 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
     parent, name = os.path.split(d)
     swap = resolve_swap(swap, parent)
     step = StepRunner(fail_at, hook)
-    stamp = _stamp(as_of_ns)
+    stamp = plan_stamp(as_of_ns)
     old_locks = _Locks(d, lock_timeout)
     new_locks: LockSet | None = None
     tmp = os.path.join(parent, f"{name}.{tag}-tmp-{os.getpid()}-{time.monotonic_ns()}")
