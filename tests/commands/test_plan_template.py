@@ -113,6 +113,8 @@ def test_repair_apply_out_writes_a_repaired_copy_and_leaves_the_input_alone(tmp_
         # a DIR holding anything is refused, and --out needs --apply
         assert cli("repair", "--apply", "--salvage", "--out", out, "--as-of", AS_OF, path).code == 2
         assert cli("repair", "--salvage", "--out", out + "2", "--as-of", AS_OF, path).code == 2
+        r = cli("repair", "--apply", "--salvage", "--out", os.path.join(path, "sub"), "--as-of", AS_OF, path)
+        assert r.code == 2 and "inside the input" in r.err and not os.path.exists(os.path.join(path, "sub")), r.err
 
 
 def _workq_torn_add(tmp_path, cut: int, last: str = "add") -> tuple[str, int]:
@@ -214,3 +216,43 @@ def test_the_old_locks_are_held_only_for_a_process_that_has_them_open(tmp_path, 
                 holder.wait(timeout=30)
         assert (1.1 in slept) == held, (held, slept[:3])
         slept.clear()
+
+
+def test_clean_apply_out_writes_a_cleaned_copy_and_leaves_the_input_alone(tmp_path):
+    """clean --apply --out DIR: the cleaned log in DIR, the input byte-identical (every file hashed); DIR verifies
+    clean and replays to the digest an in-place clean of a copy gives. The refusals are repair --out's: --out
+    without --apply, a DIR that holds anything, a DIR inside the input, several logs; and a format whose clean
+    writes no file (Kestrel: deletes and renames) has no copy to write."""
+    import json
+    from tests.commands import crashsweep as cs
+    as_of = "2026-11-21T23:16:12Z"     # the 2.5 s jobs of upstream-b expired: segment 1 deleted, 2 rewritten
+    work = str(tmp_path)
+    src = cs.copy_of("workq", "upstream-b-before-clean", "log")(work)
+    before = cs.tree(src)
+    out = os.path.join(work, "cleaned")
+    r = cli("clean", "--apply", "--out", out, "-o", "json", "--as-of", as_of, src)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)["logs"][0]
+    assert doc["applied"]["out"] is True and doc["applied"]["path"] == out
+    assert {os.path.basename(a["file"]): a["action"] for a in doc["actions"]} == {"000000001.log": "delete",
+                                                                                  "000000002.log": "rewrite"}
+    assert cs.tree(src) == before                                     # the input is untouched
+    assert sorted(os.listdir(out)) == ["000000002.log", "000000003.log", "append.lock", "read.lock"]
+    assert doc["applied"]["bytes_after"] == sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out))
+    assert cli("verify", "-q", "--as-of", as_of, out).code == 0
+    copy = json.loads(cli("replay", "-o", "json", "--as-of", as_of, out).out)["digest"]
+    inplace = cs.copy_of("workq", "upstream-b-before-clean", "log", name="inplace")(work)
+    assert cli("clean", "--apply", "--as-of", as_of, inplace).code == 0
+    assert json.loads(cli("replay", "-o", "json", "--as-of", as_of, inplace).out)["digest"] == copy
+    assert cs.tree(inplace) == cs.tree(out)          # the same bytes, file by file
+    # the refusals (exit 2), each leaving the input as it is and writing nothing
+    assert cli("clean", "--out", out + "2", "--as-of", as_of, src).code == 2     # --out needs --apply
+    assert cli("clean", "--apply", "--out", out, "--as-of", as_of, src).code == 2    # DIR holds a log
+    r = cli("clean", "--apply", "--out", os.path.join(src, "sub"), "--as-of", as_of, src)
+    assert r.code == 2 and "inside the input" in r.err, r.err
+    assert cli("clean", "--apply", "--out", out + "3", "--as-of", as_of, src, inplace).code == 2
+    q = cs.copy_queue("rotated-set-with-pack", "jobs")(work)
+    r = cli("clean", "--apply", "--out", out + "4", "--as-of", AS_OF, q)
+    assert r.code == 2 and "writes no file" in r.out + r.err, (r.out, r.err)
+    assert cs.tree(src) == before and not any(os.path.exists(out + s) for s in ("2", "3", "4"))
+    assert not os.path.exists(os.path.join(src, "sub"))

@@ -98,7 +98,7 @@ def repair(
             doc = plan.report_doc(exit_codes().of)
             doc["backup"] = not no_backup and not out
             if out:         # a copy: the input is not touched, so nothing to back up
-                doc["applied"] = plan.write_repaired(out, quarantine=quarantine).to_jsonable()
+                doc["applied"] = plan.write_out(out, source=log.root, quarantine=quarantine).to_jsonable()
                 doc["applied"]["out"] = True
             elif apply and not doc.get("nothing_to_do"):
                 doc["applied"] = plan.apply(quarantine=quarantine, keep_backup=not no_backup).to_jsonable()

@@ -180,6 +180,15 @@ def write_ranges(dst: str, ranges: Iterable[tuple[str, int, int]], *, head: byte
     return write_new(dst, itertools.chain((head,) if head else (), range_chunks(ranges)), fsync=fsync)
 
 
+def link_or_copy(src: str, dst: str, fsync: bool) -> None:
+    """``dst`` a hard link to ``src`` (a file that is never written again), or a copy where links cannot be made."""
+    try:
+        os.link(src, dst)
+        progress.advance(os.path.getsize(dst))
+    except OSError:
+        write_ranges(dst, [(src, 0, os.path.getsize(src))], fsync=fsync)
+
+
 def copy_file(src: str, dst: str, *, fsync: bool = True) -> int:
     """A new file ``dst`` holding ``src``'s bytes (where a hard link cannot be made)."""
     return write_new(dst, range_chunks([(src, 0, os.path.getsize(src))], advance=False), fsync=fsync)
@@ -202,19 +211,9 @@ class LockSet:
                 except OSError as exc:
                     raise InputError(exc.strerror or str(exc), path=path) from None
                 self.fds.append(fd)
-                deadline = time.monotonic() + timeout
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except OSError as exc:
-                        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                            raise
-                        if time.monotonic() >= deadline:
-                            who = busy(name) if busy is not None else "held by another process?"
-                            raise LogBusy(f"{name} is locked ({who}); waited {timeout:g} s for LOCK_EX",
-                                          path=path) from None
-                        time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+                who = busy(name) if busy is not None else "held by another process?"
+                _flock(fd, fcntl.LOCK_EX, timeout, 0.02,
+                       lambda: LogBusy(f"{name} is locked ({who}); waited {timeout:g} s for LOCK_EX", path=path))
         except BaseException:
             self.release()
             raise
@@ -385,12 +384,19 @@ def free_or_same_dir(path: str, wanted: dict[str, str], *, named: bool = False) 
     missing or empty, or when every file in it is already the copy of the same name (an earlier run of the same
     plan got that far before it died: the copies are reused); otherwise, for a default name, the first free
     ``path.2``, ``path.3``...; a directory the user named (``named``) is refused (UsageError)."""
+    return _free_dir(path, lambda name, f: name in wanted and same_file(f, wanted[name]), named,
+                     "the directory exists and holds other files; name a new one")
+
+
+def _free_dir(path: str, ok, named: bool, refused: str) -> str:
+    """``path``, or the first ``path.2``, ``path.3``... that is ``_reusable`` with ``ok``; a ``named`` one that is
+    not is refused (UsageError ``refused``)."""
     p = path
     for n in itertools.count(2):
-        if _reusable(p, lambda name, f: name in wanted and same_file(f, wanted[name])):
+        if _reusable(p, ok):
             return p
         if named:
-            raise UsageError("the directory exists and holds other files; name a new one", path=path)
+            raise UsageError(refused, path=path)
         p = f"{path}.{n}"
     raise AssertionError
 
@@ -421,15 +427,8 @@ class Quarantine:
         self.ranges = [(src, off, ln) for src, off, ln in ranges if ln]
         self.names = {f"{os.path.basename(src)}@0x{off:x}-0x{off + ln:x}.bin": (src, off, ln)
                       for src, off, ln in self.ranges}
-        p = path
-        for n in itertools.count(2):
-            if _reusable(p, self._prefix_of_range):
-                break
-            if named:
-                raise UsageError("the quarantine directory exists and holds other files (not the ranges this "
-                                 "repair cuts); name a new one", path=path)
-            p = f"{path}.{n}"
-        self.path = p
+        self.path = _free_dir(path, self._prefix_of_range, named, "the quarantine directory exists and holds other "
+                              "files (not the ranges this repair cuts); name a new one")
         self.created = False     # by this run (``discard`` removes it then)
 
     def _prefix_of_range(self, name: str, f: str) -> bool:
@@ -566,6 +565,14 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip() or "?"
 
 
+def refuse_holders(paths: Iterable[str], who: str, what: str, path: str) -> None:
+    """LogBusy ("``who`` must be stopped before ``what``") while another process holds one of ``paths`` open."""
+    found = holders(list(dict.fromkeys(paths)))
+    if found:
+        raise LogBusy(f"{who} must be stopped before {what}: {describe_holders(found)}; nothing was changed",
+                      path=path)
+
+
 def describe_holders(found: list[tuple[int, str, str]]) -> str:
     return "; ".join(f"pid {pid} ({cmd[:80]}) holds {os.path.basename(path)} open" for pid, path, cmd in found[:3]) \
         + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
@@ -575,19 +582,24 @@ def flock_fd(fd: int, path: str, timeout: float, *, shared: bool = False) -> Non
     """``flock`` an open descriptor (LOCK_EX, or LOCK_SH), non-blocking, retried until ``timeout`` seconds: the
     lock a format's own writers take on the file itself (e.g. the list journal's hour files). LogBusy on
     timeout."""
-    mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
+    what = "LOCK_SH" if shared else "LOCK_EX"
+    _flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, timeout, 0.01,
+           lambda: LogBusy(f"locked by another process; waited {timeout:g} s for {what}", path=path))
+
+
+def _flock(fd: int, mode: int, timeout: float, poll: float, busy) -> None:
+    """``flock(fd, mode | LOCK_NB)``, retried every ``poll`` s until ``timeout``; then ``busy()`` is raised."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            fcntl.flock(fd, mode)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
             if time.monotonic() >= deadline:
-                raise LogBusy(f"locked by another process; waited {timeout:g} s for "
-                              f"{'LOCK_SH' if shared else 'LOCK_EX'}", path=path) from None
-            time.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
+                raise busy() from None
+            time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
 
 
 def fd_holders(fd: int) -> list[tuple[int, str, str]]:

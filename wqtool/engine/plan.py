@@ -23,11 +23,13 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import InputError, PackMismatch, PackRefused, UsageError
-from .findings import Verdict, worst
+from . import progress
+from .findings import ERROR, Verdict, worst
 
 
 #: The longest list a plan's report holds (cut ranges, kept ranges, jobs that change state); what is left off is
@@ -202,9 +204,9 @@ class ApplyResult:
         return d
 
 
-def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bool = True) -> Any:
-    """``fill(out)`` into the new (or empty) directory ``out`` (pack --out, repair --apply --out): it writes and
-    re-verifies the new log there; on any error what it wrote goes (and ``out``, when this made it). Never mixes
+def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bool = True, mode: int = 0o777) -> Any:
+    """``fill(out)`` into the new (or empty) directory ``out`` (pack --out, repair / clean --apply --out): it writes
+    and re-verifies the new log there; on any error what it wrote goes (and ``out``, when this made it). Never mixes
     with an existing log: a non-empty ``out`` is a usage error."""
     from .fsops import fsync_dir, unlink_quiet
     created = False
@@ -215,7 +217,7 @@ def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bo
             raise UsageError(f"output directory is not empty; {what} never appends to or mixes with a log", path=out)
     else:
         try:
-            os.mkdir(out)
+            os.mkdir(out, mode)
         except OSError as exc:
             raise InputError(exc.strerror or str(exc), path=out) from None
         created = True
@@ -234,6 +236,14 @@ def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bo
                 shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else unlink_quiet(p)
         raise
     return r
+
+
+def _inside(out: str, source: str) -> bool:
+    """Whether ``out`` is ``source`` or lies under it (symbolic links resolved), ``source`` a directory or the
+    directory of a file."""
+    src = os.path.realpath(source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source)))
+    dst = os.path.realpath(out)
+    return dst == src or dst.startswith(src.rstrip(os.sep) + os.sep)
 
 
 def stamp(as_of_ns: int) -> str:
@@ -288,6 +298,124 @@ def refusal(errors: dict, *, salvage: bool, drop_invalid: bool, why: dict) -> Pa
     return None
 
 
+def pack_refusal(report, salvage: bool, what: tuple[str, str], hint: str, *, where: bool = False) -> None:
+    """pack's refusal, for every format: an input that is corrupt or holds a history its system refuses, without
+    ``salvage``, is PackRefused with the input's verdict, naming the first error finding of that class (``what``:
+    the two classes in words; ``hint``: what --salvage does; ``where``: the finding's file@offset in the text)."""
+    v = report.verdict
+    if v not in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) or salvage:
+        return
+    errors = [f for f in report.findings if f.severity == ERROR]
+    f = next((f for f in errors if f.verdict == v), errors[0] if errors else None)
+    at = f"{os.path.basename(f.path)}@0x{f.offset:x} " if where and f and f.path and f.offset is not None else ""
+    raise PackRefused(f"refusing to pack {what[v == Verdict.INVALID_HISTORY]}" + (f" ({at}{f.code}: {f.message})"
+                      if f else "") + f"; {hint}", verdict=v, report=report, path=f.path if f else None,
+                      offset=f.offset if f else None)
+
+
+def pack_doc(plan: "Plan", head: dict, before: dict, after: dict, dropped: list[str], digest: str, plan_doc: dict,
+             digest_input: str | None = None) -> dict:
+    """pack's report, for every format: ``head`` (format, root[, queue]), the sizes before and after (each with
+    ``records``), what is dropped, the digest the packed log replays to (and the input's, where it differs in
+    kind), the time, and the format's own ``plan_doc``."""
+    doc = dict(head, as_of_ns=plan.as_of_ns, before=before, after=after,
+               records_dropped=before["records"] - after["records"], dropped=dropped, digest=digest)
+    if digest_input is not None:
+        doc["digest_input"] = digest_input
+    doc.update(elapsed_s=round(plan.elapsed_s, 6), plan=plan_doc)
+    return doc
+
+
+@dataclass(slots=True)
+class Cut:
+    """A byte range of the input a repair leaves out (it goes to the quarantine)."""
+
+    path: str
+    offset: int
+    length: int
+    what: str          # torn-tail | unreadable | bad-header | empty-segment | short-segment | refused-record | after-time
+    code: str | None   # the finding behind it
+    message: str
+    index: int | None = None   # the log's record index at the cut (records before it); a refused record's own
+
+    def to_jsonable(self) -> dict:
+        return {"file": self.path, "offset": self.offset, "length": self.length, "what": self.what,
+                "code": self.code, "message": self.message}
+
+
+def repair_doc(plan: "Plan", code_of: CodeOf | None, head: dict, why: str, before: dict, after: dict,
+               actions: list[dict], kept_whole: int, digests: tuple[str, str], kept: KeptRanges, tail: dict) -> dict:
+    """repair's report, for every format: ``head`` (format, root[, queue]), the input's exit code, the sizes, the
+    cuts (summed, and listed), the actions, the digests, the kept ranges of the files that change, then ``tail``:
+    the format's keys in order (what is lost, the jobs that change state; a list is capped)."""
+    cuts = plan.cuts
+    doc = dict(head, as_of_ns=plan.as_of_ns, input_exit_code=input_exit_code(plan, code_of),
+               nothing_to_do=plan.nothing_to_do, why=why if plan.nothing_to_do else None, before=before, after=after,
+               cut={"bytes": sum(c.length for c in cuts), "ranges": len(cuts),
+                    "by_what": dict(Counter(c.what for c in cuts))},
+               actions=actions, kept_whole=kept_whole, digest_before=digests[0], digest_after=digests[1],
+               digest=digests[1], elapsed_s=round(plan.elapsed_s, 6))
+    changed = {c.path for c in cuts}
+    resumes = [(c.path, c.offset + c.length) for c in cuts if c.what == "unreadable"]
+    capped(doc, "cuts", [c.to_jsonable() for c in cuts])
+    capped(doc, "kept", [r for r in kept.to_jsonable(resumes) if r["file"] in changed])
+    for k, v in tail.items():
+        capped(doc, k, v) if isinstance(v, list) else doc.__setitem__(k, v)
+    return doc
+
+
+class Quarantined:
+    """A repair's apply around its quarantine (``fsops.Quarantine``, every cut byte range): ``write(step)`` writes
+    it as one step, ``seen`` observes the install's steps (and passes them on to ``hook``). Leaving with an ordinary
+    error before the install's point of no return (none of ``committed`` done: the input keeps every byte) discards
+    it and runs ``undo``."""
+
+    def __init__(self, plan: "Plan", path: str | None, default: str, hook, committed: set[str], fsync: bool,
+                 undo: Callable[[], None] | None = None):
+        from .fsops import Quarantine
+        self.q = Quarantine(path or default, [(c.path, c.offset, c.length) for c in plan.cuts], named=path is not None)
+        self.files: list[str] = []
+        self.done: list[str] = []
+        self.hook, self.committed, self.fsync, self.undo = hook, committed, fsync, undo
+
+    def seen(self, when: str, label: str) -> None:
+        if when == "after":
+            self.done.append(label)
+        if self.hook is not None:
+            self.hook(when, label)
+
+    def write(self, step: StepRunner) -> None:
+        if self.q.ranges:
+            progress.begin("quarantine", sum(ln for _, _, ln in self.q.ranges))
+            step("quarantine", lambda: self.files.extend(self.q.write(self.fsync)))
+
+    def __enter__(self) -> "Quarantined":
+        return self
+
+    def __exit__(self, exc_type, exc, _tb) -> None:
+        if exc_type is not None and issubclass(exc_type, Exception) and not self.committed & set(self.done):
+            self.q.discard()
+            if self.undo is not None:
+                self.undo()
+
+
+def apply_plan(plan: "Plan", **kw) -> "ApplyResult":
+    """``plan.apply(**kw)``: the name each format's pack module gives its apply (the conformance suite's)."""
+    return plan.apply(**kw)
+
+
+def release(ctx: dict) -> None:
+    """What a plan's steps left open in ``ctx`` — descriptors (``fds``), a ``LockSet`` (``lock``) — closed, as the
+    kernel closes a crashed process's (the flocks go with them)."""
+    for fd in ctx.pop("fds", []):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    if "lock" in ctx:
+        ctx.pop("lock").release()
+
+
 class Plan:
     """What a file-changing command would do; nothing in it has been written. Subclasses: a format's pack /
     repair / clean plans."""
@@ -310,21 +438,50 @@ class Plan:
 
     def apply(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
               **kw) -> ApplyResult:
-        """Install the result in place, atomically (crash-safe at every step)."""
+        """Install the result in place, atomically (crash-safe at every step): ``run`` of the format's ``steps``,
+        then ``applied`` — or the format's own install (workq's directory swap, Kestrel's rotation)."""
+        t0 = time.perf_counter()
+        ctx: dict = {}
+        step = self.run(ctx, fail_at, hook, **kw)
+        return self.applied(step, ctx, t0)
+
+    def run(self, ctx: dict, fail_at: str | None, hook: Callable[[str, str], None] | None, **kw) -> StepRunner:
+        """The format's ``steps`` through one runner (rollbacks on an ordinary error); whatever happens, what the
+        steps left open in ``ctx`` is closed (``release``)."""
+        try:
+            with StepRunner(fail_at, hook) as step:
+                self.steps(step, ctx, **kw)
+        finally:
+            release(ctx)
+        return step
+
+    def steps(self, step: StepRunner, ctx: dict, **kw) -> None:
+        """The format's apply, as labelled steps (``ctx``: what they hand on to each other and to ``applied``)."""
+        raise NotImplementedError
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        """``apply``'s result, from what the steps did."""
         raise NotImplementedError
 
     def apply_steps(self, **kw) -> list[str]:
         """The labels ``apply`` runs, in order (each can be failed ``before:`` / ``after:``)."""
-        raise NotImplementedError
+        return labels(lambda step: self.steps(step, {}, **kw))
 
-    def write_repaired(self, out: str, *, quarantine: str | None = None, fsync: bool = True) -> ApplyResult:
-        """repair --apply --out DIR: the repaired log written into ``out`` (a new directory) and re-verified by
-        ``write``, every cut byte in a quarantine beside it (``<out>.quarantine-<stamp>``, or ``quarantine``);
-        the input is never touched. A failure removes both."""
+    def write_out(self, out: str, *, source: str, quarantine: str | None = None, fsync: bool = True) -> ApplyResult:
+        """repair / clean --apply --out DIR: the result written into ``out`` (a new directory, not inside the input
+        ``source``) and re-verified by ``write``; a repair's cut bytes in a quarantine beside it
+        (``<out>.quarantine-<stamp>``, or ``quarantine``). The input is never touched; a failure removes both. A
+        plan that writes no file (a clean that only deletes or renames files) has no copy to write: UsageError."""
         from .fsops import Quarantine
+        if type(self).write is Plan.write:
+            raise UsageError(f"this log's {self.kind} writes no file (it only deletes or renames files): --out has "
+                             "no copy to write; use --apply without --out", path=source)
+        if _inside(out, source):
+            raise UsageError(f"the output is inside the input: {self.kind} --out writes a new directory outside it",
+                             path=out)
         t0 = time.perf_counter()
         q = Quarantine(quarantine or f"{os.path.abspath(out)}.quarantine-{stamp(self.as_of_ns)}",
-                       [(c.path, c.offset, c.length) for c in self.cuts], named=quarantine is not None)
+                       [(c.path, c.offset, c.length) for c in getattr(self, "cuts", ())], named=quarantine is not None)
         res = self.write(out)
         try:
             files = q.write(fsync) if q.ranges else []

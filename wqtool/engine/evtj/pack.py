@@ -21,13 +21,15 @@ import os
 import shutil
 import time
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
-from ...errors import InputError, PackRefused, UsageError
+from ...errors import InputError, UsageError
 from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
-from ..fsops import LogBusy, describe_holders, fsync_dir, holders, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels, prove
+from ..fsops import fsync_dir, refuse_holders, unlink_quiet, write_new
+from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove,
+                    write_into_dir)
+from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
 from ..run import LogReport
 from .fastpath import encode_file_header
 from .model import Event, EventsFile, EvtjJournal
@@ -81,35 +83,89 @@ class EvtjPackPlan(Plan):
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         recs, size = self._after()
-        return {"format": "evtj", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
-                "before": {"records": self.report.records, "bytes": sum(self.sizes.values()),
-                           "files": len(self.sizes)},
-                "after": {"records": recs, "bytes": size, "files": len(self.sizes)},
-                "records_dropped": self.report.records - recs, "dropped": self.dropped, "digest": self.digest,
-                "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
-                "plan": {"rewrite": list(self.sizes)}}
+        return pack_doc(self, {"format": "evtj", "root": self.journal.root, "queue": None},
+                        {"records": self.report.records, "bytes": sum(self.sizes.values()), "files": len(self.sizes)},
+                        {"records": recs, "bytes": size, "files": len(self.sizes)}, self.dropped, self.digest,
+                        {"rewrite": list(self.sizes)}, self.digest)
 
     def write(self, out: str) -> WriteResult:
-        return write_pack(self, out)
+        """The compacted files, journal.conf, counters.seq and the live events' attachments in the new (or empty)
+        directory ``out``, re-verified."""
+        t0 = time.perf_counter()
+        j = self.journal
+
+        def fill(out: str) -> tuple:
+            written, total, files = [], 0, []
+            for f in j.files:
+                p = os.path.join(out, os.path.basename(f.path))
+                total += write_new(p, [compacted(f.path, self.events[f.path], j.byteorder)])
+                written.append(p)
+                files.append(EventsFile(p, f.number))
+            ids = {i for evs in self.events.values() for e in evs if e.status in LIVE for i in e.external_ids}
+            for name in [JOURNAL_CONF, COUNTERS_FILE] + [f"{i}.bin" for i in sorted(ids & j.attachments)]:
+                src = os.path.join(j.root, name)
+                if os.path.exists(src):
+                    shutil.copyfile(src, os.path.join(out, name))
+                    written.append(os.path.join(out, name))
+            fsync_dir(out)
+            return written, total, _verify(self, out, files, j.conf)
+        written, total, digest = write_into_dir(out, "pack", fill)
+        return WriteResult(out, written, total, self._after()[0], digest, time.perf_counter() - t0)
 
     def apply(self, **kw) -> ApplyResult:
-        return apply_plan(self, **kw)
+        if not self.journal.is_dir:
+            raise UsageError("--apply needs the journal directory", path=self.journal.root)
+        _refuse_holders(self)
+        return Plan.apply(self, **kw)
 
-    def apply_steps(self, **kw) -> list[str]:
-        return labels(lambda step: _steps(self, step, {}))
+    def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
+        j = self.journal
+        d = j.root
+        for f in j.files:
+            name = os.path.basename(f.path)
+            temp = temp_name(f.path)
+
+            def check(f=f, temp=temp):
+                _refuse_holders(self)
+                if os.path.getsize(f.path) != self.sizes[f.path]:
+                    raise InputError("the file changed since the plan was made (is prinbee running?); plan again",
+                                     path=f.path)
+                if os.path.lexists(temp):   # an earlier pack --apply died after writing it: never read, replaced
+                    unlink_quiet(temp)
+                    ctx.setdefault("recovered", []).append(f"removed {os.path.basename(temp)} (an unfinished "
+                                                           "pack's temp)")
+
+            def verify(f=f, temp=temp):
+                jj = EvtjJournal(root=d, files=[EventsFile(temp, f.number)], as_of_ns=self.as_of_ns,
+                                 byteorder=j.byteorder, is_dir=False, attachments=set(j.attachments))
+                rep, per = _run(jj)
+                want = [(e.request_id, e.status, e.time_ns) for e in self.events[f.path] if e.status in LIVE]
+                got = [(e.request_id, e.status, e.time_ns) for e in per[temp]]
+                prove("the packed file does not load to the same live events", "", "", path=temp,
+                      ok=rep.verdict != Verdict.CORRUPT and got == want)
+
+            step("check:" + name, check)
+            step("write-temp:" + name, lambda f=f, temp=temp: write_new(temp, [compacted(
+                f.path, self.events[f.path], j.byteorder)]), rollback=lambda temp=temp: unlink_quiet(temp))
+            step("verify-temp:" + name, verify)
+            step("rename:" + name, lambda temp=temp, f=f: os.rename(temp, f.path))
+            step("fsync-dir:" + name, lambda: fsync_dir(d))
+            ctx.setdefault("done", []).append(f.path)
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        recs, size = self._after()
+        return ApplyResult(self.journal.root, step.done,
+                           WriteResult(self.journal.root, ctx.get("done", []), size, recs, self.digest,
+                                       time.perf_counter() - t0),
+                           sum(self.sizes.values()), size, removed=[], recovered=ctx.get("recovered", []))
 
 
 def pack_plan(journal: EvtjJournal, *, salvage: bool = False) -> EvtjPackPlan:
     t0 = time.perf_counter()
     report, per_file = _run(journal)
-    v = report.verdict
+    pack_refusal(report, salvage, ("corruption", "a history the loader refuses"),
+                 "--salvage packs what the loader loads and lists what is dropped")
     errors = [f for f in report.findings if f.severity == ERROR]
-    if v in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
-        first = next((f for f in errors if f.verdict == v), errors[0] if errors else None)
-        raise PackRefused(f"refusing to pack {'corruption' if v == Verdict.CORRUPT else 'a history the loader refuses'}"
-                          + (f" ({first.code}: {first.message})" if first else "")
-                          + "; --salvage packs what the loader loads and lists what is dropped", verdict=v,
-                          report=report, path=first.path if first else None, offset=first.offset if first else None)
     dropped = [f"{os.path.basename(f.path)}@0x{f.offset:x}: {f.code}: the bytes from here (never loaded)"
                for f in errors if f.path and f.offset is not None]
     done = sum(1 for evs in per_file.values() for e in evs if e.status not in LIVE)
@@ -131,95 +187,5 @@ def _verify(plan: EvtjPackPlan, root: str, files: list[EventsFile], conf: dict) 
                  path=root, verdict=rep.verdict)
 
 
-def write_pack(plan: EvtjPackPlan, out: str) -> WriteResult:
-    t0 = time.perf_counter()
-    if os.path.lexists(out):
-        if not os.path.isdir(out) or os.listdir(out):
-            raise UsageError("output exists and is not an empty directory; pack never overwrites", path=out)
-        created = False
-    else:
-        os.mkdir(out)
-        created = True
-    j = plan.journal
-    written, total, files = [], 0, []
-    try:
-        for f in j.files:
-            p = os.path.join(out, os.path.basename(f.path))
-            total += write_new(p, [compacted(f.path, plan.events[f.path], j.byteorder)])
-            written.append(p)
-            files.append(EventsFile(p, f.number))
-        ids = {i for evs in plan.events.values() for e in evs if e.status in LIVE for i in e.external_ids}
-        for name in [JOURNAL_CONF, COUNTERS_FILE] + [f"{i}.bin" for i in sorted(ids & j.attachments)]:
-            src = os.path.join(j.root, name)
-            if os.path.exists(src):
-                shutil.copyfile(src, os.path.join(out, name))
-                written.append(os.path.join(out, name))
-        fsync_dir(out)
-        digest = _verify(plan, out, files, j.conf)
-    except BaseException:
-        for p in written:
-            unlink_quiet(p)
-        if created:
-            os.rmdir(out)
-        raise
-    recs, _ = plan._after()
-    return WriteResult(out, written, total, recs, digest, time.perf_counter() - t0)
-
-
 def _refuse_holders(plan: EvtjPackPlan) -> None:
-    found = holders([f.path for f in plan.journal.files])
-    if found:
-        raise LogBusy(f"prinbee must be stopped before pack --apply: {describe_holders(found)}; nothing was changed",
-                      path=plan.journal.root)
-
-
-def _steps(plan: EvtjPackPlan, step: StepRunner, ctx: dict) -> None:
-    j = plan.journal
-    d = j.root
-    for f in j.files:
-        name = os.path.basename(f.path)
-        temp = temp_name(f.path)
-
-        def check(f=f, temp=temp):
-            _refuse_holders(plan)
-            if os.path.getsize(f.path) != plan.sizes[f.path]:
-                raise InputError("the file changed since the plan was made (is prinbee running?); plan again",
-                                 path=f.path)
-            if os.path.lexists(temp):   # an earlier pack --apply died after writing it: never read, replaced
-                unlink_quiet(temp)
-                ctx.setdefault("recovered", []).append(f"removed {os.path.basename(temp)} (an unfinished pack's temp)")
-
-        def write(f=f, temp=temp):
-            write_new(temp, [compacted(f.path, plan.events[f.path], j.byteorder)])
-
-        def verify(f=f, temp=temp):
-            jj = EvtjJournal(root=d, files=[EventsFile(temp, f.number)], as_of_ns=plan.as_of_ns,
-                             byteorder=j.byteorder, is_dir=False, attachments=set(j.attachments))
-            rep, per = _run(jj)
-            want = [(e.request_id, e.status, e.time_ns) for e in plan.events[f.path] if e.status in LIVE]
-            got = [(e.request_id, e.status, e.time_ns) for e in per[temp]]
-            prove("the packed file does not load to the same live events", "", "", path=temp,
-                  ok=rep.verdict != Verdict.CORRUPT and got == want)
-
-        step("check:" + name, check)
-        step("write-temp:" + name, write, rollback=lambda temp=temp: unlink_quiet(temp))
-        step("verify-temp:" + name, verify)
-        step("rename:" + name, lambda temp=temp, f=f: os.rename(temp, f.path))
-        step("fsync-dir:" + name, lambda: fsync_dir(d))
-        ctx.setdefault("done", []).append(f.path)
-
-
-def apply_plan(plan: EvtjPackPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-               **_kw) -> ApplyResult:
-    if not plan.journal.is_dir:
-        raise UsageError("--apply needs the journal directory", path=plan.journal.root)
-    _refuse_holders(plan)
-    t0 = time.perf_counter()
-    ctx: dict = {}
-    with StepRunner(fail_at, hook) as step:
-        _steps(plan, step, ctx)
-    recs, size = plan._after()
-    return ApplyResult(plan.journal.root, step.done,
-                       WriteResult(plan.journal.root, ctx.get("done", []), size, recs, plan.digest,
-                                   time.perf_counter() - t0),
-                       sum(plan.sizes.values()), size, removed=[], recovered=ctx.get("recovered", []))
+    refuse_holders([f.path for f in plan.journal.files], "prinbee", "pack --apply", plan.journal.root)

@@ -20,13 +20,15 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
-from ...errors import InputError, PackRefused, UsageError
+from ...errors import InputError, UsageError
 from ...formats.fastjournal import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels, prove
+from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove,
+                    write_into_dir)
+from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
 from ..run import LogReport
 from .model import FjjJournal, Segment
 from .reader import discover
@@ -75,36 +77,77 @@ class FjjPackPlan(Plan):
         return 16 + sum(16 + len(r) for _, r in self.records)
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
-        return {"format": "fastjournal", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
-                "before": {"records": self.report.records, "bytes": self.bytes_before, "files": len(self.inputs)},
-                "after": {"records": len(self.records), "bytes": self.bytes_after, "files": 1,
-                          "entries": len(self.report.state.fifo.entries),
-                          "tombstones": len(self.report.state.fifo.tombstones)},
-                "records_dropped": self.report.records - len(self.records), "dropped": self.dropped,
-                "digest": self.digest, "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
-                "plan": {"snapshot": fjj_segment_name(self.seq), "supersedes": [p for p, _ in self.inputs]}}
+        fifo = self.report.state.fifo
+        return pack_doc(self, {"format": "fastjournal", "root": self.journal.root, "queue": None},
+                        {"records": self.report.records, "bytes": self.bytes_before, "files": len(self.inputs)},
+                        {"records": len(self.records), "bytes": self.bytes_after, "files": 1,
+                         "entries": len(fifo.entries), "tombstones": len(fifo.tombstones)}, self.dropped, self.digest,
+                        {"snapshot": fjj_segment_name(self.seq), "supersedes": [p for p, _ in self.inputs]}, self.digest)
 
     def write(self, out: str) -> WriteResult:
-        return write_pack(self, out)
+        """The snapshot as segment 1 of the new (or empty) directory ``out``, re-verified."""
+        t0 = time.perf_counter()
+
+        def fill(out: str) -> tuple:
+            path = os.path.join(out, fjj_segment_name(1))
+            w = _write_segment(self, path, 1)
+            w.close()
+            return path, w, _verify_segment(self, path, 1)
+        path, w, digest = write_into_dir(out, "pack", fill)
+        return WriteResult(out, [path], w.size, w.records, digest, time.perf_counter() - t0)
 
     def apply(self, **kw) -> ApplyResult:
-        return apply_pack(self, **kw)
+        if not self.journal.is_dir:
+            raise UsageError("--apply needs the journal directory", path=self.journal.root)
+        return Plan.apply(self, **kw)
 
-    def apply_steps(self, **kw) -> list[str]:
-        return labels(lambda step: _pack_steps(self, step, {}))
+    def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
+        j = self.journal
+        d = j.root
+        name = fjj_segment_name(self.seq)
+        temp = os.path.join(d, "." + name + FJJ_TEMP_SUFFIX)
+        final = os.path.join(d, name)
+
+        def check():
+            now = discover([d])[0]
+            if [(s.path, os.path.getsize(s.path)) for s in now.segments] != self.inputs:
+                raise InputError("the journal changed since the plan was made (is a server running?); plan again",
+                                 path=d)
+
+        def write():
+            unlink_quiet(temp)      # an earlier pack --apply died after creating it (we hold the journal's lock)
+            if step.during("write-temp"):
+                _write_segment(self, temp, self.seq, half=True).close()
+                step.crash("write-temp")
+            ctx["w"] = _write_segment(self, temp, self.seq)
+            ctx["w"].close()
+
+        step("lock", lambda: _lock(j, ctx))
+        step("check", check)
+        step("write-temp", write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
+        step("verify-temp", lambda: ctx.__setitem__("digest", _verify_segment(self, temp, self.seq)))
+        step("rename-temp", lambda: rename_noreplace(temp, final), rollback=lambda: unlink_quiet(final))
+        step("fsync-dir", lambda: fsync_dir(d))
+        step.commit()
+        for p in [p for p, _ in self.inputs] + j.superseded + j.temps:
+            step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
+        step("fsync-dir:unlink", lambda: fsync_dir(d))
+        step("unlock", lambda: ctx.pop("lock").release())
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        w = ctx["w"]
+        final = os.path.join(self.journal.root, fjj_segment_name(self.seq))
+        result = WriteResult(final, None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
+        removed = [p for p, _ in self.inputs] + self.journal.superseded + self.journal.temps
+        return ApplyResult(final, step.done, result, self.bytes_before, w.size, removed=removed)
 
 
 def pack_plan(journal: FjjJournal, as_of_ns: int, *, salvage: bool = False) -> FjjPackPlan:
     t0 = time.perf_counter()
     report = run_log(journal, as_of_ns)
-    v = report.verdict
+    pack_refusal(report, salvage, ("a journal with corruption", "a journal with an invalid history"),
+                 "--salvage packs what replays and lists what is dropped")
     errors = [f for f in report.findings if f.severity == ERROR]
-    if v in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
-        first = next((f for f in errors if f.verdict == v), None)
-        raise PackRefused(f"refusing to pack a journal with {'corruption' if v == Verdict.CORRUPT else 'an invalid history'}"
-                          + (f" ({first.code}: {first.message})" if first else "")
-                          + "; --salvage packs what replays and lists what is dropped", verdict=v, report=report,
-                          path=first.path if first else None, offset=first.offset if first else None)
     dropped = [f"{os.path.basename(f.path or '')}@0x{(f.offset or 0):x}: {f.code} dropped" for f in errors]
     inputs = [(s.path, os.path.getsize(s.path)) for s in journal.segments]
     existing = [s.seq for s in journal.segments]
@@ -133,87 +176,9 @@ def _verify_segment(plan: FjjPackPlan, path: str, seq: int) -> str:
                  verdict=rep.verdict)
 
 
-def write_pack(plan: FjjPackPlan, out: str) -> WriteResult:
-    t0 = time.perf_counter()
-    if os.path.lexists(out):
-        if not os.path.isdir(out) or os.listdir(out):
-            raise UsageError("output exists and is not an empty directory; pack never overwrites", path=out)
-        created = False
-    else:
-        os.mkdir(out)
-        created = True
-    path = os.path.join(out, fjj_segment_name(1))
-    try:
-        w = _write_segment(plan, path, 1)
-        w.close()
-        digest = _verify_segment(plan, path, 1)
-        fsync_dir(out)
-    except BaseException:
-        unlink_quiet(path)
-        if created:
-            os.rmdir(out)
-        raise
-    return WriteResult(out, [path], w.size, w.records, digest, time.perf_counter() - t0)
-
-
 def _lock(journal: FjjJournal, ctx: dict) -> None:
     ctx["lock"] = LockSet(journal.root, [FJJ_LOCK], LOCK_TIMEOUT_S,
                           busy=lambda n: "a fastjournal server is running: stop it first")
-
-
-def _pack_steps(plan: FjjPackPlan, step: StepRunner, ctx: dict) -> None:
-    j = plan.journal
-    d = j.root
-    name = fjj_segment_name(plan.seq)
-    temp = os.path.join(d, "." + name + FJJ_TEMP_SUFFIX)
-    final = os.path.join(d, name)
-
-    def check():
-        now = discover([d])[0]
-        if [(s.path, os.path.getsize(s.path)) for s in now.segments] != plan.inputs:
-            raise InputError("the journal changed since the plan was made (is a server running?); plan again", path=d)
-
-    def write():
-        unlink_quiet(temp)      # an earlier pack --apply died after creating it (we hold the journal's lock)
-        if step.during("write-temp"):
-            w = _write_segment(plan, temp, plan.seq, half=True)
-            w.close()
-            step.crash("write-temp")
-        ctx["w"] = _write_segment(plan, temp, plan.seq)
-        ctx["w"].close()
-
-    step("lock", lambda: _lock(j, ctx))
-    step("check", check)
-    step("write-temp", write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
-    step("verify-temp", lambda: ctx.__setitem__("digest", _verify_segment(plan, temp, plan.seq)))
-    step("rename-temp", lambda: rename_noreplace(temp, final), rollback=lambda: unlink_quiet(final))
-    step("fsync-dir", lambda: fsync_dir(d))
-    step.commit()
-    for p, _ in plan.inputs:
-        step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
-    for p in j.superseded + j.temps:
-        step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
-    step("fsync-dir:unlink", lambda: fsync_dir(d))
-    step("unlock", lambda: ctx.pop("lock").release())
-
-
-def apply_pack(plan: FjjPackPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-               **_kw) -> ApplyResult:
-    if not plan.journal.is_dir:
-        raise UsageError("--apply needs the journal directory", path=plan.journal.root)
-    t0 = time.perf_counter()
-    ctx: dict = {}
-    try:
-        with StepRunner(fail_at, hook) as step:
-            _pack_steps(plan, step, ctx)
-    finally:
-        if "lock" in ctx:
-            ctx["lock"].release()     # what the kernel does for a crashed process
-    w = ctx["w"]
-    final = os.path.join(plan.journal.root, fjj_segment_name(plan.seq))
-    result = WriteResult(final, None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
-    removed = [p for p, _ in plan.inputs] + plan.journal.superseded + plan.journal.temps
-    return ApplyResult(final, step.done, result, plan.bytes_before, w.size, removed=removed)
 
 
 # ---------------------------------------------------------------- clean
@@ -246,11 +211,30 @@ class FjjCleanPlan(Plan):
                 "actions": [{"file": p, "action": "delete", "why": r} for p, _n, r in self.remove],
                 "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6)}
 
-    def apply(self, **kw) -> ApplyResult:
-        return apply_clean(self, **kw)
+    def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
+        d = self.journal.root
 
-    def apply_steps(self, **kw) -> list[str]:
-        return labels(lambda step: _clean_steps(self, step, {}))
+        def check():
+            now = discover([d])[0]
+            if [p for p, _, r in self.remove if r.startswith("superseded") and p not in now.superseded]:
+                raise InputError("the journal changed since the plan was made; plan again", path=d)
+
+        def reverify():
+            rep = run_log(discover([d])[0], self.as_of_ns, limit=0)
+            prove("the cleaned journal does not replay to the input's state", self.digest, rep.state.digest(),
+                  path=d)
+
+        step("lock", lambda: _lock(self.journal, ctx))
+        step("check", check)
+        for p, _, _ in self.remove:
+            step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
+        step("fsync-dir", lambda: fsync_dir(d))
+        step("verify", reverify)
+        step("unlock", lambda: ctx.pop("lock").release())
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        return ApplyResult(self.journal.root, step.done, None, sum(n for _, n, _ in self.remove), 0,
+                           removed=[p for p, _, _ in self.remove])
 
 
 def clean_plan(journal: FjjJournal, as_of_ns: int) -> FjjCleanPlan:
@@ -263,42 +247,3 @@ def clean_plan(journal: FjjJournal, as_of_ns: int) -> FjjCleanPlan:
     plan = FjjCleanPlan(journal, as_of_ns, remove, rep.state.digest(), rep.verdict, rep.records)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
-
-
-def _clean_steps(plan: FjjCleanPlan, step: StepRunner, ctx: dict) -> None:
-    d = plan.journal.root
-
-    def check():
-        now = discover([d])[0]
-        gone = [p for p, _, r in plan.remove if r.startswith("superseded") and p not in now.superseded]
-        if gone:
-            raise InputError("the journal changed since the plan was made; plan again", path=d)
-
-    def reverify():
-        rep = run_log(discover([d])[0], plan.as_of_ns, limit=0)
-        prove("the cleaned journal does not replay to the input's state", plan.digest, rep.state.digest(), path=d)
-
-    step("lock", lambda: _lock(plan.journal, ctx))
-    step("check", check)
-    for p, _, _ in plan.remove:
-        step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
-    step("fsync-dir", lambda: fsync_dir(d))
-    step("verify", reverify)
-    step("unlock", lambda: ctx.pop("lock").release())
-
-
-def apply_clean(plan: FjjCleanPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-                **_kw) -> ApplyResult:
-    ctx: dict = {}
-    try:
-        with StepRunner(fail_at, hook) as step:
-            _clean_steps(plan, step, ctx)
-    finally:
-        if "lock" in ctx:
-            ctx["lock"].release()
-    return ApplyResult(plan.journal.root, step.done, None, sum(n for _, n, _ in plan.remove), 0,
-                       removed=[p for p, _, _ in plan.remove])
-
-
-#: the name the conformance suite and callers know
-apply_plan = apply_pack

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import ClassVar
 
-from ...errors import InputError, UsageError
+from ...errors import InputError
 from ...formats.kestrel import PACK_SUFFIX
 from ..findings import Verdict
-from ..fsops import FileSig, LogBusy, describe_holders, fsync_dir, holders, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels, prove
+from ..fsops import FileSig, fsync_dir, refuse_holders, unlink_quiet
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove
 from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue
 from .verify import run_log
@@ -56,10 +56,40 @@ class KestrelCleanPlan(Plan):
         }
 
     def apply(self, **kw) -> ApplyResult:
-        return apply_plan(self, **kw)
+        fs = self.fileset
+        refuse_holders(list(self.sigs) + [fs.live_path], "Kestrel", "clean --apply", fs.live_path)
+        for p, sig in self.sigs.items():
+            if FileSig.of(p) != sig:
+                raise InputError("the queue's files changed since the plan was made (is Kestrel running?); plan "
+                                 "again", path=p)
+        deleted = {p for p, _ in self.deletes}
+        for _, dst in self.renames:
+            if os.path.lexists(dst) and dst not in deleted:
+                raise InputError("the name a pack is renamed to is taken; plan again", path=dst)
+        return Plan.apply(self, **kw)
 
-    def apply_steps(self, **kw) -> list[str]:
-        return apply_steps(self, **kw)
+    def steps(self, step: StepRunner, ctx: dict, *, fsync: bool = True) -> None:
+        d = self.fileset.root
+        for p, _ in self.deletes:
+            step(f"unlink:{os.path.basename(p)}", lambda p=p: unlink_quiet(p))
+        if self.deletes and fsync:
+            step("fsync-dir:unlink", lambda: fsync_dir(d))
+        for src, dst in self.renames:
+            step(f"rename:{os.path.basename(src)}", lambda src=src, dst=dst: os.rename(src, dst))
+            if fsync:
+                step(f"fsync-dir:{os.path.basename(dst)}", lambda: fsync_dir(d))
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        fs = self.fileset
+        names = sorted(n for n in os.listdir(fs.root) if os.path.isfile(os.path.join(fs.root, n))
+                       and queue_of(n) == fs.queue)
+        after = run_log(classify(fs.queue, fs.root, names), self.as_of_ns, keep_open=True, limit=0)
+        got = prove("the cleaned queue replays differently", self.digest, after.state.digest(), path=fs.root)
+        bytes_before = sum((s.size or 0) for s in self.sigs.values())
+        bytes_after = sum(os.path.getsize(os.path.join(fs.root, n)) for n in names)
+        result = WriteResult(fs.root, None, bytes_after, after.records, got, time.perf_counter() - t0)
+        return ApplyResult(fs.live_path, step.done, result, bytes_before, bytes_after,
+                           removed=[p for p, _ in self.deletes])
 
 
 def clean_plan(fileset: FileSet, as_of_ns: int) -> KestrelCleanPlan:
@@ -80,48 +110,3 @@ def clean_plan(fileset: FileSet, as_of_ns: int) -> KestrelCleanPlan:
                             shown_digest=replay_digest(report.state))
     plan.elapsed_s = time.perf_counter() - t0
     return plan
-
-
-def _steps(plan: KestrelCleanPlan, step: StepRunner, fsync: bool) -> None:
-    d = plan.fileset.root
-    for p, _ in plan.deletes:
-        step(f"unlink:{os.path.basename(p)}", lambda p=p: unlink_quiet(p))
-    if plan.deletes and fsync:
-        step("fsync-dir:unlink", lambda: fsync_dir(d))
-    for src, dst in plan.renames:
-        step(f"rename:{os.path.basename(src)}", lambda src=src, dst=dst: os.rename(src, dst))
-        if fsync:
-            step(f"fsync-dir:{os.path.basename(dst)}", lambda: fsync_dir(d))
-
-
-def apply_steps(plan: KestrelCleanPlan, *, fsync: bool = True) -> list[str]:
-    return labels(lambda step: _steps(plan, step, fsync))
-
-
-def apply_plan(plan: KestrelCleanPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-               fsync: bool = True) -> ApplyResult:
-    t0 = time.perf_counter()
-    fs = plan.fileset
-    found = holders(list(plan.sigs) + [fs.live_path])
-    if found:
-        raise LogBusy(f"Kestrel must be stopped before clean --apply: {describe_holders(found)}; nothing was changed",
-                      path=fs.live_path)
-    for p, sig in plan.sigs.items():
-        if FileSig.of(p) != sig:
-            raise InputError("the queue's files changed since the plan was made (is Kestrel running?); plan again",
-                             path=p)
-    deleted = {p for p, _ in plan.deletes}
-    for _, dst in plan.renames:
-        if os.path.lexists(dst) and dst not in deleted:
-            raise InputError("the name a pack is renamed to is taken; plan again", path=dst)
-    with StepRunner(fail_at, hook) as step:
-        _steps(plan, step, fsync)
-    names = sorted(n for n in os.listdir(fs.root) if os.path.isfile(os.path.join(fs.root, n))
-                   and queue_of(n) == fs.queue)
-    after = run_log(classify(fs.queue, fs.root, names), plan.as_of_ns, keep_open=True, limit=0)
-    got = prove("the cleaned queue replays differently", plan.digest, after.state.digest(), path=fs.root)
-    bytes_before = sum((s.size or 0) for s in plan.sigs.values())
-    bytes_after = sum(os.path.getsize(os.path.join(fs.root, n)) for n in names)
-    result = WriteResult(fs.root, None, bytes_after, after.records, got, time.perf_counter() - t0)
-    return ApplyResult(fs.live_path, step.done, result, bytes_before, bytes_after,
-                       removed=[p for p, _ in plan.deletes])

@@ -49,10 +49,10 @@ from typing import Callable, ClassVar
 from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import (FileSig, LogBusy, NewFile, copy_file, describe_holders, fsync_dir, holders, rename_noreplace,
-                     same_file, unlink_quiet)
+from ..fsops import (FileSig, LogBusy, NewFile, copy_file, describe_holders, fsync_dir, holders, refuse_holders,
+                     rename_noreplace, same_file, unlink_quiet)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels, prove
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels, pack_doc, pack_refusal, prove
 from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
@@ -110,14 +110,11 @@ class PackPlan(Plan):
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
-        d = self.to_jsonable(code_of)
-        return {"format": "kestrel", "root": d["root"], "queue": d["queue"], "as_of_ns": self.as_of_ns,
-                "before": {"records": d["records_before"], "bytes": d["bytes_before"], "files": len(d["inputs"])},
-                "after": {"records": d["records_after"], "bytes": d["bytes_after"], "items": d["items_queued"],
-                          "open_transactions": d["open_transactions"]},
-                "records_dropped": d["records_dropped"], "dropped": d["dropped"],
-                "digest": self.replay_digest(self.state), "digest_input": self.replay_digest(self.report.state),
-                "elapsed_s": d["elapsed_s"], "plan": d}
+        return pack_doc(self, {"format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue},
+                        {"records": self.records_before, "bytes": self.bytes_before, "files": len(self.inputs)},
+                        {"records": self.records_after, "bytes": self.bytes_after, "items": self.items_queued,
+                         "open_transactions": self.open_transactions}, self.dropped, self.replay_digest(self.state),
+                        self.to_jsonable(code_of), self.replay_digest(self.report.state))
 
     def replay_digest(self, state: KestrelState) -> str:
         """The digest ``wqtool replay`` prints for ``state`` with this plan's options: open transactions backed
@@ -157,14 +154,9 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
     live_sig = FileSig.of(fileset.live_path) if fileset.is_dir else None
     report = run_log(fileset, as_of_ns, keep_open=True, kestrel_version=kestrel_version, on_record=on_record)
     code = report.verdict
+    pack_refusal(report, salvage, ("corruption", "a history Kestrel cannot represent"),
+                 "--salvage packs what is readable and lists what is dropped")
     errors = [f for f in report.findings if f.severity == ERROR]
-    if code in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
-        first = next((f for f in errors if f.verdict == code), errors[0] if errors else None)
-        what = "corruption" if code == Verdict.CORRUPT else "a history Kestrel cannot represent"
-        raise PackRefused(f"refusing to pack {what} ({first.code}: {first.message}); --salvage packs what is "
-                          "readable and lists what is dropped" if first else f"refusing to pack {what}",
-                          verdict=code, report=report, path=first.path if first else None,
-                          offset=first.offset if first else None)
     state: KestrelState = report.state
     dropped: list[str] = []
     for f in errors:
@@ -418,10 +410,8 @@ def _check_quiet(plan: PackPlan, ctx: dict, *, live_exists: bool) -> None:
 
 def _refuse_holders(plan: PackPlan) -> None:
     fs = plan.fileset
-    found = holders(list(dict.fromkeys([f.path for f in fs.files] + list(fs.superseded) + [fs.live_path])))
-    if found:
-        raise LogBusy(f"Kestrel must be stopped before pack --apply: {describe_holders(found)}; nothing was "
-                      "changed", path=fs.live_path)
+    refuse_holders([f.path for f in fs.files] + list(fs.superseded) + [fs.live_path], "Kestrel", "pack --apply",
+                   fs.live_path)
 
 
 def apply_plan(plan: PackPlan, *, now_ms: int | None = None, fail_at: str | None = None, fsync: bool = True,

@@ -19,17 +19,17 @@ Every cut byte goes to the quarantine directory (``<file>@0x<offset>-0x<end>.bin
 from __future__ import annotations
 
 import os
+import shutil
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ...errors import InputError, PackRefused, UsageError
+from ...errors import InputError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, Quarantine, free_or_same_dir
-from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, WriteResult, capped, input_exit_code, refusal,
-                    write_into_dir)
+from ..fsops import FileSig, free_or_same_dir
+from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Plan, Quarantined, StepRunner, WriteResult, refusal,
+                    repair_doc, stamp, write_into_dir)
 from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
@@ -41,20 +41,6 @@ NS_PER_MS = 1_000_000
 _WHY = {Verdict.CORRUPT: "the journal has corruption: --salvage repairs it",
         Verdict.INVALID_HISTORY: "the journal reuses an open xid: --drop-invalid removes those records (the items "
                                  "they would lose stay queued)"}
-
-
-@dataclass(slots=True)
-class Cut:
-    path: str
-    offset: int
-    length: int
-    what: str            # torn-tail | unreadable | refused-record | after-time
-    code: str | None
-    message: str
-
-    def to_jsonable(self) -> dict:
-        return {"file": self.path, "offset": self.offset, "length": self.length, "what": self.what,
-                "code": self.code, "message": self.message}
 
 
 @dataclass(slots=True)
@@ -105,36 +91,23 @@ class KestrelRepairPlan(Plan):
                 os.close(fd)
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
-        bytes_after = sum(ln for _, _, ln in self.kept)
         ranges = KeptRanges()
         for path, off, ln in self.kept:
             ranges.add(path, off, ln)
         cut_files = {c.path for c in self.cuts}
-        resumes = [(c.path, c.offset + c.length) for c in self.cuts if c.what == "unreadable"]
-        doc = {
-            "format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue, "as_of_ns": self.as_of_ns,
-            "input_exit_code": input_exit_code(self, code_of), "nothing_to_do": self.nothing_to_do,
-            "why": "the journal is clean: Kestrel replays all of it" if self.nothing_to_do else None,
-            "before": {"files": len(self.inputs), "bytes": self.bytes_before, "records": self.records_before},
+        return repair_doc(
+            self, code_of, {"format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue},
+            "the journal is clean: Kestrel replays all of it",
+            {"files": len(self.inputs), "bytes": self.bytes_before, "records": self.records_before},
             # a repair installs one journal file (the live one, empty when nothing was kept)
-            "after": {"files": len(self.inputs) if self.nothing_to_do else 1, "bytes": bytes_after,
-                      "records": len(self.kept)},
-            "cut": {"bytes": sum(c.length for c in self.cuts), "ranges": len(self.cuts),
-                    "by_what": dict(Counter(c.what for c in self.cuts))},
-            "actions": ([{"file": p, "action": "replace", "bytes_before": s} for p, s in self.inputs]
-                        if not self.nothing_to_do else []),
-            "kept_whole": sum(1 for p, _ in self.inputs if p not in cut_files) if not self.nothing_to_do else 0,
+            {"files": len(self.inputs) if self.nothing_to_do else 1, "bytes": sum(ln for _, _, ln in self.kept),
+             "records": len(self.kept)},
+            [{"file": p, "action": "replace", "bytes_before": s} for p, s in self.inputs] if self.cuts else [],
+            sum(1 for p, _ in self.inputs if p not in cut_files) if self.cuts else 0,
             # as `wqtool replay` prints them (the plan itself compares the open states, which is stricter)
-            "digest_before": self._shown(self.state_before, self.digest_before),
-            "digest_after": self._shown(self.state, self.digest_expected),
-            "digest": self._shown(self.state, self.digest_expected), "elapsed_s": round(self.elapsed_s, 6),
-        }
-        capped(doc, "cuts", [c.to_jsonable() for c in self.cuts])
-        capped(doc, "kept", [r for r in ranges.to_jsonable(resumes) if r["file"] in cut_files])
-        doc["items_lost"] = len(self.items_lost)
-        capped(doc, "items_lost_at", self.items_lost)
-        doc["items_lost_unread"] = dict(self.lost_unread)
-        return capped(doc, "jobs_changed", self.items_changed)
+            (self._shown(self.state_before, self.digest_before), self._shown(self.state, self.digest_expected)),
+            ranges, {"items_lost": len(self.items_lost), "items_lost_at": self.items_lost,
+                     "items_lost_unread": dict(self.lost_unread), "jobs_changed": self.items_changed})
 
     def replay_digest(self, state: KestrelState) -> str:
         return replay_digest(state)
@@ -272,9 +245,8 @@ def items_changed(a: KestrelState, b: KestrelState) -> list[dict]:
 
 
 def default_dirs(plan: KestrelRepairPlan) -> tuple[str, str]:
-    d = os.path.abspath(plan.fileset.root)
-    stamp = format_unix_ns(plan.as_of_ns).replace("-", "").replace(":", "")
-    return f"{d}.pre-repair-{plan.fileset.queue}-{stamp}", f"{d}.quarantine-{plan.fileset.queue}-{stamp}"
+    d, t = os.path.abspath(plan.fileset.root), stamp(plan.as_of_ns)
+    return f"{d}.pre-repair-{plan.fileset.queue}-{t}", f"{d}.quarantine-{plan.fileset.queue}-{t}"
 
 
 def _backup_dir(plan: KestrelRepairPlan, bdir: str) -> str:
@@ -293,34 +265,15 @@ def apply_plan(plan: KestrelRepairPlan, *, quarantine: str | None = None, keep_b
         total = plan.bytes_before
         return ApplyResult(plan.fileset.live_path, [], None, total, total)
     bdir, qdef = default_dirs(plan)
-    q = Quarantine(quarantine or qdef, [(c.path, c.offset, c.length) for c in plan.cuts],
-                   named=quarantine is not None)
     bdir = _backup_dir(plan, bdir)
     plan.backup_dir = bdir if keep_backup else None
-    from ..plan import StepRunner
-    written: list[str] = []
     step = StepRunner(fail_at, hook)
-    done: list[str] = []
-
-    def seen(when: str, label: str) -> None:
-        if when == "after":
-            done.append(label)
-        if hook is not None:
-            hook(when, label)
-    fresh_backup = not os.path.lexists(bdir)
-    try:
-        if q.ranges:
-            step("quarantine", lambda: written.extend(q.write(fsync)))
-        res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=seen)
-    except Exception:
-        committed = "check-quiet" in done       # pack's point of no return
-        if not committed:       # rolled back: the queue keeps every byte
-            q.discard()
-            if fresh_backup and keep_backup:
-                import shutil
-                shutil.rmtree(bdir, ignore_errors=True)
-        raise
+    fresh = keep_backup and not os.path.lexists(bdir)
+    with Quarantined(plan, quarantine, qdef, hook, {"check-quiet"}, fsync,     # pack's point of no return
+                     undo=lambda: shutil.rmtree(bdir, ignore_errors=True) if fresh else None) as q:
+        q.write(step)
+        res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=q.seen)
     res.steps = step.done + res.steps
-    res.quarantine = written
+    res.quarantine = q.files
     res.backup = bdir if keep_backup else None
     return res

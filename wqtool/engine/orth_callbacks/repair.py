@@ -27,7 +27,7 @@ from ...errors import InputError, UsageError
 from ...formats.orth import CALLBACK_NAME
 from ..findings import Finding, Verdict
 from ..fsops import FileSig, backup_name, fsync_dir, rename_noreplace, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner
 from .md5name import recover_flip
 
 MD5_ACTIONS = ("quarantine", "restore", "rename", "keep")
@@ -66,7 +66,7 @@ class OrthRepairPlan(Plan):
                 "lines": list(self.lines), "steps": self.apply_steps(), "digest": self.digest_before,
                 "elapsed_s": self.elapsed_s}
 
-    def _steps(self, run: StepRunner, out: dict) -> None:
+    def steps(self, run: StepRunner, out: dict, **_kw) -> None:
         for f in self.fixes:
             name = os.path.basename(f.path)
             if f.action in ("quarantine", "restore"):
@@ -79,14 +79,10 @@ class OrthRepairPlan(Plan):
             elif f.action == "rename":
                 run(f"rename:{name}", lambda f=f: _rename(f, out))
 
-    def apply_steps(self, **kw) -> list[str]:
-        return labels(lambda r: self._steps(r, {}))
-
     def apply(self, *, fail_at: str | None = None, hook=None, quarantine: str | None = None, **kw) -> ApplyResult:
         out: dict = {"quarantine_dir": quarantine or _default_quarantine(self), "quarantine": [], "removed": []}
         before = sum(f.sig.size or 0 for f in self.fixes)
-        with StepRunner(fail_at, hook) as run:
-            self._steps(run, out)
+        run = self.run(out, fail_at, hook)
         for f in self.fixes:        # re-verified: what is in the retry directory now hashes to its name
             p = f.target if f.action == "rename" else f.path if f.action == "restore" else None
             if p is not None:

@@ -29,7 +29,7 @@ from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, LENIENT_DATE, MIN_R
                              SAMPLE_RETENTION_DAYS)
 from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, rename_noreplace
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner
 
 QUARANTINE = ".wqtool-clean-"
 
@@ -113,6 +113,7 @@ class OrthCleanPlan(Plan):
     notes: list[str] = field(default_factory=list)
     fmt: str = "orth-executor-logs"      # the format whose log this plan cleans
     rule: str = DEFAULT_RETENTION_RULE   # formats.orth.RETENTION_RULES
+    recovered: list[str] = field(default_factory=list)   # what an interrupted clean left, removed by apply
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         return {"format": self.fmt, "root": self.log_path, "retention_days": self.retention_days,
@@ -132,7 +133,8 @@ class OrthCleanPlan(Plan):
                            + [{"file": a.path, "action": "delete", "why": a.reason} for a in self.files],
                 "lines": list(self.notes)}
 
-    def _steps(self, run: StepRunner, out: dict) -> None:
+    def steps(self, run: StepRunner, out: dict, **_kw) -> None:
+        out.setdefault("removed", [])
         for a in self.dirs:
             q = os.path.join(self.log_path, QUARANTINE + a.name)
             run(f"hide:{a.name}", lambda a=a, q=q: _hide(a, q), on_error=lambda a=a, q=q: _unhide(a, q))
@@ -140,16 +142,13 @@ class OrthCleanPlan(Plan):
         for f in self.files:
             run(f"delete:{os.path.basename(f.path)}", lambda f=f: _delete_file(f, out))
 
-    def apply_steps(self, **kw) -> list[str]:
-        return labels(lambda r: self._steps(r, {}))
+    def apply(self, **kw) -> ApplyResult:
+        self.recovered = finish_interrupted(self.log_path)
+        return Plan.apply(self, **kw)
 
-    def apply(self, *, fail_at: str | None = None, hook=None, **kw) -> ApplyResult:
-        before = self.report_doc()["bytes"]
-        out: dict = {"removed": [], "recovered": finish_interrupted(self.log_path)}
-        with StepRunner(fail_at, hook) as run:
-            self._steps(run, out)
-        return ApplyResult(path=self.log_path, steps=run.done, result=None, bytes_before=before, bytes_after=0,
-                           removed=out["removed"], recovered=out["recovered"])
+    def applied(self, run: StepRunner, out: dict, t0: float) -> ApplyResult:
+        return ApplyResult(path=self.log_path, steps=run.done, result=None, bytes_before=self.report_doc()["bytes"],
+                           bytes_after=0, removed=out["removed"], recovered=self.recovered)
 
 
 def _dir_sig(path: str) -> tuple:

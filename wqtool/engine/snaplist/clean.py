@@ -18,12 +18,12 @@ import fcntl
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 from ...formats.snaplist import kept_hours
 from ..findings import Verdict
 from ..fsops import fsync_dir, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, labels
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner
 from .model import ListJournal
 from .pack import _check_alone, _open_locked, read_all, rescue_late_writers
 from .verify import run_log
@@ -67,11 +67,13 @@ class ListCleanPlan(Plan):
                 "lines": [f"kept {os.path.basename(p)}: {r}" for p, r in self.keep],
                 "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6)}
 
-    def apply(self, **kw) -> ApplyResult:
-        return apply_clean(self, **kw)
+    def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
+        _run_steps(self, step, ctx)
 
-    def apply_steps(self, **kw) -> list[str]:
-        return labels(lambda step: _run_steps(self, step, {}))
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        removed = ctx.get("removed", []) + [p for p, _, _ in self.remove if os.path.basename(p).startswith(".")]
+        return ApplyResult(self.journal.root, step.done, None, sum(n for _, n, _ in self.remove), 0,
+                           removed=removed)
 
 
 def is_exhausted(data: bytes) -> bool:
@@ -144,20 +146,3 @@ def _run_steps(plan: ListCleanPlan, step: StepRunner, ctx: dict) -> None:
         step("unlink:" + name, unlink)
         step("fsync-dir:" + name, lambda: fsync_dir(d))
         step("unlock:" + name, unlock)
-
-
-def apply_clean(plan: ListCleanPlan, *, fail_at: str | None = None,
-                hook: Callable[[str, str], None] | None = None, **_kw) -> ApplyResult:
-    ctx: dict = {}
-    before = sum(n for _, n, _ in plan.remove)
-    try:
-        with StepRunner(fail_at, hook) as step:
-            _run_steps(plan, step, ctx)
-    finally:
-        for fd in ctx.get("fds", []):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    removed = ctx.get("removed", []) + [p for p, _, _ in plan.remove if os.path.basename(p).startswith(".")]
-    return ApplyResult(plan.journal.root, step.done, None, before, 0, removed=removed)

@@ -24,12 +24,13 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
-from ...errors import InputError, UsageError
+from ...errors import InputError
 from ..findings import Verdict
 from ..fsops import LogBusy, describe_holders, fd_holders, flock_fd, fsync_dir, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, labels, prove
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, prove, write_into_dir
+from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
 from ..run import LogReport
 from .model import HourFile, ListJournal
 from .reader import temp_name
@@ -91,25 +92,37 @@ class ListPackPlan(Plan):
         return self.report.verdict
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
-        return {"format": "snaplist", "root": self.journal.root, "queue": None, "as_of_ns": self.as_of_ns,
-                "before": {"records": self.records_before, "bytes": self.bytes_before,
-                           "files": len(self.files) + len(self.unchanged)},
-                "after": {"records": self.records_after, "bytes": self.bytes_after,
-                          "files": len(self.files) + len(self.unchanged)},
-                "records_dropped": self.records_before - self.records_after, "dropped": self.dropped,
-                "digest": self.digest, "digest_input": self.digest, "elapsed_s": round(self.elapsed_s, 6),
-                "plan": {"rewrite": [{"file": f.path, "bytes_before": f.size, "bytes_after": f.size_after,
-                                      "blank_bytes": f.blank_bytes} for f in self.files],
-                         "unchanged": self.unchanged}}
+        files = len(self.files) + len(self.unchanged)
+        return pack_doc(self, {"format": "snaplist", "root": self.journal.root, "queue": None},
+                        {"records": self.records_before, "bytes": self.bytes_before, "files": files},
+                        {"records": self.records_after, "bytes": self.bytes_after, "files": files}, self.dropped,
+                        self.digest, {"rewrite": [{"file": f.path, "bytes_before": f.size, "bytes_after": f.size_after,
+                                                   "blank_bytes": f.blank_bytes} for f in self.files],
+                                      "unchanged": self.unchanged}, self.digest)
 
     def write(self, out: str) -> WriteResult:
-        return write_pack(self, out)
+        """The packed hour files (all of them) in ``out`` (a new or empty directory), re-verified."""
+        t0 = time.perf_counter()
 
-    def apply(self, **kw) -> ApplyResult:
-        return apply_plan(self, **kw)
+        def fill(out: str) -> tuple:
+            written, total, files = [], 0, []
+            for hf in self.journal.files:
+                with open(hf.path, "rb") as f:
+                    data = packed(f.read())
+                p = os.path.join(out, os.path.basename(hf.path))
+                total += write_new(p, [data], mode=0o600)
+                written.append(p)
+                files.append(HourFile(p, hf.hour))
+            return written, total, _reverify(self, out, files)
+        written, total, digest = write_into_dir(out, "pack", fill, mode=0o700)
+        return WriteResult(out, written, total, self.records_after, digest, time.perf_counter() - t0)
 
-    def apply_steps(self, **kw) -> list[str]:
-        return labels(lambda step: _run_steps(self, step, {}, dry=True))
+    def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
+        _run_steps(self, step, ctx)
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        after = sum(os.path.getsize(f.path) for f in self.journal.files if os.path.exists(f.path))
+        return ApplyResult(self.journal.root, step.done, None, self.bytes_before, after, removed=[])
 
 
 def pack_plan(journal: ListJournal) -> ListPackPlan:
@@ -141,40 +154,6 @@ def _reverify(plan: ListPackPlan, root: str, files: list[HourFile]) -> str:
                     is_dir=False, start_date_offset_us=plan.journal.start_date_offset_us)
     rep = run_log(j)
     return prove("packed journal does not replay to the input's entries", plan.digest, rep.state.digest(), path=root)
-
-
-def write_pack(plan: ListPackPlan, out: str) -> WriteResult:
-    """Write the packed hour files (all of them) into ``out`` (a new or empty directory); re-verify the digest."""
-    t0 = time.perf_counter()
-    created = new_output_dir(out)
-    written, total, files = [], 0, []
-    try:
-        for hf in plan.journal.files:
-            with open(hf.path, "rb") as f:
-                data = packed(f.read())
-            p = os.path.join(out, os.path.basename(hf.path))
-            total += write_new(p, [data], mode=0o600)
-            written.append(p)
-            files.append(HourFile(p, hf.hour))
-        fsync_dir(out)
-        digest = _reverify(plan, out, files)
-    except BaseException:
-        for p in written:
-            unlink_quiet(p)
-        if created:
-            os.rmdir(out)
-        raise
-    return WriteResult(out, written, total, plan.records_after, digest, time.perf_counter() - t0)
-
-
-def new_output_dir(out: str) -> bool:
-    """``out`` must be a new path (created, True) or an empty directory (False): pack never overwrites."""
-    if os.path.lexists(out):
-        if not os.path.isdir(out) or os.listdir(out):
-            raise UsageError("output exists and is not an empty directory; pack never overwrites", path=out)
-        return False
-    os.mkdir(out, 0o700)
-    return True
 
 
 # ---------------------------------------------------------------- installing, one hour file at a time
@@ -238,7 +217,7 @@ def rescue_late_writers(fd: int, read_size: int, path: str, *, recreate: bool) -
     return moved
 
 
-def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict, dry: bool = False) -> None:
+def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict) -> None:
     for fp in plan.files:
         name = os.path.basename(fp.path)
         path = fp.path
@@ -286,19 +265,3 @@ def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict, dry: bool = Fals
         step("fsync-dir:" + name, lambda d=d: fsync_dir(d))
         step("unlock:" + name, unlock)
         ctx.setdefault("done", []).append(path)
-
-
-def apply_plan(plan: ListPackPlan, *, fail_at: str | None = None,
-               hook: Callable[[str, str], None] | None = None, **_kw) -> ApplyResult:
-    ctx: dict = {}
-    try:
-        with StepRunner(fail_at, hook) as step:
-            _run_steps(plan, step, ctx)
-    finally:
-        for fd in ctx.get("fds", []):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    after = sum(os.path.getsize(f.path) for f in plan.journal.files if os.path.exists(f.path))
-    return ApplyResult(plan.journal.root, step.done, None, plan.bytes_before, after, removed=[])

@@ -24,16 +24,18 @@ import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
-from ..fsops import LockSet, fsync_dir, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, labels, prove
+from ..fsops import LockSet, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, prove
+from ..plan import apply_plan  # noqa: F401  (the server's cleaning cycle calls it)
 from .model import Record
-from .reader import LogSet, Segment
+from .reader import LogSet, Segment, discover
+from .swap import write_copy
 from .fastreplay import Bail, fast_run
 from .verify import LogRun, run_log
 
@@ -113,11 +115,65 @@ class WorkqCleanPlan(Plan):
                                         for s in self.changed for i in range(0, len(s.drops), 2)])
         return capped(doc, "jobs_changed", [])   # a record is dropped only when it has no effect: none changes
 
-    def apply(self, **kw) -> ApplyResult:
-        return apply_plan(self, **kw)
+    @property
+    def bytes_before(self) -> int:
+        return sum(s.size for s in self.segments)
 
-    def apply_steps(self, **kw) -> list[str]:
-        return apply_steps(self, **kw)
+    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
+        """The cleaned log in the new directory ``out`` (kept older segments hard-linked where they can be, the
+        others written without their dropped records, the active one copied up to the size the plan read),
+        re-verified; the input is not touched (``write_out``: clean --apply --out)."""
+        def fill(d: str, _step) -> tuple[list[str], int]:
+            kept = [s for s in self.segments if s.action != "delete"]
+            for sc in kept:
+                dst = os.path.join(d, os.path.basename(sc.path))
+                if sc.action == "keep" and not sc.active:
+                    link_or_copy(sc.path, dst, fsync)
+                else:
+                    write_ranges(dst, without(sc.path, HEADER_SIZE, sc.size, _drops(sc)), head=HEADER_BYTES,
+                                 fsync=fsync)
+            return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
+
+        def verify(d: str) -> tuple[str, int]:
+            rep = run_log(discover([d])[0], self.as_of_ns, state=True)
+            return prove("the cleaned log does not replay to the input's state", self.digest, rep.state.digest(),
+                         path=d, verdict=rep.verdict, accept=(Verdict.CLEAN, self.input_verdict)), rep.records
+        return write_copy(out, "clean --out", fill, verify, fsync=fsync,
+                          write_total=sum(s.size_after for s in self.segments))
+
+    def apply(self, *, locks: str = "both", lock_timeout: float = 1.0, **kw) -> ApplyResult:
+        """Run the plan. ``locks``: "both" (append.lock and read.lock, as pack: refused while a server runs),
+        "read" (read.lock only: the server's own cleaning timer, which holds append.lock), "none" (the caller
+        holds them)."""
+        if locks not in ("both", "read", "none"):
+            raise UsageError(f"locks must be both, read or none, not {locks!r}")
+        names = {"both": LOCK_FILES, "read": LOCK_FILES[1:], "none": ()}[locks]
+        held = LockSet(self.log.root, names, lock_timeout, busy=lambda n: "held by a running workq-server?"
+                       if n == "append.lock" else "held by a workq-server cleaner cycle or a reader?") if names else None
+        try:
+            _check_unchanged(self)
+            try:
+                return Plan.apply(self, **kw)
+            except Exception:
+                # past the commit every state replays the same: a segment whose .rw was not renamed yet stays whole
+                for sc in self.changed:
+                    if sc.action == "rewrite":
+                        unlink_quiet(_rw(sc.path))
+                raise
+        finally:
+            if held is not None:
+                held.release()
+
+    def steps(self, step: StepRunner, ctx: dict, *, fsync: bool = True) -> None:
+        _steps(self, step, fsync, ctx)
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        after = sum(s.size_after for s in self.segments)
+        result = WriteResult(self.log.root, [os.path.basename(s.path) for s in self.changed if s.action == "rewrite"],
+                             after, self.records_before - sum(s.dropped for s in self.changed),
+                             ctx.get("digest", self.digest), time.perf_counter() - t0)
+        return ApplyResult(self.log.root, step.done, result, self.bytes_before, after,
+                           removed=[s.path for s in self.changed if s.action == "delete"])
 
 
 def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
@@ -212,12 +268,15 @@ def _rw(path: str) -> str:
     return path + ".rw"
 
 
+def _drops(sc: SegmentClean) -> list[tuple[int, int]]:
+    return [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
+
+
 def _write_rw(sc: SegmentClean, fsync: bool) -> int:
     """``<seg>.rw``: the header, then the segment's records minus the dropped ones, byte for byte."""
-    drops = [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
     unlink_quiet(_rw(sc.path))          # a stale .rw of an interrupted cycle (upstream does the same)
     size = os.path.getsize(sc.path)
-    return write_ranges(_rw(sc.path), without(sc.path, len(HEADER_BYTES), size, drops), head=HEADER_BYTES,
+    return write_ranges(_rw(sc.path), without(sc.path, len(HEADER_BYTES), size, _drops(sc)), head=HEADER_BYTES,
                         fsync=fsync)
 
 
@@ -273,42 +332,3 @@ def _steps(plan: WorkqCleanPlan, step: StepRunner, fsync: bool, ctx: dict) -> No
             step(f"unlink:{name}", lambda sc=sc: unlink_quiet(sc.path))
         if fsync:
             step(f"fsync-dir:{name}", lambda: fsync_dir(d))
-
-
-def apply_steps(plan: WorkqCleanPlan, *, fsync: bool = True) -> list[str]:
-    return labels(lambda step: _steps(plan, step, fsync, {}))
-
-
-def apply_plan(plan: WorkqCleanPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-               locks: str = "both", lock_timeout: float = 1.0, fsync: bool = True) -> ApplyResult:
-    """Run the plan. ``locks``: "both" (append.lock and read.lock, as pack: refused while a server runs), "read"
-    (read.lock only: the server's own cleaning timer, which holds append.lock), "none" (the caller holds them)."""
-    if locks not in ("both", "read", "none"):
-        raise UsageError(f"locks must be both, read or none, not {locks!r}")
-    t0 = time.perf_counter()
-    names = {"both": LOCK_FILES, "read": LOCK_FILES[1:], "none": ()}[locks]
-    held = LockSet(plan.log.root, names, lock_timeout, busy=lambda n: "held by a running workq-server?"
-                   if n == "append.lock" else "held by a workq-server cleaner cycle or a reader?") if names else None
-    try:
-        _check_unchanged(plan)
-        ctx: dict = {}
-        try:
-            with StepRunner(fail_at, hook) as step:
-                _steps(plan, step, fsync, ctx)
-        except Exception:
-            # past the commit every state replays the same: a segment whose .rw was not renamed yet stays whole
-            for sc in plan.changed:
-                if sc.action == "rewrite":
-                    unlink_quiet(_rw(sc.path))
-            raise
-    finally:
-        if held is not None:
-            held.release()
-    before = sum(s.size for s in plan.segments)
-    after = sum(s.size_after for s in plan.segments)
-    result = WriteResult(plan.log.root, [os.path.basename(s.path) for s in plan.changed if s.action == "rewrite"],
-                         after, plan.records_before - sum(s.dropped for s in plan.changed), ctx.get("digest",
-                                                                                                  plan.digest),
-                         time.perf_counter() - t0)
-    return ApplyResult(plan.log.root, step.done, result, before, after,
-                       removed=[s.path for s in plan.changed if s.action == "delete"])

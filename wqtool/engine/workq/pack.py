@@ -1,45 +1,12 @@
 """pack for workq command logs: a reviewable plan, a verified new log, an atomic swap.
 
-API (the CLI's ``wqtool pack`` is a thin layer over these; nothing here prints)::
-
-    pack_plan(log: LogSet, as_of_ns: int, *, segment_size=DEFAULT_SEGMENT_SIZE, salvage=False,
-              recover=True) -> WorkqPackPlan
-        Replays ``log`` as of ``as_of_ns`` (``verify.run_log``) and describes the packed log; writes nothing
-        except, for a directory with ``recover``, finishing a swap a crashed ``apply_plan`` left half done
-        (see "Recovery"; what it did is in ``plan.recovered``).
-        Raises PackRefused (verdict 3 or 4 on the instance, message naming the first error finding) for a
-        corrupt log or a history workq-server refuses, unless ``salvage``; a torn tail (exit 1) is packed and
-        ``plan.dropped`` says what is left behind. LogBusy (exit 5) when recovery meets a pack in progress.
-
-    write_pack(plan, out_dir, *, fsync=True) -> PackResult
-        Writes the packed log into ``out_dir`` (created; an existing directory must be empty: never an append),
-        segments ``000000001.log``... of ``plan.segment_size`` plus empty ``append.lock`` / ``read.lock``, then
-        re-verifies it and compares its replay digest with the input's at the same as-of.
-        Raises UsageError (out_dir not empty), InputError (the input changed since the plan, unreadable),
-        PackMismatch (exit 70: both digests and the first differing job). On any error what it wrote is removed.
-
-    apply_plan(plan, *, fail_at=None, hook=None, lock_timeout=1.0, swap="auto", fsync=True,
-               stale_lock_hold=1.1) -> ApplyResult
-        Installs the packed log in place of the log's directory (sequence below). Raises UsageError (not a
-        directory log), LogBusy (exit 5: a lock is held, e.g. by a running workq-server), InputError (the log
-        changed since the plan), PackMismatch (nothing installed), OSError, and InjectedCrash for ``fail_at``.
-
-    apply_steps(plan, *, swap="auto", fsync=True) -> list[str]
-        The labels of apply's steps (``swap="auto"`` probes the parent's filesystem for renameat2, as
-        ``exchange_supported(dir)`` does, with two empty temp directories); ``fail_at="before:<label>"`` / ``"after:<label>"`` (or
-        ``"during:write:<segment>"``, leaving half a segment) raises InjectedCrash there with no cleanup (a
-        simulated crash: only the flocks are released, as the kernel would); ``hook(when, label)`` sees each.
-
-    finish_interrupted(path, *, lock_timeout=1.0, cleanup=False) -> list[str]
-        Recovery (below), callable before ``discover`` (the one crash window of the rename fallback leaves
-        ``path`` missing). Returns what it did, one line each.
-
-    first_difference(expected: ReplayState, actual: ReplayState) -> (job uuid | None, description)
-        What PackMismatch reports: the first job, by id, whose canonical form differs.
-
-Plan contents: input segments / bytes / records (and by kind), output segments / bytes / records (and by kind),
-records dropped by kind (input minus output per kind), live jobs kept (and by state), the input's replay
-digest, what was dropped (torn tail, unreadable spans, refused records, ignored files) and the state itself.
+API (the CLI's ``wqtool pack`` is a thin layer over these; nothing here prints): ``pack_plan`` (replays the log,
+describes the packed one; PackRefused for a corrupt log or a history workq-server refuses unless ``salvage``, a torn
+tail is packed and ``plan.dropped`` says what is left behind), ``write_pack`` (a new or empty directory: segments
+``000000001.log``... of ``plan.segment_size`` and empty lock files, re-verified), ``apply_plan`` / ``apply_steps``
+(the directory swap below), ``finish_interrupted`` and ``first_difference`` (what PackMismatch names). The contracts
+they share with every format's pack — a refusal, ``write_into_dir``, the proof (``prove``: PackMismatch, exit 70,
+nothing installed), the step runner's ``fail_at`` / ``hook`` — are the plan template's (``engine/plan.py``).
 
 The packed log. For each live job, in log order of its add/schedule record: that record copied byte for byte
 (same TIME, same CRC), then what its state needs, each synthesized record with TIME = as-of (so packing a
@@ -80,8 +47,8 @@ from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
 from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
 from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, prove, write_into_dir
-from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, make_lock_files  # noqa: F401
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, write_into_dir
+from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, write_copy  # noqa: F401
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
 from ..run import LogReport
@@ -173,12 +140,10 @@ class WorkqPackPlan(Plan):
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
         d = self.to_jsonable(code_of)
-        return {"format": "workq", "root": d["root"], "as_of_ns": self.as_of_ns, "before": d["before"],
-                "after": d["after"], "records_dropped": d["records_dropped"],
-                "dropped": [f"{x['file'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
-                            + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"
-                            for x in d["dropped"]] + d["recovered"],
-                "digest": d["digest_before"], "elapsed_s": d["elapsed_s"], "plan": d}
+        return pack_doc(self, {"format": "workq", "root": d["root"]}, d["before"], d["after"],
+                        [f"{x['file'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
+                         + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"
+                         for x in d["dropped"]] + d["recovered"], d["digest_before"], d)
 
     def write(self, out: str) -> WriteResult:
         return write_pack(self, out)
@@ -367,16 +332,8 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     else:
         report = fast_report(log, res, None)
     code = report.verdict
-    errors = [f for f in report.findings if f.severity == ERROR]
-    if code in (Verdict.CORRUPT, Verdict.INVALID_HISTORY) and not salvage:
-        first = next((f for f in errors if f.verdict == code), errors[0] if errors else None)
-        what = "a corrupt log" if code == Verdict.CORRUPT else "a history workq-server refuses"
-        where = f"{os.path.basename(first.path)}@0x{first.offset:x} " if first and first.path and \
-            first.offset is not None else ""
-        msg = (f"refusing to pack {what} ({where}{first.code}: {first.message}); --salvage packs what is readable "
-               "and lists what is dropped") if first else f"refusing to pack {what}"
-        raise PackRefused(msg, verdict=code, report=report, path=first.path if first else None,
-                          offset=first.offset if first else None)
+    pack_refusal(report, salvage, ("a corrupt log", "a history workq-server refuses"),
+                 "--salvage packs what is readable and lists what is dropped", where=True)
     state = report.state
     if res is not None and code == Verdict.CLEAN:
         by_kind_before = Counter({_KIND[c]: n for c, n in enumerate(res.stats.records()) if n and c in _KIND})
@@ -520,113 +477,81 @@ def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
 
 
 def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
-    """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender)."""
-    if plan.table is not None:
-        return _write_segments_c(plan, directory, step, fsync)
-    recs = _iter_records(plan)
-    pending = next(recs, None)
+    """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender), one ``write:``
+    and one ``fsync:`` step each; a crash injected during a write leaves the header and the first record."""
     names: list[str] = []
     total = 0
-    seq = 0
-    limit = plan.segment_size
-    while pending is not None:
-        seq += 1
+    for seq, recs in enumerate(_segments_c(plan) if plan.table is not None else _segments(plan), 1):
         name = segment_name(seq)
-        path = os.path.join(directory, name)
         holder: dict = {}
 
-        def write(name=name, path=path, holder=holder):
-            nonlocal pending, total
-            f = holder["f"] = NewFile(path)
+        def write(name=name, recs=recs, holder=holder):
+            f = holder["f"] = NewFile(os.path.join(directory, name))
             f.write(HEADER_BYTES)
             advance(HEADER_SIZE)
-            size = HEADER_SIZE
-            first = True
-            while pending is not None and (first or size < limit):
-                f.write(pending)
-                size += len(pending)
-                advance(len(pending))
-                first = False
-                pending = next(recs, None)
+            for rec in recs:
+                f.write(rec)
+                advance(len(rec))
                 if step.during("write:" + name):
                     f.close()
                     step.crash("write:" + name)
             f.flush()
-            total += size
 
-        _segment_steps(step, name, write, holder, fsync)
+        try:
+            step("write:" + name, write)
+            if fsync:
+                step("fsync:" + name, lambda: holder["f"].fsync())
+            holder["f"].close()
+        except Exception:
+            if "f" in holder:       # a failed write or fsync (ENOSPC, EIO): the segment goes whatever fails again
+                holder["f"].discard()
+            raise
+        finally:
+            f = holder.get("f")
+            if f is not None and not f.closed:     # an injected crash: closed as the kernel would, unflushed
+                os.close(f.fd)
         names.append(name)
+        total += holder["f"].size
     return names, total
 
 
-def _segment_steps(step: StepRunner, name: str, write, holder: dict, fsync: bool) -> None:
-    """One output segment's steps: ``write`` (which opens ``holder["f"]``), then its fsync; the file closed
-    whatever happens."""
-    try:
-        step("write:" + name, write)
-        if fsync:
-            step("fsync:" + name, lambda: holder["f"].fsync())
-        holder["f"].close()
-    except Exception:
-        if "f" in holder:       # a failed write or fsync (ENOSPC, EIO): the segment goes whatever fails again
-            holder["f"].discard()
-        raise
-    finally:
-        f = holder.get("f")
-        if f is not None and not f.closed:     # an injected crash: closed as the kernel would, unflushed
-            os.close(f.fd)
+def _segments(plan: WorkqPackPlan) -> Iterator[Iterator[bytes]]:
+    """The packed log's records, segment by segment (each consumed before the next starts): a segment takes
+    records while it is under ``segment_size`` (its first one whatever its size)."""
+    recs = _iter_records(plan)
+    pending = next(recs, None)
+
+    def segment() -> Iterator[bytes]:
+        nonlocal pending
+        size = HEADER_SIZE
+        while pending is not None and (size == HEADER_SIZE or size < plan.segment_size):
+            yield pending
+            size += len(pending)
+            pending = next(recs, None)
+    while pending is not None:
+        yield segment()
 
 
-def _write_segments_c(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
-    """``_write_segments`` with the kernel's packer: each segment's records made in C in one piece (the same
-    bytes ``_iter_records`` gives, the same roll-over), the first record written alone so that a crash injected
-    during the write leaves half a segment as the Python path's does."""
+def _segments_c(plan: WorkqPackPlan) -> Iterator[tuple[bytes, memoryview]]:
+    """``_segments`` by the kernel's packer: each segment's records made in C in one piece (the same bytes
+    ``_iter_records`` gives, the same roll-over), its first record apart from the rest."""
     time15 = encode_record(GoTime.from_unix_ns(plan.as_of_ns), b"")[:GO_TIME_SIZE]
     lens = plan.src_lengths.tobytes()
-    njobs = len(plan.src_lengths)
-    names: list[str] = []
-    total = 0
-    job = rec = seq = 0
+    job = rec = 0
     with _Sources(plan.log) as bufs:
-        while job < njobs:
+        while job < len(plan.src_lengths):
             try:
                 chunk, first_len, job, rec, _ = plan.table.pack_segment(bufs, plan.order, lens, job, rec,
                                                                          plan.segment_size, time15)
             except ValueError as exc:
                 raise _changed(plan.log, exc) from None
-            seq += 1
-            name = segment_name(seq)
-            path = os.path.join(directory, name)
-            holder: dict = {}
-
-            def write(name=name, path=path, holder=holder, chunk=chunk, first_len=first_len):
-                f = holder["f"] = NewFile(path)
-                f.write(HEADER_BYTES + chunk[:first_len])
-                if step.during("write:" + name):
-                    f.close()
-                    step.crash("write:" + name)
-                f.write(memoryview(chunk)[first_len:])
-                f.flush()
-                advance(HEADER_SIZE + len(chunk))
-
-            _segment_steps(step, name, write, holder, fsync)
-            names.append(name)
-            total += HEADER_SIZE + len(chunk)
-    return names, total
+            yield chunk[:first_len], memoryview(chunk)[first_len:]
 
 
 def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> PackResult:
     """Write the packed log into the new (or empty) directory ``out_dir``, re-verify it, compare digests."""
-    t0 = time.perf_counter()
-
-    def fill(out: str) -> tuple:
-        make_lock_files(out)
-        progress.begin("write", plan.bytes_after)
-        names, total = _write_segments(plan, out, StepRunner(), fsync)
-        progress.begin("re-verify", total)
-        return (names, total) + _verify_output(plan, out)
-    names, total, digest, records = write_into_dir(out_dir, "pack", fill, fsync=fsync)
-    return WriteResult(out_dir, names, total, records, digest, time.perf_counter() - t0)
+    return write_copy(out_dir, "pack", lambda d, step: _write_segments(plan, d, step, fsync),
+                      lambda d: _verify_output(plan, d), fsync=fsync, write_total=plan.bytes_after)
 
 
 # ---------------------------------------------------------------- installing (engine/workq/swap.py)
@@ -656,19 +581,11 @@ def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callabl
                lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True,
                stale_lock_hold: float = 1.1) -> ApplyResult:
     """Install the packed log in place of the log directory, atomically (``swap.install``)."""
-    t0 = time.perf_counter()
-    log = plan.log
-    if not log.is_dir:
+    if not plan.log.is_dir:
         raise UsageError("--apply needs the log's directory (segments named one by one cannot be installed)",
-                         path=log.root)
-    r = install(log.root, tag="pack", as_of_ns=plan.as_of_ns, fill=lambda tmp, step: _write_segments(plan, tmp, step,
-                                                                                                       fsync),
-                verify=lambda tmp: _verify_output(plan, tmp), check=lambda: _check_unchanged(plan), fail_at=fail_at,
-                hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
-                write_total=plan.bytes_after)
-    names, total = r["filled"]
-    digest, records = r["verified"]
-    d = os.path.abspath(log.root)
-    result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)
-    return ApplyResult(d, r["steps"], result, plan.bytes_before, total, backup=r["backup"], swap=r["swap"],
-                       recovered=r["recovered"])
+                         path=plan.log.root)
+    return install(plan.log.root, tag="pack", as_of_ns=plan.as_of_ns,
+                   fill=lambda tmp, step: _write_segments(plan, tmp, step, fsync),
+                   verify=lambda tmp: _verify_output(plan, tmp), bytes_before=plan.bytes_before,
+                   check=lambda: _check_unchanged(plan), fail_at=fail_at, hook=hook, lock_timeout=lock_timeout,
+                   swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold, write_total=plan.bytes_after)

@@ -35,33 +35,15 @@ from ...formats._common import format_unix_ns, format_uuid
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, Quarantine, without, write_ranges
-from ..plan import (ApplyResult, CodeOf, KeptRanges, Plan, StepRunner, WriteResult, capped, prove, refusal,
-                    write_into_dir,
-                    input_exit_code)
+from ..fsops import FileSig, link_or_copy, without, write_ranges
+from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Plan, Quarantined, StepRunner, WriteResult, prove,
+                    refusal, repair_doc, stamp)
 from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
 from .replay import WorkqReplay
-from .swap import finish_interrupted, install, install_steps, make_lock_files
+from .swap import finish_interrupted, install, install_steps, write_copy
 from .verify import LogRun, run_log
-
-
-@dataclass(slots=True)
-class Cut:
-    """A byte range of the input the repaired log leaves out (it goes to the quarantine)."""
-
-    path: str
-    offset: int
-    length: int
-    what: str          # torn-tail | unreadable | bad-header | empty-segment | short-segment | refused-record | after-time
-    code: str | None   # the finding behind it
-    message: str
-    index: int | None = None   # the log's record index at the cut (records before it); a refused record's own
-
-    def to_jsonable(self) -> dict:
-        return {"file": self.path, "offset": self.offset, "length": self.length, "what": self.what,
-                "code": self.code, "message": self.message}
 
 
 @dataclass(slots=True)
@@ -120,30 +102,16 @@ class WorkqRepairPlan(Plan):
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         kept = [s for s in self.segments if not s.remove]
-        by_what = Counter(c.what for c in self.cuts)
-        doc = {
-            "format": "workq", "root": self.log.root, "as_of_ns": self.as_of_ns,
-            "input_exit_code": input_exit_code(self, code_of), "nothing_to_do": self.nothing_to_do,
-            "why": "the log is clean: workq-server starts on it" if self.nothing_to_do else None,
-            "before": {"files": len(self.segments), "bytes": sum(s.size for s in self.segments),
-                       "records": self.records_before},
-            "after": {"files": len(kept), "bytes": sum(s.size_after for s in kept),
-                      "records": self.records_before if self.nothing_to_do else
-                      self.records_after if self.records_after is not None else sum(s.kept for s in kept)},
-            "cut": {"bytes": sum(c.length for c in self.cuts), "ranges": len(self.cuts), "by_what": dict(by_what)},
-            "actions": [{"file": s.path, "action": s.action, "bytes_before": s.size, "bytes_after": s.size_after}
-                        for s in self.segments if s.action != "keep"],
-            "kept_whole": sum(1 for s in kept if s.action == "keep"),
-            "digest_before": self.digest_before, "digest_after": self.digest_after,
-            "digest": self.digest_after, "elapsed_s": round(self.elapsed_s, 6),
-        }
-        changed = {s.path for s in kept if s.action != "keep"}
-        resumes = [(c.path, c.offset + c.length) for c in self.cuts if c.what == "unreadable"]
-        capped(doc, "cuts", [c.to_jsonable() for c in self.cuts])
-        capped(doc, "kept", [r for r in self.kept.to_jsonable(resumes) if r["file"] in changed])
-        capped(doc, "jobs_lost", self.jobs_lost)
-        doc["jobs_lost_unread"] = dict(self.lost_unread)
-        return capped(doc, "jobs_changed", self.jobs_changed)
+        return repair_doc(
+            self, code_of, {"format": "workq", "root": self.log.root}, "the log is clean: workq-server starts on it",
+            {"files": len(self.segments), "bytes": sum(s.size for s in self.segments), "records": self.records_before},
+            {"files": len(kept), "bytes": sum(s.size_after for s in kept),
+             "records": self.records_before if self.nothing_to_do else
+             self.records_after if self.records_after is not None else sum(s.kept for s in kept)},
+            [{"file": s.path, "action": s.action, "bytes_before": s.size, "bytes_after": s.size_after}
+             for s in self.segments if s.action != "keep"], sum(1 for s in kept if s.action == "keep"),
+            (self.digest_before, self.digest_after), self.kept,
+            {"jobs_lost": self.jobs_lost, "jobs_lost_unread": dict(self.lost_unread), "jobs_changed": self.jobs_changed})
 
     @property
     def bytes_before(self) -> int:
@@ -152,14 +120,8 @@ class WorkqRepairPlan(Plan):
     def write(self, out: str, *, fsync: bool = True) -> WriteResult:
         """The repaired log in the new directory ``out`` (unchanged segments hard-linked where they can be),
         re-verified; the input is not touched (``write_repaired``: repair --apply --out)."""
-        t0 = time.perf_counter()
-
-        def fill(d: str) -> tuple:
-            make_lock_files(d)
-            names, total = _fill(self, d, StepRunner(), fsync)
-            return (names, total) + _verify(self, d)
-        names, total, digest, records = write_into_dir(out, "repair --out", fill, fsync=fsync)
-        return WriteResult(out, names, total, records, digest, time.perf_counter() - t0)
+        return write_copy(out, "repair --out", lambda d, step: _fill(self, d, step, fsync), lambda d: _verify(self, d),
+                          fsync=fsync, write_total=sum(s.size_after for s in self.segments if not s.remove))
 
     def apply(self, **kw) -> ApplyResult:
         return apply_plan(self, **kw)
@@ -224,10 +186,6 @@ _WHY = {Verdict.CORRUPT: "the log has corruption (damage with valid data after i
         Verdict.INVALID_HISTORY: "the log has records workq-server refuses: --drop-invalid repairs it"}
 
 
-def _refusal(salvage: bool, drop_invalid: bool, errors: dict) -> PackRefused | None:
-    return refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
-
-
 def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sigs: dict[str, FileSig], *,
                    salvage: bool, drop_invalid: bool, prior: FastResult | None = None) -> WorkqRepairPlan:
     """The plan from one pass over the log (its findings, offsets and record indexes): cutting damage and refused
@@ -235,7 +193,7 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
     before and no second replay is needed."""
     def early(f: Finding) -> None:       # refuse at the first corruption (the worst class: the input's exit)
         if f.path in segs and f.code in _FRAMING and f.verdict == Verdict.CORRUPT and not salvage:
-            raise _refusal(salvage, drop_invalid, {Verdict.CORRUPT: [f]})
+            raise refusal({Verdict.CORRUPT: [f]}, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if prior is None:
         findings, state, per_seg, records = _read_once(log, as_of_ns, early)
     else:
@@ -258,7 +216,7 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
             continue
         errors.setdefault(f.verdict, []).append(f)
         _cut_damage(sp, f)
-    refused = _refusal(salvage, drop_invalid, errors)
+    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if refused is not None:
         raise refused
     verdict = worst(v for v, fs in errors.items() if fs)
@@ -395,7 +353,7 @@ def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
         errors.setdefault(f.verdict, []).append(f)
         _cut_damage(segs[f.path], f)
     state_before = before.finish()
-    refused = _refusal(salvage, drop_invalid, errors)
+    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if refused is not None:
         raise refused
     if cut_from is not None:          # the rollback: the rest of that segment, and every later segment
@@ -442,20 +400,12 @@ def _fill(plan: WorkqRepairPlan, tmp: str, step: StepRunner, fsync: bool) -> tup
         dst = os.path.join(tmp, name)
         newest = i == len(kept) - 1
         if sp.action == "keep" and not newest:
-            step(f"link:{name}", lambda sp=sp, dst=dst: _link_or_copy(sp.path, dst, fsync))
+            step(f"link:{name}", lambda sp=sp, dst=dst: link_or_copy(sp.path, dst, fsync))
         else:
             step(f"write:{name}", lambda sp=sp, dst=dst: _write_without(sp, dst, fsync))
         names.append(name)
         total += sp.size_after
     return names, total
-
-
-def _link_or_copy(src: str, dst: str, fsync: bool) -> None:
-    try:
-        os.link(src, dst)
-        progress.advance(os.path.getsize(dst))
-    except OSError:
-        _write_without(SegmentPlan(src, 0, os.path.getsize(src)), dst, fsync)
 
 
 def _write_without(sp: SegmentPlan, dst: str, fsync: bool) -> None:
@@ -471,24 +421,12 @@ def _verify(plan: WorkqRepairPlan, tmp: str) -> tuple[str, int]:
                      if f.severity == ERROR][:3])), rep.records
 
 
-def _quarantine(plan: WorkqRepairPlan, qdir: str, *, named: bool = False) -> Quarantine:
-    """Every cut byte range in its own file under ``qdir`` (``fsops.Quarantine``: an earlier crashed run's is
-    reused, another one's never overwritten)."""
-    return Quarantine(qdir, [(c.path, c.offset, c.length) for c in plan.cuts], named=named)
-
-
 def _check_unchanged(plan: WorkqRepairPlan) -> None:
     now = discover([plan.log.root])[0]
     if [s.path for s in now.segments] != list(plan.sigs) or \
             any(FileSig.of(p) != sig for p, sig in plan.sigs.items()):
         raise InputError("the log changed since the plan was made (is workq-server running?); plan again",
                          path=plan.log.root)
-
-
-def default_quarantine(plan: WorkqRepairPlan) -> str:
-    d = os.path.abspath(plan.log.root)
-    stamp = format_unix_ns(plan.as_of_ns).replace("-", "").replace(":", "")
-    return f"{d}.quarantine-{stamp}"
 
 
 def apply_steps(plan: WorkqRepairPlan, *, swap: str = "auto", fsync: bool = True, keep_backup: bool = True,
@@ -508,36 +446,16 @@ def apply_plan(plan: WorkqRepairPlan, *, quarantine: str | None = None, keep_bac
                swap: str = "auto", fsync: bool = True, stale_lock_hold: float = 1.1) -> ApplyResult:
     """Install the repaired log (``swap.install``); the cut ranges go to ``quarantine`` (default:
     ``<dir>.quarantine-<stamp>``) before the swap. A plan with nothing to do changes nothing."""
-    t0 = time.perf_counter()
     d = os.path.abspath(plan.log.root)
     if plan.nothing_to_do:
-        return ApplyResult(d, [], None, sum(s.size for s in plan.segments), sum(s.size for s in plan.segments))
-    q = _quarantine(plan, quarantine or default_quarantine(plan), named=quarantine is not None)
-    written: list[str] = []
-
-    def before_swap(step: StepRunner) -> None:
-        if q.ranges:
-            progress.begin("quarantine", sum(c.length for c in plan.cuts))
-            step("quarantine", lambda: written.extend(q.write(fsync)))
-    done: list[str] = []
-
-    def seen(when: str, label: str) -> None:
-        if when == "after":
-            done.append(label)
-        if hook is not None:
-            hook(when, label)
-    try:
-        r = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
-                    fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
-                    check=lambda: _check_unchanged(plan), before_swap=before_swap, fail_at=fail_at, hook=seen,
-                    lock_timeout=lock_timeout, swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold,
-                    keep_backup=keep_backup, write_total=sum(s.size_after for s in plan.segments if not s.remove))
-    except Exception:
-        if not {"exchange", "rename-log-to-backup"} & set(done):   # the old log stays: nothing cut
-            q.discard()
-        raise
-    names, total = r["filled"]
-    digest, records = r["verified"]
-    result = WriteResult(d, names, total, records, digest, time.perf_counter() - t0)
-    return ApplyResult(d, r["steps"], result, sum(s.size for s in plan.segments), total, backup=r["backup"],
-                       swap=r["swap"], recovered=r["recovered"], quarantine=written)
+        return ApplyResult(d, [], None, plan.bytes_before, plan.bytes_before)
+    with Quarantined(plan, quarantine, f"{d}.quarantine-{stamp(plan.as_of_ns)}", hook,
+                     {"exchange", "rename-log-to-backup"}, fsync) as q:     # after those the old log is aside
+        res = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
+                      fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
+                      bytes_before=plan.bytes_before, check=lambda: _check_unchanged(plan), before_swap=q.write,
+                      fail_at=fail_at, hook=q.seen, lock_timeout=lock_timeout, swap=swap, fsync=fsync,
+                      stale_lock_hold=stale_lock_hold, keep_backup=keep_backup,
+                      write_total=sum(s.size_after for s in plan.segments if not s.remove))
+    res.quarantine = q.files
+    return res

@@ -36,11 +36,11 @@ import time
 from typing import Callable
 
 from ...errors import UsageError
-from ...formats._common import format_unix_ns
 from ...formats.workq import LOCK_FILES
 from .. import progress
 from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fd_holders, fsync_dir
-from ..plan import StepRunner
+from ..plan import ApplyResult, StepRunner, WriteResult, write_into_dir
+from ..plan import stamp as plan_stamp
 
 TAGS = ("pack", "repair")
 
@@ -57,10 +57,6 @@ def _busy(what: str):
 def _Locks(directory: str, timeout: float, *, what: str = "log") -> LockSet:
     """LOCK_EX on a directory's append.lock then read.lock, as the server and its cleaner take them."""
     return LockSet(directory, LOCK_FILES, timeout, busy=_busy(what))
-
-
-def _stamp(as_of_ns: int) -> str:
-    return format_unix_ns(as_of_ns).replace("-", "").replace(":", "")
 
 
 def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str, str]], list[str]]:
@@ -202,27 +198,45 @@ def _after_failure(d: str, ready: str, backup: str | None, swapped: bool, swap: 
         pass     # finish_interrupted finishes it at the next run
 
 
-def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunner], object],
-            verify: Callable[[str], object], check: Callable[[], None] | None = None,
+def write_copy(out: str, what: str, fill: Callable[[str, StepRunner], tuple[list[str], int]],
+               verify: Callable[[str], tuple[str, int]], *, fsync: bool = True,
+               write_total: int | None = None) -> WriteResult:
+    """A new workq log in the new (or empty) directory ``out`` (pack --out, repair / clean --apply --out): its lock
+    files, ``fill(out, step)`` -> (segment names, bytes), then ``verify(out)`` -> (digest, records) (``install``'s
+    two callbacks); on any error what it wrote goes (``write_into_dir``)."""
+    t0 = time.perf_counter()
+
+    def run(d: str) -> tuple:
+        make_lock_files(d)
+        progress.begin("write", write_total)
+        names, total = fill(d, StepRunner())
+        progress.begin("re-verify", total)
+        return (names, total) + tuple(verify(d))
+    names, total, digest, records = write_into_dir(out, what, run, fsync=fsync)
+    return WriteResult(out, names, total, records, digest, time.perf_counter() - t0)
+
+
+def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunner], tuple[list[str], int]],
+            verify: Callable[[str], tuple[str, int]], bytes_before: int, check: Callable[[], None] | None = None,
             before_swap: Callable[[StepRunner], None] | None = None, fail_at: str | None = None,
             hook: Callable[[str, str], None] | None = None, lock_timeout: float = 1.0, swap: str = "auto",
             fsync: bool = True, stale_lock_hold: float = 1.1, keep_backup: bool = True,
-            write_total: int | None = None) -> dict:
+            write_total: int | None = None) -> ApplyResult:
     """Install a new log in place of the log directory ``root`` (the sequence in the module docstring).
 
-    ``fill(tmp, step)`` writes the new segments into ``tmp`` (as steps) and returns what it wrote; ``verify(tmp)``
-    replays it and raises if it is not what the plan promised; ``check()`` runs under the locks, before anything is
-    written (the log is still what the plan read); ``before_swap(step)`` runs after the new log is verified and
-    before the swap (repair writes its quarantine there). Returns {"steps", "swap", "backup", "filled",
-    "verified", "recovered"}. The write and the re-verify are passes of their own for progress (``write_total``:
-    the bytes ``fill`` writes, when known)."""
+    ``fill(tmp, step)`` writes the new segments into ``tmp`` (as steps) -> (names, bytes); ``verify(tmp)`` replays
+    it and raises if it is not what the plan promised -> (digest, records); ``check()`` runs under the locks,
+    before anything is written (the log is still what the plan read); ``before_swap(step)`` runs after the new
+    log is verified and before the swap (repair writes its quarantine there). The write and the re-verify are
+    passes of their own for progress (``write_total``: the bytes ``fill`` writes, when known)."""
     if tag not in TAGS:
         raise ValueError(tag)
+    t0 = time.perf_counter()
     d = os.path.abspath(root)
     parent, name = os.path.split(d)
     swap = resolve_swap(swap, parent)
     step = StepRunner(fail_at, hook)
-    stamp = _stamp(as_of_ns)
+    stamp = plan_stamp(as_of_ns)
     old_locks = _Locks(d, lock_timeout)
     new_locks: LockSet | None = None
     tmp = os.path.join(parent, f"{name}.{tag}-tmp-{os.getpid()}-{time.monotonic_ns()}")
@@ -244,7 +258,7 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
             progress.begin("write", write_total)
             filled = fill(tmp, step)
             step("own-temp", lambda: _copy_ownership(d, tmp))
-            progress.begin("re-verify", filled[1] if isinstance(filled, tuple) else None)
+            progress.begin("re-verify", filled[1])
             verified = step("verify-temp", lambda: verify(tmp))
             if fsync:
                 step("fsync-dir:temp", lambda: fsync_dir(tmp))
@@ -299,5 +313,6 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
         if swapped and stale_lock_hold > 0 and old_locks.fds and any(fd_holders(fd) for fd in old_locks.fds):
             time.sleep(stale_lock_hold)     # only a process holding the old lock files open can be waiting on them
         old_locks.release()
-    return {"steps": step.done, "swap": swap, "backup": backup, "filled": filled, "verified": verified,
-            "recovered": recovered}
+    (names, total), (digest, records) = filled, verified
+    return ApplyResult(d, step.done, WriteResult(d, names, total, records, digest, time.perf_counter() - t0),
+                       bytes_before, total, backup=backup, swap=swap, recovered=recovered)
