@@ -250,6 +250,39 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str]) -> None:
           f"x{med(cnt) / med(eng):.2f} (goal: <= x3 of wqtool stats)")
 
 
+def one_log_summary(path: str, n: int, conf: list[str]) -> None:
+    """``replay --summary`` of one log (its counts and digest) once the session is started: ``n`` back-to-back
+    pairs of the local engine's pass (``run_log`` + digest, one process) and the Spark fleet's
+    (``run_fleet`` on a warm ``local[2]`` session: the log whole, in one task), with the load."""
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
+    from wqtool.spark.cluster import Cluster
+    from wqtool.spark.session import build_session, warm_up
+    (log,) = discover([path])
+    warm([log])
+    load0 = os.getloadavg()[0]
+    spark = build_session(master="local[2]", conf=conf)
+    warm_up(spark)
+    run_fleet(Cluster(spark), [log], AS_OF_NS)            # the first job's costs
+    loc, spk = [], []
+    for _ in range(n):
+        t = time.perf_counter()
+        d_local = run_log(log, AS_OF_NS).state.digest()
+        loc.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        d_spark = run_fleet(Cluster(spark), [log], AS_OF_NS)[0].report.state.digest()
+        spk.append(time.perf_counter() - t)
+        assert d_local == d_spark
+    spark.stop()
+    med = statistics.median
+    size = sum(os.path.getsize(s_.path) for s_ in log.segments)
+    print(f"replay --summary of {path} ({size / 2**20:.0f} MiB), load {load0:.2f} -> {os.getloadavg()[0]:.2f}: "
+          f"local {med(loc):.2f} s (runs {' '.join(f'{x:.2f}' for x in loc)}), spark local[2] {med(spk):.2f} s "
+          f"(runs {' '.join(f'{x:.2f}' for x in spk)}); local/spark pairs "
+          + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(loc, spk)) + "; identical digests")
+
+
 def remote_cost(n: int) -> None:
     """The CLI's fixed cost through Spark Connect: ``n`` interleaved (local, --remote) pairs of ``wqtool verify``
     on a tiny log (fixtures/workq/sample-clean: 60 records), each a new process as a user runs it; medians and
@@ -321,7 +354,13 @@ def main() -> None:
     ap.add_argument("--count-vs-stats", type=float, default=0, metavar="SCALE",
                     help="only measure the workq source's count() on a warm session against `wqtool stats` of the "
                     "issue-14 log at SCALE (0.27: ~335 k records), --repeat interleaved runs")
+    ap.add_argument("--one-log-summary", metavar="LOG",
+                    help="only measure replay --summary of one log, local vs a started local[2] session, --repeat "
+                    "back-to-back pairs")
     a = ap.parse_args()
+    if a.one_log_summary:
+        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf)
+        return
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
     if a.count_vs_stats:

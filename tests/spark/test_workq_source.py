@@ -19,6 +19,8 @@ from tests.engine.workq.test_rows_c import HEADER, record
 from wqtool.engine.format import get
 from wqtool.engine.workq import fastreplay
 from wqtool.engine.workq import columns
+from wqtool.engine.workq.model import Record
+from wqtool.engine.workq.reader import segment_events
 from wqtool.spark.datasources import Options, RecordSourceReader
 
 pytestmark = pytest.mark.skipif(fastreplay._kernel is None, reason="the C kernel is not built")
@@ -78,6 +80,10 @@ def test_kernel_rows_equal_the_reference_rows(tmp_path, monkeypatch, segs, paylo
     _write(d, segs)
     monkeypatch.setattr(columns, "CHUNK_ROWS", chunk)
     options = {"payload": payload, "mode": mode, "index": index}
+    (log,) = FMT.discover([d], Options.parse(FMT, {"path": d}).engine_options())
+    for i, seg in enumerate(log.segments):          # the planning count (index=log) of each segment
+        want_n = sum(1 for ev in segment_events(seg, 0, seg is log.newest, decode=False) if isinstance(ev, Record))
+        assert FMT.file_records(log, i) == want_n
     want, want_schemas = read_all(d, options, fast=False)
     got, got_schemas = read_all(d, options, fast=True)
     assert got == want

@@ -105,6 +105,37 @@ def _array(fld, cols, n: int, labels, file_name: str, values: dict):
     return labels.take(pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(vals)]))
 
 
+def file_records(log, i: int) -> int | None:
+    """How many records the reader reads from the log's ``i``-th segment (``Format.file_records``: a Spark
+    records source numbers each segment's records from the count of those before it), counted by the kernel up
+    to the first record it refuses and by the reference reader's framing from there; None: the reference path
+    counts (no C kernel, a header the reader reports on)."""
+    from . import fastreplay
+    if fastreplay.KERNEL != "c":
+        return None
+    from ...formats.workq import HEADER_SIZE
+    from ..fileio import FileView
+    from . import _kernel
+    from .model import Record
+    from .reader import LogSet, RecordReader, header_finding
+    seg = log.segments[i]
+    with FileView(seg) as sd:
+        f, scan = header_finding(sd, 0, seg is log.newest)
+        if f is not None or not scan:
+            return None
+        data, end = sd.data, sd.size
+        pos, n = HEADER_SIZE, 0
+        while pos < end:
+            pos, _, k, why, _ = _kernel.record_columns(data, pos, end, b"", 0, 0, CHUNK_ROWS, CHUNK_BYTES)
+            n += k
+            if why is not None:
+                break
+        if pos < end:
+            reader = RecordReader(LogSet(os.path.dirname(seg.path), [seg]), decode=False)
+            n += sum(1 for ev in reader.segment_events(sd, 0, seg is log.newest, start=pos) if ev.__class__ is Record)
+    return n
+
+
 def rest_events(log, seg, pos: int, index: int) -> Iterator:
     """The reference events of ``seg`` from ``pos`` on (record index ``index``): what ``Format.file_events``
     yields for those bytes (an undecodable record's payload findings included)."""

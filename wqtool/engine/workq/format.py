@@ -121,6 +121,10 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
                                     values=values)
 
     def file_records(self, log: LogSet, i: int) -> int:
+        from . import columns         # the kernel counts up to the first record it refuses
+        n = columns.file_records(log, i)
+        if n is not None:
+            return n
         seg = log.segments[i]
         return sum(1 for ev in segment_events(seg, 0, seg is log.newest, decode=False) if ev.__class__ is Record)
 
