@@ -245,6 +245,8 @@ def test_kestrel_half_done_rotation_is_rolled_back(tmp_path):
         f.write(b"\x08")          # whatever the killed run had written
     v = cli("verify", "--as-of", cs.AS_OF, q)        # before: CORRUPT (exit 3), damage the tool itself made
     assert v.code == 1 and "an interrupted wqtool repair (or pack, clean): rerun it to finish" in v.out, v.out
+    d = cli("dump", "-n", "1", "--as-of", cs.AS_OF, q)   # dump tells it too (it tells errors only, otherwise)
+    assert "KQ-INTERRUPTED-APPLY" in d.err and "rerun it to finish" in d.err, d.err
     r = cli("repair", "--apply", "--as-of", cs.AS_OF, q)
     assert r.code == 1, r.err
     assert sorted(os.listdir(q)) == ["mail"]

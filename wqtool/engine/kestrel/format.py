@@ -114,6 +114,7 @@ refuses while another process holds a journal open, and rolls back if the live f
         return KestrelRecordView()
 
     in_flight_code = "KQ-IN-FLIGHT"
+    told_codes = frozenset({"KQ-INTERRUPTED-APPLY"})   # dump tells it too: "rerun it to finish"
     expired_code = None   # Kestrel's replay never expires: expired items stay (KQ-EXPIRED marks them)
     spark_source = None
     spark_fleet = None   # the generic fleet: a task per queue
