@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator
 
@@ -36,6 +35,7 @@ def parse_kinds(values: list[str] | None, vocabulary, what: str) -> frozenset[st
 def parse_jobs(values: list[str] | None) -> frozenset[bytes] | None:
     if not values:
         return None
+    import uuid             # --job only: a plain dump does not load it (start-up)
     out = set()
     for v in values:
         for part in v.split(","):

@@ -19,6 +19,15 @@ HEADER_BYTES = b"wqwq\x00\x00\x00\x01"
 #: `%09d.log`: exactly 9 digits parsing as a uint32, then ".log" (upstream scanSegments / parseSequence).
 SEGMENT_NAME = re.compile(r"^(\d{9})\.log$")
 SEGMENT_SEQ_MAX = 0xFFFFFFFF
+
+
+def segment_seq(name: str) -> int | None:
+    """Upstream parseSequence: exactly 9 digits that fit a uint32, then '.log'."""
+    m = SEGMENT_NAME.match(name)
+    if not m:
+        return None
+    seq = int(m.group(1))
+    return seq if seq <= SEGMENT_SEQ_MAX else None
 LOCK_FILES = ("append.lock", "read.lock")
 DEFAULT_SEGMENT_SIZE = 67_108_864  # -cmdlog-seg-size
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ...errors import InputError
 from ...formats import workq as schema
@@ -13,7 +13,9 @@ from ..format import Evidence, Format, Options, PackOptions, RecordFacts, Repair
 from ..run import LogReport, ReplayPass, VerifyReport
 from .codes import CODES, REPLAY_CODES, EXPLAIN
 from .model import Record
-from .reader import LogSet, discover, interrupted_missing, segment_events, segment_seq
+
+if TYPE_CHECKING:       # the reader is imported where a workq log is read: detecting another format never loads it
+    from .reader import LogSet
 
 
 _KINDS = tuple(c.label for c in schema.CmdType)
@@ -80,12 +82,12 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
                 names = listdir(path)
             except OSError:
                 return Evidence(True, "an unreadable directory (the reader reports it)")
-            if any(segment_seq(n) is not None for n in names):
+            if any(schema.segment_seq(n) is not None for n in names):
                 return Evidence(True, "segment files NNNNNNNNN.log")
             if any(n in schema.LOCK_FILES for n in names):
                 return Evidence(True, "workq lock files")
             return None
-        if segment_seq(os.path.basename(path)) is not None:
+        if schema.segment_seq(os.path.basename(path)) is not None:
             return Evidence(True, "a segment name NNNNNNNNN.log")
         try:
             head = read_head(path, len(schema.HEADER_BYTES))
@@ -96,15 +98,18 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return None
 
     def missing(self, path: str) -> Exception | None:
+        from .reader import interrupted_missing
         return interrupted_missing(path)
 
     def discover(self, paths: Sequence[str], opts: Options) -> list[LogSet]:
+        from .reader import discover
         return discover(paths, horizon=opts.horizon)
 
     def files(self, log: LogSet) -> list[str]:
         return [s.path for s in log.segments]
 
     def file_events(self, log: LogSet, i: int, start_index: int = 0) -> Iterator:
+        from .reader import segment_events
         from .replay import WorkqReplay
         seg = log.segments[i]
         for ev in segment_events(seg, start_index, seg is log.newest):
@@ -125,6 +130,7 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         n = columns.file_records(log, i)
         if n is not None:
             return n
+        from .reader import segment_events
         seg = log.segments[i]
         return sum(1 for ev in segment_events(seg, 0, seg is log.newest, decode=False) if ev.__class__ is Record)
 

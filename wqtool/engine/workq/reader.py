@@ -14,7 +14,7 @@ from google_crc32c import value as _crc
 from ...errors import InputError, InvalidPayload, UnknownOpcode, UsageError
 from ..fileio import FileView, input_error, listdir
 from ...formats.workq import (RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, JOB_ID_SIZE, LOCK_FILES, MAGIC,
-                              SEGMENT_NAME, SEGMENT_SEQ_MAX, SIZE_CAP, CmdType)
+                              SIZE_CAP, CmdType, segment_seq)
 from .fastpath import decode_payload
 from ..findings import ERROR, WARNING, Finding, Verdict
 from .model import Record
@@ -46,15 +46,6 @@ class LogSet:
     @property
     def newest(self) -> Segment | None:
         return self.segments[-1] if self.segments else None
-
-
-def segment_seq(name: str) -> int | None:
-    """Upstream parseSequence: exactly 9 digits that fit a uint32, then '.log'."""
-    m = SEGMENT_NAME.match(name)
-    if not m:
-        return None
-    seq = int(m.group(1))
-    return seq if seq <= SEGMENT_SEQ_MAX else None
 
 
 def _stat_size(path: str) -> int:
