@@ -68,7 +68,40 @@ class ListCleanPlan(Plan):
                 "digest": self.digest, "elapsed_s": round(self.elapsed_s, 6)}
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
-        _run_steps(self, step, ctx)
+        d = self.journal.root
+        for path, _size, _reason in self.remove:
+            name = os.path.basename(path)
+            if name.startswith("."):
+                step("unlink:" + name, lambda path=path: unlink_quiet(path))
+                step("fsync-dir:" + name, lambda: fsync_dir(d))
+                continue
+            key = "fd:" + name
+
+            def check(path=path, key=key, name=name):
+                fd = ctx[key]
+                _check_alone(path, fd, "clean")
+                data = read_all(fd)
+                if not is_exhausted(data):
+                    ctx.setdefault("skipped", []).append(path)
+                    ctx["skip:" + name] = True       # a writer appended since the plan: keep it
+                ctx["size:" + name] = len(data)
+
+            def unlink(path=path, name=name):
+                if not ctx.get("skip:" + name):
+                    os.unlink(path)
+                    ctx.setdefault("removed", []).append(path)
+
+            def unlock(path=path, key=key, name=name):
+                fd = ctx[key]
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                if not ctx.get("skip:" + name):
+                    rescue_late_writers(fd, ctx["size:" + name], path, recreate=True)
+
+            step("lock:" + name, lambda path=path, key=key: _open_locked(path, ctx, key))
+            step("check:" + name, check)
+            step("unlink:" + name, unlink)
+            step("fsync-dir:" + name, lambda: fsync_dir(d))
+            step("unlock:" + name, unlock)
 
     def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
         removed = ctx.get("removed", []) + [p for p, _, _ in self.remove if os.path.basename(p).startswith(".")]
@@ -111,38 +144,3 @@ def clean_plan(journal: ListJournal) -> ListCleanPlan:
     return plan
 
 
-def _run_steps(plan: ListCleanPlan, step: StepRunner, ctx: dict) -> None:
-    d = plan.journal.root
-    for path, _size, _reason in plan.remove:
-        name = os.path.basename(path)
-        if name.startswith("."):
-            step("unlink:" + name, lambda path=path: unlink_quiet(path))
-            step("fsync-dir:" + name, lambda: fsync_dir(d))
-            continue
-        key = "fd:" + name
-
-        def check(path=path, key=key, name=name):
-            fd = ctx[key]
-            _check_alone(path, fd, "clean")
-            data = read_all(fd)
-            if not is_exhausted(data):
-                ctx.setdefault("skipped", []).append(path)
-                ctx["skip:" + name] = True       # a writer appended since the plan: keep it
-            ctx["size:" + name] = len(data)
-
-        def unlink(path=path, name=name):
-            if not ctx.get("skip:" + name):
-                os.unlink(path)
-                ctx.setdefault("removed", []).append(path)
-
-        def unlock(path=path, key=key, name=name):
-            fd = ctx[key]
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            if not ctx.get("skip:" + name):
-                rescue_late_writers(fd, ctx["size:" + name], path, recreate=True)
-
-        step("lock:" + name, lambda path=path, key=key: _open_locked(path, ctx, key))
-        step("check:" + name, check)
-        step("unlink:" + name, unlink)
-        step("fsync-dir:" + name, lambda: fsync_dir(d))
-        step("unlock:" + name, unlock)

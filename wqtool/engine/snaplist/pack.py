@@ -118,7 +118,53 @@ class ListPackPlan(Plan):
         return WriteResult(out, written, total, self.records_after, digest, time.perf_counter() - t0)
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
-        _run_steps(self, step, ctx)
+        for fp in self.files:
+            name = os.path.basename(fp.path)
+            path = fp.path
+            d = os.path.dirname(path) or "."
+            temp = os.path.join(d, temp_name(fp.hour))
+            key = "fd:" + name
+
+            def lock(path=path, key=key):
+                _open_locked(path, ctx, key)
+
+            def check(path=path, key=key, name=name):
+                fd = ctx[key]
+                _check_alone(path, fd, "pack")
+                data = read_all(fd)
+                ctx["old:" + name] = data
+                if os.path.lexists(temp):   # an earlier pack --apply died after writing it (under this same lock)
+                    unlink_quiet(temp)
+
+            def write_temp(path=path, key=key, name=name, temp=temp):
+                data = ctx["old:" + name]
+                new = packed(data)
+                prove("packed hour file does not keep the pending lines", "", "", path=path,
+                      ok=content_lines(new) == content_lines(data))
+                mode = stat.S_IMODE(os.fstat(ctx[key]).st_mode)
+                if step.during("write-temp:" + name):
+                    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+                    os.write(fd, new[: len(new) // 2])
+                    os.close(fd)
+                    step.crash("write-temp:" + name)
+                write_new(temp, [new], mode=mode)
+                ctx["new:" + name] = len(new)
+
+            def unlock(path=path, key=key, name=name):
+                fd = ctx[key]
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                ctx.setdefault("rescued", 0)
+                ctx["rescued"] += rescue_late_writers(fd, len(ctx["old:" + name]), path, recreate=False)
+
+            step("lock:" + name, lock)
+            step("check:" + name, check)
+            step("write-temp:" + name, write_temp, rollback=lambda temp=temp: unlink_quiet(temp),
+                 on_error=lambda temp=temp: unlink_quiet(temp))
+            step("rename:" + name, lambda temp=temp, path=path: os.rename(temp, path))
+            step.commit()
+            step("fsync-dir:" + name, lambda d=d: fsync_dir(d))
+            step("unlock:" + name, unlock)
+            ctx.setdefault("done", []).append(path)
 
     def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
         after = sum(os.path.getsize(f.path) for f in self.journal.files if os.path.exists(f.path))
@@ -217,51 +263,3 @@ def rescue_late_writers(fd: int, read_size: int, path: str, *, recreate: bool) -
     return moved
 
 
-def _run_steps(plan: ListPackPlan, step: StepRunner, ctx: dict) -> None:
-    for fp in plan.files:
-        name = os.path.basename(fp.path)
-        path = fp.path
-        d = os.path.dirname(path) or "."
-        temp = os.path.join(d, temp_name(fp.hour))
-        key = "fd:" + name
-
-        def lock(path=path, key=key):
-            _open_locked(path, ctx, key)
-
-        def check(path=path, key=key, name=name):
-            fd = ctx[key]
-            _check_alone(path, fd, "pack")
-            data = read_all(fd)
-            ctx["old:" + name] = data
-            if os.path.lexists(temp):   # an earlier pack --apply died after writing it (under this same lock)
-                unlink_quiet(temp)
-
-        def write_temp(path=path, key=key, name=name, temp=temp):
-            data = ctx["old:" + name]
-            new = packed(data)
-            prove("packed hour file does not keep the pending lines", "", "", path=path,
-                  ok=content_lines(new) == content_lines(data))
-            mode = stat.S_IMODE(os.fstat(ctx[key]).st_mode)
-            if step.during("write-temp:" + name):
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-                os.write(fd, new[: len(new) // 2])
-                os.close(fd)
-                step.crash("write-temp:" + name)
-            write_new(temp, [new], mode=mode)
-            ctx["new:" + name] = len(new)
-
-        def unlock(path=path, key=key, name=name):
-            fd = ctx[key]
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            ctx.setdefault("rescued", 0)
-            ctx["rescued"] += rescue_late_writers(fd, len(ctx["old:" + name]), path, recreate=False)
-
-        step("lock:" + name, lock)
-        step("check:" + name, check)
-        step("write-temp:" + name, write_temp, rollback=lambda temp=temp: unlink_quiet(temp),
-             on_error=lambda temp=temp: unlink_quiet(temp))
-        step("rename:" + name, lambda temp=temp, path=path: os.rename(temp, path))
-        step.commit()
-        step("fsync-dir:" + name, lambda d=d: fsync_dir(d))
-        step("unlock:" + name, unlock)
-        ctx.setdefault("done", []).append(path)
