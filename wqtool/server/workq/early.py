@@ -87,9 +87,6 @@ class Transport:
         self.high = 65536 if high is None else high
         self.low = self.high // 4 if low is None else low
 
-    def get_write_buffer_size(self) -> int:
-        return len(self.out)
-
     def is_closing(self) -> bool:
         return self.closing or self.closed
 
