@@ -94,13 +94,13 @@ def _repair_loss(log, opts, verdict, prior) -> dict | None:
     from ..engine.options import RepairOptions
     from ..errors import WqError
     from dataclasses import fields, replace
-    if verdict == Verdict.CLEAN or type(log.fmt).repair_plan is Format.repair_plan:
+    if verdict == Verdict.CLEAN or type(log.fmt).repair_plan is Format.repair_plan:   # no repair: nothing to say
         return None
     salvage, drop = verdict == Verdict.CORRUPT, verdict == Verdict.INVALID_HISTORY
     base = {f.name: getattr(opts, f.name) for f in fields(opts)}
     ropts = RepairOptions(**{**base, "salvage": salvage, "drop_invalid": drop})
     try:
-        doc = log.fmt.repair_plan(log.data, for_log(log, ropts), prior=prior).report_doc(exit_codes().of)
+        doc = log.fmt.repair_loss(log.data, for_log(log, ropts), exit_codes().of, prior)
     except (WqError, OSError):
         return None
     return {"flags": [*(["--salvage"] if salvage else []), *(["--drop-invalid"] if drop else [])],

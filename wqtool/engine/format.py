@@ -437,10 +437,15 @@ class Format(abc.ABC):
     def pack_plan(self, log, opts: PackOptions):
         raise UsageError(f"pack is not available for {self.plural}")
 
-    def repair_plan(self, log, opts: RepairOptions, *, prior=None):
-        """The repair's plan (nothing written). ``prior``: a ``LogReport.reuse`` of this log at these options
-        (the format's own pass, made by the caller's read): a format that can plans from it and reads nothing."""
+    def repair_plan(self, log, opts: RepairOptions):
         raise UsageError(f"repair is not available for {self.plural}")
+
+    def repair_loss(self, log, opts: RepairOptions, code_of, prior=None) -> dict:
+        """What ``repair_plan(log, opts)`` states of the jobs or items it would lose: its ``report_doc``'s keys of
+        ``LOSS_KEYS`` (nothing written). ``prior``: ``LogReport.reuse`` of this log at these options (the format's
+        own pass, which ``report`` already made): a format that can tells it from there, reading the log no second
+        time; by default, the plan."""
+        return loss_of(self.repair_plan(log, opts).report_doc(code_of))
 
     def clean_plan(self, log, opts: Options):
         raise UsageError(f"clean is not available for {self.plural}")
@@ -891,6 +896,15 @@ def _fits(f: Format, path: str) -> None:
         if ev is not None and ev.strong:
             raise UsageError(f"this is a {other.title} ({ev.reason}), not a {f.title}: --format {f.name} does not "
                              f"fit; drop --format or pass --format {other.name}", path=path)
+
+
+#: what a repair plan's report states of the jobs (workq) or items (Kestrel) it would lose (``Format.repair_loss``)
+LOSS_KEYS = ("jobs_lost", "jobs_lost_more", "jobs_lost_unread", "items_lost", "items_lost_at", "items_lost_at_more",
+             "items_lost_unread")
+
+
+def loss_of(doc: dict) -> dict:
+    return {k: doc[k] for k in LOSS_KEYS if k in doc}
 
 
 #: ``--as-of`` words that name a time of the log itself (``settle_as_of``)

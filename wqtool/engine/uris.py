@@ -668,10 +668,15 @@ class NamedFormat:
             self._refuse("pack", log)
         return self._fmt.pack_plan(log, opts)
 
-    def repair_plan(self, log, opts, *, prior=None):
+    def repair_plan(self, log, opts):
         if self.read_only:
             self._refuse("repair", log)
-        return self._fmt.repair_plan(log, opts, prior=prior)
+        return self._fmt.repair_plan(log, opts)
+
+    def repair_loss(self, log, opts, code_of, prior=None):
+        if self.read_only:
+            self._refuse("repair", log)
+        return self._fmt.repair_loss(log, opts, code_of, prior)
 
     def clean_plan(self, log, opts):
         if self.read_only:

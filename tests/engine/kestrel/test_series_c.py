@@ -261,3 +261,69 @@ def test_stats_is_the_kernels_pass_and_the_references(name, monkeypatch):
         assert key(report) == key(ref_report) and report.findings == []
         assert report.state.digest() == ref_report.state.digest()
         assert stats_key(st_) == stats_key(ref_st)
+
+
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(OPS, st.lists(st.integers(0, 50), max_size=3),
+       st.tuples(st.integers(0, 3), st.sampled_from(["flip", "cut", "junk"]), st.integers(0, 10**6)),
+       st.sampled_from([None, 0, 2]))
+def test_what_a_repair_would_lose_from_the_kernels_pass_is_the_plans(ops, cuts, damage, limit):
+    """report tells what a repair would lose from its own kernel pass (``LogReport.reuse``: every error finding,
+    when all were kept; ``KestrelFormat.repair_loss``), reading nothing again: the same items, unread bytes and
+    refusal as the plan (``repair_plan``, which reads and replays the journal twice)."""
+    from wqtool.engine.kestrel.repair import repair_plan
+    from wqtool.engine.options import RepairOptions
+    from wqtool.errors import PackRefused
+    from wqtool.exitcodes import CODES
+    with tempfile.TemporaryDirectory() as d:
+        build(d, ops, cuts, damage)
+        fs = one_set(d)
+        fast = fast_series(fs, AS_OF_NS, limit=limit, keep_open=False, max_bins=MAX_BINS)
+        if fast is None or fast[0].verdict.name == "CLEAN":
+            return
+        report = fast[0]
+        if report.reuse is None:          # some error not kept (the limit): the plan is made instead
+            assert limit is not None and len([f for f in report.findings if f.severity == "error"]) <= limit
+            return
+        salvage, drop = report.verdict.name == "CORRUPT", report.verdict.name == "INVALID_HISTORY"
+        try:
+            plan = repair_plan(one_set(d), AS_OF_NS, salvage=salvage, drop_invalid=drop)
+        except PackRefused as exc:
+            with pytest.raises(PackRefused) as got:
+                FORMAT.repair_loss(fs, RepairOptions(as_of_ns=AS_OF_NS, salvage=salvage, drop_invalid=drop),
+                                   CODES.of, report.reuse)
+            assert str(got.value) == str(exc)
+            return
+        want = {k: v for k, v in plan.report_doc(CODES.of).items() if k.startswith("items_lost")}
+        got = FORMAT.repair_loss(fs, RepairOptions(as_of_ns=AS_OF_NS, salvage=salvage, drop_invalid=drop),
+                                 CODES.of, report.reuse)
+        assert got == want
+
+
+def test_report_tells_the_loss_of_damaged_fixtures_without_a_second_pass(tmp_path, monkeypatch):
+    """The damaged Kestrel fixtures (and a bit flip in a rotated file): report's page states what a repair would
+    lose as the plan does, and reads the journal once (no JournalReader pass of the plan's)."""
+    import shutil
+    from tests.conftest import cli
+    from wqtool.engine.kestrel import repair
+    q = tmp_path / "q"
+    shutil.copytree(os.path.join(ROOT, "fixtures", "kestrel", "damage-mid-live", "queue"), q)
+    calls = []
+    real = repair.JournalReader
+
+    def counted(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+    monkeypatch.setattr(repair, "JournalReader", counted)
+    r = cli("report", "--as-of", "2011-03-20T00:00:00Z", q, "--out", tmp_path / "x.html")
+    assert r.code == 3, r.err
+    page = open(tmp_path / "x.html").read()
+    assert "What a repair would lose" in page
+    assert calls == []
+    monkeypatch.setattr(repair, "JournalReader", real)
+    from wqtool.engine.format import Format
+    monkeypatch.setattr(type(FORMAT), "repair_loss",          # the plan itself, as without the kernel's pass
+                        lambda self, log, opts, code_of, prior=None: Format.repair_loss(self, log, opts, code_of))
+    r2 = cli("report", "--as-of", "2011-03-20T00:00:00Z", q, "--out", tmp_path / "x.html", "--force")
+    assert r2.code == 3
+    assert open(tmp_path / "x.html").read() == page          # the plan's own reading says the same

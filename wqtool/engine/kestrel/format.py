@@ -269,11 +269,17 @@ refuses while another process holds a journal open, and rolls back if the live f
             return finish_interrupted(path)
         return []
 
-    def repair_plan(self, log: FileSet, opts: RepairOptions, *, prior=None):
+    def repair_plan(self, log: FileSet, opts: RepairOptions):
         from .repair import repair_plan
         return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
                            drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns,
                            kestrel_version=_version(opts))
+
+    def repair_loss(self, log: FileSet, opts: RepairOptions, code_of, prior=None) -> dict:
+        if prior is None or opts.truncate_to_ns is not None or not log.is_dir:   # (a file alone: its whole queue)
+            return super().repair_loss(log, opts, code_of)
+        from .repair import repair_loss      # prior: every error finding of the kernel's pass (series.fast_series)
+        return repair_loss(log, prior, salvage=opts.salvage, drop_invalid=opts.drop_invalid)
 
     def clean_plan(self, log: FileSet, opts: Options):
         from .clean import clean_plan

@@ -28,13 +28,14 @@ from ...errors import InputError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, free_or_same_dir
-from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Plan, Quarantined, StepRunner, WriteResult, refusal,
-                    repair_doc, stamp, write_into_dir)
+from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Plan, Quarantined, StepRunner, WriteResult, capped,
+                    refusal, repair_doc, stamp, write_into_dir)
 from ..run import LogReport
 from . import pack as pack_mod
 from .pack import replay_digest
 from .model import Record
 from .reader import FileSet, JournalReader, read_damaged_items, whole_queue
+from .codes import KESTREL_REPLAY_CODES
 from .replay import KestrelReplay, KestrelState
 
 NS_PER_MS = 1_000_000
@@ -203,6 +204,33 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
     plan.items_lost, plan.lost_unread = _items_lost(cuts)
     plan.elapsed_s = time.perf_counter() - t0
     return plan
+
+
+def repair_loss(fileset: FileSet, findings: list[Finding], *, salvage: bool, drop_invalid: bool) -> dict:
+    """What ``repair_plan(fileset, ...)`` (no ``truncate_to_ns``) states of the items it would lose, from every error
+    finding of a pass already made over the same bytes (``report``'s: its kernel pass; ``findings`` in stream
+    order): the same refusal, and the same damage cuts (the reader's errors; the replay's are refused records,
+    which lose no item) read for the items they hold — no record is read or replayed again."""
+    sizes = {f.path: os.path.getsize(f.path) for f in fileset.files}
+    errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
+    cuts: list[Cut] = []
+    for f in findings:
+        if f.severity != ERROR:
+            continue
+        if f.code in KESTREL_REPLAY_CODES:
+            errors[Verdict.INVALID_HISTORY].append(f)
+            continue
+        if f.path not in sizes:
+            continue
+        errors.setdefault(f.verdict, []).append(f)
+        end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
+        cuts.append(Cut(f.path, f.offset, end - f.offset,
+                        "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
+    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
+    if refused is not None:
+        raise refused
+    lost, unread = _items_lost(cuts)
+    return capped({"items_lost": len(lost), "items_lost_unread": unread}, "items_lost_at", lost)
 
 
 def _items_lost(cuts: list[Cut]) -> tuple[list[str], dict]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...formats.kestrel import Opcode
+from ..findings import ERROR
 from ..series import DURATION_EDGES, MAX_MARKS, WIDTHS_S, series_of
 from ..stats import RecordStats
 from .reader import FileSet
@@ -43,4 +44,7 @@ def fast_series(log: FileSet, as_of_ns: int, *, limit: int | None, keep_open: bo
     for k in raw[3]:            # the kinds in order of their first record (the reference's Counter order)
         st.by_type[_KINDS[k]] = ops[k]
         st.bytes_by_type[_KINDS[k]] = nbytes[k]
+    errors = [f for f in report.findings if f.severity == ERROR]
+    if len(errors) == report.severities.get(ERROR, 0):
+        report.reuse = errors     # every error kept: what a repair would lose is told from them (repair_loss)
     return report, st, s

@@ -196,7 +196,7 @@ orth-logs.md section 2a):
     def finish_interrupted(self, path: str) -> list[str]:
         return get("orth-executor-logs").finish_interrupted(path)     # what its clean left (.wqtool-clean-*)
 
-    def repair_plan(self, log: CallbackSet, opts: Options, *, prior=None):
+    def repair_plan(self, log: CallbackSet, opts: Options):
         from .verify import CallbackRun
         from .repair import repair_plan
         run = CallbackRun(log)

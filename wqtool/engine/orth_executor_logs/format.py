@@ -197,7 +197,7 @@ retry files. --format reads one of them."""
         from .clean import finish_interrupted
         return finish_interrupted(path) if os.path.isdir(path) else []
 
-    def repair_plan(self, log: ExecutorLogSet, opts: Options, *, prior=None):
+    def repair_plan(self, log: ExecutorLogSet, opts: Options):
         from .verify import ExecutorRun
         from .repair import NothingToRepair
         run = ExecutorRun(log)
