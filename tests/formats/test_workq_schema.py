@@ -182,3 +182,18 @@ def test_crc32c_parameters():
 @given(st.binary(max_size=512))
 def test_hardware_crc_equals_declared_reference(data):
     assert crc32c(data) == crc32c_reference(data)
+
+
+@given(st.one_of(st.integers(-62135596900, 253402300900), st.integers(-(1 << 70), 1 << 70),
+                 st.sampled_from([253402300799, 253402300800, -62135596800, -62135596801, 0, -1, 951782400])))
+def test_printed_seconds_are_datetimes(s):
+    """``_format_seconds`` (arithmetic: printing a time imports no datetime) is datetime's rendering, and None
+    exactly where datetime overflows (outside years 1-9999)."""
+    import datetime as dt
+    from wqtool.formats._common import _format_seconds
+    try:
+        d = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=s)
+        want = f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}"
+    except OverflowError:
+        want = None
+    assert _format_seconds(s) == want

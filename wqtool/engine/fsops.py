@@ -14,7 +14,6 @@
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import itertools
@@ -250,6 +249,7 @@ _AT_FDCWD = -100
 
 
 def _renameat2():
+    import ctypes             # the first exchange or no-replace rename only (start-up: readers never rename)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.renameat2
@@ -260,7 +260,7 @@ def _renameat2():
     return fn
 
 
-_RENAMEAT2 = _renameat2()
+_RENAMEAT2: list = []          # [renameat2 or None], looked up on first use
 
 
 class NoExchange(Exception):
@@ -268,9 +268,13 @@ class NoExchange(Exception):
 
 
 def _rename2(a: str, b: str, flag: int) -> None:
-    if _RENAMEAT2 is None:
+    if not _RENAMEAT2:
+        _RENAMEAT2.append(_renameat2())
+    fn = _RENAMEAT2[0]
+    if fn is None:
         raise NoExchange
-    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), flag) != 0:
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), flag) != 0:
+        import ctypes
         e = ctypes.get_errno()
         if e in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
             raise NoExchange

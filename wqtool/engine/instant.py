@@ -13,7 +13,6 @@ be and the seconds to give instead.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import re
 import time
 
@@ -28,6 +27,7 @@ _UNITS = ((3, "milliseconds"), (6, "microseconds"), (9, "nanoseconds"))
 
 
 def _iso(ns: int) -> str:
+    import datetime as _dt      # here, not at import (start-up: most runs parse no date)
     d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=ns // 1000)
     return d.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -78,6 +78,7 @@ def parse_instant(value: str, *, now_ns: int | None = None) -> int:
         clock = clock or "00:00:00"
         if len(clock) == 5:
             clock += ":00"
+        import datetime as _dt
         tz = _dt.timezone.utc
         if zone and zone not in "Zz":
             sign = -1 if zone[0] == "-" else 1
@@ -92,14 +93,16 @@ def parse_instant(value: str, *, now_ns: int | None = None) -> int:
     raise ValueError(f"expected {EXPECTED}, got {value!r}")
 
 
-def _seconds(d: _dt.datetime) -> int:
+def _seconds(d: "datetime.datetime") -> int:
     """Whole seconds since the epoch, exactly (no float)."""
+    import datetime as _dt
     delta = d - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
     return delta.days * 86400 + delta.seconds
 
 
-def from_datetime(d: _dt.datetime) -> int:
+def from_datetime(d: "datetime.datetime") -> int:
     """A ``datetime`` → Unix ns, exactly (microseconds kept); a naive datetime is UTC."""
+    import datetime as _dt
     if d.tzinfo is None:
         d = d.replace(tzinfo=_dt.timezone.utc)
     return _seconds(d) * 1_000_000_000 + d.microsecond * 1000

@@ -148,12 +148,23 @@ def format_unix_ns(ns: int) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _format_seconds(s: int) -> str | None:
-    import datetime as _dt     # on first use (start-up)
-    try:
-        d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=s)
-    except OverflowError:
+    """Unix seconds as ``YYYY-MM-DDTHH:MM:SS`` (UTC), None outside datetime's years 1-9999 — by arithmetic
+    (H. Hinnant's civil_from_days), so that printing a time does not import datetime (start-up)."""
+    days, rem = divmod(s, 86400)
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    if not 1 <= year <= 9999:
         return None
-    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}"
+    hh, rem = divmod(rem, 3600)
+    mm, ss = divmod(rem, 60)
+    return f"{year:04d}-{month:02d}-{day:02d}T{hh:02d}:{mm:02d}:{ss:02d}"
 
 
 def format_uuid(b: bytes) -> str:
