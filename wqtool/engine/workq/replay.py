@@ -10,7 +10,6 @@ differs from the log's own history, the job carries both values and a note says 
 from __future__ import annotations
 
 import os
-import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -126,13 +125,13 @@ _UNKNOWN_UPSTREAM = "workq-server ignores it and starts"
 def unknown_job_finding(path: str, offset: int, index: int, cmd: CmdType, job_id: bytes) -> Finding:
     return Finding(WARNING, "WQ-UNKNOWN-JOB", f"{cmd.label} of a job that is not live (never added — e.g. a run job — "
                    "or already gone)", path=path, offset=offset, record_index=index, upstream=_UNKNOWN_UPSTREAM,
-                   job_id=str(uuid.UUID(bytes=job_id)))
+                   job_id=format_uuid(job_id))
 
 
 def expired_finding(path: str, offset: int, index: int, cmd: CmdType, log_exp_ns: int, job_id: bytes) -> Finding:
     return Finding(WARNING, "WQ-ADD-EXPIRED", f"{cmd.label} already expired at --as-of (expired "
                    f"{GoTime.from_unix_ns(log_exp_ns).isoformat()}); upstream skips it", path=path, offset=offset,
-                   record_index=index, upstream="workq-server skips it silently", job_id=str(uuid.UUID(bytes=job_id)),
+                   record_index=index, upstream="workq-server skips it silently", job_id=format_uuid(job_id),
                    when=log_exp_ns)
 
 
@@ -382,11 +381,11 @@ class WorkqReplay:
         self.findings.append(Finding(ERROR, code, msg, path=rec.path, offset=rec.offset, record_index=rec.index,
                                      last_good_offset=rec.offset, upstream="workq-server would refuse to start: "
                                      + upstream, verdict=Verdict.INVALID_HISTORY,
-                                     job_id=str(uuid.UUID(bytes=job)) if job else None))
+                                     job_id=format_uuid(job) if job else None))
 
     def _warn(self, rec: Record, code: str, msg: str, job: bytes | None, upstream: str | None = None) -> None:
         self.findings.append(Finding(WARNING, code, msg, path=rec.path, offset=rec.offset, record_index=rec.index,
-                                     upstream=upstream, job_id=str(uuid.UUID(bytes=job)) if job else None))
+                                     upstream=upstream, job_id=format_uuid(job) if job else None))
 
     # ---------------------------------------------------------------- records
     def apply(self, rec: Record) -> None:

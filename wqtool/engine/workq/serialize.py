@@ -3,15 +3,16 @@ the table cells of dump and the job rows, summary and text of replay (``RecordVi
 from __future__ import annotations
 
 import json
-import uuid
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from ...offsets import at
 from ...formats._common import format_unix_ns, format_uuid
 from ..format import Column, RecordView, StateView
 from ..serialize import render_bytes
 from .model import Record
-from .replay import CompactJobs, Job, ReplayState
+
+if TYPE_CHECKING:       # dump's rows never load the replay (start-up); the state's view imports it
+    from .replay import Job, ReplayState
 
 #: The fields of a workq record row, in output order (Spark's schema uses the same list).
 RECORD_FIELDS = ("file", "offset", "at", "length", "record_index", "time", "cmd", "job_id", "name", "priority", "ttr_ms",
@@ -93,7 +94,7 @@ class WorkqRecordView(RecordView):
     def cells(self, rec: Record, payload: str) -> tuple:
         c = rec.command
         return (at(rec.path, rec.offset), rec.length, rec.index, rec.time.isoformat(),
-                c.cmd.label if c else "?", str(uuid.UUID(bytes=c.job_id)) if c else "-", _details(rec, payload))
+                c.cmd.label if c else "?", format_uuid(c.job_id) if c else "-", _details(rec, payload))
 
     def hex_title(self, rec: Record) -> str:
         c = rec.command
@@ -140,6 +141,7 @@ class WorkqStateView(StateView):
 
     def encoded_rows(self, style: str, payload: str = "base64") -> Iterator[str]:
         jobs = self.state.jobs
+        from .replay import CompactJobs
         if isinstance(jobs, CompactJobs) and jobs.as_of_ns == self.state.as_of_ns:
             return jobs.encoded_rows(style, job_to_jsonable)   # the C table encodes them itself
         return super().encoded_rows(style, payload)
