@@ -2,6 +2,8 @@
 
 One event loop thread runs the protocol, the live queues and the command log:
 
+* the lean start (``run_server``): the first requests are served by a small epoll loop (early.py) while a thread
+  imports uvloop / asyncio, which then takes every connection over;
 * start-up: ``append.lock`` LOCK_EX (held for the server's life), ``read.lock`` LOCK_SH while the log replays
   through the engine (``engine.workq.startup``: the C kernel), anything but a clean log refused with the
   engine's finding (as workq-server refuses to start), the live queues rebuilt, the newest segment reopened;
