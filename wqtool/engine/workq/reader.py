@@ -9,7 +9,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
-from google_crc32c import value as _crc
+try:                    # the kernel's CRC-32C (SSE4.2 where the CPU has it), loaded by the walks anyway
+    from ._kernel import crc32c as _crc
+except ImportError:     # not built: google-crc32c
+    from google_crc32c import value as _crc
 
 from ...errors import InputError, InvalidPayload, UnknownOpcode, UsageError
 from ..fileio import FileView, input_error, listdir
