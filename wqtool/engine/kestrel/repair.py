@@ -173,10 +173,7 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
         f = ev
         if f.severity != ERROR or f.path not in sizes or cut_from is not None:
             continue
-        errors.setdefault(f.verdict, []).append(f)
-        end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
-        cuts.append(Cut(f.path, f.offset, end - f.offset,
-                        "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
+        _damage(f, sizes, errors, cuts)
     refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if refused is not None:
         raise refused
@@ -206,6 +203,15 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
     return plan
 
 
+def _damage(f: Finding, sizes: dict[str, int], errors: dict, cuts: list[Cut]) -> None:
+    """A reader's error finding: counted under its verdict, its bytes cut (to where valid records resume, or the
+    file's end)."""
+    errors.setdefault(f.verdict, []).append(f)
+    end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
+    cuts.append(Cut(f.path, f.offset, end - f.offset,
+                    "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
+
+
 def repair_loss(fileset: FileSet, findings: list[Finding], *, salvage: bool, drop_invalid: bool) -> dict:
     """What ``repair_plan(fileset, ...)`` (no ``truncate_to_ns``) states of the items it would lose, from every error
     finding of a pass already made over the same bytes (``report``'s: its kernel pass; ``findings`` in stream
@@ -220,12 +226,8 @@ def repair_loss(fileset: FileSet, findings: list[Finding], *, salvage: bool, dro
         if f.code in KESTREL_REPLAY_CODES:
             errors[Verdict.INVALID_HISTORY].append(f)
             continue
-        if f.path not in sizes:
-            continue
-        errors.setdefault(f.verdict, []).append(f)
-        end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
-        cuts.append(Cut(f.path, f.offset, end - f.offset,
-                        "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable", f.code, f.message))
+        if f.path in sizes:
+            _damage(f, sizes, errors, cuts)
     refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if refused is not None:
         raise refused
