@@ -115,7 +115,7 @@ class Selection:
                     continue
                 start, stop = b
                 stop_at = end if stop is None else min(stop, end)
-                if told is None and f is not None and f.severity == ERROR and start == 0 and stop_at > 0:
+                if told is None and f is not None and f.severity == ERROR and start == 0 and (stop is None or stop > 0):
                     yield f
                 if scan:
                     if start > pos:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 try:                    # the kernel's CRC-32C (SSE4.2 where the CPU has it), loaded by the walks anyway
-    from ._kernel import crc32c as _crc
+    from . import _kernel
+    _crc = _kernel.crc32c
 except ImportError:     # not built: google-crc32c
     from google_crc32c import value as _crc
 
