@@ -209,7 +209,7 @@ def test_the_old_locks_are_held_only_for_a_process_that_has_them_open(tmp_path, 
             assert holder.stdout.readline().strip() == "open"
         try:
             plan = pack.pack_plan(discover([d])[0], AS_OF_NS)
-            pack.apply_plan(plan, fsync=False)
+            plan.apply(fsync=False)
         finally:
             if holder is not None:
                 holder.stdin.close()

@@ -1,16 +1,7 @@
-"""Filesystem primitives for everything that changes files (the plan framework's steps use only these).
-
-* ``fsync_dir``; ``write_new`` (a new file: O_EXCL, written, fsynced); ``unlink_quiet``;
-* ``LockSet``: LOCK_EX|LOCK_NB flocks on lock files, retried until a timeout (``LogBusy``);
-* ``exchange`` (``renameat2(RENAME_EXCHANGE)``: two paths swapped atomically) and ``rename_noreplace``
-  (``RENAME_NOREPLACE``: never clobbers a path that appeared meanwhile), with ``exchange_supported`` probing;
-* ``backup_name``: a free sibling name for what is kept aside;
-* ``Quarantine``: where a repair keeps every byte it cuts — reused when an earlier run of the same plan crashed
-  before finishing it (its files are this plan's ranges, or prefixes of them), else a free name;
-* ``remove_stale_probes``: what a killed ``exchange_supported`` probe left;
-* live-writer detection: ``holders(paths)`` (other processes holding a file open, from ``/proc/*/fd``; with
-  ``writing``, open for writing) and
-  ``FileSig`` (inode, size, mtime: a file changing under us).
+"""Filesystem primitives of the plan template: new files with every write checked (``NewFile``, ``write_new``,
+``write_ranges``), flocks with a timeout (``LockSet``), ``exchange`` / ``rename_noreplace`` (renameat2), free names
+for backups and the quarantine (``Quarantine``), ``FileSig`` (a file changing under us). Who holds a file open is
+``live.py``'s.
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ One result type per outcome: ``WriteResult`` (a new log written somewhere else: 
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -399,9 +400,15 @@ class Quarantined:
                 self.undo()
 
 
-def apply_plan(plan: "Plan", **kw) -> "ApplyResult":
-    """``plan.apply(**kw)``: the name each format's pack module gives its apply (the conformance suite's)."""
-    return plan.apply(**kw)
+def timed(make: Callable[..., "Plan"]) -> Callable[..., "Plan"]:
+    """A format's ``*_plan`` function, its plan's ``elapsed_s`` set to the time it took."""
+    @functools.wraps(make)
+    def run(*args, **kw):
+        t0 = time.perf_counter()
+        plan = make(*args, **kw)
+        plan.elapsed_s = time.perf_counter() - t0
+        return plan
+    return run
 
 
 def release(ctx: dict) -> None:
@@ -432,9 +439,23 @@ class Plan:
         exit code mapping, for the reports that show the input's exit code (workq and Kestrel pack / repair)."""
         raise NotImplementedError
 
-    def write(self, out: str) -> WriteResult:
-        """Write the result to a new file or directory ``out`` (pack -o)."""
+    #: the mode ``write`` makes ``out`` with (before the umask)
+    out_mode = 0o777
+    elapsed_s = 0.0                # how long the plan took to make (``timed``)
+
+    def write_copy(self, d: str, fsync: bool) -> tuple:
+        """The format's part of ``write``: the new log written into the directory ``d`` and proven (``prove``)
+        -> (files, bytes, records, digest)."""
         raise NotImplementedError
+
+    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
+        """The result in the new (or empty) directory ``out`` (pack -o, repair / clean --apply --out), re-verified:
+        ``write_copy`` inside ``write_into_dir`` (on any error what it wrote goes)."""
+        t0 = time.perf_counter()
+        files, size, records, digest = write_into_dir(out, "pack" if self.kind == "pack" else self.kind + " --out",
+                                                      lambda d: self.write_copy(d, fsync), fsync=fsync,
+                                                      mode=self.out_mode)
+        return WriteResult(out, files, size, records, digest, time.perf_counter() - t0)
 
     def apply(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
               **kw) -> ApplyResult:
@@ -473,7 +494,7 @@ class Plan:
         (``<out>.quarantine-<stamp>``, or ``quarantine``). The input is never touched; a failure removes both. A
         plan that writes no file (a clean that only deletes or renames files) has no copy to write: UsageError."""
         from .fsops import Quarantine
-        if type(self).write is Plan.write:
+        if type(self).write_copy is Plan.write_copy:
             raise UsageError(f"this log's {self.kind} writes no file (it only deletes or renames files): --out has "
                              "no copy to write; use --apply without --out", path=source)
         if _inside(out, source):

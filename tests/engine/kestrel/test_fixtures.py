@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from wqtool.engine.kestrel.pack import PackRefused, apply_plan, pack_plan
+from wqtool.engine.kestrel.pack import PackRefused, pack_plan
 from wqtool.engine.kestrel.reader import discover
 from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.findings import Verdict
@@ -54,7 +54,7 @@ def test_pack_of_each_fixture(name, tmp_path):
                 pack_plan(fs, SCRIPT.AS_OF_NS)
             continue
         plan = pack_plan(fs, SCRIPT.AS_OF_NS)
-        apply_plan(plan, now_ms=SCRIPT.T)
+        plan.apply(now_ms=SCRIPT.T)
         after = run_log(discover([d], queue=fs.queue)[0], SCRIPT.AS_OF_NS)
         assert after.state.digest() == before.state.digest()
         assert after.verdict == Verdict.CLEAN

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from tests.conftest import examples
 
-from wqtool.engine.kestrel.pack import InjectedCrash, PackMismatch, PackRefused, apply_plan, apply_steps, pack_plan, write_pack
+from wqtool.engine.kestrel.pack import InjectedCrash, PackMismatch, PackRefused, pack_plan
 from wqtool.engine.kestrel.reader import discover
 from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.kestrel import pack as pack_mod
@@ -45,7 +45,7 @@ def test_pack_preserves_digest_and_is_idempotent(ops, cuts):
             before = (plan.digest_input, None)
         out1 = os.path.join(d, "o1")
         os.makedirs(out1)
-        res = write_pack(plan, out1)
+        res = plan.write(out1)
         assert plan.digest_expected == before[0]            # the plan compares the open states (keep_open)
         assert res.digest == plan.report_doc(CODES.of)["digest"]     # what pack prints: replay's digest, same options
         if before[1] is not None:
@@ -60,7 +60,7 @@ def test_pack_preserves_digest_and_is_idempotent(ops, cuts):
         plan2 = pack_plan(one_set(out1), AS_OF_NS)
         out2 = os.path.join(d, "o2")
         os.makedirs(out2)
-        res2 = write_pack(plan2, out2)
+        res2 = plan2.write(out2)
         assert open(res2.path, "rb").read() == open(res.path, "rb").read()
 
 
@@ -86,7 +86,7 @@ def test_rich_set_pack_and_apply(qdir):
     assert plan.bytes_before == sum(s for _, s in plan.inputs)
     j = plan.to_jsonable(CODES.of)
     assert j["bytes_after"] == plan.bytes_after and j["digest_input"] == before[0]
-    res = apply_plan(plan, now_ms=1000)
+    res = plan.apply(now_ms=1000)
     assert sorted(os.listdir(qdir)) == ["q"]
     assert digests(qdir) == before
     assert res.bytes_after == os.path.getsize(os.path.join(qdir, "q")) == plan.bytes_after
@@ -94,7 +94,7 @@ def test_rich_set_pack_and_apply(qdir):
 
 
 def _crash_points(plan) -> list[str]:
-    labels = apply_steps(plan, now_ms=1000)
+    labels = plan.apply_steps(now_ms=1000)
     return ["during:write-temp"] + [f"{w}:{label}" for label in labels for w in ("before", "after")]
 
 
@@ -112,7 +112,7 @@ def test_crash_at_every_step_replays_to_the_original_state(tmp_path):
         shutil.copytree(base, d)
         plan = pack_plan(discover([d], queue="q")[0], AS_OF_NS)
         with pytest.raises(InjectedCrash):
-            apply_plan(plan, now_ms=1000, fail_at=point)
+            plan.apply(now_ms=1000, fail_at=point)
         assert digests(d) == original, (point, sorted(os.listdir(d)))
         assert digests(d, "other") == other
         # no crash leaves Kestrel's duplicate-state window: never a live file next to a pack superseding it
@@ -121,7 +121,7 @@ def test_crash_at_every_step_replays_to_the_original_state(tmp_path):
         assert not ("q" in names and any(n.endswith(".pack") and n != "q.200.pack" for n in names)), point
         # and a second run from wherever it stopped converges
         plan2 = pack_plan(discover([d], queue="q")[0], AS_OF_NS)
-        apply_plan(plan2, now_ms=5000)
+        plan2.apply(now_ms=5000)
         assert sorted(os.listdir(d)) == ["other", "q"]
         assert digests(d) == original
         shutil.rmtree(d)
@@ -136,7 +136,7 @@ def test_os_error_while_writing_removes_the_temp(qdir, monkeypatch):
         raise OSError(5, "Input/output error")
     monkeypatch.setattr(pack_mod.os, "fsync", boom)
     with pytest.raises(OSError):
-        apply_plan(plan, now_ms=1000)
+        plan.apply(now_ms=1000)
     monkeypatch.undo()
     assert dir_snapshot(qdir) == before
 
@@ -155,7 +155,7 @@ def test_os_error_at_a_rename_leaves_a_consistent_set(qdir, monkeypatch):
     plan = pack_plan(one_set(qdir), AS_OF_NS)
     monkeypatch.setattr(pack_mod.os, "rename", flaky)
     with pytest.raises(OSError):
-        apply_plan(plan, now_ms=1000)
+        plan.apply(now_ms=1000)
     monkeypatch.undo()
     assert digests(qdir) == original
 
@@ -172,13 +172,13 @@ def test_mismatch_aborts_and_removes_output(qdir, tmp_path, monkeypatch):
     monkeypatch.setattr(pack_mod.PackPlan, "content_chunks", lossy)
     out = str(tmp_path / "out")
     with pytest.raises(PackMismatch) as e:
-        write_pack(plan, out)
+        plan.write(out)
     assert e.value.expected == plan.digest_expected and e.value.actual != e.value.expected
     assert "first difference" in str(e.value) or "item counts differ" in str(e.value)
     assert not os.path.exists(out)
     before = dir_snapshot(qdir)
     with pytest.raises(PackMismatch):
-        apply_plan(plan, now_ms=1000)
+        plan.apply(now_ms=1000)
     assert dir_snapshot(qdir) == before
 
 
@@ -188,9 +188,9 @@ def test_never_appends(qdir, tmp_path):
     out = str(tmp_path / "exists")
     open(out, "wb").write(b"keep")
     with pytest.raises(UsageError):
-        write_pack(plan, out)
+        plan.write(out)
     assert open(out, "rb").read() == b"keep"
-    res = write_pack(plan, str(tmp_path))       # a directory: <dir>/<queue>
+    res = plan.write(str(tmp_path))       # a directory: <dir>/<queue>
     assert res.path == str(tmp_path / "q")
 
 
@@ -201,7 +201,7 @@ def test_drop_expired(qdir, tmp_path):
     plan = pack_plan(one_set(qdir), AS_OF_NS, drop_expired=True)
     assert plan.expired_dropped == 1 and plan.digest_expected != plan.digest_input
     assert any("expired" in line for line in plan.dropped)
-    res = write_pack(plan, str(tmp_path))
+    res = plan.write(str(tmp_path))
     r = run_log(discover([res.path])[0], AS_OF_NS, keep_open=True)
     assert [(s, x, i.data) for s, x, i in r.state.sorted_items()] == [("open", 3, b"open-exp"),
                                                                       ("queued", None, b"keep")]
@@ -236,7 +236,7 @@ def test_torn_tail_is_packed_and_reported(qdir):
     plan = pack_plan(one_set(qdir), AS_OF_NS)
     assert plan.input_verdict == Verdict.TORN_TAIL
     assert plan.dropped and "torn tail" in plan.dropped[0]
-    apply_plan(plan, now_ms=1000)
+    plan.apply(now_ms=1000)
     r = run_log(one_set(qdir), AS_OF_NS)
     assert r.verdict == Verdict.CLEAN and [i.data for i in r.state.queue] == [b"a"]
 
@@ -247,7 +247,7 @@ def test_apply_refuses_changed_input_and_explicit_files(qdir):
     with open(p, "ab") as f:
         f.write(b"\x01")
     with pytest.raises(InputError):
-        apply_plan(plan, now_ms=1000)
+        plan.apply(now_ms=1000)
     plan = pack_plan(discover([p])[0], AS_OF_NS)
     with pytest.raises(UsageError):
-        apply_plan(plan, now_ms=1000)
+        plan.apply(now_ms=1000)

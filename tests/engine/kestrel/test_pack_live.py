@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tests.conftest import cli
-from wqtool.engine.kestrel.pack import apply_plan, pack_plan
+from wqtool.engine.kestrel.pack import pack_plan
 from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.kestrel.writer import JournalWriter
 from wqtool.engine.findings import Verdict
@@ -131,7 +131,7 @@ def test_bytes_appended_after_the_last_check_move_into_the_new_live_file(qdir):
             os.write(fd, late)        # through a descriptor opened before the rotation: the old live file
     try:
         with pytest.raises(LogBusy, match="appended 25 bytes"):
-            apply_plan(plan, now_ms=1000, hook=hook)
+            plan.apply(now_ms=1000, hook=hook)
     finally:
         os.close(fd)
     assert _items(qdir) == before + [b"late"]
@@ -144,5 +144,5 @@ def test_a_live_file_grown_since_the_plan_is_refused(qdir):
     with JournalWriter(os.path.join(qdir, "q"), mode="ab") as w:
         w.add(b"after the plan", T)
     with pytest.raises(Exception, match="changed since the plan"):
-        apply_plan(plan, now_ms=1000)
+        plan.apply(now_ms=1000)
     assert _items(qdir)[-1] == b"after the plan"

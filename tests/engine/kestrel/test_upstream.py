@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from wqtool.engine.kestrel.model import Record
-from wqtool.engine.kestrel.pack import apply_plan, pack_plan
+from wqtool.engine.kestrel.pack import pack_plan
 from wqtool.engine.kestrel.reader import JournalReader
 from wqtool.engine.kestrel.verify import run_log
 from wqtool.engine.kestrel.writer import JournalWriter, rewrite_records
@@ -106,7 +106,7 @@ def test_recover_a_journal_with_a_rewritten_transaction(qdir):
         w.add(b"zero", T), w.add(b"first", T), w.add(b"second", T), w.remove_tentative(1), w.confirm_remove(1),
         w.remove_tentative(2)))
     plan = pack_plan(one_set(qdir), AS_OF_NS)
-    apply_plan(plan, now_ms=5000)
+    plan.apply(now_ms=5000)
     assert sorted(os.listdir(qdir)) == ["q"]
     assert dump_journal(p) == ["add(5:0:first)", "remove-tentative(2)", "add(6:0:second)"]
     with JournalWriter(p, mode="ab") as w:
@@ -120,7 +120,7 @@ def test_recover_a_journal_with_a_rewritten_transaction(qdir):
 def test_rewrite_empty_queue_with_open_transactions(qdir):
     p = write_journal(os.path.join(qdir, "q"), lambda w: (
         w.add(b"first", T), w.add(b"second", T), w.remove_tentative(1), w.confirm_remove(1), w.remove_tentative(2)))
-    apply_plan(pack_plan(one_set(qdir), AS_OF_NS), now_ms=5000)
+    pack_plan(one_set(qdir), AS_OF_NS).apply(now_ms=5000)
     assert dump_journal(p) == ["add(6:0:second)", "remove-tentative(2)"]
     r = run_log(one_set(qdir), AS_OF_NS)          # restart: backed out
     assert queue_data(r) == [b"second"] and r.state.backed_out == 1
@@ -132,7 +132,7 @@ def test_rewrite_empty_queue_on_graceful_shutdown(qdir):
                                                        w.remove()))
     plan = pack_plan(one_set(qdir), AS_OF_NS)
     assert plan.bytes_after == 0 and plan.records_after == 0 and plan.records_dropped == 4
-    apply_plan(plan, now_ms=5000)
+    plan.apply(now_ms=5000)
     assert os.path.getsize(os.path.join(qdir, "q")) == 0
 
 

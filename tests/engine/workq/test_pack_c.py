@@ -53,8 +53,8 @@ def test_the_c_packer_is_the_python_packer(tmp_path_factory, records, seed, queu
     assert (c.segments_after, c.bytes_after, c.records_after, c.by_kind_after) == \
         (py.segments_after, py.bytes_after, py.records_after, py.by_kind_after)
     a, b = str(base / "c"), str(base / "py")
-    pack.write_pack(c, a, fsync=False)
-    pack.write_pack(py, b, fsync=False)
+    c.write(a, fsync=False)
+    py.write(b, fsync=False)
     assert _files(a) == _files(b)
     assert sum(len(x) for x in _files(a).values()) == c.bytes_after
 
@@ -70,5 +70,5 @@ def test_a_changed_record_is_an_input_error(tmp_path):
     data[job.src_offset + 20] ^= 0xFF
     open(job.src_path, "wb").write(bytes(data))
     with pytest.raises(InputError, match=os.path.basename(job.src_path)):
-        pack.write_pack(plan, str(tmp_path / "out"), fsync=False)
+        plan.write(str(tmp_path / "out"), fsync=False)
     assert not (tmp_path / "out").exists()

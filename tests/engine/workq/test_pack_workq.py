@@ -54,7 +54,7 @@ def files(d):
 
 def pack_to(src, out, as_of=AS_OF, **kw):
     plan = plans.pack_plan(load(src), as_of, recover=False, **kw)
-    return plan, plans.write_pack(plan, out, fsync=False)
+    return plan, plan.write(out, fsync=False)
 
 
 IDS = [v4_id(__import__("random").Random(i)) for i in range(8)]   # 0..5 used, 6..7 never added (unknown)
@@ -151,7 +151,7 @@ def check_pack(src, tmp, as_of=AS_OF, segment_size=512, later=None, prop=False):
         later = None
     assert plan.digest_before == rep.state.digest()
     out1 = os.path.join(tmp, "o1")
-    res = plans.write_pack(plan, out1, fsync=False)
+    res = plan.write(out1, fsync=False)
     assert res.digest == plan.digest_before == digest(out1, as_of)
     # accounting
     out_recs = records(out1)
@@ -175,7 +175,7 @@ def check_pack(src, tmp, as_of=AS_OF, segment_size=512, later=None, prop=False):
     # idempotent
     out2 = os.path.join(tmp, "o2")
     plan2 = plans.pack_plan(load(out1), as_of, segment_size=segment_size, recover=False)
-    plans.write_pack(plan2, out2, fsync=False)
+    plan2.write(out2, fsync=False)
     assert files(out2) == files(out1)
     assert plan2.records_dropped == 0 and plan2.digest_before == plan.digest_before
     if later is not None:
@@ -367,7 +367,7 @@ def test_torn_tail_packs(tmp_path):
     assert run_log(load(res.path), FIX_AS_OF).verdict == Verdict.CLEAN
 
 
-# ---------------------------------------------------------------- write_pack contract
+# ---------------------------------------------------------------- plan.write contract
 def test_write_pack_never_appends_and_mismatch_aborts(tmp_path, monkeypatch):
     src = one_job(str(tmp_path), [CmdType.START_ATTEMPT, CmdType.TIMEOUT_ATTEMPT])
     plan = plans.pack_plan(load(src), AS_OF)
@@ -375,22 +375,22 @@ def test_write_pack_never_appends_and_mismatch_aborts(tmp_path, monkeypatch):
     full.mkdir()
     (full / "000000001.log").write_bytes(b"keep")
     with pytest.raises(UsageError):
-        plans.write_pack(plan, str(full))
+        plan.write(str(full))
     assert files(str(full)) == {"000000001.log": b"keep"}
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert plans.write_pack(plan, str(empty)).digest == plan.digest_before
+    assert plan.write(str(empty)).digest == plan.digest_before
     # a wrong rebuild is caught before anything is installed (the Python writer, whose rule is patched)
     plan.table = None
     monkeypatch.setattr(plans, "_tail", lambda job: [(CmdType.START_ATTEMPT, None)])
     with pytest.raises(plans.PackMismatch) as e:
-        plans.write_pack(plan, str(tmp_path / "bad"))
+        plan.write(str(tmp_path / "bad"))
     assert isinstance(e.value, plans.PackMismatch) and e.value.expected in str(e.value) and e.value.actual in str(e.value)
     assert e.value.job_id == str(__import__("uuid").UUID(bytes=IDS[0])) and e.value.job_id in str(e.value)
     assert not (tmp_path / "bad").exists()
     before = files(src)
     with pytest.raises(plans.PackMismatch):
-        plans.apply_plan(plan, stale_lock_hold=0)
+        plan.apply(stale_lock_hold=0)
     assert files(src) == before and sorted(os.listdir(tmp_path)) == ["empty", "full", "src"]
 
 
@@ -400,7 +400,7 @@ def test_input_changed_since_plan(tmp_path):
     with open(os.path.join(src, "000000001.log"), "ab") as f:
         f.write(encode_record(GoTime.from_unix_ns(T0), encode_payload(Command(CmdType.TIMEOUT_ATTEMPT, IDS[0]))))
     with pytest.raises(InputError, match="changed since the plan"):
-        plans.apply_plan(plan, stale_lock_hold=0)
+        plan.apply(stale_lock_hold=0)
     assert sorted(os.listdir(tmp_path)) == ["src"]
 
 
@@ -427,8 +427,8 @@ def test_apply_swaps_in_place_and_keeps_a_backup(tmp_path):
     original = digest(base)
     old = files(base)
     plan = plans.pack_plan(load(base), AS_OF, segment_size=300)
-    res = plans.apply_plan(plan, stale_lock_hold=0)
-    assert res.steps == plans.apply_steps(plan)
+    res = plan.apply(stale_lock_hold=0)
+    assert res.steps == plan.apply_steps()
     assert digest(base) == original == res.result.digest
     assert sorted(os.listdir(tmp_path)) == ["base", os.path.basename(res.backup)]
     assert res.backup.endswith("base.pre-pack-20261122T000000Z")
@@ -439,7 +439,7 @@ def test_apply_swaps_in_place_and_keeps_a_backup(tmp_path):
     # again at the same as-of: same bytes, second backup name
     plan2 = plans.pack_plan(load(base), AS_OF, segment_size=300)
     packed = files(base)
-    res2 = plans.apply_plan(plan2, stale_lock_hold=0, swap="rename")
+    res2 = plan2.apply(stale_lock_hold=0, swap="rename")
     assert res2.swap == "rename" and res2.backup.endswith(".2") and files(base) == packed
 
 
@@ -448,7 +448,7 @@ def test_crash_at_every_step(tmp_path, swap):
     base = crash_base(tmp_path)
     original = digest(base)
     plan = plans.pack_plan(load(base), AS_OF, segment_size=300)
-    labels = plans.apply_steps(plan, swap=swap)
+    labels = plan.apply_steps(swap=swap)
     assert plan.segments_after >= 2
     points = [f"{w}:{label}" for label in labels for w in ("before", "after")]
     points += ["during:write:000000001.log", "during:write:000000002.log"]
@@ -461,7 +461,7 @@ def test_crash_at_every_step(tmp_path, swap):
         plan = plans.pack_plan(load(d), AS_OF, segment_size=300)
         seen = []
         with pytest.raises(plans.InjectedCrash):
-            plans.apply_plan(plan, fail_at=point, swap=swap, stale_lock_hold=0,
+            plan.apply(fail_at=point, swap=swap, stale_lock_hold=0,
                              hook=lambda when, label: seen.append((when, label)))
         assert seen, point
         if os.path.isdir(d):
@@ -472,7 +472,7 @@ def test_crash_at_every_step(tmp_path, swap):
             assert digest(d) == original, point
         # a later plan + apply finishes the job
         plan2 = plans.pack_plan(load(d), AS_OF, segment_size=300)
-        plans.apply_plan(plan2, swap=swap, stale_lock_hold=0)
+        plan2.apply(swap=swap, stale_lock_hold=0)
         assert digest(d) == original, point
         names = sorted(os.listdir(case))
         assert names[0] == "log" and all(".pre-pack-" in n for n in names[1:]), (point, names)
@@ -502,7 +502,7 @@ def test_lock_held_by_a_server_is_log_busy(tmp_path):
     child = _hold_lock_in_child(os.path.join(base, "append.lock"))    # as a running workq-server does
     try:
         with pytest.raises(plans.LogBusy) as e:
-            plans.apply_plan(plan, lock_timeout=0.2, stale_lock_hold=0)
+            plan.apply(lock_timeout=0.2, stale_lock_hold=0)
     finally:
         child.stdin.close()
         child.wait(10)
@@ -515,10 +515,10 @@ def test_lock_held_by_a_server_is_log_busy(tmp_path):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         with pytest.raises(plans.LogBusy, match="read.lock"):
-            plans.apply_plan(plan, lock_timeout=0.1, stale_lock_hold=0)
+            plan.apply(lock_timeout=0.1, stale_lock_hold=0)
     finally:
         os.close(fd)
-    assert plans.apply_plan(plan, stale_lock_hold=0).result.digest == plan.digest_before
+    assert plan.apply(stale_lock_hold=0).result.digest == plan.digest_before
 
 
 def test_recovery_refuses_while_a_pack_is_in_progress(tmp_path):
@@ -531,7 +531,7 @@ def test_recovery_refuses_while_a_pack_is_in_progress(tmp_path):
             with pytest.raises(plans.LogBusy, match="pack in progress"):
                 plans.finish_interrupted(base, lock_timeout=0.05)
             busy.append(label)
-    plans.apply_plan(plan, hook=hook, stale_lock_hold=0)
+    plan.apply(hook=hook, stale_lock_hold=0)
     assert busy and digest(base) == plan.digest_before
 
 
@@ -539,7 +539,7 @@ def test_apply_needs_a_directory(tmp_path):
     base = crash_base(tmp_path)
     plan = plans.pack_plan(discover([os.path.join(base, "000000001.log")])[0], AS_OF)
     with pytest.raises(UsageError):
-        plans.apply_plan(plan, stale_lock_hold=0)
+        plan.apply(stale_lock_hold=0)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
@@ -550,7 +550,7 @@ def test_apply_keeps_owner_and_modes(tmp_path):
         os.chmod(os.path.join(base, n), 0o640)
         os.chown(os.path.join(base, n), 1234, 4321)
     os.chown(base, 1234, 4321)
-    plans.apply_plan(plans.pack_plan(load(base), AS_OF), stale_lock_hold=0)
+    plans.pack_plan(load(base), AS_OF).apply(stale_lock_hold=0)
     st = os.stat(base)
     assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o750, 1234, 4321)
     for n in os.listdir(base):

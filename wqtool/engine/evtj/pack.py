@@ -2,18 +2,9 @@
 its loader indexes (READY, FORWARDED, ACKNOWLEDGED), byte for byte and in order; COMPLETED and FAILED events, the
 bytes after a ``00 00`` end marker and a torn tail go. The live events (the replay digest) are unchanged.
 
-``write(out)`` fills a new or empty directory (the compacted files, journal.conf, counters.seq and the live
-events' external attachments). ``apply`` rewrites the files in place, one at a time, while no process holds any
-file of the journal open (prinbee's journal keeps offsets of its events: it must be stopped):
-
-1. ``check:journal-N.events`` — no holder, the file is the one planned;
-2. ``write-temp:…`` — ``.journal-N.events.wqtool-pack``, fsynced; ``verify-temp:…`` — it loads to the same live
-   events;
-3. ``rename:…`` over the file, ``fsync-dir:…``.
-
-A crash at any step leaves the old or the new file (the same live events) and at most a temp file, which the
-loader never reads (``EVTJ-FOREIGN-FILE`` says what it is); the identical command, run again, removes it (after the
-same holder check) and writes it again.
+``apply`` is the template's per-file rewrite (``plan.rewrite_file``), each check refusing while a process holds a
+file of the journal open (prinbee keeps offsets of its events: it must be stopped). The loader never reads the temp
+``.journal-N.events.wqtool-pack`` (``EVTJ-FOREIGN-FILE``); the next run removes it.
 """
 from __future__ import annotations
 
@@ -27,9 +18,7 @@ from ...errors import InputError, UsageError
 from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
 from ..fsops import fsync_dir, refuse_holders, unlink_quiet, write_new
-from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove,
-                    write_into_dir)
-from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, timed
 from ..run import LogReport
 from .fastpath import encode_file_header
 from .model import Event, EventsFile, EvtjJournal
@@ -71,7 +60,6 @@ class EvtjPackPlan(Plan):
     sizes: dict[str, int]
     digest: str
     dropped: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
 
     @property
     def input_verdict(self) -> Verdict:
@@ -88,29 +76,21 @@ class EvtjPackPlan(Plan):
                         {"records": recs, "bytes": size, "files": len(self.sizes)}, self.dropped, self.digest,
                         {"rewrite": list(self.sizes)}, self.digest)
 
-    def write(self, out: str) -> WriteResult:
-        """The compacted files, journal.conf, counters.seq and the live events' attachments in the new (or empty)
-        directory ``out``, re-verified."""
-        t0 = time.perf_counter()
+    def write_copy(self, out: str, fsync: bool) -> tuple:
+        """The compacted files, journal.conf, counters.seq and the live events' attachments."""
         j = self.journal
-
-        def fill(out: str) -> tuple:
-            written, total, files = [], 0, []
-            for f in j.files:
-                p = os.path.join(out, os.path.basename(f.path))
-                total += write_new(p, [compacted(f.path, self.events[f.path], j.byteorder)])
-                written.append(p)
-                files.append(EventsFile(p, f.number))
-            ids = {i for evs in self.events.values() for e in evs if e.status in LIVE for i in e.external_ids}
-            for name in [JOURNAL_CONF, COUNTERS_FILE] + [f"{i}.bin" for i in sorted(ids & j.attachments)]:
-                src = os.path.join(j.root, name)
-                if os.path.exists(src):
-                    shutil.copyfile(src, os.path.join(out, name))
-                    written.append(os.path.join(out, name))
-            fsync_dir(out)
-            return written, total, _verify(self, out, files, j.conf)
-        written, total, digest = write_into_dir(out, "pack", fill)
-        return WriteResult(out, written, total, self._after()[0], digest, time.perf_counter() - t0)
+        written, total, files = [], 0, []
+        for f in j.files:
+            p = os.path.join(out, os.path.basename(f.path))
+            total += write_new(p, [compacted(f.path, self.events[f.path], j.byteorder)], fsync=fsync)
+            written.append(p)
+            files.append(EventsFile(p, f.number))
+        ids = {i for evs in self.events.values() for e in evs if e.status in LIVE for i in e.external_ids}
+        for name in [JOURNAL_CONF, COUNTERS_FILE] + [f"{i}.bin" for i in sorted(ids & j.attachments)]:
+            if os.path.exists(os.path.join(j.root, name)):
+                shutil.copyfile(os.path.join(j.root, name), os.path.join(out, name))
+                written.append(os.path.join(out, name))
+        return written, total, self._after()[0], _verify(self, out, files, j.conf)
 
     def apply(self, **kw) -> ApplyResult:
         if not self.journal.is_dir:
@@ -160,8 +140,8 @@ class EvtjPackPlan(Plan):
                            sum(self.sizes.values()), size, removed=[], recovered=ctx.get("recovered", []))
 
 
+@timed
 def pack_plan(journal: EvtjJournal, *, salvage: bool = False) -> EvtjPackPlan:
-    t0 = time.perf_counter()
     report, per_file = _run(journal)
     pack_refusal(report, salvage, ("corruption", "a history the loader refuses"),
                  "--salvage packs what the loader loads and lists what is dropped")
@@ -174,9 +154,7 @@ def pack_plan(journal: EvtjJournal, *, salvage: bool = False) -> EvtjPackPlan:
     dropped += [f"{os.path.basename(f.path)}@0x{f.offset:x}: the end marker and what follows it"
                 for f in report.findings if f.code == "EVTJ-END-MARKER"]
     sizes = {f.path: os.path.getsize(f.path) for f in journal.files}
-    plan = EvtjPackPlan(journal, journal.as_of_ns, report, per_file, sizes, report.state.digest(), dropped)
-    plan.elapsed_s = time.perf_counter() - t0
-    return plan
+    return EvtjPackPlan(journal, journal.as_of_ns, report, per_file, sizes, report.state.digest(), dropped)
 
 
 def _verify(plan: EvtjPackPlan, root: str, files: list[EventsFile], conf: dict) -> str:

@@ -2,16 +2,11 @@
 
 pack: replay as of --as-of and write the state as one **snapshot** segment (header flag bit 0): a SET per entry
 (by uri), a worked-on mark per entry still worked on at --as-of, a DELETE per tombstone; numbered after every
-existing segment, so from the moment it is renamed into place the snapshot rule supersedes everything before it.
-``apply`` (the server must be stopped: it takes ``journal.lock``):
-
-1. ``lock``; ``check`` — the segments are those of the plan;
-2. ``write-temp`` — ``.NNNNNNNNN.fjj.tmp``, fsynced; ``verify-temp`` — it replays alone to the plan's digest;
-3. ``rename-temp`` (never over an existing name), ``fsync-dir`` — the snapshot is live, the old segments superseded;
-4. ``unlink:<segment>`` for each superseded segment, ``fsync-dir``; ``unlock``.
-
-A crash at any step leaves a directory that replays to the same state: before step 3 the old segments (and a temp
-file the reader ignores), after it the snapshot (and superseded segments the reader skips, clean removes).
+existing segment, so once renamed into place the snapshot rule supersedes everything before it. ``apply`` holds
+``journal.lock`` (the server must be stopped); the snapshot is written as ``.NNNNNNNNN.fjj.tmp``, proven, renamed
+(never over an existing name), then the superseded segments are unlinked. A crash leaves a directory that replays
+to the same state: the old segments (and a temp the reader ignores), or the snapshot (and superseded segments the
+reader skips).
 
 clean: remove the superseded segments and temp files an interrupted pack left, under the same lock.
 """
@@ -26,9 +21,7 @@ from ...errors import InputError, UsageError
 from ...formats.fastjournal import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
-from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove,
-                    write_into_dir)
-from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, timed
 from ..run import LogReport
 from .model import FjjJournal, Segment
 from .reader import discover
@@ -65,7 +58,6 @@ class FjjPackPlan(Plan):
     records: list[tuple[int, bytes]]
     digest: str
     bytes_before: int
-    elapsed_s: float = 0.0
     dropped: list[str] = field(default_factory=list)
 
     @property
@@ -84,17 +76,12 @@ class FjjPackPlan(Plan):
                          "entries": len(fifo.entries), "tombstones": len(fifo.tombstones)}, self.dropped, self.digest,
                         {"snapshot": fjj_segment_name(self.seq), "supersedes": [p for p, _ in self.inputs]}, self.digest)
 
-    def write(self, out: str) -> WriteResult:
-        """The snapshot as segment 1 of the new (or empty) directory ``out``, re-verified."""
-        t0 = time.perf_counter()
-
-        def fill(out: str) -> tuple:
-            path = os.path.join(out, fjj_segment_name(1))
-            w = _write_segment(self, path, 1)
-            w.close()
-            return path, w, _verify_segment(self, path, 1)
-        path, w, digest = write_into_dir(out, "pack", fill)
-        return WriteResult(out, [path], w.size, w.records, digest, time.perf_counter() - t0)
+    def write_copy(self, out: str, fsync: bool) -> tuple:
+        """The snapshot as segment 1."""
+        path = os.path.join(out, fjj_segment_name(1))
+        w = _write_segment(self, path, 1)
+        w.close()
+        return [path], w.size, w.records, _verify_segment(self, path, 1)
 
     def apply(self, **kw) -> ApplyResult:
         if not self.journal.is_dir:
@@ -142,8 +129,8 @@ class FjjPackPlan(Plan):
         return ApplyResult(final, step.done, result, self.bytes_before, w.size, removed=removed)
 
 
+@timed
 def pack_plan(journal: FjjJournal, as_of_ns: int, *, salvage: bool = False) -> FjjPackPlan:
-    t0 = time.perf_counter()
     report = run_log(journal, as_of_ns)
     pack_refusal(report, salvage, ("a journal with corruption", "a journal with an invalid history"),
                  "--salvage packs what replays and lists what is dropped")
@@ -155,10 +142,8 @@ def pack_plan(journal: FjjJournal, as_of_ns: int, *, salvage: bool = False) -> F
         existing += [seq for seq, _ in segments_in(journal.root)]
     seq = max(existing, default=0) + 1
     state: FifoState = report.state
-    plan = FjjPackPlan(journal, as_of_ns, report, inputs, seq, snapshot_records(state), state.digest(),
+    return FjjPackPlan(journal, as_of_ns, report, inputs, seq, snapshot_records(state), state.digest(),
                        sum(n for _, n in inputs), dropped=dropped)
-    plan.elapsed_s = time.perf_counter() - t0
-    return plan
 
 
 def _write_segment(plan: FjjPackPlan, path: str, seq: int, *, half: bool = False) -> SegmentWriter:
@@ -192,7 +177,6 @@ class FjjCleanPlan(Plan):
     digest: str = ""
     verdict: Verdict = Verdict.CLEAN
     records: int = 0
-    elapsed_s: float = 0.0
 
     @property
     def input_verdict(self) -> Verdict:
@@ -237,13 +221,11 @@ class FjjCleanPlan(Plan):
                            removed=[p for p, _, _ in self.remove])
 
 
+@timed
 def clean_plan(journal: FjjJournal, as_of_ns: int) -> FjjCleanPlan:
-    t0 = time.perf_counter()
     if not journal.is_dir:
         raise UsageError("clean needs the journal directory", path=journal.root)
     rep = run_log(journal, as_of_ns, limit=0)
     remove = [(p, os.path.getsize(p), "superseded by a snapshot") for p in journal.superseded]
     remove += [(p, os.path.getsize(p), "temp file of an interrupted pack") for p in journal.temps]
-    plan = FjjCleanPlan(journal, as_of_ns, remove, rep.state.digest(), rep.verdict, rep.records)
-    plan.elapsed_s = time.perf_counter() - t0
-    return plan
+    return FjjCleanPlan(journal, as_of_ns, remove, rep.state.digest(), rep.verdict, rep.records)

@@ -25,9 +25,9 @@ Spec: ``docs/formats/kestrel-journal.md``. Schemas live in ``wqtool.formats.kest
     plan = pack.pack_plan(fileset, as_of_ns, drop_expired=False, salvage=False, kestrel_version=None)
         # -> PackPlan (sizes before/after, records dropped, digests, .dropped lines, .to_jsonable());
         #    raises PackRefused (exit 3/4) on corrupt input unless salvage
-    pack.write_pack(plan, output_path_or_dir)                 # -> PackResult; new file only, re-verified
-    pack.apply_plan(plan, now_ms=None)                        # -> ApplyResult; Kestrel-style crash-safe install
-    pack.apply_steps(plan)                                    # the step labels (for fail_at / progress)
+    plan.write(output_path_or_dir)                            # -> WriteResult; new file only, re-verified
+    plan.apply(now_ms=None)                                   # -> ApplyResult; Kestrel-style crash-safe install
+    plan.apply_steps()                                        # the step labels (for fail_at / progress)
 
     for stream, chunk in qdump.qdump(paths, now_ms=..., quiet=False, dump_contents=False, raw=False,
                                      queue_state=False):      # qdump.sh -q / -d / -A / -Q

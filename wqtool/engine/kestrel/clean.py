@@ -18,7 +18,7 @@ from ...errors import InputError
 from ...formats.kestrel import PACK_SUFFIX
 from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, refuse_holders, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove, timed
 from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue
 from .verify import run_log
@@ -36,7 +36,6 @@ class KestrelCleanPlan(Plan):
     sigs: dict[str, FileSig]
     input_verdict: Verdict
     records: int
-    elapsed_s: float = 0.0
     shown_digest: str = ""                   # as `wqtool replay` prints it (open transactions backed out)
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
@@ -92,8 +91,8 @@ class KestrelCleanPlan(Plan):
                            removed=[p for p, _ in self.deletes])
 
 
+@timed
 def clean_plan(fileset: FileSet, as_of_ns: int) -> KestrelCleanPlan:
-    t0 = time.perf_counter()
     fileset = whole_queue(fileset, "clean")   # a file named alone: its queue, when it is all of it
     report = run_log(fileset, as_of_ns, keep_open=True, limit=0)
     files = {f.path for f in fileset.files}
@@ -108,5 +107,4 @@ def clean_plan(fileset: FileSet, as_of_ns: int) -> KestrelCleanPlan:
     plan = KestrelCleanPlan(fileset, as_of_ns, report.state.digest(), deletes, renames,
                             {p: FileSig.of(p) for p in dict.fromkeys(on_disk)}, report.verdict, report.records,
                             shown_digest=replay_digest(report.state))
-    plan.elapsed_s = time.perf_counter() - t0
     return plan

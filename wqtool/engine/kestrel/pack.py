@@ -5,12 +5,9 @@
 then ``ADDX`` per queued item head -> tail with the original add / expiry times (``drop_expired`` leaves out
 queued items expired at ``as_of``). Nothing is written by the plan.
 
-``write_pack`` writes the output to a **new** file (never an append), re-reads it and compares its replay digest
-with the plan's before returning; a mismatch deletes the output and raises ``PackMismatch``.
-
-``apply_plan`` installs it into the queue's directory the way Kestrel does, with the one window Kestrel leaves
-open (spec §9.1: a crash between the ``.pack`` rename and the deletion of the live file duplicates the state)
-closed by rotating the live file first:
+``write`` writes a **new** file (never an append) and proves it (``prove``). ``apply`` installs it the way Kestrel
+does, with the one window Kestrel leaves open (spec §9.1: a crash between the ``.pack`` rename and the deletion of
+the live file duplicates the state) closed by rotating the live file first:
 
 1. write ``q~~<T>``, fsync it, re-verify it (digest);
 2. (repair) link every file of the set into the backup directory, before any of them is superseded;
@@ -21,8 +18,7 @@ closed by rotating the live file first:
 6. rename ``q.<T>.pack`` -> ``q`` (never over a live file a writer created meanwhile: then ``q.<T>``), fsync.
 
 A crash at any step leaves a file set that Kestrel 2.x (and wqtool's virtual file-set rules) replays to the
-same state; ``tests/kestrel/test_pack.py`` injects a failure before and after every step (``fail_at``), and
-``tests/commands/test_crash_apply.py`` kills the process at every rename, fsync and unlink (strace).
+same state.
 
 Recovery (``finish_interrupted``; pack, repair and clean ``--apply`` run it first), for the two states a crash
 leaves that are not the uncrashed run's layout:
@@ -51,8 +47,9 @@ from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_
 from ..findings import ERROR, Verdict
 from ..fsops import (FileSig, LogBusy, NewFile, copy_file, describe_holders, fsync_dir, holders, refuse_holders,
                      rename_noreplace, same_file, unlink_quiet)
-from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, labels, pack_doc, pack_refusal, prove
+from ..plan import InjectedCrash  # noqa: F401  (re-exported)
+from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, input_exit_code, labels, pack_doc,
+                    pack_refusal, prove, timed)
 from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify
 from .replay import KestrelState, first_difference
@@ -62,8 +59,83 @@ from .writer import rewrite_records
 NS_PER_MS = 1_000_000
 
 
+class KestrelInstall(Plan):
+    """A Kestrel plan whose result is one new journal (``content_chunks()``), proven by its replay
+    (``digest_expected``, ``state``, ``verify_version``) and installed as a pack (the module docstring): pack, and
+    repair (which also links the files it replaces into ``backup_dir`` first)."""
+
+    backup_dir: str | None = None
+
+    def write_file(self, output: str, *, fsync: bool = True) -> WriteResult:
+        """Write the new journal to a new file ``output`` (an existing directory: ``<dir>/<queue>``), re-verify it
+        and compare digests. Never appends: an existing output file is refused. On any error the output is
+        removed."""
+        t0 = time.perf_counter()
+        if os.path.isdir(output):
+            output = os.path.join(output, self.fileset.queue)
+        if os.path.lexists(output):
+            raise UsageError("output exists; pack never appends to or overwrites a file", path=output)
+        try:
+            w = NewFile(output)
+        except OSError as exc:
+            raise InputError(exc.strerror or str(exc), path=output) from None
+        try:
+            for chunk in self.content_chunks():
+                w.write(chunk)
+            if fsync:
+                w.fsync()
+            w.close()
+            digest = self.verify_file(output)
+        except BaseException:
+            w.discard()
+            raise
+        if fsync:
+            fsync_dir(os.path.dirname(os.path.abspath(output)))
+        return WriteResult(output, None, w.size, w.records, digest, time.perf_counter() - t0)
+
+    def verify_file(self, path: str) -> str:
+        fs = FileSet(root=os.path.dirname(path) or ".", queue=os.path.basename(path),
+                     files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version=self.verify_version)
+        rep = run_log(fs, self.as_of_ns, keep_open=True, resync=False)
+        prove("packed output does not replay to the input state", self.digest_expected, rep.state.digest(),
+              path=path, verdict=rep.verdict, detail=lambda: first_difference(self.state, rep.state) or "states differ")
+        return self.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
+
+    def apply_steps(self, *, now_ms: int | None = None, fsync: bool = True, **_kw) -> list[str]:
+        """The labels ``apply`` runs (each can be failed ``before:`` or ``after:``; the write can also be failed
+        ``during:write-temp``, leaving half of the temp file)."""
+        return labels(lambda step: _run_steps(self, step, _names(self, now_ms), fsync, {}, dry=True))
+
+    def apply(self, *, now_ms: int | None = None, fail_at: str | None = None, fsync: bool = True,
+              hook: Callable[[str, str], None] | None = None) -> ApplyResult:
+        """Install the new journal into the queue's directory (the module docstring's sequence). Refuses when the
+        queue's files changed since the plan, or while a writer is live (another process holds a file of the
+        queue open, or the live file changes at any point up to the deletion of the old files: rolled back)."""
+        _refuse_holders(self)
+        _check_unchanged(self)
+        t0 = time.perf_counter()
+        ctx: dict = {}
+        live = self.fileset.live_path
+        try:
+            ctx["live_fd"] = os.open(live, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            pass
+        try:
+            with StepRunner(fail_at, hook) as step:
+                _run_steps(self, step, _names(self, now_ms), fsync, ctx)
+            fd = ctx.get("live_fd")
+            if fd is not None and self.live_sig is not None and os.fstat(fd).st_size != self.live_sig.size:
+                _rescue(self, fd, ctx)    # a writer appended between the last check and the unlink: keep its bytes
+        finally:
+            if ctx.get("live_fd") is not None:
+                os.close(ctx["live_fd"])
+        w = ctx["w"]
+        result = WriteResult(ctx["installed"], None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
+        return ApplyResult(ctx["installed"], step.done, result, self.bytes_before, w.size, removed=ctx["victims"])
+
+
 @dataclass(slots=True)
-class PackPlan(Plan):
+class PackPlan(KestrelInstall):
     """What pack would do. Sizes in bytes; ``records_dropped`` = records before - records after."""
 
     kind: ClassVar[str] = "pack"
@@ -86,7 +158,6 @@ class PackPlan(Plan):
     state: KestrelState                    # the state the output encodes (keep_open)
     report: LogReport
     dropped: list[str] = field(default_factory=list)   # what was not carried over, one line each
-    elapsed_s: float = 0.0
     live_sig: FileSig | None = None        # the live file before it was read (a writer changing it is refused)
     keep_open: bool = False                # the digests reported are replay's with --keep-open (else: backed out)
 
@@ -123,26 +194,15 @@ class PackPlan(Plan):
 
     #: the replay meaning the output is verified with (a pack writes only 2.x opcodes)
     verify_version: ClassVar[str] = "2"
-    #: where the files a pack supersedes are linked before they are deleted (None: nowhere; repair keeps them)
-    backup_dir: ClassVar[str | None] = None
 
     def content_chunks(self):
         """The new journal, record by record: Kestrel 2.x's rewrite of the replayed state."""
         return rewrite_records(self.state)
 
-    def write(self, out: str) -> WriteResult:
-        return write_pack(self, out)
-
-    def apply(self, **kw) -> ApplyResult:
-        return apply_plan(self, **kw)
-
-    def apply_steps(self, **kw) -> list[str]:
-        return apply_steps(self, **kw)
+    write = KestrelInstall.write_file      # pack -o: a file (or <dir>/<queue>)
 
 
-PackResult = WriteResult        # the names this module's callers and tests know
-
-
+@timed
 def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, salvage: bool = False,
               kestrel_version: str | None = None, on_record=None, keep_open: bool = False) -> PackPlan:
     """Replay ``fileset`` as of ``as_of_ns`` and describe the packed journal (nothing is written).
@@ -150,7 +210,6 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
     Raises ``PackRefused`` (exit 3 or 4) when the input is corrupt or holds a history Kestrel cannot
     represent, unless ``salvage``; a torn tail (exit 1) is packed, and the bytes dropped are listed.
     """
-    t0 = time.perf_counter()
     live_sig = FileSig.of(fileset.live_path) if fileset.is_dir else None
     report = run_log(fileset, as_of_ns, keep_open=True, kestrel_version=kestrel_version, on_record=on_record)
     code = report.verdict
@@ -184,7 +243,6 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
     plan = PackPlan(fileset, as_of_ns, drop_expired, salvage, reader_files, report.bytes, report.records, size,
                     2 * n_open + n_queued, n_queued, n_open, expired_dropped, code, digest_input,
                     digest_input if expected is state else expected.digest(), expected, report, dropped)
-    plan.elapsed_s = time.perf_counter() - t0
     plan.live_sig = live_sig if live_sig is not None and live_sig.ino is not None else None
     plan.keep_open = keep_open
     return plan
@@ -193,42 +251,6 @@ def pack_plan(fileset: FileSet, as_of_ns: int, *, drop_expired: bool = False, sa
 def replay_digest(state: KestrelState, *, keep_open: bool = False) -> str:
     """The digest ``wqtool replay`` prints for ``state``: open transactions backed out unless ``keep_open``."""
     return state.digest() if keep_open or not state.open else state.backed_out_copy().digest()
-
-
-def _verify_output(plan: PackPlan, path: str) -> str:
-    fs = FileSet(root=os.path.dirname(path) or ".", queue=os.path.basename(path),
-                 files=[JournalFile(path, ROLE_LIVE)], is_dir=False, kestrel_version=plan.verify_version)
-    rep = run_log(fs, plan.as_of_ns, keep_open=True, resync=False)
-    prove("packed output does not replay to the input state", plan.digest_expected, rep.state.digest(), path=path,
-          verdict=rep.verdict, detail=lambda: first_difference(plan.state, rep.state) or "states differ")
-    return plan.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
-
-
-def write_pack(plan: PackPlan, output: str, *, fsync: bool = True) -> PackResult:
-    """Write the packed journal to a new file ``output`` (an existing directory: ``<dir>/<queue>``), re-verify it
-    and compare digests. Never appends: an existing output file is refused. On any error the output is removed."""
-    t0 = time.perf_counter()
-    if os.path.isdir(output):
-        output = os.path.join(output, plan.fileset.queue)
-    if os.path.lexists(output):
-        raise UsageError("output exists; pack never appends to or overwrites a file", path=output)
-    try:
-        w = NewFile(output)
-    except OSError as exc:
-        raise InputError(exc.strerror or str(exc), path=output) from None
-    try:
-        for chunk in plan.content_chunks():
-            w.write(chunk)
-        if fsync:
-            w.fsync()
-        w.close()
-        digest = _verify_output(plan, output)
-    except BaseException:
-        w.discard()
-        raise
-    if fsync:
-        fsync_dir(os.path.dirname(os.path.abspath(output)))
-    return WriteResult(output, None, w.size, w.records, digest, time.perf_counter() - t0)
 
 
 # ---------------------------------------------------------------- installing
@@ -262,12 +284,6 @@ def _check_unchanged(plan: PackPlan) -> None:
 def _belongs(name: str, queue: str) -> bool:
     from .reader import queue_of
     return queue_of(name) == queue
-
-
-def apply_steps(plan: PackPlan, *, now_ms: int | None = None, fsync: bool = True) -> list[str]:
-    """The labels of the steps ``apply_plan`` runs (each can be failed ``before:`` or ``after:``; the write can
-    also be failed ``during:write-temp``, leaving half of the temp file)."""
-    return labels(lambda step: _run_steps(plan, step, _names(plan, now_ms), fsync, {}, dry=True))
 
 
 def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync: bool, ctx: dict,
@@ -310,7 +326,7 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
 
     def verify():
         ctx["w"].close()
-        ctx["digest"] = _verify_output(plan, temp)
+        ctx["digest"] = plan.verify_file(temp)
 
     step("write-temp", write, rollback=drop_temp, on_error=drop_temp)
     if fsync:
@@ -412,40 +428,6 @@ def _refuse_holders(plan: PackPlan) -> None:
     fs = plan.fileset
     refuse_holders([f.path for f in fs.files] + list(fs.superseded) + [fs.live_path], "Kestrel", "pack --apply",
                    fs.live_path)
-
-
-def apply_plan(plan: PackPlan, *, now_ms: int | None = None, fail_at: str | None = None, fsync: bool = True,
-               hook: Callable[[str, str], None] | None = None) -> ApplyResult:
-    """Install the packed journal into the queue's directory (see the module docstring for the sequence).
-
-    Refuses when the queue's files changed since the plan, or while a writer is live (another process holds a
-    file of the queue open, or the live file changes at any point up to the deletion of the old files: the
-    apply is rolled back). ``fail_at`` = ``"before:<step>"``, ``"after:<step>"`` (labels from ``apply_steps``)
-    or ``"during:write-temp"`` raises ``InjectedCrash`` there, with no cleanup, to test crash safety;
-    ``hook(when, label)`` observes each step. An ordinary error before the old files are deleted rolls back;
-    later steps leave a consistent file set whatever happens.
-    """
-    _refuse_holders(plan)
-    _check_unchanged(plan)
-    t0 = time.perf_counter()
-    ctx: dict = {}
-    live = plan.fileset.live_path
-    try:
-        ctx["live_fd"] = os.open(live, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        pass
-    try:
-        with StepRunner(fail_at, hook) as step:
-            _run_steps(plan, step, _names(plan, now_ms), fsync, ctx)
-        fd = ctx.get("live_fd")
-        if fd is not None and plan.live_sig is not None and os.fstat(fd).st_size != plan.live_sig.size:
-            _rescue(plan, fd, ctx)    # a writer appended between the last check and the unlink: keep its bytes
-    finally:
-        if ctx.get("live_fd") is not None:
-            os.close(ctx["live_fd"])
-    w = ctx["w"]
-    result = WriteResult(ctx["installed"], None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
-    return ApplyResult(ctx["installed"], step.done, result, plan.bytes_before, w.size, removed=ctx["victims"])
 
 
 def _rescue(plan: PackPlan, fd: int, ctx: dict) -> None:

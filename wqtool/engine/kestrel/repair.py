@@ -10,17 +10,14 @@ opcodes after damage) and cuts:
 * with ``drop_invalid``: the records that reuse an open xid (KQ-XID-REUSED: the earlier open item would be lost);
 * with ``truncate_to_ms``: everything from the first item added after T (Kestrel stores no time on other records).
 
-The repaired journal holds every kept record byte for byte, in replay order, in one file, installed exactly as
-``pack --apply`` installs a pack (``pack._run_steps``: temp file, fsync, re-verify; rotate the live file; publish as
-``.pack``; link the replaced files into a backup directory; delete them; rename into place) — so a crash at any step
-leaves a set Kestrel replays as before or as after, and a live writer is detected and rolled back the same way.
-Every cut byte goes to the quarantine directory (``<file>@0x<offset>-0x<end>.bin``).
+The repaired journal holds every kept record byte for byte, in replay order, in one file, installed as a pack is
+(``pack.KestrelInstall``; the replaced files linked into a backup directory first). Every cut byte goes to the
+quarantine.
 """
 from __future__ import annotations
 
 import os
 import shutil
-import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -28,11 +25,10 @@ from ...errors import InputError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, free_or_same_dir
-from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Plan, Quarantined, StepRunner, WriteResult, capped,
-                    refusal, repair_doc, stamp, write_into_dir)
+from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Quarantined, StepRunner, capped, refusal, repair_doc,
+                    stamp, timed)
 from ..run import LogReport
-from . import pack as pack_mod
-from .pack import replay_digest
+from .pack import KestrelInstall, replay_digest
 from .model import Record
 from .reader import FileSet, JournalReader, read_damaged_items, whole_queue
 from .codes import KESTREL_REPLAY_CODES
@@ -45,7 +41,7 @@ _WHY = {Verdict.CORRUPT: "the journal has corruption: --salvage repairs it",
 
 
 @dataclass(slots=True)
-class KestrelRepairPlan(Plan):
+class KestrelRepairPlan(KestrelInstall):
     kind: ClassVar[str] = "repair"
     verify_version: str = "auto"
 
@@ -66,7 +62,6 @@ class KestrelRepairPlan(Plan):
     bytes_before: int = 0
     report: LogReport | None = None
     backup_dir: str | None = None
-    elapsed_s: float = 0.0
     items_lost: list[str] = field(default_factory=list)   # <file>@0x<offset> of each item add readable in cut bytes
     lost_unread: dict = field(default_factory=lambda: {"ranges": 0, "bytes": 0})   # cut bytes nothing reads in
 
@@ -117,29 +112,44 @@ class KestrelRepairPlan(Plan):
     def _shown(state: KestrelState | None, digest: str) -> str:
         return digest if state is None else replay_digest(state)
 
-    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
-        """The repaired journal as ``out/<queue>`` (``out`` a new directory), re-verified; the input is not
-        touched (``write_repaired``: repair --apply --out)."""
-        return write_into_dir(out, "repair --out", lambda d: pack_mod.write_pack(
-            self, os.path.join(d, self.fileset.queue), fsync=fsync), fsync=fsync)
-
-    def apply(self, *, quarantine: str | None = None, keep_backup: bool = True, **kw) -> ApplyResult:
-        return apply_plan(self, quarantine=quarantine, keep_backup=keep_backup, **kw)
+    def write_copy(self, d: str, fsync: bool) -> tuple:
+        """repair --apply --out: the repaired journal as ``<d>/<queue>``, re-verified (the input is not touched)."""
+        r = self.write_file(os.path.join(d, self.fileset.queue), fsync=fsync)
+        return [r.path], r.bytes, r.records, r.digest
 
     def apply_steps(self, *, keep_backup: bool = True, **kw) -> list[str]:
         if self.nothing_to_do:
             return []
         saved, self.backup_dir = self.backup_dir, default_dirs(self)[0] if keep_backup else None
         try:
-            labels = pack_mod.apply_steps(self, **kw)
+            labels = KestrelInstall.apply_steps(self, **kw)
         finally:
             self.backup_dir = saved
         return ["quarantine"] + labels if any(c.length for c in self.cuts) else labels
 
+    def apply(self, *, quarantine: str | None = None, keep_backup: bool = True, hook=None, fsync: bool = True,
+              **kw) -> ApplyResult:
+        """Quarantine the cut bytes, then install the repaired journal the way a pack is installed."""
+        if self.nothing_to_do:
+            return ApplyResult(self.fileset.live_path, [], None, self.bytes_before, self.bytes_before)
+        bdir, qdef = default_dirs(self)
+        bdir = _backup_dir(self, bdir)
+        self.backup_dir = bdir if keep_backup else None
+        step = StepRunner(kw.get("fail_at"), hook)
+        fresh = keep_backup and not os.path.lexists(bdir)
+        with Quarantined(self, quarantine, qdef, hook, {"check-quiet"}, fsync,     # pack's point of no return
+                         undo=lambda: shutil.rmtree(bdir, ignore_errors=True) if fresh else None) as q:
+            q.write(step)
+            res = KestrelInstall.apply(self, fsync=fsync, hook=q.seen, **kw)
+        res.steps = step.done + res.steps
+        res.quarantine = q.files
+        res.backup = bdir if keep_backup else None
+        return res
 
+
+@timed
 def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
                 truncate_to_ns: int | None = None, kestrel_version: str | None = None) -> KestrelRepairPlan:
-    t0 = time.perf_counter()
     fileset = whole_queue(fileset, "repair")   # a file named alone: its queue, when it is all of it
     version = kestrel_version or fileset.kestrel_version
     live_sig = FileSig.of(fileset.live_path)
@@ -199,7 +209,6 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
                              bytes_before=sum(sizes.values()))
     plan.items_changed = items_changed(s_before, s_after)
     plan.items_lost, plan.lost_unread = _items_lost(cuts)
-    plan.elapsed_s = time.perf_counter() - t0
     return plan
 
 
@@ -286,24 +295,3 @@ def _backup_dir(plan: KestrelRepairPlan, bdir: str) -> str:
     fs = plan.fileset
     wanted = {os.path.basename(p): p for p in [f.path for f in fs.files] + list(fs.superseded)}
     return free_or_same_dir(bdir, wanted)
-
-
-def apply_plan(plan: KestrelRepairPlan, *, quarantine: str | None = None, keep_backup: bool = True,
-               now_ms: int | None = None, fail_at: str | None = None, hook=None, fsync: bool = True) -> ApplyResult:
-    """Quarantine the cut bytes, then install the repaired journal the way a pack is installed."""
-    if plan.nothing_to_do:
-        total = plan.bytes_before
-        return ApplyResult(plan.fileset.live_path, [], None, total, total)
-    bdir, qdef = default_dirs(plan)
-    bdir = _backup_dir(plan, bdir)
-    plan.backup_dir = bdir if keep_backup else None
-    step = StepRunner(fail_at, hook)
-    fresh = keep_backup and not os.path.lexists(bdir)
-    with Quarantined(plan, quarantine, qdef, hook, {"check-quiet"}, fsync,     # pack's point of no return
-                     undo=lambda: shutil.rmtree(bdir, ignore_errors=True) if fresh else None) as q:
-        q.write(step)
-        res = pack_mod.apply_plan(plan, now_ms=now_ms, fail_at=fail_at, fsync=fsync, hook=q.seen)
-    res.steps = step.done + res.steps
-    res.quarantine = q.files
-    res.backup = bdir if keep_backup else None
-    return res

@@ -20,14 +20,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import time
 from dataclasses import dataclass, field
 
 from ...errors import InputError, UsageError
 from ...formats.orth import CALLBACK_NAME
 from ..findings import Finding, Verdict
 from ..fsops import FileSig, backup_name, fsync_dir, rename_noreplace, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, timed
 from .md5name import recover_flip
 
 MD5_ACTIONS = ("quarantine", "restore", "rename", "keep")
@@ -53,7 +52,6 @@ class OrthRepairPlan(Plan):
     lines: list[str] = field(default_factory=list)
     input_verdict: Verdict = Verdict.CLEAN
     digest_before: str = ""
-    elapsed_s: float = 0.0
     fmt: str = "orth-callbacks"
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
@@ -151,9 +149,9 @@ def _rename(f: FileFix, out: dict) -> None:
     out["removed"].append(f.path)
 
 
+@timed
 def repair_plan(log, findings: list[Finding], verdict: Verdict, digest: str, action: str | None) -> OrthRepairPlan:
     """The plan for one retry-file set, from its verify findings."""
-    t0 = time.perf_counter()
     action = action or "quarantine"
     if action not in MD5_ACTIONS:
         raise UsageError(f"-O md5_action: expected one of {', '.join(MD5_ACTIONS)}, got {action!r}")
@@ -198,5 +196,4 @@ def repair_plan(log, findings: list[Finding], verdict: Verdict, digest: str, act
     if other:
         plan.lines.append(f"left as it is: {', '.join(other)} (repair changes only files whose bytes differ from "
                           "their name's md5)")
-    plan.elapsed_s = time.perf_counter() - t0
     return plan

@@ -1,29 +1,22 @@
-"""clean of a list journal: what upstream's reader does when it finishes a file — unlink exhausted hour files,
-except the current and the previous hour's (a writer may still append to them) — and wqtool's own leftovers.
+"""clean of a list journal: what upstream's reader does when it finishes a file — unlink exhausted hour files
+(every byte ``\\n``, or empty), except the current and the previous hour's (a writer may still append to them) — and
+wqtool's own leftovers (a killed pack's temps: the hour file they were made from is intact). A file with a pending
+line, a skipped line or a torn tail is kept (upstream would lose the others when it unlinks: wqtool never does).
 
-An hour file is exhausted when every byte is ``\\n`` (every line acknowledged) or it is empty. A file with a
-pending line, a skipped line or a torn tail is kept (upstream would send the pending lines first, and loses the
-others when it unlinks: wqtool never does). Each removal runs under the lock upstream's writers take, as its
-reader does (``open(O_RDWR)``, ``flock(LOCK_EX)``):
-
-1. ``lock:<H>.msg``; 2. ``check:<H>.msg`` — the same file as the path, still exhausted under the lock, no other
-process holding it open; 3. ``unlink:<H>.msg``, ``fsync-dir:<H>.msg``; 4. ``unlock:<H>.msg`` — a writer that
-opened the file before the unlink and waited for the lock appends to the unlinked inode: its bytes are appended
-to a new ``<H>.msg``, created the way the writer creates it. Temp files of an interrupted pack are removed
-(``unlink:.<H>.msg.wqtool-pack``): the hour file they were made from is intact.
+Each removal runs as pack's rewrite does (``lock:``, ``check:`` — still exhausted under the lock, no other holder —
+``unlink:``, ``fsync-dir:``, ``unlock:``); a late writer's bytes go to a new ``<H>.msg``, created as it creates it.
 """
 from __future__ import annotations
 
 import fcntl
 import os
-import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ...formats.snaplist import kept_hours
 from ..findings import Verdict
 from ..fsops import fsync_dir, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, timed
 from .model import ListJournal
 from .pack import _check_alone, _open_locked, read_all, rescue_late_writers
 from .verify import run_log
@@ -42,7 +35,6 @@ class ListCleanPlan(Plan):
     records: int = 0
     acked_removed: int = 0                    # blank runs in the files removed
     sizes: dict = field(default_factory=dict)
-    elapsed_s: float = 0.0
 
     @property
     def input_verdict(self) -> Verdict:
@@ -113,8 +105,8 @@ def is_exhausted(data: bytes) -> bool:
     return data.count(b"\n") == len(data)
 
 
+@timed
 def clean_plan(journal: ListJournal) -> ListCleanPlan:
-    t0 = time.perf_counter()
     if not journal.is_dir:
         from ...errors import UsageError
         raise UsageError("clean needs the journal directory (hour files named one by one are not cleaned)",
@@ -140,7 +132,6 @@ def clean_plan(journal: ListJournal) -> ListCleanPlan:
         remove.append((t, os.path.getsize(t), "temp file of an interrupted wqtool pack"))
     plan = ListCleanPlan(journal, journal.as_of_ns, remove, keep, report.state.digest(), report.verdict,
                          report.records, acked, sizes)
-    plan.elapsed_s = time.perf_counter() - t0
     return plan
 
 

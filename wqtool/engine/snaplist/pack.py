@@ -1,21 +1,12 @@
 """pack of a list journal: drop the blank runs (acknowledged lines), keep every other byte exactly.
 
-The plan reads the journal (nothing is written) and lists the hour files holding blank bytes. ``apply`` rewrites
-each of them on its own, under the lock upstream's writers take (``flock(LOCK_EX)`` on the hour file itself):
-
-1. ``lock:<H>.msg`` — open the file (never created), ``flock`` it (writers now wait);
-2. ``check:<H>.msg`` — the same file as the path, no other process holding it open (upstream's reader keeps the
-   file open while it sends and writes its acknowledgements at offsets: a rewrite under it would misplace them,
-   and its final unlink would remove the new file), the content re-read under the lock;
-3. ``write-temp:<H>.msg`` — ``.<H>.msg.wqtool-pack``: the bytes without blank runs, same mode, fsynced; the
-   pending lines of the new content are checked equal to the old content's, byte for byte;
-4. ``rename:<H>.msg`` over the hour file, ``fsync-dir:<H>.msg``;
-5. ``unlock:<H>.msg`` — the lock is released; a writer that opened the old file before the rename and waited for
-   the lock appends to the old inode: its bytes are copied to the new file (waiting, bounded, for such writers to
-   close it), so nothing appended is lost.
-
-A crash at any step leaves the old or the new file under the name (the same pending lines either way) and at
-most a temp file, which the reader reports (``SL-TEMP-FILE``) and ``clean`` removes.
+``apply`` is the template's per-file rewrite (``plan.rewrite_file``) of each hour file holding blank bytes, under
+the lock upstream's writers take (``lock:`` opens it O_RDWR, never created, and ``flock``s it). ``check:`` refuses
+while another process holds it open (upstream's reader writes its acknowledgements at offsets and unlinks the file
+when done: a rewrite under it would misplace them or lose the new file); ``write-temp:`` proves the pending lines
+unchanged, byte for byte. After ``unlock:``, a writer that opened the old file before the rename and waited for the
+lock appends to the old inode: its bytes are copied to the new file (``rescue_late_writers``). A crash leaves the
+old or the new file and at most the temp, which the reader reports (``SL-TEMP-FILE``) and ``clean`` removes.
 """
 from __future__ import annotations
 
@@ -29,8 +20,7 @@ from typing import ClassVar
 from ...errors import InputError
 from ..findings import Verdict
 from ..fsops import LogBusy, describe_holders, fd_holders, flock_fd, fsync_dir, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, prove, write_into_dir
-from ..plan import apply_plan  # noqa: F401  (the conformance suite's name)
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, pack_doc, prove, timed
 from ..run import LogReport
 from .model import HourFile, ListJournal
 from .reader import temp_name
@@ -84,7 +74,6 @@ class ListPackPlan(Plan):
     records_before: int
     records_after: int
     digest: str
-    elapsed_s: float = 0.0
     dropped: list[str] = field(default_factory=list)
 
     @property
@@ -100,22 +89,19 @@ class ListPackPlan(Plan):
                                                    "blank_bytes": f.blank_bytes} for f in self.files],
                                       "unchanged": self.unchanged}, self.digest)
 
-    def write(self, out: str) -> WriteResult:
-        """The packed hour files (all of them) in ``out`` (a new or empty directory), re-verified."""
-        t0 = time.perf_counter()
+    out_mode = 0o700
 
-        def fill(out: str) -> tuple:
-            written, total, files = [], 0, []
-            for hf in self.journal.files:
-                with open(hf.path, "rb") as f:
-                    data = packed(f.read())
-                p = os.path.join(out, os.path.basename(hf.path))
-                total += write_new(p, [data], mode=0o600)
-                written.append(p)
-                files.append(HourFile(p, hf.hour))
-            return written, total, _reverify(self, out, files)
-        written, total, digest = write_into_dir(out, "pack", fill, mode=0o700)
-        return WriteResult(out, written, total, self.records_after, digest, time.perf_counter() - t0)
+    def write_copy(self, out: str, fsync: bool) -> tuple:
+        """The packed hour files (all of them)."""
+        written, total, files = [], 0, []
+        for hf in self.journal.files:
+            with open(hf.path, "rb") as f:
+                data = packed(f.read())
+            p = os.path.join(out, os.path.basename(hf.path))
+            total += write_new(p, [data], mode=0o600, fsync=fsync)
+            written.append(p)
+            files.append(HourFile(p, hf.hour))
+        return written, total, self.records_after, _reverify(self, out, files)
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
         for fp in self.files:
@@ -171,8 +157,8 @@ class ListPackPlan(Plan):
         return ApplyResult(self.journal.root, step.done, None, self.bytes_before, after, removed=[])
 
 
+@timed
 def pack_plan(journal: ListJournal) -> ListPackPlan:
-    t0 = time.perf_counter()
     report = run_log(journal)
     files, unchanged, dropped = [], [], []
     before = after = 0
@@ -189,10 +175,8 @@ def pack_plan(journal: ListJournal) -> ListPackPlan:
             unchanged.append(hf.path)
     state = report.state
     acked_records = state.acked_runs
-    plan = ListPackPlan(journal, journal.as_of_ns, report, files, unchanged, before, after, report.records,
+    return ListPackPlan(journal, journal.as_of_ns, report, files, unchanged, before, after, report.records,
                         report.records - acked_records, state.digest(), dropped=dropped)
-    plan.elapsed_s = time.perf_counter() - t0
-    return plan
 
 
 def _reverify(plan: ListPackPlan, root: str, files: list[HourFile]) -> str:

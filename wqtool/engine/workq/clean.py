@@ -12,10 +12,10 @@ delete, complete or fail that changed a live job is always kept with the add it 
 
 Segments whose every record goes are deleted; the others are rewritten as upstream does (``<seg>.rw``, fsync, rename,
 directory fsync) only when something is dropped; the active segment is never touched (the server appends to it).
-Before anything is renamed the cleaned log — the ``.rw`` files in place of their segments — is replayed and its
-digest compared with the input's; a segment with a ``pinned_size`` (the active one, when a running server cleans:
-its appender goes on writing) is read up to that size by the plan and by that verify alike. ``apply(locks="both")`` takes append.lock and read.lock (a running server refuses
-it: stop the server, or let the server run this engine itself with ``locks="read"``, holding append.lock).
+The cleaned log (``.rw`` files in place of their segments) is proven before anything is renamed; a segment with a
+``pinned_size`` (the active one, when a running server cleans) is read up to that size by the plan and the proof
+alike. ``apply(locks="both")`` takes append.lock and read.lock (a running server refuses it); the server's own
+cycle runs this engine with ``locks="read"``, holding append.lock.
 """
 from __future__ import annotations
 
@@ -31,11 +31,10 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, prove
-from ..plan import apply_plan  # noqa: F401  (the server's cleaning cycle calls it)
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, prove, timed
 from .model import Record
 from .reader import LogSet, Segment, discover
-from .swap import write_copy
+from .swap import SwapPlan
 from .fastreplay import Bail, fast_run
 from .verify import LogRun, run_log
 
@@ -77,7 +76,7 @@ class SegmentClean:
 
 
 @dataclass(slots=True)
-class WorkqCleanPlan(Plan):
+class WorkqCleanPlan(SwapPlan):
     kind: ClassVar[str] = "clean"
 
     log: LogSet
@@ -86,7 +85,6 @@ class WorkqCleanPlan(Plan):
     segments: list[SegmentClean]
     input_verdict: Verdict
     records_before: int
-    elapsed_s: float = 0.0
 
     @property
     def changed(self) -> list[SegmentClean]:
@@ -119,27 +117,26 @@ class WorkqCleanPlan(Plan):
     def bytes_before(self) -> int:
         return sum(s.size for s in self.segments)
 
-    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
-        """The cleaned log in the new directory ``out`` (kept older segments hard-linked where they can be, the
-        others written without their dropped records, the active one copied up to the size the plan read),
-        re-verified; the input is not touched (``write_out``: clean --apply --out)."""
-        def fill(d: str, _step) -> tuple[list[str], int]:
-            kept = [s for s in self.segments if s.action != "delete"]
-            for sc in kept:
-                dst = os.path.join(d, os.path.basename(sc.path))
-                if sc.action == "keep" and not sc.active:
-                    link_or_copy(sc.path, dst, fsync)
-                else:
-                    write_ranges(dst, without(sc.path, HEADER_SIZE, sc.size, _drops(sc)), head=HEADER_BYTES,
-                                 fsync=fsync)
-            return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
+    @property
+    def write_total(self) -> int:
+        return sum(s.size_after for s in self.segments)
 
-        def verify(d: str) -> tuple[str, int]:
-            rep = run_log(discover([d])[0], self.as_of_ns, state=True)
-            return prove("the cleaned log does not replay to the input's state", self.digest, rep.state.digest(),
-                         path=d, verdict=rep.verdict, accept=(Verdict.CLEAN, self.input_verdict)), rep.records
-        return write_copy(out, "clean --out", fill, verify, fsync=fsync,
-                          write_total=sum(s.size_after for s in self.segments))
+    def fill(self, d: str, _step, fsync: bool = True) -> tuple[list[str], int]:
+        """clean --apply --out: kept older segments hard-linked where they can be, the others written without
+        their dropped records, the active one copied up to the size the plan read."""
+        kept = [s for s in self.segments if s.action != "delete"]
+        for sc in kept:
+            dst = os.path.join(d, os.path.basename(sc.path))
+            if sc.action == "keep" and not sc.active:
+                link_or_copy(sc.path, dst, fsync)
+            else:
+                write_ranges(dst, without(sc.path, HEADER_SIZE, sc.size, _drops(sc)), head=HEADER_BYTES, fsync=fsync)
+        return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
+
+    def verify_copy(self, d: str) -> tuple[str, int]:
+        rep = run_log(discover([d])[0], self.as_of_ns, state=True)
+        return prove("the cleaned log does not replay to the input's state", self.digest, rep.state.digest(),
+                     path=d, verdict=rep.verdict, accept=(Verdict.CLEAN, self.input_verdict)), rep.records
 
     def apply(self, *, locks: str = "both", lock_timeout: float = 1.0, **kw) -> ApplyResult:
         """Run the plan. ``locks``: "both" (append.lock and read.lock, as pack: refused while a server runs),
@@ -164,6 +161,9 @@ class WorkqCleanPlan(Plan):
             if held is not None:
                 held.release()
 
+    def apply_steps(self, **kw) -> list[str]:
+        return Plan.apply_steps(self, **kw)
+
     def steps(self, step: StepRunner, ctx: dict, *, fsync: bool = True) -> None:
         _steps(self, step, fsync, ctx)
 
@@ -176,11 +176,14 @@ class WorkqCleanPlan(Plan):
                            removed=[s.path for s in self.changed if s.action == "delete"])
 
 
+apply_plan = WorkqCleanPlan.apply     # the server's cleaning cycle calls it
+
+
+@timed
 def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
     """Replay ``log`` at ``as_of_ns`` and find the records without effect in every segment but the newest.
     Refuses (PackRefused) a log with corruption or an impossible history — repair it first, as upstream's cleaner
     aborts its cycle on them; a torn tail in the active segment is fine (that segment is never touched)."""
-    t0 = time.perf_counter()
     if not log.is_dir:
         raise UsageError("clean works on a log directory (segments named one by one are not a log)", path=log.root)
     segs: list[SegmentClean] = []
@@ -213,7 +216,6 @@ def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
     else:
         state, verdict, records = _reference(log, as_of_ns, by_path)
     plan = WorkqCleanPlan(log, as_of_ns, state.digest(), segs, verdict, records)
-    plan.elapsed_s = time.perf_counter() - t0
     return plan
 
 

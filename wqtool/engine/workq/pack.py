@@ -1,12 +1,8 @@
 """pack for workq command logs: a reviewable plan, a verified new log, an atomic swap.
 
-API (the CLI's ``wqtool pack`` is a thin layer over these; nothing here prints): ``pack_plan`` (replays the log,
-describes the packed one; PackRefused for a corrupt log or a history workq-server refuses unless ``salvage``, a torn
-tail is packed and ``plan.dropped`` says what is left behind), ``write_pack`` (a new or empty directory: segments
-``000000001.log``... of ``plan.segment_size`` and empty lock files, re-verified), ``apply_plan`` / ``apply_steps``
-(the directory swap below), ``finish_interrupted`` and ``first_difference`` (what PackMismatch names). The contracts
-they share with every format's pack — a refusal, ``write_into_dir``, the proof (``prove``: PackMismatch, exit 70,
-nothing installed), the step runner's ``fail_at`` / ``hook`` — are the plan template's (``engine/plan.py``).
+``pack_plan`` replays the log and describes the packed one; the plan template (``engine/plan.py``) does the rest:
+the refusal, the proof, and ``write`` / ``apply`` through ``swap.SwapPlan`` (the directory swap it shares with
+repair; the old log is kept as ``<dir>.pre-pack-<stamp>``).
 
 The packed log. For each live job, in log order of its add/schedule record: that record copied byte for byte
 (same TIME, same CRC), then what its state needs, each synthesized record with TIME = as-of (so packing a
@@ -20,16 +16,11 @@ records are dropped. A job's ``attempts`` in the output is exactly the number of
 so ``records_dropped_by_kind`` can only go negative for timeout-attempt (by the number of jobs failed with an
 empty result at their last attempt, which the input expressed with a ``fail`` record).
 
-Installing (``apply_plan``) is ``swap.install``, the directory swap pack and repair share: the packed log is written
-into a sibling temp directory under both locks, re-verified, and exchanged with the log directory atomically
-(``renameat2(RENAME_EXCHANGE)``); the old log is kept as ``<dir>.pre-pack-<stamp>``. Its sequence and the recovery
-rules are documented in ``engine/workq/swap.py``.
 """
 from __future__ import annotations
 
 import mmap
 import os
-import time
 import uuid
 from array import array
 from collections import Counter
@@ -45,10 +36,10 @@ from .fastpath import encode_record
 from .. import progress
 from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
-from ..fsops import LogBusy, NewFile, fsync_dir, unlink_quiet  # noqa: F401  (LogBusy re-exported)
-from ..plan import CodeOf, InjectedCrash, input_exit_code  # noqa: F401  (re-exported)
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, write_into_dir
-from .swap import _Locks, exchange_supported, finish_interrupted, install, install_steps, write_copy  # noqa: F401
+from ..fsops import LogBusy, NewFile
+from ..plan import (ApplyResult, CodeOf, InjectedCrash, StepRunner, input_exit_code, pack_doc, pack_refusal, prove,
+                    timed)
+from .swap import SwapPlan, finish_interrupted
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
 from ..run import LogReport
@@ -56,8 +47,8 @@ from .fastreplay import Bail, fast_run
 from .verify import fast_report, run_log
 from .writer import segment_name
 
-__all__ = ["WorkqPackPlan", "PackResult", "ApplyResult", "Dropped", "PackRefused", "PackMismatch", "LogBusy",
-           "InjectedCrash", "pack_plan", "write_pack", "apply_plan", "apply_steps", "finish_interrupted"]
+__all__ = ["WorkqPackPlan", "ApplyResult", "Dropped", "PackRefused", "PackMismatch", "LogBusy", "InjectedCrash",
+           "pack_plan", "finish_interrupted"]
 
 _U32 = RECORD_CRC_STRUCT
 _ID_RECORD = 15 + 1 + 17 + 4      # every ID-only record is 37 bytes
@@ -82,7 +73,7 @@ class Dropped:
 
 
 @dataclass(slots=True)
-class WorkqPackPlan(Plan):
+class WorkqPackPlan(SwapPlan):
     """What pack would write. Nothing in here has been written yet."""
 
     kind = "pack"
@@ -110,7 +101,6 @@ class WorkqPackPlan(Plan):
     report: LogReport
     dropped: list[Dropped] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
     table: object | None = None            # the kernel's C job table: it writes the records (kernel/pack.c)
 
     @property
@@ -145,17 +135,37 @@ class WorkqPackPlan(Plan):
                          + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"
                          for x in d["dropped"]] + d["recovered"], d["digest_before"], d)
 
-    def write(self, out: str) -> WriteResult:
-        return write_pack(self, out)
+    @property
+    def write_total(self) -> int:
+        return self.bytes_after
 
-    def apply(self, **kw) -> ApplyResult:
-        return apply_plan(self, **kw)
+    def fill(self, d: str, step: StepRunner, fsync: bool = True) -> tuple[list[str], int]:
+        return _write_segments(self, d, step, fsync)
 
-    def apply_steps(self, **kw) -> list[str]:
-        return apply_steps(self, **kw)
+    def fill_labels(self, fsync: bool) -> list[str]:
+        return [f"{k}:{segment_name(seq)}" for seq in range(1, self.segments_after + 1)
+                for k in ("write", "fsync")[:1 + fsync]]
 
+    def verify_copy(self, d: str) -> tuple[str, int]:
+        """Replay the written log at the plan's as-of: (digest, records), or PackMismatch."""
+        rep = run_log(discover([d])[0], self.as_of_ns, state=True)
+        got = rep.state.digest()
+        jid, diff = first_difference(self.state, rep.state) if got != self.digest_before else (None, "")
+        return prove("packed log does not replay to the input's state at as-of", self.digest_before, got, path=d,
+                     verdict=rep.verdict, detail=lambda: f"first difference: {diff}", job_id=jid), rep.records
 
-PackResult = WriteResult        # the names this module's callers and tests know
+    def check_unchanged(self) -> None:
+        cur = [(s.path, st.st_size, st.st_mtime_ns) for s in discover([self.log.root])[0].segments
+               for st in [os.stat(s.path)]]
+        if cur != self.inputs:
+            raise InputError("the log changed since the plan was made (segments added, grown or rewritten); "
+                             "plan again", path=self.log.root)
+
+    def apply(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+              lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True,
+              stale_lock_hold: float = 1.1) -> ApplyResult:
+        return self.install(fail_at=fail_at, hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync,
+                            stale_lock_hold=stale_lock_hold)
 
 
 # ---------------------------------------------------------------- synthesized history
@@ -309,10 +319,10 @@ def _dropped_from(report: LogReport, log: LogSet) -> list[Dropped]:
     return out
 
 
+@timed
 def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT_SIZE, salvage: bool = False,
               recover: bool = True) -> WorkqPackPlan:
     """Replay ``log`` at ``as_of_ns`` and describe the packed log (see the module docstring)."""
-    t0 = time.perf_counter()
     if segment_size < 1:
         raise UsageError(f"segment size must be positive, not {segment_size}")
     recovered = finish_interrupted(log.root) if recover and log.is_dir else []
@@ -360,7 +370,6 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
         records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(lengths),
         jobs_by_state=state.counts_by_state(), digest_before=state.digest(), state=state, order=order,
         src_lengths=lengths, report=report, dropped=_dropped_from(report, log), recovered=recovered, table=table)
-    plan.elapsed_s = time.perf_counter() - t0
     return plan
 
 
@@ -466,16 +475,6 @@ def first_difference(expected: ReplayState, actual: ReplayState) -> tuple[str | 
     return None, "states differ"
 
 
-def _verify_output(plan: WorkqPackPlan, directory: str) -> tuple[str, int]:
-    """Replay the written log at the plan's as-of; (digest, records) or PackMismatch."""
-    rep = run_log(discover([directory])[0], plan.as_of_ns, state=True)
-    got = rep.state.digest()
-    jid, diff = first_difference(plan.state, rep.state) if got != plan.digest_before else (None, "")
-    return prove("packed log does not replay to the input's state at as-of", plan.digest_before, got,
-                 path=directory, verdict=rep.verdict, detail=lambda: f"first difference: {diff}", job_id=jid), \
-        rep.records
-
-
 def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
     """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender), one ``write:``
     and one ``fsync:`` step each; a crash injected during a write leaves the header and the first record."""
@@ -546,46 +545,3 @@ def _segments_c(plan: WorkqPackPlan) -> Iterator[tuple[bytes, memoryview]]:
             except ValueError as exc:
                 raise _changed(plan.log, exc) from None
             yield chunk[:first_len], memoryview(chunk)[first_len:]
-
-
-def write_pack(plan: WorkqPackPlan, out_dir: str, *, fsync: bool = True) -> PackResult:
-    """Write the packed log into the new (or empty) directory ``out_dir``, re-verify it, compare digests."""
-    return write_copy(out_dir, "pack", lambda d, step: _write_segments(plan, d, step, fsync),
-                      lambda d: _verify_output(plan, d), fsync=fsync, write_total=plan.bytes_after)
-
-
-# ---------------------------------------------------------------- installing (engine/workq/swap.py)
-def _check_unchanged(plan: WorkqPackPlan) -> None:
-    log = plan.log
-    now = discover([log.root])[0]
-    cur = []
-    for seg in now.segments:
-        st = os.stat(seg.path)
-        cur.append((seg.path, st.st_size, st.st_mtime_ns))
-    if cur != plan.inputs:
-        raise InputError("the log changed since the plan was made (segments added, grown or rewritten); "
-                         "plan again", path=log.root)
-
-
-def apply_steps(plan: WorkqPackPlan, *, swap: str = "auto", fsync: bool = True) -> list[str]:
-    """The labels of the steps ``apply_plan`` runs, in order (each can be failed before: / after:)."""
-    fill = []
-    for seq in range(1, plan.segments_after + 1):
-        fill.append("write:" + segment_name(seq))
-        if fsync:
-            fill.append("fsync:" + segment_name(seq))
-    return install_steps(fill, parent=os.path.dirname(os.path.abspath(plan.log.root)), swap=swap, fsync=fsync)
-
-
-def apply_plan(plan: WorkqPackPlan, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-               lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True,
-               stale_lock_hold: float = 1.1) -> ApplyResult:
-    """Install the packed log in place of the log directory, atomically (``swap.install``)."""
-    if not plan.log.is_dir:
-        raise UsageError("--apply needs the log's directory (segments named one by one cannot be installed)",
-                         path=plan.log.root)
-    return install(plan.log.root, tag="pack", as_of_ns=plan.as_of_ns,
-                   fill=lambda tmp, step: _write_segments(plan, tmp, step, fsync),
-                   verify=lambda tmp: _verify_output(plan, tmp), bytes_before=plan.bytes_before,
-                   check=lambda: _check_unchanged(plan), fail_at=fail_at, hook=hook, lock_timeout=lock_timeout,
-                   swap=swap, fsync=fsync, stale_lock_hold=stale_lock_hold, write_total=plan.bytes_after)

@@ -11,19 +11,15 @@ and its replay, and decides what to cut:
   undecodable payloads, ...), each listed;
 * with ``truncate_to_ns``: every record from the first one written after T (point-in-time rollback).
 
-Without the flag a class of damage needs, the plan is refused and names the first such finding. Nothing is ever
-invented; every cut byte is written to the quarantine directory, one file per range named
-``<segment>@0x<offset>-0x<end>.bin``; the old log is kept whole as ``<dir>.pre-repair-<stamp>`` unless
-``keep_backup=False``. The repaired log is written beside the old one (unchanged older segments hard-linked, the
-others copied without their cut ranges), replayed — it must be clean — and its digest compared with the plan's
-before the directory swap (``swap.install``, shared with pack): a crash at any step leaves the old or the new log.
-The digest of the readable part is kept: it equals the input's replay (damage was never applied, refused records
-never changed the state); only a point-in-time rollback changes it, and the plan lists the jobs that change.
+Without the flag a class of damage needs, the plan is refused (``plan.refusal``). Nothing is ever invented; every
+cut byte goes to the quarantine; the old log is kept whole as ``<dir>.pre-repair-<stamp>`` unless
+``keep_backup=False`` (the directory swap, ``swap.SwapPlan``). The digest of the readable part is kept: it equals
+the input's replay (damage was never applied, refused records never changed the state); only a point-in-time
+rollback changes it, and the plan lists the jobs that change.
 """
 from __future__ import annotations
 
 import os
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
@@ -36,13 +32,13 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdTy
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, link_or_copy, without, write_ranges
-from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Plan, Quarantined, StepRunner, WriteResult, prove,
-                    refusal, repair_doc, stamp)
+from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Quarantined, StepRunner, labels, prove, refusal,
+                    repair_doc, stamp, timed)
 from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
 from .replay import WorkqReplay
-from .swap import finish_interrupted, install, install_steps, write_copy
+from .swap import SwapPlan, finish_interrupted
 from .verify import LogRun, run_log
 
 
@@ -73,8 +69,9 @@ class SegmentPlan:
 
 
 @dataclass(slots=True)
-class WorkqRepairPlan(Plan):
+class WorkqRepairPlan(SwapPlan):
     kind: ClassVar[str] = "repair"
+    tag: ClassVar[str] = "repair"
 
     log: LogSet
     as_of_ns: int
@@ -86,7 +83,6 @@ class WorkqRepairPlan(Plan):
     findings: list[Finding]          # the errors the repair answers
     sigs: dict[str, FileSig]
     records_before: int
-    elapsed_s: float = 0.0
     kept: KeptRanges = field(default_factory=KeptRanges)
     records_after: int | None = None       # the one-pass plan's count (else the segments' kept records)
     jobs_lost: list[dict] = field(default_factory=list)   # adds/schedules in cut bytes: {job_id, cmd, at, later_records}
@@ -117,26 +113,67 @@ class WorkqRepairPlan(Plan):
     def bytes_before(self) -> int:
         return sum(s.size for s in self.segments)
 
-    def write(self, out: str, *, fsync: bool = True) -> WriteResult:
-        """The repaired log in the new directory ``out`` (unchanged segments hard-linked where they can be),
-        re-verified; the input is not touched (``write_repaired``: repair --apply --out)."""
-        return write_copy(out, "repair --out", lambda d, step: _fill(self, d, step, fsync), lambda d: _verify(self, d),
-                          fsync=fsync, write_total=sum(s.size_after for s in self.segments if not s.remove))
+    @property
+    def write_total(self) -> int:
+        return sum(s.size_after for s in self.segments if not s.remove)
 
-    def apply(self, **kw) -> ApplyResult:
-        return apply_plan(self, **kw)
+    def fill(self, d: str, step: StepRunner, fsync: bool = True) -> tuple[list[str], int]:
+        """The repaired segments in ``d``: unchanged older segments hard-linked (copied where links are not
+        possible), the newest and every changed one written without its cut ranges; removed ones left out."""
+        kept = [s for s in self.segments if not s.remove]
+        for i, sp in enumerate(kept):
+            dst = os.path.join(d, os.path.basename(sp.path))
+            if sp.action == "keep" and i < len(kept) - 1:
+                step(f"link:{os.path.basename(dst)}", lambda sp=sp, dst=dst: link_or_copy(sp.path, dst, fsync))
+            else:
+                cuts = [(c.offset, c.length) for c in sp.cuts if c.what != "bad-header"]
+                step(f"write:{os.path.basename(dst)}", lambda sp=sp, dst=dst, cuts=cuts: write_ranges(
+                    dst, without(sp.path, HEADER_SIZE, sp.size, cuts), head=HEADER_BYTES, fsync=fsync))
+        return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
 
-    def apply_steps(self, **kw) -> list[str]:
-        return apply_steps(self, **kw)
+    def fill_labels(self, fsync: bool) -> list[str]:
+        return labels(lambda step: self.fill("", step, fsync))
+
+    def verify_copy(self, d: str) -> tuple[str, int]:
+        rep = run_log(discover([d])[0], self.as_of_ns, state=True)
+        return prove("the repaired log is not what the plan promised (nothing was installed)", self.digest_after,
+                     rep.state.digest(), path=d, verdict=rep.verdict, detail=lambda: ", ".join([
+                         f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
+                         if f.severity == ERROR][:3])), rep.records
+
+    def check_unchanged(self) -> None:
+        if [s.path for s in discover([self.log.root])[0].segments] != list(self.sigs) or \
+                any(FileSig.of(p) != sig for p, sig in self.sigs.items()):
+            raise InputError("the log changed since the plan was made (is workq-server running?); plan again",
+                             path=self.log.root)
+
+    def apply_steps(self, *, quarantine: str | None = None, **kw) -> list[str]:
+        out = SwapPlan.apply_steps(self, **kw)
+        if any(c.length for c in self.cuts):
+            out.insert(out.index("rename-temp-to-ready"), "quarantine")
+        return out
+
+    def apply(self, *, quarantine: str | None = None, hook: Callable[[str, str], None] | None = None,
+              fsync: bool = True, **kw) -> ApplyResult:
+        """Install the repaired log (``swap.install``); the cut ranges go to ``quarantine`` (default:
+        ``<dir>.quarantine-<stamp>``) before the swap. A plan with nothing to do changes nothing."""
+        d = os.path.abspath(self.log.root)
+        if self.nothing_to_do:
+            return ApplyResult(d, [], None, self.bytes_before, self.bytes_before)
+        with Quarantined(self, quarantine, f"{d}.quarantine-{stamp(self.as_of_ns)}", hook,
+                         {"exchange", "rename-log-to-backup"}, fsync) as q:     # after those the old log is aside
+            res = self.install(before_swap=q.write, hook=q.seen, fsync=fsync, **kw)
+        res.quarantine = q.files
+        return res
 
 
+@timed
 def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_invalid: bool = False,
                 truncate_to_ns: int | None = None, prior: FastResult | None = None) -> WorkqRepairPlan:
     """Read the whole log once and describe the repair (see the module docstring); nothing is written.
     ``prior``: the kernel's pass over ``log`` at ``as_of_ns`` that the caller already made (``fast_run`` with
     keep and through, every error finding kept: ``report``'s series pass); the plan is made from it, reading
     nothing again and changing nothing (an interrupted install is left for ``repair`` itself to finish)."""
-    t0 = time.perf_counter()
     if not log.is_dir:
         raise UsageError("repair works on a log directory (segments named one by one are not a log)",
                          path=log.root)
@@ -151,7 +188,6 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
     else:
         plan = _rollback_plan(log, as_of_ns, segs, sigs, salvage=salvage, drop_invalid=drop_invalid,
                               truncate_to_ns=truncate_to_ns)
-    plan.elapsed_s = time.perf_counter() - t0
     return plan
 
 
@@ -387,75 +423,3 @@ def _diff(a, b) -> list[dict]:
         out.append({"job_id": (ja or jb).uuid, "before": ja.state.label if ja else "absent",
                     "after": jb.state.label if jb else "absent"})
     return out
-
-
-# ---------------------------------------------------------------- writing
-def _fill(plan: WorkqRepairPlan, tmp: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
-    """The repaired segments in ``tmp``: unchanged older segments hard-linked (copied where links are not
-    possible), the newest and every changed one written without its cut ranges; removed ones left out."""
-    names, total = [], 0
-    kept = [s for s in plan.segments if not s.remove]
-    for i, sp in enumerate(kept):
-        name = os.path.basename(sp.path)
-        dst = os.path.join(tmp, name)
-        newest = i == len(kept) - 1
-        if sp.action == "keep" and not newest:
-            step(f"link:{name}", lambda sp=sp, dst=dst: link_or_copy(sp.path, dst, fsync))
-        else:
-            step(f"write:{name}", lambda sp=sp, dst=dst: _write_without(sp, dst, fsync))
-        names.append(name)
-        total += sp.size_after
-    return names, total
-
-
-def _write_without(sp: SegmentPlan, dst: str, fsync: bool) -> None:
-    cuts = [(c.offset, c.length) for c in sp.cuts if c.what != "bad-header"]
-    write_ranges(dst, without(sp.path, HEADER_SIZE, sp.size, cuts), head=HEADER_BYTES, fsync=fsync)
-
-
-def _verify(plan: WorkqRepairPlan, tmp: str) -> tuple[str, int]:
-    rep = run_log(discover([tmp])[0], plan.as_of_ns, state=True)
-    return prove("the repaired log is not what the plan promised (nothing was installed)", plan.digest_after,
-                 rep.state.digest(), path=tmp, verdict=rep.verdict, detail=lambda: ", ".join([
-                     f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
-                     if f.severity == ERROR][:3])), rep.records
-
-
-def _check_unchanged(plan: WorkqRepairPlan) -> None:
-    now = discover([plan.log.root])[0]
-    if [s.path for s in now.segments] != list(plan.sigs) or \
-            any(FileSig.of(p) != sig for p, sig in plan.sigs.items()):
-        raise InputError("the log changed since the plan was made (is workq-server running?); plan again",
-                         path=plan.log.root)
-
-
-def apply_steps(plan: WorkqRepairPlan, *, swap: str = "auto", fsync: bool = True, keep_backup: bool = True,
-                quarantine: str | None = None) -> list[str]:
-    kept = [s for s in plan.segments if not s.remove]
-    fill = [("link:" if s.action == "keep" and i < len(kept) - 1 else "write:") + os.path.basename(s.path)
-            for i, s in enumerate(kept)]
-    labels = install_steps(fill, parent=os.path.dirname(os.path.abspath(plan.log.root)), swap=swap, fsync=fsync,
-                           keep_backup=keep_backup)
-    if any(c.length for c in plan.cuts):
-        labels.insert(labels.index("rename-temp-to-ready"), "quarantine")
-    return labels
-
-
-def apply_plan(plan: WorkqRepairPlan, *, quarantine: str | None = None, keep_backup: bool = True,
-               fail_at: str | None = None, hook: Callable[[str, str], None] | None = None, lock_timeout: float = 1.0,
-               swap: str = "auto", fsync: bool = True, stale_lock_hold: float = 1.1) -> ApplyResult:
-    """Install the repaired log (``swap.install``); the cut ranges go to ``quarantine`` (default:
-    ``<dir>.quarantine-<stamp>``) before the swap. A plan with nothing to do changes nothing."""
-    d = os.path.abspath(plan.log.root)
-    if plan.nothing_to_do:
-        return ApplyResult(d, [], None, plan.bytes_before, plan.bytes_before)
-    with Quarantined(plan, quarantine, f"{d}.quarantine-{stamp(plan.as_of_ns)}", hook,
-                     {"exchange", "rename-log-to-backup"}, fsync) as q:     # after those the old log is aside
-        res = install(plan.log.root, tag="repair", as_of_ns=plan.as_of_ns,
-                      fill=lambda tmp, step: _fill(plan, tmp, step, fsync), verify=lambda tmp: _verify(plan, tmp),
-                      bytes_before=plan.bytes_before, check=lambda: _check_unchanged(plan), before_swap=q.write,
-                      fail_at=fail_at, hook=q.seen, lock_timeout=lock_timeout, swap=swap, fsync=fsync,
-                      stale_lock_hold=stale_lock_hold, keep_backup=keep_backup,
-                      write_total=sum(s.size_after for s in plan.segments if not s.remove))
-    res.quarantine = q.files
-    return res

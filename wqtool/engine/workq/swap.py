@@ -39,7 +39,7 @@ from ...errors import UsageError
 from ...formats.workq import LOCK_FILES
 from .. import progress
 from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fd_holders, fsync_dir
-from ..plan import ApplyResult, StepRunner, WriteResult, write_into_dir
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult
 from ..plan import stamp as plan_stamp
 
 TAGS = ("pack", "repair")
@@ -198,24 +198,6 @@ def _after_failure(d: str, ready: str, backup: str | None, swapped: bool, swap: 
         pass     # finish_interrupted finishes it at the next run
 
 
-def write_copy(out: str, what: str, fill: Callable[[str, StepRunner], tuple[list[str], int]],
-               verify: Callable[[str], tuple[str, int]], *, fsync: bool = True,
-               write_total: int | None = None) -> WriteResult:
-    """A new workq log in the new (or empty) directory ``out`` (pack --out, repair / clean --apply --out): its lock
-    files, ``fill(out, step)`` -> (segment names, bytes), then ``verify(out)`` -> (digest, records) (``install``'s
-    two callbacks); on any error what it wrote goes (``write_into_dir``)."""
-    t0 = time.perf_counter()
-
-    def run(d: str) -> tuple:
-        make_lock_files(d)
-        progress.begin("write", write_total)
-        names, total = fill(d, StepRunner())
-        progress.begin("re-verify", total)
-        return (names, total) + tuple(verify(d))
-    names, total, digest, records = write_into_dir(out, what, run, fsync=fsync)
-    return WriteResult(out, names, total, records, digest, time.perf_counter() - t0)
-
-
 def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunner], tuple[list[str], int]],
             verify: Callable[[str], tuple[str, int]], bytes_before: int, check: Callable[[], None] | None = None,
             before_swap: Callable[[StepRunner], None] | None = None, fail_at: str | None = None,
@@ -316,3 +298,39 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
     (names, total), (digest, records) = filled, verified
     return ApplyResult(d, step.done, WriteResult(d, names, total, records, digest, time.perf_counter() - t0),
                        bytes_before, total, backup=backup, swap=swap, recovered=recovered)
+
+
+class SwapPlan(Plan):
+    """A workq plan whose result is a whole new log: written into ``out`` (``write``) or installed by the directory
+    swap (``apply``). The format gives ``fill(d, step, fsync)`` -> (segment names, bytes), ``fill_labels(fsync)``,
+    ``verify_copy(d)`` -> (digest, records), ``check_unchanged()`` and ``write_total``."""
+
+    tag = "pack"
+
+    def fill(self, d: str, step: StepRunner, fsync: bool = True) -> tuple[list[str], int]:
+        raise NotImplementedError
+
+    def write_copy(self, d: str, fsync: bool) -> tuple:
+        make_lock_files(d)
+        progress.begin("write", self.write_total)
+        names, total = self.fill(d, StepRunner(), fsync)
+        progress.begin("re-verify", total)
+        digest, records = self.verify_copy(d)
+        return names, total, records, digest
+
+    def apply_steps(self, *, swap: str = "auto", fsync: bool = True, keep_backup: bool = True, **_kw) -> list[str]:
+        return install_steps(self.fill_labels(fsync), parent=os.path.dirname(os.path.abspath(self.log.root)),
+                             swap=swap, fsync=fsync, keep_backup=keep_backup)
+
+    def install(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
+                lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True, stale_lock_hold: float = 1.1,
+                keep_backup: bool = True, before_swap: Callable[[StepRunner], None] | None = None) -> ApplyResult:
+        """Install the new log in place of the log directory, atomically (``install``)."""
+        if not self.log.is_dir:
+            raise UsageError("--apply needs the log's directory (segments named one by one cannot be installed)",
+                             path=self.log.root)
+        return install(self.log.root, tag=self.tag, as_of_ns=self.as_of_ns,
+                       fill=lambda tmp, step: self.fill(tmp, step, fsync), verify=self.verify_copy,
+                       bytes_before=self.bytes_before, check=self.check_unchanged, before_swap=before_swap,
+                       fail_at=fail_at, hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync,
+                       stale_lock_hold=stale_lock_hold, keep_backup=keep_backup, write_total=self.write_total)
