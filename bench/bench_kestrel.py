@@ -11,7 +11,7 @@ measurement in its own subprocess so that peak RSS (``resource.getrusage``) is p
 * read    framing + decode only (``JournalReader.events()``)
 * verify  reader + replay state machine (``run_log``; what ``wqtool verify --format kestrel`` does)
 * replay  ``run_log`` + the canonical state digest (``wqtool replay``)
-* pack    ``pack_plan`` + ``write_pack`` (replay, write the rewrite to a new file, re-read and compare digests)
+* pack    ``pack_plan`` + ``plan.write`` (replay, write the rewrite to a new file, re-read and compare digests)
 * verify-damaged  verify of a copy whose rotated file has one record's opcode overwritten (0xff) in its middle
           (issue 18: the fast path reads through damage; goal <= 1.5x verify of the intact set)
 
@@ -108,7 +108,7 @@ def damaged_copy(d: str) -> str:
 
 def measure(kind: str, d: str) -> dict:
     from wqtool.engine.kestrel.reader import JournalReader, discover
-    from wqtool.engine.kestrel.pack import pack_plan, write_pack
+    from wqtool.engine.kestrel.pack import pack_plan
     from wqtool.engine.kestrel.verify import run_log
     from wqtool.exitcodes import CODES
     t0 = time.perf_counter()
@@ -136,7 +136,7 @@ def measure(kind: str, d: str) -> dict:
             shutil.rmtree(out, ignore_errors=True)
             os.makedirs(out)
             plan = pack_plan(fs, AS_OF_NS)
-            res = write_pack(plan, out, fsync=False)
+            res = plan.write(out, fsync=False)
             records, nbytes = plan.records_before, plan.bytes_before
             extra.update(bytes_after=res.bytes, records_after=res.records)
             shutil.rmtree(out)

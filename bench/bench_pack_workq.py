@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""workq pack benchmark: pack_plan + write_pack throughput and peak memory against a read floor, same run.
+"""workq pack benchmark: pack_plan + plan.write throughput and peak memory against a read floor, same run.
 
     python bench/bench_pack_workq.py [--records 800000] [--keep]
 
@@ -11,7 +11,7 @@ measurement):
 * floor   read every segment in 16 MiB chunks + CRC-32C (google_crc32c) over every byte
 * replay  ``run_log(state=True)`` (what pack starts with: verify + replay, live state kept)
 * plan    ``pack_plan`` (replay, count the input by kind, locate the live jobs' add records, lay out segments)
-* pack    ``pack_plan`` + ``write_pack(fsync=False)`` (write the new segments, re-read and compare digests)
+* pack    ``pack_plan`` + ``plan.write(out, fsync=False)`` (write the new segments, re-read and compare digests)
 
 Prints one table: seconds, MB/s and records/s of input, time and peak RSS as ratios to the floor, and the
 number of live jobs (pack keeps the live state, not the input: memory follows live jobs).
@@ -56,7 +56,7 @@ def measure(kind: str, d: str, as_of_ns: int) -> dict:
             if kind == "pack":
                 out = os.path.join(os.path.dirname(d), "packed")
                 shutil.rmtree(out, ignore_errors=True)
-                res = plans.write_pack(plan, out, fsync=False)
+                res = plan.write(out, fsync=False)
                 assert res.digest == plan.digest_before
                 shutil.rmtree(out)
     return {"kind": kind, "seconds": time.perf_counter() - t0, "records": records, "bytes": nbytes, **extra}

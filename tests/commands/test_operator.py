@@ -123,7 +123,7 @@ def flock_held():
     def hold(path: str):
         p = subprocess.Popen(["flock", "-x", path, "sleep", "60"])
         deadline = time.monotonic() + 10
-        from wqtool.engine.fsops import is_locked
+        from wqtool.engine.live import is_locked
         while not is_locked(path):
             assert time.monotonic() < deadline, "flock did not take the lock"
             time.sleep(0.02)
@@ -198,7 +198,7 @@ def test_only_a_holder_open_for_writing_is_a_live_writer(tmp_path, mode, writer)
     damage (exit 1). Two verifies of one queue used to take each other for its writer and report it in flight,
     exit 0. A holder open for writing (append, or read-write) makes it in flight; replacing files is refused on
     any holder."""
-    from wqtool.engine.fsops import holders
+    from wqtool.engine.live import holders
     q = tmp_path / "queue"
     shutil.copytree(os.path.join(ROOT, K_TORN), q)
     holder = subprocess.Popen([sys.executable, "-c", f"import sys, time; f = open(sys.argv[1], {mode!r}); "

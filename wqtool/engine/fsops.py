@@ -217,22 +217,6 @@ class LockSet:
         self.fds = []
 
 
-def is_locked(path: str) -> bool:
-    """True when another process holds a flock on ``path`` (probed with LOCK_SH|LOCK_NB, released at once).
-    A missing file is not locked."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except OSError as exc:
-        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
-    finally:
-        os.close(fd)
-
-
 # ---------------------------------------------------------------- renames
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
@@ -476,7 +460,6 @@ class Quarantine:
             pass
 
 
-# ---------------------------------------------------------------- live writers
 @dataclass(frozen=True, slots=True)
 class FileSig:
     """What tells a file changed under us: inode, size, modification time (None: the file is missing)."""
@@ -492,85 +475,6 @@ class FileSig:
         except FileNotFoundError:
             return cls(None, None, None)
         return cls(st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def holders(paths: Iterable[str], *, writing: bool = False) -> list[tuple[int, str, str]]:
-    """Other processes holding any of ``paths`` open: [(pid, path, command line)], from ``/proc/*/fd`` (Linux;
-    elsewhere, or for processes we may not inspect, nothing is found — callers also watch the files change).
-    Matching is by (device, inode), so renamed or hard-linked names are found too.
-
-    ``writing``: only descriptors open for writing (O_WRONLY or O_RDWR, from ``/proc/PID/fdinfo``): a live
-    writer, where a reader (another ``wqtool verify``, a tail) is no writer. Commands that replace files ask
-    for every holder."""
-    want: dict[tuple[int, int], str] = {}
-    for p in paths:
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        want[(st.st_dev, st.st_ino)] = p
-    if not want or not os.path.isdir("/proc"):
-        return []
-    me = os.getpid()
-    out: list[tuple[int, str, str]] = []
-    try:
-        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return []
-    for pid in pids:
-        if pid == me:
-            continue
-        fd_dir = f"/proc/{pid}/fd"
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                st = os.stat(f"{fd_dir}/{fd}")
-            except OSError:
-                continue
-            hit = want.get((st.st_dev, st.st_ino))
-            if hit is not None and (not writing or _open_for_writing(pid, fd)):
-                out.append((pid, hit, _cmdline(pid)))
-                break
-    return out
-
-
-def _open_for_writing(pid: int, fd: str) -> bool:
-    """Whether descriptor ``fd`` of ``pid`` is open for writing (its ``flags:`` line in ``/proc/PID/fdinfo/FD``,
-    octal; access mode O_WRONLY or O_RDWR). A descriptor we cannot inspect counts as writing (the careful
-    answer: a torn tail is then read as in flight, not as damage to repair)."""
-    try:
-        with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as f:
-            for line in f:
-                if line.startswith(b"flags:"):
-                    return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
-    except (OSError, ValueError, IndexError):
-        pass
-    return True
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            raw = f.read(4096)
-    except OSError:
-        return "?"
-    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip() or "?"
-
-
-def refuse_holders(paths: Iterable[str], who: str, what: str, path: str) -> None:
-    """LogBusy ("``who`` must be stopped before ``what``") while another process holds one of ``paths`` open."""
-    found = holders(list(dict.fromkeys(paths)))
-    if found:
-        raise LogBusy(f"{who} must be stopped before {what}: {describe_holders(found)}; nothing was changed",
-                      path=path)
-
-
-def describe_holders(found: list[tuple[int, str, str]]) -> str:
-    return "; ".join(f"pid {pid} ({cmd[:80]}) holds {os.path.basename(path)} open" for pid, path, cmd in found[:3]) \
-        + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
 
 
 def flock_fd(fd: int, path: str, timeout: float, *, shared: bool = False) -> None:
@@ -595,9 +499,3 @@ def _flock(fd: int, mode: int, timeout: float, poll: float, busy) -> None:
             if time.monotonic() >= deadline:
                 raise busy() from None
             time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
-
-
-def fd_holders(fd: int) -> list[tuple[int, str, str]]:
-    """Other processes holding open the file behind our descriptor ``fd`` (even once it is renamed over or
-    unlinked): ``holders`` of ``/proc/self/fd/<fd>``."""
-    return holders([f"/proc/self/fd/{fd}"])

@@ -31,6 +31,7 @@ from typing import Any, Callable
 from ..errors import InputError, PackMismatch, PackRefused, UsageError
 from . import progress
 from .findings import ERROR, Verdict, worst
+from .fsops import fsync_dir, unlink_quiet, write_new
 
 
 #: The longest list a plan's report holds (cut ranges, kept ranges, jobs that change state); what is left off is
@@ -209,7 +210,6 @@ def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bo
     """``fill(out)`` into the new (or empty) directory ``out`` (pack --out, repair / clean --apply --out): it writes
     and re-verifies the new log there; on any error what it wrote goes (and ``out``, when this made it). Never mixes
     with an existing log: a non-empty ``out`` is a usage error."""
-    from .fsops import fsync_dir, unlink_quiet
     created = False
     if os.path.lexists(out):
         if not os.path.isdir(out):
@@ -398,6 +398,35 @@ class Quarantined:
             self.q.discard()
             if self.undo is not None:
                 self.undo()
+
+
+def rewrite_file(step: StepRunner, path: str, temp: str, new: Callable[[], bytes], check: Callable[[], None], *,
+                 verify: Callable[[], None] | None = None, mode: Callable[[], int] = lambda: 0o666,
+                 lock: Callable[[], None] | None = None, unlock: Callable[[], None] | None = None) -> None:
+    """The template's rewrite of one file in place (EVTJ, the list journal), as steps: ``lock:`` (optional),
+    ``check:`` (nobody else holds it, it is the file planned; a killed run's temp removed), ``write-temp:``
+    (``temp``: ``new()``, fsynced; ``during:`` leaves half of it), ``verify-temp:`` (optional), ``rename:`` over the
+    file (the point of no return), ``fsync-dir:``, ``unlock:`` (optional). A crash at any step leaves the old or
+    the new file under the name, and at most the temp."""
+    name = os.path.basename(path)
+
+    def write():
+        data = new()
+        if step.during("write-temp:" + name):
+            write_new(temp, [data[: len(data) // 2]], mode=mode(), fsync=False)
+            step.crash("write-temp:" + name)
+        write_new(temp, [data], mode=mode())
+    if lock is not None:
+        step("lock:" + name, lock)
+    step("check:" + name, check)
+    step("write-temp:" + name, write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
+    if verify is not None:
+        step("verify-temp:" + name, verify)
+    step("rename:" + name, lambda: os.rename(temp, path))
+    step.commit()
+    step("fsync-dir:" + name, lambda: fsync_dir(os.path.dirname(path) or "."))
+    if unlock is not None:
+        step("unlock:" + name, unlock)
 
 
 def timed(make: Callable[..., "Plan"]) -> Callable[..., "Plan"]:

@@ -14,7 +14,8 @@ import pytest
 
 from wqtool.engine.findings import Verdict
 from wqtool.engine.format import Options, PackOptions, get
-from wqtool.engine.fsops import LogBusy, fd_holders
+from wqtool.engine.fsops import LogBusy
+from wqtool.engine.live import fd_holders
 from wqtool.engine.plan import InjectedCrash
 from wqtool.engine.snaplist.pack import content_lines
 from wqtool.engine.snaplist.writer import acknowledge, append_raw, append_request

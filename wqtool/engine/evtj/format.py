@@ -14,7 +14,7 @@ from ..format import Evidence, Format, Options, PackOptions, RecordFacts, StateV
 from ..run import ReplayPass
 from ..options import Settings, setting
 from .codes import EVTJ_CODES, EVTJ_REPLAY_CODES, EVTJ_EXPLAIN
-from ..fsops import describe_holders, holders
+from ..live import describe_holders, holders
 from .model import Event, EvtjJournal
 
 

@@ -17,8 +17,10 @@ from typing import ClassVar
 from ...errors import InputError, UsageError
 from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
-from ..fsops import fsync_dir, refuse_holders, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, timed
+from ..fsops import unlink_quiet, write_new
+from ..live import refuse_holders
+from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, rewrite_file,
+                    timed)
 from ..run import LogReport
 from .fastpath import encode_file_header
 from .model import Event, EventsFile, EvtjJournal
@@ -100,9 +102,7 @@ class EvtjPackPlan(Plan):
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
         j = self.journal
-        d = j.root
         for f in j.files:
-            name = os.path.basename(f.path)
             temp = temp_name(f.path)
 
             def check(f=f, temp=temp):
@@ -116,7 +116,7 @@ class EvtjPackPlan(Plan):
                                                            "pack's temp)")
 
             def verify(f=f, temp=temp):
-                jj = EvtjJournal(root=d, files=[EventsFile(temp, f.number)], as_of_ns=self.as_of_ns,
+                jj = EvtjJournal(root=j.root, files=[EventsFile(temp, f.number)], as_of_ns=self.as_of_ns,
                                  byteorder=j.byteorder, is_dir=False, attachments=set(j.attachments))
                 rep, per = _run(jj)
                 want = [(e.request_id, e.status, e.time_ns) for e in self.events[f.path] if e.status in LIVE]
@@ -124,12 +124,8 @@ class EvtjPackPlan(Plan):
                 prove("the packed file does not load to the same live events", "", "", path=temp,
                       ok=rep.verdict != Verdict.CORRUPT and got == want)
 
-            step("check:" + name, check)
-            step("write-temp:" + name, lambda f=f, temp=temp: write_new(temp, [compacted(
-                f.path, self.events[f.path], j.byteorder)]), rollback=lambda temp=temp: unlink_quiet(temp))
-            step("verify-temp:" + name, verify)
-            step("rename:" + name, lambda temp=temp, f=f: os.rename(temp, f.path))
-            step("fsync-dir:" + name, lambda: fsync_dir(d))
+            rewrite_file(step, f.path, temp, lambda f=f: compacted(f.path, self.events[f.path], j.byteorder), check,
+                         verify=verify)
             ctx.setdefault("done", []).append(f.path)
 
     def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:

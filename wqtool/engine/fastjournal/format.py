@@ -11,7 +11,7 @@ from ...formats.fastjournal import FJJ_LOCK, FJJ_MAGIC, FJJ_SEGMENT
 from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, StateView, register
 from ..run import ReplayPass
-from ..fsops import is_locked
+from ..live import is_locked
 from .codes import FASTJOURNAL_CODES, FASTJOURNAL_REPLAY_CODES, FASTJOURNAL_EXPLAIN
 from .model import KINDS, Change, FjjJournal
 

@@ -23,7 +23,7 @@ from ...formats.fastjournal import (FJ_HEADER_SIZE, FJJ_LOCK, FJJ_MAGIC, FJJ_SEG
                              VALUE_SIZE_SHIFT, Function)
 from ..fileio import FileView, input_error, listdir, read_span
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
-from ..fsops import is_locked
+from ..live import is_locked
 from . import layout
 from .model import OP_DELETE, OP_MARK, OP_OTHER, OP_SET, Change, FjjJournal, Segment
 from .wire import BadRequest, WireError, decode_request, frame_request

@@ -17,7 +17,8 @@ from typing import ClassVar
 from ...errors import InputError
 from ...formats.kestrel import PACK_SUFFIX
 from ..findings import Verdict
-from ..fsops import FileSig, fsync_dir, refuse_holders, unlink_quiet
+from ..fsops import FileSig, fsync_dir, unlink_quiet
+from ..live import refuse_holders
 from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove, timed
 from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue

@@ -14,7 +14,7 @@ from ..fileio import listdir
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, RepairOptions, StateView, register
 from ..run import LogReport, ReplayPass, VerifyReport
 from ..options import Settings, setting
-from ..fsops import describe_holders, holders
+from ..live import describe_holders, holders
 from .codes import KESTREL_CODES, KESTREL_REPLAY_CODES, KESTREL_EXPLAIN
 from .model import Record
 from .reader import (KESTREL_VERSIONS, ROLE_EXPLICIT, ROLE_LIVE, ROLE_ROTATED, STRONG, TEMP_MARKER, WEAK, FileSet,

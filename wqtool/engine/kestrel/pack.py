@@ -45,8 +45,8 @@ from typing import Callable, ClassVar
 from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import (FileSig, LogBusy, NewFile, copy_file, describe_holders, fsync_dir, holders, refuse_holders,
-                     rename_noreplace, same_file, unlink_quiet)
+from ..fsops import FileSig, LogBusy, NewFile, copy_file, fsync_dir, rename_noreplace, same_file, unlink_quiet
+from ..live import describe_holders, holders, refuse_holders
 from ..plan import InjectedCrash  # noqa: F401  (re-exported)
 from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, input_exit_code, labels, pack_doc,
                     pack_refusal, prove, timed)

@@ -12,7 +12,7 @@ from ..fileio import listdir, read_head
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, SendReport, StateView, register
 from ..run import ReplayPass
 from ..options import Settings, setting
-from ..fsops import describe_holders, holders
+from ..live import describe_holders, holders
 from .codes import SNAPLIST_CODES, SNAPLIST_REPLAY_CODES, SNAPLIST_EXPLAIN
 from .fastpath import tokenize
 from .model import KINDS, Line, ListJournal

@@ -19,8 +19,9 @@ from typing import ClassVar
 
 from ...errors import InputError
 from ..findings import Verdict
-from ..fsops import LogBusy, describe_holders, fd_holders, flock_fd, fsync_dir, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, pack_doc, prove, timed
+from ..fsops import LogBusy, flock_fd, unlink_quiet, write_new
+from ..live import describe_holders, fd_holders
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, pack_doc, prove, rewrite_file, timed
 from ..run import LogReport
 from .model import HourFile, ListJournal
 from .reader import temp_name
@@ -105,52 +106,27 @@ class ListPackPlan(Plan):
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
         for fp in self.files:
-            name = os.path.basename(fp.path)
-            path = fp.path
-            d = os.path.dirname(path) or "."
-            temp = os.path.join(d, temp_name(fp.hour))
-            key = "fd:" + name
+            path, key = fp.path, "fd:" + fp.path
+            temp = os.path.join(os.path.dirname(path) or ".", temp_name(fp.hour))
 
-            def lock(path=path, key=key):
-                _open_locked(path, ctx, key)
+            def check(path=path, key=key, temp=temp):
+                _check_alone(path, ctx[key], "pack")
+                ctx["old:" + path] = read_all(ctx[key])
+                unlink_quiet(temp)    # an earlier pack --apply died after writing it (under this same lock)
 
-            def check(path=path, key=key, name=name):
-                fd = ctx[key]
-                _check_alone(path, fd, "pack")
-                data = read_all(fd)
-                ctx["old:" + name] = data
-                if os.path.lexists(temp):   # an earlier pack --apply died after writing it (under this same lock)
-                    unlink_quiet(temp)
-
-            def write_temp(path=path, key=key, name=name, temp=temp):
-                data = ctx["old:" + name]
-                new = packed(data)
+            def new(path=path):
+                data = ctx["old:" + path]
+                out = packed(data)
                 prove("packed hour file does not keep the pending lines", "", "", path=path,
-                      ok=content_lines(new) == content_lines(data))
-                mode = stat.S_IMODE(os.fstat(ctx[key]).st_mode)
-                if step.during("write-temp:" + name):
-                    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-                    os.write(fd, new[: len(new) // 2])
-                    os.close(fd)
-                    step.crash("write-temp:" + name)
-                write_new(temp, [new], mode=mode)
-                ctx["new:" + name] = len(new)
+                      ok=content_lines(out) == content_lines(data))
+                return out
 
-            def unlock(path=path, key=key, name=name):
-                fd = ctx[key]
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                ctx.setdefault("rescued", 0)
-                ctx["rescued"] += rescue_late_writers(fd, len(ctx["old:" + name]), path, recreate=False)
+            def unlock(path=path, key=key):
+                fcntl.flock(ctx[key], fcntl.LOCK_UN)
+                rescue_late_writers(ctx[key], len(ctx["old:" + path]), path, recreate=False)
 
-            step("lock:" + name, lock)
-            step("check:" + name, check)
-            step("write-temp:" + name, write_temp, rollback=lambda temp=temp: unlink_quiet(temp),
-                 on_error=lambda temp=temp: unlink_quiet(temp))
-            step("rename:" + name, lambda temp=temp, path=path: os.rename(temp, path))
-            step.commit()
-            step("fsync-dir:" + name, lambda d=d: fsync_dir(d))
-            step("unlock:" + name, unlock)
-            ctx.setdefault("done", []).append(path)
+            rewrite_file(step, path, temp, new, check, mode=lambda key=key: stat.S_IMODE(os.fstat(ctx[key]).st_mode),
+                         lock=lambda path=path, key=key: _open_locked(path, ctx, key), unlock=unlock)
 
     def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
         after = sum(os.path.getsize(f.path) for f in self.journal.files if os.path.exists(f.path))

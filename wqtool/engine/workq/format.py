@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from ...errors import InputError
 from ...formats import workq as schema
 from ..fileio import listdir, read_head
-from ..fsops import is_locked
+from ..live import is_locked
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, RepairOptions, StateView, register
 from ..run import LogReport, ReplayPass, VerifyReport
 from .codes import CODES, REPLAY_CODES, EXPLAIN

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ...errors import UsageError
 from ...formats.workq import LOCK_FILES
 from ..findings import WARNING, Finding
-from ..fsops import is_locked
+from ..live import is_locked
 from .swap import _leftovers as _swap_leftovers
 
 CODE = "WQ-INTERRUPTED-APPLY"

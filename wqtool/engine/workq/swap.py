@@ -38,7 +38,8 @@ from typing import Callable
 from ...errors import UsageError
 from ...formats.workq import LOCK_FILES
 from .. import progress
-from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fd_holders, fsync_dir
+from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fsync_dir
+from ..live import fd_holders
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult
 from ..plan import stamp as plan_stamp
 
