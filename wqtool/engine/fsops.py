@@ -179,11 +179,6 @@ def link_or_copy(src: str, dst: str, fsync: bool) -> None:
         write_ranges(dst, [(src, 0, os.path.getsize(src))], fsync=fsync)
 
 
-def copy_file(src: str, dst: str, *, fsync: bool = True) -> int:
-    """A new file ``dst`` holding ``src``'s bytes (where a hard link cannot be made)."""
-    return write_new(dst, range_chunks([(src, 0, os.path.getsize(src))], advance=False), fsync=fsync)
-
-
 # ---------------------------------------------------------------- locks
 class LockSet:
     """LOCK_EX on each of ``names`` in ``directory`` (created if missing), in order, non-blocking with a timeout.

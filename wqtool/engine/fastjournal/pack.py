@@ -175,12 +175,8 @@ class FjjCleanPlan(Plan):
     as_of_ns: int
     remove: list[tuple[str, int, str]]
     digest: str = ""
-    verdict: Verdict = Verdict.CLEAN
+    input_verdict: Verdict = Verdict.CLEAN
     records: int = 0
-
-    @property
-    def input_verdict(self) -> Verdict:
-        return self.verdict
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         kept = sum(os.path.getsize(s.path) for s in self.journal.segments if os.path.exists(s.path))

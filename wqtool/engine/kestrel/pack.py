@@ -45,13 +45,13 @@ from typing import Callable, ClassVar
 from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import FileSig, LogBusy, NewFile, copy_file, fsync_dir, rename_noreplace, same_file, unlink_quiet
+from ..fsops import FileSig, LogBusy, NewFile, fsync_dir, link_or_copy, rename_noreplace, same_file, unlink_quiet
 from ..live import describe_holders, holders, refuse_holders
 from ..plan import InjectedCrash  # noqa: F401  (re-exported)
 from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, input_exit_code, labels, pack_doc,
                     pack_refusal, prove, timed)
 from ..run import LogReport
-from .reader import ROLE_LIVE, FileSet, JournalFile, classify
+from .reader import ROLE_LIVE, FileSet, JournalFile, classify, queue_of
 from .replay import KestrelState, first_difference
 from .verify import run_log
 from .writer import rewrite_records
@@ -274,16 +274,11 @@ def _check_unchanged(plan: PackPlan) -> None:
                          path=fs.root)
     now = classify(fs.queue, fs.root, sorted(n for n in os.listdir(fs.root)
                                              if os.path.isfile(os.path.join(fs.root, n))
-                                             and _belongs(n, fs.queue)))
+                                             and queue_of(n) == fs.queue))
     cur = [(f.path, os.stat(f.path).st_size) for f in now.files]
     if cur != plan.inputs or sorted(now.superseded) != sorted(fs.superseded):
         raise InputError("the queue's files changed since the plan was made (is a writer live? Kestrel must be "
                          "stopped before pack --apply); plan again", path=fs.root)
-
-
-def _belongs(name: str, queue: str) -> bool:
-    from .reader import queue_of
-    return queue_of(name) == queue
 
 
 def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync: bool, ctx: dict,
@@ -373,10 +368,7 @@ def _backup(files: list[str], bdir: str, fsync: bool, ctx: dict) -> None:
             kept.append(dst)
             continue
         unlink_quiet(dst)                                 # half copied by a run that died
-        try:
-            os.link(v, dst)
-        except OSError:
-            copy_file(v, dst, fsync=fsync)
+        link_or_copy(v, dst, fsync)
         kept.append(dst)
     if fsync:
         fsync_dir(bdir)
@@ -456,7 +448,7 @@ def interrupted_applies(directory: str) -> tuple[list[tuple[str, str, str]], lis
     * published packs, (pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``): a
       ``.pack`` newer than every other file of the queue — killed after publishing the pack and before placing it
       (step 6), or Kestrel killed in its own clean-up of a pack; either way the .pack rule already reads only it."""
-    from .reader import parse_ts, queue_of
+    from .reader import parse_ts
     try:
         names = set(os.listdir(directory))
     except OSError:

@@ -21,10 +21,9 @@ import shutil
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ...errors import InputError
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, free_or_same_dir
+from ..fsops import FileSig, free_or_same_dir, range_chunks
 from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Quarantined, StepRunner, capped, refusal, repair_doc,
                     stamp, timed)
 from ..run import LogReport
@@ -71,20 +70,7 @@ class KestrelRepairPlan(KestrelInstall):
 
     def content_chunks(self):
         """The repaired journal: every kept record, byte for byte, in replay order."""
-        fd_path, fd = None, None
-        try:
-            for path, off, ln in self.kept:
-                if path != fd_path:
-                    if fd is not None:
-                        os.close(fd)
-                    fd, fd_path = os.open(path, os.O_RDONLY), path
-                b = os.pread(fd, ln, off)
-                if len(b) != ln:
-                    raise InputError("the journal changed since the plan was made; plan again", path=path, offset=off)
-                yield b
-        finally:
-            if fd is not None:
-                os.close(fd)
+        return range_chunks(self.kept, advance=False)
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         ranges = KeptRanges()

@@ -31,14 +31,10 @@ class ListCleanPlan(Plan):
     remove: list[tuple[str, int, str]]        # (path, bytes, reason)
     keep: list[tuple[str, str]]               # (path, reason)
     digest: str = ""                          # the replay digest (clean changes no entry)
-    verdict: Verdict = Verdict.CLEAN                          # the input's, as verify gives it
+    input_verdict: Verdict = Verdict.CLEAN    # the input's, as verify gives it
     records: int = 0
     acked_removed: int = 0                    # blank runs in the files removed
     sizes: dict = field(default_factory=dict)
-
-    @property
-    def input_verdict(self) -> Verdict:
-        return self.verdict
 
     def report_doc(self, code_of: CodeOf | None = None) -> dict:
         prev, cur = kept_hours(self.journal.current_hour)

@@ -30,11 +30,11 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
-from ..fsops import LockSet, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
+from ..fsops import fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
 from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, prove, timed
 from .model import Record
 from .reader import LogSet, Segment, discover
-from .swap import SwapPlan
+from .swap import SwapPlan, _Locks
 from .fastreplay import Bail, fast_run
 from .verify import LogRun, run_log
 
@@ -145,8 +145,7 @@ class WorkqCleanPlan(SwapPlan):
         if locks not in ("both", "read", "none"):
             raise UsageError(f"locks must be both, read or none, not {locks!r}")
         names = {"both": LOCK_FILES, "read": LOCK_FILES[1:], "none": ()}[locks]
-        held = LockSet(self.log.root, names, lock_timeout, busy=lambda n: "held by a running workq-server?"
-                       if n == "append.lock" else "held by a workq-server cleaner cycle or a reader?") if names else None
+        held = _Locks(self.log.root, lock_timeout, names=names) if names else None
         try:
             _check_unchanged(self)
             try:

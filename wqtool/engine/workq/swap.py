@@ -55,9 +55,10 @@ def _busy(what: str):
     return who
 
 
-def _Locks(directory: str, timeout: float, *, what: str = "log") -> LockSet:
-    """LOCK_EX on a directory's append.lock then read.lock, as the server and its cleaner take them."""
-    return LockSet(directory, LOCK_FILES, timeout, busy=_busy(what))
+def _Locks(directory: str, timeout: float, *, what: str = "log", names=LOCK_FILES) -> LockSet:
+    """LOCK_EX on a directory's append.lock then read.lock (or ``names``), as the server and its cleaner take
+    them."""
+    return LockSet(directory, names, timeout, busy=_busy(what))
 
 
 def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str, str]], list[str]]:
@@ -155,32 +156,13 @@ def make_lock_files(directory: str) -> None:
 def install_steps(fill_labels: list[str], *, parent: str, swap: str = "auto", fsync: bool = True,
                   keep_backup: bool = True) -> list[str]:
     """The labels ``install`` runs, in order (each can be failed before: / after:); ``fill_labels``: the caller's."""
-    swap = resolve_swap(swap, parent)
-    out = ["mkdir-temp", "lock-files-temp", *fill_labels, "own-temp", "verify-temp"]
-    if fsync:
-        out.append("fsync-dir:temp")
-    out.append("rename-temp-to-ready")
-    if fsync:
-        out.append("fsync-dir:parent:ready")
-    if swap == "exchange":
-        out.append("exchange")
-        if fsync:
-            out.append("fsync-dir:parent:exchange")
-        out.append("rename-old-to-backup")
-        if fsync:
-            out.append("fsync-dir:parent:backup")
-    else:
-        out.append("rename-log-to-backup")
-        if fsync:
-            out.append("fsync-dir:parent:backup")
-        out.append("rename-ready-to-log")
-        if fsync:
-            out.append("fsync-dir:parent:log")
-    if not keep_backup:
-        out.append("remove-backup")
-        if fsync:
-            out.append("fsync-dir:parent:no-backup")
-    return out
+    seq = ["mkdir-temp", "lock-files-temp", *fill_labels, "own-temp", "verify-temp", "fsync-dir:temp",
+           "rename-temp-to-ready", "fsync-dir:parent:ready"]
+    seq += (["exchange", "fsync-dir:parent:exchange", "rename-old-to-backup", "fsync-dir:parent:backup"]
+            if resolve_swap(swap, parent) == "exchange" else
+            ["rename-log-to-backup", "fsync-dir:parent:backup", "rename-ready-to-log", "fsync-dir:parent:log"])
+    seq += [] if keep_backup else ["remove-backup", "fsync-dir:parent:no-backup"]
+    return [x for x in seq if fsync or not x.startswith("fsync-dir:")]
 
 
 def _after_failure(d: str, ready: str, backup: str | None, swapped: bool, swap: str) -> None:
@@ -225,6 +207,10 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
     tmp = os.path.join(parent, f"{name}.{tag}-tmp-{os.getpid()}-{time.monotonic_ns()}")
     swapped = False
     backup = None
+
+    def sync(label: str, path: str = parent) -> None:
+        if fsync:
+            step("fsync-dir:" + label, lambda: fsync_dir(path))
     try:
         recovered = finish_interrupted(d, lock_timeout=lock_timeout, cleanup=True, fsync=fsync)
         if check is not None:
@@ -243,8 +229,7 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
             step("own-temp", lambda: _copy_ownership(d, tmp))
             progress.begin("re-verify", filled[1])
             verified = step("verify-temp", lambda: verify(tmp))
-            if fsync:
-                step("fsync-dir:temp", lambda: fsync_dir(tmp))
+            sync("temp", tmp)
             if before_swap is not None:
                 before_swap(step)
         except Exception:
@@ -258,8 +243,7 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         try:
-            if fsync:
-                step("fsync-dir:parent:ready", lambda: fsync_dir(parent))
+            sync("parent:ready")
             # 4. the swap
             backup = backup_name(parent, name, f"pre-{tag}-{stamp}")
             if swap == "exchange":
@@ -269,26 +253,21 @@ def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunn
                     raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use "
                                   "swap='rename'", parent) from None
                 swapped = True
-                if fsync:
-                    step("fsync-dir:parent:exchange", lambda: fsync_dir(parent))
+                sync("parent:exchange")
                 step("rename-old-to-backup", lambda: os.rename(ready, backup))
-                if fsync:
-                    step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
+                sync("parent:backup")
             else:
                 step("rename-log-to-backup", lambda: os.rename(d, backup))
                 swapped = True
-                if fsync:
-                    step("fsync-dir:parent:backup", lambda: fsync_dir(parent))
+                sync("parent:backup")
                 step("rename-ready-to-log", lambda: os.rename(ready, d))
-                if fsync:
-                    step("fsync-dir:parent:log", lambda: fsync_dir(parent))
+                sync("parent:log")
         except Exception:
             _after_failure(d, ready, backup, swapped, swap)
             raise
         if not keep_backup:
             step("remove-backup", lambda: shutil.rmtree(backup))
-            if fsync:
-                step("fsync-dir:parent:no-backup", lambda: fsync_dir(parent))
+            sync("parent:no-backup")
             backup = None
     finally:
         if new_locks is not None:
