@@ -429,6 +429,15 @@ def rewrite_file(step: StepRunner, path: str, temp: str, new: Callable[[], bytes
         step("unlock:" + name, unlock)
 
 
+def unchanged(sigs: dict, why: str, *, now: list[str] | None = None, path: str | None = None) -> None:
+    """The template's check that a plan's input is what it read: each file's ``FileSig`` as taken at plan time
+    (and, with ``now``, the log's files now the same ones); else InputError "``why``; plan again"."""
+    from .fsops import FileSig
+    bad = next((p for p, sig in sigs.items() if FileSig.of(p) != sig), None)
+    if bad is not None or (now is not None and now != list(sigs)):
+        raise InputError(f"{why}; plan again", path=path or bad)
+
+
 def timed(make: Callable[..., "Plan"]) -> Callable[..., "Plan"]:
     """A format's ``*_plan`` function, its plan's ``elapsed_s`` set to the time it took."""
     @functools.wraps(make)

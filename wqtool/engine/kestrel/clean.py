@@ -19,7 +19,7 @@ from ...formats.kestrel import PACK_SUFFIX
 from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, unlink_quiet
 from ..live import refuse_holders
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove, timed
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove, timed, unchanged
 from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue
 from .verify import run_log
@@ -58,10 +58,7 @@ class KestrelCleanPlan(Plan):
     def apply(self, **kw) -> ApplyResult:
         fs = self.fileset
         refuse_holders(list(self.sigs) + [fs.live_path], "Kestrel", "clean --apply", fs.live_path)
-        for p, sig in self.sigs.items():
-            if FileSig.of(p) != sig:
-                raise InputError("the queue's files changed since the plan was made (is Kestrel running?); plan "
-                                 "again", path=p)
+        unchanged(self.sigs, "the queue's files changed since the plan was made (is Kestrel running?)")
         deleted = {p for p, _ in self.deletes}
         for _, dst in self.renames:
             if os.path.lexists(dst) and dst not in deleted:

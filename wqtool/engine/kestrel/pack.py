@@ -65,6 +65,12 @@ class KestrelInstall(Plan):
     repair (which also links the files it replaces into ``backup_dir`` first)."""
 
     backup_dir: str | None = None
+    keep_open = False              # the digests reported are replay's with --keep-open (else: backed out)
+
+    def replay_digest(self, state: KestrelState) -> str:
+        """The digest ``wqtool replay`` prints for ``state`` with this plan's options (the plan itself compares the
+        open states, which is stricter)."""
+        return replay_digest(state, keep_open=self.keep_open)
 
     def write_file(self, output: str, *, fsync: bool = True) -> WriteResult:
         """Write the new journal to a new file ``output`` (an existing directory: ``<dir>/<queue>``), re-verify it
@@ -186,11 +192,6 @@ class PackPlan(KestrelInstall):
                         {"records": self.records_after, "bytes": self.bytes_after, "items": self.items_queued,
                          "open_transactions": self.open_transactions}, self.dropped, self.replay_digest(self.state),
                         self.to_jsonable(code_of), self.replay_digest(self.report.state))
-
-    def replay_digest(self, state: KestrelState) -> str:
-        """The digest ``wqtool replay`` prints for ``state`` with this plan's options: open transactions backed
-        out to the head unless --keep-open (the plan itself compares the open states, which is stricter)."""
-        return replay_digest(state, keep_open=self.keep_open)
 
     #: the replay meaning the output is verified with (a pack writes only 2.x opcodes)
     verify_version: ClassVar[str] = "2"

@@ -91,9 +91,6 @@ class KestrelRepairPlan(KestrelInstall):
             ranges, {"items_lost": len(self.items_lost), "items_lost_at": self.items_lost,
                      "items_lost_unread": dict(self.lost_unread), "jobs_changed": self.items_changed})
 
-    def replay_digest(self, state: KestrelState) -> str:
-        return replay_digest(state)
-
     @staticmethod
     def _shown(state: KestrelState | None, digest: str) -> str:
         return digest if state is None else replay_digest(state)

@@ -26,7 +26,7 @@ from ...errors import InputError, UsageError
 from ...formats.orth import CALLBACK_NAME
 from ..findings import Finding, Verdict
 from ..fsops import FileSig, backup_name, fsync_dir, rename_noreplace, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, timed
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, timed, unchanged
 from .md5name import recover_flip
 
 MD5_ACTIONS = ("quarantine", "restore", "rename", "keep")
@@ -102,8 +102,7 @@ def _default_quarantine(plan: OrthRepairPlan) -> str:
 
 
 def _check(f: FileFix) -> None:
-    if FileSig.of(f.path) != f.sig:
-        raise InputError("changed since the plan: not touched", path=f.path)
+    unchanged({f.path: f.sig}, "changed since the plan: not touched")
 
 
 def _copy_out(f: FileFix, out: dict) -> None:

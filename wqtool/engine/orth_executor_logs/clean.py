@@ -29,7 +29,7 @@ from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, LENIENT_DATE, MIN_R
                              SAMPLE_RETENTION_DAYS)
 from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, rename_noreplace
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner
+from ..plan import ApplyResult, CodeOf, Plan, StepRunner, unchanged
 
 QUARANTINE = ".wqtool-clean-"
 
@@ -192,8 +192,7 @@ def _remove_tree(q: str, run: StepRunner, label: str, out: dict) -> None:
 def _delete_file(f: FileAction, out: dict) -> None:
     if not os.path.lexists(f.path):
         return
-    if FileSig.of(f.path) != f.sig:
-        raise InputError("changed since the plan: not deleted", path=f.path)
+    unchanged({f.path: f.sig}, "changed since the plan: not deleted")
     os.unlink(f.path)
     fsync_dir(os.path.dirname(f.path) or ".")
     out.setdefault("removed", []).append(f.path)

@@ -36,9 +36,9 @@ from .fastpath import encode_record
 from .. import progress
 from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
-from ..fsops import LogBusy, NewFile
+from ..fsops import FileSig, LogBusy, NewFile
 from ..plan import (ApplyResult, CodeOf, InjectedCrash, StepRunner, input_exit_code, pack_doc, pack_refusal, prove,
-                    timed)
+                    timed, unchanged)
 from .swap import SwapPlan, finish_interrupted
 from .reader import LogSet, RecordReader, discover
 from .replay import CompactJobs, Job, JobState, ReplayState
@@ -83,7 +83,7 @@ class WorkqPackPlan(SwapPlan):
     segment_size: int
     salvage: bool
     input_verdict: Verdict
-    inputs: list[tuple[str, int, int]]     # (segment path, size, mtime_ns) as read
+    sigs: dict[str, FileSig]               # the segments as read
     segments_before: int
     bytes_before: int
     records_before: int
@@ -155,11 +155,8 @@ class WorkqPackPlan(SwapPlan):
                      verdict=rep.verdict, detail=lambda: f"first difference: {diff}", job_id=jid), rep.records
 
     def check_unchanged(self) -> None:
-        cur = [(s.path, st.st_size, st.st_mtime_ns) for s in discover([self.log.root])[0].segments
-               for st in [os.stat(s.path)]]
-        if cur != self.inputs:
-            raise InputError("the log changed since the plan was made (segments added, grown or rewritten); "
-                             "plan again", path=self.log.root)
+        unchanged(self.sigs, "the log changed since the plan was made (segments added, grown or rewritten)",
+                  now=[s.path for s in discover([self.log.root])[0].segments], path=self.log.root)
 
     def apply(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
               lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True,
@@ -326,13 +323,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     if segment_size < 1:
         raise UsageError(f"segment size must be positive, not {segment_size}")
     recovered = finish_interrupted(log.root) if recover and log.is_dir else []
-    inputs = []
-    for seg in log.segments:
-        try:
-            st = os.stat(seg.path)
-        except OSError as exc:
-            raise InputError(exc.strerror or str(exc), path=seg.path) from None
-        inputs.append((seg.path, st.st_size, st.st_mtime_ns))
+    sigs = {s.path: FileSig.of(s.path) for s in log.segments}
     try:                    # one kernel pass: the replay, and the records by kind (its statistics)
         res = fast_run(log, as_of_ns, keep=True, stats=True, through=True)
     except Bail:
@@ -365,7 +356,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
         order, lengths, segs_after, bytes_after, records_after, by_kind_after = _layout(log, state, segment_size)
     plan = WorkqPackPlan(
         log=log, as_of_ns=as_of_ns, segment_size=segment_size, salvage=salvage, input_verdict=code,
-        inputs=inputs, segments_before=report.segments, bytes_before=report.bytes, records_before=report.records,
+        sigs=sigs, segments_before=report.segments, bytes_before=report.bytes, records_before=report.records,
         by_kind_before=dict(by_kind_before), segments_after=segs_after, bytes_after=bytes_after,
         records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(lengths),
         jobs_by_state=state.counts_by_state(), digest_before=state.digest(), state=state, order=order,

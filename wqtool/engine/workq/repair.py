@@ -33,7 +33,7 @@ from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, link_or_copy, without, write_ranges
 from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Quarantined, StepRunner, labels, prove, refusal,
-                    repair_doc, stamp, timed)
+                    repair_doc, stamp, timed, unchanged)
 from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
@@ -142,10 +142,8 @@ class WorkqRepairPlan(SwapPlan):
                          if f.severity == ERROR][:3])), rep.records
 
     def check_unchanged(self) -> None:
-        if [s.path for s in discover([self.log.root])[0].segments] != list(self.sigs) or \
-                any(FileSig.of(p) != sig for p, sig in self.sigs.items()):
-            raise InputError("the log changed since the plan was made (is workq-server running?); plan again",
-                             path=self.log.root)
+        unchanged(self.sigs, "the log changed since the plan was made (is workq-server running?)",
+                  now=[s.path for s in discover([self.log.root])[0].segments], path=self.log.root)
 
     def apply_steps(self, *, quarantine: str | None = None, **kw) -> list[str]:
         out = SwapPlan.apply_steps(self, **kw)

@@ -46,19 +46,12 @@ from ..plan import stamp as plan_stamp
 TAGS = ("pack", "repair")
 
 
-def _busy(what: str):
-    def who(name: str) -> str:
-        if what != "log":
-            return f"held by a {what} in progress?"
-        return ("held by a running workq-server?" if name == "append.lock" else
-                "held by a workq-server cleaner cycle or a reader?")
-    return who
-
-
 def _Locks(directory: str, timeout: float, *, what: str = "log", names=LOCK_FILES) -> LockSet:
     """LOCK_EX on a directory's append.lock then read.lock (or ``names``), as the server and its cleaner take
     them."""
-    return LockSet(directory, names, timeout, busy=_busy(what))
+    return LockSet(directory, names, timeout, busy=lambda name: f"held by a {what} in progress?" if what != "log"
+                   else "held by a running workq-server?" if name == "append.lock"
+                   else "held by a workq-server cleaner cycle or a reader?")
 
 
 def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str, str]], list[str]]:
