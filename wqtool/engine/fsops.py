@@ -334,37 +334,33 @@ def backup_name(parent: str, name: str, tag: str) -> str:
     raise AssertionError
 
 
+def _same_bytes(a: str, b: str, offset: int, n: int) -> bool:
+    """The first ``n`` bytes of ``a`` are ``b``'s from ``offset``."""
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        fb.seek(offset)
+        while n:
+            x, y = fa.read(min(1 << 20, n)), fb.read(min(1 << 20, n))
+            if x != y or not x:
+                return False
+            n -= len(x)
+    return True
+
+
 def same_file(a: str, b: str) -> bool:
     """``a`` and ``b`` hold the same bytes (the same inode, or equal contents)."""
     try:
         sa, sb = os.stat(a), os.stat(b)
     except OSError:
         return False
-    if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
-        return True
-    if sa.st_size != sb.st_size:
-        return False
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        while True:
-            x, y = fa.read(1 << 20), fb.read(1 << 20)
-            if x != y:
-                return False
-            if not x:
-                return True
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino) or \
+        (sa.st_size == sb.st_size and _same_bytes(a, b, 0, sa.st_size))
 
 
-def free_or_same_dir(path: str, wanted: dict[str, str], *, named: bool = False) -> str:
-    """A directory to put copies (or links) of ``wanted`` (file name in it -> source path) in: ``path`` when it is
-    missing or empty, or when every file in it is already the copy of the same name (an earlier run of the same
-    plan got that far before it died: the copies are reused); otherwise, for a default name, the first free
-    ``path.2``, ``path.3``...; a directory the user named (``named``) is refused (UsageError)."""
-    return _free_dir(path, lambda name, f: name in wanted and same_file(f, wanted[name]), named,
-                     "the directory exists and holds other files; name a new one")
-
-
-def _free_dir(path: str, ok, named: bool, refused: str) -> str:
-    """``path``, or the first ``path.2``, ``path.3``... that is ``_reusable`` with ``ok``; a ``named`` one that is
-    not is refused (UsageError ``refused``)."""
+def free_dir(path: str, ok, *, named: bool = False, refused: str = "the directory exists and holds other files; "
+             "name a new one") -> str:
+    """A directory to put files in: ``path`` when it is missing or empty, or when ``ok(name, file)`` holds for
+    every file in it (an earlier run of the same plan got that far before it died: reused); otherwise the first
+    such ``path.2``, ``path.3``..., or, for a directory the user named (``named``), UsageError ``refused``."""
     p = path
     for n in itertools.count(2):
         if _reusable(p, ok):
@@ -391,37 +387,21 @@ class Quarantine:
     """Where a repair keeps every byte range it cuts, one file per range named ``<file>@0x<offset>-0x<end>.bin``
     (the printed form: ``--from-offset`` takes it).
 
-    ``ranges``: (source path, offset, length). The directory is ``path`` when it is missing or empty, or when it
-    holds only files of these ranges, each equal to its range or to a prefix of it (an earlier run of the same
-    repair died while writing it: the next run reuses it and completes what is short). Otherwise a default name
-    moves on to the first such ``path.2``, ``path.3``...; a name the user gave (``named``) is refused
-    (UsageError): nothing is ever overwritten."""
+    ``ranges``: (source path, offset, length). The directory is ``free_dir``'s: reused when it holds only files of
+    these ranges, each equal to its range or to a prefix of it (an earlier run died while writing it: the rest is
+    written); nothing is ever overwritten."""
 
     def __init__(self, path: str, ranges: Sequence[tuple[str, int, int]], *, named: bool = False):
         self.ranges = [(src, off, ln) for src, off, ln in ranges if ln]
         self.names = {f"{os.path.basename(src)}@0x{off:x}-0x{off + ln:x}.bin": (src, off, ln)
                       for src, off, ln in self.ranges}
-        self.path = _free_dir(path, self._prefix_of_range, named, "the quarantine directory exists and holds other "
-                              "files (not the ranges this repair cuts); name a new one")
+        self.path = free_dir(path, self._prefix_of_range, named=named, refused="the quarantine directory exists and "
+                             "holds other files (not the ranges this repair cuts); name a new one")
         self.created = False     # by this run (``discard`` removes it then)
 
     def _prefix_of_range(self, name: str, f: str) -> bool:
         r = self.names.get(name)
-        if r is None:
-            return False
-        src, off, ln = r
-        size = os.path.getsize(f)
-        if size > ln:
-            return False
-        with open(f, "rb") as a, open(src, "rb") as b:
-            b.seek(off)
-            left = size
-            while left:
-                x, y = a.read(min(1 << 20, left)), b.read(min(1 << 20, left))
-                if x != y or not x:
-                    return False
-                left -= len(x)
-        return True
+        return r is not None and os.path.getsize(f) <= r[2] and _same_bytes(f, r[0], r[1], os.path.getsize(f))
 
     def write(self, fsync: bool = True) -> list[str]:
         """Write every range not yet there whole (a short file of an earlier run is written again); returns the

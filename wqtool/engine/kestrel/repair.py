@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, free_or_same_dir, range_chunks
+from ..fsops import FileSig, free_dir, range_chunks, same_file
 from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Quarantined, StepRunner, capped, refusal, repair_doc,
                     stamp, timed)
 from ..run import LogReport
@@ -277,4 +277,4 @@ def _backup_dir(plan: KestrelRepairPlan, bdir: str) -> str:
     step: reused)."""
     fs = plan.fileset
     wanted = {os.path.basename(p): p for p in [f.path for f in fs.files] + list(fs.superseded)}
-    return free_or_same_dir(bdir, wanted)
+    return free_dir(bdir, lambda name, f: name in wanted and same_file(f, wanted[name]))
