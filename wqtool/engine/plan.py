@@ -31,7 +31,7 @@ from typing import Any, Callable
 from ..errors import InputError, PackMismatch, PackRefused, UsageError
 from . import progress
 from .findings import ERROR, Verdict, worst
-from .fsops import fsync_dir, unlink_quiet, write_new
+from .fsops import FileSig, Quarantine, fsync_dir, unlink_quiet, write_new
 
 
 #: The longest list a plan's report holds (cut ranges, kept ranges, jobs that change state); what is left off is
@@ -373,7 +373,6 @@ class Quarantined:
 
     def __init__(self, plan: "Plan", path: str | None, default: str, hook, committed: set[str], fsync: bool,
                  undo: Callable[[], None] | None = None):
-        from .fsops import Quarantine
         self.q = Quarantine(path or default, [(c.path, c.offset, c.length) for c in plan.cuts], named=path is not None)
         self.files: list[str] = []
         self.done: list[str] = []
@@ -432,7 +431,6 @@ def rewrite_file(step: StepRunner, path: str, temp: str, new: Callable[[], bytes
 def unchanged(sigs: dict, why: str, *, now: list[str] | None = None, path: str | None = None) -> None:
     """The template's check that a plan's input is what it read: each file's ``FileSig`` as taken at plan time
     (and, with ``now``, the log's files now the same ones); else InputError "``why``; plan again"."""
-    from .fsops import FileSig
     bad = next((p for p, sig in sigs.items() if FileSig.of(p) != sig), None)
     if bad is not None or (now is not None and now != list(sigs)):
         raise InputError(f"{why}; plan again", path=path or bad)
@@ -531,7 +529,6 @@ class Plan:
         ``source``) and re-verified by ``write``; a repair's cut bytes in a quarantine beside it
         (``<out>.quarantine-<stamp>``, or ``quarantine``). The input is never touched; a failure removes both. A
         plan that writes no file (a clean that only deletes or renames files) has no copy to write: UsageError."""
-        from .fsops import Quarantine
         if type(self).write_copy is Plan.write_copy:
             raise UsageError(f"this log's {self.kind} writes no file (it only deletes or renames files): --out has "
                              "no copy to write; use --apply without --out", path=source)
