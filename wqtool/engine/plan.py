@@ -283,20 +283,19 @@ def input_exit_code(plan: "Plan", code_of: CodeOf | None) -> int:
     return int(code_of(plan.input_verdict))
 
 
-def refusal(errors: dict, *, salvage: bool, drop_invalid: bool, why: dict) -> PackRefused | None:
-    """A repair's refusal, or None: corruption without ``--salvage``, records the server refuses without
-    ``--drop-invalid``. The message names the first finding of the first missing flag (``why[verdict]``: what the
-    log has and what repairs it); the exit is the input's class, the worst verdict of every error, as verify
-    gives it, whichever flag is missing (issue 34, D6: a --salvage repair of a corrupt journal that also reuses an
-    xid exited 4, verify 3)."""
+def refusal(errors: dict, *, salvage: bool, drop_invalid: bool, why: dict) -> None:
+    """A repair's refusal, raised (PackRefused): corruption without ``--salvage``, records the server refuses
+    without ``--drop-invalid``. The message names the first finding of the first missing flag (``why[verdict]``:
+    what the log has and what repairs it); the exit is the input's class, the worst verdict of every error, as
+    verify gives it, whichever flag is missing (issue 34, D6: a --salvage repair of a corrupt journal that also
+    reuses an xid exited 4, verify 3)."""
     for v, given in ((Verdict.CORRUPT, salvage), (Verdict.INVALID_HISTORY, drop_invalid)):
         found = errors.get(v)
         if found and not given:
             f = found[0]
             more = f"; and {len(found) - 1} more" if len(found) > 1 else ""
-            return PackRefused(f"{f.code}: {f.message}{more} — {why[v]}",
+            raise PackRefused(f"{f.code}: {f.message}{more} — {why[v]}",
                                verdict=worst(x for x, fs in errors.items() if fs), path=f.path, offset=f.offset)
-    return None
 
 
 def pack_refusal(report, salvage: bool, what: tuple[str, str], hint: str, *, where: bool = False) -> None:

@@ -167,9 +167,7 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
         if f.severity != ERROR or f.path not in sizes or cut_from is not None:
             continue
         _damage(f, sizes, errors, cuts)
-    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
-    if refused is not None:
-        raise refused
+    refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if cut_from is not None:
         path, off = cut_from
         later = False
@@ -220,9 +218,7 @@ def repair_loss(fileset: FileSet, findings: list[Finding], *, salvage: bool, dro
             continue
         if f.path in sizes:
             _damage(f, sizes, errors, cuts)
-    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
-    if refused is not None:
-        raise refused
+    refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     lost, unread = _items_lost(cuts)
     return capped({"items_lost": len(lost), "items_lost_unread": unread}, "items_lost_at", lost)
 

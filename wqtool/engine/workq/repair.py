@@ -227,7 +227,7 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
     before and no second replay is needed."""
     def early(f: Finding) -> None:       # refuse at the first corruption (the worst class: the input's exit)
         if f.path in segs and f.code in _FRAMING and f.verdict == Verdict.CORRUPT and not salvage:
-            raise refusal({Verdict.CORRUPT: [f]}, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
+            refusal({Verdict.CORRUPT: [f]}, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if prior is None:
         findings, state, per_seg, records = _read_once(log, as_of_ns, early)
     else:
@@ -250,9 +250,7 @@ def _one_pass_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
             continue
         errors.setdefault(f.verdict, []).append(f)
         _cut_damage(sp, f)
-    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
-    if refused is not None:
-        raise refused
+    refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     verdict = worst(v for v, fs in errors.items() if fs)
     d = state.digest()
     plan = WorkqRepairPlan(log, as_of_ns, verdict, list(segs.values()), d, d, [],
@@ -387,9 +385,7 @@ def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
         errors.setdefault(f.verdict, []).append(f)
         _cut_damage(segs[f.path], f)
     state_before = before.finish()
-    refused = refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
-    if refused is not None:
-        raise refused
+    refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if cut_from is not None:          # the rollback: the rest of that segment, and every later segment
         path, off = cut_from
         later = False
