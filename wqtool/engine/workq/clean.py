@@ -160,11 +160,31 @@ class WorkqCleanPlan(SwapPlan):
             if held is not None:
                 held.release()
 
-    def apply_steps(self, **kw) -> list[str]:
-        return Plan.apply_steps(self, **kw)
+    apply_steps = Plan.apply_steps       # the labels of ``steps`` (not SwapPlan's install)
 
     def steps(self, step: StepRunner, ctx: dict, *, fsync: bool = True) -> None:
-        _steps(self, step, fsync, ctx)
+        d = self.log.root
+        changed = self.changed
+        if changed:
+            progress.begin("write", sum(sc.size_after for sc in changed if sc.action == "rewrite"))
+        for sc in changed:
+            if sc.action == "rewrite":
+                name = os.path.basename(sc.path)
+                step(f"write:{name}.rw", lambda sc=sc: ctx.__setitem__(sc.path, _write_rw(sc, fsync)),
+                     rollback=lambda sc=sc: unlink_quiet(_rw(sc.path)),
+                     on_error=lambda sc=sc: unlink_quiet(_rw(sc.path)))
+        if changed:
+            progress.begin("re-verify", sum(sc.size_after for sc in self.segments if sc.action != "delete"))
+            step("verify", lambda: ctx.__setitem__("digest", _verify(self)))
+        step.commit()       # from here every state of the directory replays the same (see the module docstring)
+        for sc in changed:
+            name = os.path.basename(sc.path)
+            if sc.action == "rewrite":
+                step(f"rename:{name}.rw", lambda sc=sc: os.rename(_rw(sc.path), sc.path))
+            else:
+                step(f"unlink:{name}", lambda sc=sc: unlink_quiet(sc.path))
+            if fsync:
+                step(f"fsync-dir:{name}", lambda: fsync_dir(d))
 
     def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
         after = sum(s.size_after for s in self.segments)
@@ -308,28 +328,3 @@ def _check_unchanged(plan: WorkqCleanPlan) -> None:
                 raise InputError("the active segment shrank since the plan was made; plan again", path=sc.path)
         elif (st.st_size, st.st_mtime_ns) != (sc.size, sc.mtime_ns):
             raise InputError("the log changed since the plan was made; plan again", path=sc.path)
-
-
-def _steps(plan: WorkqCleanPlan, step: StepRunner, fsync: bool, ctx: dict) -> None:
-    d = plan.log.root
-    changed = plan.changed
-    if changed:
-        progress.begin("write", sum(sc.size_after for sc in changed if sc.action == "rewrite"))
-    for sc in changed:
-        if sc.action == "rewrite":
-            name = os.path.basename(sc.path)
-            step(f"write:{name}.rw", lambda sc=sc: ctx.__setitem__(sc.path, _write_rw(sc, fsync)),
-                 rollback=lambda sc=sc: unlink_quiet(_rw(sc.path)),
-                 on_error=lambda sc=sc: unlink_quiet(_rw(sc.path)))
-    if changed:
-        progress.begin("re-verify", sum(sc.size_after for sc in plan.segments if sc.action != "delete"))
-        step("verify", lambda: ctx.__setitem__("digest", _verify(plan)))
-    step.commit()       # from here every state of the directory replays the same (see the module docstring)
-    for sc in changed:
-        name = os.path.basename(sc.path)
-        if sc.action == "rewrite":
-            step(f"rename:{name}.rw", lambda sc=sc: os.rename(_rw(sc.path), sc.path))
-        else:
-            step(f"unlink:{name}", lambda sc=sc: unlink_quiet(sc.path))
-        if fsync:
-            step(f"fsync-dir:{name}", lambda: fsync_dir(d))
