@@ -25,18 +25,13 @@ ms: it takes the CPU the loop thread returns to) were slower.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 
 def _load_c():
-    if os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from . import _proto
-    except ImportError:
-        return None
+    from .wire import proto_c
+    _proto = proto_c()
     return _proto if hasattr(_proto, "spin_start") else None
 
 

@@ -331,13 +331,21 @@ GO_ZERO_UNIX_NS = (0 - 62135596800) * 1_000_000_000
 py_parse_line, py_parse_uuid, py_parse_uint, py_parse_int = parse_line, parse_uuid, parse_uint, parse_int
 
 
-def _load_c():
+def proto_c():
+    """The C module ``_proto``, or None: WQTOOL_PURE_PYTHON is set or it did not build (the Python reference then)."""
     import os
     if os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
         from . import _proto
     except ImportError:
+        return None
+    return _proto
+
+
+def _load_c():
+    _proto = proto_c()
+    if _proto is None:
         return None
     _proto.init(Request, COMMANDS, (E_FLAGS, E_UNKNOWN, E_ARGS, E_PAYLOAD_SIZE, E_RESULT_SIZE))
     return _proto
