@@ -80,6 +80,8 @@ _SPARK = {"string": StringType(), "long": LongType(), "int": IntegerType(), "u64
 PAYLOAD_OPTIONS = ("false", "true", "base64", "hex", "text", "binary")
 INDEX_OPTIONS = ("log", "file", "segment")
 BATCH_ROWS = 4096
+#: a file is read by several tasks (byte-range shares) only where each share would hold at least this much
+SHARE_BYTES = 8 << 20
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 #: The JVM class whose ``setReadInfo`` is Spark's pushdown bug (``pushdown_safe``).
 _PY_DSV2 = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
@@ -272,6 +274,8 @@ class FilePartition(InputPartition):
     values: tuple = ()                  # the log's partition values ((key, value), ...): host=a/... folders
     display: tuple = ((), ())           # ((local prefix, URI), ...), fs options: a staged remote log
     snap: object = None                 # engine.fileio.Snapshot of the log's files, taken when the driver planned
+    share: int = 0                      # a big file read by several tasks: this one's share of it ...
+    cuts: tuple = ()                    # ... the byte offsets where the next shares begin (``shared``)
 
     def named(self, path):
         """A local path as the caller named it (a staged file: its URI)."""
@@ -301,6 +305,42 @@ def log_snapshot(fmt, log, display):
     return Snapshot.take(fmt.files(log), unstamped=[local for local, _ in display[0]])
 
 
+def _pinned_size(p: FilePartition) -> int:
+    """The bytes of ``p``'s file the job reads (its pinned size; 0 where it cannot be told: not split)."""
+    pin = p.snap.pins.get(os.path.abspath(p.path)) if p.snap is not None else None
+    if pin is not None:
+        return pin.size
+    try:
+        return os.path.getsize(p.path)
+    except OSError:
+        return 0
+
+
+def shared(events, share: int, cuts: tuple, offset_col: int):
+    """The events of a file (``Format.file_batches``: Arrow batches, then the reference reader's records and
+    findings where the fast reader stopped) that belong to ``share``: those that start in
+    ``[cuts[share - 1], cuts[share])`` — a batch by its first row's offset (a batch belongs to one share whole),
+    a record or finding by its offset (one without: with the event before it). The events come in file order,
+    so a share stops reading at the first batch past its range."""
+    import pyarrow as pa
+    lo = cuts[share - 1] if share else -1
+    hi = cuts[share] if share < len(cuts) else None
+    at = -1
+    for ev in events:
+        if ev.__class__ is pa.RecordBatch:
+            if ev.num_rows == 0:
+                continue
+            at = ev.column(offset_col)[0].as_py()
+            if hi is not None and at >= hi:
+                return              # (the generator's close ends the reader: its file is closed)
+        else:
+            off = getattr(ev, "offset", None)
+            if off is not None:
+                at = off
+        if at >= lo and (hi is None or at < hi):
+            yield ev
+
+
 class RecordSource(DataSource):
     """``spark.read.format(<format>)``: the format's records, one partition per file. ``register`` makes a
     subclass per format (``fmt_name``) that also remembers the caller's working directory."""
@@ -323,10 +363,14 @@ class RecordSource(DataSource):
         return _with_keys(record_schema(opts, fmt.record_view), opts)
 
     pushdown: ClassVar[bool] = False    # register(): the session allows pushFilters
+    slots: ClassVar[int] = 1            # register(): the session's executor slots (big files split over them)
+    share_bytes: ClassVar[int] = SHARE_BYTES
 
     def reader(self, schema: StructType) -> "RecordSourceReader":
         cls = PushdownRecordSourceReader if self.pushdown else RecordSourceReader
-        return cls(Options.parse(self._fmt(), self.options, self.cwd, defaults=self.conf_storage))
+        r = cls(Options.parse(self._fmt(), self.options, self.cwd, defaults=self.conf_storage))
+        r.slots, r.share_bytes = self.slots, self.share_bytes
+        return r
 
 
 class FindingSource(RecordSource):
@@ -348,6 +392,8 @@ class FindingSource(RecordSource):
 class RecordSourceReader(DataSourceReader):
     findings = False
     fast = True     # records as the format's own Arrow batches where it has them (Format.file_batches)
+    slots = 1       # the session's executor slots (RecordSource.reader): fewer files than slots split big ones
+    share_bytes = SHARE_BYTES   # ... into shares of at least this many bytes
 
     def __init__(self, opts: Options):
         self.opts = opts
@@ -378,7 +424,37 @@ class RecordSourceReader(DataSourceReader):
                                                    display, snap))
                         if opts.log_index and i < last:
                             index += fmt.file_records(log, i)
-        return parts
+        return self._shared(parts)
+
+    def _shared(self, parts: list[FilePartition]) -> list[FilePartition]:
+        """Fewer files than executor slots: each big file read by several tasks, one byte-range share each, so
+        the slots share the JVM's work of taking in the rows (a count() of one 40 MB segment was one task).
+        Only records read by the format's own fast reader (``Format.file_batches``) whose rows carry their
+        ``offset``: every share runs the reader from the file's start (its batches and record numbering are the
+        same in each) and keeps the batches and events that start in its range (``shared``), so each row is read
+        once, in file order over the shares. Permissive reads only: failfast fails on the first error the reader
+        meets, which one task reading the file whole tells."""
+        from ..engine.format import Format
+        fmt = self._fmt()
+        files = [p for p in parts if p.file is not None]
+        if self.findings or not self.fast or not self.opts.permissive or not files or len(parts) >= self.slots or \
+                type(fmt).file_batches is Format.file_batches or self.opts.payload == "binary" or \
+                "offset" not in dict(self.opts.columns(fmt.record_view)):
+            return parts
+        per = self.slots // len(files)
+        out: list[FilePartition] = []
+        for p in parts:
+            n = min(per, _pinned_size(p) // max(1, self.share_bytes)) if p.file is not None else 1
+            if n < 2:
+                out.append(p)
+                continue
+            size = _pinned_size(p)
+            cuts = tuple(size * k // n for k in range(1, n))
+            for k in range(n):
+                out.append(FilePartition(p.log, p.name, p.file, p.path, p.start_index,
+                                         p.log_findings if k == 0 else [], p.replay and k == n - 1, p.values,
+                                         p.display, p.snap, k, cuts))
+        return out
 
     def _logs(self) -> list:
         """(log, partition values, display) for every log behind the paths (``engine.uris.resolve``: URIs staged,
@@ -479,6 +555,12 @@ class RecordSourceReader(DataSourceReader):
                                               payload=render, schema=schema,
                                               file_name=partition.named(partition.path), values=values) \
                         if not binary else None
+                if partition.cuts:      # one share of a file several tasks read
+                    if events is None:  # the reference reader: the whole file in the first share
+                        events = iter(()) if partition.share else \
+                            fmt.file_events(partition.log, partition.file, partition.start_index)
+                    else:
+                        events = shared(events, partition.share, partition.cuts, names.index("offset"))
                 if events is None:
                     events = fmt.file_events(partition.log, partition.file, partition.start_index)
                 for ev in events:
@@ -739,10 +821,12 @@ def register(spark, *, check: bool = True, conf: dict[str, str] | None = None) -
     # 300,000 records gave 97,548 after a where(cmd = 'add')): a wrong answer.
     pushdown = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true" and pushdown_safe(spark)[0]
     storage = tuple(sorted(s3a_settings(spark, conf).items()))   # one S3 setting for Spark's S3A and fsspec
+    from .session import slot_count
+    slots = slot_count(spark, default=int(spark.conf.get("spark.default.parallelism", "1") or 1))
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
-                 "pushdown": pushdown, "conf_storage": storage}
+                 "pushdown": pushdown, "conf_storage": storage, "slots": slots}
         spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,), attrs))
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
         if fmt.state_types:
