@@ -135,6 +135,8 @@ def test_a_big_file_is_split_only_where_slots_are_spare_and_reads_are_permissive
     assert shares == [(0, 0, (size // 2,)), (0, 1, (size // 2,))]
     assert rows == read_all(d, {}, fast=False)[0]
     assert read_shares(d, {}, 3, size // 2 + 1)[1] == [(0, 0, ())]      # two shares would be under share_bytes
+    rows, shares = read_shares(d, {}, 9, 1)                              # at most MAX_SHARES (4) per file
+    assert [k for _, k, _ in shares] == [0, 1, 2, 3] and rows == read_all(d, {}, fast=False)[0]
     assert read_shares(d, {"mode": "failfast"}, 2, 1)[1] == [(0, 0, ())]      # failfast: the first error, whole
     assert read_shares(d, {"payload": "binary"}, 2, 1)[1] == [(0, 0, ())]     # the reference path: whole
 

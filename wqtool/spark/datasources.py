@@ -80,8 +80,11 @@ _SPARK = {"string": StringType(), "long": LongType(), "int": IntegerType(), "u64
 PAYLOAD_OPTIONS = ("false", "true", "base64", "hex", "text", "binary")
 INDEX_OPTIONS = ("log", "file", "segment")
 BATCH_ROWS = 4096
-#: a file is read by several tasks (byte-range shares) only where each share would hold at least this much
+#: a file is read by several tasks (byte-range shares) only where each share would hold at least this much, and
+#: by at most MAX_SHARES (each share runs the fast reader from the file's start: share k of n decodes k/n of the
+#: file before its own range)
 SHARE_BYTES = 8 << 20
+MAX_SHARES = 4
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 #: The JVM class whose ``setReadInfo`` is Spark's pushdown bug (``pushdown_safe``).
 _PY_DSV2 = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
@@ -285,13 +288,24 @@ class FilePartition(InputPartition):
                     return uri + path[len(local):]
         return path
 
-    def localize(self) -> None:
-        """On an executor that lacks the staged copy of a remote log (a cluster): stage it here."""
-        if self.file is not None and self.display[0] and not os.path.exists(self.path):
-            from ..engine.uris import stage
-            for local, uri in self.display[0]:
-                if self.path.startswith(local + "/") or self.path == local:
-                    stage(uri, dict(self.display[1]), at=os.path.dirname(local))   # the driver's entry
+    def localize(self) -> "FilePartition":
+        """The partition as this machine reads it: on an executor that lacks the driver's staged copy of a
+        remote log (a cluster), the URI staged in this machine's own cache (under its TMPDIR, never at the
+        driver's path) and the partition moved there — its log, path, snapshot pins and the prefixes that name
+        it by its URI (``spark.cluster._relocated``); else the partition itself."""
+        if self.file is None or not self.display[0] or os.path.exists(self.path):
+            return self
+        from ..engine.uris import stage
+        moved = {}
+        for local, uri in self.display[0]:
+            if self.path.startswith(local + "/") or self.path == local:
+                got = stage(uri, dict(self.display[1]))
+                if got != local:
+                    moved[local] = got
+        if not moved:
+            return self
+        from .cluster import _relocated
+        return _relocated(self, moved)
 
     def __post_init__(self):
         super().__init__(self.path)
@@ -444,7 +458,7 @@ class RecordSourceReader(DataSourceReader):
         per = self.slots // len(files)
         out: list[FilePartition] = []
         for p in parts:
-            n = min(per, _pinned_size(p) // max(1, self.share_bytes)) if p.file is not None else 1
+            n = min(per, MAX_SHARES, _pinned_size(p) // max(1, self.share_bytes)) if p.file is not None else 1
             if n < 2:
                 out.append(p)
                 continue
@@ -516,8 +530,8 @@ class RecordSourceReader(DataSourceReader):
         if values:
             schema = _add_keys(schema, values)
             names = schema.names
+        partition = partition.localize()
         named = partition.named if partition.display[0] else None
-        partition.localize()
 
         def flush():
             if named or values:
@@ -654,7 +668,7 @@ class FindingSourceReader(RecordSourceReader):
         rec_cls = fmt.record_cls
         rows: list[dict] = []
         values = dict(partition.values)
-        partition.localize()
+        partition = partition.localize()
 
         def flush():
             batch = pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names}, schema=schema)
