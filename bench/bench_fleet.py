@@ -293,10 +293,12 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
                   f"{' (Spark JIT)' if kind == 'user' else ' (build_session: C1 only)'}; load average {load0:.2f} "
                   f"before, {os.getloadavg()[0]:.2f} after{', a second process spinning' if loaded else ''}, "
                   f"{os.cpu_count()} CPUs (shared)")
-            print(f"  wqtool stats (new process)       median {med(cli):.2f} s  runs " + " ".join(f"{x:.2f}" for x in cli))
-            print(f"  engine stats pass (in process)   median {med(eng):.2f} s  runs " + " ".join(f"{x:.2f}" for x in eng))
-            print(f"  source count(), session warm     median {med(cnt):.2f} s  runs " + " ".join(f"{x:.2f}" for x in cnt)
-                  + f"; CPU per count() median {med(cpu):.2f} s (JVM + Python workers)")
+            def runs(xs):
+                return f"median {med(xs):.2f} s  runs " + " ".join(f"{x:.2f}" for x in xs)
+            print(f"  wqtool stats (new process)       {runs(cli)}")
+            print(f"  engine stats pass (in process)   {runs(eng)}")
+            print(f"  source count(), session warm     {runs(cnt)}; CPU per count() median {med(cpu):.2f} s (JVM + "
+                  f"Python workers)")
             print(f"  count() / wqtool stats: x{med(cnt) / med(cli):.2f} (triples: "
                   + " ".join(f"x{c / s:.2f}" for c, s in zip(cnt, cli)) + "); / the in-process pass: "
                   f"x{med(cnt) / med(eng):.2f} (goal: <= x3 of wqtool stats; target x2.5)")

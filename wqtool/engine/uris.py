@@ -287,12 +287,11 @@ def clean_cache(*, max_bytes: int | None = None, max_age_s: float | None = None,
     return removed
 
 
-def stage(uri: str, storage: dict | None = None, *, at: str | None = None) -> str:
+def stage(uri: str, storage: dict | None = None) -> str:
     """A local copy of a remote file or directory (every file under it), in a cache keyed by the URI and its
     endpoint; a file is fetched again when its size or ETag / modification time changed, and a file the remote
     side no longer has is removed from the copy. Returns the local path. Reads the remote side only; each copy is
-    written to a temporary name and renamed. The cache is bounded first (``clean_cache``). ``at``: the cache
-    entry to stage into, another process's."""
+    written to a temporary name and renamed. The cache is bounded first (``clean_cache``)."""
     fs, path = _fs(uri, storage)
     try:
         fs.invalidate_cache(path)       # what the remote side holds now, not a listing fsspec kept
@@ -306,10 +305,9 @@ def stage(uri: str, storage: dict | None = None, *, at: str | None = None) -> st
         raise InputError("no such file or directory", path=uri) from None
     except Exception as exc:  # noqa: BLE001 — a filesystem's own errors (botocore's NoCredentialsError, ...)
         raise InputError(f"cannot read it: {_why(exc)}", path=uri) from None
-    base = at or _cache_dir(uri, _options(uri, storage))
+    base = _cache_dir(uri, _options(uri, storage))
     os.makedirs(base, exist_ok=True)
-    if at is None:
-        clean_cache(keep=base)
+    clean_cache(keep=base)
     top = os.path.join(base, os.path.basename(path.rstrip("/")) or "root")
     fd = _lock(base, True)
     try:

@@ -50,8 +50,9 @@ def _here(staged: tuple, task: tuple) -> tuple[dict, tuple]:
 def _named_back(batches, moved: dict[str, str]):
     """A task's Arrow batches with every path under this machine's copy of a staged log named as the driver
     named it (the driver names a staged copy's findings and rows by its URI from its own path): a string value
-    mapped; a binary value holding the path — a pickled result — unpickled, mapped (``_relocated``) and pickled
-    again. Other values (ids, Arrow streams, counts, bytes that are no pickle) pass as they are."""
+    that starts with the path mapped; a binary value holding the path — a pickled result — unpickled, mapped
+    (``_relocated``) and pickled again. Other values (ids, Arrow streams, counts, bytes that are no pickle) pass
+    as they are."""
     if not moved:
         yield from batches
         return
