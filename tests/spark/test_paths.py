@@ -270,7 +270,7 @@ def test_a_partition_stages_its_file_under_its_own_tmpdir(spark, s3, tmp_path, m
 
 def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monkeypatch):
     """Issue 24: a fleet task on a machine without the driver's staged copy of an s3a:// log (here: the copy
-    removed after the driver resolved it) stages the URI where it runs, at the driver's path, with the fs options
+    removed after the driver resolved it) stages the URI where it runs, in its own cache, with the fs options
     the driver used (shipped: no AWS environment anywhere), and the reports are the local engine's; a remote
     file that changed between the driver's read and the task's is an error, never another version's report."""
     from wqtool.engine import uris
