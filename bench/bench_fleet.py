@@ -238,14 +238,16 @@ def _plain_session(master: str, conf: list[str]):
     return spark
 
 
-def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool = False) -> None:
+def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool = False,
+                   warm_counts: int = 10) -> None:
     """``spark.read.format("workq").load(log).count()`` on a warm local[2] session against ``wqtool stats`` of
     the same log (a new process, as a user runs it; and the engine's stats pass in this process), ``n``
     interleaved triples on the issue-14 log at ``scale`` (bench/shapes.py; 0.27: ~197 k adds, ~335 k records,
     ~40 MB), in two sessions one after the other: a user's (``SparkSession.builder`` + ``register``: Spark's
     JIT) and the CLI's (``build_session``: C1 only). Medians, every triple's ratio, the CPU seconds of one
     count() (the JVM and its Python workers), the source's partitions (a file split over the slots: byte-range
-    shares), the load before and after. ``loaded``: a second process spins on a CPU throughout. Goal: count()
+    shares), the load before and after; ``warm_counts`` counts first (a warm session: the workers' imports and
+    the JVM's JIT). ``loaded``: a second process spins on a CPU throughout. Goal: count()
     <= 3x wqtool stats (this round's target: <= 2.5x, idle and loaded)."""
     from shapes import ensure
 
@@ -271,8 +273,9 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
             warm_up(spark)
             src = spark.read.format("workq").load(log_dir)
             parts = src.rdd.getNumPartitions()
-            records = src.count()                    # warm: the source's first job, the workers' imports
-            src.count()
+            records = src.count()                    # warm: the source's first job, the workers' imports,
+            for _ in range(warm_counts - 1):         # the JVM's JIT (C2 compiles for ~10 counts)
+                src.count()
             cli, eng, cnt, cpu = [], [], [], []
             for _ in range(n):
                 t = time.perf_counter()
@@ -289,7 +292,7 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
                 assert got == records == st.records, (got, records, st.records)
             spark.stop()
             print(f"issue-14 log at scale {scale:g}: {records} records, {size / 1e6:.1f} MB, {len(log.segments)} "
-                  f"segment(s), {parts} partition(s); {kind} session"
+                  f"segment(s), {parts} partition(s), {warm_counts} warm count(s) first; {kind} session"
                   f"{' (Spark JIT)' if kind == 'user' else ' (build_session: C1 only)'}; load average {load0:.2f} "
                   f"before, {os.getloadavg()[0]:.2f} after{', a second process spinning' if loaded else ''}, "
                   f"{os.cpu_count()} CPUs (shared)")
