@@ -204,11 +204,51 @@ time.sleep(1800)           # until the bench kills it
 """
 
 
-def count_vs_stats(scale: float, n: int, out: str, conf: list[str]) -> None:
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid``'s descendants now: the JVM and, in local mode, its Python workers
+    (reused, so they live across the runs)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    t = 0
+    for k in _descendants(pid):
+        try:
+            with open(f"/proc/{k}/stat") as f:
+                x = f.read().rsplit(")", 1)[1].split()
+            t += int(x[11]) + int(x[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return t / tick
+
+
+def _plain_session(master: str, conf: list[str]):
+    """A session as a user of the data sources builds it (``SparkSession.builder`` and ``wqtool.spark.register``):
+    Spark's own JVM settings (its JIT: C1 and C2), not the CLI's (``build_session``: C1 only in local mode)."""
+    from pyspark.sql import SparkSession
+
+    from wqtool.spark import register
+    from wqtool.spark.session import parse_conf
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    b = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1"))
+    for k, v in parse_conf(conf).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark, check=False)
+    return spark
+
+
+def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool = False,
+                   warm_counts: int = 10) -> None:
     """``spark.read.format("workq").load(log).count()`` on a warm local[2] session against ``wqtool stats`` of
     the same log (a new process, as a user runs it; and the engine's stats pass in this process), ``n``
     interleaved triples on the issue-14 log at ``scale`` (bench/shapes.py; 0.27: ~197 k adds, ~335 k records,
-    ~40 MB); medians, every triple's ratio, the load before and after. Goal: count() <= 3x wqtool stats."""
+    ~40 MB), in two sessions one after the other: a user's (``SparkSession.builder`` + ``register``: Spark's
+    JIT) and the CLI's (``build_session``: C1 only). Medians, every triple's ratio, the CPU seconds of one
+    count() (the JVM and its Python workers), the source's partitions (a file split over the slots: byte-range
+    shares), the load before and after; ``warm_counts`` counts first (a warm session: the workers' imports and
+    the JVM's JIT). ``loaded``: a second process spins on a CPU throughout. Goal: count()
+    <= 3x wqtool stats (this round's target: <= 2.5x, idle and loaded)."""
     from shapes import ensure
 
     from wqtool.engine.format import Options, get
@@ -218,36 +258,57 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str]) -> None:
     fmt = get("workq")
     (log,) = fmt.discover([log_dir], Options(AS_OF_NS))
     warm([log])
-    load0 = os.getloadavg()[0]
-    spark = build_session(master="local[2]", conf=conf)
-    warm_up(spark)
-    ensure_sources(spark)
-    src = spark.read.format("workq").load(log_dir)
-    records = src.count()                    # warm: the source's first job, the workers' imports
-    wq = os.path.join(os.path.dirname(sys.executable), "wqtool")
-    cli, eng, cnt = [], [], []
-    for _ in range(n):
-        t = time.perf_counter()
-        subprocess.run([wq, "stats", log_dir], check=True, stdout=subprocess.DEVNULL)
-        cli.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        _, st = fmt.stats_log(log, Options(AS_OF_NS), ids=False)
-        eng.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        got = src.count()
-        cnt.append(time.perf_counter() - t)
-        assert got == records == st.records, (got, records, st.records)
-    spark.stop()
-    med = statistics.median
     size = sum(os.path.getsize(s_.path) for s_ in log.segments)
-    print(f"issue-14 log at scale {scale:g}: {records} records, {size / 1e6:.1f} MB, {len(log.segments)} segment(s); "
-          f"load average {load0:.2f} before, {os.getloadavg()[0]:.2f} after, {os.cpu_count()} CPUs (shared)")
-    print(f"  wqtool stats (new process)       median {med(cli):.2f} s  runs " + " ".join(f"{x:.2f}" for x in cli))
-    print(f"  engine stats pass (in process)   median {med(eng):.2f} s  runs " + " ".join(f"{x:.2f}" for x in eng))
-    print(f"  source count(), session warm     median {med(cnt):.2f} s  runs " + " ".join(f"{x:.2f}" for x in cnt))
-    print(f"  count() / wqtool stats: x{med(cnt) / med(cli):.2f} (triples: "
-          + " ".join(f"x{c / s:.2f}" for c, s in zip(cnt, cli)) + "); / the in-process pass: "
-          f"x{med(cnt) / med(eng):.2f} (goal: <= x3 of wqtool stats)")
+    wq = os.path.join(os.path.dirname(sys.executable), "wqtool")
+    med = statistics.median
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+    try:
+        for kind in ("user", "cli"):
+            load0 = os.getloadavg()[0]
+            if kind == "user":
+                spark = _plain_session("local[2]", conf)
+            else:
+                spark = build_session(master="local[2]", conf=conf)
+                ensure_sources(spark)
+            warm_up(spark)
+            src = spark.read.format("workq").load(log_dir)
+            parts = src.rdd.getNumPartitions()
+            records = src.count()                    # warm: the source's first job, the workers' imports,
+            for _ in range(warm_counts - 1):         # the JVM's JIT (C2 compiles for ~10 counts)
+                src.count()
+            cli, eng, cnt, cpu = [], [], [], []
+            for _ in range(n):
+                t = time.perf_counter()
+                subprocess.run([wq, "stats", log_dir], check=True, stdout=subprocess.DEVNULL)
+                cli.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                _, st = fmt.stats_log(log, Options(AS_OF_NS), ids=False)
+                eng.append(time.perf_counter() - t)
+                c0 = _cpu_s(os.getpid())
+                t = time.perf_counter()
+                got = src.count()
+                cnt.append(time.perf_counter() - t)
+                cpu.append(_cpu_s(os.getpid()) - c0)
+                assert got == records == st.records, (got, records, st.records)
+            spark.stop()
+            print(f"issue-14 log at scale {scale:g}: {records} records, {size / 1e6:.1f} MB, {len(log.segments)} "
+                  f"segment(s), {parts} partition(s), {warm_counts} warm count(s) first; {kind} session"
+                  f"{' (Spark JIT)' if kind == 'user' else ' (build_session: C1 only)'}; load average {load0:.2f} "
+                  f"before, {os.getloadavg()[0]:.2f} after{', a second process spinning' if loaded else ''}, "
+                  f"{os.cpu_count()} CPUs (shared)")
+            def runs(xs):
+                return f"median {med(xs):.2f} s  runs " + " ".join(f"{x:.2f}" for x in xs)
+            print(f"  wqtool stats (new process)       {runs(cli)}")
+            print(f"  engine stats pass (in process)   {runs(eng)}")
+            print(f"  source count(), session warm     {runs(cnt)}; CPU per count() median {med(cpu):.2f} s (JVM + "
+                  f"Python workers)")
+            print(f"  count() / wqtool stats: x{med(cnt) / med(cli):.2f} (triples: "
+                  + " ".join(f"x{c / s:.2f}" for c, s in zip(cnt, cli)) + "); / the in-process pass: "
+                  f"x{med(cnt) / med(eng):.2f} (goal: <= x3 of wqtool stats; target x2.5)")
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
 
 
 def one_log_summary(path: str, n: int, conf: list[str]) -> None:
@@ -354,6 +415,8 @@ def main() -> None:
     ap.add_argument("--count-vs-stats", type=float, default=0, metavar="SCALE",
                     help="only measure the workq source's count() on a warm session against `wqtool stats` of the "
                     "issue-14 log at SCALE (0.27: ~335 k records), --repeat interleaved runs")
+    ap.add_argument("--count-loaded", action="store_true",
+                    help="with --count-vs-stats: a second process spins on a CPU throughout")
     ap.add_argument("--one-log-summary", metavar="LOG",
                     help="only measure replay --summary of one log, local vs a started local[2] session, --repeat "
                     "back-to-back pairs")
@@ -364,7 +427,7 @@ def main() -> None:
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
     if a.count_vs_stats:
-        count_vs_stats(a.count_vs_stats, a.repeat, a.out, a.spark_conf)
+        count_vs_stats(a.count_vs_stats, a.repeat, a.out, a.spark_conf, loaded=a.count_loaded)
         return
     if a.remote_calls:
         remote_cost(a.remote_calls)

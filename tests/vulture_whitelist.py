@@ -53,3 +53,7 @@ _._coerce_value
 
 # io.TextIOBase protocol (render/quiet.py's stdout sink)
 _.writable
+
+# pickle.Pickler / Unpickler hooks (spark/cluster.py: _relocated moves a task's paths to this machine's copy)
+_.persistent_id
+_.persistent_load

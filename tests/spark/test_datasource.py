@@ -259,3 +259,28 @@ def test_export_as_of_beyond_rfc3339_years(corpus, tmp_path):
               str(tmp_path / "o"), path)
     local = cli("dump", "-o", "jsonl", "--as-of", "300000000000", path)
     assert res.code == local.code, res.err
+
+
+def test_a_segment_split_over_the_slots_reads_its_rows_once_in_order(spark, corpus):
+    """Fewer files than executor slots: a big file is read by several tasks, one byte-range share each
+    (``RecordSourceReader._shared``); Spark's rows are the unsplit read's, in order, and count() their number.
+    Shares of at least 1 byte here (a subclass of the registered source), so a fixture's segment is split."""
+    from wqtool.spark import register
+    from wqtool.spark.datasources import RecordSource
+    register(spark)
+    path = corpus["flip-mid-segment"] + "/000000002.log"
+
+    class Split(RecordSource):
+        fmt_name, cwd, slots, share_bytes = "workq", os.getcwd(), 3, 1
+
+        @classmethod
+        def name(cls):
+            return "workq-split-test"
+    Split.__module__ = "wqtool.spark.datasources._registered"
+    spark.dataSource.register(Split)
+    split = spark.read.format("workq-split-test").load(path)
+    whole = spark.read.format("workq").load(path)
+    assert split.rdd.getNumPartitions() == 3 and whole.rdd.getNumPartitions() == 1
+    rows = [r.asDict(recursive=True) for r in split.collect()]
+    assert rows == [r.asDict(recursive=True) for r in whole.collect()]
+    assert any(r["_corrupt"] for r in rows) and split.count() == len(rows)

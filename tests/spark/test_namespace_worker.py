@@ -2,7 +2,8 @@
 (``unshare -m``, root only) with a private tmpfs over the driver's temporary directory and the test's (so it
 cannot see the driver's staged copies of remote logs nor the test's files) and its own TMPDIR and HOME. Fleet
 verify, replay --summary and stats of ``s3a://`` logs (moto's S3 on loopback) give the local engine's answer —
-each task stages its log itself (``engine.uris.restage``), inside the worker's namespace — and a ``file://`` log
+each task stages its log itself (``engine.uris.restage``) under the worker's own TMPDIR, never at the path the
+driver staged it at (``spark.cluster._here`` moves the task's paths there) — and a ``file://`` log
 the worker cannot see is an error naming it, within a bounded time, not a hang. Skipped, with the reason, where
 ``unshare -m`` is not permitted (not root); CI runs as root."""
 from __future__ import annotations
@@ -59,7 +60,8 @@ def s3():
 
 @pytest.fixture(scope="module")
 def ns_cluster(tmp_path_factory):
-    """(master URL, the driver's environment, the worker's pid): a standalone master, and a worker in its own
+    """(master URL, the driver's environment, the worker's pid, the hidden directories, the worker's TMPDIR): a
+    standalone master, and a worker in its own
     mount namespace where the driver's TMPDIR and the test's temporary directories are an empty tmpfs."""
     why = _unshare_refused()
     if why:
@@ -98,7 +100,7 @@ def ns_cluster(tmp_path_factory):
                              stderr=subprocess.STDOUT, env=wenv, start_new_session=True)
         procs.append(w)
         _wait_for(wlog, r"Successfully registered with master", w, 300)
-        yield url, env, w.pid, hide
+        yield url, env, w.pid, hide, f"{own}/tmp"
     finally:
         for p in reversed(procs):
             try:
@@ -132,7 +134,7 @@ def bucket_log(s3, tmp_path_factory):
 @pytest.mark.parametrize("argv", [("verify", "-o", "json"), ("replay", "--summary", "-o", "json"),
                                   ("stats", "-o", "json")], ids=" ".join)
 def test_a_worker_in_its_own_mount_namespace_reads_s3a_logs(ns_cluster, s3, bucket_log, argv):
-    url, env, worker, hide = ns_cluster
+    url, env, worker, hide, worker_tmp = ns_cluster
     _, host = s3
     conf = [f"--spark-conf=spark.hadoop.fs.s3a.{k}" for k in (
         f"endpoint={host}", "connection.ssl.enabled=false", "access.key=test", "secret.key=test",
@@ -142,17 +144,23 @@ def test_a_worker_in_its_own_mount_namespace_reads_s3a_logs(ns_cluster, s3, buck
     remote = _wqtool(*argv, "--as-of", AS_OF, "--engine", "spark", "--master", url, *conf, uri, env=env)
     assert remote.returncode == local.returncode, remote.stderr[-2000:]
     assert _plain(json.loads(remote.stdout)) == _plain(json.loads(local.stdout.replace(bucket_log, uri)))
-    # the driver staged its copy under its TMPDIR; the worker, which cannot see it, staged its own in its namespace
+    # the driver staged its copy under its TMPDIR; the worker, which cannot see it, staged its own under its own
+    # TMPDIR, in its namespace, and wrote nothing at the driver's path there
     stage = os.path.join(env["TMPDIR"], f"wqtool-stage-{os.getuid()}")
     assert os.path.isdir(stage)
-    seen = subprocess.run(["nsenter", "-t", str(worker), "-m", "find", stage, "-name", "000000001.log"],
-                          capture_output=True, text=True, timeout=60)
-    if seen.returncode == 0:      # (nsenter may be missing: the answer above is the proof that matters)
-        assert "000000001.log" in seen.stdout, seen.stderr
+    ns = ["nsenter", "-t", str(worker), "-m"]
+    here = subprocess.run([*ns, "find", worker_tmp, "-name", "000000001.log"], capture_output=True, text=True,
+                          timeout=60)
+    assert here.returncode == 0, here.stderr
+    mine = os.path.join(worker_tmp, f"wqtool-stage-{os.getuid()}") + "/"
+    assert here.stdout.strip() and all(p.startswith(mine) for p in here.stdout.split()), here.stdout
+    there = subprocess.run([*ns, "sh", "-c", 'ls -A "$1" 2>/dev/null || true', "sh", env["TMPDIR"]],
+                           capture_output=True, text=True, timeout=60)
+    assert there.returncode == 0 and there.stdout == "", (there.stdout, there.stderr)
 
 
 def test_a_file_uri_the_worker_cannot_see_is_a_named_error(ns_cluster, bucket_log):
-    url, env, _, _ = ns_cluster
+    url, env, _, _, _ = ns_cluster
     uri = "file://" + bucket_log
     r = _wqtool("verify", "--engine", "spark", "--master", url, "--spark-conf", "spark.task.maxFailures=1",
                 uri, env=env, timeout=600)

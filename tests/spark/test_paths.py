@@ -240,10 +240,11 @@ def test_spark_conf_s3a_settings_reach_the_cli_paths(spark, s3, tmp_path, monkey
     assert b == a and "wqtool-stage" not in remote.out
 
 
-def test_a_partition_stages_its_file_at_the_drivers_entry(spark, s3, tmp_path, monkeypatch):
+def test_a_partition_stages_its_file_under_its_own_tmpdir(spark, s3, tmp_path, monkeypatch):
     """A data source's partition on an executor without the driver's staged copy and with a temporary directory
-    of its own (``FilePartition.localize``): the URI is staged at the driver's cache entry, where the partition's
-    path points, with the partition's fs options; bytes equal the bucket's."""
+    of its own (``FilePartition.localize``): the URI is staged in the executor's own cache, with the partition's
+    fs options, the partition moved there (its path; the URI still names it), nothing written at the driver's
+    path; bytes equal the bucket's."""
     import tempfile
     from wqtool.engine import uris
     from wqtool.spark.datasources import FilePartition
@@ -253,20 +254,23 @@ def test_a_partition_stages_its_file_at_the_drivers_entry(spark, s3, tmp_path, m
     top = uris.stage(uri, dict(storage))
     seg = sorted(os.listdir(log))[0]
     part = FilePartition(None, uri, 0, os.path.join(top, seg), 0, display=(((top, uri),), storage))
-    shutil.rmtree(top)
+    shutil.rmtree(os.path.dirname(top))
     elsewhere = tmp_path / "executor-tmp"
     elsewhere.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(elsewhere))
     assert uris.cache_root() != os.path.dirname(os.path.dirname(top))
-    part.localize()
-    with open(part.path, "rb") as a, open(os.path.join(log, seg), "rb") as b:
+    here = part.localize()
+    assert here.path.startswith(str(elsewhere) + os.sep) and here.path.endswith(os.sep + seg)
+    assert here.named(here.path) == uri + "/" + seg
+    with open(here.path, "rb") as a, open(os.path.join(log, seg), "rb") as b:
         assert a.read() == b.read()
-    assert os.listdir(elsewhere) == []
+    assert not os.path.exists(os.path.dirname(top))
+    assert part.localize() is not part and here.localize() is here     # a copy here: read as it is
 
 
 def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monkeypatch):
     """Issue 24: a fleet task on a machine without the driver's staged copy of an s3a:// log (here: the copy
-    removed after the driver resolved it) stages the URI where it runs, at the driver's path, with the fs options
+    removed after the driver resolved it) stages the URI where it runs, in its own cache, with the fs options
     the driver used (shipped: no AWS environment anywhere), and the reports are the local engine's; a remote
     file that changed between the driver's read and the task's is an error, never another version's report."""
     from wqtool.engine import uris

@@ -90,6 +90,57 @@ def test_kernel_rows_equal_the_reference_rows(tmp_path, monkeypatch, segs, paylo
     assert got_schemas == want_schemas
 
 
+def read_shares(path: str, options: dict, slots: int, share_bytes: int):
+    """The rows of every partition, in partition order, with ``slots`` executor slots and byte-range shares of
+    at least ``share_bytes`` (``RecordSourceReader._shared``); the partitions' shares."""
+    opts = Options.parse(FMT, {"path": path, **options})
+    r = RecordSourceReader(opts)
+    r.slots, r.share_bytes = slots, share_bytes
+    rows, shares = [], []
+    parts = r.partitions()
+    for p in parts:
+        shares.append((p.file, p.share, p.cuts))
+        for b in r.read(p):
+            rows += b.to_pylist()
+    return rows, shares
+
+
+@settings(max_examples=examples(300), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(segments(), st.sampled_from(["false", "hex"]), st.sampled_from(["log", "file"]), st.sampled_from([1, 2, 65536]),
+       st.integers(2, 9), st.sampled_from([1, 7, 64, 300]))
+def test_byte_range_shares_read_each_row_once_in_file_order(tmp_path, monkeypatch, segs, payload, index, chunk, slots,
+                                                             share_bytes):
+    """A file read by several tasks (fewer files than slots: byte-range shares, each running the kernel from the
+    file's start and keeping what starts in its range) gives the reference reader's rows, each once, in order —
+    damaged, flipped and truncated segments included (a share's damage rows and the reference reader's records
+    after the kernel stops go to the share their offset falls in)."""
+    d = str(tmp_path / "log")
+    _write(d, segs)
+    monkeypatch.setattr(columns, "CHUNK_ROWS", chunk)
+    options = {"payload": payload, "index": index}
+    want, _ = read_all(d, options, fast=False)
+    got, shares = read_shares(d, options, slots, share_bytes)
+    assert got == want
+    whole, _ = read_shares(d, options, 1, share_bytes)       # one slot: a partition per file, as before
+    assert whole == want
+
+
+def test_a_big_file_is_split_only_where_slots_are_spare_and_reads_are_permissive(tmp_path):
+    from wqtool.engine.workq.sample import SampleSpec, generate
+    d = str(tmp_path / "log")
+    generate(d, SampleSpec(records=3000, segment_size=1 << 20, seed=7))
+    size = os.path.getsize(os.path.join(d, "000000001.log"))
+    rows, shares = read_shares(d, {}, 2, size // 3)
+    assert shares == [(0, 0, (size // 2,)), (0, 1, (size // 2,))]
+    assert rows == read_all(d, {}, fast=False)[0]
+    assert read_shares(d, {}, 3, size // 2 + 1)[1] == [(0, 0, ())]      # two shares would be under share_bytes
+    rows, shares = read_shares(d, {}, 9, 1)                              # at most MAX_SHARES (4) per file
+    assert [k for _, k, _ in shares] == [0, 1, 2, 3] and rows == read_all(d, {}, fast=False)[0]
+    assert read_shares(d, {"mode": "failfast"}, 2, 1)[1] == [(0, 0, ())]      # failfast: the first error, whole
+    assert read_shares(d, {"payload": "binary"}, 2, 1)[1] == [(0, 0, ())]     # the reference path: whole
+
+
 def _fast(opts, part):
     from wqtool.spark.datasources import _arrow_schema
     return FMT.file_batches(part.log, part.file, part.start_index, payload=opts.payload,

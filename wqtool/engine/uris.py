@@ -196,21 +196,24 @@ def stage_plan(logs: Sequence) -> tuple:
     return tuple(out.values())
 
 
-def restage(plan: Sequence[tuple]) -> None:
-    """In a Spark task: make each staged copy of ``plan`` (``stage_plan``) readable at the path the driver read it
-    from, as the driver read it. A copy this machine holds with the driver's stamps is used as it is (an executor
-    on the driver's machine); else the URI is staged here, at that path (the driver's cache entry, created when
-    missing), and must have the stamps the driver's copy had: a remote file that changed in between is an error,
-    never a read of another version."""
+def restage(plan: Sequence[tuple]) -> dict[str, str]:
+    """In a Spark task: make each staged copy of ``plan`` (``stage_plan``) readable here, as the driver read it.
+    A copy at the driver's path with the driver's stamps is used as it is (an executor on the driver's machine);
+    else the URI is staged in this machine's own cache (``cache_root``: this process's ``tempfile.gettempdir()``,
+    never a path the driver computed) and must have the stamps the driver's copy had: a remote file that changed
+    in between is an error, never a read of another version. Returns {the driver's path: this machine's copy} for
+    the copies staged elsewhere than the driver's path (the task reads those: ``spark.cluster``)."""
+    moved: dict[str, str] = {}
     for lo, uri, opts, base, stamps in plan:
         if os.path.exists(lo) and _stamps(base) == stamps:
             continue
-        got = stage(uri, opts, at=base)
-        if got != lo:
-            raise InputError(f"staged at {got} on this executor, not at {lo} as on the driver", path=uri)
-        if _stamps(base) != stamps:
+        got = stage(uri, opts)
+        if _stamps(os.path.dirname(got)) != stamps:
             raise InputError("changed between the driver's read and this executor's (size or ETag): run the "
                              "command again", path=uri)
+        if got != lo:
+            moved[lo] = got
+    return moved
 
 
 def _lock(base: str, exclusive: bool, wait: bool = True) -> int | None:
@@ -284,13 +287,11 @@ def clean_cache(*, max_bytes: int | None = None, max_age_s: float | None = None,
     return removed
 
 
-def stage(uri: str, storage: dict | None = None, *, at: str | None = None) -> str:
+def stage(uri: str, storage: dict | None = None) -> str:
     """A local copy of a remote file or directory (every file under it), in a cache keyed by the URI and its
     endpoint; a file is fetched again when its size or ETag / modification time changed, and a file the remote
     side no longer has is removed from the copy. Returns the local path. Reads the remote side only; each copy is
-    written to a temporary name and renamed. The cache is bounded first (``clean_cache``). ``at``: the cache
-    entry to stage into, another process's (``restage``, a data source's ``localize``: the driver's, on an
-    executor whose temporary directory or settings differ)."""
+    written to a temporary name and renamed. The cache is bounded first (``clean_cache``)."""
     fs, path = _fs(uri, storage)
     try:
         fs.invalidate_cache(path)       # what the remote side holds now, not a listing fsspec kept
@@ -304,10 +305,9 @@ def stage(uri: str, storage: dict | None = None, *, at: str | None = None) -> st
         raise InputError("no such file or directory", path=uri) from None
     except Exception as exc:  # noqa: BLE001 — a filesystem's own errors (botocore's NoCredentialsError, ...)
         raise InputError(f"cannot read it: {_why(exc)}", path=uri) from None
-    base = at or _cache_dir(uri, _options(uri, storage))
+    base = _cache_dir(uri, _options(uri, storage))
     os.makedirs(base, exist_ok=True)
-    if at is None:
-        clean_cache(keep=base)
+    clean_cache(keep=base)
     top = os.path.join(base, os.path.basename(path.rstrip("/")) or "root")
     fd = _lock(base, True)
     try:

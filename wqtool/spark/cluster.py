@@ -21,23 +21,97 @@ def ddl(fields: Sequence[tuple[str, str]]) -> str:
 
 class _InDir:
     """A task function run in the driver's working directory (picklable: it is shipped to the executors), with
-    the staged copies of the command's remote logs readable where it runs (``engine.uris.restage``) and the
-    job's files read as the driver pinned them (``engine.fileio.pinned``)."""
+    the staged copies of the command's remote logs readable where it runs (``engine.uris.restage``: on a machine
+    without the driver's copy, staged under this machine's own TMPDIR, the task's paths moved there by
+    ``_here``) and the job's files read as the driver pinned them (``engine.fileio.pinned``)."""
 
     def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = (), snap=None):
         self.fn, self.cwd, self.staged, self.snap = fn, cwd, staged, snap
 
     def __call__(self, batches):
         from ..engine.fileio import pinned
-        _restage(self.staged)
-        with working_dir(self.cwd), pinned(self.snap):
-            yield from self.fn(batches)
+        moved, (fn, snap) = _here(self.staged, (self.fn, self.snap))
+        with working_dir(self.cwd), pinned(snap):
+            yield from _named_back(fn(batches), moved)
 
 
-def _restage(staged: tuple) -> None:
-    if staged:
-        from ..engine.uris import restage
-        restage(staged)
+def _here(staged: tuple, task: tuple) -> tuple[dict, tuple]:
+    """``task`` (the task function, its snapshot) as this machine reads it: every staged copy made readable
+    (``engine.uris.restage``); where a copy was staged elsewhere than at the driver's path (this machine's own
+    cache), every path under the driver's copy in ``task`` names this machine's instead (``_relocated``).
+    Returns ({the driver's path: this machine's}, the task)."""
+    if not staged:
+        return {}, task
+    from ..engine.uris import restage
+    moved = restage(staged)
+    return moved, (_relocated(task, moved) if moved else task)
+
+
+def _named_back(batches, moved: dict[str, str]):
+    """A task's Arrow batches with every path under this machine's copy of a staged log named as the driver
+    named it (the driver names a staged copy's findings and rows by its URI from its own path): a string value
+    that starts with the path mapped; a binary value holding the path — a pickled result — unpickled, mapped
+    (``_relocated``) and pickled again. Other values (ids, Arrow streams, counts, bytes that are no pickle) pass
+    as they are."""
+    if not moved:
+        yield from batches
+        return
+    import pickle
+
+    import pyarrow as pa
+    back = {here: lo for lo, here in moved.items()}
+    marks = [here.encode() for here in back]
+
+    def value(v):
+        if isinstance(v, str):
+            return _relocated(v, back) if any(m.decode() in v for m in marks) else v
+        if isinstance(v, bytes) and v[:1] == b"\x80" and any(m in v for m in marks):
+            try:
+                obj = pickle.loads(v)
+            except Exception:  # noqa: BLE001 — not a pickle after all: the bytes as they are
+                return v
+            return pickle.dumps(_relocated(obj, back), protocol=5)
+        return v
+
+    for b in batches:
+        cols = []
+        for col in b.columns:
+            if pa.types.is_string(col.type) or pa.types.is_binary(col.type) or \
+                    pa.types.is_large_string(col.type) or pa.types.is_large_binary(col.type):
+                vals = col.to_pylist()
+                new = [value(v) for v in vals]
+                if any(x is not y for x, y in zip(new, vals)):
+                    col = pa.array(new, col.type)
+            cols.append(col)
+        yield pa.RecordBatch.from_arrays(cols, schema=b.schema)
+
+
+def _relocated(obj, moved: dict[str, str]):
+    """A copy of ``obj`` in which every string that is a path under one of ``moved``'s keys (the driver's staged
+    copies) is that path under its value (this machine's copy): the task's logs, segments, snapshot pins and the
+    names that map a staged copy back to its URI. A pickle round trip whose ``persistent_id`` sees every string."""
+    import io
+    import pickle
+
+    from pyspark import cloudpickle
+    tops = sorted(moved.items(), key=lambda kv: -len(kv[0]))
+
+    class Moving(cloudpickle.Pickler):
+        def persistent_id(self, o):
+            if type(o) is str:
+                for lo, here in tops:
+                    if o == lo or o.startswith(lo + "/"):
+                        return here + o[len(lo):]
+            return None
+
+    class Moved(pickle.Unpickler):
+        def persistent_load(self, pid):
+            return pid
+
+    buf = io.BytesIO()
+    Moving(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    buf.seek(0)
+    return Moved(buf).load()
 
 
 class _Numbered:
@@ -58,10 +132,11 @@ class _Numbered:
         if ctx is None:      # no task context (not seen on Spark 4): the row, as it comes
             yield from _InDir(self.fn, self.cwd, self.staged, self.snap)(batches)
             return
-        _restage(self.staged)
+        moved, (fn, snap) = _here(self.staged, (self.fn, self.snap))
         k = ctx.partitionId()
-        with working_dir(self.cwd), pinned(self.snap):
-            yield from self.fn(iter([pa.RecordBatch.from_arrays([pa.array([k], pa.int64())], names=["id"])]))
+        with working_dir(self.cwd), pinned(snap):
+            yield from _named_back(fn(iter([pa.RecordBatch.from_arrays([pa.array([k], pa.int64())],
+                                                                       names=["id"])])), moved)
         got = [x for b in batches for x in b.column(0).to_pylist()]
         if got != [k]:
             raise RuntimeError(f"wqtool: Spark task {k} was given the rows {got}, not [{k}]: it did the work of "

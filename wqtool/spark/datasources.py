@@ -80,6 +80,11 @@ _SPARK = {"string": StringType(), "long": LongType(), "int": IntegerType(), "u64
 PAYLOAD_OPTIONS = ("false", "true", "base64", "hex", "text", "binary")
 INDEX_OPTIONS = ("log", "file", "segment")
 BATCH_ROWS = 4096
+#: a file is read by several tasks (byte-range shares) only where each share would hold at least this much, and
+#: by at most MAX_SHARES (each share runs the fast reader from the file's start: share k of n decodes k/n of the
+#: file before its own range)
+SHARE_BYTES = 8 << 20
+MAX_SHARES = 4
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 #: The JVM class whose ``setReadInfo`` is Spark's pushdown bug (``pushdown_safe``).
 _PY_DSV2 = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
@@ -272,6 +277,8 @@ class FilePartition(InputPartition):
     values: tuple = ()                  # the log's partition values ((key, value), ...): host=a/... folders
     display: tuple = ((), ())           # ((local prefix, URI), ...), fs options: a staged remote log
     snap: object = None                 # engine.fileio.Snapshot of the log's files, taken when the driver planned
+    share: int = 0                      # a big file read by several tasks: this one's share of it ...
+    cuts: tuple = ()                    # ... the byte offsets where the next shares begin (``shared``)
 
     def named(self, path):
         """A local path as the caller named it (a staged file: its URI)."""
@@ -281,13 +288,24 @@ class FilePartition(InputPartition):
                     return uri + path[len(local):]
         return path
 
-    def localize(self) -> None:
-        """On an executor that lacks the staged copy of a remote log (a cluster): stage it here."""
-        if self.file is not None and self.display[0] and not os.path.exists(self.path):
-            from ..engine.uris import stage
-            for local, uri in self.display[0]:
-                if self.path.startswith(local + "/") or self.path == local:
-                    stage(uri, dict(self.display[1]), at=os.path.dirname(local))   # the driver's entry
+    def localize(self) -> "FilePartition":
+        """The partition as this machine reads it: on an executor that lacks the driver's staged copy of a
+        remote log (a cluster), the URI staged in this machine's own cache (under its TMPDIR, never at the
+        driver's path) and the partition moved there — its log, path, snapshot pins and the prefixes that name
+        it by its URI (``spark.cluster._relocated``); else the partition itself."""
+        if self.file is None or not self.display[0] or os.path.exists(self.path):
+            return self
+        from ..engine.uris import stage
+        moved = {}
+        for local, uri in self.display[0]:
+            if self.path.startswith(local + "/") or self.path == local:
+                got = stage(uri, dict(self.display[1]))
+                if got != local:
+                    moved[local] = got
+        if not moved:
+            return self
+        from .cluster import _relocated
+        return _relocated(self, moved)
 
     def __post_init__(self):
         super().__init__(self.path)
@@ -299,6 +317,42 @@ def log_snapshot(fmt, log, display):
     remote log (``display``'s local prefixes) by size only."""
     from ..engine.fileio import Snapshot
     return Snapshot.take(fmt.files(log), unstamped=[local for local, _ in display[0]])
+
+
+def _pinned_size(p: FilePartition) -> int:
+    """The bytes of ``p``'s file the job reads (its pinned size; 0 where it cannot be told: not split)."""
+    pin = p.snap.pins.get(os.path.abspath(p.path)) if p.snap is not None else None
+    if pin is not None:
+        return pin.size
+    try:
+        return os.path.getsize(p.path)
+    except OSError:
+        return 0
+
+
+def shared(events, share: int, cuts: tuple, offset_col: int):
+    """The events of a file (``Format.file_batches``: Arrow batches, then the reference reader's records and
+    findings where the fast reader stopped) that belong to ``share``: those that start in
+    ``[cuts[share - 1], cuts[share])`` — a batch by its first row's offset (a batch belongs to one share whole),
+    a record or finding by its offset (one without: with the event before it). The events come in file order,
+    so a share stops reading at the first batch past its range."""
+    import pyarrow as pa
+    lo = cuts[share - 1] if share else -1
+    hi = cuts[share] if share < len(cuts) else None
+    at = -1
+    for ev in events:
+        if ev.__class__ is pa.RecordBatch:
+            if ev.num_rows == 0:
+                continue
+            at = ev.column(offset_col)[0].as_py()
+            if hi is not None and at >= hi:
+                return              # (the generator's close ends the reader: its file is closed)
+        else:
+            off = getattr(ev, "offset", None)
+            if off is not None:
+                at = off
+        if at >= lo and (hi is None or at < hi):
+            yield ev
 
 
 class RecordSource(DataSource):
@@ -323,10 +377,14 @@ class RecordSource(DataSource):
         return _with_keys(record_schema(opts, fmt.record_view), opts)
 
     pushdown: ClassVar[bool] = False    # register(): the session allows pushFilters
+    slots: ClassVar[int] = 1            # register(): the session's executor slots (big files split over them)
+    share_bytes: ClassVar[int] = SHARE_BYTES
 
     def reader(self, schema: StructType) -> "RecordSourceReader":
         cls = PushdownRecordSourceReader if self.pushdown else RecordSourceReader
-        return cls(Options.parse(self._fmt(), self.options, self.cwd, defaults=self.conf_storage))
+        r = cls(Options.parse(self._fmt(), self.options, self.cwd, defaults=self.conf_storage))
+        r.slots, r.share_bytes = self.slots, self.share_bytes
+        return r
 
 
 class FindingSource(RecordSource):
@@ -348,6 +406,8 @@ class FindingSource(RecordSource):
 class RecordSourceReader(DataSourceReader):
     findings = False
     fast = True     # records as the format's own Arrow batches where it has them (Format.file_batches)
+    slots = 1       # the session's executor slots (RecordSource.reader): fewer files than slots split big ones
+    share_bytes = SHARE_BYTES   # ... into shares of at least this many bytes
 
     def __init__(self, opts: Options):
         self.opts = opts
@@ -378,7 +438,37 @@ class RecordSourceReader(DataSourceReader):
                                                    display, snap))
                         if opts.log_index and i < last:
                             index += fmt.file_records(log, i)
-        return parts
+        return self._shared(parts)
+
+    def _shared(self, parts: list[FilePartition]) -> list[FilePartition]:
+        """Fewer files than executor slots: each big file read by several tasks, one byte-range share each, so
+        the slots share the JVM's work of taking in the rows (a count() of one 40 MB segment was one task).
+        Only records read by the format's own fast reader (``Format.file_batches``) whose rows carry their
+        ``offset``: every share runs the reader from the file's start (its batches and record numbering are the
+        same in each) and keeps the batches and events that start in its range (``shared``), so each row is read
+        once, in file order over the shares. Permissive reads only: failfast fails on the first error the reader
+        meets, which one task reading the file whole tells."""
+        from ..engine.format import Format
+        fmt = self._fmt()
+        files = [p for p in parts if p.file is not None]
+        if self.findings or not self.fast or not self.opts.permissive or not files or len(parts) >= self.slots or \
+                type(fmt).file_batches is Format.file_batches or self.opts.payload == "binary" or \
+                "offset" not in dict(self.opts.columns(fmt.record_view)):
+            return parts
+        per = self.slots // len(files)
+        out: list[FilePartition] = []
+        for p in parts:
+            n = min(per, MAX_SHARES, _pinned_size(p) // max(1, self.share_bytes)) if p.file is not None else 1
+            if n < 2:
+                out.append(p)
+                continue
+            size = _pinned_size(p)
+            cuts = tuple(size * k // n for k in range(1, n))
+            for k in range(n):
+                out.append(FilePartition(p.log, p.name, p.file, p.path, p.start_index,
+                                         p.log_findings if k == 0 else [], p.replay and k == n - 1, p.values,
+                                         p.display, p.snap, k, cuts))
+        return out
 
     def _logs(self) -> list:
         """(log, partition values, display) for every log behind the paths (``engine.uris.resolve``: URIs staged,
@@ -440,8 +530,8 @@ class RecordSourceReader(DataSourceReader):
         if values:
             schema = _add_keys(schema, values)
             names = schema.names
+        partition = partition.localize()
         named = partition.named if partition.display[0] else None
-        partition.localize()
 
         def flush():
             if named or values:
@@ -479,6 +569,12 @@ class RecordSourceReader(DataSourceReader):
                                               payload=render, schema=schema,
                                               file_name=partition.named(partition.path), values=values) \
                         if not binary else None
+                if partition.cuts:      # one share of a file several tasks read
+                    if events is None:  # the reference reader: the whole file in the first share
+                        events = iter(()) if partition.share else \
+                            fmt.file_events(partition.log, partition.file, partition.start_index)
+                    else:
+                        events = shared(events, partition.share, partition.cuts, names.index("offset"))
                 if events is None:
                     events = fmt.file_events(partition.log, partition.file, partition.start_index)
                 for ev in events:
@@ -572,7 +668,7 @@ class FindingSourceReader(RecordSourceReader):
         rec_cls = fmt.record_cls
         rows: list[dict] = []
         values = dict(partition.values)
-        partition.localize()
+        partition = partition.localize()
 
         def flush():
             batch = pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names}, schema=schema)
@@ -739,10 +835,12 @@ def register(spark, *, check: bool = True, conf: dict[str, str] | None = None) -
     # 300,000 records gave 97,548 after a where(cmd = 'add')): a wrong answer.
     pushdown = str(spark.conf.get(PUSHDOWN_CONF, "false")).lower() == "true" and pushdown_safe(spark)[0]
     storage = tuple(sorted(s3a_settings(spark, conf).items()))   # one S3 setting for Spark's S3A and fsspec
+    from .session import slot_count
+    slots = slot_count(spark, default=int(spark.conf.get("spark.default.parallelism", "1") or 1))
     for fmt in formats():
         base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
-                 "pushdown": pushdown, "conf_storage": storage}
+                 "pushdown": pushdown, "conf_storage": storage, "slots": slots}
         spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,), attrs))
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
         if fmt.state_types:
