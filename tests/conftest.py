@@ -5,6 +5,7 @@ import contextlib
 import io
 import os
 import shutil
+import signal
 from dataclasses import dataclass
 
 import pytest
@@ -14,6 +15,13 @@ WORKQ_FIXTURES = os.path.join(ROOT, "fixtures", "workq")
 UPSTREAM = sorted(n for n in os.listdir(WORKQ_FIXTURES) if n.startswith("upstream-"))
 ALL_WORKQ = sorted(n for n in os.listdir(WORKQ_FIXTURES) if os.path.isdir(os.path.join(WORKQ_FIXTURES, n, "log")))
 AS_OF = "2026-11-21T23:30:00Z"
+
+# A runner started as a background job of a non-interactive shell (``cmd &`` in a script) inherits SIGINT
+# ignored (POSIX: asynchronous lists ignore SIGINT and SIGQUIT without job control), and so would every wqtool the
+# tests start: the Ctrl-C tests (test_progress_follow, test_operator2) send them SIGINT. Caught, not ignored, here:
+# a child's handler is reset to the default by exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Pinned terminal for snapshot stability.
 os.environ["COLUMNS"] = "120"
