@@ -5,6 +5,7 @@ returns as the driver does (``_named_back``). No Spark session: the task wrapper
 it, with fsspec's in-memory filesystem as the remote side (the namespace test runs the same on a real worker)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
@@ -40,23 +41,37 @@ def _use_tmp(monkeypatch, d) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(d))
 
 
+@contextlib.contextmanager
+def _remote(name: str, body: bytes):
+    """A one-segment log at ``memory://<name>/log`` for the test's length: (the filesystem, its URI)."""
+    mem = fsspec.filesystem("memory")
+    mem.pipe(f"/{name}/log/000000001.log", body)
+    try:
+        yield mem, f"memory://{name}/log"
+    finally:
+        mem.rm(f"/{name}", recursive=True)
+
+
+def _driver_plan(uri: str):
+    """The driver's staged copy of ``uri`` (in this TMPDIR) and the staging plan its tasks get."""
+    from wqtool.engine import uris
+    lo = uris.stage(uri)
+    base = os.path.dirname(lo)
+    return lo, ((lo, uri, uris._options(uri, None), base, uris._stamps(base)),)
+
+
 def test_a_task_without_the_drivers_copy_stages_its_own_under_its_tmpdir(tmp_path, monkeypatch):
     from wqtool.engine import uris
     from wqtool.engine.fileio import Snapshot
     from wqtool.spark.cluster import _InDir
-    mem = fsspec.filesystem("memory")
     body = b"wq" * 3000
-    mem.pipe("/wq-restage/log/000000001.log", body)
-    uri = "memory://wq-restage/log"
-    try:
+    with _remote("wq-restage", body) as (_, uri):
         driver_tmp, worker_tmp = tmp_path / "driver", tmp_path / "worker"
         driver_tmp.mkdir()
         worker_tmp.mkdir()
         _use_tmp(monkeypatch, driver_tmp)                  # the driver stages and plans
-        lo = uris.stage(uri)
+        lo, plan = _driver_plan(uri)
         assert lo.startswith(str(driver_tmp) + os.sep)
-        base = os.path.dirname(lo)
-        plan = ((lo, uri, uris._options(uri, None), base, uris._stamps(base)),)
         seg = os.path.join(lo, "000000001.log")
         snap = Snapshot.take([seg], unstamped=[lo])
         task = _InDir(_ReadTask(seg), str(tmp_path), plan, snap)
@@ -74,46 +89,30 @@ def test_a_task_without_the_drivers_copy_stages_its_own_under_its_tmpdir(tmp_pat
         staged = [os.path.join(d, n) for d, _, ns in os.walk(here) for n in ns if n.endswith(".log")]
         assert len(staged) == 1 and open(staged[0], "rb").read() == body
         assert not os.path.exists(driver_tmp)              # nothing written at the driver's path
-    finally:
-        mem.rm("/wq-restage", recursive=True)
 
 
 def test_a_task_on_the_drivers_machine_reads_the_drivers_copy(tmp_path, monkeypatch):
     from wqtool.engine import uris
     from wqtool.spark.cluster import _InDir
-    mem = fsspec.filesystem("memory")
-    mem.pipe("/wq-restage2/log/000000001.log", b"x" * 5000)
-    uri = "memory://wq-restage2/log"
-    try:
+    with _remote("wq-restage2", b"x" * 5000) as (_, uri):
         _use_tmp(monkeypatch, tmp_path)
-        lo = uris.stage(uri)
-        base = os.path.dirname(lo)
-        plan = ((lo, uri, uris._options(uri, None), base, uris._stamps(base)),)
+        lo, plan = _driver_plan(uri)
         assert uris.restage(plan) == {}                    # the same copy: nothing staged again, nothing moved
         seg = os.path.join(lo, "000000001.log")
         (batch,) = list(_InDir(_ReadTask(seg), str(tmp_path), plan)(iter([])))
         assert batch.column(0).to_pylist() == [seg]
-    finally:
-        mem.rm("/wq-restage2", recursive=True)
 
 
 def test_a_remote_file_changed_since_the_drivers_read_is_an_error(tmp_path, monkeypatch):
     from wqtool.engine import uris
     from wqtool.errors import InputError
-    mem = fsspec.filesystem("memory")
-    mem.pipe("/wq-restage3/log/000000001.log", b"x" * 5000)
-    uri = "memory://wq-restage3/log"
-    try:
+    with _remote("wq-restage3", b"x" * 5000) as (mem, uri):
         (tmp_path / "d").mkdir()
         (tmp_path / "w").mkdir()
         _use_tmp(monkeypatch, tmp_path / "d")
-        lo = uris.stage(uri)
-        base = os.path.dirname(lo)
-        plan = ((lo, uri, uris._options(uri, None), base, uris._stamps(base)),)
+        _, plan = _driver_plan(uri)
         mem.pipe("/wq-restage3/log/000000001.log", b"y" * 6000)
         shutil.rmtree(tmp_path / "d")
         _use_tmp(monkeypatch, tmp_path / "w")
         with pytest.raises(InputError, match="changed between the driver's read and this executor's"):
             uris.restage(plan)
-    finally:
-        mem.rm("/wq-restage3", recursive=True)
