@@ -144,7 +144,7 @@ def replay_main(d: str) -> None:
     opts = Options(NOW_US * 1000)
     t0 = time.perf_counter()
     (log,) = fmt.discover([d], opts)
-    rep = fmt.run_log(log, opts)
+    rep = fmt.passes.run_log(log, opts)
     el = time.perf_counter() - t0
     anon = 0
     with open("/proc/self/status") as f:          # the heap now (the state is alive): RssAnon, without the

@@ -282,7 +282,7 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
                 subprocess.run([wq, "stats", log_dir], check=True, stdout=subprocess.DEVNULL)
                 cli.append(time.perf_counter() - t)
                 t = time.perf_counter()
-                _, st = fmt.stats_log(log, Options(AS_OF_NS), ids=False)
+                _, st = fmt.passes.stats_log(log, Options(AS_OF_NS), ids=False)
                 eng.append(time.perf_counter() - t)
                 c0 = _cpu_s(os.getpid())
                 t = time.perf_counter()

@@ -19,8 +19,8 @@ sys.path.insert(0, ROOT)
 from wqtool.engine import format as registry  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
 from wqtool.engine.javacodec.gson import Entry  # noqa: E402
-from wqtool.engine.orth_callbacks.writer import write_retry_file  # noqa: E402
-from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter  # noqa: E402
+from tests.writers.orth_callbacks import write_retry_file  # noqa: E402
+from tests.writers.orth_executor_logs import ExecutorLogWriter  # noqa: E402
 
 T = 1769740800000
 TRACE = "java.lang.IllegalStateException: bad input\n" + "".join(
@@ -71,7 +71,7 @@ def main() -> int:
             size = sum(os.path.getsize(p) for p in files)
             fl = floor(files)
             t = time.perf_counter()
-            rep = fmt.run_log(log, opts, limit=0)
+            rep = fmt.passes.run_log(log, opts, limit=0)
             el = time.perf_counter() - t
             print(f"{name}: verify + replay {len(files)} files, {size / 1e6:.1f} MB, {rep.records} records in "
                   f"{el:.2f} s: {size / 1e6 / el:.1f} MB/s, {rep.records / el:,.0f} records/s, "

@@ -115,7 +115,7 @@ def formats_page() -> str:
                "formats' own declarations (magic bytes, naming rules, a first record that parses). Every finding "
                "has a stable code; `wqtool verify --explain CODE` prints its entry.")]
     for f in registry.formats():
-        out += [f".SH {esc(f.title.upper())} (\\-\\-format {esc(f.name)})", *_manual(f.manual), ".SS Finding codes"]
+        out += [f".SH {esc(f.title.upper())} (\\-\\-format {esc(f.name)})", *_manual(f.about.manual), ".SS Finding codes"]
         for code, (severity, meaning) in f.codes.items():
             out += [".TP", f"\\fB{esc(code)}\\fR ({severity})", esc(meaning)]
     out += [".SH SEE ALSO", "\\fBwqtool\\fR(1), \\fBwqtool\\-verify\\fR(1)"]

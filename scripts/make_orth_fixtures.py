@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Build the Orth golden corpus deterministically through wqtool's own writers
-(``wqtool.engine.orth_callbacks.writer``, ``wqtool.engine.orth_executor_logs.writer``).
+(``tests.writers.orth_callbacks``, ``tests.writers.orth_executor_logs``).
 
     python scripts/make_orth_fixtures.py            # (re)write fixtures/orth/
     python scripts/make_orth_fixtures.py --check    # exit 1 if the committed corpus drifted
@@ -29,8 +29,8 @@ from wqtool.engine import format as registry  # noqa: E402
 from wqtool.exitcodes import CODES  # noqa: E402
 from wqtool.engine.format import Options  # noqa: E402
 from wqtool.engine.javacodec.gson import Entry  # noqa: E402
-from wqtool.engine.orth_callbacks.writer import write_atomic, write_legacy_file, write_retry_file  # noqa: E402
-from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter, XxlJobLogWriter  # noqa: E402
+from tests.writers.orth_callbacks import write_atomic, write_legacy_file, write_retry_file  # noqa: E402
+from tests.writers.orth_executor_logs import ExecutorLogWriter, XxlJobLogWriter  # noqa: E402
 from wqtool.engine.serialize import finding_json  # noqa: E402
 
 T = 1769740800000                       # 2026-01-30T02:40:00Z, the spec's examples' trigger time

@@ -33,8 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from wqtool.engine.javacodec.gson import Entry  # noqa: E402
-from wqtool.engine.orth_callbacks.writer import write_atomic  # noqa: E402
-from wqtool.engine.orth_executor_logs.writer import XxlJobLogWriter  # noqa: E402
+from tests.writers.orth_callbacks import write_atomic  # noqa: E402
+from tests.writers.orth_executor_logs import XxlJobLogWriter  # noqa: E402
 
 FIXTURES = os.path.join("fixtures", "orth-xxl-job")
 JAVA = os.path.join(ROOT, "scripts", "xxljob")

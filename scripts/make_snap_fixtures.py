@@ -25,7 +25,7 @@ sys.path.insert(0, ROOT)
 from wqtool.engine import format as registry  # noqa: E402
 from wqtool.exitcodes import CODES  # noqa: E402
 from wqtool.engine.evtj.fastpath import encode_event  # noqa: E402
-from wqtool.engine.evtj.writer import EvtjWriter, write_conf  # noqa: E402
+from tests.writers.evtj import EvtjWriter, write_conf  # noqa: E402
 from wqtool.engine.fastjournal.writer import (SegmentWriter, delete_request, encode_record, mark_request,  # noqa: E402
                                               segment_header, set_request)
 from wqtool.engine.fastjournal.wire import Request, encode_request  # noqa: E402

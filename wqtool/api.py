@@ -123,7 +123,7 @@ class Log:
 
     @property
     def name(self) -> str:
-        return self._log.fmt.log_name(self._log.data)
+        return self._log.fmt.passes.log_name(self._log.data)
 
     @property
     def files(self) -> list[str]:

@@ -12,7 +12,7 @@ from wqtool.engine import format as registry
 from wqtool.engine.findings import Verdict
 from wqtool.engine.format import Options
 from wqtool.engine.javacodec.gson import Entry
-from wqtool.engine.orth_callbacks.writer import write_retry_file
+from tests.writers.orth_callbacks import write_retry_file
 
 FIX = os.path.join("fixtures", "orth")
 AS_OF = "2026-02-01T00:00:00Z"
@@ -118,7 +118,7 @@ def test_the_same_log_id_in_two_files_is_a_duplicate(tmp_path):
     write_retry_file(lp, [Entry(1, 1769740800000, 200), Entry(2, 1769740800000, 200)])
     fmt = registry.get("orth-callbacks")
     (log,) = fmt.discover([lp], Options(0))
-    rep = fmt.run_log(log, Options(0))
+    rep = fmt.passes.run_log(log, Options(0))
     (dup,) = [f for f in rep.findings if f.code == "OC-DUPLICATE"]
     assert dup.record_index == 1 and dup.offset == 1 and rep.verdict == Verdict.CLEAN
 

@@ -224,7 +224,7 @@ def test_a_live_file_that_changes_during_the_read_is_in_flight(tmp_path):
     shutil.copytree(os.path.join(ROOT, K_TORN), q)
     [log] = resolve([str(q)], "auto", Options(0))
     watch = LiveWatch(log)
-    [report] = log.fmt.verify([log.data], Options(0)).logs
+    [report] = log.fmt.passes.verify([log.data], Options(0)).logs
     assert report.verdict == Verdict.TORN_TAIL
     with open(q / "mail", "ab") as f:          # the writer appends while we read
         f.write(b"\x00")
@@ -235,7 +235,7 @@ def test_a_live_file_that_changes_during_the_read_is_in_flight(tmp_path):
     # unchanged and not held: a torn tail stays a torn tail
     [log] = resolve([os.path.join(ROOT, K_TORN)], "auto", Options(0))
     watch = LiveWatch(log)
-    [report] = log.fmt.verify([log.data], Options(0)).logs
+    [report] = log.fmt.passes.verify([log.data], Options(0)).logs
     assert watch.settle(report).verdict == Verdict.TORN_TAIL
 
 
@@ -330,7 +330,7 @@ def _digest(*argv):
 def test_as_of_last_and_first_are_the_logs_own_times(in_root, path):
     from wqtool.engine.format import Options, resolve
     [log] = resolve([path], "auto", Options(0))
-    first, last = log.fmt.time_span(log.data)
+    first, last = log.fmt.passes.time_span(log.data)
     times = [log.fmt.facts(ev).time_ns for ev in log.fmt.run(log.data, Options(0), limit=0).events()
              if ev.__class__ is log.fmt.record_cls]
     assert last == max(t for t in times if t is not None) and first == min(t for t in times if t is not None)
@@ -367,7 +367,7 @@ def _pack_cases():
 def test_pack_prints_the_digest_replay_prints(in_root, path, keep_open):
     from wqtool.engine.format import Options, resolve
     for lg in resolve([path], "auto", Options(0)):
-        one = lg.fmt.log_name(lg.data) if lg.fmt.name == "kestrel" and lg.data.is_dir else path
+        one = lg.fmt.passes.log_name(lg.data) if lg.fmt.name == "kestrel" and lg.data.is_dir else path
         target = [path, "-O", f"queue={lg.data.queue}"] if lg.fmt.name == "kestrel" and lg.data.is_dir else [path]
         p = cli("pack", "-o", "json", "--salvage", "--as-of", AS_OF, *keep_open, *target)
         if p.code not in (0, 1, 3, 4) or not p.out:

@@ -95,7 +95,7 @@ def _series(path: str, as_of: str = "last", fmt: str = "auto"):
 
 def test_series_counts_every_timed_record_once_and_agrees_with_stats():
     log, o, (report, st, s) = _series(DEMO)
-    ref_report, ref_st = log.fmt.stats_log(log.data, o)          # the kernel's pass
+    ref_report, ref_st = log.fmt.passes.stats_log(log.data, o)          # the kernel's pass
     assert (report.verdict, report.records, dict(report.counts)) == (ref_report.verdict, ref_report.records,
                                                                     dict(ref_report.counts))
     assert st.by_type == ref_st.by_type

@@ -84,7 +84,7 @@ def test_snaplist_time_span_does_not_depend_on_the_clock(hour):
     j = os.path.join(FX, "snaplist", "stale-hours", "journal")
     as_of = (1769731200 + hour * 3600) * 10**9          # 2026-01-30T<hour>:00:00Z
     log = fmt.discover([j], Options(as_of_ns=as_of))[0]
-    assert fmt.time_span(log) == (1769731810000000000, 1769743510000000000)
+    assert fmt.passes.time_span(log) == (1769731810000000000, 1769743510000000000)
 
 
 # ---------------------------------------------------------------- gap 2: one verdict per PATH

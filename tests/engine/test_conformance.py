@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import AS_OF, ROOT
 from wqtool.engine import format as registry
+from wqtool.engine.caps import Plans
 from wqtool.engine.findings import Verdict, worst
 from wqtool.engine.format import Options, PackOptions, resolve
 from wqtool.engine.instant import parse_instant
@@ -94,15 +95,15 @@ def test_auto_detection_picks_the_format(fmt_name, scenario, path):
         assert "pass --format" in str(e) or "not " in str(e), str(e)
         return
     fmt = registry.get(fmt_name)
-    assert fmt_name in got and got - {fmt_name} <= {o for o in fmt.shares_dir_with
-                                                    if fmt_name in registry.get(o).shares_dir_with}
+    assert fmt_name in got and got - {fmt_name} <= {o for o in fmt.about.shares_dir_with
+                                                    if fmt_name in registry.get(o).about.shares_dir_with}
 
 
 def test_shared_directories_are_declared_by_both_formats():
     """``shares_dir_with`` names registered formats, and each names the other back (detection requires both)."""
     for f in registry.formats():
-        for other in f.shares_dir_with:
-            assert f.name in registry.get(other).shares_dir_with, (f.name, other)
+        for other in f.about.shares_dir_with:
+            assert f.name in registry.get(other).about.shares_dir_with, (f.name, other)
 
 
 @pytest.mark.parametrize("fmt_name, scenario, path", SCENARIOS)
@@ -119,7 +120,7 @@ def test_rows_are_the_views_fields_typed_and_json_stable(fmt_name, scenario, pat
                 assert json.loads(json.dumps(row)) == row
                 assert len(view.cells(ev, "text")) == len(view.columns)
                 facts = fmt.facts(ev)
-                assert facts.length == ev.length and (facts.kind in fmt.record_kinds or facts.kind.startswith("("))
+                assert facts.length == ev.length and (facts.kind in fmt.dump.record_kinds or facts.kind.startswith("("))
                 n += 1
             elif ev.severity == "error":
                 row = view.damage_row(ev)
@@ -130,10 +131,10 @@ def test_rows_are_the_views_fields_typed_and_json_stable(fmt_name, scenario, pat
 def test_verify_gives_the_expected_verdict(fmt_name, scenario, path):
     verdict, as_of = _expected(path)
     logs = _logs(fmt_name, path, as_of)
-    got = worst(lr.verdict for log in logs for lr in log.fmt.verify([log.data], Options(as_of)).logs)
+    got = worst(lr.verdict for log in logs for lr in log.fmt.passes.verify([log.data], Options(as_of)).logs)
     assert got == verdict
     for log in logs:
-        for lr in log.fmt.verify([log.data], Options(as_of)).logs:
+        for lr in log.fmt.passes.verify([log.data], Options(as_of)).logs:
             assert set(lr.counts) <= set(log.fmt.codes), "every finding code is declared by its format"
 
 
@@ -142,8 +143,8 @@ def test_replay_digest_is_stable_and_the_fast_path_equals_the_reference(fmt_name
     _, as_of = _expected(path)
     for log in _logs(fmt_name, path, as_of):
         fmt, opts = log.fmt, Options(as_of)
-        a = fmt.run_log(log.data, opts)
-        b = fmt.run_log(log.data, opts)
+        a = fmt.passes.run_log(log.data, opts)
+        b = fmt.passes.run_log(log.data, opts)
         ref = fmt.run(log.data, opts)
         for _ in ref.events():
             pass
@@ -153,21 +154,21 @@ def test_replay_digest_is_stable_and_the_fast_path_equals_the_reference(fmt_name
 
 
 def _can_pack(fmt_name: str) -> bool:
-    return type(registry.get(fmt_name)).pack_plan is not registry.Format.pack_plan
+    return Plans.can(registry.get(fmt_name), "pack")
 
 
 def _packable(fmt_name, path, as_of):
     out = []
     for log in _logs(fmt_name, path, as_of):
         try:
-            out.append((log, log.fmt.pack_plan(log.data, PackOptions(as_of))))
+            out.append((log, log.fmt.plans.pack(log.data, PackOptions(as_of))))
         except PackRefused as e:
             assert e.verdict in (Verdict.CORRUPT, Verdict.INVALID_HISTORY)
     return out
 
 
 def _digest_of(fmt_name: str, path: str, as_of: int) -> list[str]:
-    return [log.fmt.state_view(log.fmt.run_log(log.data, Options(as_of)).state, log.data).digest()
+    return [log.fmt.state_view(log.fmt.passes.run_log(log.data, Options(as_of)).state, log.data).digest()
             for log in _logs(fmt_name, path, as_of)]
 
 
@@ -186,7 +187,7 @@ def test_pack_preserves_the_digest_and_is_idempotent(fmt_name, scenario, path, t
         res = plan.write(out1)
         assert res.digest == plan.report_doc(CODES.of)["digest"]
         [log2] = resolve([res.path], fmt_name, Options(as_of))
-        plan2 = log2.fmt.pack_plan(log2.data, PackOptions(as_of))
+        plan2 = log2.fmt.plans.pack(log2.data, PackOptions(as_of))
         assert plan2.report_doc(CODES.of)["digest"] == res.digest
         res2 = plan2.write(out2)
         a = sorted(os.path.relpath(p, out1) for p in glob.glob(os.path.join(out1, "**"), recursive=True))
@@ -226,11 +227,11 @@ def test_a_crash_at_every_apply_step_leaves_a_replayable_log(fmt_name, scenario,
             d = str(tmp_path / f"{when}-{label}".replace(":", "_").replace("/", "_"))
             shutil.copytree(base, d)
             [log] = _logs(fmt_name, d, as_of)
-            p = log.fmt.pack_plan(log.data, PackOptions(as_of))
+            p = log.fmt.plans.pack(log.data, PackOptions(as_of))
             kw = {"stale_lock_hold": 0} if "stale_lock_hold" in inspect.signature(type(p).apply).parameters else {}
             with pytest.raises(InjectedCrash):
                 p.apply(fail_at=f"{when}:{label}", **kw)
-            fmt.finish_interrupted(d)   # what the next run does first
+            fmt.plans.finish_interrupted(d)   # what the next run does first
             assert _digest_of(fmt_name, d, as_of) == original, f"{when}:{label}"
             shutil.rmtree(d, ignore_errors=True)
             for leftover in glob.glob(d + ".*"):
@@ -253,9 +254,9 @@ def test_a_crash_half_way_through_every_write_step_is_finished_by_the_next_run(f
         shutil.copytree(base, d)
         [log] = _logs(fmt_name, d, as_of)
         with pytest.raises(InjectedCrash):
-            log.fmt.pack_plan(log.data, PackOptions(as_of)).apply(fail_at=f"during:{label}")
-        registry.get(fmt_name).finish_interrupted(d)
+            log.fmt.plans.pack(log.data, PackOptions(as_of)).apply(fail_at=f"during:{label}")
+        registry.get(fmt_name).plans.finish_interrupted(d)
         assert _digest_of(fmt_name, d, as_of) == original, label
         [log] = _logs(fmt_name, d, as_of)
-        log.fmt.pack_plan(log.data, PackOptions(as_of)).apply()
+        log.fmt.plans.pack(log.data, PackOptions(as_of)).apply()
         assert _digest_of(fmt_name, d, as_of) == original, label

@@ -20,8 +20,8 @@ def test_there_are_codes():
 
 @pytest.mark.parametrize("fmt,code", CODES, ids=[c for _, c in CODES])
 def test_every_code_has_all_four_parts(fmt, code):
-    assert code in fmt.explain, f"{code}: no --explain entry beside its definition ({fmt.name} codes.py)"
-    upstream, risk, fix = fmt.explain[code]
+    assert code in fmt.about.explain, f"{code}: no --explain entry beside its definition ({fmt.name} codes.py)"
+    upstream, risk, fix = fmt.about.explain[code]
     meaning = fmt.codes[code][1]
     for part in (meaning, upstream, risk, fix):
         assert isinstance(part, str) and len(part.strip()) >= 2, (code, part)
@@ -30,7 +30,7 @@ def test_every_code_has_all_four_parts(fmt, code):
 
 def test_no_entry_without_a_code():
     for f in registry.formats():
-        assert set(f.explain) <= set(f.codes), f.name
+        assert set(f.about.explain) <= set(f.codes), f.name
 
 
 def _params(cmd: str) -> set[str]:
@@ -43,7 +43,7 @@ def _params(cmd: str) -> set[str]:
 def test_every_fix_names_a_real_command_and_flag():
     commands = {"dump", "verify", "replay", "stats", "report", "pack", "repair", "clean", "serve"}
     for f, code in CODES:
-        fix = f.explain[code][2]
+        fix = f.about.explain[code][2]
         for m in re.finditer(r"wqtool (\w+)((?: --[a-z-]+(?: [A-Z]+)?)*)", fix):
             cmd, flags = m.group(1), re.findall(r"--[a-z-]+", m.group(2))
             assert cmd in commands, (code, fix)

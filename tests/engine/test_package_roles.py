@@ -1,5 +1,5 @@
 """One package per format, the same module names for the same roles (issue 23): every built-in format lives in
-``wqtool/engine/<its name, '-' as '_'>/`` with the eight role modules, the import-linter independence contract
+``wqtool/engine/<its name, '-' as '_'>/`` with the seven role modules, the import-linter independence contract
 lists exactly those packages, and docs/architecture.md's table of modules is the packages as they are."""
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import tomllib
 from tests.conftest import ROOT
 from wqtool.engine import format as registry
 
-ROLES = ("format", "codes", "model", "reader", "replay", "verify", "serialize", "writer")
-OPTIONAL = ("pack", "repair", "clean", "send", "fastpath", "fleet")
+ROLES = ("format", "codes", "model", "reader", "replay", "verify", "serialize")
+#: roles a format has only when it does that: a format that wqtool only reads has no writer (its test writers are
+#: tests/writers/)
+OPTIONAL = ("writer", "pack", "repair", "clean", "send", "fastpath", "fleet")
 ENGINE = os.path.join(ROOT, "wqtool", "engine")
 
 

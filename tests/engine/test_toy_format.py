@@ -6,160 +6,17 @@ The toy format: a file whose first line is ``TOY1``, then one record per line ``
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import pytest
 
 from tests.conftest import cli
 from wqtool.engine import format as registry
-from wqtool.engine.findings import ERROR, NOTE, WARNING, Finding, Verdict
-from wqtool.engine.format import (Column, Evidence, Format, Options, RecordFacts, RecordView, StateView)
-from wqtool.engine.run import ReplayPass
-
-
-@dataclass(slots=True)
-class ToyRecord:
-    path: str
-    offset: int
-    length: int
-    index: int
-    op: str
-    key: str
-
-
-@dataclass(slots=True)
-class ToyLog:
-    root: str
-    path: str
-    findings: list = field(default_factory=list)
-    is_dir: bool = False
-
-
-class ToyReader:
-    def __init__(self, log: ToyLog):
-        self.log = log
-        self.records = self.bytes = self.segments_read = 0
-
-    def events(self):
-        yield from self.log.findings
-        data = open(self.log.path, "rb").read()
-        self.segments_read, self.bytes = 1, len(data)
-        pos = len(b"TOY1\n")
-        lines = data[pos:].split(b"\n")
-        for i, line in enumerate(lines):
-            last = i == len(lines) - 1
-            if last and line == b"":
-                break
-            parts = line.decode("ascii", "replace").split(" ")
-            if len(parts) == 2 and parts[0] in ("set", "del") and not last:
-                yield ToyRecord(self.log.path, pos, len(line) + 1, self.records, parts[0], parts[1])
-                self.records += 1
-            else:
-                torn = last
-                yield Finding(ERROR, "TOY-BAD-LINE", "not a record" + ("; torn tail" if torn else ""),
-                              path=self.log.path, offset=pos, record_index=self.records, last_good_offset=pos,
-                              verdict=Verdict.TORN_TAIL if torn else Verdict.CORRUPT)
-            pos += len(line) + 1
-
-
-class ToyReplay:
-    def __init__(self):
-        self.keys: set[str] = set()
-        self.findings: list[Finding] = []
-
-    def apply(self, rec: ToyRecord) -> None:
-        if rec.op == "set":
-            self.keys.add(rec.key)
-        elif rec.key in self.keys:
-            self.keys.discard(rec.key)
-        else:
-            self.findings.append(Finding(WARNING, "TOY-UNKNOWN-KEY", f"del of {rec.key}, which is not set",
-                                         path=rec.path, offset=rec.offset, record_index=rec.index))
-
-
-class ToyState:
-    def __init__(self, keys):
-        self.keys = sorted(keys)
-
-    def digest(self) -> str:
-        return hashlib.sha256("\n".join(self.keys).encode()).hexdigest()
-
-
-class ToyRun(ReplayPass):
-    record_cls = ToyRecord
-
-    def __init__(self, log: ToyLog, limit):
-        super().__init__(log.root, ToyReader(log), ToyReplay(), limit)
-
-    def finish(self):
-        return ToyState(self.replay.keys), [Finding(NOTE, "TOY-NOTE", f"{len(self.replay.keys)} key(s) alive")]
-
-
-class ToyRecordView(RecordView):
-    fields = ("file", "offset", "length", "record_index", "op", "key", "error")
-    types = {"file": "string", "offset": "long", "length": "long", "record_index": "long", "op": "string",
-             "key": "string", "error": "string"}
-    columns = (Column("offset", 8, ">"), Column("op", 4, gap=2), Column("key", None))
-
-
-class ToyStateView(StateView):
-    rows_key = "keys"
-
-    def __init__(self, state):
-        self.state = state
-
-    def summary(self):
-        return {"keys_alive": len(self.state.keys), "digest": self.state.digest()}
-
-    def rows(self, payload="base64"):
-        return ({"key": k} for k in self.state.keys)
-
-    def summary_lines(self):
-        return [f"{len(self.state.keys)} key(s) alive"]
-
-    def counts_by_state(self):
-        return {"alive": len(self.state.keys)}
-
-    def digest(self):
-        return self.state.digest()
-
-
-class ToyFormat(Format):
-    name = "toy"
-    title = "toy log"
-    plural = "toy logs"
-    kind_noun = "toy op"
-    file_expected = "a toy log (first line TOY1)"
-    dir_expected = "a toy log directory"
-    codes = {"TOY-BAD-LINE": (ERROR, "a line that is not a record"),
-             "TOY-UNKNOWN-KEY": (WARNING, "del of a key that is not set"), "TOY-NOTE": (NOTE, "keys alive")}
-    replay_codes = frozenset({"TOY-UNKNOWN-KEY", "TOY-NOTE"})
-    record_kinds = ("set", "del")
-    record_cls = ToyRecord
-    record_view = ToyRecordView()
-
-    def detect(self, path):
-        if os.path.isfile(path) and open(path, "rb").read(5) == b"TOY1\n":
-            return Evidence(True, "the TOY1 magic line")
-        return None
-
-    def discover(self, paths, opts):
-        return [ToyLog(p, p) for p in paths]
-
-    def files(self, log):
-        return [log.path]
-
-    def run(self, log, opts, *, limit=None):
-        return ToyRun(log, limit)
-
-    def facts(self, rec):
-        return RecordFacts(rec.op, rec.length, None, rec.key.encode())
-
-    def state_view(self, state, log=None):
-        return ToyStateView(state)
+from wqtool.engine.findings import ERROR, NOTE, WARNING
+from wqtool.engine.format import Evidence, REQUIRED, Format
+from tests.engine.toy_format import ToyFormat, ToyLog
 
 
 @pytest.fixture
@@ -183,7 +40,7 @@ def test_dump_verify_replay_through_the_cli(toy):
     assert doc["verdict"] == "clean" and doc["counts"] == {"TOY-NOTE": 1, "TOY-UNKNOWN-KEY": 1}
     rp = json.loads(cli("replay", "-o", "json", "--format", "toy", toy).out)
     assert rp["keys"] == [{"key": "b"}, {"key": "c"}] and rp["keys_alive"] == 2 and rp["exit_code"] == 0
-    assert cli("replay", toy).out.splitlines()[:4] == ["key", "b", "c", "2 key(s) alive"]   # the default table
+    assert cli("replay", toy).out.splitlines()[:3] == ["key", "b", "c"]   # the default table
     s = json.loads(cli("stats", "-o", "json", toy).out)
     assert s["total"]["by_type"] == {"del": {"records": 2, "bytes": 13}, "set": {"records": 3, "bytes": 18}}
 
@@ -203,10 +60,10 @@ def _dir_format(name: str, suffix: str, shares: frozenset[str]):
     code = name.upper()
 
     class DirToy(ToyFormat):
-        shares_dir_with = shares
         codes = {f"{code}-BAD-LINE": (ERROR, "a line that is not a record"),
                  f"{code}-UNKNOWN-KEY": (WARNING, "del of a key that is not set"), f"{code}-NOTE": (NOTE, "alive")}
-        replay_codes = frozenset({f"{code}-UNKNOWN-KEY", f"{code}-NOTE"})
+        about = replace(ToyFormat.about, plural=f"{name} logs", shares_dir_with=shares,
+                        replay_codes=frozenset({f"{code}-UNKNOWN-KEY", f"{code}-NOTE"}))
 
         def _file(self, path):
             mine = sorted(n for n in os.listdir(path) if n.endswith(suffix)) if os.path.isdir(path) else []
@@ -221,7 +78,7 @@ def _dir_format(name: str, suffix: str, shares: frozenset[str]):
         def discover(self, paths, opts):
             return [ToyLog(p, self._file(p), is_dir=True) for p in paths]
 
-    DirToy.name, DirToy.title, DirToy.plural = name, f"{name} log", f"{name} logs"
+    DirToy.name, DirToy.title = name, f"{name} log"
     return DirToy()
 
 
@@ -262,3 +119,21 @@ def test_sharing_needs_both_formats_to_declare_it(shared_dir):
     # toyc claims the directory strongly too, but neither it nor toyb names the other: toyb's log alone
     assert [f.name for f, _ in registry.detect_all(shared_dir)] == ["toyb"]
     assert [x["verdict"] for x in json.loads(cli("verify", "-o", "json", shared_dir).out)["logs"]] == ["CORRUPT"]
+
+
+# ---------------------------------------------------------------- the contract itself
+def test_the_format_contract_is_small():
+    """Everything a format may supply is a member of ``Format`` (what it must) or of one of its parts
+    (``engine.caps``): at most 20 members, the toy format above needs 11 of them."""
+    members = {m for m in vars(Format) if not m.startswith("_")} | set(Format.__annotations__)
+    assert len(members) <= 20, sorted(members)
+    assert sorted(Format.__abstractmethods__) == ["detect", "discover", "facts", "files", "run", "state_view"]
+
+
+def test_register_names_what_a_format_lacks():
+    parts = {m: getattr(ToyFormat, m) for m in Format.__abstractmethods__}
+    bare = type("Bare", (Format,), {"name": "bare", "record_cls": object, **parts})()
+    with pytest.raises(TypeError, match=r"format Bare lacks title, codes, about, record_view: a format declares"):
+        registry.register(bare)
+    assert "bare" not in registry.names()
+    assert set(REQUIRED) == {"name", "title", "codes", "about", "record_cls", "record_view"}

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.conftest import examples
 
 from wqtool.engine.evtj import fastpath as ev_fast
-from wqtool.engine.evtj.writer import EvtjWriter, build_event
+from tests.writers.evtj import EvtjWriter, build_event
 from wqtool.engine.fastjournal import wire
 from wqtool.engine.fastjournal.writer import encode_record, segment_header
 from wqtool.engine.snaplist import fastpath as sl_fast

@@ -98,7 +98,7 @@ def test_kill_9_loses_no_acknowledged_set(tmp_path):
     assert n1 > 50 and len(acked) >= n1
     fmt = get("fastjournal")
     (log,) = fmt.discover([d], Options(time.time_ns()))
-    rep = fmt.run_log(log, Options(time.time_ns()))
+    rep = fmt.passes.run_log(log, Options(time.time_ns()))
     assert rep.verdict == Verdict.CLEAN          # the restarts truncated any torn tail; the history replays clean
 
 

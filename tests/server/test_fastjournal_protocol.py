@@ -231,7 +231,7 @@ def test_restart_replays_the_journal_and_it_reads_like_any_format(tmp_path):
             assert c.get(uri(1)).error == b""
     fmt = get("fastjournal")
     (log,) = fmt.discover([d], Options(T0 * 1000))
-    rep = fmt.run_log(log, Options(T0 * 1000))
+    rep = fmt.passes.run_log(log, Options(T0 * 1000))
     assert rep.verdict == Verdict.CLEAN and len(rep.state.fifo.entries) == len(before)
 
 
@@ -253,7 +253,7 @@ def test_start_up_truncates_a_torn_tail_and_refuses_corruption(tmp_path):
         assert r.server.truncated == (seg, good) and len(r.server.fifo) == 2
         with Client("127.0.0.1", r.port) as c:
             c.set(uri(4), 1, T0, 1)
-    assert get("fastjournal").run_log(get("fastjournal").discover([d], Options(0))[0], Options(0)).verdict == Verdict.CLEAN
+    assert get("fastjournal").passes.run_log(get("fastjournal").discover([d], Options(0))[0], Options(0)).verdict == Verdict.CLEAN
     data = bytearray(open(seg, "rb").read())
     data[30] ^= 0xFF                                      # damage inside the first record
     open(seg, "wb").write(bytes(data))

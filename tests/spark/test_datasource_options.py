@@ -280,7 +280,7 @@ def test_as_of_last_on_snaplist_records_is_the_logs_own_time(spark):
     path = os.path.join("fixtures", "snaplist", "current-hour", "journal")
     fmt = get("snaplist")
     [log] = fmt.discover([path], EngineOptions(0))
-    last = fmt.time_span(log)[1]
+    last = fmt.passes.time_span(log)[1]
     at = lambda v: [(r["file"], r["offset"]) for r in spark.read.format("snaplist").option("as_of", v)  # noqa: E731
                     .load(path).collect() if r["_corrupt"] is None]
     assert at("last") == at(f"@{last}ns")

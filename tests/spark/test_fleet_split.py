@@ -288,7 +288,7 @@ def test_stats_of_a_fleet_with_a_log_the_kernel_bails_on(spark, corpus, tmp_path
     assert any("all 2 log(s) go there" in m for m in said), said
     from wqtool.engine.workq.format import FORMAT
     from wqtool.engine.format import Options
-    local = [FORMAT.stats_log(lg, Options(as_of_ns())) for lg in logs]
+    local = [FORMAT.passes.stats_log(lg, Options(as_of_ns())) for lg in logs]
     assert sum(total) == len(set().union(*(st.jobs for _, st in local)))
     for fl, (report, st) in zip(fleet, local):
         _assert_same_stats(fl, report, st, report.root)

@@ -36,11 +36,11 @@ def _key(report):
 def test_spark_equals_local(spark, name):
     from wqtool.spark.fleet import fleet_replay, fleet_stats, fleet_verify
     logs, opts = _logs(name)
-    local = [log.fmt.verify([log.data], opts, max_findings=1000).logs[0] for log in logs]
+    local = [log.fmt.passes.verify([log.data], opts, max_findings=1000).logs[0] for log in logs]
     remote = fleet_verify(spark, logs, opts, max_findings=1000).logs
     assert [_key(r) for r in remote] == [_key(r) for r in local]
     view = lambda log, r: log.fmt.state_view(r.state, log.data)  # noqa: E731
-    lr = logs[0].fmt.run_log(logs[0].data, opts, limit=1000)
+    lr = logs[0].fmt.passes.run_log(logs[0].data, opts, limit=1000)
     sr = fleet_replay(spark, logs[0], opts, limit=1000)
     assert _key(sr) == _key(lr)
     lv, sv = view(logs[0], lr), view(logs[0], sr)
@@ -110,7 +110,7 @@ def test_spark_equals_local_on_a_generated_table(spark, tmp_path, cross, prefix)
     logs = resolve([_generated_table(tmp_path, cross, prefix)], "orth-joblog", opts)
     assert logs[0].data.table == ("xxl_job_log" if prefix == "xxl_job_log" else "orth_job_log")
     assert fastpath.available()
-    local, lst = logs[0].fmt.stats_log(logs[0].data, opts)
+    local, lst = logs[0].fmt.passes.stats_log(logs[0].data, opts)
     if prefix == "xxl_job_log":
         assert {s for s, n in local.state.tally.by_status.items() if n} == {"running", "success+fail", "success",
                                                                              "failed", "init"}
@@ -121,6 +121,6 @@ def test_spark_equals_local_on_a_generated_table(spark, tmp_path, cross, prefix)
     assert view(r.state).digest() == view(local.state).digest()
     assert sst.to_jsonable() == lst.to_jsonable() and n == jobs == len(lst.jobs)
     assert dict(r.counts) == dict(local.counts) and r.counts["OJL-DUPLICATE-ID"] > 0
-    lv = logs[0].fmt.verify([logs[0].data], opts, max_findings=None).logs[0]
+    lv = logs[0].fmt.passes.verify([logs[0].data], opts, max_findings=None).logs[0]
     sv = fleet_verify(spark, logs, opts, max_findings=None).logs[0]
     assert _key(sv) == _key(lv)

@@ -47,7 +47,7 @@ def test_fleet_verify_and_replay_equal_local(spark):
     for fmt in ("orth-callbacks", "orth-executor-logs"):
         logs = resolve(LOGPATHS, fmt, opts)
         remote = fleet_verify(spark, logs, opts)
-        local = [log.fmt.run_log(log.data, opts) for log in logs]
+        local = [log.fmt.passes.run_log(log.data, opts) for log in logs]
         for a, b in zip(remote.logs, local):
             assert (a.verdict, dict(a.counts)) == (b.verdict, dict(b.counts))
             assert [f.code for f in a.findings] == [f.code for f in b.findings]

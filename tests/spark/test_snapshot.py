@@ -81,7 +81,7 @@ def _copy_records(src: str, dst: str, n: int) -> None:
     for i, path in enumerate(fmt.files(lg)):
         end = 8
         if seen < n:
-            for ev in fmt.file_events(lg, i):
+            for ev in fmt.passes.file_events(lg, i):
                 if ev.__class__ is rec_cls:
                     seen += 1
                     end = ev.offset + ev.length

@@ -1,4 +1,4 @@
-"""The workq records source's fast read (``Format.file_batches``, ``wqtool.engine.workq.columns``: each segment's
+"""The workq records source's fast read (``Spark.file_batches``, ``wqtool.engine.workq.columns``: each segment's
 rows as Arrow columns from the C kernel's ``record_columns``, the reference reader from the first record it
 refuses) yields exactly the reference reader's rows (``RecordSourceReader.read`` with no fast path: a dict per record from
 ``RecordView.row``), schema included: on random segments of hostile records (tests/engine/workq/test_rows_c.py's
@@ -83,7 +83,7 @@ def test_kernel_rows_equal_the_reference_rows(tmp_path, monkeypatch, segs, paylo
     (log,) = FMT.discover([d], Options.parse(FMT, {"path": d}).engine_options())
     for i, seg in enumerate(log.segments):          # the planning count (index=log) of each segment
         want_n = sum(1 for ev in segment_events(seg, 0, seg is log.newest, decode=False) if isinstance(ev, Record))
-        assert FMT.file_records(log, i) == want_n
+        assert FMT.spark.file_records(log, i) == want_n
     want, want_schemas = read_all(d, options, fast=False)
     got, got_schemas = read_all(d, options, fast=True)
     assert got == want
@@ -143,7 +143,7 @@ def test_a_big_file_is_split_only_where_slots_are_spare_and_reads_are_permissive
 
 def _fast(opts, part):
     from wqtool.spark.datasources import _arrow_schema
-    return FMT.file_batches(part.log, part.file, part.start_index, payload=opts.payload,
+    return FMT.spark.file_batches(part.log, part.file, part.start_index, payload=opts.payload,
                             schema=_arrow_schema(opts, FMT.record_view), file_name=part.path, values={})
 
 

@@ -140,7 +140,7 @@ def read_paths(ctx: typer.Context, paths: list[str] | None, jdbc: list[str] | No
 def spool_stdin() -> str:
     """``-``: stdin copied into a private temporary file (1 MiB at a time: memory stays flat however large the
     log), removed at exit; its path. The format is detected from the file's own bytes, as for any PATH, and the
-    file is named as that format's reader expects (``Format.stdin_name``); a format that needs its directory
+    file is named as that format's reader expects (``About.stdin_name``); a format that needs its directory
     (``stdin_name`` None) cannot be read this way: a one-line usage error."""
     import atexit
     import os
@@ -154,16 +154,16 @@ def spool_stdin() -> str:
     path = os.path.join(d, "stdin")
     with open(path, "wb") as f:
         shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
-    able = [f for f in registry.formats() if f.stdin_name]
+    able = [f for f in registry.formats() if f.about.stdin_name]
     try:
         found = registry.detect(path, able)[0] if os.path.getsize(path) else None
     except (WqError, OSError):
         found = None
     if found is None:
         raise UsageError(f"PATH -: stdin holds none of the files wqtool reads from stdin (one file of "
-                         f"{', '.join(f.plural for f in able)}); the other formats need their directory: save it and "
+                         f"{', '.join(f.about.plural for f in able)}); the other formats need their directory: save it and "
                          "name that")
-    named = os.path.join(d, found.stdin_name)
+    named = os.path.join(d, found.about.stdin_name)
     os.rename(path, named)
     return named
 class ReportOutput(str, enum.Enum):
@@ -232,7 +232,7 @@ def finish_interrupted(paths: list[str], fmt: str) -> list[str]:
     done = []
     for p in paths:
         for f in ([registry.get(fmt)] if fmt != "auto" else registry.formats()):
-            done += f.finish_interrupted(p)
+            done += f.plans.finish_interrupted(p) if f.plans is not None else []
     return done
 
 

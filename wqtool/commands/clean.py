@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..engine.caps import Plans
 from ..engine.format import Log, resolve_each
 from ..errors import UsageError
 from ..render.progress import track
@@ -82,7 +83,7 @@ def clean(
             refuse_unsafe_write(log, "clean --apply", live=live)
         t0 = time.perf_counter()
         with track([log], "clean", passes=("read", "write", "re-verify") if apply else ("read",)):
-            plan = log.fmt.clean_plan(log.data, for_log(log, opts))
+            plan = Plans.of(log.fmt).clean(log.data, for_log(log, opts))
             doc = plan.report_doc(exit_codes().of)
             if out:         # a copy: the input is not touched
                 doc["applied"] = plan.write_out(out, source=log.root).to_jsonable()

@@ -239,12 +239,12 @@ def _special(entries, logs, which: str, opts, **kw) -> int:
         say_error(f"{f.root}: {f.message}")
     by_fmt: dict = {}
     for log in logs:
-        if which not in log.fmt.special_dumps:
-            able = [f.plural for f in registry.formats() if which in f.special_dumps]
+        if which not in log.fmt.dump.special_dumps:
+            able = [f.about.plural for f in registry.formats() if which in f.dump.special_dumps]
             raise UsageError(f"--{which} applies to {' and '.join(able)} only", path=log.root)
         by_fmt.setdefault(log.fmt.name, (log.fmt, []))[1].append(log.data)
     for fmt_, datas in by_fmt.values():
-        for stream, chunk in fmt_.special_dump(which, datas, opts, **kw):
+        for stream, chunk in fmt_.dump.special(which, datas, opts, **kw):
             if stream == "raw":
                 sys.stdout.flush()
                 sys.stdout.buffer.write(chunk)

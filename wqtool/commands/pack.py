@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..engine.findings import Verdict
+from ..engine.caps import Plans
 from ..engine.format import resolve
 from ..engine.options import PackOptions
 from ..engine.live import LiveWatch
@@ -94,7 +95,7 @@ def pack(
     watch = LiveWatch(log, live=live)
     passes = ("read", "plan the packed log") + (("write", "re-verify") if out or apply else ())
     with track(logs, "pack", passes=passes):
-        plan = log.fmt.pack_plan(log.data, for_log(log, opts))
+        plan = Plans.of(log.fmt).pack(log.data, for_log(log, opts))
         doc = plan.report_doc(exit_codes().of)
         if out:
             doc["written"] = plan.write(out).to_jsonable()

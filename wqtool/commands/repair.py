@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..engine.caps import Plans
 from ..engine.format import Log, resolve_each
 from ..engine.options import RepairOptions
 from ..engine.live import refuse_live
@@ -94,7 +95,7 @@ def repair(
             refuse_live(log, "repair", live=live, why=in_flight)
         t0 = time.perf_counter()
         with track([log], "repair", passes=("read", "write", "re-verify", "quarantine") if apply else ("read",)):
-            plan = log.fmt.repair_plan(log.data, for_log(log, opts))
+            plan = Plans.of(log.fmt).repair(log.data, for_log(log, opts))
             doc = plan.report_doc(exit_codes().of)
             doc["backup"] = not no_backup and not out
             if out:         # a copy: the input is not touched, so nothing to back up

@@ -100,7 +100,9 @@ def replay(
     opts = options(as_of, settings=settings, flags=dict(kestrel_version=kestrel_version.value, keep_open=keep_open))
     logs = resolve(paths, fmt, opts, on_note=say_error)
     if send is not None:
-        sent = [lg for lg in logs if lg.fmt.can_send] or logs[:1]
+        sent = [lg for lg in logs if lg.fmt.send is not None]
+        if not sent:
+            raise UsageError(f"--send does not apply to {logs[0].fmt.about.plural}")
         failed = 0
         for log in sent:
             rep = log.fmt.send(log.data, send, for_log(log, opts), dry_run=dry_run, progress=_spark.say)
@@ -129,7 +131,7 @@ def replay(
                 say_error(str(r.error))
                 continue
             if len(logs) > 1 and output is Output.table:
-                sys.stdout.write(f"== {log.fmt.log_name(log.data)}: {log.fmt.title} ==\n")
+                sys.stdout.write(f"== {log.fmt.passes.log_name(log.data)}: {log.fmt.title} ==\n")
             if wrap and verdicts:
                 sys.stdout.write(",\n")
             verdicts.append(_replay_one(r, output, summary, as_of, all_findings))
@@ -163,7 +165,7 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
         for f in rep.findings:
             if f.severity == "error":
                 write_one_line(sys.stderr, f)
-        sys.stdout.write(f"{lg.fmt.log_name(lg.data)}: {rep.state.job_count()} rows in {out_dir}/jobs, "
+        sys.stdout.write(f"{lg.fmt.passes.log_name(lg.data)}: {rep.state.job_count()} rows in {out_dir}/jobs, "
                          f"digest sha256:{rep.state.digest()}\n")
     return worst([rep.verdict for rep in reports])
 
@@ -180,12 +182,12 @@ def _replay_one(r, output, summary, as_of, all_findings=False) -> Verdict:
         raise r.error
     report = r.report
     for f in report.shown(all_findings=True)[0] if all_findings else report.findings:
-        if all_findings or f.severity == "error" or f.code in log.fmt.told_codes:
+        if all_findings or f.severity == "error" or f.code in log.fmt.about.told_codes:
             write_one_line(sys.stderr, f)
     view = r.view()
     write_replay(sys.stdout, report, view, output.value, summary, exit_codes())
     if as_of_is_now(as_of):
-        hint = nothing_live_hint(report, view, log.fmt.expired_code)
+        hint = nothing_live_hint(report, view, log.fmt.about.expired_code)
         if hint:
             say_error(hint)
     return report.verdict

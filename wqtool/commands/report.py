@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..engine.caps import Plans
 from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
@@ -90,17 +91,16 @@ def _repair_loss(log, opts, verdict, prior) -> dict | None:
     log, a format without repair, or a plan that cannot be made (its error is the repair command's to tell).
     ``prior``: the page's own pass (``LogReport.reuse``), which a format plans from instead of reading again."""
     from ..engine.findings import Verdict
-    from ..engine.format import Format
     from ..engine.options import RepairOptions
     from ..errors import WqError
     from dataclasses import fields, replace
-    if verdict == Verdict.CLEAN or type(log.fmt).repair_plan is Format.repair_plan:   # no repair: nothing to say
+    if verdict == Verdict.CLEAN or not Plans.can(log.fmt, "repair"):   # no repair: nothing to say
         return None
     salvage, drop = verdict == Verdict.CORRUPT, verdict == Verdict.INVALID_HISTORY
     base = {f.name: getattr(opts, f.name) for f in fields(opts)}
     ropts = RepairOptions(**{**base, "salvage": salvage, "drop_invalid": drop})
     try:
-        doc = log.fmt.repair_loss(log.data, for_log(log, ropts), exit_codes().of, prior)
+        doc = Plans.of(log.fmt).repair_loss(log.data, for_log(log, ropts), exit_codes().of, prior)
     except (WqError, OSError):
         return None
     return {"flags": [*(["--salvage"] if salvage else []), *(["--drop-invalid"] if drop else [])],

@@ -32,8 +32,8 @@ def _explain(value: Optional[str]) -> None:
                                  param_hint="--explain")
     severity, meaning = fmt.codes[code]
     sys.stdout.write(f"{code} ({fmt.title}, {severity}): {meaning}\n")
-    if code in fmt.explain:
-        upstream, risk, fix = fmt.explain[code]
+    if code in fmt.about.explain:
+        upstream, risk, fix = fmt.about.explain[code]
         for label, text in (("what happened", meaning), ("upstream", upstream), ("data at risk", risk),
                             ("fix", fix)):
             sys.stdout.write(f"  {label + ':':<14} {text}\n")
@@ -139,13 +139,13 @@ def _measured(log: Log, opts, *, max_findings, workers):
     from ..errors import WqError
     from ..render.metrics import LogMetrics
     t0 = time.perf_counter()
-    lr = log.fmt.run_log(log.data, opts, limit=max_findings, state=True, workers=workers)
+    lr = log.fmt.passes.run_log(log.data, opts, limit=max_findings, state=True, workers=workers)
     try:
         jobs = log.fmt.state_view(lr.state, log.data).counts_by_state() if lr.state is not None else None
     except NotImplementedError:
         jobs = None
     try:
-        newest = log.fmt.time_span(log.data, "last")[1]   # --as-of last measured it already (remembered)
+        newest = log.fmt.passes.time_span(log.data, "last")[1]   # --as-of last measured it already (remembered)
     except (WqError, OSError):
         newest = None
     return lr, {"metrics": LogMetrics(log.fmt.name, time.perf_counter() - t0, jobs, newest)}

@@ -1,5 +1,5 @@
 """``wqtool diff``: two views of a queue compared job by job (format-neutral; each format's part is its
-``Format.differ()``, e.g. ``engine/workq/diff.py``).
+``Format.diff``, e.g. ``engine/workq/diff.py``).
 
     d = diff([a, b], opts, limit=20, live=False)
 
@@ -106,8 +106,15 @@ class Diff:
         return self.total == 0
 
 
+def differ_of(fmt) -> Differ:
+    """The format's part of ``diff`` (``Format.diff``), or exit 2 for a format without one."""
+    if fmt.diff is None:
+        raise UsageError(f"diff is not available for {fmt.about.plural}")
+    return fmt.diff
+
+
 class Differ(Protocol):
-    """A format's part of ``diff`` (``Format.differ()``)."""
+    """A format's part of ``diff`` (``Format.diff``)."""
 
     def changed(self, a: Result, b: Result) -> list[bytes]:
         """The keys (sorted) of the jobs whose replayed rows differ between the two settled reports."""
@@ -151,7 +158,7 @@ def diff(entries: Sequence[Log | Unresolved], opts: Options, *, limit: int | Non
     if a_log.fmt is not b_log.fmt:
         raise UsageError(f"diff compares two logs of one format: {a_log.root} is {a_log.fmt.title}, "
                          f"{b_log.root} is {b_log.fmt.title}")
-    differ = a_log.fmt.differ()
+    differ = differ_of(a_log.fmt)
     o = _one_instant(entries, opts)
     ra, rb = read(entries, o, want=Want.REPLAY, live=live, max_findings=max_findings)
     for r in (ra, rb):
@@ -179,10 +186,7 @@ def paths(a: Sequence[Log | Unresolved], b: Sequence[Log | Unresolved], opts: Op
     if len(a) == 1 and len(b) == 1 and a[0].fmt is b[0].fmt:
         return diff([a[0], b[0]], opts, limit=limit, live=live, max_findings=max_findings)
     for x in a:
-        try:
-            d = x.fmt.differ() if len(b) == 1 else None
-        except UsageError:          # a format without a diff
-            d = None
+        d = x.fmt.diff if len(b) == 1 else None
         if d is not None and b[0].fmt.name in getattr(d, "compares_with", ()):
             return across(x, [y for y in a if y is not x], b[0], opts, limit=limit, live=live,
                           max_findings=max_findings)
@@ -202,7 +206,7 @@ def across(mine: Log, shared: Sequence[Log], other: Log, opts: Options, *, limit
         if r.error is not None:
             raise r.error
     ra, *rs, rb = list(results)
-    jobs = mine.fmt.differ().across(ra, rs, rb)
+    jobs = differ_of(mine.fmt).across(ra, rs, rb)
     return Diff(ra, rb, o.as_of_ns, Relation("across"), jobs if limit is None else jobs[:limit], len(jobs))
 
 
@@ -216,7 +220,7 @@ def between(entry: Log | Unresolved, first: Options, second: Options, *, limit: 
     t1, t2 = settle_as_of(entry, first).as_of_ns, settle_as_of(entry, second).as_of_ns
     if t1 > t2:
         raise UsageError("diff --from T1 --to T2: T1 is after T2")
-    differ = entry.fmt.differ()
+    differ = differ_of(entry.fmt)
     rep1, rep2, keys, window, expired, n = differ.between(entry.data, t1, t2, max_findings)
     ra = Result(entry.root, log=entry, report=rep1, as_of_ns=t1)
     rb = Result(entry.root, log=entry, report=rep2, as_of_ns=t2)

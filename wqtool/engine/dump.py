@@ -118,12 +118,12 @@ def selection(fmt, *, kinds: list[str] | None = None, jobs: frozenset[bytes] | N
               to_offset: At | None = None) -> RecordFilter:
     """One format's record filter for dump's options; a filter the format cannot apply is a usage error."""
     unsupported = [o for o, v, need in (("--job", jobs, "job"), ("--since", since_ns, "time"),
-                                        ("--until", until_ns, "time")) if v is not None and need not in fmt.filters]
+                                        ("--until", until_ns, "time")) if v is not None and need not in fmt.dump.filters]
     if unsupported:
-        able = [f.plural for f in formats() if "job" in f.filters]
+        able = [f.about.plural for f in formats() if "job" in f.dump.filters]
         raise UsageError(f"{', '.join(unsupported)} apply to {' and '.join(able) or 'no format'} only, not to "
-                         f"{fmt.plural}")
-    return RecordFilter(fmt.facts, parse_kinds(kinds, fmt.record_kinds, fmt.kind_noun), jobs, since_ns, until_ns,
+                         f"{fmt.about.plural}")
+    return RecordFilter(fmt.facts, parse_kinds(kinds, fmt.dump.record_kinds, fmt.dump.kind_noun), jobs, since_ns, until_ns,
                         from_offset, to_offset)
 
 
@@ -168,12 +168,12 @@ class Records:
     def __iter__(self) -> Iterator[Any]:
         log, fmt, flt = self.log, self.log.fmt, self.flt
         opts = settle_as_of(log, self.opts)
-        if fmt.told_codes:       # what discovery says every reader must tell (an interrupted --apply), first
+        if fmt.about.told_codes:       # what discovery says every reader must tell (an interrupted --apply), first
             for f in getattr(log.data, "findings", ()):
-                if f.code in fmt.told_codes:
+                if f.code in fmt.about.told_codes:
                     yield Told(f)
         if self.encode is not None and flt.selects_all():
-            fast = fmt.encoded_records(log.data, opts, style=self.encode[0], payload=self.encode[1],
+            fast = fmt.dump.encoded_records(log.data, opts, style=self.encode[0], payload=self.encode[1],
                                        limit=self.limit)
             if fast is not None:   # the format's encoder (intact logs): rows as they come
                 report, chunks = fast
@@ -186,7 +186,7 @@ class Records:
         watch = LiveWatch(log, live=self.live)
         verdicts: set = set()
         held: list[Finding] = []       # torn tails: in flight or damage, told once the read is over
-        sel = fmt.select_records(log.data, opts, flt)
+        sel = fmt.dump.select_records(log.data, opts, flt)
         if sel is not None:
             for ev in sel.events(self.limit):
                 if ev.__class__ is Finding:
@@ -257,7 +257,7 @@ def following(logs: list[tuple[Log, RecordFilter]], opts: Options, *, limit: int
     """dump --follow: (log, record) for each record a log's filter keeps and (log, ``Told``) for its errors —
     every log's records first, then what each gains — and None when a poll of every log is over (then it waits
     ``poll_s``); it ends after ``limit`` records, else never (the caller stops it)."""
-    streams = [(log, flt, log.fmt.follow(log.data, settle_as_of(log, opts), poll_s=0)) for log, flt in logs]
+    streams = [(log, flt, log.fmt.passes.follow(log.data, settle_as_of(log, opts), poll_s=0)) for log, flt in logs]
     shown = 0
     while True:
         for log, flt, events in streams:

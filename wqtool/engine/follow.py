@@ -1,6 +1,6 @@
-"""``dump --follow``: records of a log as it grows, for every format (``Format.follow``'s default).
+"""``dump --follow``: records of a log as it grows, for every format (``Passes.follow``'s default).
 
-Each poll discovers the log again (``Format.refresh``: new files, rotations) and reads, file by file in the
+Each poll discovers the log again (``Passes.refresh``: new files, rotations) and reads, file by file in the
 log's order, what is new: a file is known by its identity (device, inode), not its name, so a rotation that
 renames the live file (Kestrel's ``q`` -> ``q.<ms>``) does not show its records twice and the new live file
 is read from its start. A file that grew is read again and the records before the end of the last one shown
@@ -37,7 +37,7 @@ class Follower:
 
     def poll(self) -> Iterator:
         fmt = self.fmt
-        self.log = fmt.refresh(self.log, self.opts)
+        self.log = fmt.passes.refresh(self.log, self.opts)
         files = fmt.files(self.log)
         cls = fmt.record_cls
         index = 0
@@ -55,7 +55,7 @@ class Follower:
                 continue
             newest = i == len(files) - 1
             count = 0
-            for ev in fmt.file_events(self.log, i, index):
+            for ev in fmt.passes.file_events(self.log, i, index):
                 if ev.__class__ is cls:
                     count += 1
                     if ev.offset < s.end:

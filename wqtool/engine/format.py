@@ -5,24 +5,22 @@ Commands, the server and the Spark layer call this interface and never name a fo
 registry imports the built-in packages lazily (``BUILTIN``) so that this module imports no format, and
 ``register()`` adds more at run time (a test registers a toy format in-process).
 
-What a format supplies (see ``Format`` for the signatures):
+What a format supplies (``Format``; 20 members at most, a test holds it):
 
-* identity: ``name`` (``--format`` value, Spark source name), ``title``, ``codes`` (its finding codes),
-  ``shares_dir_with`` (formats whose logs may live in the same directory: one PATH, a log of each),
-  ``replay_codes`` (those only its replay raises), ``record_fields`` (its JSON row), ``record_kinds`` (the
-  ``dump --type`` vocabulary);
-* ``detect(path)``: evidence from the format's own declarations in ``wqtool.formats`` (magic, names); a PATH
-  is one format's (the first strong claim), or, for a directory, several formats' when each claims it strongly
-  and they declare ``shares_dir_with`` each other (``detect_all``);
-* ``discover(paths, opts)``: the logs behind PATHs (a log = whatever the format reads as one unit);
-* ``run(log, opts)``: the reader -> replay pass (``engine.run.ReplayPass``) over one log, ``run_log``,
-  ``verify`` and ``stats_log`` (a hot path may stand in for the pass), ``replay_findings``;
-* views for output: ``record_view`` (JSON row, table cells, hex title), ``state_view(state)`` (replayed state as
-  rows, summary and text), ``new_stats()`` (per-record statistics), ``series_probe(replay)`` (optional: queue
-  depth, wait and run times read from the running replay for ``engine.series``: report, stats --chart/--timeline);
-* plans for the commands that change files: ``pack_plan`` (``engine.plan``), later ``repair_plan`` and
-  ``clean_plan``;
-* Spark: ``spark_source`` / ``spark_fleet``, dotted paths of classes in ``wqtool.spark`` (imported only there).
+* required: ``name`` (``--format`` value, Spark source name), ``title``, ``codes`` (its finding codes), ``about``
+  (``caps.About``: its words, and which formats share its directories), ``record_cls`` and ``record_view`` (its
+  records), and six methods: ``detect(path)`` (evidence from the format's own declarations in
+  ``wqtool.formats``: magic, names), ``discover(paths, opts)`` (the logs behind PATHs), ``files(log)``,
+  ``run(log, opts)`` (the reference reader -> replay pass, ``engine.run.ReplayPass``), ``facts(record)`` and
+  ``state_view(state)`` (the replayed state as rows, summary and text); ``register`` refuses a format that lacks
+  one, naming it;
+* optional parts (``engine.caps``), each an object a format exposes or leaves None: ``passes`` (fast paths:
+  run_log, verify, stats, series, time span, follow), ``dump`` (its ``--type`` vocabulary and fast reads),
+  ``plans`` (pack, repair, clean), ``live`` (who writes a log, the in-flight note), ``spark`` (the data sources'
+  part), ``diff``, ``send``; and ``settings``, its typed ``-O`` options.
+
+Resolving a PATH: ``resolve_each`` localizes URIs (``engine.uris``), asks each format's ``detect`` in registry
+order (a directory formats share: a log of each, ``detect_all``), then each format's ``discover``.
 """
 from __future__ import annotations
 
@@ -34,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from ..errors import UsageError, WqError
+from . import caps
+from .caps import LOSS_KEYS, loss_of  # noqa: F401  (callers import them here)
 from .fileio import input_error, kind_of, listing_once, read_head
 from .findings import Codes, Finding
 from .options import Options, PackOptions, RepairOptions, Settings
@@ -69,7 +69,7 @@ class SeriesStep:
 
 
 class SeriesProbe:
-    """A format's window into its running replay (``Format.series_probe``): ``before(rec)`` is called just before
+    """A format's window into its running replay (``Passes.series_probe``): ``before(rec)`` is called just before
     the replay applies a record, ``after(rec, token)`` just after, with what ``before`` returned. Both O(1): they
     read the replay's state, they never re-apply its rules."""
 
@@ -224,90 +224,45 @@ class StateView:
 
 # ---------------------------------------------------------------- the interface
 class Format(abc.ABC):
-    """A log format (subclass, set the class attributes, register an instance). The abstract methods are the
-    contract's required part — detect, discover, files, run, facts, state_view; the rest have defaults a format
-    overrides where it can do better (a hot path) or more (plans, send, Spark).
+    """A log format: subclass, set the required attributes, implement the abstract methods, ``register`` an
+    instance. That is the whole contract; every optional part is an object of ``engine.caps`` that the format
+    exposes or leaves None (``passes`` and ``dump`` have the reference behaviour by default), so a caller asks for
+    the part, never for one of many defaults here.
 
     A PATH is normally one format's: the first format in registry order whose ``detect`` gives strong evidence.
     Formats whose logs live side by side in one directory (an Orth logPath: the executor log folders and the
-    callback retry files) each name the other in ``shares_dir_with``; a directory both claim strongly then
-    resolves to a log of each (``detect_all``, ``resolve_each``), every command handles each log on its own (its
-    own verdict, report, plan) and no command names a format. Each such format reads only its own files there, and
-    a plan leaves the other's files to the other's plan (``Options.shared`` names the shared PATHs).
+    callback retry files) each name the other in ``About.shares_dir_with``; a directory both claim strongly then
+    resolves to a log of each, every command handles each log on its own, and no command names a format.
     """
 
+    #: required (``register`` names what is missing)
     name: ClassVar[str]                         # --format value and Spark source name
     title: ClassVar[str]                        # "workq 0.2.0 command log"
-    plural: ClassVar[str]                       # "workq logs", "Kestrel journals" (messages)
-    file_expected: ClassVar[str]                # "a workq segment (expected magic ... at offset 0)"
-    dir_expected: ClassVar[str]                 # "a workq log directory (no segments ..., no lock files)"
-    #: the name one file of this format read from stdin (``dump -``, ``verify -``) is given, a name its reader
-    #: takes ("000000001.log"); None: the format needs its directory (or its own file name) and cannot be read so
-    stdin_name: ClassVar[str | None] = None
-    #: the format in a few paragraphs for wqtool-formats(5): blank lines separate paragraphs; lines indented by two
-    #: spaces are kept verbatim (byte layouts, examples)
-    manual: ClassVar[str] = ""
-    codes: ClassVar[Codes] = {}
-    #: ``--explain CODE`` beyond the code's meaning: code -> (what upstream does with it, whether data is at risk,
-    #: which wqtool command fixes it), kept beside ``codes`` in the format's codes.py (tests: every code, all four)
-    explain: ClassVar[dict[str, tuple[str, str, str]]] = {}
-    replay_codes: ClassVar[frozenset[str]] = frozenset()
-    #: ``dump --type`` vocabulary: label -> the value ``RecordFacts.kind`` carries for it.
-    record_kinds: ClassVar[tuple[str, ...]] = ()
-    #: what one of ``record_kinds`` is called in messages ("command", "Kestrel opcode", ...)
-    kind_noun: ClassVar[str] = "record kind"
-    #: dump filters beyond --type and the offsets that this format supports: "job", "time".
-    filters: ClassVar[frozenset[str]] = frozenset()
-    #: extra dump views by option name (e.g. "qdump"): see ``special_dump``.
-    special_dumps: ClassVar[frozenset[str]] = frozenset()
-    #: the format's own settings, typed (``engine.options``): its fields with a help are its ``-O KEY=VALUE``
-    #: options; the format reads them as ``opts.of(self)``
+    codes: ClassVar[Codes]                      # its finding codes: code -> (severity, meaning)
+    about: ClassVar[caps.About]                 # its words: plural, what a file and a directory of it look like, ...
+    record_cls: ClassVar[type]                  # the record class its reader yields (events: records vs findings)
+    record_view: RecordView                     # its records in dump's outputs and Spark rows
+    #: its own settings, typed (``engine.options``): the fields with a help are its ``-O KEY=VALUE`` options
     settings: ClassVar[type[Settings]] = Settings
-    #: the note a torn tail becomes when the log is being written (``engine.live``): "WQ-IN-FLIGHT", ...; None:
-    #: the format cannot tell a record in flight from damage (its torn tails stay torn tails)
-    in_flight_code: ClassVar[str | None] = None
-    #: the code of "a record already expired at --as-of, so replay skips it" (replay's hint when nothing is live)
-    expired_code: ClassVar[str | None] = None
-    #: discovery warnings every reader tells, dump included (which otherwise tells errors only): an interrupted
-    #: ``--apply`` of wqtool's own ("rerun it to finish")
-    told_codes: ClassVar[frozenset[str]] = frozenset()
-    #: formats that may read the same directory as this one, each its own log of its own files (an Orth logPath
-    #: holds the executor log folders and the callback retry files): when auto-detection finds strong evidence of
-    #: this format and of such a format in one directory, and both name each other here, the PATH resolves to a log
-    #: of each (``detect_all``), each with its own verdict. ``--format`` still reads only the named format.
-    shares_dir_with: ClassVar[frozenset[str]] = frozenset()
-    #: ``wqtool.spark`` classes, by dotted path "module:Class" (None: the generic ones).
-    spark_source: ClassVar[str | None] = None
-    spark_fleet: ClassVar[str | None] = None
-    #: the type of each field of replay's rows (``state_view(...).rows()``, in their order), as ``RecordView.types``
-    #: names them: the columns of the Spark ``<name>-state`` source and of ``replay --engine spark -o parquet``;
-    #: None: the format has no such table
-    state_types: ClassVar[dict[str, str] | None] = None
-    record_view: RecordView
-    #: the record class the reader yields (events() tells records from findings by class)
-    record_cls: ClassVar[type]
+    #: the optional parts (``engine.caps``)
+    passes = caps.bound(caps.Passes)            # run_log, verify, stats, series, time span, follow: fast paths
+    dump = caps.bound(caps.Dump)                # dump's vocabulary and fast reads
+    plans: caps.Plans | None = None             # pack, repair, clean
+    live: caps.Live | None = None               # who writes the log, the in-flight note
+    spark = caps.bound(caps.Spark)              # the Spark data sources' part (generic by default)
+    diff: Any = None                            # ``engine.diff.Differ``
+    #: ``replay --send TARGET`` (a method ``send(log, target, opts, *, dry_run, progress) -> SendReport``): deliver
+    #: what the log holds pending to its receiver, marking an item only once the receiver acknowledged it
+    send: Callable[..., SendReport] | None = None
 
-    # -- detection and discovery
     @abc.abstractmethod
     def detect(self, path: str) -> Evidence | None:
-        """Evidence that ``path`` (an existing directory or regular file) is this format, or None."""
+        """Evidence that PATH is this format's, or None. PATH is an existing directory or regular file; a URL
+        (``scheme://``, ``jdbc:``) for a format that reads URLs (a database table); or, with ``forced`` (the
+        user's ``--format``), whatever the format may read though it claims nothing there (``Evidence.strong``
+        False). A PATH that does not exist reaches ``detect`` too: a format that knows why (its own interrupted
+        ``--apply`` between two renames) answers ``Evidence(True, why, error=...)``, the error to report."""
         raise NotImplementedError
-
-    def fits(self, path: str) -> bool:
-        """Whether ``--format <name>`` may read ``path`` (default: the format claims it). A format that reads
-        a container other formats also claim (an Orth logPath holds the retry files and the executor logs) says so
-        here."""
-        return self.detect(path) is not None
-
-    def missing(self, path: str) -> Exception | None:
-        """For a PATH that does not exist: the error to report instead of "no such file or directory" when this
-        format knows why it is missing (an interrupted ``--apply`` of its own between two renames), else None."""
-        return None
-
-    def detect_url(self, url: str) -> Evidence | None:
-        """Evidence that a PATH given as a URL (``scheme://...``, ``jdbc:...``) is this format's (e.g. a database
-        table); None: the format reads no URLs. ``discover`` then receives the URL as a path."""
-        return None
 
     @abc.abstractmethod
     def discover(self, paths: Sequence[str], opts: Options) -> list[Any]:
@@ -319,108 +274,15 @@ class Format(abc.ABC):
         """The files one log reads, in order (sizes, progress, --horizon)."""
         raise NotImplementedError
 
-    def log_name(self, log) -> str:
-        """What reports call the log (``LogReport.root``): its ``label`` where it has one (files named one by one
-        are called by their names, not by their directory), else its root."""
-        return getattr(log, "label", log.root)
-
-    def file_events(self, log, i: int, start_index: int = 0) -> Iterator:
-        """The records and row-level findings of the log's ``i``-th file, in file order, as the log's reader
-        yields them for that file (record indexes from ``start_index``; the log's discovery findings are not
-        repeated): what a Spark task reading one file yields."""
-        raise NotImplementedError
-
-    def file_batches(self, log, i: int, start_index: int, *, payload: str, schema, file_name: str,
-                     values: dict) -> Iterator | None:
-        """``file_events`` of the log's ``i``-th file with its records as Arrow batches made by the format's own
-        fast reader: ``pyarrow.RecordBatch``es of ``schema`` (the ``record_view`` fields it names, rendered as
-        ``record_view.row(rec, payload)``; ``file`` as ``file_name``; the names in ``values`` as those strings;
-        other columns null), in file order with whatever records and findings the reference reader yields where
-        the fast reader stops — the same rows as ``file_events``. None (the default): only ``file_events``. What
-        a Spark task reading one file yields fast (workq: the C kernel's columns)."""
-        return None
-
-    def file_records(self, log, i: int) -> int:
-        """How many records the reader reads from the log's ``i``-th file (the next file's ``start_index``)."""
-        cls = self.record_cls
-        return sum(1 for ev in self.file_events(log, i) if ev.__class__ is cls)
-
-    def source_options(self, options: dict) -> dict:
-        """A Spark data source's format-specific options (lower-cased keys) -> ``Options.settings``; a bad value is
-        a ValueError naming the option."""
-        return {}
-
-    # -- reading
     @abc.abstractmethod
     def run(self, log, opts: Options, *, limit: int | None = None) -> ReplayPass:
         """The reference reader -> replay pass over one log: ``events()`` yields records and findings in file
         order; once exhausted, ``.report`` (a LogReport with the replayed state)."""
         raise NotImplementedError
 
-    def run_log(self, log, opts: Options, *, limit: int | None = None, state: bool = True,
-                workers: int | None = None) -> LogReport:
-        """verify + replay of one log, as fast as the format can (a hot path may stand in for ``run``)."""
-        p = self.run(log, opts, limit=limit)
-        for _ in p.events():
-            pass
-        return p.report
-
-    def verify(self, logs: Sequence[Any], opts: Options, *, max_findings: int | None = None,
-               workers: int | None = None) -> VerifyReport:
-        return VerifyReport([self.run_log(log, opts, limit=max_findings, state=False, workers=workers)
-                             for log in logs])
-
-    def replay_findings(self, log, opts: Options) -> Iterator[Finding]:
-        """The findings only the replay of the whole log raises (``replay_codes``), streamed, in run order."""
-        cls = self.record_cls
-        for ev in self.run(log, opts, limit=0).events():
-            if ev.__class__ is not cls and ev.code in self.replay_codes:
-                yield ev
-
-    def stats_log(self, log, opts: Options, *, ids: bool = True) -> tuple[LogReport, Any]:
-        """``stats`` of one log in one pass: (its LogReport — verdict, finding counts, replayed state, no finding
-        kept — and its ``RecordStats``). ``ids`` False: the distinct jobs may be only counted
-        (``RecordStats.distinct``, ``job_count()``) instead of kept in ``RecordStats.jobs`` (needed only for a
-        union over logs). The default drives ``run`` and feeds ``facts(record)`` of every record; a hot path may
-        stand in for ``run`` (workq: the kernel's pass; orth-joblog: its columnar fast path): the same results."""
-        run, st, facts, cls = self.run(log, opts, limit=0), RecordStats(), self.facts, self.record_cls
-        for ev in run.events():
-            if ev.__class__ is cls:
-                st.add(facts(ev))
-        return run.report, st
-
-    def encoded_records(self, log, opts: Options, *, style: str, payload: str, limit: int | None = None):
-        """``dump -o jsonl|json`` of a whole log (no filter), fast: ``(LogReport, chunks)`` where chunks yields
-        ``(rows, text)``: ``record_view.row(rec, payload)`` of each record through ``json.dumps(row,
-        ensure_ascii=False)``, each followed by "\n" (style "jsonl") or joined by ",\n  " within a chunk ("json");
-        at most ``limit`` rows. None (the default): no such path for this log — dump runs the reference pass, as it
-        must for a log with errors (they are printed among the rows)."""
-        return None
-
-    def select_records(self, log, opts: Options, flt):
-        """dump's read of a log with a selection (``engine.dump.RecordFilter``: kinds, jobs, times, an offset
-        range) in the format's fastest pass: an object whose ``events(limit)`` yields, in file order, the records
-        ``flt`` keeps (at most ``limit``) and the error findings inside what was read, and whose ``stopped`` is
-        (path, offset) where the read stopped before the log's end. None (the default): dump runs the reference
-        pass and filters it."""
-        return None
-
-    # -- views
     @abc.abstractmethod
     def facts(self, rec) -> RecordFacts:
         raise NotImplementedError
-
-    def fast_series(self, log, opts: Options, *, limit: int | None = None, max_bins: int) -> tuple | None:
-        """``engine.series.series_log`` of one log in the format's own one pass — (LogReport, RecordStats,
-        Series), proven equal to the reference pass with ``series_probe`` — or None (the default): the reference
-        pass computes them (workq: its kernel bins them in C)."""
-        return None
-
-    def series_probe(self, replay) -> SeriesProbe | None:
-        """Live jobs per queue, wait and run times, read from ``replay`` (a ``run(...)``'s ``.replay``) around each
-        record (``report``, ``stats --chart|--timeline``); None (the default): the format's series are the records
-        over time only (``facts``)."""
-        return None
 
     @abc.abstractmethod
     def state_view(self, state, log=None) -> StateView:
@@ -428,105 +290,12 @@ class Format(abc.ABC):
         queue; None where a caller has only the state)."""
         raise NotImplementedError
 
-    def special_dump(self, which: str, logs: Sequence[Any], opts: Options, **kw) -> Iterator[tuple[str, Any]]:
-        """An extra dump view (``special_dumps``): yields (stream, chunk), stream "out" | "err" (str) or
-        "raw" (bytes)."""
-        raise UsageError(f"--{which} does not apply to {self.plural}")
-
-    # -- plans (commands that change files): each returns an engine.plan.Plan
-    def pack_plan(self, log, opts: PackOptions):
-        raise UsageError(f"pack is not available for {self.plural}")
-
-    def repair_plan(self, log, opts: RepairOptions):
-        raise UsageError(f"repair is not available for {self.plural}")
-
-    def repair_loss(self, log, opts: RepairOptions, code_of, prior=None) -> dict:
-        """What ``repair_plan(log, opts)`` states of the jobs or items it would lose: its ``report_doc``'s keys of
-        ``LOSS_KEYS`` (nothing written). ``prior``: ``LogReport.reuse`` of this log at these options (the format's
-        own pass, which ``report`` already made): a format that can tells it from there, reading the log no second
-        time; by default, the plan."""
-        return loss_of(self.repair_plan(log, opts).report_doc(code_of))
-
-    def clean_plan(self, log, opts: Options):
-        raise UsageError(f"clean is not available for {self.plural}")
-
-    # -- comparison
-    def differ(self):
-        """``wqtool diff``'s part of the format: an ``engine.diff.Differ`` (the jobs whose replayed rows differ,
-        how two logs relate, the records that changed a job)."""
-        raise UsageError(f"diff is not available for {self.plural}")
-
-    # -- delivery
-    def send(self, log, target: str, opts: Options, *, dry_run: bool = False,
-             progress: Callable[[str], None] | None = None) -> SendReport:
-        """``replay --send TARGET``: deliver what the log holds pending to its receiver (an Orth admin, a
-        fastjournal daemon, ...), marking or deleting an item only after the receiver acknowledged it."""
-        raise UsageError(f"--send does not apply to {self.plural}")
-
-    @property
-    def can_send(self) -> bool:
-        """Whether the format implements ``send`` (``replay --send`` on a shared directory sends the logs that can)."""
-        return type(self).send is not Format.send
-
-    def live_writer(self, log) -> str | None:
-        """Who is writing this log right now, in words (a server holding its lock, a process holding a file open),
-        or None. A partial last record of a live log is "in flight", not damage; commands that change files
-        refuse a live log."""
-        return None
-
-    def live_files(self, log) -> list[str]:
-        """The files a writer appends to (watched while a command reads the log: a change means a live writer);
-        default: the log's last file."""
-        return self.files(log)[-1:]
-
-    def time_span(self, log, end: str | None = None) -> tuple[int | None, int | None]:
-        """(first, newest) record time of the log in Unix ns, for ``--as-of first|last`` (None: no record carries
-        a time). Default: the earliest time in the first file that has timed records and the latest in the last
-        such file (``file_events`` + ``facts``: one file read from each end). ``end`` ``"first"`` or ``"last"``:
-        only that end is needed (a format may then leave the other None and not read it)."""
-        n = len(self.files(log))
-        first = last = None
-        for i in range(n):
-            times = self._file_times(log, i)
-            if times:
-                first = min(times)
-                break
-        for i in reversed(range(n)):
-            times = self._file_times(log, i)
-            if times:
-                last = max(times)
-                break
-        return first, last
-
-    def _file_times(self, log, i: int) -> list[int]:
-        cls, facts = self.record_cls, self.facts
-        return [t for ev in self.file_events(log, i) if ev.__class__ is cls
-                for t in (facts(ev).time_ns,) if t is not None]
-
-    def refresh(self, log, opts: Options):
-        """The log discovered again (new files, rotations: ``dump --follow``). Default: its directory discovered
-        again, the log of the same name taken; a log of files named one by one stays as it is."""
-        if not getattr(log, "is_dir", False):
-            return log
-        name = self.log_name(log)
-        for d in self.discover([log.root], opts):
-            if self.log_name(d) == name:
-                return d
-        return log
-
-    def follow(self, log, opts: Options, *, poll_s: float = 1.0, stop: Callable[[], bool] | None = None) -> Iterator:
-        """``dump --follow``: the records and findings of the log as ``run`` yields them, then, as the log grows,
-        the new ones (new files and rotations included), until ``stop()`` is true (checked every ``poll_s``).
-        Default: re-discover the log each poll and read what each file gained since (``engine.follow``)."""
-        from .follow import follow_log
-        return follow_log(self, log, opts, poll_s=poll_s, stop=stop)
-
-    def finish_interrupted(self, path: str) -> list[str]:
-        """Before discovery for --apply: finish what a crashed apply left behind (a no-op by default)."""
-        return []
-
     def __repr__(self) -> str:
         return f"<format {self.name}>"
+
+
+#: what ``register`` requires of a format beyond its abstract methods
+REQUIRED = ("name", "title", "codes", "about", "record_cls", "record_view")
 
 
 # ---------------------------------------------------------------- the registry
@@ -537,6 +306,10 @@ _next = 0       # how many of BUILTIN's packages are imported (in order: detecti
 def register(fmt: Format, *, replace: bool = False) -> Format:
     """Add a format (its name must be new unless ``replace``). Returns it. A format from outside ``BUILTIN``
     comes after every built-in one."""
+    missing = [a for a in REQUIRED if not hasattr(type(fmt), a) and not hasattr(fmt, a)]
+    if missing:
+        raise TypeError(f"format {type(fmt).__name__} lacks {', '.join(missing)}: a format declares "
+                        f"{', '.join(REQUIRED)}")
     if type(fmt).__module__.rsplit(".", 1)[0] not in BUILTIN:
         _load()
     if fmt.name in _REGISTRY and not replace and _REGISTRY[fmt.name] is not fmt:
@@ -642,7 +415,7 @@ def check_input(path: str) -> os.stat_result:
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
             for f in in_order():
-                why = f.missing(path)
+                why = f.plans.missing(path) if f.plans is not None else None
                 if why is not None:
                     raise why from None
         raise input_error(path, exc) from None
@@ -652,11 +425,15 @@ def check_input(path: str) -> os.stat_result:
     return st
 
 
-def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Format, Evidence]:
-    """The format of one existing PATH: the first strong claim in registry order, else the first weak one."""
+def detect(path: str, candidates: Sequence[Format] | None = None, *,
+           asked: dict[str, Evidence | None] | None = None) -> tuple[Format, Evidence]:
+    """The format of one existing PATH: the first strong claim in registry order, else the first weak one.
+    ``asked``: filled with each format's answer (a format is asked once per PATH)."""
     weak: tuple[Format, Evidence] | None = None
     for f in (candidates if candidates is not None else in_order()):
         ev = f.detect(path)
+        if asked is not None:
+            asked[f.name] = ev
         if ev is None:
             continue
         if ev.strong:
@@ -669,8 +446,8 @@ def detect(path: str, candidates: Sequence[Format] | None = None) -> tuple[Forma
     if len(cands) == 1:
         only = cands[0]
         if os.path.isdir(path):
-            raise UsageError(f"not {only.dir_expected}", path=path)
-        raise UsageError(f"cannot detect the log format: not {only.file_expected}, found "
+            raise UsageError(f"not {only.about.dir_expected}", path=path)
+        raise UsageError(f"cannot detect the log format: not {only.about.file_expected}, found "
                          f"{read_head(path, 4).hex()}; pass --format to force one", path=path)
     names = ", ".join(f.name for f in cands)
     if os.path.isdir(path):
@@ -690,23 +467,26 @@ def detect_all(path: str) -> list[tuple[Format, Evidence]]:
     """Every format one existing PATH resolves to: ``detect``'s claim, and, for a directory claimed strongly, every
     other format that claims it strongly too when the two name each other in ``shares_dir_with`` (each reads its
     own files there: one log each). Registry order."""
-    first, ev = detect(path)
-    if not ev.strong or not first.shares_dir_with or not os.path.isdir(path):
+    asked: dict[str, Evidence | None] = {}
+    first, ev = detect(path, asked=asked)
+    shares = first.about.shares_dir_with
+    if not ev.strong or not shares or not os.path.isdir(path):
         return [(first, ev)]
     out = []
     for f in formats():
         if f is first:
             out.append((first, ev))
-        elif f.name in first.shares_dir_with and first.name in f.shares_dir_with:
-            e = f.detect(path)
+        elif f.name in shares and first.name in f.about.shares_dir_with:
+            e = asked[f.name] if f.name in asked else f.detect(path)
             if e is not None and e.strong:
                 out.append((f, e))
     return out
 
 
 def detect_url(url: str) -> tuple[Format, Evidence]:
+    """The format of a PATH given as a URL: the first format that reads URLs (``About.reads_urls``) and claims it."""
     for f in formats():
-        ev = f.detect_url(url)
+        ev = f.detect(url) if f.about.reads_urls else None
         if ev is not None:
             return f, ev
     raise UsageError("no format reads this URL", path=url)
@@ -755,11 +535,42 @@ def resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
     loc = None
     if any("://" in p or p.startswith("file:") for p in paths):   # URIs: local or staged, named as given
         from .uris import localize
-        loc = localize(paths)
+        loc = localize(paths, read_as_is=lambda p: any(f.about.reads_urls and f.detect(p) is not None
+                                                       for f in formats()))
         paths = loc.paths
     with listing_once():        # detection and discovery list each directory once
         entries = _resolve_each(paths, fmt, opts, on_detect=on_detect, on_note=on_note)
-    return entries if loc is None else loc.entries(entries)
+    return entries if loc is None else _named(loc, entries)
+
+
+def _named(loc, entries: list) -> list:
+    """``resolve_each``'s entries named by the URIs they came from (``uris.Localized``): a log under a URI's local
+    path becomes a ``NamedLog`` (its reports name the URI; a staged copy refuses writing commands), an unresolved
+    URI carries its staging error, and any error's path names the URI."""
+    from .uris import NamedFormat
+    out = []
+    for e in entries:
+        if isinstance(e, Unresolved):
+            out.append(Unresolved(loc.name(e.path), loc.error(loc.errors.get(e.path, e.error))))
+            continue
+        local = next(((lo, uri) for lo, uri in loc.display if e.root == lo or e.root.startswith(lo + os.sep)), None)
+        if local is None:
+            out.append(e)
+            continue
+        fmt = NamedFormat(e.fmt, loc, read_only=local[0] in loc.staged)
+        out.append(NamedLog(fmt, e.data, e.weak, loc.name(e.root)))
+    return out
+
+
+@dataclass
+class NamedLog(Log):
+    """A log read from a URI: its ``root`` is the URI's (reports and labels name it), its data the local one."""
+
+    uri: str = ""
+
+    @property
+    def root(self) -> str:
+        return self.uri
 
 
 def _resolve_each(paths: Sequence[str], fmt: str, opts: Options, *,
@@ -832,8 +643,8 @@ def _claim(path: str, forced: Format | None) -> list[tuple[Format, Evidence | No
     directory), or its error."""
     if forced is not None:
         if is_url(path):
-            if forced.detect_url(path) is None:
-                raise UsageError(f"{forced.plural} are not read from URLs", path=path)
+            if not forced.about.reads_urls or forced.detect(path) is None:
+                raise UsageError(f"{forced.about.plural} are not read from URLs", path=path)
         else:
             check_input(path)
             _fits(forced, path)
@@ -887,24 +698,15 @@ def _fits(f: Format, path: str) -> None:
     the path with strong evidence (``--format kestrel`` on a workq log). Without evidence either way, the forced
     format reads it (a damaged log is still read as what the user says it is). A format that shares directories
     with ``f`` (``shares_dir_with``, both ways) is no evidence against it."""
-    if f.fits(path):
+    if f.detect(path) is not None:
         return
     for other in formats():
-        if other is f or (other.name in f.shares_dir_with and f.name in other.shares_dir_with):
+        if other is f or (other.name in f.about.shares_dir_with and f.name in other.about.shares_dir_with):
             continue
         ev = other.detect(path)
         if ev is not None and ev.strong:
             raise UsageError(f"this is a {other.title} ({ev.reason}), not a {f.title}: --format {f.name} does not "
                              f"fit; drop --format or pass --format {other.name}", path=path)
-
-
-#: what a repair plan's report states of the jobs (workq) or items (Kestrel) it would lose (``Format.repair_loss``)
-LOSS_KEYS = ("jobs_lost", "jobs_lost_more", "jobs_lost_unread", "items_lost", "items_lost_at", "items_lost_at_more",
-             "items_lost_unread")
-
-
-def loss_of(doc: dict) -> dict:
-    return {k: doc[k] for k in LOSS_KEYS if k in doc}
 
 
 #: ``--as-of`` words that name a time of the log itself (``settle_as_of``)
@@ -913,12 +715,12 @@ AS_OF_WORDS = ("last", "first")
 
 def settle_as_of(log: Log, opts: Options) -> Options:
     """``opts`` with ``--as-of last|first`` made a time of this log: its newest (``last``) or first record's
-    time (``Format.time_span``), so the result is the same whenever it is computed. A log with no timed record
+    time (``Passes.time_span``), so the result is the same whenever it is computed. A log with no timed record
     keeps the time the command started. Other options are returned as they are."""
     word = opts.as_of_word
     if word is None:
         return opts
-    first, last = log.fmt.time_span(log.data, word)
+    first, last = log.fmt.passes.time_span(log.data, word)
     t = last if word == "last" else first
     return replace(opts, as_of_ns=opts.as_of_ns if t is None else t, as_of_word=None)
 

@@ -1,10 +1,10 @@
 """Logs that are being written while we read them: a partial last record is "in flight", not damage.
 
-A log has a live writer when its format says so (``Format.live_writer``: workq's append.lock held by a running
+A log has a live writer when its format says so (``Live.writer``: workq's append.lock held by a running
 server, a process holding a Kestrel journal open), when its live file changed while we read it (size, inode,
 mtime: a writer this host cannot see, e.g. in another container), or when the caller says so (``--live``).
 Then the torn tail the reader found at the end of the newest file is the record the writer is appending: it is
-reported as the format's in-flight note (``Format.in_flight_code``: WQ-IN-FLIGHT, KQ-IN-FLIGHT), never as
+reported as the format's in-flight note (``Live.in_flight_code``: WQ-IN-FLIGHT, KQ-IN-FLIGHT), never as
 "safe to truncate", and the verdict no longer counts it. Commands that change files refuse a live log
 (``refuse_live``).
 
@@ -72,8 +72,9 @@ class LiveWatch:
 
     def __init__(self, log, *, live: bool = False):
         self.fmt = log.fmt
-        self.writer: str | None = LIVE_FLAG if live else self.fmt.live_writer(log.data)
-        self._sigs = {p: FileSig.of(p) for p in self.fmt.live_files(log.data)}
+        lv = self.fmt.live
+        self.writer: str | None = LIVE_FLAG if live else lv.writer(log.data) if lv is not None else None
+        self._sigs = {p: FileSig.of(p) for p in (lv.files(log.data) if lv is not None else self.fmt.files(log.data)[-1:])}
 
     def changed(self) -> str | None:
         """The live file that changed since the watch began (a writer appended, rotated or created it), or None."""
@@ -92,7 +93,7 @@ class LiveWatch:
         return None
 
     def settle(self, report: LogReport) -> LogReport:
-        code = self.fmt.in_flight_code
+        code = self.fmt.live.in_flight_code if self.fmt.live is not None else None
         if code is None or (report.verdict != Verdict.TORN_TAIL
                             and not any(f.verdict == Verdict.TORN_TAIL for f in report.findings)):
             return report
@@ -103,7 +104,7 @@ class LiveWatch:
 
     def torn_in_flight(self, f: Finding) -> Finding:
         """One streamed torn-tail finding as the in-flight note it is when the log is live (dump), else itself."""
-        code = self.fmt.in_flight_code
+        code = self.fmt.live.in_flight_code if self.fmt.live is not None else None
         if code is None or f.verdict != Verdict.TORN_TAIL:
             return f
         who = self.live()
@@ -118,7 +119,7 @@ class LiveWatch:
 def refuse_live(log, what: str, *, live: bool = False, why: str = "") -> None:
     """A command that changes files (``what``: "pack --apply", "repair --apply", ...) refuses a log that is being
     written: LogBusy (exit 5) naming the writer (``why``: a reason the command adds)."""
-    who = LIVE_FLAG if live else log.fmt.live_writer(log.data)
+    who = LIVE_FLAG if live else log.fmt.live.writer(log.data) if log.fmt.live is not None else None
     if who is not None:
         raise LogBusy(f"the log is being written ({who}){why}: the writer must be stopped before {what}; nothing "
                       "was changed", path=log.root)

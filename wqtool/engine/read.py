@@ -29,7 +29,7 @@ class Want(str, enum.Enum):
     """What a read produces beyond the verdict: ``VERIFY`` findings and counts; ``REPLAY`` the replayed state too;
     ``STATS`` the state and the record statistics (``engine.stats.RecordStats``); ``SERIES`` all of that and the
     time series (``engine.series.Series``: report's charts), in one pass (this process only: the format's own,
-    ``Format.fast_series``, else the reference pass)."""
+    ``Passes.series``, else the reference pass)."""
 
     VERIFY = "verify"
     REPLAY = "replay"
@@ -109,15 +109,15 @@ class LocalRunner:
     """This process: each format's fastest path (the C kernels where they exist)."""
 
     def verify(self, logs, opts, *, max_findings=None, workers=None):
-        return each(lambda lg, o: lg.fmt.verify([lg.data], o, max_findings=max_findings, workers=workers).logs[0],
+        return each(lambda lg, o: lg.fmt.passes.verify([lg.data], o, max_findings=max_findings, workers=workers).logs[0],
                     logs, opts)
 
     def replay(self, logs, opts, *, limit=None, summary=False):
-        return each(lambda lg, o: lg.fmt.run_log(lg.data, o, limit=limit), logs, opts)
+        return each(lambda lg, o: lg.fmt.passes.run_log(lg.data, o, limit=limit), logs, opts)
 
     def stats(self, logs, opts, *, union=True):
         def one(lg, o):
-            report, st = lg.fmt.stats_log(lg.data, o, ids=union)
+            report, st = lg.fmt.passes.stats_log(lg.data, o, ids=union)
             return report, st, st.job_count()
         return each(one, logs, opts), None
 

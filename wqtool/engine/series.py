@@ -1,6 +1,6 @@
 """Time series of one log, aggregated as its records stream: ``report``, ``stats --chart`` and ``stats --timeline``.
 
-One pass, the format's fastest (``Format.fast_series``: the workq and Kestrel kernels bin them in C as they read,
+One pass, the format's fastest (``Passes.series``: the workq and Kestrel kernels bin them in C as they read,
 both through engine/_series.h, ``series_of`` below) or the reference reader -> replay pass of the format
 (``Format.run``), which is verify's and stats' pass:
 ``series_log`` returns that pass's ``LogReport`` (verdict, findings, replayed state), its ``RecordStats`` and a
@@ -10,7 +10,7 @@ merging neighbours, whenever the log spans more bins), live jobs per queue are
 kept as one number per queue and sampled once per bin, durations go into fixed histogram buckets, and at most
 ``MAX_MARKS`` findings are kept as marks (every finding is counted per bin).
 
-What a format contributes beyond ``Format.facts`` (kind, time, job of a record) is its ``Format.series_probe``:
+What a format contributes beyond ``Format.facts`` (kind, time, job of a record) is its ``Passes.series_probe``:
 the live jobs per queue, wait and run times, read from its running replay around each record (the replay's rules
 are never applied a second time).
 """
@@ -324,9 +324,9 @@ class _Probed:
 
 def series_log(fmt, log, opts, *, limit: int | None = None, max_bins: int = MAX_BINS):
     """One pass over one log: (its ``LogReport`` with the first ``limit`` findings and the replayed state, its
-    ``RecordStats``, its ``Series``): the format's own (``Format.fast_series``: workq's and Kestrel's kernels), else
+    ``RecordStats``, its ``Series``): the format's own (``Passes.series``: workq's and Kestrel's kernels), else
     the reference pass with the format's probe."""
-    fast = fmt.fast_series(log, opts, limit=limit, max_bins=max_bins)
+    fast = fmt.passes.series(log, opts, limit=limit, max_bins=max_bins)
     if fast is not None:
         return fast
     return reference_series(fmt, log, opts, limit=limit, max_bins=max_bins)
@@ -335,7 +335,7 @@ def series_log(fmt, log, opts, *, limit: int | None = None, max_bins: int = MAX_
 def reference_series(fmt, log, opts, *, limit: int | None = None, max_bins: int = MAX_BINS):
     """``series_log`` in the reference reader -> replay pass (``Format.run``) with the format's probe."""
     run = fmt.run(log, opts, limit=limit)
-    probe = fmt.series_probe(run.replay)
+    probe = fmt.passes.series_probe(run.replay)
     col = SeriesCollector(has_depth=probe is not None, max_bins=max_bins)
     st = RecordStats()
     run.replay = _Probed(run.replay, probe, fmt.facts, col, st)

@@ -29,7 +29,7 @@ class RecordStats:
     first_ns: int | None = None
     last_ns: int | None = None
     jobs: set = field(default_factory=set)
-    distinct: int | None = None      # the distinct jobs when counted without keeping ``jobs`` (Format.stats_log)
+    distinct: int | None = None      # the distinct jobs when counted without keeping ``jobs`` (Passes.stats_log)
 
     def job_count(self) -> int:
         return len(self.jobs) if self.distinct is None else self.distinct

@@ -1,6 +1,6 @@
 """PATHs as URIs, read through one filesystem layer (fsspec): the CLI's commands and the Spark data sources alike.
 
-A ``file:`` URI names a local path. Any other URI that no format reads itself (``Format.detect_url``: a database
+A ``file:`` URI names a local path. Any other URI that no format reads itself (``Format.detect (About.reads_urls)``: a database
 URL) is a file or folder of an fsspec filesystem — ``s3://`` and ``s3a://`` (s3fs), ``hdfs://``, ``gs://``, ... —
 copied read-only into a local staging cache (``stage``) and read there; reports, rows and findings name the URI,
 never the staged copy (``NamedLog``). Commands that change files refuse a staged log (a copy is no place to
@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import glob
 import json
 import os
 import shutil
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import InputError, UsageError, WqError
-from .format import Log, Unresolved, formats
 
 _GLOB = set("*?[")
 EXTRA = "pip install 'wqtool[uri]'"
@@ -450,10 +450,6 @@ def partition_keys(paths: Sequence[str], storage: dict | None = None) -> tuple[s
 
 
 # ---------------------------------------------------------------- the CLI's PATHs (format.resolve_each's hook)
-def _format_url(p: str) -> bool:
-    return any(f.detect_url(p) is not None for f in formats())
-
-
 @dataclass
 class Localized:
     """What ``localize`` made of the PATHs: the local paths to resolve, the (local prefix, URI) pairs that name
@@ -467,25 +463,6 @@ class Localized:
 
     def name(self, s: str | None) -> str | None:
         return named(self.display, s)
-
-    def entries(self, entries: list) -> list:
-        """``resolve_each``'s entries named by the URIs: a log under a URI's local path becomes a ``NamedLog``
-        (its reports name the URI; a staged copy refuses writing commands), an unresolved URI carries its
-        staging error, and any error's path names the URI."""
-        out = []
-        for e in entries:
-            if isinstance(e, Unresolved):
-                err = self.errors.get(e.path, e.error)
-                out.append(Unresolved(self.name(e.path), self.error(err)))
-                continue
-            local = next(((lo, uri) for lo, uri in self.display
-                          if e.root == lo or e.root.startswith(lo + os.sep)), None)
-            if local is None:
-                out.append(e)
-                continue
-            fmt = NamedFormat(e.fmt, self, read_only=local[0] in self.staged)
-            out.append(NamedLog(fmt, e.data, e.weak, self.name(e.root)))
-        return out
 
     def text(self, text: str) -> str:
         """``text`` (JSON lines, a table) with every local path of ``display`` in it named by its URI: one pass,
@@ -506,13 +483,15 @@ class Localized:
         return exc
 
 
-def localize(paths: Sequence[str], storage: dict | None = None) -> Localized:
-    """The CLI's PATHs with URIs made local: a ``file:`` URI its path, a remote URI (one no format reads itself)
-    its staged copy (a glob: every match), each named by its URI; other PATHs as they are. A URI that cannot be
-    staged keeps its place with its error (``Localized.entries`` reports it as that PATH's)."""
+def localize(paths: Sequence[str], storage: dict | None = None, *,
+             read_as_is: Callable[[str], bool] = lambda p: False) -> Localized:
+    """The CLI's PATHs with URIs made local: a ``file:`` URI its path, a remote URI its staged copy (a glob: every
+    match), each named by its URI; other PATHs, and a remote URI that ``read_as_is`` (a format reads it itself: a
+    database), as they are. A URI that cannot be staged keeps its place with its error (``Localized.errors``: the
+    resolver reports it as that PATH's)."""
     loc = Localized([], [], set(), {})
     for p in paths:
-        if not is_uri(p) or p.startswith("jdbc:") or (is_remote(p) and _format_url(p)):
+        if not is_uri(p) or p.startswith("jdbc:") or (is_remote(p) and read_as_is(p)):
             loc.paths.append(p)
             continue
         try:
@@ -532,17 +511,6 @@ def localize(paths: Sequence[str], storage: dict | None = None) -> Localized:
             loc.paths.append(p)
             loc.errors[p] = exc
     return loc
-
-
-@dataclass
-class NamedLog(Log):
-    """A log read from a URI: its ``root`` is the URI's (reports and labels name it), its data the local one."""
-
-    uri: str = ""
-
-    @property
-    def root(self) -> str:
-        return self.uri
 
 
 class NamedFormat:
@@ -615,73 +583,108 @@ class NamedFormat:
     def _text(self, text: str) -> str:
         return self._names.text(text)
 
-    # -- reading
-    def run_log(self, log, opts, **kw):
-        with self._errors():
-            return self.report(self._fmt.run_log(log, opts, **kw))
+    # -- the format's parts, named by the URI
+    @functools.cached_property
+    def passes(self):
+        return _NamedPasses(self)
 
-    def verify(self, logs, opts, **kw):
-        with self._errors():
-            return self.report(self._fmt.verify(logs, opts, **kw))
+    @functools.cached_property
+    def dump(self):
+        return _NamedDump(self)
 
-    def stats_log(self, log, opts, **kw):
-        with self._errors():
-            rep, st = self._fmt.stats_log(log, opts, **kw)
-        return self.report(rep), st
-
-    def replay_findings(self, log, opts) -> Iterator:
-        with self._errors():
-            for f in self._fmt.replay_findings(log, opts):
-                yield self.finding(f)
+    @functools.cached_property
+    def plans(self):
+        return None if self._fmt.plans is None else _NamedPlans(self)
 
     def run(self, log, opts, **kw):
         with self._errors():
             return _NamedPass(self._fmt.run(log, opts, **kw), self)
 
-    def encoded_records(self, log, opts, **kw):
-        with self._errors():
-            fast = self._fmt.encoded_records(log, opts, **kw)
-        if fast is None:
-            return None
-        report, chunks = fast
-        return self.report(report), ((n, self._text(text)) for n, text in chunks)
-
-    def special_dump(self, which, logs, opts, **kw):
-        with self._errors():
-            for stream, chunk in self._fmt.special_dump(which, logs, opts, **kw):
-                yield stream, self._text(chunk) if isinstance(chunk, str) else chunk
-
-    def log_name(self, log) -> str:
-        return self.name(self._fmt.log_name(log))
-
     def state_view(self, state, log=None):
         """The state's view, its rows and text naming the URI (replay rows carry a file: Kestrel, EVTJ, ...)."""
         return _Renamed(self._fmt.state_view(state, log), self._text)
 
-    # -- plans: a staged copy is no place to change files
-    def _refuse(self, what: str, log):
-        raise UsageError(f"{what} changes files, and this log is a read-only local copy of a remote URI: run "
-                         f"{what} where the log is (a local path or file://)", path=self.name(log.root))
 
-    def pack_plan(self, log, opts):
-        if self.read_only:
-            self._refuse("pack", log)
-        return self._fmt.pack_plan(log, opts)
+class _NamedPart:
+    """A part of a ``NamedFormat``'s format (``engine.caps``): what it does not name is the format's own."""
 
-    def repair_plan(self, log, opts):
-        if self.read_only:
-            self._refuse("repair", log)
-        return self._fmt.repair_plan(log, opts)
+    def __init__(self, named: NamedFormat, part):
+        self._n, self._part = named, part
+
+    def __getattr__(self, name: str):
+        return getattr(self._part, name)
+
+
+class _NamedPasses(_NamedPart):
+    def __init__(self, named: NamedFormat):
+        super().__init__(named, named.format.passes)
+
+    def run_log(self, log, opts, **kw):
+        with self._n._errors():
+            return self._n.report(self._part.run_log(log, opts, **kw))
+
+    def verify(self, logs, opts, **kw):
+        with self._n._errors():
+            return self._n.report(self._part.verify(logs, opts, **kw))
+
+    def stats_log(self, log, opts, **kw):
+        with self._n._errors():
+            rep, st = self._part.stats_log(log, opts, **kw)
+        return self._n.report(rep), st
+
+    def replay_findings(self, log, opts) -> Iterator:
+        with self._n._errors():
+            for f in self._part.replay_findings(log, opts):
+                yield self._n.finding(f)
+
+    def log_name(self, log) -> str:
+        return self._n.name(self._part.log_name(log))
+
+
+class _NamedDump(_NamedPart):
+    def __init__(self, named: NamedFormat):
+        super().__init__(named, named.format.dump)
+
+    def encoded_records(self, log, opts, **kw):
+        with self._n._errors():
+            fast = self._part.encoded_records(log, opts, **kw)
+        if fast is None:
+            return None
+        report, chunks = fast
+        return self._n.report(report), ((n, self._n._text(text)) for n, text in chunks)
+
+    def special(self, which, logs, opts, **kw):
+        with self._n._errors():
+            for stream, chunk in self._part.special(which, logs, opts, **kw):
+                yield stream, self._n._text(chunk) if isinstance(chunk, str) else chunk
+
+
+class _NamedPlans(_NamedPart):
+    """A staged copy is no place to change files: every plan is refused there."""
+
+    def __init__(self, named: NamedFormat):
+        super().__init__(named, named.format.plans)
+
+    def _check(self, what: str, log):
+        if self._n.read_only:
+            raise UsageError(f"{what} changes files, and this log is a read-only local copy of a remote URI: run "
+                             f"{what} where the log is (a local path or file://)", path=self._n.name(log.root))
+
+    def pack(self, log, opts):
+        self._check("pack", log)
+        return self._part.pack(log, opts)
+
+    def repair(self, log, opts):
+        self._check("repair", log)
+        return self._part.repair(log, opts)
 
     def repair_loss(self, log, opts, code_of, prior=None):
-        if self.read_only:
-            self._refuse("repair", log)
-        return self._fmt.repair_loss(log, opts, code_of, prior)
+        self._check("repair", log)
+        return self._part.repair_loss(log, opts, code_of, prior)
 
-    def clean_plan(self, log, opts):
-        if self.read_only:
-            self._refuse("clean", log)
-        return self._fmt.clean_plan(log, opts)
+    def clean(self, log, opts):
+        self._check("clean", log)
+        return self._part.clean(log, opts)
 
 
 class _Renamed:

@@ -1,4 +1,4 @@
-"""dump's selection over a format's kernel walk, for every format that has one (``Format.select_records``).
+"""dump's selection over a format's kernel walk, for every format that has one (``Dump.select_records``).
 
 A format's ``Walker`` frames and checks its records in C without replaying them (workq: ``engine/workq/walk.py``,
 kernel/seek.c; Kestrel: ``engine/kestrel/walk.py``, kestrel/_kernel.c) and hands every spot it does not take whole —

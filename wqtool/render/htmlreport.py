@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..engine.findings import Verdict
-from ..engine.format import Format
+from ..engine.caps import Plans
 from ..engine.series import DURATION_LABELS
 from . import charts
 from .outcome import Failed
@@ -44,7 +44,7 @@ def iso(ns: int) -> str:
 
 def fix_command(fmt, root: str, verdict: Verdict) -> str | None:
     """The command that repairs what a finding of this verdict says, for formats that can be repaired."""
-    if verdict == Verdict.CLEAN or type(fmt).repair_plan is Format.repair_plan:
+    if verdict == Verdict.CLEAN or not Plans.can(fmt, "repair"):
         return None
     flag = {Verdict.TORN_TAIL: "", Verdict.CORRUPT: " --salvage", Verdict.INVALID_HISTORY: " --drop-invalid"}[verdict]
     root = root if "://" in root else os.path.abspath(root)

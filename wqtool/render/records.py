@@ -86,7 +86,7 @@ class RecordJsonl(_Writer):
         self.out.write(json_text(self.view.row(rec, self.payload), ensure_ascii=False) + "\n")
 
     def write_encoded(self, n: int, text: str) -> None:
-        """``n`` rows a format encoded itself (``Format.encoded_records``, style "jsonl")."""
+        """``n`` rows a format encoded itself (``Dump.encoded_records``, style "jsonl")."""
         self.out.write(text)
 
     def close(self) -> None:

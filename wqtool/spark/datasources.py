@@ -28,18 +28,18 @@ typed.
             filesystem's (``fs.endpoint_url``, ``fs.key``, ...; the session's ``spark.hadoop.fs.s3a.*`` settings
             are their defaults: ``s3a_settings``). A partitioned folder (``host=a/...``) adds its partition
             columns (strings, last) to the records, ``-findings`` and ``-state`` rows.
-  and the format's own (``Format.source_options``): Kestrel ``queue`` (one queue of each directory),
+  and the format's own (``Spark.options``): Kestrel ``queue`` (one queue of each directory),
   ``kestrel_version``, ``keep_open``.
 
 ``format(name + "-findings")``: one row per finding ``wqtool verify`` reports (warnings and notes included),
 with the fields of ``verify -o jsonl``'s finding lines plus ``log`` (the log it belongs to): discovery's, then
 each file's reader and payload findings in file order, then (option ``history``, default true) the replay's —
 duplicates, unknown jobs, expiries at ``as_of``, the closing notes — from a replay of the whole log in its last
-file's partition (``Format.replay_findings``: workq's hot kernel). Options: ``history``, ``as_of`` (as
+file's partition (``Passes.replay_findings``: workq's hot kernel). Options: ``history``, ``as_of`` (as
 ``--as-of``: RFC 3339, epoch seconds, @<n>ns, now (default), last / first: each log's own newest / first record
 time), ``index``, ``paths`` and the format's own.
 
-``format(name + "-state")`` (formats with ``Format.state_types``): the replayed state, one row per job / item with
+``format(name + "-state")`` (formats with ``Spark.state_types``): the replayed state, one row per job / item with
 the fields of ``replay -o jsonl``'s rows and ``log``; one partition per log (``StateSource``). Options: ``as_of``,
 ``paths`` and the format's own. On the records source ``as_of`` is honoured where discovery takes the clock
 (the logs it gives carry ``as_of_ns``: Snap! list journals, EVTJ) and refused elsewhere (``_as_of``).
@@ -50,7 +50,7 @@ read per scan (``pushdown_safe``): Spark 4.1 to 4.3.0 share it between the scans
 again after a filtered query kept the pushed filter: a wrong count), so on PySpark 4.3 it is off. Column
 pruning: Spark 4.3's Python Data Source API has none (``reader(schema)`` is given the full schema, its
 ``PythonScanBuilder`` has no ``SupportsPushDownRequiredColumns``), so every column is produced — by the format's
-own reader where it has one (``Format.file_batches``: workq's C kernel writes a segment's rows as Arrow columns,
+own reader where it has one (``Spark.file_batches``: workq's C kernel writes a segment's rows as Arrow columns,
 the reference reader taking over at the first record it refuses), else a dict per record (``file_events``).
 """
 from __future__ import annotations
@@ -142,7 +142,7 @@ class Options:
             raise ValueError(f"{name}: option as_of: {exc} (or last / first: each log's newest / first record "
                              f"time)") from None
         return cls(fmt.name, payload, mode == "permissive", index == "log", tuple(paths), cwd, history, as_of_ns,
-                   fmt.source_options(o), word, "as_of" in o,
+                   fmt.spark.options(o), word, "as_of" in o,
                    tuple(sorted({**dict(defaults), **{k[3:]: v for k, v in o.items() if k.startswith("fs.")}}
                                 .items())))
 
@@ -151,7 +151,7 @@ class Options:
         from ..engine.format import Options as EngineOptions, get
         as_of = self.as_of_ns
         if self.as_of_word and log is not None:
-            first, last = get(self.fmt_name).time_span(log)
+            first, last = get(self.fmt_name).passes.time_span(log)
             t = last if self.as_of_word == "last" else first
             as_of = as_of if t is None else t
         return EngineOptions(as_of, settings={k: v for k, v in self.extra.items() if v is not None})
@@ -268,7 +268,7 @@ class FilePartition(InputPartition):
     log's last partition, which adds the replay's findings (option history)."""
 
     log: object                         # the format's log object (its files are read one per partition)
-    name: str                           # Format.log_name(log): a log-wide finding's row names it
+    name: str                           # Passes.log_name(log): a log-wide finding's row names it
     file: int | None                    # index in the log's files; None: a log without files
     path: str
     start_index: int
@@ -331,7 +331,7 @@ def _pinned_size(p: FilePartition) -> int:
 
 
 def shared(events, share: int, cuts: tuple, offset_col: int):
-    """The events of a file (``Format.file_batches``: Arrow batches, then the reference reader's records and
+    """The events of a file (``Spark.file_batches``: Arrow batches, then the reference reader's records and
     findings where the fast reader stopped) that belong to ``share``: those that start in
     ``[cuts[share - 1], cuts[share])`` — a batch by its first row's offset (a batch belongs to one share whole),
     a record or finding by its offset (one without: with the event before it). The events come in file order,
@@ -405,7 +405,7 @@ class FindingSource(RecordSource):
 
 class RecordSourceReader(DataSourceReader):
     findings = False
-    fast = True     # records as the format's own Arrow batches where it has them (Format.file_batches)
+    fast = True     # records as the format's own Arrow batches where it has them (Spark.file_batches)
     slots = 1       # the session's executor slots (RecordSource.reader): fewer files than slots split big ones
     share_bytes = SHARE_BYTES   # ... into shares of at least this many bytes
 
@@ -424,7 +424,7 @@ class RecordSourceReader(DataSourceReader):
         with working_dir(opts.cwd):
             for log, values, display in self._logs():
                 findings = list(log.findings)
-                name = FilePartition(log, "", None, "", 0, display=display).named(fmt.log_name(log))
+                name = FilePartition(log, "", None, "", 0, display=display).named(fmt.passes.log_name(log))
                 files = fmt.files(log)
                 snap = log_snapshot(fmt, log, display)
                 if not files:
@@ -437,22 +437,22 @@ class RecordSourceReader(DataSourceReader):
                                                    findings if i == 0 else [], history and i == last, values,
                                                    display, snap))
                         if opts.log_index and i < last:
-                            index += fmt.file_records(log, i)
+                            index += fmt.spark.file_records(log, i)
         return self._shared(parts)
 
     def _shared(self, parts: list[FilePartition]) -> list[FilePartition]:
         """Fewer files than executor slots: each big file read by several tasks, one byte-range share each, so
         the slots share the JVM's work of taking in the rows (a count() of one 40 MB segment was one task).
-        Only records read by the format's own fast reader (``Format.file_batches``) whose rows carry their
+        Only records read by the format's own fast reader (``Spark.file_batches``) whose rows carry their
         ``offset``: every share runs the reader from the file's start (its batches and record numbering are the
         same in each) and keeps the batches and events that start in its range (``shared``), so each row is read
         once, in file order over the shares. Permissive reads only: failfast fails on the first error the reader
         meets, which one task reading the file whole tells."""
-        from ..engine.format import Format
+        from ..engine.caps import Spark
         fmt = self._fmt()
         files = [p for p in parts if p.file is not None]
         if self.findings or not self.fast or not self.opts.permissive or not files or len(parts) >= self.slots or \
-                type(fmt).file_batches is Format.file_batches or self.opts.payload == "binary" or \
+                type(fmt.spark).file_batches is Spark.file_batches or self.opts.payload == "binary" or \
                 "offset" not in dict(self.opts.columns(fmt.record_view)):
             return parts
         per = self.slots // len(files)
@@ -497,7 +497,7 @@ class RecordSourceReader(DataSourceReader):
         opts, fmt = self.opts, self._fmt()
         if not opts.as_of_given:
             return logs
-        blind = [fmt.log_name(lg) for lg in logs if not hasattr(lg, "as_of_ns")]
+        blind = [fmt.passes.log_name(lg) for lg in logs if not hasattr(lg, "as_of_ns")]
         if blind:
             raise ValueError(f"{fmt.name}: option as_of: the records of {blind[0]} are the same at every clock "
                              f"({fmt.name}'s discovery takes none), so as_of would change nothing here; it sets "
@@ -565,18 +565,18 @@ class RecordSourceReader(DataSourceReader):
             if partition.file is not None:
                 events = None
                 if self.fast and keep is None:      # (a pushed filter tests each row: the reference path)
-                    events = fmt.file_batches(partition.log, partition.file, partition.start_index,
+                    events = fmt.spark.file_batches(partition.log, partition.file, partition.start_index,
                                               payload=render, schema=schema,
                                               file_name=partition.named(partition.path), values=values) \
                         if not binary else None
                 if partition.cuts:      # one share of a file several tasks read
                     if events is None:  # the reference reader: the whole file in the first share
                         events = iter(()) if partition.share else \
-                            fmt.file_events(partition.log, partition.file, partition.start_index)
+                            fmt.passes.file_events(partition.log, partition.file, partition.start_index)
                     else:
                         events = shared(events, partition.share, partition.cuts, names.index("offset"))
                 if events is None:
-                    events = fmt.file_events(partition.log, partition.file, partition.start_index)
+                    events = fmt.passes.file_events(partition.log, partition.file, partition.start_index)
                 for ev in events:
                     if ev.__class__ is pa.RecordBatch:     # the format's own batch of records
                         if rows:
@@ -684,13 +684,13 @@ class FindingSourceReader(RecordSourceReader):
             add(f)
         with working_dir(opts.cwd), pinned(partition.snap):
             if partition.file is not None:
-                for ev in fmt.file_events(partition.log, partition.file, partition.start_index):
+                for ev in fmt.passes.file_events(partition.log, partition.file, partition.start_index):
                     if ev.__class__ is not rec_cls:
                         add(ev)
                         if len(rows) >= BATCH_ROWS:
                             yield flush()
             if partition.replay:
-                for f in fmt.replay_findings(partition.log, opts.engine_options(partition.log)):
+                for f in fmt.passes.replay_findings(partition.log, opts.engine_options(partition.log)):
                     add(f)
                     if len(rows) >= BATCH_ROWS:
                         yield flush()
@@ -700,8 +700,8 @@ class FindingSourceReader(RecordSourceReader):
 
 # ---------------------------------------------------------------- <format>-state: replay's rows
 def state_columns(fmt) -> list[tuple[str, str]]:
-    """``<name>-state``'s columns: ``log`` (``Format.log_name``), then replay's row fields (``Format.state_types``)."""
-    return [("log", "string"), *((n, "string" if t == "bytes" else t) for n, t in fmt.state_types.items())]
+    """``<name>-state``'s columns: ``log`` (``Passes.log_name``), then replay's row fields (``Spark.state_types``)."""
+    return [("log", "string"), *((n, "string" if t == "bytes" else t) for n, t in fmt.spark.state_types.items())]
 
 
 def _arrow_state_schema(fmt):
@@ -744,7 +744,7 @@ class StateSourceReader(RecordSourceReader):
             parts = []
             for values, logs in groups:
                 for log in logs:
-                    name = FilePartition(log, "", None, "", 0, display=(res.display, ())).named(fmt.log_name(log))
+                    name = FilePartition(log, "", None, "", 0, display=(res.display, ())).named(fmt.passes.log_name(log))
                     parts.append(FilePartition(log, name, None, name, 0, values=values,
                                                snap=log_snapshot(fmt, log, (res.display, ()))))
             return parts
@@ -780,7 +780,7 @@ def state_batches(fmt, log, name: str, engine_opts, cwd: str | None = None, *, r
     parse = pj.ParseOptions(explicit_schema=fields, unexpected_field_behavior="error")
     if report is None:
         with working_dir(cwd):
-            report = fmt.run_log(log, engine_opts, limit=0)
+            report = fmt.passes.run_log(log, engine_opts, limit=0)
     view = fmt.state_view(report.state, log)
     buf: list[str] = []
     size = 0
@@ -838,12 +838,12 @@ def register(spark, *, check: bool = True, conf: dict[str, str] | None = None) -
     from .session import slot_count
     slots = slot_count(spark, default=int(spark.conf.get("spark.default.parallelism", "1") or 1))
     for fmt in formats():
-        base = load_object(fmt.spark_source) if fmt.spark_source else RecordSource
+        base = load_object(fmt.spark.source) if fmt.spark.source else RecordSource
         attrs = {"fmt_name": fmt.name, "cwd": os.getcwd(), "__module__": __name__ + "._registered",
                  "pushdown": pushdown, "conf_storage": storage, "slots": slots}
         spark.dataSource.register(type(f"{type(fmt).__name__}Source", (base,), attrs))
         spark.dataSource.register(type(f"{type(fmt).__name__}FindingSource", (FindingSource,), attrs))
-        if fmt.state_types:
+        if fmt.spark.state_types:
             spark.dataSource.register(type(f"{type(fmt).__name__}StateSource", (StateSource,), attrs))
     _sources.add(id(spark))
 

@@ -1,7 +1,7 @@
 """Fleet jobs on Spark for every format: verify, replay, stats and export over many logs, the same results as the
 local engine.
 
-Each format's logs go to its fleet strategy: the class its ``Format.spark_fleet`` names (workq: split by job,
+Each format's logs go to its fleet strategy: the class its ``Spark.fleet`` names (workq: split by job,
 ``engine.workq.fleet.WorkqFleet``, run on a ``cluster.Cluster``), else ``PerLogFleet``: one Spark task per log runs the engine's reader -> replay
 pass on it (biggest logs first) and ships the LogReport back — the local engine's report by construction; the
 state whole for replay, as a ``StateSummary`` for verify / stats. Results come back in the commands' order.
@@ -31,7 +31,7 @@ _FIELDS = (("log", "int32"), ("kind", "int8"), ("part", "int32"), ("blob", "bina
 
 
 def _strategy(fmt):
-    return load_object(fmt.spark_fleet)() if fmt.spark_fleet else PerLogFleet(fmt)
+    return load_object(fmt.spark.fleet)() if fmt.spark.fleet else PerLogFleet(fmt)
 
 
 def _cluster(spark, logs: Sequence[Log] = ()) -> Cluster:
@@ -149,7 +149,7 @@ def fleet_stats(spark, logs: Sequence[Log], opts: Options | Sequence[Options], *
             calls = list(_calls(strategy, items, opts))
             if len(calls) > 1:
                 from ..errors import UsageError
-                raise UsageError(f"--engine spark stats of {fmt.plural} takes one --as-of time for all (each log's "
+                raise UsageError(f"--engine spark stats of {fmt.about.plural} takes one --as-of time for all (each log's "
                                  "own last/first: run the local engine, or one log at a time)")
             for idx, datas, o, extra in calls:
                 per, n = strategy.stats(cluster, datas, o, progress=progress, **extra)
@@ -247,15 +247,15 @@ class PerLogFleet:
             return []
         sizes = [files_size(self.fmt.files(d)) for d in datas]
         order = sorted(range(len(datas)), key=lambda i: -sizes[i])   # partition k runs log order[k]
-        say(f"spark: {len(datas)} {self.fmt.plural}, {sum(sizes)} bytes, a task per log")
+        say(f"spark: {len(datas)} {self.fmt.about.plural}, {sum(sizes)} bytes, a task per log")
         each = [opts if clocks is None else dataclasses.replace(opts, as_of_ns=clocks[i]) for i in order]
         cl = _cluster(cluster)
         df = cl.tasks(len(datas), _LogTask(self.fmt.name, [datas[i] for i in order], each, limit, items, stats),
-                      _FIELDS, what=lambda k: f"log {self.fmt.log_name(datas[order[k]])}")
+                      _FIELDS, what=lambda k: f"log {self.fmt.passes.log_name(datas[order[k]])}")
         out: dict[int, tuple] = {}
         for r in cl.collect(df):
             out[order[r["log"]]] = pickle.loads(r["blob"])
-        check_count(f"{self.fmt.plural}: a task per log", len(out), len(datas))
+        check_count(f"{self.fmt.about.plural}: a task per log", len(out), len(datas))
         return [out[i] for i in range(len(datas))]
 
     def verify(self, cluster, datas, opts, *, max_findings=None, progress=None, clocks=None) -> list[LogReport]:
@@ -401,7 +401,7 @@ class _StateTask:
             for i in batch.column(0).to_pylist():
                 name, data, opts, log_name = self.items[i]
                 fmt = get(name)
-                report = fmt.run_log(data, opts, limit=self.limit)
+                report = fmt.passes.run_log(data, opts, limit=self.limit)
                 schema = _arrow_state_schema(fmt)
                 out = schema.append(pa.field("_report", pa.binary()))
                 rows = 0
@@ -431,12 +431,12 @@ def export_state(spark, logs: Sequence[Log], opts: Sequence[Options], out: str, 
     from .datasources import state_columns, _struct
     say = progress or (lambda _m: None)
     fmts = {_format(lg).name: _format(lg) for lg in logs}
-    missing = sorted(n for n, f in fmts.items() if not f.state_types)
+    missing = sorted(n for n, f in fmts.items() if not f.spark.state_types)
     if missing:
-        raise UsageError(f"replay -o parquet: no state table for {', '.join(missing)} (Format.state_types)")
+        raise UsageError(f"replay -o parquet: no state table for {', '.join(missing)} (its Spark part's state_types)")
     if len({tuple(state_columns(f)) for f in fmts.values()}) > 1:
         raise UsageError("replay -o parquet: one format per table (these logs' states have different columns)")
-    names = [lg.fmt.log_name(lg.data) for lg in logs]
+    names = [lg.fmt.passes.log_name(lg.data) for lg in logs]
     if len(set(names)) != len(names):
         raise UsageError(f"replay -o parquet: two PATHs name the same log ({_first_twice(names)}): its rows "
                          "would be written twice")

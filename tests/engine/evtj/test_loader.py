@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from wqtool.engine.evtj.fastpath import encode_event
-from wqtool.engine.evtj.writer import EvtjWriter
+from tests.writers.evtj import EvtjWriter
 from wqtool.engine.findings import Verdict
 from wqtool.engine.format import Options, get
 from wqtool.formats.evtj import EXTERNAL_ATTACHMENT, Status

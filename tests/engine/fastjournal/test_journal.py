@@ -122,7 +122,7 @@ def test_live_and_empty_notes(tmp_path):
         out = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True, text=True, timeout=60)
         assert out.stdout.strip() == "True"           # another process sees the server's lock
         with pytest.raises(LogBusy):
-            FMT.pack_plan(FMT.discover([str(d)], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply()
+            FMT.plans.pack(FMT.discover([str(d)], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply()
     finally:
         lock.release()
 
@@ -136,7 +136,7 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
     src = str(tmp_path / "src")
     history(src)
     digest = run(src)[0].state.digest()
-    plan = FMT.pack_plan(FMT.discover([src], OPTS)[0], PackOptions(OPTS.as_of_ns))
+    plan = FMT.plans.pack(FMT.discover([src], OPTS)[0], PackOptions(OPTS.as_of_ns))
     doc = plan.report_doc(CODES.of)
     assert doc["plan"]["snapshot"] == "000000003.fjj" and doc["digest"] == digest
     w = plan.write(str(tmp_path / "out"))
@@ -145,16 +145,16 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
         d = str(tmp_path / f"c{i}")
         shutil.copytree(src, d)
         with pytest.raises(InjectedCrash):
-            FMT.pack_plan(FMT.discover([d], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply(fail_at=at)
+            FMT.plans.pack(FMT.discover([d], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply(fail_at=at)
         rep, _, finds = run(d)
         assert rep.state.digest() == digest and rep.verdict == Verdict.CLEAN, at
         assert {f.code for f in finds} <= {"FJJ-SUPERSEDED", "FJJ-TEMP-FILE"}, at
-        FMT.clean_plan(FMT.discover([d], OPTS)[0], OPTS).apply()
+        FMT.plans.clean(FMT.discover([d], OPTS)[0], OPTS).apply()
         rep, _, finds = run(d)
         assert rep.state.digest() == digest and finds == [], at
     d = str(tmp_path / "whole")
     shutil.copytree(src, d)
-    res = FMT.pack_plan(FMT.discover([d], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply()
+    res = FMT.plans.pack(FMT.discover([d], OPTS)[0], PackOptions(OPTS.as_of_ns)).apply()
     assert sorted(os.listdir(d)) == ["000000003.fjj", "journal.lock"] and res.result.digest == digest
 
 
@@ -167,16 +167,16 @@ def test_clean_crash_at_every_step(tmp_path):
             w.append(at, req)
     (tmp_path / "src" / ".000000004.fjj.tmp").write_bytes(b"half")
     digest = run(src)[0].state.digest()
-    plan = FMT.clean_plan(FMT.discover([src], OPTS)[0], OPTS)
+    plan = FMT.plans.clean(FMT.discover([src], OPTS)[0], OPTS)
     assert [os.path.basename(r["file"]) for r in plan.report_doc(CODES.of)["actions"]] == \
         ["000000001.fjj", "000000002.fjj", ".000000004.fjj.tmp"]
     for i, at in enumerate(_steps(plan)[:-1]):
         d = str(tmp_path / f"c{i}")
         shutil.copytree(src, d)
         with pytest.raises(InjectedCrash):
-            FMT.clean_plan(FMT.discover([d], OPTS)[0], OPTS).apply(fail_at=at)
+            FMT.plans.clean(FMT.discover([d], OPTS)[0], OPTS).apply(fail_at=at)
         assert run(d)[0].state.digest() == digest, at
-        FMT.clean_plan(FMT.discover([d], OPTS)[0], OPTS).apply()
+        FMT.plans.clean(FMT.discover([d], OPTS)[0], OPTS).apply()
         assert sorted(n for n in os.listdir(d) if n != "journal.lock") == ["000000003.fjj"], at
 
 
@@ -186,8 +186,8 @@ def test_pack_refuses_corruption_unless_salvage(tmp_path):
     (tmp_path / "000000001.fjj").write_bytes(bytes(data))
     (log,) = FMT.discover([str(tmp_path)], OPTS)
     with pytest.raises(PackRefused):
-        FMT.pack_plan(log, PackOptions(OPTS.as_of_ns))
-    plan = FMT.pack_plan(log, PackOptions(OPTS.as_of_ns, salvage=True))
+        FMT.plans.pack(log, PackOptions(OPTS.as_of_ns))
+    plan = FMT.plans.pack(log, PackOptions(OPTS.as_of_ns, salvage=True))
     assert plan.report_doc(CODES.of)["dropped"] and plan.report_doc(CODES.of)["after"]["entries"] == 2
 
 

@@ -203,11 +203,12 @@ def test_big_queues_and_many_open_transactions(qdir):
                                       st.integers(0, 10**6))))
 def test_the_time_span_equals_the_reference(ops, cuts, damage):
     """--as-of first|last: the C loop's add times (``_kernel.walk``, the reference reader at each spot it stops
-    at) equal ``Format.time_span``'s reference (every record of the first and last timed files, in Python)."""
-    from wqtool.engine.format import Format, get
+    at) equal ``Passes.time_span``'s reference (every record of the first and last timed files, in Python)."""
+    from wqtool.engine.caps import Passes
+    from wqtool.engine.format import get
     with tempfile.TemporaryDirectory() as d:
         build(d, ops, cuts, damage)
         fs = one_set(d)
         fmt = get("kestrel")
-        assert fmt.time_span(fs) == Format.time_span(fmt, fs)
-        assert fastreplay.time_span(fs) == Format.time_span(fmt, fs)
+        assert fmt.passes.time_span(fs) == Passes.time_span(fmt.passes, fs)
+        assert fastreplay.time_span(fs) == Passes.time_span(fmt.passes, fs)

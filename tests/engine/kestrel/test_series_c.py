@@ -1,6 +1,6 @@
 """The Kestrel kernel's time series (kestrel/_kernel.c's KQueue.scan feeding the SeriesAcc of engine/_series.h:
 kestrel/series.py's ``fast_series``) equal the reference's (``engine.series.reference_series``: ``KestrelRun``
-with ``KestrelFormat.series_probe``, a SizeProbe of the queue and the open transactions), every field of the
+with ``KestrelPasses.series_probe``, a SizeProbe of the queue and the open transactions), every field of the
 ``Series``, with the report, the replayed state and the record statistics beside them.
 
 Random histories — adds at random times (out of order, jumps of hours and days: the bins widen; a few bins at most:
@@ -231,7 +231,7 @@ def test_pages_and_timelines_are_the_references_on_every_fixture(name):
     from wqtool.render.htmlreport import LogPage, chart_page, report_page
     from wqtool.render.timeline import write_timeline
     for fs in FORMAT.discover([os.path.join(ROOT, "fixtures", "kestrel", name)], Options(as_of_ns=0)):
-        span = FORMAT.time_span(fs)
+        span = FORMAT.passes.time_span(fs)
         as_of = (span[1] if span[1] is not None else T * 10**6) + 10**9
         fast, ref = both(fs, as_of, 100, MAX_BINS)
         if fast is None:
@@ -248,15 +248,15 @@ def test_pages_and_timelines_are_the_references_on_every_fixture(name):
 
 @pytest.mark.parametrize("name", KESTREL_FIXTURES)
 def test_stats_is_the_kernels_pass_and_the_references(name, monkeypatch):
-    """``stats`` (``Format.stats_log``) of every Kestrel fixture: the kernel's pass gives the reference pass's
-    report and record statistics (the reference: the default ``Format.stats_log``), without running it."""
-    from wqtool.engine.format import Format
+    """``stats`` (``Passes.stats_log``) of every Kestrel fixture: the kernel's pass gives the reference pass's
+    report and record statistics (the reference: the default ``Passes.stats_log``), without running it."""
+    from wqtool.engine.caps import Passes
     for fs in FORMAT.discover([os.path.join(ROOT, "fixtures", "kestrel", name)], Options(as_of_ns=0)):
         opts = Options(as_of_ns=AS_OF_NS)
-        ref_report, ref_st = Format.stats_log(FORMAT, fs, opts)
+        ref_report, ref_st = Passes.stats_log(FORMAT.passes, fs, opts)
         if fast_series(fs, AS_OF_NS, limit=0, keep_open=False, max_bins=MAX_BINS) is not None:
             monkeypatch.setattr(type(FORMAT), "run", lambda *a, **k: pytest.fail("the reference pass ran"))
-        report, st_ = FORMAT.stats_log(fs, opts)
+        report, st_ = FORMAT.passes.stats_log(fs, opts)
         monkeypatch.undo()
         assert key(report) == key(ref_report) and report.findings == []
         assert report.state.digest() == ref_report.state.digest()
@@ -269,7 +269,7 @@ def test_stats_is_the_kernels_pass_and_the_references(name, monkeypatch):
        st.sampled_from([None, 0, 2]))
 def test_what_a_repair_would_lose_from_the_kernels_pass_is_the_plans(ops, cuts, damage, limit):
     """report tells what a repair would lose from its own kernel pass (``LogReport.reuse``: every error finding,
-    when all were kept; ``KestrelFormat.repair_loss``), reading nothing again: the same items, unread bytes and
+    when all were kept; ``KestrelPlans.repair_loss``), reading nothing again: the same items, unread bytes and
     refusal as the plan (``repair_plan``, which reads and replays the journal twice)."""
     from wqtool.engine.kestrel.repair import repair_plan
     from wqtool.engine.options import RepairOptions
@@ -290,12 +290,12 @@ def test_what_a_repair_would_lose_from_the_kernels_pass_is_the_plans(ops, cuts, 
             plan = repair_plan(one_set(d), AS_OF_NS, salvage=salvage, drop_invalid=drop)
         except PackRefused as exc:
             with pytest.raises(PackRefused) as got:
-                FORMAT.repair_loss(fs, RepairOptions(as_of_ns=AS_OF_NS, salvage=salvage, drop_invalid=drop),
+                FORMAT.plans.repair_loss(fs, RepairOptions(as_of_ns=AS_OF_NS, salvage=salvage, drop_invalid=drop),
                                    CODES.of, report.reuse)
             assert str(got.value) == str(exc)
             return
         want = {k: v for k, v in plan.report_doc(CODES.of).items() if k.startswith("items_lost")}
-        got = FORMAT.repair_loss(fs, RepairOptions(as_of_ns=AS_OF_NS, salvage=salvage, drop_invalid=drop),
+        got = FORMAT.plans.repair_loss(fs, RepairOptions(as_of_ns=AS_OF_NS, salvage=salvage, drop_invalid=drop),
                                  CODES.of, report.reuse)
         assert got == want
 
@@ -321,9 +321,9 @@ def test_report_tells_the_loss_of_damaged_fixtures_without_a_second_pass(tmp_pat
     assert "What a repair would lose" in page
     assert calls == []
     monkeypatch.setattr(repair, "JournalReader", real)
-    from wqtool.engine.format import Format
-    monkeypatch.setattr(type(FORMAT), "repair_loss",          # the plan itself, as without the kernel's pass
-                        lambda self, log, opts, code_of, prior=None: Format.repair_loss(self, log, opts, code_of))
+    from wqtool.engine.caps import Plans
+    monkeypatch.setattr(type(FORMAT.plans), "repair_loss",          # the plan itself, as without the kernel's pass
+                        lambda self, log, opts, code_of, prior=None: Plans.repair_loss(self, log, opts, code_of))
     r2 = cli("report", "--as-of", "2011-03-20T00:00:00Z", q, "--out", tmp_path / "x.html", "--force")
     assert r2.code == 3
     assert open(tmp_path / "x.html").read() == page          # the plan's own reading says the same

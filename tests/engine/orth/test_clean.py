@@ -10,9 +10,9 @@ import pytest
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
 from wqtool.engine.javacodec.gson import Entry
-from wqtool.engine.orth_callbacks.writer import write_retry_file
+from tests.writers.orth_callbacks import write_retry_file
 from wqtool.engine.orth_executor_logs.clean import expired, finish_interrupted, lenient_date
-from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter
+from tests.writers.orth_executor_logs import ExecutorLogWriter
 from wqtool.engine.plan import InjectedCrash
 from wqtool.exitcodes import CODES
 
@@ -66,7 +66,7 @@ def _logpath(tmp_path):
 def _plan(lp, days="30"):
     fmt = registry.get("orth-executor-logs")
     (log,) = fmt.discover([lp], Options(NOW))
-    return fmt.clean_plan(log, Options(NOW, settings={"retention_days": days}))
+    return fmt.plans.clean(log, Options(NOW, settings={"retention_days": days}))
 
 
 def test_the_plan_and_its_apply(tmp_path):
@@ -139,7 +139,7 @@ def test_retention_rule_per_release(tmp_path, rule, tz, deleted):
     fmt = registry.get("orth-executor-logs")
     as_of = int(dt.datetime(2026, 3, 15, 10, tzinfo=dt.timezone.utc).timestamp()) * 10**9
     opts = Options(as_of, settings={"retention_rule": rule, "tz": tz})
-    doc = fmt.clean_plan(fmt.discover([lp], opts)[0], opts).report_doc(CODES.of)
+    doc = fmt.plans.clean(fmt.discover([lp], opts)[0], opts).report_doc(CODES.of)
     assert [os.path.basename(a["path"]) for a in doc["delete_dirs"]] == deleted
     assert doc["retention_rule"] == rule and any(f"retention rule {rule}" in x for x in doc["lines"])
 

@@ -11,7 +11,7 @@ from wqtool.engine import format as registry
 from wqtool.engine.format import Options
 from wqtool.engine.orth_executor_logs.model import LogEntry
 from wqtool.engine.orth_executor_logs.readlog import read_lines, read_log
-from wqtool.engine.orth_executor_logs.writer import ExecutorLogWriter
+from tests.writers.orth_executor_logs import ExecutorLogWriter
 
 T = 1769740800000
 
@@ -56,7 +56,7 @@ def test_markers_make_the_run_state(tmp_path):
     w.callback(4, T, T, "success")
     fmt = registry.get("orth-executor-logs")
     (log,) = fmt.discover([lp], Options(0))
-    rep = fmt.run_log(log, Options(0))
+    rep = fmt.passes.run_log(log, Options(0))
     rows = {r["log_id"]: r for r in rep.state.rows()}
     assert (rows[1]["executor"], rows[1]["handle_code"], rows[1]["status"], rows[1]["callback"],
             rows[1]["admin_status"]) == ("failed", 500, "Failed", "error", "Pending")

@@ -76,7 +76,7 @@ WHERE = [
 def _verify(name: str, code: str):
     fmt = registry.get("orth-callbacks" if code.startswith("OC-") else "orth-executor-logs")
     lp = os.path.join(FIX, name, "logpath")
-    (rep,) = fmt.verify(fmt.discover([lp], Options(SCRIPT.AS_OF_NS)), Options(SCRIPT.AS_OF_NS)).logs
+    (rep,) = fmt.passes.verify(fmt.discover([lp], Options(SCRIPT.AS_OF_NS)), Options(SCRIPT.AS_OF_NS)).logs
     return lp, rep
 
 

@@ -14,7 +14,7 @@ from wqtool.engine import format as registry
 from wqtool.engine.format import Options, RepairOptions
 from wqtool.engine.javacodec.gson import Entry, encode
 from wqtool.engine.orth_callbacks.md5name import FLIP_SEARCH_MAX, recover_flip
-from wqtool.engine.orth_callbacks.writer import write_retry_file
+from tests.writers.orth_callbacks import write_retry_file
 from wqtool.engine.plan import InjectedCrash
 from wqtool.exitcodes import CODES
 from wqtool.engine.findings import Verdict
@@ -118,7 +118,7 @@ def _changed(tmp_path) -> tuple[str, str, bytes, bytes]:
 
 def _plan(lp: str, action: str | None):
     log = FMT.discover([lp], Options(0))[0]
-    return FMT.repair_plan(log, RepairOptions(0, settings={"md5_action": action} if action else {}))
+    return FMT.plans.repair(log, RepairOptions(0, settings={"md5_action": action} if action else {}))
 
 
 @pytest.mark.parametrize("action", ["quarantine", "restore", "rename", "keep"])
@@ -151,7 +151,7 @@ def test_repair_default_is_quarantine_and_the_executor_logs_have_nothing_to_repa
     assert [a["action"] for a in _plan(lp, None).report_doc(CODES.of)["actions"]] == ["quarantine"]
     ex = registry.get("orth-executor-logs")
     os.makedirs(os.path.join(lp, "2026-01-30"))
-    plan = ex.repair_plan(ex.discover([lp], Options(0))[0], RepairOptions(0))
+    plan = ex.plans.repair(ex.discover([lp], Options(0))[0], RepairOptions(0))
     assert plan.report_doc(CODES.of)["nothing_to_do"]
     with pytest.raises(Exception, match="md5_action"):
         _plan(lp, "delete")

@@ -219,7 +219,7 @@ def test_a_line_jackson_rejects_is_an_error_that_says_2_0_0_loses_it(tmp_path):
 @given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x85\u2028\u2029"),
                         max_size=30), min_size=1, max_size=6))
 def test_xxl_job_executor_log_lines_round_trip(tmp_path_factory, messages):
-    from wqtool.engine.orth_executor_logs.writer import XxlJobLogWriter
+    from tests.writers.orth_executor_logs import XxlJobLogWriter
     lp = str(tmp_path_factory.mktemp("x"))
     w = XxlJobLogWriter(lp)
     w.start(7, 1769740800000, 1769740801000)

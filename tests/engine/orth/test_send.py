@@ -13,7 +13,7 @@ from tests.engine.orth.admin import Admin
 from wqtool.engine import format as registry
 from wqtool.engine.format import Options
 from wqtool.engine.javacodec.gson import Entry
-from wqtool.engine.orth_callbacks.writer import write_legacy_file, write_retry_file
+from tests.writers.orth_callbacks import write_legacy_file, write_retry_file
 
 T = 1769740800000
 

@@ -63,5 +63,5 @@ def test_the_retry_files_format_finishes_an_interrupted_clean(tmp_path):
     lp, _, _ = _logpath(tmp_path)
     hidden = os.path.join(lp, ".wqtool-clean-2026-01-30")
     os.makedirs(hidden)
-    assert registry.get("orth-callbacks").finish_interrupted(lp) == [hidden]
+    assert registry.get("orth-callbacks").plans.finish_interrupted(lp) == [hidden]
     assert not os.path.exists(hidden)

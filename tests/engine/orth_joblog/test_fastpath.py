@@ -20,7 +20,8 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from tests.conftest import ROOT, examples  # noqa: E402
 from wqtool.commands._options import parse_time  # noqa: E402
-from wqtool.engine.format import Format, Options, resolve  # noqa: E402
+from wqtool.engine.caps import Passes  # noqa: E402
+from wqtool.engine.format import Options, resolve  # noqa: E402
 from wqtool.engine.orth_joblog import fastpath, writer  # noqa: E402
 from wqtool.engine.orth_joblog.format import FORMAT  # noqa: E402
 from wqtool.engine.orth_joblog.model import format_datetime, parse_datetime  # noqa: E402
@@ -53,8 +54,8 @@ def _key(report) -> dict:
 def assert_same(log, opts=OPTS, *, want_batches: bool = False):
     """The fast path's stats_log and run_log(state=False) == the reference's, in every respect."""
     assert fastpath.available()
-    ref_report, ref_stats = Format.stats_log(FORMAT, log, opts)        # the base class: the reference pass
-    fast_report, fast_stats = FORMAT.stats_log(log, opts)
+    ref_report, ref_stats = Passes.stats_log(FORMAT.passes, log, opts)        # the base class: the reference pass
+    fast_report, fast_stats = FORMAT.passes.stats_log(log, opts)
     assert _key(fast_report) == _key(ref_report)
     assert fast_report.state.tally == ref_report.state.tally
     assert fast_report.state.digest() == ref_report.state.digest()
@@ -63,7 +64,7 @@ def assert_same(log, opts=OPTS, *, want_batches: bool = False):
     ref = FORMAT.run(log, opts, limit=None)
     for _ in ref.events():
         pass
-    fast = FORMAT.run_log(log, opts, limit=None, state=False)
+    fast = FORMAT.passes.run_log(log, opts, limit=None, state=False)
     assert _key(fast) == _key(ref.report)
     assert fast.state.tally == ref.report.state.tally
     took = any(e.__class__ is fastpath.Batch for e in fastpath.events(TableReader(log)))
@@ -364,7 +365,7 @@ def test_tallies_of_parts_merge_into_the_whole(tmp_path_factory, rows, cut):
     for k, part in enumerate([*parts, uniq]):
         p = d / f"t{k}.csv"
         p.write_bytes(writer.csv_bytes(_as_text(part)))
-        rep, _ = FORMAT.stats_log(_discover(str(p)), OPTS)
+        rep, _ = FORMAT.passes.stats_log(_discover(str(p)), OPTS)
         tallies.append(rep.state.tally)
     merged = Tally()
     merged.merge(tallies[0])

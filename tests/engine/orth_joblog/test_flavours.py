@@ -148,7 +148,7 @@ def test_the_table_is_detected_and_its_rules_apply(tmp_path, make, table):
     path = make(tmp_path)
     log = FORMAT.discover([path], OPTS)[0]
     assert log.table == table
-    report = FORMAT.run_log(log, OPTS, limit=None, state=True)
+    report = FORMAT.passes.run_log(log, OPTS, limit=None, state=True)
     notes = [f for f in report.findings if f.code == "OJL-TABLE"]
     rules = RULE_SETS[table]
     assert len(notes) == (table == "xxl_job_log")
@@ -176,7 +176,7 @@ def test_a_database_table_named_xxl_job_log_is_read_by_xxl_jobs_rules(tmp_path):
     con.close()
     log = FORMAT.discover([f"sqlite:///{db}?table=xxl_job_log"], OPTS)[0]
     assert log.table == "xxl_job_log"
-    report = FORMAT.run_log(log, OPTS, limit=None, state=True)
+    report = FORMAT.passes.run_log(log, OPTS, limit=None, state=True)
     assert report.state.counts_by_state() == {"running": 1, "success+fail": 1, "success": 0, "failed": 0,
                                               "init": 0}
     rows = {d["id"]: d for d in state_rows(report.state)}

@@ -55,14 +55,14 @@ def lines_of(d) -> dict[str, list[bytes]]:
 
 def state(d):
     (log,) = FMT.discover([d], OPTS)
-    rep = FMT.run_log(log, OPTS)
+    rep = FMT.passes.run_log(log, OPTS)
     return rep, log
 
 
 def test_pack_plan_write_and_apply(tmp_path):
     d = journal(tmp_path / "j")
     before, log = state(d)
-    plan = FMT.pack_plan(log, PACK)
+    plan = FMT.plans.pack(log, PACK)
     doc = plan.report_doc(CODES.of)
     assert {os.path.basename(f["file"]) for f in doc["plan"]["rewrite"]} == {"1.msg", "2.msg", "3.msg"}
     assert doc["digest"] == before.state.digest() and doc["records_dropped"] == before.state.acked_runs
@@ -92,12 +92,12 @@ def test_pack_crash_at_every_step_leaves_the_same_pending_lines(tmp_path):
     src = journal(tmp_path / "src")
     want = lines_of(src)
     digest = state(src)[0].state.digest()
-    steps = _steps(FMT.pack_plan(state(src)[1], PACK))
+    steps = _steps(FMT.plans.pack(state(src)[1], PACK))
     assert len(steps) > 20
     for i, at in enumerate(steps):
         d = str(tmp_path / f"c{i}")
         shutil.copytree(src, d)
-        plan = FMT.pack_plan(state(d)[1], PACK)
+        plan = FMT.plans.pack(state(d)[1], PACK)
         with pytest.raises(InjectedCrash):
             plan.apply(fail_at=at)
         rep, log = state(d)
@@ -106,8 +106,8 @@ def test_pack_crash_at_every_step_leaves_the_same_pending_lines(tmp_path):
         assert {f.code for f in rep.findings} - {"SL-TEMP-FILE", "SL-STALE-FILE", "SL-MISSING-FIELD",
                                                    "SL-ACK-OUT-OF-ORDER"} == set(), at
         # a second run finishes the job: clean removes a leftover temp file, pack completes
-        FMT.clean_plan(log, OPTS).apply()
-        FMT.pack_plan(state(d)[1], PACK).apply()
+        FMT.plans.clean(log, OPTS).apply()
+        FMT.plans.pack(state(d)[1], PACK).apply()
         assert lines_of(d)["3.msg"] == want["3.msg"] and not os.path.exists(os.path.join(d, ".3.msg.wqtool-pack"))
 
 
@@ -135,7 +135,7 @@ def test_pack_refuses_while_another_process_holds_an_hour_file(tmp_path):
     try:
         _wait_for(str(tmp_path / "ready"))
         with pytest.raises(LogBusy, match="holds 3.msg open|holds"):
-            FMT.pack_plan(state(d)[1], PACK).apply()
+            FMT.plans.pack(state(d)[1], PACK).apply()
     finally:
         p.kill()
         p.wait(10)
@@ -170,7 +170,7 @@ def test_a_writer_that_opened_the_old_file_during_pack_loses_nothing(tmp_path):
             procs.append(_late_writer(tmp_path, os.path.join(d, "3.msg"), line))
 
     want = lines_of(d)["3.msg"] + [line]
-    FMT.pack_plan(state(d)[1], PACK).apply(hook=hook)
+    FMT.plans.pack(state(d)[1], PACK).apply(hook=hook)
     procs[0].wait(10)
     assert lines_of(d)["3.msg"] == want
 
@@ -179,7 +179,7 @@ def test_clean_removes_exhausted_files_but_the_current_and_previous_hour(tmp_pat
     d = journal(tmp_path / "j")
     open(os.path.join(d, ".0.msg.wqtool-pack"), "wb").close()
     (log,) = FMT.discover([d], OPTS)
-    plan = FMT.clean_plan(log, OPTS)
+    plan = FMT.plans.clean(log, OPTS)
     doc = plan.report_doc(CODES.of)
     assert [os.path.basename(r["file"]) for r in doc["actions"]] == ["1.msg", ".0.msg.wqtool-pack"]
     assert doc["reclaimed"]["files"] == 2 and doc["after"]["files"] == doc["before"]["files"] - 1
@@ -193,20 +193,20 @@ def test_clean_removes_exhausted_files_but_the_current_and_previous_hour(tmp_pat
 def test_clean_crash_at_every_step(tmp_path):
     src = journal(tmp_path / "src")
     want = {k: v for k, v in lines_of(src).items() if v}
-    steps = _steps(FMT.clean_plan(state(src)[1], OPTS))
+    steps = _steps(FMT.plans.clean(state(src)[1], OPTS))
     for i, at in enumerate(steps):
         d = str(tmp_path / f"c{i}")
         shutil.copytree(src, d)
         with pytest.raises(InjectedCrash):
-            FMT.clean_plan(state(d)[1], OPTS).apply(fail_at=at)
+            FMT.plans.clean(state(d)[1], OPTS).apply(fail_at=at)
         assert {k: v for k, v in lines_of(d).items() if v} == want, at
-        FMT.clean_plan(state(d)[1], OPTS).apply()
+        FMT.plans.clean(state(d)[1], OPTS).apply()
         assert "1.msg" not in os.listdir(d)
 
 
 def test_clean_keeps_a_file_a_writer_appended_to_since_the_plan(tmp_path):
     d = journal(tmp_path / "j")
-    plan = FMT.clean_plan(state(d)[1], OPTS)
+    plan = FMT.plans.clean(state(d)[1], OPTS)
     append_raw(d, 1, b"priority=1;key_start_date=%d;uri=http://e.com/new\n" % (AS_OF_US - 130 * MIN))
     plan.apply()
     assert lines_of(d)["1.msg"] == [b"priority=1;key_start_date=%d;uri=http://e.com/new\n" % (AS_OF_US - 130 * MIN)]
@@ -221,7 +221,7 @@ def test_a_writer_that_opened_an_exhausted_file_before_clean_unlinked_it_loses_n
         if when == "after" and label == "check:1.msg":
             procs.append(_late_writer(tmp_path, os.path.join(d, "1.msg"), line))
 
-    FMT.clean_plan(state(d)[1], OPTS).apply(hook=hook)
+    FMT.plans.clean(state(d)[1], OPTS).apply(hook=hook)
     procs[0].wait(10)
     assert lines_of(d)["1.msg"] == [line]           # recreated the way the writer creates it
     assert oct(os.stat(os.path.join(d, "1.msg")).st_mode & 0o777) == "0o600"

@@ -51,7 +51,7 @@ def entries(server) -> dict:
 def test_forward_sends_every_pending_line_and_blanks_it(tmp_path):
     d = journal(tmp_path / "j", extra=False)
     (log,) = FMT.discover([d], OPTS)
-    want = {u: (e.priority, e.key_start_date) for u, e in FMT.run_log(log, OPTS).state.entries.items()}
+    want = {u: (e.priority, e.key_start_date) for u, e in FMT.passes.run_log(log, OPTS).state.entries.items()}
     with Running(str(tmp_path / "fj")) as r:
         rep = FMT.send(log, f"fastjournal://127.0.0.1:{r.port}", OPTS)
         assert (rep.sent, rep.skipped, rep.failed) == (8, 0, 0)

@@ -166,7 +166,7 @@ def test_pages_and_timelines_are_the_references_on_every_fixture(path):
     from wqtool.render.htmlreport import LogPage, chart_page, report_page
     from wqtool.render.timeline import write_timeline
     log = discover([os.path.join(ROOT, path)])[0]
-    span = FORMAT.time_span(log)
+    span = FORMAT.passes.time_span(log)
     as_of = (span[1] if span is not None and span[1] is not None else T) + S
     fast, ref = both(log, as_of, 100, MAX_BINS)
     if fast is None:

@@ -1,9 +1,9 @@
 """The kernel's walk (engine/workq/walk.py, kernel/seek.c) is proven equal to the reference reader.
 
 - ``time_span``: the (first, last) record time that ``--as-of first|last`` and the metrics use equals
-  ``Format.time_span``'s reference (``file_events`` + ``facts``, one file read from each end), on random logs with
+  ``Passes.time_span``'s reference (``file_events`` + ``facts``, one file read from each end), on random logs with
   out-of-order times, undecodable payloads, bit flips and truncations.
-- dump's selection: the records ``engine.dump.Records`` yields through the walk (``Format.select_records``) equal
+- dump's selection: the records ``engine.dump.Records`` yields through the walk (``Dump.select_records``) equal
   those of the reference pass filtered (``--type``, ``--job``, ``--since``, ``--until``, ``--from-offset``,
   ``--to-offset``, ``-n``), with their numbers; the findings told are the reference's inside what was read (from
   an offset: those a reader of the bytes reports, not the history's); ``stopped`` is the same.
@@ -19,7 +19,8 @@ from tests.engine.selections import selected
 from tests.engine.workq.test_fastreplay import IDS, T, command, kernel  # noqa: F401  (the fixture: C on)
 
 from wqtool.engine.dump import selection
-from wqtool.engine.format import Format, get
+from wqtool.engine.caps import Passes
+from wqtool.engine.format import get
 from wqtool.engine.workq import fastreplay, walk
 from wqtool.engine.workq.codes import REPLAY_CODES
 from wqtool.engine.workq.fastpath import encode_payload, encode_record
@@ -62,11 +63,11 @@ def test_time_span_equals_the_reference(tmp_path_factory, history, segment_size,
     write(d, [c for c, _ in history], [t for _, t in history], segment_size, damage)
     log = discover([str(d)])[0]
     fmt = get("workq")
-    ref = Format.time_span(fmt, log)
+    ref = Passes.time_span(fmt.passes, log)
     assert walk.time_span(discover([str(d)])[0], "last") == (None, ref[1])   # one end: the other is not read
     assert walk.time_span(discover([str(d)])[0], "first") == (ref[0], None)
     assert walk.time_span(log) == ref
-    assert fmt.time_span(log) == ref
+    assert fmt.passes.time_span(log) == ref
 
 
 def _run(log, flt, limit, *, fast: bool):

@@ -10,6 +10,7 @@ from typing import Iterator, Sequence
 from ...errors import InputError, UsageError
 from ...formats.evtj import EVENTS_FILE, EVTJ_MAGIC, JOURNAL_CONF, NATIVE_BYTE_ORDER, Status
 from ..fileio import listdir, read_head
+from ..caps import About, bound, Passes, Dump, Plans, Live, Spark
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, StateView, register
 from ..run import ReplayPass
 from ..options import Settings, setting
@@ -40,28 +41,50 @@ def _magic(path: str) -> bool:
         return False
 
 
-class EvtjFormat(Format):
-    name = "evtj"
-    stdin_name = "journal-0.events"                # dump - / verify -: one file from stdin
-    title = "prinbee event journal (EVTJ)"
-    plural = "EVTJ journals"
+class EvtjPasses(Passes):
+    def file_events(self, log: EvtjJournal, i: int, start_index: int = 0) -> Iterator:
+        from .reader import EvtjReader
+        return EvtjReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
+
+    def series_probe(self, replay):
+        """The live events after each record (``EvtjState.live``)."""
+        from ..series import SizeProbe      # report and stats --chart|--timeline only
+        return SizeProbe({"live events": lambda: len(replay.state.live)})
+
+
+class EvtjDump(Dump):
     kind_noun = "event status"
-    file_expected = "an EVTJ file (magic 'EVTJ' at offset 0)"
-    dir_expected = "an event journal directory (no journal-N.events starting with 'EVTJ')"
-    codes = EVTJ_CODES
-    explain = EVTJ_EXPLAIN
-    replay_codes = EVTJ_REPLAY_CODES
     record_kinds = tuple(s.label for s in Status if s != Status.UNKNOWN)
     filters = frozenset({"time"})
-    settings = EvtjSettings
-    record_cls = Event
 
-    @cached_property
-    def record_view(self):
-        from .serialize import EvtjRecordView
-        return EvtjRecordView()
 
-    manual = """prinbee's event journal (prinbee/journal/journal.cpp): a directory with journal.conf (advgetopt
+class EvtjPlans(Plans):
+    def pack(self, log: EvtjJournal, opts: PackOptions):
+        from .pack import pack_plan
+        return pack_plan(_at(log, opts), salvage=opts.salvage)
+
+
+class EvtjLive(Live):
+    def writer(self, log: EvtjJournal) -> str | None:
+        found = holders(self.fmt.files(log), writing=True)
+        return describe_holders(found) if found else None
+
+
+class EvtjSpark(Spark):
+    def options(self, o: dict) -> dict:
+        return {"evtj_byte_order": o["evtj_byte_order"]} if o.get("evtj_byte_order") else {}
+
+
+class EvtjFormat(Format):
+    name = "evtj"
+    title = "prinbee event journal (EVTJ)"
+    codes = EVTJ_CODES
+    about = About(
+        plural="EVTJ journals",
+        file_expected="an EVTJ file (magic 'EVTJ' at offset 0)",
+        dir_expected="an event journal directory (no journal-N.events starting with 'EVTJ')",
+        stdin_name="journal-0.events",
+        manual="""prinbee's event journal (prinbee/journal/journal.cpp): a directory with journal.conf (advgetopt
 name=value: maximum_number_of_files 2-255, maximum_file_size, maximum_events, inline_attachment_size_threshold,
 sync, compress_when_full, file_management, attachment_copy_handling), journal-N.events files (N below
 maximum_number_of_files; the loader reads them in order), {id}.bin external attachments and counters.seq.
@@ -78,7 +101,22 @@ The loader stops reading a file at the first event with a bad magic ('00 00' end
 status, request_id_size 0, offset + size beyond the file, no inline data, or a time more than 5 s after --as-of;
 it indexes READY, FORWARDED and ACKNOWLEDGED events by request id (the last wins) and skips the others. Statuses
 only move forward. replay gives the live events in time order; pack is prinbee's compression done offline (the
-live events kept byte for byte)."""
+live events kept byte for byte).""",
+        explain=EVTJ_EXPLAIN,
+        replay_codes=EVTJ_REPLAY_CODES)
+    settings = EvtjSettings
+    record_cls = Event
+
+    passes = bound(EvtjPasses)
+    dump = bound(EvtjDump)
+    plans = bound(EvtjPlans)
+    live = bound(EvtjLive)
+    spark = bound(EvtjSpark)
+
+    @cached_property
+    def record_view(self):
+        from .serialize import EvtjRecordView
+        return EvtjRecordView()
 
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
@@ -104,13 +142,6 @@ live events kept byte for byte)."""
     def files(self, log: EvtjJournal) -> list[str]:
         return [f.path for f in log.files]
 
-    def file_events(self, log: EvtjJournal, i: int, start_index: int = 0) -> Iterator:
-        from .reader import EvtjReader
-        return EvtjReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
-
-    def source_options(self, o: dict) -> dict:
-        return {"evtj_byte_order": o["evtj_byte_order"]} if o.get("evtj_byte_order") else {}
-
     def run(self, log: EvtjJournal, opts: Options, *, limit: int | None = None) -> ReplayPass:
         from .verify import EvtjRun
         return EvtjRun(_at(log, opts), limit=limit)
@@ -122,22 +153,9 @@ live events kept byte for byte)."""
             kind = str(rec.status)
         return RecordFacts(kind, rec.length, rec.time_ns, rec.request_id)
 
-    def series_probe(self, replay):
-        """The live events after each record (``EvtjState.live``)."""
-        from ..series import SizeProbe      # report and stats --chart|--timeline only
-        return SizeProbe({"live events": lambda: len(replay.state.live)})
-
     def state_view(self, state, log: EvtjJournal | None = None) -> StateView:
         from .serialize import EvtjStateView
         return EvtjStateView(state)
-
-    def live_writer(self, log: EvtjJournal) -> str | None:
-        found = holders(self.files(log), writing=True)
-        return describe_holders(found) if found else None
-
-    def pack_plan(self, log: EvtjJournal, opts: PackOptions):
-        from .pack import pack_plan
-        return pack_plan(_at(log, opts), salvage=opts.salvage)
 
 
 def _at(log: EvtjJournal, opts: Options) -> EvtjJournal:
@@ -147,3 +165,4 @@ def _at(log: EvtjJournal, opts: Options) -> EvtjJournal:
 
 
 FORMAT = register(EvtjFormat())
+

@@ -21,6 +21,7 @@ from typing import Sequence
 from ...errors import UsageError
 from ...formats._common import format_unix_ns
 from ...formats.kestrel import Opcode
+from ..caps import Part
 from ..diff import Change, JobSide, Place, Relation, divergence, relation
 from ..fileio import FileView
 from ..read import Result
@@ -51,16 +52,19 @@ def _items(state) -> dict[bytes, tuple[str, int | None, int, object]]:
     return out
 
 
-class KestrelDiffer:
-    """``Format.differ()`` of Kestrel journals."""
+class KestrelDiffer(Part):
+    """``Format.diff`` of Kestrel journals."""
 
-    def __init__(self):
-        self._cache: dict[int, tuple[object, dict]] = {}
+    def __init__(self, fmt):
+        super().__init__(fmt)
+        self._cache: dict[int, tuple[object, dict]] = {}     # the two sides of the diff being made
 
     def _of(self, r: Result) -> dict:
         st = r.report.state
         hit = self._cache.get(id(st))
         if hit is None or hit[0] is not st:
+            if len(self._cache) >= 2:
+                self._cache.pop(next(iter(self._cache)))
             hit = self._cache[id(st)] = (st, _items(st))
         return hit[1]
 
@@ -152,7 +156,7 @@ def _size(log, i: int) -> int:
 
 
 def _first_record(log) -> int:
-    for ev in log.fmt.file_events(log.data, 0):
+    for ev in log.fmt.passes.file_events(log.data, 0):
         if ev.__class__ is Record:
             return ev.offset
         return ev.offset or 0
@@ -168,7 +172,7 @@ def _place(log, i: int, d: int | None) -> Place:
     if d is None or d == 0:
         return Place(path, 0)
     start = None
-    for ev in log.fmt.file_events(log.data, i):
+    for ev in log.fmt.passes.file_events(log.data, i):
         off = ev.offset or 0
         stop = off + ev.length if ev.__class__ is Record else (getattr(ev, "resumes_at", None) or off + 1)
         if stop > d:

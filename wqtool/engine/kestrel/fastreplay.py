@@ -162,7 +162,7 @@ def fast_pass(fileset: FileSet, as_of_ns: int, *, limit: int | None = None, keep
 
 def _file_span(fileset: FileSet, i: int) -> tuple[int, int] | None:
     """(earliest, latest) add time (ns) of the records the reference reader yields in file ``i`` (as
-    ``Format.file_events`` reads it: on its own), or None; the C loop frames (``_kernel.walk``), the reference
+    ``Passes.file_events`` reads it: on its own), or None; the C loop frames (``_kernel.walk``), the reference
     reader reads each spot it stops at (damage: where records resume; a legacy record: its fields)."""
     jf = fileset.files[i]
     reader = JournalReader(fileset)
@@ -196,7 +196,7 @@ def _file_span(fileset: FileSet, i: int) -> tuple[int, int] | None:
 
 
 def time_span(fileset: FileSet) -> tuple[int | None, int | None]:
-    """``Format.time_span`` in the C loop (--as-of first|last: the first file with timed records read from its
+    """``Passes.time_span`` in the C loop (--as-of first|last: the first file with timed records read from its
     start, the last from the end); raises Bail (no kernel, a libkestrel file): the reference does it."""
     if KERNEL != "c":
         raise Bail

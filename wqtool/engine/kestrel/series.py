@@ -1,9 +1,9 @@
-"""report / stats --chart / --timeline of a Kestrel file set in the C loop's one pass (``Format.fast_series``).
+"""report / stats --chart / --timeline of a Kestrel file set in the C loop's one pass (``Passes.series``).
 
 ``_kernel.KQueue.scan`` feeds a ``_kernel.SeriesAcc`` (engine/_series.h: the binning the workq kernel shares) as it
 replays — each record's opcode and add time, what it changed of the queue's and the open transactions' sizes — and
 ``fastreplay.fast_pass`` the findings the reference reader names and the closing ones, in stream order. The
-reference is ``engine.series.reference_series``: ``KestrelRun`` with ``KestrelFormat.series_probe`` (a
+reference is ``engine.series.reference_series``: ``KestrelRun`` with ``KestrelPasses.series_probe`` (a
 ``SizeProbe`` of ``len(replay.queue)`` and ``len(replay.open)``; Kestrel has no wait or run times: its histograms
 stay empty) and ``KestrelFormat.facts`` (kind: the opcode's label; time: the add time, ms -> ns, none when 0).
 tests/engine/kestrel/test_series_c.py holds them equal, every field, on random and damaged journals.

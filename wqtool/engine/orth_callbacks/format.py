@@ -15,6 +15,7 @@ from ...formats._common import long_key
 from ...formats.orth import (CALLBACK_RELEASES, JACKSON_CALLBACK_FILE, ANY_CALLBACK_NAME, CALLBACK_DIR, DATE_DIR,
                              LEGACY_CALLBACK_DIR, STREAM_HEAD, HandleCode)
 from ..fileio import head_or_none, listdir
+from ..caps import About, bound, Passes, Dump, Plans, Spark
 from ..format import Evidence, Format, Options, RecordFacts, SendReport, StateView, get, register
 from ..run import ReplayPass
 from ..options import Settings, setting
@@ -55,14 +56,60 @@ class CallbacksSettings(Settings):
                                           "rename (to the content's md5), keep")
 
 
+class OrthCallbacksPasses(Passes):
+    def log_name(self, log: CallbackSet) -> str:
+        return log.name
+
+    def file_events(self, log: CallbackSet, i: int, start_index: int = 0) -> Iterator:
+        from .reader import CallbackReader
+        return CallbackReader(log, only=i, start_index=start_index, discovery=False).events()
+
+
+class OrthCallbacksDump(Dump):
+    kind_noun = "handle result"
+    record_kinds = ("success", "fail", "timeout", "other")
+    filters = frozenset({"time"})
+
+
+class OrthCallbacksPlans(Plans):
+    def clean(self, log: CallbackSet, opts: Options):
+        if not log.log_path:
+            raise UsageError("clean works on an executor logPath (it holds the job logs that tell which retry files "
+                             "were delivered); name the logPath", path=log.root)
+        executor = get("orth-executor-logs")      # the logPath's retention and job logs are that format's
+        ex = executor.discover([log.log_path], replace(opts, shared=frozenset()))[0]
+        if log.shared:   # the logPath's executor-log plan does the retention: this one, the delivered retry files
+            return executor.plans.delivered(ex, log.log_path, opts, fmt=self.fmt.name)
+        return executor.plans.clean(ex, opts)
+
+    def finish_interrupted(self, path: str) -> list[str]:
+        return get("orth-executor-logs").plans.finish_interrupted(path)     # what its clean left (.wqtool-clean-*)
+
+    def repair(self, log: CallbackSet, opts: Options):
+        from .verify import CallbackRun
+        from .repair import repair_plan
+        run = CallbackRun(log)
+        for _ in run.events():
+            pass
+        rep = run.report
+        return repair_plan(log, rep.findings, rep.verdict, rep.state.digest() if rep.state is not None else "",
+                           opts.of(self.fmt).md5_action)
+
+
+class OrthCallbacksSpark(Spark):
+    def options(self, options: dict) -> dict:
+        return {}
+
+
 class OrthCallbacksFormat(Format):
     name = "orth-callbacks"
     title = "Orth / XXL-JOB callback retry files"
-    plural = "Orth retry files"
-    kind_noun = "handle result"
-    file_expected = "an Orth retry file (orth-callback-<md5>.log holding a JSON array, or a legacy Java stream)"
-    dir_expected = "an Orth callbacklogs/ (or legacy callbacklog/) directory"
-    manual = """What an Orth (XXL-JOB 3.3 derivative) executor leaves in its logPath when a callback to the admin fails
+    codes = CALLBACK_CODES
+    about = About(
+        plural="Orth retry files",
+        file_expected="an Orth retry file (orth-callback-<md5>.log holding a JSON array, or a legacy Java stream)",
+        dir_expected="an Orth callbacklogs/ (or legacy callbacklog/) directory",
+        manual="""What an Orth (XXL-JOB 3.3 derivative) executor leaves in its logPath when a callback to the admin fails
 (default /data/applogs/orth/jobhandler; spec orth-logs.md sections 1, 2 and 7).
 
 callbacklogs/orth-callback-{md5}.log (also xxl-job-callback-{md5}.log): the Gson JSON array
@@ -86,19 +133,22 @@ quarantine (default), restore, rename or keep plans the fix.
 Release lines (auto-detected from the files, named in dump rows as release and in summaries as written_by; spec
 orth-logs.md section 2a):
 
-""" + "\n".join(f"  {title}: {where}\n    {enc}\n    upstream: {src}" for _, title, where, enc, src in CALLBACK_RELEASES)
-    codes = CALLBACK_CODES
-    explain = CALLBACK_EXPLAIN
-    replay_codes = CALLBACK_REPLAY_CODES
-    record_kinds = ("success", "fail", "timeout", "other")
-    filters = frozenset({"time"})
+""" + "\n".join(f"  {title}: {where}\n    {enc}\n    upstream: {src}" for _, title, where, enc, src in CALLBACK_RELEASES),
+        explain=CALLBACK_EXPLAIN,
+        replay_codes=CALLBACK_REPLAY_CODES,
+        shares_dir_with=frozenset({"orth-executor-logs"}))
     settings = CallbacksSettings
     record_cls = Callback
+
+    passes = bound(OrthCallbacksPasses)
+    dump = bound(OrthCallbacksDump)
+    plans = bound(OrthCallbacksPlans)
+    spark = bound(OrthCallbacksSpark)
+
     @cached_property
     def record_view(self):
         from .serialize import CallbackRecordView
         return CallbackRecordView()
-    shares_dir_with = frozenset({"orth-executor-logs"})     # a logPath: its retry files and its job logs
 
     def detect(self, path: str) -> Evidence | None:
         from .reader import is_log_path
@@ -133,25 +183,12 @@ orth-logs.md section 2a):
             return Evidence(False, "named like a retry file")
         return None
 
-    def fits(self, path: str) -> bool:
-        """--format orth-callbacks also reads a whole executor logPath (its callbacklogs/ and callbacklog/, which
-        exist only once a callback failed)."""
-        from .reader import is_log_path
-        return self.detect(path) is not None or (os.path.isdir(path) and is_log_path(path))
-
     def discover(self, paths: Sequence[str], opts: Options) -> list[CallbackSet]:
         from .reader import discover as discover_callbacks
         return _mark_shared(discover_callbacks(paths), opts)
 
-    def log_name(self, log: CallbackSet) -> str:
-        return log.name
-
     def files(self, log: CallbackSet) -> list[str]:
         return [f.path for f in log.files]
-
-    def file_events(self, log: CallbackSet, i: int, start_index: int = 0) -> Iterator:
-        from .reader import CallbackReader
-        return CallbackReader(log, only=i, start_index=start_index, discovery=False).events()
 
     def run(self, log: CallbackSet, opts: Options, *, limit: int | None = None) -> ReplayPass:
         from .verify import CallbackRun
@@ -164,9 +201,6 @@ orth-logs.md section 2a):
     def state_view(self, state, log=None) -> StateView:
         from .serialize import CallbackStateView
         return CallbackStateView(state)
-
-    def source_options(self, options: dict) -> dict:
-        return {}
 
     def send(self, log: CallbackSet, target: str, opts: Options, *, dry_run: bool = False,
              progress=None, hook=None, fail_at: str | None = None) -> SendReport:
@@ -183,29 +217,6 @@ orth-logs.md section 2a):
         return send(log, target, token=token, header=s.access_token_header or TOKEN_HEADER,
                     timeout=timeout, dry_run=dry_run, progress=progress, hook=hook, fail_at=fail_at, admin=admin)
 
-    def clean_plan(self, log: CallbackSet, opts: Options):
-        if not log.log_path:
-            raise UsageError("clean works on an executor logPath (it holds the job logs that tell which retry files "
-                             "were delivered); name the logPath", path=log.root)
-        executor = get("orth-executor-logs")      # the logPath's retention and job logs are that format's
-        ex = executor.discover([log.log_path], replace(opts, shared=frozenset()))[0]
-        if log.shared:   # the logPath's executor-log plan does the retention: this one, the delivered retry files
-            return executor.delivered_plan(ex, log.log_path, opts, fmt=self.name)
-        return executor.clean_plan(ex, opts)
-
-    def finish_interrupted(self, path: str) -> list[str]:
-        return get("orth-executor-logs").finish_interrupted(path)     # what its clean left (.wqtool-clean-*)
-
-    def repair_plan(self, log: CallbackSet, opts: Options):
-        from .verify import CallbackRun
-        from .repair import repair_plan
-        run = CallbackRun(log)
-        for _ in run.events():
-            pass
-        rep = run.report
-        return repair_plan(log, rep.findings, rep.verdict, rep.state.digest() if rep.state is not None else "",
-                           opts.of(self).md5_action)
-
 
 def _mark_shared(logs: list, opts: Options) -> list:
     """Mark the logs resolved from a logPath that gave both Orth formats' logs (``Options.shared``)."""
@@ -216,3 +227,4 @@ def _mark_shared(logs: list, opts: Options) -> list:
 
 
 FORMAT = register(OrthCallbacksFormat())
+

@@ -43,7 +43,7 @@ def delivered_files(s: ExecutorLogSet) -> list[tuple[str, str]]:
     for cs in callbacks.discover([s.log_path], Options(as_of_ns=0)):
         for k, path in enumerate(callbacks.files(cs)):
             entries, bad = [], False
-            for ev in callbacks.file_events(cs, k):
+            for ev in callbacks.passes.file_events(cs, k):
                 if ev.__class__ is callbacks.record_cls:
                     entries.append(ev)
                 elif ev.severity == ERROR:

@@ -22,6 +22,7 @@ import os
 import struct
 
 from ...errors import UsageError
+from ..caps import Part
 from ..diff import Change, JobDiff, JobSide
 from ..read import Result
 
@@ -34,8 +35,8 @@ CALLBACKS = "orth-callbacks"
 TABLE = "orth-joblog"
 
 
-class ExecutorDiffer:
-    """``Format.differ()`` of an executor logPath: only across sources (its admin's table)."""
+class ExecutorDiffer(Part):
+    """``Format.diff`` of an executor logPath: only across sources (its admin's table)."""
 
     compares_with = (TABLE,)
 
@@ -73,7 +74,7 @@ class ExecutorDiffer:
                 continue
             found.append((lid, kind, e, c, row, lost_at.get(str(lid))))
         where = entries(cb_results, {f[0] for f in found if f[1] != "no-trace"})
-        root = cb_results[0].log.fmt.log_name(cb_results[0].log.data) if cb_results else None
+        root = cb_results[0].log.fmt.passes.log_name(cb_results[0].log.data) if cb_results else None
         return [_describe(lid, kind, e, c, row, lost, where.get(lid), root)
                 for lid, kind, e, c, row, lost in sorted(found, key=lambda f: f[0])]
 
@@ -95,7 +96,7 @@ def entries(cb_results: list[Result], wanted: set[int]) -> dict[int, tuple[Chang
     for r in cb_results:
         fmt, log = r.log.fmt, r.log.data
         for i in range(len(fmt.files(log))):
-            for ev in fmt.file_events(log, i):
+            for ev in fmt.passes.file_events(log, i):
                 lid = getattr(ev, "log_id", None)
                 if lid in wanted:
                     code = getattr(ev, "handle_code", None)

@@ -13,6 +13,7 @@ from ...errors import UsageError
 from ...formats._common import long_key
 from ...formats.orth import CALLBACK_DIR, DATE_DIR, ENTRY_KINDS, LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, UTF8_BOM
 from ..fileio import head_or_none, listdir
+from ..caps import About, bound, Passes, Dump, Plans, Spark
 from ..format import Evidence, Format, Options, RecordFacts, StateView, register
 from ..run import ReplayPass
 from ..options import Settings, setting
@@ -62,14 +63,78 @@ def _tz(opts: Options) -> str:
     return tz
 
 
+class OrthExecutorLogsPasses(Passes):
+    def file_events(self, log: ExecutorLogSet, i: int, start_index: int = 0) -> Iterator:
+        from .reader import ExecutorReader
+        return ExecutorReader(log, only=i, start_index=start_index, discovery=False).events()
+
+
+class OrthExecutorLogsDump(Dump):
+    kind_noun = "log entry kind"
+    record_kinds = ENTRY_KINDS
+    filters = frozenset({"time"})
+
+
+class OrthExecutorLogsPlans(Plans):
+    def clean(self, log: ExecutorLogSet, opts: Options):
+        from .reader import is_log_path, zone
+        from .clean import clean_plan, default_retention, retention_rule
+        from .delivered import delivered_files
+        if not (log.is_dir and is_log_path(log.root) and not DATE_DIR.match(os.path.basename(
+                os.path.normpath(log.root)))):
+            raise UsageError("clean works on a whole executor logPath (the directory holding the date "
+                             "directories)", path=log.root)
+        tz = _tz(opts)
+        plan = clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts.of(self.fmt)),
+                          [] if log.shared else delivered_files(log), rule=retention_rule(opts.of(self.fmt)))
+        if log.shared:
+            plan.notes.append("delivered retry files: the plan of this logPath's orth-callbacks log")
+        return plan
+
+    def finish_interrupted(self, path: str) -> list[str]:
+        from .clean import finish_interrupted
+        return finish_interrupted(path) if os.path.isdir(path) else []
+
+    def repair(self, log: ExecutorLogSet, opts: Options):
+        from .verify import ExecutorRun
+        from .repair import NothingToRepair
+        run = ExecutorRun(log)
+        for _ in run.events():
+            pass
+        return NothingToRepair(log.root, input_verdict=run.report.verdict)
+
+
+    def delivered(self, log: ExecutorLogSet, log_path: str, opts: Options, *, fmt: str):
+        """The clean plan of a logPath's delivered retry files only, named ``fmt``'s: the orth-callbacks log's part
+        of a logPath read as both formats' logs (the date directories are this format's plan); called by that
+        format through the registry. The retention settings are this format's."""
+        from .reader import zone
+        from .clean import clean_plan, default_retention, retention_rule
+        from .delivered import delivered_files
+        tz = _tz(opts)
+        return clean_plan(log_path, opts.as_of_ns, zone(tz), tz, default_retention(opts.of(self.fmt)),
+                          delivered_files(log), dates=False, fmt=fmt, rule=retention_rule(opts.of(self.fmt)))
+
+class OrthExecutorLogsSpark(Spark):
+    def options(self, options: dict) -> dict:
+        from .reader import zone
+        tz = str(options.get("tz", "UTC"))
+        try:
+            zone(tz)
+        except UsageError as exc:
+            raise ValueError(f"orth-executor-logs: option tz: {exc.message}") from None
+        return {"tz": tz}
+
+
 class OrthExecutorLogsFormat(Format):
     name = "orth-executor-logs"
     title = "Orth / XXL-JOB executor log folders"
-    plural = "Orth executor logs"
-    kind_noun = "log entry kind"
-    file_expected = "an Orth executor log (<logId>.log whose first line is 'yyyy-MM-dd HH:mm:ss [class#method]-...')"
-    dir_expected = "an Orth executor logPath (yyyy-MM-dd/ date directories, callbacklogs/, gluesource/)"
-    manual = """Executor log folders {logPath}/{yyyy-MM-dd}/{logId}.log (spec orth-logs.md sections 3 and 4): lines
+    codes = EXECUTOR_CODES
+    about = About(
+        plural="Orth executor logs",
+        file_expected="an Orth executor log (<logId>.log whose first line is 'yyyy-MM-dd HH:mm:ss [class#method]-...')",
+        dir_expected="an Orth executor logPath (yyyy-MM-dd/ date directories, callbacklogs/, gluesource/)",
+        manual="""Executor log folders {logPath}/{yyyy-MM-dd}/{logId}.log (spec orth-logs.md sections 3 and 4): lines
 "yyyy-MM-dd HH:mm:ss [class#method]-[line]-[thread] message" in the executor's zone (-O tz=), continuation lines
 attached to the line before, bytes that are not UTF-8 tolerated; the markers of a run (execute start, end(finish)
 with its handleCode, end(error), timeout, stopped) and of its callbacks.
@@ -89,19 +154,27 @@ earlier), named in the plan and its JSON.
 A logPath holding callbacklogs/ (or callbacklog/) is read as two logs by every command: its retry files
 (orth-callbacks, reported as LOGPATH/callbacklogs) and its executor logs (orth-executor-logs, reported as LOGPATH),
 each with its own verdict; clean plans the retention with the executor logs and the delivered retry files with the
-retry files. --format reads one of them."""
-    codes = EXECUTOR_CODES
-    explain = EXECUTOR_EXPLAIN
-    replay_codes = EXECUTOR_REPLAY_CODES
-    record_kinds = ENTRY_KINDS
-    filters = frozenset({"time"})
+retry files. --format reads one of them.""",
+        explain=EXECUTOR_EXPLAIN,
+        replay_codes=EXECUTOR_REPLAY_CODES,
+        shares_dir_with=frozenset({"orth-callbacks"}))
     settings = ExecutorLogsSettings
     record_cls = LogEntry
+
+    passes = bound(OrthExecutorLogsPasses)
+    dump = bound(OrthExecutorLogsDump)
+    plans = bound(OrthExecutorLogsPlans)
+    spark = bound(OrthExecutorLogsSpark)
+
     @cached_property
     def record_view(self):
         from .serialize import ExecutorRecordView
         return ExecutorRecordView()
-    shares_dir_with = frozenset({"orth-callbacks"})
+
+    @cached_property
+    def diff(self):          # wqtool diff only
+        from .diff import ExecutorDiffer
+        return ExecutorDiffer(self)
 
     def detect(self, path: str) -> Evidence | None:
         from .reader import is_log_path
@@ -139,14 +212,6 @@ retry files. --format reads one of them."""
     def files(self, log: ExecutorLogSet) -> list[str]:
         return [f.path for f in log.files]
 
-    def file_events(self, log: ExecutorLogSet, i: int, start_index: int = 0) -> Iterator:
-        from .reader import ExecutorReader
-        return ExecutorReader(log, only=i, start_index=start_index, discovery=False).events()
-
-    def differ(self):
-        from .diff import ExecutorDiffer
-        return ExecutorDiffer()
-
     def run(self, log: ExecutorLogSet, opts: Options, *, limit: int | None = None) -> ReplayPass:
         from .verify import ExecutorRun
         return ExecutorRun(log, limit)
@@ -158,52 +223,6 @@ retry files. --format reads one of them."""
         from .serialize import ExecutorStateView
         return ExecutorStateView(state)
 
-    def source_options(self, options: dict) -> dict:
-        from .reader import zone
-        tz = str(options.get("tz", "UTC"))
-        try:
-            zone(tz)
-        except UsageError as exc:
-            raise ValueError(f"orth-executor-logs: option tz: {exc.message}") from None
-        return {"tz": tz}
-
-    def clean_plan(self, log: ExecutorLogSet, opts: Options):
-        from .reader import is_log_path, zone
-        from .clean import clean_plan, default_retention, retention_rule
-        from .delivered import delivered_files
-        if not (log.is_dir and is_log_path(log.root) and not DATE_DIR.match(os.path.basename(
-                os.path.normpath(log.root)))):
-            raise UsageError("clean works on a whole executor logPath (the directory holding the date "
-                             "directories)", path=log.root)
-        tz = _tz(opts)
-        plan = clean_plan(log.root, opts.as_of_ns, zone(tz), tz, default_retention(opts.of(self)),
-                          [] if log.shared else delivered_files(log), rule=retention_rule(opts.of(self)))
-        if log.shared:
-            plan.notes.append("delivered retry files: the plan of this logPath's orth-callbacks log")
-        return plan
-
-    def delivered_plan(self, log: ExecutorLogSet, log_path: str, opts: Options, *, fmt: str):
-        """The clean plan of a logPath's delivered retry files only, named ``fmt``'s: the orth-callbacks log's part
-        of a logPath read as both formats' logs (the date directories are this format's plan); called by that
-        format through the registry. The retention settings are this format's."""
-        from .reader import zone
-        from .clean import clean_plan, default_retention, retention_rule
-        from .delivered import delivered_files
-        tz = _tz(opts)
-        return clean_plan(log_path, opts.as_of_ns, zone(tz), tz, default_retention(opts.of(self)),
-                          delivered_files(log), dates=False, fmt=fmt, rule=retention_rule(opts.of(self)))
-
-    def finish_interrupted(self, path: str) -> list[str]:
-        from .clean import finish_interrupted
-        return finish_interrupted(path) if os.path.isdir(path) else []
-
-    def repair_plan(self, log: ExecutorLogSet, opts: Options):
-        from .verify import ExecutorRun
-        from .repair import NothingToRepair
-        run = ExecutorRun(log)
-        for _ in run.events():
-            pass
-        return NothingToRepair(log.root, input_verdict=run.report.verdict)
-
 
 FORMAT = register(OrthExecutorLogsFormat())
+

@@ -19,7 +19,7 @@ def retry_references(log_path: str | None) -> dict[int, list[tuple[str, int]]]:
     callbacks = get("orth-callbacks")
     for cs in callbacks.discover([log_path], Options(as_of_ns=0)):
         for i in range(len(callbacks.files(cs))):
-            for ev in callbacks.file_events(cs, i):
+            for ev in callbacks.passes.file_events(cs, i):
                 if ev.__class__ is callbacks.record_cls:
                     out.setdefault(ev.log_id, []).append((ev.path, ev.handle_code))
     return out

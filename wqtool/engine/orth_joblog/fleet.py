@@ -1,5 +1,5 @@
 """orth_job_log tables on Spark: verify, replay and stats (the analytics) — the orth-joblog format's
-``spark_fleet`` (``JobLogFleet``), with the local engine's results. Engine code: every Spark call goes through
+``Spark.fleet`` (``JobLogFleet``), with the local engine's results. Engine code: every Spark call goes through
 the ``wqtool.spark.cluster.Cluster`` it is handed (tasks, a JDBC table, a SQL query over frames, a collect).
 
 Stage 1 (Python, one task per export file; a MySQL / MariaDB table through Spark's JDBC reader, partitioned by id)

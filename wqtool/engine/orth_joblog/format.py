@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from ...errors import InputError
 from ...formats.orth_joblog import ALL_LABELS, COLUMN_NAMES, REGISTRY_TABLE_NAMES, TABLE_NAMES
 from ..fileio import listdir, read_head
-from ..format import Evidence, Format, Options, RecordFacts, StateView, register
+from ..caps import About, bound, Passes, Dump, Spark
+from ..format import is_url, Evidence, Format, Options, RecordFacts, StateView, register
 from ..run import LogReport, ReplayPass
 from ..stats import RecordStats
 from ..options import Settings, setting
@@ -44,15 +45,65 @@ def _settings(opts: Options) -> dict:
     return {"timezone": s.timezone, "registry": s.registry}
 
 
+class JobLogPasses(Passes):
+    def file_events(self, log: TableLog, i: int, start_index: int = 0) -> Iterator:
+        from .reader import TableReader
+        from .replay import zone
+        return TableReader(log, tz=zone(log.timezone), file_index=i, start_index=start_index).events()
+
+    def run_log(self, log: TableLog, opts: Options, *, limit: int | None = None, state: bool = True,
+                workers: int | None = None) -> LogReport:
+        from . import fastpath
+        from .verify import JobLogFastRun
+        if not state and fastpath.available():
+            p = JobLogFastRun(log, opts.as_of_ns, limit=limit)
+        else:
+            p = self.fmt.run(log, opts, limit=limit, keep_rows=state)
+        for _ in p.events():
+            pass
+        return p.report
+
+    def stats_log(self, log: TableLog, opts: Options, *, ids: bool = True) -> tuple[LogReport, RecordStats]:
+        from . import fastpath
+        from .verify import JobLogFastRun
+        if not fastpath.available():       # (the job ids are kept either way: ``ids`` allows, never requires, less)
+            return super().stats_log(log, opts, ids=ids)
+        p = JobLogFastRun(log, opts.as_of_ns, limit=0)
+        for _ in p.events():
+            pass
+        return p.report, p.stats
+
+
+class JobLogDump(Dump):
+    kind_noun = "job-log status"
+    record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success+fail)
+    filters = frozenset()
+
+
+class JobLogSpark(Spark):
+    fleet = "wqtool.engine.orth_joblog.fleet:JobLogFleet"
+
+    def options(self, o: dict) -> dict:
+        from .replay import zone
+        tz = str(o.get("timezone", "UTC"))
+        try:
+            zone(tz)
+        except Exception as e:  # noqa: BLE001
+            raise ValueError(f"orth-joblog: option timezone: {e}") from None
+        return {"timezone": tz, "registry": o.get("registry") or None}
+
+
 class JobLogFormat(Format):
     name = "orth-joblog"
     title = "Orth job-log table (orth_job_log)"
-    plural = "orth_job_log tables"
-    kind_noun = "job-log status"
-    file_expected = ("an orth_job_log export (.csv with a header naming id, trigger_code, handle_code; .jsonl; "
-                     ".parquet; a mysqldump .sql)")
-    dir_expected = "an orth_job_log export directory (orth_job_log*.csv|jsonl|parquet|sql or part-* files)"
-    manual = """The admin table orth_job_log of Orth (XXL-JOB 3.3): a CSV export with a header row (an unquoted empty field
+    codes = JOBLOG_CODES
+    about = About(
+        reads_urls=True,
+        plural="orth_job_log tables",
+        file_expected="an orth_job_log export (.csv with a header naming id, trigger_code, handle_code; .jsonl; "
+                     ".parquet; a mysqldump .sql)",
+        dir_expected="an orth_job_log export directory (orth_job_log*.csv|jsonl|parquet|sql or part-* files)",
+        manual="""The admin table orth_job_log of Orth (XXL-JOB 3.3): a CSV export with a header row (an unquoted empty field
 or \\N is NULL, "" the empty string), JSON Lines, Parquet, a mysqldump file, a directory of export files, or a
 database URL (sqlite:///FILE, mysql://, jdbc:mysql://, jdbc:mariadb://; ?table= another table). Spec:
 docs/formats/orth-logs.md sections 5 and 6.
@@ -66,24 +117,25 @@ XxlJobLogMapper.xml:63-75, joblog.index.1.js:96-140; section 5.4).
 Settings (-O KEY=VALUE): timezone=ZONE (the zone of the table's datetimes, default UTC), registry=FILE|URL|none (the
 executor registry of the lost-job check), jdbc_jar=, jdbc_driver= (--engine spark). stats adds the admin's report
 counts, failure rates per executor and handler, and trigger-to-handle latency percentiles; --out DIR writes them as
-CSV or Parquet, --chart FILE draws the daily counts."""
-    codes = JOBLOG_CODES
-    explain = JOBLOG_EXPLAIN
-    replay_codes = JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"}
-    record_kinds = ALL_LABELS  # Orth's labels, then xxl-job's own (running, success+fail)
-    filters = frozenset()
+CSV or Parquet, --chart FILE draws the daily counts.""",
+        explain=JOBLOG_EXPLAIN,
+        replay_codes=JOBLOG_REPLAY_CODES | {"OJL-REGISTRY-ROW"})
     settings = JobLogSettings
     record_cls = Row
+
+    passes = bound(JobLogPasses)
+    dump = bound(JobLogDump)
+    spark = bound(JobLogSpark)
 
     @cached_property
     def record_view(self):
         from .serialize import JobLogRecordView
         return JobLogRecordView()
 
-    spark_fleet = "wqtool.engine.orth_joblog.fleet:JobLogFleet"
-
-    # -- detection and discovery
     def detect(self, path: str) -> Evidence | None:
+        if is_url(path):
+            from . import dburl
+            return Evidence(True, "a database URL") if dburl.is_db_url(path) else None
         from .reader import kind_of_file, split_csv
         if os.path.isdir(path):
             for name in sorted(listdir(path)):
@@ -136,12 +188,6 @@ CSV or Parquet, --chart FILE draws the daily counts."""
                 return Evidence(True, "a pg_dump custom-format archive (not read: unsupported dump dialect)")
         return None
 
-    def detect_url(self, url: str) -> Evidence | None:
-        from . import dburl
-        if dburl.is_db_url(url):
-            return Evidence(True, "a database URL")
-        return None
-
     def discover(self, paths: Sequence[str], opts: Options) -> list[TableLog]:
         from .reader import discover
         s = _settings(opts)
@@ -150,48 +196,10 @@ CSV or Parquet, --chart FILE draws the daily counts."""
     def files(self, log: TableLog) -> list[str]:
         return log.files
 
-    def file_events(self, log: TableLog, i: int, start_index: int = 0) -> Iterator:
-        from .reader import TableReader
-        from .replay import zone
-        return TableReader(log, tz=zone(log.timezone), file_index=i, start_index=start_index).events()
-
-    def source_options(self, o: dict) -> dict:
-        from .replay import zone
-        tz = str(o.get("timezone", "UTC"))
-        try:
-            zone(tz)
-        except Exception as e:  # noqa: BLE001
-            raise ValueError(f"orth-joblog: option timezone: {e}") from None
-        return {"timezone": tz, "registry": o.get("registry") or None}
-
-    # -- reading
     def run(self, log: TableLog, opts: Options, *, limit: int | None = None, keep_rows: bool = False) -> ReplayPass:
         from .verify import JobLogRun
         return JobLogRun(log, opts.as_of_ns, limit=limit, keep_rows=keep_rows)
 
-    def run_log(self, log: TableLog, opts: Options, *, limit: int | None = None, state: bool = True,
-                workers: int | None = None) -> LogReport:
-        from . import fastpath
-        from .verify import JobLogFastRun
-        if not state and fastpath.available():
-            p = JobLogFastRun(log, opts.as_of_ns, limit=limit)
-        else:
-            p = self.run(log, opts, limit=limit, keep_rows=state)
-        for _ in p.events():
-            pass
-        return p.report
-
-    def stats_log(self, log: TableLog, opts: Options, *, ids: bool = True) -> tuple[LogReport, RecordStats]:
-        from . import fastpath
-        from .verify import JobLogFastRun
-        if not fastpath.available():       # (the job ids are kept either way: ``ids`` allows, never requires, less)
-            return super().stats_log(log, opts, ids=ids)
-        p = JobLogFastRun(log, opts.as_of_ns, limit=0)
-        for _ in p.events():
-            pass
-        return p.report, p.stats
-
-    # -- views
     def facts(self, rec: Row) -> RecordFacts:
         from .verify import row_facts
         return row_facts(rec)
@@ -203,3 +211,4 @@ CSV or Parquet, --chart FILE draws the daily counts."""
 
 assert COLUMN_NAMES[0] == "id"
 FORMAT = register(JobLogFormat())
+

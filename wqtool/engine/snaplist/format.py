@@ -9,6 +9,7 @@ from typing import Iterator, Sequence
 from ...errors import InputError, UsageError
 from ...formats.snaplist import HOUR_FILE, LIST_PROCESSING_LATENCY_US, MAX_START_DATE_OFFSET_US
 from ..fileio import listdir, read_head
+from ..caps import About, bound, Passes, Dump, Plans, Live, Spark
 from ..format import Evidence, Format, Options, PackOptions, RecordFacts, SendReport, StateView, register
 from ..run import ReplayPass
 from ..options import Settings, setting
@@ -67,27 +68,61 @@ def _first_line_evidence(path: str) -> Evidence | None:
     return Evidence(False, f"{name}: an hour file name, no line that parses in its first {DETECT_BYTES} bytes")
 
 
+class SnaplistPasses(Passes):
+    def file_events(self, log: ListJournal, i: int, start_index: int = 0) -> Iterator:
+        from .reader import ListReader
+        return ListReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
+
+    def time_span(self, log: ListJournal, end: str | None = None) -> tuple[int | None, int | None]:
+        """(first, newest) time over every file: the reading order is a ring that starts after the current hour
+        of discovery, so the first and last files depend on the clock; ``--as-of last`` must not."""
+        times = [t for i in range(len(log.files)) for t in self._file_times(log, i)]
+        return (min(times), max(times)) if times else (None, None)
+
+    def series_probe(self, replay):
+        """The list's pending entries after each line (``ListState.entries``)."""
+        from ..series import SizeProbe      # report and stats --chart|--timeline only
+        return SizeProbe({"pending entries": lambda: len(replay.state.entries)})
+
+
+class SnaplistDump(Dump):
+    kind_noun = "journal line"
+    record_kinds = KINDS
+    filters = frozenset({"time"})
+
+
+class SnaplistPlans(Plans):
+    # -- plans
+
+    def pack(self, log: ListJournal, opts: PackOptions):
+        from .pack import pack_plan
+        return pack_plan(_at(log, opts))
+
+    def clean(self, log: ListJournal, opts: Options):
+        from .clean import clean_plan
+        return clean_plan(_at(log, opts))
+
+
+class SnaplistLive(Live):
+    def writer(self, log: ListJournal) -> str | None:
+        found = holders(self.fmt.files(log), writing=True)
+        return describe_holders(found) if found else None
+
+
+class SnaplistSpark(Spark):
+    def options(self, o: dict) -> dict:
+        return {"start_date_offset_us": o.get("start_date_offset_us")} if o.get("start_date_offset_us") else {}
+
+
 class SnaplistFormat(Format):
     name = "snaplist"
     title = "snapwebsites list client journal"
-    plural = "list journals"
-    kind_noun = "journal line"
-    file_expected = "a list journal hour file (<0-23>.msg, lines priority=…;key_start_date=…;uri=…)"
-    dir_expected = "a list journal directory (no <0-23>.msg file)"
     codes = SNAPLIST_CODES
-    explain = SNAPLIST_EXPLAIN
-    replay_codes = SNAPLIST_REPLAY_CODES
-    record_kinds = KINDS
-    filters = frozenset({"time"})
-    settings = SnaplistSettings
-    record_cls = Line
-
-    @cached_property
-    def record_view(self):
-        from .serialize import SnaplistRecordView
-        return SnaplistRecordView()
-
-    manual = """The snapwebsites list plugin's client journal (list.cpp): a directory (default
+    about = About(
+        plural="list journals",
+        file_expected="a list journal hour file (<0-23>.msg, lines priority=…;key_start_date=…;uri=…)",
+        dir_expected="a list journal directory (no <0-23>.msg file)",
+        manual="""The snapwebsites list plugin's client journal (list.cpp): a directory (default
 /var/lib/snapwebsites/list/journal) of hour files 0.msg ... 23.msg. A request goes to the file of the UTC hour of its
 start date, one ASCII line appended under flock(LOCK_EX) in one write():
 
@@ -104,9 +139,23 @@ dump shows pending lines, blank runs (acknowledged) and skipped lines; replay gi
 key_start_date wins), in the General Sort Index order <domain>:<priority>:<key_start_date>, due or waiting at
 --as-of. pack drops the blank runs and keeps every other byte; clean unlinks exhausted hour files but the current
 and previous hour's, under each file's flock. replay --send fastjournal://HOST:PORT forwards the pending lines to
-a fastjournal daemon (per the unimplemented libfastjournal design), blanking each only once acknowledged."""
+a fastjournal daemon (per the unimplemented libfastjournal design), blanking each only once acknowledged.""",
+        explain=SNAPLIST_EXPLAIN,
+        replay_codes=SNAPLIST_REPLAY_CODES)
+    settings = SnaplistSettings
+    record_cls = Line
 
-    # -- detection and discovery
+    passes = bound(SnaplistPasses)
+    dump = bound(SnaplistDump)
+    plans = bound(SnaplistPlans)
+    live = bound(SnaplistLive)
+    spark = bound(SnaplistSpark)
+
+    @cached_property
+    def record_view(self):
+        from .serialize import SnaplistRecordView
+        return SnaplistRecordView()
+
     def detect(self, path: str) -> Evidence | None:
         if os.path.isdir(path):
             weak = None
@@ -133,52 +182,18 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
     def files(self, log: ListJournal) -> list[str]:
         return [f.path for f in log.files]
 
-    def file_events(self, log: ListJournal, i: int, start_index: int = 0) -> Iterator:
-        from .reader import ListReader
-        return ListReader(log, first_index=start_index, with_discovery=False).file_events(log.files[i])
-
-    def time_span(self, log: ListJournal, end: str | None = None) -> tuple[int | None, int | None]:
-        """(first, newest) time over every file: the reading order is a ring that starts after the current hour
-        of discovery, so the first and last files depend on the clock; ``--as-of last`` must not."""
-        times = [t for i in range(len(log.files)) for t in self._file_times(log, i)]
-        return (min(times), max(times)) if times else (None, None)
-
-    def source_options(self, o: dict) -> dict:
-        return {"start_date_offset_us": o.get("start_date_offset_us")} if o.get("start_date_offset_us") else {}
-
-    # -- reading
     def run(self, log: ListJournal, opts: Options, *, limit: int | None = None) -> ReplayPass:
         from .verify import ListRun
         return ListRun(_at(log, opts), limit=limit)
 
-    # -- views
     def facts(self, rec: Line) -> RecordFacts:
         t = rec.key_start_date
         return RecordFacts(rec.kind, rec.length, t * 1000 if t is not None else None, rec.uri)
-
-    def series_probe(self, replay):
-        """The list's pending entries after each line (``ListState.entries``)."""
-        from ..series import SizeProbe      # report and stats --chart|--timeline only
-        return SizeProbe({"pending entries": lambda: len(replay.state.entries)})
 
     def state_view(self, state, log: ListJournal | None = None) -> StateView:
         from .serialize import SnaplistStateView
         return SnaplistStateView(state)
 
-    def live_writer(self, log: ListJournal) -> str | None:
-        found = holders(self.files(log), writing=True)
-        return describe_holders(found) if found else None
-
-    # -- plans
-    def pack_plan(self, log: ListJournal, opts: PackOptions):
-        from .pack import pack_plan
-        return pack_plan(_at(log, opts))
-
-    def clean_plan(self, log: ListJournal, opts: Options):
-        from .clean import clean_plan
-        return clean_plan(_at(log, opts))
-
-    # -- delivery
     def send(self, log: ListJournal, target: str, opts: Options, *, dry_run: bool = False,
              progress=None) -> SendReport:
         from .send import forward
@@ -190,3 +205,4 @@ a fastjournal daemon (per the unimplemented libfastjournal design), blanking eac
 
 
 FORMAT = register(SnaplistFormat())
+

@@ -1,4 +1,4 @@
-"""One segment's record rows as Arrow batches from the C kernel (``Format.file_batches``: the Spark records
+"""One segment's record rows as Arrow batches from the C kernel (``Spark.file_batches``: the Spark records
 source's fast read), instead of a Python dict per record.
 
 ``_kernel.record_columns`` frames, checks and decodes the records as ``encode_records`` (``dump -o jsonl``'s
@@ -36,7 +36,7 @@ def file_batches(log, i: int, start_index: int, *, payload: str, schema, file_na
     """The rows of the log's ``i``-th segment as ``pyarrow.RecordBatch``es of ``schema`` (the record fields it
     names, ``file`` as ``file_name``, the names in ``values`` as those constants, any other column null), then,
     from the first record the kernel refuses, the reference reader's events (records and findings, as
-    ``Format.file_events`` yields them) of the rest of the segment; None: the reference path reads the segment
+    ``Passes.file_events`` yields them) of the rest of the segment; None: the reference path reads the segment
     (no C kernel, a payload rendering the kernel has not, a header the reader reports on)."""
     from . import fastreplay
     if fastreplay.KERNEL != "c" or payload not in _MODES:
@@ -106,7 +106,7 @@ def _array(fld, cols, n: int, labels, file_name: str, values: dict):
 
 
 def file_records(log, i: int) -> int | None:
-    """How many records the reader reads from the log's ``i``-th segment (``Format.file_records``: a Spark
+    """How many records the reader reads from the log's ``i``-th segment (``Spark.file_records``: a Spark
     records source numbers each segment's records from the count of those before it), counted by the kernel up
     to the first record it refuses and by the reference reader's framing from there; None: the reference path
     counts (no C kernel, a header the reader reports on)."""
@@ -137,7 +137,7 @@ def file_records(log, i: int) -> int | None:
 
 
 def rest_events(log, seg, pos: int, index: int) -> Iterator:
-    """The reference events of ``seg`` from ``pos`` on (record index ``index``): what ``Format.file_events``
+    """The reference events of ``seg`` from ``pos`` on (record index ``index``): what ``Passes.file_events``
     yields for those bytes (an undecodable record's payload findings included)."""
     from ..fileio import FileView
     from .model import Record

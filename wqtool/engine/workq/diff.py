@@ -21,6 +21,7 @@ import os
 from typing import Callable, Sequence
 
 from ...formats._common import format_uuid
+from ..caps import Part
 from ..diff import Change, JobSide, Place, Relation, divergence, drop_pages, relation
 from ..fileio import FileView
 from ..read import Result
@@ -43,8 +44,8 @@ def _table(r: Result):
     return jobs.table if isinstance(jobs, CompactJobs) else None
 
 
-class WorkqDiffer:
-    """``Format.differ()`` of workq logs."""
+class WorkqDiffer(Part):
+    """``Format.diff`` of workq logs."""
 
     def changed(self, a: Result, b: Result) -> list[bytes]:
         ta, tb = _table(a), _table(b)

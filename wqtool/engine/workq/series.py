@@ -1,4 +1,4 @@
-"""workq's window into its running replay for the time series (``Format.series_probe``, ``engine.series``).
+"""workq's window into its running replay for the time series (``Passes.series_probe``, ``engine.series``).
 
 Read around each record the replay applies (``WorkqReplay.jobs``, never a rule of its own). A queue's depth is its
 jobs not finished yet (new, pending, leased): a job enters it when the replay adds it and leaves it when it

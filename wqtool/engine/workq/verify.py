@@ -82,7 +82,7 @@ _LABELS = {int(c): c.label for c in CmdType}
 
 def fast_stats(log: LogSet, as_of_ns: int, *, ids: bool = True) -> tuple[LogReport, RecordStats] | None:
     """``stats`` of one log in the kernel's one pass (replay + the facts of every record), or None when the
-    kernel hands the log back (then the reference pass: ``Format.stats_log``'s default)."""
+    kernel hands the log back (then the reference pass: ``Passes.stats_log``'s default)."""
     try:
         res = fast_run(log, as_of_ns, keep=True, limit=0, stats=True, through=True)
     except Bail:
@@ -126,7 +126,7 @@ def fast_dump(log: LogSet, as_of_ns: int, *, style: str, payload: str, limit: in
 
 
 class _Encoded:
-    """The rows of an intact log, in chunks of (rows, text) (``Format.encoded_records``); ``stopped``: (path,
+    """The rows of an intact log, in chunks of (rows, text) (``Dump.encoded_records``); ``stopped``: (path,
     offset) of the first record not encoded when ``limit`` rows were written before the log's end, else None."""
 
     def __init__(self, log: LogSet, sizes: list[int], style: str, mode: int, limit: int | None):

@@ -93,7 +93,7 @@ def _stamp(log: LogSet) -> tuple:
 
 
 def time_span(log: LogSet, end: str | None = None) -> tuple[int | None, int | None]:
-    """``Format.time_span`` of a workq log in the kernel: the earliest record time of the first segment that has
+    """``Passes.time_span`` of a workq log in the kernel: the earliest record time of the first segment that has
     records and the latest of the last such segment (each end walked until a segment has one; with ``end``, only
     that end: the other is None), once per log and state of its files."""
     stamp = _stamp(log)

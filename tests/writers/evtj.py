@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 
-from ...formats.evtj import (ATTACHMENT_OFFSET_SIZE, CONF_DEFAULTS, END_MARKER, EVENT_HEADER_SIZE,
+from wqtool.formats.evtj import (ATTACHMENT_OFFSET_SIZE, CONF_DEFAULTS, END_MARKER, EVENT_HEADER_SIZE,
                              EXTERNAL_ATTACHMENT, Status)
-from .fastpath import encode_event, encode_file_header
+from wqtool.engine.evtj.fastpath import encode_event, encode_file_header
 
 
 def build_event(request_id: bytes, time_ns: int, attachments=(), *, status: int = Status.READY,

@@ -5,17 +5,17 @@ each file written atomically (temp + fsync + rename + directory fsync), which Or
 * ``write_legacy_file(dir, entries, ms)``: ``callbacklog/xxl-job-callback-{ms}.log`` (xxl-job <= 3.2);
 * ``write_atomic(path, data)``: any file so (the older release lines' retry files of the fixture scripts).
 
-The executor log folders' writers are ``orth_executor_logs.writer``.
+The executor log folders' writers are ``tests.writers.orth_executor_logs``.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 
-from ...formats.orth import CALLBACK_DIR, LEGACY_CALLBACK_DIR
-from ..fsops import fsync_dir, write_new
-from ..javacodec.gson import Entry, encode
-from ..javacodec.javaser import encode_legacy
+from wqtool.formats.orth import CALLBACK_DIR, LEGACY_CALLBACK_DIR
+from wqtool.engine.fsops import fsync_dir, write_new
+from wqtool.engine.javacodec.gson import Entry, encode
+from wqtool.engine.javacodec.javaser import encode_legacy
 
 
 def write_atomic(path: str, data: bytes) -> str:

@@ -1,5 +1,5 @@
 """Writers of Orth executor log folders (fixtures, tests, benchmarks): the lines Orth writes, where Orth writes them.
-The retry files' writers are ``orth_callbacks.writer``.
+The retry files' writers are ``tests.writers.orth_callbacks``.
 
 * ``ExecutorLogWriter``: ``{logPath}/{yyyy-MM-dd}/{logId}.log`` lines with the markers of ``JobThread`` and
   ``TriggerCallbackThread`` (date directory and times in the executor's zone);
@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-from ...formats.orth import LINE_TIME_FORMAT
+from wqtool.formats.orth import LINE_TIME_FORMAT
 
 JOB_THREAD = "com.abyss.orth.core.thread.JobThread"
 CALLBACK_THREAD = "com.abyss.orth.core.thread.TriggerCallbackThread"
