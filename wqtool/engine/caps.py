@@ -9,7 +9,7 @@ file at a time through ``Passes.file_events``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import UsageError
@@ -64,7 +64,7 @@ class About:
     dir_expected: str                           # "a workq log directory (no segments ...)"
     stdin_name: str | None = None
     manual: str = ""
-    explain: dict[str, tuple[str, str, str]] | None = None
+    explain: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     replay_codes: frozenset[str] = frozenset()
     expired_code: str | None = None
     told_codes: frozenset[str] = frozenset()

@@ -74,6 +74,13 @@ def after_timeout(state: int, attempts: int, max_attempts: int) -> JobState | No
     return JobState.PENDING
 
 
+def lease_expires_at(as_of_ns: int, ttr_ms: int) -> int:
+    """When a job leased at the end of the replay times out: upstream restarts its TTR timer at replay, so the
+    lease runs TTR from the replay's instant, whenever it was taken. The reference replay, the compact job table
+    and the fleet's summaries use this; the C kernel has its own copy (kernel/jobtable.c), proven equal."""
+    return as_of_ns + ttr_ms * NS_PER_MS
+
+
 @dataclass(slots=True)
 class Job:
     id: bytes
@@ -533,7 +540,7 @@ class WorkqReplay:
         leased = 0
         for j in self.jobs.values():
             if j.state is JobState.LEASED:
-                j.lease_expires_ns = self.as_of_ns + j.ttr * NS_PER_MS
+                j.lease_expires_ns = lease_expires_at(self.as_of_ns, j.ttr)
                 leased += 1
         resets = sum(1 for j in self.jobs.values() if j.kind is CmdType.ADD)
         self.findings.extend(closing_notes(resets, leased))
