@@ -440,12 +440,12 @@ class Format(abc.ABC):
     def repair_plan(self, log, opts: RepairOptions):
         raise UsageError(f"repair is not available for {self.plural}")
 
-    def repair_loss(self, log, opts: RepairOptions, code_of, prior=None) -> dict:
+    def repair_loss(self, log, opts: RepairOptions, prior=None) -> dict:
         """What ``repair_plan(log, opts)`` states of the jobs or items it would lose: its ``report_doc``'s keys of
         ``LOSS_KEYS`` (nothing written). ``prior``: ``LogReport.reuse`` of this log at these options (the format's
         own pass, which ``report`` already made): a format that can tells it from there, reading the log no second
         time; by default, the plan."""
-        return loss_of(self.repair_plan(log, opts).report_doc(code_of))
+        return loss_of(self.repair_plan(log, opts).report_doc())
 
     def clean_plan(self, log, opts: Options):
         raise UsageError(f"clean is not available for {self.plural}")

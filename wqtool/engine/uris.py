@@ -673,10 +673,10 @@ class NamedFormat:
             self._refuse("repair", log)
         return self._fmt.repair_plan(log, opts)
 
-    def repair_loss(self, log, opts, code_of, prior=None):
+    def repair_loss(self, log, opts, prior=None):
         if self.read_only:
             self._refuse("repair", log)
-        return self._fmt.repair_loss(log, opts, code_of, prior)
+        return self._fmt.repair_loss(log, opts, prior)
 
     def clean_plan(self, log, opts):
         if self.read_only:

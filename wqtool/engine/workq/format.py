@@ -214,11 +214,11 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
                            drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns)
 
-    def repair_loss(self, log: LogSet, opts: RepairOptions, code_of, prior=None) -> dict:
+    def repair_loss(self, log: LogSet, opts: RepairOptions, prior=None) -> dict:
         from ..format import loss_of
         from .repair import repair_plan     # prior: the kernel's pass (series.fast_series): the plan made from it
         return loss_of(repair_plan(log, opts.as_of_ns, salvage=opts.salvage, drop_invalid=opts.drop_invalid,
-                                   truncate_to_ns=opts.truncate_to_ns, prior=prior).report_doc(code_of))
+                                   truncate_to_ns=opts.truncate_to_ns, prior=prior).report_doc())
 
     def clean_plan(self, log: LogSet, opts: Options):
         from .clean import clean_plan
