@@ -8,7 +8,7 @@ import typer
 
 from ..engine import format as registry
 from ..engine.dump import Encoded, Records, Told, following, parse_jobs, selection
-from ..engine.findings import Verdict, worst
+from ..engine.findings import Verdict
 from ..engine.format import Log, resolve_each
 from ..engine.stats import RecordStats
 from ..errors import UsageError
