@@ -277,3 +277,23 @@ def test_nothing_hands_exit_codes_down():
                 bad.append(f"{rel}:{node.lineno}: {ast.get_source_segment(src, node)}")
     assert bad == []
     assert not os.path.exists(os.path.join(ROOT, "wqtool", "commands", "_edge.py"))
+
+
+def test_a_writer_that_fails_closes_the_commands_iterator_at_once():
+    """A command that writes log after log (an iterator of outcomes) holds resources while it runs (a Spark
+    session, a progress bar): when a writer fails — the reader of stdout went away — the funnel closes it before
+    the error goes on, not whenever the generator is collected."""
+    from wqtool.exitcodes import settle
+    from wqtool.render.outcome import Outcome
+    closed = []
+
+    def command():
+        try:
+            yield Outcome.of([Verdict.CLEAN], (), lambda r: (_ for _ in ()).throw(BrokenPipeError()))
+            yield Outcome.of([Verdict.CLEAN])
+        finally:
+            closed.append(True)
+    gen = command()
+    with pytest.raises(BrokenPipeError):
+        settle(gen)
+    assert closed == [True]

@@ -174,12 +174,17 @@ def settle(result) -> ExitCode:
     verdicts: list = []
     errors: list = []
     code = ExitCode.OK
-    for part in parts:
-        verdicts += part.verdicts
-        errors += part.errors
-        resolved = resolve(verdicts, errors, shown=part.shown, differ=part.differ)
-        part.finish(*resolved)
-        code = ExitCode(resolved[0])
+    try:
+        for part in parts:
+            verdicts += part.verdicts
+            errors += part.errors
+            resolved = resolve(verdicts, errors, shown=part.shown, differ=part.differ)
+            part.finish(*resolved)
+            code = ExitCode(resolved[0])
+    finally:        # a writer that failed (a closed pipe): the command's own context managers exit now
+        close = getattr(parts, "close", None)
+        if close is not None:
+            close()
     return code
 
 
