@@ -62,9 +62,8 @@ def test_verify_of_a_small_log_imports_neither_pydantic_nor_rich():
                              "'fixtures/workq/sample-clean/log'])\n"
                              "print(sorted(m for m in sys.modules if m.startswith('wqtool.commands.')))"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert eval(loaded.stdout) == ["wqtool.commands._coerce", "wqtool.commands._edge", "wqtool.commands._help",
-                                   "wqtool.commands._options", "wqtool.commands._spark", "wqtool.commands.verify"], \
-        loaded.stdout     # _edge: the exit codes cli.run hands the command
+    assert eval(loaded.stdout) == ["wqtool.commands._coerce", "wqtool.commands._help", "wqtool.commands._options",
+                                   "wqtool.commands._spark", "wqtool.commands.verify"], loaded.stdout
 
 
 @pytest.mark.parametrize("argv", [

@@ -208,20 +208,18 @@ class Interrupted(BaseException):
     silent exit code 130) to the funnel, which says "interrupted" for every Ctrl-C."""
 
 
-def settle(call, show_tb: bool = False) -> int:
-    """Run ``call`` (typer's app, or a command called by ``plain``) and map every outcome to an exit code once
-    (commands never call sys.exit); the real stdout back afterwards if -q silenced it."""
-    from .commands._edge import handing
-    from .exitcodes import CODES
+def settle(call, show_tb: bool = False, *, prog: str = "wqtool") -> int:
+    """Run ``call`` (typer's app, or a command called by ``plain``, or a server's run) and map every outcome to an
+    exit code once (commands never call sys.exit): what the command returned (an ``Outcome``: its verdicts and
+    failed PATHs, and the output that shows their codes — ``exitcodes.settle`` resolves them and has it written),
+    or the exception it raised; the real stdout back afterwards if -q silenced it. ``prog``: the name error lines
+    start with."""
     try:
         try:
-            with handing(CODES):        # the commands' exit codes (they hand them on to what prints one)
-                rv = call()
-            from .engine.findings import Verdict
-            from .exitcodes import for_verdict
-            code = for_verdict(rv) if isinstance(rv, Verdict) else int(rv) if isinstance(rv, int) else 0
+            from .exitcodes import settle as resolve_outcome
+            code = resolve_outcome(call())
         except BaseException as e:   # noqa: BLE001 — the funnel (what it does not map, it raises again)
-            code = _outcome(e, show_tb)
+            code = _outcome(e, show_tb, prog)
         try:
             sys.stdout.flush()
         except BrokenPipeError:
@@ -238,7 +236,7 @@ def _exit_code(name: str) -> int:
     return ExitCode[name]
 
 
-def _outcome(e: BaseException, show_tb: bool) -> int:
+def _outcome(e: BaseException, show_tb: bool, prog: str = "wqtool") -> int:
     if any(c.__module__.partition(".")[0] == "typer" for c in type(e).__mro__):
         from .cli import typer_outcome      # typer's own exceptions: typer ran, so importing the CLI is free
         code = typer_outcome(e)
@@ -256,29 +254,29 @@ def _outcome(e: BaseException, show_tb: bool) -> int:
         if show_tb:
             import traceback
             traceback.print_exception(e)
-        print(f"wqtool: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return exit_code_for(e)
     if isinstance(e, BrokenPipeError):
         # the reader of our stdout went away (| head): stop at once, silently, as a tool killed by SIGPIPE
         _quiet_stdout()
         return _exit_code("CLOSED_PIPE")
     if isinstance(e, (KeyboardInterrupt, Interrupted)):
-        print("wqtool: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return _exit_code("INTERRUPTED")
     if isinstance(e, OSError):
         if show_tb:
             import traceback
             traceback.print_exception(e)
-        print(f"wqtool: {error_text(e)}", file=sys.stderr)
+        print(f"{prog}: {error_text(e)}", file=sys.stderr)
         return _exit_code("IO")
     if isinstance(e, Exception):
         if interrupted(e):    # Ctrl-C wrapped by Python (3.11: __set_name__ of a class being made at import)
-            print("wqtool: interrupted", file=sys.stderr)
+            print(f"{prog}: interrupted", file=sys.stderr)
             return _exit_code("INTERRUPTED")
         if show_tb:
             import traceback
             traceback.print_exception(e)
-        print(f"wqtool: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)",
+        print(f"{prog}: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)",
               file=sys.stderr)
         return _exit_code("INTERNAL")
     raise e

@@ -29,7 +29,8 @@ from .engine.dump import Records, Told, selection
 from .engine.read import Want, read
 from .engine.run import LogReport
 from .errors import UsageError
-from .exitcodes import CODES
+from .exitcodes import resolve
+from .render.outcome import Resolved
 from .render.report import log_json
 
 
@@ -93,7 +94,7 @@ class Report:
 
     def to_dict(self) -> dict:
         """The log's entry of ``wqtool verify -o json``."""
-        return log_json(self._report, CODES, all_findings=True)
+        return log_json(self._report, Resolved(*resolve([self.verdict])), all_findings=True)
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class Log:
         being written (a held lock, a process holding it open, a file that changes during the read; ``live``:
         the caller knows it is) has its partial last record reported in flight, as the CLI reports it."""
         lr = self._read(as_of, Want.VERIFY, live).report
-        return Report(lr.root, lr.verdict, CODES.of(lr.verdict), list(lr.findings), dict(lr.counts),
+        return Report(lr.root, lr.verdict, resolve([lr.verdict])[0], list(lr.findings), dict(lr.counts),
                       lr.records, lr.segments, lr.bytes, lr)
 
     def replay(self, as_of: "_dt.datetime | str | None" = None, *, live: bool = False) -> State:

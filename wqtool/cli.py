@@ -1,5 +1,6 @@
-"""The typer app: root callback, command table, and typer's side of the one exception → exit-code funnel
-(``typer_outcome``; the rest is ``wqtool._run.settle``, which the table-parsed commands use too)."""
+"""The typer app: root callback, command table, and typer's side of the CLI's one funnel (``typer_outcome``: typer's
+own exceptions; the rest — a command's returned outcome, every other exception — is ``wqtool._run.settle``, which
+the table-parsed commands use too)."""
 from __future__ import annotations
 
 import sys
@@ -15,7 +16,7 @@ from . import __version__
 from ._entry import finish
 from ._run import Interrupted as _Interrupted, settle
 from .commands import _coerce
-from .exitcodes import ExitCode, exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
+from .exitcodes import PARSER_USAGE, ExitCode, exit_code_for  # noqa: F401 — exit_code_for: the one mapping, re-exported
 
 #: The commands, in the order help lists them; each one's module (wqtool.commands.<name>) is imported only when
 #: that command runs or help lists them (start-up: issue 20 item 9).
@@ -112,7 +113,7 @@ class Command(TyperCommand):
 def _version(value: bool) -> None:
     if value:
         print(f"wqtool {__version__}")
-        raise typer.Exit(0)
+        raise typer.Exit()
 
 
 @app.callback()
@@ -159,12 +160,21 @@ def _clean(message: str) -> str:
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and map every outcome to an exit code once (commands never call sys.exit): typer's own
-    outcomes here (``typer_outcome``), every other in ``wqtool._run.settle``."""
+    """Run the CLI and map every outcome to an exit code once (commands never call sys.exit; they return an
+    outcome): typer's own exceptions here (``typer_outcome``), the rest in ``wqtool._run.settle``."""
     args, show_tb = _take_traceback(sys.argv[1:] if argv is None else list(argv))
     if show_tb:
         args = ["--traceback", *args]
-    return settle(lambda: app(args=args, prog_name="wqtool", standalone_mode=False), show_tb)
+    return settle(lambda: _app(args), show_tb)
+
+
+def _app(args: list[str]):
+    """typer's app: what the command returned (its outcome), or the parser's own exit (click returns the code of
+    its ``Exit`` — ``--help`` — when not standalone), raised again for ``typer_outcome``."""
+    rv = app(args=args, prog_name="wqtool", standalone_mode=False)
+    if type(rv) is int:
+        raise typer.Exit(rv)
+    return rv
 
 
 def typer_outcome(e: BaseException) -> int | None:
@@ -182,5 +192,5 @@ def typer_outcome(e: BaseException) -> int | None:
             e.show()
         else:
             print(f"wqtool: {_clean(e.format_message())}", file=sys.stderr)
-        return ExitCode.USAGE if getattr(e, "exit_code", 2) in (1, 2) else e.exit_code
+        return ExitCode.USAGE if getattr(e, "exit_code", ExitCode.USAGE) in PARSER_USAGE else e.exit_code
     return None

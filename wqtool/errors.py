@@ -1,7 +1,9 @@
 """The WqError tree. Imports nothing from wqtool but ``wqtool.offsets`` (which imports nothing).
 
-Every error the tool means to report is a WqError; the CLI funnel (``wqtool.cli``) renders it as one line
-(``<file>@0x<offset>: <message>``) and maps its class to an exit code once.
+Every error the tool means to report is a WqError; the CLI funnel (``wqtool._run.settle``) renders it as one line
+(``<file>@0x<offset>: <message>``) and maps its class to an exit code once (``wqtool.exitcodes``). What a PATH that
+failed with an error is called in reports ("not a log", "unreadable", ...) is the error's own ``label``
+(``failure_label``), not the exit table's.
 """
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from .offsets import hex_offset, printable
 
 class WqError(Exception):
     """Root of every error wqtool reports on purpose."""
+
+    #: what a PATH that failed with this error is called in reports (``failure_label``)
+    label = "CORRUPT"
 
     def __init__(self, message: str, *, path: str | None = None, offset: int | None = None,
                  field: str | None = None, record_index: int | None = None) -> None:
@@ -38,9 +43,13 @@ class WqError(Exception):
 class UsageError(WqError):
     """The call's words are off (bad option value, incompatible options)."""
 
+    label = "not a log"
+
 
 class InputError(WqError):
     """A path that is missing, holds no log, or cannot be read."""
+
+    label = "unreadable"
 
 
 class FileChanged(InputError):
@@ -55,6 +64,13 @@ class SparkError(WqError):
     error, so a task's error keeps its exit code."""
 
     cause: type | None = None
+
+    @property
+    def label(self) -> str:
+        """A failed task's error keeps its label (as it keeps its exit code); no session: unreadable."""
+        if self.cause is None or issubclass(self.cause, SparkError):
+            return "unreadable"
+        return class_label(self.cause)
 
 
 class FormatError(WqError):
@@ -79,9 +95,17 @@ class PackRefused(FormatError):
         self.verdict = verdict
         self.report = report
 
+    @property
+    def label(self) -> str:
+        """A refused corrupt input is CORRUPT; one refused for its history, "error" (the labels the exit table
+        gave them: 3 CORRUPT, 4 no label of its own)."""
+        return "CORRUPT" if getattr(self.verdict, "name", None) == "CORRUPT" else "error"
+
 
 class PackMismatch(WqError):
     """pack: the packed output does not replay to the input's state (a bug in wqtool: nothing was installed)."""
+
+    label = "internal error"
 
     def __init__(self, message: str, *, expected: str, actual: str, job_id: str | None = None,
                  path: str | None = None):
@@ -89,3 +113,24 @@ class PackMismatch(WqError):
         self.expected = expected
         self.actual = actual
         self.job_id = job_id
+
+
+class SendRefused(InputError):
+    """replay --send: records the target refused (each one reported on stdout; exit 5, as an I/O error)."""
+
+
+def class_label(cls: type) -> str:
+    """What a PATH that failed with an error of class ``cls`` is called: a wqtool error's class ``label``, an
+    OSError "unreadable", anything else (a bug) "internal error"."""
+    if issubclass(cls, WqError):     # the nearest class that names it (a label made per error is no class's)
+        return next(c.__dict__["label"] for c in cls.__mro__ if isinstance(c.__dict__.get("label"), str))
+    if issubclass(cls, OSError):
+        return "unreadable"
+    return "internal error"
+
+
+def failure_label(exc: BaseException) -> str:
+    """What a PATH that failed with ``exc`` is called in reports ("not a log", "unreadable", "CORRUPT", ...)."""
+    if isinstance(exc, WqError):
+        return exc.label
+    return class_label(type(exc))

@@ -1,18 +1,22 @@
 """Exit codes: one table for every command (README, --help and man pages document it), the one verdict -> exit
 code mapping and the one precedence table of a run.
 
-Only the edges import this module: ``wqtool.cli`` (the commands' exit status; it hands ``CODES`` to the commands,
-which hand it to the renderers that print an exit code) and ``wqtool.api`` (``Report.exit_code``), plus
-``wqtool.commands._help``, which documents the table in ``--help`` (import-linter: pyproject.toml). The engine's
-``Verdict`` is a severity, not an exit code.
+Only the edges import this module: ``wqtool.cli`` and its funnel ``wqtool._run`` (a command returns an outcome —
+verdicts and failed PATHs, ``wqtool.render.outcome.Outcome`` — and ``settle`` turns it into the exit code, handing
+the codes it resolved, as plain data, to what the outcome still writes), ``wqtool.api`` (``Report.exit_code``),
+and ``wqtool.commands._help``, which documents the table in ``--help`` (import-linter: pyproject.toml). Nothing
+is handed down before a command ends: the engine and the renderers put a verdict (``ExitOf``) where a document
+shows an exit code. The engine's ``Verdict`` is a severity, not an exit code; what a failed PATH is called is its
+error's (``errors.failure_label``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum, unique
 
-from .engine.findings import Verdict
-from .errors import FormatError, InputError, PackMismatch, PackRefused, SparkError, UsageError, WqError
+from .engine.findings import ExitOf, Verdict
+from .errors import (FormatError, InputError, PackMismatch, PackRefused, SparkError, UsageError, WqError,
+                     failure_label)
 
 
 @unique
@@ -107,9 +111,12 @@ _ERROR_EXIT = {
     WqError: ExitCode.CORRUPT,
 }
 
-#: What a failed PATH is called in reports, by its exit code.
-FAILURE_LABEL = {ExitCode.USAGE: "not a log", ExitCode.IO: "unreadable", ExitCode.CORRUPT: "CORRUPT",
-                 ExitCode.INTERNAL: "internal error"}
+#: The exit codes the option parser (click / typer) gives its own usage errors (ClickException 1, UsageError 2):
+#: the CLI reports both as a usage error (``cli.typer_outcome``).
+PARSER_USAGE = frozenset({1, 2})
+
+#: diff: A and B differ (and neither read found corruption or an impossible history) — diff's own meaning of 1.
+DIFFERENT = ExitCode.TORN_TAIL
 
 
 def _class_exit(cls: type) -> ExitCode:
@@ -132,34 +139,80 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     return _class_exit(type(exc))
 
 
+# ---------------------------------------------------------------- a command's outcome -> the run's exit code
+def resolve(verdicts=(), errors=(), *, shown=(), differ: bool = False) -> tuple[int, str, dict]:
+    """The codes of a run, as plain data for the writers of its output: ``(code, label, codes)`` — the run's exit
+    code (the most severe of its logs' ``verdicts`` and its failed PATHs' ``errors``: ``PRECEDENCE``; diff:
+    ``DIFFERENT`` when the reads ``differ`` and nothing worse was found), its label (what set the code: the
+    label of the failed PATH's error, else the worst log's verdict), and the exit code of each verdict and error
+    present (an error is its own key), ``shown`` verdicts included (codes a document shows that do not count:
+    a finding's ``exit_class``)."""
+    verdicts, errors = list(verdicts), list(errors)
+    codes: dict = {v: int(for_verdict(v)) for v in [*shown, *verdicts]}
+    for e in errors:
+        codes[e] = int(exit_code_for(e))
+    code = most_severe([*(codes[v] for v in verdicts), *(codes[e] for e in errors)])
+    if code == ExitCode.OK and differ:
+        code = DIFFERENT
+    label = next((failure_label(e) for e in errors if codes[e] == code), None) or next(
+        (v.label for v in sorted(verdicts, reverse=True) if codes[v] == code), Verdict.CLEAN.label)
+    return int(code), label, codes
+
+
+def settle(result) -> ExitCode:
+    """The one funnel from what a command returned to the run's exit code (the CLI's ``wqtool._run.settle`` and
+    ``serve``; the API resolves with ``resolve``). ``result``: an outcome (``wqtool.render.outcome.Outcome``:
+    verdicts, failed PATHs, and ``finish`` — what is still to be written that shows exit codes), an iterator of
+    outcomes (a command that writes log after log as it reads them: each is resolved, over the run so far, as it
+    comes), or None (nothing to say: 0). Each outcome's ``finish(code, label, codes)`` gets ``resolve``'s plain
+    data."""
+    if result is None:
+        return ExitCode.OK
+    if isinstance(result, (int, Verdict)):      # a verdict's number is no exit code; codes are this module's
+        raise TypeError(f"a command returns an Outcome, not {result!r}")
+    parts = (result,) if hasattr(result, "finish") else result
+    verdicts: list = []
+    errors: list = []
+    code = ExitCode.OK
+    try:
+        for part in parts:
+            verdicts += part.verdicts
+            errors += part.errors
+            resolved = resolve(verdicts, errors, shown=part.shown, differ=part.differ)
+            part.finish(*resolved)
+            code = ExitCode(resolved[0])
+    finally:        # a writer that failed (a closed pipe): the command's own context managers exit now
+        close = getattr(parts, "close", None)
+        if close is not None:
+            close()
+    return code
+
+
+def fill(doc):
+    """``doc`` with each ``ExitOf`` placeholder (a finding's ``exit_class``, a plan report's
+    ``input_exit_code``) replaced by its exit code: for an edge that writes engine documents without an
+    outcome (the Spark data sources' rows)."""
+    if isinstance(doc, ExitOf):
+        return int(for_verdict(doc.of)) if isinstance(doc.of, Verdict) else int(exit_code_for(doc.of))
+    if isinstance(doc, dict):
+        return {k: fill(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return type(doc)(fill(v) for v in doc)
+    return doc
+
+
 @dataclass(frozen=True)
 class Codes:
-    """The exit codes, as the edges hand them to the commands and renderers that print one (``render.outcome``
-    names the shape they use: ``ExitCodes``). One instance: ``CODES``."""
-
-    IO = int(ExitCode.IO)      # replay --send: a record the target refused
+    """The Spark data sources' (an edge of their own: their rows carry a finding's ``exit_class``) until their
+    rows are filled with ``fill``: a verdict's exit code and back. One instance: ``CODES``."""
 
     def of(self, verdict: Verdict) -> int:
-        """A verdict's exit code (a log's ``exit_code``, a finding's ``exit_class``, a plan's
-        ``input_exit_code``)."""
+        """A verdict's exit code."""
         return int(for_verdict(verdict))
-
-    def of_error(self, exc: BaseException) -> int:
-        """An error's exit code (a PATH that could not be read, a refused plan)."""
-        return int(exit_code_for(exc))
 
     def verdict_of(self, code: int) -> Verdict:
         """The verdict whose exit code is ``code`` (a finding's ``exit_class`` read back: Spark exports)."""
         return _VERDICT_OF[ExitCode(code)]
-
-    def failure_label(self, exc: BaseException) -> str:
-        """What a PATH that failed with ``exc`` is called in reports ("not a log", "unreadable", ...)."""
-        return FAILURE_LABEL.get(exit_code_for(exc), "error")
-
-    def run(self, verdicts=(), errors=()) -> int:
-        """A run's exit code: the most severe of its logs' verdicts and its failed PATHs' errors
-        (``PRECEDENCE``)."""
-        return int(most_severe([*(for_verdict(v) for v in verdicts), *(exit_code_for(e) for e in errors)]))
 
 
 CODES = Codes()

@@ -318,12 +318,12 @@ def test_metrics_file_parses_and_says_what_verify_says(in_root, tmp_path):
 
 def test_metrics_label_values_are_escaped(tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
-    from wqtool.exitcodes import CODES
+    from wqtool.exitcodes import resolve
     from wqtool.render.metrics import exposition
-    from wqtool.render.outcome import failed_path
+    from wqtool.render.outcome import Failed, Resolved
     odd = 'a "quoted"\\path\nwith newline'
-    text = exposition([(failed_path(CODES, odd, FileNotFoundError(2, "No such file or directory", odd)), None)], 5,
-                      CODES, now_s=1.5)
+    gone = Failed(odd, FileNotFoundError(2, "No such file or directory", odd))
+    text = exposition([(gone, None)], Resolved(*resolve(errors=[gone.error])), now_s=1.5)
     [up] = [f for f in text_string_to_metric_families(text) if f.name == "wqtool_verify_up"]
     assert up.samples[0].labels["path"] == odd
 

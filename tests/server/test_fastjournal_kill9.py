@@ -124,3 +124,19 @@ def test_python_dash_m_entry_point(tmp_path):
         p.terminate()
         p.wait(20)
     assert p.returncode == 0
+
+
+def test_python_dash_m_reports_every_error_through_the_clis_funnel(tmp_path):
+    """``python -m wqtool.server.fastjournal`` ends through the CLI's one funnel (``wqtool._run.settle``): an
+    error that is no WqError — the port already taken, an OSError — is one line and the table's exit code (5, as
+    for any I/O error), not a traceback (before: only a WqError was caught, with a bare 5)."""
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "wqtool.server.fastjournal", "--listen", f"127.0.0.1:{port}",
+                            str(tmp_path / "journal")], capture_output=True, text=True, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 5, r.stderr
+    assert len(lines) == 1 and lines[0].startswith("fastjournal: ") and "Traceback" not in r.stderr, r.stderr

@@ -16,8 +16,7 @@ from ..engine.findings import Verdict
 from ..engine.format import AS_OF_WORDS, Log, Options, Unresolved, settle_as_of
 from ..errors import UsageError, WqError
 from ..offsets import At, hex_offset, parse_at
-from ..render.outcome import Failed, error_text, failed_path, run_exit_code
-from ._edge import exit_codes
+from ..render.outcome import Failed, Outcome, error_text, split
 
 
 #: Every number an option takes is bounded: nothing a user types can make wqtool hang or overflow.
@@ -255,7 +254,7 @@ def each_log(entries: list[Log | Unresolved], work: Callable[[Log], object], *,
     the others. ``say``: where each failure's one line goes as it happens (stderr), or None."""
     for e in entries:
         if isinstance(e, Unresolved):
-            f = failed_path(exit_codes(), e.path, e.error)
+            f = Failed(e.path, e.error)
             if say is not None:
                 say(error_text(e.error))
             yield None, f
@@ -267,29 +266,29 @@ def each_log(entries: list[Log | Unresolved], work: Callable[[Log], object], *,
         except (WqError, OSError) as exc:
             if say is not None:
                 say(error_text(exc))
-            yield e, failed_path(exit_codes(), e.root, exc)
+            yield e, Failed(e.root, exc)
             continue
         yield e, result
 
 
 def report_each(kind: str, entries: list[Log | Unresolved], work: Callable[[Log], tuple[Verdict, dict]], *,
-                as_json: bool, applied: bool, as_of: str | None = None) -> int:
+                as_json: bool, applied: bool, as_of: str | None = None) -> Outcome:
     """repair / clean: ``work(log)`` -> (the input's verdict, the plan's report) for every log; a PATH that names no
-    log, a refused plan and a failed apply each get their own entry (and their one line on stderr); the report of
-    every PATH, then the run's exit code by the documented precedence."""
-    codes = exit_codes()
+    log, a refused plan and a failed apply each get their own entry (and their one line on stderr); the outcome:
+    the logs' verdicts, the PATHs that failed, and the report of every PATH (with the codes the edge resolved:
+    the run's exit code by the documented precedence)."""
     results = [r for _, r in each_log(entries, work, say=say_error)]
-    for r in results:
-        if not isinstance(r, Failed):
-            r[1].update(verdict=r[0].label, exit_code=codes.of(r[0]))
-    code = run_exit_code(codes, [r[0] for r in results if not isinstance(r, Failed)],
-                         [r for r in results if isinstance(r, Failed)])
-    from ..render.plan import report_after_apply, write_plan_reports     # on first use (start-up)
-    installed = [r[1]["root"] for r in results if not isinstance(r, Failed) and r[1].get("applied")]
-    report_after_apply(sys.stdout, lambda: write_plan_reports(
-        sys.stdout, kind, [r if isinstance(r, Failed) else r[1] for r in results], code, as_json=as_json,
-        applied=applied, as_of_line=as_of_moves(as_of)), installed)
-    return code
+    done, failed = split(results)
+
+    def write(resolved) -> None:
+        docs = [r if isinstance(r, Failed) else resolved.fill({**r[1], "verdict": r[0].label,
+                                                                "exit_code": resolved.of(r[0])}) for r in results]
+        from ..render.plan import report_after_apply, write_plan_reports     # on first use (start-up)
+        installed = [d["root"] for d in docs if not isinstance(d, Failed) and d.get("applied")]
+        report_after_apply(sys.stdout, lambda: write_plan_reports(
+            sys.stdout, kind, docs, resolved, as_json=as_json, applied=applied, as_of_line=as_of_moves(as_of)),
+            installed)
+    return Outcome.of([r[0] for r in done], failed, write)
 
 
 def as_of_moves(as_of: str | None) -> bool:

@@ -6,10 +6,11 @@ from typing import Annotated, Optional
 import typer
 
 from ..engine.caps import Plans
+from ..engine.findings import Verdict
 from ..engine.format import Log, resolve_each
 from ..errors import UsageError
+from ..render.outcome import Outcome
 from ..render.progress import track
-from ._edge import exit_codes
 from ._options import finish_interrupted, say_error
 from ._options import (QuietOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, refuse_unsafe_write, report_each)
@@ -34,7 +35,7 @@ def clean(
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
-) -> int:
+) -> Outcome:
     """Retention: reclaim what the log no longer needs, the way the system's own cleaner does — without its bugs.
 
     workq: the server's cleaning cycle on every segment but the active one: records the replay at --as-of gives no
@@ -78,13 +79,13 @@ def clean(
     if out and sum(isinstance(e, Log) for e in entries) > 1:
         raise UsageError("--out names one directory: clean one log at a time with it")
 
-    def work(log: Log) -> tuple[int, dict]:
+    def work(log: Log) -> tuple[Verdict, dict]:
         if apply and not out:
             refuse_unsafe_write(log, "clean --apply", live=live)
         t0 = time.perf_counter()
         with track([log], "clean", passes=("read", "write", "re-verify") if apply else ("read",)):
             plan = Plans.of(log.fmt).clean(log.data, for_log(log, opts))
-            doc = plan.report_doc(exit_codes().of)
+            doc = plan.report_doc()
             if out:         # a copy: the input is not touched
                 doc["applied"] = plan.write_out(out, source=log.root).to_jsonable()
                 doc["applied"]["out"] = True

@@ -8,10 +8,10 @@ import typer
 from ..engine.diff import between, paths as diff_paths
 from ..engine.format import resolve_each
 from ..errors import UsageError
-from ..render.diff import exit_code, write_diff
+from ..render.diff import outcome, write_diff
 from ..render.findings import write_one_line
+from ..render.outcome import Outcome
 from ..render.progress import track
-from ._edge import exit_codes
 from ._options import (AsOf, JdbcOpt, FormatOpt, Horizon, LiveOpt, MaxFindings, Output, QuietOpt, SettingOpt, options,
                        say_error, whole_number)
 
@@ -40,7 +40,7 @@ def diff(
     live: LiveOpt = False,
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
-) -> int:
+) -> Outcome:
     """Compare two logs job by job: the jobs whose replayed rows differ, and the records that made them differ.
 
     Both logs are replayed at one --as-of (last: the newer of their newest records; first: the older of their
@@ -110,12 +110,9 @@ def diff(
                         options(until, settings=settings, horizon=horizon), limit=limit, max_findings=max_findings)
         else:
             d = diff_paths(groups[0], groups[1], opts, limit=limit, live=live, max_findings=max_findings)
-    codes = exit_codes()
     for r in (d.a, d.b):
         for f in r.report.findings:
             if f.severity == "error":
                 write_one_line(sys.stderr, f)
-    if not quiet:
-        write_diff(sys.stdout, d, output.value, codes)
-    return exit_code(d, codes)
+    return outcome(d, None if quiet else (lambda resolved: write_diff(sys.stdout, d, output.value, resolved)))
 

@@ -8,18 +8,17 @@ import typer
 
 from ..engine import format as registry
 from ..engine.dump import Encoded, Records, Told, following, parse_jobs, selection
-from ..engine.findings import Verdict, worst
+from ..engine.findings import Verdict
 from ..engine.format import Log, resolve_each
 from ..engine.stats import RecordStats
 from ..errors import UsageError
 from ..offsets import At, at, printable
 from ..render.findings import write_one_line
-from ..render.outcome import Failed, failed_path, run_exit_code, run_summary
+from ..render.outcome import Failed, Outcome, split
 from ..render.progress import track
 from ..render.records import RECORD_WRITERS, RecordDocument
 from ..render.stats import write_record_stats
 from . import _spark
-from ._edge import exit_codes
 from ._options import (QuietOpt, MAX_OFFSET, AsOf, DumpOutput, Engine, EngineOpt, FormatOpt, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, PayloadMode, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
                        SparkConfOpt, each_log, offset_option, options, read_paths, parse_time, say_error, seconds,
@@ -77,7 +76,7 @@ def dump(
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
     remote: RemoteOpt = None,
-) -> int:
+) -> Outcome:
     """Show the records of a log: table, JSON Lines, JSON or hex; filtered; --follow a live log.
 
     Damaged input: everything readable is shown; each finding goes to stderr at its offset (-o hex also shows
@@ -136,10 +135,8 @@ def dump(
         return d.follow(entries, logs, poll)
     with track(logs, "dump", streaming=True):
         results = [r for _, r in each_log(entries, d.log, say=say_error)]
-    run = run_summary(exit_codes(), [r for r in results if not isinstance(r, Failed)],
-                      [r for r in results if isinstance(r, Failed)])
-    d.close(run)
-    return run["exit_code"]
+    done, failed = split(results)
+    return Outcome.of(done, failed, lambda resolved: d.close(resolved.summary))
 
 
 class _Dump:
@@ -196,7 +193,7 @@ class _Dump:
         return records.verdict
 
     def close(self, run: dict) -> None:
-        """The end of the output; ``run``: the run's ``exit_code`` and ``verdict`` (``outcome.run_summary``)."""
+        """The end of the output; ``run``: the run's ``exit_code`` and ``verdict`` (``Resolved.summary``)."""
         if self.stats:
             write_record_stats(sys.stdout, self.total, self.output, run)
         else:
@@ -204,9 +201,9 @@ class _Dump:
                 w.close()
             self.doc.finish(run, self.shown, self.told)
 
-    def follow(self, entries, logs: list[Log], poll_s: float) -> int:
+    def follow(self, entries, logs: list[Log], poll_s: float) -> Outcome:
         """--follow: every log's records, then what each gains, until Ctrl-C (exit 0)."""
-        failed = [failed_path(exit_codes(), e.path, e.error) for e in entries if not isinstance(e, Log)]
+        failed = [Failed(e.path, e.error) for e in entries if not isinstance(e, Log)]
         for f in failed:
             say_error(f"{f.root}: {f.message}")
         chosen = [(log, self._selection(log.fmt, log)) for log in logs]
@@ -226,15 +223,16 @@ class _Dump:
                     self.shown += 1
         except KeyboardInterrupt:
             pass
-        run = run_summary(exit_codes(), [], failed)
-        self.close(run)      # Ctrl-C: the JSON document's end (-o json's closing, -o jsonl's summary line)
-        sys.stdout.flush()
-        return run["exit_code"]
+
+        def write(resolved) -> None:
+            self.close(resolved.summary)   # Ctrl-C: the JSON document's end (-o json's closing, -o jsonl's summary)
+            sys.stdout.flush()
+        return Outcome.of((), failed, write)
 
 
-def _special(entries, logs, which: str, opts, **kw) -> int:
+def _special(entries, logs, which: str, opts, **kw) -> Outcome:
     """An extra view a format offers (--qdump): one call per format, over its logs."""
-    failed = [failed_path(exit_codes(), e.path, e.error) for e in entries if not isinstance(e, Log)]
+    failed = [Failed(e.path, e.error) for e in entries if not isinstance(e, Log)]
     for f in failed:
         say_error(f"{f.root}: {f.message}")
     by_fmt: dict = {}
@@ -252,10 +250,10 @@ def _special(entries, logs, which: str, opts, **kw) -> int:
                 sys.stderr.write(chunk)
             else:
                 sys.stdout.write(chunk)
-    return run_exit_code(exit_codes(), [], failed)
+    return Outcome.of((), failed)
 
 
-def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, master, spark_conf, remote) -> int:
+def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, master, spark_conf, remote) -> Outcome:
     """Export with each format's Spark data sources (several formats: to OUT/<format>, one schema each): the
     records (``<format>``, permissive) to OUT/records, verify's findings — the replay's at --as-of included —
     (``<format>-findings``) to OUT/findings; the errors go to stderr and the findings decide the exit code, as
@@ -278,4 +276,4 @@ def _dump_spark(paths, fmt, output: DumpOutput, out_dir: str, mode: str, opts, m
                 _spark.say(f"... {res.error_count - len(res.errors)} more error finding(s): see the findings "
                            "export")
             verdicts |= res.verdicts
-    return worst(verdicts)
+    return Outcome.of(sorted(verdicts))

@@ -12,9 +12,9 @@ from ..engine.format import resolve
 from ..engine.options import PackOptions
 from ..engine.live import LiveWatch
 from ..errors import UsageError
+from ..render.outcome import Outcome
 from ..render.plan import report_after_apply, write_pack_report
 from ..render.progress import track
-from ._edge import exit_codes
 from ._options import as_of_moves, finish_interrupted, say_error
 from ._options import (QuietOpt, MAX_SEGMENT_SIZE, AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths,
                        ReportOutput, ReportOutputOpt, SettingOpt, for_log, options, refuse_unsafe_write, whole_number)
@@ -43,7 +43,7 @@ def pack(
     settings: SettingOpt = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
-) -> int:
+) -> Outcome:
     """Compact a log to what its live state needs — proven lossless before anything is installed.
 
     Replays the input as of --as-of, writes a new log holding only what the state needs, re-verifies it and
@@ -96,7 +96,7 @@ def pack(
     passes = ("read", "plan the packed log") + (("write", "re-verify") if out or apply else ())
     with track(logs, "pack", passes=passes):
         plan = Plans.of(log.fmt).pack(log.data, for_log(log, opts))
-        doc = plan.report_doc(exit_codes().of)
+        doc = plan.report_doc()
         if out:
             doc["written"] = plan.write(out).to_jsonable()
         elif apply:
@@ -105,9 +105,11 @@ def pack(
     verdict = plan.input_verdict             # the input's damage class, as verify reports it
     if verdict == Verdict.TORN_TAIL and not apply and watch.live():
         verdict = Verdict.CLEAN              # a record in flight (verify: WQ-IN-FLIGHT / KQ-IN-FLIGHT)
-    doc = {"exit_code": exit_codes().of(verdict), "verdict": verdict.label, **doc}    # the run's, on top
-    report_after_apply(sys.stdout, lambda: write_pack_report(sys.stdout, doc, as_json=json_report or output is
-                                                             ReportOutput.json, wrote=bool(out or apply),
-                                                             as_of_line=as_of_moves(as_of)),
-                       [doc["root"]] if "installed" in doc else [])
-    return verdict
+
+    def write(resolved) -> None:
+        top = resolved.fill({"exit_code": resolved.of(verdict), "verdict": verdict.label, **doc})  # the run's, on top
+        report_after_apply(sys.stdout, lambda: write_pack_report(sys.stdout, top, as_json=json_report or output is
+                                                                 ReportOutput.json, wrote=bool(out or apply),
+                                                                 as_of_line=as_of_moves(as_of)),
+                           [top["root"]] if "installed" in top else [])
+    return Outcome.of([verdict], (), write, shown=(plan.input_verdict,))

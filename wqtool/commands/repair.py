@@ -6,12 +6,13 @@ from typing import Annotated, Optional
 import typer
 
 from ..engine.caps import Plans
+from ..engine.findings import Verdict
 from ..engine.format import Log, resolve_each
 from ..engine.options import RepairOptions
 from ..engine.live import refuse_live
 from ..errors import UsageError
+from ..render.outcome import Outcome
 from ..render.progress import track
-from ._edge import exit_codes
 from ._options import finish_interrupted, say_error
 from ._options import (QuietOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, parse_time, refuse_unsafe_write, report_each)
@@ -45,7 +46,7 @@ def repair(
     fmt: FormatOpt = "auto",
     settings: SettingOpt = None,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
-) -> int:
+) -> Outcome:
     """Repair a damaged log so that its server starts on it — plan first, without losing a byte.
 
     The plan says which byte ranges are cut (a torn tail at the last good offset; with --salvage every damaged
@@ -87,7 +88,7 @@ def repair(
         raise UsageError(f"{'--out' if out else '--quarantine'} names one directory: repair one log at a time "
                          "with it")
 
-    def work(log: Log) -> tuple[int, dict]:
+    def work(log: Log) -> tuple[Verdict, dict]:
         in_flight = "; a partial last record is in flight, not damage"
         if apply and not out:
             refuse_unsafe_write(log, "repair --apply", live=live, why=in_flight)
@@ -96,7 +97,7 @@ def repair(
         t0 = time.perf_counter()
         with track([log], "repair", passes=("read", "write", "re-verify", "quarantine") if apply else ("read",)):
             plan = Plans.of(log.fmt).repair(log.data, for_log(log, opts))
-            doc = plan.report_doc(exit_codes().of)
+            doc = plan.report_doc()
             doc["backup"] = not no_backup and not out
             if out:         # a copy: the input is not touched, so nothing to back up
                 doc["applied"] = plan.write_out(out, source=log.root, quarantine=quarantine).to_jsonable()

@@ -1,20 +1,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 
-from ..engine.findings import Verdict, worst
 from ..engine.format import resolve
 from ..engine.read import Want, read
-from ..errors import UsageError
+from ..errors import SendRefused, UsageError
 from ..render.findings import write_one_line
-from ..render.outcome import failed_path, run_exit_code
+from ..render.outcome import Failed, Outcome
 from ..render.progress import track
 from ..render.replay import nothing_live_hint, write_replay, write_send
 from . import _spark
-from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, Engine, EngineOpt, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
                        JdbcOpt, MasterOpt, Output, ReadPaths, ReplayOutput, RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, for_log,
                        options, read_paths, say_error)
@@ -53,7 +51,7 @@ def replay(
     out_dir: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="--engine spark -o parquet: write "
                        "the replayed state there (DIR/jobs, partitioned by log; DIR/summary.json with the digest); "
                        "DIR must not exist.")] = None,
-) -> int:
+) -> Outcome | Iterator[Outcome]:
     """The queue state a log encodes, as workq-server 0.2.0 would rebuild it if started at --as-of.
 
     Deterministic: the same log and --as-of always give the same state and the same digest (sha256 over a
@@ -103,60 +101,70 @@ def replay(
         sent = [lg for lg in logs if lg.fmt.send is not None]
         if not sent:
             raise UsageError(f"--send does not apply to {logs[0].fmt.about.plural}")
-        failed = 0
+        refused = 0
         for log in sent:
             rep = log.fmt.send(log.data, send, for_log(log, opts), dry_run=dry_run, progress=_spark.say)
             write_send(sys.stdout, rep)
-            failed += rep.failed
-        return exit_codes().IO if failed else 0
+            refused += rep.failed
+        return Outcome.of((), [Failed(send, SendRefused(f"{refused} record(s) refused", path=send))] if refused
+                          else ())
     if dry_run:
         raise UsageError("--dry-run goes with --send")
     if out_dir is not None:
         return _replay_table(logs, opts, out_dir, master, spark_conf, remote)
-    output = Output(output.value)
-    verdicts = []
+    return _replay_each(logs, opts, Output(output.value), summary, as_of, all_findings, live,
+                        engine is Engine.spark, master, spark_conf, remote)
+
+
+def _replay_each(logs, opts, output: Output, summary: bool, as_of, all_findings: bool, live: bool, spark: bool,
+                 master, spark_conf, remote) -> Iterator[Outcome]:
+    """Each log's replay, written as it is read (one state in memory at a time): an outcome per log, which the
+    edge resolves as it comes (each document shows its log's exit code), then the run's for one JSON document."""
     wrap = len(logs) > 1 and output is Output.json     # one JSON document: {"logs": [each log's document]}
-    with _spark.runner(engine is Engine.spark, logs, master, spark_conf, remote) as runner:
+    written = 0
+    with _spark.runner(spark, logs, master, spark_conf, remote) as runner:
         # --summary on Spark: the fleet in one job (digests and counts only); else a log at a time (its state is
         # the one in memory), in PATH order either way
         results = _read(logs, opts, live, runner, summary) if summary and runner is not None and len(logs) > 1 \
             else None
-        failed = []
         if wrap:
             sys.stdout.write('{"logs": [\n')
         for i, log in enumerate(logs):
             r = results[i] if results is not None else _read([log], opts, live, runner, summary)[0]
             if r.error is not None and len(logs) > 1:    # one bad log never hides the others: named, then on
-                failed.append(failed_path(exit_codes(), r.root, r.error))
                 say_error(str(r.error))
+                yield Outcome.of((), [Failed(r.root, r.error)])
                 continue
             if len(logs) > 1 and output is Output.table:
                 sys.stdout.write(f"== {log.fmt.passes.log_name(log.data)}: {log.fmt.title} ==\n")
-            if wrap and verdicts:
+            if wrap and written:
                 sys.stdout.write(",\n")
-            verdicts.append(_replay_one(r, output, summary, as_of, all_findings))
+            written += 1
+            yield _replay_one(r, output, summary, as_of, all_findings)
         if wrap:     # the run's exit code and verdict after the logs' documents, as each log's are in its own
-            from ..render.outcome import run_summary
-            run = run_summary(exit_codes(), verdicts, failed)
-            sys.stdout.write(f'], "exit_code": {run["exit_code"]}, "verdict": "{run["verdict"]}"}}\n')
-    return run_exit_code(exit_codes(), verdicts, failed) if failed else worst(verdicts)
+            yield Outcome.of(write=lambda run: sys.stdout.write(
+                f'], "exit_code": {run.code}, "verdict": "{run.label}"}}\n'))
 
 
-def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdict:
+def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Outcome:
     """replay --engine spark -o parquet --out DIR: each log's job table (DIR/jobs, partitioned by log) and its
     summary (DIR/summary.json: replay -o json --summary's document, digest included; a list for several logs)."""
+    from ..spark.fleet import export_state
+    with _spark.session(master, spark_conf, remote) as spark:
+        reports = export_state(spark, logs, [for_log(lg, opts) for lg in logs], out_dir, progress=_spark.say)
+    return Outcome.of([rep.verdict for rep in reports], (), lambda resolved: _write_table(
+        logs, reports, out_dir, resolved))
+
+
+def _write_table(logs, reports, out_dir: str, resolved) -> None:
     import json
     import os
 
     from io import StringIO
-
-    from ..spark.fleet import export_state
-    with _spark.session(master, spark_conf, remote) as spark:
-        reports = export_state(spark, logs, [for_log(lg, opts) for lg in logs], out_dir, progress=_spark.say)
     docs = []
     for rep in reports:       # each state is the FrozenView the export's task made with the rows it wrote
         buf = StringIO()
-        write_replay(buf, rep, rep.state, "json", True, exit_codes())
+        write_replay(buf, rep, rep.state, "json", True, resolved)
         docs.append(json.loads(buf.getvalue()))
     with open(os.path.join(out_dir, "summary.json"), "x", encoding="utf-8") as f:
         json.dump(docs[0] if len(docs) == 1 else {"logs": docs}, f, indent=2)
@@ -167,7 +175,6 @@ def _replay_table(logs, opts, out_dir: str, master, spark_conf, remote) -> Verdi
                 write_one_line(sys.stderr, f)
         sys.stdout.write(f"{lg.fmt.passes.log_name(lg.data)}: {rep.state.job_count()} rows in {out_dir}/jobs, "
                          f"digest sha256:{rep.state.digest()}\n")
-    return worst([rep.verdict for rep in reports])
 
 
 def _read(logs, opts, live, runner, summary) -> list:
@@ -176,18 +183,21 @@ def _read(logs, opts, live, runner, summary) -> list:
                     summary=summary).results
 
 
-def _replay_one(r, output, summary, as_of, all_findings=False) -> Verdict:
+def _replay_one(r, output, summary, as_of, all_findings=False) -> Outcome:
+    """One log's outcome: its verdict, and its findings (stderr), state and hint to write."""
     log = r.log
     if r.error is not None:
         raise r.error
     report = r.report
-    for f in report.shown(all_findings=True)[0] if all_findings else report.findings:
-        if all_findings or f.severity == "error" or f.code in log.fmt.about.told_codes:
-            write_one_line(sys.stderr, f)
-    view = r.view()
-    write_replay(sys.stdout, report, view, output.value, summary, exit_codes())
-    if as_of_is_now(as_of):
-        hint = nothing_live_hint(report, view, log.fmt.about.expired_code)
-        if hint:
-            say_error(hint)
-    return report.verdict
+
+    def write(resolved) -> None:
+        for f in report.shown(all_findings=True)[0] if all_findings else report.findings:
+            if all_findings or f.severity == "error" or f.code in log.fmt.about.told_codes:
+                write_one_line(sys.stderr, f)
+        view = r.view()
+        write_replay(sys.stdout, report, view, output.value, summary, resolved)
+        if as_of_is_now(as_of):
+            hint = nothing_live_hint(report, view, log.fmt.about.expired_code)
+            if hint:
+                say_error(hint)
+    return Outcome.of([report.verdict], (), write)

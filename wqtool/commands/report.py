@@ -11,9 +11,8 @@ from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
 from ..offsets import printable
-from ..render.outcome import Failed, error_text, failed_path, run_exit_code
+from ..render.outcome import Failed, Outcome, error_text, split
 from ..render.progress import track
-from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, FormatOpt, Horizon, JdbcOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt,
                        MaxFindings, ReadPaths, SettingOpt, for_log, options, read_paths, say_error)
 
@@ -35,7 +34,7 @@ def report(
     live: LiveOpt = False,
     kestrel_version: KestrelVersionOpt = KestrelVersion.auto,
     keep_open: KeepOpen = False,
-) -> int:
+) -> Outcome:
     """Write one self-contained HTML page about the logs, to attach to an incident ticket.
 
     Per log: the verdict and the findings (code, file and offset, upstream's reaction, the command that fixes
@@ -66,23 +65,26 @@ def report(
     with track([e for e in entries if isinstance(e, Log)], "report"):
         reading = read(entries, opts, want=Want.SERIES, live=live, max_findings=max_findings,
                        on_error=lambda e: say_error(error_text(e)))
-    codes = exit_codes()
-    items = [LogPage(r.log.fmt, r.report, r.view(), r.stats, r.series, r.as_of_ns, codes.of(r.report.verdict),
-                     repair=_repair_loss(r.log, opts, r.report.verdict, r.report.reuse))
-             if r.ok else failed_path(codes, r.root, r.error) for r in reading]
+    reads = [(r, r.view(), _repair_loss(r.log, opts, r.report.verdict, r.report.reuse)) if r.ok
+             else Failed(r.root, r.error) for r in reading]
+    done, failed = split(reads)
     flags = [*(["--max-findings", str(max_findings)] if max_findings != 100 else []),
              *(["--horizon"] if horizon else []), *(["--live"] if live else []),
              *(["--kestrel-version", kestrel_version.value] if kestrel_version is not KestrelVersion.auto else []),
              *(["--keep-open"] if keep_open else [])]
-    write_file(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
-                                                    settings=settings, flags=[*flags, "--out", out])), "--out",
-               replace=force, hint="name a new file or pass --force")
-    done = [i for i in items if not isinstance(i, Failed)]
-    if not quiet:   # a note, not an error: -q leaves it out
-        sys.stderr.write(f"wqtool: wrote {printable(out)}: {len(done)} log(s)"
-                         + (f", {len(items) - len(done)} PATH(s) not read" if len(done) < len(items) else "") + "\n")
-    return run_exit_code(exit_codes(), [i.report.verdict for i in done],
-                         [i for i in items if isinstance(i, Failed)])
+
+    def write(resolved) -> None:
+        items = [LogPage(r.log.fmt, r.report, view, r.stats, r.series, r.as_of_ns, resolved.of(r.report.verdict),
+                         repair=loss) for r, view, loss in done]
+        pages = iter(items)
+        items = [i if isinstance(i, Failed) else next(pages) for i in reads]    # in PATH order
+        write_file(out, report_page(items, command_line("report", paths, fmt=fmt, as_of=as_of, opts=opts,
+                                                        settings=settings, flags=[*flags, "--out", out]), resolved),
+                   "--out", replace=force, hint="name a new file or pass --force")
+        if not quiet:   # a note, not an error: -q leaves it out
+            sys.stderr.write(f"wqtool: wrote {printable(out)}: {len(done)} log(s)"
+                             + (f", {len(failed)} PATH(s) not read" if failed else "") + "\n")
+    return Outcome.of([r.report.verdict for r, _, _ in done], failed, write)
 
 
 def _repair_loss(log, opts, verdict, prior) -> dict | None:
@@ -100,7 +102,7 @@ def _repair_loss(log, opts, verdict, prior) -> dict | None:
     base = {f.name: getattr(opts, f.name) for f in fields(opts)}
     ropts = RepairOptions(**{**base, "salvage": salvage, "drop_invalid": drop})
     try:
-        doc = Plans.of(log.fmt).repair_loss(log.data, for_log(log, ropts), exit_codes().of, prior)
+        doc = Plans.of(log.fmt).repair_loss(log.data, for_log(log, ropts), prior)
     except (WqError, OSError):
         return None
     return {"flags": [*(["--salvage"] if salvage else []), *(["--drop-invalid"] if drop else [])],

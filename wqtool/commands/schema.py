@@ -13,7 +13,7 @@ def schema(
                                            "clean: a command that writes JSON.", show_default=False)],
     jsonl: Annotated[bool, typer.Option("--jsonl", help="The schema of one line of -o jsonl instead (the last line "
                                         "of every stream is its {\"summary\": ...}).")] = False,
-) -> int:
+) -> None:
     """Print the JSON Schema (draft 2020-12) of COMMAND's -o json document, or of its -o jsonl lines.
 
     Every command speaks one vocabulary: a job's id is job_id and a record's number record_index everywhere;
@@ -41,4 +41,3 @@ def schema(
     except KeyError:
         raise UsageError(f"schema: {name} writes -o json only (no -o jsonl)") from None
     sys.stdout.write(json_text(doc, indent=2) + "\n")
-    return 0

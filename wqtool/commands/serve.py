@@ -8,6 +8,7 @@ from typer.exceptions import TyperException
 
 from ..errors import UsageError
 from ..render.findings import write_one_line
+from ..render.outcome import Outcome
 
 
 def _go_uint(value) -> int:
@@ -31,8 +32,6 @@ Uint = dict(parser=_go_uint, metavar="N")
 
 class GoFlagError(TyperException):
     """An unknown single-dash flag, reported as workq-server's Go ``flag`` package does (exit 2)."""
-
-    exit_code = 2
 
     def __init__(self, flag: str, usage: str, command_path: str):
         super().__init__(f"flag provided but not defined: {flag}")
@@ -93,7 +92,7 @@ def _stop_on_signals():
     return stop
 
 
-def _serve_fastjournal(journal: str, listen: str, sync: str, segment_size: Optional[int]) -> int:
+def _serve_fastjournal(journal: str, listen: str, sync: str, segment_size: Optional[int]) -> None:
     from ..server.fastjournal import serve as run_fastjournal
     host, port = _split_listen(listen)
     kw = {} if segment_size is None else {"segment_size": segment_size}
@@ -104,10 +103,9 @@ def _serve_fastjournal(journal: str, listen: str, sync: str, segment_size: Optio
               file=sys.stderr, flush=True)
     run_fastjournal(journal, host, port, sync=sync, ready=ready, **kw)
     print("fastjournal: stopped", file=sys.stderr, flush=True)
-    return 0
 
 
-def _serve_orth_admin(store: str, listen: str, token: Optional[str], context_path: str, timezone: str) -> int:
+def _serve_orth_admin(store: str, listen: str, token: Optional[str], context_path: str, timezone: str) -> None:
     from ..server.orth_admin import serve_orth_admin
     host, port = _split_listen(listen)
     prefix = "/" + context_path.strip("/") if context_path.strip("/") else ""
@@ -120,7 +118,6 @@ def _serve_orth_admin(store: str, listen: str, token: Optional[str], context_pat
     serve_orth_admin(host, port, store=store, token=token, timezone=timezone, context_path=context_path,
                      log=lambda m: print(f"orth-admin: {m}", file=sys.stderr, flush=True), ready=ready, stop=stop)
     print("orth-admin: stopped", file=sys.stderr, flush=True)
-    return 0
 
 
 def serve(
@@ -188,7 +185,7 @@ def serve(
     timezone: Annotated[Optional[str], typer.Option("--timezone", metavar="ZONE", rich_help_panel="Other servers",
                                                     help="--orth-admin: the zone the table's datetimes are "
                                                          "written in (default UTC).")] = None,
-) -> int:
+) -> Outcome | None:
     """Run a workq 0.2.0 server: the same protocol, flags and command log, on wqtool's engine.
 
     Clients of workq-server work unchanged (byte-identical replies, errors and limits) and the log it writes is
@@ -248,12 +245,13 @@ def serve(
                         idle_timeout_s=idle_timeout, request_timeout_s=request_timeout, metrics=metrics,
                         log_level=log_level, create=create)
     try:
-        return run_server(opts)
+        run_server(opts)        # a clean stop (SIGTERM / SIGINT): nothing to say, exit 0
+        return None
     except StartRefused as e:
         write_one_line(sys.stderr, e.finding)
         print(f"wqtool: refusing to serve {cmdlog_path}: workq-server would not start on it either (see "
               f"`wqtool verify {cmdlog_path}`; `wqtool repair {cmdlog_path}` plans a fix)", file=sys.stderr)
-        return e.verdict
+        return Outcome.of([e.verdict])
 
 
 #: click Command mixins cli.py applies to this command

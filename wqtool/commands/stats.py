@@ -12,11 +12,10 @@ from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
 from ..render.analytics import write_tables_files
-from ..render.outcome import Failed, error_text, failed_path, run_exit_code
+from ..render.outcome import Failed, Outcome, error_text, split
 from ..render.progress import track
 from ..render.stats import stats_doc, write_stats
 from . import _spark
-from ._edge import exit_codes
 from ._options import (QuietOpt, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, Output, ReadPaths, JdbcOpt, RemoteOpt, SettingOpt,
                        SparkConfOpt,
@@ -57,7 +56,7 @@ def stats(
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
     remote: RemoteOpt = None,
-) -> int:
+) -> Outcome:
     """Per log and in total: records and bytes per command, time span, jobs per state, queues, damage found.
 
     Every PATH is read and replayed (at --as-of) once; the replay digest of each log is included, so the
@@ -99,11 +98,17 @@ def stats(
         reading = read(entries, opts, want=Want.STATS, live=live, runner=runner, max_findings=0, measure=measure,
                        on_error=lambda e: say_error(error_text(e)))
     total_jobs = reading.total_jobs
-    codes = exit_codes()
-    items = [failed_path(codes, r.root, r.error) if not r.ok else (r.report, r.view(), r.stats, r.jobs)
-             for r in reading]
-    write_stats(sys.stdout, stats_doc(items, total_jobs, codes), output.value)
-    done = [i for i in items if not isinstance(i, Failed)]
+    items = [Failed(r.root, r.error) if not r.ok else (r.report, r.view(), r.stats, r.jobs) for r in reading]
+    done, failed = split(items)
+    return Outcome.of([i[0].verdict for i in done], failed, lambda resolved: _write(
+        resolved, items, done, reading, total_jobs, output, out_dir, out_format, timeline, chart, chart_kind, series,
+        paths, fmt, as_of, opts, settings))
+
+
+def _write(resolved, items, done, reading, total_jobs, output, out_dir, out_format, timeline, chart, chart_kind,
+           series, paths, fmt, as_of, opts, settings) -> None:
+    """stats' output, with the run's codes (``resolved``)."""
+    write_stats(sys.stdout, stats_doc(items, total_jobs, resolved), output.value)
     if out_dir is not None:
         write_tables_files(out_dir, [(r.root, v.analytics()) for r, v, _, _ in done], out_format.value)
     read_ok = [r for r in reading if r.ok]      # in the order of ``done``
@@ -114,12 +119,11 @@ def stats(
         from ..render.htmlreport import LogPage, chart_page, chart_svg
         from ..render.output import write_file
         from .report import command_line
-        pages = [LogPage(r.log.fmt, rep, v, st, series.get(id(r.log)), r.as_of_ns, codes.of(rep.verdict))
+        pages = [LogPage(r.log.fmt, rep, v, st, series.get(id(r.log)), r.as_of_ns, resolved.of(rep.verdict))
                  for r, (rep, v, st, _) in zip(read_ok, done)]
         made_by = command_line("stats", paths, fmt=fmt, as_of=as_of, opts=opts, settings=settings,
                                flags=["--chart", chart])
         write_file(chart, (chart_svg if chart_kind == "svg" else chart_page)(pages, made_by), "--chart")
-    return run_exit_code(codes, [i[0].verdict for i in done], [i for i in items if isinstance(i, Failed)])
 
 
 def _chart_kind(path: str) -> str:

@@ -9,11 +9,10 @@ import typer
 from ..engine.format import Log, resolve_each
 from ..engine.read import Want, read
 from ..errors import UsageError
-from ..render.outcome import Failed, error_text, failed_path, run_exit_code
+from ..render.outcome import Failed, Outcome, error_text, split
 from ..render.progress import track
 from ..render.report import write_verify
 from . import _spark
-from ._edge import exit_codes
 from ._options import (MAX_WORKERS, AllFindings, AsOf, Engine, EngineOpt, FormatOpt, Horizon, KeepOpen, KestrelVersion,
                        KestrelVersionOpt, LiveOpt, MasterOpt, MaxFindings, Output, QuietOpt, ReadPaths, JdbcOpt,
                        RemoteOpt, SettingOpt, SparkConfOpt, as_of_is_now, options, read_paths, say_error,
@@ -37,7 +36,7 @@ def _explain(value: Optional[str]) -> None:
         for label, text in (("what happened", meaning), ("upstream", upstream), ("data at risk", risk),
                             ("fix", fix)):
             sys.stdout.write(f"  {label + ':':<14} {text}\n")
-    raise typer.Exit(0)
+    raise typer.Exit()
 
 
 def verify(
@@ -71,7 +70,7 @@ def verify(
     master: MasterOpt = None,
     spark_conf: SparkConfOpt = None,
     remote: RemoteOpt = None,
-) -> int:
+) -> Outcome:
     """Check framing, CRCs and replay-level history; exact offsets; exit code for cron.
 
     Works on every format wqtool reads (--format; auto-detected): workq command logs, Kestrel queue journals,
@@ -118,19 +117,19 @@ def verify(
             track(logs, "verify", enabled=not quiet and runner is None):
         reading = read(entries, opts, want=Want.VERIFY, live=live, runner=runner, max_findings=max_findings,
                        workers=workers, measure=measure, on_error=lambda e: say_error(error_text(e)))
-    codes = exit_codes()
     # errors went to stderr, even -q
-    results = [r.report if r.ok else failed_path(codes, r.root, r.error) for r in reading]
-    if not quiet:
-        write_verify(sys.stdout, results, output.value, codes, all_findings=all_findings or not as_of_is_now(as_of),
-                     as_of=as_of or "now")
-    code = run_exit_code(codes, [r.verdict for r in results if not isinstance(r, Failed)],
-                         [r for r in results if isinstance(r, Failed)])
-    if metrics_file is not None:
-        from ..render.metrics import exposition, write_metrics
-        write_metrics(metrics_file, exposition([(r.report if r.ok else results[k], r.extra.get("metrics"))
-                                                for k, r in enumerate(reading)], int(code), codes))
-    return code
+    results = [r.report if r.ok else Failed(r.root, r.error) for r in reading]
+    done, failed = split(results)
+
+    def write(resolved) -> None:
+        if not quiet:
+            write_verify(sys.stdout, results, output.value, resolved,
+                         all_findings=all_findings or not as_of_is_now(as_of), as_of=as_of or "now")
+        if metrics_file is not None:
+            from ..render.metrics import exposition, write_metrics
+            write_metrics(metrics_file, exposition([(r.report if r.ok else results[k], r.extra.get("metrics"))
+                                                    for k, r in enumerate(reading)], resolved))
+    return Outcome.of([r.verdict for r in done], failed, write)
 
 
 def _measured(log: Log, opts, *, max_findings, workers):

@@ -225,11 +225,11 @@ class Plans(Part):
     def repair(self, log, opts: RepairOptions):
         raise UsageError(f"repair is not available for {self.fmt.about.plural}")
 
-    def repair_loss(self, log, opts: RepairOptions, code_of, prior=None) -> dict:
+    def repair_loss(self, log, opts: RepairOptions, prior=None) -> dict:
         """What ``repair(log, opts)`` states of the jobs or items it would lose (its report's ``LOSS_KEYS``, nothing
         written). ``prior``: ``LogReport.reuse`` of this log (the format's own pass): a format that can tells it from
         there, reading the log no second time."""
-        return loss_of(self.repair(log, opts).report_doc(code_of))
+        return loss_of(self.repair(log, opts).report_doc())
 
     def clean(self, log, opts: Options):
         raise UsageError(f"clean is not available for {self.fmt.about.plural}")

@@ -2,9 +2,10 @@
 
 The severity of damage is the engine's own ``Verdict`` (clean, torn tail, invalid history, corrupt), numbered by
 severity: the worst of several is ``max()`` (``worst``). The engine holds no exit codes: the verdict -> exit-code
-mapping and the run's precedence table are ``wqtool.exitcodes``, used by the edges only (``wqtool.cli``,
-``wqtool.api``), which hand the codes to what prints them (a finding's JSON ``exit_class``, a plan's
-``input_exit_code``, ``exit_code`` fields). A verdict's number is no exit code: never ``int(verdict)`` one.
+mapping and the run's precedence table are ``wqtool.exitcodes``, used by the edges only (``wqtool.cli`` /
+``wqtool._run``, ``wqtool.api``). Where a document shows an exit code (a finding's ``exit_class``, a plan's
+``input_exit_code``) the engine puts an ``ExitOf`` placeholder, which the edge's resolved codes fill in after
+the command. A verdict's number is no exit code: never ``int(verdict)`` one.
 """
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ class Verdict(IntEnum):
 
 _LABELS = {Verdict.CLEAN: "clean", Verdict.TORN_TAIL: "torn tail", Verdict.CORRUPT: "CORRUPT",
            Verdict.INVALID_HISTORY: "INVALID HISTORY"}
+
+
+@dataclass(frozen=True, slots=True)
+class ExitOf:
+    """Where a document shows an exit code: the exit code of ``of`` (a ``Verdict``, or the error of a PATH that
+    failed), filled in from the codes the edge resolved (``render.outcome.Resolved.fill``). Not a number, so a
+    document written without filling it in fails loudly (json refuses it) instead of printing a severity."""
+
+    of: object
 
 
 def worst(verdicts) -> Verdict:

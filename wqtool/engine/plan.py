@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from ..errors import InputError, PackMismatch, PackRefused, UsageError
 from . import progress
-from .findings import ERROR, Verdict, worst
+from .findings import ERROR, ExitOf, Verdict, worst
 from .fsops import FileSig, Quarantine, fsync_dir, unlink_quiet, write_new
 
 
@@ -271,16 +271,10 @@ def prove(what: str, expected: str, actual: str, *, path: str | None, verdict: V
                        expected=expected, actual=actual, job_id=job_id, path=path)
 
 
-#: The edge's verdict -> exit code mapping, handed to a plan's report (``wqtool.exitcodes.Codes.of``).
-CodeOf = Callable[[Verdict], int]
-
-
-def input_exit_code(plan: "Plan", code_of: CodeOf | None) -> int:
-    """A plan report's ``input_exit_code``: the input's verdict mapped by the edge's ``code_of``."""
-    if code_of is None:
-        raise TypeError(f"{type(plan).__name__}.report_doc shows the input's exit code: pass the edge's code_of "
-                        "(wqtool.exitcodes.CODES.of)")
-    return int(code_of(plan.input_verdict))
+def input_exit_code(plan: "Plan") -> ExitOf:
+    """A plan report's ``input_exit_code``: the input's verdict, as a placeholder the edge fills in with its exit
+    code (``ExitOf``; the engine holds no exit codes)."""
+    return ExitOf(plan.input_verdict)
 
 
 def refusal(errors: dict, *, salvage: bool, drop_invalid: bool, why: dict) -> None:
@@ -343,13 +337,13 @@ class Cut:
                 "code": self.code, "message": self.message}
 
 
-def repair_doc(plan: "Plan", code_of: CodeOf | None, head: dict, why: str, before: dict, after: dict,
+def repair_doc(plan: "Plan", head: dict, why: str, before: dict, after: dict,
                actions: list[dict], kept_whole: int, digests: tuple[str, str], kept: KeptRanges, tail: dict) -> dict:
     """repair's report, for every format: ``head`` (format, root[, queue]), the input's exit code, the sizes, the
     cuts (summed, and listed), the actions, the digests, the kept ranges of the files that change, then ``tail``:
     the format's keys in order (what is lost, the jobs that change state; a list is capped)."""
     cuts = plan.cuts
-    doc = dict(head, as_of_ns=plan.as_of_ns, input_exit_code=input_exit_code(plan, code_of),
+    doc = dict(head, as_of_ns=plan.as_of_ns, input_exit_code=input_exit_code(plan),
                nothing_to_do=plan.nothing_to_do, why=why if plan.nothing_to_do else None, before=before, after=after,
                cut={"bytes": sum(c.length for c in cuts), "ranges": len(cuts),
                     "by_what": dict(Counter(c.what for c in cuts))},
@@ -466,12 +460,12 @@ class Plan:
 
     #: The input's verdict, as verify gives it (the command's exit code reports it, whatever was done): a
     #: field or property of every plan. The engine holds no exit codes: a report that shows the input's exit code
-    #: (``input_exit_code``) gets it from the edge's ``code_of`` (``input_exit_code()``).
+    #: (``input_exit_code``) puts the verdict there (``input_exit_code()``: an ``ExitOf`` the edge fills in).
     input_verdict: Verdict
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
-        """The command's report (the same shape for every format of a kind); ``code_of``: the edge's verdict ->
-        exit code mapping, for the reports that show the input's exit code (workq and Kestrel pack / repair)."""
+    def report_doc(self) -> dict:
+        """The command's report (the same shape for every format of a kind); where it shows the input's exit
+        code (workq and Kestrel pack / repair), an ``ExitOf`` placeholder (``input_exit_code``)."""
         raise NotImplementedError
 
     #: the mode ``write`` makes ``out`` with (before the umask)

@@ -678,9 +678,9 @@ class _NamedPlans(_NamedPart):
         self._check("repair", log)
         return self._part.repair(log, opts)
 
-    def repair_loss(self, log, opts, code_of, prior=None):
+    def repair_loss(self, log, opts, prior=None):
         self._check("repair", log)
-        return self._part.repair_loss(log, opts, code_of, prior)
+        return self._part.repair_loss(log, opts, prior)
 
     def clean(self, log, opts):
         self._check("clean", log)

@@ -10,7 +10,7 @@ from ..engine.findings import Verdict
 from ..engine.serialize import finding_to_jsonable, with_times
 from ..offsets import at
 from .findings import findings_lines
-from .outcome import ExitCodes
+from .outcome import Outcome, Resolved
 
 
 def relation_text(rel: Relation) -> str:
@@ -30,12 +30,12 @@ def relation_text(rel: Relation) -> str:
     return f"they diverge at A: {at(rel.a.path, rel.a.offset)} / B: {at(rel.b.path, rel.b.offset)}"
 
 
-def exit_code(d: Diff, codes: ExitCodes) -> int:
-    """0 equal, 1 different; a read that found corruption or an impossible history gives that exit code instead
-    (the run's precedence); a torn tail is a finding here, not an exit code of its own."""
+def outcome(d: Diff, write=None) -> Outcome:
+    """diff's outcome: the two reads differ or not (the edge's exit code: 0 equal, 1 different); a read that
+    found corruption or an impossible history counts with its verdict instead (the run's precedence); a torn tail
+    is a finding here, not an exit code of its own."""
     bad = [r.report.verdict for r in (d.a, d.b) if r.report.verdict > Verdict.TORN_TAIL]
-    code = codes.run(verdicts=bad)
-    return code or (0 if d.equal else 1)
+    return Outcome.of(bad, (), write, differ=not d.equal)
 
 
 def _place(p: Place | None) -> dict | None:
@@ -68,15 +68,15 @@ def job_doc(j: JobDiff, instants: bool = False) -> dict:
     return doc
 
 
-def _finding(f, side: str, codes: ExitCodes) -> dict:
-    doc = finding_to_jsonable(f, codes.of)
+def _finding(f, side: str) -> dict:
+    doc = finding_to_jsonable(f)
     doc.pop("exit_class", None)        # findings carry their severity, not an exit code
     doc["side"] = side
     doc["at"] = at(f.path, f.offset) if f.offset is not None else None
     return doc
 
 
-def summary_doc(d: Diff, codes: ExitCodes) -> dict:
+def summary_doc(d: Diff, resolved: Resolved) -> dict:
     sides = {}
     for name, r in (("a", d.a), ("b", d.b)):
         sides[name] = {"root": r.root, "records": r.report.records,
@@ -84,16 +84,15 @@ def summary_doc(d: Diff, codes: ExitCodes) -> dict:
                        "verdict": r.report.verdict.label,
                        "counts": dict(sorted(r.report.counts.items()))}
     rel = d.relation
-    code = exit_code(d, codes)
     doc = {"from_ns": d.from_ns, "to_ns": d.as_of_ns} if d.from_ns is not None else {"as_of_ns": d.as_of_ns}
     return with_times({
         "a": sides["a"], "b": sides["b"], **doc,
         "relation": {"kind": rel.kind, "text": relation_text(rel), "records": rel.records,
                      "a": _place(rel.a), "b": _place(rel.b)},
         "total": d.total, "shown": len(d.jobs),
-        "findings": [_finding(f, s, codes) for s, r in (("a", d.a), ("b", d.b)) for f in r.report.findings],
+        "findings": [_finding(f, s) for s, r in (("a", d.a), ("b", d.b)) for f in r.report.findings],
         "counts": {"a": sides["a"]["counts"], "b": sides["b"]["counts"]},
-        "exit_code": code, "verdict": "equal" if d.equal else "different",
+        "exit_code": resolved.code, "verdict": "equal" if d.equal else "different",
     })
 
 
@@ -113,18 +112,18 @@ def _by(c: Change | None) -> str:
     return f"{at(c.path, c.offset)} {idx} {c.time or '-'} {c.cmd or '?'}"
 
 
-def write_diff(out: TextIO, d: Diff, output: str, codes: ExitCodes) -> None:
+def write_diff(out: TextIO, d: Diff, output: str, resolved: Resolved) -> None:
     if output == "json":
-        doc = summary_doc(d, codes)
+        doc = summary_doc(d, resolved)
         doc["jobs"] = [job_doc(j, d.from_ns is not None) for j in d.jobs]
         out.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         return
     if output == "jsonl":
         for j in d.jobs:
             out.write(json.dumps(job_doc(j, d.from_ns is not None), ensure_ascii=False) + "\n")
-        out.write(json.dumps({"summary": summary_doc(d, codes)}, ensure_ascii=False) + "\n")
+        out.write(json.dumps({"summary": summary_doc(d, resolved)}, ensure_ascii=False) + "\n")
         return
-    doc = summary_doc(d, codes)
+    doc = summary_doc(d, resolved)
     two = d.from_ns is not None
     for name, r in (("A", d.a), ("B", d.b)):
         when = f" at {doc['from' if name == 'A' else 'to']}" if two else ""

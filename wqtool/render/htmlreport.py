@@ -16,7 +16,7 @@ from ..engine.findings import Verdict
 from ..engine.caps import Plans
 from ..engine.series import DURATION_LABELS
 from . import charts
-from .outcome import Failed
+from .outcome import Failed, Resolved
 
 _e = html.escape
 
@@ -31,7 +31,7 @@ class LogPage:
     stats: Any               # RecordStats
     series: Any              # engine.series.Series
     as_of_ns: int
-    exit_code: int           # its verdict's exit code (the edge's mapping, handed down by the command)
+    exit_code: int           # its verdict's exit code (as the edge resolved it after the command: ``Resolved``)
     repair: dict | None = None   # what `wqtool repair` would lose (report: the plan's jobs_lost), or None
 
 
@@ -214,24 +214,25 @@ def log_section(p: LogPage, *, full: bool = True) -> list[str]:
     return out
 
 
-def failed_section(f: Failed) -> list[str]:
+def failed_section(f: Failed, exit_code: int) -> list[str]:
     return [f"<h2>{_e(f.root)}</h2>", f"<p><strong>{_e(f.label)}</strong>: {_e(f.message)} (exit "
-            f"{int(f.exit_code)})</p>"]
+            f"{exit_code})</p>"]
 
 
-def report_page(items: Sequence[LogPage | Failed], command: str, *, title: str = "wqtool report") -> str:
-    """The incident page: a section per log (or per PATH that could not be read), and the command line that
-    makes the same page again."""
+def report_page(items: Sequence[LogPage | Failed], command: str, resolved: Resolved | None = None, *,
+                title: str = "wqtool report") -> str:
+    """The incident page: a section per log (or per PATH that could not be read: its exit code from
+    ``resolved``, the run's codes), and the command line that makes the same page again."""
     body = [f"<h1>{_e(title)}</h1>", f"<p>Made by (run it again for the same page): <code>{_e(command)}</code></p>"]
     summary = []
     for i in items:
         if isinstance(i, Failed):
-            summary.append((i.root, "-", i.label, int(i.exit_code)))
+            summary.append((i.root, "-", i.label, resolved.of(i)))
         else:
             summary.append((i.report.root, i.fmt.name, i.report.verdict.label, i.exit_code))
     body.append(charts.table(("log", "format", "verdict", "exit"), summary, "summary"))
     for i in items:
-        body += failed_section(i) if isinstance(i, Failed) else log_section(i)
+        body += failed_section(i, resolved.of(i)) if isinstance(i, Failed) else log_section(i)
     return charts.page(title, body)
 
 

@@ -27,7 +27,7 @@ from typing import Sequence
 
 from ..engine.findings import Verdict
 from ..offsets import printable
-from .outcome import ExitCodes, Failed
+from .outcome import Failed, Resolved
 
 PREFIX = "wqtool_"
 
@@ -69,9 +69,10 @@ def _verdict_name(v: Verdict) -> str:
     return v.label.lower().replace(" ", "_")
 
 
-def exposition(items: Sequence[tuple[object, LogMetrics | None]], run_exit: int, codes: ExitCodes,
+def exposition(items: Sequence[tuple[object, LogMetrics | None]], resolved: Resolved,
                now_s: float | None = None) -> str:
-    """The text of the metrics file: (LogReport or Failed, its LogMetrics or None) per PATH."""
+    """The text of the metrics file: (LogReport or Failed, its LogMetrics or None) per PATH; ``resolved``: the
+    run's codes, as the edge resolved them."""
     fam: dict[str, _Family] = {}
 
     def add(name: str, help_: str, labels: dict, value: float) -> None:
@@ -84,12 +85,12 @@ def exposition(items: Sequence[tuple[object, LogMetrics | None]], run_exit: int,
         if isinstance(item, Failed):
             lab = {"path": item.root, "format": ""}
             add("verify_up", "1 if the PATH was read as a log, 0 if it could not be.", lab, 0)
-            add("verify_exit_code", "wqtool verify's exit code for this PATH.", lab, int(item.exit_code))
+            add("verify_exit_code", "wqtool verify's exit code for this PATH.", lab, resolved.of(item))
             continue
         lr = item
         lab = {"path": lr.root, "format": m.fmt if m else ""}
         add("verify_up", "1 if the PATH was read as a log, 0 if it could not be.", lab, 1)
-        add("verify_exit_code", "wqtool verify's exit code for this PATH.", lab, codes.of(lr.verdict))
+        add("verify_exit_code", "wqtool verify's exit code for this PATH.", lab, resolved.of(lr.verdict))
         for v in _VERDICTS_LISTED:
             add("verify_verdict", "The log's verdict: 1 for the one it has, 0 for the others.",
                 {**lab, "verdict": _verdict_name(v)}, int(v == lr.verdict))
@@ -110,7 +111,7 @@ def exposition(items: Sequence[tuple[object, LogMetrics | None]], run_exit: int,
             if m.newest_ns is not None:
                 add("log_newest_record_timestamp_seconds", "The newest record's time (Unix seconds).", lab,
                     m.newest_ns / 1e9)
-    add("verify_run_exit_code", "The exit code of the whole wqtool verify run.", {}, int(run_exit))
+    add("verify_run_exit_code", "The exit code of the whole wqtool verify run.", {}, resolved.code)
     add("verify_last_run_timestamp_seconds", "When wqtool verify wrote this file (Unix seconds).", {},
         round(time.time() if now_s is None else now_s, 3))
     out = []

@@ -1,28 +1,16 @@
-"""What a run says per PATH and in total: a PATH that failed (``Failed``) and the run's exit code — with the exit
-codes the edge hands down (``ExitCodes``: ``wqtool.exitcodes.CODES``, which cli.py gives the commands and they
-give the renderers; nothing here maps a verdict or an error to an exit code itself)."""
+"""What a command ends with (``Outcome``: its logs' verdicts, its PATHs that failed — ``Failed`` —, and what it still
+writes that shows exit codes), and the codes the edge resolved from it (``Resolved``). A command returns an
+outcome; the edge's one funnel (``wqtool.exitcodes.settle``, run by ``wqtool._run.settle``) turns it into the exit
+code and hands ``finish`` the codes it resolved, as plain data. Nothing here maps a verdict or an error to an
+exit code: nothing is handed down before the command ends (no mapping, no callback, no context variable)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
 
-from ..engine.findings import Verdict
-from ..errors import WqError
+from ..engine.findings import ExitOf, Verdict
+from ..errors import WqError, failure_label
 from ..offsets import printable
-
-
-class ExitCodes(Protocol):
-    """The exit codes as the edge hands them (``wqtool.exitcodes.Codes``)."""
-
-    IO: int     # an I/O error's code (replay --send: a record the target refused)
-
-    def of(self, verdict: Verdict) -> int: ...
-
-    def of_error(self, exc: BaseException) -> int: ...
-
-    def failure_label(self, exc: BaseException) -> str: ...
-
-    def run(self, verdicts=(), errors=()) -> int: ...
 
 
 def error_text(exc: BaseException) -> str:
@@ -37,13 +25,15 @@ def error_text(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Failed:
-    """A PATH (or a log behind it) that got no verdict: it could not be read, or it is not a log. Its exit code
-    and label are the edge's (``failed_path()``)."""
+    """A PATH (or a log behind it) that got no verdict: it could not be read, or it is not a log. Its label is
+    its error's (``errors.failure_label``), its exit code the edge's (``Resolved.of``)."""
 
     root: str
     error: BaseException
-    exit_code: int
-    label: str
+
+    @property
+    def label(self) -> str:
+        return failure_label(self.error)
 
     @property
     def message(self) -> str:
@@ -56,35 +46,78 @@ class Failed:
         return error_text(e)
 
     def to_jsonable(self) -> dict:
-        return {"root": printable(self.root), "verdict": self.label, "exit_code": int(self.exit_code), "error": self.message}
+        """Its entry in a JSON document; ``exit_code`` a placeholder (``Resolved.fill``)."""
+        return {"root": printable(self.root), "verdict": self.label, "exit_code": ExitOf(self.error),
+                "error": self.message}
 
 
-def failed_path(codes: ExitCodes, root: str, error: BaseException) -> Failed:
-    """A failed PATH, with its exit code and label from ``codes``."""
-    return Failed(root, error, codes.of_error(error), codes.failure_label(error))
+@dataclass(frozen=True)
+class Resolved:
+    """The codes of a run as the edge resolved them after the command (``wqtool.exitcodes.resolve``): plain
+    data. ``code``: the run's exit code; ``label``: what set it in words (the worst log's verdict, or the label of
+    the PATH that failed); ``codes``: the exit code of each verdict and each failed PATH's error present."""
+
+    code: int
+    label: str
+    codes: Mapping = field(default_factory=dict)
+
+    def of(self, what) -> int:
+        """The exit code of a verdict present, a failed PATH (``Failed``, or its error) or a placeholder."""
+        if isinstance(what, ExitOf):
+            what = what.of
+        if isinstance(what, Failed):
+            what = what.error
+        return self.codes[what]
+
+    @property
+    def summary(self) -> dict:
+        """``{"exit_code": N, "verdict": WORDS}`` of the run, at the top (or the end) of every JSON document."""
+        return {"exit_code": self.code, "verdict": self.label}
+
+    def fill(self, doc):
+        """``doc`` with every placeholder (``ExitOf``, from the engine and ``Failed``) replaced by its code."""
+        if isinstance(doc, ExitOf):
+            return self.of(doc)
+        if isinstance(doc, dict):
+            return {k: self.fill(v) for k, v in doc.items()}
+        if isinstance(doc, list):
+            return [self.fill(v) for v in doc]
+        if isinstance(doc, tuple):
+            return tuple(self.fill(v) for v in doc)
+        return doc
 
 
-def run_exit_code(codes: ExitCodes, verdicts=(), failed=()) -> int:
-    """A run's exit code: the most severe of its logs' verdicts and its failed PATHs (``codes.run``: the one
-    precedence table, ``exitcodes.PRECEDENCE``)."""
-    return codes.run(verdicts, [f.error for f in failed])
+@dataclass(frozen=True)
+class Outcome:
+    """What a command ends with: ``verdicts`` (its logs'), ``failed`` (its PATHs that got no verdict) and, for
+    the output that shows exit codes, ``write(resolved)``, run once the edge resolved them. ``shown``: verdicts
+    whose codes the output shows without them counting to the run's (a finding's); ``differ``: diff's two reads
+    differ. A command that writes log after log returns an iterator of outcomes, each resolved as it comes over
+    the run so far (``wqtool.exitcodes.settle``)."""
+
+    verdicts: tuple[Verdict, ...] = ()
+    failed: tuple[Failed, ...] = ()
+    write: Callable[[Resolved], None] | None = None
+    shown: tuple[Verdict, ...] = ()
+    differ: bool = False
+
+    @classmethod
+    def of(cls, verdicts: Iterable = (), failed: Iterable = (), write=None, **kw) -> "Outcome":
+        return cls(tuple(verdicts), tuple(failed), write, **kw)
+
+    @property
+    def errors(self) -> tuple[BaseException, ...]:
+        return tuple(f.error for f in self.failed)
+
+    def finish(self, code: int, label: str, codes: Mapping) -> None:
+        """Called by the edge's funnel with the codes it resolved: the output that shows them is written now."""
+        if self.write is not None:
+            self.write(Resolved(code, label, codes))
 
 
-def run_verdict(codes: ExitCodes, verdicts=(), failed=()) -> str:
-    """A run's verdict in words, beside its exit code at the top of every JSON document: the label of what set the
-    exit code (the worst log's verdict, or the label of the PATH that failed: "not a log", "unreadable", ...)."""
-    code = run_exit_code(codes, verdicts, failed)
-    for f in failed:
-        if int(f.exit_code) == code:
-            return f.label
-    for v in sorted(verdicts, reverse=True):
-        if codes.of(v) == code:
-            return v.label
-    return Verdict.CLEAN.label
-
-
-def run_summary(codes: ExitCodes, verdicts=(), failed=()) -> dict:
-    """``{"exit_code": N, "verdict": WORDS}`` of a run (``run_exit_code``, ``run_verdict``)."""
-    verdicts, failed = list(verdicts), list(failed)
-    return {"exit_code": int(run_exit_code(codes, verdicts, failed)),
-            "verdict": run_verdict(codes, verdicts, failed)}
+def split(results) -> tuple[list, list[Failed]]:
+    """Items of a run -> (the logs' items, the PATHs that failed)."""
+    ok, failed = [], []
+    for r in results:
+        (failed if isinstance(r, Failed) else ok).append(r)
+    return ok, failed

@@ -9,7 +9,7 @@ from ..engine.plan import LIST_CAP, SHOWN
 from ..engine.serialize import with_positions, with_times
 
 from ..errors import PackRefused
-from .outcome import Failed
+from .outcome import Failed, Resolved
 
 
 def _as_of(w, doc: dict, shown: bool) -> None:
@@ -76,27 +76,29 @@ def report_after_apply(out: TextIO, write, installed: list[str]) -> None:
             sys.stderr.write(f"wqtool: {root}: installed; the report could not be written ({why})\n")
 
 
-def failed_json(f: Failed) -> dict:
+def failed_json(f: Failed, resolved: Resolved) -> dict:
     """A PATH that got no plan: not a log, unreadable, busy, or refused (a plan that needs a flag: its error)."""
-    d = f.to_jsonable()
+    d = resolved.fill(f.to_jsonable())
     if isinstance(f.error, PackRefused):
         d["verdict"] = "refused"
     return d
 
 
-def write_plan_reports(out: TextIO, kind: str, items: list, exit_code: int, *, as_json: bool,
+def write_plan_reports(out: TextIO, kind: str, items: list, resolved: Resolved, *, as_json: bool,
                        applied: bool, as_of_line: bool = False) -> None:
     """clean / repair over several PATHs: one section (table) or one entry of ``logs`` (JSON) per PATH, in PATH
-    order — a plan's report, or a PATH that got none (its error: not a log, unreadable, busy, refused)."""
+    order — a plan's report, or a PATH that got none (its error: not a log, unreadable, busy, refused);
+    ``resolved``: the run's codes."""
+    exit_code = resolved.code
     if as_json:
-        logs = [failed_json(i) if isinstance(i, Failed) else i for i in items]
+        logs = [failed_json(i, resolved) if isinstance(i, Failed) else i for i in items]
         verdict = next((d["verdict"] for d in logs if d.get("exit_code") == exit_code), "clean")
         doc = {"exit_code": exit_code, "verdict": verdict, "logs": logs}
         out.write(json_text(with_times(with_positions(doc)), indent=2) + "\n")
         return
     for i in items:
         if isinstance(i, Failed):
-            d = failed_json(i)
+            d = failed_json(i, resolved)
             out.write(f"{kind} {i.root}: {d['verdict']}: {i.message} (exit {d['exit_code']})\n")
         else:
             write_plan_report(out, kind, i, as_json=False, applied=applied, as_of_line=as_of_line)

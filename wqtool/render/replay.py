@@ -8,17 +8,17 @@ from ..engine.format import StateView
 from ..engine.run import LogReport
 from ..engine.serialize import finding_json
 from .console import stdout_console
-from .outcome import ExitCodes
+from .outcome import Resolved
 from .state import counts_table, write_state_table
 
 
-def _doc(report: LogReport, view: StateView, codes: ExitCodes) -> dict:
+def _doc(report: LogReport, view: StateView, resolved: Resolved) -> dict:
     """One log's replay document: the state's summary (its jobs by state as ``by_state``, as stats has them),
     the log's exit code and verdict, its findings (a list, as verify's) and their ``counts`` by code."""
     doc = {("by_state" if k == "counts" else k): v for k, v in view.summary().items()}
     doc["root"] = report.root
     doc.update(view.extra_doc())
-    doc.update(exit_code=codes.of(report.verdict), verdict=report.verdict.label,
+    doc.update(exit_code=resolved.of(report.verdict), verdict=report.verdict.label,
                counts=dict(sorted(report.counts.items())),
                findings=[finding_json(f) for f in report.shown(all_findings=True)[0]])
     return doc
@@ -29,9 +29,9 @@ _ROWS = "\x00rows\x00"
 
 
 def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, summary: bool,
-                 codes: ExitCodes) -> None:
+                 resolved: Resolved) -> None:
     if output == "json":    # json_text(doc, indent=2), with the rows streamed in place (memory stays flat)
-        doc = _doc(report, view, codes)
+        doc = _doc(report, view, resolved)
         doc[view.rows_key] = [] if summary else _ROWS
         head, _, tail = json_text(doc, indent=2).partition(json_text(_ROWS))
         out.write(head)
@@ -49,7 +49,7 @@ def write_replay(out: TextIO, report: LogReport, view: StateView, output: str, s
         if not summary:
             for chunk in view.encoded_rows("jsonl"):
                 out.write(chunk)
-        out.write(json_text({"summary": _doc(report, view, codes)}) + "\n")
+        out.write(json_text({"summary": _doc(report, view, resolved)}) + "\n")
         return
     if not summary:
         write_state_table(out, view)

@@ -8,10 +8,10 @@ from typing import TextIO
 from ..engine.findings import worst
 from ..engine.stats import RecordStats
 from .analytics import write_tables_text
-from .outcome import ExitCodes, Failed, run_exit_code, run_summary
+from .outcome import Failed, Resolved
 
 
-def stats_doc(per_log, total_jobs: int, codes: ExitCodes) -> dict:
+def stats_doc(per_log, total_jobs: int, resolved: Resolved) -> dict:
     """The stats document from (LogReport, StateView, RecordStats, distinct jobs) per log — the same for both
     engines — or a ``render.outcome.Failed`` for a PATH that could not be read (an entry with its error; its
     exit code counts in the total's). The total's states are every log's, in the order they first appear."""
@@ -25,7 +25,7 @@ def stats_doc(per_log, total_jobs: int, codes: ExitCodes) -> dict:
     failed = []
     for item in per_log:
         if isinstance(item, Failed):
-            logs.append(item.to_jsonable())
+            logs.append(resolved.fill(item.to_jsonable()))
             failed.append(item)
             continue
         report, view, st, jobs = item
@@ -37,7 +37,7 @@ def stats_doc(per_log, total_jobs: int, codes: ExitCodes) -> dict:
         # (what by_type adds up to)
         d["record_bytes"] = d["bytes"]
         d["bytes"] = report.bytes
-        doc = {"root": report.root, "verdict": report.verdict.label, "exit_code": codes.of(report.verdict),
+        doc = {"root": report.root, "verdict": report.verdict.label, "exit_code": resolved.of(report.verdict),
                "segments": report.segments, **d,
                "state": {"jobs": sum(by_state.values()), "by_state": by_state, "queues": queues,
                          "digest": view.digest()},
@@ -58,12 +58,12 @@ def stats_doc(per_log, total_jobs: int, codes: ExitCodes) -> dict:
     t["jobs"] = total_jobs
     t["record_bytes"] = t["bytes"]
     t["bytes"] = sum(d.get("bytes", 0) for d in logs if "error" not in d)
-    total = {"logs": len(logs) - len(failed), "exit_code": run_exit_code(codes, verdicts, failed),
+    total = {"logs": len(logs) - len(failed), "exit_code": resolved.code,
              "segments": sum(d.get("segments", 0) for d in logs), **t,
              "state": {"jobs": sum(tot_states.values()), "by_state": dict(tot_states),
                        "queues": {q: dict(c) for q, c in sorted(tot_queues.items())}},
              "damage": _damage(worst(verdicts), tot_counts, tot_sev)}
-    return {**run_summary(codes, verdicts, failed), "logs": logs, "total": total}
+    return {**resolved.summary, "logs": logs, "total": total}
 
 
 def _damage(verdict, counts, severities) -> dict:

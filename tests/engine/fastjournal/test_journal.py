@@ -14,7 +14,6 @@ from wqtool.engine.format import Options, PackOptions, get
 from wqtool.engine.fsops import LogBusy
 from wqtool.engine.plan import InjectedCrash
 from wqtool.errors import PackRefused
-from wqtool.exitcodes import CODES
 
 FMT = get("fastjournal")
 NOW = 1_769_743_800_000_000
@@ -137,7 +136,7 @@ def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):
     history(src)
     digest = run(src)[0].state.digest()
     plan = FMT.plans.pack(FMT.discover([src], OPTS)[0], PackOptions(OPTS.as_of_ns))
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert doc["plan"]["snapshot"] == "000000003.fjj" and doc["digest"] == digest
     w = plan.write(str(tmp_path / "out"))
     assert w.digest == digest and os.listdir(tmp_path / "out") == ["000000001.fjj"]
@@ -168,7 +167,7 @@ def test_clean_crash_at_every_step(tmp_path):
     (tmp_path / "src" / ".000000004.fjj.tmp").write_bytes(b"half")
     digest = run(src)[0].state.digest()
     plan = FMT.plans.clean(FMT.discover([src], OPTS)[0], OPTS)
-    assert [os.path.basename(r["file"]) for r in plan.report_doc(CODES.of)["actions"]] == \
+    assert [os.path.basename(r["file"]) for r in plan.report_doc()["actions"]] == \
         ["000000001.fjj", "000000002.fjj", ".000000004.fjj.tmp"]
     for i, at in enumerate(_steps(plan)[:-1]):
         d = str(tmp_path / f"c{i}")
@@ -188,7 +187,7 @@ def test_pack_refuses_corruption_unless_salvage(tmp_path):
     with pytest.raises(PackRefused):
         FMT.plans.pack(log, PackOptions(OPTS.as_of_ns))
     plan = FMT.plans.pack(log, PackOptions(OPTS.as_of_ns, salvage=True))
-    assert plan.report_doc(CODES.of)["dropped"] and plan.report_doc(CODES.of)["after"]["entries"] == 2
+    assert plan.report_doc()["dropped"] and plan.report_doc()["after"]["entries"] == 2
 
 
 from tests.conftest import examples

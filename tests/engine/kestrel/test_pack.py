@@ -20,7 +20,6 @@ from wqtool.engine.findings import Verdict
 
 from .conftest import AS_OF_NS, T, dir_snapshot, one_set, write_journal
 from .test_replay import OPS, build_set
-from wqtool.exitcodes import CODES
 
 
 def digests(d: str, queue: str = "q") -> tuple[str, str]:
@@ -47,7 +46,7 @@ def test_pack_preserves_digest_and_is_idempotent(ops, cuts):
         os.makedirs(out1)
         res = plan.write(out1)
         assert plan.digest_expected == before[0]            # the plan compares the open states (keep_open)
-        assert res.digest == plan.report_doc(CODES.of)["digest"]     # what pack prints: replay's digest, same options
+        assert res.digest == plan.report_doc()["digest"]     # what pack prints: replay's digest, same options
         if before[1] is not None:
             assert res.digest == before[1]
         assert os.path.getsize(res.path) == plan.bytes_after == res.bytes
@@ -84,7 +83,7 @@ def test_rich_set_pack_and_apply(qdir):
     plan = pack_plan(one_set(qdir), AS_OF_NS)
     assert plan.open_transactions == 1 and plan.records_dropped > 0
     assert plan.bytes_before == sum(s for _, s in plan.inputs)
-    j = plan.to_jsonable(CODES.of)
+    j = plan.to_jsonable()
     assert j["bytes_after"] == plan.bytes_after and j["digest_input"] == before[0]
     res = plan.apply(now_ms=1000)
     assert sorted(os.listdir(qdir)) == ["q"]

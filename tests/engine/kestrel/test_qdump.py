@@ -6,7 +6,6 @@ import os
 
 from wqtool.engine.kestrel.pack import pack_plan
 from wqtool.engine.kestrel.qdump import QDUMP_USAGE, duration_str, qdump_text
-from wqtool.exitcodes import CODES
 
 from .conftest import AS_OF_NS, T, one_set, write_journal
 
@@ -102,10 +101,11 @@ def test_duration_strings():
 
 
 def test_pack_report_snapshot(qdir, snapshot):
+    from wqtool.exitcodes import fill
     write_journal(os.path.join(qdir, "q.100"), lambda w: ([w.add(b"i%d" % i, T) for i in range(4)], w.remove()))
     write_journal(os.path.join(qdir, "q"), lambda w: (w.remove_tentative(1), w.add(b"x", T, T + 1)))
     plan = pack_plan(one_set(qdir), AS_OF_NS, drop_expired=True)
-    j = plan.to_jsonable(CODES.of)
+    j = fill(plan.to_jsonable())      # the input's exit code as the edge fills it in (exitcodes.fill)
     j["root"] = "<dir>"
     j["elapsed_s"] = 0
     j["inputs"] = [{"file": os.path.basename(i["file"]), "bytes": i["bytes"]} for i in j["inputs"]]

@@ -17,7 +17,6 @@ from wqtool.engine.plan import InjectedCrash
 from wqtool.errors import PackRefused
 
 from .conftest import AS_OF_NS, T, dir_snapshot, one_set, write_journal
-from wqtool.exitcodes import CODES
 
 KF = os.path.join(ROOT, "fixtures", "kestrel")
 
@@ -108,13 +107,13 @@ def test_clean_finishes_what_kestrel_would(tmp_path):
     fs = one_set(d)
     before = digests(d)
     plan = clean.clean_plan(fs, AS_OF_NS)
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert {os.path.basename(a["file"]) for a in doc["actions"] if a["action"] == "delete"} == \
         {"test~~4000", "test.50", "test.100"}
     plan.apply()
     assert sorted(os.listdir(d)) == ["test", "test.100", "test.3000"]
     assert digests(d) == before
-    assert clean.clean_plan(one_set(d), AS_OF_NS).report_doc(CODES.of)["actions"] == []
+    assert clean.clean_plan(one_set(d), AS_OF_NS).report_doc()["actions"] == []
 
 
 def test_clean_crash_at_every_step(tmp_path):
@@ -164,7 +163,7 @@ def test_truncate_to_time_cuts_every_item_added_after_t(tmp_path):
     data = open(d / "q", "rb").read()
     assert len(data) == 5 * 27
     plan = repair.repair_plan(one_set(str(d)), AS_OF_NS, truncate_to_ns=(T + 2500) * 1_000_000)
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert [(c["offset"], c["length"], c["what"], c["code"]) for c in doc["cuts"]] == [(3 * 27, 2 * 27, "after-time",
                                                                                         None)]
     assert [(r["offset"], r["end"], r["records"]) for r in doc["kept"]] == [(0, 3 * 27, 3)]
@@ -188,7 +187,7 @@ def test_drop_invalid_removes_exactly_the_reused_xid(tmp_path):
         repair.repair_plan(one_set(str(d)), AS_OF_NS)
     assert e.value.verdict == Verdict.INVALID_HISTORY and e.value.offset == 0x31
     plan = repair.repair_plan(one_set(str(d)), AS_OF_NS, drop_invalid=True)
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert plan.input_verdict == Verdict.INVALID_HISTORY
     assert [(c["offset"], c["length"], c["what"], c["code"]) for c in doc["cuts"]] == [
         (0x31, 5, "refused-record", "KQ-XID-REUSED")]
@@ -269,7 +268,7 @@ def test_repair_counts_the_items_it_loses(tmp_path, name, lost, unread):
     d = _copy(name, tmp_path / "q")
     plan = repair.repair_plan(one_set(d), AS_OF_NS, salvage=True)
     assert plan.items_lost == lost and plan.lost_unread == unread
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert doc["items_lost"] == len(lost) and doc["items_lost_at"] == lost and doc["items_lost_unread"] == unread
 
 

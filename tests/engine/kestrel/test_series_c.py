@@ -274,7 +274,6 @@ def test_what_a_repair_would_lose_from_the_kernels_pass_is_the_plans(ops, cuts, 
     from wqtool.engine.kestrel.repair import repair_plan
     from wqtool.engine.options import RepairOptions
     from wqtool.errors import PackRefused
-    from wqtool.exitcodes import CODES
     with tempfile.TemporaryDirectory() as d:
         build(d, ops, cuts, damage)
         fs = one_set(d)
@@ -291,12 +290,12 @@ def test_what_a_repair_would_lose_from_the_kernels_pass_is_the_plans(ops, cuts, 
         except PackRefused as exc:
             with pytest.raises(PackRefused) as got:
                 FORMAT.plans.repair_loss(fs, RepairOptions(as_of_ns=AS_OF_NS, salvage=salvage, drop_invalid=drop),
-                                   CODES.of, report.reuse)
+                                   report.reuse)
             assert str(got.value) == str(exc)
             return
-        want = {k: v for k, v in plan.report_doc(CODES.of).items() if k.startswith("items_lost")}
+        want = {k: v for k, v in plan.report_doc().items() if k.startswith("items_lost")}
         got = FORMAT.plans.repair_loss(fs, RepairOptions(as_of_ns=AS_OF_NS, salvage=salvage, drop_invalid=drop),
-                                 CODES.of, report.reuse)
+                                 report.reuse)
         assert got == want
 
 
@@ -323,7 +322,7 @@ def test_report_tells_the_loss_of_damaged_fixtures_without_a_second_pass(tmp_pat
     monkeypatch.setattr(repair, "JournalReader", real)
     from wqtool.engine.caps import Plans
     monkeypatch.setattr(type(FORMAT.plans), "repair_loss",          # the plan itself, as without the kernel's pass
-                        lambda self, log, opts, code_of, prior=None: Plans.repair_loss(self, log, opts, code_of))
+                        lambda self, log, opts, prior=None: Plans.repair_loss(self, log, opts))
     r2 = cli("report", "--as-of", "2011-03-20T00:00:00Z", q, "--out", tmp_path / "x.html", "--force")
     assert r2.code == 3
     assert open(tmp_path / "x.html").read() == page          # the plan's own reading says the same

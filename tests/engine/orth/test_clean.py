@@ -14,7 +14,6 @@ from tests.writers.orth_callbacks import write_retry_file
 from wqtool.engine.orth_executor_logs.clean import expired, finish_interrupted, lenient_date
 from tests.writers.orth_executor_logs import ExecutorLogWriter
 from wqtool.engine.plan import InjectedCrash
-from wqtool.exitcodes import CODES
 
 NOW = int(dt.datetime(2026, 3, 10, 12, tzinfo=dt.timezone.utc).timestamp()) * 10**9
 T = 1769740800000      # 2026-01-30
@@ -72,7 +71,7 @@ def _plan(lp, days="30"):
 def test_the_plan_and_its_apply(tmp_path):
     lp, delivered, pending = _logpath(tmp_path)
     plan = _plan(lp)
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert [os.path.basename(d["path"]) for d in doc["delete_dirs"]] == ["2026-01-29.bak", "2026-01-30",
                                                                          "2026-01-31", "2026-02-04"]
     assert [d["path"] for d in doc["delete_files"]] == [delivered]
@@ -139,7 +138,7 @@ def test_retention_rule_per_release(tmp_path, rule, tz, deleted):
     fmt = registry.get("orth-executor-logs")
     as_of = int(dt.datetime(2026, 3, 15, 10, tzinfo=dt.timezone.utc).timestamp()) * 10**9
     opts = Options(as_of, settings={"retention_rule": rule, "tz": tz})
-    doc = fmt.plans.clean(fmt.discover([lp], opts)[0], opts).report_doc(CODES.of)
+    doc = fmt.plans.clean(fmt.discover([lp], opts)[0], opts).report_doc()
     assert [os.path.basename(a["path"]) for a in doc["delete_dirs"]] == deleted
     assert doc["retention_rule"] == rule and any(f"retention rule {rule}" in x for x in doc["lines"])
 

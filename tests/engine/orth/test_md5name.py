@@ -16,7 +16,6 @@ from wqtool.engine.javacodec.gson import Entry, encode
 from wqtool.engine.orth_callbacks.md5name import FLIP_SEARCH_MAX, recover_flip
 from tests.writers.orth_callbacks import write_retry_file
 from wqtool.engine.plan import InjectedCrash
-from wqtool.exitcodes import CODES
 from wqtool.engine.findings import Verdict
 
 FMT = registry.get("orth-callbacks")
@@ -125,7 +124,7 @@ def _plan(lp: str, action: str | None):
 def test_repair_each_action(tmp_path, action):
     lp, p, good, bad = _changed(tmp_path)
     plan = _plan(lp, action)
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert plan.input_verdict == Verdict.CORRUPT
     assert [a["action"] for a in doc["actions"]] == [action or "quarantine"]
     q = str(tmp_path / "q")
@@ -148,11 +147,11 @@ def test_repair_each_action(tmp_path, action):
 
 def test_repair_default_is_quarantine_and_the_executor_logs_have_nothing_to_repair(tmp_path):
     lp, p, _, _ = _changed(tmp_path)
-    assert [a["action"] for a in _plan(lp, None).report_doc(CODES.of)["actions"]] == ["quarantine"]
+    assert [a["action"] for a in _plan(lp, None).report_doc()["actions"]] == ["quarantine"]
     ex = registry.get("orth-executor-logs")
     os.makedirs(os.path.join(lp, "2026-01-30"))
     plan = ex.plans.repair(ex.discover([lp], Options(0))[0], RepairOptions(0))
-    assert plan.report_doc(CODES.of)["nothing_to_do"]
+    assert plan.report_doc()["nothing_to_do"]
     with pytest.raises(Exception, match="md5_action"):
         _plan(lp, "delete")
 

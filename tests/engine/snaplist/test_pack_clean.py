@@ -19,7 +19,6 @@ from wqtool.engine.live import fd_holders
 from wqtool.engine.plan import InjectedCrash
 from wqtool.engine.snaplist.pack import content_lines
 from wqtool.engine.snaplist.writer import acknowledge, append_raw, append_request
-from wqtool.exitcodes import CODES
 
 AS_OF_US = 1_769_743_800_000_000          # 03:30: hours 2 and 3 are kept
 AS_OF_NS = AS_OF_US * 1000
@@ -63,7 +62,7 @@ def test_pack_plan_write_and_apply(tmp_path):
     d = journal(tmp_path / "j")
     before, log = state(d)
     plan = FMT.plans.pack(log, PACK)
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert {os.path.basename(f["file"]) for f in doc["plan"]["rewrite"]} == {"1.msg", "2.msg", "3.msg"}
     assert doc["digest"] == before.state.digest() and doc["records_dropped"] == before.state.acked_runs
     assert lines_of(d)["3.msg"] and b"\n\n" in open(os.path.join(d, "3.msg"), "rb").read()
@@ -180,7 +179,7 @@ def test_clean_removes_exhausted_files_but_the_current_and_previous_hour(tmp_pat
     open(os.path.join(d, ".0.msg.wqtool-pack"), "wb").close()
     (log,) = FMT.discover([d], OPTS)
     plan = FMT.plans.clean(log, OPTS)
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert [os.path.basename(r["file"]) for r in doc["actions"]] == ["1.msg", ".0.msg.wqtool-pack"]
     assert doc["reclaimed"]["files"] == 2 and doc["after"]["files"] == doc["before"]["files"] - 1
     assert {os.path.basename(k["file"]): k["reason"][:8] for k in doc["keep"]} == \

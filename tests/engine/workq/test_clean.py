@@ -22,7 +22,6 @@ from wqtool.engine.workq.writer import SegmentWriter, add, result, simple
 from wqtool.errors import PackRefused
 from wqtool.formats._common import GoTime
 from wqtool.formats.workq import CmdType
-from wqtool.exitcodes import CODES
 from wqtool.engine.findings import Verdict
 
 #: after the 2.5 s jobs of upstream-b expired, long before the 1 h ones
@@ -49,7 +48,7 @@ def test_the_resurrection_bug_cannot_happen(tmp_path):
     before = state(d, AS_OF_B)
     assert "00000000-0000-4000-8000-000000000401" not in before[1]
     plan = clean.clean_plan(discover([d])[0], AS_OF_B)
-    actions = {os.path.basename(a["file"]): a["action"] for a in plan.report_doc(CODES.of)["actions"]}
+    actions = {os.path.basename(a["file"]): a["action"] for a in plan.report_doc()["actions"]}
     assert actions == {"000000001.log": "delete", "000000002.log": "rewrite"}   # 000000003.log: active, untouched
     res = plan.apply()
     assert state(d, AS_OF_B) == before
@@ -67,7 +66,7 @@ def test_clean_is_idempotent_and_a_noop_is_a_noop(tmp_path):
     d = _copy(tmp_path, "upstream-b-before-clean")
     clean.clean_plan(discover([d])[0], AS_OF_B).apply()
     plan = clean.clean_plan(discover([d])[0], AS_OF_B)
-    assert plan.changed == [] and plan.report_doc(CODES.of)["reclaimed"]["bytes"] == 0
+    assert plan.changed == [] and plan.report_doc()["reclaimed"]["bytes"] == 0
     snap = {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)}
     res = plan.apply()
     assert res.steps == [] and {n: open(os.path.join(d, n), "rb").read() for n in os.listdir(d)} == snap

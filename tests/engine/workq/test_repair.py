@@ -20,7 +20,6 @@ from wqtool.engine.workq.reader import discover
 from wqtool.engine.workq.swap import finish_interrupted
 from wqtool.engine.workq.verify import run_log
 from wqtool.errors import PackRefused
-from wqtool.exitcodes import CODES
 
 AS_OF_NS = parse_instant(AS_OF)
 FAST = dict(fsync=False, stale_lock_hold=0)
@@ -84,7 +83,7 @@ def test_a_healthy_log_is_a_noop(tmp_path):
     d = _copy(fixture_log("upstream-a-run1"), tmp_path / "log")
     before = _files(d)
     plan = repair.repair_plan(discover([d])[0], AS_OF_NS)
-    assert plan.nothing_to_do and plan.report_doc(CODES.of)["why"]
+    assert plan.nothing_to_do and plan.report_doc()["why"]
     assert plan.apply(**FAST).steps == [] and _files(d) == before
 
 
@@ -146,7 +145,7 @@ def test_point_in_time_rollback(tmp_path):
     d = _copy(fixture_log("upstream-a-run1"), tmp_path / "log")
     t = parse_instant("2026-11-21T23:14:53Z")
     plan = repair.repair_plan(discover([d])[0], AS_OF_NS, truncate_to_ns=t)
-    doc = plan.report_doc(CODES.of)
+    doc = plan.report_doc()
     assert doc["cut"]["by_what"] == {"after-time": 1} and plan.digest_before != plan.digest_after
     assert doc["jobs_changed"] and all(j["after"] in ("absent", "new") for j in doc["jobs_changed"])
     plan.apply(**FAST)
@@ -208,7 +207,7 @@ def test_no_backup_keeps_only_the_quarantine(tmp_path):
 
 # ---------------------------------------------------------------- one pass (issue 18 items 3 and 4)
 def _doc(plan) -> dict:
-    d = plan.report_doc(CODES.of)
+    d = plan.report_doc()
     for k in ("elapsed_s", "jobs_lost", "jobs_lost_more", "jobs_lost_unread"):
         d.pop(k, None)
     return d
@@ -264,7 +263,7 @@ def test_the_one_pass_plan_on_bit_flips_and_truncations(tmp_path, engine):
 
 
 def _whole_doc(plan) -> dict:
-    d = plan.report_doc(CODES.of)
+    d = plan.report_doc()
     d.pop("elapsed_s", None)
     return d
 

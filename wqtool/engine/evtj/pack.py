@@ -19,7 +19,7 @@ from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
 from ..fsops import unlink_quiet, write_new
 from ..live import refuse_holders
-from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, rewrite_file,
+from ..plan import (ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, rewrite_file,
                     timed)
 from ..run import LogReport
 from .fastpath import encode_file_header
@@ -71,7 +71,7 @@ class EvtjPackPlan(Plan):
         live = [e for evs in self.events.values() for e in evs if e.status in LIVE]
         return len(live), 8 * len(self.events) + sum(e.length for e in live)
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         recs, size = self._after()
         return pack_doc(self, {"format": "evtj", "root": self.journal.root, "queue": None},
                         {"records": self.report.records, "bytes": sum(self.sizes.values()), "files": len(self.sizes)},

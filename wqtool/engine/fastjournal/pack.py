@@ -21,7 +21,7 @@ from ...errors import InputError, UsageError
 from ...formats.fastjournal import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
 from ..findings import ERROR, Verdict
 from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, timed
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, timed
 from ..run import LogReport
 from .model import FjjJournal, Segment
 from .reader import discover
@@ -68,7 +68,7 @@ class FjjPackPlan(Plan):
     def bytes_after(self) -> int:
         return 16 + sum(16 + len(r) for _, r in self.records)
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         fifo = self.report.state.fifo
         return pack_doc(self, {"format": "fastjournal", "root": self.journal.root, "queue": None},
                         {"records": self.report.records, "bytes": self.bytes_before, "files": len(self.inputs)},
@@ -178,7 +178,7 @@ class FjjCleanPlan(Plan):
     input_verdict: Verdict = Verdict.CLEAN
     records: int = 0
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         kept = sum(os.path.getsize(s.path) for s in self.journal.segments if os.path.exists(s.path))
         freed = sum(n for _, n, _ in self.remove)
         segs = len(self.journal.segments) + len(self.journal.superseded)

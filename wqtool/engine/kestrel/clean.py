@@ -19,7 +19,7 @@ from ...formats.kestrel import PACK_SUFFIX
 from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, unlink_quiet
 from ..live import refuse_holders
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, prove, timed, unchanged
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, prove, timed, unchanged
 from .pack import replay_digest
 from .reader import ROLE_PACK, FileSet, classify, queue_of, whole_queue
 from .verify import run_log
@@ -39,7 +39,7 @@ class KestrelCleanPlan(Plan):
     records: int
     shown_digest: str = ""                   # as `wqtool replay` prints it (open transactions backed out)
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         sizes = {p: (s.size or 0) for p, s in self.sigs.items()}
         reclaimed = sum(sizes.get(p, 0) for p, _ in self.deletes)
         before = sum(sizes.values())

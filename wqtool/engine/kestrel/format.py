@@ -168,9 +168,9 @@ class KestrelPlans(Plans):
                            drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns,
                            kestrel_version=_version(opts))
 
-    def repair_loss(self, log: FileSet, opts: RepairOptions, code_of, prior=None) -> dict:
+    def repair_loss(self, log: FileSet, opts: RepairOptions, prior=None) -> dict:
         if prior is None or opts.truncate_to_ns is not None or not log.is_dir:   # (a file alone: its whole queue)
-            return super().repair_loss(log, opts, code_of)
+            return super().repair_loss(log, opts)
         from .repair import repair_loss      # prior: every error finding of the kernel's pass (series.fast_series)
         return repair_loss(log, prior, salvage=opts.salvage, drop_invalid=opts.drop_invalid)
 

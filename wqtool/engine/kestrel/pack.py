@@ -48,7 +48,7 @@ from ..findings import ERROR, Verdict
 from ..fsops import FileSig, LogBusy, NewFile, fsync_dir, link_or_copy, rename_noreplace, same_file, unlink_quiet
 from ..live import describe_holders, holders, refuse_holders
 from ..plan import InjectedCrash  # noqa: F401  (re-exported)
-from ..plan import (ApplyResult, CodeOf, Plan, StepRunner, WriteResult, input_exit_code, labels, pack_doc,
+from ..plan import (ApplyResult, Plan, StepRunner, WriteResult, input_exit_code, labels, pack_doc,
                     pack_refusal, prove, timed)
 from ..run import LogReport
 from .reader import ROLE_LIVE, FileSet, JournalFile, classify, queue_of
@@ -171,7 +171,7 @@ class PackPlan(KestrelInstall):
     def records_dropped(self) -> int:
         return self.records_before - self.records_after
 
-    def to_jsonable(self, code_of: CodeOf | None = None) -> dict:
+    def to_jsonable(self) -> dict:
         return {
             "queue": self.fileset.queue, "root": self.fileset.root, "as_of_ns": self.as_of_ns,
             "inputs": [{"file": p, "bytes": s} for p, s in self.inputs],
@@ -180,18 +180,18 @@ class PackPlan(KestrelInstall):
             "records_dropped": self.records_dropped, "items_queued": self.items_queued,
             "open_transactions": self.open_transactions, "expired_dropped": self.expired_dropped,
             "drop_expired": self.drop_expired, "salvage": self.salvage,
-            "input_exit_code": input_exit_code(self, code_of),
+            "input_exit_code": input_exit_code(self),
             "digest_input": self.digest_input, "digest_expected": self.digest_expected, "dropped": self.dropped,
             "elapsed_s": round(self.elapsed_s, 6),
         }
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
         return pack_doc(self, {"format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue},
                         {"records": self.records_before, "bytes": self.bytes_before, "files": len(self.inputs)},
                         {"records": self.records_after, "bytes": self.bytes_after, "items": self.items_queued,
                          "open_transactions": self.open_transactions}, self.dropped, self.replay_digest(self.state),
-                        self.to_jsonable(code_of), self.replay_digest(self.report.state))
+                        self.to_jsonable(), self.replay_digest(self.report.state))
 
     #: the replay meaning the output is verified with (a pack writes only 2.x opcodes)
     verify_version: ClassVar[str] = "2"

@@ -24,7 +24,7 @@ from typing import ClassVar
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, free_dir, range_chunks, same_file
-from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Quarantined, StepRunner, capped, refusal, repair_doc,
+from ..plan import (ApplyResult, Cut, KeptRanges, Quarantined, StepRunner, capped, refusal, repair_doc,
                     stamp, timed)
 from ..run import LogReport
 from .pack import KestrelInstall, replay_digest
@@ -72,13 +72,13 @@ class KestrelRepairPlan(KestrelInstall):
         """The repaired journal: every kept record, byte for byte, in replay order."""
         return range_chunks(self.kept, advance=False)
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         ranges = KeptRanges()
         for path, off, ln in self.kept:
             ranges.add(path, off, ln)
         cut_files = {c.path for c in self.cuts}
         return repair_doc(
-            self, code_of, {"format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue},
+            self, {"format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue},
             "the journal is clean: Kestrel replays all of it",
             {"files": len(self.inputs), "bytes": self.bytes_before, "records": self.records_before},
             # a repair installs one journal file (the live one, empty when nothing was kept)

@@ -26,7 +26,7 @@ from ...errors import InputError, UsageError
 from ...formats.orth import CALLBACK_NAME
 from ..findings import Finding, Verdict
 from ..fsops import FileSig, backup_name, fsync_dir, rename_noreplace, unlink_quiet, write_new
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, timed, unchanged
+from ..plan import ApplyResult, Plan, StepRunner, timed, unchanged
 from .md5name import recover_flip
 
 MD5_ACTIONS = ("quarantine", "restore", "rename", "keep")
@@ -54,7 +54,7 @@ class OrthRepairPlan(Plan):
     digest_before: str = ""
     fmt: str = "orth-callbacks"
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         acts = [f for f in self.fixes if f.action != "keep"]
         return {"format": self.fmt, "root": self.root, "md5_actions": list(MD5_ACTIONS),
                 "actions": [{"file": f.path, "action": f.action, "why": f.why}

@@ -29,7 +29,7 @@ from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, LENIENT_DATE, MIN_R
                              SAMPLE_RETENTION_DAYS)
 from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, rename_noreplace
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, unchanged
+from ..plan import ApplyResult, Plan, StepRunner, unchanged
 
 QUARANTINE = ".wqtool-clean-"
 
@@ -115,7 +115,7 @@ class OrthCleanPlan(Plan):
     rule: str = DEFAULT_RETENTION_RULE   # formats.orth.RETENTION_RULES
     recovered: list[str] = field(default_factory=list)   # what an interrupted clean left, removed by apply
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         return {"format": self.fmt, "root": self.log_path, "retention_days": self.retention_days,
                 "retention_rule": self.rule, "retention_rule_text": RETENTION_RULES[self.rule][0],
                 "retention_rule_upstream": RETENTION_RULES[self.rule][1], "today": self.today, "tz": self.tz,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..findings import Verdict
-from ..plan import ApplyResult, CodeOf, Plan
+from ..plan import ApplyResult, Plan
 
 
 @dataclass
@@ -17,7 +17,7 @@ class NothingToRepair(Plan):
     input_verdict: Verdict = Verdict.CLEAN
     fmt: str = "orth-executor-logs"
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         return {"format": self.fmt, "root": self.root, "actions": [], "nothing_to_do": True,
                 "why": "executor logs are never rewritten (their findings are about runs, not bytes)", "lines": []}
 

@@ -16,7 +16,7 @@ from typing import ClassVar
 from ...formats.snaplist import kept_hours
 from ..findings import Verdict
 from ..fsops import fsync_dir, unlink_quiet
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, timed
+from ..plan import ApplyResult, Plan, StepRunner, timed
 from .model import ListJournal
 from .pack import _check_alone, _open_locked, read_all, rescue_late_writers
 from .verify import run_log
@@ -36,7 +36,7 @@ class ListCleanPlan(Plan):
     acked_removed: int = 0                    # blank runs in the files removed
     sizes: dict = field(default_factory=dict)
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         prev, cur = kept_hours(self.journal.current_hour)
         files = len(self.journal.files)
         before = sum(self.sizes.values())

@@ -21,7 +21,7 @@ from ...errors import InputError
 from ..findings import Verdict
 from ..fsops import LogBusy, flock_fd, unlink_quiet, write_new
 from ..live import describe_holders, fd_holders
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, pack_doc, prove, rewrite_file, timed
+from ..plan import ApplyResult, Plan, StepRunner, pack_doc, prove, rewrite_file, timed
 from ..run import LogReport
 from .model import HourFile, ListJournal
 from .reader import temp_name
@@ -81,7 +81,7 @@ class ListPackPlan(Plan):
     def input_verdict(self) -> Verdict:
         return self.report.verdict
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         files = len(self.files) + len(self.unchanged)
         return pack_doc(self, {"format": "snaplist", "root": self.journal.root, "queue": None},
                         {"records": self.records_before, "bytes": self.bytes_before, "files": files},

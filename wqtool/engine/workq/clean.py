@@ -31,7 +31,7 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
 from ..fsops import fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, CodeOf, Plan, StepRunner, WriteResult, capped, prove, timed
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, prove, timed
 from .model import Record
 from .reader import LogSet, Segment, discover
 from .swap import SwapPlan, _Locks
@@ -90,7 +90,7 @@ class WorkqCleanPlan(SwapPlan):
     def changed(self) -> list[SegmentClean]:
         return [s for s in self.segments if s.action != "keep"]
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         before_b = sum(s.size for s in self.segments)
         after_b = sum(s.size_after for s in self.segments)
         dropped = sum(s.dropped for s in self.segments if s.action != "keep")

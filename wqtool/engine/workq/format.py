@@ -112,11 +112,11 @@ class WorkqPlans(Plans):
         return repair_plan(log, opts.as_of_ns, salvage=opts.salvage,
                            drop_invalid=opts.drop_invalid, truncate_to_ns=opts.truncate_to_ns)
 
-    def repair_loss(self, log: LogSet, opts: RepairOptions, code_of, prior=None) -> dict:
+    def repair_loss(self, log: LogSet, opts: RepairOptions, prior=None) -> dict:
         from ..format import loss_of
         from .repair import repair_plan     # prior: the kernel's pass (series.fast_series): the plan made from it
         return loss_of(repair_plan(log, opts.as_of_ns, salvage=opts.salvage, drop_invalid=opts.drop_invalid,
-                                   truncate_to_ns=opts.truncate_to_ns, prior=prior).report_doc(code_of))
+                                   truncate_to_ns=opts.truncate_to_ns, prior=prior).report_doc())
 
     def clean(self, log: LogSet, opts: Options):
         from .clean import clean_plan

@@ -37,7 +37,7 @@ from .. import progress
 from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
 from ..fsops import FileSig, LogBusy, NewFile
-from ..plan import (ApplyResult, CodeOf, InjectedCrash, StepRunner, input_exit_code, pack_doc, pack_refusal, prove,
+from ..plan import (ApplyResult, InjectedCrash, StepRunner, input_exit_code, pack_doc, pack_refusal, prove,
                     timed, unchanged)
 from .swap import SwapPlan, finish_interrupted
 from .reader import LogSet, RecordReader, discover
@@ -112,11 +112,11 @@ class WorkqPackPlan(SwapPlan):
         kinds = sorted(set(self.by_kind_before) | set(self.by_kind_after))
         return {k: self.by_kind_before.get(k, 0) - self.by_kind_after.get(k, 0) for k in kinds}
 
-    def to_jsonable(self, code_of: CodeOf | None = None) -> dict:
+    def to_jsonable(self) -> dict:
         return {
             "root": self.log.root, "as_of": format_unix_ns(self.as_of_ns), "as_of_ns": self.as_of_ns,
             "segment_size": self.segment_size, "salvage": self.salvage,
-            "input_exit_code": input_exit_code(self, code_of),
+            "input_exit_code": input_exit_code(self),
             "before": {"segments": self.segments_before, "bytes": self.bytes_before, "records": self.records_before,
                        "by_kind": dict(sorted(self.by_kind_before.items()))},
             "after": {"segments": self.segments_after, "bytes": self.bytes_after, "records": self.records_after,
@@ -127,9 +127,9 @@ class WorkqPackPlan(SwapPlan):
             "recovered": self.recovered, "elapsed_s": round(self.elapsed_s, 6),
         }
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         """pack's report (the same shape for every format): sizes before/after, what is dropped, the digest."""
-        d = self.to_jsonable(code_of)
+        d = self.to_jsonable()
         return pack_doc(self, {"format": "workq", "root": d["root"]}, d["before"], d["after"],
                         [f"{x['file'] or '-'}@0x{x['offset'] or 0:x}: {x['what']} ({x['code']}"
                          + (f", {x['length']} bytes" if x["length"] is not None else "") + f"): {x['message']}"

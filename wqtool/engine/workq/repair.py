@@ -32,7 +32,7 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdTy
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, link_or_copy, without, write_ranges
-from ..plan import (ApplyResult, CodeOf, Cut, KeptRanges, Quarantined, StepRunner, labels, prove, refusal,
+from ..plan import (ApplyResult, Cut, KeptRanges, Quarantined, StepRunner, labels, prove, refusal,
                     repair_doc, stamp, timed, unchanged)
 from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
@@ -96,10 +96,10 @@ class WorkqRepairPlan(SwapPlan):
     def nothing_to_do(self) -> bool:
         return all(s.action == "keep" for s in self.segments)
 
-    def report_doc(self, code_of: CodeOf | None = None) -> dict:
+    def report_doc(self) -> dict:
         kept = [s for s in self.segments if not s.remove]
         return repair_doc(
-            self, code_of, {"format": "workq", "root": self.log.root}, "the log is clean: workq-server starts on it",
+            self, {"format": "workq", "root": self.log.root}, "the log is clean: workq-server starts on it",
             {"files": len(self.segments), "bytes": sum(s.size for s in self.segments), "records": self.records_before},
             {"files": len(kept), "bytes": sum(s.size_after for s in kept),
              "records": self.records_before if self.nothing_to_do else

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...errors import WqError
 from .daemon import serve
 
 
@@ -21,14 +20,13 @@ def main(argv: list[str] | None = None) -> int:
                          "-9, not a power cut)")
     a = ap.parse_args(argv)
     host, _, port = a.listen.rpartition(":")
-    try:
+
+    def run() -> None:      # until SIGTERM / SIGINT: a clean stop has nothing to say (exit 0)
         serve(a.journal, host or "127.0.0.1", int(port), sync=a.sync,
               ready=lambda p: print(f"fastjournal: serving {a.journal} on {host or '127.0.0.1'}:{p} "
                                     f"(sync={a.sync})", file=sys.stderr, flush=True))
-    except WqError as e:
-        print(f"fastjournal: {e}", file=sys.stderr)
-        return 5
-    return 0
+    from ..._run import settle      # the CLI's one funnel: the same exit-code table, the same error lines
+    return settle(run, prog="fastjournal")
 
 
 if __name__ == "__main__":
