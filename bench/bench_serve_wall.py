@@ -100,7 +100,8 @@ def one(kind: str, peer: str, go: str, sync: str, conns: int, seconds: float) ->
             if b[t][3] + b[t][4] - a.get(t, zero)[3] - a.get(t, zero)[4] > n // 20}
     client = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / n * 1e6
     return (f"{kind:12s} {sync:8s} {conns:3d} conn  load {os.getloadavg()[0]:4.1f}  {n / doc['dt']:8.0f} ops/s  "
-            f"p50 {doc['p50_ns'] / 1000:5.0f} us  p99 {doc['p99_ns'] / 1000:6.0f} us  mean {doc['dt'] / n * 1e6:5.0f} us"
+            f"p50 {doc['p50_ns'] / 1000:5.0f} us  p99 {doc['p99_ns'] / 1000:6.0f} us  "
+            f"mean {doc['dt'] / n * 1e6:5.0f} us"
             f"  CPU/req user {d[0] / TCK / n * 1e6:5.1f} us sys {d[1] / TCK / n * 1e6:5.1f} us  "
             f"switches/req vol {d[2] / n:4.2f} invol {d[3] / n:5.3f}  (client CPU/req {client:4.1f} us)  "
             f"threads {busy}")

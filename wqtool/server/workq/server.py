@@ -78,11 +78,6 @@ def make_clock():
 _ADD, _SCHEDULE, _COMPLETE, _FAIL = CmdType.ADD, CmdType.SCHEDULE, CmdType.COMPLETE, CmdType.FAIL
 
 
-def _record_py(unix_ns: int, payload: bytes) -> bytes:
-    """One framed record written at ``unix_ns`` (the engine's encoder; _proto.record is its C twin)."""
-    return encode_record(GoTime.from_unix_ns(unix_ns), payload)
-
-
 def add_record_py(unix_ns: int, cmd: int, jid: bytes, name: bytes, ttr: int, ttl: int, priority: int,
                   max_attempts: int, max_fails: int, body: bytes, time_ns: int | None, created_ns: int) -> bytes:
     """The framed record of an add / schedule command (the engine's encoders; _proto.add_record is its C twin)."""
@@ -98,7 +93,6 @@ def short_record_py(unix_ns: int, cmd: int, jid: bytes, result: bytes | None) ->
 
 
 if wire._c is not None:
-    _record = wire._c.record
     _c_add_record, short_record = wire._c.add_record, wire._c.short_record
 
     def add_record(unix_ns, cmd, jid, name, ttr, ttl, priority, max_attempts, max_fails, body, time_ns, created_ns):
@@ -109,7 +103,7 @@ if wire._c is not None:
             return add_record_py(unix_ns, cmd, jid, name, ttr, ttl, priority, max_attempts, max_fails, body,
                                  time_ns, created_ns)
 else:
-    _record, add_record, short_record = _record_py, add_record_py, short_record_py
+    add_record, short_record = add_record_py, short_record_py
 
 LOGO = "\n. . .,---.\n| | ||   |\n`-'-'`---|\n         |\n"
 SYNC_POLICIES = ("interval", "os", "always")
