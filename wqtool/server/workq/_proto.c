@@ -496,9 +496,7 @@ done:
  * Spinner without the GIL: the Python spinner had to take the GIL to see that the fsync had returned, and every
  * request paid the lock's hand-overs between the two threads — 8 futex calls per fsync under strace). The thread
  * (named wqtool-fsync-sp) loops on sched_yield() from spin_start until spin_stop, never longer than limit_ns;
- * it is made at the first call and parks on a futex in between: spin_start wakes it with one FUTEX_WAKE, and only
- * when it sleeps (a condition variable cost 4 futex calls per fsync under strace: the signal under the mutex woke
- * the thread into the mutex the caller still held). Measured (1 connection, add -> lease
+ * it is made at the first call and parks on a condition variable in between. Measured (1 connection, add -> lease
  * -> complete under -cmdlog-sync always, four alternating rounds at load average 4.9-5.3, median latency per
  * request): sched_yield 221-275 us, nanosleep(0) 316-584 us, a pause-instruction busy loop 648-3925 us, no spinner
  * 272-575 us; workq-server 235-282 us.
@@ -506,14 +504,12 @@ done:
 #include <pthread.h>
 #include <time.h>
 #include <sched.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-static uint32_t spin_gen;               /* atomic: the fsync asked for (the futex word; never 0 once asked) */
-static int64_t spin_end;                /* atomic: when that one's spinning stops at the latest (set before gen) */
-static uint32_t spin_active;            /* atomic: the fsync in flight (0: none) */
-static uint32_t spin_sleeping;          /* atomic: the thread waits (or is about to wait) on spin_gen */
+static pthread_mutex_t spin_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t spin_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long spin_gen;          /* under spin_mu: the fsync asked for */
+static int64_t spin_end;                /* under spin_mu: when that one's spinning stops at the latest */
+static unsigned long spin_active;       /* atomic: the fsync in flight (0: none) */
 static int spin_thread_ok;              /* under the GIL: the thread runs */
 
 static int64_t mono_ns(void)
@@ -526,32 +522,27 @@ static int64_t mono_ns(void)
 static void *spin_main(void *arg)
 {
     (void)arg;
-    uint32_t seen = 0;
+    unsigned long seen = 0;
     for (;;) {
-        uint32_t g = __atomic_load_n(&spin_gen, __ATOMIC_SEQ_CST);
-        if (g == seen) {
-            /* announce the sleep, then look again: spin_start bumps spin_gen before it looks at spin_sleeping, so
-             * one of the two sees the other (and FUTEX_WAIT itself returns at once if spin_gen moved) */
-            __atomic_store_n(&spin_sleeping, 1, __ATOMIC_SEQ_CST);
-            if (__atomic_load_n(&spin_gen, __ATOMIC_SEQ_CST) == seen)
-                syscall(SYS_futex, &spin_gen, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-            __atomic_store_n(&spin_sleeping, 0, __ATOMIC_SEQ_CST);
-            continue;
-        }
-        seen = g;
-        int64_t end = __atomic_load_n(&spin_end, __ATOMIC_SEQ_CST);
+        pthread_mutex_lock(&spin_mu);
+        while (spin_gen == seen)
+            pthread_cond_wait(&spin_cv, &spin_mu);
+        seen = spin_gen;
+        int64_t end = spin_end;
+        pthread_mutex_unlock(&spin_mu);
         while (__atomic_load_n(&spin_active, __ATOMIC_ACQUIRE) == seen && mono_ns() < end)
             sched_yield();
     }
     return NULL;
 }
 
-/* a child forked while the thread ran has no thread: it starts its own */
+/* a child forked while the thread ran has no thread (and perhaps the mutex held by it): it starts its own */
 static void spin_atfork_child(void)
 {
+    pthread_mutex_init(&spin_mu, NULL);
+    pthread_cond_init(&spin_cv, NULL);
     spin_gen = 0;
     spin_active = 0;
-    spin_sleeping = 0;
     spin_thread_ok = 0;
 }
 
@@ -575,13 +566,12 @@ static PyObject *p_spin_start(PyObject *self, PyObject *arg)
         if (!spin_thread_ok)
             Py_RETURN_FALSE;
     }
-    __atomic_store_n(&spin_end, mono_ns() + limit, __ATOMIC_SEQ_CST);
-    uint32_t g = __atomic_add_fetch(&spin_gen, 1, __ATOMIC_SEQ_CST);
-    if (g == 0)                         /* (0 is "none": skipped when the counter wraps) */
-        g = __atomic_add_fetch(&spin_gen, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&spin_mu);
+    unsigned long g = ++spin_gen;
+    spin_end = mono_ns() + limit;
     __atomic_store_n(&spin_active, g, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&spin_sleeping, __ATOMIC_SEQ_CST))
-        syscall(SYS_futex, &spin_gen, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    pthread_cond_signal(&spin_cv);
+    pthread_mutex_unlock(&spin_mu);
     Py_RETURN_TRUE;
 }
 
