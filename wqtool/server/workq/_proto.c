@@ -5,6 +5,10 @@
  *
  * record(unix_ns, payload): one framed command-log record, fastpath.encode_record(GoTime.from_unix_ns(unix_ns),
  * payload) in C (TIME || SIZE || PAYLOAD || CRC-32C big-endian over the three; the time in UTC, Go's binary form).
+ * add_record / short_record: the whole record of one command, its payload built here too (server.add_record_py and
+ * short_record_py are the reference: the engine's encode_payload, in formats.workq's field order; test_proto_c.py
+ * compares every byte, tests/server/test_hot_path.py whole request sequences). Sizes and opcodes come from the
+ * generated header.
  *
  * init(Request, commands, errors) hands over what the Python module owns: the Request class, the command table
  * {name: (exact or None, minimum, size index or None)} and the five error replies (E_FLAGS, E_UNKNOWN, E_ARGS,
@@ -348,8 +352,8 @@ static unsigned char *put_uvarint(unsigned char *o, uint64_t v)
     return o;
 }
 
-/* A record: TIME || SIZE || PAYLOAD || CRC-32C big-endian over the three, made in one buffer of which fill() writes
- * the payload (plen bytes) */
+/* A record of a plen-byte payload: TIME || SIZE || PAYLOAD || CRC-32C big-endian over the three, in one new bytes
+ * object; the caller writes the payload at *payload, then seal() the CRC */
 static PyObject *framed(long long ns, Py_ssize_t plen, unsigned char **payload)
 {
     Py_ssize_t h = GO_TIME_SIZE + uvarint_len((uint64_t)plen);
