@@ -118,3 +118,51 @@ def test_record_is_the_reference_encoder(ns, payload):
     from wqtool.engine.workq.fastpath import encode_record
     from wqtool.formats._common import GoTime
     assert _proto.record(ns, payload) == encode_record(GoTime.from_unix_ns(ns), payload)
+
+
+_I64 = st.integers(-(1 << 63), (1 << 63) - 1)
+_U64 = st.one_of(st.integers(0, 300), st.integers(0, (1 << 64) - 1))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_I64, st.sampled_from([1, 2]), st.binary(min_size=16, max_size=16), st.binary(max_size=300), _U64, _U64,
+       st.one_of(st.integers(-(1 << 31), (1 << 31) - 1), _I64), _U64, _U64,
+       st.one_of(st.binary(max_size=300), st.integers(16_380, 16_390).map(lambda n: b"\xa5" * n)),
+       st.one_of(st.none(), _I64), _I64)
+@example(0, 1, b"\x00" * 16, b"", 0, 0, 0, 0, 0, b"", None, 0)
+@example(-1, 2, b"\xff" * 16, b"q" * 255, 86_400_000, 2_592_000_000, -1, 255, 255, b"x" * 128, -(10 ** 9), 1)
+def test_add_record_is_the_reference_encoder(ns, cmd, jid, name, ttr, ttl, prio, ma, mf, body, when, created):
+    """server.add_record's C twin: the bytes of encode_record(encode_payload(Command(...))) for every field value
+    the payload schema holds (the Go zero time for None)."""
+    from wqtool.server.workq.server import add_record_py
+    args = (ns, cmd, jid, name, ttr, ttl, prio, ma, mf, body, when, created)
+    assert _proto.add_record(*args) == add_record_py(*args)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(_I64, st.integers(3, 8), st.binary(min_size=16, max_size=16),
+       st.one_of(st.binary(max_size=300), st.integers(16_380, 16_390).map(lambda n: b"\xa5" * n)))
+@example(0, 3, b"\x00" * 16, b"")
+def test_short_record_is_the_reference_encoder(ns, cmd, jid, result):
+    from wqtool.server.workq.server import short_record_py
+    res = result if cmd in (3, 4) else None
+    assert _proto.short_record(ns, cmd, jid, res) == short_record_py(ns, cmd, jid, res)
+
+
+def test_record_builders_refuse_what_the_schema_does_not_hold():
+    with pytest.raises(ValueError):
+        _proto.add_record(0, 3, b"\x00" * 16, b"", 0, 0, 0, 0, 0, b"", None, 0)     # not an add / schedule
+    with pytest.raises(ValueError):
+        _proto.add_record(0, 1, b"\x00" * 15, b"", 0, 0, 0, 0, 0, b"", None, 0)     # a 15-byte id
+    with pytest.raises(ValueError):
+        _proto.short_record(0, 3, b"\x00" * 16, None)                              # complete without a result
+    with pytest.raises(ValueError):
+        _proto.short_record(0, 5, b"\x00" * 16, b"x")                              # delete with one
+    with pytest.raises(OverflowError):
+        _proto.add_record(0, 2, b"\x00" * 16, b"", 0, 0, 0, 0, 0, b"", 1 << 63, 0)  # past the year 2262
+
+
+def test_a_schedule_past_2262_is_encoded_by_the_reference():
+    from wqtool.server.workq import server
+    args = (0, 2, b"\x00" * 16, b"q", 1, 1, 0, 0, 0, b"b", 10 ** 20, 0)
+    assert server.add_record(*args) == server.add_record_py(*args)

@@ -5,6 +5,10 @@
  *
  * record(unix_ns, payload): one framed command-log record, fastpath.encode_record(GoTime.from_unix_ns(unix_ns),
  * payload) in C (TIME || SIZE || PAYLOAD || CRC-32C big-endian over the three; the time in UTC, Go's binary form).
+ * add_record / short_record: the whole record of one command, its payload built here too (server.add_record_py and
+ * short_record_py are the reference: the engine's encode_payload, in formats.workq's field order; test_proto_c.py
+ * compares every byte, tests/server/test_hot_path.py whole request sequences). Sizes and opcodes come from the
+ * generated header.
  *
  * init(Request, commands, errors) hands over what the Python module owns: the Request class, the command table
  * {name: (exact or None, minimum, size index or None)} and the five error replies (E_FLAGS, E_UNKNOWN, E_ARGS,
@@ -305,47 +309,190 @@ fail:
 /* (crc.c's Python entry points belong to the kernel module) */
 static void *const crc_entries[] __attribute__((unused)) = {(void *)k_crc32c, (void *)k_crc32c_sw};
 
+/* Go's time.Time MarshalBinary v1: GO_TIME_VERSION, seconds since year 1 (i64 BE), nanoseconds (i32 BE), zone */
+static void put_go_time(unsigned char *o, uint64_t s, uint32_t n)
+{
+    o[0] = GO_TIME_VERSION;
+    for (int i = 0; i < 8; i++)
+        o[1 + i] = (unsigned char)(s >> (56 - 8 * i));
+    for (int i = 0; i < 4; i++)
+        o[9 + i] = (unsigned char)(n >> (24 - 8 * i));
+    o[GO_TIME_SIZE - 2] = (unsigned char)(ZONE_UTC_U16 >> 8);
+    o[GO_TIME_SIZE - 1] = (unsigned char)ZONE_UTC_U16;
+}
+
+/* Go's MarshalBinary v1 of the instant unix_ns, in UTC (GO_TIME_SIZE bytes at o) */
+static void put_time(unsigned char *o, long long ns)
+{
+    long long sec = ns / NS, nsec = ns % NS;
+    if (nsec < 0) {
+        nsec += NS;
+        sec -= 1;
+    }
+    put_go_time(o, (uint64_t)(sec + UNIX_TO_INTERNAL), (uint32_t)nsec);
+}
+
+static Py_ssize_t uvarint_len(uint64_t v)
+{
+    Py_ssize_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static unsigned char *put_uvarint(unsigned char *o, uint64_t v)
+{
+    while (v >= 0x80) {
+        *o++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *o++ = (unsigned char)v;
+    return o;
+}
+
+/* A record of a plen-byte payload: TIME || SIZE || PAYLOAD || CRC-32C big-endian over the three, in one new bytes
+ * object; the caller writes the payload at *payload, then seal() the CRC */
+static PyObject *framed(long long ns, Py_ssize_t plen, unsigned char **payload)
+{
+    Py_ssize_t h = GO_TIME_SIZE + uvarint_len((uint64_t)plen);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, h + plen + 4);
+    if (out == NULL)
+        return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    put_time(o, ns);
+    put_uvarint(o + GO_TIME_SIZE, (uint64_t)plen);
+    *payload = o + h;
+    return out;
+}
+
+static void seal(PyObject *out)
+{
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_ssize_t n = PyBytes_GET_SIZE(out) - 4;
+    uint32_t c = crc32c(o, (size_t)n);
+    o[n] = (unsigned char)(c >> 24);
+    o[n + 1] = (unsigned char)(c >> 16);
+    o[n + 2] = (unsigned char)(c >> 8);
+    o[n + 3] = (unsigned char)c;
+}
+
 static PyObject *p_record(PyObject *self, PyObject *args)
 {
     long long ns;
     Py_buffer p;
     if (!PyArg_ParseTuple(args, "Ly*:record", &ns, &p))
         return NULL;
-    long long sec = ns / NS, nsec = ns % NS;
-    if (nsec < 0) {
-        nsec += NS;
-        sec -= 1;
-    }
-    uint64_t s = (uint64_t)(sec + UNIX_TO_INTERNAL);
-    uint32_t n = (uint32_t)nsec;
-    unsigned char head[GO_TIME_SIZE + 10];
-    head[0] = GO_TIME_VERSION;
-    for (int i = 0; i < 8; i++)
-        head[1 + i] = (unsigned char)(s >> (56 - 8 * i));
-    for (int i = 0; i < 4; i++)
-        head[9 + i] = (unsigned char)(n >> (24 - 8 * i));
-    head[13] = (unsigned char)(ZONE_UTC_U16 >> 8);
-    head[14] = (unsigned char)ZONE_UTC_U16;
-    Py_ssize_t h = GO_TIME_SIZE;
-    uint64_t len = (uint64_t)p.len;
-    while (len >= 0x80) {
-        head[h++] = (unsigned char)(len | 0x80);
-        len >>= 7;
-    }
-    head[h++] = (unsigned char)len;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, h + p.len + 4);
+    unsigned char *o;
+    PyObject *out = framed(ns, p.len, &o);
     if (out != NULL) {
-        unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
-        memcpy(o, head, (size_t)h);
-        memcpy(o + h, p.buf, (size_t)p.len);
-        uint32_t c = crc32c(o, (size_t)(h + p.len));
-        unsigned char *t = o + h + p.len;
-        t[0] = (unsigned char)(c >> 24);
-        t[1] = (unsigned char)(c >> 16);
-        t[2] = (unsigned char)(c >> 8);
-        t[3] = (unsigned char)c;
+        memcpy(o, p.buf, (size_t)p.len);
+        seal(out);
     }
     PyBuffer_Release(&p);
+    return out;
+}
+
+/* add_record(unix_ns, cmd, job_id, name, ttr, ttl, priority, max_attempts, max_fails, body, time_ns, created_ns):
+ * the framed record of an add (cmd CMD_ADD) or schedule (CMD_SCHEDULE) command, time_ns None for the Go zero time:
+ * encode_record(GoTime.from_unix_ns(unix_ns), encode_payload(Command(...))) in C (the field order of
+ * formats.workq's payload schema; test_proto_c.py compares every byte). OverflowError for an instant or a field
+ * out of 64 bits (the caller then takes the reference encoder). */
+static PyObject *p_add_record(PyObject *self, PyObject *args)
+{
+    long long ns, prio, created;
+    int cmd;
+    unsigned long long ttr, ttl, ma, mf;
+    Py_buffer jid, name, body;
+    PyObject *when;
+    if (!PyArg_ParseTuple(args, "Liy*y*KKLKKy*OL:add_record", &ns, &cmd, &jid, &name, &ttr, &ttl, &prio, &ma, &mf,
+                          &body, &when, &created))
+        return NULL;
+    PyObject *out = NULL;
+    long long t = 0;
+    int zero = when == Py_None;
+    if (cmd != CMD_ADD && cmd != CMD_SCHEDULE) {
+        PyErr_SetString(PyExc_ValueError, "add_record: an add or schedule command expected");
+        goto done;
+    }
+    if (jid.len != JOB_ID_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "add_record: job_id must be JOB_ID_SIZE bytes");
+        goto done;
+    }
+    if (!zero) {
+        t = PyLong_AsLongLong(when);
+        if (t == -1 && PyErr_Occurred())
+            goto done;
+    }
+    uint64_t zz = ((uint64_t)prio << 1) ^ (uint64_t)(prio >> 63);
+    Py_ssize_t plen = 1 + JOB_ID_SIZE + uvarint_len((uint64_t)name.len) + name.len + uvarint_len(ttr)
+        + uvarint_len(ttl) + uvarint_len(zz) + uvarint_len(ma) + uvarint_len(mf)
+        + uvarint_len((uint64_t)body.len) + body.len + 2 * GO_TIME_SIZE;
+    unsigned char *o;
+    out = framed(ns, plen, &o);
+    if (out == NULL)
+        goto done;
+    *o++ = (unsigned char)cmd;
+    memcpy(o, jid.buf, JOB_ID_SIZE);
+    o += JOB_ID_SIZE;
+    o = put_uvarint(o, (uint64_t)name.len);
+    memcpy(o, name.buf, (size_t)name.len);
+    o += name.len;
+    o = put_uvarint(o, ttr);
+    o = put_uvarint(o, ttl);
+    o = put_uvarint(o, zz);
+    o = put_uvarint(o, ma);
+    o = put_uvarint(o, mf);
+    o = put_uvarint(o, (uint64_t)body.len);
+    memcpy(o, body.buf, (size_t)body.len);
+    o += body.len;
+    if (zero)
+        put_go_time(o, 0, 0);           /* GO_ZERO_TIME: second 0 of year 1 */
+    else
+        put_time(o, t);
+    put_time(o + GO_TIME_SIZE, created);
+    seal(out);
+done:
+    PyBuffer_Release(&jid);
+    PyBuffer_Release(&name);
+    PyBuffer_Release(&body);
+    return out;
+}
+
+/* short_record(unix_ns, cmd, job_id, result): the framed record of complete / fail (with their result) or of
+ * delete, expire, start-attempt, timeout-attempt (result None): CMD || JOB_ID [|| uvarint(len) || result] */
+static PyObject *p_short_record(PyObject *self, PyObject *args)
+{
+    long long ns;
+    int cmd;
+    Py_buffer jid;
+    PyObject *res;
+    if (!PyArg_ParseTuple(args, "Liy*O:short_record", &ns, &cmd, &jid, &res))
+        return NULL;
+    PyObject *out = NULL;
+    if (cmd < CMD_COMPLETE || cmd > CMD_MAX || jid.len != JOB_ID_SIZE
+            || ((cmd == CMD_COMPLETE || cmd == CMD_FAIL) != (res != Py_None)) || (res != Py_None && !PyBytes_Check(res))) {
+        PyErr_SetString(PyExc_ValueError, "short_record: a command past schedule, a JOB_ID_SIZE id, and a result "
+                                          "(bytes) for complete and fail only");
+        goto done;
+    }
+    Py_ssize_t rlen = res == Py_None ? 0 : PyBytes_GET_SIZE(res);
+    Py_ssize_t plen = 1 + JOB_ID_SIZE + (res == Py_None ? 0 : uvarint_len((uint64_t)rlen) + rlen);
+    unsigned char *o;
+    out = framed(ns, plen, &o);
+    if (out == NULL)
+        goto done;
+    *o++ = (unsigned char)cmd;
+    memcpy(o, jid.buf, JOB_ID_SIZE);
+    o += JOB_ID_SIZE;
+    if (res != Py_None) {
+        o = put_uvarint(o, (uint64_t)rlen);
+        memcpy(o, PyBytes_AS_STRING(res), (size_t)rlen);
+    }
+    seal(out);
+done:
+    PyBuffer_Release(&jid);
     return out;
 }
 
@@ -442,6 +589,11 @@ static PyMethodDef methods[] = {
     {"spin_start", p_spin_start, METH_O, "spin_start(limit_ns): a C thread spins until spin_stop() (spin.py)."},
     {"spin_stop", p_spin_stop, METH_NOARGS, "spin_stop(): the spinning thread parks."},
     {"record", p_record, METH_VARARGS, "record(unix_ns, payload): fastpath.encode_record in C."},
+    {"add_record", p_add_record, METH_VARARGS, "add_record(unix_ns, cmd, job_id, name, ttr, ttl, priority, "
+                                               "max_attempts, max_fails, body, time_ns, created_ns): an add or "
+                                               "schedule command's record."},
+    {"short_record", p_short_record, METH_VARARGS, "short_record(unix_ns, cmd, job_id, result): any other "
+                                                   "command's record."},
     {"init", p_init, METH_VARARGS, "init(Request, commands, (E_FLAGS, E_UNKNOWN, E_ARGS, E_PAYLOAD_SIZE, "
                                    "E_RESULT_SIZE)): what parse_line returns."},
     {"parse_line", p_parse_line, METH_O, "wire.parse_line in C."},

@@ -43,7 +43,7 @@ from ...engine.workq.model import Command
 from ...engine.workq.replay import state_digest
 from ...engine.workq.startup import replay_directory
 from ...errors import InputError, UsageError, WqError
-from ...formats._common import GO_ZERO_TIME, GoTime, encode_uvarint, format_unix_ns
+from ...formats._common import GO_ZERO_TIME, GoTime, format_unix_ns
 from ...formats.workq import CmdType
 from .. import prebind
 from . import wire
@@ -76,15 +76,34 @@ def make_clock():
 
 
 _ADD, _SCHEDULE, _COMPLETE, _FAIL = CmdType.ADD, CmdType.SCHEDULE, CmdType.COMPLETE, CmdType.FAIL
-_OPCODE = {c: bytes((c,)) for c in CmdType}     # a command's first payload byte
 
 
-def _record_py(unix_ns: int, payload: bytes) -> bytes:
-    """One framed record written at ``unix_ns`` (the engine's encoder; _proto.record is its C twin)."""
-    return encode_record(GoTime.from_unix_ns(unix_ns), payload)
+def add_record_py(unix_ns: int, cmd: int, jid: bytes, name: bytes, ttr: int, ttl: int, priority: int,
+                  max_attempts: int, max_fails: int, body: bytes, time_ns: int | None, created_ns: int) -> bytes:
+    """The framed record of an add / schedule command (the engine's encoders; _proto.add_record is its C twin)."""
+    return encode_record(GoTime.from_unix_ns(unix_ns), encode_payload(Command(
+        CmdType(cmd), jid, name, ttr, ttl, priority, max_attempts, max_fails, body,
+        GO_ZERO_TIME if time_ns is None else GoTime.from_unix_ns(time_ns), GoTime.from_unix_ns(created_ns))))
 
 
-_record = wire._c.record if wire._c is not None else _record_py
+def short_record_py(unix_ns: int, cmd: int, jid: bytes, result: bytes | None) -> bytes:
+    """The framed record of any other command, ``result`` for complete and fail (_proto.short_record's reference)."""
+    return encode_record(GoTime.from_unix_ns(unix_ns),
+                         encode_payload(Command(CmdType(cmd), jid, result=b"" if result is None else result)))
+
+
+if wire._c is not None:
+    _c_add_record, short_record = wire._c.add_record, wire._c.short_record
+
+    def add_record(unix_ns, cmd, jid, name, ttr, ttl, priority, max_attempts, max_fails, body, time_ns, created_ns):
+        try:
+            return _c_add_record(unix_ns, cmd, jid, name, ttr, ttl, priority, max_attempts, max_fails, body,
+                                 time_ns, created_ns)
+        except OverflowError:           # (a schedule past the year 2262: Unix ns beyond 64 bits)
+            return add_record_py(unix_ns, cmd, jid, name, ttr, ttl, priority, max_attempts, max_fails, body,
+                                 time_ns, created_ns)
+else:
+    add_record, short_record = add_record_py, short_record_py
 
 LOGO = "\n. . .,---.\n| | ||   |\n`-'-'`---|\n         |\n"
 SYNC_POLICIES = ("interval", "os", "always")
@@ -450,24 +469,12 @@ class Server:
             return
         if cmd is _ADD or cmd is _SCHEDULE:
             j = extra
-            payload = encode_payload(Command(cmd, jid, j.name, j.ttr, j.ttl, j.priority, j.max_attempts,
-                                             j.max_fails, j.payload,
-                                             GO_ZERO_TIME if j.time_ns is None else GoTime.from_unix_ns(j.time_ns),
-                                             GoTime.from_unix_ns(j.created_ns)))
-            rec = _record(self.clock(), payload)
+            rec = add_record(self.clock(), cmd, jid, j.name, j.ttr, j.ttl, j.priority, j.max_attempts, j.max_fails,
+                             j.payload, j.time_ns, j.created_ns)
             self._adds[id(rec)] = self.queue.jobs.get(jid)   # where it is written goes to the job's row
-            self.pending.append(rec)
-            self.lsn += 1
-            if not self._commit_scheduled and self._retry_handle is None:
-                self._commit_scheduled = True
-                if not self.inline:
-                    self.loop.call_soon(self._commit)
-            return
-        elif cmd is _COMPLETE or cmd is _FAIL:
-            payload = _OPCODE[cmd] + jid + encode_uvarint(len(extra)) + extra
         else:
-            payload = _OPCODE[cmd] + jid
-        self.pending.append(_record(self.clock(), payload))
+            rec = short_record(self.clock(), cmd, jid, extra if cmd is _COMPLETE or cmd is _FAIL else None)
+        self.pending.append(rec)
         self.lsn += 1
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
