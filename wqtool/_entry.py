@@ -17,9 +17,8 @@ def main() -> None:
         if sys.argv[1:2] == ["serve"]:      # listen before the CLI is imported (wqtool.server.prebind), and
             from .server.prebind import early, lean     # serve without importing it when the flags are plain
             early(sys.argv[2:])
-            code = lean(sys.argv[2:])
-            if code is not None:
-                sys.exit(code)
+            if lean(sys.argv[2:]):      # served, then a clean stop
+                sys.exit(0)
         from ._run import plain
         code = plain(sys.argv[1:], exiting=True)
         if code is not None:

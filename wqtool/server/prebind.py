@@ -143,10 +143,10 @@ _LEAN = {"listen": ("listen", "str"), "cmdlog-path": ("cmdlog_path", "str"), "cm
          "log-level": ("log_level", "level")}
 
 
-def lean(argv: list[str]) -> int | None:
+def lean(argv: list[str]) -> bool | None:
     """Run the workq server without importing the command line interface (typer, rich and every other command:
     most of a start's time) when ``argv`` (after ``serve``) is nothing but well-formed flags of the table above.
-    Returns the exit code; None when the CLI must run instead: an argument this does not take (help, other modes,
+    Returns True after a clean stop (exit 0); None when the CLI must run instead: an argument this does not take (help, other modes,
     ``--traceback``, a value in another notation), a server that did not get as far as listening (a bad flag
     value, a missing -cmdlog-path, a log refused, a lock held — the CLI then reports it exactly as always; nothing
     was changed but what the CLI's own attempt makes the same way: the lock files), or a server that stopped on an

@@ -400,7 +400,7 @@ class Server:
             raise box[0]
         return box[0]
 
-    async def run(self) -> int:
+    async def run(self) -> None:
         import asyncio
         await self.start()
         self._stop = asyncio.Event()
@@ -414,7 +414,6 @@ class Server:
             self._on_signal(sig)
         await self._stop.wait()
         await self.shutdown()
-        return 0
 
     def _on_signal(self, sig) -> None:
         self.log.info("stopping", signal=signal.Signals(sig).name)
@@ -1109,17 +1108,17 @@ def event_loop_factory():
     return "asyncio", asyncio.new_event_loop
 
 
-def serve(opts: ServeOptions) -> int:
-    """Run the server until SIGTERM/SIGINT; 0 on a clean stop. StartRefused, LogBusy, UsageError propagate."""
+def serve(opts: ServeOptions) -> None:
+    """Run the server until SIGTERM/SIGINT (a clean stop returns). StartRefused, LogBusy, UsageError propagate."""
     import asyncio
     name, factory = event_loop_factory()
     srv = Server(opts)
     srv.loop_name = name
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(srv.run())
+        runner.run(srv.run())
 
 
-def run_server(srv: Server, factory=None) -> int | None:
+def run_server(srv: Server, factory=None) -> bool | None:
     """The lean start's run (``wqtool.server.prebind.lean``): None when the CLI must report how the server ended —
     before it listened (the CLI then runs and reports why, as always), or on an error after it listened, which is
     handed to the CLI (``prebind.hand_over``) so that its funnel reports it with the exit code of its table."""
@@ -1130,7 +1129,8 @@ def run_server(srv: Server, factory=None) -> int | None:
             srv.loop_name, factory = srv.start_early()
         import asyncio
         with asyncio.Runner(loop_factory=factory) as runner:
-            return runner.run(srv.run())
+            runner.run(srv.run())
+        return True                 # served, then a clean stop (SIGTERM / SIGINT)
     except BaseException as exc:
         if not srv.listeners and not srv.served_early:      # nothing was served: the CLI runs and reports it
             if srv.locks is not None:
