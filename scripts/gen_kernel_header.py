@@ -59,6 +59,7 @@ def render() -> str:
         f"#define GO_TIME_SIZE {GO_TIME_SIZE}",
         f"#define UNIX_TO_INTERNAL {UNIX_TO_INTERNAL}LL",
         "#define NS 1000000000LL",
+        "#define NS_PER_MS 1000000LL      /* TTR and TTL are milliseconds */",
         "",
         "/* a command's JSON label (CmdType.label), a job's kind and state label (replay) */",
         "static const char *const CMD_LABEL[CMD_MAX + 1] = {\"?\", "

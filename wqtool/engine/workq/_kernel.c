@@ -118,9 +118,10 @@ static struct PyModuleDef moddef = {
 static int seed_keys(void)
 {
     PyObject *os = PyImport_ImportModule("os");
-    PyObject *b = os ? PyObject_CallMethod(os, "urandom", "i", 16) : NULL;
+    const int want = (int)(sizeof hkey0 + sizeof hkey1);
+    PyObject *b = os ? PyObject_CallMethod(os, "urandom", "i", want) : NULL;
     Py_XDECREF(os);
-    if (b == NULL || !PyBytes_Check(b) || PyBytes_GET_SIZE(b) != 16) {
+    if (b == NULL || !PyBytes_Check(b) || PyBytes_GET_SIZE(b) != want) {
         Py_XDECREF(b);
         return -1;
     }

@@ -43,12 +43,12 @@ from ..stats import RecordStats
 from .fastreplay import new_table
 from .format import FORMAT
 from .reader import LogSet, Segment
-from .replay import (CompactJobs, JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start)
+from .replay import (CompactJobs, JobState, ReplayState, WorkqReplay, closing_notes, digest_line, digest_start,
+                     lease_expires_at)
 from .verify import log_size
 
 # stage outputs: kind of row
 _REC, _SEG, _LOG, _LINE, _JOB, _IDS = 0, 1, 2, 3, 4, 5
-_NS_PER_MS = 1_000_000
 _INF = float("inf")
 
 
@@ -295,7 +295,7 @@ class _LogAcc:
         for k in sorted(r.jobs):
             job = r.jobs[k]
             if job.state is JobState.LEASED:  # what WorkqReplay.finish() does to a leased job
-                job.lease_expires_ns = r.as_of_ns + job.ttr * _NS_PER_MS
+                job.lease_expires_ns = lease_expires_at(r.as_of_ns, job.ttr)
                 leased += 1
             label = job.state.label
             by_state[label] += 1

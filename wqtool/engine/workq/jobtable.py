@@ -102,6 +102,7 @@ class PyJobTable:
 
     def digest(self, h, as_of_ns: int) -> None:
         """h.update() with every job's digest line (``replay.digest_line`` of its Job), in id order, from the rows."""
+        from .replay import lease_expires_at
         d, nl, lines = self.d, "null", []
         for k in sorted(d):
             kind, name, ttr, ttl, prio, ma, mf, created, sched, log_exp, plen, pcrc, _, _, st, att, res = d[k]
@@ -110,7 +111,7 @@ class PyJobTable:
                 f'{{"attempts":{att},"created_ns":{created},'
                 f'"expires_ns":{as_of_ns + ttl * 1_000_000 if kind == 1 else log_exp},'
                 f'"id":"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}","kind":"{_KIND[kind]}",'
-                f'"lease_expires_ns":{as_of_ns + ttr * 1_000_000 if st == 4 else nl},'
+                f'"lease_expires_ns":{lease_expires_at(as_of_ns, ttr) if st == 4 else nl},'
                 f'"log_expires_ns":{log_exp},"max_attempts":{ma},"max_fails":{mf},"name":"{name}",'
                 f'"payload_crc32c":"{pcrc:08x}","payload_len":{plen},"priority":{prio},'
                 f'"result":{nl if res is None else chr(34) + res.hex() + chr(34)},'

@@ -40,6 +40,7 @@
 #define GO_TIME_SIZE 15
 #define UNIX_TO_INTERNAL 62135596800LL
 #define NS 1000000000LL
+#define NS_PER_MS 1000000LL      /* TTR and TTL are milliseconds */
 
 /* a command's JSON label (CmdType.label), a job's kind and state label (replay) */
 static const char *const CMD_LABEL[CMD_MAX + 1] = {"?", "add", "schedule", "complete", "fail", "delete", "expire", "start-attempt", "timeout-attempt"};

@@ -35,10 +35,10 @@ static int diff_key_cmp(const void *x, const void *y) { return diff_id_cmp(x, y)
 /* append the id to out (16 bytes) */
 static int diff_put(char **out, size_t *n, size_t *cap, const uint8_t *id)
 {
-    if (grow((void **)out, cap, *n + 16, 1, 4096) < 0)
+    if (grow((void **)out, cap, *n + JOB_ID_SIZE, 1, 4096) < 0)
         return -1;
-    memcpy(*out + *n, id, 16);
-    *n += 16;
+    memcpy(*out + *n, id, JOB_ID_SIZE);
+    *n += JOB_ID_SIZE;
     return 0;
 }
 
@@ -64,7 +64,7 @@ static PyObject *k_diff_tables(PyObject *self, PyObject *args)
         const JobRec *a = &ta->jobs[k], *b = NULL;
         if (!a->kind)
             continue;
-        if (k < tb->n && tb->jobs[k].kind && memcmp(tb->jobs[k].id, a->id, 16) == 0)
+        if (k < tb->n && tb->jobs[k].kind && memcmp(tb->jobs[k].id, a->id, JOB_ID_SIZE) == 0)
             b = &tb->jobs[k];
         else {
             Py_ssize_t ix = jt_find(tb, a->id, &slot);
@@ -75,13 +75,13 @@ static PyObject *k_diff_tables(PyObject *self, PyObject *args)
     }
     for (size_t k = 0; k < tb->n; k++) {         /* B's jobs missing in A */
         const JobRec *b = &tb->jobs[k];
-        if (!b->kind || (k < ta->n && ta->jobs[k].kind && memcmp(ta->jobs[k].id, b->id, 16) == 0))
+        if (!b->kind || (k < ta->n && ta->jobs[k].kind && memcmp(ta->jobs[k].id, b->id, JOB_ID_SIZE) == 0))
             continue;
         if (jt_find(ta, b->id, &slot) < 0 && diff_put(&out, &n, &cap, b->id) < 0)
             goto fail;
     }
-    if (n > 16)
-        qsort(out, n / 16, 16, diff_key_cmp);
+    if (n > JOB_ID_SIZE)
+        qsort(out, n / JOB_ID_SIZE, JOB_ID_SIZE, diff_key_cmp);
     PyObject *r = PyBytes_FromStringAndSize(out ? out : "", (Py_ssize_t)n);
     PyMem_Free(out);
     return r;
@@ -97,7 +97,7 @@ static int diff_wanted(const uint8_t *ids, size_t n, const uint8_t *id)
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        int c = diff_id_cmp(ids + mid * 16, id);
+        int c = diff_id_cmp(ids + mid * JOB_ID_SIZE, id);
         if (c == 0)
             return 1;
         if (c < 0)
@@ -123,14 +123,14 @@ static PyObject *k_diff_walk(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*nnny*:diff_walk", &view, &pos, &end, &limit, &idv))
         return NULL;
     PyObject *ret = NULL;
-    if (end > view.len || pos < HEADER_SIZE || idv.len % 16) {
+    if (end > view.len || pos < HEADER_SIZE || idv.len % JOB_ID_SIZE) {
         PyErr_SetString(PyExc_ValueError, "diff_walk: pos before the first record, end past the data, or ids not "
                         "16 bytes each");
         goto done;
     }
     const unsigned char *d = (const unsigned char *)view.buf;
     const uint8_t *ids = (const uint8_t *)idv.buf;
-    size_t nids = (size_t)idv.len / 16;
+    size_t nids = (size_t)idv.len / JOB_ID_SIZE;
     long long records = 0;
     int why = 0;
     while (pos < end) {

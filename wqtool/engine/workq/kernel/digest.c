@@ -367,7 +367,7 @@ done:
 static char *w_digest_line(char *p, JobTable *t, JobRec *j, i128 asof)
 {
     NameRec *nm = &t->names[j->name];
-    i128 exp = j->kind == 1 ? asof + (i128)j->ttl * 1000000 : (i128)j->logexp;
+    i128 exp = expires_at(j, asof);
     p = W(p, "{\"attempts\":");
     p = w_u64(p, j->attempts);
     p = W(p, ",\"created_ns\":");
@@ -380,7 +380,7 @@ static char *w_digest_line(char *p, JobTable *t, JobRec *j, i128 asof)
     p = w_str(p, KIND_LABEL[j->kind]);
     p = W(p, "\",\"lease_expires_ns\":");
     if (j->state == 4)
-        p = w_i128(p, asof + (i128)j->ttr * 1000000);
+        p = w_i128(p, lease_expires_at(asof, j->ttr));
     else
         p = W(p, "null");
     p = W(p, ",\"log_expires_ns\":");

@@ -15,7 +15,7 @@
  */
 
 typedef struct {
-    uint8_t id[16];
+    uint8_t id[JOB_ID_SIZE];
     int64_t created, sched, logexp;     /* ns since the Unix epoch; sched only for a schedule */
     uint64_t off;                       /* the add/schedule record's offset in segment `seg` */
     uint64_t res_off;                   /* result bytes in the arena (has_res) */
@@ -51,6 +51,15 @@ typedef struct {
 } JobTable;
 
 #define TOMB 0xFFFFFFFFu
+/* the replay's end rules, as replay.py writes them (the C copy: one per language, proven equal by the tests):
+   a leased job's lease runs its TTR from the replay's instant (replay.lease_expires_at); an add-job's TTL restarts
+   at replay, a schedule keeps the expiry its log gave */
+static inline i128 lease_expires_at(i128 asof, uint32_t ttr) { return asof + (i128)ttr * NS_PER_MS; }
+static inline i128 expires_at(const JobRec *j, i128 asof)
+{
+    return j->kind == CMD_ADD ? asof + (i128)j->ttl * NS_PER_MS : (i128)j->logexp;
+}
+
 static uint64_t hkey0 = 0x243F6A8885A308D3ULL, hkey1 = 0x13198A2E03707344ULL;
 static PyTypeObject JobTableType;
 
@@ -102,7 +111,7 @@ static Py_ssize_t jt_find_h(JobTable *t, const uint8_t *id, uint64_t h, size_t *
         if (s == TOMB) {
             if (tomb == (size_t)-1)
                 tomb = i;
-        } else if (memcmp(t->jobs[s - 1].id, id, 16) == 0) {
+        } else if (memcmp(t->jobs[s - 1].id, id, JOB_ID_SIZE) == 0) {
             *slot = i;
             return (Py_ssize_t)s - 1;
         }
@@ -428,7 +437,7 @@ static JobRec *jt_insert(JobTable *t, const uint8_t *id, size_t slot)
     t->slots[slot] = (uint32_t)(t->n + 1);
     JobRec *j = &t->jobs[t->n++];
     memset(j, 0, sizeof *j);
-    memcpy(j->id, id, 16);
+    memcpy(j->id, id, JOB_ID_SIZE);
     t->live++;
     t->ver++;
     return j;
@@ -548,8 +557,8 @@ static Py_ssize_t jt_len(JobTable *t) { return (Py_ssize_t)t->live; }
 
 static int id_arg(PyObject *o, const uint8_t **id)
 {
-    if (!PyBytes_Check(o) || PyBytes_GET_SIZE(o) != 16) {
-        PyErr_SetString(PyExc_TypeError, "a job id is 16 bytes");
+    if (!PyBytes_Check(o) || PyBytes_GET_SIZE(o) != JOB_ID_SIZE) {
+        PyErr_Format(PyExc_TypeError, "a job id is %d bytes", JOB_ID_SIZE);
         return -1;
     }
     *id = (const uint8_t *)PyBytes_AS_STRING(o);
@@ -558,7 +567,7 @@ static int id_arg(PyObject *o, const uint8_t **id)
 
 static int jt_contains(JobTable *t, PyObject *key)
 {
-    if (!PyBytes_Check(key) || PyBytes_GET_SIZE(key) != 16)
+    if (!PyBytes_Check(key) || PyBytes_GET_SIZE(key) != JOB_ID_SIZE)
         return 0;
     size_t slot;
     return jt_find(t, (const uint8_t *)PyBytes_AS_STRING(key), &slot) >= 0;
@@ -618,7 +627,7 @@ static PyObject *jt_ids(JobTable *t, PyObject *unused)
     for (size_t k = 0; k < t->n; k++) {
         if (!t->jobs[k].kind)
             continue;
-        PyObject *b = PyBytes_FromStringAndSize((const char *)t->jobs[k].id, 16);
+        PyObject *b = PyBytes_FromStringAndSize((const char *)t->jobs[k].id, JOB_ID_SIZE);
         if (b == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -636,7 +645,7 @@ static PyObject *jt_sorted_ids(JobTable *t, PyObject *unused)
     if (out == NULL)
         return NULL;
     for (size_t k = 0; k < t->order_n; k++) {
-        PyObject *b = PyBytes_FromStringAndSize((const char *)t->jobs[t->order[k]].id, 16);
+        PyObject *b = PyBytes_FromStringAndSize((const char *)t->jobs[t->order[k]].id, JOB_ID_SIZE);
         if (b == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -655,7 +664,7 @@ static PyObject *jt_rows(JobTable *t, PyObject *unused)
         if (!t->jobs[k].kind)
             continue;
         PyObject *row = row_tuple(t, &t->jobs[k]);
-        PyObject *id = row ? PyBytes_FromStringAndSize((const char *)t->jobs[k].id, 16) : NULL;
+        PyObject *id = row ? PyBytes_FromStringAndSize((const char *)t->jobs[k].id, JOB_ID_SIZE) : NULL;
         PyObject *full = NULL;
         if (id != NULL) {
             full = PyTuple_New(PyTuple_GET_SIZE(row) + 1);

@@ -12,8 +12,8 @@ static char *w_row(char *p, JobTable *t, JobRec *j, i128 asof, int style)
     const char *sep = style ? ",\n      \"" : ", \"";
     NameRec *nm = &t->names[j->name];
     i128 created = j->created, sched = j->sched, logexp = j->logexp;
-    i128 exp = j->kind == 1 ? asof + (i128)j->ttl * 1000000 : logexp;
-    i128 lease = asof + (i128)j->ttr * 1000000;
+    i128 exp = expires_at(j, asof);
+    i128 lease = lease_expires_at(asof, j->ttr);
 #define KEY(first, k) (p = w_str(p, (first) ? open : sep), p = W(p, k "\": "))
     KEY(1, "job_id");
     *p++ = '"';

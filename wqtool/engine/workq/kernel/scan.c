@@ -122,12 +122,12 @@ static PyObject *ss_ids(ScanStats *s, PyObject *u)
         return NULL;
     PyObject *out = PySet_New(NULL);
     for (size_t i = 0; out && i < s->n; i++) {
-        uint8_t id[16];
+        uint8_t id[JOB_ID_SIZE];
         for (int k = 0; k < 8; k++) {
             id[k] = (uint8_t)(s->ids[i].hi >> (56 - 8 * k));
             id[8 + k] = (uint8_t)(s->ids[i].lo >> (56 - 8 * k));
         }
-        PyObject *b = PyBytes_FromStringAndSize((const char *)id, 16);
+        PyObject *b = PyBytes_FromStringAndSize((const char *)id, JOB_ID_SIZE);
         if (b == NULL || PySet_Add(out, b) < 0) {
             Py_XDECREF(b);
             Py_CLEAR(out);
@@ -142,13 +142,13 @@ static PyObject *ss_packed_ids(ScanStats *s, PyObject *u)
 {
     if (ss_unique(s) < 0)
         return NULL;
-    if (s->n > (size_t)PY_SSIZE_T_MAX / 16)
+    if (s->n > (size_t)PY_SSIZE_T_MAX / JOB_ID_SIZE)
         return PyErr_NoMemory();
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(s->n * 16));
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(s->n * JOB_ID_SIZE));
     if (out == NULL)
         return NULL;
     uint8_t *p = (uint8_t *)PyBytes_AS_STRING(out);
-    for (size_t i = 0; i < s->n; i++, p += 16)
+    for (size_t i = 0; i < s->n; i++, p += JOB_ID_SIZE)
         for (int k = 0; k < 8; k++) {
             p[k] = (uint8_t)(s->ids[i].hi >> (56 - 8 * k));
             p[8 + k] = (uint8_t)(s->ids[i].lo >> (56 - 8 * k));
@@ -161,13 +161,13 @@ static PyObject *ss_add_ids(ScanStats *s, PyObject *arg)
     Py_buffer b;
     if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
         return NULL;
-    if (b.len % 16) {
+    if (b.len % JOB_ID_SIZE) {
         PyBuffer_Release(&b);
         PyErr_SetString(PyExc_ValueError, "ScanStats.add_ids: packed ids are 16 bytes each");
         return NULL;
     }
     const uint8_t *p = b.buf;
-    for (Py_ssize_t i = 0; i < b.len; i += 16)
+    for (Py_ssize_t i = 0; i < b.len; i += JOB_ID_SIZE)
         if (ss_add_id(s, p + i) < 0) {
             PyBuffer_Release(&b);
             return NULL;
@@ -194,7 +194,7 @@ static PyObject *ss_add(ScanStats *s, PyObject *args)
     if (as_i128(tobj, &tr) < 0)
         return NULL;
     if (jid != Py_None) {
-        if (!PyBytes_Check(jid) || PyBytes_GET_SIZE(jid) != 16) {
+        if (!PyBytes_Check(jid) || PyBytes_GET_SIZE(jid) != JOB_ID_SIZE) {
             PyErr_SetString(PyExc_TypeError, "a job id is 16 bytes");
             return NULL;
         }
@@ -508,7 +508,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
             if (ix < 0) {
                 if ((stats != NULL && ss_add_id(stats, jid) < 0) ||
-                    !(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
+                    !(key = PyBytes_FromStringAndSize((const char *)jid, JOB_ID_SIZE)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
                     goto fail;
                 sfind = 1;
@@ -571,7 +571,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
             if (ix < 0) {
                 if ((stats != NULL && ss_add_id(stats, jid) < 0) ||
-                    !(key = PyBytes_FromStringAndSize((const char *)jid, 16)) ||
+                    !(key = PyBytes_FromStringAndSize((const char *)jid, JOB_ID_SIZE)) ||
                     add_finding(&cx, findings, "unknown_job_finding", path, pos, index, c, NULL, key, seg_no) < 0)
                     goto fail;
                 sfind = 1;
@@ -611,7 +611,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             i128 csec = be64s(d + p + 16), cnsec = be32s(d + p + 24);
             i128 created = csec * NS - unix_ns + cnsec;
             i128 sched = tsec * NS - unix_ns + tnsec;
-            i128 log_exp = (c == CMD_ADD ? created : sched) + (i128)ttl * 1000000;
+            i128 log_exp = (c == CMD_ADD ? created : sched) + (i128)ttl * NS_PER_MS;
             int expired;
             if (asof_fast) {
                 expired = log_exp <= asof;
@@ -628,7 +628,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 if (stats != NULL && ss_add_id(stats, jid) < 0)
                     goto fail;
                 PyObject *le = pylong_i128(log_exp);
-                if (le == NULL || !(key = PyBytes_FromStringAndSize((const char *)jid, 16))) {
+                if (le == NULL || !(key = PyBytes_FromStringAndSize((const char *)jid, JOB_ID_SIZE))) {
                     Py_XDECREF(le);
                     goto fail;
                 }

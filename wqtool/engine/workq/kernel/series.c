@@ -17,7 +17,7 @@
 #define SA_BYTES_HASH(s, n) bytes_hash(s, n)   /* jobtable.c */
 
 typedef struct {
-    uint8_t id[16];
+    uint8_t id[JOB_ID_SIZE];
     int64_t start;
     uint8_t used;
 } SLease;
@@ -62,13 +62,13 @@ static int sa_lease_put(SeriesAcc *a, const uint8_t *id, int64_t start)
     }
     size_t i = (size_t)id_hash(id) & a->lmask;
     while (a->ls[i].used) {
-        if (memcmp(a->ls[i].id, id, 16) == 0) {
+        if (memcmp(a->ls[i].id, id, JOB_ID_SIZE) == 0) {
             a->ls[i].start = start;
             return 0;
         }
         i = (i + 1) & a->lmask;
     }
-    memcpy(a->ls[i].id, id, 16);
+    memcpy(a->ls[i].id, id, JOB_ID_SIZE);
     a->ls[i].start = start;
     a->ls[i].used = 1;
     a->lused++;
@@ -82,7 +82,7 @@ static int sa_lease_pop(SeriesAcc *a, const uint8_t *id, int64_t *start)
         return 0;
     size_t m = a->lmask, i = (size_t)id_hash(id) & m;
     while (a->ls[i].used) {
-        if (memcmp(a->ls[i].id, id, 16) == 0) {
+        if (memcmp(a->ls[i].id, id, JOB_ID_SIZE) == 0) {
             *start = a->ls[i].start;
             size_t j = i;
             for (;;) {                  /* backward shift */
@@ -204,7 +204,7 @@ static PyObject *sa_record_m(SeriesAcc *a, PyObject *args)
         nlen = PyUnicode_GET_LENGTH(name);
     }
     if (jido != Py_None) {
-        if (!PyBytes_Check(jido) || PyBytes_GET_SIZE(jido) != 16) {
+        if (!PyBytes_Check(jido) || PyBytes_GET_SIZE(jido) != JOB_ID_SIZE) {
             PyErr_SetString(PyExc_TypeError, "a job id is 16 bytes");
             return NULL;
         }

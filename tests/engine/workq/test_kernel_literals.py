@@ -1,0 +1,59 @@
+"""The workq C kernel takes its sizes and units from the generated header (kernel/consts.h, from the schema), never
+as literals: a job id is ``JOB_ID_SIZE`` bytes, TTR and TTL are ``NS_PER_MS`` apart from nanoseconds, and the
+end-of-replay rules (a lease runs TTR from the replay's instant, an add-job's TTL restarts) are written once in C
+(``lease_expires_at``, ``expires_at`` in jobtable.c), as they are once in Python (``replay.lease_expires_at``)."""
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+from tests.conftest import ROOT
+
+KERNEL = os.path.join(ROOT, "wqtool", "engine", "workq")
+SOURCES = sorted(glob.glob(os.path.join(KERNEL, "kernel", "*.c"))) + [os.path.join(KERNEL, "_kernel.c")]
+
+#: the literal 16s that are not a job id's size (shifts, a digit buffer, initial capacities, a field index, the
+#: uuid's hex cut, the Go time's offsets in a record)
+NOT_AN_ID = (r"<< 16", r">> 16", r"tmp\[16\]", r"\bi = 16\b", r"16 - i\b", r"cap = 16;", r"sizeof\(NameRec\), 16\)",
+             r"F\(16\)", r"\{0, 8, 12, 16, 20, -1\}", r"\bat \+ 16\b", r"\bp \+ 16\b")
+
+
+def _code(path: str) -> list[tuple[int, str]]:
+    """The file's lines with comments and string literals blanked (a literal in a message or a comment is prose)."""
+    text = open(path, encoding="utf-8").read()
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+    return list(enumerate(text.splitlines(), 1))
+
+
+def _literals(sources) -> list[str]:
+    bad = []
+    for path in sources:
+        for n, line in _code(path):
+            rest = line
+            for ok in NOT_AN_ID:
+                rest = re.sub(ok, "", rest)
+            if re.search(r"\b16\b", rest) or re.search(r"\b1000000(LL)?\b", rest):
+                bad.append(f"{os.path.basename(path)}:{n}: {line.strip()}")
+    return bad
+
+
+def test_no_literal_job_id_size_or_ms_unit_in_the_kernel():
+    assert _literals(SOURCES) == []
+
+
+def test_the_finder_sees_the_literals_it_forbids(tmp_path):
+    p = tmp_path / "k.c"
+    p.write_text('uint8_t id[16]; /* 16 in a comment */ memcmp(a, b, 16); x = "16 bytes";\n'
+                 "i128 lease = asof + (i128)ttr * 1000000;\nv << 16; /* 16 */ y = \"16\";\n")
+    assert [x.split(": ")[0] for x in _literals([str(p)])] == ["k.c:1", "k.c:2"]
+
+
+def test_the_lease_rule_is_written_once_per_language():
+    c = "".join(open(p, encoding="utf-8").read() for p in SOURCES)
+    assert len(re.findall(r"ttr \* NS_PER_MS", c)) == 1
+    py = [p for p in glob.glob(os.path.join(KERNEL, "*.py")) if "ttr * NS_PER_MS" in open(p).read()
+          or "ttr * 1_000_000" in open(p).read() or "ttr * _NS_PER_MS" in open(p).read()]
+    assert [os.path.basename(p) for p in py] == ["replay.py"]
