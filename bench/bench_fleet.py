@@ -311,10 +311,13 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
             burner.wait()
 
 
-def one_log_summary(path: str, n: int, conf: list[str]) -> None:
-    """``replay --summary`` of one log (its counts and digest) once the session is started: ``n`` back-to-back
-    pairs of the local engine's pass (``run_log`` + digest, one process) and the Spark fleet's
-    (``run_fleet`` on a warm ``local[2]`` session: the log whole, in one task), with the load."""
+def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False) -> None:
+    """``replay --summary`` of one log (its counts and digest) once the session is started: ``n`` interleaved
+    pairs of the local engine's pass (``run_log`` + digest, one process) and the Spark fleet's (``run_fleet`` on a
+    warm ``local[2]`` session: a log this big is chained over the two slots, ``workq.fleet.chain_plan``), with the
+    load; ``loaded``: a second process spins on a CPU throughout. The log whole in one task (``chain=False``, last
+    round's path) is timed in each round too, for comparison."""
+    import subprocess
     from wqtool.engine.workq.fleet import run_fleet
     from wqtool.engine.workq.reader import discover
     from wqtool.engine.workq.verify import run_log
@@ -322,26 +325,47 @@ def one_log_summary(path: str, n: int, conf: list[str]) -> None:
     from wqtool.spark.session import build_session, warm_up
     (log,) = discover([path])
     warm([log])
-    load0 = os.getloadavg()[0]
     spark = build_session(master="local[2]", conf=conf)
     warm_up(spark)
-    run_fleet(Cluster(spark), [log], AS_OF_NS)            # the first job's costs
-    loc, spk = [], []
-    for _ in range(n):
-        t = time.perf_counter()
-        d_local = run_log(log, AS_OF_NS).state.digest()
-        loc.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        d_spark = run_fleet(Cluster(spark), [log], AS_OF_NS)[0].report.state.digest()
-        spk.append(time.perf_counter() - t)
-        assert d_local == d_spark
+    said: list[str] = []
+    run_fleet(Cluster(spark), [log], AS_OF_NS, progress=said.append)            # the first job's costs
+    run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+    try:
+        load0 = os.getloadavg()[0]
+        loc, spk, whole = [], [], []
+        for i in range(n):
+            order = (0, 1, 2) if i % 2 == 0 else (2, 1, 0)      # interleaved: neither side always first
+            for k in order:
+                t = time.perf_counter()
+                if k == 0:
+                    d_local = run_log(log, AS_OF_NS).state.digest()
+                    loc.append(time.perf_counter() - t)
+                elif k == 1:
+                    d_spark = run_fleet(Cluster(spark), [log], AS_OF_NS)[0].report.state.digest()
+                    spk.append(time.perf_counter() - t)
+                else:
+                    d_whole = run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)[0].report.state.digest()
+                    whole.append(time.perf_counter() - t)
+            assert d_local == d_spark == d_whole
+        load1 = os.getloadavg()[0]
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
     spark.stop()
     med = statistics.median
     size = sum(os.path.getsize(s_.path) for s_ in log.segments)
-    print(f"replay --summary of {path} ({size / 2**20:.0f} MiB), load {load0:.2f} -> {os.getloadavg()[0]:.2f}: "
-          f"local {med(loc):.2f} s (runs {' '.join(f'{x:.2f}' for x in loc)}), spark local[2] {med(spk):.2f} s "
-          f"(runs {' '.join(f'{x:.2f}' for x in spk)}); local/spark pairs "
-          + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(loc, spk)) + "; identical digests")
+
+    def runs(xs):
+        return " ".join(f"{x:.2f}" for x in xs)
+    print(f"replay --summary of {path} ({size / 2**20:.0f} MiB), load {load0:.2f} -> {load1:.2f}"
+          f"{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs (shared); {said[0]}")
+    print(f"  local (1 process)               {med(loc):.2f} s (runs {runs(loc)})")
+    print(f"  spark local[2], chained         {med(spk):.2f} s (runs {runs(spk)}); local/spark x{med(loc) / med(spk):.2f} "
+          "(pairs " + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(loc, spk)) + ")")
+    print(f"  spark local[2], whole (1 task)  {med(whole):.2f} s (runs {runs(whole)}); local/spark "
+          f"x{med(loc) / med(whole):.2f}; identical digests")
 
 
 def remote_cost(n: int) -> None:
@@ -415,14 +439,14 @@ def main() -> None:
     ap.add_argument("--count-vs-stats", type=float, default=0, metavar="SCALE",
                     help="only measure the workq source's count() on a warm session against `wqtool stats` of the "
                     "issue-14 log at SCALE (0.27: ~335 k records), --repeat interleaved runs")
-    ap.add_argument("--count-loaded", action="store_true",
-                    help="with --count-vs-stats: a second process spins on a CPU throughout")
+    ap.add_argument("--count-loaded", "--loaded", action="store_true",
+                    help="with --count-vs-stats or --one-log-summary: a second process spins on a CPU throughout")
     ap.add_argument("--one-log-summary", metavar="LOG",
-                    help="only measure replay --summary of one log, local vs a started local[2] session, --repeat "
-                    "back-to-back pairs")
+                    help="only measure replay --summary of one log, local vs a started local[2] session (chained, "
+                    "and whole in one task), --repeat interleaved rounds")
     a = ap.parse_args()
     if a.one_log_summary:
-        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf)
+        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf, loaded=a.count_loaded)
         return
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")

@@ -184,3 +184,33 @@ def test_relay_passes_values_to_its_secret_only():
         assert box.receive("1", 0.05) is None
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_killed_share_is_retried_and_the_chain_gives_the_local_answer(spark, corpus, victim):
+    """A chained share's Python worker killed on its first attempt: Spark runs that share again (the other one
+    waits for its state, or finds the state it needs still kept by the relay) — the local report and digest."""
+    from tests.spark.test_worker_death import _killing_cluster
+    from wqtool.engine.workq.fleet import run_fleet
+    said: list[str] = []
+    for name in ("sample-clean", "flip-mid-segment"):
+        [fl] = run_fleet(_killing_cluster(spark, victim, always=False), [_log(corpus, name)], as_of_ns(),
+                         progress=said.append, chain=True)
+        assert "hashed in turn" in said[-1], said
+        _assert_same(fl, _local(corpus, name), name)
+
+
+def test_a_chained_share_that_dies_every_time_is_named(spark, corpus):
+    """The first share's worker killed on every attempt: exit 5 naming the share (the second one, waiting for
+    its state, is cancelled with the job — no hang)."""
+    from tests.spark.test_worker_death import _killing_cluster
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.errors import SparkError
+    from wqtool.exitcodes import exit_code_for
+    log = _log(corpus, "sample-clean")
+    with pytest.raises(SparkError) as e:
+        run_fleet(_killing_cluster(spark, 0, always=True), [log], as_of_ns(), chain=True)
+    msg = str(e.value)
+    assert msg.startswith("--engine spark: a Spark worker died: task 0 while reading log "), msg
+    assert f"log {log.root} (share 1 of 2)" in msg, msg
+    assert int(exit_code_for(e.value)) == 5
