@@ -125,6 +125,14 @@ workq-server holds append.lock for its whole life and its cleaner takes read.loc
         return columns.file_batches(log, i, start_index, payload=payload, schema=schema, file_name=file_name,
                                     values=values)
 
+    def file_batches_at(self, log: LogSet, i: int, start_index: int, at: int, *, payload: str, schema,
+                        file_name: str, values: dict):
+        """``file_batches`` from the first record at or after byte ``at`` (a byte-range share of the Spark records
+        source: the records before it framed, not decoded); None: read from the start (``columns``)."""
+        from . import columns
+        return columns.file_batches_at(log, i, start_index, at, payload=payload, schema=schema,
+                                       file_name=file_name, values=values)
+
     def file_records(self, log: LogSet, i: int) -> int:
         from . import columns         # the kernel counts up to the first record it refuses
         n = columns.file_records(log, i)
