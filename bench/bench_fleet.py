@@ -311,6 +311,96 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
             burner.wait()
 
 
+def count_child(kind: str, scale: float, out: str, conf: list[str], warm_counts: int = 10) -> None:
+    """One session (``kind``: "user" — ``SparkSession.builder`` + ``register`` — or "cli" — ``build_session``)
+    kept warm in this process: for each "go" line on stdin, one ``count()`` of the issue-14 log; prints its wall
+    and CPU seconds (this process's descendants: the JVM and the Python workers)."""
+    from shapes import ensure
+
+    from wqtool.spark.datasources import ensure_sources
+    from wqtool.spark.session import build_session, warm_up
+    log_dir = ensure(os.path.join(out, ".."), scale)
+    if kind == "user":
+        spark = _plain_session("local[2]", conf)
+    else:
+        spark = build_session(master="local[2]", conf=conf)
+        ensure_sources(spark)
+    warm_up(spark)
+    src = spark.read.format("workq").load(log_dir)
+    for _ in range(warm_counts):
+        src.count()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "go":
+            break
+        c0 = _cpu_s(os.getpid())
+        t = time.perf_counter()
+        n = src.count()
+        print(f"{time.perf_counter() - t:.4f} {_cpu_s(os.getpid()) - c0:.4f} {n}", flush=True)
+    spark.stop()
+
+
+def count_sessions(scale: float, n: int, out: str, conf: list[str], loaded: bool = False) -> None:
+    """The two kinds of session side by side, interleaved: both started and warm (10 counts each) in two child
+    processes, then ``n`` rounds of (a user's session's count(), the CLI session's count(), ``wqtool stats``),
+    the order alternating — so both see the same load. Medians, ratios to ``wqtool stats``, CPU per count."""
+    import subprocess
+    from shapes import ensure
+    log_dir = ensure(os.path.join(out, ".."), scale)
+    here = os.path.abspath(__file__)
+    kids = {k: subprocess.Popen([sys.executable, here, "--count-child", k, "--count-scale", str(scale),
+                                 "--out", out] + [f"--spark-conf={c}" for c in conf],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            for k in ("user", "cli")}
+    burner = None
+    try:
+        for k, p in kids.items():
+            while True:
+                line = p.stdout.readline()
+                if not line:
+                    raise SystemExit(f"the {k} session did not start")
+                if line.strip() == "ready":
+                    break
+        burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+        wq = os.path.join(os.path.dirname(sys.executable), "wqtool")
+        load0 = os.getloadavg()[0]
+        res: dict[str, list] = {"user": [], "cli": [], "stats": []}
+        cpu: dict[str, list] = {"user": [], "cli": []}
+        for i in range(n):
+            for k in (("user", "cli", "stats") if i % 2 == 0 else ("stats", "cli", "user")):
+                if k == "stats":
+                    t = time.perf_counter()
+                    subprocess.run([wq, "stats", log_dir], check=True, stdout=subprocess.DEVNULL)
+                    res[k].append(time.perf_counter() - t)
+                    continue
+                kids[k].stdin.write("go\n")
+                kids[k].stdin.flush()
+                wall, c, _ = kids[k].stdout.readline().split()
+                res[k].append(float(wall))
+                cpu[k].append(float(c))
+        load1 = os.getloadavg()[0]
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
+        for p in kids.values():
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+            p.wait(timeout=60)
+    med = statistics.median
+    st_ = med(res["stats"])
+    print(f"count() of the issue-14 log at scale {scale:g}, both sessions warm, {n} interleaved rounds; load "
+          f"{load0:.2f} -> {load1:.2f}{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs "
+          f"(shared)")
+    print(f"  wqtool stats (new process)   median {st_:.2f} s  runs " + " ".join(f"{x:.2f}" for x in res["stats"]))
+    for k, what in (("user", "a user's session (builder + register)"), ("cli", "the CLI's session")):
+        print(f"  count(), {what:<38} median {med(res[k]):.2f} s (x{med(res[k]) / st_:.2f} the stats; rounds "
+              + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(res[k], res["stats"]))
+              + f"); CPU per count() median {med(cpu[k]):.2f} s")
+
+
 def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False) -> None:
     """``replay --summary`` of one log (its counts and digest) once the session is started: ``n`` interleaved
     pairs of the local engine's pass (``run_log`` + digest, one process) and the Spark fleet's (``run_fleet`` on a
@@ -444,7 +534,18 @@ def main() -> None:
     ap.add_argument("--one-log-summary", metavar="LOG",
                     help="only measure replay --summary of one log, local vs a started local[2] session (chained, "
                     "and whole in one task), --repeat interleaved rounds")
+    ap.add_argument("--count-sessions", type=float, default=0, metavar="SCALE",
+                    help="only measure count() in a user's session and the CLI's, both warm in child processes, "
+                    "interleaved with `wqtool stats`, --repeat rounds (--loaded: a second process spinning)")
+    ap.add_argument("--count-child", help=argparse.SUPPRESS)
+    ap.add_argument("--count-scale", type=float, default=0.27, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.count_child:
+        count_child(a.count_child, a.count_scale, a.out, a.spark_conf)
+        return
+    if a.count_sessions:
+        count_sessions(a.count_sessions, a.repeat, a.out, a.spark_conf, loaded=a.count_loaded)
+        return
     if a.one_log_summary:
         one_log_summary(a.one_log_summary, a.repeat, a.spark_conf, loaded=a.count_loaded)
         return
