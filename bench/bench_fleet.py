@@ -418,7 +418,9 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False) ->
     spark = build_session(master="local[2]", conf=conf)
     warm_up(spark)
     said: list[str] = []
-    run_fleet(Cluster(spark), [log], AS_OF_NS, progress=said.append)            # the first job's costs
+    from wqtool.engine.workq.fleet import spare_cpus
+    auto = "chained" if spare_cpus(1) else "whole (no CPU spare)"
+    run_fleet(Cluster(spark), [log], AS_OF_NS, progress=said.append, chain=True)     # the first job's costs
     run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
     try:
@@ -432,7 +434,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False) ->
                     d_local = run_log(log, AS_OF_NS).state.digest()
                     loc.append(time.perf_counter() - t)
                 elif k == 1:
-                    d_spark = run_fleet(Cluster(spark), [log], AS_OF_NS)[0].report.state.digest()
+                    d_spark = run_fleet(Cluster(spark), [log], AS_OF_NS, chain=True)[0].report.state.digest()
                     spk.append(time.perf_counter() - t)
                 else:
                     d_whole = run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)[0].report.state.digest()
@@ -450,7 +452,8 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False) ->
     def runs(xs):
         return " ".join(f"{x:.2f}" for x in xs)
     print(f"replay --summary of {path} ({size / 2**20:.0f} MiB), load {load0:.2f} -> {load1:.2f}"
-          f"{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs (shared); {said[0]}")
+          f"{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs (shared); {said[0]}; "
+          f"the default at the start: {auto}")
     print(f"  local (1 process)               {med(loc):.2f} s (runs {runs(loc)})")
     print(f"  spark local[2], chained         {med(spk):.2f} s (runs {runs(spk)}); local/spark x{med(loc) / med(spk):.2f} "
           "(pairs " + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(loc, spk)) + ")")

@@ -641,7 +641,8 @@ def chain_ranges(n: int, first: float = CHAIN_FIRST) -> list[tuple[int, int]]:
 def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: bool, want_jobs: bool, stats: bool,
                chain: bool | None) -> int:
     """How many shares a chained replay of ``logs`` takes (0: none). Chained: ``replay --summary`` of one log
-    (its digest and counts, no jobs, no stats) of at least ``CHAIN_MIN_BYTES`` (any size with ``chain=True``),
+    (its digest and counts, no jobs, no stats) of at least ``CHAIN_MIN_BYTES`` while a CPU is spare
+    (``spare_cpus``; ``chain=True``: any size, any load),
     where ``_sha`` is built, on a ``local`` master with a slot per share (the states pass through the driver's
     relay on loopback; a share waits for the one before it, so all must run at once). The log's jobs are split
     by id range: share k replays its range, then hashes its lines after share k - 1 (the digest is one sha256 in
@@ -659,7 +660,23 @@ def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: boo
     except ImportError:     # not built (no libcrypto headers): the log whole, in one task
         return 0
     n = min(CHAIN_MAX_SHARES, cluster.slots(default=0))
-    return n if n >= 2 and cluster.local() else 0
+    if n < 2 or not cluster.local():
+        return 0
+    if chain is None and not spare_cpus(n - 1):
+        return 0
+    return n
+
+
+def spare_cpus(n: int) -> bool:
+    """Whether this machine has ``n`` CPUs to spare now (its 1-minute load average at most its CPUs - ``n``):
+    a chain's shares frame every record each (~0.2 s of CPU a share for a 220 MiB log) and pay only where a core
+    is free. On a busy machine the CPU a process group gets is its fair share (Linux's autogroups: one per
+    session, so the local engine's process and a local Spark's JVM and workers alike), however many threads it
+    runs: two shares then take longer than one task (measured: docs/spark.md)."""
+    try:
+        return os.getloadavg()[0] + n <= (os.cpu_count() or 1)
+    except OSError:
+        return False
 
 
 def _keys(kb: bytes):
