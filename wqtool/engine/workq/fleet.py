@@ -570,7 +570,6 @@ class _FastTask:
                 out["rows"] = _rows_ipc(jobs.table)
         return out
 
-
     def _hash_in_turn(self, jobs, k: int, n: int, as_of_ns: int):
         """Share ``k`` of ``n`` of a chained log: the digest's sha256 goes from share to share in id order —
         share 0 starts it (``chain_start``) and hashes its jobs' lines, each next share takes the running state
@@ -766,6 +765,8 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
     slots; None: only without ``digest`` and ``want_jobs`` (verify). A split log's state is merged on the driver
     (its digest lines by job id, its job rows), which costs more than the split saves: replay + digest of one
     220 MiB log took 4.91 s split in two against 0.94 s whole (and 0.94 s locally; bench_fleet's dataset).
+    ``chain``: a single log's digest and counts (``replay --summary``) chained over the slots by job-id range
+    (``chain_plan``: None decides by size and spare CPU; True forces it where it can run, False never).
 
     Logs go through the engine's kernel, damaged ones too, one task per share of a log's jobs (a big log is split
     by job over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on goes
