@@ -293,7 +293,7 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
             spark.stop()
             print(f"issue-14 log at scale {scale:g}: {records} records, {size / 1e6:.1f} MB, {len(log.segments)} "
                   f"segment(s), {parts} partition(s), {warm_counts} warm count(s) first; {kind} session"
-                  f"{' (Spark JIT)' if kind == 'user' else ' (build_session: C1 only)'}; load average {load0:.2f} "
+                  f"{' (Spark JIT)' if kind == 'user' else ' (build_session)'}; load average {load0:.2f} "
                   f"before, {os.getloadavg()[0]:.2f} after{', a second process spinning' if loaded else ''}, "
                   f"{os.cpu_count()} CPUs (shared)")
             def runs(xs):
@@ -395,7 +395,7 @@ def count_sessions(scale: float, n: int, out: str, conf: list[str], loaded: bool
           f"{load0:.2f} -> {load1:.2f}{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs "
           f"(shared)")
     print(f"  wqtool stats (new process)   median {st_:.2f} s  runs " + " ".join(f"{x:.2f}" for x in res["stats"]))
-    for k, what in (("user", "a user's session (builder + register)"), ("cli", "the CLI's session")):
+    for k, what in (("user", "a user's session (builder + register)"), ("cli", "wqtool's build_session")):
         print(f"  count(), {what:<38} median {med(res[k]):.2f} s (x{med(res[k]) / st_:.2f} the stats; rounds "
               + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(res[k], res["stats"]))
               + f"); CPU per count() median {med(cpu[k]):.2f} s")
@@ -418,8 +418,8 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False) ->
     spark = build_session(master="local[2]", conf=conf)
     warm_up(spark)
     said: list[str] = []
-    from wqtool.engine.workq.fleet import spare_cpus
-    auto = "chained" if spare_cpus(1) else "whole (no CPU spare)"
+    from wqtool.engine.workq.fleet import chain_pays
+    auto = "chained" if chain_pays() else "whole (a busy machine)"
     run_fleet(Cluster(spark), [log], AS_OF_NS, progress=said.append, chain=True)     # the first job's costs
     run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None

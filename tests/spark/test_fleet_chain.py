@@ -149,16 +149,17 @@ def test_spark_chain_whose_share_bails_goes_to_the_reference_path(spark, tmp_pat
 
 def test_chain_only_for_one_big_log_summary(spark, corpus, monkeypatch):
     """Chained only for a digest without the jobs or stats, of one log of at least CHAIN_MIN_BYTES (these
-    fixtures are smaller: one task) while a CPU is spare, or with ``chain=True``; never with ``chain=False``."""
+    fixtures are smaller: one task) on a machine not busy, or with ``chain=True``; never with ``chain=False``."""
     from wqtool.engine.workq import fleet
     from wqtool.spark.cluster import Cluster
     c = Cluster(spark)
-    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (9.0, 9.0, 9.0))     # a busy machine: one task
+    monkeypatch.setattr(fleet.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (4.0, 9.0, 9.0))     # a busy machine: one task
     logs = [_log(corpus, "upstream-a-run1")]
     assert fleet.chain_plan(c, logs, [fleet.CHAIN_MIN_BYTES], digest=True, want_jobs=False, stats=False,
                             chain=None) == 0
     assert fleet.chain_plan(c, logs, [0], digest=True, want_jobs=False, stats=False, chain=True) == 2
-    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (0.0, 0.0, 0.0))     # a quiet one
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (3.9, 9.0, 9.0))     # not so busy
     logs = [_log(corpus, "upstream-a-run1")]
     sizes = [fleet.log_size(logs[0])]
     plan = fleet.chain_plan

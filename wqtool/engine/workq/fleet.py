@@ -640,8 +640,8 @@ def chain_ranges(n: int, first: float = CHAIN_FIRST) -> list[tuple[int, int]]:
 def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: bool, want_jobs: bool, stats: bool,
                chain: bool | None) -> int:
     """How many shares a chained replay of ``logs`` takes (0: none). Chained: ``replay --summary`` of one log
-    (its digest and counts, no jobs, no stats) of at least ``CHAIN_MIN_BYTES`` while a CPU is spare
-    (``spare_cpus``; ``chain=True``: any size, any load),
+    (its digest and counts, no jobs, no stats) of at least ``CHAIN_MIN_BYTES`` while the machine is not busy
+    (``chain_pays``; ``chain=True``: any size, any load),
     where ``_sha`` is built, on a ``local`` master with a slot per share (the states pass through the driver's
     relay on loopback; a share waits for the one before it, so all must run at once). The log's jobs are split
     by id range: share k replays its range, then hashes its lines after share k - 1 (the digest is one sha256 in
@@ -661,19 +661,25 @@ def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: boo
     n = min(CHAIN_MAX_SHARES, cluster.slots(default=0))
     if n < 2 or not cluster.local():
         return 0
-    if chain is None and not spare_cpus(n - 1):
+    if chain is None and not chain_pays():
         return 0
     return n
 
 
-def spare_cpus(n: int) -> bool:
-    """Whether this machine has ``n`` CPUs to spare now (its 1-minute load average at most its CPUs - ``n``):
-    a chain's shares frame every record each (~0.2 s of CPU a share for a 220 MiB log) and pay only where a core
-    is free. On a busy machine the CPU a process group gets is its fair share (Linux's autogroups: one per
-    session, so the local engine's process and a local Spark's JVM and workers alike), however many threads it
-    runs: two shares then take longer than one task (measured: docs/spark.md)."""
+#: chained only while the 1-minute load average is below this many per CPU (bench_fleet --one-log-summary on
+#: 2 CPUs: chained x1.14 local and one task x0.92 at load 2.6-3.0; chained x0.80 and one task x0.88-0.96 at
+#: load 5.5-7.6)
+CHAIN_MAX_LOAD_PER_CPU = 2.0
+
+
+def chain_pays() -> bool:
+    """Whether a chain should pay on this machine now (its 1-minute load average below
+    ``CHAIN_MAX_LOAD_PER_CPU`` per CPU): a chain's shares frame every record each (~0.2 s of CPU a share for a
+    220 MiB log) and gain only where a core is free. On a busy machine the CPU a process group gets is its fair
+    share (Linux's autogroups: one per session, so the local engine's process and a local Spark's JVM and
+    workers alike), however many threads it runs: two shares then take longer than one task (docs/spark.md)."""
     try:
-        return os.getloadavg()[0] + n <= (os.cpu_count() or 1)
+        return os.getloadavg()[0] < CHAIN_MAX_LOAD_PER_CPU * (os.cpu_count() or 1)
     except OSError:
         return False
 
