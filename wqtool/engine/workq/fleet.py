@@ -577,7 +577,7 @@ class _FastTask:
         digest, byte for byte the local one, and no line leaves a task. A share that bailed (``jobs`` None), or
         whose predecessor did, sends "!" on. Returns (k, the state taken over or None, the state handed on), the
         digest (the last share; else "") — or None when the chain broke."""
-        from ._sha import Sha256
+        from . import _sha
         h = taken = None
         if jobs is not None and k == 0:
             h = chain_start(as_of_ns)
@@ -585,7 +585,7 @@ class _FastTask:
         elif jobs is not None:
             taken = self.relay.receive(str(k - 1), CHAIN_WAIT_S)
             if taken is not None and taken != "!":
-                h = Sha256(bytes.fromhex(taken))
+                h = _sha.Sha256(bytes.fromhex(taken))
                 _hash_lines(jobs, h, as_of_ns)
         if k < n - 1:
             self.relay.send(str(k), "!" if h is None else h.state().hex())
@@ -596,8 +596,8 @@ class _FastTask:
 
 def chain_start(as_of_ns: int):
     """``replay.digest_start`` in a ``_sha.Sha256``: the same header bytes, then its running state can move."""
-    from ._sha import Sha256
-    h = Sha256()
+    from . import _sha
+    h = _sha.Sha256()
     ref = digest_start(as_of_ns)            # the header is replay's: checked by hashing it both ways
     h.update(b"wqtool-workq-state-v1\n")
     h.update(f"as_of_ns={as_of_ns}\n".encode())
