@@ -815,10 +815,14 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
             f"{slots} slot(s)" + (", by job-id range, hashed in turn" if chained else ""))
         ids = stats and stats_total is not None and sum(bool(lg.segments) for lg in logs) > 1
         shuffle = ids and total // _LEAST_JOB_BYTES > DRIVER_UNION_IDS     # more ids than the driver should hold
-        df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids, shuffle,
-                                                chain_ranges(chained) if chained else None,
-                                                relay.enter_context(cluster.relay()) if chained else None),
-                           _B_FIELDS, what=_bin_words(units, bins))
+        try:
+            df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids,
+                                                    shuffle, chain_ranges(chained) if chained else None,
+                                                    relay.enter_context(cluster.relay()) if chained else None),
+                               _B_FIELDS, what=_bin_words(units, bins))
+        except BaseException:
+            relay.close()       # (the driver's relay thread stops with the job that could not start)
+            raise
         if shuffle:      # read once: the reports come to the driver, the ids go on to the union's shuffle
             df = cluster.persist(df)
         seen: set[int] = set()
