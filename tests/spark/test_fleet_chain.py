@@ -154,12 +154,12 @@ def test_chain_only_for_one_big_log_summary(spark, corpus, monkeypatch):
     from wqtool.spark.cluster import Cluster
     c = Cluster(spark)
     monkeypatch.setattr(fleet.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (4.0, 9.0, 9.0))     # a busy machine: one task
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (1.1, 9.0, 9.0))     # no CPU spare: one task
     logs = [_log(corpus, "upstream-a-run1")]
     assert fleet.chain_plan(c, logs, [fleet.CHAIN_MIN_BYTES], digest=True, want_jobs=False, stats=False,
                             chain=None) == 0
     assert fleet.chain_plan(c, logs, [0], digest=True, want_jobs=False, stats=False, chain=True) == 2
-    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (3.9, 9.0, 9.0))     # not so busy
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (1.0, 9.0, 9.0))     # a CPU spare
     logs = [_log(corpus, "upstream-a-run1")]
     sizes = [fleet.log_size(logs[0])]
     plan = fleet.chain_plan

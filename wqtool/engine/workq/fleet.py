@@ -666,20 +666,20 @@ def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: boo
     return n
 
 
-#: chained only while the 1-minute load average is below this many per CPU (bench_fleet --one-log-summary on
-#: 2 CPUs: chained x1.14 local and one task x0.92 at load 2.6-3.0; chained x0.80 and one task x0.88-0.96 at
-#: load 5.5-7.6)
-CHAIN_MAX_LOAD_PER_CPU = 2.0
+#: chained only while the 1-minute load average leaves this many CPUs spare (bench_fleet --one-log-summary on 2
+#: CPUs, interleaved rounds: at load 2.6-3.0 once chained x1.14 local and one task x0.92, once chained x0.62
+#: and one task x0.81; at load 5.5-7.6 chained x0.80, one task x0.88-0.96)
+CHAIN_SPARE_CPUS = 1.0
 
 
 def chain_pays() -> bool:
-    """Whether a chain should pay on this machine now (its 1-minute load average below
-    ``CHAIN_MAX_LOAD_PER_CPU`` per CPU): a chain's shares frame every record each (~0.2 s of CPU a share for a
+    """Whether a chain should pay on this machine now (its 1-minute load average leaves ``CHAIN_SPARE_CPUS``
+    CPUs spare): a chain's shares frame every record each (~0.2 s of CPU a share for a
     220 MiB log) and gain only where a core is free. On a busy machine the CPU a process group gets is its fair
     share (Linux's autogroups: one per session, so the local engine's process and a local Spark's JVM and
     workers alike), however many threads it runs: two shares then take longer than one task (docs/spark.md)."""
     try:
-        return os.getloadavg()[0] < CHAIN_MAX_LOAD_PER_CPU * (os.cpu_count() or 1)
+        return os.getloadavg()[0] + CHAIN_SPARE_CPUS <= (os.cpu_count() or 1)
     except OSError:
         return False
 
