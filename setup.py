@@ -1,6 +1,7 @@
 """Only the optional C kernels live here; everything else is in pyproject.toml.
 
-``wqtool.engine.workq._kernel`` (FastReplay._scan and the compact job table in C),
+``wqtool.engine.workq._kernel`` (FastReplay._scan and the compact job table in C), ``wqtool.engine.workq._sha``
+(SHA-256 whose running state moves between processes: libcrypto's),
 ``wqtool.engine.kestrel._kernel`` (the Kestrel fast path's loop) and ``wqtool.server.workq._proto`` (``wqtool serve``'s
 request-line parser) are optional: where they do not build (no compiler, no Python headers, no __int128) the install
 still succeeds and wqtool runs the pure-Python loops.
@@ -16,6 +17,9 @@ _WORKQ_PARTS = sorted(glob.glob("wqtool/engine/workq/kernel/*.[ch]"))
 
 setup(ext_modules=[Extension("wqtool.engine.workq._kernel", ["wqtool/engine/workq/_kernel.c"], optional=True,
                              depends=_SHARED + _WORKQ_PARTS, extra_compile_args=["-O3"]),
+                   # SHA-256 with a portable running state (a log's digest hashed share after share): libcrypto
+                   Extension("wqtool.engine.workq._sha", ["wqtool/engine/workq/_sha.c"], optional=True,
+                             libraries=["crypto"], extra_compile_args=["-O2"]),
                    Extension("wqtool.engine.kestrel._kernel", ["wqtool/engine/kestrel/_kernel.c"], optional=True,
                              depends=_SHARED + ["wqtool/engine/kestrel/consts.h"], extra_compile_args=["-O3"]),
                    Extension("wqtool.server.workq._proto", ["wqtool/server/workq/_proto.c"], optional=True,

@@ -293,7 +293,7 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
             spark.stop()
             print(f"issue-14 log at scale {scale:g}: {records} records, {size / 1e6:.1f} MB, {len(log.segments)} "
                   f"segment(s), {parts} partition(s), {warm_counts} warm count(s) first; {kind} session"
-                  f"{' (Spark JIT)' if kind == 'user' else ' (build_session: C1 only)'}; load average {load0:.2f} "
+                  f"{' (Spark JIT)' if kind == 'user' else ' (build_session)'}; load average {load0:.2f} "
                   f"before, {os.getloadavg()[0]:.2f} after{', a second process spinning' if loaded else ''}, "
                   f"{os.cpu_count()} CPUs (shared)")
             def runs(xs):
@@ -311,10 +311,103 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
             burner.wait()
 
 
-def one_log_summary(path: str, n: int, conf: list[str]) -> None:
-    """``replay --summary`` of one log (its counts and digest) once the session is started: ``n`` back-to-back
-    pairs of the local engine's pass (``run_log`` + digest, one process) and the Spark fleet's
-    (``run_fleet`` on a warm ``local[2]`` session: the log whole, in one task), with the load."""
+def count_child(kind: str, scale: float, out: str, conf: list[str], warm_counts: int = 10) -> None:
+    """One session (``kind``: "user" — ``SparkSession.builder`` + ``register`` — or "cli" — ``build_session``)
+    kept warm in this process: for each "go" line on stdin, one ``count()`` of the issue-14 log; prints its wall
+    and CPU seconds (this process's descendants: the JVM and the Python workers)."""
+    from shapes import ensure
+
+    from wqtool.spark.datasources import ensure_sources
+    from wqtool.spark.session import build_session, warm_up
+    log_dir = ensure(os.path.join(out, ".."), scale)
+    if kind == "user":
+        spark = _plain_session("local[2]", conf)
+    else:
+        spark = build_session(master="local[2]", conf=conf)
+        ensure_sources(spark)
+    warm_up(spark)
+    src = spark.read.format("workq").load(log_dir)
+    for _ in range(warm_counts):
+        src.count()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "go":
+            break
+        c0 = _cpu_s(os.getpid())
+        t = time.perf_counter()
+        n = src.count()
+        print(f"{time.perf_counter() - t:.4f} {_cpu_s(os.getpid()) - c0:.4f} {n}", flush=True)
+    spark.stop()
+
+
+def count_sessions(scale: float, n: int, out: str, conf: list[str], loaded: bool = False) -> None:
+    """The two kinds of session side by side, interleaved: both started and warm (10 counts each) in two child
+    processes, then ``n`` rounds of (a user's session's count(), the CLI session's count(), ``wqtool stats``),
+    the order alternating — so both see the same load. Medians, ratios to ``wqtool stats``, CPU per count."""
+    import subprocess
+    from shapes import ensure
+    log_dir = ensure(os.path.join(out, ".."), scale)
+    here = os.path.abspath(__file__)
+    kids = {k: subprocess.Popen([sys.executable, here, "--count-child", k, "--count-scale", str(scale),
+                                 "--out", out] + [f"--spark-conf={c}" for c in conf],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            for k in ("user", "cli")}
+    burner = None
+    try:
+        for k, p in kids.items():
+            while True:
+                line = p.stdout.readline()
+                if not line:
+                    raise SystemExit(f"the {k} session did not start")
+                if line.strip() == "ready":
+                    break
+        burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+        wq = os.path.join(os.path.dirname(sys.executable), "wqtool")
+        load0 = os.getloadavg()[0]
+        res: dict[str, list] = {"user": [], "cli": [], "stats": []}
+        cpu: dict[str, list] = {"user": [], "cli": []}
+        for i in range(n):
+            for k in (("user", "cli", "stats") if i % 2 == 0 else ("stats", "cli", "user")):
+                if k == "stats":
+                    t = time.perf_counter()
+                    subprocess.run([wq, "stats", log_dir], check=True, stdout=subprocess.DEVNULL)
+                    res[k].append(time.perf_counter() - t)
+                    continue
+                kids[k].stdin.write("go\n")
+                kids[k].stdin.flush()
+                wall, c, _ = kids[k].stdout.readline().split()
+                res[k].append(float(wall))
+                cpu[k].append(float(c))
+        load1 = os.getloadavg()[0]
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
+        for p in kids.values():
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+            p.wait(timeout=60)
+    med = statistics.median
+    st_ = med(res["stats"])
+    print(f"count() of the issue-14 log at scale {scale:g}, both sessions warm, {n} interleaved rounds; load "
+          f"{load0:.2f} -> {load1:.2f}{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs "
+          f"(shared)")
+    print(f"  wqtool stats (new process)   median {st_:.2f} s  runs " + " ".join(f"{x:.2f}" for x in res["stats"]))
+    for k, what in (("user", "a user's session (builder + register)"), ("cli", "wqtool's build_session")):
+        print(f"  count(), {what:<38} median {med(res[k]):.2f} s (x{med(res[k]) / st_:.2f} the stats; rounds "
+              + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(res[k], res["stats"]))
+              + f"); CPU per count() median {med(cpu[k]):.2f} s")
+
+
+def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False) -> None:
+    """``replay --summary`` of one log (its counts and digest) once the session is started: ``n`` interleaved
+    pairs of the local engine's pass (``run_log`` + digest, one process) and the Spark fleet's (``run_fleet`` on a
+    warm ``local[2]`` session: a log this big is chained over the two slots, ``workq.fleet.chain_plan``), with the
+    load; ``loaded``: a second process spins on a CPU throughout. The log whole in one task (``chain=False``, last
+    round's path) is timed in each round too, for comparison."""
+    import subprocess
     from wqtool.engine.workq.fleet import run_fleet
     from wqtool.engine.workq.reader import discover
     from wqtool.engine.workq.verify import run_log
@@ -322,26 +415,50 @@ def one_log_summary(path: str, n: int, conf: list[str]) -> None:
     from wqtool.spark.session import build_session, warm_up
     (log,) = discover([path])
     warm([log])
-    load0 = os.getloadavg()[0]
     spark = build_session(master="local[2]", conf=conf)
     warm_up(spark)
-    run_fleet(Cluster(spark), [log], AS_OF_NS)            # the first job's costs
-    loc, spk = [], []
-    for _ in range(n):
-        t = time.perf_counter()
-        d_local = run_log(log, AS_OF_NS).state.digest()
-        loc.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        d_spark = run_fleet(Cluster(spark), [log], AS_OF_NS)[0].report.state.digest()
-        spk.append(time.perf_counter() - t)
-        assert d_local == d_spark
+    said: list[str] = []
+    from wqtool.engine.workq.fleet import chain_pays
+    auto = "chained" if chain_pays() else "whole (a busy machine)"
+    run_fleet(Cluster(spark), [log], AS_OF_NS, progress=said.append, chain=True)     # the first job's costs
+    run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+    try:
+        load0 = os.getloadavg()[0]
+        loc, spk, whole = [], [], []
+        for i in range(n):
+            order = (0, 1, 2) if i % 2 == 0 else (2, 1, 0)      # interleaved: neither side always first
+            for k in order:
+                t = time.perf_counter()
+                if k == 0:
+                    d_local = run_log(log, AS_OF_NS).state.digest()
+                    loc.append(time.perf_counter() - t)
+                elif k == 1:
+                    d_spark = run_fleet(Cluster(spark), [log], AS_OF_NS, chain=True)[0].report.state.digest()
+                    spk.append(time.perf_counter() - t)
+                else:
+                    d_whole = run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)[0].report.state.digest()
+                    whole.append(time.perf_counter() - t)
+            assert d_local == d_spark == d_whole
+        load1 = os.getloadavg()[0]
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
     spark.stop()
     med = statistics.median
     size = sum(os.path.getsize(s_.path) for s_ in log.segments)
-    print(f"replay --summary of {path} ({size / 2**20:.0f} MiB), load {load0:.2f} -> {os.getloadavg()[0]:.2f}: "
-          f"local {med(loc):.2f} s (runs {' '.join(f'{x:.2f}' for x in loc)}), spark local[2] {med(spk):.2f} s "
-          f"(runs {' '.join(f'{x:.2f}' for x in spk)}); local/spark pairs "
-          + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(loc, spk)) + "; identical digests")
+
+    def runs(xs):
+        return " ".join(f"{x:.2f}" for x in xs)
+    print(f"replay --summary of {path} ({size / 2**20:.0f} MiB), load {load0:.2f} -> {load1:.2f}"
+          f"{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs (shared); {said[0]}; "
+          f"the default at the start: {auto}")
+    print(f"  local (1 process)               {med(loc):.2f} s (runs {runs(loc)})")
+    print(f"  spark local[2], chained         {med(spk):.2f} s (runs {runs(spk)}); local/spark x{med(loc) / med(spk):.2f} "
+          "(pairs " + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(loc, spk)) + ")")
+    print(f"  spark local[2], whole (1 task)  {med(whole):.2f} s (runs {runs(whole)}); local/spark "
+          f"x{med(loc) / med(whole):.2f}; identical digests")
 
 
 def remote_cost(n: int) -> None:
@@ -415,14 +532,25 @@ def main() -> None:
     ap.add_argument("--count-vs-stats", type=float, default=0, metavar="SCALE",
                     help="only measure the workq source's count() on a warm session against `wqtool stats` of the "
                     "issue-14 log at SCALE (0.27: ~335 k records), --repeat interleaved runs")
-    ap.add_argument("--count-loaded", action="store_true",
-                    help="with --count-vs-stats: a second process spins on a CPU throughout")
+    ap.add_argument("--count-loaded", "--loaded", action="store_true",
+                    help="with --count-vs-stats or --one-log-summary: a second process spins on a CPU throughout")
     ap.add_argument("--one-log-summary", metavar="LOG",
-                    help="only measure replay --summary of one log, local vs a started local[2] session, --repeat "
-                    "back-to-back pairs")
+                    help="only measure replay --summary of one log, local vs a started local[2] session (chained, "
+                    "and whole in one task), --repeat interleaved rounds")
+    ap.add_argument("--count-sessions", type=float, default=0, metavar="SCALE",
+                    help="only measure count() in a user's session and the CLI's, both warm in child processes, "
+                    "interleaved with `wqtool stats`, --repeat rounds (--loaded: a second process spinning)")
+    ap.add_argument("--count-child", help=argparse.SUPPRESS)
+    ap.add_argument("--count-scale", type=float, default=0.27, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.count_child:
+        count_child(a.count_child, a.count_scale, a.out, a.spark_conf)
+        return
+    if a.count_sessions:
+        count_sessions(a.count_sessions, a.repeat, a.out, a.spark_conf, loaded=a.count_loaded)
+        return
     if a.one_log_summary:
-        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf)
+        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf, loaded=a.count_loaded)
         return
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")

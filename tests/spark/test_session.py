@@ -307,13 +307,22 @@ def test_connect_calls_leave_no_python_workers_behind(connect_server):
     assert counts[0] > 0 and counts[-1] <= counts[0], counts
 
 
-def test_a_local_jvm_compiles_with_c1_only(spark):
-    """Local mode: the JVM shares the Python tasks' cores, so it runs C1 only (session.LOCAL_JIT, measured in
-    bench_fleet); the caller's own JIT tiers win, and a cluster's driver keeps the JVM's default."""
+def test_a_local_jvm_compiles_with_c1_only_for_a_command(spark):
+    """Local mode: a command's session (``sources=False``: fleet jobs) runs C1 only (session.LOCAL_JIT, measured
+    in bench_fleet), as the JVM shares the Python tasks' cores; a data-source session (this test session,
+    ``sources=True``) keeps the full JIT (its rows cost less CPU once compiled); the caller's own JIT tiers win,
+    and a cluster's driver keeps the JVM's default."""
+    import inspect
+
+    from wqtool.spark import session
     from wqtool.spark.session import LOCAL_JIT, driver_java_opts
     args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
                 .getInputArguments())
-    assert LOCAL_JIT in args
+    assert LOCAL_JIT not in args
+    src = inspect.getsource(session.build_session)     # the command's session (open_session: sources=False)
+    assert "driver_java_opts(settings, local and not sources)" in src
+    assert "build_session(master=master, conf=settings, remote=remote, sources=False)" in \
+        inspect.getsource(session.open_session)
     assert driver_java_opts({}, True).endswith(" " + LOCAL_JIT)
     assert LOCAL_JIT not in driver_java_opts({}, False)
     mine = driver_java_opts({"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"}, True)

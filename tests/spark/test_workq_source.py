@@ -198,3 +198,38 @@ def test_binary_payloads_and_pushed_filters_take_the_reference_path(tmp_path):
 def test_formats_without_a_fast_reader_give_none(tmp_path):
     from wqtool.engine.format import formats
     assert [f.name for f in formats() if type(f).file_batches is not type(FMT).__mro__[1].file_batches] == ["workq"]
+
+
+def test_a_later_share_starts_at_its_range_on_an_intact_file_and_from_the_start_after_damage(tmp_path):
+    """Share k >= 1 of a file frames the records before its range (``columns.file_batches_at``: ``_kernel.walk``)
+    and decodes only its own: its first batch starts at the first record at or after its cut, numbered as the
+    whole read numbers it. Damage before the cut: None (the share reads from the start and keeps its rows)."""
+    from wqtool.engine.workq.sample import SampleSpec, generate
+    d = str(tmp_path / "log")
+    generate(d, SampleSpec(records=3000, segment_size=1 << 20, seed=3))
+    (log,) = FMT.discover([d], Options.parse(FMT, {"path": d}).engine_options())
+    seg = log.segments[0]
+    opts = Options.parse(FMT, {"path": d})
+    whole = list(columns.file_batches(log, 0, 0, payload="false", schema=_schema(opts), file_name="f", values={}))
+    rows = [r for b in whole for r in b.to_pylist()]
+    cut = os.path.getsize(seg.path) // 2
+    later = list(columns.file_batches_at(log, 0, 0, cut, payload="false", schema=_schema(opts), file_name="f",
+                                         values={}))
+    got = [r for b in later for r in b.to_pylist()]
+    assert got and got == [r for r in rows if r["offset"] >= cut]
+    assert got[0]["offset"] < cut + 200        # the first record at or after the cut
+    with open(seg.path, "r+b") as f:           # a flipped byte before the cut: the walk stops there
+        f.seek(cut // 2)
+        b = f.read(1)
+        f.seek(cut // 2)
+        f.write(bytes([b[0] ^ 0x40]))
+    assert columns.file_batches_at(log, 0, 0, cut, payload="false", schema=_schema(opts), file_name="f",
+                                   values={}) is None
+
+
+def _schema(opts):
+    """The records source's Arrow schema for ``opts``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from wqtool.spark.datasources import record_schema
+    return to_arrow_schema(record_schema(opts, FMT.record_view))

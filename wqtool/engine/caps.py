@@ -273,6 +273,13 @@ class Spark(Part):
         made by the format's own fast reader (the same rows), or None: only ``file_events``."""
         return None
 
+    def file_batches_at(self, log, i: int, start_index: int, at: int, *, payload: str, schema, file_name: str,
+                        values: dict) -> Iterator | None:
+        """``file_batches`` from the first record at or after byte ``at`` (a later byte-range share of the records
+        source; the records before it framed, not decoded, so the record numbers are the whole read's), or None:
+        the share reads from the file's start."""
+        return None
+
     def file_records(self, log, i: int) -> int:
         """How many records the reader reads from the log's ``i``-th file (the next file's ``start_index``)."""
         cls = self.fmt.record_cls

@@ -143,6 +143,83 @@ class _Numbered:
                                f"another task")
 
 
+class Relay:
+    """A task's end of the driver's relay (``Cluster.relay``): short strings one task sends and another one
+    waits for — within one job, with no Spark round in between (a barrier stage's ``allGather`` wakes a waiting
+    task once a second: Spark's ``BarrierTaskContext.runBarrier`` polls with ``Thread.sleep(1000)``). Picklable:
+    it travels in the task function. Each request carries the job's secret; the relay listens on loopback."""
+
+    def __init__(self, host: str, port: int, secret: str):
+        self.host, self.port, self.secret = host, port, secret
+
+    def _ask(self, line: str, timeout: float) -> str:
+        import socket
+        with socket.create_connection((self.host, self.port), timeout=timeout) as s:
+            s.sendall(f"{self.secret} {line}\n".encode())
+            return s.makefile("r", encoding="ascii").readline().rstrip("\n")
+
+    def send(self, key: str, value: str) -> None:
+        """Leave ``value`` (no whitespace) under ``key`` (the first value stays: a retried task sends the same)."""
+        if self._ask(f"PUT {key} {value}", 30.0) != "OK":
+            raise ConnectionError(f"the driver's relay at {self.host}:{self.port} refused {key}")
+
+    def receive(self, key: str, timeout: float) -> str | None:
+        """The value under ``key`` once a task has sent it; None when none came within ``timeout`` seconds."""
+        got = self._ask(f"GET {key} {timeout:.3f}", timeout + 30.0)
+        return None if got == "?" else got
+
+
+class _RelayServer:
+    """The driver's side of ``Relay``: a thread per connection on loopback, values kept for the job."""
+
+    def __init__(self):
+        import secrets
+        import socketserver
+        import threading
+        self.secret = secrets.token_hex(16)
+        self.values: dict[str, str] = {}
+        self.cond = threading.Condition()
+        relay = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                words = self.rfile.readline(4096).decode("ascii", "replace").split()
+                if len(words) < 3 or words[0] != relay.secret:
+                    return
+                if words[1] == "PUT" and len(words) == 4:
+                    with relay.cond:
+                        relay.values.setdefault(words[2], words[3])
+                        relay.cond.notify_all()
+                    self.wfile.write(b"OK\n")
+                elif words[1] == "GET" and len(words) == 4:
+                    with relay.cond:
+                        relay.cond.wait_for(lambda: words[2] in relay.values, timeout=float(words[3]))
+                        value = relay.values.get(words[2], "?")
+                    self.wfile.write(value.encode("ascii") + b"\n")
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.5},
+                                       name="wqtool-relay", daemon=True)
+        self.thread.start()
+
+    def client(self) -> Relay:
+        host, port = self.server.server_address[:2]
+        return Relay(host, port, self.secret)
+
+    def close(self) -> None:
+        """Stop serving, without waiting (``shutdown`` returns only at the serving loop's next poll)."""
+        import threading
+
+        def stop():
+            self.server.shutdown()
+            self.server.server_close()
+        threading.Thread(target=stop, name="wqtool-relay-stop", daemon=True).start()
+
+
 class Cluster:
     """One Spark session, as a fleet sees it. ``spark``: the session itself (for the generic fleet and the data
     sources in ``wqtool.spark``)."""
@@ -158,6 +235,26 @@ class Cluster:
     def partitions(self, default: int) -> int:
         """The session's shuffle partitions (``spark.sql.shuffle.partitions``)."""
         return int(self.spark.conf.get("spark.sql.shuffle.partitions", str(default)))
+
+    def local(self) -> bool:
+        """Whether the session's executors run on this machine (a ``local`` master; Spark Connect: no)."""
+        try:
+            return str(self.spark.sparkContext.master).startswith("local")
+        except Exception:  # noqa: BLE001 — Spark Connect has no SparkContext
+            return False
+
+    @contextlib.contextmanager
+    def relay(self):
+        """A ``Relay`` the tasks of the jobs inside may pass strings through, or None where the executors may not
+        reach it (a relay on loopback serves a ``local`` master only)."""
+        if not self.local():
+            yield None
+            return
+        server = _RelayServer()
+        try:
+            yield server.client()
+        finally:
+            server.close()
 
     def slots(self, default: int) -> int:
         """The executor slots (task threads) the session has now."""

@@ -333,10 +333,12 @@ def _pinned_size(p: FilePartition) -> int:
 def shared(events, share: int, cuts: tuple, offset_col: int):
     """The events of a file (``Spark.file_batches``: Arrow batches, then the reference reader's records and
     findings where the fast reader stopped) that belong to ``share``: those that start in
-    ``[cuts[share - 1], cuts[share])`` — a batch by its first row's offset (a batch belongs to one share whole),
+    ``[cuts[share - 1], cuts[share])`` — a batch's rows by their offsets (a batch across a cut is sliced there),
     a record or finding by its offset (one without: with the event before it). The events come in file order,
-    so a share stops reading at the first batch past its range."""
+    so a share stops reading at the first row past its range; a share whose reader started at its range
+    (``file_batches_at``) gets the same rows."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     lo = cuts[share - 1] if share else -1
     hi = cuts[share] if share < len(cuts) else None
     at = -1
@@ -344,9 +346,20 @@ def shared(events, share: int, cuts: tuple, offset_col: int):
         if ev.__class__ is pa.RecordBatch:
             if ev.num_rows == 0:
                 continue
-            at = ev.column(offset_col)[0].as_py()
-            if hi is not None and at >= hi:
+            offs = ev.column(offset_col)
+            first, at = offs[0].as_py(), offs[-1].as_py()
+            if hi is not None and first >= hi:
                 return              # (the generator's close ends the reader: its file is closed)
+            if first < lo or (hi is not None and at >= hi):     # across a cut: the rows in the range
+                keep = pc.greater_equal(offs, lo)
+                if hi is not None:
+                    keep = pc.and_(keep, pc.less(offs, hi))
+                ev = ev.filter(keep)
+                if ev.num_rows:
+                    yield ev
+                if hi is not None and at >= hi:
+                    return
+                continue
         else:
             off = getattr(ev, "offset", None)
             if off is not None:
@@ -444,9 +457,10 @@ class RecordSourceReader(DataSourceReader):
         """Fewer files than executor slots: each big file read by several tasks, one byte-range share each, so
         the slots share the JVM's work of taking in the rows (a count() of one 40 MB segment was one task).
         Only records read by the format's own fast reader (``Spark.file_batches``) whose rows carry their
-        ``offset``: every share runs the reader from the file's start (its batches and record numbering are the
-        same in each) and keeps the batches and events that start in its range (``shared``), so each row is read
-        once, in file order over the shares. Permissive reads only: failfast fails on the first error the reader
+        ``offset``: a later share starts its reader at its range where the format can (workq's
+        ``Spark.file_batches_at``: the records before it framed and CRC-checked, not decoded, so the record numbers are
+        the whole read's), else it runs the reader from the file's start; each keeps the rows and events that
+        start in its range (``shared``), so each row is read once, in file order over the shares. Permissive reads only: failfast fails on the first error the reader
         meets, which one task reading the file whole tells."""
         from ..engine.caps import Spark
         fmt = self._fmt()
@@ -564,11 +578,16 @@ class RecordSourceReader(DataSourceReader):
         with working_dir(opts.cwd), pinned(partition.snap):
             if partition.file is not None:
                 events = None
-                if self.fast and keep is None:      # (a pushed filter tests each row: the reference path)
-                    events = fmt.spark.file_batches(partition.log, partition.file, partition.start_index,
-                                              payload=render, schema=schema,
-                                              file_name=partition.named(partition.path), values=values) \
-                        if not binary else None
+                if self.fast and keep is None and not binary:  # (a pushed filter tests each row: the reference)
+                    kw = {"payload": render, "schema": schema, "file_name": partition.named(partition.path),
+                          "values": values}
+                    # a later share starts at its range, where the format's reader can (the records before it
+                    # framed, not decoded: workq's ``file_batches_at``); else it reads from the file's start
+                    if partition.cuts and partition.share:
+                        events = fmt.spark.file_batches_at(partition.log, partition.file, partition.start_index,
+                                                           partition.cuts[partition.share - 1], **kw)
+                    if events is None:
+                        events = fmt.spark.file_batches(partition.log, partition.file, partition.start_index, **kw)
                 if partition.cuts:      # one share of a file several tasks read
                     if events is None:  # the reference reader: the whole file in the first share
                         events = iter(()) if partition.share else \

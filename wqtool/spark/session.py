@@ -28,8 +28,8 @@ _DEFAULT_CONF = {
 }
 
 
-#: The JIT of a local-mode JVM (driver and executors in one process, on the cores the Python workers use): C1
-#: only. C2's compiler threads took 0.2-0.4 s of CPU per fleet job here, out of the Python tasks' 2 cores
+#: The JIT of a local-mode JVM of a command's session (driver and executors in one process, on the cores the
+#: Python workers use): C1 only (``build_session(sources=False)``; a data-source session keeps the full JIT). C2's compiler threads took 0.2-0.4 s of CPU per fleet job here, out of the Python tasks' 2 cores
 #: (bench_fleet: verify x1.43 -> x1.74 the local engine, replay x1.70 -> x1.79), while the JVM's own heavy
 #: paths ran as fast (the reference pipeline's shuffle 81.5 -> 81.4 s, the workq source's count() 22.7 ->
 #: 22.9 s); start-up 11.3 -> 10.1 s. A caller's own -XX:TieredStopAtLevel (--spark-conf
@@ -188,6 +188,11 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     The wqtool data sources are registered on it (``sources``; False: only the workers are checked, and
     ``datasources.ensure_sources`` registers them when a command reads through them — 17 registrations cost
     ~0.6 s of a CLI call through Spark Connect that never uses them).
+
+    A local JVM runs C1 only (``LOCAL_JIT``) for a command's session (``sources=False``: fleet jobs, whose
+    Python tasks C2's compiler threads took cores from); a session made for the data sources keeps the JVM's
+    full JIT, which takes their rows in with less CPU once warm (a ``count()`` of 335,070 records: 0.98–0.99 s
+    of CPU against 1.33–1.38 s with C1 only, both sessions warm side by side: ``bench_fleet --count-sessions``).
     """
     from pyspark.sql import SparkSession
 
@@ -204,7 +209,7 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     else:
         builder = builder.master(master)
         settings = {**_DEFAULT_CONF, **conf}
-        settings["spark.driver.extraJavaOptions"] = driver_java_opts(settings, local)
+        settings["spark.driver.extraJavaOptions"] = driver_java_opts(settings, local and not sources)
         # the driver runs here (local mode, or client mode on a cluster): Spark's 1g default overflows on a fleet
         # replay that lists ~1 GiB of logs' jobs (a cluster driver kept it: issue 24). A quarter of this
         # machine's memory, 2..16 GiB; results lost on the way are an error either way (spark/_results.py).

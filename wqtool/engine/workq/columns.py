@@ -56,7 +56,39 @@ def file_batches(log, i: int, start_index: int, *, payload: str, schema, file_na
     return _batches(log, seg, sd, start_index, _MODES[payload], schema, file_name, values)
 
 
-def _batches(log, seg, sd, index: int, mode: int, schema, file_name: str, values: dict):
+def file_batches_at(log, i: int, start_index: int, at: int, *, payload: str, schema, file_name: str,
+                    values: dict) -> Iterator | None:
+    """``file_batches`` from the first record at or after byte ``at`` on (a byte-range share of a file: the Spark
+    records source's share k >= 1), with the record numbers the whole read gives: the records before ``at`` are
+    only framed and CRC-checked (``_kernel.walk``: its framing is the reader's), not decoded into columns. None:
+    the walk met a record it does not take whole before ``at`` (damage: where the reference reader resumes is
+    its to say) or ``file_batches`` would be None — the caller then reads from the start and keeps the rows from
+    ``at`` on."""
+    from . import fastreplay
+    if fastreplay.KERNEL != "c" or payload not in _MODES:
+        return None
+    from ...formats.workq import HEADER_SIZE
+    from ..fileio import FileView
+    from . import _kernel
+    from .reader import header_finding
+    seg = log.segments[i]
+    sd = FileView(seg)
+    try:
+        f, scan = header_finding(sd, start_index, seg is log.newest)
+        pos, index = HEADER_SIZE, start_index
+        if f is None and scan and at > pos:
+            index, pos, _, _, _ = _kernel.walk(sd.data, pos, sd.size, start_index, at, 0, None, None, None, False,
+                                               -1)
+    except BaseException:
+        sd.close()
+        raise
+    if f is not None or not scan or pos < min(at, sd.size):
+        sd.close()
+        return None
+    return _batches(log, seg, sd, index, _MODES[payload], schema, file_name, values, pos)
+
+
+def _batches(log, seg, sd, index: int, mode: int, schema, file_name: str, values: dict, pos: int | None = None):
     import pyarrow as pa
 
     from ...formats.workq import HEADER_SIZE, CmdType
@@ -68,7 +100,7 @@ def _batches(log, seg, sd, index: int, mode: int, schema, file_name: str, values
     base = printable(os.path.basename(seg.path)).encode("utf-8", "surrogatepass")
     with sd:
         data, end = sd.data, sd.size
-        pos = HEADER_SIZE
+        pos = HEADER_SIZE if pos is None else pos
         while pos < end:
             pos2, index2, n, why, cols = columns(data, pos, end, base, index, mode, CHUNK_ROWS, CHUNK_BYTES)
             if n:

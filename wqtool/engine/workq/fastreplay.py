@@ -146,12 +146,18 @@ class FastReplay:
 
     def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False,
                  limit: int | None = None, stats: bool = False, kernel: str | None = None, through: bool = False,
-                 on_error: Callable[[Finding], None] | None = None, series: int | None = None):
+                 on_error: Callable[[Finding], None] | None = None, series: int | None = None,
+                 id_range: tuple[int, int] | None = None):
         self.log = log
         self.on_error = on_error    # sees each error as the pass meets it (a repair plan refuses there)
         self.as_of_ns = as_of_ns
         self.part = part
         self.nparts = nparts
+        # a share by id range: the jobs whose id's first two bytes (big-endian) are in [id_lo, id_hi), so the
+        # shares' jobs follow each other in id order (their digest lines concatenate); else by last byte mod nparts
+        self.id_lo, self.id_hi = (0, 0) if id_range is None or nparts <= 1 else id_range
+        if self.id_hi and not 0 <= self.id_lo < self.id_hi <= 0x10000:
+            raise ValueError(f"id_range {id_range}: not a range of [0, 65536)")
         self.keep = keep            # keep the results (replay's state); verify needs only the states
         self.through = through      # read through errors (else: Bail at the first one)
         self.kernel = kernel or KERNEL
@@ -243,8 +249,13 @@ class FastReplay:
         nparts = self.nparts
         if nparts > 1:
             size = rec.size
-            owner = data[rec.offset + rec.length - 4 - size + JOB_ID_SIZE] % nparts if size > JOB_ID_SIZE else 0
-            if owner != self.part:
+            at = rec.offset + rec.length - 4 - size      # the payload: the command, then the job id
+            if self.id_hi:      # a record too short for an id belongs to the share whose range starts at 0
+                mine = (self.id_lo <= (data[at + 1] << 8 | data[at + 2]) < self.id_hi if size > JOB_ID_SIZE
+                        else self.id_lo == 0)
+            else:
+                mine = (data[at + JOB_ID_SIZE] % nparts if size > JOB_ID_SIZE else 0) == self.part
+            if not mine:
                 return
         c = rec.command
         if self.stats is not None:

@@ -26,6 +26,7 @@ counts, log-wide record indexes (per-segment counts give each segment's base) an
 """
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 import pickle
@@ -486,8 +487,11 @@ class _FastTask:
 
     def __init__(self, units: list[tuple[int, LogSet, int, int]], bins: list[list[int]], as_of_ns: list[int],
                  digest: bool, want_jobs: bool, limit: int | None = None, stats: bool = False, ids: bool = False,
-                 shuffle: bool = False):
+                 shuffle: bool = False, ranges: list[tuple[int, int]] | None = None, relay=None):
         self.units, self.bins = units, bins     # a Spark task runs the units of its bin, one after another
+        # a chained log (``chain_plan``): share k replays the jobs of id range ranges[k] and hashes its digest lines
+        # after share k - 1's, from its running state (passed through ``relay``: the cluster's ``Relay``)
+        self.ranges, self.relay = ranges, relay
         self.as_of_ns, self.digest, self.want_jobs, self.limit = as_of_ns, digest, want_jobs, limit
         self.stats, self.ids = stats, ids       # stats of whole logs; ``ids``: ship the job ids (a union over logs)
         self.shuffle = shuffle                  # the ids as rows by first byte (distributed_union), not in the blob
@@ -521,12 +525,16 @@ class _FastTask:
         kernel's compact job table: no ``Job`` object is built. With ``want_jobs`` the table's rows follow as
         Arrow IPC batches (``_rows_ipc``), never pickled Jobs."""
         from .fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
+        chained = self.ranges is not None
         fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs,
-                        limit=self.limit, through=True, stats=self.stats)     # through damage, as run_log locally
+                        limit=self.limit, through=True, stats=self.stats,       # through damage, as run_log locally
+                        id_range=self.ranges[part] if chained else None)
         try:
             with gc_paused():   # as fast_run does locally: millions of new dict entries, no cycles
                 fr.run()
         except Bail:
+            if chained:         # the next share waits for this one's state: it is told the chain broke
+                self._hash_in_turn(None, part, nparts, as_of_ns)
             return None
         capped = fr.findings
         out = {"findings": list(capped), "overflow": capped.overflow, "verdicts": capped.verdicts,
@@ -541,7 +549,12 @@ class _FastTask:
         if fr.keep:
             jobs = finish_state(log, fr, []).jobs        # CompactJobs over the kernel's table
             out["by_state"], out["by_queue"] = jobs.counts()
-            if self.digest and nparts == 1:
+            if self.digest and chained:         # its lines hashed in turn: only 112 bytes of state leave
+                link = self._hash_in_turn(jobs, part, nparts, as_of_ns)
+                if link is None:                # a share before it bailed: the log goes to the reference path
+                    return None
+                out["chain"], out["digest"] = link
+            elif self.digest and nparts == 1:
                 out["digest"] = jobs.digest()   # the whole log is here: no lines to ship to the driver
             elif self.digest:                   # a share: its lines in id order, merged by id on the driver
                 out["keys"] = b"".join(jobs.sorted_ids())
@@ -556,6 +569,119 @@ class _FastTask:
             if self.want_jobs:
                 out["rows"] = _rows_ipc(jobs.table)
         return out
+
+    def _hash_in_turn(self, jobs, k: int, n: int, as_of_ns: int):
+        """Share ``k`` of ``n`` of a chained log: the digest's sha256 goes from share to share in id order —
+        share 0 starts it (``chain_start``) and hashes its jobs' lines, each next share takes the running state
+        over (``_sha.Sha256``: 112 bytes through the relay) and hashes its own, so the last one holds the log's
+        digest, byte for byte the local one, and no line leaves a task. A share that bailed (``jobs`` None), or
+        whose predecessor did, sends "!" on. Returns (k, the state taken over or None, the state handed on), the
+        digest (the last share; else "") — or None when the chain broke."""
+        from . import _sha
+        h = taken = None
+        if jobs is not None and k == 0:
+            h = chain_start(as_of_ns)
+            _hash_lines(jobs, h, as_of_ns)
+        elif jobs is not None:
+            taken = self.relay.receive(str(k - 1), CHAIN_WAIT_S)
+            if taken is not None and taken != "!":
+                h = _sha.Sha256(bytes.fromhex(taken))
+                _hash_lines(jobs, h, as_of_ns)
+        if k < n - 1:
+            self.relay.send(str(k), "!" if h is None else h.state().hex())
+        if h is None:
+            return None
+        return (k, taken, h.state().hex()), (h.hexdigest() if k == n - 1 else "")
+
+
+def chain_start(as_of_ns: int):
+    """``replay.digest_start`` in a ``_sha.Sha256``: the same header bytes, then its running state can move."""
+    from . import _sha
+    h = _sha.Sha256()
+    ref = digest_start(as_of_ns)            # the header is replay's: checked by hashing it both ways
+    h.update(b"wqtool-workq-state-v1\n")
+    h.update(f"as_of_ns={as_of_ns}\n".encode())
+    if h.hexdigest() != ref.hexdigest():
+        raise AssertionError("chain_start: replay.digest_start's header changed; update it here")
+    return h
+
+
+def _hash_lines(jobs, h, as_of_ns: int) -> None:
+    """The digest lines of ``jobs`` (a CompactJobs) into ``h``, in id order, as ``CompactJobs.digest`` writes them."""
+    try:
+        jobs.table.digest(h, as_of_ns)          # the C table writes them (no update before its as-of check)
+    except OverflowError:                       # an as-of beyond 128 bits: the Python lines
+        for j in jobs.iter_sorted():
+            h.update(digest_line(j))
+
+
+#: a single log at least this big is chained over the slots for ``replay --summary`` (below it, one task: the
+#: relay of the state and a second pass over the records cost more than they save)
+CHAIN_MIN_BYTES = 32 << 20
+#: how long a chained share waits for the state of the share before it (then the log goes to the reference path)
+CHAIN_WAIT_S = 600.0
+#: at most this many shares in a chain (each frames every record; the hashing is one after another)
+CHAIN_MAX_SHARES = 2
+#: the first share's part of the id space: it hashes before the next one can start hashing (see chain_plan)
+CHAIN_FIRST = 0.38
+
+
+def chain_ranges(n: int, first: float = CHAIN_FIRST) -> list[tuple[int, int]]:
+    """``n`` consecutive ranges of the ids' first two bytes covering [0, 65536): the first ``first`` of it, the
+    rest in equal parts."""
+    if n == 1:
+        return [(0, 0x10000)]
+    cut = [0, max(1, min(0xFFFF, round(0x10000 * first)))]
+    rest = 0x10000 - cut[1]
+    cut += [cut[1] + round(rest * i / (n - 1)) for i in range(1, n)]
+    return [(a, b) for a, b in zip(cut, cut[1:]) if b > a]
+
+
+def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: bool, want_jobs: bool, stats: bool,
+               chain: bool | None) -> int:
+    """How many shares a chained replay of ``logs`` takes (0: none). Chained: ``replay --summary`` of one log
+    (its digest and counts, no jobs, no stats) of at least ``CHAIN_MIN_BYTES`` while the machine is not busy
+    (``chain_pays``; ``chain=True``: any size, any load),
+    where ``_sha`` is built, on a ``local`` master with a slot per share (the states pass through the driver's
+    relay on loopback; a share waits for the one before it, so all must run at once). The log's jobs are split
+    by id range: share k replays its range, then hashes its lines after share k - 1 (the digest is one sha256 in
+    id order) — so the time is about the framing of every record (each share does it), the first share's
+    replay and the whole hashing: with the first share's range smaller (``CHAIN_FIRST``) the next one's replay
+    ends as the first one's hashing does. No share's lines leave its task (the modulo split shipped them to
+    the driver and cost more than it saved)."""
+    if chain is False or not digest or want_jobs or stats:
+        return 0
+    live = [i for i, log in enumerate(logs) if log.segments]
+    if len(live) != 1 or (chain is None and sizes[live[0]] < CHAIN_MIN_BYTES):
+        return 0
+    try:
+        from . import _sha  # noqa: F401
+    except ImportError:     # not built (no libcrypto headers): the log whole, in one task
+        return 0
+    n = min(CHAIN_MAX_SHARES, cluster.slots(default=0))
+    if n < 2 or not cluster.local():
+        return 0
+    if chain is None and not chain_pays():
+        return 0
+    return n
+
+
+#: chained only while the 1-minute load average leaves this many CPUs spare (bench_fleet --one-log-summary on 2
+#: CPUs, interleaved rounds: at load 2.6-3.0 once chained x1.14 local and one task x0.92, once chained x0.62
+#: and one task x0.81; at load 5.5-7.6 chained x0.80, one task x0.88-0.96)
+CHAIN_SPARE_CPUS = 1.0
+
+
+def chain_pays() -> bool:
+    """Whether a chain should pay on this machine now (its 1-minute load average leaves ``CHAIN_SPARE_CPUS``
+    CPUs spare): a chain's shares frame every record each (~0.2 s of CPU a share for a
+    220 MiB log) and gain only where a core is free. On a busy machine the CPU a process group gets is its fair
+    share (Linux's autogroups: one per session, so the local engine's process and a local Spark's JVM and
+    workers alike), however many threads it runs: two shares then take longer than one task (docs/spark.md)."""
+    try:
+        return os.getloadavg()[0] + CHAIN_SPARE_CPUS <= (os.cpu_count() or 1)
+    except OSError:
+        return False
 
 
 def _keys(kb: bytes):
@@ -637,7 +763,7 @@ def _put_rows(table, blobs: list[bytes]) -> int:
 def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *, limit: int | None = None,
               digest: bool = True, want_jobs: bool = False, stats: bool = False,
               progress: Callable[[str], None] | None = None, stats_total: list | None = None, fast: bool = True,
-              split: bool | None = None) -> list[FleetLog]:
+              split: bool | None = None, chain: bool | None = None) -> list[FleetLog]:
     """Verify and replay ``logs`` on ``cluster``; one FleetLog per log, in order. ``as_of_ns``: one time for all
     the logs, or one each (``--as-of last``: each log's own newest record time) — one job either way.
 
@@ -645,6 +771,8 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
     slots; None: only without ``digest`` and ``want_jobs`` (verify). A split log's state is merged on the driver
     (its digest lines by job id, its job rows), which costs more than the split saves: replay + digest of one
     220 MiB log took 4.91 s split in two against 0.94 s whole (and 0.94 s locally; bench_fleet's dataset).
+    ``chain``: a single log's digest and counts (``replay --summary``) chained over the slots by job-id range
+    (``chain_plan``: None decides by size and spare CPU; True forces it where it can run, False never).
 
     Logs go through the engine's kernel, damaged ones too, one task per share of a log's jobs (a big log is split
     by job over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on goes
@@ -667,26 +795,40 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
     total = sum(sizes) or 1
     units: list[tuple[int, LogSet, int, int]] = []     # (log, log set, share, shares)
     cost: list[float] = []
+    chained = 0 if split else chain_plan(cluster, logs, sizes, digest=digest, want_jobs=want_jobs, stats=stats,
+                                         chain=chain)
     for li, log in sorted(enumerate(logs), key=lambda il: -sizes[il[0]]):  # biggest first: better packing
         if not log.segments:
+            continue
+        if chained:
+            units.extend((li, log, k, chained) for k in range(chained))
             continue
         whole = stats or len(logs) >= 2 * slots or not (split if split is not None else not (digest or want_jobs))
         nparts = 1 if whole else max(1, min(slots, round(sizes[li] * slots / total)))
         units.extend((li, log, k, nparts) for k in range(nparts))
         cost.extend([sizes[li] / nparts] * nparts)
     results: dict[int, list] = {}
+    relay = contextlib.ExitStack()
     if units:
-        bins = pack(cost, slots)
+        bins = [[k] for k in range(chained)] if chained else pack(cost, slots)    # chained: share k is task k
         say(f"spark: {len(logs)} log(s), {total} bytes, {len(units)} share(s) in {len(bins)} task(s) on "
-            f"{slots} slot(s)")
+            f"{slots} slot(s)" + (", by job-id range, hashed in turn" if chained else ""))
         ids = stats and stats_total is not None and sum(bool(lg.segments) for lg in logs) > 1
         shuffle = ids and total // _LEAST_JOB_BYTES > DRIVER_UNION_IDS     # more ids than the driver should hold
-        df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids, shuffle),
-                           _B_FIELDS, what=_bin_words(units, bins))
+        try:
+            df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids,
+                                                    shuffle, chain_ranges(chained) if chained else None,
+                                                    relay.enter_context(cluster.relay()) if chained else None),
+                               _B_FIELDS, what=_bin_words(units, bins))
+        except BaseException:
+            relay.close()       # (the driver's relay thread stops with the job that could not start)
+            raise
         if shuffle:      # read once: the reports come to the driver, the ids go on to the union's shuffle
             df = cluster.persist(df)
         seen: set[int] = set()
-        for r in cluster.collect(cluster.where(df, f"kind != {_IDS}") if shuffle else df):
+        with relay:
+            rows = cluster.collect(cluster.where(df, f"kind != {_IDS}") if shuffle else df)
+        for r in rows:
             seen.add(r["part"])
             results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
         check_count("the kernel's shares", len(seen), len(units))
@@ -769,7 +911,9 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
                          limit)     # as run_log makes it of the same pass locally
     digest = ""
     jobs: dict = {}
-    if want_digest and len(parts) == 1 and parts[0].get("digest"):
+    if want_digest and any("chain" in p for p in parts):
+        digest = _chain_digest(log, parts)
+    elif want_digest and len(parts) == 1 and parts[0].get("digest"):
         digest = parts[0]["digest"]
     elif want_digest:
         h = _digest_start(as_of_ns)
@@ -806,6 +950,20 @@ def _assemble_fast(log: LogSet, as_of_ns: int, limit: int | None, parts: list[di
                                     by_queue=dict(sorted(by_queue.items())))
     st = parts[0].get("stats") if len(parts) == 1 else None
     return FleetLog(report, st or RecordStats(), st.distinct if st else 0)
+
+
+def _chain_digest(log: LogSet, parts: list[dict]) -> str:
+    """A chained log's digest: the last share's, once every share's link is there and each took over the state
+    the share before it handed on (else a result was lost or mixed up: exit 5)."""
+    links = sorted(p["chain"] for p in parts if "chain" in p)
+    what = f"log {log.root}: the digest's chain of shares"
+    check_count(what, len(links), len(parts))
+    if [k for k, _, _ in links] != list(range(len(parts))) or \
+            any(links[k][1] != links[k - 1][2] for k in range(1, len(links))) or links[0][1] is not None:
+        raise lost(what, len(parts), len(parts), "a share did not take over the state the one before it gave")
+    digest = next(p["digest"] for p in parts if p["chain"][0] == len(parts) - 1)
+    check_count(what + " (the last share's digest)", int(bool(digest)), 1)
+    return digest
 
 
 def _by_prefix(packed: bytes) -> list[tuple[int, bytes]]:

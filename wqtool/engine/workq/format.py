@@ -158,6 +158,12 @@ class WorkqSpark(Spark):
         return columns.file_batches(log, i, start_index, payload=payload, schema=schema, file_name=file_name,
                                     values=values)
 
+    def file_batches_at(self, log: LogSet, i: int, start_index: int, at: int, *, payload: str, schema,
+                        file_name: str, values: dict):
+        from . import columns         # the records before ``at`` framed and CRC-checked, not decoded
+        return columns.file_batches_at(log, i, start_index, at, payload=payload, schema=schema,
+                                       file_name=file_name, values=values)
+
     def file_records(self, log: LogSet, i: int) -> int:
         from . import columns         # the kernel counts up to the first record it refuses
         n = columns.file_records(log, i)

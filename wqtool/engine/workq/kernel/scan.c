@@ -421,8 +421,13 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
     }
     long long part = attr_ll(fr, "part", &err);
     long long nparts = err ? 0 : attr_ll(fr, "nparts", &err);
+    /* a share by job-id range (id_hi > 0): the jobs whose id's first two bytes, big-endian, are in [id_lo, id_hi)
+       (then the shares' jobs are consecutive in id order); else by the id's last byte mod nparts */
+    long long id_lo = err ? 0 : attr_ll(fr, "id_lo", &err);
+    long long id_hi = err ? 0 : attr_ll(fr, "id_hi", &err);
     if (err)
         goto fail;
+    const int ranged = nparts > 1 && id_hi > 0;
     /* as_of as int64 when it is one; otherwise compare as Python objects (rare) */
     int asof_fast = 0;
     i128 asof = 0;
@@ -474,7 +479,9 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             goto help;
         if ((d[pos + 13] != 255 || d[pos + 14] != 255) && !zone_warned)
             goto help;                                /* the segment's first zone offset: the reader's WQ-ZONE */
-        if (nparts > 1 && (long long)d[q + JOB_ID_SIZE] % nparts != part) {
+        if (nparts > 1 && (ranged ? ((long long)(d[q + 1] << 8 | d[q + 2]) < id_lo ||
+                                     (long long)(d[q + 1] << 8 | d[q + 2]) >= id_hi)
+                                  : (long long)d[q + JOB_ID_SIZE] % nparts != part)) {
             index++;
             pos = nxt;
             continue;

@@ -1,0 +1,223 @@
+"""A single log's ``replay --summary`` chained over the slots (``engine/workq/fleet.py``: ``chain_plan``): share k
+replays the jobs whose id's first two bytes are in its range (``FastReplay(id_range=...)``), then hashes its digest
+lines after share k - 1's, from the running sha256 state that share handed on through the driver's relay
+(``spark.cluster.Relay``, ``_sha.Sha256``). The report — findings in file order, counts, exit code and the digest,
+byte for byte — is the local engine's, on intact, damaged and truncated logs, at any cut of the id space; a share
+the kernel bails on sends the log to the reference pipeline."""
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import examples
+from tests.spark.conftest import as_of_ns
+from tests.spark.test_fleet_split import REFUSED, SPLIT, _assert_same, _far_future_log, _local, _log
+
+pytest.importorskip("wqtool.engine.workq._sha", reason="wqtool.engine.workq._sha is not built (libcrypto headers)")
+
+DAMAGED = ["flip-mid-segment", "flip-first-record", "truncated-newest", "truncated-mid-only-segment",
+           "bad-magic-first", "junk-tail", "size-overflow"]
+
+
+class _Box:
+    """The relay's part in one process: shares run one after another, so share k's state is there for k + 1."""
+
+    def __init__(self):
+        self.values: dict[str, str] = {}
+
+    def send(self, key: str, value: str) -> None:
+        self.values.setdefault(key, value)
+
+    def receive(self, key: str, timeout: float) -> str | None:
+        return self.values.get(key)
+
+
+def _chained(log, as_of: int, n: int, first: float, limit=None):
+    """The chained shares of ``log`` run in this process, then merged as the driver merges them: the FleetLog,
+    or None when a share bailed."""
+    from wqtool.engine.workq.fleet import _assemble_fast, _FastTask, chain_ranges
+    ranges = chain_ranges(n, first)
+    task = _FastTask([(0, log, k, len(ranges)) for k in range(len(ranges))], [[k] for k in range(len(ranges))],
+                     [as_of], True, False, limit, ranges=ranges, relay=_Box())
+    parts = [task._run(log, k, len(ranges), as_of) for k in range(len(ranges))]
+    if any(p is None for p in parts):
+        return None
+    _chained.jobs = [p["jobs"] for p in parts]     # each share's jobs (the premise: shares hold jobs of their own)
+    assert all("chain" in p for p in parts)
+    return _assemble_fast(log, as_of, limit, parts, True)
+
+
+def test_chain_ranges_cover_the_id_space():
+    from wqtool.engine.workq.fleet import chain_ranges
+    for n in (1, 2, 3, 5):
+        for first in (0.0, 0.01, 0.38, 0.5, 0.99, 1.0):
+            rs = chain_ranges(n, first)
+            assert rs[0][0] == 0 and rs[-1][1] == 0x10000, (n, first, rs)
+            assert all(a < b == c for (a, b), (c, _) in zip(rs, rs[1:] + [(rs[-1][1], 0)])), (n, first, rs)
+
+
+@pytest.mark.parametrize("limit", [None, 2])
+@pytest.mark.parametrize("name", SPLIT + REFUSED + DAMAGED + ["sample-clean"])
+def test_chained_shares_in_process_equal_local(corpus, name, limit):
+    """Every fixture and damaged copy, cut at three places of the id space: the local report and digest."""
+    for n, first in ((2, 0.38), (2, 0.5), (3, 0.2), (2, 0.00003)):    # 0.00003: ids from 0x0002 on in share 1
+        fl = _chained(_log(corpus, name), as_of_ns(), n, first, limit)
+        assert fl is not None, name
+        _assert_same(fl, _local(corpus, name, limit), f"{name} {n} {first}")
+        if (n, first) == (2, 0.00003) and name in SPLIT + REFUSED:   # these fixtures' ids all start 0x0000
+            assert _chained.jobs[0] > 0 and _chained.jobs[1] == 0, (name, _chained.jobs)
+        if (n, first) == (2, 0.5) and name == "sample-clean":            # random ids: in both shares
+            assert min(_chained.jobs) > 0, _chained.jobs
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                           HealthCheck.too_slow])
+@given(st.integers(0, 2**32), st.integers(2, 3), st.floats(0.0, 1.0), st.sampled_from(["intact", "flips",
+                                                                                        "truncated"]))
+def test_chained_shares_equal_local_on_random_logs(tmp_path_factory, seed, n, first, damage):
+    """Random logs (random v4 ids over the whole id space, ids reused), intact, with bit flips or truncated at a
+    random offset: the chained shares' report and digest are the local engine's."""
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.sample import SampleSpec, generate
+    from wqtool.engine.workq.verify import run_log
+    d = str(tmp_path_factory.mktemp("chain"))
+    generate(d, SampleSpec(records=600, segment_size=12_000, seed=seed, reuse_ids=0.5))
+    rnd = random.Random(seed)
+    segs = sorted(p for p in os.listdir(d) if p.endswith(".log"))
+    if damage == "flips":
+        for _ in range(3):
+            p = os.path.join(d, rnd.choice(segs))
+            size = os.path.getsize(p)
+            if size > 9:
+                at = rnd.randrange(8, size)
+                with open(p, "r+b") as f:
+                    f.seek(at)
+                    b = f.read(1)
+                    f.seek(at)
+                    f.write(bytes([b[0] ^ (1 << rnd.randrange(8))]))
+    elif damage == "truncated":
+        p = os.path.join(d, segs[-1])
+        with open(p, "r+b") as f:
+            f.truncate(rnd.randrange(0, os.path.getsize(p)))
+    [log] = discover([d])
+    local = run_log(log, as_of_ns())
+    fl = _chained(log, as_of_ns(), n, first)
+    assert fl is not None
+    _assert_same(fl, local, f"{seed} {damage}")
+    if 0.2 < first < 0.8 and damage == "intact":        # random v4 ids: every share holds some
+        assert min(_chained.jobs) > 0, _chained.jobs
+
+
+def test_a_share_that_bails_breaks_the_chain(tmp_path):
+    """A time beyond the kernel table's int64 ns in the first share's range: that share bails and tells the next
+    one, which returns nothing either (the driver then runs the log through the reference pipeline)."""
+    from wqtool.engine.workq.reader import discover
+    [log] = discover([_far_future_log(tmp_path / "far")])      # its ids start 0x0123: the first range
+    assert _chained(log, as_of_ns(), 2, 0.38) is None
+
+
+def test_spark_chains_one_log_with_the_local_answer(spark, corpus):
+    """Through Spark (two tasks on local[2], the states through the driver's relay): the local report."""
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.spark.cluster import Cluster
+    for name in ("sample-clean", "upstream-a-run1", "flip-mid-segment", "truncated-mid-only-segment",
+                 "double-lease-and-result"):
+        said: list[str] = []
+        [fl] = run_fleet(Cluster(spark), [_log(corpus, name)], as_of_ns(), progress=said.append, chain=True)
+        assert "2 share(s) in 2 task(s) on 2 slot(s), by job-id range, hashed in turn" in said[0], said
+        assert not any("reference path" in m for m in said), said
+        _assert_same(fl, _local(corpus, name), name)
+        assert fl.report.state.jobs == {}
+
+
+def test_spark_chain_whose_share_bails_goes_to_the_reference_path(spark, tmp_path):
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.verify import run_log
+    from wqtool.spark.cluster import Cluster
+    [log] = discover([_far_future_log(tmp_path / "far")])
+    said: list[str] = []
+    [fl] = run_fleet(Cluster(spark), [log], as_of_ns(), progress=said.append, chain=True)
+    assert "by job-id range, hashed in turn" in said[0], said
+    assert "spark: 1 log(s) need the reference path (fields beyond the kernel's table)" in said, said
+    _assert_same(fl, run_log(log, as_of_ns()), "far")
+
+
+def test_chain_only_for_one_big_log_summary(spark, corpus, monkeypatch):
+    """Chained only for a digest without the jobs or stats, of one log of at least CHAIN_MIN_BYTES (these
+    fixtures are smaller: one task) on a machine not busy, or with ``chain=True``; never with ``chain=False``."""
+    from wqtool.engine.workq import fleet
+    from wqtool.spark.cluster import Cluster
+    c = Cluster(spark)
+    monkeypatch.setattr(fleet.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (1.1, 9.0, 9.0))     # no CPU spare: one task
+    logs = [_log(corpus, "upstream-a-run1")]
+    assert fleet.chain_plan(c, logs, [fleet.CHAIN_MIN_BYTES], digest=True, want_jobs=False, stats=False,
+                            chain=None) == 0
+    assert fleet.chain_plan(c, logs, [0], digest=True, want_jobs=False, stats=False, chain=True) == 2
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (1.0, 9.0, 9.0))     # a CPU spare
+    logs = [_log(corpus, "upstream-a-run1")]
+    sizes = [fleet.log_size(logs[0])]
+    plan = fleet.chain_plan
+    assert plan(c, logs, sizes, digest=True, want_jobs=False, stats=False, chain=None) == 0
+    assert plan(c, logs, [fleet.CHAIN_MIN_BYTES], digest=True, want_jobs=False, stats=False, chain=None) == 2
+    assert plan(c, logs, sizes, digest=True, want_jobs=False, stats=False, chain=True) == 2
+    assert plan(c, logs, sizes, digest=True, want_jobs=False, stats=False, chain=False) == 0
+    assert plan(c, logs, sizes, digest=True, want_jobs=True, stats=False, chain=True) == 0
+    assert plan(c, logs, sizes, digest=False, want_jobs=False, stats=False, chain=True) == 0
+    assert plan(c, logs, sizes, digest=True, want_jobs=False, stats=True, chain=True) == 0
+    two = logs + [_log(corpus, "sample-clean")]
+    assert plan(c, two, sizes * 2, digest=True, want_jobs=False, stats=False, chain=True) == 0
+
+
+def test_relay_passes_values_to_its_secret_only():
+    from wqtool.spark.cluster import Relay, _RelayServer
+    server = _RelayServer()
+    try:
+        box = server.client()
+        assert box.host == "127.0.0.1"
+        box.send("0", "abc")
+        box.send("0", "other")                      # a retried task: the first value stays
+        assert box.receive("0", 5.0) == "abc"
+        assert box.receive("1", 0.05) is None       # nothing came: None after the timeout
+        stranger = Relay(box.host, box.port, "0" * 32)
+        with pytest.raises(ConnectionError):
+            stranger.send("1", "forged")
+        assert stranger.receive("0", 0.05) in ("", None)   # no answer to a wrong secret
+        assert box.receive("1", 0.05) is None
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_killed_share_is_retried_and_the_chain_gives_the_local_answer(spark, corpus, victim):
+    """A chained share's Python worker killed on its first attempt: Spark runs that share again (the other one
+    waits for its state, or finds the state it needs still kept by the relay) — the local report and digest."""
+    from tests.spark.test_worker_death import _killing_cluster
+    from wqtool.engine.workq.fleet import run_fleet
+    said: list[str] = []
+    for name in ("sample-clean", "flip-mid-segment"):
+        [fl] = run_fleet(_killing_cluster(spark, victim, always=False), [_log(corpus, name)], as_of_ns(),
+                         progress=said.append, chain=True)
+        assert "hashed in turn" in said[-1], said
+        _assert_same(fl, _local(corpus, name), name)
+
+
+def test_a_chained_share_that_dies_every_time_is_named(spark, corpus):
+    """The first share's worker killed on every attempt: exit 5 naming the share (the second one, waiting for
+    its state, is cancelled with the job — no hang)."""
+    from tests.spark.test_worker_death import _killing_cluster
+    from wqtool.engine.workq.fleet import run_fleet
+    from wqtool.errors import SparkError
+    from wqtool.exitcodes import exit_code_for
+    log = _log(corpus, "sample-clean")
+    with pytest.raises(SparkError) as e:
+        run_fleet(_killing_cluster(spark, 0, always=True), [log], as_of_ns(), chain=True)
+    msg = str(e.value)
+    assert msg.startswith("--engine spark: a Spark worker died: task 0 while reading log "), msg
+    assert f"log {log.root} (share 1 of 2)" in msg, msg
+    assert int(exit_code_for(e.value)) == 5
