@@ -257,7 +257,7 @@ def test_the_literal_finder_finds_what_the_old_code_wrote():
 
 def test_nothing_hands_exit_codes_down():
     """No mapping, callback or context variable carries exit codes into the middle: no ``code_of`` parameter
-    (but ``engine.serialize.finding_to_jsonable``'s, the Spark rows' until they fill theirs), no ``ContextVar``
+    (the Spark rows carry a finding's verdict, as a label), no ``ContextVar``
     in the commands, the renderers or the edges (the engine's own carry its file snapshots), no ``ExitCodes``
     protocol, no ``commands._edge``."""
     bad = []
@@ -269,8 +269,7 @@ def test_nothing_hands_exit_codes_down():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 args = node.args
                 names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
-                if "code_of" in names and not (rel == "wqtool/engine/serialize.py"
-                                               and getattr(node, "name", "") == "finding_to_jsonable"):
+                if "code_of" in names:
                     bad.append(f"{rel}:{node.lineno}: code_of")
             name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
             if name == "ExitCodes" or (name == "ContextVar" and rel.startswith(_EDGES + ("wqtool/render/",))):

@@ -145,8 +145,7 @@ def resolve(verdicts=(), errors=(), *, shown=(), differ: bool = False) -> tuple[
     code (the most severe of its logs' ``verdicts`` and its failed PATHs' ``errors``: ``PRECEDENCE``; diff:
     ``DIFFERENT`` when the reads ``differ`` and nothing worse was found), its label (what set the code: the
     label of the failed PATH's error, else the worst log's verdict), and the exit code of each verdict and error
-    present (an error is its own key), ``shown`` verdicts included (codes a document shows that do not count:
-    a finding's ``exit_class``)."""
+    present (an error is its own key), ``shown`` verdicts included (codes a document shows that do not count)."""
     verdicts, errors = list(verdicts), list(errors)
     codes: dict = {v: int(for_verdict(v)) for v in [*shown, *verdicts]}
     for e in errors:
@@ -189,9 +188,8 @@ def settle(result) -> ExitCode:
 
 
 def fill(doc):
-    """``doc`` with each ``ExitOf`` placeholder (a finding's ``exit_class``, a plan report's
-    ``input_exit_code``) replaced by its exit code: for an edge that writes engine documents without an
-    outcome (the Spark data sources' rows)."""
+    """``doc`` with each ``ExitOf`` placeholder (a plan report's ``input_exit_code``) replaced by its exit
+    code: for an edge that writes an engine document without an outcome."""
     if isinstance(doc, ExitOf):
         return int(for_verdict(doc.of)) if isinstance(doc.of, Verdict) else int(exit_code_for(doc.of))
     if isinstance(doc, dict):
@@ -203,15 +201,15 @@ def fill(doc):
 
 @dataclass(frozen=True)
 class Codes:
-    """The Spark data sources' (an edge of their own: their rows carry a finding's ``exit_class``) until their
-    rows are filled with ``fill``: a verdict's exit code and back. One instance: ``CODES``."""
+    """A verdict's exit code and back, for the tests that hold fixtures' recorded exit codes against verdicts.
+    One instance: ``CODES``."""
 
     def of(self, verdict: Verdict) -> int:
         """A verdict's exit code."""
         return int(for_verdict(verdict))
 
     def verdict_of(self, code: int) -> Verdict:
-        """The verdict whose exit code is ``code`` (a finding's ``exit_class`` read back: Spark exports)."""
+        """The verdict whose exit code is ``code``."""
         return _VERDICT_OF[ExitCode(code)]
 
 

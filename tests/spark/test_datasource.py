@@ -81,7 +81,7 @@ def test_permissive_rows_are_the_records_and_the_unreadable_ranges(name, loaded,
     """count() is the number of records, plus (permissive) one row per stretch of bytes no record covers:
     exactly the reader's errors that are framing damage (torn tail, corruption) — warnings, notes and history
     findings are never rows of format("workq")."""
-    unreadable = [f for f in loaded[name][2] if f["severity"] == "error" and f["exit_class"] in (1, 3)]
+    unreadable = [f for f in loaded[name][2] if f["severity"] == "error" and f["verdict"] in ("torn tail", "CORRUPT")]
     assert loaded[name][1] == unreadable
     assert len(loaded[name][0]) == run_log_records(corpus[name])
 
@@ -201,10 +201,10 @@ def test_jsonl_export_rows_are_dump_jsonl_lines(corpus, tmp_path):
     key = lambda r: (r["file"], r["offset"])  # noqa: E731
     assert sorted(records, key=key) == sorted(jsonl_rows(local.out), key=key)
     v = cli("verify", "-o", "jsonl", "--as-of", AS_OF, *[corpus[n] for n in names])
-    # the findings table keeps the exit class its driver reads the verdict back from, and no printed "at"
+    # the findings table keeps the verdict its driver reads back (a label, never an exit code), and no printed "at"
     want = [{k: v for k, v in json.loads(line).items() if k != "at"} for line in v.out.splitlines()
             if '"summary"' not in line]
-    got = [{k: v for k, v in r.items() if k not in ("log", "exit_class")} for r in _read_jsonl_dir(out + "/findings")]
+    got = [{k: v for k, v in r.items() if k not in ("log", "verdict")} for r in _read_jsonl_dir(out + "/findings")]
     key = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731
     assert sorted(got, key=key) == sorted(want, key=key) and len(got) > 5
 

@@ -115,7 +115,7 @@ def test_findings_source_yields_the_findings_verify_reports(name, kloaded, kcorp
     report = _local(kcorpus[name])
     ordered = ([f for f in report.findings if f.code not in KESTREL_REPLAY_CODES]
                + [f for f in report.findings if f.code in KESTREL_REPLAY_CODES])
-    assert kloaded[name][2] == [finding_to_jsonable(f, CODES.of) for f in ordered]
+    assert kloaded[name][2] == [finding_to_jsonable(f) for f in ordered]
     assert any(f.code == "KQ-NO-CHECKSUM" for f in ordered)
     if name in DAMAGE:
         assert CODES.of(report.verdict) == DAMAGE[name][2]     # DAMAGE: verify's exit code
@@ -131,7 +131,7 @@ def test_permissive_rows_are_the_unreadable_ranges(name, kloaded, kcorpus):
     from wqtool.exitcodes import CODES
     report = _local(kcorpus[name])
     bad = [f for f in report.findings if f.severity == "error" and f.verdict in (Verdict.TORN_TAIL, Verdict.CORRUPT)]
-    assert [b for _, b in kloaded[name][1]] == [finding_to_jsonable(f, CODES.of) for f in bad]
+    assert [b for _, b in kloaded[name][1]] == [finding_to_jsonable(f) for f in bad]
     assert [row for row, _ in kloaded[name][1]] == [damage_to_jsonable(f) for f in bad]
     assert len(kloaded[name][0]) == report.records
     if name in DAMAGE and DAMAGE[name][2] in (1, 3):
@@ -144,13 +144,13 @@ def test_history_false_and_keep_open(spark, kcorpus):
     path = kcorpus["rotated-set-with-pack"]
     strip = lambda rows: [{k: v for k, v in r.asDict().items() if k != "log"} for r in rows]  # noqa: E731
     off = strip(spark.read.format("kestrel-findings").option("history", "false").load(path).collect())
-    assert off == [finding_to_jsonable(f, CODES.of) for f in _local(path).findings
+    assert off == [finding_to_jsonable(f) for f in _local(path).findings
                    if f.code not in KESTREL_REPLAY_CODES]
     codes = {}
     for keep_open in (False, True):
         got = strip(spark.read.format("kestrel-findings").option("as_of", AS_OF)
                     .option("keep_open", str(keep_open).lower()).load(path).collect())
-        want = [finding_to_jsonable(f, CODES.of) for f in _local(path, keep_open=keep_open).findings]
+        want = [finding_to_jsonable(f) for f in _local(path, keep_open=keep_open).findings]
         assert sorted(json.dumps(r, sort_keys=True) for r in got) == sorted(json.dumps(w, sort_keys=True) for w in want)
         codes[keep_open] = {r["code"] for r in got}
     assert codes[False] - codes[True] == {"KQ-OPEN-BACKED-OUT"}   # the open transaction: backed out, or kept open
@@ -196,8 +196,8 @@ def test_run_kestrel_equals_local_on_every_queue(spark, kcorpus):
                                                 limit=limit, items=True)
         for name, (a, _) in zip(NAMES, fleet):
             b = _local(kcorpus[name], limit, keep_open)
-            assert ([finding_to_jsonable(f, CODES.of) for f in a.findings]
-                    == [finding_to_jsonable(f, CODES.of) for f in b.findings])
+            assert ([finding_to_jsonable(f) for f in a.findings]
+                    == [finding_to_jsonable(f) for f in b.findings])
             assert (a.root, a.verdict, a.counts, a.severities, a.records, a.bytes, a.segments, a.last_good) == \
                 (b.root, b.verdict, b.counts, b.severities, b.records, b.bytes, b.segments, b.last_good), name
             assert a.state.digest() == b.state.digest(), name

@@ -3,8 +3,8 @@
 The severity of damage is the engine's own ``Verdict`` (clean, torn tail, invalid history, corrupt), numbered by
 severity: the worst of several is ``max()`` (``worst``). The engine holds no exit codes: the verdict -> exit-code
 mapping and the run's precedence table are ``wqtool.exitcodes``, used by the edges only (``wqtool.cli`` /
-``wqtool._run``, ``wqtool.api``). Where a document shows an exit code (a finding's ``exit_class``, a plan's
-``input_exit_code``) the engine puts an ``ExitOf`` placeholder, which the edge's resolved codes fill in after
+``wqtool._run``, ``wqtool.api``). Where a document shows an exit code (a plan's ``input_exit_code``) the
+engine puts an ``ExitOf`` placeholder, which the edge's resolved codes fill in after
 the command. A verdict's number is no exit code: never ``int(verdict)`` one.
 """
 from __future__ import annotations
@@ -33,6 +33,12 @@ class Verdict(IntEnum):
 
 _LABELS = {Verdict.CLEAN: "clean", Verdict.TORN_TAIL: "torn tail", Verdict.CORRUPT: "CORRUPT",
            Verdict.INVALID_HISTORY: "INVALID HISTORY"}
+_BY_LABEL = {v: k for k, v in _LABELS.items()}
+
+
+def verdict_of_label(label: str | None) -> Verdict:
+    """The verdict a label names (a Spark finding row's ``verdict``); None: clean."""
+    return Verdict.CLEAN if label is None else _BY_LABEL[label]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import base64
-from typing import Callable
 
 from ..offsets import at
-from .findings import ExitOf, Finding, Verdict
+from .findings import Finding
 
 PAYLOAD_MODES = ("text", "hex", "base64", "none")
 
@@ -40,21 +39,19 @@ def finding_json(f: Finding) -> dict:
     }
 
 
-def finding_to_jsonable(f: Finding, code_of: Callable[[Verdict], int] | None = None) -> dict:
+def finding_to_jsonable(f: Finding) -> dict:
     """A finding's row in the Spark data sources' ``_corrupt`` struct and ``<name>-findings`` tables: the fields
-    of the table's schema, with ``exit_class``, the exit code of the finding's verdict (0, 1, 3, 4): an ``ExitOf``
-    placeholder the edge fills in (the engine holds no exit codes), from which the driver reads an export's
-    verdict back. ``code_of``: the Spark data sources' own mapping until their rows are filled by the edge
-    (``wqtool.exitcodes.fill``); nothing else passes one. The commands' JSON is ``finding_json``."""
-    exit_class = ExitOf(f.verdict) if code_of is None else code_of(f.verdict)
+    of the table's schema, with ``verdict``, the label of what the finding says of the log (``Verdict.label``:
+    "clean", "torn tail", "INVALID HISTORY", "CORRUPT"), from which the driver reads an export's verdict back
+    (``verdict_of_label``). An exit code is the edge's, never a row's. The commands' JSON is ``finding_json``."""
     return {
         "severity": f.severity, "code": f.code, "file": f.path, "offset": f.offset,
         "record_index": f.record_index, "last_good_offset": f.last_good_offset, "message": f.message,
-        "upstream": f.upstream, "exit_class": exit_class, "job_id": f.job_id, "resumes_at": f.resumes_at,
+        "upstream": f.upstream, "verdict": f.verdict.label, "job_id": f.job_id, "resumes_at": f.resumes_at,
     } if f.count is None else {
         "severity": f.severity, "code": f.code, "file": f.path, "offset": f.offset,
         "record_index": None, "last_good_offset": None, "message": f.message, "upstream": f.upstream,
-        "exit_class": exit_class, "job_id": None, "resumes_at": None,
+        "verdict": f.verdict.label, "job_id": None, "resumes_at": None,
         "count": f.count, "last_file": f.last_path, "last_offset": f.last_offset,
     }
 

@@ -63,16 +63,14 @@ from typing import ClassVar
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..engine.fileio import pinned
-from ..engine.findings import Verdict
 from ..errors import SparkError
-from ..exitcodes import CODES    # the Spark edge: its rows carry a finding's exit_class (spark.read, not the CLI)
 from pyspark.sql.types import (BinaryType, BooleanType, DecimalType, IntegerType, LongType, StringType, StructField,
                                StructType)
 
 #: The ``_corrupt`` struct: ``finding_to_jsonable``'s fields.
 _FINDING_TYPES = {
     "severity": "string", "code": "string", "file": "string", "offset": "long", "record_index": "long",
-    "last_good_offset": "long", "message": "string", "upstream": "string", "exit_class": "int",
+    "last_good_offset": "long", "message": "string", "upstream": "string", "verdict": "string",
     "job_id": "string", "resumes_at": "long",
 }
 _SPARK = {"string": StringType(), "long": LongType(), "int": IntegerType(), "u64": DecimalType(20, 0),
@@ -223,12 +221,6 @@ def record_schema(opts: Options, view) -> StructType:
     if opts.permissive:
         st = st.add(StructField("_corrupt", finding_struct(), True))
     return st
-
-
-def verdict_of_exit_class(exit_class: int | None) -> Verdict:
-    """The verdict of a finding row (its ``exit_class``: the verdict's exit code, ``exitcodes``), as the
-    driver reads an export back (``fleet.export_records``)."""
-    return CODES.verdict_of(exit_class or 0)
 
 
 #: ``<name>-findings`` rows: the log, then ``finding_to_jsonable``'s fields.
@@ -569,7 +561,7 @@ class RecordSourceReader(DataSourceReader):
             row = view.damage_row(f)
             if row.get("file") is None:     # a log-wide finding: the row names the log
                 row["file"] = partition.name
-            row["_corrupt"] = finding_to_jsonable(f, CODES.of)
+            row["_corrupt"] = finding_to_jsonable(f)
             if keep is None or keep(row):
                 rows.append(row)
 
@@ -695,7 +687,7 @@ class FindingSourceReader(RecordSourceReader):
             return batch
 
         def add(f):
-            row = {"log": partition.name, **finding_to_jsonable(f, CODES.of), **values}
+            row = {"log": partition.name, **finding_to_jsonable(f), **values}
             row["file"] = partition.named(row.get("file"))
             rows.append(row)
 

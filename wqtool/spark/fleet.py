@@ -17,7 +17,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..engine.findings import Finding, Verdict
+from ..engine.findings import Finding, Verdict, verdict_of_label
 from ..engine.format import Log, Options, load_object
 from ..engine.run import LogReport, VerifyReport, files_size
 from ..engine.stats import RecordStats
@@ -321,9 +321,8 @@ def export_records(spark, paths: Sequence[str], out: str, *, fmt: str = "parquet
     write(findings, os.path.join(out, "findings"))
     where = os.path.join(out, "findings")
     found = spark.read.parquet(where) if fmt == "parquet" else spark.read.schema(findings.schema).json(where)
-    tally = found.groupBy("exit_class", "severity").count().collect()   # one pass: verdicts and error count
-    from .datasources import verdict_of_exit_class
-    verdicts = {verdict_of_exit_class(r["exit_class"]) for r in tally}
+    tally = found.groupBy("verdict", "severity").count().collect()   # one pass: verdicts and error count
+    verdicts = {verdict_of_label(r["verdict"]) for r in tally}
     count = sum(r["count"] for r in tally if r["severity"] == "error")
     first = [] if not count else (found.where("severity = 'error'").orderBy("file", "offset", "record_index", "code")
                                   .limit(EXPORT_ERRORS_SHOWN).collect())
@@ -342,10 +341,9 @@ def _clocked(source: str, paths: Sequence[str], opts: Options | None) -> bool:
 
 
 def _finding_kwargs(d: dict) -> dict:
-    from .datasources import verdict_of_exit_class
     return {"severity": d["severity"], "code": d["code"], "message": d["message"], "path": d["file"],
             "offset": d["offset"], "record_index": d["record_index"], "last_good_offset": d["last_good_offset"],
-            "upstream": d["upstream"], "verdict": verdict_of_exit_class(d["exit_class"]), "job_id": d["job_id"],
+            "upstream": d["upstream"], "verdict": verdict_of_label(d["verdict"]), "job_id": d["job_id"],
             "resumes_at": d["resumes_at"]}
 
 

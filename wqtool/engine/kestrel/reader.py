@@ -522,11 +522,11 @@ class JournalReader:
         msg = cause = d.message
         always_corrupt = d.code in (SIZE_NEGATIVE, SIZE_ABSURD)
         if resume is None and is_live and not always_corrupt:
-            exit_class = Verdict.TORN_TAIL
+            verdict = Verdict.TORN_TAIL
             msg += (f"; torn tail: the live file is valid up to 0x{pos:x} and nothing valid follows "
                     f"({end - pos} bytes) — truncating there (as Kestrel does) loses no valid record")
         else:
-            exit_class = Verdict.CORRUPT
+            verdict = Verdict.CORRUPT
             if resume is not None:
                 msg += (f"; valid records resume at 0x{resume:x} ({resume - pos} bytes unreadable) — Kestrel does "
                         "not resynchronise and loses them")
@@ -535,7 +535,7 @@ class JournalReader:
             else:
                 msg += f" ({end - pos} bytes from here unreadable)"
         return Finding(ERROR, d.code, msg, path=path, offset=pos, next_index=index, last_good_offset=pos,
-                       upstream=_upstream(d.code, path, pos, newest, is_live), verdict=exit_class,
+                       upstream=_upstream(d.code, path, pos, newest, is_live), verdict=verdict,
                        resumes_at=resume, cause=cause)
 
 

@@ -377,17 +377,17 @@ class RecordReader:
             resume = find_resync(data, pos, end)
             cause = msg
             if resume is None and is_newest:
-                exit_class = Verdict.TORN_TAIL
+                verdict = Verdict.TORN_TAIL
                 msg += (f"; torn tail: the log is valid up to 0x{pos:x} and nothing valid follows "
                         f"({end - pos} bytes) — truncating there loses no valid record")
             else:
-                exit_class = Verdict.CORRUPT
+                verdict = Verdict.CORRUPT
                 if resume is not None:
                     msg += f"; valid records resume at 0x{resume:x} ({resume - pos} bytes unreadable)"
                 else:
                     msg += f"; nothing valid follows in this segment ({end - pos} bytes), but later segments exist"
             yield Finding(ERROR, code, msg, path=path, offset=pos, next_index=index, last_good_offset=pos,
-                          upstream=up, verdict=exit_class, resumes_at=resume, cause=cause)
+                          upstream=up, verdict=verdict, resumes_at=resume, cause=cause)
             if resume is None:
                 return
             pos = resume
