@@ -126,5 +126,4 @@ def test_exit_codes_are_imported_at_the_edges_only():
                 if "wqtool.exitcodes" in names_:
                     importers.add(mod)
     # wqtool._run: the CLI's funnel, which the hot commands take without cli.py (start-up)
-    assert importers == {"wqtool.cli", "wqtool._run", "wqtool.api", "wqtool.commands._help",
-                         "wqtool.spark.datasources"}
+    assert importers == {"wqtool.cli", "wqtool._run", "wqtool.api", "wqtool.commands._help"}

@@ -28,10 +28,10 @@ class bound:
     def __init__(self, cls: type):
         self.cls = cls
 
-    def __set_name__(self, owner, name: str) -> None:
+    def __set_name__(self, _owner, name: str) -> None:
         self.name = name
 
-    def __get__(self, fmt, owner=None):
+    def __get__(self, fmt, _owner=None):
         if fmt is None:
             return self
         part = fmt.__dict__[self.name] = self.cls(fmt)
