@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import cli
 from wqtool.engine import format as registry
 from wqtool.engine.findings import ERROR, NOTE, WARNING
-from wqtool.engine.format import Evidence, REQUIRED, Format
+from wqtool.engine.format import REQUIRED, Evidence, Format, Options
 from tests.engine.toy_format import ToyFormat, ToyLog
 
 
@@ -137,3 +137,33 @@ def test_register_names_what_a_format_lacks():
         registry.register(bare)
     assert "bare" not in registry.names()
     assert set(REQUIRED) == {"name", "title", "codes", "about", "record_cls", "record_view"}
+
+
+def test_resolving_a_path_asks_each_format_once(shared_dir, monkeypatch):
+    """One straight line from PATH to logs: each format's ``detect`` is asked at most once per PATH, also for a
+    directory two formats share (the claim that found it is reused, not asked again)."""
+    asked: dict[str, int] = {}
+    for f in registry.formats():
+        real = f.detect
+
+        def counted(path, _real=real, _name=f.name):
+            asked[_name] = asked.get(_name, 0) + 1
+            return _real(path)
+        monkeypatch.setattr(f, "detect", counted)
+    logs = registry.resolve([shared_dir], "auto", Options(0))
+    assert [lg.fmt.name for lg in logs] == ["toya", "toyb"]
+    assert asked and max(asked.values()) == 1, asked
+
+
+@pytest.mark.parametrize("fixture", ["workq/sample-clean/log", "kestrel/rotated-set-with-pack/queue",
+                                     "orth/legacy-callbacklog/logpath"])
+def test_detection_and_discovery_list_a_directory_once(fixture, monkeypatch):
+    """What detection read of a directory is what discovery reads: the listing is made once per command
+    (``fileio.listing_once``), whichever formats ask for it."""
+    from tests.conftest import ROOT
+    path = os.path.join(ROOT, "fixtures", fixture)
+    listed: list[str] = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda p=".": listed.append(os.path.abspath(p)) or real_listdir(p))
+    assert registry.resolve([path], "auto", Options(0))
+    assert listed.count(os.path.abspath(path)) == 1, listed

@@ -65,11 +65,10 @@ def test_findings_source_yields_the_findings_verify_reports(name, loaded, corpus
     then adds the replay's (history: duplicates, unknown jobs, expiries at as_of, the closing notes)."""
     from wqtool.engine.workq.reader import discover
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.exitcodes import CODES
     from wqtool.engine.workq.verify import run_log
     report = run_log(discover([corpus[name]])[0], as_of_ns(), engine="reference")
-    expected = ([finding_to_jsonable(f, CODES.of) for f in report.findings if f.code not in REPLAY_CODES]
-                + [finding_to_jsonable(f, CODES.of) for f in report.findings if f.code in REPLAY_CODES])
+    expected = ([finding_to_jsonable(f) for f in report.findings if f.code not in REPLAY_CODES]
+                + [finding_to_jsonable(f) for f in report.findings if f.code in REPLAY_CODES])
     assert loaded[name][2] == expected
     assert any(f["code"] in REPLAY_CODES for f in loaded[name][2])   # every fixture has closing notes at least
     if name in DAMAGE:
@@ -96,13 +95,12 @@ def test_count_is_the_number_of_records(spark, corpus):
 def test_history_false_yields_the_row_level_findings_only(spark, corpus):
     from wqtool.engine.workq.reader import discover
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.exitcodes import CODES
     from wqtool.engine.workq.verify import run_log
     names = ["duplicate-add", "flip-mid-segment", "upstream-a-run1"]
     df = (spark.read.format("workq-findings").option("history", "false").option("as_of", AS_OF)
           .option("paths", json.dumps([corpus[n] for n in names])).load())
     got = [{k: v for k, v in r.asDict().items() if k != "log"} for r in df.collect()]
-    expected = [finding_to_jsonable(f, CODES.of) for n in names
+    expected = [finding_to_jsonable(f) for n in names
                 for f in run_log(discover([corpus[n]])[0], as_of_ns(), engine="reference").findings
                 if f.code not in REPLAY_CODES]
     assert got == expected and any(f["code"] == "WQ-CRC" for f in got)

@@ -17,9 +17,8 @@ def _local(path, limit=None):
 
 def _same(a, b):
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.exitcodes import CODES
-    assert ([finding_to_jsonable(f, CODES.of) for f in a.findings]
-            == [finding_to_jsonable(f, CODES.of) for f in b.findings])
+    assert ([finding_to_jsonable(f) for f in a.findings]
+            == [finding_to_jsonable(f) for f in b.findings])
     assert (a.verdict, a.counts, a.severities, a.records, a.bytes, a.segments, a.last_good) == \
         (b.verdict, b.counts, b.severities, b.records, b.bytes, b.segments, b.last_good)
     assert a.state.digest() == b.state.digest()

@@ -34,10 +34,9 @@ def _local(corpus, name, limit=None):
 
 def _assert_same(fleet, local, name):
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.exitcodes import CODES
     a, b = fleet.report, local
-    assert ([finding_to_jsonable(f, CODES.of) for f in a.findings]
-            == [finding_to_jsonable(f, CODES.of) for f in b.findings]), name
+    assert ([finding_to_jsonable(f) for f in a.findings]
+            == [finding_to_jsonable(f) for f in b.findings]), name
     assert (a.root, a.verdict, dict(a.counts), dict(a.severities), a.records, a.bytes, a.segments,
             a.last_good) == \
         (b.root, b.verdict, dict(b.counts), dict(b.severities), b.records, b.bytes, b.segments, b.last_good), name
@@ -134,14 +133,13 @@ def test_replay_keeps_a_log_whole_verify_splits_it(spark, corpus):
 def test_run_fleet_without_digest_same_findings(spark, corpus):
     """``digest=False`` (what ``verify --engine spark`` asks for): no digest, the findings and counts unchanged."""
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.exitcodes import CODES
     from wqtool.engine.workq.fleet import run_fleet
     from wqtool.spark.cluster import Cluster
     [fl] = run_fleet(Cluster(spark), [_log(corpus, "upstream-a-run1")], as_of_ns(), digest=False)
     local = _local(corpus, "upstream-a-run1")
     assert fl.report.state.digest() == ""
-    assert ([finding_to_jsonable(f, CODES.of) for f in fl.report.findings]
-            == [finding_to_jsonable(f, CODES.of) for f in local.findings])
+    assert ([finding_to_jsonable(f) for f in fl.report.findings]
+            == [finding_to_jsonable(f) for f in local.findings])
     assert (fl.report.verdict, dict(fl.report.counts)) == (local.verdict, dict(local.counts))
 
 

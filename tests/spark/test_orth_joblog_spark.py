@@ -27,9 +27,8 @@ def _logs(name):
 
 def _key(report):
     from wqtool.engine.serialize import finding_to_jsonable
-    from wqtool.exitcodes import CODES
     return (report.root, report.segments, report.records, report.bytes, report.verdict, dict(report.counts),
-            dict(report.severities), report.last_good, [finding_to_jsonable(f, CODES.of) for f in report.findings])
+            dict(report.severities), report.last_good, [finding_to_jsonable(f) for f in report.findings])
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -278,7 +278,6 @@ def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monke
     from wqtool.engine.serialize import finding_to_jsonable
     from wqtool.engine.workq.reader import discover
     from wqtool.engine.workq.verify import run_log
-    from wqtool.exitcodes import CODES
     from wqtool.spark.runner import SparkRunner
     from tests.spark.conftest import as_of_ns
     log, fs_opts = _crc_in_bucket(s3, tmp_path, monkeypatch)
@@ -292,8 +291,8 @@ def test_a_task_stages_a_remote_log_its_machine_lacks(spark, s3, tmp_path, monke
     shutil.rmtree(top)            # the copy's files are not on the task's machine (the driver keeps its stamps)
     [rep] = SparkRunner(spark).verify([lg], [opts])
     local = run_log(discover([log])[0], as_of_ns(), limit=100)
-    assert ([finding_to_jsonable(f, CODES.of) for f in rep.findings]
-            == json.loads(json.dumps([finding_to_jsonable(f, CODES.of) for f in local.findings]).replace(log, uri)))
+    assert ([finding_to_jsonable(f) for f in rep.findings]
+            == json.loads(json.dumps([finding_to_jsonable(f) for f in local.findings]).replace(log, uri)))
     assert (rep.root, rep.records, rep.bytes, rep.verdict) == (uri, local.records, local.bytes, local.verdict)
     assert os.path.isdir(top) and sorted(os.listdir(top)) == sorted(os.listdir(log))   # staged by the task
     shutil.rmtree(top)
