@@ -219,6 +219,19 @@ def _cpu_s(pid: int) -> float:
     return t / tick
 
 
+def _warm_session(kind: str, conf: dict):
+    """A warmed-up ``local[2]`` session: a user's plain PySpark session ("user") or the CLI's ("cli")."""
+    from wqtool.spark.datasources import ensure_sources
+    from wqtool.spark.session import build_session, warm_up
+    if kind == "user":
+        spark = _plain_session("local[2]", conf)
+    else:
+        spark = build_session(master="local[2]", conf=conf)
+        ensure_sources(spark)
+    warm_up(spark)
+    return spark
+
+
 def _plain_session(master: str, conf: list[str]):
     """A session as a user of the data sources builds it (``SparkSession.builder`` and ``wqtool.spark.register``):
     Spark's own JVM settings (its JIT: C1 and C2), not the CLI's (``build_session``: C1 only in local mode)."""
@@ -252,8 +265,6 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
     from shapes import ensure
 
     from wqtool.engine.format import Options, get
-    from wqtool.spark.datasources import ensure_sources
-    from wqtool.spark.session import build_session, warm_up
     log_dir = ensure(os.path.join(out, ".."), scale)
     fmt = get("workq")
     (log,) = fmt.discover([log_dir], Options(AS_OF_NS))
@@ -265,12 +276,7 @@ def count_vs_stats(scale: float, n: int, out: str, conf: list[str], loaded: bool
     try:
         for kind in ("user", "cli"):
             load0 = os.getloadavg()[0]
-            if kind == "user":
-                spark = _plain_session("local[2]", conf)
-            else:
-                spark = build_session(master="local[2]", conf=conf)
-                ensure_sources(spark)
-            warm_up(spark)
+            spark = _warm_session(kind, conf)
             src = spark.read.format("workq").load(log_dir)
             parts = src.rdd.getNumPartitions()
             records = src.count()                    # warm: the source's first job, the workers' imports,
@@ -317,15 +323,8 @@ def count_child(kind: str, scale: float, out: str, conf: list[str], warm_counts:
     and CPU seconds (this process's descendants: the JVM and the Python workers)."""
     from shapes import ensure
 
-    from wqtool.spark.datasources import ensure_sources
-    from wqtool.spark.session import build_session, warm_up
     log_dir = ensure(os.path.join(out, ".."), scale)
-    if kind == "user":
-        spark = _plain_session("local[2]", conf)
-    else:
-        spark = build_session(master="local[2]", conf=conf)
-        ensure_sources(spark)
-    warm_up(spark)
+    spark = _warm_session(kind, conf)
     src = spark.read.format("workq").load(log_dir)
     for _ in range(warm_counts):
         src.count()

@@ -38,22 +38,8 @@ def file_batches(log, i: int, start_index: int, *, payload: str, schema, file_na
     from the first record the kernel refuses, the reference reader's events (records and findings, as
     ``Passes.file_events`` yields them) of the rest of the segment; None: the reference path reads the segment
     (no C kernel, a payload rendering the kernel has not, a header the reader reports on)."""
-    from . import fastreplay
-    if fastreplay.KERNEL != "c" or payload not in _MODES:
-        return None
-    from ..fileio import FileView
-    from .reader import header_finding
-    seg = log.segments[i]
-    sd = FileView(seg)
-    try:
-        f, scan = header_finding(sd, start_index, seg is log.newest)
-    except BaseException:
-        sd.close()
-        raise
-    if f is not None or not scan:
-        sd.close()
-        return None
-    return _batches(log, seg, sd, start_index, _MODES[payload], schema, file_name, values)
+    return file_batches_at(log, i, start_index, 0, payload=payload, schema=schema, file_name=file_name,
+                           values=values)
 
 
 def file_batches_at(log, i: int, start_index: int, at: int, *, payload: str, schema, file_name: str,
@@ -88,10 +74,10 @@ def file_batches_at(log, i: int, start_index: int, at: int, *, payload: str, sch
     return _batches(log, seg, sd, index, _MODES[payload], schema, file_name, values, pos)
 
 
-def _batches(log, seg, sd, index: int, mode: int, schema, file_name: str, values: dict, pos: int | None = None):
+def _batches(log, seg, sd, index: int, mode: int, schema, file_name: str, values: dict, pos: int):
     import pyarrow as pa
 
-    from ...formats.workq import HEADER_SIZE, CmdType
+    from ...formats.workq import CmdType
     from ...offsets import printable
     from . import _kernel
     columns = _kernel.record_columns
@@ -100,7 +86,6 @@ def _batches(log, seg, sd, index: int, mode: int, schema, file_name: str, values
     base = printable(os.path.basename(seg.path)).encode("utf-8", "surrogatepass")
     with sd:
         data, end = sd.data, sd.size
-        pos = HEADER_SIZE if pos is None else pos
         while pos < end:
             pos2, index2, n, why, cols = columns(data, pos, end, base, index, mode, CHUNK_ROWS, CHUNK_BYTES)
             if n:

@@ -394,6 +394,18 @@ static PyObject *p_record(PyObject *self, PyObject *args)
     return out;
 }
 
+/* framed() with the payload's first fields written: CMD || JOB_ID; *o is past them */
+static PyObject *framed_cmd(long long ns, Py_ssize_t plen, int cmd, const void *jid, unsigned char **o)
+{
+    PyObject *out = framed(ns, plen, o);
+    if (out != NULL) {
+        *(*o)++ = (unsigned char)cmd;
+        memcpy(*o, jid, JOB_ID_SIZE);
+        *o += JOB_ID_SIZE;
+    }
+    return out;
+}
+
 /* add_record(unix_ns, cmd, job_id, name, ttr, ttl, priority, max_attempts, max_fails, body, time_ns, created_ns):
  * the framed record of an add (cmd CMD_ADD) or schedule (CMD_SCHEDULE) command, time_ns None for the Go zero time:
  * encode_record(GoTime.from_unix_ns(unix_ns), encode_payload(Command(...))) in C (the field order of
@@ -430,12 +442,9 @@ static PyObject *p_add_record(PyObject *self, PyObject *args)
         + uvarint_len(ttl) + uvarint_len(zz) + uvarint_len(ma) + uvarint_len(mf)
         + uvarint_len((uint64_t)body.len) + body.len + 2 * GO_TIME_SIZE;
     unsigned char *o;
-    out = framed(ns, plen, &o);
+    out = framed_cmd(ns, plen, cmd, jid.buf, &o);
     if (out == NULL)
         goto done;
-    *o++ = (unsigned char)cmd;
-    memcpy(o, jid.buf, JOB_ID_SIZE);
-    o += JOB_ID_SIZE;
     o = put_uvarint(o, (uint64_t)name.len);
     memcpy(o, name.buf, (size_t)name.len);
     o += name.len;
@@ -480,12 +489,9 @@ static PyObject *p_short_record(PyObject *self, PyObject *args)
     Py_ssize_t rlen = res == Py_None ? 0 : PyBytes_GET_SIZE(res);
     Py_ssize_t plen = 1 + JOB_ID_SIZE + (res == Py_None ? 0 : uvarint_len((uint64_t)rlen) + rlen);
     unsigned char *o;
-    out = framed(ns, plen, &o);
+    out = framed_cmd(ns, plen, cmd, jid.buf, &o);
     if (out == NULL)
         goto done;
-    *o++ = (unsigned char)cmd;
-    memcpy(o, jid.buf, JOB_ID_SIZE);
-    o += JOB_ID_SIZE;
     if (res != Py_None) {
         o = put_uvarint(o, (uint64_t)rlen);
         memcpy(o, PyBytes_AS_STRING(res), (size_t)rlen);
