@@ -70,7 +70,7 @@ def job_doc(j: JobDiff, instants: bool = False) -> dict:
 
 def _finding(f, side: str) -> dict:
     doc = finding_to_jsonable(f)
-    doc.pop("exit_class", None)        # findings carry their severity, not an exit code
+    doc.pop("verdict", None)           # a finding in diff's JSON carries its severity, as in every command's
     doc["side"] = side
     doc["at"] = at(f.path, f.offset) if f.offset is not None else None
     return doc
