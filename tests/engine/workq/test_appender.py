@@ -227,3 +227,23 @@ def test_syncfs_flushes_or_raises(tmp_path):
         os.close(fd)
     with pytest.raises(OSError):
         appender_mod.syncfs(fd)                   # closed: EBADF, not a silent success
+
+
+def test_no_empty_segment_is_on_disk_while_the_roll_over_syncs_the_directory(tmp_path, monkeypatch):
+    """A kill during a roll-over's directory fsync must not leave a 0-byte newest segment (workq-server, and so
+    serve, refuse to start on one: "invalid segment header: EOF"): the new segment's header and first records are
+    written before the directory is synced, so every file the fsync could make durable has its header."""
+    d = str(tmp_path)
+    seen = []
+
+    def fsync_dir(directory):
+        seen.append({n: os.path.getsize(os.path.join(directory, n)) for n in os.listdir(directory)
+                     if n.endswith(".log")})
+    monkeypatch.setattr(appender_mod, "fsync_dir", fsync_dir)
+    ap = Appender(d, segment_size=200)
+    ap.open()
+    for r in records(20):
+        ap.append([r])
+    ap.close()
+    assert len(seen) == ap.rolls == 4
+    assert all(size > 0 for sizes in seen for size in sizes.values()), seen

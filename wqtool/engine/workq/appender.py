@@ -100,8 +100,8 @@ class Appender:
     def __init__(self, directory: str, *, segment_size: int = DEFAULT_SEGMENT_SIZE, mode: int = 0o666,
                  defer_roll_sync=None):
         self.directory = directory
-        #: None: a roll-over fsyncs the segment it leaves, then the directory after creating the new one, before
-        #: the append goes on. Else a callable called with the old segment's descriptor (it takes it over: fsync,
+        #: None: a roll-over fsyncs the segment it leaves, then the directory once the new one holds its header and
+        #: first records (never while it is empty), before the append goes on. Else a callable called with the old segment's descriptor (it takes it over: fsync,
         #: close), then with None once the new segment exists (fsync the directory), in that order; the server
         #: runs them in one background thread under -cmdlog-sync interval / os
         self.defer_roll_sync = defer_roll_sync
@@ -163,10 +163,11 @@ class Appender:
         fd = os.open(path, _CREATE, self.mode)
         self.fd, self.seq, self.size, self._path, self._head_due = fd, seq, HEADER_SIZE, path, True
         self.rolls += 1
-        if defer is None:
-            fsync_dir(self.directory)
-        else:
+        if defer is not None:
             defer(None)
+        # else: the directory is fsync'd right after the segment's first write (``_write_run``), not here: a
+        # kill between the create and that write would leave a 0-byte newest segment, which workq-server (and
+        # so serve) refuses to start on; the window is now the few instructions between them, not a dir fsync
 
     def append(self, records: Sequence[bytes]) -> int:
         """Write ``records`` (each one whole framed record), rolling over as upstream does; returns the bytes
@@ -226,6 +227,8 @@ class Appender:
             else:
                 self.repair_tail()
             raise
+        if self._head_due and self.defer_roll_sync is None:
+            fsync_dir(self.directory)       # the new segment's name, durable before any of its records is acked
         self._head_due = False
         self.size += nbytes
         self.bytes_written += nbytes
