@@ -167,3 +167,31 @@ def test_detection_and_discovery_list_a_directory_once(fixture, monkeypatch):
     monkeypatch.setattr(os, "listdir", lambda p=".": listed.append(os.path.abspath(p)) or real_listdir(p))
     assert registry.resolve([path], "auto", Options(0))
     assert listed.count(os.path.abspath(path)) == 1, listed
+
+
+def test_a_sharing_format_that_claimed_weakly_first_is_not_asked_again(tmp_path):
+    """Registry order puts a sharing format that only claims weakly before the one that claims strongly: the
+    second's strong claim is the PATH's, and the first's weak answer, already given, is reused rather than asked
+    again when the shared directory's other logs are looked for."""
+    weak = _dir_format("toyw", ".toyw", frozenset({"toyx"}))
+    strong = registry.register(_dir_format("toyx", ".toyx", frozenset({"toyw"})))
+    asked = []
+    real = weak.detect
+
+    def weakly(path):
+        asked.append(path)
+        return Evidence(False, "named like one") if real(path) is not None else None
+    weak.detect = weakly
+    registry.unregister("toyx")
+    registry.register(weak)
+    registry.register(strong)
+    try:
+        d = tmp_path / "spool"
+        d.mkdir()
+        (d / "one.toyw").write_bytes(b"TOY1\nset a\n")
+        (d / "two.toyx").write_bytes(b"TOY1\nset b\n")
+        assert [f.name for f, _ in registry.detect_all(str(d))] == ["toyx"]
+        assert asked == [str(d)]
+    finally:
+        registry.unregister("toyw")
+        registry.unregister("toyx")
