@@ -51,6 +51,49 @@ def test_the_finder_sees_the_literals_it_forbids(tmp_path):
     assert [x.split(": ")[0] for x in _literals([str(p)])] == ["k.c:1", "k.c:2"]
 
 
+#: a record's layout written as numbers: a load at a literal offset (the Go time's seconds at 1, nanoseconds at 9, its
+#: zone at 13, the second time 15 on), the CRC's 4 bytes, the smallest frame (20) or payload (17), the two times (30)
+LAYOUT = (r"\bbe(64|32)s?\([^()]*\+ \d+\)", r"\+ (4|9|13|14|15|16|17|24|30)\b", r"(?<![<>])[<>]=? (17|20|30|37|38|40)\b",
+          r"\bd\[\w+\] != 1\b")
+#: the same numbers that are something else: SIZE's varint read at most 4 bytes long, a column's buffer
+NOT_LAYOUT = (r"GO_TIME_SIZE \+ 4,", r"base_len \+ 24\b")
+
+
+def _layout_literals(sources) -> list[str]:
+    bad = []
+    for path in sources:
+        for n, line in _code(path):
+            rest = line
+            for ok in NOT_LAYOUT:
+                rest = re.sub(ok, "", rest)
+            if any(re.search(p, rest) for p in LAYOUT):
+                bad.append(f"{os.path.basename(path)}:{n}: {line.strip()}")
+    return bad
+
+
+def test_no_record_layout_literal_in_the_kernel():
+    """The record's layout comes from the schema (consts.h: GO_TIME_SEC_AT, GO_TIME_NSEC_AT, GO_TIME_ZONE_AT,
+    CRC_SIZE, FRAME_MIN, PAYLOAD_MIN), and a Go time becomes nanoseconds in one place (util.h's go_time_ns)."""
+    assert _layout_literals(SOURCES) == []
+
+
+def test_the_layout_finder_sees_what_it_forbids(tmp_path):
+    p = tmp_path / "k.c"
+    p.write_text("i128 t = be64s(d + pos + 1) * NS;\n"          # a time's seconds at a literal offset
+                 "Py_ssize_t nxt = pend + 4;\n"                  # the CRC's size
+                 "if (end - pos < 20 || d[pos] != 1) return -1;\n"
+                 "if (uvar(d, pos + GO_TIME_SIZE, pos + GO_TIME_SIZE + 4, &s, &q) < 0) x = y + CRC_SIZE;\n")
+    assert [x.split(": ")[0] for x in _layout_literals([str(p)])] == ["k.c:1", "k.c:2", "k.c:3"]
+
+
+def test_a_go_time_becomes_nanoseconds_in_one_place():
+    """Only util.h's go_time_ns turns a Go time's seconds into nanoseconds (UNIX_TO_INTERNAL times NS); the kernel's
+    other uses of the constant hand it to Python as a value."""
+    uses = [line for path in SOURCES for _, line in _code(path) if re.search(r"UNIX_TO_INTERNAL\)? \* NS", line)]
+    util = open(os.path.join(KERNEL, "kernel", "util.h"), encoding="utf-8").read()
+    assert uses == [] and util.count("UNIX_TO_INTERNAL) * NS") == 1
+
+
 def test_the_lease_rule_is_written_once_per_language():
     c = "".join(open(p, encoding="utf-8").read() for p in SOURCES)
     assert len(re.findall(r"ttr \* NS_PER_MS", c)) == 1

@@ -218,7 +218,7 @@ static PyObject *k_record_columns(PyObject *self, PyObject *args)
         memcpy(o, base, (size_t)base_len);
         o = w_hex64(W(o + base_len, "@0x"), (uint64_t)pos);
         rc_end(&cols[RC_AT], row, 1, o);
-        if (rc_time(&cols[RC_TIME], row, 1, go_ns(d + pos)) < 0)
+        if (rc_time(&cols[RC_TIME], row, 1, go_time_ns(d + pos)) < 0)
             goto done;
         if ((o = rc_begin(&cols[RC_JOB_ID], 40)) == NULL)
             goto done;
@@ -228,8 +228,8 @@ static PyObject *k_record_columns(PyObject *self, PyObject *args)
                 goto done;
             rc_end(&cols[RC_NAME], row, 1, w_latin1_raw(o, d + r.pname, (size_t)r.n));
             const uint8_t *t = d + r.ptime;
-            if (rc_time(&cols[RC_SCHEDULED], row, be64s(t + 1) != 0 || be32s(t + 9) != 0, go_ns(t)) < 0 ||
-                rc_time(&cols[RC_CREATED], row, 1, go_ns(t + 15)) < 0 ||
+            if (rc_time(&cols[RC_SCHEDULED], row, !go_time_is_zero(t), go_time_ns(t)) < 0 ||
+                rc_time(&cols[RC_CREATED], row, 1, go_time_ns(t + GO_TIME_SIZE)) < 0 ||
                 rc_bytes(&cols[RC_PAYLOAD], row, d + r.ppl, (size_t)r.plen, mode) < 0)
                 goto done;
         } else {

@@ -24,6 +24,9 @@
 
 /* limits (wqtool.formats.workq) */
 #define HEADER_SIZE 8
+#define CRC_SIZE 4       /* a record's CRC-32C, after TIME | SIZE | PAYLOAD */
+#define PAYLOAD_MIN (1 + JOB_ID_SIZE)    /* a command byte and a job id */
+#define FRAME_MIN (GO_TIME_SIZE + 1 + CRC_SIZE)    /* TIME, a one-byte SIZE, CRC */
 #define JOB_ID_SIZE 16
 #define SIZE_CAP 2097152
 #define MAX_NAME_LEN 255
@@ -38,6 +41,10 @@
 /* Go binary time (wqtool.formats._common) */
 #define GO_TIME_VERSION 1
 #define GO_TIME_SIZE 15
+#define GO_TIME_SEC_AT 1       /* int64 big-endian seconds since year 1 */
+#define GO_TIME_NSEC_AT 9      /* int32 big-endian nanoseconds */
+#define GO_TIME_ZONE_AT 13     /* int16 big-endian zone offset in minutes */
+#define GO_TIME_ZONE_UTC -1   /* the zone of a time in UTC (FF FF) */
 #define UNIX_TO_INTERNAL 62135596800LL
 #define NS 1000000000LL
 #define NS_PER_MS 1000000LL      /* TTR and TTL are milliseconds */

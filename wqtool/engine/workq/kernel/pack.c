@@ -12,7 +12,7 @@
  *   failed     the same + fail <result>; a failed job with an empty result at max-attempts: attempts pairs
  * A segment takes records while its size is below the limit (the first record always): upstream's appender. */
 
-#define PACK_ID_RECORD (GO_TIME_SIZE + 1 + 1 + JOB_ID_SIZE + 4)   /* every id-only record: 37 bytes */
+#define PACK_ID_RECORD (GO_TIME_SIZE + 1 + PAYLOAD_MIN + CRC_SIZE)   /* every id-only record: 37 bytes */
 
 typedef struct {
     uint64_t pairs;     /* (start-attempt, timeout-attempt) pairs first */
@@ -77,8 +77,8 @@ static inline int uvarint_len(uint64_t v)
 
 static inline uint64_t pack_result_record_len(uint32_t res_len)
 {
-    uint64_t n = 1 + JOB_ID_SIZE + uvarint_len(res_len) + res_len;
-    return GO_TIME_SIZE + uvarint_len(n) + n + 4;
+    uint64_t n = PAYLOAD_MIN + uvarint_len(res_len) + res_len;
+    return GO_TIME_SIZE + uvarint_len(n) + n + CRC_SIZE;
 }
 
 /* The length of record k of the tail (0-based), in tail order. */
@@ -159,12 +159,12 @@ static int64_t pack_src_len(const PackSources *s, const JobRec *j)
         if (c < 0x80)
             break;
     }
-    if (size > SIZE_CAP || p + size + 4 > end) {
+    if (size > SIZE_CAP || p + size + CRC_SIZE > end) {
         PyErr_Format(PyExc_ValueError, "%u %llu: the record runs past the segment", j->seg,
                      (unsigned long long)j->off);
         return -1;
     }
-    return (int64_t)(p + size + 4 - j->off);
+    return (int64_t)(p + size + CRC_SIZE - j->off);
 }
 
 static JobRec *pack_job(JobTable *t, const uint8_t *id)
@@ -275,7 +275,7 @@ static uint8_t *pack_put_synth(uint8_t *w, const uint8_t *time15, uint8_t cmd, c
     uint8_t *start = w;
     memcpy(w, time15, GO_TIME_SIZE);
     w += GO_TIME_SIZE;
-    uint64_t n = 1 + JOB_ID_SIZE + (with_result ? uvarint_len(res_len) + res_len : 0);
+    uint64_t n = PAYLOAD_MIN + (with_result ? uvarint_len(res_len) + res_len : 0);
     for (uint64_t v = n; ; v >>= 7) {
         *w++ = (uint8_t)((v & 0x7F) | (v >= 0x80 ? 0x80 : 0));
         if (v < 0x80)
@@ -299,7 +299,7 @@ static uint8_t *pack_put_synth(uint8_t *w, const uint8_t *time15, uint8_t cmd, c
     w[1] = (uint8_t)(c >> 16);
     w[2] = (uint8_t)(c >> 8);
     w[3] = (uint8_t)c;
-    return w + 4;
+    return w + CRC_SIZE;
 }
 
 PyDoc_STRVAR(jt_pack_segment_doc,
@@ -370,13 +370,12 @@ static PyObject *jt_pack_segment(JobTable *t, PyObject *args)
                 goto done;
             }
             const uint8_t *r = (const uint8_t *)src.views[j->seg].buf + j->off;
-            uint32_t stored = ((uint32_t)r[ln - 4] << 24) | ((uint32_t)r[ln - 3] << 16) | ((uint32_t)r[ln - 2] << 8) |
-                              r[ln - 1];
+            uint32_t stored = be32(r + ln - CRC_SIZE);
             uint32_t q = GO_TIME_SIZE;
             while (q < ln && (r[q] & 0x80))
                 q++;
             q++;
-            if (crc32c(r, ln - 4) != stored || q + 1 + JOB_ID_SIZE > ln ||
+            if (crc32c(r, ln - CRC_SIZE) != stored || q + PAYLOAD_MIN > ln ||
                 (r[q] != CMD_ADD && r[q] != CMD_SCHEDULE) || memcmp(r + q + 1, j->id, JOB_ID_SIZE) != 0) {
                 PyErr_Format(PyExc_ValueError, "%u %llu: the record there is no longer the job's add/schedule",
                              j->seg, (unsigned long long)j->off);

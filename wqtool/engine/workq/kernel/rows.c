@@ -307,8 +307,6 @@ static inline int rvar(const uint8_t *d, Py_ssize_t *pp, Py_ssize_t end, uint64_
     return 0;
 }
 
-static inline i128 go_ns(const uint8_t *t) { return ((i128)be64s(t + 1) - UNIX_TO_INTERNAL) * NS + be32s(t + 9); }
-
 /* one record at d[pos:end], framed, checked and decoded as encode_records reads it (the reader's framing,
    fastpath.decode_payload's payload): NULL and its fields in *r, else why it is refused */
 typedef struct {
@@ -321,26 +319,26 @@ typedef struct {
 
 static const char *rec_decode(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, RecF *r)
 {
-    if (end - pos < 20 || d[pos] != 1)
+    if (end - pos < FRAME_MIN || d[pos] != GO_TIME_VERSION)
         return "no record here";
     uint64_t size;
-    Py_ssize_t q = pos + 15;
-    if (rvar(d, &q, end, &size) < 0 || size > SIZE_CAP || (uint64_t)(end - q) < size + 4)
+    Py_ssize_t q = pos + GO_TIME_SIZE;
+    if (rvar(d, &q, end, &size) < 0 || size > SIZE_CAP || (uint64_t)(end - q) < size + CRC_SIZE)
         return "a record does not frame";
     Py_ssize_t pend = q + (Py_ssize_t)size;
-    r->nxt = pend + 4;
+    r->nxt = pend + CRC_SIZE;
     r->stored = be32(d + pend);
     if (crc32c(d + pos, (size_t)(pend - pos)) != r->stored)
         return "crc mismatch";
-    if (size < 17 || d[q] < 1 || d[q] > 8)
+    if (size < PAYLOAD_MIN || d[q] < CMD_ADD || d[q] > CMD_MAX)
         return "an undecodable payload";
     int c = d[q];
     r->c = c;
     r->jid = d + q + 1;
-    Py_ssize_t p = q + 17;
+    Py_ssize_t p = q + PAYLOAD_MIN;
     r->n = r->ttr = r->ttl = r->zz = r->ma = r->mf = r->plen = r->rlen = 0;
     r->pname = r->ppl = r->ptime = r->pres = 0;
-    if (c <= 2) {
+    if (c == CMD_ADD || c == CMD_SCHEDULE) {
         if (rvar(d, &p, pend, &r->n) < 0 || (uint64_t)(pend - p) < r->n)
             return "an undecodable payload";
         r->pname = p;
@@ -351,10 +349,10 @@ static const char *rec_decode(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, 
             return "an undecodable payload";
         r->ppl = p;
         p += (Py_ssize_t)r->plen;
-        if (pend - p != 30 || d[p] != 1 || d[p + 15] != 1)
+        if (pend - p != 2 * GO_TIME_SIZE || d[p] != GO_TIME_VERSION || d[p + GO_TIME_SIZE] != GO_TIME_VERSION)
             return "an undecodable payload";
         r->ptime = p;
-    } else if (c <= 4) {
+    } else if (c == CMD_COMPLETE || c == CMD_FAIL) {
         if (rvar(d, &p, pend, &r->rlen) < 0 || (uint64_t)(pend - p) != r->rlen)
             return "an undecodable payload";
         r->pres = p;
@@ -436,13 +434,13 @@ static PyObject *k_encode_records(PyObject *self, PyObject *args)
         o = W(o, ", \"record_index\": ");
         o = w_i64(o, index);
         o = W(o, ", \"time\": \"");
-        o = w_time(o, go_ns(d + pos));
+        o = w_time(o, go_time_ns(d + pos));
         o = W(o, "\", \"cmd\": \"");
         o = w_str(o, CMD_LABEL[c]);
         o = W(o, "\", \"job_id\": \"");
         o = w_uuid(o, jid);
         o = W(o, "\", \"name\": ");
-        if (c <= 2) {
+        if (c == CMD_ADD || c == CMD_SCHEDULE) {
             *o++ = '"';
             o = w_latin1(o, d + pname, (size_t)n);
             o = W(o, "\", \"priority\": ");
@@ -456,9 +454,9 @@ static PyObject *k_encode_records(PyObject *self, PyObject *args)
             o = W(o, ", \"max_fails\": ");
             o = w_u64(o, mf);
             o = W(o, ", \"scheduled\": ");
-            o = w_time_or_null(o, be64s(d + ptime + 1) != 0 || be32s(d + ptime + 9) != 0, go_ns(d + ptime));
+            o = w_time_or_null(o, !go_time_is_zero(d + ptime), go_time_ns(d + ptime));
             o = W(o, ", \"created\": \"");
-            o = w_time(o, go_ns(d + ptime + 15));
+            o = w_time(o, go_time_ns(d + ptime + GO_TIME_SIZE));
             o = W(o, "\", \"payload_len\": ");
             o = w_u64(o, plen);
             o = W(o, ", \"payload\": ");

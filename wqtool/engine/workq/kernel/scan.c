@@ -316,19 +316,19 @@ done:
    after it starts: for prefetching only (the scan checks every record itself) */
 static inline Py_ssize_t peek_id(const unsigned char *d, Py_ssize_t at, Py_ssize_t end, Py_ssize_t *next)
 {
-    if (at < 0 || end - at < 40)
+    if (at < 0 || end - at < FRAME_MIN + 1 + PAYLOAD_MIN)
         return -1;
-    size_t s = d[at + 15];
-    Py_ssize_t q = at + 16;
+    size_t s = d[at + GO_TIME_SIZE];
+    Py_ssize_t q = at + GO_TIME_SIZE + 1;
     if (s >= 0x80) {
-        if (d[at + 16] >= 0x80)
+        if (d[q] >= 0x80)
             return -1;
-        s = (s & 0x7F) | ((size_t)d[at + 16] << 7);
+        s = (s & 0x7F) | ((size_t)d[q] << 7);
         q++;
     }
-    if (s < 17 || (size_t)(end - q) < s + 4)
+    if (s < PAYLOAD_MIN || (size_t)(end - q) < s + CRC_SIZE)
         return -1;
-    *next = q + (Py_ssize_t)s + 4;
+    *next = q + (Py_ssize_t)s + CRC_SIZE;
     return q + 1;
 }
 
@@ -449,7 +449,6 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
         goto fail;
     }
     const unsigned char *d = (const unsigned char *)view.buf;
-    const i128 unix_ns = (i128)UNIX_TO_INTERNAL * NS;
     /* the index is the scan's cost (cache misses): the slot of the job two records ahead and the record of the
        job one ahead are loaded while this one is worked on; `hnext` carries the next record's id hash */
     uint64_t hcur = 0, hnext = 0;
@@ -460,7 +459,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
         idcur = idnext;
         idnext = -1;
         /* framing: TIME (version 1) | SIZE (at most 3 varint bytes, <= SIZE_CAP) | PAYLOAD | CRC-32C */
-        if (end - pos < 20 || d[pos] != GO_TIME_VERSION)
+        if (end - pos < FRAME_MIN || d[pos] != GO_TIME_VERSION)
             goto help;
         uint64_t s = d[pos + GO_TIME_SIZE];
         Py_ssize_t q;
@@ -471,13 +470,13 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 goto help;
         }
         Py_ssize_t pend = q + (Py_ssize_t)s;
-        Py_ssize_t nxt = pend + 4;
-        if (nxt > end || s < 1 + JOB_ID_SIZE)
+        Py_ssize_t nxt = pend + CRC_SIZE;
+        if (nxt > end || s < PAYLOAD_MIN)
             goto help;
         /* every partition checks every CRC: all of them resynchronise on the same damage */
         if (crc32c(d + pos, (size_t)(pend - pos)) != be32(d + pend))
             goto help;
-        if ((d[pos + 13] != 255 || d[pos + 14] != 255) && !zone_warned)
+        if (!go_time_is_utc(d + pos) && !zone_warned)
             goto help;                                /* the segment's first zone offset: the reader's WQ-ZONE */
         if (nparts > 1 && (ranged ? ((long long)(d[q + 1] << 8 | d[q + 2]) < id_lo ||
                                      (long long)(d[q + 1] << 8 | d[q + 2]) >= id_hi)
@@ -509,7 +508,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
         size_t snlen = 0;
         uint8_t sbuf[MAX_NAME_LEN + 1];
         if (c >= CMD_DELETE) {                        /* delete, expire, start-attempt, timeout-attempt */
-            if (c > CMD_MAX || s != 1 + JOB_ID_SIZE)
+            if (c > CMD_MAX || s != PAYLOAD_MIN)
                 goto help;
             size_t slot;
             Py_ssize_t ix = jt_find_h(t, jid, hcur, &slot);
@@ -563,11 +562,11 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             if (sj != NULL)
                 sa = sj->state;
         } else if (c == CMD_COMPLETE || c == CMD_FAIL) {
-            uint64_t r = d[q + 1 + JOB_ID_SIZE];
+            uint64_t r = d[q + PAYLOAD_MIN];
             Py_ssize_t rs;
             if (r < 0x80) {
                 rs = q + 2 + JOB_ID_SIZE;
-            } else if (uvar(d, q + 1 + JOB_ID_SIZE, pend, &r, &rs) < 0) {
+            } else if (uvar(d, q + PAYLOAD_MIN, pend, &r, &rs) < 0) {
                 goto help;
             }
             if (rs > pend || r != (uint64_t)(pend - rs) || r > MAX_RESULT_BYTES)
@@ -597,7 +596,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             }
         } else if (c == CMD_ADD || c == CMD_SCHEDULE) {
             Py_ssize_t lim = pend - 2 * GO_TIME_SIZE; /* where the two times must start */
-            Py_ssize_t p = q + 1 + JOB_ID_SIZE;
+            Py_ssize_t p = q + PAYLOAD_MIN;
             uint64_t n, ttr, ttl, zz, ma, mf, plen;
             if (ivar(d, &p, lim, &n) < 0)
                 goto help;
@@ -614,10 +613,8 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             p = lim;
             if (d[p] != GO_TIME_VERSION || d[p + GO_TIME_SIZE] != GO_TIME_VERSION)
                 goto help;
-            i128 tsec = be64s(d + p + 1), tnsec = be32s(d + p + 9);
-            i128 csec = be64s(d + p + 16), cnsec = be32s(d + p + 24);
-            i128 created = csec * NS - unix_ns + cnsec;
-            i128 sched = tsec * NS - unix_ns + tnsec;
+            i128 created = go_time_ns(d + p + GO_TIME_SIZE);
+            i128 sched = go_time_ns(d + p);
             i128 log_exp = (c == CMD_ADD ? created : sched) + (i128)ttl * NS_PER_MS;
             int expired;
             if (asof_fast) {
@@ -691,7 +688,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
             goto help;                                /* WQ-UNKNOWN-CMD */
         }
         if (acc != NULL) {                            /* the record is taken: its place in the series */
-            i128 tr = (i128)be64s(d + pos + 1) * NS - unix_ns + be32s(d + pos + 9);
+            i128 tr = go_time_ns(d + pos);
             int64_t base = 0;
             uint32_t att = 0;
             if (sj != NULL) {                         /* still live: its row is where it was */
@@ -707,7 +704,7 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
                 goto fail;
         }
         if (stats != NULL) {                          /* the record is taken: what stats needs of it */
-            i128 tr = (i128)be64s(d + pos + 1) * NS - unix_ns + be32s(d + pos + 9);
+            i128 tr = go_time_ns(d + pos);
             stats->records[c]++;
             stats->bytes[c] += (uint64_t)(nxt - pos);
             if (!stats->have_t || tr < stats->tmin)

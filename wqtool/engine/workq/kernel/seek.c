@@ -14,7 +14,7 @@
 static inline Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t *q,
                                     int decode)
 {
-    if (end - pos < 20 || d[pos] != GO_TIME_VERSION)
+    if (end - pos < FRAME_MIN || d[pos] != GO_TIME_VERSION)
         return -1;
     uint64_t s = d[pos + GO_TIME_SIZE];
     if (s < 0x80) {
@@ -23,23 +23,23 @@ static inline Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_s
         return -1;
     }
     Py_ssize_t pend = *q + (Py_ssize_t)s;
-    if (pend + 4 > end || s < 1 + JOB_ID_SIZE)
+    if (pend + CRC_SIZE > end || s < PAYLOAD_MIN)
         return -1;
     if (crc32c(d + pos, (size_t)(pend - pos)) != be32(d + pend))
         return -1;
     if (!decode)
-        return pend + 4;
+        return pend + CRC_SIZE;
     /* the payload decodes as scan.c decodes it (an undecodable one is the reference's: its payload finding) */
-    Py_ssize_t p = *q + 1 + JOB_ID_SIZE;
+    Py_ssize_t p = *q + PAYLOAD_MIN;
     int c = d[*q];
     uint64_t v, plen;
     if (c >= CMD_DELETE)
-        return c <= CMD_MAX && s == 1 + JOB_ID_SIZE ? pend + 4 : -1;
+        return c <= CMD_MAX && s == PAYLOAD_MIN ? pend + CRC_SIZE : -1;
     if (c == CMD_COMPLETE || c == CMD_FAIL) {
         Py_ssize_t rs;
         if (uvar(d, p, pend, &v, &rs) < 0 || rs > pend || v != (uint64_t)(pend - rs))
             return -1;
-        return pend + 4;
+        return pend + CRC_SIZE;
     }
     if (c != CMD_ADD && c != CMD_SCHEDULE)
         return -1;
@@ -54,13 +54,13 @@ static inline Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_s
         return -1;
     if (d[lim] != GO_TIME_VERSION || d[lim + GO_TIME_SIZE] != GO_TIME_VERSION)
         return -1;
-    return pend + 4;
+    return pend + CRC_SIZE;
 }
 
 /* the record's time, ns since the Unix epoch (its TIME field; version 1 checked by walk_frame) */
 static inline i128 walk_time(const unsigned char *d, Py_ssize_t pos)
 {
-    return (i128)be64s(d + pos + 1) * NS - (i128)UNIX_TO_INTERNAL * NS + be32s(d + pos + 9);
+    return go_time_ns(d + pos);
 }
 
 /* an int or None as an i128 bound (*has = 0 for None) */

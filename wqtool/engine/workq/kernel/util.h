@@ -87,6 +87,25 @@ static inline int64_t be64s(const unsigned char *p)
 
 static inline int32_t be32s(const unsigned char *p) { return (int32_t)be32(p); }
 
+/* A Go binary time at t (its version checked by the caller), in ns since the Unix epoch: the one conversion of the
+   kernel (GoTime.to_unix_ns in wqtool/formats/_common.py) */
+static inline i128 go_time_ns(const unsigned char *t)
+{
+    return ((i128)be64s(t + GO_TIME_SEC_AT) - UNIX_TO_INTERNAL) * NS + be32s(t + GO_TIME_NSEC_AT);
+}
+
+/* Go's zero time (seconds and nanoseconds 0): a schedule-job's run-at when it has none */
+static inline int go_time_is_zero(const unsigned char *t)
+{
+    return be64s(t + GO_TIME_SEC_AT) == 0 && be32s(t + GO_TIME_NSEC_AT) == 0;
+}
+
+/* whether the time's zone is UTC's (the only zone workq-server writes) */
+static inline int go_time_is_utc(const unsigned char *t)
+{
+    return (int16_t)((t[GO_TIME_ZONE_AT] << 8) | t[GO_TIME_ZONE_AT + 1]) == GO_TIME_ZONE_UTC;
+}
+
 static PyObject *pylong_i128(i128 x)
 {
     if (x >= (i128)INT64_MIN && x <= (i128)INT64_MAX)
