@@ -211,6 +211,8 @@ class SparkRun:
     def stats(self, d: str) -> dict:
         from wqtool.commands._options import parse_time
         from wqtool.engine.format import Options, resolve
+        from wqtool.exitcodes import resolve as resolve_codes
+        from wqtool.render.outcome import Resolved
         from wqtool.render.stats import stats_doc, write_stats
         from wqtool.spark.fleet import fleet_stats
         opts = Options(parse_time(AS_OF, "--as-of"))
@@ -223,7 +225,8 @@ class SparkRun:
         cpu = sum(c - cpu0.get(p, 0.0) for p, c in cpu1.items())
         views = [log.fmt.state_view(r.state, log.data) for log, (r, _, _) in zip(logs, per)]
         buf = io.StringIO()
-        write_stats(buf, stats_doc([(r, v, st, n) for v, (r, st, n) in zip(views, per)], jobs), "json")
+        codes = Resolved(*resolve_codes([r.verdict for r, _, _ in per]))          # the codes the CLI's edge would give
+        write_stats(buf, stats_doc([(r, v, st, n) for v, (r, st, n) in zip(views, per)], jobs, codes), "json")
         return {"seconds": secs, "cpu": cpu, "rss_mib": self.rss.peak, "out": buf.getvalue(),
                 "load": f"{before} -> {load()}"}
 
