@@ -197,6 +197,25 @@ def tree_cpu() -> dict[int, float]:
     return {p: c for p, (_, c) in _tree(os.getpid()).items()}
 
 
+def spark_stats_json(spark, d: str) -> str:
+    """``wqtool stats -o json --engine spark`` of the Orth job-log parts in ``d``, in this process's session: what
+    the CLI prints (tests/spark/test_bench_orth.py holds it to the local engine's output)."""
+    from wqtool.commands._options import parse_time
+    from wqtool.engine.format import Options, resolve
+    from wqtool.exitcodes import resolve as resolve_codes
+    from wqtool.render.outcome import Resolved
+    from wqtool.render.stats import stats_doc, write_stats
+    from wqtool.spark.fleet import fleet_stats
+    opts = Options(parse_time(AS_OF, "--as-of"))
+    logs = resolve([d], "orth-joblog", opts)
+    per, jobs = fleet_stats(spark, logs, opts)
+    views = [log.fmt.state_view(r.state, log.data) for log, (r, _, _) in zip(logs, per)]
+    codes = Resolved(*resolve_codes([r.verdict for r, _, _ in per]))          # the codes the CLI's edge would give
+    buf = io.StringIO()
+    write_stats(buf, stats_doc([(r, v, st, n) for v, (r, st, n) in zip(views, per)], jobs, codes), "json")
+    return buf.getvalue()
+
+
 class SparkRun:
     """One session (start-up and worker warm-up: the fixed cost), then ``stats(d)`` as often as asked."""
 
@@ -209,26 +228,13 @@ class SparkRun:
         self.fixed = time.perf_counter() - t
 
     def stats(self, d: str) -> dict:
-        from wqtool.commands._options import parse_time
-        from wqtool.engine.format import Options, resolve
-        from wqtool.exitcodes import resolve as resolve_codes
-        from wqtool.render.outcome import Resolved
-        from wqtool.render.stats import stats_doc, write_stats
-        from wqtool.spark.fleet import fleet_stats
-        opts = Options(parse_time(AS_OF, "--as-of"))
-        logs = resolve([d], "orth-joblog", opts)
         before, cpu0 = load(), tree_cpu()
         t = time.perf_counter()
-        per, jobs = fleet_stats(self.spark, logs, opts)
+        out = spark_stats_json(self.spark, d)
         secs = time.perf_counter() - t
         cpu1 = tree_cpu()
         cpu = sum(c - cpu0.get(p, 0.0) for p, c in cpu1.items())
-        views = [log.fmt.state_view(r.state, log.data) for log, (r, _, _) in zip(logs, per)]
-        buf = io.StringIO()
-        codes = Resolved(*resolve_codes([r.verdict for r, _, _ in per]))          # the codes the CLI's edge would give
-        write_stats(buf, stats_doc([(r, v, st, n) for v, (r, st, n) in zip(views, per)], jobs, codes), "json")
-        return {"seconds": secs, "cpu": cpu, "rss_mib": self.rss.peak, "out": buf.getvalue(),
-                "load": f"{before} -> {load()}"}
+        return {"seconds": secs, "cpu": cpu, "rss_mib": self.rss.peak, "out": out, "load": f"{before} -> {load()}"}
 
     def stop(self):
         self.spark.stop()
