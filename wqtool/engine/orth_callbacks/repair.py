@@ -155,23 +155,19 @@ def repair_plan(log, findings: list[Finding], verdict: Verdict, digest: str, act
     if action not in MD5_ACTIONS:
         raise UsageError(f"-O md5_action: expected one of {', '.join(MD5_ACTIONS)}, got {action!r}")
     plan = OrthRepairPlan(log.name, log.log_path, input_verdict=verdict, digest_before=digest)
-    changed = []            # every file named by an md5 its bytes do not have (not only the findings shown)
-    for cf in log.files:
-        m = CALLBACK_NAME.match(os.path.basename(cf.path))
-        if m is not None:
-            with open(cf.path, "rb") as fh:
-                if hashlib.md5(fh.read()).hexdigest() != m.group("md5"):
-                    changed.append(cf.path)
     other = sorted({f.code for f in findings if f.code != "OC-NAME-MD5" and f.verdict >= Verdict.INVALID_HISTORY})
-    for path in changed:
-        name = os.path.basename(path)
-        m = CALLBACK_NAME.match(name)
+    for path in [cf.path for cf in log.files]:    # every file named by an md5 its bytes do not have
+        m = CALLBACK_NAME.match(os.path.basename(path))
+        if m is None:
+            continue
         with open(path, "rb") as fh:
             data = fh.read()
-        sig = FileSig.of(path)
         md5 = hashlib.md5(data).hexdigest()
+        if md5 == m.group("md5"):
+            continue
+        sig = FileSig.of(path)
         if action == "restore":
-            flip = recover_flip(data, m.group("md5")) if m else None
+            flip = recover_flip(data, m.group("md5"))
             if flip is None:
                 plan.fixes.append(FileFix(path, "quarantine", "no single flipped bit explains the change: "
                                           "quarantined instead of restored", sig))

@@ -1,6 +1,6 @@
 """An interrupted workq ``--apply`` recognised by what it leaves, as SQLite recognises a hot journal.
 
-``swap.install`` (pack and repair; clean rewrites segments in place, see ``clean``) writes the new log into
+``swap.SwapPlan.apply`` (pack and repair; clean rewrites segments in place, see ``clean``) writes the new log into
 ``P/<name>.<tag>-tmp-<pid>-<n>``, renames it ``P/<name>.<tag>-new-<ino>-<stamp>`` once verified, then swaps it with
 ``D = P/<name>``. A process killed on the way leaves one of those siblings behind, and — in the rename fallback's one
 window — no ``D`` at all. ``swap.finish_interrupted`` (run by the next pack or repair) finishes the job; until then
