@@ -370,6 +370,16 @@ def unchanged(sigs: dict, why: str, *, now: list[str] | None = None, path: str |
         raise InputError(f"{why}; plan again", path=path or bad)
 
 
+def remove_seen(path: str, sig: FileSig, removed: list[str]) -> None:
+    """A file the plan saw removed, and its directory fsynced, if it is still the one it saw (``unchanged``); one
+    that is gone already is left gone."""
+    if os.path.lexists(path):
+        unchanged({path: sig}, "changed since the plan: not deleted")
+        os.unlink(path)
+        fsync_dir(os.path.dirname(path) or ".")
+        removed.append(path)
+
+
 def timed(make: Callable[..., "Plan"]) -> Callable[..., "Plan"]:
     """A format's ``*_plan`` function, its plan's ``elapsed_s`` set to the time it took."""
     @functools.wraps(make)

@@ -52,7 +52,7 @@ from ..plan import InjectedCrash  # noqa: F401  (re-exported)
 from ..plan import (ApplyResult, Plan, StepRunner, WriteResult, input_exit_code, pack_doc,
                     pack_refusal, prove, timed)
 from ..run import LogReport
-from .reader import ROLE_LIVE, FileSet, JournalFile, classify, queue_of
+from .reader import ROLE_LIVE, ROLE_PACK, FileSet, JournalFile, classify, queue_of
 from .replay import KestrelState, first_difference
 from .verify import run_log
 from .writer import rewrite_records
@@ -436,35 +436,27 @@ def _rescue(plan: PackPlan, fd: int, ctx: dict) -> None:
 
 # ---------------------------------------------------------------- recovery
 def interrupted_applies(directory: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, list[str], str, str]]]:
-    """What crashed applies left in ``directory``, per queue with no live file ``q``:
+    """What crashed applies left in ``directory``, per queue with no live file ``q``, as the reader's rules
+    (``reader.classify``) see it:
 
-    * half-done rotations, (temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``): a temp beside the rotated file
-      named one millisecond before it — ``_run_steps`` killed between rotating the live file (step 3) and
-      publishing the temp as ``.pack`` (step 4);
-    * published packs, (pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``): a
-      ``.pack`` newer than every other file of the queue — killed after publishing the pack and before placing it
-      (step 6), or Kestrel killed in its own clean-up of a pack; either way the .pack rule already reads only it."""
-    from .reader import parse_ts
+    * half-done rotations, (temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``): a temp named one millisecond after
+      the newest rotated file (KQ-INTERRUPTED-APPLY) — ``_run_steps`` killed between rotating the live file (step 3)
+      and publishing the temp as ``.pack`` (step 4);
+    * published packs, (pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``): the
+      ``.pack`` is all the queue replays — killed after publishing the pack and before placing it (step 6), or
+      Kestrel killed in its own clean-up of a pack; either way the .pack rule already reads only it."""
     try:
-        names = set(os.listdir(directory))
+        names = sorted(os.listdir(directory))
     except OSError:
         return [], []
     half, published = [], []
-    for n in sorted(names):
-        q = queue_of(n)
-        if q in names:
-            continue
-        if TEMP_MARKER in n:
-            t = n.partition(TEMP_MARKER)[2]
-            rotated = f"{q}.{int(t) - 1}" if t.isdigit() else None
-            if rotated in names and parse_ts(rotated, q) == int(t) - 1:
-                half.append(tuple(os.path.join(directory, x) for x in (n, rotated, q)))
-        elif n.endswith(PACK_SUFFIX) and (t := parse_ts(n, q)) is not None:
-            older = [m for m in sorted(names) if m != n and queue_of(m) == q
-                     and (TEMP_MARKER in m or parse_ts(m, q) is not None)]
-            if all(TEMP_MARKER in m or parse_ts(m, q) < t for m in older):
-                published.append((os.path.join(directory, n), [os.path.join(directory, m) for m in older],
-                                  os.path.join(directory, q), os.path.join(directory, f"{q}.{t}")))
+    for q in sorted({queue_of(n) for n in names} - set(names)):
+        fs = classify(q, directory, [n for n in names if queue_of(n) == q])
+        live, last = os.path.join(directory, q), fs.files[-1] if fs.files else None
+        if any(f.code == "KQ-INTERRUPTED-APPLY" for f in fs.findings):
+            half.append((os.path.join(directory, f"{q}{TEMP_MARKER}{last.ts + 1}"), last.path, live))
+        elif len(fs.files) == 1 and last.role == ROLE_PACK:
+            published.append((last.path, fs.superseded, live, os.path.join(directory, f"{q}.{last.ts}")))
     return half, published
 
 

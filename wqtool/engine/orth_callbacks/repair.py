@@ -26,7 +26,7 @@ from ...errors import InputError, UsageError
 from ...formats.orth import CALLBACK_NAME
 from ..findings import Finding, Verdict
 from ..fsops import FileSig, backup_name, fsync_dir, rename_noreplace, unlink_quiet, write_new
-from ..plan import ApplyResult, Plan, StepRunner, timed, unchanged
+from ..plan import ApplyResult, Plan, StepRunner, remove_seen, timed, unchanged
 from .md5name import recover_flip
 
 MD5_ACTIONS = ("quarantine", "restore", "rename", "keep")
@@ -70,7 +70,7 @@ class OrthRepairPlan(Plan):
             if f.action in ("quarantine", "restore"):
                 run(f"quarantine-copy:{name}", lambda f=f: _copy_out(f, out))
             if f.action == "quarantine":
-                run(f"remove:{name}", lambda f=f: _remove(f, out))
+                run(f"remove:{name}", lambda f=f: remove_seen(f.path, f.sig, out["removed"]))
             elif f.action == "restore":
                 run(f"restore:{name}", lambda f=f: _restore(f, self.log_path or os.path.dirname(
                     os.path.dirname(f.path)) or ".", out))
@@ -119,15 +119,6 @@ def _copy_out(f: FileFix, out: dict) -> None:
     write_new(dest, [data])
     fsync_dir(q)
     out["quarantine"].append(dest)
-
-
-def _remove(f: FileFix, out: dict) -> None:
-    if not os.path.lexists(f.path):
-        return
-    _check(f)
-    os.unlink(f.path)
-    fsync_dir(os.path.dirname(f.path) or ".")
-    out["removed"].append(f.path)
 
 
 def _restore(f: FileFix, temp_dir: str, out: dict) -> None:

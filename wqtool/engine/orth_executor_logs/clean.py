@@ -29,7 +29,7 @@ from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, MIN_RETENTION_DAYS,
                              SAMPLE_RETENTION_DAYS)
 from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, rename_noreplace
-from ..plan import ApplyResult, Plan, StepRunner, unchanged
+from ..plan import ApplyResult, Plan, StepRunner, remove_seen
 from .reader import lenient_date
 
 QUARANTINE = ".wqtool-clean-"
@@ -118,7 +118,7 @@ class OrthCleanPlan(Plan):
             run(f"hide:{a.name}", lambda a=a, q=q: _hide(a, q), on_error=lambda a=a, q=q: _unhide(a, q))
             run(f"remove:{a.name}", lambda q=q, a=a: _remove_tree(q, run, f"remove:{a.name}", out))
         for f in self.files:
-            run(f"delete:{os.path.basename(f.path)}", lambda f=f: _delete_file(f, out))
+            run(f"delete:{os.path.basename(f.path)}", lambda f=f: remove_seen(f.path, f.sig, out["removed"]))
 
     def apply(self, **kw) -> ApplyResult:
         self.recovered = finish_interrupted(self.log_path)
@@ -165,15 +165,6 @@ def _remove_tree(q: str, run: StepRunner, label: str, out: dict) -> None:
     shutil.rmtree(q)
     fsync_dir(os.path.dirname(q) or ".")
     out.setdefault("removed", []).append(q)
-
-
-def _delete_file(f: FileAction, out: dict) -> None:
-    if not os.path.lexists(f.path):
-        return
-    unchanged({f.path: f.sig}, "changed since the plan: not deleted")
-    os.unlink(f.path)
-    fsync_dir(os.path.dirname(f.path) or ".")
-    out.setdefault("removed", []).append(f.path)
 
 
 def finish_interrupted(log_path: str) -> list[str]:

@@ -33,6 +33,7 @@ from ..findings import ERROR, Verdict
 from ..fsops import FileSig, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, prove, timed, unchanged
 from .model import Record
+from .pack import _read_varint_len
 from .reader import LogSet, Segment, discover
 from .swap import SwapPlan, _Locks
 from .fastreplay import Bail, fast_run
@@ -272,16 +273,8 @@ def _record_at(path: str, offset: int) -> tuple[int, str]:
         head = os.pread(fd, 26, offset)
     finally:
         os.close(fd)
-    size, shift, q = 0, 0, 15
-    while True:
-        c = head[q]
-        q += 1
-        size |= (c & 0x7F) << shift
-        if c < 0x80:
-            break
-        shift += 7
-    cmd = head[q] if size else 0
-    return q + size + 4, _BY_INT.get(cmd, "(undecodable)")
+    size, q = _read_varint_len(head, 15)
+    return q + size + 4, _BY_INT.get(head[q] if size else 0, "(undecodable)")
 
 
 def _rw(path: str) -> str:

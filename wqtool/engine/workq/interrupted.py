@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ...errors import UsageError
 from ...formats.workq import LOCK_FILES
 from ..findings import WARNING, Finding
+from ..fsops import pid_alive
 from ..live import is_locked
 from .swap import _leftovers as _swap_leftovers
 
@@ -56,16 +57,6 @@ class Leftover:
             return False
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True         # EPERM: someone else's process
-    return True
-
-
 def _running(lo: Leftover, name_rest: str) -> bool:
     """True when an install in progress owns ``lo`` (its lock files are locked; or, a temp copy without lock files
     yet, the pid in its name lives)."""
@@ -74,7 +65,7 @@ def _running(lo: Leftover, name_rest: str) -> bool:
         return True
     if lo.kind == "tmp" and not any(os.path.lexists(p) for p in locks):
         pid = name_rest.partition("-")[0]
-        return pid.isdigit() and _pid_alive(int(pid))
+        return pid.isdigit() and pid_alive(int(pid))
     return False
 
 
