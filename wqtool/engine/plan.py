@@ -335,11 +335,13 @@ def quarantine_step(plan: "Plan", step: StepRunner, ctx: dict, path: str | None,
 
 def rewrite_file(step: StepRunner, path: str, temp: str, new: Callable[[], bytes], check: Callable[[], None], *,
                  verify: Callable[[], None] | None = None, mode: Callable[[], int] = lambda: 0o666,
-                 lock: Callable[[], None] | None = None, unlock: Callable[[], None] | None = None) -> None:
-    """The template's rewrite of one file in place (EVTJ, the list journal), as steps: ``lock:`` (optional),
-    ``check:`` (nobody else holds it, it is the file planned; a killed run's temp removed), ``write-temp:``
-    (``temp``: ``new()``, fsynced; ``during:`` leaves half of it), ``verify-temp:`` (optional), ``rename:`` over the
-    file (the point of no return), ``fsync-dir:``, ``unlock:`` (optional). A crash at any step leaves the old or
+                 lock: Callable[[], None] | None = None, unlock: Callable[[], None] | None = None,
+                 rename: Callable[[str, str], None] = os.rename, after: Callable[[], None] | None = None) -> None:
+    """The template's rewrite of one file in place (EVTJ, the list journal; fastjournal's snapshot, a new name), as
+    steps: ``lock:`` (optional), ``check:`` (nobody else holds it, it is the file planned; a killed run's temp
+    removed), ``write-temp:`` (``temp``: ``new()``, fsynced; ``during:`` leaves half of it), ``verify-temp:``
+    (optional), ``rename:`` over the file (``rename``; the point of no return), ``fsync-dir:``, ``after()`` (steps of
+    the caller's: what the new file supersedes goes), ``unlock:`` (optional). A crash at any step leaves the old or
     the new file under the name, and at most the temp."""
     name = os.path.basename(path)
 
@@ -355,9 +357,11 @@ def rewrite_file(step: StepRunner, path: str, temp: str, new: Callable[[], bytes
     step("write-temp:" + name, write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
     if verify is not None:
         step("verify-temp:" + name, verify)
-    step("rename:" + name, lambda: os.rename(temp, path))
+    step("rename:" + name, lambda: rename(temp, path))
     step.commit()
     step("fsync-dir:" + name, lambda: fsync_dir(os.path.dirname(path) or "."))
+    if after is not None:
+        after()
     if unlock is not None:
         step("unlock:" + name, unlock)
 
