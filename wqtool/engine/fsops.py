@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import itertools
 import os
 import time
@@ -218,6 +219,7 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
+@functools.cache
 def _renameat2():
     import ctypes             # the first exchange or no-replace rename only (start-up: readers never rename)
     try:
@@ -230,17 +232,12 @@ def _renameat2():
     return fn
 
 
-_RENAMEAT2: list = []          # [renameat2 or None], looked up on first use
-
-
 class NoExchange(Exception):
     """renameat2 with this flag is not available here (libc or filesystem)."""
 
 
 def _rename2(a: str, b: str, flag: int) -> None:
-    if not _RENAMEAT2:
-        _RENAMEAT2.append(_renameat2())
-    fn = _RENAMEAT2[0]
+    fn = _renameat2()
     if fn is None:
         raise NoExchange
     if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), flag) != 0:
@@ -271,40 +268,36 @@ def rename_noreplace(a: str, b: str) -> None:
 _PROBE = ".wqtool-xchg-"
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (someone else's counts: EPERM)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except OSError:
         return True
     return True
 
 
-def remove_stale_probes(directory: str) -> list[str]:
+def remove_stale_probes(directory: str) -> None:
     """Remove the empty probe directories of an ``exchange_supported`` whose process died (a crash between its
-    mkdir and rmdir); a live process's are left alone. Returns the names removed."""
-    out = []
+    mkdir and rmdir); a live process's are left alone."""
     try:
         names = [n for n in os.listdir(directory) if n.startswith(_PROBE)]
     except OSError:
-        return out
+        return
     for n in names:
         pid = n.rpartition("-")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             try:
                 os.rmdir(os.path.join(directory, n))
-                out.append(n)
             except OSError:
                 pass
-    return out
 
 
 def exchange_supported(directory: str) -> bool:
     """Whether renameat2(RENAME_EXCHANGE) works in ``directory``'s filesystem (probed with two temp dirs; those a
     killed earlier probe left are removed first)."""
-    if _RENAMEAT2 is None:
-        return False
     remove_stale_probes(directory)
     a = os.path.join(directory, f"{_PROBE}a-{os.getpid()}")
     b = os.path.join(directory, f"{_PROBE}b-{os.getpid()}")

@@ -77,11 +77,13 @@ class InjectedCrash(BaseException):
 class StepRunner:
     """Runs labelled steps with crash injection, an observer and rollbacks (see the module docstring)."""
 
+    dry = False                    # a ``labels`` run: the steps do nothing (nor may the code around them)
+
     def __init__(self, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None):
         self.fail_at = fail_at
         self.hook = hook
         self.done: list[str] = []
-        self._rollbacks: list[tuple[str, Callable[[], None]]] = []
+        self._rollbacks: list[Callable[[], None]] = []
 
     def __call__(self, label: str, fn: Callable[[], Any], *, rollback: Callable[[], None] | None = None,
                  on_error: Callable[[], None] | None = None) -> Any:
@@ -103,7 +105,7 @@ class StepRunner:
             raise
         self.done.append(label)
         if rollback is not None:
-            self._rollbacks.append((label, rollback))
+            self._rollbacks.append(rollback)
         if self.hook is not None:
             self.hook("after", label)
         if self.fail_at == "after:" + label:
@@ -121,25 +123,17 @@ class StepRunner:
         """The point of no return: what ran so far is no longer undone on a later error."""
         self._rollbacks.clear()
 
-    def rollback(self) -> list[str]:
-        """Undo the steps that registered a rollback, newest first; returns their labels. Errors while undoing
-        are collected, not raised over the original error."""
-        undone = []
-        while self._rollbacks:
-            label, fn = self._rollbacks.pop()
-            try:
-                fn()
-                undone.append(label)
-            except Exception:  # noqa: BLE001 — best effort; the caller re-raises the original error
-                undone.append(label + " (rollback failed)")
-        return undone
-
     def __enter__(self) -> "StepRunner":
         return self
 
     def __exit__(self, exc_type, exc, _tb) -> None:
-        if exc_type is not None and issubclass(exc_type, Exception):   # not InjectedCrash, not Ctrl-C
-            self.rollback()
+        """An ordinary error (not InjectedCrash, not Ctrl-C): the steps that registered a rollback are undone, newest
+        first (best effort: an error while undoing is not raised over the original error)."""
+        while exc_type is not None and issubclass(exc_type, Exception) and self._rollbacks:
+            try:
+                self._rollbacks.pop()()
+            except Exception:  # noqa: BLE001 — the caller re-raises the original error
+                pass
 
 
 def labels(build: Callable[["StepRunner"], None]) -> list[str]:
@@ -150,12 +144,11 @@ def labels(build: Callable[["StepRunner"], None]) -> list[str]:
 
 
 class _DryRunner(StepRunner):
+    dry = True
+
     def __call__(self, label, fn, *, rollback=None, on_error=None):
         self.done.append(label)
         return None
-
-    def during(self, label: str) -> bool:
-        return False
 
 
 @dataclass(slots=True)
@@ -204,39 +197,6 @@ class ApplyResult:
             d["quarantine"] = self.quarantine
         d.update(bytes_after=self.bytes_after, steps=self.steps)
         return d
-
-
-def write_into_dir(out: str, what: str, fill: Callable[[str], Any], *, fsync: bool = True, mode: int = 0o777) -> Any:
-    """``fill(out)`` into the new (or empty) directory ``out`` (pack --out, repair / clean --apply --out): it writes
-    and re-verifies the new log there; on any error what it wrote goes (and ``out``, when this made it). Never mixes
-    with an existing log: a non-empty ``out`` is a usage error."""
-    created = False
-    if os.path.lexists(out):
-        if not os.path.isdir(out):
-            raise UsageError(f"output exists and is not a directory; {what} writes a new directory", path=out)
-        if os.listdir(out):
-            raise UsageError(f"output directory is not empty; {what} never appends to or mixes with a log", path=out)
-    else:
-        try:
-            os.mkdir(out, mode)
-        except OSError as exc:
-            raise InputError(exc.strerror or str(exc), path=out) from None
-        created = True
-    try:
-        r = fill(out)
-        if fsync:
-            fsync_dir(out)
-            if created:
-                fsync_dir(os.path.dirname(os.path.abspath(out)))
-    except BaseException:
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        else:
-            for n in os.listdir(out):
-                p = os.path.join(out, n)
-                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else unlink_quiet(p)
-        raise
-    return r
 
 
 def _inside(out: str, source: str) -> bool:
@@ -358,47 +318,30 @@ def repair_doc(plan: "Plan", head: dict, why: str, before: dict, after: dict,
     return doc
 
 
-class Quarantined:
-    """A repair's apply around its quarantine (``fsops.Quarantine``, every cut byte range): ``write(step)`` writes
-    it as one step, ``seen`` observes the install's steps (and passes them on to ``hook``). Leaving with an ordinary
-    error before the install's point of no return (none of ``committed`` done: the input keeps every byte) discards
-    it and runs ``undo``."""
-
-    def __init__(self, plan: "Plan", path: str | None, default: str, hook, committed: set[str], fsync: bool,
-                 undo: Callable[[], None] | None = None):
-        self.q = Quarantine(path or default, [(c.path, c.offset, c.length) for c in plan.cuts], named=path is not None)
-        self.files: list[str] = []
-        self.done: list[str] = []
-        self.hook, self.committed, self.fsync, self.undo = hook, committed, fsync, undo
-
-    def seen(self, when: str, label: str) -> None:
-        if when == "after":
-            self.done.append(label)
-        if self.hook is not None:
-            self.hook(when, label)
-
-    def write(self, step: StepRunner) -> None:
-        if self.q.ranges:
-            progress.begin("quarantine", sum(ln for _, _, ln in self.q.ranges))
-            step("quarantine", lambda: self.files.extend(self.q.write(self.fsync)))
-
-    def __enter__(self) -> "Quarantined":
-        return self
-
-    def __exit__(self, exc_type, exc, _tb) -> None:
-        if exc_type is not None and issubclass(exc_type, Exception) and not self.committed & set(self.done):
-            self.q.discard()
-            if self.undo is not None:
-                self.undo()
+def quarantine_step(plan: "Plan", step: StepRunner, ctx: dict, path: str | None, default: str, fsync: bool) -> None:
+    """A repair's ``quarantine`` step: every cut byte range (``fsops.Quarantine``) into ``path`` (or ``default``),
+    its files in ``ctx["quarantine"]``. It is undone (the quarantine discarded) when it or a later step fails with an
+    ordinary error before the install's point of no return (``commit``): the input then keeps every byte."""
+    ctx["quarantine"] = []
+    ranges = [(c.path, c.offset, c.length) for c in plan.cuts if c.length]
+    if not ranges:
+        return
+    if not step.dry:
+        q = Quarantine(path or default, ranges, named=path is not None)
+        progress.begin("quarantine", sum(ln for _, _, ln in ranges))
+    step("quarantine", lambda: ctx["quarantine"].extend(q.write(fsync)), rollback=lambda: q.discard(),
+         on_error=lambda: q.discard())
 
 
 def rewrite_file(step: StepRunner, path: str, temp: str, new: Callable[[], bytes], check: Callable[[], None], *,
                  verify: Callable[[], None] | None = None, mode: Callable[[], int] = lambda: 0o666,
-                 lock: Callable[[], None] | None = None, unlock: Callable[[], None] | None = None) -> None:
-    """The template's rewrite of one file in place (EVTJ, the list journal), as steps: ``lock:`` (optional),
-    ``check:`` (nobody else holds it, it is the file planned; a killed run's temp removed), ``write-temp:``
-    (``temp``: ``new()``, fsynced; ``during:`` leaves half of it), ``verify-temp:`` (optional), ``rename:`` over the
-    file (the point of no return), ``fsync-dir:``, ``unlock:`` (optional). A crash at any step leaves the old or
+                 lock: Callable[[], None] | None = None, unlock: Callable[[], None] | None = None,
+                 rename: Callable[[str, str], None] = os.rename, after: Callable[[], None] | None = None) -> None:
+    """The template's rewrite of one file in place (EVTJ, the list journal; fastjournal's snapshot, a new name), as
+    steps: ``lock:`` (optional), ``check:`` (nobody else holds it, it is the file planned; a killed run's temp
+    removed), ``write-temp:`` (``temp``: ``new()``, fsynced; ``during:`` leaves half of it), ``verify-temp:``
+    (optional), ``rename:`` over the file (``rename``; the point of no return), ``fsync-dir:``, ``after()`` (steps of
+    the caller's: what the new file supersedes goes), ``unlock:`` (optional). A crash at any step leaves the old or
     the new file under the name, and at most the temp."""
     name = os.path.basename(path)
 
@@ -414,9 +357,11 @@ def rewrite_file(step: StepRunner, path: str, temp: str, new: Callable[[], bytes
     step("write-temp:" + name, write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
     if verify is not None:
         step("verify-temp:" + name, verify)
-    step("rename:" + name, lambda: os.rename(temp, path))
+    step("rename:" + name, lambda: rename(temp, path))
     step.commit()
     step("fsync-dir:" + name, lambda: fsync_dir(os.path.dirname(path) or "."))
+    if after is not None:
+        after()
     if unlock is not None:
         step("unlock:" + name, unlock)
 
@@ -427,6 +372,16 @@ def unchanged(sigs: dict, why: str, *, now: list[str] | None = None, path: str |
     bad = next((p for p, sig in sigs.items() if FileSig.of(p) != sig), None)
     if bad is not None or (now is not None and now != list(sigs)):
         raise InputError(f"{why}; plan again", path=path or bad)
+
+
+def remove_seen(path: str, sig: FileSig, removed: list[str]) -> None:
+    """A file the plan saw removed, and its directory fsynced, if it is still the one it saw (``unchanged``); one
+    that is gone already is left gone."""
+    if os.path.lexists(path):
+        unchanged({path: sig}, "changed since the plan: not deleted")
+        os.unlink(path)
+        fsync_dir(os.path.dirname(path) or ".")
+        removed.append(path)
 
 
 def timed(make: Callable[..., "Plan"]) -> Callable[..., "Plan"]:
@@ -478,12 +433,36 @@ class Plan:
         raise NotImplementedError
 
     def write(self, out: str, *, fsync: bool = True) -> WriteResult:
-        """The result in the new (or empty) directory ``out`` (pack -o, repair / clean --apply --out), re-verified:
-        ``write_copy`` inside ``write_into_dir`` (on any error what it wrote goes)."""
-        t0 = time.perf_counter()
-        files, size, records, digest = write_into_dir(out, "pack" if self.kind == "pack" else self.kind + " --out",
-                                                      lambda d: self.write_copy(d, fsync), fsync=fsync,
-                                                      mode=self.out_mode)
+        """The result in the new (or empty) directory ``out`` (pack -o, repair / clean --apply --out), re-verified
+        (``write_copy``). Never mixes with an existing log: a non-empty ``out`` is a usage error; on any error what
+        was written goes (and ``out``, when this made it)."""
+        t0, what, created = time.perf_counter(), "pack" if self.kind == "pack" else self.kind + " --out", False
+        if os.path.lexists(out):
+            if not os.path.isdir(out):
+                raise UsageError(f"output exists and is not a directory; {what} writes a new directory", path=out)
+            if os.listdir(out):
+                raise UsageError(f"output directory is not empty; {what} never appends to or mixes with a log",
+                                 path=out)
+        else:
+            try:
+                os.mkdir(out, self.out_mode)
+            except OSError as exc:
+                raise InputError(exc.strerror or str(exc), path=out) from None
+            created = True
+        try:
+            files, size, records, digest = self.write_copy(out, fsync)
+            if fsync:
+                fsync_dir(out)
+                if created:
+                    fsync_dir(os.path.dirname(os.path.abspath(out)))
+        except BaseException:
+            if created:
+                shutil.rmtree(out, ignore_errors=True)
+            else:
+                for n in os.listdir(out):
+                    p = os.path.join(out, n)
+                    shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else unlink_quiet(p)
+            raise
         return WriteResult(out, files, size, records, digest, time.perf_counter() - t0)
 
     def apply(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
@@ -514,8 +493,9 @@ class Plan:
         raise NotImplementedError
 
     def apply_steps(self, **kw) -> list[str]:
-        """The labels ``apply`` runs, in order (each can be failed ``before:`` / ``after:``)."""
-        return labels(lambda step: self.steps(step, {}, **kw))
+        """The labels ``apply`` runs, in order (each can be failed ``before:`` / ``after:``); none when it has nothing
+        to do."""
+        return [] if getattr(self, "nothing_to_do", False) else labels(lambda step: self.steps(step, {}, **kw))
 
     def write_out(self, out: str, *, source: str, quarantine: str | None = None, fsync: bool = True) -> ApplyResult:
         """repair / clean --apply --out DIR: the result written into ``out`` (a new directory, not inside the input

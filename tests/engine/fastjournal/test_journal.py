@@ -128,7 +128,8 @@ def test_live_and_empty_notes(tmp_path):
 
 def _steps(plan):
     labels = plan.apply_steps()
-    return [f"{w}:{l}" for l in labels for w in ("before", "after")] + ["during:write-temp"]
+    return [f"{w}:{l}" for l in labels for w in ("before", "after")] + [f"during:{l}" for l in labels
+                                                                        if l.startswith("write-temp:")]
 
 
 def test_pack_to_a_snapshot_and_crash_at_every_step(tmp_path):

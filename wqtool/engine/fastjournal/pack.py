@@ -20,14 +20,14 @@ from typing import ClassVar
 from ...errors import InputError, UsageError
 from ...formats.fastjournal import FJJ_LOCK, FJJ_TEMP_SUFFIX, SEGMENT_SNAPSHOT, fjj_segment_name
 from ..findings import ERROR, Verdict
-from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, timed
+from ..fsops import LockSet, fsync_dir, rename_noreplace, unlink_quiet, write_new
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, rewrite_file, timed
 from ..run import LogReport
 from .model import FjjJournal, Segment
 from .reader import discover
 from .replay import FifoState
 from .verify import run_log
-from .writer import SegmentWriter, delete_request, mark_request, segments_in, set_request
+from .writer import delete_request, encode_record, mark_request, segment_header, segments_in, set_request
 
 LOCK_TIMEOUT_S = 0.5
 
@@ -79,9 +79,8 @@ class FjjPackPlan(Plan):
     def write_copy(self, out: str, fsync: bool) -> tuple:
         """The snapshot as segment 1."""
         path = os.path.join(out, fjj_segment_name(1))
-        w = _write_segment(self, path, 1)
-        w.close()
-        return [path], w.size, w.records, _verify_segment(self, path, 1)
+        size = write_new(path, [_snapshot(self, 1)], fsync=fsync)
+        return [path], size, len(self.records), _verify_segment(self, path, 1)
 
     def apply(self, **kw) -> ApplyResult:
         if not self.journal.is_dir:
@@ -89,44 +88,33 @@ class FjjPackPlan(Plan):
         return Plan.apply(self, **kw)
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
-        j = self.journal
-        d = j.root
+        """The snapshot written beside the segments (``plan.rewrite_file``, renamed to its new name, never over an
+        existing one), then every segment it supersedes removed, all under ``journal.lock``."""
+        j, d = self.journal, self.journal.root
         name = fjj_segment_name(self.seq)
         temp = os.path.join(d, "." + name + FJJ_TEMP_SUFFIX)
-        final = os.path.join(d, name)
 
         def check():
             now = discover([d])[0]
             if [(s.path, os.path.getsize(s.path)) for s in now.segments] != self.inputs:
                 raise InputError("the journal changed since the plan was made (is a server running?); plan again",
                                  path=d)
-
-        def write():
             unlink_quiet(temp)      # an earlier pack --apply died after creating it (we hold the journal's lock)
-            if step.during("write-temp"):
-                _write_segment(self, temp, self.seq, half=True).close()
-                step.crash("write-temp")
-            ctx["w"] = _write_segment(self, temp, self.seq)
-            ctx["w"].close()
 
-        step("lock", lambda: _lock(j, ctx))
-        step("check", check)
-        step("write-temp", write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
-        step("verify-temp", lambda: ctx.__setitem__("digest", _verify_segment(self, temp, self.seq)))
-        step("rename-temp", lambda: rename_noreplace(temp, final), rollback=lambda: unlink_quiet(final))
-        step("fsync-dir", lambda: fsync_dir(d))
-        step.commit()
-        for p in [p for p, _ in self.inputs] + j.superseded + j.temps:
-            step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
-        step("fsync-dir:unlink", lambda: fsync_dir(d))
-        step("unlock", lambda: ctx.pop("lock").release())
+        def superseded():
+            for p in [p for p, _ in self.inputs] + j.superseded + j.temps:
+                step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
+            step("fsync-dir:unlink", lambda: fsync_dir(d))
+        rewrite_file(step, os.path.join(d, name), temp, lambda: _snapshot(self, self.seq), check,
+                     verify=lambda: ctx.__setitem__("digest", _verify_segment(self, temp, self.seq)),
+                     lock=lambda: _lock(j, ctx), unlock=lambda: ctx.pop("lock").release(), rename=rename_noreplace,
+                     after=superseded)
 
     def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        w = ctx["w"]
         final = os.path.join(self.journal.root, fjj_segment_name(self.seq))
-        result = WriteResult(final, None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
+        result = WriteResult(final, None, self.bytes_after, len(self.records), ctx["digest"], time.perf_counter() - t0)
         removed = [p for p, _ in self.inputs] + self.journal.superseded + self.journal.temps
-        return ApplyResult(final, step.done, result, self.bytes_before, w.size, removed=removed)
+        return ApplyResult(final, step.done, result, self.bytes_before, self.bytes_after, removed=removed)
 
 
 @timed
@@ -146,12 +134,9 @@ def pack_plan(journal: FjjJournal, as_of_ns: int, *, salvage: bool = False) -> F
                        sum(n for _, n in inputs), dropped=dropped)
 
 
-def _write_segment(plan: FjjPackPlan, path: str, seq: int, *, half: bool = False) -> SegmentWriter:
-    w = SegmentWriter(path, seq, flags=SEGMENT_SNAPSHOT)
-    recs = plan.records[: len(plan.records) // 2] if half else plan.records
-    for at, req in recs:
-        w.append(at, req)
-    return w
+def _snapshot(plan: FjjPackPlan, seq: int) -> bytes:
+    """The snapshot segment's bytes: its header (the snapshot flag), then a record per request."""
+    return segment_header(seq, SEGMENT_SNAPSHOT) + b"".join(encode_record(at, req) for at, req in plan.records)
 
 
 def _verify_segment(plan: FjjPackPlan, path: str, seq: int) -> str:

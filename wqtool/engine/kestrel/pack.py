@@ -38,9 +38,10 @@ Temps beside a live file are the plans' to remove (superseded, as Kestrel's repl
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
@@ -48,10 +49,10 @@ from ..findings import ERROR, Verdict
 from ..fsops import FileSig, LogBusy, NewFile, fsync_dir, link_or_copy, rename_noreplace, same_file, unlink_quiet
 from ..live import describe_holders, holders, refuse_holders
 from ..plan import InjectedCrash  # noqa: F401  (re-exported)
-from ..plan import (ApplyResult, Plan, StepRunner, WriteResult, input_exit_code, labels, pack_doc,
+from ..plan import (ApplyResult, Plan, StepRunner, WriteResult, input_exit_code, pack_doc,
                     pack_refusal, prove, timed)
 from ..run import LogReport
-from .reader import ROLE_LIVE, FileSet, JournalFile, classify, queue_of
+from .reader import ROLE_LIVE, ROLE_PACK, FileSet, JournalFile, classify, queue_of
 from .replay import KestrelState, first_difference
 from .verify import run_log
 from .writer import rewrite_records
@@ -64,7 +65,6 @@ class KestrelInstall(Plan):
     (``digest_expected``, ``state``, ``verify_version``) and installed as a pack (the module docstring): pack, and
     repair (which also links the files it replaces into ``backup_dir`` first)."""
 
-    backup_dir: str | None = None
     keep_open = False              # the digests reported are replay's with --keep-open (else: backed out)
 
     def replay_digest(self, state: KestrelState) -> str:
@@ -107,37 +107,37 @@ class KestrelInstall(Plan):
               path=path, verdict=rep.verdict, detail=lambda: first_difference(self.state, rep.state) or "states differ")
         return self.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
 
-    def apply_steps(self, *, now_ms: int | None = None, fsync: bool = True, **_kw) -> list[str]:
-        """The labels ``apply`` runs (each can be failed ``before:`` or ``after:``; the write can also be failed
-        ``during:write-temp``, leaving half of the temp file)."""
-        return labels(lambda step: _run_steps(self, step, _names(self, now_ms), fsync, {}, dry=True))
-
-    def apply(self, *, now_ms: int | None = None, fail_at: str | None = None, fsync: bool = True,
-              hook: Callable[[str, str], None] | None = None) -> ApplyResult:
-        """Install the new journal into the queue's directory (the module docstring's sequence). Refuses when the
-        queue's files changed since the plan, or while a writer is live (another process holds a file of the
-        queue open, or the live file changes at any point up to the deletion of the old files: rolled back)."""
+    def apply(self, **kw) -> ApplyResult:
+        """Install the new journal into the queue's directory (the module docstring's sequence; ``now_ms``: the
+        clock its names take, ``fsync``). Refuses when the queue's files changed since the plan, or while a writer
+        is live (another process holds a file of the queue open, or the live file changes at any point up to the
+        deletion of the old files: rolled back). A plan with nothing to do changes nothing."""
+        if getattr(self, "nothing_to_do", False):
+            return ApplyResult(self.fileset.live_path, [], None, self.bytes_before, self.bytes_before)
         _refuse_holders(self)
         _check_unchanged(self)
-        t0 = time.perf_counter()
-        ctx: dict = {}
-        live = self.fileset.live_path
+        return Plan.apply(self, **kw)
+
+    def run(self, ctx: dict, fail_at: str | None, hook, **kw) -> StepRunner:
+        """``Plan.run``, the live file held open throughout (``_check_quiet`` and ``_rescue`` watch it grow)."""
         try:
-            ctx["live_fd"] = os.open(live, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            ctx["fds"] = [os.open(self.fileset.live_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))]
+            ctx["live_fd"] = ctx["fds"][0]
         except FileNotFoundError:
             pass
-        try:
-            with StepRunner(fail_at, hook) as step:
-                _run_steps(self, step, _names(self, now_ms), fsync, ctx)
-            fd = ctx.get("live_fd")
-            if fd is not None and self.live_sig is not None and os.fstat(fd).st_size != self.live_sig.size:
-                _rescue(self, fd, ctx)    # a writer appended between the last check and the unlink: keep its bytes
-        finally:
-            if ctx.get("live_fd") is not None:
-                os.close(ctx["live_fd"])
+        return Plan.run(self, ctx, fail_at, hook, **kw)
+
+    def steps(self, step: StepRunner, ctx: dict, *, now_ms: int | None = None, fsync: bool = True, **_kw) -> None:
+        _run_steps(self, step, _names(self, now_ms), fsync, ctx)
+        fd = ctx.get("live_fd")
+        if fd is not None and self.live_sig is not None and os.fstat(fd).st_size != self.live_sig.size:
+            _rescue(self, fd, ctx)    # a writer appended between the last check and the unlink: keep its bytes
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
         w = ctx["w"]
         result = WriteResult(ctx["installed"], None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
-        return ApplyResult(ctx["installed"], step.done, result, self.bytes_before, w.size, removed=ctx["victims"])
+        return ApplyResult(ctx["installed"], step.done, result, self.bytes_before, w.size, backup=ctx.get("backup"),
+                           removed=ctx["victims"], quarantine=ctx.get("quarantine", []))
 
 
 @dataclass(slots=True)
@@ -282,8 +282,7 @@ def _check_unchanged(plan: PackPlan) -> None:
                          "stopped before pack --apply); plan again", path=fs.root)
 
 
-def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync: bool, ctx: dict,
-               dry: bool = False) -> None:
+def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync: bool, ctx: dict) -> None:
     fs = plan.fileset
     d, q = fs.root, fs.queue
     t_rot, t_pack = stamps
@@ -293,7 +292,7 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     packf = os.path.join(d, f"{q}.{t_pack}{PACK_SUFFIX}")
     placed = os.path.join(d, f"{q}.{t_pack}")
     has_live = any(f.role == ROLE_LIVE and f.path == live for f in fs.files)   # not a rotated one read as live
-    if not dry:
+    if not step.dry:
         for p in (rotated_live, temp, packf, placed):
             if os.path.lexists(p):
                 raise InputError("a name the pack needs is taken; retry", path=p)
@@ -330,9 +329,11 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     step("verify-temp", verify, on_error=drop_temp)
     # 2. a repair keeps every file it replaces whole (hard links: no copy) before any of them is superseded (temps
     # are no one's data: Kestrel deletes them at start-up)
-    if plan.backup_dir is not None:
+    bdir = ctx.get("backup")
+    if bdir is not None:
         kept = [f.path for f in fs.files] + [p for p in fs.superseded if TEMP_MARKER not in os.path.basename(p)]
-        step("backup", lambda: _backup(kept, plan.backup_dir, fsync, ctx))
+        drop = (lambda: shutil.rmtree(bdir, ignore_errors=True)) if not os.path.lexists(bdir) else (lambda: None)
+        step("backup", lambda: _backup(kept, bdir, fsync), rollback=drop, on_error=drop)
     # 3. nobody wrote to the queue since the plan; rotate the live file (the same replay: the newest rotated file)
     victims = [f.path for f in fs.files if f.path != live] + list(fs.superseded)
     if has_live:
@@ -358,22 +359,16 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     dirsync("rename-pack-to-live")
 
 
-def _backup(files: list[str], bdir: str, fsync: bool, ctx: dict) -> None:
+def _backup(files: list[str], bdir: str, fsync: bool) -> None:
     os.makedirs(bdir, exist_ok=True)
-    kept = []
     for v in files:
-        if not os.path.exists(v):
-            continue
         dst = os.path.join(bdir, os.path.basename(v))
-        if os.path.lexists(dst) and same_file(v, dst):    # linked by an earlier run of the same plan that died
-            kept.append(dst)
+        if not os.path.exists(v) or os.path.lexists(dst) and same_file(v, dst):   # linked by a run that died
             continue
         unlink_quiet(dst)                                 # half copied by a run that died
         link_or_copy(v, dst, fsync)
-        kept.append(dst)
     if fsync:
         fsync_dir(bdir)
-    ctx["backup"] = kept
 
 
 def _unrotate(rotated: str, live: str) -> None:
@@ -441,35 +436,27 @@ def _rescue(plan: PackPlan, fd: int, ctx: dict) -> None:
 
 # ---------------------------------------------------------------- recovery
 def interrupted_applies(directory: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, list[str], str, str]]]:
-    """What crashed applies left in ``directory``, per queue with no live file ``q``:
+    """What crashed applies left in ``directory``, per queue with no live file ``q``, as the reader's rules
+    (``reader.classify``) see it:
 
-    * half-done rotations, (temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``): a temp beside the rotated file
-      named one millisecond before it — ``_run_steps`` killed between rotating the live file (step 3) and
-      publishing the temp as ``.pack`` (step 4);
-    * published packs, (pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``): a
-      ``.pack`` newer than every other file of the queue — killed after publishing the pack and before placing it
-      (step 6), or Kestrel killed in its own clean-up of a pack; either way the .pack rule already reads only it."""
-    from .reader import parse_ts
+    * half-done rotations, (temp ``q~~<T>``, rotated ``q.<T-1>``, live ``q``): a temp named one millisecond after
+      the newest rotated file (KQ-INTERRUPTED-APPLY) — ``_run_steps`` killed between rotating the live file (step 3)
+      and publishing the temp as ``.pack`` (step 4);
+    * published packs, (pack ``q.<T>.pack``, the files it supersedes, live ``q``, rotated name ``q.<T>``): the
+      ``.pack`` is all the queue replays — killed after publishing the pack and before placing it (step 6), or
+      Kestrel killed in its own clean-up of a pack; either way the .pack rule already reads only it."""
     try:
-        names = set(os.listdir(directory))
+        names = sorted(os.listdir(directory))
     except OSError:
         return [], []
     half, published = [], []
-    for n in sorted(names):
-        q = queue_of(n)
-        if q in names:
-            continue
-        if TEMP_MARKER in n:
-            t = n.partition(TEMP_MARKER)[2]
-            rotated = f"{q}.{int(t) - 1}" if t.isdigit() else None
-            if rotated in names and parse_ts(rotated, q) == int(t) - 1:
-                half.append(tuple(os.path.join(directory, x) for x in (n, rotated, q)))
-        elif n.endswith(PACK_SUFFIX) and (t := parse_ts(n, q)) is not None:
-            older = [m for m in sorted(names) if m != n and queue_of(m) == q
-                     and (TEMP_MARKER in m or parse_ts(m, q) is not None)]
-            if all(TEMP_MARKER in m or parse_ts(m, q) < t for m in older):
-                published.append((os.path.join(directory, n), [os.path.join(directory, m) for m in older],
-                                  os.path.join(directory, q), os.path.join(directory, f"{q}.{t}")))
+    for q in sorted({queue_of(n) for n in names} - set(names)):
+        fs = classify(q, directory, [n for n in names if queue_of(n) == q])
+        live, last = os.path.join(directory, q), fs.files[-1] if fs.files else None
+        if any(f.code == "KQ-INTERRUPTED-APPLY" for f in fs.findings):
+            half.append((os.path.join(directory, f"{q}{TEMP_MARKER}{last.ts + 1}"), last.path, live))
+        elif len(fs.files) == 1 and last.role == ROLE_PACK:
+            published.append((last.path, fs.superseded, live, os.path.join(directory, f"{q}.{last.ts}")))
     return half, published
 
 

@@ -17,15 +17,13 @@ quarantine.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, free_dir, range_chunks, same_file
-from ..plan import (ApplyResult, Cut, KeptRanges, Quarantined, StepRunner, capped, refusal, repair_doc,
-                    stamp, timed)
+from ..plan import Cut, KeptRanges, StepRunner, capped, quarantine_step, refusal, repair_doc, stamp, timed
 from ..run import LogReport
 from .pack import KestrelInstall, replay_digest
 from .model import Record
@@ -60,7 +58,6 @@ class KestrelRepairPlan(KestrelInstall):
     records_before: int = 0
     bytes_before: int = 0
     report: LogReport | None = None
-    backup_dir: str | None = None
     items_lost: list[str] = field(default_factory=list)   # <file>@0x<offset> of each item add readable in cut bytes
     lost_unread: dict = field(default_factory=lambda: {"ranges": 0, "bytes": 0})   # cut bytes nothing reads in
 
@@ -100,34 +97,14 @@ class KestrelRepairPlan(KestrelInstall):
         r = self.write_file(os.path.join(d, self.fileset.queue), fsync=fsync)
         return [r.path], r.bytes, r.records, r.digest
 
-    def apply_steps(self, *, keep_backup: bool = True, **kw) -> list[str]:
-        if self.nothing_to_do:
-            return []
-        saved, self.backup_dir = self.backup_dir, default_dirs(self)[0] if keep_backup else None
-        try:
-            labels = KestrelInstall.apply_steps(self, **kw)
-        finally:
-            self.backup_dir = saved
-        return ["quarantine"] + labels if any(c.length for c in self.cuts) else labels
-
-    def apply(self, *, quarantine: str | None = None, keep_backup: bool = True, hook=None, fsync: bool = True,
-              **kw) -> ApplyResult:
-        """Quarantine the cut bytes, then install the repaired journal the way a pack is installed."""
-        if self.nothing_to_do:
-            return ApplyResult(self.fileset.live_path, [], None, self.bytes_before, self.bytes_before)
+    def steps(self, step: StepRunner, ctx: dict, *, quarantine: str | None = None, keep_backup: bool = True,
+              **kw) -> None:
+        """The cut bytes quarantined, the replaced files linked into the backup directory, then the repaired journal
+        installed the way a pack is installed."""
         bdir, qdef = default_dirs(self)
-        bdir = _backup_dir(self, bdir)
-        self.backup_dir = bdir if keep_backup else None
-        step = StepRunner(kw.get("fail_at"), hook)
-        fresh = keep_backup and not os.path.lexists(bdir)
-        with Quarantined(self, quarantine, qdef, hook, {"check-quiet"}, fsync,     # pack's point of no return
-                         undo=lambda: shutil.rmtree(bdir, ignore_errors=True) if fresh else None) as q:
-            q.write(step)
-            res = KestrelInstall.apply(self, fsync=fsync, hook=q.seen, **kw)
-        res.steps = step.done + res.steps
-        res.quarantine = q.files
-        res.backup = bdir if keep_backup else None
-        return res
+        quarantine_step(self, step, ctx, quarantine, qdef, kw.get("fsync", True))
+        ctx["backup"] = _backup_dir(self, bdir) if keep_backup else None
+        KestrelInstall.steps(self, step, ctx, **kw)
 
 
 @timed

@@ -26,7 +26,7 @@ from ...errors import InputError, UsageError
 from ...formats.orth import CALLBACK_NAME
 from ..findings import Finding, Verdict
 from ..fsops import FileSig, backup_name, fsync_dir, rename_noreplace, unlink_quiet, write_new
-from ..plan import ApplyResult, Plan, StepRunner, timed, unchanged
+from ..plan import ApplyResult, Plan, StepRunner, remove_seen, timed, unchanged
 from .md5name import recover_flip
 
 MD5_ACTIONS = ("quarantine", "restore", "rename", "keep")
@@ -70,7 +70,7 @@ class OrthRepairPlan(Plan):
             if f.action in ("quarantine", "restore"):
                 run(f"quarantine-copy:{name}", lambda f=f: _copy_out(f, out))
             if f.action == "quarantine":
-                run(f"remove:{name}", lambda f=f: _remove(f, out))
+                run(f"remove:{name}", lambda f=f: remove_seen(f.path, f.sig, out["removed"]))
             elif f.action == "restore":
                 run(f"restore:{name}", lambda f=f: _restore(f, self.log_path or os.path.dirname(
                     os.path.dirname(f.path)) or ".", out))
@@ -121,15 +121,6 @@ def _copy_out(f: FileFix, out: dict) -> None:
     out["quarantine"].append(dest)
 
 
-def _remove(f: FileFix, out: dict) -> None:
-    if not os.path.lexists(f.path):
-        return
-    _check(f)
-    os.unlink(f.path)
-    fsync_dir(os.path.dirname(f.path) or ".")
-    out["removed"].append(f.path)
-
-
 def _restore(f: FileFix, temp_dir: str, out: dict) -> None:
     _check(f)
     tmp = os.path.join(temp_dir, RESTORE_TEMP + os.path.basename(f.path))
@@ -155,23 +146,19 @@ def repair_plan(log, findings: list[Finding], verdict: Verdict, digest: str, act
     if action not in MD5_ACTIONS:
         raise UsageError(f"-O md5_action: expected one of {', '.join(MD5_ACTIONS)}, got {action!r}")
     plan = OrthRepairPlan(log.name, log.log_path, input_verdict=verdict, digest_before=digest)
-    changed = []            # every file named by an md5 its bytes do not have (not only the findings shown)
-    for cf in log.files:
-        m = CALLBACK_NAME.match(os.path.basename(cf.path))
-        if m is not None:
-            with open(cf.path, "rb") as fh:
-                if hashlib.md5(fh.read()).hexdigest() != m.group("md5"):
-                    changed.append(cf.path)
     other = sorted({f.code for f in findings if f.code != "OC-NAME-MD5" and f.verdict >= Verdict.INVALID_HISTORY})
-    for path in changed:
-        name = os.path.basename(path)
-        m = CALLBACK_NAME.match(name)
+    for path in [cf.path for cf in log.files]:    # every file named by an md5 its bytes do not have
+        m = CALLBACK_NAME.match(os.path.basename(path))
+        if m is None:
+            continue
         with open(path, "rb") as fh:
             data = fh.read()
-        sig = FileSig.of(path)
         md5 = hashlib.md5(data).hexdigest()
+        if md5 == m.group("md5"):
+            continue
+        sig = FileSig.of(path)
         if action == "restore":
-            flip = recover_flip(data, m.group("md5")) if m else None
+            flip = recover_flip(data, m.group("md5"))
             if flip is None:
                 plan.fixes.append(FileFix(path, "quarantine", "no single flipped bit explains the change: "
                                           "quarantined instead of restored", sig))

@@ -3,7 +3,7 @@
 
 Retention (``logretentiondays`` = ``-O retention_days=N``, default 30; below 3 the cleaner is disabled): every
 direct child of ``logPath`` that is a directory, has ``-`` in its name and parses with lenient
-``SimpleDateFormat("yyyy-MM-dd")`` (``lenient_date``: ``2026-01-30.bak`` parses, ``2026-02-30`` is March 2nd) is
+``SimpleDateFormat("yyyy-MM-dd")`` (``reader.lenient_date``: ``2026-01-30.bak`` parses, ``2026-02-30`` is March 2nd) is
 deleted when today's midnight is after the parsed date + N days (dates in the executor's zone, ``-O tz=``;
 today = ``--as-of``). ``gluesource/`` and ``callbacklogs/`` have no ``-`` and are never touched.
 
@@ -25,32 +25,14 @@ import shutil
 from dataclasses import dataclass, field
 
 from ...errors import InputError, UsageError
-from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, LENIENT_DATE, MIN_RETENTION_DAYS, RETENTION_RULES,
+from ...formats.orth import (DAY_MS, DEFAULT_RETENTION_RULE, MIN_RETENTION_DAYS, RETENTION_RULES,
                              SAMPLE_RETENTION_DAYS)
 from ..findings import Verdict
 from ..fsops import FileSig, fsync_dir, rename_noreplace
-from ..plan import ApplyResult, Plan, StepRunner, unchanged
+from ..plan import ApplyResult, Plan, StepRunner, remove_seen
+from .reader import lenient_date
 
 QUARANTINE = ".wqtool-clean-"
-
-
-def lenient_date(name: str) -> dt.date | None:
-    """What lenient ``SimpleDateFormat("yyyy-MM-dd").parse(name)`` gives (None: ParseException). Out-of-range
-    years are clamped to ``date.min`` / ``date.max`` (deleted / never deleted, as Java's far dates would be)."""
-    m = LENIENT_DATE.match(name)
-    if m is None:
-        return None
-    y, mo, d = int(m.group("y")), int(m.group("m")), int(m.group("d"))
-    y += (mo - 1) // 12
-    mo = (mo - 1) % 12 + 1
-    if y < 1:
-        return dt.date.min
-    if y > 9999:
-        return dt.date.max
-    try:
-        return dt.date(y, mo, 1) + dt.timedelta(days=d - 1)
-    except OverflowError:
-        return dt.date.min if d < 1 else dt.date.max
 
 
 def expired(parsed: dt.date, today: dt.date, days: int, rule: str = DEFAULT_RETENTION_RULE, tz=None) -> bool:
@@ -76,10 +58,6 @@ def retention_rule(settings) -> str:
     if v not in RETENTION_RULES:
         raise UsageError(f"-O retention_rule: expected one of {', '.join(RETENTION_RULES)}, got {v!r}")
     return v
-
-
-def today_in(as_of_ns: int, tz) -> dt.date:
-    return dt.datetime.fromtimestamp(as_of_ns / 1e9, tz).date()
 
 
 @dataclass(slots=True)
@@ -140,7 +118,7 @@ class OrthCleanPlan(Plan):
             run(f"hide:{a.name}", lambda a=a, q=q: _hide(a, q), on_error=lambda a=a, q=q: _unhide(a, q))
             run(f"remove:{a.name}", lambda q=q, a=a: _remove_tree(q, run, f"remove:{a.name}", out))
         for f in self.files:
-            run(f"delete:{os.path.basename(f.path)}", lambda f=f: _delete_file(f, out))
+            run(f"delete:{os.path.basename(f.path)}", lambda f=f: remove_seen(f.path, f.sig, out["removed"]))
 
     def apply(self, **kw) -> ApplyResult:
         self.recovered = finish_interrupted(self.log_path)
@@ -189,15 +167,6 @@ def _remove_tree(q: str, run: StepRunner, label: str, out: dict) -> None:
     out.setdefault("removed", []).append(q)
 
 
-def _delete_file(f: FileAction, out: dict) -> None:
-    if not os.path.lexists(f.path):
-        return
-    unchanged({f.path: f.sig}, "changed since the plan: not deleted")
-    os.unlink(f.path)
-    fsync_dir(os.path.dirname(f.path) or ".")
-    out.setdefault("removed", []).append(f.path)
-
-
 def finish_interrupted(log_path: str) -> list[str]:
     """Remove what a crashed clean left hidden (``.wqtool-clean-*``); returns the paths removed."""
     done = []
@@ -233,7 +202,7 @@ def clean_plan(log_path: str, as_of_ns: int, tz, tz_name: str, retention_days: i
     the date directories are left to another log's plan (a logPath read as two logs: the retry files' plan)."""
     if not os.path.isdir(log_path):
         raise UsageError("clean needs an Orth executor logPath directory", path=log_path)
-    today = today_in(as_of_ns, tz)
+    today = dt.datetime.fromtimestamp(as_of_ns / 1e9, tz).date()
     plan = OrthCleanPlan(log_path, retention_days, today.isoformat(), tz_name, fmt=fmt, rule=rule)
     if not dates:
         plan.files += [FileAction(path, why, FileSig.of(path)) for path, why in delivered]

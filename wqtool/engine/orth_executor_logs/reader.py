@@ -16,10 +16,9 @@ import stat
 from dataclasses import dataclass, field
 
 from ...formats.orth import (JACKSON_CALLBACK_FILE, CALLBACK_DIR, DATE_DIR, GLUE_DIR, KNOWN_DIRS,
-                             LEGACY_CALLBACK_DIR, LINE_PREFIX, LOG_FILE, MARKERS)
+                             LEGACY_CALLBACK_DIR, LENIENT_DATE, LINE_PREFIX, LOG_FILE, MARKERS)
 from ..fileio import FileView, input_error, kind_of, listdir
 from ..findings import NOTE, WARNING, Finding
-from .clean import lenient_date
 from .model import LogEntry
 from .readlog import viewer_lines
 
@@ -29,6 +28,25 @@ MESSAGE_CAP = 64 << 10
 VIEWER_CHECK_MAX = 64 << 20
 _TAIL = 4 << 10
 _EOL = re.compile(rb"\r\n|\r|\n")
+
+
+def lenient_date(name: str) -> dt.date | None:
+    """What lenient ``SimpleDateFormat("yyyy-MM-dd").parse(name)`` gives (None: ParseException). Out-of-range
+    years are clamped to ``date.min`` / ``date.max`` (deleted / never deleted, as Java's far dates would be)."""
+    m = LENIENT_DATE.match(name)
+    if m is None:
+        return None
+    y, mo, d = int(m.group("y")), int(m.group("m")), int(m.group("d"))
+    y += (mo - 1) // 12
+    mo = (mo - 1) % 12 + 1
+    if y < 1:
+        return dt.date.min
+    if y > 9999:
+        return dt.date.max
+    try:
+        return dt.date(y, mo, 1) + dt.timedelta(days=d - 1)
+    except OverflowError:
+        return dt.date.min if d < 1 else dt.date.max
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,13 +16,11 @@ class NothingToRepair(Plan):
     root: str
     input_verdict: Verdict = Verdict.CLEAN
     fmt: str = "orth-executor-logs"
+    nothing_to_do = True
 
     def report_doc(self) -> dict:
         return {"format": self.fmt, "root": self.root, "actions": [], "nothing_to_do": True,
                 "why": "executor logs are never rewritten (their findings are about runs, not bytes)", "lines": []}
-
-    def apply_steps(self, **kw) -> list[str]:
-        return []
 
     def apply(self, **kw) -> ApplyResult:
         return ApplyResult(path=self.root, steps=[], result=None, bytes_before=0, bytes_after=0)

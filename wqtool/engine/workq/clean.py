@@ -30,9 +30,10 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
-from ..fsops import fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, prove, timed
+from ..fsops import FileSig, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, prove, timed, unchanged
 from .model import Record
+from .pack import _read_varint_len
 from .reader import LogSet, Segment, discover
 from .swap import SwapPlan, _Locks
 from .fastreplay import Bail, fast_run
@@ -50,7 +51,7 @@ class SegmentClean:
     path: str
     seq: int
     size: int
-    mtime_ns: int
+    sig: FileSig                     # as the plan read it (the active segment may grow behind it)
     records: int | None
     drops: array = field(default_factory=lambda: array("Q"))     # (offset, length) pairs of dropped records
     dropped_by_kind: Counter = field(default_factory=Counter)
@@ -130,7 +131,7 @@ class WorkqCleanPlan(SwapPlan):
             if sc.action == "keep" and not sc.active:
                 link_or_copy(sc.path, dst, fsync)
             else:
-                write_ranges(dst, without(sc.path, HEADER_SIZE, sc.size, _drops(sc)), head=HEADER_BYTES, fsync=fsync)
+                _write_kept(sc, dst, fsync)
         return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
 
     def verify_copy(self, d: str) -> tuple[str, int]:
@@ -159,8 +160,6 @@ class WorkqCleanPlan(SwapPlan):
         finally:
             if held is not None:
                 held.release()
-
-    apply_steps = Plan.apply_steps       # the labels of ``steps`` (not SwapPlan's install)
 
     def steps(self, step: StepRunner, ctx: dict, *, fsync: bool = True) -> None:
         d = self.log.root
@@ -215,7 +214,8 @@ def clean_plan(log: LogSet, as_of_ns: int) -> WorkqCleanPlan:
         # a pinned size (the server's cleaning cycle pins the active segment at its last complete record) is the
         # size the plan, the replay and the verify all read: the appender may add records behind it meanwhile
         size = st.st_size if seg.pinned_size is None else min(st.st_size, seg.pinned_size)
-        sc = SegmentClean(seg.path, seg.seq or 0, size, st.st_mtime_ns, 0, active=i == len(log.segments) - 1)
+        sc = SegmentClean(seg.path, seg.seq or 0, size, FileSig(st.st_ino, st.st_size, st.st_mtime_ns), 0,
+                          active=i == len(log.segments) - 1)
         segs.append(sc)
         by_path[seg.path] = sc
     try:            # an intact log: the hot kernel reports every no-effect record (a finding each)
@@ -273,32 +273,25 @@ def _record_at(path: str, offset: int) -> tuple[int, str]:
         head = os.pread(fd, 26, offset)
     finally:
         os.close(fd)
-    size, shift, q = 0, 0, 15
-    while True:
-        c = head[q]
-        q += 1
-        size |= (c & 0x7F) << shift
-        if c < 0x80:
-            break
-        shift += 7
-    cmd = head[q] if size else 0
-    return q + size + 4, _BY_INT.get(cmd, "(undecodable)")
+    size, q = _read_varint_len(head, 15)
+    return q + size + 4, _BY_INT.get(head[q] if size else 0, "(undecodable)")
 
 
 def _rw(path: str) -> str:
     return path + ".rw"
 
 
-def _drops(sc: SegmentClean) -> list[tuple[int, int]]:
-    return [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
+def _write_kept(sc: SegmentClean, dst: str, fsync: bool) -> int:
+    """``dst``: the header, then the segment's records (up to the size the plan read) minus the dropped ones, byte
+    for byte."""
+    drops = [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
+    return write_ranges(dst, without(sc.path, HEADER_SIZE, sc.size, drops), head=HEADER_BYTES, fsync=fsync)
 
 
 def _write_rw(sc: SegmentClean, fsync: bool) -> int:
-    """``<seg>.rw``: the header, then the segment's records minus the dropped ones, byte for byte."""
-    unlink_quiet(_rw(sc.path))          # a stale .rw of an interrupted cycle (upstream does the same)
-    size = os.path.getsize(sc.path)
-    return write_ranges(_rw(sc.path), without(sc.path, len(HEADER_BYTES), size, _drops(sc)), head=HEADER_BYTES,
-                        fsync=fsync)
+    """``<seg>.rw`` (a stale one of an interrupted cycle removed first, as upstream does)."""
+    unlink_quiet(_rw(sc.path))
+    return _write_kept(sc, _rw(sc.path), fsync)
 
 
 def _verify(plan: WorkqCleanPlan) -> str:
@@ -317,14 +310,8 @@ def _verify(plan: WorkqCleanPlan) -> str:
 
 
 def _check_unchanged(plan: WorkqCleanPlan) -> None:
-    for sc in plan.segments:
-        try:
-            st = os.stat(sc.path)
-        except OSError:
-            raise InputError("the log changed since the plan was made (a segment is gone); plan again",
-                             path=sc.path) from None
-        if sc.active:
-            if st.st_size < sc.size:
-                raise InputError("the active segment shrank since the plan was made; plan again", path=sc.path)
-        elif (st.st_size, st.st_mtime_ns) != (sc.size, sc.mtime_ns):
-            raise InputError("the log changed since the plan was made; plan again", path=sc.path)
+    """Every segment is as the plan read it, but the active one, which may only have grown."""
+    unchanged({sc.path: sc.sig for sc in plan.segments if not sc.active}, "the log changed since the plan was made")
+    for sc in plan.segments[-1:]:
+        if sc.active and (FileSig.of(sc.path).size or 0) < sc.size:
+            raise InputError("the active segment shrank (or is gone) since the plan was made; plan again", path=sc.path)

@@ -1,6 +1,6 @@
 """An interrupted workq ``--apply`` recognised by what it leaves, as SQLite recognises a hot journal.
 
-``swap.install`` (pack and repair; clean rewrites segments in place, see ``clean``) writes the new log into
+``swap.SwapPlan.apply`` (pack and repair; clean rewrites segments in place, see ``clean``) writes the new log into
 ``P/<name>.<tag>-tmp-<pid>-<n>``, renames it ``P/<name>.<tag>-new-<ino>-<stamp>`` once verified, then swaps it with
 ``D = P/<name>``. A process killed on the way leaves one of those siblings behind, and — in the rename fallback's one
 window — no ``D`` at all. ``swap.finish_interrupted`` (run by the next pack or repair) finishes the job; until then
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ...errors import UsageError
 from ...formats.workq import LOCK_FILES
 from ..findings import WARNING, Finding
+from ..fsops import pid_alive
 from ..live import is_locked
 from .swap import _leftovers as _swap_leftovers
 
@@ -56,16 +57,6 @@ class Leftover:
             return False
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True         # EPERM: someone else's process
-    return True
-
-
 def _running(lo: Leftover, name_rest: str) -> bool:
     """True when an install in progress owns ``lo`` (its lock files are locked; or, a temp copy without lock files
     yet, the pid in its name lives)."""
@@ -74,7 +65,7 @@ def _running(lo: Leftover, name_rest: str) -> bool:
         return True
     if lo.kind == "tmp" and not any(os.path.lexists(p) for p in locks):
         pid = name_rest.partition("-")[0]
-        return pid.isdigit() and _pid_alive(int(pid))
+        return pid.isdigit() and pid_alive(int(pid))
     return False
 
 

@@ -140,11 +140,12 @@ class WorkqPackPlan(SwapPlan):
         return self.bytes_after
 
     def fill(self, d: str, step: StepRunner, fsync: bool = True) -> tuple[list[str], int]:
+        if step.dry:                # the labels only
+            for seq in range(1, self.segments_after + 1):
+                for k in ("write", "fsync")[:1 + fsync]:
+                    step(f"{k}:{segment_name(seq)}", None)
+            return [], 0
         return _write_segments(self, d, step, fsync)
-
-    def fill_labels(self, fsync: bool) -> list[str]:
-        return [f"{k}:{segment_name(seq)}" for seq in range(1, self.segments_after + 1)
-                for k in ("write", "fsync")[:1 + fsync]]
 
     def verify_copy(self, d: str) -> tuple[str, int]:
         """Replay the written log at the plan's as-of: (digest, records), or PackMismatch."""
@@ -157,12 +158,6 @@ class WorkqPackPlan(SwapPlan):
     def check_unchanged(self) -> None:
         unchanged(self.sigs, "the log changed since the plan was made (segments added, grown or rewritten)",
                   now=[s.path for s in discover([self.log.root])[0].segments], path=self.log.root)
-
-    def apply(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-              lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True,
-              stale_lock_hold: float = 1.1) -> ApplyResult:
-        return self.install(fail_at=fail_at, hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync,
-                            stale_lock_hold=stale_lock_hold)
 
 
 # ---------------------------------------------------------------- synthesized history

@@ -32,8 +32,7 @@ from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdTy
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, link_or_copy, without, write_ranges
-from ..plan import (ApplyResult, Cut, KeptRanges, Quarantined, StepRunner, labels, prove, refusal,
-                    repair_doc, stamp, timed, unchanged)
+from ..plan import Cut, KeptRanges, StepRunner, prove, refusal, repair_doc, timed, unchanged
 from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
@@ -131,9 +130,6 @@ class WorkqRepairPlan(SwapPlan):
                     dst, without(sp.path, HEADER_SIZE, sp.size, cuts), head=HEADER_BYTES, fsync=fsync))
         return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
 
-    def fill_labels(self, fsync: bool) -> list[str]:
-        return labels(lambda step: self.fill("", step, fsync))
-
     def verify_copy(self, d: str) -> tuple[str, int]:
         rep = run_log(discover([d])[0], self.as_of_ns, state=True)
         return prove("the repaired log is not what the plan promised (nothing was installed)", self.digest_after,
@@ -144,25 +140,6 @@ class WorkqRepairPlan(SwapPlan):
     def check_unchanged(self) -> None:
         unchanged(self.sigs, "the log changed since the plan was made (is workq-server running?)",
                   now=[s.path for s in discover([self.log.root])[0].segments], path=self.log.root)
-
-    def apply_steps(self, *, quarantine: str | None = None, **kw) -> list[str]:
-        out = SwapPlan.apply_steps(self, **kw)
-        if any(c.length for c in self.cuts):
-            out.insert(out.index("rename-temp-to-ready"), "quarantine")
-        return out
-
-    def apply(self, *, quarantine: str | None = None, hook: Callable[[str, str], None] | None = None,
-              fsync: bool = True, **kw) -> ApplyResult:
-        """Install the repaired log (``swap.install``); the cut ranges go to ``quarantine`` (default:
-        ``<dir>.quarantine-<stamp>``) before the swap. A plan with nothing to do changes nothing."""
-        d = os.path.abspath(self.log.root)
-        if self.nothing_to_do:
-            return ApplyResult(d, [], None, self.bytes_before, self.bytes_before)
-        with Quarantined(self, quarantine, f"{d}.quarantine-{stamp(self.as_of_ns)}", hook,
-                         {"exchange", "rename-log-to-backup"}, fsync) as q:     # after those the old log is aside
-            res = self.install(before_swap=q.write, hook=q.seen, fsync=fsync, **kw)
-        res.quarantine = q.files
-        return res
 
 
 @timed

@@ -1,6 +1,6 @@
 """Installing a rewritten workq log in place of the old one, atomically: the directory swap that pack and repair share.
 
-Sequence (``install``), with ``D`` the log directory and ``P`` its parent:
+Sequence (``SwapPlan.apply``, as steps), with ``D`` the log directory and ``P`` its parent:
  1. flock LOCK_EX|LOCK_NB on ``D/append.lock`` then ``D/read.lock`` (created if missing), retried until
     ``lock_timeout``; a running workq-server holds append.lock for its whole life -> LogBusy. Under the locks:
     leftovers of crashed installs are recovered, and the caller checks the log is still what its plan read.
@@ -33,14 +33,13 @@ import errno
 import os
 import shutil
 import time
-from typing import Callable
 
 from ...errors import UsageError
 from ...formats.workq import LOCK_FILES
 from .. import progress
 from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fsync_dir
 from ..live import fd_holders
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, quarantine_step
 from ..plan import stamp as plan_stamp
 
 TAGS = ("pack", "repair")
@@ -76,7 +75,7 @@ def _leftovers(parent: str, name: str) -> tuple[list[tuple[str, int, str, str]],
 
 def finish_interrupted(path: str, *, lock_timeout: float = 1.0, cleanup: bool = False,
                        fsync: bool = True) -> list[str]:
-    """Finish what a crashed ``install`` (pack or repair) left in ``path``'s parent (rules in the module docstring).
+    """Finish what a crashed ``SwapPlan.apply`` (pack, repair) left in ``path``'s parent (rules in the module docstring).
 
     ``cleanup`` (only while holding ``path``'s locks, as ``apply_plan`` does) also removes unverified temp
     directories and verified ones whose swap never started. Raises LogBusy when an install is in progress."""
@@ -146,27 +145,13 @@ def make_lock_files(directory: str) -> None:
         os.close(fd)
 
 
-def install_steps(fill_labels: list[str], *, parent: str, swap: str = "auto", fsync: bool = True,
-                  keep_backup: bool = True) -> list[str]:
-    """The labels ``install`` runs, in order (each can be failed before: / after:); ``fill_labels``: the caller's."""
-    seq = ["mkdir-temp", "lock-files-temp", *fill_labels, "own-temp", "verify-temp", "fsync-dir:temp",
-           "rename-temp-to-ready", "fsync-dir:parent:ready"]
-    seq += (["exchange", "fsync-dir:parent:exchange", "rename-old-to-backup", "fsync-dir:parent:backup"]
-            if resolve_swap(swap, parent) == "exchange" else
-            ["rename-log-to-backup", "fsync-dir:parent:backup", "rename-ready-to-log", "fsync-dir:parent:log"])
-    seq += [] if keep_backup else ["remove-backup", "fsync-dir:parent:no-backup"]
-    return [x for x in seq if fsync or not x.startswith("fsync-dir:")]
-
-
-def _after_failure(d: str, ready: str, backup: str | None, swapped: bool, swap: str) -> None:
-    """An ordinary error (EIO, ENOSPC) after the new log was renamed to its ready name: before the swap the ready
-    copy goes (the old log stays, nothing else is left); after it, what the swap still owed is done as far as it
-    can be (the old log to its backup name, or the new one to ``d``), as ``finish_interrupted`` would do later."""
+def _after_failure(d: str, ready: str, backup: str, swap: str) -> None:
+    """An ordinary error (EIO, ENOSPC) after the swap: what it still owed is done as far as it can be (the old log
+    to its backup name, or the new one to ``d``), as ``finish_interrupted`` would do later. (Before the swap the
+    steps' rollbacks remove the new copy: the old log stays, nothing else is left.)"""
     try:
-        if not swapped:
-            shutil.rmtree(ready, ignore_errors=True)
-        elif swap == "exchange":
-            if os.path.lexists(ready) and backup is not None:
+        if swap == "exchange":
+            if os.path.lexists(ready):
                 os.rename(ready, backup)
         elif not os.path.lexists(d) and os.path.lexists(ready):
             os.rename(ready, d)
@@ -174,109 +159,11 @@ def _after_failure(d: str, ready: str, backup: str | None, swapped: bool, swap: 
         pass     # finish_interrupted finishes it at the next run
 
 
-def install(root: str, *, tag: str, as_of_ns: int, fill: Callable[[str, StepRunner], tuple[list[str], int]],
-            verify: Callable[[str], tuple[str, int]], bytes_before: int, check: Callable[[], None] | None = None,
-            before_swap: Callable[[StepRunner], None] | None = None, fail_at: str | None = None,
-            hook: Callable[[str, str], None] | None = None, lock_timeout: float = 1.0, swap: str = "auto",
-            fsync: bool = True, stale_lock_hold: float = 1.1, keep_backup: bool = True,
-            write_total: int | None = None) -> ApplyResult:
-    """Install a new log in place of the log directory ``root`` (the sequence in the module docstring).
-
-    ``fill(tmp, step)`` writes the new segments into ``tmp`` (as steps) -> (names, bytes); ``verify(tmp)`` replays
-    it and raises if it is not what the plan promised -> (digest, records); ``check()`` runs under the locks,
-    before anything is written (the log is still what the plan read); ``before_swap(step)`` runs after the new
-    log is verified and before the swap (repair writes its quarantine there). The write and the re-verify are
-    passes of their own for progress (``write_total``: the bytes ``fill`` writes, when known)."""
-    if tag not in TAGS:
-        raise ValueError(tag)
-    t0 = time.perf_counter()
-    d = os.path.abspath(root)
-    parent, name = os.path.split(d)
-    swap = resolve_swap(swap, parent)
-    step = StepRunner(fail_at, hook)
-    stamp = plan_stamp(as_of_ns)
-    old_locks = _Locks(d, lock_timeout)
-    new_locks: LockSet | None = None
-    tmp = os.path.join(parent, f"{name}.{tag}-tmp-{os.getpid()}-{time.monotonic_ns()}")
-    swapped = False
-    backup = None
-
-    def sync(label: str, path: str = parent) -> None:
-        if fsync:
-            step("fsync-dir:" + label, lambda: fsync_dir(path))
-    try:
-        recovered = finish_interrupted(d, lock_timeout=lock_timeout, cleanup=True, fsync=fsync)
-        if check is not None:
-            check()
-        # 2. the new log, in a sibling temp directory, verified
-        try:
-            step("mkdir-temp", lambda: os.mkdir(tmp))
-
-            def lock_files():
-                nonlocal new_locks
-                make_lock_files(tmp)
-                new_locks = _Locks(tmp, lock_timeout, what=tag)
-            step("lock-files-temp", lock_files)
-            progress.begin("write", write_total)
-            filled = fill(tmp, step)
-            step("own-temp", lambda: _copy_ownership(d, tmp))
-            progress.begin("re-verify", filled[1])
-            verified = step("verify-temp", lambda: verify(tmp))
-            sync("temp", tmp)
-            if before_swap is not None:
-                before_swap(step)
-        except Exception:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        # 3. verified and ready: named after its inode, so that recovery can tell it from the old log
-        ready = os.path.join(parent, f"{name}.{tag}-new-{os.stat(tmp).st_ino}-{stamp}")
-        try:
-            step("rename-temp-to-ready", lambda: os.rename(tmp, ready))
-        except Exception:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        try:
-            sync("parent:ready")
-            # 4. the swap
-            backup = backup_name(parent, name, f"pre-{tag}-{stamp}")
-            if swap == "exchange":
-                try:
-                    step("exchange", lambda: exchange(ready, d))
-                except NoExchange:
-                    raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use "
-                                  "swap='rename'", parent) from None
-                swapped = True
-                sync("parent:exchange")
-                step("rename-old-to-backup", lambda: os.rename(ready, backup))
-                sync("parent:backup")
-            else:
-                step("rename-log-to-backup", lambda: os.rename(d, backup))
-                swapped = True
-                sync("parent:backup")
-                step("rename-ready-to-log", lambda: os.rename(ready, d))
-                sync("parent:log")
-        except Exception:
-            _after_failure(d, ready, backup, swapped, swap)
-            raise
-        if not keep_backup:
-            step("remove-backup", lambda: shutil.rmtree(backup))
-            sync("parent:no-backup")
-            backup = None
-    finally:
-        if new_locks is not None:
-            new_locks.release()
-        if swapped and stale_lock_hold > 0 and old_locks.fds and any(fd_holders(fd) for fd in old_locks.fds):
-            time.sleep(stale_lock_hold)     # only a process holding the old lock files open can be waiting on them
-        old_locks.release()
-    (names, total), (digest, records) = filled, verified
-    return ApplyResult(d, step.done, WriteResult(d, names, total, records, digest, time.perf_counter() - t0),
-                       bytes_before, total, backup=backup, swap=swap, recovered=recovered)
-
-
 class SwapPlan(Plan):
-    """A workq plan whose result is a whole new log: written into ``out`` (``write``) or installed by the directory
-    swap (``apply``). The format gives ``fill(d, step, fsync)`` -> (segment names, bytes), ``fill_labels(fsync)``,
-    ``verify_copy(d)`` -> (digest, records), ``check_unchanged()`` and ``write_total``."""
+    """A workq plan whose result is a whole new log: written into ``out`` (``write``) or installed in place of the
+    log directory by the swap (``apply``: the module docstring's sequence, as steps). The format gives ``fill(d,
+    step, fsync)`` -> (segment names, bytes), ``verify_copy(d)`` -> (digest, records), ``check_unchanged()`` and
+    ``write_total``; a repair's plan (``cuts``) also writes its quarantine before the swap."""
 
     tag = "pack"
 
@@ -291,19 +178,101 @@ class SwapPlan(Plan):
         digest, records = self.verify_copy(d)
         return names, total, records, digest
 
-    def apply_steps(self, *, swap: str = "auto", fsync: bool = True, keep_backup: bool = True, **_kw) -> list[str]:
-        return install_steps(self.fill_labels(fsync), parent=os.path.dirname(os.path.abspath(self.log.root)),
-                             swap=swap, fsync=fsync, keep_backup=keep_backup)
-
-    def install(self, *, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None,
-                lock_timeout: float = 1.0, swap: str = "auto", fsync: bool = True, stale_lock_hold: float = 1.1,
-                keep_backup: bool = True, before_swap: Callable[[StepRunner], None] | None = None) -> ApplyResult:
-        """Install the new log in place of the log directory, atomically (``install``)."""
+    def apply(self, **kw) -> ApplyResult:
+        """Install the new log in place of the log directory, atomically (a plan with nothing to do changes
+        nothing). ``quarantine``: a repair's (default ``<dir>.quarantine-<stamp>``); ``swap``: auto | exchange |
+        rename; ``stale_lock_hold``, ``lock_timeout``, ``keep_backup``, ``fsync``."""
+        if getattr(self, "nothing_to_do", False):
+            return ApplyResult(os.path.abspath(self.log.root), [], None, self.bytes_before, self.bytes_before)
         if not self.log.is_dir:
             raise UsageError("--apply needs the log's directory (segments named one by one cannot be installed)",
                              path=self.log.root)
-        return install(self.log.root, tag=self.tag, as_of_ns=self.as_of_ns,
-                       fill=lambda tmp, step: self.fill(tmp, step, fsync), verify=self.verify_copy,
-                       bytes_before=self.bytes_before, check=self.check_unchanged, before_swap=before_swap,
-                       fail_at=fail_at, hook=hook, lock_timeout=lock_timeout, swap=swap, fsync=fsync,
-                       stale_lock_hold=stale_lock_hold, keep_backup=keep_backup, write_total=self.write_total)
+        return Plan.apply(self, **kw)
+
+    def run(self, ctx: dict, fail_at: str | None, hook, *, stale_lock_hold: float = 1.1, **kw) -> StepRunner:
+        """``Plan.run``; then the old log's locks are held ``stale_lock_hold`` s more after a swap, only while
+        another process holds one of them open (the module docstring, step 5)."""
+        try:
+            return Plan.run(self, ctx, fail_at, hook, **kw)
+        finally:
+            old = ctx.get("old_locks")
+            if old is not None:
+                if ctx.get("swapped") and stale_lock_hold > 0 and any(fd_holders(fd) for fd in old.fds):
+                    time.sleep(stale_lock_hold)     # only a process holding the old lock files open can wait on them
+                old.release()
+
+    def steps(self, step: StepRunner, ctx: dict, *, quarantine: str | None = None, lock_timeout: float = 1.0,
+              swap: str = "auto", fsync: bool = True, keep_backup: bool = True, **_kw) -> None:
+        d = os.path.abspath(self.log.root)
+        parent, name = os.path.split(d)
+        swap = ctx["swap"] = resolve_swap(swap, parent)
+        stamp = plan_stamp(self.as_of_ns)
+        tmp = os.path.join(parent, f"{name}.{self.tag}-tmp-{os.getpid()}-{time.monotonic_ns()}")
+
+        def sync(label: str, path: str = parent) -> None:
+            if fsync:
+                step("fsync-dir:" + label, lambda: fsync_dir(path))
+
+        def lock_files():
+            make_lock_files(tmp)
+            ctx["lock"] = _Locks(tmp, lock_timeout, what=self.tag)
+        if not step.dry:    # 1. under the log's locks: a crashed install finished, the log still what the plan read
+            ctx["old_locks"] = _Locks(d, lock_timeout)
+            ctx["recovered"] = finish_interrupted(d, lock_timeout=lock_timeout, cleanup=True, fsync=fsync)
+            self.check_unchanged()
+            progress.begin("write", self.write_total)
+        # 2. the new log, in a sibling temp directory, verified (a later failure before the swap removes it)
+        step("mkdir-temp", lambda: os.mkdir(tmp), rollback=lambda: shutil.rmtree(tmp, ignore_errors=True))
+        step("lock-files-temp", lock_files)
+        ctx["filled"] = self.fill(tmp, step, fsync)
+        step("own-temp", lambda: _copy_ownership(d, tmp))
+        if not step.dry:
+            progress.begin("re-verify", ctx["filled"][1])
+        ctx["verified"] = step("verify-temp", lambda: self.verify_copy(tmp))
+        sync("temp", tmp)
+        if hasattr(self, "cuts"):
+            quarantine_step(self, step, ctx, quarantine, f"{d}.quarantine-{stamp}", fsync)
+        # 3. verified and ready: named after its inode, so that recovery can tell it from the old log
+        ready = os.path.join(parent, f"{name}.{self.tag}-new-{0 if step.dry else os.stat(tmp).st_ino}-{stamp}")
+        step("rename-temp-to-ready", lambda: os.rename(tmp, ready),
+             rollback=lambda: shutil.rmtree(ready, ignore_errors=True))
+        sync("parent:ready")
+        # 4. the swap: the point of no return (the old log is aside from here)
+        backup = ctx["backup"] = backup_name(parent, name, f"pre-{self.tag}-{stamp}")
+        try:
+            if swap == "exchange":
+                step("exchange", lambda: _exchange(ready, d, parent))
+                ctx["swapped"] = True
+                step.commit()
+                sync("parent:exchange")
+                step("rename-old-to-backup", lambda: os.rename(ready, backup))
+                sync("parent:backup")
+            else:
+                step("rename-log-to-backup", lambda: os.rename(d, backup))
+                ctx["swapped"] = True
+                step.commit()
+                sync("parent:backup")
+                step("rename-ready-to-log", lambda: os.rename(ready, d))
+                sync("parent:log")
+        except Exception:
+            if ctx.get("swapped"):
+                _after_failure(d, ready, backup, swap)
+            raise
+        if not keep_backup:
+            step("remove-backup", lambda: shutil.rmtree(backup))
+            sync("parent:no-backup")
+            ctx["backup"] = None
+
+    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+        (names, total), (digest, records), d = ctx["filled"], ctx["verified"], os.path.abspath(self.log.root)
+        return ApplyResult(d, step.done, WriteResult(d, names, total, records, digest, time.perf_counter() - t0),
+                           self.bytes_before, total, backup=ctx["backup"], swap=ctx["swap"],
+                           recovered=ctx["recovered"], quarantine=ctx.get("quarantine", []))
+
+
+def _exchange(ready: str, d: str, parent: str) -> None:
+    try:
+        exchange(ready, d)
+    except NoExchange:
+        raise OSError(errno.EINVAL, "renameat2(RENAME_EXCHANGE) is not supported here; use swap='rename'",
+                      parent) from None
