@@ -491,6 +491,14 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
         f()
         f()
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+
+    def spun() -> float:
+        """The spinning process' CPU seconds (a child of this process: not counted as either side's)."""
+        if burner is None:
+            return 0.0
+        with open(f"/proc/{burner.pid}/stat") as f:
+            x = f.read().rsplit(")", 1)[1].split()
+        return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK")
     wall: dict[str, list[float]] = {k: [] for k in sides}
     cpu: dict[str, list[float]] = {k: [] for k in sides}
     parts: list[dict] = []
@@ -500,11 +508,11 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
             names = list(sides) if i % 2 == 0 else list(reversed(sides))   # interleaved: none always first
             want = None
             for k in names:
-                c = time.process_time() + _cpu_s(me)
+                c = time.process_time() + _cpu_s(me) - spun()
                 t = time.perf_counter()
                 got = sides[k]()
                 wall[k].append(time.perf_counter() - t)
-                cpu[k].append(time.process_time() + _cpu_s(me) - c)
+                cpu[k].append(time.process_time() + _cpu_s(me) - spun() - c)
                 if want is None:
                     want = got
                 assert got == want, f"{k}: another digest or counts"
@@ -528,8 +536,9 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     words = {"local": "local (this process)", "whole": "spark, one task (Cluster.run)",
              "frames": "spark, one task (DataFrame)", "chained": "spark, chained over 2 slots"}
     for k in sides:
-        ratio = "" if k == "local" else (f"; local/spark x{med(wall['local']) / med(wall[k]):.2f} (pairs " +
-                                         " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(wall["local"], wall[k])) + ")")
+        pairs = [a_ / b_ for a_, b_ in zip(wall["local"], wall[k])]
+        ratio = "" if k == "local" else (f"; local/spark x{med(wall['local']) / med(wall[k]):.2f}, median of the "
+                                         f"pairs x{med(pairs):.2f} (pairs " + " ".join(f"x{x:.2f}" for x in pairs) + ")")
         print(f"  {words[k]:<32} {med(wall[k]):.2f} s, CPU {med(cpu[k]):.2f} s (runs {runs(wall[k])}){ratio}")
     if parts:
         _print_breakdown(parts)
