@@ -302,7 +302,7 @@ class Cluster:
         """``tasks(n, fn, fields, what)`` collected: every row the ``n`` tasks yield, on the driver (each has
         ``fields`` by name). One stage of an RDD where the session has a SparkContext (``_Indexed``): a job's
         fixed cost is its scheduling and the rows' way back — a DataFrame's query planning, the Arrow stream of
-        ``mapInArrow`` and the rows' conversion cost ~0.1 s more per job (docs/spark.md, one log over the slots);
+        ``mapInArrow`` and the rows' conversion cost ~0.1 s more per job (docs/spark.md, one log in one task);
         through Spark Connect, ``tasks`` and ``collect``."""
         sc = self._context()
         if sc is None:

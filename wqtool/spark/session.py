@@ -23,7 +23,7 @@ _DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
     # the executors talk to their Python workers over a Unix socket: on loopback TCP a task's input and its end
-    # each waited ~40 ms (Nagle's algorithm against delayed ACKs; docs/spark.md, one log over the slots)
+    # each waited ~40 ms (Nagle's algorithm against delayed ACKs; docs/spark.md, one log in one task)
     "spark.python.unix.domain.socket.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     # the status tracker (our progress lines) sees task starts at once, not at the next 100 ms-spaced event
