@@ -400,64 +400,166 @@ def count_sessions(scale: float, n: int, out: str, conf: list[str], loaded: bool
               + f"); CPU per count() median {med(cpu[k]):.2f} s")
 
 
-def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False) -> None:
-    """``replay --summary`` of one log (its counts and digest) once the session is started: ``n`` interleaved
-    pairs of the local engine's pass (``run_log`` + digest, one process) and the Spark fleet's (``run_fleet`` on a
-    warm ``local[2]`` session: a log this big is chained over the two slots, ``workq.fleet.chain_plan``), with the
-    load; ``loaded``: a second process spins on a CPU throughout. The log whole in one task (``chain=False``, last
-    round's path) is timed in each round too, for comparison."""
+def _breakdown_task():
+    """A ``_FastTask`` that times itself inside the task (wall clock, as the driver's): when the task function
+    was entered, its kernel pass' start and end and the pass' CPU — returned in its result (``_t``). Defined
+    here, so that cloudpickle ships it by value to the workers."""
+    from wqtool.engine.workq.fleet import _FastTask
+
+    class Timed(_FastTask):
+        def __call__(self, batches):
+            self._t_in = time.time()
+            yield from super().__call__(batches)
+
+        def _run(self, *a):
+            t1, c1 = time.time(), time.process_time()
+            res = super()._run(*a)
+            if res is not None:
+                res["_t"] = (self._t_in, t1, time.time(), time.process_time() - c1)
+            return res
+    return Timed
+
+
+def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, breakdown: bool = False) -> None:
+    """``replay --summary`` of one log once the session is started, as the CLI computes it (``engine.read.read``:
+    the report, then the view's digest, counts per state and per queue): ``n`` interleaved rounds of the local
+    engine (this process) and a warm ``local[2]`` command session (``build_session(sources=False)``, the CLI's)
+    through ``SparkRunner`` — the log whole in one task as on a busy machine (``Cluster.run``: one RDD stage),
+    the same through a DataFrame (``Cluster.tasks`` + ``collect``: ``mapInArrow``, the path before), and chained
+    over the two slots (``chain_plan`` as with a CPU to spare). Wall-clock medians, every pair's ratio, the CPU
+    seconds of each side (this process and its JVM and Python workers) and the load; ``loaded``: a second process
+    spins on a CPU throughout. ``breakdown``: where the Spark side's time goes, from timestamps in the task and
+    on the driver (medians over the rounds)."""
     import subprocess
-    from wqtool.engine.workq.fleet import run_fleet
-    from wqtool.engine.workq.reader import discover
-    from wqtool.engine.workq.verify import run_log
-    from wqtool.spark.cluster import Cluster
-    from wqtool.spark.session import build_session, warm_up
-    (log,) = discover([path])
-    warm([log])
-    spark = build_session(master="local[2]", conf=conf)
+
+    import wqtool.engine.workq.fleet as wf
+    import wqtool.spark.cluster as scl
+    from wqtool.engine.format import resolve
+    from wqtool.engine.options import Options
+    from wqtool.engine.read import Want, read
+    from wqtool.spark.runner import SparkRunner
+    from wqtool.spark.session import build_session, parse_conf, warm_up
+    opts = Options(as_of_ns=AS_OF_NS)
+    logs = resolve([path], "auto", opts)
+    warm([lg.data for lg in logs])
+    spark = build_session(master="local[2]", conf=parse_conf(conf), sources=False)
     warm_up(spark)
-    said: list[str] = []
-    from wqtool.engine.workq.fleet import chain_pays
-    auto = "chained" if chain_pays() else "whole (a busy machine)"
-    run_fleet(Cluster(spark), [log], AS_OF_NS, progress=said.append, chain=True)     # the first job's costs
-    run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)
+    auto = "chained" if wf.chain_pays() else "whole (a busy machine)"
+    real_pays, real_run, real_task = wf.chain_pays, scl.Cluster.run, wf._FastTask
+    marks: dict[str, float] = {}
+
+    def frames(self, n_, fn, fields, what=None):
+        return self.collect(self.tasks(n_, fn, fields, what=what))
+
+    def timed_run(self, n_, fn, fields, what=None):
+        marks["submit"] = time.time()
+        rows = (frames if marks.get("frames") else real_run)(self, n_, fn, fields, what)
+        marks["back"] = time.time()
+        if breakdown:
+            import pickle
+            for r in rows:
+                d = pickle.loads(r["blob"])
+                if isinstance(d, dict) and "_t" in d:
+                    marks["t"] = d.pop("_t")
+        return rows
+
+    def summary(view):
+        return view.digest(), view.counts_by_state(), view.queues()
+
+    def local():
+        return summary(read(logs, opts, want=Want.REPLAY, max_findings=1000).results[0].view())
+
+    def on_spark(chain: bool, through_frames: bool = False):
+        wf.chain_pays = lambda: chain
+        marks.clear()
+        marks["frames"] = through_frames
+        marks["start"] = time.time()
+        try:
+            r = read(logs, opts, want=Want.REPLAY, runner=SparkRunner(spark), max_findings=1000, summary=True)
+            marks["read"] = time.time()
+            return summary(r.results[0].view())
+        finally:
+            wf.chain_pays = real_pays
+
+    scl.Cluster.run = timed_run
+    if breakdown:
+        wf._FastTask = _breakdown_task()
+    sides = {"local": local, "whole": lambda: on_spark(False), "frames": lambda: on_spark(False, True),
+             "chained": lambda: on_spark(True)}
+    me = os.getpid()
+    for f in sides.values():        # each path's first job (its workers, the JIT)
+        f()
+        f()
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+
+    def spun() -> float:
+        """The spinning process' CPU seconds (a child of this process: not counted as either side's)."""
+        if burner is None:
+            return 0.0
+        with open(f"/proc/{burner.pid}/stat") as f:
+            x = f.read().rsplit(")", 1)[1].split()
+        return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK")
+    wall: dict[str, list[float]] = {k: [] for k in sides}
+    cpu: dict[str, list[float]] = {k: [] for k in sides}
+    parts: list[dict] = []
     try:
         load0 = os.getloadavg()[0]
-        loc, spk, whole = [], [], []
         for i in range(n):
-            order = (0, 1, 2) if i % 2 == 0 else (2, 1, 0)      # interleaved: neither side always first
-            for k in order:
+            names = list(sides) if i % 2 == 0 else list(reversed(sides))   # interleaved: none always first
+            want = None
+            for k in names:
+                c = time.process_time() + _cpu_s(me) - spun()
                 t = time.perf_counter()
-                if k == 0:
-                    d_local = run_log(log, AS_OF_NS).state.digest()
-                    loc.append(time.perf_counter() - t)
-                elif k == 1:
-                    d_spark = run_fleet(Cluster(spark), [log], AS_OF_NS, chain=True)[0].report.state.digest()
-                    spk.append(time.perf_counter() - t)
-                else:
-                    d_whole = run_fleet(Cluster(spark), [log], AS_OF_NS, chain=False)[0].report.state.digest()
-                    whole.append(time.perf_counter() - t)
-            assert d_local == d_spark == d_whole
+                got = sides[k]()
+                wall[k].append(time.perf_counter() - t)
+                cpu[k].append(time.process_time() + _cpu_s(me) - spun() - c)
+                if want is None:
+                    want = got
+                assert got == want, f"{k}: another digest or counts"
+                if k == "whole" and breakdown:
+                    parts.append(dict(marks))
         load1 = os.getloadavg()[0]
     finally:
+        wf.chain_pays, scl.Cluster.run, wf._FastTask = real_pays, real_run, real_task
         if burner is not None:
             burner.kill()
             burner.wait()
     spark.stop()
     med = statistics.median
-    size = sum(os.path.getsize(s_.path) for s_ in log.segments)
+    size = sum(os.path.getsize(s_.path) for s_ in logs[0].data.segments)
 
     def runs(xs):
         return " ".join(f"{x:.2f}" for x in xs)
     print(f"replay --summary of {path} ({size / 2**20:.0f} MiB), load {load0:.2f} -> {load1:.2f}"
-          f"{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs (shared); {said[0]}; "
-          f"the default at the start: {auto}")
-    print(f"  local (1 process)               {med(loc):.2f} s (runs {runs(loc)})")
-    print(f"  spark local[2], chained         {med(spk):.2f} s (runs {runs(spk)}); local/spark x{med(loc) / med(spk):.2f} "
-          "(pairs " + " ".join(f"x{a_ / b_:.2f}" for a_, b_ in zip(loc, spk)) + ")")
-    print(f"  spark local[2], whole (1 task)  {med(whole):.2f} s (runs {runs(whole)}); local/spark "
-          f"x{med(loc) / med(whole):.2f}; identical digests")
+          f"{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs (shared); "
+          f"the default at the start: {auto}; {n} interleaved rounds; digests and counts identical")
+    words = {"local": "local (this process)", "whole": "spark, one task (Cluster.run)",
+             "frames": "spark, one task (DataFrame)", "chained": "spark, chained over 2 slots"}
+    for k in sides:
+        pairs = [a_ / b_ for a_, b_ in zip(wall["local"], wall[k])]
+        ratio = "" if k == "local" else (f"; local/spark x{med(wall['local']) / med(wall[k]):.2f}, median of the "
+                                         f"pairs x{med(pairs):.2f} (pairs " + " ".join(f"x{x:.2f}" for x in pairs) + ")")
+        print(f"  {words[k]:<32} {med(wall[k]):.2f} s, CPU {med(cpu[k]):.2f} s (runs {runs(wall[k])}){ratio}")
+    if parts:
+        _print_breakdown(parts)
+
+
+def _print_breakdown(parts: list[dict]) -> None:
+    """Medians of where one task's job went (``one_log_summary --breakdown``), in milliseconds."""
+    med = statistics.median
+    rows = {"driver, before the job (resolve the runner, snapshot, plan)": [],
+            "submitted -> the task function entered": [], "entered -> the kernel pass starts": [],
+            "the kernel pass (wall)": [], "the kernel pass (CPU)": [], "pass end -> rows on the driver": [],
+            "driver, after the job (assemble, check, report)": [], "total": []}
+    for m in parts:
+        t_in, t1, t2, c = m["t"]
+        vals = (m["submit"] - m["start"], t_in - m["submit"], t1 - t_in, t2 - t1, c, m["back"] - t2,
+                m["read"] - m["back"], m["read"] - m["start"])
+        for k, v in zip(rows, vals):
+            rows[k].append(v * 1000)
+    print("  where the one task's job goes (ms, medians; timestamps in the task and on the driver):")
+    for k, v in rows.items():
+        print(f"    {k:<60} {med(v):7.1f}  ({' '.join(f'{x:.0f}' for x in v)})")
 
 
 def remote_cost(n: int) -> None:
@@ -533,6 +635,9 @@ def main() -> None:
                     "issue-14 log at SCALE (0.27: ~335 k records), --repeat interleaved runs")
     ap.add_argument("--count-loaded", "--loaded", action="store_true",
                     help="with --count-vs-stats or --one-log-summary: a second process spins on a CPU throughout")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="with --one-log-summary: where the one task's job goes (timestamps in the task and on the "
+                    "driver)")
     ap.add_argument("--one-log-summary", metavar="LOG",
                     help="only measure replay --summary of one log, local vs a started local[2] session (chained, "
                     "and whole in one task), --repeat interleaved rounds")
@@ -549,7 +654,7 @@ def main() -> None:
         count_sessions(a.count_sessions, a.repeat, a.out, a.spark_conf, loaded=a.count_loaded)
         return
     if a.one_log_summary:
-        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf, loaded=a.count_loaded)
+        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf, loaded=a.count_loaded, breakdown=a.breakdown)
         return
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")

@@ -18,7 +18,8 @@ from tests.spark.conftest import as_of_ns
 
 @pytest.fixture
 def lossy_collect(spark, monkeypatch):
-    """Every collect() of a fleet's results loses its last row (as a serving thread that dies mid-stream does)."""
+    """Every collect() of a fleet's results loses its last row (as a serving thread that dies mid-stream does):
+    a DataFrame's, and an RDD's (``Cluster.run``)."""
     DataFrame = type(spark.range(1))       # Spark 4: the classic DataFrame subclass has its own collect()
     real = DataFrame.collect
 
@@ -26,6 +27,13 @@ def lossy_collect(spark, monkeypatch):
         rows = real(self)
         return rows[:-1] if rows and "blob" in self.columns else rows   # the fleets' result rows
     monkeypatch.setattr(DataFrame, "collect", collect)
+    from pyspark import RDD
+    real_rdd = RDD.collect
+
+    def rdd_collect(self):      # Cluster.run's: (..., blob) tuples
+        rows = real_rdd(self)
+        return rows[:-1] if rows and isinstance(rows[-1], tuple) and isinstance(rows[-1][-1], bytes) else rows
+    monkeypatch.setattr(RDD, "collect", rdd_collect)
 
 
 @pytest.mark.parametrize("fast", [True, False])

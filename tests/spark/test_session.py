@@ -327,3 +327,12 @@ def test_a_local_jvm_compiles_with_c1_only_for_a_command(spark):
     assert LOCAL_JIT not in driver_java_opts({}, False)
     mine = driver_java_opts({"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"}, True)
     assert "TieredStopAtLevel=4" in mine and LOCAL_JIT not in mine
+
+
+def test_a_command_session_talks_to_its_python_workers_over_a_unix_socket(spark):
+    """On loopback TCP a task's one input row and its end each waited ~40 ms (Nagle's algorithm against delayed
+    ACKs, docs/spark.md); a classic session built here uses Spark's Unix-socket transport, and a caller's
+    --spark-conf still wins."""
+    from wqtool.spark.session import _DEFAULT_CONF
+    assert spark.conf.get("spark.python.unix.domain.socket.enabled") == "true"
+    assert _DEFAULT_CONF["spark.python.unix.domain.socket.enabled"] == "true"

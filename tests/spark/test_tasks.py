@@ -52,3 +52,44 @@ def test_a_numbered_task_given_another_row_fails(monkeypatch):
     monkeypatch.setattr(TaskContext, "get", classmethod(lambda cls: _Ctx(3)))
     with pytest.raises(RuntimeError, match=r"Spark task 3 was given the rows \[1\], not \[3\]"):
         list(_Numbered(_echo, None)(_rows(1)))
+
+
+def _pair(batches):
+    for b in batches:
+        ks = b.column(0).to_pylist()
+        yield pa.RecordBatch.from_arrays([pa.array(ks, pa.int64()), pa.array([f"task {k}".encode() for k in ks])],
+                                         names=["k", "blob"])
+
+
+def test_an_indexed_task_works_from_its_partition_index():
+    from wqtool.spark.cluster import _Indexed
+    assert list(_Indexed(_pair, None)(3, iter([3]))) == [(3, b"task 3")]
+
+
+def test_an_indexed_task_given_another_row_fails():
+    from wqtool.spark.cluster import _Indexed
+    with pytest.raises(RuntimeError, match=r"Spark task 3 was given the rows \[1\], not \[3\]"):
+        list(_Indexed(_pair, None)(3, iter([1])))
+
+
+def test_run_collects_every_task_on_reused_workers(spark):
+    """``Cluster.run``: each task's rows by field name, on the same Python workers job after job (a worker whose
+    input was left unread exits after its task: each job would start new ones)."""
+    import os
+
+    from wqtool.spark.cluster import Cluster
+
+    def whose(batches):
+        for b in batches:
+            ks = b.column(0).to_pylist()
+            yield pa.RecordBatch.from_arrays([pa.array(ks, pa.int64()), pa.array([os.getpid()] * len(ks))],
+                                             names=["k", "pid"])
+    cl = Cluster(spark)
+    fields = (("k", "int64"), ("pid", "int64"))
+    rows = cl.run(2, whose, fields)
+    assert sorted(r["k"] for r in rows) == [0, 1]
+    pids = {r["pid"] for r in rows}
+    for _ in range(3):
+        again = cl.run(2, whose, fields)
+        assert sorted(r["k"] for r in again) == [0, 1]
+        assert {r["pid"] for r in again} <= pids, (pids, again)

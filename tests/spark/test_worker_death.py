@@ -33,6 +33,9 @@ def _killing_cluster(spark, victim: int, always: bool):
     class KillingCluster(Cluster):
         def tasks(self, n, fn, fields, what=None):
             return super().tasks(n, _Killing(fn, victim, always), fields, what=what)
+
+        def run(self, n, fn, fields, what=None):
+            return super().run(n, _Killing(fn, victim, always), fields, what=what)
     return KillingCluster(spark)
 
 

@@ -143,6 +143,31 @@ class _Numbered:
                                f"another task")
 
 
+class _Indexed:
+    """A task of ``Cluster.run``: ``fn`` gets its task number (the RDD partition's index) at once, as
+    ``_Numbered`` gives it, and the rows of the Arrow batches it yields go back as tuples through PySpark's RDD
+    path — no DataFrame plan on the driver, no Arrow stream into the JVM and rows out of it again. The partition's
+    one row is read after ``fn``, must agree (else the task did another task's work), and drains the input, so
+    the worker is reused (a Python worker whose input is left unread exits after its task)."""
+
+    def __init__(self, fn: Callable[[Iterator], Iterator], cwd: str, staged: tuple = (), snap=None):
+        self.fn, self.cwd, self.staged, self.snap = fn, cwd, staged, snap
+
+    def __call__(self, k: int, rows: Iterator):
+        import pyarrow as pa
+
+        from ..engine.fileio import pinned
+        moved, (fn, snap) = _here(self.staged, (self.fn, self.snap))
+        with working_dir(self.cwd), pinned(snap):
+            for b in _named_back(fn(iter([pa.RecordBatch.from_arrays([pa.array([k], pa.int64())], names=["id"])])),
+                                 moved):
+                yield from zip(*(c.to_pylist() for c in b.columns))
+        got = list(rows)
+        if got != [k]:
+            raise RuntimeError(f"wqtool: Spark task {k} was given the rows {got}, not [{k}]: it did the work of "
+                               f"another task")
+
+
 class Relay:
     """A task's end of the driver's relay (``Cluster.relay``): short strings one task sends and another one
     waits for — within one job, with no Spark round in between (a barrier stage's ``allGather`` wakes a waiting
@@ -271,6 +296,28 @@ class Cluster:
         if what is not None:
             self._what[id(frame)] = what
         return frame
+
+    def run(self, n: int, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]],
+            what: Callable[[int], str] | None = None) -> list:
+        """``tasks(n, fn, fields, what)`` collected: every row the ``n`` tasks yield, on the driver (each has
+        ``fields`` by name). One stage of an RDD where the session has a SparkContext (``_Indexed``): a job's
+        fixed cost is its scheduling and the rows' way back — a DataFrame's query planning, the Arrow stream of
+        ``mapInArrow`` and the rows' conversion cost ~0.1 s more per job (docs/spark.md, one log in one task);
+        through Spark Connect, ``tasks`` and ``collect``."""
+        sc = self._context()
+        if sc is None:
+            return self.collect(self.tasks(n, fn, fields, what=what))
+        names = [f for f, _ in fields]
+        rdd = sc.parallelize(range(n), n).mapPartitionsWithIndex(_Indexed(fn, self.cwd, self.staged, self.snap))
+        with self.named_deaths(what):
+            return [dict(zip(names, row)) for row in rdd.collect()]
+
+    def _context(self):
+        """The session's SparkContext, or None (Spark Connect has none)."""
+        try:
+            return self.spark.sparkContext
+        except Exception:  # noqa: BLE001 — Spark Connect: no SparkContext
+            return None
 
     @contextlib.contextmanager
     def named_deaths(self, what: Callable[[int], str] | None = None):

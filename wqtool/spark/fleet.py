@@ -250,10 +250,10 @@ class PerLogFleet:
         say(f"spark: {len(datas)} {self.fmt.about.plural}, {sum(sizes)} bytes, a task per log")
         each = [opts if clocks is None else dataclasses.replace(opts, as_of_ns=clocks[i]) for i in order]
         cl = _cluster(cluster)
-        df = cl.tasks(len(datas), _LogTask(self.fmt.name, [datas[i] for i in order], each, limit, items, stats),
+        rows = cl.run(len(datas), _LogTask(self.fmt.name, [datas[i] for i in order], each, limit, items, stats),
                       _FIELDS, what=lambda k: f"log {self.fmt.passes.log_name(datas[order[k]])}")
         out: dict[int, tuple] = {}
-        for r in cl.collect(df):
+        for r in rows:
             out[order[r["log"]]] = pickle.loads(r["blob"])
         check_count(f"{self.fmt.about.plural}: a task per log", len(out), len(datas))
         return [out[i] for i in range(len(datas))]

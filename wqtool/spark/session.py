@@ -22,6 +22,9 @@ _DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
+    # the executors talk to their Python workers over a Unix socket: on loopback TCP a task's input and its end
+    # each waited ~40 ms (Nagle's algorithm against delayed ACKs; docs/spark.md, one log in one task)
+    "spark.python.unix.domain.socket.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     # the status tracker (our progress lines) sees task starts at once, not at the next 100 ms-spaced event
     "spark.ui.liveUpdate.period": "0ms",
@@ -282,11 +285,19 @@ class _Warm:
     def __call__(self, batches):
         import pyarrow as pa
 
+        self._load()
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays([pa.array([os.getpid()] * batch.num_rows, pa.int64())], names=["pid"])
+
+    def rows(self, rows):
+        """The same on an RDD partition (the workers ``Cluster.run`` uses: another pool than a DataFrame's)."""
+        self._load()
+        return [os.getpid() for _ in rows]
+
+    def _load(self) -> None:
         from ..engine.format import formats
         formats()      # the import is the point: every format's engine (and its hot path) in this worker
         time.sleep(self.hold_s)
-        for batch in batches:
-            yield pa.RecordBatch.from_arrays([pa.array([os.getpid()] * batch.num_rows, pa.int64())], names=["pid"])
 
 
 def slot_count(spark, *, default: int) -> int:
@@ -300,12 +311,18 @@ def slot_count(spark, *, default: int) -> int:
 
 def warm_up(spark, *, hold_s: float = 0.5) -> frozenset[int]:
     """Start a Python worker on every executor slot with the engine imported: the cost a fleet's first job
-    would otherwise pay on the clock (about 1 s here, more on a busy machine). Returns the process ids of the
-    workers that answered (one per slot in local mode; Spark Connect gives no slot count: 2 tasks).
+    would otherwise pay on the clock (about 1 s here, more on a busy machine), in both pools: a DataFrame's
+    tasks' (the data sources) and an RDD's (the fleets' ``Cluster.run``). Returns the process ids of the fleets'
+    workers that answered (one per slot in local mode; Spark Connect gives no slot count: 2 tasks, DataFrames').
     """
     slots = slot_count(spark, default=2)
-    rows = spark.range(0, slots, 1, slots).mapInArrow(_Warm(hold_s), "pid bigint").collect()
-    return frozenset(r["pid"] for r in rows)
+    rows = spark.range(0, slots, 1, slots).mapInArrow(_Warm(hold_s), "pid bigint").collect()   # the data sources'
+    try:
+        sc = spark.sparkContext
+    except Exception:  # noqa: BLE001 — Spark Connect: DataFrames only
+        return frozenset(r["pid"] for r in rows)
+    # the fleets' workers (``Cluster.run``: an RDD's tasks, whose Python workers are another pool than a DataFrame's)
+    return frozenset(sc.parallelize(range(slots), slots).mapPartitions(_Warm(hold_s).rows).collect())
 
 
 @contextlib.contextmanager

@@ -808,26 +808,22 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
         units.extend((li, log, k, nparts) for k in range(nparts))
         cost.extend([sizes[li] / nparts] * nparts)
     results: dict[int, list] = {}
-    relay = contextlib.ExitStack()
     if units:
         bins = [[k] for k in range(chained)] if chained else pack(cost, slots)    # chained: share k is task k
         say(f"spark: {len(logs)} log(s), {total} bytes, {len(units)} share(s) in {len(bins)} task(s) on "
             f"{slots} slot(s)" + (", by job-id range, hashed in turn" if chained else ""))
         ids = stats and stats_total is not None and sum(bool(lg.segments) for lg in logs) > 1
         shuffle = ids and total // _LEAST_JOB_BYTES > DRIVER_UNION_IDS     # more ids than the driver should hold
-        try:
-            df = cluster.tasks(len(bins), _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids,
-                                                    shuffle, chain_ranges(chained) if chained else None,
-                                                    relay.enter_context(cluster.relay()) if chained else None),
-                               _B_FIELDS, what=_bin_words(units, bins))
-        except BaseException:
-            relay.close()       # (the driver's relay thread stops with the job that could not start)
-            raise
-        if shuffle:      # read once: the reports come to the driver, the ids go on to the union's shuffle
-            df = cluster.persist(df)
+        with contextlib.ExitStack() as relay:      # (a chain's relay stops with the job, or if it cannot start)
+            task = _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids, shuffle,
+                             chain_ranges(chained) if chained else None,
+                             relay.enter_context(cluster.relay()) if chained else None)
+            if shuffle:  # read once: the reports come to the driver, the ids go on to the union's shuffle
+                df = cluster.persist(cluster.tasks(len(bins), task, _B_FIELDS, what=_bin_words(units, bins)))
+                rows = cluster.collect(cluster.where(df, f"kind != {_IDS}"))
+            else:        # the results only: one stage, straight back (``Cluster.run``)
+                rows = cluster.run(len(bins), task, _B_FIELDS, what=_bin_words(units, bins))
         seen: set[int] = set()
-        with relay:
-            rows = cluster.collect(cluster.where(df, f"kind != {_IDS}") if shuffle else df)
         for r in rows:
             seen.add(r["part"])
             results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
