@@ -31,24 +31,39 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_s(pid: int) -> float:
+    """utime + stime of the process and of its children (the idle spinner, when it is a process of its own)."""
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK
+    t = (int(f[11]) + int(f[12])) / TICK
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            kids = open(f"/proc/{pid}/task/{task}/children").read().split()
+        except OSError:
+            continue
+        for k in kids:
+            try:
+                t += cpu_s(int(k))
+            except OSError:
+                pass
+    return t
 
 
-def one(kind: str, spin: int | None, peer: str, go: str, conns: int, seconds: float, sync: str,
+def one(kind: str, spin: str | None, peer: str, go: str, conns: int, seconds: float, sync: str,
         idle: float) -> tuple[float, float, float]:
     """(ops/s, CPU seconds per 100k requests, CPU seconds in the ``idle`` seconds after the traffic)."""
     port = free_port()
     old = os.environ.get("WQTOOL_SERVE_SPIN_US")
+    old_as = os.environ.get("WQTOOL_SERVE_SPIN_AS")
     if spin is not None:
-        os.environ["WQTOOL_SERVE_SPIN_US"] = str(spin)
+        os.environ["WQTOOL_SERVE_SPIN_US"] = spin.lstrip("t")
+        os.environ["WQTOOL_SERVE_SPIN_AS"] = "thread" if spin.startswith("t") else "process"
     try:
         p = spawn(command(kind, peer, port, fresh_dir(f"spin-{kind}-{spin}-{conns}"), sync))
     finally:
-        if old is None:
-            os.environ.pop("WQTOOL_SERVE_SPIN_US", None)
-        else:
-            os.environ["WQTOOL_SERVE_SPIN_US"] = old
+        for k, v in (("WQTOOL_SERVE_SPIN_US", old), ("WQTOOL_SERVE_SPIN_AS", old_as)):
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     try:
         wait_port(port, p)
         time.sleep(0.3)             # (the asyncio loop takes over from the early loop)
@@ -72,7 +87,8 @@ def one(kind: str, spin: int | None, peer: str, go: str, conns: int, seconds: fl
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peer", default="workq-server")
-    ap.add_argument("--spins", default="0,1000", help="windows in us to compare (0: no spinner)")
+    ap.add_argument("--spins", default="0,1000", help="windows in us to compare (0: no spinner; t1000: the "
+                    "spinner as a thread of the server, WQTOOL_SERVE_SPIN_AS=thread)")
     ap.add_argument("--conns", default="1,16")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=3.0)
@@ -84,7 +100,7 @@ def main() -> None:
         raise SystemExit("the compiled load client needs go on PATH")
     subprocess.run([sys.executable, "-m", "compileall", "-q", "wqtool"], check=True,
                    cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    variants = [("wqtool", int(s)) for s in a.spins.split(",")] + [("workq-server", None)]
+    variants = [("wqtool", s) for s in a.spins.split(",")] + [("workq-server", None)]
     print(f"# idle spinner: {a.rounds} rounds x {a.seconds:.0f} s, -cmdlog-sync {a.sync}, load {load()} "
           f"({os.cpu_count()} CPUs)")
     print(f"{'conns':>5} {'server':<18} {'ops/s':>8} {'cpu s/100k':>10} {'idle cpu s':>10}  load")

@@ -1,7 +1,8 @@
-"""The idle spinner (_proto.c idle_spin_start, spin.idle_start, ``WQTOOL_SERVE_SPIN_US``): a C thread of the server,
-policy SCHED_IDLE, that keeps a CPU out of halt while requests come, parks on a futex once the window passes with
-no request (an idle server uses no CPU), is woken by the next request, ends with the server, and is not there with
-``WQTOOL_SERVE_SPIN_US=0`` or ``WQTOOL_PURE_PYTHON=1``. Every wait is a poll bounded in time."""
+"""The idle spinner (_proto.c idle_spin_start, spin.idle_start, ``WQTOOL_SERVE_SPIN_US``): a C loop with policy
+SCHED_IDLE — a process of its own in its own session (autogroup at nice 19), or with ``WQTOOL_SERVE_SPIN_AS=thread``
+a thread of the server — that keeps a CPU out of halt while requests come, parks on a futex once the window passes
+with no request (an idle server uses no CPU), is woken by the next request, ends with the server, and is not there
+with ``WQTOOL_SERVE_SPIN_US=0`` or ``WQTOOL_PURE_PYTHON=1``. Every wait is a poll bounded in time."""
 from __future__ import annotations
 
 import os
@@ -36,34 +37,44 @@ def poll(cond, timeout: float = 20.0, step: float = 0.005):
 
 
 def spinner_tid(pid: int) -> int | None:
-    for tid in os.listdir(f"/proc/{pid}/task"):
+    """The spinner's thread id: a thread of the server, or its child process (/proc/TID/... serves both)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tasks:
         try:
-            if open(f"/proc/{pid}/task/{tid}/comm").read().strip() == NAME:
-                return int(tid)
+            cands = [tid, *open(f"/proc/{pid}/task/{tid}/children").read().split()]
         except OSError:
-            pass
+            continue
+        for t in cands:
+            try:
+                if open(f"/proc/{t}/comm").read().strip() == NAME:
+                    return int(t)
+            except OSError:
+                pass
     return None
 
 
 def in_futex(pid: int, tid: int) -> bool:
     """The thread sleeps in futex(2): parked (not spinning, not in its busy machine's back-off nanosleep)."""
     try:
-        f = open(f"/proc/{pid}/task/{tid}/syscall").read().split()
-        st = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()[0]
+        f = open(f"/proc/{tid}/syscall").read().split()
+        st = open(f"/proc/{tid}/stat").read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return False
     return st == "S" and f[0] == str(FUTEX)
 
 
 def voluntary(pid: int, tid: int) -> int:
-    for line in open(f"/proc/{pid}/task/{tid}/status"):
+    for line in open(f"/proc/{tid}/status"):
         if line.startswith("voluntary_ctxt_switches:"):
             return int(line.split()[1])
     raise AssertionError("no voluntary_ctxt_switches")
 
 
 def cpu_ticks(pid: int, tid: int) -> int:
-    f = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+    f = open(f"/proc/{tid}/stat").read().rsplit(")", 1)[1].split()
     return int(f[11]) + int(f[12])
 
 
@@ -76,9 +87,9 @@ def traffic(srv: ServerProc, n: int, base: int) -> None:
         c.close()
 
 
-@pytest.fixture
-def spinning_server(server_factory):
-    return server_factory(env={"WQTOOL_SERVE_SPIN_US": "2000"})
+@pytest.fixture(params=["process", "thread"])
+def spinning_server(server_factory, request):
+    return server_factory(env={"WQTOOL_SERVE_SPIN_US": "2000", "WQTOOL_SERVE_SPIN_AS": request.param})
 
 
 @pytest.mark.skipif(FUTEX is None, reason="futex's number on this machine is not listed")
@@ -121,8 +132,40 @@ def test_it_runs_with_sched_idle(spinning_server):
     assert os.sched_getscheduler(pid) == os.SCHED_OTHER        # (the loop thread is not)
 
 
-def test_sigterm_stops_a_spinning_server_within_2_s(server_factory):
-    srv = server_factory(env={"WQTOOL_SERVE_SPIN_US": "5000000"})     # it spins for 5 s after the last request
+def test_as_a_process_it_has_its_own_session_at_nice_19_and_none_of_the_servers_files(server_factory):
+    srv = server_factory(env={"WQTOOL_SERVE_SPIN_US": "2000"})
+    pid = srv.p.pid
+    tid = poll(lambda: spinner_tid(pid))
+    assert tid is not None and tid != pid and tid not in map(int, os.listdir(f"/proc/{pid}/task"))
+    assert os.getsid(tid) == tid != os.getsid(pid)
+    ag = open(f"/proc/{tid}/autogroup").read() if os.path.exists(f"/proc/{tid}/autogroup") else None
+    if ag is not None and open("/proc/sys/kernel/sched_autogroup_enabled").read().strip() == "1":
+        assert ag.split()[-1] == "19", ag
+    fds = {int(f): os.readlink(f"/proc/{tid}/fd/{f}") for f in os.listdir(f"/proc/{tid}/fd")}
+    assert {fds[0], fds[1], fds[2]} == {"/dev/null"}           # not the server's stdout / stderr pipes
+    assert set(fds) <= {0, 1, 2, 3} and fds.get(3, "/proc/loadavg") == "/proc/loadavg"   # no socket, no lock
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_the_spinner_process_ends_with_the_server(server_factory, sig):
+    srv = server_factory(env={"WQTOOL_SERVE_SPIN_US": "5000000"})
+    tid = poll(lambda: spinner_tid(srv.p.pid))
+    assert tid is not None
+    traffic(srv, 20, 5000)                  # spinning (5 s window)
+    srv.p.send_signal(sig)
+    srv.p.wait(10)
+
+    def gone() -> bool:
+        try:
+            return open(f"/proc/{tid}/stat").read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            return True
+    assert poll(gone, timeout=5), "the spinner process outlived the server"
+
+
+@pytest.mark.parametrize("as_", ["process", "thread"])
+def test_sigterm_stops_a_spinning_server_within_2_s(server_factory, as_):
+    srv = server_factory(env={"WQTOOL_SERVE_SPIN_US": "5000000", "WQTOOL_SERVE_SPIN_AS": as_})  # spins 5 s on
     pid = srv.p.pid
     assert poll(lambda: spinner_tid(pid)) is not None
     traffic(srv, 50, 3000)

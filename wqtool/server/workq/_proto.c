@@ -607,22 +607,33 @@ static PyObject *p_spin_stop(PyObject *self, PyObject *unused)
  * parked. Started by idle_spin_start(window_ns) (spin.py's idle_start, WQTOOL_SERVE_SPIN_US); window 0: never. */
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <signal.h>
 #include <unistd.h>
 #include <fcntl.h>
 #include <stdlib.h>
 
-static uint32_t idle_act;               /* atomic: bumped per request line (the futex word) */
-static uint32_t idle_parked;            /* atomic: the spinner sleeps (or is about to) on idle_act */
-static int64_t idle_window;             /* ns of no traffic before the spinner parks (0: no spinner) */
-static int idle_thread_ok;              /* under the GIL: the thread runs */
+/* what the loop thread and the spinner share: in this process's memory (a thread), or in a MAP_SHARED page (a
+ * process: its futex is then not FUTEX_PRIVATE) */
+struct idle_shared {
+    uint32_t act;                       /* atomic: bumped per request line (the futex word) */
+    uint32_t parked;                    /* atomic: the spinner sleeps (or is about to) on act */
+};
+static struct idle_shared idle_local;
+static struct idle_shared *idle_sh = &idle_local;
+static int idle_private = FUTEX_PRIVATE_FLAG;   /* 0 once the spinner is a process */
+static int64_t idle_window;             /* ns of no traffic before the spinner parks */
+static int idle_started;                /* under the GIL: 1 a thread, 2 a process */
 
 static inline void idle_bump(void)
 {
-    /* (seq_cst: the store of idle_act is ordered before the load of idle_parked; the spinner publishes
-     * idle_parked before its last look at idle_act: one of the two sees the other) */
-    __atomic_add_fetch(&idle_act, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&idle_parked, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&idle_parked, 0, __ATOMIC_SEQ_CST))
-        syscall(SYS_futex, &idle_act, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    struct idle_shared *sh = idle_sh;
+    /* (seq_cst: the store of act is ordered before the load of parked; the spinner publishes parked before its
+     * last look at act: one of the two sees the other) */
+    __atomic_add_fetch(&sh->act, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&sh->parked, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&sh->parked, 0, __ATOMIC_SEQ_CST))
+        syscall(SYS_futex, &sh->act, FUTEX_WAKE | idle_private, 1, NULL, NULL, 0);
 }
 
 static inline void cpu_relax(void)
@@ -660,19 +671,18 @@ static int others_running(int fd)
 #define IDLE_BUSY_PROBES 2              /* that many looks in a row with no CPU free: the machine is busy */
 #define IDLE_BACKOFF_NS 20000000        /* then no spinning for 20 ms */
 
-static void *idle_main(void *arg)
+/* The spinner's loop (a thread's or a process's; never returns). Nothing here takes a lock or allocates: in the
+ * process it runs in a fork of a threaded parent. */
+static void idle_loop(struct idle_shared *sh, int priv, int64_t window)
 {
-    (void)arg;
-    struct sched_param sp = {0};
-    pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), lfd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    uint32_t seen = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
+    uint32_t seen = __atomic_load_n(&sh->act, __ATOMIC_ACQUIRE);
     for (;;) {
         int64_t last = mono_ns(), probe = last + IDLE_PROBE_NS;
         int busy = 0, backoff = 0;
         for (unsigned i = 1;; i++) {
             cpu_relax();
-            uint32_t a = __atomic_load_n(&idle_act, __ATOMIC_RELAXED);
+            uint32_t a = __atomic_load_n(&sh->act, __ATOMIC_RELAXED);
             if (a != seen) {
                 seen = a;
                 i = 0;
@@ -682,11 +692,9 @@ static void *idle_main(void *arg)
             if (i & 63)
                 continue;
             int64_t now = mono_ns();
-            if (now - last >= idle_window)
+            if (now - last >= window)
                 break;
-            /* SCHED_IDLE orders the threads of this process, not the process against others (autogroups, cgroups):
-             * on a busy machine the spinner would spend the server's own share of the CPU. It spins only while a
-             * CPU is free, which is also the only time a vCPU could halt. */
+            /* a busy machine has no vCPU to halt: spinning then only takes CPU time that somebody wants */
             if (lfd >= 0 && now >= probe) {
                 probe = now + IDLE_PROBE_NS;
                 int r = others_running(lfd);
@@ -697,54 +705,135 @@ static void *idle_main(void *arg)
                 }
             }
         }
-        if (backoff) {                  /* (idle_parked stays 0: the loop thread makes no system call for it) */
+        if (backoff) {                  /* (parked stays 0: the loop thread makes no system call for it) */
             struct timespec ts = {0, IDLE_BACKOFF_NS};
             nanosleep(&ts, NULL);
-            seen = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
+            seen = __atomic_load_n(&sh->act, __ATOMIC_ACQUIRE);
             continue;
         }
-        __atomic_store_n(&idle_parked, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&idle_act, __ATOMIC_SEQ_CST) == seen)
-            syscall(SYS_futex, &idle_act, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-        __atomic_store_n(&idle_parked, 0, __ATOMIC_SEQ_CST);
-        seen = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&sh->parked, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&sh->act, __ATOMIC_SEQ_CST) == seen)
+            syscall(SYS_futex, &sh->act, FUTEX_WAIT | priv, seen, NULL, NULL, 0);
+        __atomic_store_n(&sh->parked, 0, __ATOMIC_SEQ_CST);
+        seen = __atomic_load_n(&sh->act, __ATOMIC_ACQUIRE);
     }
+}
+
+/* SCHED_IDLE for the calling thread, then its name (the name says the policy is set) */
+static void idle_become(void)
+{
+    struct sched_param sp = {0};
+    sched_setscheduler(0, SCHED_IDLE, &sp);     /* (0: the calling thread) */
+    prctl(PR_SET_NAME, "wqtool-idle-sp");
+}
+
+static void *idle_main(void *arg)
+{
+    (void)arg;
+    idle_become();
+    idle_loop(idle_sh, FUTEX_PRIVATE_FLAG, idle_window);
     return NULL;
 }
 
-/* idle_spin_start(window_ns): start the idle spinner (once per process; later calls change nothing); True when it
- * runs, False when window_ns is 0 or the thread could not be made. */
-static PyObject *p_idle_spin_start(PyObject *self, PyObject *arg)
+/* The spinner as a process of its own (idle_spin_start(window, True)): a fork that starts a session of its own, so
+ * that with autogroups (sched_autogroup_enabled) its CPU time is charged to its own group (at nice 19) and not to
+ * the server's, whose share of a busy machine it would otherwise spend; it closes every inherited descriptor (the listening
+ * socket, the log's locks), dies with the server (PR_SET_PDEATHSIG), and runs only idle_loop. */
+static pid_t idle_fork(int64_t window)
 {
-    long long w = PyLong_AsLongLong(arg);
-    if (w == -1 && PyErr_Occurred())
+    struct idle_shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return -1;
+    sh->act = 0;
+    sh->parked = 0;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        setsid();
+        /* its session's autogroup at nice 19 (weight 15 against a nice-0 group's 1024): on a busy machine the group
+         * gets ~1.5 % of a CPU at most; SCHED_IDLE then orders it last within the group */
+        int ag = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+        if (ag >= 0) {
+            if (write(ag, "19", 2) < 0) {
+                /* (no autogroups: SCHED_IDLE alone) */
+            }
+            close(ag);
+        }
+        for (int sig = 1; sig < 32; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP)
+                signal(sig, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int nul = open("/dev/null", O_RDWR);        /* (not the server's stdout / stderr: a pipe stays open) */
+        for (int fd = 0; fd < 3 && nul >= 0; fd++)
+            dup2(nul, fd);
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, 3, ~0U, 0) != 0)
+#endif
+            for (int fd = 3; fd < 65536; fd++)
+                close(fd);
+        idle_become();
+        idle_loop(sh, 0, window);
+        _exit(0);
+    }
+    if (pid < 0) {
+        munmap(sh, sizeof *sh);
+        return -1;
+    }
+    idle_private = 0;
+    __atomic_store_n(&idle_sh, sh, __ATOMIC_SEQ_CST);
+    return pid;
+}
+
+/* idle_spin_start(window_ns, process): start the idle spinner (once per process; later calls change nothing): a
+ * process of its own (process true) or a thread of this one; its pid (a process), 0 (a thread), or None when
+ * window_ns is 0 or it could not be started. */
+static PyObject *p_idle_spin_start(PyObject *self, PyObject *args)
+{
+    long long w;
+    int proc;
+    if (!PyArg_ParseTuple(args, "Lp:idle_spin_start", &w, &proc))
         return NULL;
-    if (idle_thread_ok)
-        Py_RETURN_TRUE;
-    if (w <= 0)
-        Py_RETURN_FALSE;
+    if (idle_started || w <= 0)
+        Py_RETURN_NONE;
     idle_window = w;
+    if (proc) {
+        pid_t pid = idle_fork(w);
+        if (pid > 0) {
+            idle_started = 2;
+            return PyLong_FromLong((long)pid);
+        }
+    }
     pthread_t t;
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 65536);
-    idle_thread_ok = pthread_create(&t, &a, idle_main, NULL) == 0;
-    if (idle_thread_ok)
-        pthread_setname_np(t, "wqtool-idle-sp");
+    int ok = pthread_create(&t, &a, idle_main, NULL) == 0;
+    if (ok)
+        idle_started = 1;
     pthread_attr_destroy(&a);
-    return PyBool_FromLong(idle_thread_ok);
+    if (!ok)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(0);
 }
 
+/* a child forked from the server has no spinner (and must not wake the server's) */
 static void idle_atfork_child(void)
 {
-    idle_thread_ok = 0;
-    idle_parked = 0;
+    idle_started = 0;
+    idle_local.act = idle_local.parked = 0;
+    idle_sh = &idle_local;
+    idle_private = FUTEX_PRIVATE_FLAG;
 }
 
 static PyMethodDef methods[] = {
-    {"idle_spin_start", p_idle_spin_start, METH_O, "idle_spin_start(window_ns): a SCHED_IDLE thread keeps a CPU "
-                                                   "awake while requests come (spin.py's idle_start)."},
+    {"idle_spin_start", p_idle_spin_start, METH_VARARGS, "idle_spin_start(window_ns, process): a SCHED_IDLE spinner "
+                                                         "keeps a CPU awake while requests come (spin.py)."},
     {"spin_start", p_spin_start, METH_O, "spin_start(limit_ns): a C thread spins until spin_stop() (spin.py)."},
     {"spin_stop", p_spin_stop, METH_NOARGS, "spin_stop(): the spinning thread parks."},
     {"record", p_record, METH_VARARGS, "record(unix_ns, payload): fastpath.encode_record in C."},

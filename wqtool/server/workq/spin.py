@@ -96,13 +96,20 @@ def idle_window_us() -> int:
     return int(v)
 
 
-def idle_start(window_us: int) -> bool:
-    """Start the idle spinner (``_proto.idle_spin_start``; once per process): a C thread with policy SCHED_IDLE that
+def idle_as_process() -> bool:
+    """``WQTOOL_SERVE_SPIN_AS=thread`` keeps the spinner a thread of the server; else it is a process of its own."""
+    import os
+    return os.environ.get("WQTOOL_SERVE_SPIN_AS", "process") != "thread"
+
+
+def idle_start(window_us: int, process: bool = True) -> int | None:
+    """Start the idle spinner (``_proto.idle_spin_start``; once per process): a C loop with policy SCHED_IDLE that
     busy-waits (``pause``) while requests come, and parks on a futex ``window_us`` after the last one. It keeps the
     CPU the loop thread's next wake-up lands on out of halt, as Go's spinning Ms keep workq-server's (the C
-    comment in _proto.c says what it costs and why). False when off (0), without the C module
-    (``WQTOOL_PURE_PYTHON=1``), or when the thread could not be made."""
+    comment in _proto.c says what it costs and why). Its pid when it is a process of its own (``process``), 0 when
+    it is a thread of this one, None when off (0), without the C module (``WQTOOL_PURE_PYTHON=1``), or when it
+    could not be started."""
     c = _c
     if c is None or window_us <= 0 or not hasattr(c, "idle_spin_start"):
-        return False
-    return bool(c.idle_spin_start(window_us * 1000))
+        return None
+    return c.idle_spin_start(window_us * 1000, process)
