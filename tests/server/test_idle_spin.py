@@ -1,5 +1,6 @@
 """The idle spinner (_proto.c idle_spin_start, spin.idle_start, ``WQTOOL_SERVE_SPIN_US``): a C loop with policy
-SCHED_IDLE — a process of its own in its own session (autogroup at nice 19), or with ``WQTOOL_SERVE_SPIN_AS=thread``
+SCHED_IDLE — a process of its own (clone(CLONE_VM): the server's memory, no copy) in its own session (autogroup at
+nice 19), or with ``WQTOOL_SERVE_SPIN_AS=thread``
 a thread of the server — that keeps a CPU out of halt while requests come, parks on a futex once the window passes
 with no request (an idle server uses no CPU), is woken by the next request, ends with the server, and is not there
 with ``WQTOOL_SERVE_SPIN_US=0`` or ``WQTOOL_PURE_PYTHON=1``. Every wait is a poll bounded in time."""

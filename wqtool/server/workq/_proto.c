@@ -609,31 +609,67 @@ static PyObject *p_spin_stop(PyObject *self, PyObject *unused)
 #include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 #include <fcntl.h>
-#include <stdlib.h>
 
-/* what the loop thread and the spinner share: in this process's memory (a thread), or in a MAP_SHARED page (a
- * process: its futex is then not FUTEX_PRIVATE) */
-struct idle_shared {
-    uint32_t act;                       /* atomic: bumped per request line (the futex word) */
-    uint32_t parked;                    /* atomic: the spinner sleeps (or is about to) on act */
-};
-static struct idle_shared idle_local;
-static struct idle_shared *idle_sh = &idle_local;
-static int idle_private = FUTEX_PRIVATE_FLAG;   /* 0 once the spinner is a process */
+/* The spinner makes its system calls itself (no libc): as a process it shares this process's memory (CLONE_VM:
+ * no page-table copy, no copy-on-write of the server's pages, as a fork would cost) and so its thread-local
+ * storage too, where libc keeps errno. */
+#if defined(__x86_64__)
+#define IDLE_RAW 1
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+    long ret;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    __asm__ __volatile__("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                         : "rcx", "r11", "memory");
+    return ret;
+}
+#elif defined(__aarch64__)
+#define IDLE_RAW 1
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+    register long x8 __asm__("x8") = n;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    register long x5 __asm__("x5") = f;
+    __asm__ __volatile__("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+    return x0;
+}
+#else
+#define IDLE_RAW 0                      /* (no process: the spinner is a thread, through libc's syscall()) */
+static inline long rsys(long n, long a, long b, long c, long d, long e, long f)
+{
+    return syscall(n, a, b, c, d, e, f);
+}
+#endif
+#define RS1(n, a) rsys(n, (long)(a), 0, 0, 0, 0, 0)
+#define RS2(n, a, b) rsys(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define RS3(n, a, b, c) rsys(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define RS4(n, a, b, c, d) rsys(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+/* what the loop thread and the spinner share (one memory, thread or CLONE_VM process: FUTEX_PRIVATE works) */
+static uint32_t idle_act;               /* atomic: bumped per request line (the futex word) */
+static uint32_t idle_parked;            /* atomic: the spinner sleeps (or is about to) on idle_act */
 static int64_t idle_window;             /* ns of no traffic before the spinner parks */
+static int idle_ncpu;                   /* CPUs online */
+static pid_t idle_parent;               /* the server's pid (a process checks it still has it for parent) */
 static int idle_started;                /* under the GIL: 1 a thread, 2 a process */
 
 static inline void idle_bump(void)
 {
-    struct idle_shared *sh = idle_sh;
-    /* (seq_cst: the store of act is ordered before the load of parked; the spinner publishes parked before its
-     * last look at act: one of the two sees the other) */
-    __atomic_add_fetch(&sh->act, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&sh->parked, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&sh->parked, 0, __ATOMIC_SEQ_CST))
-        syscall(SYS_futex, &sh->act, FUTEX_WAKE | idle_private, 1, NULL, NULL, 0);
+    /* (seq_cst: the store of idle_act is ordered before the load of idle_parked; the spinner publishes idle_parked
+     * before its last look at idle_act: one of the two sees the other) */
+    __atomic_add_fetch(&idle_act, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&idle_parked, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&idle_parked, 0, __ATOMIC_SEQ_CST))
+        syscall(SYS_futex, &idle_act, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 static inline void cpu_relax(void)
@@ -647,147 +683,143 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* (libc's clock_gettime: the vDSO's, no system call; CLOCK_MONOTONIC cannot fail, so errno is never written) */
+static int64_t idle_now(void)
+{
+    return mono_ns();
+}
+
 /* The tasks that are running or want to run, the spinner excluded: /proc/loadavg's fourth field "R/T" (R counts the
  * reader); -1 when it cannot be read */
 static int others_running(int fd)
 {
     char b[128];
-    ssize_t n = pread(fd, b, sizeof b - 1, 0);
+    long n = rsys(SYS_pread64, fd, (long)b, sizeof b - 1, 0, 0, 0);
     if (n <= 0)
         return -1;
     b[n] = 0;
-    char *p = b;
-    for (int f = 0; f < 3 && p; f++) {
-        p = strchr(p, ' ');
-        if (p)
-            p++;
-    }
-    if (!p)
+    int f = 0, i = 0;
+    while (i < n && f < 3)
+        if (b[i++] == ' ')
+            f++;
+    if (f < 3 || i >= n || b[i] < '0' || b[i] > '9')
         return -1;
-    return atoi(p) - 1;
+    int r = 0;
+    while (i < n && b[i] >= '0' && b[i] <= '9' && r < 1000000)
+        r = r * 10 + (b[i++] - '0');
+    return r - 1;
 }
 
 #define IDLE_PROBE_NS 500000            /* a look at the run queues every 0.5 ms of spinning */
 #define IDLE_BUSY_PROBES 2              /* that many looks in a row with no CPU free: the machine is busy */
 #define IDLE_BACKOFF_NS 20000000        /* then no spinning for 20 ms */
 
-/* The spinner's loop (a thread's or a process's; never returns). Nothing here takes a lock or allocates: in the
- * process it runs in a fork of a threaded parent. */
-static void idle_loop(struct idle_shared *sh, int priv, int64_t window)
+/* The spinner (a thread's or a process's; never returns): SCHED_IDLE, then its name (the name says the policy is
+ * set); no libc call but the vDSO's clock, no lock, no allocation. */
+static void idle_loop(void)
 {
-    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), lfd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    uint32_t seen = __atomic_load_n(&sh->act, __ATOMIC_ACQUIRE);
+    struct sched_param sp = {0};
+    RS3(SYS_sched_setscheduler, 0, SCHED_IDLE, &sp);  /* (0: the calling thread) */
+    RS2(SYS_prctl, PR_SET_NAME, "wqtool-idle-sp");
+    int lfd = (int)RS4(SYS_openat, AT_FDCWD, "/proc/loadavg", O_RDONLY | O_CLOEXEC, 0);
+    int64_t window = idle_window;
+    uint32_t seen = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
     for (;;) {
-        int64_t last = mono_ns(), probe = last + IDLE_PROBE_NS;
+        int64_t last = idle_now(), probe = last + IDLE_PROBE_NS;
         int busy = 0, backoff = 0;
         for (unsigned i = 1;; i++) {
             cpu_relax();
-            uint32_t a = __atomic_load_n(&sh->act, __ATOMIC_RELAXED);
+            uint32_t a = __atomic_load_n(&idle_act, __ATOMIC_RELAXED);
             if (a != seen) {
                 seen = a;
                 i = 0;
-                last = mono_ns();
+                last = idle_now();
                 continue;
             }
             if (i & 63)
                 continue;
-            int64_t now = mono_ns();
+            int64_t now = idle_now();
             if (now - last >= window)
                 break;
             /* a busy machine has no vCPU to halt: spinning then only takes CPU time that somebody wants */
             if (lfd >= 0 && now >= probe) {
                 probe = now + IDLE_PROBE_NS;
                 int r = others_running(lfd);
-                busy = r >= ncpu ? busy + 1 : 0;
+                busy = r >= idle_ncpu ? busy + 1 : 0;
                 if (busy >= IDLE_BUSY_PROBES) {
                     backoff = 1;
                     break;
                 }
             }
         }
-        if (backoff) {                  /* (parked stays 0: the loop thread makes no system call for it) */
+        if (backoff) {                  /* (idle_parked stays 0: the loop thread makes no system call for it) */
             struct timespec ts = {0, IDLE_BACKOFF_NS};
-            nanosleep(&ts, NULL);
-            seen = __atomic_load_n(&sh->act, __ATOMIC_ACQUIRE);
+            RS4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
+            seen = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
             continue;
         }
-        __atomic_store_n(&sh->parked, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&sh->act, __ATOMIC_SEQ_CST) == seen)
-            syscall(SYS_futex, &sh->act, FUTEX_WAIT | priv, seen, NULL, NULL, 0);
-        __atomic_store_n(&sh->parked, 0, __ATOMIC_SEQ_CST);
-        seen = __atomic_load_n(&sh->act, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&idle_parked, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&idle_act, __ATOMIC_SEQ_CST) == seen)
+            rsys(SYS_futex, (long)&idle_act, FUTEX_WAIT_PRIVATE, seen, 0, 0, 0);
+        __atomic_store_n(&idle_parked, 0, __ATOMIC_SEQ_CST);
+        seen = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
     }
-}
-
-/* SCHED_IDLE for the calling thread, then its name (the name says the policy is set) */
-static void idle_become(void)
-{
-    struct sched_param sp = {0};
-    sched_setscheduler(0, SCHED_IDLE, &sp);     /* (0: the calling thread) */
-    prctl(PR_SET_NAME, "wqtool-idle-sp");
 }
 
 static void *idle_main(void *arg)
 {
     (void)arg;
-    idle_become();
-    idle_loop(idle_sh, FUTEX_PRIVATE_FLAG, idle_window);
+    idle_loop();
     return NULL;
 }
 
-/* The spinner as a process of its own (idle_spin_start(window, True)): a fork that starts a session of its own, so
- * that with autogroups (sched_autogroup_enabled) its CPU time is charged to its own group (at nice 19) and not to
- * the server's, whose share of a busy machine it would otherwise spend; it closes every inherited descriptor (the listening
- * socket, the log's locks), dies with the server (PR_SET_PDEATHSIG), and runs only idle_loop. */
-static pid_t idle_fork(int64_t window)
+#if IDLE_RAW
+/* The spinner as a process of its own (idle_spin_start(window, True)): clone(CLONE_VM) without CLONE_THREAD, in a
+ * session of its own, so that with autogroups (sched_autogroup_enabled) its CPU time is charged to its own group
+ * (at nice 19: weight 15 against a nice-0 group's 1024, ~1.5 % of a CPU at most on a busy machine) and not to the
+ * server's, whose share of a busy machine it would otherwise spend (measured: as a thread it took 10-20 % of the
+ * server's CPU at load 4-6); it closes the descriptors it was given a copy of (the listening socket, the log's
+ * locks; its stdin/out/err become /dev/null) and dies with the server (PR_SET_PDEATHSIG). */
+static int idle_child(void *arg)
 {
-    struct idle_shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED)
-        return -1;
-    sh->act = 0;
-    sh->parked = 0;
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(0);
-        setsid();
-        /* its session's autogroup at nice 19 (weight 15 against a nice-0 group's 1024): on a busy machine the group
-         * gets ~1.5 % of a CPU at most; SCHED_IDLE then orders it last within the group */
-        int ag = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
-        if (ag >= 0) {
-            if (write(ag, "19", 2) < 0) {
-                /* (no autogroups: SCHED_IDLE alone) */
-            }
-            close(ag);
-        }
-        for (int sig = 1; sig < 32; sig++)
-            if (sig != SIGKILL && sig != SIGSTOP)
-                signal(sig, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int nul = open("/dev/null", O_RDWR);        /* (not the server's stdout / stderr: a pipe stays open) */
-        for (int fd = 0; fd < 3 && nul >= 0; fd++)
-            dup2(nul, fd);
-#ifdef SYS_close_range
-        if (syscall(SYS_close_range, 3, ~0U, 0) != 0)
-#endif
-            for (int fd = 3; fd < 65536; fd++)
-                close(fd);
-        idle_become();
-        idle_loop(sh, 0, window);
-        _exit(0);
+    (void)arg;
+    RS2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+    if (RS1(SYS_getppid, 0) != idle_parent)
+        return 0;
+    RS1(SYS_setsid, 0);
+    long ag = RS4(SYS_openat, AT_FDCWD, "/proc/self/autogroup", O_WRONLY | O_CLOEXEC, 0);
+    if (ag >= 0) {
+        RS3(SYS_write, ag, "19", 2);    /* (no autogroups: SCHED_IDLE alone) */
+        RS1(SYS_close, ag);
     }
-    if (pid < 0) {
-        munmap(sh, sizeof *sh);
+    long kact[4] = {0, 0, 0, 0};        /* SIG_DFL (both kernel sigaction layouts: handler first, zeros after) */
+    static const int sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM};
+    for (unsigned k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
+        RS4(SYS_rt_sigaction, sigs[k], kact, NULL, 8);
+    long nul = RS4(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR, 0);
+    for (int fd = 0; fd < 3 && nul >= 0; fd++)
+        RS3(SYS_dup3, nul, fd, 0);
+    if (RS3(SYS_close_range, 3, ~0U, 0) != 0)
+        for (int fd = 3; fd < 65536; fd++)
+            RS1(SYS_close, fd);
+    idle_loop();
+    return 0;
+}
+
+#define IDLE_STACK (64 * 1024)
+
+static pid_t idle_clone(void)
+{
+    char *stack = mmap(NULL, IDLE_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
         return -1;
-    }
-    idle_private = 0;
-    __atomic_store_n(&idle_sh, sh, __ATOMIC_SEQ_CST);
+    idle_parent = getpid();
+    pid_t pid = clone(idle_child, stack + IDLE_STACK, CLONE_VM | SIGCHLD, NULL);
+    if (pid < 0)
+        munmap(stack, IDLE_STACK);      /* (once running, its stack is never freed: it ends with the server) */
     return pid;
 }
+#endif
 
 /* idle_spin_start(window_ns, process): start the idle spinner (once per process; later calls change nothing): a
  * process of its own (process true) or a thread of this one; its pid (a process), 0 (a thread), or None when
@@ -801,34 +833,34 @@ static PyObject *p_idle_spin_start(PyObject *self, PyObject *args)
     if (idle_started || w <= 0)
         Py_RETURN_NONE;
     idle_window = w;
+    idle_ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#if IDLE_RAW
     if (proc) {
-        pid_t pid = idle_fork(w);
+        pid_t pid = idle_clone();
         if (pid > 0) {
             idle_started = 2;
             return PyLong_FromLong((long)pid);
         }
     }
+#endif
     pthread_t t;
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 65536);
     int ok = pthread_create(&t, &a, idle_main, NULL) == 0;
-    if (ok)
-        idle_started = 1;
     pthread_attr_destroy(&a);
     if (!ok)
         Py_RETURN_NONE;
+    idle_started = 1;
     return PyLong_FromLong(0);
 }
 
-/* a child forked from the server has no spinner (and must not wake the server's) */
+/* a child forked from the server has no spinner (its own first idle_spin_start makes one) */
 static void idle_atfork_child(void)
 {
     idle_started = 0;
-    idle_local.act = idle_local.parked = 0;
-    idle_sh = &idle_local;
-    idle_private = FUTEX_PRIVATE_FLAG;
+    idle_parked = 0;
 }
 
 static PyMethodDef methods[] = {
