@@ -48,8 +48,9 @@ def cpu_s(pid: int) -> float:
 
 
 def one(kind: str, spin: str | None, peer: str, go: str, conns: int, seconds: float, sync: str,
-        idle: float) -> tuple[float, float, float]:
-    """(ops/s, CPU seconds per 100k requests, CPU seconds in the ``idle`` seconds after the traffic)."""
+        idle: float) -> tuple[float, float, float, float]:
+    """(ops/s, CPU seconds per 100k requests, CPU seconds in the ``idle`` seconds after the traffic, the client's
+    median latency in us)."""
     port = free_port()
     old = os.environ.get("WQTOOL_SERVE_SPIN_US")
     old_as = os.environ.get("WQTOOL_SERVE_SPIN_AS")
@@ -79,7 +80,7 @@ def one(kind: str, spin: str | None, peer: str, go: str, conns: int, seconds: fl
         c2 = cpu_s(p.pid)
         time.sleep(idle)
         c3 = cpu_s(p.pid)
-        return doc["n"] / doc["dt"], (c1 - c0) / doc["n"] * 1e5, c3 - c2
+        return doc["n"] / doc["dt"], (c1 - c0) / doc["n"] * 1e5, c3 - c2, doc.get("p50_ns", 0) / 1e3
     finally:
         stop(p)
 
@@ -103,26 +104,27 @@ def main() -> None:
     variants = [("wqtool", s) for s in a.spins.split(",")] + [("workq-server", None)]
     print(f"# idle spinner: {a.rounds} rounds x {a.seconds:.0f} s, -cmdlog-sync {a.sync}, load {load()} "
           f"({os.cpu_count()} CPUs)")
-    print(f"{'conns':>5} {'server':<18} {'ops/s':>8} {'cpu s/100k':>10} {'idle cpu s':>10}  load")
+    print(f"{'conns':>5} {'server':<18} {'ops/s':>8} {'cpu s/100k':>10} {'idle cpu s':>10} {'p50 us':>7}  load")
     res: dict = {}
     for rnd in range(a.rounds):
         for conns in [int(c) for c in a.conns.split(",")]:
             order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
             for kind, spin in order:
-                ops, cpu, idle = one(kind, spin, a.peer, go, conns, a.seconds, a.sync, a.idle)
+                ops, cpu, idle, p50 = one(kind, spin, a.peer, go, conns, a.seconds, a.sync, a.idle)
                 name = kind if spin is None else f"wqtool spin={spin}"
-                res.setdefault((conns, name), []).append((rnd, ops, cpu, idle))
-                print(f"{conns:>5} {name:<18} {ops:>8.0f} {cpu:>10.2f} {idle:>10.2f}  {load()}", flush=True)
+                res.setdefault((conns, name), []).append((rnd, ops, cpu, idle, p50))
+                print(f"{conns:>5} {name:<18} {ops:>8.0f} {cpu:>10.2f} {idle:>10.2f} {p50:>7.0f}  {load()}", flush=True)
     print("# medians (ratio: to workq-server in the same round)")
     for conns in [int(c) for c in a.conns.split(",")]:
-        peer = {r: ops for r, ops, _, _ in res.get((conns, "workq-server"), [])}
+        peer = {r: ops for r, ops, _, _, _ in res.get((conns, "workq-server"), [])}
         for (c, name), rows in res.items():
             if c != conns:
                 continue
-            ratios = [ops / peer[r] for r, ops, _, _ in rows if peer.get(r)]
-            print(f"{conns:>5} {name:<18} {statistics.median(o for _, o, _, _ in rows):>8.0f} "
-                  f"{statistics.median(c_ for _, _, c_, _ in rows):>10.2f} "
-                  f"{max(i for _, _, _, i in rows):>10.2f}  ratio {statistics.median(ratios) if ratios else 0:.2f} "
+            ratios = [ops / peer[r] for r, ops, _, _, _ in rows if peer.get(r)]
+            print(f"{conns:>5} {name:<18} {statistics.median(o for _, o, _, _, _ in rows):>8.0f} "
+                  f"{statistics.median(c_ for _, _, c_, _, _ in rows):>10.2f} "
+                  f"{max(i for _, _, _, i, _ in rows):>10.2f} "
+                  f"{statistics.median(p for _, _, _, _, p in rows):>7.0f}  ratio {statistics.median(ratios) if ratios else 0:.2f} "
                   f"({', '.join(f'{x:.2f}' for x in ratios)})")
     print(f"# load average at the end: {load()}")
 
