@@ -599,12 +599,15 @@ static PyObject *p_spin_stop(PyObject *self, PyObject *unused)
  * wake-up of a halted vCPU (an exit to the hypervisor and back): measured 6,900 ops/s against workq-server's
  * 19,540 with one connection under -cmdlog-sync interval, on an idle machine. workq-server does not pay it
  * because Go's runtime spins (an M looks at the run queues and the net poller before it parks: runtime/proc.go
- * findRunnable / stopm), which keeps its vCPU out of halt. This thread does the same for the server: with policy
+ * findRunnable / stopm), which keeps its vCPU out of halt. The spinner does the same for the server: with policy
  * SCHED_IDLE (it runs only on a CPU that nothing else wants, and any other task's wake-up preempts it) it
  * busy-waits with the pause instruction while traffic is recent, and parks on a futex once `window' ns pass
  * with no request. The loop thread tells it of traffic in parse_line (one atomic add per request line: no system
  * call and no clock read on the hot path) and wakes it (one FUTEX_WAKE) only on the first request after it
- * parked. Started by idle_spin_start(window_ns) (spin.py's idle_start, WQTOOL_SERVE_SPIN_US); window 0: never. */
+ * parked. It backs off while no CPU is free (idle_loop), and is a process of its own by default (idle_clone: its
+ * CPU time is then not charged to the server's autogroup). Started by idle_spin_start(window_ns, process)
+ * (spin.py's idle_start: WQTOOL_SERVE_SPIN_US, WQTOOL_SERVE_SPIN_AS); window 0: never. docs/serve.md has the
+ * measurements. */
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <sys/mman.h>

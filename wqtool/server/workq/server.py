@@ -277,8 +277,8 @@ class Server:
         self._announced = False      # "Listening on" printed
         #: -cmdlog-sync always: a thread spinning while the loop waits in fsync (WQTOOL_SERVE_SPIN=0: none)
         self.spinner = Spinner() if opts.sync == "always" and os.environ.get("WQTOOL_SERVE_SPIN") != "0" else None
-        #: the idle spinner's window (WQTOOL_SERVE_SPIN_US, 0: none): a SCHED_IDLE thread keeps a CPU out of halt
-        #: while requests come (spin.idle_start), started when serving starts
+        #: the idle spinner's window (WQTOOL_SERVE_SPIN_US, 0: none): a SCHED_IDLE process (or thread) keeps a CPU
+        #: out of halt while requests come (spin.idle_start), started when serving starts
         self.spin_us = idle_window_us()
         self.idle_spinner: int | None = None    # its pid (a process), 0 (a thread), None (none)
 
