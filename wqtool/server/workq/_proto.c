@@ -717,12 +717,13 @@ static int others_running(int fd)
 #define IDLE_BUSY_PROBES 2              /* that many looks in a row with no CPU free: the machine is busy */
 #define IDLE_BACKOFF_NS 20000000        /* then no spinning for 20 ms */
 
-/* The spinner (a thread's or a process's; never returns): SCHED_IDLE, then its name (the name says the policy is
- * set); no libc call but the vDSO's clock, no lock, no allocation. */
+/* The spinner (a thread's or a process's; returns only when SCHED_IDLE is refused): SCHED_IDLE, then its name (the
+ * name says the policy is set); no libc call but the vDSO's clock, no lock, no allocation. */
 static void idle_loop(void)
 {
     struct sched_param sp = {0};
-    RS3(SYS_sched_setscheduler, 0, SCHED_IDLE, &sp);  /* (0: the calling thread) */
+    if (RS3(SYS_sched_setscheduler, 0, SCHED_IDLE, &sp) != 0)  /* (0: the calling thread) */
+        return;                         /* never spin at a priority that takes CPU from anybody */
     RS2(SYS_prctl, PR_SET_NAME, "wqtool-idle-sp");
     int lfd = (int)RS4(SYS_openat, AT_FDCWD, "/proc/loadavg", O_RDONLY | O_CLOEXEC, 0);
     int64_t window = idle_window;
