@@ -694,7 +694,7 @@ static int64_t idle_now(void)
 
 /* The tasks that are running or want to run, the spinner excluded: /proc/loadavg's fourth field "R/T" (R counts the
  * reader); -1 when it cannot be read */
-static int others_running(int fd)
+static int others_running(int fd, int *load1)
 {
     char b[128];
     long n = rsys(SYS_pread64, fd, (long)b, sizeof b - 1, 0, 0, 0);
@@ -702,6 +702,9 @@ static int others_running(int fd)
         return -1;
     b[n] = 0;
     int f = 0, i = 0;
+    *load1 = 0;                         /* the 1-minute load average's whole part */
+    while (i < n && b[i] >= '0' && b[i] <= '9' && *load1 < 1000000)
+        *load1 = *load1 * 10 + (b[i++] - '0');
     while (i < n && f < 3)
         if (b[i++] == ' ')
             f++;
@@ -729,7 +732,7 @@ static void idle_loop(void)
     int64_t window = idle_window;
     uint32_t seen = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
     for (;;) {
-        int64_t last = idle_now(), probe = last + IDLE_PROBE_NS;
+        int64_t last = idle_now(), probe = last;   /* (a first look at once) */
         int busy = 0, backoff = 0;
         for (unsigned i = 1;; i++) {
             cpu_relax();
@@ -748,7 +751,11 @@ static void idle_loop(void)
             /* a busy machine has no vCPU to halt: spinning then only takes CPU time that somebody wants */
             if (lfd >= 0 && now >= probe) {
                 probe = now + IDLE_PROBE_NS;
-                int r = others_running(lfd);
+                int load1 = 0, r = others_running(lfd, &load1);
+                if (load1 >= 2 * idle_ncpu) {   /* a machine busy for a minute: no probe in a row needed */
+                    backoff = 2;
+                    break;
+                }
                 busy = r >= idle_ncpu ? busy + 1 : 0;
                 if (busy >= IDLE_BUSY_PROBES) {
                     backoff = 1;
@@ -757,10 +764,13 @@ static void idle_loop(void)
             }
         }
         if (backoff) {                  /* (idle_parked stays 0: the loop thread makes no system call for it) */
-            struct timespec ts = {0, IDLE_BACKOFF_NS};
+            struct timespec ts = {0, backoff == 2 ? 5 * IDLE_BACKOFF_NS : IDLE_BACKOFF_NS};
             RS4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
-            seen = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
-            continue;
+            uint32_t a = __atomic_load_n(&idle_act, __ATOMIC_ACQUIRE);
+            if (a != seen) {            /* requests came meanwhile: look again */
+                seen = a;
+                continue;
+            }                           /* none: park (an idle server's spinner sleeps, busy machine or not) */
         }
         __atomic_store_n(&idle_parked, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&idle_act, __ATOMIC_SEQ_CST) == seen)
