@@ -33,6 +33,29 @@ CREATE = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+openat\(.*O_CREAT.*\)\s+=\s+\d+<([^>
 SYNCS = ("fsync", "fdatasync", "syncfs")
 
 
+UNFINISHED = " <unfinished ...>"
+RESUMED = re.compile(r"^(\d+)\s+\d+\.\d+\s+<\.\.\. \w+ resumed>(.*)$")
+
+
+def joined(lines):
+    """strace -f's lines with every call whole: a call another task's call interrupted is printed as
+    ``... <unfinished ...>`` and later ``<... NAME resumed> ...``; the two halves are put back together (with the
+    first half's time, where the second half was: the call had returned by then). The server's other tasks (the import thread at start, the idle spinner) make such
+    splits, and a split segment creation was not counted."""
+    pending: dict[str, str] = {}
+    for line in lines:
+        line = line.rstrip("\n")
+        if line.endswith(UNFINISHED):
+            pending[line.split(None, 1)[0]] = line[:-len(UNFINISHED)]
+            continue
+        m = RESUMED.match(line)
+        if m and m[1] in pending:
+            yield pending.pop(m[1]) + m[2]
+            continue
+        yield line
+    yield from pending.values()
+
+
 def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tuple[list[tuple], str]:
     """``n`` adds (or as many as ``seconds`` allow) on one connection to a server under strace; the trace's calls
     (pid, t, name, fd path, rest) and the log directory."""
@@ -64,7 +87,7 @@ def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tu
     assert s.p.returncode == 0, s.stderr_text()             # strace exits with its tracee's status
     calls = []
     with open(trace) as f:
-        for line in f:
+        for line in joined(f):
             m = LINE.match(line)
             if m:
                 calls.append((int(m[1]), float(m[2]), m[3], m[5], m[6]))

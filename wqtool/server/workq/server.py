@@ -50,7 +50,7 @@ from . import wire
 from .conn import Conn, set_sockopts
 from .handlers import Handlers
 from .queue import LiveQueue
-from .spin import Spinner
+from .spin import Spinner, idle_as_process, idle_start, idle_window_us
 
 def syncfs_dir(directory: str) -> None:
     """syncfs(2) on the filesystem holding ``directory``."""
@@ -277,6 +277,10 @@ class Server:
         self._announced = False      # "Listening on" printed
         #: -cmdlog-sync always: a thread spinning while the loop waits in fsync (WQTOOL_SERVE_SPIN=0: none)
         self.spinner = Spinner() if opts.sync == "always" and os.environ.get("WQTOOL_SERVE_SPIN") != "0" else None
+        #: the idle spinner's window (WQTOOL_SERVE_SPIN_US, 0: none): a SCHED_IDLE process (or thread) keeps a CPU
+        #: out of halt while requests come (spin.idle_start), started when serving starts
+        self.spin_us = idle_window_us()
+        self.idle_spinner: int | None = None    # its pid (a process), 0 (a thread), None (none)
 
     # ---------------------------------------------------------------- start-up
     def open_log(self) -> None:
@@ -334,6 +338,8 @@ class Server:
             from .early import handover
             await handover(self._early, self.loop)
         self.listeners.append(Acceptor(self.loop, lsock, lambda: Conn(self), self.log))
+        if self.idle_spinner is None:
+            self.idle_spinner = idle_start(self.spin_us, idle_as_process())
         self._set_address(lsock)
         if self.opts.metrics:
             await self._start_metrics()
@@ -346,7 +352,8 @@ class Server:
         self.loop.call_later(1.0, self._sweep)
         self.after_change()
         prebind.mark("listening")
-        self.log.info("listening", addr=self.address, loop=self.loop_name, startup_ms=prebind.startup_marks(), cmdlog=self.opts.cmdlog_path or None,
+        self.log.info("listening", addr=self.address, loop=self.loop_name, startup_ms=prebind.startup_marks(),
+                      idle_spin_us=0 if self.idle_spinner is None else self.spin_us, cmdlog=self.opts.cmdlog_path or None,
                       sync=self.opts.sync if self.appender else None,
                       cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
                       if self.appender else None)
@@ -392,6 +399,7 @@ class Server:
             lsock.setblocking(False)
             self._set_address(lsock)
             self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self))
+            self.idle_spinner = idle_start(self.spin_us, idle_as_process())
             self.served_early = True
             self._announce()
             prebind.mark("early")

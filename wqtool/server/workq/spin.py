@@ -77,3 +77,39 @@ class Spinner:
             end = clock() + self.limit_s
             while self._on and clock() < end:
                 sleep(0)
+
+
+#: the idle spinner's default window (us): how long after the last request it keeps a CPU awake (see idle_start)
+IDLE_SPIN_US = 200
+
+
+def idle_window_us() -> int:
+    """``WQTOOL_SERVE_SPIN_US`` (0: off), else ``IDLE_SPIN_US``; a value that is not a whole number >= 0 is an
+    error (UsageError)."""
+    import os
+    v = os.environ.get("WQTOOL_SERVE_SPIN_US", "").strip()
+    if not v:
+        return IDLE_SPIN_US
+    if not v.isdigit():
+        from ...errors import UsageError
+        raise UsageError(f"WQTOOL_SERVE_SPIN_US: expected microseconds (a whole number, 0 = off), got {v!r}")
+    return int(v)
+
+
+def idle_as_process() -> bool:
+    """``WQTOOL_SERVE_SPIN_AS=thread`` keeps the spinner a thread of the server; else it is a process of its own."""
+    import os
+    return os.environ.get("WQTOOL_SERVE_SPIN_AS", "process") != "thread"
+
+
+def idle_start(window_us: int, process: bool = True) -> int | None:
+    """Start the idle spinner (``_proto.idle_spin_start``; once per process): a C loop with policy SCHED_IDLE that
+    busy-waits (``pause``) while requests come, and parks on a futex ``window_us`` after the last one. It keeps the
+    CPU the loop thread's next wake-up lands on out of halt, as Go's spinning Ms keep workq-server's (the C
+    comment in _proto.c says what it costs and why). Its pid when it is a process of its own (``process``), 0 when
+    it is a thread of this one, None when off (0), without the C module (``WQTOOL_PURE_PYTHON=1``), or when it
+    could not be started."""
+    c = _c
+    if c is None or window_us <= 0 or not hasattr(c, "idle_spin_start"):
+        return None
+    return c.idle_spin_start(window_us * 1000, process)
