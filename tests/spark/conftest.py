@@ -3,6 +3,7 @@ damaged copies of the fixtures built in code."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 
 import pytest
@@ -84,3 +85,26 @@ def as_of_ns() -> int:
     return parse_time(AS_OF, "--as-of")
 
 
+def random_log(d: str, seed: int, damage: str) -> None:
+    """A random workq log in ``d`` (600 records, random v4 ids over the whole id space, half reused), ``damage``
+    "intact", "flips" (3 random bits flipped past the first segment header's start) or "truncated" (the last
+    segment cut at a random offset): the property tests' input that a Spark path must read as the local engine."""
+    from wqtool.engine.workq.sample import SampleSpec, generate
+    generate(d, SampleSpec(records=600, segment_size=12_000, seed=seed, reuse_ids=0.5))
+    rnd = random.Random(seed)
+    segs = sorted(p for p in os.listdir(d) if p.endswith(".log"))
+    if damage == "flips":
+        for _ in range(3):
+            p = os.path.join(d, rnd.choice(segs))
+            size = os.path.getsize(p)
+            if size > 9:
+                at = rnd.randrange(8, size)
+                with open(p, "r+b") as f:
+                    f.seek(at)
+                    b = f.read(1)
+                    f.seek(at)
+                    f.write(bytes([b[0] ^ (1 << rnd.randrange(8))]))
+    elif damage == "truncated":
+        p = os.path.join(d, segs[-1])
+        with open(p, "r+b") as f:
+            f.truncate(rnd.randrange(0, os.path.getsize(p)))

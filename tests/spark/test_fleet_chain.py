@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-from tests.spark.conftest import as_of_ns
+from tests.spark.conftest import as_of_ns, random_log
 from tests.spark.test_fleet_split import REFUSED, SPLIT, _assert_same, _far_future_log, _local, _log
 
 pytest.importorskip("wqtool.engine.workq._sha", reason="wqtool.engine.workq._sha is not built (libcrypto headers)")
@@ -82,27 +82,9 @@ def test_chained_shares_equal_local_on_random_logs(tmp_path_factory, seed, n, fi
     """Random logs (random v4 ids over the whole id space, ids reused), intact, with bit flips or truncated at a
     random offset: the chained shares' report and digest are the local engine's."""
     from wqtool.engine.workq.reader import discover
-    from wqtool.engine.workq.sample import SampleSpec, generate
     from wqtool.engine.workq.verify import run_log
     d = str(tmp_path_factory.mktemp("chain"))
-    generate(d, SampleSpec(records=600, segment_size=12_000, seed=seed, reuse_ids=0.5))
-    rnd = random.Random(seed)
-    segs = sorted(p for p in os.listdir(d) if p.endswith(".log"))
-    if damage == "flips":
-        for _ in range(3):
-            p = os.path.join(d, rnd.choice(segs))
-            size = os.path.getsize(p)
-            if size > 9:
-                at = rnd.randrange(8, size)
-                with open(p, "r+b") as f:
-                    f.seek(at)
-                    b = f.read(1)
-                    f.seek(at)
-                    f.write(bytes([b[0] ^ (1 << rnd.randrange(8))]))
-    elif damage == "truncated":
-        p = os.path.join(d, segs[-1])
-        with open(p, "r+b") as f:
-            f.truncate(rnd.randrange(0, os.path.getsize(p)))
+    random_log(d, seed, damage)
     [log] = discover([d])
     local = run_log(log, as_of_ns())
     fl = _chained(log, as_of_ns(), n, first)

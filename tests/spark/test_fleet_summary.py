@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import ALL_WORKQ, examples
-from tests.spark.conftest import DAMAGE, as_of_ns
+from tests.spark.conftest import DAMAGE, as_of_ns, random_log
 
 
 @pytest.fixture
@@ -72,26 +72,8 @@ def test_one_log_summary_comes_back_through_run_with_the_local_report(spark, cor
 @given(st.integers(0, 2**32), st.sampled_from(["intact", "flips", "truncated"]))
 def test_one_log_summary_through_run_equals_local_on_random_logs(spark, tmp_path_factory, through_run, seed, damage):
     """Random logs (random v4 ids, ids reused), intact, with bit flips or truncated at a random offset."""
-    from wqtool.engine.workq.sample import SampleSpec, generate
     d = str(tmp_path_factory.mktemp("summary"))
-    generate(d, SampleSpec(records=600, segment_size=12_000, seed=seed, reuse_ids=0.5))
-    rnd = random.Random(seed)
-    segs = sorted(p for p in os.listdir(d) if p.endswith(".log"))
-    if damage == "flips":
-        for _ in range(3):
-            p = os.path.join(d, rnd.choice(segs))
-            size = os.path.getsize(p)
-            if size > 9:
-                at = rnd.randrange(8, size)
-                with open(p, "r+b") as f:
-                    f.seek(at)
-                    b = f.read(1)
-                    f.seek(at)
-                    f.write(bytes([b[0] ^ (1 << rnd.randrange(8))]))
-    elif damage == "truncated":
-        p = os.path.join(d, segs[-1])
-        with open(p, "r+b") as f:
-            f.truncate(rnd.randrange(0, os.path.getsize(p)))
+    random_log(d, seed, damage)
     n = len(through_run)
     local, on_spark = _both(spark, d)
     _assert_same(local, on_spark, f"{seed} {damage}")
