@@ -199,3 +199,20 @@ def test_a_bad_window_is_refused(tmp_path):
 def _listening_line(srv: ServerProc) -> str:
     srv.stop()
     return next((ln for ln in srv.stderr_text().splitlines() if "msg=listening" in ln), "")
+
+
+def test_not_beside_the_fsync_spinner(server_factory, tmp_path):
+    """Under -cmdlog-sync always the fsync spinner keeps a CPU awake through each request's fsync; an idle spinner
+    beside it took turns with it on 2 CPUs (one connection 0.70x workq-server's with both, 0.72-0.91x without)."""
+    srv = server_factory("-cmdlog-path", str(tmp_path / "log"), "-cmdlog-sync", "always",
+                         env={"WQTOOL_SERVE_SPIN_US": "5000"})
+    traffic(srv, 20, 4000)
+    assert spinner_tid(srv.p.pid) is None
+    assert "idle_spin_us=0" in _listening_line(srv)
+
+
+def test_interval_sync_has_it(server_factory, tmp_path):
+    srv = server_factory("-cmdlog-path", str(tmp_path / "log"), "-cmdlog-sync", "interval",
+                         env={"WQTOOL_SERVE_SPIN_US": "5000"})
+    assert poll(lambda: spinner_tid(srv.p.pid)) is not None
+    assert "idle_spin_us=5000" in _listening_line(srv)

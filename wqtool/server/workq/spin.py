@@ -80,7 +80,7 @@ class Spinner:
 
 
 #: the idle spinner's default window (us): how long after the last request it keeps a CPU awake (see idle_start)
-IDLE_SPIN_US = 200
+IDLE_SPIN_US = 1000
 
 
 def idle_window_us() -> int:
