@@ -19,6 +19,18 @@ from tests.conftest import ROOT
 T = 5.0   # default network timeout (s)
 
 
+def poll(cond, timeout: float = 20.0, step: float = 0.001):
+    """``cond()``'s first true value within ``timeout`` seconds, else its last (a wait bounded in time, never a fixed
+    sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
 def jid(n: int) -> bytes:
     """A v4 job id like the fixtures' (00000000-0000-4000-8000-0000000000nn)."""
     return b"00000000-0000-4000-8000-%012x" % n

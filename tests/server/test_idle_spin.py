@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.server.conftest import ServerProc, jid
+from tests.server.conftest import ServerProc, jid, poll
 from wqtool.server.workq import spin as spin_mod
 
 pytestmark = [
@@ -25,16 +25,6 @@ pytestmark = [
 NAME = "wqtool-idle-sp"
 #: the futex(2) system call's number, as /proc/PID/task/TID/syscall shows a thread blocked in it
 FUTEX = {"x86_64": 202, "aarch64": 98}.get(platform.machine())
-
-
-def poll(cond, timeout: float = 20.0, step: float = 0.005):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
 
 
 def spinner_tid(pid: int) -> int | None:

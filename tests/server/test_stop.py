@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from tests.server.conftest import jid
+from tests.server.conftest import jid, poll
 
 LOCKS = ("append.lock", "read.lock")
 
@@ -45,16 +45,6 @@ def snapshot(d: str) -> dict:
         with open(p, "rb") as f:
             out[name] = (st.st_size, st.st_mtime_ns, hashlib.sha256(f.read()).hexdigest())
     return out
-
-
-def poll(cond, timeout: float, step: float = 0.001):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
 
 
 def test_sigterm_during_a_cleaning_cycle_writes_nothing_after_the_locks_are_released(server_factory, tmp_path):

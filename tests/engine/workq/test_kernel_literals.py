@@ -28,16 +28,21 @@ def _code(path: str) -> list[tuple[int, str]]:
     return list(enumerate(text.splitlines(), 1))
 
 
-def _literals(sources) -> list[str]:
+def _found(sources, forbidden, allowed) -> list[str]:
+    """Each code line (``_code``) where a ``forbidden`` pattern is left once the ``allowed`` ones are cut out."""
     bad = []
     for path in sources:
         for n, line in _code(path):
             rest = line
-            for ok in NOT_AN_ID:
+            for ok in allowed:
                 rest = re.sub(ok, "", rest)
-            if re.search(r"\b16\b", rest) or re.search(r"\b1000000(LL)?\b", rest):
+            if any(re.search(p, rest) for p in forbidden):
                 bad.append(f"{os.path.basename(path)}:{n}: {line.strip()}")
     return bad
+
+
+def _literals(sources) -> list[str]:
+    return _found(sources, (r"\b16\b", r"\b1000000(LL)?\b"), NOT_AN_ID)
 
 
 def test_no_literal_job_id_size_or_ms_unit_in_the_kernel():
@@ -60,15 +65,7 @@ NOT_LAYOUT = (r"GO_TIME_SIZE \+ 4,", r"base_len \+ 24\b")
 
 
 def _layout_literals(sources) -> list[str]:
-    bad = []
-    for path in sources:
-        for n, line in _code(path):
-            rest = line
-            for ok in NOT_LAYOUT:
-                rest = re.sub(ok, "", rest)
-            if any(re.search(p, rest) for p in LAYOUT):
-                bad.append(f"{os.path.basename(path)}:{n}: {line.strip()}")
-    return bad
+    return _found(sources, LAYOUT, NOT_LAYOUT)
 
 
 def test_no_record_layout_literal_in_the_kernel():
