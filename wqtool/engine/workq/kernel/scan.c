@@ -458,7 +458,8 @@ static PyObject *k_scan(PyObject *self, PyObject *args)
         hcur = hnext;
         idcur = idnext;
         idnext = -1;
-        /* framing: TIME (version 1) | SIZE (at most 3 varint bytes, <= SIZE_CAP) | PAYLOAD | CRC-32C */
+        /* framing: TIME (version 1) | SIZE (a varint of at most 4 bytes here, <= SIZE_CAP; a longer one, valid only
+           when overlong, goes to the reference reader) | PAYLOAD | CRC-32C */
         if (end - pos < FRAME_MIN || d[pos] != GO_TIME_VERSION)
             goto help;
         uint64_t s = d[pos + GO_TIME_SIZE];

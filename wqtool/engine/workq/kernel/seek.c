@@ -3,7 +3,7 @@
    selection by command, job and time (part of wqtool.engine.workq._kernel: a unity build, included by ../_kernel.c
    after scan.c) */
 
-/* The record at `pos` when the walk takes it whole: its frame is scan.c's (TIME version 1 | SIZE of at most 3
+/* The record at `pos` when the walk takes it whole: its frame is scan.c's (TIME version 1 | SIZE of at most 4
    varint bytes, <= SIZE_CAP | PAYLOAD of at least a command and a job id | CRC-32C), its CRC holds and its payload
    decodes as scan.c decodes it (with `decode`; without it, frame and CRC only: the reference reader makes a Record of
    every frame whose CRC holds, decodable or not, so counting records and spanning their times need no more). Returns
