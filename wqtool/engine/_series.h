@@ -7,9 +7,10 @@
  * record step (SA_COMMON_METHODS: finding, result, memory).
  *
  * The binning follows SeriesCollector: records per bin by kind, bins widened along the widths given (neighbours
- * merged) whenever there are more than max_bins, the depth sampled per bin on a clock that never goes back (a later
- * sample wins when bins merge), every error / warning counted in the bin of the last timed record before it and
- * the first max_marks kept as marks; records without a time counted by kind (in order of their first).
+ * merged) whenever the records span more than max_bins (the empty bins between them included), the depth sampled
+ * per bin on a clock that never goes back (a later sample wins when bins merge), every error / warning counted in
+ * the bin of the last timed record before it and the first max_marks kept as marks; records without a time
+ * counted by kind (in order of their first).
  *
  * The includer defines before it: SA_KINDS (record kinds 0..SA_KINDS-1), SA_BYTES_HASH(s, n) (a uint64_t hash of
  * a queue name), SA_EXT (its own fields of SeriesAcc, may be empty), SA_EXT_FREE(a) and SA_EXT_MEMORY(a) (their
@@ -236,10 +237,13 @@ static void sa_dedupe(SeriesAcc *a)
     a->ndep = w;
 }
 
+/* the last bin holding records less the first (bins are kept in order): a page draws every bin between */
+#define SA_SPAN(a) ((a)->bins[(a)->nbins - 1].idx - (a)->bins[0].idx)
+
 static void sa_widen(SeriesAcc *a)
 {
     sa_sample(a);
-    while (a->nbins > (size_t)a->max_bins) {
+    while (SA_SPAN(a) >= a->max_bins) {
         int64_t w_s = a->width / SA_NS, nxt = 0;
         for (int i = 0; i < a->nwidths; i++)
             if (a->widths[i] > w_s) {
@@ -299,7 +303,7 @@ static Py_ssize_t sa_bin(SeriesAcc *a, int64_t t)
         memset(&a->bins[lo], 0, sizeof(SBin));
         a->bins[lo].idx = idx;
         a->nbins++;
-        if (a->nbins > (size_t)a->max_bins) {
+        if (SA_SPAN(a) >= a->max_bins) {
             sa_widen(a);
             if (a->overflow == 2)
                 return -1;

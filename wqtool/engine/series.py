@@ -6,7 +6,7 @@ both through engine/_series.h, ``series_of`` below) or the reference reader -> r
 ``series_log`` returns that pass's ``LogReport`` (verdict, findings, replayed state), its ``RecordStats`` and a
 ``Series``. Memory does not grow with the log: records are counted into at most ``MAX_BINS`` time bins (a bin
 starts at one second and widens along ``WIDTHS_S`` — 2 s, 10 s, 30 s, a minute, ... a day, then doubling —
-merging neighbours, whenever the log spans more bins), live jobs per queue are
+merging neighbours, whenever the records span more bins, empty ones included: a page draws every bin of the span), live jobs per queue are
 kept as one number per queue and sampled once per bin, durations go into fixed histogram buckets, and at most
 ``MAX_MARKS`` findings are kept as marks (every finding is counted per bin).
 
@@ -156,6 +156,8 @@ class SeriesCollector:
         self._clock: int | None = None          # the newest time read so far
         self._last_t: int | None = None         # the time of the last timed record (in stream order)
         self._kinds: set[str] = set()
+        self._lo: int | None = None             # the first and last bins holding records: the span a page draws
+        self._hi: int | None = None
 
     def _bin(self, t: int) -> int:
         s = self.series
@@ -187,7 +189,9 @@ class SeriesCollector:
             c = s.records.get(i)
             if c is None:
                 c = s.records[i] = Counter()
-                if len(s.records) > self.max_bins:
+                self._lo = i if self._lo is None or i < self._lo else self._lo
+                self._hi = i if self._hi is None or i > self._hi else self._hi
+                if self._hi - self._lo >= self.max_bins:
                     self._widen()
                     c = s.records[self._bin(t)]
             c[kind] += 1
@@ -215,10 +219,12 @@ class SeriesCollector:
                 s.run.add(step.run_ns)
 
     def _widen(self) -> None:
-        """Widen the bins until they fit (neighbours merged; live jobs: the later sample wins)."""
+        """Widen the bins until the span from the first bin holding records to the last fits in ``max_bins``
+        (neighbours merged; live jobs: the later sample wins). The span, not the bins holding records: a page
+        draws every bin of the span, so a log of a few records a day apart in 1 s bins drew 86,400 of them."""
         s = self.series
         self._sample()
-        while len(s.records) > self.max_bins:
+        while self._hi - self._lo >= self.max_bins:
             w_s = s.width_ns // NS_PER_S
             nxt = next((x for x in WIDTHS_S if x > w_s), None)
             new = (nxt if nxt is not None else 2 * w_s) * NS_PER_S
@@ -240,6 +246,7 @@ class SeriesCollector:
             s.damage = dmg
             if self.cur is not None:
                 self.cur = to(self.cur)
+            self._lo, self._hi = to(self._lo), to(self._hi)
             s.width_ns = new
 
     def finding(self, f: Finding) -> None:

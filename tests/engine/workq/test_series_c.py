@@ -210,3 +210,16 @@ def test_a_timeline_of_a_day_has_an_hour_axis(tmp_path):
     write_timeline([("log", s)], out=text, width=100)
     axis = text.getvalue().splitlines()[-3]
     assert len(re.findall(r"\b\d\d:00\b", axis)) >= 3, axis
+
+
+def test_records_a_day_apart_are_drawn_in_few_bins(tmp_path):
+    """The bins widen on the span a page draws (every bin from the first record's to the last's), not on the bins
+    that hold records: three records, two of them a second apart and one a day later, were three 1 s bins, and
+    the page of that log drew 86,402 of them (a 10 MB table). The kernel's series are the reference's."""
+    write_log(tmp_path, [Command(CmdType.DELETE, IDS[i]) for i in range(3)], [T, T + S, T + 86400 * S], 1 << 20,
+              None)
+    log = discover([str(tmp_path)])[0]
+    for s in both(log, T + 86400 * S, None, MAX_BINS):
+        s = s[2]
+        assert s.span()[1] - s.span()[0] < MAX_BINS and s.width_ns == 600 * S
+        assert [len(pts) for pts in s.per_kind().values()] == [145]
