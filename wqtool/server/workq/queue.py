@@ -36,6 +36,10 @@ from . import wire
 NEW, COMPLETED, FAILED, PENDING, LEASED = 0, 1, 2, 3, 4
 NS_PER_MS = 1_000_000
 MAX_HARD_ATTEMPTS = 255
+#: bodies kept after their records are written (``LiveQueue.recent``): at most this many, of at most RECENT_BODY
+#: bytes each (256 KiB at most in all)
+RECENT = 256
+RECENT_BODY = 1024
 IN_NONE, IN_READY, IN_SCHEDULED = 0, 1, 2
 # timer ranks at the same instant: a run's end first, then expiry, wake-ups and lease timeouts (a job that
 # becomes ready at T is handed out before a lease waiting until T times out, as upstream prefers a job)
@@ -183,6 +187,10 @@ class LiveQueue:
         self.table = new_table()
         self.runs: dict[bytes, list] = {}
         self.unwritten: dict[bytes, bytes] = {}
+        #: the bodies of the last jobs whose records were written (``located``), by id: (entry, body), oldest first,
+        #: at most RECENT of them, each at most RECENT_BODY bytes — the Go load client, as most workers, leases a
+        #: job right after its add, and its body is then at hand (no ``pread`` and no record check per lease)
+        self.recent: dict[bytes, tuple] = {}
         self.reader: PayloadReader | None = None
         self.evicted = 0
         #: told of a job body a timer could not read back (the job stays ready; the server logs it)
@@ -227,6 +235,9 @@ class LiveQueue:
         p = self.unwritten.get(e.id)
         if p is not None:
             return p
+        r = self.recent.get(e.id)
+        if r is not None and r[0] is e:
+            return r[1]
         if self.reader is None:
             raise FormatError("a job body is neither held nor in a log this queue reads")
         return self.reader.read(row[K_SEG], row[K_OFF], e.id, row[K_PLEN], row[K_PCRC])
@@ -240,7 +251,13 @@ class LiveQueue:
         row[K_SEG] = seg
         row[K_OFF] = offset
         self._put(e.id, tuple(row))
-        self.unwritten.pop(e.id, None)
+        body = self.unwritten.pop(e.id, None)
+        if body is not None and len(body) <= RECENT_BODY:
+            recent = self.recent
+            recent.pop(e.id, None)
+            recent[e.id] = (e, body)
+            if len(recent) > RECENT:
+                del recent[next(iter(recent))]
 
     def settle(self, budget: int) -> bool:
         """Translate up to ``budget`` rows that name a segment a cleaning cycle rewrote to the segment and offset
@@ -400,9 +417,7 @@ class LiveQueue:
         if row[K_ATT] >= MAX_HARD_ATTEMPTS and not row[K_MA]:
             self._finish(job, FAILED, b"", now, log=True, row=row)
             return None
-        body = self.unwritten.get(job.id)
-        if body is None:
-            body = self.payload(job, row)
+        body = self.payload(job, row)
         row[K_STATE] = LEASED
         row[K_ATT] += 1
         if not job.is_run:
