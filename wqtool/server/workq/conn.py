@@ -161,11 +161,16 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
                 srv.inline = False
                 if srv._commit_scheduled:
                     srv._commit()
-        self.flush_out()
-        self.srv.after_change()
+        out = self.out
+        if self.closing or (out and out[0][0] <= srv.durable_lsn):     # (else nothing to send yet: no call)
+            self.flush_out()
+        # the loop timer: re-armed by the commit this loop iteration (``Server._commit_tick``: once per iteration,
+        # not once per request), or now when no commit is coming
+        if not srv._commit_scheduled:
+            srv.after_change()
         if more and not self.resume_scheduled:       # its turn is over: the rest at the next loop iteration
             self.resume_scheduled = True
-            self.srv.loop.call_soon(self._continue)
+            srv.loop.call_soon(self._continue)
 
     def _process(self) -> bool:  # noqa: C901 — the framing state machine, kept in one place
         """Handle what is buffered, at most TURN requests; True when the turn ended with requests left."""
@@ -267,7 +272,15 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
                 self.blocked = w
             srv.count(req.name, b"(waiting)")
             return
-        srv.count(req.name, res if res.__class__ is bytes else res[0])
+        if res.__class__ is bytes:          # (Server.count and reply, inline: the common case, two calls less)
+            srv.replies[(req.name, res[:4])] += 1
+            lsn = srv.durable_lsn if srv.handlers.read_only else srv.lsn
+            self.out.append((lsn, res))
+            self.out_bytes += len(res)
+            if lsn > srv.durable_lsn:
+                srv.dirty.add(self)
+            return
+        srv.count(req.name, res[0])
         self.reply(res)
 
     def _resume(self, reply) -> None:

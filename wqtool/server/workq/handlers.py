@@ -135,7 +135,7 @@ class Handlers:
             if not wire.valid_name(n):
                 return wire.E_NAME
             self.q.queue(n)
-        return self.q.lease(names, wait, now, make_waiter())
+        return self.q.lease(names, wait, now, make_waiter)      # (a waiter is made only if it waits)
 
     def _complete(self, req, body, now, make_waiter):
         return self._finish(req, body, now, True)

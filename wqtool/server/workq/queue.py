@@ -483,7 +483,9 @@ class LiveQueue:
             self.advance(now)
         return None
 
-    def lease(self, names: list[bytes], wait_ms: int, now: int, w: Waiter) -> bytes | None:
+    def lease(self, names: list[bytes], wait_ms: int, now: int, w) -> bytes | None:
+        """The first ready job of ``names`` (in order), else -TIMEOUT at ``wait_ms`` 0, else None: it waits on
+        ``w`` (a Waiter, or a function that makes one)."""
         for name in names:
             q = self.queue(name)
             while q.ready:
@@ -500,6 +502,8 @@ class LiveQueue:
                     return b"".join(wire.job_reply(job.id, job.name, got[0][K_TTR], got[1]))
         if wait_ms == 0:
             return wire.TIMEOUT
+        if not isinstance(w, Waiter):       # a function making the waiter: called only now, when the lease waits
+            w = w()
         w.names = names
         for name in names:
             self.queue(name).waiters[id(w)] = w
