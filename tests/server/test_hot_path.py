@@ -278,3 +278,26 @@ def test_a_loop_iteration_of_requests_arms_the_timer_once_and_an_answered_lease_
     assert bytes(ts[0].got).endswith(b"-TIMEOUT\r\n") and conns[0].blocked is None
     srv.appender.close(sync=False)
     srv.locks.release()
+
+
+def test_a_turn_that_handles_all_that_was_read_schedules_no_continuation(tmp_path):
+    """Exactly TURN requests in one read: all answered in one turn, and the turn ends on the empty buffer (no look
+    for a next line, no callback to resume parsing); one more than TURN: the rest at the next loop iteration."""
+    from wqtool.server.workq.conn import TURN
+    now = [T0]
+    srv = Server(ServeOptions(cmdlog_path=str(tmp_path), log_level="error", create=True))
+    srv.clock = lambda: now[0]
+    srv.loop = FakeLoop(srv.clock)
+    srv.open_log()
+    srv.inherits_sockopts = True
+    c, t = Conn(srv), FakeTransport()
+    c.connection_made(t)
+    c.data_received(b"inspect queues 0 10\r\n" * TURN)
+    assert bytes(t.got).count(b"+OK 0\r\n") == TURN
+    assert not c.resume_scheduled and not any(h.cb == c._continue for h in srv.loop.soon)
+    c.data_received(b"inspect queues 0 10\r\n" * (TURN + 1))
+    assert bytes(t.got).count(b"+OK 0\r\n") == 2 * TURN and c.resume_scheduled
+    srv.loop.run_due()
+    assert bytes(t.got).count(b"+OK 0\r\n") == 2 * TURN + 1
+    srv.appender.close(sync=False)
+    srv.locks.release()

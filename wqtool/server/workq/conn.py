@@ -179,11 +179,13 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         turn = TURN
         more = False
         while not self.closing and self.blocked is None and not self.paused_write and self.out_bytes < OUT_HIGH:
+            req = self.req
+            if req is None and self.pos >= len(buf):     # all of it handled (the usual end): no search for a line
+                break
             turn -= 1
             if turn < 0:
                 more = True
                 break
-            req = self.req
             if req is None:
                 nl = buf.find(b"\n", self.scan)
                 if nl < 0:
