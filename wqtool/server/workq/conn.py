@@ -28,7 +28,8 @@ OUT_HIGH = 1 << 20            # unsent reply bytes before this connection stops 
 #: its turn in between — before, one read of such a client held the loop for up to 200,000 requests (OUT_HIGH of
 #: 5-byte replies): a probe waited 10 s behind two flooding clients
 TURN = 64
-IN_CAP = wire.MAX_READ + (1 << 16)   # unparsed input before reading from the socket pauses
+MAX_READ = wire.MAX_READ
+IN_CAP = MAX_READ + (1 << 16)   # unparsed input before reading from the socket pauses
 
 
 def set_sockopts(sock) -> None:
@@ -178,9 +179,11 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         srv = self.srv
         turn = TURN
         more = False
+        n = len(buf)                # (the buffer does not change during a turn; self.pos is written as it moves)
+        pos = self.pos
         while not self.closing and self.blocked is None and not self.paused_write and self.out_bytes < OUT_HIGH:
             req = self.req
-            if req is None and self.pos >= len(buf):     # all of it handled (the usual end): no search for a line
+            if req is None and pos >= n:         # all of it handled (the usual end): no search for a line
                 break
             turn -= 1
             if turn < 0:
@@ -189,22 +192,22 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             if req is None:
                 nl = buf.find(b"\n", self.scan)
                 if nl < 0:
-                    if len(buf) - self.pos >= wire.MAX_READ:
+                    if n - pos >= MAX_READ:
                         self.close("line longer than the read budget")
                         return
-                    self.scan = len(buf)
+                    self.scan = n
                     break
                 end = nl + 1
-                length = end - self.pos
-                if length > wire.MAX_READ:
+                length = end - pos
+                if length > MAX_READ:
                     self.close("line longer than the read budget")
                     return
                 if length < 2 or buf[nl - 1] != 13:
                     self.close("line not terminated by CRLF")
                     return
-                line = bytes(buf[self.pos:nl - 1])
-                self.budget = wire.MAX_READ - length
-                self.pos = self.scan = end
+                line = bytes(buf[pos:nl - 1])
+                self.budget = MAX_READ - length
+                self.pos = self.scan = pos = end
                 r = wire.parse_line(line)
                 if r.__class__ is bytes:
                     srv.count(b"?", r)
@@ -216,18 +219,21 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
                 self.req = req = r
             need = req.size + 2
             take = need if need <= self.budget else self.budget
-            if len(buf) - self.pos < take:
+            if n - pos < take:
                 break
-            p = self.pos
-            self.pos = self.scan = p + take
+            p = pos
+            self.pos = self.scan = pos = p + take
             self.req = None
-            if take < need or buf[p + take - 2] != 13 or buf[p + take - 1] != 10:
+            if take < need or buf[pos - 2] != 13 or buf[pos - 1] != 10:
                 r = wire.body_error(req.name)
                 srv.count(req.name, r)
                 self.reply(r)
                 continue
-            with memoryview(buf) as mv:
-                body = bytes(mv[p:p + take - 2])
+            if take <= 4096:                     # (a small body: one copy less than through a memoryview)
+                body = bytes(buf[p:pos - 2])
+            else:
+                with memoryview(buf) as mv:
+                    body = bytes(mv[p:pos - 2])
             self.execute(req, body)
         # what is left is an incomplete request (or we stopped for a blocked command / backpressure)
         if self.pos:
@@ -333,6 +339,15 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             return
         durable = self.srv.durable_lsn
         t = self.t
+        if len(out) == 1 and out[0][0] <= durable:          # one reply (the usual case): sent as it is
+            c = out.popleft()[1]
+            self.out_bytes -= len(c)
+            self.last_active = time.monotonic()
+            if not t.is_closing():
+                t.write(c)
+            if self.closing:
+                self._maybe_close()
+            return
         sent = 0
         chunks = []
         while out and out[0][0] <= durable:
