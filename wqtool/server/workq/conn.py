@@ -49,7 +49,7 @@ def set_sockopts(sock) -> None:
 class Conn:                     # an asyncio Protocol (not a subclass: asyncio is imported after the first replies)
     __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
                  "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
-                 "resume_scheduled", "made", "handed_over")
+                 "resume_scheduled", "made", "handed_over", "make_waiter")
 
     def __init__(self, srv):
         self.srv = srv
@@ -72,6 +72,7 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         self.resume_scheduled = False
         self.made: Waiter | None = None     # the waiter a blocking command just made (``execute``)
         self.handed_over = False            # early.handover: the asyncio transport replaces the early loop's
+        self.make_waiter = self._make_waiter    # (bound once, not per request)
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport) -> None:
@@ -269,7 +270,7 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
     def execute(self, req: wire.Request, body: bytes | None) -> None:
         srv = self.srv
         try:
-            res = srv.handlers.execute(req, body, srv.clock(), self._make_waiter)
+            res = srv.handlers.execute(req, body, srv.clock(), self.make_waiter)
         except WqError as exc:      # a job body that cannot be read back from the log (changed under the server)
             srv.log.error("command failed", command=req.name.decode("ascii", "replace"), error=str(exc))
             res = wire.server_error(str(exc).replace("\r", " ").replace("\n", " "))

@@ -515,7 +515,7 @@ class LiveQueue:
         job = self.jobs.get(jid)
         if job is None:
             return wire.NOT_FOUND
-        row = self.row(job)
+        row = self.runs[jid] if job.is_run else list(self.table.get_row(jid))      # (self.row, inline)
         if result_refused(row[K_STATE]) or row[K_RES] is not None:     # the engine's rule
             return wire.E_DUP_RESULT
         self._finish(job, COMPLETED if success else FAILED, result, now, log=True, row=row)
@@ -527,11 +527,13 @@ class LiveQueue:
             row = self.row(job)
         row[K_STATE] = state
         row[K_RES] = result
-        self._set(job, row)
+        if not job.is_run:                  # (self._set, inline)
+            self._put(job.id, tuple(row))
         if job.ttr_seq:
             job.ttr_seq = 0
             self._drop()
-        self._dequeue(job)
+        if job.where != IN_NONE or job.key is not None:     # (a leased job is in no list: nothing to dequeue)
+            self._dequeue(job)
         if log:
             self.log(CmdType.COMPLETE if state == COMPLETED else CmdType.FAIL, job.id, result)
         reply = None
