@@ -177,7 +177,8 @@ class LiveQueue:
     table (jobtable.py: ``_kernel.JobTable``, or ``PyJobTable`` in pure Python), the very table the start-up replay
     filled (``restore`` takes it over) — updated (``put``) at every change the queue logs and deleted with the job.
     A job's body is not held: it is read back from its add/schedule record (``reader``, by segment and offset) when
-    a reply carries it; only until the server has written that record (``located``) is it kept in ``unwritten``.
+    a reply carries it; only until the server has written that record (``located``) is it kept in ``unwritten``
+    (and then, for the last RECENT jobs written, in ``recent``).
     ``run`` jobs are never logged: their rows are lists in ``runs`` and their bodies stay in ``unwritten``."""
 
     def __init__(self, log=None):
