@@ -228,3 +228,76 @@ def test_the_sequences_reach_expiry_timeouts_and_every_record_kind(tmp_path, mon
     # delete; schedule, start-attempt (formats.workq.CmdType)
     assert kinds == [1, 7, 8, 7, 3, 1, 6, 1, 7, 4, 1, 5, 2, 7]
     assert (replies, log) == run(steps, str(tmp_path / "py"), True, monkeypatch)
+
+
+def test_a_loop_iteration_of_requests_arms_the_timer_once_and_an_answered_lease_makes_no_waiter(tmp_path,
+                                                                                                   monkeypatch):
+    """Six connections' requests in one loop iteration (one group commit): the loop timer is looked at once, by
+    the commit, not once per request; a lease answered at once makes no Waiter (one that waits makes one, and its
+    wait still runs out)."""
+    from wqtool.server.workq import conn as conn_mod
+    made = []
+
+    class CountedWaiter(conn_mod.Waiter):
+        __slots__ = ()
+
+        def __init__(self, cb):
+            made.append(1)
+            super().__init__(cb)
+
+    monkeypatch.setattr(conn_mod, "Waiter", CountedWaiter)
+    now = [T0]
+    srv = Server(ServeOptions(cmdlog_path=str(tmp_path), log_level="error", create=True))
+    srv.clock = lambda: now[0]
+    srv.loop = FakeLoop(srv.clock)
+    srv.open_log()
+    srv.inherits_sockopts = True
+    conns = [Conn(srv) for _ in range(6)]
+    ts = [FakeTransport() for _ in conns]
+    for c, t in zip(conns, ts):
+        c.connection_made(t)
+    looks = []
+    real = srv.queue.next_deadline
+    monkeypatch.setattr(srv.queue, "next_deadline", lambda: looks.append(1) or real())
+    for k, c in enumerate(conns):
+        c.data_received(b"add %s q1 60000 3600000 1\r\nA\r\n" % _jid(k + 1))
+    srv.loop.run_due()
+    assert [bytes(t.got) for t in ts] == [b"+OK\r\n"] * 6
+    assert len(looks) == 1
+    assert srv.loop.timers                         # armed (the first TTR/TTL deadline)
+    for c in conns:
+        c.data_received(b"lease q1 1000\r\n")
+    srv.loop.run_due()
+    assert all(bytes(t.got).count(b"+OK 1\r\n") == 1 for t in ts)
+    assert made == []
+    conns[0].data_received(b"lease q1 50\r\n")    # nothing ready: it waits
+    srv.loop.run_due()
+    assert made == [1] and conns[0].blocked is not None
+    now[0] += 60 * 1_000_000
+    srv.loop.run_due()
+    assert bytes(ts[0].got).endswith(b"-TIMEOUT\r\n") and conns[0].blocked is None
+    srv.appender.close(sync=False)
+    srv.locks.release()
+
+
+def test_a_turn_that_handles_all_that_was_read_schedules_no_continuation(tmp_path):
+    """Exactly TURN requests in one read: all answered in one turn, and the turn ends on the empty buffer (no look
+    for a next line, no callback to resume parsing); one more than TURN: the rest at the next loop iteration."""
+    from wqtool.server.workq.conn import TURN
+    now = [T0]
+    srv = Server(ServeOptions(cmdlog_path=str(tmp_path), log_level="error", create=True))
+    srv.clock = lambda: now[0]
+    srv.loop = FakeLoop(srv.clock)
+    srv.open_log()
+    srv.inherits_sockopts = True
+    c, t = Conn(srv), FakeTransport()
+    c.connection_made(t)
+    c.data_received(b"inspect queues 0 10\r\n" * TURN)
+    assert bytes(t.got).count(b"+OK 0\r\n") == TURN
+    assert not c.resume_scheduled and not any(h.cb == c._continue for h in srv.loop.soon)
+    c.data_received(b"inspect queues 0 10\r\n" * (TURN + 1))
+    assert bytes(t.got).count(b"+OK 0\r\n") == 2 * TURN and c.resume_scheduled
+    srv.loop.run_due()
+    assert bytes(t.got).count(b"+OK 0\r\n") == 2 * TURN + 1
+    srv.appender.close(sync=False)
+    srv.locks.release()

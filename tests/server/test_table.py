@@ -20,7 +20,7 @@ from wqtool.engine.workq.startup import replay_directory
 from wqtool.errors import FormatError
 from wqtool.server.workq.queue import NOWHERE, Entry, LiveQueue
 from wqtool.server import prebind
-from wqtool.server.workq import server as server_mod
+from wqtool.server.workq import queue as queue_mod, server as server_mod
 from wqtool.server.workq.server import ServeOptions, Server, StructLog
 
 
@@ -73,6 +73,13 @@ class InProc:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
+
+
+@pytest.fixture(autouse=True)
+def no_recent_bodies(monkeypatch):
+    """This file tests reading bodies back from the log: the bodies of the last jobs written, which the queue keeps
+    (``queue.RECENT``), are not kept here, but in the tests that say so."""
+    monkeypatch.setattr(queue_mod, "RECENT", 0)
 
 
 @pytest.fixture
@@ -174,6 +181,38 @@ def test_jobs_added_live_are_leased_with_their_body_after_roll_overs(inproc, tmp
     got = [c.lease([b"live"], 0) for _ in range(40)]
     assert [(g[0], g[3]) for g in got] == [(jid(0xb000 + n), body(n)) for n in range(40)]
     assert c.inspect_job(jid(0xb007))["payload"] == body(7)
+    c.close()
+
+
+def test_a_lease_right_after_its_add_reads_no_body_back_and_the_bodies_kept_are_bounded(inproc, tmp_path,
+                                                                                       monkeypatch):
+    """The Go load client's (and most workers') pattern: add, then lease it. The body of a job whose record was
+    just written is at hand (``queue.RECENT`` of them, each at most ``RECENT_BODY`` bytes): no read of the log;
+    an older one, or a larger one, is read back from it."""
+    monkeypatch.setattr(queue_mod, "RECENT", 8)
+    reads = []
+    real = PayloadReader.read
+    monkeypatch.setattr(PayloadReader, "read", lambda self, *a: reads.append(a[2]) or real(self, *a))
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=400)
+    c = s.client()
+    for n in range(3):
+        c.add(jid(0xa000 + n), b"rb", 60_000, 3_600_000, body(n))
+        assert c.lease([b"rb"], 0) == (jid(0xa000 + n), b"rb", 60_000, body(n))
+    assert reads == []
+    big = b"x" * (queue_mod.RECENT_BODY + 1)
+    c.add(jid(0xa100), b"rb", 60_000, 3_600_000, big)
+    assert c.lease([b"rb"], 0)[3] == big
+    assert reads == [jid_bytes(0xa100)]                         # larger than RECENT_BODY: read back
+    for n in range(12):
+        c.add(jid(0xa200 + n), b"rb", 60_000, 3_600_000, body(n))
+    q = s.srv.queue
+    assert s.call(lambda: len(q.recent)) == 8
+    assert [c.lease([b"rb"], 0)[3] for _ in range(12)] == [body(n) for n in range(12)]
+    assert reads[1:] == [jid_bytes(0xa200 + n) for n in range(4)]   # the 4 oldest were no longer kept
+    c.delete(jid(0xa000))                                       # a kept body is never another job's
+    c.add(jid(0xa000), b"rb", 60_000, 3_600_000, b"another body")
+    assert c.lease([b"rb"], 0)[3] == b"another body"
     c.close()
 
 

@@ -28,7 +28,8 @@ OUT_HIGH = 1 << 20            # unsent reply bytes before this connection stops 
 #: its turn in between — before, one read of such a client held the loop for up to 200,000 requests (OUT_HIGH of
 #: 5-byte replies): a probe waited 10 s behind two flooding clients
 TURN = 64
-IN_CAP = wire.MAX_READ + (1 << 16)   # unparsed input before reading from the socket pauses
+MAX_READ = wire.MAX_READ
+IN_CAP = MAX_READ + (1 << 16)   # unparsed input before reading from the socket pauses
 
 
 def set_sockopts(sock) -> None:
@@ -48,7 +49,7 @@ def set_sockopts(sock) -> None:
 class Conn:                     # an asyncio Protocol (not a subclass: asyncio is imported after the first replies)
     __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
                  "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
-                 "resume_scheduled", "made", "handed_over")
+                 "resume_scheduled", "made", "handed_over", "make_waiter")
 
     def __init__(self, srv):
         self.srv = srv
@@ -71,6 +72,7 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         self.resume_scheduled = False
         self.made: Waiter | None = None     # the waiter a blocking command just made (``execute``)
         self.handed_over = False            # early.handover: the asyncio transport replaces the early loop's
+        self.make_waiter = self._make_waiter    # (bound once, not per request)
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport) -> None:
@@ -161,11 +163,16 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
                 srv.inline = False
                 if srv._commit_scheduled:
                     srv._commit()
-        self.flush_out()
-        self.srv.after_change()
+        out = self.out
+        if self.closing or (out and out[0][0] <= srv.durable_lsn):     # (else nothing to send yet: no call)
+            self.flush_out()
+        # the loop timer: re-armed by the commit this loop iteration (``Server._commit_tick``: once per iteration,
+        # not once per request), or now when no commit is coming
+        if not srv._commit_scheduled:
+            srv.after_change()
         if more and not self.resume_scheduled:       # its turn is over: the rest at the next loop iteration
             self.resume_scheduled = True
-            self.srv.loop.call_soon(self._continue)
+            srv.loop.call_soon(self._continue)
 
     def _process(self) -> bool:  # noqa: C901 — the framing state machine, kept in one place
         """Handle what is buffered, at most TURN requests; True when the turn ended with requests left."""
@@ -173,31 +180,35 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         srv = self.srv
         turn = TURN
         more = False
+        n = len(buf)                # (the buffer does not change during a turn; self.pos is written as it moves)
+        pos = self.pos
         while not self.closing and self.blocked is None and not self.paused_write and self.out_bytes < OUT_HIGH:
+            req = self.req
+            if req is None and pos >= n:         # all of it handled (the usual end): no search for a line
+                break
             turn -= 1
             if turn < 0:
                 more = True
                 break
-            req = self.req
             if req is None:
                 nl = buf.find(b"\n", self.scan)
                 if nl < 0:
-                    if len(buf) - self.pos >= wire.MAX_READ:
+                    if n - pos >= MAX_READ:
                         self.close("line longer than the read budget")
                         return
-                    self.scan = len(buf)
+                    self.scan = n
                     break
                 end = nl + 1
-                length = end - self.pos
-                if length > wire.MAX_READ:
+                length = end - pos
+                if length > MAX_READ:
                     self.close("line longer than the read budget")
                     return
                 if length < 2 or buf[nl - 1] != 13:
                     self.close("line not terminated by CRLF")
                     return
-                line = bytes(buf[self.pos:nl - 1])
-                self.budget = wire.MAX_READ - length
-                self.pos = self.scan = end
+                line = bytes(buf[pos:nl - 1])
+                self.budget = MAX_READ - length
+                self.pos = self.scan = pos = end
                 r = wire.parse_line(line)
                 if r.__class__ is bytes:
                     srv.count(b"?", r)
@@ -209,18 +220,21 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
                 self.req = req = r
             need = req.size + 2
             take = need if need <= self.budget else self.budget
-            if len(buf) - self.pos < take:
+            if n - pos < take:
                 break
-            p = self.pos
-            self.pos = self.scan = p + take
+            p = pos
+            self.pos = self.scan = pos = p + take
             self.req = None
-            if take < need or buf[p + take - 2] != 13 or buf[p + take - 1] != 10:
+            if take < need or buf[pos - 2] != 13 or buf[pos - 1] != 10:
                 r = wire.body_error(req.name)
                 srv.count(req.name, r)
                 self.reply(r)
                 continue
-            with memoryview(buf) as mv:
-                body = bytes(mv[p:p + take - 2])
+            if take <= 4096:                     # (a small body: one copy less than through a memoryview)
+                body = bytes(buf[p:pos - 2])
+            else:
+                with memoryview(buf) as mv:
+                    body = bytes(mv[p:pos - 2])
             self.execute(req, body)
         # what is left is an incomplete request (or we stopped for a blocked command / backpressure)
         if self.pos:
@@ -256,7 +270,7 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
     def execute(self, req: wire.Request, body: bytes | None) -> None:
         srv = self.srv
         try:
-            res = srv.handlers.execute(req, body, srv.clock(), self._make_waiter)
+            res = srv.handlers.execute(req, body, srv.clock(), self.make_waiter)
         except WqError as exc:      # a job body that cannot be read back from the log (changed under the server)
             srv.log.error("command failed", command=req.name.decode("ascii", "replace"), error=str(exc))
             res = wire.server_error(str(exc).replace("\r", " ").replace("\n", " "))
@@ -267,7 +281,15 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
                 self.blocked = w
             srv.count(req.name, b"(waiting)")
             return
-        srv.count(req.name, res if res.__class__ is bytes else res[0])
+        if res.__class__ is bytes:          # (Server.count and reply, inline: the common case, two calls less)
+            srv.replies[(req.name, res[:4])] += 1
+            lsn = srv.durable_lsn if srv.handlers.read_only else srv.lsn
+            self.out.append((lsn, res))
+            self.out_bytes += len(res)
+            if lsn > srv.durable_lsn:
+                srv.dirty.add(self)
+            return
+        srv.count(req.name, res[0])
         self.reply(res)
 
     def _resume(self, reply) -> None:
@@ -318,6 +340,15 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             return
         durable = self.srv.durable_lsn
         t = self.t
+        if len(out) == 1 and out[0][0] <= durable:          # one reply (the usual case): sent as it is
+            c = out.popleft()[1]
+            self.out_bytes -= len(c)
+            self.last_active = time.monotonic()
+            if not t.is_closing():
+                t.write(c)
+            if self.closing:
+                self._maybe_close()
+            return
         sent = 0
         chunks = []
         while out and out[0][0] <= durable:

@@ -36,6 +36,10 @@ from . import wire
 NEW, COMPLETED, FAILED, PENDING, LEASED = 0, 1, 2, 3, 4
 NS_PER_MS = 1_000_000
 MAX_HARD_ATTEMPTS = 255
+#: bodies kept after their records are written (``LiveQueue.recent``): at most this many, of at most RECENT_BODY
+#: bytes each (256 KiB at most in all)
+RECENT = 256
+RECENT_BODY = 1024
 IN_NONE, IN_READY, IN_SCHEDULED = 0, 1, 2
 # timer ranks at the same instant: a run's end first, then expiry, wake-ups and lease timeouts (a job that
 # becomes ready at T is handed out before a lease waiting until T times out, as upstream prefers a job)
@@ -173,7 +177,8 @@ class LiveQueue:
     table (jobtable.py: ``_kernel.JobTable``, or ``PyJobTable`` in pure Python), the very table the start-up replay
     filled (``restore`` takes it over) — updated (``put``) at every change the queue logs and deleted with the job.
     A job's body is not held: it is read back from its add/schedule record (``reader``, by segment and offset) when
-    a reply carries it; only until the server has written that record (``located``) is it kept in ``unwritten``.
+    a reply carries it; only until the server has written that record (``located``) is it kept in ``unwritten``
+    (and then, for the last RECENT jobs written, in ``recent``).
     ``run`` jobs are never logged: their rows are lists in ``runs`` and their bodies stay in ``unwritten``."""
 
     def __init__(self, log=None):
@@ -183,6 +188,10 @@ class LiveQueue:
         self.table = new_table()
         self.runs: dict[bytes, list] = {}
         self.unwritten: dict[bytes, bytes] = {}
+        #: the bodies of the last jobs whose records were written (``located``), by id: (entry, body), oldest first,
+        #: at most RECENT of them, each at most RECENT_BODY bytes — the Go load client, as most workers, leases a
+        #: job right after its add, and its body is then at hand (no ``pread`` and no record check per lease)
+        self.recent: dict[bytes, tuple] = {}
         self.reader: PayloadReader | None = None
         self.evicted = 0
         #: told of a job body a timer could not read back (the job stays ready; the server logs it)
@@ -227,6 +236,9 @@ class LiveQueue:
         p = self.unwritten.get(e.id)
         if p is not None:
             return p
+        r = self.recent.get(e.id)
+        if r is not None and r[0] is e:
+            return r[1]
         if self.reader is None:
             raise FormatError("a job body is neither held nor in a log this queue reads")
         return self.reader.read(row[K_SEG], row[K_OFF], e.id, row[K_PLEN], row[K_PCRC])
@@ -240,7 +252,13 @@ class LiveQueue:
         row[K_SEG] = seg
         row[K_OFF] = offset
         self._put(e.id, tuple(row))
-        self.unwritten.pop(e.id, None)
+        body = self.unwritten.pop(e.id, None)
+        if body is not None and len(body) <= RECENT_BODY:
+            recent = self.recent
+            recent.pop(e.id, None)
+            recent[e.id] = (e, body)
+            if len(recent) > RECENT:
+                del recent[next(iter(recent))]
 
     def settle(self, budget: int) -> bool:
         """Translate up to ``budget`` rows that name a segment a cleaning cycle rewrote to the segment and offset
@@ -400,9 +418,7 @@ class LiveQueue:
         if row[K_ATT] >= MAX_HARD_ATTEMPTS and not row[K_MA]:
             self._finish(job, FAILED, b"", now, log=True, row=row)
             return None
-        body = self.unwritten.get(job.id)
-        if body is None:
-            body = self.payload(job, row)
+        body = self.payload(job, row)
         row[K_STATE] = LEASED
         row[K_ATT] += 1
         if not job.is_run:
@@ -468,7 +484,9 @@ class LiveQueue:
             self.advance(now)
         return None
 
-    def lease(self, names: list[bytes], wait_ms: int, now: int, w: Waiter) -> bytes | None:
+    def lease(self, names: list[bytes], wait_ms: int, now: int, w) -> bytes | None:
+        """The first ready job of ``names`` (in order), else -TIMEOUT at ``wait_ms`` 0, else None: it waits on
+        ``w`` (a Waiter, or a function that makes one)."""
         for name in names:
             q = self.queue(name)
             while q.ready:
@@ -485,6 +503,8 @@ class LiveQueue:
                     return b"".join(wire.job_reply(job.id, job.name, got[0][K_TTR], got[1]))
         if wait_ms == 0:
             return wire.TIMEOUT
+        if not isinstance(w, Waiter):       # a function making the waiter: called only now, when the lease waits
+            w = w()
         w.names = names
         for name in names:
             self.queue(name).waiters[id(w)] = w
@@ -496,7 +516,7 @@ class LiveQueue:
         job = self.jobs.get(jid)
         if job is None:
             return wire.NOT_FOUND
-        row = self.row(job)
+        row = self.runs[jid] if job.is_run else list(self.table.get_row(jid))      # (self.row, inline)
         if result_refused(row[K_STATE]) or row[K_RES] is not None:     # the engine's rule
             return wire.E_DUP_RESULT
         self._finish(job, COMPLETED if success else FAILED, result, now, log=True, row=row)
@@ -508,11 +528,13 @@ class LiveQueue:
             row = self.row(job)
         row[K_STATE] = state
         row[K_RES] = result
-        self._set(job, row)
+        if not job.is_run:                  # (self._set, inline)
+            self._put(job.id, tuple(row))
         if job.ttr_seq:
             job.ttr_seq = 0
             self._drop()
-        self._dequeue(job)
+        if job.where != IN_NONE or job.key is not None:     # (a leased job is in no list: nothing to dequeue)
+            self._dequeue(job)
         if log:
             self.log(CmdType.COMPLETE if state == COMPLETED else CmdType.FAIL, job.id, result)
         reply = None

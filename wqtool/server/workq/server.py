@@ -489,7 +489,13 @@ class Server:
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
             if not self.inline:
-                self.loop.call_soon(self._commit)
+                self.loop.call_soon(self._commit_tick)
+
+    def _commit_tick(self) -> None:
+        """The group commit of a loop iteration, then the loop timer re-armed for what its requests changed (the
+        connections leave that to it: once per iteration, not once per request)."""
+        self._commit()
+        self.after_change()
 
     def _commit(self) -> None:
         self._commit_scheduled = False

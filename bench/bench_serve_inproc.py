@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""CPU per request of the request path in process: ``Conn`` objects on a fake transport and a fake loop (no
+sockets, no event loop), N connections each looping add -> lease -> complete as the Go load client does, with
+``--ready`` of them sending a request per loop iteration (16 connections: several requests per tick, one group
+commit and one release per tick). Prints microseconds of CPU (``time.process_time``) per request, the median of
+``--rounds``; ``--profile`` prints a cProfile of one round instead.
+
+    python bench/bench_serve_inproc.py [--conns 16] [--ready 6] [--requests 60000] [--rounds 5] [--profile]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tests.server.test_hot_path import FakeLoop, FakeTransport  # noqa: E402
+from wqtool.server.workq.conn import Conn  # noqa: E402
+from wqtool.server.workq.server import ServeOptions, Server  # noqa: E402
+
+
+def one_round(conns: int, ready: int, requests: int, profile: bool) -> float:
+    d = tempfile.mkdtemp(prefix="wq-inproc-")
+    try:
+        now = [1_800_000_000 * 10 ** 9]
+        srv = Server(ServeOptions(cmdlog_path=d, log_level="error", create=True))
+        srv.clock = lambda: now[0]
+        srv.loop = FakeLoop(srv.clock)
+        srv.open_log()
+        srv.inherits_sockopts = True
+        cs = [Conn(srv) for _ in range(conns)]
+        ts = [FakeTransport() for _ in cs]
+        for c, t in zip(cs, ts):
+            c.connection_made(t)
+        # per connection: its next requests, cycled (add -> lease -> complete of a fresh id each time)
+        ids = [str(uuid.UUID(int=(k + 1) * 0x1_0000_0001, version=4)) for k in range(requests)]
+        seqs = []
+        for k in range(conns):
+            q = b"lq%d" % k
+            reqs = []
+            for i in range(k, requests // 3, conns):
+                jid = ids[i].encode()
+                reqs += [b"add " + jid + b" " + q + b" 60000 3600000 5\r\nhello\r\n", b"lease " + q + b" 1000\r\n",
+                         b"complete " + jid + b" 2\r\nok\r\n"]
+            seqs.append(reqs)
+        pos = [0] * conns
+        total = sum(len(s) for s in seqs)
+        done = 0
+        k = 0
+        prof = None
+        if profile:
+            import cProfile
+            prof = cProfile.Profile()
+            prof.enable()
+        t0 = time.process_time()
+        while done < total:
+            for _ in range(ready):
+                for _ in range(conns):
+                    k = (k + 1) % conns
+                    if pos[k] < len(seqs[k]):
+                        break
+                else:
+                    break
+                cs[k].data_received(seqs[k][pos[k]])
+                pos[k] += 1
+                done += 1
+                ts[k].got.clear()
+            now[0] += 20_000
+            srv.loop.run_due()
+        srv._commit()
+        t = time.process_time() - t0
+        if prof is not None:
+            prof.disable()
+            import pstats
+            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+        srv.appender.close(sync=False)
+        srv.locks.release()
+        if srv.queue.reader is not None:
+            srv.queue.reader.close()
+        return t / total * 1e6
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--ready", type=int, default=6, help="requests per loop iteration")
+    ap.add_argument("--requests", type=int, default=60000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    if a.profile:
+        one_round(a.conns, a.ready, a.requests, True)
+        return
+    us = [one_round(a.conns, a.ready, a.requests, False) for _ in range(a.rounds)]
+    print(f"{a.conns} conns, {a.ready} requests per tick: {statistics.median(us):.2f} us CPU per request "
+          f"(rounds {', '.join(f'{u:.2f}' for u in us)}), load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
