@@ -74,7 +74,7 @@ class Handlers:
                 prio = wire.parse_int(v, 32)
                 if prio is None:
                     return wire.E_PRIORITY
-        if jid[6] >> 4 != 4 or jid[8] & 0xC0 != 0x80:       # wire.is_v4, inline
+        if not wire.is_v4(jid):
             return wire.E_ID
         name = a[1]
         if not wire.valid_name(name):
@@ -141,7 +141,7 @@ class Handlers:
         if req.flags:
             return wire.E_ARGS
         jid = wire.parse_uuid(req.args[0])
-        if jid is None or jid[6] >> 4 != 4 or jid[8] & 0xC0 != 0x80:      # (wire.is_v4, inline)
+        if jid is None or not wire.is_v4(jid):
             return wire.E_ID
         return self.q.finish(jid, success, body, now)
 
