@@ -222,6 +222,8 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
             settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
     for k, v in settings.items():
         builder = builder.config(k, v)
+    if local and settings.get("spark.python.unix.domain.socket.enabled", "").lower() == "true":
+        clean_stale_sockets(socket_dir(settings))
     if not remote:
         _quiet_gateway({**settings, "spark.master": master, "spark.app.name": app_name})
     spark = builder.getOrCreate()
@@ -241,6 +243,64 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
 
 
 _LOCAL = re.compile(r"^local(?:\[(\d+|\*)\])?$")
+
+#: the socket a PySpark worker daemon listens on (``pyspark/daemon.py:125-129``: ``.<uuid4>.sock`` in the JVM's
+#: ``PYTHON_WORKER_FACTORY_SOCK_DIR``); it removes it on SIGTERM only, so a killed session leaves it behind
+_DAEMON_SOCKET = re.compile(r"^\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.sock$")
+#: a daemon's socket file younger than this is never removed (bound, then listened on, at once by its daemon)
+STALE_SOCKET_AGE_S = 60.0
+
+
+def socket_dir(settings: dict[str, str]) -> str:
+    """Where the session's worker daemons put their Unix sockets: ``spark.python.unix.domain.socket.dir``, else
+    the JVM's ``java.io.tmpdir`` (a ``-Djava.io.tmpdir`` of the driver's options, else /tmp)."""
+    if settings.get("spark.python.unix.domain.socket.dir"):
+        return settings["spark.python.unix.domain.socket.dir"]
+    m = re.search(r"-Djava\.io\.tmpdir=(\S+)", settings.get("spark.driver.extraJavaOptions", ""))
+    return m.group(1) if m else "/tmp"
+
+
+def _bound_unix_paths() -> set[str] | None:
+    """The paths of every Unix socket bound now in this network namespace (``/proc/net/unix``'s last column),
+    or None where that list cannot be read."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return None
+    return {os.path.realpath(w[7]) for w in (ln.split() for ln in lines) if len(w) >= 8 and w[7].startswith("/")}
+
+
+def clean_stale_sockets(directory: str, *, now: float | None = None) -> list[str]:
+    """Remove the socket files that killed sessions' worker daemons left in ``directory`` (a daemon removes its
+    own only on SIGTERM): a socket named as a daemon names it (``.<uuid>.sock``), this user's, at least
+    ``STALE_SOCKET_AGE_S`` old, that no process has bound any more — the kernel's list of bound Unix sockets does
+    not name it, so its daemon is gone (a live session's daemon keeps its socket bound). Nothing is removed where
+    that list cannot be read. Returns the paths removed."""
+    import stat
+    bound = _bound_unix_paths()
+    if bound is None:
+        return []
+    now = time.time() if now is None else now
+    gone: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for name in names:
+        if not _DAEMON_SOCKET.match(name):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            st = os.lstat(path)
+            if (not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid() or now - st.st_mtime < STALE_SOCKET_AGE_S
+                    or os.path.realpath(path) in bound):
+                continue
+            os.unlink(path)
+            gone.append(path)
+        except OSError:         # gone meanwhile, or not ours to remove
+            continue
+    return gone
 
 
 def retrying(master: str, conf: dict[str, str]) -> str:

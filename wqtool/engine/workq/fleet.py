@@ -527,7 +527,7 @@ class _FastTask:
         """Counts, per-queue counts and the digest (or, for a share of a split log, its digest lines) from the
         kernel's compact job table: no ``Job`` object is built. With ``want_jobs`` the table's rows follow as
         Arrow IPC batches (``_rows_ipc``), never pickled Jobs."""
-        from .fastreplay import Bail, Damaged, FastReplay, finish_state, gc_paused, note_counts
+        from .fastreplay import Bail, Damaged, FastReplay, gc_paused, note_counts
         chained = self.ranges is not None
         fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs,
                         limit=self.limit, through=True, stats=self.stats,       # through damage, as run_log locally
@@ -551,8 +551,8 @@ class _FastTask:
             out["stats"] = scan_stats(fr.records, fr.stats, ids=False)
             if self.ids:        # sorted and unique already in the kernel's table: no Python object per id
                 out["ids"] = fr.stats.packed_ids()
-        if fr.keep:
-            jobs = finish_state(log, fr, []).jobs        # CompactJobs over the kernel's table
+        if fr.keep:     # CompactJobs over the kernel's table (finish_state's, without its second note_counts)
+            jobs = CompactJobs(fr.jobs, [s.path for s in log.segments], as_of_ns)
             out["by_state"], out["by_queue"] = jobs.counts()
             if self.digest and chained:         # its lines hashed in turn: only 112 bytes of state leave
                 link = self._hash_in_turn(jobs, part, nparts, as_of_ns)
