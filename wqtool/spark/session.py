@@ -229,6 +229,7 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
     spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel(log_level)
+        one_worker_pool(spark)
     from ..engine.uris import use_spark_conf
     use_spark_conf(settings)     # spark.hadoop.fs.s3a.*: this process's s3:// / s3a:// reads use them too
     check = not _workers_are_this_python(local)
@@ -369,10 +370,28 @@ def slot_count(spark, *, default: int) -> int:
         return max(1, default)
 
 
+def one_worker_pool(spark) -> bool:
+    """Let an RDD's tasks (the fleets' ``Cluster.run``) and a DataFrame's (the data sources, ``mapInArrow``) share
+    one pool of Python workers. Spark keeps a pool per (python, worker module, daemon module, environment); a SQL
+    runner adds ``SPARK_SIMPLIFIED_TRACEBACK=1`` to its workers' environment while
+    ``spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled`` is on (the default) and an RDD's runner does
+    not — the only difference between the two pools' daemons here (their environments compared). With it in
+    the SparkContext's environment, which both take their functions' environment from, an RDD's tasks get the
+    same workers: one daemon and a worker per slot instead of two of each, and ``warm_up`` starts one pool.
+    (An RDD task's error is then told with the traceback a UDF's gets: PySpark's own frames left out.) Returns
+    whether the pools are one."""
+    sc = spark.sparkContext
+    on = str(spark.conf.get("spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled", "true")).lower()
+    if on == "true":
+        sc.environment.setdefault("SPARK_SIMPLIFIED_TRACEBACK", "1")
+    return (sc.environment.get("SPARK_SIMPLIFIED_TRACEBACK") == "1") == (on == "true")
+
+
 def warm_up(spark, *, hold_s: float = 0.5) -> frozenset[int]:
     """Start a Python worker on every executor slot with the engine imported: the cost a fleet's first job
     would otherwise pay on the clock (about 1 s here, more on a busy machine), in both pools: a DataFrame's
-    tasks' (the data sources) and an RDD's (the fleets' ``Cluster.run``). Returns the process ids of the fleets'
+    tasks' (the data sources) and an RDD's (the fleets' ``Cluster.run``) — one pool where ``one_worker_pool``
+    made them one (every session ``build_session`` makes). Returns the process ids of the fleets'
     workers that answered (one per slot in local mode; Spark Connect gives no slot count: 2 tasks, DataFrames').
     """
     slots = slot_count(spark, default=2)
@@ -380,6 +399,8 @@ def warm_up(spark, *, hold_s: float = 0.5) -> frozenset[int]:
     try:
         sc = spark.sparkContext
     except Exception:  # noqa: BLE001 — Spark Connect: DataFrames only
+        return frozenset(r["pid"] for r in rows)
+    if one_worker_pool(spark):      # the fleets' RDD tasks take the workers just started
         return frozenset(r["pid"] for r in rows)
     # the fleets' workers (``Cluster.run``: an RDD's tasks, whose Python workers are another pool than a DataFrame's)
     return frozenset(sc.parallelize(range(slots), slots).mapPartitions(_Warm(hold_s).rows).collect())
