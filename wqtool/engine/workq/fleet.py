@@ -483,7 +483,9 @@ class _FastTask:
     """One share of one log through the engine's hot kernel (``FastReplay``): every record is framed, the jobs
     whose id's last byte is ``part`` mod ``nparts`` are CRC-checked and replayed. Returns None when the kernel
     bails (``fastreplay.Bail``: what its table cannot hold; damage it reads through, as ``run_log`` does): that
-    log then goes through the reference pipeline."""
+    log then goes through the reference pipeline. A chained share (``ranges``) replays an id range and CRC-checks
+    only the records in its bytes (``crcs``); when it meets a crc mismatch it returns ``{"damaged": where}`` and
+    the driver reads the log whole."""
 
     def __init__(self, units: list[tuple[int, LogSet, int, int]], bins: list[list[int]], as_of_ns: list[int],
                  digest: bool, want_jobs: bool, limit: int | None = None, stats: bool = False, ids: bool = False,
@@ -627,7 +629,9 @@ CHAIN_MIN_BYTES = 32 << 20
 CHAIN_WAIT_S = 600.0
 #: at most this many shares in a chain (each frames every record; the hashing is one after another)
 CHAIN_MAX_SHARES = 2
-#: the first share's part of the id space: it hashes before the next one can start hashing (see chain_plan)
+#: the first share's part of the id space: it hashes before the next one can start hashing (see chain_plan);
+#: the shares' CPU in one process (a 220 MiB log, load 5.5) puts the critical path max(scan 0 + hash 0, scan 1)
+#: + hash 1 at 0.765 / 0.716 / 0.733 / 0.759 s for 0.30 / 0.34 / 0.38 / 0.42: within 2 % from 0.34 to 0.38
 CHAIN_FIRST = 0.38
 
 
@@ -682,14 +686,16 @@ def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: boo
 
 #: chained only while the 1-minute load average leaves this many CPUs spare (bench_fleet --one-log-summary on 2
 #: CPUs, interleaved rounds: at load 2.6-3.0 once chained x1.14 local and one task x0.92, once chained x0.62
-#: and one task x0.81; at load 5.5-7.6 chained x0.80, one task x0.88-0.96)
+#: and one task x0.81; at load 5.5-7.6 chained x0.80, one task x0.88-0.96; with each share CRC-checking only its
+#: bytes, 9 rounds each: at load 7.0-4.9 chained x0.99 local (pairs' median), one task x0.99; at load 4.2-4.4
+#: chained x0.79, one task x0.95; at load 4.7-4.0 beside a spinning process chained x0.92, one task x0.97)
 CHAIN_SPARE_CPUS = 1.0
 
 
 def chain_pays() -> bool:
     """Whether a chain should pay on this machine now (its 1-minute load average leaves ``CHAIN_SPARE_CPUS``
-    CPUs spare): a chain's shares frame every record each (~0.2 s of CPU a share for a
-    220 MiB log) and gain only where a core is free. On a busy machine the CPU a process group gets is its fair
+    CPUs spare): a chain's shares frame every record each (~0.05 s of CPU a share for a 220 MiB log; each
+    record's CRC is checked by one share only, ``crc_share``), run at once, and gain only where a core is free. On a busy machine the CPU a process group gets is its fair
     share (Linux's autogroups: one per session, so the local engine's process and a local Spark's JVM and
     workers alike), however many threads it runs: two shares then take longer than one task (docs/spark.md)."""
     try:
