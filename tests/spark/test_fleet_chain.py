@@ -3,7 +3,8 @@ replays the jobs whose id's first two bytes are in its range (``FastReplay(id_ra
 lines after share k - 1's, from the running sha256 state that share handed on through the driver's relay
 (``spark.cluster.Relay``, ``_sha.Sha256``). The report — findings in file order, counts, exit code and the digest,
 byte for byte — is the local engine's, on intact, damaged and truncated logs, at any cut of the id space; a share
-the kernel bails on sends the log to the reference pipeline."""
+the kernel bails on sends the log to the reference pipeline. Each share CRC-checks only the records in its part of
+the log's bytes (``crc_share``); a share that meets a crc mismatch makes the log read whole."""
 from __future__ import annotations
 
 import os
