@@ -461,6 +461,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
                 d = pickle.loads(r["blob"])
                 if isinstance(d, dict) and "_t" in d:
                     marks["t"] = d.pop("_t")
+                    marks.setdefault("shares", {})[r["part"]] = marks["t"]
         return rows
 
     def summary(view):
@@ -502,6 +503,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     wall: dict[str, list[float]] = {k: [] for k in sides}
     cpu: dict[str, list[float]] = {k: [] for k in sides}
     parts: list[dict] = []
+    chain_cpu: list[list[float]] = []      # --breakdown: each chained share's CPU (its pass and its hashing)
     try:
         load0 = os.getloadavg()[0]
         for i in range(n):
@@ -518,6 +520,8 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
                 assert got == want, f"{k}: another digest or counts"
                 if k == "whole" and breakdown:
                     parts.append(dict(marks))
+                if k == "chained" and breakdown and len(marks.get("shares", {})) == 2:
+                    chain_cpu.append([marks["shares"][j][3] for j in (0, 1)])
         load1 = os.getloadavg()[0]
     finally:
         wf.chain_pays, scl.Cluster.run, wf._FastTask = real_pays, real_run, real_task
@@ -542,6 +546,11 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
         print(f"  {words[k]:<32} {med(wall[k]):.2f} s, CPU {med(cpu[k]):.2f} s (runs {runs(wall[k])}){ratio}")
     if parts:
         _print_breakdown(parts)
+    if chain_cpu and parts:
+        s0, s1 = med([c[0] for c in chain_cpu]), med([c[1] for c in chain_cpu])
+        whole = med([m["t"][3] for m in parts])
+        print(f"  the chained shares' CPU (their pass and hashing; medians): share 0 {s0:.3f} s, share 1 {s1:.3f} s, "
+              f"together {s0 + s1:.3f} s against the one task's pass {whole:.3f} s (x{(s0 + s1) / whole:.2f})")
 
 
 def _print_breakdown(parts: list[dict]) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -77,6 +78,36 @@ def test_warm_up_starts_a_worker_per_slot_with_the_engine_loaded(spark):
     first = warm_up(spark)
     assert len(first) == slots
     assert warm_up(spark, hold_s=0.2) == first
+
+
+def _daemons_of_this_jvm(spark) -> list[int]:
+    """The pyspark.daemon processes this session's JVM started for task workers (``pyspark.daemon
+    pyspark.worker``: one per pool; not Spark's own data-source lookup daemon)."""
+    jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if not pid.isdigit() or int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]) != jvm:
+                continue
+            if open(f"/proc/{pid}/cmdline").read().split("\0")[-3:-1] == ["pyspark.daemon", "pyspark.worker"]:
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+def test_rdd_and_dataframe_tasks_share_one_pool_of_python_workers(spark):
+    """A fleet's RDD tasks (``Cluster.run``) and a DataFrame's (``mapInArrow``, the data sources) run in the same
+    Python workers: the session's JVM has one worker daemon, not one per kind of task (``one_worker_pool``: the
+    pools differed by SPARK_SIMPLIFIED_TRACEBACK only)."""
+    from wqtool.spark.cluster import Cluster
+    from wqtool.spark.session import _Warm, one_worker_pool
+    assert one_worker_pool(spark)
+    c = Cluster(spark)
+    rdd = {r["pid"] for r in c.run(2, _Warm(0.3), [("pid", "bigint")])}
+    frame = {r["pid"] for r in spark.range(0, 2, 1, 2).mapInArrow(_Warm(0.3), "pid bigint").collect()}
+    assert rdd == frame and len(rdd) == 2, (rdd, frame)
+    assert len(_daemons_of_this_jvm(spark)) == 1
 
 
 def test_replay_shows_at_most_1000_errors_on_both_engines(tmp_path):

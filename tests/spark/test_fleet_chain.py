@@ -3,7 +3,8 @@ replays the jobs whose id's first two bytes are in its range (``FastReplay(id_ra
 lines after share k - 1's, from the running sha256 state that share handed on through the driver's relay
 (``spark.cluster.Relay``, ``_sha.Sha256``). The report — findings in file order, counts, exit code and the digest,
 byte for byte — is the local engine's, on intact, damaged and truncated logs, at any cut of the id space; a share
-the kernel bails on sends the log to the reference pipeline."""
+the kernel bails on sends the log to the reference pipeline. Each share CRC-checks only the records in its part of
+the log's bytes (``crc_share``); a share that meets a crc mismatch makes the log read whole."""
 from __future__ import annotations
 
 import os
@@ -36,14 +37,23 @@ class _Box:
         return self.values.get(key)
 
 
-def _chained(log, as_of: int, n: int, first: float, limit=None):
-    """The chained shares of ``log`` run in this process, then merged as the driver merges them: the FleetLog,
-    or None when a share bailed."""
-    from wqtool.engine.workq.fleet import _assemble_fast, _FastTask, chain_ranges
+def _chained(log, as_of: int, n: int, first: float, limit=None, crcs=None):
+    """The chained shares of ``log`` run in this process (share k CRC-checks the k-th of n parts of the log's
+    bytes, ``crc_share``, or ``crcs``), then merged as the driver merges them: the FleetLog, or None when a share
+    bailed; a share that met a crc mismatch (``_chained.damaged``: the shares' results) makes the log read whole
+    in one pass, as ``run_fleet`` does."""
+    from wqtool.engine.workq.fleet import _assemble_fast, _FastTask, chain_ranges, crc_share
+    from wqtool.engine.workq.verify import log_size
     ranges = chain_ranges(n, first)
-    task = _FastTask([(0, log, k, len(ranges)) for k in range(len(ranges))], [[k] for k in range(len(ranges))],
-                     [as_of], True, False, limit, ranges=ranges, relay=_Box())
-    parts = [task._run(log, k, len(ranges), as_of) for k in range(len(ranges))]
+    n = len(ranges)
+    crcs = crcs or [crc_share(log_size(log), k, n) for k in range(n)]
+    task = _FastTask([(0, log, k, n) for k in range(n)], [[k] for k in range(n)],
+                     [as_of], True, False, limit, ranges=ranges, relay=_Box(), crcs=crcs)
+    parts = [task._run(log, k, n, as_of) for k in range(n)]
+    _chained.damaged = [p is not None and "damaged" in p for p in parts]
+    if any(_chained.damaged):       # the driver reads the log whole: one task, every CRC checked
+        whole = _FastTask([(0, log, 0, 1)], [[0]], [as_of], True, False, limit)
+        return _assemble_fast(log, as_of, limit, [whole._run(log, 0, 1, as_of)], True)
     if any(p is None for p in parts):
         return None
     _chained.jobs = [p["jobs"] for p in parts]     # each share's jobs (the premise: shares hold jobs of their own)
@@ -112,6 +122,10 @@ def test_spark_chains_one_log_with_the_local_answer(spark, corpus):
         [fl] = run_fleet(Cluster(spark), [_log(corpus, name)], as_of_ns(), progress=said.append, chain=True)
         assert "2 share(s) in 2 task(s) on 2 slot(s), by job-id range, hashed in turn" in said[0], said
         assert not any("reference path" in m for m in said), said
+        # a crc mismatch (flip-mid-segment) found by a share: the log read whole, in one task; else chained only
+        assert (len(said) == 3 and said[1].startswith(f"spark: log {_log(corpus, name).root}: a crc mismatch at ")
+                and said[2].endswith("1 share(s) in 1 task(s) on 2 slot(s)")) if name == "flip-mid-segment" \
+            else len(said) == 1, said
         _assert_same(fl, _local(corpus, name), name)
         assert fl.report.state.jobs == {}
 
@@ -185,7 +199,9 @@ def test_a_killed_share_is_retried_and_the_chain_gives_the_local_answer(spark, c
     for name in ("sample-clean", "flip-mid-segment"):
         [fl] = run_fleet(_killing_cluster(spark, victim, always=False), [_log(corpus, name)], as_of_ns(),
                          progress=said.append, chain=True)
-        assert "hashed in turn" in said[-1], said
+        assert "hashed in turn" in said[-1 if name == "sample-clean" else -3], said
+        if name == "flip-mid-segment":       # a crc mismatch: read whole after the chain
+            assert ": read whole, in one task" in said[-2] and "1 share(s) in 1 task(s)" in said[-1], said
         _assert_same(fl, _local(corpus, name), name)
 
 
@@ -203,3 +219,103 @@ def test_a_chained_share_that_dies_every_time_is_named(spark, corpus):
     assert msg.startswith("--engine spark: a Spark worker died: task 0 while reading log "), msg
     assert f"log {log.root} (share 1 of 2)" in msg, msg
     assert int(exit_code_for(e.value)) == 5
+
+
+def _records(log):
+    """(offset in the log's bytes, segment path, offset in the segment, length, id prefix) of every record."""
+    from wqtool.engine.workq.model import Record
+    from wqtool.engine.workq.reader import RecordReader
+    base, seen, out = 0, None, []
+    sizes = {s.path: os.path.getsize(s.path) for s in log.segments}
+    bases, b = {}, 0
+    for s in log.segments:
+        bases[s.path], b = b, b + sizes[s.path]
+    for ev in RecordReader(log).events():
+        if isinstance(ev, Record) and ev.command is not None:
+            jid = ev.command.job_id
+            out.append((bases[ev.path] + ev.offset, ev.path, ev.offset, ev.length, jid[0] << 8 | jid[1]))
+    return out, b
+
+
+def _flip_crc(path: str, offset: int, length: int) -> None:
+    """One bit of the record's stored CRC-32C flipped: its framing and fields intact, only the CRC tells."""
+    with open(path, "r+b") as f:
+        f.seek(offset + length - 1)
+        b = f.read(1)
+        f.seek(offset + length - 1)
+        f.write(bytes([b[0] ^ 0x10]))
+
+
+@pytest.mark.parametrize("segment_size", [12_000, 1 << 30], ids=["segments", "one segment"])
+@pytest.mark.parametrize("which", ["share 0's bytes", "share 1's bytes", "both"])
+def test_a_crc_flip_only_the_trusting_share_would_miss_is_found(tmp_path, segment_size, which):
+    """Each share CRC-checks only its half of the log's bytes (``crc_share``) and trusts the rest. A record in
+    one share's half, of a job in the OTHER share's id range, with one bit of its stored CRC flipped (fields
+    intact: the share that replays it, trusting it, would apply it): the share whose bytes hold it meets the
+    mismatch (``damaged``), the other does not, and the log read whole gives the local report — the WQ-CRC
+    finding at that record's offset, the record not applied. With no share checking those bytes (a broken
+    split) the chain's answer is not the local one."""
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.sample import SampleSpec, generate
+    from wqtool.engine.workq.verify import run_log
+    d = tmp_path / "log"
+    generate(str(d), SampleSpec(records=600, segment_size=segment_size, seed=7))
+    [log] = discover([str(d)])
+    recs, size = _records(log)
+    ranges = __import__("wqtool.engine.workq.fleet", fromlist=["chain_ranges"]).chain_ranges(2, 0.5)
+    cut_id, half = ranges[0][1], size // 2
+    in0 = next(r for r in recs if r[0] < half and r[4] >= cut_id)       # share 0's bytes, share 1's job
+    in1 = next(r for r in recs if r[0] >= half and r[4] < cut_id)       # share 1's bytes, share 0's job
+    flips = {"share 0's bytes": [in0], "share 1's bytes": [in1], "both": [in0, in1]}[which]
+    for _, path, off, length, _ in flips:
+        _flip_crc(path, off, length)
+    [log] = discover([str(d)])
+    local = run_log(log, as_of_ns())
+    crcs = [(f.path, f.offset) for f in local.findings if f.code == "WQ-CRC"]
+    assert crcs == [(p, o) for _, p, o, _, _ in flips]               # the premise: local finds exactly these
+    fl = _chained(log, as_of_ns(), 2, 0.5)
+    assert _chained.damaged == {"share 0's bytes": [True, False], "share 1's bytes": [False, True],
+                                "both": [True, True]}[which]
+    _assert_same(fl, local, which)
+    # a broken split: the flipped record's bytes checked by no share -> the chain alone misses it
+    nobody = [(0, 0), (size, 1 << 62)] if flips[0] is in0 else [(0, half), (size, 1 << 62)]
+    if which != "both":
+        broken = _chained(log, as_of_ns(), 2, 0.5, crcs=nobody)
+        assert _chained.damaged == [False, False]
+        assert not any(f.code == "WQ-CRC" for f in broken.report.findings)     # the record taken as valid
+        assert broken.report.records == local.records + 1
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                           HealthCheck.too_slow])
+@given(st.integers(0, 2**32), st.sampled_from(["intact", "flips", "truncated"]), st.booleans())
+def test_the_chain_reads_whole_exactly_when_local_finds_a_crc_mismatch(tmp_path_factory, seed, damage, one_seg):
+    """Random logs (several segments or one), intact, with bit flips or truncated: the chain's shares meet a crc
+    mismatch exactly when the local pass reports one (then the log is read whole), and the answer is the local
+    one either way — a torn tail or damage to a record's framing is met alike by every share (no second pass)."""
+    from wqtool.engine.workq.reader import discover
+    from wqtool.engine.workq.sample import SampleSpec, generate
+    from wqtool.engine.workq.verify import run_log
+    d = str(tmp_path_factory.mktemp("chain"))
+    if one_seg:
+        generate(d, SampleSpec(records=600, segment_size=1 << 30, seed=seed, reuse_ids=0.5))
+        rnd = random.Random(seed)
+        [seg] = [os.path.join(d, p) for p in os.listdir(d) if p.endswith(".log")]
+        size = os.path.getsize(seg)
+        with open(seg, "r+b") as f:
+            if damage == "flips":
+                for _ in range(3):
+                    at = rnd.randrange(8, size)
+                    f.seek(at)
+                    b = f.read(1)
+                    f.seek(at)
+                    f.write(bytes([b[0] ^ (1 << rnd.randrange(8))]))
+            elif damage == "truncated":
+                f.truncate(rnd.randrange(8, size))
+    else:
+        random_log(d, seed, damage)
+    [log] = discover([d])
+    local = run_log(log, as_of_ns())
+    fl = _chained(log, as_of_ns(), 2, 0.5)
+    assert any(_chained.damaged) == any(f.code == "WQ-CRC" for f in local.findings), _chained.damaged
+    _assert_same(fl, local, f"{seed} {damage} {one_seg}")

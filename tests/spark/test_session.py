@@ -336,3 +336,55 @@ def test_a_command_session_talks_to_its_python_workers_over_a_unix_socket(spark)
     from wqtool.spark.session import _DEFAULT_CONF
     assert spark.conf.get("spark.python.unix.domain.socket.enabled") == "true"
     assert _DEFAULT_CONF["spark.python.unix.domain.socket.enabled"] == "true"
+
+
+def _daemon_socket(d, *, held: bool):
+    """A socket file named as PySpark's worker daemon names its own (``.<uuid4>.sock``), bound by a child
+    process that is then killed (``held=False``: the file stays, nobody has it bound) or by this process."""
+    import uuid
+    path = os.path.join(str(d), f".{uuid.uuid4()}.sock")
+    if held:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.listen(1)
+        return path, s
+    child = subprocess.Popen([sys.executable, "-c", "import socket, sys, time\n"
+                              "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)\n"
+                              "print('ok', flush=True); time.sleep(600)", path], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "ok\n"
+    child.kill()                 # as a killed session's daemon: no SIGTERM handler ran, the file stays
+    child.wait()
+    return path, None
+
+
+def test_stale_daemon_sockets_are_removed_at_session_start_only_when_nobody_holds_them():
+    """A killed session leaves its worker daemons' Unix sockets (``/tmp/.<uuid>.sock``); a session cleans them
+    at start: a dead daemon's socket a minute old goes; a live one's (bound), a young one, a regular file of
+    that name and a dead socket of another name stay."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="wq", dir="/tmp") as d:      # short: a socket path has 107 bytes
+        _clean_stale_sockets_in(d)
+
+
+def _clean_stale_sockets_in(tmp_path):
+    from wqtool.spark.session import STALE_SOCKET_AGE_S, clean_stale_sockets, socket_dir
+    dead, _ = _daemon_socket(tmp_path, held=False)
+    young, _ = _daemon_socket(tmp_path, held=False)
+    live, holder = _daemon_socket(tmp_path, held=True)
+    other = os.path.join(str(tmp_path), "other.sock")
+    os.rename(_daemon_socket(tmp_path, held=False)[0], other)
+    plain = os.path.join(str(tmp_path), ".00000000-0000-4000-8000-000000000000.sock")
+    open(plain, "w").close()
+    try:
+        old = time.time() - STALE_SOCKET_AGE_S - 5
+        for p in (dead, live, other, plain):
+            os.utime(p, (old, old))
+        assert clean_stale_sockets(str(tmp_path)) == [dead]
+        assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(p) for p in (young, live, other, plain))
+        assert clean_stale_sockets(str(tmp_path), now=time.time() + STALE_SOCKET_AGE_S + 5) == [young]
+    finally:
+        holder.close()
+    assert socket_dir({}) == "/tmp"
+    assert socket_dir({"spark.driver.extraJavaOptions": "-Xss4m -Djava.io.tmpdir=/var/x -Dy=1"}) == "/var/x"
+    assert socket_dir({"spark.python.unix.domain.socket.dir": "/run/s",
+                       "spark.driver.extraJavaOptions": "-Djava.io.tmpdir=/var/x"}) == "/run/s"

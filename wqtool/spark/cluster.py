@@ -168,6 +168,19 @@ class _Indexed:
                                f"another task")
 
 
+def _numbers(sc, n: int):
+    """``sc.parallelize(range(n), n)`` (partition k holds k), made once per SparkContext and n and kept on it: its
+    JVM side (an empty ``ParallelCollectionRDD``, ``pyspark/core/context.py``'s ``parallelize`` of a range) is
+    created over Py4J through a temporary file — ~2.4 ms of every job's ~35 ms at load 0.7 (an empty job, 20
+    interleaved rounds: 34.6 ms made each time, 32.1 ms kept). A job's tasks are ``mapPartitionsWithIndex``
+    over it: their functions are pipelined with the range's, so each job still ships its own closure."""
+    kept = sc.__dict__.setdefault("_wqtool_numbers", {})
+    rdd = kept.get(n)
+    if rdd is None:
+        rdd = kept.setdefault(n, sc.parallelize(range(n), n))
+    return rdd
+
+
 class Relay:
     """A task's end of the driver's relay (``Cluster.relay``): short strings one task sends and another one
     waits for — within one job, with no Spark round in between (a barrier stage's ``allGather`` wakes a waiting
@@ -308,7 +321,7 @@ class Cluster:
         if sc is None:
             return self.collect(self.tasks(n, fn, fields, what=what))
         names = [f for f, _ in fields]
-        rdd = sc.parallelize(range(n), n).mapPartitionsWithIndex(_Indexed(fn, self.cwd, self.staged, self.snap))
+        rdd = _numbers(sc, n).mapPartitionsWithIndex(_Indexed(fn, self.cwd, self.staged, self.snap))
         with self.named_deaths(what):
             return [dict(zip(names, row)) for row in rdd.collect()]
 

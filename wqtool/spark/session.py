@@ -222,11 +222,14 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
             settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
     for k, v in settings.items():
         builder = builder.config(k, v)
+    if local and settings.get("spark.python.unix.domain.socket.enabled", "").lower() == "true":
+        clean_stale_sockets(socket_dir(settings))
     if not remote:
         _quiet_gateway({**settings, "spark.master": master, "spark.app.name": app_name})
     spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel(log_level)
+        one_worker_pool(spark)
     from ..engine.uris import use_spark_conf
     use_spark_conf(settings)     # spark.hadoop.fs.s3a.*: this process's s3:// / s3a:// reads use them too
     check = not _workers_are_this_python(local)
@@ -241,6 +244,64 @@ def build_session(*, master: str | None = None, conf: dict[str, str] | Sequence[
 
 
 _LOCAL = re.compile(r"^local(?:\[(\d+|\*)\])?$")
+
+#: the socket a PySpark worker daemon listens on (``pyspark/daemon.py:125-129``: ``.<uuid4>.sock`` in the JVM's
+#: ``PYTHON_WORKER_FACTORY_SOCK_DIR``); it removes it on SIGTERM only, so a killed session leaves it behind
+_DAEMON_SOCKET = re.compile(r"^\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.sock$")
+#: a daemon's socket file younger than this is never removed (bound, then listened on, at once by its daemon)
+STALE_SOCKET_AGE_S = 60.0
+
+
+def socket_dir(settings: dict[str, str]) -> str:
+    """Where the session's worker daemons put their Unix sockets: ``spark.python.unix.domain.socket.dir``, else
+    the JVM's ``java.io.tmpdir`` (a ``-Djava.io.tmpdir`` of the driver's options, else /tmp)."""
+    if settings.get("spark.python.unix.domain.socket.dir"):
+        return settings["spark.python.unix.domain.socket.dir"]
+    m = re.search(r"-Djava\.io\.tmpdir=(\S+)", settings.get("spark.driver.extraJavaOptions", ""))
+    return m.group(1) if m else "/tmp"
+
+
+def _bound_unix_paths() -> set[str] | None:
+    """The paths of every Unix socket bound now in this network namespace (``/proc/net/unix``'s last column),
+    or None where that list cannot be read."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return None
+    return {os.path.realpath(w[7]) for w in (ln.split() for ln in lines) if len(w) >= 8 and w[7].startswith("/")}
+
+
+def clean_stale_sockets(directory: str, *, now: float | None = None) -> list[str]:
+    """Remove the socket files that killed sessions' worker daemons left in ``directory`` (a daemon removes its
+    own only on SIGTERM): a socket named as a daemon names it (``.<uuid>.sock``), this user's, at least
+    ``STALE_SOCKET_AGE_S`` old, that no process has bound any more — the kernel's list of bound Unix sockets does
+    not name it, so its daemon is gone (a live session's daemon keeps its socket bound). Nothing is removed where
+    that list cannot be read. Returns the paths removed."""
+    import stat
+    bound = _bound_unix_paths()
+    if bound is None:
+        return []
+    now = time.time() if now is None else now
+    gone: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for name in names:
+        if not _DAEMON_SOCKET.match(name):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            st = os.lstat(path)
+            if (not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid() or now - st.st_mtime < STALE_SOCKET_AGE_S
+                    or os.path.realpath(path) in bound):
+                continue
+            os.unlink(path)
+            gone.append(path)
+        except OSError:         # gone meanwhile, or not ours to remove
+            continue
+    return gone
 
 
 def retrying(master: str, conf: dict[str, str]) -> str:
@@ -309,10 +370,28 @@ def slot_count(spark, *, default: int) -> int:
         return max(1, default)
 
 
+def one_worker_pool(spark) -> bool:
+    """Let an RDD's tasks (the fleets' ``Cluster.run``) and a DataFrame's (the data sources, ``mapInArrow``) share
+    one pool of Python workers. Spark keeps a pool per (python, worker module, daemon module, environment); a SQL
+    runner adds ``SPARK_SIMPLIFIED_TRACEBACK=1`` to its workers' environment while
+    ``spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled`` is on (the default) and an RDD's runner does
+    not — the only difference between the two pools' daemons here (their environments compared). With it in
+    the SparkContext's environment, which both take their functions' environment from, an RDD's tasks get the
+    same workers: one daemon and a worker per slot instead of two of each, and ``warm_up`` starts one pool.
+    (An RDD task's error is then told with the traceback a UDF's gets: PySpark's own frames left out.) Returns
+    whether the pools are one."""
+    sc = spark.sparkContext
+    on = str(spark.conf.get("spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled", "true")).lower()
+    if on == "true":
+        sc.environment.setdefault("SPARK_SIMPLIFIED_TRACEBACK", "1")
+    return (sc.environment.get("SPARK_SIMPLIFIED_TRACEBACK") == "1") == (on == "true")
+
+
 def warm_up(spark, *, hold_s: float = 0.5) -> frozenset[int]:
     """Start a Python worker on every executor slot with the engine imported: the cost a fleet's first job
     would otherwise pay on the clock (about 1 s here, more on a busy machine), in both pools: a DataFrame's
-    tasks' (the data sources) and an RDD's (the fleets' ``Cluster.run``). Returns the process ids of the fleets'
+    tasks' (the data sources) and an RDD's (the fleets' ``Cluster.run``) — one pool where ``one_worker_pool``
+    made them one (every session ``build_session`` makes). Returns the process ids of the fleets'
     workers that answered (one per slot in local mode; Spark Connect gives no slot count: 2 tasks, DataFrames').
     """
     slots = slot_count(spark, default=2)
@@ -320,6 +399,8 @@ def warm_up(spark, *, hold_s: float = 0.5) -> frozenset[int]:
     try:
         sc = spark.sparkContext
     except Exception:  # noqa: BLE001 — Spark Connect: DataFrames only
+        return frozenset(r["pid"] for r in rows)
+    if one_worker_pool(spark):      # the fleets' RDD tasks take the workers just started
         return frozenset(r["pid"] for r in rows)
     # the fleets' workers (``Cluster.run``: an RDD's tasks, whose Python workers are another pool than a DataFrame's)
     return frozenset(sc.parallelize(range(slots), slots).mapPartitions(_Warm(hold_s).rows).collect())

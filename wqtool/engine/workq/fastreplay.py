@@ -47,7 +47,7 @@ from ..fileio import Snapshot, pinned
 from .reader import FileView, LogSet, RecordReader, header_finding
 from .replay import CompactJobs, ReplayState, WorkqReplay, closing_notes, expired_finding, unknown_job_finding
 
-__all__ = ["Bail", "FastReplay", "FastResult", "Span", "fast_run", "finish_state", "merge_shares", "KERNEL"]
+__all__ = ["Bail", "Damaged", "FastReplay", "FastResult", "Span", "fast_run", "finish_state", "merge_shares", "KERNEL"]
 
 class CappedFindings(list):
     """The kernel's findings: the first ``limit`` (seg_no, Finding) pairs of each quota (``findings.quota``:
@@ -103,6 +103,12 @@ class Bail(Exception):
     """The kernel cannot take this log (see the module docstring): the caller runs the reference path."""
 
 
+class Damaged(Exception):
+    """A pass with a CRC range (``crc_range``: a chained share, which trusts the records other shares CRC-check)
+    met a crc mismatch: the shares' framing may differ past it, so the caller reads the log whole (one pass that
+    checks every CRC: the reference answer)."""
+
+
 try:
     from . import _kernel
 except ImportError:          # not built (no compiler at install time): the reference path does the work
@@ -147,7 +153,7 @@ class FastReplay:
     def __init__(self, log: LogSet, as_of_ns: int, *, part: int = 0, nparts: int = 1, keep: bool = False,
                  limit: int | None = None, stats: bool = False, kernel: str | None = None, through: bool = False,
                  on_error: Callable[[Finding], None] | None = None, series: int | None = None,
-                 id_range: tuple[int, int] | None = None):
+                 id_range: tuple[int, int] | None = None, crc_range: tuple[int, int] | None = None):
         self.log = log
         self.on_error = on_error    # sees each error as the pass meets it (a repair plan refuses there)
         self.as_of_ns = as_of_ns
@@ -158,6 +164,11 @@ class FastReplay:
         self.id_lo, self.id_hi = (0, 0) if id_range is None or nparts <= 1 else id_range
         if self.id_hi and not 0 <= self.id_lo < self.id_hi <= 0x10000:
             raise ValueError(f"id_range {id_range}: not a range of [0, 65536)")
+        # the records this pass CRC-checks: those starting at a byte of [lo, hi) of the log (its segments one after
+        # another, by their pinned sizes); the others are trusted — another share of a chain checks them, and a
+        # crc mismatch met anywhere raises Damaged (the caller then reads the log whole). None: every record.
+        self.crc_range = crc_range
+        self.crc_lo, self.crc_hi = 0, 1 << 62       # the current segment's (the C loop reads them)
         self.keep = keep            # keep the results (replay's state); verify needs only the states
         self.through = through      # read through errors (else: Bail at the first one)
         self.kernel = kernel or KERNEL
@@ -187,8 +198,13 @@ class FastReplay:
         newest = self.log.newest
         for f in self.log.findings:          # discovery's findings come first (the series count them)
             self._told(f)
+        base = 0                             # the log's bytes before this segment (crc_range's offsets)
         for seg_no, seg in enumerate(self.log.segments):
             with FileView(seg) as sd:
+                if self.crc_range is not None:
+                    lo, hi = self.crc_range
+                    self.crc_lo, self.crc_hi = max(0, lo - base), max(0, min(1 << 62, hi - base))
+                base += sd.size
                 self.segments += 1
                 self.bytes += sd.size
                 self.sizes.append(sd.size)
@@ -227,6 +243,8 @@ class FastReplay:
                         self._told(ev)
                         self.findings.append((seg_no, ev))
                     continue
+                if self.crc_range is not None and ev.code == "WQ-CRC":
+                    raise Damaged(f"{path}@0x{pos:x}")      # another share may have trusted this record
                 stop = end if ev.resumes_at is None else ev.resumes_at
                 self._error(seg_no, ev, pos, stop, self.part == 0)
                 pos = stop

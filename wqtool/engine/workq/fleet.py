@@ -483,15 +483,20 @@ class _FastTask:
     """One share of one log through the engine's hot kernel (``FastReplay``): every record is framed, the jobs
     whose id's last byte is ``part`` mod ``nparts`` are CRC-checked and replayed. Returns None when the kernel
     bails (``fastreplay.Bail``: what its table cannot hold; damage it reads through, as ``run_log`` does): that
-    log then goes through the reference pipeline."""
+    log then goes through the reference pipeline. A chained share (``ranges``) replays an id range and CRC-checks
+    only the records in its bytes (``crcs``); when it meets a crc mismatch it returns ``{"damaged": where}`` and
+    the driver reads the log whole."""
 
     def __init__(self, units: list[tuple[int, LogSet, int, int]], bins: list[list[int]], as_of_ns: list[int],
                  digest: bool, want_jobs: bool, limit: int | None = None, stats: bool = False, ids: bool = False,
-                 shuffle: bool = False, ranges: list[tuple[int, int]] | None = None, relay=None):
+                 shuffle: bool = False, ranges: list[tuple[int, int]] | None = None, relay=None,
+                 crcs: list[tuple[int, int]] | None = None):
         self.units, self.bins = units, bins     # a Spark task runs the units of its bin, one after another
         # a chained log (``chain_plan``): share k replays the jobs of id range ranges[k] and hashes its digest lines
-        # after share k - 1's, from its running state (passed through ``relay``: the cluster's ``Relay``)
-        self.ranges, self.relay = ranges, relay
+        # after share k - 1's, from its running state (passed through ``relay``: the cluster's ``Relay``); it
+        # CRC-checks the records starting in the bytes crcs[k] (``crc_share``, by the driver's pinned size; None:
+        # every record)
+        self.ranges, self.relay, self.crcs = ranges, relay, crcs
         self.as_of_ns, self.digest, self.want_jobs, self.limit = as_of_ns, digest, want_jobs, limit
         self.stats, self.ids = stats, ids       # stats of whole logs; ``ids``: ship the job ids (a union over logs)
         self.shuffle = shuffle                  # the ids as rows by first byte (distributed_union), not in the blob
@@ -524,18 +529,20 @@ class _FastTask:
         """Counts, per-queue counts and the digest (or, for a share of a split log, its digest lines) from the
         kernel's compact job table: no ``Job`` object is built. With ``want_jobs`` the table's rows follow as
         Arrow IPC batches (``_rows_ipc``), never pickled Jobs."""
-        from .fastreplay import Bail, FastReplay, finish_state, gc_paused, note_counts
+        from .fastreplay import Bail, Damaged, FastReplay, gc_paused, note_counts
         chained = self.ranges is not None
         fr = FastReplay(log, as_of_ns, part=part, nparts=nparts, keep=self.digest or self.want_jobs,
                         limit=self.limit, through=True, stats=self.stats,       # through damage, as run_log locally
-                        id_range=self.ranges[part] if chained else None)
+                        id_range=self.ranges[part] if chained else None,
+                        crc_range=self.crcs[part] if chained and self.crcs else None)
         try:
             with gc_paused():   # as fast_run does locally: millions of new dict entries, no cycles
                 fr.run()
-        except Bail:
+        except (Bail, Damaged) as e:
             if chained:         # the next share waits for this one's state: it is told the chain broke
                 self._hash_in_turn(None, part, nparts, as_of_ns)
-            return None
+            # damage a share met: the driver reads the log whole (the shares trusted each other's CRC ranges)
+            return {"damaged": str(e)} if isinstance(e, Damaged) else None
         capped = fr.findings
         out = {"findings": list(capped), "overflow": capped.overflow, "verdicts": capped.verdicts,
                "last_good": capped.last_good, "folds": capped.folds, "records": fr.records, "applied": fr.applied,
@@ -546,8 +553,8 @@ class _FastTask:
             out["stats"] = scan_stats(fr.records, fr.stats, ids=False)
             if self.ids:        # sorted and unique already in the kernel's table: no Python object per id
                 out["ids"] = fr.stats.packed_ids()
-        if fr.keep:
-            jobs = finish_state(log, fr, []).jobs        # CompactJobs over the kernel's table
+        if fr.keep:     # CompactJobs over the kernel's table (finish_state's, without its second note_counts)
+            jobs = CompactJobs(fr.jobs, [s.path for s in log.segments], as_of_ns)
             out["by_state"], out["by_queue"] = jobs.counts()
             if self.digest and chained:         # its lines hashed in turn: only 112 bytes of state leave
                 link = self._hash_in_turn(jobs, part, nparts, as_of_ns)
@@ -622,8 +629,19 @@ CHAIN_MIN_BYTES = 32 << 20
 CHAIN_WAIT_S = 600.0
 #: at most this many shares in a chain (each frames every record; the hashing is one after another)
 CHAIN_MAX_SHARES = 2
-#: the first share's part of the id space: it hashes before the next one can start hashing (see chain_plan)
+#: the first share's part of the id space: it hashes before the next one can start hashing (see chain_plan);
+#: the shares' CPU in one process (a 220 MiB log, load 5.5) puts the critical path max(scan 0 + hash 0, scan 1)
+#: + hash 1 at 0.765 / 0.716 / 0.733 / 0.759 s for 0.30 / 0.34 / 0.38 / 0.42: within 2 % from 0.34 to 0.38
 CHAIN_FIRST = 0.38
+
+
+def crc_share(size: int, k: int, n: int) -> tuple[int, int]:
+    """The bytes of a log of ``size`` bytes whose records share ``k`` of a chain of ``n`` CRC-checks: the k-th of
+    ``n`` equal parts (the last one open-ended). The others it trusts; a share that meets a crc mismatch
+    (``fastreplay.Damaged``) makes the driver read the log whole. Each record is checked by one share, so the
+    chain's CRC work is one pass's; the first damage in file order is framed alike by every share (the records
+    before it are intact) and is checked by the share whose range holds it: no damage goes unseen."""
+    return (size * k // n, (1 << 62) if k == n - 1 else size * (k + 1) // n)
 
 
 def chain_ranges(n: int, first: float = CHAIN_FIRST) -> list[tuple[int, int]]:
@@ -668,14 +686,16 @@ def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: boo
 
 #: chained only while the 1-minute load average leaves this many CPUs spare (bench_fleet --one-log-summary on 2
 #: CPUs, interleaved rounds: at load 2.6-3.0 once chained x1.14 local and one task x0.92, once chained x0.62
-#: and one task x0.81; at load 5.5-7.6 chained x0.80, one task x0.88-0.96)
+#: and one task x0.81; at load 5.5-7.6 chained x0.80, one task x0.88-0.96; with each share CRC-checking only its
+#: bytes, 9 rounds each: at load 7.0-4.9 chained x0.99 local (pairs' median), one task x0.99; at load 4.2-4.4
+#: chained x0.79, one task x0.95; at load 4.7-4.0 beside a spinning process chained x0.92, one task x0.97)
 CHAIN_SPARE_CPUS = 1.0
 
 
 def chain_pays() -> bool:
     """Whether a chain should pay on this machine now (its 1-minute load average leaves ``CHAIN_SPARE_CPUS``
-    CPUs spare): a chain's shares frame every record each (~0.2 s of CPU a share for a
-    220 MiB log) and gain only where a core is free. On a busy machine the CPU a process group gets is its fair
+    CPUs spare): a chain's shares frame every record each (~0.05 s of CPU a share for a 220 MiB log; each
+    record's CRC is checked by one share only, ``crc_share``), run at once, and gain only where a core is free. On a busy machine the CPU a process group gets is its fair
     share (Linux's autogroups: one per session, so the local engine's process and a local Spark's JVM and
     workers alike), however many threads it runs: two shares then take longer than one task (docs/spark.md)."""
     try:
@@ -817,7 +837,8 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
         with contextlib.ExitStack() as relay:      # (a chain's relay stops with the job, or if it cannot start)
             task = _FastTask(units, bins, as_of, digest, want_jobs, limit, stats, ids, shuffle,
                              chain_ranges(chained) if chained else None,
-                             relay.enter_context(cluster.relay()) if chained else None)
+                             relay.enter_context(cluster.relay()) if chained else None,
+                             [crc_share(sum(sizes), k, chained) for k in range(chained)] or None)
             if shuffle:  # read once: the reports come to the driver, the ids go on to the union's shuffle
                 df = cluster.persist(cluster.tasks(len(bins), task, _B_FIELDS, what=_bin_words(units, bins)))
                 rows = cluster.collect(cluster.where(df, f"kind != {_IDS}"))
@@ -828,6 +849,12 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
             seen.add(r["part"])
             results.setdefault(r["log"], []).append(pickle.loads(r["blob"]))
         check_count("the kernel's shares", len(seen), len(units))
+        damaged = [li for li, parts in results.items() if any(p is not None and "damaged" in p for p in parts)]
+        if damaged:     # a chained share met a crc mismatch: the log whole, in one task (every CRC checked)
+            where = next(p["damaged"] for p in results[damaged[0]] if p is not None and "damaged" in p)
+            say(f"spark: log {logs[damaged[0]].root}: a crc mismatch at {where}: read whole, in one task")
+            return run_fleet(cluster, logs, as_of_ns, limit=limit, digest=digest, want_jobs=want_jobs, stats=stats,
+                             progress=progress, stats_total=stats_total, fast=fast, split=split, chain=False)
         for li, parts in results.items():
             done = {(p["records"], p["bytes"]) for p in parts if p is not None}
             if len(done) > 1:   # every share frames every record of its log: they must agree
