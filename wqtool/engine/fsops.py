@@ -38,9 +38,8 @@ def unlink_quiet(path: str) -> None:
         pass
 
 
-def write_new(path: str, chunks: Iterable[bytes], *, fsync: bool = True, mode: int = 0o666,
-              buffer: int = 1 << 20) -> int:
-    """Create ``path`` (O_EXCL: it must not exist), write ``chunks`` (buffered), fsync; returns the bytes written.
+def write_new(path: str, chunks: Iterable[bytes], *, fsync: bool = True, mode: int = 0o666) -> int:
+    """Create ``path`` (O_EXCL: it must not exist), write ``chunks`` (1 MiB buffered), fsync; returns the bytes written.
     Every byte a plan writes goes through here: a short write (a nearly full disk) goes on from where it stopped,
     and a write that takes nothing is ENOSPC. On any error the partial file is removed, what is buffered dropped
     unwritten (a full disk would fail the flush again: the file must go all the same)."""
@@ -60,13 +59,13 @@ def write_new(path: str, chunks: Iterable[bytes], *, fsync: bool = True, mode: i
     try:
         for c in chunks:
             size += len(c)
-            if len(c) >= buffer:
+            if len(c) >= 1 << 20:
                 data, buf = buf, bytearray()
                 write_all(data)
                 write_all(c)
                 continue
             buf += c
-            if len(buf) >= buffer:
+            if len(buf) >= 1 << 20:
                 data, buf = buf, bytearray()
                 write_all(data)
         write_all(buf)

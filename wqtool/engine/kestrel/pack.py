@@ -65,11 +65,6 @@ class KestrelInstall(Plan):
 
     keep_open = False              # the digests reported are replay's with --keep-open (else: backed out)
 
-    def replay_digest(self, state: KestrelState) -> str:
-        """The digest ``wqtool replay`` prints for ``state`` with this plan's options (the plan itself compares the
-        open states, which is stricter)."""
-        return replay_digest(state, keep_open=self.keep_open)
-
     def write_file(self, output: str, *, fsync: bool = True) -> WriteResult:
         """Write the new journal to a new file ``output`` (an existing directory: ``<dir>/<queue>``), re-verify it
         and compare digests. Never appends: an existing output file is refused. On any error the output is
@@ -92,7 +87,8 @@ class KestrelInstall(Plan):
         rep = run_log(fs, self.as_of_ns, keep_open=True, resync=False)
         prove("packed output does not replay to the input state", self.digest_expected, rep.state.digest(),
               path=path, verdict=rep.verdict, detail=lambda: first_difference(self.state, rep.state) or "states differ")
-        return self.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
+        return replay_digest(rep.state, keep_open=self.keep_open)   # as `wqtool replay` prints it (the check
+        # above compares the open states, which is stricter)
 
     def apply(self, **kw) -> ApplyResult:
         """Install the new journal into the queue's directory (the module docstring's sequence; ``now_ms``: the
@@ -171,8 +167,9 @@ class PackPlan(KestrelInstall):
         return pack_doc(self, {"format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue},
                         {"records": self.records_before, "bytes": self.bytes_before, "files": len(self.inputs)},
                         {"records": self.records_after, "bytes": self.bytes_after, "items": self.items_queued,
-                         "open_transactions": self.open_transactions}, self.dropped, self.replay_digest(self.state),
-                        self.to_jsonable(), self.replay_digest(self.report.state))
+                         "open_transactions": self.open_transactions}, self.dropped,
+                        replay_digest(self.state, keep_open=self.keep_open), self.to_jsonable(),
+                        replay_digest(self.report.state, keep_open=self.keep_open))
 
     #: the replay meaning the output is verified with (a pack writes only 2.x opcodes)
     verify_version: ClassVar[str] = "2"
