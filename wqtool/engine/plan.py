@@ -79,7 +79,7 @@ class StepRunner:
 
     def __init__(self, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None, *,
                  dry: bool = False):
-        self.dry = dry             # ``apply_steps``: the steps only list their labels (nor may the code around them act)
+        self.dry = dry             # ``apply_steps``: steps only list their labels (nor may the code around them act)
         self.fail_at = fail_at
         self.hook = hook
         self.done: list[str] = []

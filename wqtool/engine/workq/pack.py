@@ -370,33 +370,30 @@ def _layout(log: LogSet, state: ReplayState, segment_size: int):
     seg_no = {s.path: i for i, s in enumerate(log.segments)}
     order = [jid for _, _, jid in sorted((seg_no.get(j.src_path, -1), j.src_offset, jid)
                                          for jid, j in state.jobs.items())]
-    # one pass over the live jobs: add-record lengths, output kinds, and the writer's roll-over rule
+    # one pass over the live jobs: add-record lengths, output kinds, and the writer's roll-over rule (``_rolled``)
     lengths = array("Q")
     kinds: Counter = Counter()
-    segs_after = bytes_after = records_after = 0
-    size = 0
     jobs = state.jobs
-    with _sources(log) as bufs:
-        seg = dict(zip((s.path for s in log.segments), bufs))
-        for i, jid in enumerate(order):
-            if not i & 0xFFF:
-                progress.at(i)
-            job = jobs[jid]
-            ln = _length(seg[job.src_path], job.src_path, job.src_offset)
-            lengths.append(ln)
-            kinds[job.kind] += 1
-            recs = [ln]
-            for cmd, result in _tail(job):
-                kinds[cmd] += 1
-                recs.append(_ID_RECORD if result is None else _synth_length(cmd, result))
-            for r_len in recs:
-                if segs_after == 0 or size >= segment_size:
-                    segs_after += 1
-                    size = HEADER_SIZE
-                    bytes_after += HEADER_SIZE
-                size += r_len
-                bytes_after += r_len
-            records_after += len(recs)
+
+    def record_lengths() -> Iterator[int]:
+        with _sources(log) as bufs:
+            seg = dict(zip((s.path for s in log.segments), bufs))
+            for i, jid in enumerate(order):
+                if not i & 0xFFF:
+                    progress.at(i)
+                job = jobs[jid]
+                lengths.append(_length(seg[job.src_path], job.src_path, job.src_offset))
+                kinds[job.kind] += 1
+                yield lengths[-1]
+                for cmd, result in _tail(job):
+                    kinds[cmd] += 1
+                    yield _ID_RECORD if result is None else _synth_length(cmd, result)
+    segs_after = bytes_after = records_after = 0
+    lens, sizes = itertools.tee(record_lengths())
+    for segs_after, n in zip(_rolled(lens, segment_size), sizes):
+        bytes_after += n
+        records_after += 1
+    bytes_after += segs_after * HEADER_SIZE
     return order, lengths, segs_after, bytes_after, records_after, {c.label: n for c, n in sorted(kinds.items())}
 
 
@@ -434,21 +431,22 @@ def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync
     return names, total
 
 
-def _segments(plan: WorkqPackPlan) -> Iterator[Iterator[bytes]]:
-    """The packed log's records, segment by segment (each consumed before the next starts): a segment takes
-    records while it is under ``segment_size`` (its first one whatever its size)."""
-    recs = _iter_records(plan)
-    pending = next(recs, None)
+def _rolled(lengths: Iterator[int], segment_size: int) -> Iterator[int]:
+    """The segment number of each record of ``lengths``, in order: upstream's appender rolls over to a new segment
+    once one holds ``segment_size`` bytes or more (its first record whatever its size)."""
+    seq = size = 0
+    for n in lengths:
+        if not seq or size >= segment_size:
+            seq, size = seq + 1, HEADER_SIZE
+        size += n
+        yield seq
 
-    def segment() -> Iterator[bytes]:
-        nonlocal pending
-        size = HEADER_SIZE
-        while pending is not None and (size == HEADER_SIZE or size < plan.segment_size):
-            yield pending
-            size += len(pending)
-            pending = next(recs, None)
-    while pending is not None:
-        yield segment()
+
+def _segments(plan: WorkqPackPlan) -> Iterator[Iterator[bytes]]:
+    """The packed log's records, segment by segment (``_rolled``; each consumed before the next starts)."""
+    recs, lens = itertools.tee(_iter_records(plan))
+    for _, group in itertools.groupby(zip(_rolled(map(len, lens), plan.segment_size), recs), key=lambda p: p[0]):
+        yield (rec for _, rec in group)
 
 
 def _segments_c(plan: WorkqPackPlan) -> Iterator[tuple[bytes, memoryview]]:
