@@ -1,7 +1,7 @@
 """A real full disk (a 2 MiB tmpfs) at several fill levels (issue 34, D2 and D3): every rewriting ``--apply`` exits
 0 (it fit) or 5 (ENOSPC, one line naming the file), never 70, and a failed one leaves no new file — every write of
-the template is checked (``fsops.write_all``) and its temp removed even when the flush fails again
-(``fsops.NewFile.discard``). Needs root for ``mount -t tmpfs`` (skipped with the reason elsewhere)."""
+the template is checked (``fsops.write_new``) and its temp removed even when the flush fails again
+(``write_new`` drops its buffer unwritten). Needs root for ``mount -t tmpfs`` (skipped with the reason elsewhere)."""
 from __future__ import annotations
 
 import os

@@ -1,10 +1,10 @@
-"""Filesystem primitives of the plan template: new files with every write checked (``NewFile``, ``write_new``,
-``write_ranges``), flocks with a timeout (``LockSet``), ``exchange`` / ``rename_noreplace`` (renameat2), free names
-for backups and the quarantine (``Quarantine``), ``FileSig`` (a file changing under us). Who holds a file open is
-``live.py``'s.
+"""Filesystem primitives of the plan template: new files with every write checked (``write_new``, ``ranged``),
+flocks with a timeout (``LockSet``), ``exchange`` / ``rename_noreplace`` (renameat2), free names for backups and
+the quarantine (``Quarantine``), ``FileSig`` (a file changing under us). Who holds a file open is ``live.py``'s.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -38,90 +38,46 @@ def unlink_quiet(path: str) -> None:
         pass
 
 
-def write_all(fd: int, data, path: str | None = None) -> None:
-    """Write all of ``data`` to ``fd``: a short write (a nearly full disk) goes on from where it stopped, and a
-    write that takes nothing is ENOSPC. Every byte a plan writes goes through here (``NewFile``)."""
-    view = memoryview(data).cast("B")
-    while view:
-        try:
-            n = os.write(fd, view[:1 << 30])
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, path) from None
-        if n <= 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-        view = view[n:]
-
-
-class NewFile:
-    """A new file (O_EXCL) that a plan writes: buffered, every write checked (``write_all``). ``close`` flushes
-    and closes; ``discard`` closes *without* flushing and removes the file whatever fails (a full disk fails the
-    flush again: the temp must go all the same). ``size`` / ``records``: bytes and ``write`` calls so far."""
-
-    def __init__(self, path: str, *, mode: int = 0o666, buffer: int = 1 << 20):
-        self.path = path
-        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
-                                      mode)
-        self.size = self.records = 0
-        self._buf = bytearray()
-        self._limit = buffer
-
-    def write(self, data) -> None:
-        self.size += len(data)
-        self.records += 1
-        if len(data) >= self._limit:
-            self.flush()
-            write_all(self.fd, data, self.path)
-            return
-        self._buf += data
-        if len(self._buf) >= self._limit:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._buf:
-            buf, self._buf = self._buf, bytearray()
-            write_all(self.fd, buf, self.path)
-
-    def fsync(self) -> None:
-        self.flush()
-        os.fsync(self.fd)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            try:
-                self.flush()
-            finally:
-                fd, self.fd = self.fd, None
-                os.close(fd)
-
-    def discard(self) -> None:
-        fd, self.fd = self.fd, None
-        self._buf = bytearray()
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        unlink_quiet(self.path)
-
-    @property
-    def closed(self) -> bool:
-        return self.fd is None
-
-
 def write_new(path: str, chunks: Iterable[bytes], *, fsync: bool = True, mode: int = 0o666) -> int:
-    """Create ``path`` (it must not exist), write ``chunks``, fsync; returns the bytes written. On any error the
-    partial file is removed."""
-    f = NewFile(path, mode=mode)
+    """Create ``path`` (O_EXCL: it must not exist), write ``chunks`` (1 MiB buffered), fsync; returns the bytes written.
+    Every byte a plan writes goes through here: a short write (a nearly full disk) goes on from where it stopped,
+    and a write that takes nothing is ENOSPC. On any error the partial file is removed, what is buffered dropped
+    unwritten (a full disk would fail the flush again: the file must go all the same)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
+
+    def write_all(data) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            try:
+                n = os.write(fd, view[:1 << 30])
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, path) from None
+            if n <= 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+            view = view[n:]
+    size, buf = 0, bytearray()
     try:
         for c in chunks:
-            f.write(c)
+            size += len(c)
+            if len(c) >= 1 << 20:
+                data, buf = buf, bytearray()
+                write_all(data)
+                write_all(c)
+                continue
+            buf += c
+            if len(buf) >= 1 << 20:
+                data, buf = buf, bytearray()
+                write_all(data)
+        write_all(buf)
         if fsync:
-            f.fsync()
-        f.close()
+            os.fsync(fd)
     except BaseException:
-        f.discard()
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        unlink_quiet(path)
         raise
-    return f.size
+    os.close(fd)
+    return size
 
 
 def range_chunks(ranges: Iterable[tuple[str, int, int]], *, advance: bool = True) -> Iterator[bytes]:
@@ -163,12 +119,12 @@ def without(path: str, start: int, end: int, cuts: Iterable[tuple[int, int]]) ->
     return [r for r in out if r[2] > 0]
 
 
-def write_ranges(dst: str, ranges: Iterable[tuple[str, int, int]], *, head: bytes = b"", fsync: bool = True) -> int:
-    """A new file ``dst``: ``head``, then the bytes of ``ranges`` (``write_new``: every write checked, removed on
-    any error). Returns its size."""
+def ranged(ranges: Iterable[tuple[str, int, int]], *, head: bytes = b"") -> Iterator[bytes]:
+    """``head``, then the bytes of ``ranges`` (``range_chunks``), each counted as progress."""
     if head:
         progress.advance(len(head))
-    return write_new(dst, itertools.chain((head,) if head else (), range_chunks(ranges)), fsync=fsync)
+        yield head
+    yield from range_chunks(ranges)
 
 
 def link_or_copy(src: str, dst: str, fsync: bool) -> None:
@@ -177,7 +133,7 @@ def link_or_copy(src: str, dst: str, fsync: bool) -> None:
         os.link(src, dst)
         progress.advance(os.path.getsize(dst))
     except OSError:
-        write_ranges(dst, [(src, 0, os.path.getsize(src))], fsync=fsync)
+        write_new(dst, range_chunks([(src, 0, os.path.getsize(src))]), fsync=fsync)
 
 
 # ---------------------------------------------------------------- locks
@@ -410,7 +366,7 @@ class Quarantine:
                 if os.path.getsize(dst) == ln:
                     continue
                 os.unlink(dst)
-            write_ranges(dst, [(src, off, ln)], fsync=fsync)
+            write_new(dst, range_chunks([(src, off, ln)]), fsync=fsync)
         if fsync:
             fsync_dir(self.path)
         return out

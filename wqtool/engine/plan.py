@@ -26,7 +26,7 @@ import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..errors import InputError, PackMismatch, PackRefused, UsageError
 from . import progress
@@ -77,9 +77,9 @@ class InjectedCrash(BaseException):
 class StepRunner:
     """Runs labelled steps with crash injection, an observer and rollbacks (see the module docstring)."""
 
-    dry = False                    # a ``labels`` run: the steps do nothing (nor may the code around them)
-
-    def __init__(self, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None):
+    def __init__(self, fail_at: str | None = None, hook: Callable[[str, str], None] | None = None, *,
+                 dry: bool = False):
+        self.dry = dry             # ``apply_steps``: steps only list their labels (nor may the code around them act)
         self.fail_at = fail_at
         self.hook = hook
         self.done: list[str] = []
@@ -90,6 +90,9 @@ class StepRunner:
         """Run step ``label``. ``rollback`` undoes it if a later step fails (until ``commit``); ``on_error``
         removes what the step itself left half done when it fails with an ordinary error (best effort; the
         original error is raised)."""
+        if self.dry:
+            self.done.append(label)
+            return None
         if self.hook is not None:
             self.hook("before", label)
         if self.fail_at == "before:" + label:
@@ -134,21 +137,6 @@ class StepRunner:
                 self._rollbacks.pop()()
             except Exception:  # noqa: BLE001 — the caller re-raises the original error
                 pass
-
-
-def labels(build: Callable[["StepRunner"], None]) -> list[str]:
-    """The labels a step sequence would run, by running ``build`` against a runner whose steps do nothing."""
-    dry = _DryRunner()
-    build(dry)
-    return dry.done
-
-
-class _DryRunner(StepRunner):
-    dry = True
-
-    def __call__(self, label, fn, *, rollback=None, on_error=None):
-        self.done.append(label)
-        return None
 
 
 @dataclass(slots=True)
@@ -297,6 +285,39 @@ class Cut:
                 "code": self.code, "message": self.message}
 
 
+def replay_pass(events, record: type, before, after, *, past: Callable[[Any], bool], files,
+                keep_refused: bool = False) -> tuple[int, list, list, tuple[str, int] | None]:
+    """A repair's pass over a reader's ``events`` (records of class ``record`` and findings, in file order), for a
+    rollback or refused records: each record replayed as the log is (``before``) and as the repair leaves it
+    (``after``: the jobs that change state are proven, not assumed). From the first record ``past`` holds (written
+    after the rollback point) nothing is kept and nothing more is cut. A record the replay refuses is cut, unless
+    ``keep_refused``. -> (records, kept (path, offset, length), what is cut before the rollback point in file order
+    — an error finding of ``files`` (damage) or a refused (record, its error findings) — the rollback point (path,
+    offset) or None)."""
+    records, kept, cut, cut_from = 0, [], [], None
+    for ev in events:
+        if ev.__class__ is not record:
+            if ev.severity == ERROR and ev.path in files and cut_from is None:
+                cut.append(ev)
+            continue
+        records += 1
+        before.apply(ev)
+        refused = [f for f in before.findings if f.severity == ERROR]
+        before.findings.clear()
+        if cut_from is None and past(ev):
+            cut_from = (ev.path, ev.offset)
+        if cut_from is not None:
+            continue
+        if refused:
+            cut.append((ev, refused))
+            if not keep_refused:
+                continue
+        after.apply(ev)
+        after.findings.clear()
+        kept.append((ev.path, ev.offset, ev.length))
+    return records, kept, cut, cut_from
+
+
 def repair_doc(plan: "Plan", head: dict, why: str, before: dict, after: dict,
                actions: list[dict], kept_whole: int, digests: tuple[str, str], kept: KeptRanges, tail: dict) -> dict:
     """repair's report, for every format: ``head`` (format, root[, queue]), the input's exit code, the sizes, the
@@ -333,31 +354,45 @@ def quarantine_step(plan: "Plan", step: StepRunner, ctx: dict, path: str | None,
          on_error=lambda: q.discard())
 
 
-def rewrite_file(step: StepRunner, path: str, temp: str, new: Callable[[], bytes], check: Callable[[], None], *,
-                 verify: Callable[[], None] | None = None, mode: Callable[[], int] = lambda: 0o666,
-                 lock: Callable[[], None] | None = None, unlock: Callable[[], None] | None = None,
-                 rename: Callable[[str, str], None] = os.rename, after: Callable[[], None] | None = None) -> None:
-    """The template's rewrite of one file in place (EVTJ, the list journal; fastjournal's snapshot, a new name), as
-    steps: ``lock:`` (optional), ``check:`` (nobody else holds it, it is the file planned; a killed run's temp
-    removed), ``write-temp:`` (``temp``: ``new()``, fsynced; ``during:`` leaves half of it), ``verify-temp:``
-    (optional), ``rename:`` over the file (``rename``; the point of no return), ``fsync-dir:``, ``after()`` (steps of
-    the caller's: what the new file supersedes goes), ``unlock:`` (optional). A crash at any step leaves the old or
-    the new file under the name, and at most the temp."""
-    name = os.path.basename(path)
+def write_step(step: StepRunner, label: str, path: str, chunks: Callable[[], Iterable[bytes]], *, fsync: bool = True,
+               mode: int | Callable[[], int] = 0o666) -> int:
+    """The template's one write of a new file, as step ``label``: ``path`` created (never over a file), every write
+    checked (``write_new``), fsynced; an ordinary error in it or a later step before ``commit`` removes it.
+    ``during:<label>`` stops half way: the first half of its bytes written, unsynced, as a kill leaves them.
+    Returns its size. ``mode``: the mode it is created with (or a function giving it, asked at the step)."""
+    def write() -> int:
+        m = mode() if callable(mode) else mode
+        if step.during(label):
+            data = b"".join(chunks())
+            write_new(path, [data[: len(data) // 2]], mode=m, fsync=False)
+            step.crash(label)
+        return write_new(path, chunks(), mode=m, fsync=fsync)
+    return step(label, write, rollback=lambda: unlink_quiet(path), on_error=lambda: unlink_quiet(path))
 
-    def write():
-        data = new()
-        if step.during("write-temp:" + name):
-            write_new(temp, [data[: len(data) // 2]], mode=mode(), fsync=False)
-            step.crash("write-temp:" + name)
-        write_new(temp, [data], mode=mode())
+
+def rewrite_file(step: StepRunner, path: str, temp: str | None, new: Callable[[], bytes] | None,
+                 check: Callable[[], None], *, verify: Callable[[], None] | None = None,
+                 mode: Callable[[], int] = lambda: 0o666, lock: Callable[[], None] | None = None,
+                 unlock: Callable[[], None] | None = None, rename: Callable[[str, str], None] = os.rename,
+                 after: Callable[[], None] | None = None, unlink: Callable[[], None] | None = None) -> None:
+    """The template's rewrite of one file in place (EVTJ, the list journal; fastjournal's snapshot, a new name), or
+    its removal (``new`` None: the list journal's clean), as steps: ``lock:`` (optional), ``check:`` (nobody else
+    holds it, it is the file planned; a killed run's temp removed), ``write-temp:`` (``temp``: ``new()``,
+    ``write_step``), ``verify-temp:`` (optional), ``rename:`` over the file (``rename``; the point of no return) —
+    or ``unlink:`` (``unlink``) —, ``fsync-dir:``, ``after()`` (steps of the caller's: what the new file supersedes
+    goes), ``unlock:`` (optional). A crash at any step leaves the old or the new file under the name (or none), and
+    at most the temp."""
+    name = os.path.basename(path)
     if lock is not None:
         step("lock:" + name, lock)
     step("check:" + name, check)
-    step("write-temp:" + name, write, rollback=lambda: unlink_quiet(temp), on_error=lambda: unlink_quiet(temp))
-    if verify is not None:
-        step("verify-temp:" + name, verify)
-    step("rename:" + name, lambda: rename(temp, path))
+    if new is None:
+        step("unlink:" + name, unlink)
+    else:
+        write_step(step, "write-temp:" + name, temp, lambda: [new()], mode=mode)
+        if verify is not None:
+            step("verify-temp:" + name, verify)
+        step("rename:" + name, lambda: rename(temp, path))
     step.commit()
     step("fsync-dir:" + name, lambda: fsync_dir(os.path.dirname(path) or "."))
     if after is not None:
@@ -489,13 +524,25 @@ class Plan:
         raise NotImplementedError
 
     def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        """``apply``'s result, from what the steps did."""
-        raise NotImplementedError
+        """``apply``'s result, from what the steps left in ``ctx`` under ``ApplyResult``'s names: ``path`` (the log
+        now holding the result), ``result`` (the new content, a ``WriteResult`` timed here; else None),
+        ``bytes_before`` (else the plan's), ``bytes_after`` (else the result's size, else ``bytes_before``),
+        ``backup``, ``swap``, ``removed``, ``recovered``, ``quarantine``."""
+        res = ctx.get("result")
+        if res is not None:
+            res.elapsed_s = time.perf_counter() - t0
+        before = ctx.get("bytes_before", getattr(self, "bytes_before", 0))
+        return ApplyResult(ctx["path"], step.done, res, before, ctx.get("bytes_after", before if res is None else
+                                                                        res.bytes),
+                           **{k: ctx[k] for k in ("backup", "swap", "removed", "recovered", "quarantine") if k in ctx})
 
     def apply_steps(self, **kw) -> list[str]:
         """The labels ``apply`` runs, in order (each can be failed ``before:`` / ``after:``); none when it has nothing
         to do."""
-        return [] if getattr(self, "nothing_to_do", False) else labels(lambda step: self.steps(step, {}, **kw))
+        if getattr(self, "nothing_to_do", False):
+            return []
+        self.steps(step := StepRunner(dry=True), {}, **kw)
+        return step.done
 
     def write_out(self, out: str, *, source: str, quarantine: str | None = None, fsync: bool = True) -> ApplyResult:
         """repair / clean --apply --out DIR: the result written into ``out`` (a new directory, not inside the input

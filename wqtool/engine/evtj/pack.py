@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -101,6 +100,9 @@ class EvtjPackPlan(Plan):
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
         j = self.journal
+        recs, size = self._after()
+        ctx.update(path=j.root, bytes_before=sum(self.sizes.values()), removed=[], recovered=[],
+                   result=WriteResult(j.root, [], size, recs, self.digest, 0.0))
         for f in j.files:
             temp = temp_name(f.path)
 
@@ -111,7 +113,7 @@ class EvtjPackPlan(Plan):
                                      path=f.path)
                 if os.path.lexists(temp):   # an earlier pack --apply died after writing it: never read, replaced
                     unlink_quiet(temp)
-                    ctx.setdefault("recovered", []).append(f"removed {os.path.basename(temp)} (an unfinished "
+                    ctx["recovered"].append(f"removed {os.path.basename(temp)} (an unfinished "
                                                            "pack's temp)")
 
             def verify(f=f, temp=temp):
@@ -125,14 +127,7 @@ class EvtjPackPlan(Plan):
 
             rewrite_file(step, f.path, temp, lambda f=f: compacted(f.path, self.events[f.path], j.byteorder), check,
                          verify=verify)
-            ctx.setdefault("done", []).append(f.path)
-
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        recs, size = self._after()
-        return ApplyResult(self.journal.root, step.done,
-                           WriteResult(self.journal.root, ctx.get("done", []), size, recs, self.digest,
-                                       time.perf_counter() - t0),
-                           sum(self.sizes.values()), size, removed=[], recovered=ctx.get("recovered", []))
+            ctx["result"].files.append(f.path)
 
 
 @timed

@@ -13,7 +13,6 @@ clean: remove the superseded segments and temp files an interrupted pack left, u
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -92,7 +91,9 @@ class FjjPackPlan(Plan):
         existing one), then every segment it supersedes removed, all under ``journal.lock``."""
         j, d = self.journal, self.journal.root
         name = fjj_segment_name(self.seq)
-        temp = os.path.join(d, "." + name + FJJ_TEMP_SUFFIX)
+        temp, final = os.path.join(d, "." + name + FJJ_TEMP_SUFFIX), os.path.join(d, name)
+        ctx.update(path=final, removed=[p for p, _ in self.inputs] + j.superseded + j.temps,
+                   result=WriteResult(final, None, self.bytes_after, len(self.records), self.digest, 0.0))
 
         def check():
             now = discover([d])[0]
@@ -102,19 +103,13 @@ class FjjPackPlan(Plan):
             unlink_quiet(temp)      # an earlier pack --apply died after creating it (we hold the journal's lock)
 
         def superseded():
-            for p in [p for p, _ in self.inputs] + j.superseded + j.temps:
+            for p in ctx["removed"]:
                 step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
             step("fsync-dir:unlink", lambda: fsync_dir(d))
-        rewrite_file(step, os.path.join(d, name), temp, lambda: _snapshot(self, self.seq), check,
-                     verify=lambda: ctx.__setitem__("digest", _verify_segment(self, temp, self.seq)),
+        rewrite_file(step, final, temp, lambda: _snapshot(self, self.seq), check,
+                     verify=lambda: _verify_segment(self, temp, self.seq),
                      lock=lambda: _lock(j, ctx), unlock=lambda: ctx.pop("lock").release(), rename=rename_noreplace,
                      after=superseded)
-
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        final = os.path.join(self.journal.root, fjj_segment_name(self.seq))
-        result = WriteResult(final, None, self.bytes_after, len(self.records), ctx["digest"], time.perf_counter() - t0)
-        removed = [p for p, _ in self.inputs] + self.journal.superseded + self.journal.temps
-        return ApplyResult(final, step.done, result, self.bytes_before, self.bytes_after, removed=removed)
 
 
 @timed
@@ -189,6 +184,8 @@ class FjjCleanPlan(Plan):
             prove("the cleaned journal does not replay to the input's state", self.digest, rep.state.digest(),
                   path=d)
 
+        ctx.update(path=d, bytes_before=sum(n for _, n, _ in self.remove), bytes_after=0,
+                   removed=[p for p, _, _ in self.remove])
         step("lock", lambda: _lock(self.journal, ctx))
         step("check", check)
         for p, _, _ in self.remove:
@@ -196,10 +193,6 @@ class FjjCleanPlan(Plan):
         step("fsync-dir", lambda: fsync_dir(d))
         step("verify", reverify)
         step("unlock", lambda: ctx.pop("lock").release())
-
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        return ApplyResult(self.journal.root, step.done, None, sum(n for _, n, _ in self.remove), 0,
-                           removed=[p for p, _, _ in self.remove])
 
 
 @timed

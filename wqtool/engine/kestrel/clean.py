@@ -10,7 +10,6 @@ clean refuses while another process holds a file of the queue open (a running Ke
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -75,18 +74,19 @@ class KestrelCleanPlan(Plan):
             step(f"rename:{os.path.basename(src)}", lambda src=src, dst=dst: os.rename(src, dst))
             if fsync:
                 step(f"fsync-dir:{os.path.basename(dst)}", lambda: fsync_dir(d))
+        step("verify", lambda: ctx.__setitem__("result", self.verify_queue()))
+        ctx.update(path=self.fileset.live_path, bytes_before=sum((s.size or 0) for s in self.sigs.values()),
+                   removed=[p for p, _ in self.deletes])
 
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
+    def verify_queue(self) -> WriteResult:
+        """The queue as the steps left it, replayed: the digest must be the plan's (``prove``)."""
         fs = self.fileset
         names = sorted(n for n in os.listdir(fs.root) if os.path.isfile(os.path.join(fs.root, n))
                        and queue_of(n) == fs.queue)
         after = run_log(classify(fs.queue, fs.root, names), self.as_of_ns, keep_open=True, limit=0)
         got = prove("the cleaned queue replays differently", self.digest, after.state.digest(), path=fs.root)
-        bytes_before = sum((s.size or 0) for s in self.sigs.values())
-        bytes_after = sum(os.path.getsize(os.path.join(fs.root, n)) for n in names)
-        result = WriteResult(fs.root, None, bytes_after, after.records, got, time.perf_counter() - t0)
-        return ApplyResult(fs.live_path, step.done, result, bytes_before, bytes_after,
-                           removed=[p for p, _ in self.deletes])
+        return WriteResult(fs.root, None, sum(os.path.getsize(os.path.join(fs.root, n)) for n in names),
+                           after.records, got, 0.0)
 
 
 @timed

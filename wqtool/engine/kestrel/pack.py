@@ -46,18 +46,16 @@ from typing import ClassVar
 from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats.kestrel import ADDX_FIXED, PACK_SUFFIX, TEMP_MARKER, XID_RECORD_SIZE
 from ..findings import ERROR, Verdict
-from ..fsops import FileSig, LogBusy, NewFile, fsync_dir, link_or_copy, rename_noreplace, same_file, unlink_quiet
+from ..fsops import FileSig, LogBusy, fsync_dir, link_or_copy, rename_noreplace, same_file, unlink_quiet
 from ..live import describe_holders, holders, refuse_holders
 from ..plan import InjectedCrash  # noqa: F401  (re-exported)
 from ..plan import (ApplyResult, Plan, StepRunner, WriteResult, input_exit_code, pack_doc,
-                    pack_refusal, prove, timed)
+                    pack_refusal, prove, timed, write_step)
 from ..run import LogReport
 from .reader import ROLE_LIVE, ROLE_PACK, FileSet, JournalFile, classify, queue_of
 from .replay import KestrelState, first_difference
 from .verify import run_log
 from .writer import rewrite_records
-
-NS_PER_MS = 1_000_000
 
 
 class KestrelInstall(Plan):
@@ -66,11 +64,6 @@ class KestrelInstall(Plan):
     repair (which also links the files it replaces into ``backup_dir`` first)."""
 
     keep_open = False              # the digests reported are replay's with --keep-open (else: backed out)
-
-    def replay_digest(self, state: KestrelState) -> str:
-        """The digest ``wqtool replay`` prints for ``state`` with this plan's options (the plan itself compares the
-        open states, which is stricter)."""
-        return replay_digest(state, keep_open=self.keep_open)
 
     def write_file(self, output: str, *, fsync: bool = True) -> WriteResult:
         """Write the new journal to a new file ``output`` (an existing directory: ``<dir>/<queue>``), re-verify it
@@ -81,23 +74,12 @@ class KestrelInstall(Plan):
             output = os.path.join(output, self.fileset.queue)
         if os.path.lexists(output):
             raise UsageError("output exists; pack never appends to or overwrites a file", path=output)
-        try:
-            w = NewFile(output)
-        except OSError as exc:
-            raise InputError(exc.strerror or str(exc), path=output) from None
-        try:
-            for chunk in self.content_chunks():
-                w.write(chunk)
-            if fsync:
-                w.fsync()
-            w.close()
+        with StepRunner() as step:        # the file goes on any error (``write_step``'s rollback)
+            size = write_step(step, "write", output, self.content_chunks, fsync=fsync)
             digest = self.verify_file(output)
-        except BaseException:
-            w.discard()
-            raise
         if fsync:
             fsync_dir(os.path.dirname(os.path.abspath(output)))
-        return WriteResult(output, None, w.size, w.records, digest, time.perf_counter() - t0)
+        return WriteResult(output, None, size, self.records_after, digest, time.perf_counter() - t0)
 
     def verify_file(self, path: str) -> str:
         fs = FileSet(root=os.path.dirname(path) or ".", queue=os.path.basename(path),
@@ -105,7 +87,8 @@ class KestrelInstall(Plan):
         rep = run_log(fs, self.as_of_ns, keep_open=True, resync=False)
         prove("packed output does not replay to the input state", self.digest_expected, rep.state.digest(),
               path=path, verdict=rep.verdict, detail=lambda: first_difference(self.state, rep.state) or "states differ")
-        return self.replay_digest(rep.state)   # as `wqtool replay` prints it (the check above: the open states)
+        return replay_digest(rep.state, keep_open=self.keep_open)   # as `wqtool replay` prints it (the check
+        # above compares the open states, which is stricter)
 
     def apply(self, **kw) -> ApplyResult:
         """Install the new journal into the queue's directory (the module docstring's sequence; ``now_ms``: the
@@ -132,12 +115,6 @@ class KestrelInstall(Plan):
         fd = ctx.get("live_fd")
         if fd is not None and self.live_sig is not None and os.fstat(fd).st_size != self.live_sig.size:
             _rescue(self, fd, ctx)    # a writer appended between the last check and the unlink: keep its bytes
-
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        w = ctx["w"]
-        result = WriteResult(ctx["installed"], None, w.size, w.records, ctx["digest"], time.perf_counter() - t0)
-        return ApplyResult(ctx["installed"], step.done, result, self.bytes_before, w.size, backup=ctx.get("backup"),
-                           removed=ctx["victims"], quarantine=ctx.get("quarantine", []))
 
 
 @dataclass(slots=True)
@@ -190,8 +167,9 @@ class PackPlan(KestrelInstall):
         return pack_doc(self, {"format": "kestrel", "root": self.fileset.root, "queue": self.fileset.queue},
                         {"records": self.records_before, "bytes": self.bytes_before, "files": len(self.inputs)},
                         {"records": self.records_after, "bytes": self.bytes_after, "items": self.items_queued,
-                         "open_transactions": self.open_transactions}, self.dropped, self.replay_digest(self.state),
-                        self.to_jsonable(), self.replay_digest(self.report.state))
+                         "open_transactions": self.open_transactions}, self.dropped,
+                        replay_digest(self.state, keep_open=self.keep_open), self.to_jsonable(),
+                        replay_digest(self.report.state, keep_open=self.keep_open))
 
     #: the replay meaning the output is verified with (a pack writes only 2.x opcodes)
     verify_version: ClassVar[str] = "2"
@@ -302,31 +280,8 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
             step(f"fsync-dir:{label}", lambda: fsync_dir(d))
 
     # 1. write, fsync and verify the temp file (an error removes it)
-    def write():
-        w = ctx["w"] = NewFile(temp)
-        if step.during("write-temp"):
-            blob = b"".join(plan.content_chunks())
-            w.write(blob[: len(blob) // 2])
-            w.flush()
-            step.crash("write-temp")
-        for chunk in plan.content_chunks():
-            w.write(chunk)
-        w.flush()
-
-    def drop_temp():       # closed unflushed and removed, whatever fails (a full disk fails a flush again)
-        w = ctx.get("w")
-        if w is not None:
-            w.discard()
-        unlink_quiet(temp)
-
-    def verify():
-        ctx["w"].close()
-        ctx["digest"] = plan.verify_file(temp)
-
-    step("write-temp", write, rollback=drop_temp, on_error=drop_temp)
-    if fsync:
-        step("fsync-temp", lambda: ctx["w"].fsync(), on_error=drop_temp)
-    step("verify-temp", verify, on_error=drop_temp)
+    ctx["size"] = write_step(step, "write-temp", temp, plan.content_chunks, fsync=fsync)
+    step("verify-temp", lambda: ctx.__setitem__("digest", plan.verify_file(temp)))
     # 2. a repair keeps every file it replaces whole (hard links: no copy) before any of them is superseded (temps
     # are no one's data: Kestrel deletes them at start-up)
     bdir = ctx.get("backup")
@@ -346,17 +301,17 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     dirsync("rename-temp-to-pack")
     # 5. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
     step("check-quiet", lambda: _check_quiet(plan, ctx, live_exists=False))
-    victims = list(dict.fromkeys(victims))
+    victims = ctx["removed"] = list(dict.fromkeys(victims))
     step.commit()
     for v in victims:   # labels name no time stamp: the same steps whenever the plan runs
         step("unlink-rotated-live" if v == rotated_live else f"unlink:{os.path.basename(v)}",
              (lambda v=v: unlink_quiet(v)))
     if victims:
         dirsync("unlink")
-    ctx["victims"] = victims
     # 6. move it into place (never over a live file that a writer may have created meanwhile)
     step("rename-pack-to-live", lambda: _place(packf, live, placed, ctx))
     dirsync("rename-pack-to-live")
+    ctx["result"] = WriteResult(ctx.get("path"), None, ctx["size"], plan.records_after, ctx.get("digest"), 0.0)
 
 
 def _backup(files: list[str], bdir: str, fsync: bool) -> None:
@@ -371,22 +326,23 @@ def _backup(files: list[str], bdir: str, fsync: bool) -> None:
         fsync_dir(bdir)
 
 
-def _unrotate(rotated: str, live: str) -> None:
+def _unrotate(rotated: str, live: str) -> bool:
     """Undo the rotation of the live file; when a writer created a new live file meanwhile, the rotated one stays
-    a rotated file (it replays before the new live file, in order: nothing is lost)."""
+    a rotated file (it replays before the new live file, in order: nothing is lost) -> False."""
     try:
         rename_noreplace(rotated, live)
     except FileExistsError:
-        pass
+        return False
+    return True
 
 
 def _place(packf: str, live: str, placed: str, ctx: dict) -> None:
     try:
         rename_noreplace(packf, live)
-        ctx["installed"] = live
+        ctx["path"] = live
     except FileExistsError:     # a writer created a new live file: the pack becomes the newest rotated file
         os.rename(packf, placed)
-        ctx["installed"] = placed
+        ctx["path"] = placed
 
 
 def _check_quiet(plan: PackPlan, ctx: dict, *, live_exists: bool) -> None:
@@ -424,7 +380,7 @@ def _rescue(plan: PackPlan, fd: int, ctx: dict) -> None:
     start = plan.live_sig.size
     end = os.fstat(fd).st_size
     extra = os.pread(fd, end - start, start)
-    target = ctx["installed"]
+    target = ctx["path"]
     with open(target, "ab") as f:
         f.write(extra)
         f.flush()
@@ -483,14 +439,10 @@ def finish_interrupted(path: str, *, fsync: bool = True) -> list[str]:
         if fsync:
             fsync_dir(d)
         done.append(f"finished an interrupted pack or repair: {os.path.basename(packf)} installed as "
-                    f"{os.path.basename(ctx['installed'])}"
+                    f"{os.path.basename(ctx['path'])}"
                     + (f", {len(older)} superseded file(s) removed" if older else ""))
     for temp, rotated, live in found:
-        try:
-            rename_noreplace(rotated, live)
-        except FileExistsError:     # a writer created the live file meanwhile: the rotation stands, as Kestrel's
-            pass
-        else:
+        if _unrotate(rotated, live):
             done.append(f"rolled back a half-done rotation: renamed {os.path.basename(rotated)} to "
                         f"{os.path.basename(live)}")
         if fsync:

@@ -23,15 +23,15 @@ from typing import ClassVar
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, free_dir, range_chunks, same_file
-from ..plan import Cut, KeptRanges, StepRunner, capped, quarantine_step, refusal, repair_doc, stamp, timed
+from ..plan import (Cut, KeptRanges, StepRunner, capped, quarantine_step, refusal, repair_doc, replay_pass, stamp,
+                    timed)
 from ..run import LogReport
 from .pack import KestrelInstall, replay_digest
 from .model import Record
 from .reader import FileSet, JournalReader, read_damaged_items, whole_queue
 from .codes import KESTREL_REPLAY_CODES
-from .replay import KestrelReplay, KestrelState
+from .replay import NS_PER_MS, KestrelReplay, KestrelState
 
-NS_PER_MS = 1_000_000
 _WHY = {Verdict.CORRUPT: "the journal has corruption: --salvage repairs it",
         Verdict.INVALID_HISTORY: "the journal reuses an open xid: --drop-invalid removes those records (the items "
                                  "they would lose stay queued)"}
@@ -65,6 +65,10 @@ class KestrelRepairPlan(KestrelInstall):
     def nothing_to_do(self) -> bool:
         return not self.cuts
 
+    @property
+    def records_after(self) -> int:
+        return len(self.kept)
+
     def content_chunks(self):
         """The repaired journal: every kept record, byte for byte, in replay order."""
         return range_chunks(self.kept, advance=False)
@@ -84,13 +88,9 @@ class KestrelRepairPlan(KestrelInstall):
             [{"file": p, "action": "replace", "bytes_before": s} for p, s in self.inputs] if self.cuts else [],
             sum(1 for p, _ in self.inputs if p not in cut_files) if self.cuts else 0,
             # as `wqtool replay` prints them (the plan itself compares the open states, which is stricter)
-            (self._shown(self.state_before, self.digest_before), self._shown(self.state, self.digest_expected)),
+            (replay_digest(self.state_before), replay_digest(self.state)),
             ranges, {"items_lost": len(self.items_lost), "items_lost_at": self.items_lost,
                      "items_lost_unread": dict(self.lost_unread), "jobs_changed": self.items_changed})
-
-    @staticmethod
-    def _shown(state: KestrelState | None, digest: str) -> str:
-        return digest if state is None else replay_digest(state)
 
     def write_copy(self, d: str, fsync: bool) -> tuple:
         """repair --apply --out: the repaired journal as ``<d>/<queue>``, re-verified (the input is not touched)."""
@@ -116,34 +116,19 @@ def repair_plan(fileset: FileSet, as_of_ns: int, *, salvage: bool = False, drop_
     before, after = KestrelReplay(as_of_ns, version=version), KestrelReplay(as_of_ns, version=version)
     sizes = {f.path: os.path.getsize(f.path) for f in fileset.files}
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
-    cuts: list[Cut] = []
-    kept: list[tuple[str, int, int]] = []
-    cut_from: tuple[str, int] | None = None
     t_ms = None if truncate_to_ns is None else truncate_to_ns // NS_PER_MS
-    records = 0
-    reader = JournalReader(fileset)
-    for ev in reader.events():
-        if ev.__class__ is Record:
-            records += 1
-            before.apply(ev)
-            refused = [f for f in before.findings if f.severity == ERROR]
-            before.findings.clear()
-            if cut_from is None and t_ms is not None and ev.add_time is not None and ev.add_time > t_ms:
-                cut_from = (ev.path, ev.offset)
-            if cut_from is not None:
-                continue
-            errors[Verdict.INVALID_HISTORY] += refused
-            if refused and drop_invalid:
-                cuts.append(Cut(ev.path, ev.offset, ev.length, "refused-record", refused[0].code, refused[0].message))
-                continue
-            after.apply(ev)
-            after.findings.clear()
-            kept.append((ev.path, ev.offset, ev.length))
+    records, kept, cut, cut_from = replay_pass(
+        JournalReader(fileset).events(), Record, before, after, keep_refused=not drop_invalid, files=sizes,
+        past=lambda ev: t_ms is not None and ev.add_time is not None and ev.add_time > t_ms)
+    cuts: list[Cut] = []
+    for x in cut:
+        if x.__class__ is Finding:         # damage
+            _damage(x, sizes, errors, cuts)
             continue
-        f = ev
-        if f.severity != ERROR or f.path not in sizes or cut_from is not None:
-            continue
-        _damage(f, sizes, errors, cuts)
+        ev, fs = x                         # a refused record: cut with --drop-invalid, else kept (and refused)
+        errors[Verdict.INVALID_HISTORY] += fs
+        if drop_invalid:
+            cuts.append(Cut(ev.path, ev.offset, ev.length, "refused-record", fs[0].code, fs[0].message))
     refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if cut_from is not None:
         path, off = cut_from

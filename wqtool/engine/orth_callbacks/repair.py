@@ -64,7 +64,10 @@ class OrthRepairPlan(Plan):
                 "lines": list(self.lines), "steps": self.apply_steps(), "digest": self.digest_before,
                 "elapsed_s": self.elapsed_s}
 
-    def steps(self, run: StepRunner, out: dict, **_kw) -> None:
+    def steps(self, run: StepRunner, out: dict, *, quarantine: str | None = None, **_kw) -> None:
+        before = sum(f.sig.size or 0 for f in self.fixes)
+        out.update(path=self.root, bytes_before=before, bytes_after=before, quarantine_dir=quarantine, quarantine=[],
+                   removed=[])
         for f in self.fixes:
             name = os.path.basename(f.path)
             if f.action in ("quarantine", "restore"):
@@ -77,10 +80,8 @@ class OrthRepairPlan(Plan):
             elif f.action == "rename":
                 run(f"rename:{name}", lambda f=f: _rename(f, out))
 
-    def apply(self, *, fail_at: str | None = None, hook=None, quarantine: str | None = None, **kw) -> ApplyResult:
-        out: dict = {"quarantine_dir": quarantine or _default_quarantine(self), "quarantine": [], "removed": []}
-        before = sum(f.sig.size or 0 for f in self.fixes)
-        run = self.run(out, fail_at, hook)
+    def apply(self, *, quarantine: str | None = None, **kw) -> ApplyResult:
+        res = Plan.apply(self, quarantine=quarantine or _default_quarantine(self), **kw)
         for f in self.fixes:        # re-verified: what is in the retry directory now hashes to its name
             p = f.target if f.action == "rename" else f.path if f.action == "restore" else None
             if p is not None:
@@ -88,8 +89,7 @@ class OrthRepairPlan(Plan):
                 with open(p, "rb") as fh:
                     if m is None or hashlib.md5(fh.read()).hexdigest() != m.group("md5"):
                         raise InputError("after the repair the bytes still do not hash to the name", path=p)
-        return ApplyResult(path=self.root, steps=run.done, result=None, bytes_before=before, bytes_after=before,
-                           removed=out["removed"], quarantine=out["quarantine"])
+        return res
 
 
 def _default_quarantine(plan: OrthRepairPlan) -> str:

@@ -93,6 +93,11 @@ class OrthCleanPlan(Plan):
     rule: str = DEFAULT_RETENTION_RULE   # formats.orth.RETENTION_RULES
     recovered: list[str] = field(default_factory=list)   # what an interrupted clean left, removed by apply
 
+    @property
+    def bytes_before(self) -> int:
+        """The bytes the plan deletes."""
+        return sum(a.bytes for a in self.dirs) + sum(a.sig.size for a in self.files)
+
     def report_doc(self) -> dict:
         return {"format": self.fmt, "root": self.log_path, "retention_days": self.retention_days,
                 "retention_rule": self.rule, "retention_rule_text": RETENTION_RULES[self.rule][0],
@@ -101,10 +106,9 @@ class OrthCleanPlan(Plan):
                                 for a in self.dirs],
                 "delete_files": [{"path": a.path, "reason": a.reason} for a in self.files],
                 "kept": self.kept, "notes": self.notes,
-                "bytes": sum(a.bytes for a in self.dirs) + sum(a.sig.size for a in self.files),
-                "steps": self.apply_steps(),
+                "bytes": self.bytes_before, "steps": self.apply_steps(),
                 # the shape every clean plan reports (wqtool clean's table and JSON)
-                "reclaimed": {"bytes": sum(a.bytes for a in self.dirs) + sum(a.sig.size for a in self.files),
+                "reclaimed": {"bytes": self.bytes_before,
                               "files": sum(a.files for a in self.dirs) + len(self.files), "records": 0},
                 "actions": [{"file": a.path, "action": "delete", "why": f"older than {self.retention_days} day(s) "
                              f"({a.files} file(s); rule {self.rule})"} for a in self.dirs]
@@ -112,7 +116,8 @@ class OrthCleanPlan(Plan):
                 "lines": list(self.notes)}
 
     def steps(self, run: StepRunner, out: dict, **_kw) -> None:
-        out.setdefault("removed", [])
+        out.update(path=self.log_path, bytes_before=self.bytes_before, bytes_after=0, removed=[],
+                   recovered=self.recovered)
         for a in self.dirs:
             q = os.path.join(self.log_path, QUARANTINE + a.name)
             run(f"hide:{a.name}", lambda a=a, q=q: _hide(a, q), on_error=lambda a=a, q=q: _unhide(a, q))
@@ -123,10 +128,6 @@ class OrthCleanPlan(Plan):
     def apply(self, **kw) -> ApplyResult:
         self.recovered = finish_interrupted(self.log_path)
         return Plan.apply(self, **kw)
-
-    def applied(self, run: StepRunner, out: dict, t0: float) -> ApplyResult:
-        return ApplyResult(path=self.log_path, steps=run.done, result=None, bytes_before=self.report_doc()["bytes"],
-                           bytes_after=0, removed=out["removed"], recovered=self.recovered)
 
 
 def _dir_sig(path: str) -> tuple:
@@ -164,7 +165,7 @@ def _remove_tree(q: str, run: StepRunner, label: str, out: dict) -> None:
         os.unlink(p)
     shutil.rmtree(q)
     fsync_dir(os.path.dirname(q) or ".")
-    out.setdefault("removed", []).append(q)
+    out["removed"].append(q)
 
 
 def finish_interrupted(log_path: str) -> list[str]:

@@ -16,7 +16,7 @@ from typing import ClassVar
 from ...formats.snaplist import kept_hours
 from ..findings import Verdict
 from ..fsops import fsync_dir, unlink_quiet
-from ..plan import ApplyResult, Plan, StepRunner, timed
+from ..plan import Plan, StepRunner, rewrite_file, timed
 from .model import ListJournal
 from .pack import _check_alone, _open_locked, read_all, rescue_late_writers
 from .verify import run_log
@@ -57,11 +57,13 @@ class ListCleanPlan(Plan):
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
         d = self.journal.root
+        ctx.update(path=d, bytes_before=sum(n for _, n, _ in self.remove), bytes_after=0, removed=[])
         for path, _size, _reason in self.remove:
             name = os.path.basename(path)
             if name.startswith("."):
                 step("unlink:" + name, lambda path=path: unlink_quiet(path))
                 step("fsync-dir:" + name, lambda: fsync_dir(d))
+                ctx["removed"].append(path)
                 continue
             key = "fd:" + name
 
@@ -70,14 +72,13 @@ class ListCleanPlan(Plan):
                 _check_alone(path, fd, "clean")
                 data = read_all(fd)
                 if not is_exhausted(data):
-                    ctx.setdefault("skipped", []).append(path)
                     ctx["skip:" + name] = True       # a writer appended since the plan: keep it
                 ctx["size:" + name] = len(data)
 
             def unlink(path=path, name=name):
                 if not ctx.get("skip:" + name):
                     os.unlink(path)
-                    ctx.setdefault("removed", []).append(path)
+                    ctx["removed"].append(path)
 
             def unlock(path=path, key=key, name=name):
                 fd = ctx[key]
@@ -85,16 +86,8 @@ class ListCleanPlan(Plan):
                 if not ctx.get("skip:" + name):
                     rescue_late_writers(fd, ctx["size:" + name], path, recreate=True)
 
-            step("lock:" + name, lambda path=path, key=key: _open_locked(path, ctx, key))
-            step("check:" + name, check)
-            step("unlink:" + name, unlink)
-            step("fsync-dir:" + name, lambda: fsync_dir(d))
-            step("unlock:" + name, unlock)
-
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        removed = ctx.get("removed", []) + [p for p, _, _ in self.remove if os.path.basename(p).startswith(".")]
-        return ApplyResult(self.journal.root, step.done, None, sum(n for _, n, _ in self.remove), 0,
-                           removed=removed)
+            rewrite_file(step, path, None, None, check, unlink=unlink, unlock=unlock,
+                         lock=lambda path=path, key=key: _open_locked(path, ctx, key))
 
 
 def is_exhausted(data: bytes) -> bool:

@@ -21,7 +21,7 @@ from ...errors import InputError
 from ..findings import Verdict
 from ..fsops import LogBusy, flock_fd, unlink_quiet, write_new
 from ..live import describe_holders, fd_holders
-from ..plan import ApplyResult, Plan, StepRunner, pack_doc, prove, rewrite_file, timed
+from ..plan import Plan, StepRunner, pack_doc, prove, rewrite_file, timed
 from ..run import LogReport
 from .model import HourFile, ListJournal
 from .reader import temp_name
@@ -105,6 +105,7 @@ class ListPackPlan(Plan):
         return written, total, self.records_after, _reverify(self, out, files)
 
     def steps(self, step: StepRunner, ctx: dict, **_kw) -> None:
+        ctx.update(path=self.journal.root, removed=[], bytes_after=self.bytes_after)
         for fp in self.files:
             path, key = fp.path, "fd:" + fp.path
             temp = os.path.join(os.path.dirname(path) or ".", temp_name(fp.hour))
@@ -127,10 +128,6 @@ class ListPackPlan(Plan):
 
             rewrite_file(step, path, temp, new, check, mode=lambda key=key: stat.S_IMODE(os.fstat(ctx[key]).st_mode),
                          lock=lambda path=path, key=key: _open_locked(path, ctx, key), unlock=unlock)
-
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        after = sum(os.path.getsize(f.path) for f in self.journal.files if os.path.exists(f.path))
-        return ApplyResult(self.journal.root, step.done, None, self.bytes_before, after, removed=[])
 
 
 @timed

@@ -20,7 +20,6 @@ cycle runs this engine with ``locks="read"``, holding append.lock.
 from __future__ import annotations
 
 import os
-import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,8 +29,8 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
-from ..fsops import FileSig, fsync_dir, link_or_copy, unlink_quiet, without, write_ranges
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, prove, timed, unchanged
+from ..fsops import FileSig, fsync_dir, ranged, unlink_quiet, without
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, prove, timed, unchanged, write_step
 from .model import Record
 from .pack import _read_varint_len
 from .reader import LogSet, Segment, discover
@@ -122,22 +121,17 @@ class WorkqCleanPlan(SwapPlan):
     def write_total(self) -> int:
         return sum(s.size_after for s in self.segments)
 
-    def fill(self, d: str, _step, fsync: bool = True) -> tuple[list[str], int]:
-        """clean --apply --out: kept older segments hard-linked where they can be, the others written without
-        their dropped records, the active one copied up to the size the plan read."""
-        kept = [s for s in self.segments if s.action != "delete"]
-        for sc in kept:
-            dst = os.path.join(d, os.path.basename(sc.path))
-            if sc.action == "keep" and not sc.active:
-                link_or_copy(sc.path, dst, fsync)
-            else:
-                _write_kept(sc, dst, fsync)
-        return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
+    def segments_kept(self) -> list[tuple[str, int, list[tuple[int, int]], bool]]:
+        """clean --apply --out: kept older segments linked, the others written without their dropped records, the
+        active one copied up to the size the plan read."""
+        return [(s.path, s.size, _drops(s), s.action == "keep" and not s.active) for s in self.segments
+                if s.action != "delete"]
 
-    def verify_copy(self, d: str) -> tuple[str, int]:
+    def verify_copy(self, d: str) -> tuple[int, str]:
         rep = run_log(discover([d])[0], self.as_of_ns, state=True)
-        return prove("the cleaned log does not replay to the input's state", self.digest, rep.state.digest(),
-                     path=d, verdict=rep.verdict, accept=(Verdict.CLEAN, self.input_verdict)), rep.records
+        return rep.records, prove("the cleaned log does not replay to the input's state", self.digest,
+                                  rep.state.digest(), path=d, verdict=rep.verdict,
+                                  accept=(Verdict.CLEAN, self.input_verdict))
 
     def apply(self, *, locks: str = "both", lock_timeout: float = 1.0, **kw) -> ApplyResult:
         """Run the plan. ``locks``: "both" (append.lock and read.lock, as pack: refused while a server runs),
@@ -149,6 +143,8 @@ class WorkqCleanPlan(SwapPlan):
         held = _Locks(self.log.root, lock_timeout, names=names) if names else None
         try:
             _check_unchanged(self)
+            for sc in self.changed:       # a stale .rw of an interrupted cycle goes first, as upstream's cleaner does
+                unlink_quiet(_rw(sc.path))
             try:
                 return Plan.apply(self, **kw)
             except Exception:
@@ -164,17 +160,18 @@ class WorkqCleanPlan(SwapPlan):
     def steps(self, step: StepRunner, ctx: dict, *, fsync: bool = True) -> None:
         d = self.log.root
         changed = self.changed
+        ctx.update(path=d, removed=[s.path for s in changed if s.action == "delete"], result=WriteResult(
+            d, [os.path.basename(s.path) for s in changed if s.action == "rewrite"], self.write_total,
+            self.records_before - sum(s.dropped for s in changed), self.digest, 0.0))
         if changed:
             progress.begin("write", sum(sc.size_after for sc in changed if sc.action == "rewrite"))
         for sc in changed:
             if sc.action == "rewrite":
-                name = os.path.basename(sc.path)
-                step(f"write:{name}.rw", lambda sc=sc: ctx.__setitem__(sc.path, _write_rw(sc, fsync)),
-                     rollback=lambda sc=sc: unlink_quiet(_rw(sc.path)),
-                     on_error=lambda sc=sc: unlink_quiet(_rw(sc.path)))
+                write_step(step, f"write:{os.path.basename(sc.path)}.rw", _rw(sc.path), lambda sc=sc: ranged(
+                    without(sc.path, HEADER_SIZE, sc.size, _drops(sc)), head=HEADER_BYTES), fsync=fsync)
         if changed:
             progress.begin("re-verify", sum(sc.size_after for sc in self.segments if sc.action != "delete"))
-            step("verify", lambda: ctx.__setitem__("digest", _verify(self)))
+            step("verify", lambda: _verify(self))
         step.commit()       # from here every state of the directory replays the same (see the module docstring)
         for sc in changed:
             name = os.path.basename(sc.path)
@@ -185,13 +182,6 @@ class WorkqCleanPlan(SwapPlan):
             if fsync:
                 step(f"fsync-dir:{name}", lambda: fsync_dir(d))
 
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        after = sum(s.size_after for s in self.segments)
-        result = WriteResult(self.log.root, [os.path.basename(s.path) for s in self.changed if s.action == "rewrite"],
-                             after, self.records_before - sum(s.dropped for s in self.changed),
-                             ctx.get("digest", self.digest), time.perf_counter() - t0)
-        return ApplyResult(self.log.root, step.done, result, self.bytes_before, after,
-                           removed=[s.path for s in self.changed if s.action == "delete"])
 
 
 apply_plan = WorkqCleanPlan.apply     # the server's cleaning cycle calls it
@@ -281,17 +271,8 @@ def _rw(path: str) -> str:
     return path + ".rw"
 
 
-def _write_kept(sc: SegmentClean, dst: str, fsync: bool) -> int:
-    """``dst``: the header, then the segment's records (up to the size the plan read) minus the dropped ones, byte
-    for byte."""
-    drops = [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
-    return write_ranges(dst, without(sc.path, HEADER_SIZE, sc.size, drops), head=HEADER_BYTES, fsync=fsync)
-
-
-def _write_rw(sc: SegmentClean, fsync: bool) -> int:
-    """``<seg>.rw`` (a stale one of an interrupted cycle removed first, as upstream does)."""
-    unlink_quiet(_rw(sc.path))
-    return _write_kept(sc, _rw(sc.path), fsync)
+def _drops(sc: SegmentClean) -> list[tuple[int, int]]:
+    return [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
 
 
 def _verify(plan: WorkqCleanPlan) -> str:

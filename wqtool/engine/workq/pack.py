@@ -19,13 +19,15 @@ empty result at their last attempt, which the input expressed with a ``fail`` re
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import mmap
 import os
 import uuid
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Iterator
 
 from google_crc32c import value as _crc
 
@@ -36,11 +38,11 @@ from .fastpath import encode_record
 from .. import progress
 from ..progress import advance
 from ..findings import ERROR, Finding, Verdict
-from ..fsops import FileSig, LogBusy, NewFile
+from ..fsops import FileSig, LogBusy
 from ..plan import (ApplyResult, InjectedCrash, StepRunner, input_exit_code, pack_doc, pack_refusal, prove,
-                    timed, unchanged)
+                    timed, write_step)
 from .swap import SwapPlan, finish_interrupted
-from .reader import LogSet, RecordReader, discover
+from .reader import LogSet, RecordReader, discover, record_length
 from .replay import CompactJobs, Job, JobState, ReplayState
 from ..run import LogReport
 from .fastreplay import Bail, fast_run
@@ -77,6 +79,7 @@ class WorkqPackPlan(SwapPlan):
     """What pack would write. Nothing in here has been written yet."""
 
     kind = "pack"
+    changed_why = "the log changed since the plan was made (segments added, grown or rewritten)"
 
     log: LogSet
     as_of_ns: int
@@ -142,22 +145,17 @@ class WorkqPackPlan(SwapPlan):
     def fill(self, d: str, step: StepRunner, fsync: bool = True) -> tuple[list[str], int]:
         if step.dry:                # the labels only
             for seq in range(1, self.segments_after + 1):
-                for k in ("write", "fsync")[:1 + fsync]:
-                    step(f"{k}:{segment_name(seq)}", None)
+                step(f"write:{segment_name(seq)}", None)
             return [], 0
         return _write_segments(self, d, step, fsync)
 
-    def verify_copy(self, d: str) -> tuple[str, int]:
-        """Replay the written log at the plan's as-of: (digest, records), or PackMismatch."""
+    def verify_copy(self, d: str) -> tuple[int, str]:
+        """Replay the written log at the plan's as-of: (records, digest), or PackMismatch."""
         rep = run_log(discover([d])[0], self.as_of_ns, state=True)
         got = rep.state.digest()
         jid, diff = first_difference(self.state, rep.state) if got != self.digest_before else (None, "")
-        return prove("packed log does not replay to the input's state at as-of", self.digest_before, got, path=d,
-                     verdict=rep.verdict, detail=lambda: f"first difference: {diff}", job_id=jid), rep.records
-
-    def check_unchanged(self) -> None:
-        unchanged(self.sigs, "the log changed since the plan was made (segments added, grown or rewritten)",
-                  now=[s.path for s in discover([self.log.root])[0].segments], path=self.log.root)
+        return rep.records, prove("packed log does not replay to the input's state at as-of", self.digest_before, got,
+                                  path=d, verdict=rep.verdict, detail=lambda: f"first difference: {diff}", job_id=jid)
 
 
 # ---------------------------------------------------------------- synthesized history
@@ -204,53 +202,27 @@ def _read_varint_len(head: bytes, at: int) -> tuple[int, int]:
     raise ValueError("varint too long")
 
 
-class _SourceReader:
-    """pread of whole records from the input segments (one open file at a time)."""
+def _length(buf, path: str, offset: int) -> int:
+    """The length of the record framed at ``offset`` of the mapped segment ``buf`` (``_sources``)."""
+    try:
+        size, q = _read_varint_len(buf, offset + 15)
+    except (IndexError, ValueError):
+        raise InputError("the log changed since it was read: no record here any more", path=path,
+                         offset=offset) from None
+    return q - offset + size + 4
 
-    def __init__(self) -> None:
-        self._path: str | None = None
-        self._fd: int | None = None
 
-    def _open(self, path: str) -> int:
-        if path != self._path:
-            self.close()
-            try:
-                self._fd = os.open(path, os.O_RDONLY)
-            except OSError as exc:
-                raise InputError(exc.strerror or str(exc), path=path) from None
-            self._path = path
-        return self._fd
-
-    def length(self, path: str, offset: int) -> int:
-        head = os.pread(self._open(path), 25, offset)
-        try:
-            size, q = _read_varint_len(head, 15)
-        except (IndexError, ValueError):
-            raise InputError("the log changed since it was read: no record here any more", path=path,
-                             offset=offset) from None
-        return q + size + 4
-
-    def record(self, path: str, offset: int, length: int, jid: bytes) -> bytes:
-        rec = os.pread(self._open(path), length, offset)
-        if len(rec) != length or _crc(rec[:-4]) != _U32.unpack_from(rec, length - 4)[0]:
-            raise InputError("the log changed since the plan: the record there no longer holds its CRC",
-                             path=path, offset=offset)
-        _, q = _read_varint_len(rec, 15)
-        if rec[q] not in (CmdType.ADD, CmdType.SCHEDULE) or rec[q + 1:q + 17] != jid:
-            raise InputError("the log changed since the plan: the record there is not the job's add/schedule",
-                             path=path, offset=offset)
-        return rec
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd = self._path = None
-
-    def __enter__(self) -> "_SourceReader":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+def _add_record(buf, path: str, offset: int, length: int, jid: bytes) -> bytes:
+    """Job ``jid``'s add/schedule record at ``offset`` of the mapped segment ``buf``, whole, its CRC holding."""
+    rec = bytes(buf[offset:offset + length])
+    if len(rec) != length or _crc(rec[:-4]) != _U32.unpack_from(rec, length - 4)[0]:
+        raise InputError("the log changed since the plan: the record there no longer holds its CRC",
+                         path=path, offset=offset)
+    _, q = _read_varint_len(rec, 15)
+    if rec[q] not in (CmdType.ADD, CmdType.SCHEDULE) or rec[q + 1:q + 17] != jid:
+        raise InputError("the log changed since the plan: the record there is not the job's add/schedule",
+                         path=path, offset=offset)
+    return rec
 
 
 def _iter_records(plan: WorkqPackPlan) -> Iterator[bytes]:
@@ -260,10 +232,11 @@ def _iter_records(plan: WorkqPackPlan) -> Iterator[bytes]:
     order = plan.order
     if isinstance(order, bytes):      # the C packer's order (16 bytes an id)
         order = [order[i:i + 16] for i in range(0, len(order), 16)]
-    with _SourceReader() as src:
+    with _sources(plan.log) as bufs:
+        seg = dict(zip((s.path for s in plan.log.segments), bufs))
         for jid, ln in zip(order, plan.src_lengths):
             job = jobs[jid]
-            yield src.record(job.src_path, job.src_offset, ln, jid)
+            yield _add_record(seg[job.src_path], job.src_path, job.src_offset, ln, jid)
             for cmd, result in _tail(job):
                 yield _synth_record(t, jid, cmd, result)
 
@@ -281,33 +254,32 @@ def _count_kinds(log: LogSet) -> Counter:
     return out
 
 
-def _dropped_from(report: LogReport, log: LogSet) -> list[Dropped]:
+def _dropped_from(report: LogReport) -> list[Dropped]:
     sizes = {}
     out: list[Dropped] = []
-    with _SourceReader() as src:
-        for f in report.findings:
-            if f.code == "WQ-IGNORED-FILE":
-                out.append(Dropped("ignored-file", f.code, f.path, None, None, f.message + "; not carried over "
-                                   "(it stays in the backup)"))
-                continue
-            if f.severity != ERROR or not f.verdict:
-                continue
-            if f.verdict == Verdict.INVALID_HISTORY:
-                try:
-                    ln = src.length(f.path, f.offset)
-                except (InputError, OSError):
-                    ln = None
-                out.append(Dropped("refused-record", f.code, f.path, f.offset, ln, f.message))
-                continue
-            if f.path not in sizes:
-                try:
-                    sizes[f.path] = os.path.getsize(f.path)
-                except OSError:
-                    sizes[f.path] = None
-            end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
-            ln = None if end is None or f.offset is None else end - f.offset
-            what = "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable"
-            out.append(Dropped(what, f.code, f.path, f.offset, ln, f.message))
+    for f in report.findings:
+        if f.code == "WQ-IGNORED-FILE":
+            out.append(Dropped("ignored-file", f.code, f.path, None, None, f.message + "; not carried over "
+                               "(it stays in the backup)"))
+            continue
+        if f.severity != ERROR or not f.verdict:
+            continue
+        if f.verdict == Verdict.INVALID_HISTORY:
+            try:
+                ln = record_length(f.path, f.offset)
+            except (InputError, OSError):
+                ln = None
+            out.append(Dropped("refused-record", f.code, f.path, f.offset, ln, f.message))
+            continue
+        if f.path not in sizes:
+            try:
+                sizes[f.path] = os.path.getsize(f.path)
+            except OSError:
+                sizes[f.path] = None
+        end = f.resumes_at if f.resumes_at is not None else sizes[f.path]
+        ln = None if end is None or f.offset is None else end - f.offset
+        what = "torn-tail" if f.verdict == Verdict.TORN_TAIL else "unreadable"
+        out.append(Dropped(what, f.code, f.path, f.offset, ln, f.message))
     return out
 
 
@@ -338,7 +310,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     table = _c_table(state)
     progress.begin("plan the packed log", len(state.jobs), "jobs")
     if table is not None:       # the kernel's job table lays the packed log out itself (kernel/pack.c)
-        with _Sources(log) as bufs:
+        with _sources(log) as bufs:
             try:
                 order, lens, segs_after, bytes_after, records_after, counts = table.pack_plan(bufs, segment_size)
             except ValueError as exc:
@@ -355,7 +327,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
         by_kind_before=dict(by_kind_before), segments_after=segs_after, bytes_after=bytes_after,
         records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(lengths),
         jobs_by_state=state.counts_by_state(), digest_before=state.digest(), state=state, order=order,
-        src_lengths=lengths, report=report, dropped=_dropped_from(report, log), recovered=recovered, table=table)
+        src_lengths=lengths, report=report, dropped=_dropped_from(report), recovered=recovered, table=table)
     return plan
 
 
@@ -366,35 +338,19 @@ def _c_table(state: ReplayState):
     return table if hasattr(table, "pack_segment") else None
 
 
-class _Sources:
-    """The input segments' bytes, mapped read-only (index = a row's segment number), for the C packer."""
-
-    def __init__(self, log: LogSet):
-        self.paths = [s.path for s in log.segments]
-        self._open: list = []
-
-    def __enter__(self) -> list:
-        out = []
-        try:
-            for p in self.paths:
-                f = open(p, "rb")
-                self._open.append(f)
+@contextlib.contextmanager
+def _sources(log: LogSet) -> Iterator[list]:
+    """The input segments' bytes, mapped read-only (index = a row's segment number), for the packers."""
+    with contextlib.ExitStack() as stack:
+        out: list = []
+        for s in log.segments:
+            try:
+                f = stack.enter_context(open(s.path, "rb"))
                 size = os.fstat(f.fileno()).st_size
-                if size:
-                    m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-                    self._open.append(m)
-                    out.append(m)
-                else:
-                    out.append(b"")
-        except OSError as exc:
-            self.__exit__()
-            raise InputError(exc.strerror or str(exc), path=p) from None
-        return out
-
-    def __exit__(self, *exc) -> None:
-        for f in reversed(self._open):
-            f.close()
-        self._open.clear()
+                out.append(stack.enter_context(mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)) if size else b"")
+            except OSError as exc:
+                raise InputError(exc.strerror or str(exc), path=s.path) from None
+        yield out
 
 
 def _changed(log: LogSet, exc: ValueError) -> InputError:
@@ -414,32 +370,30 @@ def _layout(log: LogSet, state: ReplayState, segment_size: int):
     seg_no = {s.path: i for i, s in enumerate(log.segments)}
     order = [jid for _, _, jid in sorted((seg_no.get(j.src_path, -1), j.src_offset, jid)
                                          for jid, j in state.jobs.items())]
-    # one pass over the live jobs: add-record lengths, output kinds, and the writer's roll-over rule
+    # one pass over the live jobs: add-record lengths, output kinds, and the writer's roll-over rule (``_rolled``)
     lengths = array("Q")
     kinds: Counter = Counter()
-    segs_after = bytes_after = records_after = 0
-    size = 0
     jobs = state.jobs
-    with _SourceReader() as src:
-        for i, jid in enumerate(order):
-            if not i & 0xFFF:
-                progress.at(i)
-            job = jobs[jid]
-            ln = src.length(job.src_path, job.src_offset)
-            lengths.append(ln)
-            kinds[job.kind] += 1
-            recs = [ln]
-            for cmd, result in _tail(job):
-                kinds[cmd] += 1
-                recs.append(_ID_RECORD if result is None else _synth_length(cmd, result))
-            for r_len in recs:
-                if segs_after == 0 or size >= segment_size:
-                    segs_after += 1
-                    size = HEADER_SIZE
-                    bytes_after += HEADER_SIZE
-                size += r_len
-                bytes_after += r_len
-            records_after += len(recs)
+
+    def record_lengths() -> Iterator[int]:
+        with _sources(log) as bufs:
+            seg = dict(zip((s.path for s in log.segments), bufs))
+            for i, jid in enumerate(order):
+                if not i & 0xFFF:
+                    progress.at(i)
+                job = jobs[jid]
+                lengths.append(_length(seg[job.src_path], job.src_path, job.src_offset))
+                kinds[job.kind] += 1
+                yield lengths[-1]
+                for cmd, result in _tail(job):
+                    kinds[cmd] += 1
+                    yield _ID_RECORD if result is None else _synth_length(cmd, result)
+    segs_after = bytes_after = records_after = 0
+    lens, sizes = itertools.tee(record_lengths())
+    for segs_after, n in zip(_rolled(lens, segment_size), sizes):
+        bytes_after += n
+        records_after += 1
+    bytes_after += segs_after * HEADER_SIZE
     return order, lengths, segs_after, bytes_after, records_after, {c.label: n for c, n in sorted(kinds.items())}
 
 
@@ -463,58 +417,36 @@ def first_difference(expected: ReplayState, actual: ReplayState) -> tuple[str | 
 
 def _write_segments(plan: WorkqPackPlan, directory: str, step: StepRunner, fsync: bool) -> tuple[list[str], int]:
     """Write the plan's records as segments into ``directory`` (roll-over as upstream's appender), one ``write:``
-    and one ``fsync:`` step each; a crash injected during a write leaves the header and the first record."""
+    step each (``plan.write_step``: every write checked, fsynced)."""
+    def chunks(recs) -> Iterator[bytes]:
+        for rec in itertools.chain((HEADER_BYTES,), recs):
+            advance(len(rec))
+            yield rec
     names: list[str] = []
     total = 0
     for seq, recs in enumerate(_segments_c(plan) if plan.table is not None else _segments(plan), 1):
-        name = segment_name(seq)
-        holder: dict = {}
-
-        def write(name=name, recs=recs, holder=holder):
-            f = holder["f"] = NewFile(os.path.join(directory, name))
-            f.write(HEADER_BYTES)
-            advance(HEADER_SIZE)
-            for rec in recs:
-                f.write(rec)
-                advance(len(rec))
-                if step.during("write:" + name):
-                    f.close()
-                    step.crash("write:" + name)
-            f.flush()
-
-        try:
-            step("write:" + name, write)
-            if fsync:
-                step("fsync:" + name, lambda: holder["f"].fsync())
-            holder["f"].close()
-        except Exception:
-            if "f" in holder:       # a failed write or fsync (ENOSPC, EIO): the segment goes whatever fails again
-                holder["f"].discard()
-            raise
-        finally:
-            f = holder.get("f")
-            if f is not None and not f.closed:     # an injected crash: closed as the kernel would, unflushed
-                os.close(f.fd)
-        names.append(name)
-        total += holder["f"].size
+        names.append(segment_name(seq))
+        total += write_step(step, "write:" + names[-1], os.path.join(directory, names[-1]),
+                            lambda recs=recs: chunks(recs), fsync=fsync)
     return names, total
 
 
-def _segments(plan: WorkqPackPlan) -> Iterator[Iterator[bytes]]:
-    """The packed log's records, segment by segment (each consumed before the next starts): a segment takes
-    records while it is under ``segment_size`` (its first one whatever its size)."""
-    recs = _iter_records(plan)
-    pending = next(recs, None)
+def _rolled(lengths: Iterator[int], segment_size: int) -> Iterator[int]:
+    """The segment number of each record of ``lengths``, in order: upstream's appender rolls over to a new segment
+    once one holds ``segment_size`` bytes or more (its first record whatever its size)."""
+    seq = size = 0
+    for n in lengths:
+        if not seq or size >= segment_size:
+            seq, size = seq + 1, HEADER_SIZE
+        size += n
+        yield seq
 
-    def segment() -> Iterator[bytes]:
-        nonlocal pending
-        size = HEADER_SIZE
-        while pending is not None and (size == HEADER_SIZE or size < plan.segment_size):
-            yield pending
-            size += len(pending)
-            pending = next(recs, None)
-    while pending is not None:
-        yield segment()
+
+def _segments(plan: WorkqPackPlan) -> Iterator[Iterator[bytes]]:
+    """The packed log's records, segment by segment (``_rolled``; each consumed before the next starts)."""
+    recs, lens = itertools.tee(_iter_records(plan))
+    for _, group in itertools.groupby(zip(_rolled(map(len, lens), plan.segment_size), recs), key=lambda p: p[0]):
+        yield (rec for _, rec in group)
 
 
 def _segments_c(plan: WorkqPackPlan) -> Iterator[tuple[bytes, memoryview]]:
@@ -523,7 +455,7 @@ def _segments_c(plan: WorkqPackPlan) -> Iterator[tuple[bytes, memoryview]]:
     time15 = encode_record(GoTime.from_unix_ns(plan.as_of_ns), b"")[:GO_TIME_SIZE]
     lens = plan.src_lengths.tobytes()
     job = rec = 0
-    with _Sources(plan.log) as bufs:
+    with _sources(plan.log) as bufs:
         while job < len(plan.src_lengths):
             try:
                 chunk, first_len, job, rec, _ = plan.table.pack_segment(bufs, plan.order, lens, job, rec,

@@ -28,11 +28,11 @@ from google_crc32c import value as _crc
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats._common import format_unix_ns, format_uuid
-from ...formats.workq import HEADER_BYTES, HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
+from ...formats.workq import HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
-from ..fsops import FileSig, link_or_copy, without, write_ranges
-from ..plan import Cut, KeptRanges, StepRunner, prove, refusal, repair_doc, timed, unchanged
+from ..fsops import FileSig
+from ..plan import Cut, KeptRanges, prove, refusal, repair_doc, replay_pass, timed
 from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
@@ -46,8 +46,6 @@ class SegmentPlan:
     path: str
     seq: int
     size: int
-    records: int = 0
-    kept: int = 0
     cuts: list[Cut] = field(default_factory=list)
     remove: bool = False       # the segment goes (empty, short, or wholly after the rollback point)
     rehead: bool = False       # its header is rewritten
@@ -71,6 +69,7 @@ class SegmentPlan:
 class WorkqRepairPlan(SwapPlan):
     kind: ClassVar[str] = "repair"
     tag: ClassVar[str] = "repair"
+    changed_why: ClassVar[str] = "the log changed since the plan was made (is workq-server running?)"
 
     log: LogSet
     as_of_ns: int
@@ -83,7 +82,7 @@ class WorkqRepairPlan(SwapPlan):
     sigs: dict[str, FileSig]
     records_before: int
     kept: KeptRanges = field(default_factory=KeptRanges)
-    records_after: int | None = None       # the one-pass plan's count (else the segments' kept records)
+    records_after: int = 0                 # the records the repaired log keeps
     jobs_lost: list[dict] = field(default_factory=list)   # adds/schedules in cut bytes: {job_id, cmd, at, later_records}
     lost_unread: dict = field(default_factory=lambda: {"ranges": 0, "bytes": 0})  # cut bytes no frame could be read in
 
@@ -101,8 +100,7 @@ class WorkqRepairPlan(SwapPlan):
             self, {"format": "workq", "root": self.log.root}, "the log is clean: workq-server starts on it",
             {"files": len(self.segments), "bytes": sum(s.size for s in self.segments), "records": self.records_before},
             {"files": len(kept), "bytes": sum(s.size_after for s in kept),
-             "records": self.records_before if self.nothing_to_do else
-             self.records_after if self.records_after is not None else sum(s.kept for s in kept)},
+             "records": self.records_before if self.nothing_to_do else self.records_after},
             [{"file": s.path, "action": s.action, "bytes_before": s.size, "bytes_after": s.size_after}
              for s in self.segments if s.action != "keep"], sum(1 for s in kept if s.action == "keep"),
             (self.digest_before, self.digest_after), self.kept,
@@ -116,30 +114,19 @@ class WorkqRepairPlan(SwapPlan):
     def write_total(self) -> int:
         return sum(s.size_after for s in self.segments if not s.remove)
 
-    def fill(self, d: str, step: StepRunner, fsync: bool = True) -> tuple[list[str], int]:
-        """The repaired segments in ``d``: unchanged older segments hard-linked (copied where links are not
-        possible), the newest and every changed one written without its cut ranges; removed ones left out."""
+    def segments_kept(self) -> list[tuple[str, int, list[tuple[int, int]], bool]]:
+        """Unchanged older segments linked; the newest and every changed one written without its cut ranges."""
         kept = [s for s in self.segments if not s.remove]
-        for i, sp in enumerate(kept):
-            dst = os.path.join(d, os.path.basename(sp.path))
-            if sp.action == "keep" and i < len(kept) - 1:
-                step(f"link:{os.path.basename(dst)}", lambda sp=sp, dst=dst: link_or_copy(sp.path, dst, fsync))
-            else:
-                cuts = [(c.offset, c.length) for c in sp.cuts if c.what != "bad-header"]
-                step(f"write:{os.path.basename(dst)}", lambda sp=sp, dst=dst, cuts=cuts: write_ranges(
-                    dst, without(sp.path, HEADER_SIZE, sp.size, cuts), head=HEADER_BYTES, fsync=fsync))
-        return [os.path.basename(s.path) for s in kept], sum(s.size_after for s in kept)
+        return [(s.path, s.size, [(c.offset, c.length) for c in s.cuts if c.what != "bad-header"],
+                 s.action == "keep" and i < len(kept) - 1) for i, s in enumerate(kept)]
 
-    def verify_copy(self, d: str) -> tuple[str, int]:
+    def verify_copy(self, d: str) -> tuple[int, str]:
         rep = run_log(discover([d])[0], self.as_of_ns, state=True)
-        return prove("the repaired log is not what the plan promised (nothing was installed)", self.digest_after,
-                     rep.state.digest(), path=d, verdict=rep.verdict, detail=lambda: ", ".join([
-                         f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
-                         if f.severity == ERROR][:3])), rep.records
-
-    def check_unchanged(self) -> None:
-        unchanged(self.sigs, "the log changed since the plan was made (is workq-server running?)",
-                  now=[s.path for s in discover([self.log.root])[0].segments], path=self.log.root)
+        errors = [f"{f.code}@{os.path.basename(f.path or '')}:0x{f.offset or 0:x}" for f in rep.findings
+                  if f.severity == ERROR]
+        return rep.records, prove("the repaired log is not what the plan promised (nothing was installed)",
+                                  self.digest_after, rep.state.digest(), path=d, verdict=rep.verdict,
+                                  detail=lambda: ", ".join(errors[:3]))
 
 
 @timed
@@ -330,37 +317,20 @@ def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
     """A point-in-time rollback: the state after is the replay up to T, so this pass replays twice (the log as
     it is, and as the repair leaves it) and lists the jobs that change."""
     before, after = WorkqReplay(as_of_ns), WorkqReplay(as_of_ns)
-    cut_from: tuple[str, int] | None = None     # (segment, offset) of the first record after T
     errors: dict[Verdict, list[Finding]] = {Verdict.TORN_TAIL: [], Verdict.CORRUPT: [], Verdict.INVALID_HISTORY: []}
-    records = 0
-    kept = KeptRanges()
-    reader = RecordReader(log)
-    for ev in reader.events():
-        if ev.__class__ is Record:
-            records += 1
-            segs[ev.path].records += 1
-            before.apply(ev)
-            refused = [f for f in before.findings if f.severity == ERROR]
-            before.findings.clear()
-            if cut_from is None and truncate_to_ns is not None and ev.time.unix_ns > truncate_to_ns:
-                cut_from = (ev.path, ev.offset)
-            if cut_from is not None:
-                continue
-            for f in refused:
-                errors[Verdict.INVALID_HISTORY].append(f)
-                segs[ev.path].cuts.append(Cut(ev.path, ev.offset, ev.length, "refused-record", f.code, f.message))
-            if refused:
-                continue
-            after.apply(ev)                   # the repaired log's replay: the jobs that change state are proven,
-            after.findings.clear()            # not assumed (refused and unreadable records never change it)
-            segs[ev.path].kept += 1
-            kept.add(ev.path, ev.offset, ev.length)
+    records, kept_recs, cut, cut_from = replay_pass(
+        RecordReader(log).events(), Record, before, after, past=lambda ev: ev.time.unix_ns > truncate_to_ns, files=segs)
+    for x in cut:
+        if x.__class__ is Finding:         # damage
+            errors.setdefault(x.verdict, []).append(x)
+            _cut_damage(segs[x.path], x)
             continue
-        f = ev
-        if f.severity != ERROR or f.path not in segs or cut_from is not None:
-            continue                # (findings come in file order: after the rollback point, everything goes)
-        errors.setdefault(f.verdict, []).append(f)
-        _cut_damage(segs[f.path], f)
+        ev, fs = x                         # a refused record
+        errors[Verdict.INVALID_HISTORY] += fs
+        segs[ev.path].cuts += [Cut(ev.path, ev.offset, ev.length, "refused-record", f.code, f.message) for f in fs]
+    kept = KeptRanges()
+    for rec in kept_recs:
+        kept.add(*rec)
     state_before = before.finish()
     refusal(errors, salvage=salvage, drop_invalid=drop_invalid, why=_WHY)
     if cut_from is not None:          # the rollback: the rest of that segment, and every later segment
@@ -376,12 +346,13 @@ def _rollback_plan(log: LogSet, as_of_ns: int, segs: dict[str, SegmentPlan], sig
             elif later:
                 sp.cuts = [Cut(s.path, 0, sp.size, "after-time", None,
                                f"a segment written after {format_unix_ns(truncate_to_ns)}")]
-                sp.remove, sp.kept = True, 0
+                sp.remove = True
     state_after = after.finish()
     verdict = worst(v for v, fs in errors.items() if fs)
     return WorkqRepairPlan(log, as_of_ns, verdict, list(segs.values()), state_before.digest(),
                            state_after.digest(), _diff(state_before, state_after),
-                           [f for fs in errors.values() for f in fs], sigs, records, kept=kept)
+                           [f for fs in errors.values() for f in fs], sigs, records, kept=kept,
+                           records_after=len(kept_recs))
 
 
 def _diff(a, b) -> list[dict]:

@@ -35,11 +35,13 @@ import shutil
 import time
 
 from ...errors import UsageError
-from ...formats.workq import LOCK_FILES
+from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES
 from .. import progress
-from ..fsops import LockSet, NoExchange, backup_name, exchange, exchange_supported, fsync_dir
+from ..fsops import (LockSet, NoExchange, backup_name, exchange, exchange_supported, fsync_dir, link_or_copy, ranged,
+                     without)
 from ..live import fd_holders
-from ..plan import ApplyResult, Plan, StepRunner, WriteResult, quarantine_step
+from .reader import discover
+from ..plan import ApplyResult, Plan, StepRunner, WriteResult, quarantine_step, unchanged, write_step
 from ..plan import stamp as plan_stamp
 
 TAGS = ("pack", "repair")
@@ -162,21 +164,41 @@ def _after_failure(d: str, ready: str, backup: str, swap: str) -> None:
 class SwapPlan(Plan):
     """A workq plan whose result is a whole new log: written into ``out`` (``write``) or installed in place of the
     log directory by the swap (``apply``: the module docstring's sequence, as steps). The format gives ``fill(d,
-    step, fsync)`` -> (segment names, bytes), ``verify_copy(d)`` -> (digest, records), ``check_unchanged()`` and
+    step, fsync)`` -> (segment names, bytes), ``verify_copy(d)`` -> (records, digest), ``check_unchanged()`` and
     ``write_total``; a repair's plan (``cuts``) also writes its quarantine before the swap."""
 
     tag = "pack"
 
-    def fill(self, d: str, step: StepRunner, fsync: bool = True) -> tuple[list[str], int]:
+    def segments_kept(self) -> list[tuple[str, int, list[tuple[int, int]], bool]]:
+        """(segment, size read, its (offset, length) ranges cut, linked whole) of each segment the new log keeps."""
         raise NotImplementedError
+
+    def check_unchanged(self) -> None:
+        """The log's segments are the ones the plan read, unchanged (``changed_why``: the error's words)."""
+        unchanged(self.sigs, self.changed_why, now=[s.path for s in discover([self.log.root])[0].segments],
+                  path=self.log.root)
+
+    def fill(self, d: str, step: StepRunner, fsync: bool = True) -> tuple[list[str], int]:
+        """The new log's segments in ``d`` (-> names, bytes): one kept whole hard-linked (copied where links cannot
+        be made), the others written without their cut ranges (``write_step``). pack writes its own."""
+        names, total = [], 0
+        for path, size, cuts, link in self.segments_kept():
+            names.append(os.path.basename(path))
+            dst = os.path.join(d, names[-1])
+            if link:
+                step("link:" + names[-1], lambda path=path, dst=dst: link_or_copy(path, dst, fsync))
+                total += size
+            else:
+                total += write_step(step, "write:" + names[-1], dst, lambda path=path, size=size, cuts=cuts: ranged(
+                    without(path, HEADER_SIZE, size, cuts), head=HEADER_BYTES), fsync=fsync) or 0
+        return names, total
 
     def write_copy(self, d: str, fsync: bool) -> tuple:
         make_lock_files(d)
         progress.begin("write", self.write_total)
         names, total = self.fill(d, StepRunner(), fsync)
         progress.begin("re-verify", total)
-        digest, records = self.verify_copy(d)
-        return names, total, records, digest
+        return (names, total, *self.verify_copy(d))
 
     def apply(self, **kw) -> ApplyResult:
         """Install the new log in place of the log directory, atomically (a plan with nothing to do changes
@@ -205,7 +227,7 @@ class SwapPlan(Plan):
               swap: str = "auto", fsync: bool = True, keep_backup: bool = True, **_kw) -> None:
         d = os.path.abspath(self.log.root)
         parent, name = os.path.split(d)
-        swap = ctx["swap"] = resolve_swap(swap, parent)
+        ctx["path"], swap = d, ctx.setdefault("swap", resolve_swap(swap, parent))
         stamp = plan_stamp(self.as_of_ns)
         tmp = os.path.join(parent, f"{name}.{self.tag}-tmp-{os.getpid()}-{time.monotonic_ns()}")
 
@@ -224,11 +246,12 @@ class SwapPlan(Plan):
         # 2. the new log, in a sibling temp directory, verified (a later failure before the swap removes it)
         step("mkdir-temp", lambda: os.mkdir(tmp), rollback=lambda: shutil.rmtree(tmp, ignore_errors=True))
         step("lock-files-temp", lock_files)
-        ctx["filled"] = self.fill(tmp, step, fsync)
+        names, total = self.fill(tmp, step, fsync)
         step("own-temp", lambda: _copy_ownership(d, tmp))
         if not step.dry:
-            progress.begin("re-verify", ctx["filled"][1])
-        ctx["verified"] = step("verify-temp", lambda: self.verify_copy(tmp))
+            progress.begin("re-verify", total)
+        step("verify-temp", lambda: ctx.__setitem__("result", WriteResult(d, names, total, *self.verify_copy(tmp),
+                                                                           0.0)))
         sync("temp", tmp)
         if hasattr(self, "cuts"):
             quarantine_step(self, step, ctx, quarantine, f"{d}.quarantine-{stamp}", fsync)
@@ -262,12 +285,6 @@ class SwapPlan(Plan):
             step("remove-backup", lambda: shutil.rmtree(backup))
             sync("parent:no-backup")
             ctx["backup"] = None
-
-    def applied(self, step: StepRunner, ctx: dict, t0: float) -> ApplyResult:
-        (names, total), (digest, records), d = ctx["filled"], ctx["verified"], os.path.abspath(self.log.root)
-        return ApplyResult(d, step.done, WriteResult(d, names, total, records, digest, time.perf_counter() - t0),
-                           self.bytes_before, total, backup=ctx["backup"], swap=ctx["swap"],
-                           recovered=ctx["recovered"], quarantine=ctx.get("quarantine", []))
 
 
 def _exchange(ready: str, d: str, parent: str) -> None:
