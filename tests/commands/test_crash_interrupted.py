@@ -140,6 +140,33 @@ def test_dump_tells_it_first(tmp_path):
     assert r.code == 1 and f"WQ-INTERRUPTED-APPLY {LINE}" in r.err, r.err
 
 
+def _tree(d) -> list:
+    """Every name under ``d`` with its inode, size and mtime: what a command that writes nothing leaves alone."""
+    out = []
+    for root, dirs, names in os.walk(d):
+        for n in sorted(dirs + names):
+            st = os.stat(os.path.join(root, n))
+            out.append((os.path.relpath(os.path.join(root, n), d), st.st_ino, st.st_size, st.st_mtime_ns))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("argv", [["pack"], ["repair"], ["repair", "--apply", "--out", "{out}"], ["pack", "--out", "{out}"]],
+                         ids=["pack", "repair", "repair-out", "pack-out"])
+def test_a_plan_or_an_out_copy_leaves_the_leftovers_as_they_are(layout, argv, tmp_path):
+    """Without ``--apply`` the input is read-only, leftovers of an interrupted install included: the plan of pack
+    and repair, and their ``--out`` copies, rename nothing (their plans finished the install themselves: a plan
+    alone renamed the old log after the exchange to its backup name)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    log = _log(src)
+    LAYOUTS[layout](log)
+    before = _tree(src)
+    r = cli(*[a.format(out=tmp_path / "out") for a in argv], "--as-of", AS_OF, log)
+    assert r.code == 1, r.err                       # the input's class (a torn tail)
+    assert _tree(src) == before
+
+
 def test_the_rerun_removes_the_leftover(tmp_path):
     log = _log(tmp_path)
     LAYOUTS["tmp"](log)

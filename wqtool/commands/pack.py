@@ -77,8 +77,8 @@ def pack(
                    kind=PackOptions, drop_expired=drop_expired, salvage=salvage, segment_size=segment_size)
     if out and apply:
         raise UsageError("--out and --apply exclude each other")
-    if apply:   # a pack --apply that crashed mid-swap is finished first (no-op otherwise)
-        finish_interrupted(paths, fmt)
+    # a pack --apply that crashed mid-swap is finished first (no-op otherwise); a plan alone writes nothing
+    recovered = finish_interrupted(paths, fmt) if apply else []
     logs = resolve(paths, fmt, opts, on_note=say_error)
     if len(logs) != 1:
         if len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs):   # a directory formats share
@@ -97,6 +97,8 @@ def pack(
     with track(logs, "pack", passes=passes):
         plan = Plans.of(log.fmt).pack(log.data, for_log(log, opts))
         doc = plan.report_doc()
+        if recovered:
+            doc["recovered"] = recovered + doc.get("recovered", [])
         if out:
             doc["written"] = plan.write(out).to_jsonable()
         elif apply:

@@ -53,7 +53,7 @@ def files(d):
 
 
 def pack_to(src, out, as_of=AS_OF, **kw):
-    plan = plans.pack_plan(load(src), as_of, recover=False, **kw)
+    plan = plans.pack_plan(load(src), as_of, **kw)
     return plan, plan.write(out, fsync=False)
 
 
@@ -143,10 +143,10 @@ def check_pack(src, tmp, as_of=AS_OF, segment_size=512, later=None, prop=False):
     # the hot kernel must agree with the reference path (test_fastreplay.py proves it in general)
     assert rep.state.digest() == run_log(load(src), as_of, engine="reference").state.digest()
     try:
-        plan = plans.pack_plan(load(src), as_of, segment_size=segment_size, recover=False)
+        plan = plans.pack_plan(load(src), as_of, segment_size=segment_size)
     except plans.PackRefused as e:
         assert e.verdict == rep.verdict and e.verdict in (Verdict.CORRUPT, Verdict.INVALID_HISTORY)
-        plan = plans.pack_plan(load(src), as_of, segment_size=segment_size, salvage=True, recover=False)
+        plan = plans.pack_plan(load(src), as_of, segment_size=segment_size, salvage=True)
         assert plan.dropped and all(d.what == "refused-record" for d in plan.dropped)
         later = None
     assert plan.digest_before == rep.state.digest()
@@ -174,7 +174,7 @@ def check_pack(src, tmp, as_of=AS_OF, segment_size=512, later=None, prop=False):
     assert {r.command.job_id for r in out_recs} == live
     # idempotent
     out2 = os.path.join(tmp, "o2")
-    plan2 = plans.pack_plan(load(out1), as_of, segment_size=segment_size, recover=False)
+    plan2 = plans.pack_plan(load(out1), as_of, segment_size=segment_size)
     plan2.write(out2, fsync=False)
     assert files(out2) == files(out1)
     assert plan2.records_dropped == 0 and plan2.digest_before == plan.digest_before

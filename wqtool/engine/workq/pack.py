@@ -284,12 +284,12 @@ def _dropped_from(report: LogReport) -> list[Dropped]:
 
 
 @timed
-def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT_SIZE, salvage: bool = False,
-              recover: bool = True) -> WorkqPackPlan:
-    """Replay ``log`` at ``as_of_ns`` and describe the packed log (see the module docstring)."""
+def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT_SIZE,
+              salvage: bool = False) -> WorkqPackPlan:
+    """Replay ``log`` at ``as_of_ns`` and describe the packed log (see the module docstring); nothing is written
+    (what a crashed earlier install left is finished by ``pack --apply`` itself, before it plans)."""
     if segment_size < 1:
         raise UsageError(f"segment size must be positive, not {segment_size}")
-    recovered = finish_interrupted(log.root) if recover and log.is_dir else []
     sigs = {s.path: FileSig.of(s.path) for s in log.segments}
     try:                    # one kernel pass: the replay, and the records by kind (its statistics)
         res = fast_run(log, as_of_ns, keep=True, stats=True, through=True)
@@ -327,7 +327,7 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
         by_kind_before=dict(by_kind_before), segments_after=segs_after, bytes_after=bytes_after,
         records_after=records_after, by_kind_after=by_kind_after, jobs_kept=len(lengths),
         jobs_by_state=state.counts_by_state(), digest_before=state.digest(), state=state, order=order,
-        src_lengths=lengths, report=report, dropped=_dropped_from(report), recovered=recovered, table=table)
+        src_lengths=lengths, report=report, dropped=_dropped_from(report), table=table)
     return plan
 
 

@@ -37,7 +37,7 @@ from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
 from .replay import WorkqReplay
-from .swap import SwapPlan, finish_interrupted
+from .swap import SwapPlan
 from .verify import LogRun, run_log
 
 
@@ -135,14 +135,13 @@ def repair_plan(log: LogSet, as_of_ns: int, *, salvage: bool = False, drop_inval
     """Read the whole log once and describe the repair (see the module docstring); nothing is written.
     ``prior``: the kernel's pass over ``log`` at ``as_of_ns`` that the caller already made (``fast_run`` with
     keep and through, every error finding kept: ``report``'s series pass); the plan is made from it, reading
-    nothing again and changing nothing (an interrupted install is left for ``repair`` itself to finish)."""
+    nothing again. Nothing is written: what a crashed earlier install left is finished by ``repair --apply`` itself,
+    before it plans (a plan alone, or ``--out``, leaves the input as it is)."""
     if not log.is_dir:
         raise UsageError("repair works on a log directory (segments named one by one are not a log)",
                          path=log.root)
-    if prior is None or truncate_to_ns is not None:
+    if truncate_to_ns is not None:
         prior = None
-        finish_interrupted(log.root)          # a crashed earlier install first (no-op otherwise)
-        log = discover([log.root])[0]
     sigs = {s.path: FileSig.of(s.path) for s in log.segments}
     segs = {s.path: SegmentPlan(s.path, s.seq or 0, sigs[s.path].size or 0) for s in log.segments}
     if truncate_to_ns is None:
