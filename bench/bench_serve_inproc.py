@@ -19,24 +19,13 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tests.server.test_hot_path import FakeLoop, FakeTransport  # noqa: E402
-from wqtool.server.workq.conn import Conn  # noqa: E402
-from wqtool.server.workq.server import ServeOptions, Server  # noqa: E402
+from tests.server.test_hot_path import in_process  # noqa: E402
 
 
 def one_round(conns: int, ready: int, requests: int, profile: bool) -> float:
     d = tempfile.mkdtemp(prefix="wq-inproc-")
     try:
-        now = [1_800_000_000 * 10 ** 9]
-        srv = Server(ServeOptions(cmdlog_path=d, log_level="error", create=True))
-        srv.clock = lambda: now[0]
-        srv.loop = FakeLoop(srv.clock)
-        srv.open_log()
-        srv.inherits_sockopts = True
-        cs = [Conn(srv) for _ in range(conns)]
-        ts = [FakeTransport() for _ in cs]
-        for c, t in zip(cs, ts):
-            c.connection_made(t)
+        now, srv, cs, ts = in_process(d, conns)
         # per connection: its next requests, cycled (add -> lease -> complete of a fresh id each time)
         ids = [str(uuid.UUID(int=(k + 1) * 0x1_0000_0001, version=4)) for k in range(requests)]
         seqs = []

@@ -104,6 +104,21 @@ REFERENCE = {"parse_line": wire.py_parse_line, "parse_uuid": wire.py_parse_uuid,
 REFERENCE_SRV = {"add_record": server_mod.add_record_py, "short_record": server_mod.short_record_py}
 
 
+def in_process(directory: str, n: int):
+    """([now], a server on a fake loop and clock, ``n`` connections made, their transports)."""
+    now = [T0]
+    srv = Server(ServeOptions(cmdlog_path=directory, log_level="error", create=True))
+    srv.clock = lambda: now[0]
+    srv.loop = FakeLoop(srv.clock)
+    srv.open_log()
+    srv.inherits_sockopts = True
+    conns = [Conn(srv) for _ in range(n)]
+    ts = [FakeTransport() for _ in conns]
+    for c, t in zip(conns, ts):
+        c.connection_made(t)
+    return now, srv, conns, ts
+
+
 def run(steps, directory: str, reference: bool, monkeypatch) -> tuple[bytes, bytes]:
     """(every reply, the log's bytes) after ``steps`` through an in-process server."""
     with monkeypatch.context() as m:
@@ -112,16 +127,7 @@ def run(steps, directory: str, reference: bool, monkeypatch) -> tuple[bytes, byt
                 m.setattr(wire, k, v)
             for k, v in REFERENCE_SRV.items():
                 m.setattr(server_mod, k, v)
-        now = [T0]
-        srv = Server(ServeOptions(cmdlog_path=directory, log_level="error", create=True))
-        srv.clock = lambda: now[0]
-        srv.loop = FakeLoop(srv.clock)
-        srv.open_log()
-        srv.inherits_sockopts = True
-        conns = [Conn(srv) for _ in range(2)]
-        ts = [FakeTransport() for _ in conns]
-        for c, t in zip(conns, ts):
-            c.connection_made(t)
+        now, srv, conns, ts = in_process(directory, 2)
         for who, step in steps:
             if isinstance(step, int):
                 now[0] += step * 1_000_000
@@ -246,16 +252,7 @@ def test_a_loop_iteration_of_requests_arms_the_timer_once_and_an_answered_lease_
             super().__init__(cb)
 
     monkeypatch.setattr(conn_mod, "Waiter", CountedWaiter)
-    now = [T0]
-    srv = Server(ServeOptions(cmdlog_path=str(tmp_path), log_level="error", create=True))
-    srv.clock = lambda: now[0]
-    srv.loop = FakeLoop(srv.clock)
-    srv.open_log()
-    srv.inherits_sockopts = True
-    conns = [Conn(srv) for _ in range(6)]
-    ts = [FakeTransport() for _ in conns]
-    for c, t in zip(conns, ts):
-        c.connection_made(t)
+    now, srv, conns, ts = in_process(str(tmp_path), 6)
     looks = []
     real = srv.queue.next_deadline
     monkeypatch.setattr(srv.queue, "next_deadline", lambda: looks.append(1) or real())
