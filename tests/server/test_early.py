@@ -118,3 +118,49 @@ def test_a_stop_asked_for_during_the_early_loop_stops_the_server_cleanly(tmp_pat
         if p.poll() is None:
             p.kill()
             p.wait(5)
+
+
+#: what the first reply on an empty log must not wait for: the event loop (imported once the early loop is idle),
+#: the command line interface, the on-disk schemas' construct objects (a write needs the C encoder only)
+NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", "typer", "click", "rich",
+                              "construct", "wqtool.cli", "wqtool.commands")
+
+
+def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str], float, list[bytes]]:
+    """Start ``wqtool serve`` on an empty directory with ``WQTOOL_SERVE_STARTUP_PROBE``, send ``request`` as soon as
+    the port accepts, read ``lines`` reply lines: (the modules imported when the first reply was written, the
+    process's CPU ms then, the reply)."""
+    probe = tmp_path / "probe"
+    port = _free_port()
+    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_STARTUP_PROBE": str(probe)})
+    try:
+        s = _connect_when_bound(port, p, 30)
+        s.settimeout(20)
+        s.sendall(request)
+        got = b""
+        while got.count(b"\r\n") < lines:
+            chunk = s.recv(65536)
+            assert chunk, got
+            got += chunk
+        s.close()
+    finally:
+        p.terminate()
+        p.wait(20)
+    assert p.returncode == 0
+    text = probe.read_text().splitlines()
+    assert text[0].startswith("cpu_ms ") and text[1] == "import_started False", text[:4]
+    modules = [m for m in text[2:] if not m.startswith("thread ")]
+    return modules, float(text[0].split()[1]), got.split(b"\r\n")[:lines]
+
+
+@pytest.mark.parametrize("request_, lines", [(b"inspect server\r\n", 4),
+                                             (b"add %s q 1000 60000 3\r\nabc\r\n" % jid(1), 1)])
+def test_the_first_reply_on_an_empty_log_waits_for_no_heavy_import(tmp_path, request_, lines):
+    """The first requests are answered before the event loop's import starts (it starts once the early loop is
+    idle) and without the CLI or construct: their modules are not imported when the first reply is written."""
+    modules, _, reply = _first_reply_probe(tmp_path, request_, lines)
+    heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_BEFORE_THE_FIRST_REPLY))
+    assert heavy == []
+    assert "wqtool.server.workq.early" in modules
+    if lines == 1:
+        assert reply == [b"+OK"]

@@ -33,6 +33,10 @@ from collections import deque
 _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
 #: how often (s) the loop looks whether the import is done, when nothing else wakes it
 POLL_S = 0.005
+#: the import of the event loop starts once the loop has had nothing to do for IDLE_S (the first requests are
+#: answered first: that import's CPU, taken before them, delayed them), or DEFER_MAX_S after it began serving
+IDLE_S = 0.003
+DEFER_MAX_S = 0.1
 ACCEPT_BATCH = 64
 RECV = 262_144
 
@@ -93,6 +97,8 @@ class Transport:
     def write(self, data) -> None:
         if self.closing or self.closed or not data:
             return
+        if self.loop.probe is not None:
+            self.loop.write_probe()
         if not self.out:
             try:
                 n = self.sock.send(data)
@@ -185,8 +191,13 @@ class Transport:
 class EarlyLoop:
     """The loop of the first requests (module docstring): one epoll set, a ready queue, a timer heap."""
 
-    def __init__(self, lsock, factory):
+    def __init__(self, lsock, factory, start_import=None):
         self.lsock, self.factory = lsock, factory
+        #: starts the thread that imports the event loop (``Server.start_early``), called once the loop is idle
+        self.start_import = start_import
+        #: ``WQTOOL_SERVE_STARTUP_PROBE=FILE`` (tests, measurements): at the first reply, the CPU used so far and
+        #: the modules imported are written to FILE (``write_probe``)
+        self.probe = os.environ.get("WQTOOL_SERVE_STARTUP_PROBE") or None
         self.ep = select.epoll()
         self.ready: deque = deque()
         self.timers: list[Handle] = []
@@ -257,6 +268,21 @@ class EarlyLoop:
             self.update(t)
             conn.connection_made(t)
 
+    def write_probe(self) -> None:
+        """At the first reply: the process's CPU (ms, every thread), each thread's (from /proc, ms), and the
+        modules imported so far, one a line, to the ``probe`` file."""
+        path, self.probe = self.probe, None
+        lines = [f"cpu_ms {time.process_time() * 1000:.2f}", f"import_started {self.start_import is None}"]
+        try:
+            for tid in sorted(os.listdir("/proc/self/task")):
+                with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+                    lines.append(f"thread {tid} {int(f.read().split()[0]) / 1e6:.2f}")
+        except OSError:
+            pass
+        lines += sorted(sys.modules)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+
     def _on_signal(self, sig, _frame) -> None:
         self.signals.append(sig)
 
@@ -272,6 +298,7 @@ class EarlyLoop:
         sys.setswitchinterval(0.0005)           # the importing thread lets go of the GIL soon after a request
         ready, timers, lfd, transports = self.ready, self.timers, self.lsock.fileno(), self.transports
         hold = os.environ.get("WQTOOL_SERVE_EARLY_HOLD")   # (tests: no hand-over while this file exists)
+        began = busy = time.monotonic()
         try:
             while True:
                 if done.is_set() and not ready and not self.threadsafe and not (hold and os.path.exists(hold)):
@@ -282,7 +309,15 @@ class EarlyLoop:
                     timeout = min(POLL_S, max(0.0, timers[0].when - time.monotonic()))
                 else:
                     timeout = POLL_S
-                for fd, ev in self.ep.poll(timeout):
+                events = self.ep.poll(timeout)
+                if self.start_import is not None:
+                    now = time.monotonic()
+                    if events or ready:
+                        busy = now
+                    if now - busy >= IDLE_S or now - began >= DEFER_MAX_S:
+                        start, self.start_import = self.start_import, None
+                        start()                 # idle (or served long enough): the event loop's import may run
+                for fd, ev in events:
                     if fd == lfd:
                         self._accept()
                         continue

@@ -374,8 +374,8 @@ class Server:
             self.out.flush()
 
     def start_early(self):
-        """The lean start (``run_server``): while a thread imports the event loop (uvloop / asyncio), serve on the
-        socket ``prebind.early`` bound with the early loop (early.py); returns ``event_loop_factory()``'s (name,
+        """The lean start (``run_server``): serve on the socket ``prebind.early`` bound with the early loop
+        (early.py), and once it is idle, import the event loop (uvloop / asyncio) in a thread; returns ``event_loop_factory()``'s (name,
         factory) once the import is done. ``open_log`` has run. Without a bound socket (port 0, the CLI's start)
         or epoll, or with ``WQTOOL_SERVE_EARLY=0``, it only waits for the import."""
         import select
@@ -392,8 +392,9 @@ class Server:
             finally:
                 done.set()
 
-        threading.Thread(target=load, name="wqtool-import", daemon=True).start()
+        importer = threading.Thread(target=load, name="wqtool-import", daemon=True)
         if lsock is None or not hasattr(select, "epoll") or os.environ.get("WQTOOL_SERVE_EARLY") == "0":
+            importer.start()
             done.wait()
         else:
             from .early import EarlyLoop
@@ -401,7 +402,8 @@ class Server:
             self.inherits_sockopts = sys.platform.startswith("linux")
             lsock.setblocking(False)
             self._set_address(lsock)
-            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self))
+            # the import starts once the early loop is idle: the requests already waiting are answered first
+            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), importer.start)
             self.idle_spinner = idle_start(self.spin_us, idle_as_process())
             self.served_early = True
             self._announce()
