@@ -123,13 +123,16 @@ def test_a_stop_asked_for_during_the_early_loop_stops_the_server_cleanly(tmp_pat
 #: what the first reply on an empty log must not wait for: the event loop (imported once the early loop is idle),
 #: the command line interface, the on-disk schemas' construct objects (a write needs the C encoder only)
 NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", "typer", "click", "rich",
-                              "construct", "wqtool.cli", "wqtool.commands")
+                              "construct", "wqtool.cli", "wqtool.commands",
+                              # nothing to replay: not the replay's verifier either
+                              "wqtool.engine.workq.startup", "wqtool.engine.workq.verify", "wqtool.engine.run",
+                              "wqtool.engine.stats", "json")
 
 
-def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str], float, list[bytes]]:
+def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str], bytes, list[bytes]]:
     """Start ``wqtool serve`` on an empty directory with ``WQTOOL_SERVE_STARTUP_PROBE``, send ``request`` as soon as
     the port accepts, read ``lines`` reply lines: (the modules imported when the first reply was written, the
-    process's CPU ms then, the reply)."""
+    server's log lines, the reply)."""
     probe = tmp_path / "probe"
     port = _free_port()
     p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_STARTUP_PROBE": str(probe)})
@@ -145,12 +148,12 @@ def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str],
         s.close()
     finally:
         p.terminate()
-        p.wait(20)
+        _, err = p.communicate(timeout=20)
     assert p.returncode == 0
     text = probe.read_text().splitlines()
     assert text[0].startswith("cpu_ms ") and text[1] == "import_started False", text[:4]
     modules = [m for m in text[2:] if not m.startswith("thread ")]
-    return modules, float(text[0].split()[1]), got.split(b"\r\n")[:lines]
+    return modules, err, got.split(b"\r\n")[:lines]
 
 
 @pytest.mark.parametrize("request_, lines", [(b"inspect server\r\n", 4),
@@ -158,9 +161,48 @@ def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str],
 def test_the_first_reply_on_an_empty_log_waits_for_no_heavy_import(tmp_path, request_, lines):
     """The first requests are answered before the event loop's import starts (it starts once the early loop is
     idle) and without the CLI or construct: their modules are not imported when the first reply is written."""
-    modules, _, reply = _first_reply_probe(tmp_path, request_, lines)
+    modules, err, reply = _first_reply_probe(tmp_path, request_, lines)
     heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_BEFORE_THE_FIRST_REPLY))
     assert heavy == []
     assert "wqtool.server.workq.early" in modules
     if lines == 1:
         assert reply == [b"+OK"]
+    # the empty log's start says what the replay of the lock files alone says (segments, records, jobs, and the
+    # reader's one WQ-NO-SEGMENTS warning), with or without the replay's modules
+    line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+    assert b" segments=0 records=0 bytes=0 jobs=0 " in line and line.split()[-1] == b"warnings=1", line
+
+
+def test_a_directory_with_more_than_the_lock_files_is_replayed(tmp_path):
+    """Anything in the directory but the lock files takes the replay's path: a stray file is the replay's
+    WQ-IGNORED-FILE warning (engine/workq/reader.py _discover_dir), and a segment's jobs are restored."""
+    log = tmp_path / "log"
+    log.mkdir()
+    for name in ("append.lock", "read.lock", "notes.txt"):
+        (log / name).write_bytes(b"")
+    port = _free_port()
+    p = _serve(port, log, {})
+    try:
+        _connect_when_bound(port, p, 30).close()
+        a = Client(("127.0.0.1", port), timeout=20)
+        a.add(jid(5), b"q", 1000, 60000, b"five")
+        a.close()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 0
+    line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+    assert b" segments=0 records=0 bytes=0 jobs=0 " in line and line.split()[-1] == b"warnings=2", line
+    port = _free_port()
+    p = _serve(port, log, {})
+    try:
+        _connect_when_bound(port, p, 30).close()
+        s = Client(("127.0.0.1", port), timeout=20)
+        assert s.inspect_queue(b"q") == (1, 0)
+        s.close()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 0
+    line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+    assert b" segments=1 records=1 " in line and b" jobs=1 " in line and b" warnings=1 " in line, line
