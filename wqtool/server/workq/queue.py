@@ -22,7 +22,11 @@ import struct
 from array import array
 from collections import OrderedDict
 
-from google_crc32c import value as _crc
+try:                    # the kernel's CRC-32C, as the reader's (no google_crc32c import before serve's first reply)
+    from ...engine.workq import _kernel
+    _crc = _kernel.crc32c
+except ImportError:     # not built: google-crc32c
+    from google_crc32c import value as _crc
 from sortedcontainers import SortedList
 
 from ...engine.workq.fastreplay import new_table
