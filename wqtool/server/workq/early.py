@@ -198,6 +198,7 @@ class EarlyLoop:
         #: ``WQTOOL_SERVE_STARTUP_PROBE=FILE`` (tests, measurements): at the first reply, the CPU used so far and
         #: the modules imported are written to FILE (``write_probe``)
         self.probe = os.environ.get("WQTOOL_SERVE_STARTUP_PROBE") or None
+        self.probed = None          # the probe file, once written (``handover`` adds a line)
         self.ep = select.epoll()
         self.ready: deque = deque()
         self.timers: list[Handle] = []
@@ -271,8 +272,11 @@ class EarlyLoop:
     def write_probe(self) -> None:
         """At the first reply: the process's CPU (ms, every thread), each thread's (from /proc, ms), and the
         modules imported so far, one a line, to the ``probe`` file."""
+        import gc
         path, self.probe = self.probe, None
-        lines = [f"cpu_ms {time.process_time() * 1000:.2f}", f"import_started {self.start_import is None}"]
+        self.probed = path
+        lines = [f"cpu_ms {time.process_time() * 1000:.2f}", f"import_started {self.start_import is None}",
+                 f"gc_enabled {gc.isenabled()}"]
         try:
             for tid in sorted(os.listdir("/proc/self/task")):
                 with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
@@ -379,3 +383,7 @@ async def handover(early: EarlyLoop, loop) -> None:
             conn.paused_write = False       # the new transport pauses it again if its buffer fills
             loop.call_soon(conn._continue)
     early.transports = {}
+    if early.probed:
+        import gc
+        with open(early.probed, "a", encoding="utf-8") as f:
+            f.write(f"handover gc_enabled {gc.isenabled()}\n")

@@ -412,8 +412,13 @@ class Server:
                 done.set()
 
         importer = threading.Thread(target=load, name="wqtool-import", daemon=True)
-        if lsock is None or not hasattr(select, "epoll") or os.environ.get("WQTOOL_SERVE_EARLY") == "0":
+
+        def start_import() -> None:
+            prebind.release_gc()                # (held by wqtool._entry until the first requests are served)
             importer.start()
+
+        if lsock is None or not hasattr(select, "epoll") or os.environ.get("WQTOOL_SERVE_EARLY") == "0":
+            start_import()
             done.wait()
         else:
             from .early import EarlyLoop
@@ -422,7 +427,7 @@ class Server:
             lsock.setblocking(False)
             self._set_address(lsock)
             # the import starts once the early loop is idle: the requests already waiting are answered first
-            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), importer.start)
+            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), start_import)
             self.idle_spinner = idle_start(self.spin_us, idle_as_process())
             self.served_early = True
             self._announce()
