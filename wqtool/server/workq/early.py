@@ -17,18 +17,20 @@ call. Timers still pending at the hand-over are armed again on the asyncio loop 
 ``cancel``). The interval fsync, cleaning and the slow-loris sweep are armed by ``Server.start`` as before, after the
 hand-over; a SIGTERM / SIGINT that arrives meanwhile is kept and acted on by the asyncio loop once it runs.
 
-Imports: nothing asyncio needs beyond what the engine imports already (select, socket, heapq, threading).
+Imports: nothing asyncio needs beyond what the engine imports already (select, socket, heapq, threading); _signal,
+not signal (its enums).
 """
 from __future__ import annotations
 
 import heapq
 import os
 import select
-import signal
 import sys
 import threading
 import time
 from collections import deque
+
+import _signal as signal        # (signal's enums: not needed to answer the first requests)
 
 _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
 #: how often (s) the loop looks whether the import is done, when nothing else wakes it

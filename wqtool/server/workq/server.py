@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import socket
 import sys
 import threading
@@ -426,9 +425,15 @@ class Server:
             self.inherits_sockopts = sys.platform.startswith("linux")
             lsock.setblocking(False)
             self._set_address(lsock)
+
+            def when_idle() -> None:
+                # the idle spinner (a process started by fork) too: it keeps a CPU awake between requests, and the
+                # requests waiting at the start are served before it
+                self.idle_spinner = idle_start(self.spin_us, idle_as_process())
+                start_import()
+
             # the import starts once the early loop is idle: the requests already waiting are answered first
-            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), start_import)
-            self.idle_spinner = idle_start(self.spin_us, idle_as_process())
+            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), when_idle)
             self.served_early = True
             self._announce()
             prebind.mark("early")
@@ -441,6 +446,7 @@ class Server:
         import asyncio
         await self.start()
         self._stop = asyncio.Event()
+        import signal
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 self.loop.add_signal_handler(sig, self._on_signal, sig)
@@ -453,6 +459,7 @@ class Server:
         await self.shutdown()
 
     def _on_signal(self, sig) -> None:
+        import signal
         self.log.info("stopping", signal=signal.Signals(sig).name)
         self._stop.set()
 
