@@ -174,6 +174,9 @@ def test_the_first_reply_on_an_empty_log_waits_for_no_heavy_import(tmp_path, req
     heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_BEFORE_THE_FIRST_REPLY))
     assert heavy == []
     assert "wqtool.server.workq.early" in modules
+    assert "signal" not in modules                         # (the early loop takes _signal)
+    if request_.startswith(b"inspect"):
+        assert "sortedcontainers" not in modules           # (imported by the first queue; inspect makes none)
     if lines == 1:
         assert reply == [b"+OK"]
     # the empty log's start says what the replay of the lock files alone says (segments, records, jobs, and the
