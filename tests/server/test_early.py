@@ -128,7 +128,7 @@ NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", 
                               "wqtool.engine.workq.startup", "wqtool.engine.workq.verify", "wqtool.engine.run",
                               "wqtool.engine.stats", "json",
                               # nor modules the lean path has no use for there: annotations, inspect's times
-                              "typing", "datetime", "google_crc32c")
+                              "typing", "datetime", "google_crc32c", "socket", "selectors")
 
 
 def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str], bytes, list[bytes]]:

@@ -256,9 +256,9 @@ def _servable(path: str, create: bool) -> bool:
     return True
 
 
-def take(host: str | None, port: int):
-    """The socket (a ``socket.socket``) ``early`` bound for (``host``, ``port``), handed over once (None: none, or
-    for another address)."""
+def take(host: str | None, port: int, *, raw: bool = False):
+    """The socket (a ``socket.socket``; with ``raw`` an ``_socket.socket``, without importing socket.py and its
+    enums) ``early`` bound for (``host``, ``port``), handed over once (None: none, or for another address)."""
     global _held
     if _held is None:
         return None
@@ -267,5 +267,7 @@ def take(host: str | None, port: int):
     if p != port or h != (host or ""):
         os.close(fd)
         return None
+    if raw:
+        return _socket.socket(family, _socket.SOCK_STREAM, 0, fd)
     import socket
     return socket.socket(family, socket.SOCK_STREAM, fileno=fd)

@@ -31,6 +31,7 @@ import time
 from collections import deque
 
 import _signal as signal        # (signal's enums: not needed to answer the first requests)
+import _socket                  # (likewise socket.py's: the accepted sockets are _socket.socket until the hand-over)
 
 _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
 #: how often (s) the loop looks whether the import is done, when nothing else wakes it
@@ -255,15 +256,17 @@ class EarlyLoop:
             t.mask = 0
 
     def _accept(self) -> None:
+        lsock = self.lsock
         for _ in range(ACCEPT_BATCH):
             try:
-                sock, _addr = self.lsock.accept()
+                fd, _addr = lsock._accept()     # (an _socket.socket: prebind.take(raw=True))
             except (BlockingIOError, InterruptedError):
                 return
             except ConnectionAbortedError:
                 continue
             except OSError:
                 return                      # (out of descriptors: the asyncio loop's acceptor reports it)
+            sock = _socket.socket(lsock.family, lsock.type, lsock.proto, fd)
             sock.setblocking(False)
             conn = self.factory()
             t = Transport(self, sock, conn)
@@ -359,6 +362,7 @@ class EarlyLoop:
 
 async def handover(early: EarlyLoop, loop) -> None:
     """The asyncio loop takes over the early loop's timers and connections (``Server.start``)."""
+    import socket
     now = time.monotonic()
     for h in early.timers:
         if not h.cancelled:
@@ -369,10 +373,11 @@ async def handover(early: EarlyLoop, loop) -> None:
             continue
         conn = t.conn
         conn.handed_over = True             # connection_made: only the transport changes
+        sock = socket.socket(fileno=t.sock.detach())     # (asyncio's transports take a socket.socket)
         try:
-            transport, _ = await loop.connect_accepted_socket(lambda c=conn: c, t.sock)
+            transport, _ = await loop.connect_accepted_socket(lambda c=conn: c, sock)
         except OSError as exc:
-            t.sock.close()
+            sock.close()
             conn.connection_lost(exc)
             continue
         if t.out:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import sys
 import threading
 import time
@@ -349,7 +348,10 @@ class Server:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
         lsock, self._lsock = self._lsock, None
-        if lsock is None:
+        if lsock is not None:       # the early loop's _socket.socket: the asyncio loop's acceptor takes a socket.socket
+            import socket
+            lsock = socket.socket(fileno=lsock.detach())
+        else:
             lsock = prebind.take(host.strip("[]"), int(port))      # bound before the imports
         if lsock is None:
             lsock = listen_socket(host.strip("[]") or None, int(port))
@@ -398,7 +400,7 @@ class Server:
         or epoll, or with ``WQTOOL_SERVE_EARLY=0``, it only waits for the import."""
         import select
         host, _, port = self.opts.listen.rpartition(":")
-        lsock = self._lsock = prebind.take(host.strip("[]"), int(port))
+        lsock = self._lsock = prebind.take(host.strip("[]"), int(port), raw=True)
         box: list = []
         done = threading.Event()
 
@@ -986,6 +988,7 @@ class Server:
 
 def listen_socket(host: str | None, port: int) -> socket.socket:
     """A listening TCP socket on (host, port) (IPv6 for a host with a colon; all IPv4 addresses for none)."""
+    import socket
     family = socket.AF_INET6 if host and ":" in host else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
     try:
