@@ -17,8 +17,10 @@ call. Timers still pending at the hand-over are armed again on the asyncio loop 
 ``cancel``). The interval fsync, cleaning and the slow-loris sweep are armed by ``Server.start`` as before, after the
 hand-over; a SIGTERM / SIGINT that arrives meanwhile is kept and acted on by the asyncio loop once it runs.
 
-Imports: nothing asyncio needs beyond what the engine imports already (select, socket, heapq, threading); _signal,
-not signal (its enums).
+Imports: select, heapq, threading, and _signal and _socket rather than signal and socket (their enums): nothing
+the first replies do not need. Until the hand-over the sockets are ``_socket.socket`` objects
+(``prebind.take(raw=True)``, ``_socket.socket._accept``); ``handover`` turns each into a ``socket.socket`` for
+asyncio's transports.
 """
 from __future__ import annotations
 

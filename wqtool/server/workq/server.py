@@ -348,7 +348,7 @@ class Server:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
         lsock, self._lsock = self._lsock, None
-        if lsock is not None:       # the early loop's _socket.socket: the asyncio loop's acceptor takes a socket.socket
+        if lsock is not None:       # the early loop's _socket.socket: asyncio's acceptor takes a socket.socket
             import socket
             lsock = socket.socket(fileno=lsock.detach())
         else:
@@ -395,9 +395,9 @@ class Server:
 
     def start_early(self):
         """The lean start (``run_server``): serve on the socket ``prebind.early`` bound with the early loop
-        (early.py), and once it is idle, import the event loop (uvloop / asyncio) in a thread; returns ``event_loop_factory()``'s (name,
-        factory) once the import is done. ``open_log`` has run. Without a bound socket (port 0, the CLI's start)
-        or epoll, or with ``WQTOOL_SERVE_EARLY=0``, it only waits for the import."""
+        (early.py), and once it is idle, import the event loop (uvloop / asyncio) in a thread; returns
+        ``event_loop_factory()``'s (name, factory) once the import is done. ``open_log`` has run. Without a bound
+        socket (port 0, the CLI's start) or epoll, or with ``WQTOOL_SERVE_EARLY=0``, it only waits for the import."""
         import select
         host, _, port = self.opts.listen.rpartition(":")
         lsock = self._lsock = prebind.take(host.strip("[]"), int(port), raw=True)
