@@ -12,7 +12,7 @@ import itertools
 import os
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence   # (not typing: serve imports this before its first reply)
 
 from ..errors import InputError, UsageError
 from . import progress
