@@ -115,6 +115,11 @@ class StepRunner:
             raise InjectedCrash("after:" + label)
         return r
 
+    def sync(self, label: str, path: str, fsync: bool = True) -> None:
+        """Step ``fsync-dir:<label>``: the directory ``path`` fsynced (no step without ``fsync``)."""
+        if fsync:
+            self("fsync-dir:" + label, lambda: fsync_dir(path))
+
     def during(self, label: str) -> bool:
         """True when this run must crash half way through step ``label`` (the step simulates it)."""
         return self.fail_at == "during:" + label
@@ -394,7 +399,7 @@ def rewrite_file(step: StepRunner, path: str, temp: str | None, new: Callable[[]
             step("verify-temp:" + name, verify)
         step("rename:" + name, lambda: rename(temp, path))
     step.commit()
-    step("fsync-dir:" + name, lambda: fsync_dir(os.path.dirname(path) or "."))
+    step.sync(name, os.path.dirname(path) or ".")
     if after is not None:
         after()
     if unlock is not None:

@@ -29,7 +29,7 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
-from ..fsops import FileSig, fsync_dir, ranged, unlink_quiet, without
+from ..fsops import FileSig, ranged, unlink_quiet, without
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, prove, timed, unchanged, write_step
 from .model import Record
 from .pack import _read_varint_len
@@ -179,8 +179,7 @@ class WorkqCleanPlan(SwapPlan):
                 step(f"rename:{name}.rw", lambda sc=sc: os.rename(_rw(sc.path), sc.path))
             else:
                 step(f"unlink:{name}", lambda sc=sc: unlink_quiet(sc.path))
-            if fsync:
-                step(f"fsync-dir:{name}", lambda: fsync_dir(d))
+            step.sync(name, d, fsync)
 
 
 
