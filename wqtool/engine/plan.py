@@ -323,6 +323,20 @@ def replay_pass(events, record: type, before, after, *, past: Callable[[Any], bo
     return records, kept, cut, cut_from
 
 
+def read_cuts(cuts: list[Cut], read: Callable[[str, int, int], tuple[list, int]]) -> tuple[list, dict]:
+    """What a repair loses in its damaged cuts: ``read(path, start, end)`` -> (what it still reads there, bytes in
+    which it reads nothing) for each torn-tail or unreadable cut -> ([(cut, what)], the cut ranges / bytes in which
+    nothing could be read)."""
+    out, unread = [], {"ranges": 0, "bytes": 0}
+    for c in cuts:
+        if c.what in ("unreadable", "torn-tail") and c.length:
+            found, nbytes = read(c.path, c.offset, c.offset + c.length)
+            out.append((c, found))
+            unread["ranges"] += 1 if nbytes else 0
+            unread["bytes"] += nbytes
+    return out, unread
+
+
 def repair_doc(plan: "Plan", head: dict, why: str, before: dict, after: dict,
                actions: list[dict], kept_whole: int, digests: tuple[str, str], kept: KeptRanges, tail: dict) -> dict:
     """repair's report, for every format: ``head`` (format, root[, queue]), the input's exit code, the sizes, the
