@@ -529,12 +529,12 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     real_pays, real_run, real_task = wf.chain_pays, scl.Cluster.run, wf._FastTask
     marks: dict[str, float] = {}
 
-    def frames(self, n_, fn, fields, what=None):
+    def through_frames(self, n_, fn, fields, what=None):
         return self.collect(self.tasks(n_, fn, fields, what=what))
 
     def timed_run(self, n_, fn, fields, what=None):
         marks["submit"] = time.time()
-        rows = (frames if marks.get("frames") else real_run)(self, n_, fn, fields, what)
+        rows = (through_frames if marks.get("frames") else real_run)(self, n_, fn, fields, what)
         marks["back"] = time.time()
         if breakdown:
             import pickle
@@ -551,14 +551,22 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     def local():
         return summary(read(logs, opts, want=Want.REPLAY, max_findings=1000).results[0].view())
 
-    def on_spark(chain: bool, through_frames: bool = False):
-        wf.chain_pays = lambda: chain
+    def on_spark(chain: bool | None, through_frames: bool = False):
+        """``chain`` None: ``chain_pays`` decides, as for a user's job (``marks["chained"]``: what it chose)."""
+        marks_chain = []
+
+        def pays():
+            got = real_pays() if chain is None else chain
+            marks_chain.append(got)
+            return got
+        wf.chain_pays = pays
         marks.clear()
         marks["frames"] = through_frames
         marks["start"] = time.time()
         try:
             r = read(logs, opts, want=Want.REPLAY, runner=SparkRunner(spark), max_findings=1000, summary=True)
             marks["read"] = time.time()
+            marks["chained"] = bool(marks_chain and marks_chain[-1])
             return summary(r.results[0].view())
         finally:
             wf.chain_pays = real_pays
@@ -590,6 +598,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     if frames:
         sides["frames"] = lambda: on_spark(False, True)
     sides["chained"] = lambda: on_spark(True)
+    sides["auto"] = lambda: on_spark(None)
     me = os.getpid()
     for f in sides.values():        # each path's first job (its workers, the JIT)
         f()
@@ -609,6 +618,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     cpu: dict[str, list[float]] = {k: [] for k in sides}
     waits: dict[str, list[float]] = {k: [] for k in sides}
     per_thread: dict[str, dict[str, list[float]]] = {"whole": {}, "chained": {}}
+    rounds: list[tuple[float, float, bool]] = []     # each round's CPU pressure and load at its start; auto chained?
     parts: list[dict] = []
     chain_cpu: list[list[float]] = []      # --breakdown: each chained share's CPU (its pass and its hashing)
     try:
@@ -616,6 +626,8 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
         for i in range(n):
             names = list(sides) if i % 2 == 0 else list(reversed(sides))   # interleaved: none always first
             want = None
+            psi = wf.cpu_pressure()
+            rounds.append((-1.0 if psi is None else psi, os.getloadavg()[0], False))
             for k in names:
                 procs = [me] + _descendants(me)
                 s0 = _sched(procs)
@@ -653,6 +665,8 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
                 if want is None:
                     want = got
                 assert got == want, f"{k}: another digest or counts"
+                if k == "auto":
+                    rounds[-1] = (*rounds[-1][:2], marks.get("chained", False))
                 if k == "whole" and breakdown:
                     parts.append(dict(marks))
                 if k == "chained" and breakdown and len(marks.get("shares", {})) == 2:
@@ -676,14 +690,19 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
           f"the default at the start: {auto}; {n} interleaved rounds; digests and counts identical")
     words = {"local": "local (this process)", "cli": "wqtool replay --summary (a process)",
              "whole": "spark, one task (Cluster.run)",
-             "frames": "spark, one task (DataFrame)", "chained": "spark, chained over 2 slots"}
+             "frames": "spark, one task (DataFrame)", "chained": "spark, chained over 2 slots",
+             "auto": "spark, as chain_pays chooses"}
     for k in sides:
         pairs = [a_ / b_ for a_, b_ in zip(wall["local"], wall[k])]
         ratio = "" if k == "local" else (f"; local/spark x{med(wall['local']) / med(wall[k]):.2f}, median of the "
                                          f"pairs x{med(pairs):.2f} (pairs " + " ".join(f"x{x:.2f}" for x in pairs) + ")")
         print(f"  {words[k]:<36} {med(wall[k]):.2f} s, CPU {med(cpu[k]):.2f} s, waited for a CPU "
               f"{med(waits[k]):.2f} s (runs {runs(wall[k])}){ratio}")
-    for k in ("whole", "chained"):
+    print("  each round: CPU pressure (some avg10, %) and load at its start; chained / local, one task / local; "
+          "what chain_pays chose: " + "; ".join(
+              f"{p_:.0f}% {ld:.1f} x{lc / c_:.2f} x{lc / w_:.2f} {'chain' if ch else 'whole'}"
+              for (p_, ld, ch), lc, c_, w_ in zip(rounds, wall["local"], wall["chained"], wall["whole"])))
+    for k in ("whole", "chained", "auto"):
         if k != "local" and "cli" in wall:
             pairs = [a_ / b_ for a_, b_ in zip(wall["cli"], wall[k])]
             print(f"  {words['cli']} / {words[k]}: median of the pairs x{med(pairs):.2f} (pairs "
