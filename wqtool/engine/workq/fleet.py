@@ -693,7 +693,11 @@ CHAIN_SPARE_CPUS = 1.0
 
 
 #: chained only while runnable tasks waited for a CPU less than this share (%) of the last ~10 s
-#: (``cpu_pressure``; see chain_pays)
+#: (``cpu_pressure``; see chain_pays). bench_fleet --one-log-summary, 20 rounds at pressure 88-100 % (other
+#: sessions' work; 8 burners in sessions of their own): the chain lost 17 of them, 0.81x and 0.85x the local pass
+#: by the pairs' medians; at 3-32 % (11 rounds, load 9.5 -> 4.6: the load average said busy) it won 9 (the first
+#: round, at 30 %, lost: x0.62; the second, at 32 %, even), 1.27x (1.29x as chain_pays chose; one task 0.96x).
+#: Between 32 and 88 % no round came
 CHAIN_MAX_PRESSURE = 50.0
 
 #: the kernel's CPU pressure (PSI): ``some avg10`` is the share of the last ~10 s in which at least one runnable
