@@ -40,7 +40,7 @@ from harness import crc_floor, headroom   # bench/harness.py (the script's folde
 # the installed wqtool on both sides (driver and Spark's Python workers): the checkout is NOT put on sys.path, so
 # a non-editable install is measured as installed (its C kernel), never the checkout's pure-Python one
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-AS_OF_NS = 1_795_306_600_000_000_000  # 2026-11-22T00:00:00Z
+AS_OF_NS = 1_795_306_600_000_000_000  # 2026-11-22T00:16:40Z
 
 
 def generate(out: str, dirs: int, segments: int, segment_mib: int) -> list[str]:
@@ -217,6 +217,75 @@ def _cpu_s(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             pass
     return t / tick
+
+
+def start_burners(n: int) -> list[int]:
+    """``n`` CPU burners, each in a session of its own (its own autogroup, as other users' and services' work
+    is), started through a shell that exits at once: they are no descendants of this process (so never counted
+    as a side's CPU). Returns their pids; ``stop_burners`` ends exactly those."""
+    import subprocess
+    if n <= 0:
+        return []
+    out = subprocess.run(["sh", "-c", f"for i in $(seq {n}); do setsid {sys.executable} -c 'while 1: pass' "
+                          "</dev/null >/dev/null 2>&1 & echo $!; done"], capture_output=True, text=True, check=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def stop_burners(pids: list[int]) -> None:
+    import signal
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def wait_for_load(least: float, timeout_s: float = 180.0) -> float:
+    """Poll the 1-minute load average until it is at least ``least`` (bounded by ``timeout_s``)."""
+    end = time.monotonic() + timeout_s
+    while os.getloadavg()[0] < least and time.monotonic() < end:
+        time.sleep(1.0)
+    return os.getloadavg()[0]
+
+
+def _sched(pids: list[int]) -> tuple[float, float]:
+    """Seconds on a CPU and seconds runnable but waiting for one, summed over every thread of ``pids``
+    (``/proc/PID/task/*/schedstat``: run_ns, wait_ns)."""
+    run = wait = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                    a, b, _ = f.read().split()
+            except (OSError, ValueError):
+                continue
+            run += int(a)
+            wait += int(b)
+    return run / 1e9, wait / 1e9
+
+
+def _thread_cpu(pids: list[int]) -> dict[tuple[int, str], float]:
+    """CPU seconds of each thread of ``pids``, by (tid, name)."""
+    out = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                    run = int(f.read().split()[0])
+                with open(f"/proc/{pid}/task/{t}/comm") as f:
+                    name = f.read().strip()
+            except (OSError, ValueError):
+                continue
+            out[(int(t), name)] = run / 1e9
+    return out
 
 
 def _warm_session(kind: str, conf: dict):
@@ -420,7 +489,8 @@ def _breakdown_task():
     return Timed
 
 
-def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, breakdown: bool = False) -> None:
+def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, breakdown: bool = False,
+                    burners: int = 0, frames: bool = False, threads: bool = False) -> None:
     """``replay --summary`` of one log once the session is started, as the CLI computes it (``engine.read.read``:
     the report, then the view's digest, counts per state and per queue): ``n`` interleaved rounds of the local
     engine (this process) and a warm ``local[2]`` command session (``build_session(sources=False)``, the CLI's)
@@ -429,7 +499,18 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     over the two slots (``chain_plan`` as with a CPU to spare). Wall-clock medians, every pair's ratio, the CPU
     seconds of each side (this process and its JVM and Python workers) and the load; ``loaded``: a second process
     spins on a CPU throughout. ``breakdown``: where the Spark side's time goes, from timestamps in the task and
-    on the driver (medians over the rounds)."""
+    on the driver (medians over the rounds).
+
+    ``burners``: that many CPU burners, each in a session of its own (``start_burners``: their own autogroups, as
+    other sessions' work is), started after the warm-up; the rounds begin once the load average is at least
+    6 (or 3/4 of them), and they are killed by pid at the end. Besides the local engine in this process
+    (``local``), ``cli`` runs ``wqtool replay --summary LOG`` as a process of its own, as a user runs it (its
+    start-up and imports included; bytecode compiled beforehand), in this process' session, as the Spark
+    session's JVM and workers are: the sides run in turn, never at once. Every side's CPU and its wait for a CPU
+    (``/proc/PID/task/*/schedstat`` of this process and its descendants; the CLI's own process read as it exits)
+    are printed as medians. ``frames``: also the one task through a DataFrame (the path before ``Cluster.run``).
+    ``threads``: the CPU of each thread of the Spark side (the JVM's by name, the Python workers') over the
+    one-task and the chained rounds."""
     import subprocess
 
     import wqtool.engine.workq.fleet as wf
@@ -448,12 +529,12 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     real_pays, real_run, real_task = wf.chain_pays, scl.Cluster.run, wf._FastTask
     marks: dict[str, float] = {}
 
-    def frames(self, n_, fn, fields, what=None):
+    def through_frames(self, n_, fn, fields, what=None):
         return self.collect(self.tasks(n_, fn, fields, what=what))
 
     def timed_run(self, n_, fn, fields, what=None):
         marks["submit"] = time.time()
-        rows = (frames if marks.get("frames") else real_run)(self, n_, fn, fields, what)
+        rows = (through_frames if marks.get("frames") else real_run)(self, n_, fn, fields, what)
         marks["back"] = time.time()
         if breakdown:
             import pickle
@@ -470,14 +551,22 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     def local():
         return summary(read(logs, opts, want=Want.REPLAY, max_findings=1000).results[0].view())
 
-    def on_spark(chain: bool, through_frames: bool = False):
-        wf.chain_pays = lambda: chain
+    def on_spark(chain: bool | None, through_frames: bool = False):
+        """``chain`` None: ``chain_pays`` decides, as for a user's job (``marks["chained"]``: what it chose)."""
+        marks_chain = []
+
+        def pays():
+            got = real_pays() if chain is None else chain
+            marks_chain.append(got)
+            return got
+        wf.chain_pays = pays
         marks.clear()
         marks["frames"] = through_frames
         marks["start"] = time.time()
         try:
             r = read(logs, opts, want=Want.REPLAY, runner=SparkRunner(spark), max_findings=1000, summary=True)
             marks["read"] = time.time()
+            marks["chained"] = bool(marks_chain and marks_chain[-1])
             return summary(r.results[0].view())
         finally:
             wf.chain_pays = real_pays
@@ -485,13 +574,38 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     scl.Cluster.run = timed_run
     if breakdown:
         wf._FastTask = _breakdown_task()
-    sides = {"local": local, "whole": lambda: on_spark(False), "frames": lambda: on_spark(False, True),
-             "chained": lambda: on_spark(True)}
+    iso = "2026-11-22T00:16:40Z"      # AS_OF_NS
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(os.path.dirname(wf.__file__))],
+                   check=True)
+    cli_sched: dict[str, float] = {}
+
+    def cli():
+        """``wqtool replay --summary LOG`` in a process of its own; its CPU and wait from its schedstat, read
+        after it exits and before it is reaped (``waitid(WNOWAIT)``)."""
+        exe = os.path.join(os.path.dirname(sys.executable), "wqtool")
+        p = subprocess.Popen([exe, "replay", "--summary", "--as-of", iso, path], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+        out = p.stdout.read().decode()
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+        with open(f"/proc/{p.pid}/schedstat") as f:
+            a, b, _ = f.read().split()
+        cli_sched["run"], cli_sched["wait"] = int(a) / 1e9, int(b) / 1e9
+        if p.wait() != 0:
+            raise RuntimeError(f"wqtool replay --summary exited {p.returncode}")
+        return [ln.split()[1] for ln in out.splitlines() if ln.startswith("digest ")][0]
+
+    sides = {"local": local, "cli": cli, "whole": lambda: on_spark(False)}
+    if frames:
+        sides["frames"] = lambda: on_spark(False, True)
+    sides["chained"] = lambda: on_spark(True)
+    sides["auto"] = lambda: on_spark(None)
     me = os.getpid()
     for f in sides.values():        # each path's first job (its workers, the JIT)
         f()
         f()
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
+    burning = start_burners(burners)
+    load_start = wait_for_load(min(6.0, 0.75 * burners)) if burning else os.getloadavg()[0]
 
     def spun() -> float:
         """The spinning process' CPU seconds (a child of this process: not counted as either side's)."""
@@ -502,22 +616,57 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
         return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK")
     wall: dict[str, list[float]] = {k: [] for k in sides}
     cpu: dict[str, list[float]] = {k: [] for k in sides}
+    waits: dict[str, list[float]] = {k: [] for k in sides}
+    per_thread: dict[str, dict[str, list[float]]] = {"whole": {}, "chained": {}}
+    rounds: list[tuple[float, float, bool]] = []     # each round's CPU pressure and load at its start; auto chained?
     parts: list[dict] = []
     chain_cpu: list[list[float]] = []      # --breakdown: each chained share's CPU (its pass and its hashing)
     try:
-        load0 = os.getloadavg()[0]
+        load0 = load_start
         for i in range(n):
             names = list(sides) if i % 2 == 0 else list(reversed(sides))   # interleaved: none always first
             want = None
+            psi = wf.cpu_pressure()
+            rounds.append((-1.0 if psi is None else psi, os.getloadavg()[0], False))
             for k in names:
+                procs = [me] + _descendants(me)
+                s0 = _sched(procs)
+                th0 = _thread_cpu(procs) if threads and k in per_thread else None
+                if th0 is not None:
+                    tids_me = {int(t) for t in os.listdir(f"/proc/{me}/task")}
+                    jvm_ = _jvm(me)
+                    tids_jvm = {int(t) for t in os.listdir(f"/proc/{jvm_}/task")} if jvm_ else set()
                 c = time.process_time() + _cpu_s(me) - spun()
+                ch = os.times()
                 t = time.perf_counter()
                 got = sides[k]()
                 wall[k].append(time.perf_counter() - t)
-                cpu[k].append(time.process_time() + _cpu_s(me) - spun() - c)
+                ch1 = os.times()
+                s1 = _sched(procs)
+                cpu[k].append(time.process_time() + _cpu_s(me) - spun() - c
+                              + ch1.children_user + ch1.children_system - ch.children_user - ch.children_system)
+                waits[k].append(s1[1] - s0[1] + (cli_sched["wait"] if k == "cli" else 0.0))
+                if th0 is not None:     # summed by role: the driver's threads, the JVM's by name, the workers
+                    th1 = _thread_cpu(procs)
+                    run: dict[str, float] = {}
+                    for key, v in th1.items():
+                        d = v - th0.get(key, 0.0)
+                        if d > 0.0005:
+                            name = ("driver (this process)" if key[0] in tids_me else f"jvm {key[1]}"
+                                    if key[0] in tids_jvm else "python workers")
+                            run[name] = run.get(name, 0.0) + d
+                    for name, d in run.items():
+                        per_thread[k].setdefault(name, []).append(d)
+                if k == "cli":
+                    got = got.removeprefix("sha256:")
+                    ref = (want or local())[0]
+                    assert got == str(ref).removeprefix("sha256:"), f"cli: another digest ({got} vs {ref})"
+                    continue
                 if want is None:
                     want = got
                 assert got == want, f"{k}: another digest or counts"
+                if k == "auto":
+                    rounds[-1] = (*rounds[-1][:2], marks.get("chained", False))
                 if k == "whole" and breakdown:
                     parts.append(dict(marks))
                 if k == "chained" and breakdown and len(marks.get("shares", {})) == 2:
@@ -528,6 +677,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
         if burner is not None:
             burner.kill()
             burner.wait()
+        stop_burners(burning)
     spark.stop()
     med = statistics.median
     size = sum(os.path.getsize(s_.path) for s_ in logs[0].data.segments)
@@ -535,15 +685,33 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     def runs(xs):
         return " ".join(f"{x:.2f}" for x in xs)
     print(f"replay --summary of {path} ({size / 2**20:.0f} MiB), load {load0:.2f} -> {load1:.2f}"
-          f"{', a second process spinning' if loaded else ''}, {os.cpu_count()} CPUs (shared); "
+          f"{', a second process spinning' if loaded else ''}"
+          f"{f', {len(burning)} burners each in a session of its own' if burning else ''}, {os.cpu_count()} CPUs (shared); "
           f"the default at the start: {auto}; {n} interleaved rounds; digests and counts identical")
-    words = {"local": "local (this process)", "whole": "spark, one task (Cluster.run)",
-             "frames": "spark, one task (DataFrame)", "chained": "spark, chained over 2 slots"}
+    words = {"local": "local (this process)", "cli": "wqtool replay --summary (a process)",
+             "whole": "spark, one task (Cluster.run)",
+             "frames": "spark, one task (DataFrame)", "chained": "spark, chained over 2 slots",
+             "auto": "spark, as chain_pays chooses"}
     for k in sides:
         pairs = [a_ / b_ for a_, b_ in zip(wall["local"], wall[k])]
         ratio = "" if k == "local" else (f"; local/spark x{med(wall['local']) / med(wall[k]):.2f}, median of the "
                                          f"pairs x{med(pairs):.2f} (pairs " + " ".join(f"x{x:.2f}" for x in pairs) + ")")
-        print(f"  {words[k]:<32} {med(wall[k]):.2f} s, CPU {med(cpu[k]):.2f} s (runs {runs(wall[k])}){ratio}")
+        print(f"  {words[k]:<36} {med(wall[k]):.2f} s, CPU {med(cpu[k]):.2f} s, waited for a CPU "
+              f"{med(waits[k]):.2f} s (runs {runs(wall[k])}){ratio}")
+    print("  each round: CPU pressure (some avg10, %) and load at its start; chained / local, one task / local; "
+          "what chain_pays chose: " + "; ".join(
+              f"{p_:.0f}% {ld:.1f} x{lc / c_:.2f} x{lc / w_:.2f} {'chain' if ch else 'whole'}"
+              for (p_, ld, ch), lc, c_, w_ in zip(rounds, wall["local"], wall["chained"], wall["whole"])))
+    for k in ("whole", "chained", "auto"):
+        if k != "local" and "cli" in wall:
+            pairs = [a_ / b_ for a_, b_ in zip(wall["cli"], wall[k])]
+            print(f"  {words['cli']} / {words[k]}: median of the pairs x{med(pairs):.2f} (pairs "
+                  + " ".join(f"x{x:.2f}" for x in pairs) + ")")
+    for k, by in per_thread.items():
+        if by:
+            top = sorted(by.items(), key=lambda kv: -sum(kv[1]))[:10]
+            print(f"  {words[k]}, CPU by thread (ms per run, medians over the runs they ran in): "
+                  + ", ".join(f"{name} {1000 * med(v):.0f} ({len(v)})" for name, v in top))
     if parts:
         _print_breakdown(parts)
     if chain_cpu and parts:
@@ -647,6 +815,13 @@ def main() -> None:
     ap.add_argument("--breakdown", action="store_true",
                     help="with --one-log-summary: where the one task's job goes (timestamps in the task and on the "
                     "driver)")
+    ap.add_argument("--burners", type=int, default=0, metavar="N",
+                    help="with --one-log-summary: N CPU burners, each in a session of its own, during the rounds "
+                    "(killed by pid at the end)")
+    ap.add_argument("--frames", action="store_true",
+                    help="with --one-log-summary: also the one task through a DataFrame")
+    ap.add_argument("--threads", action="store_true",
+                    help="with --one-log-summary: the Spark side's CPU by thread")
     ap.add_argument("--one-log-summary", metavar="LOG",
                     help="only measure replay --summary of one log, local vs a started local[2] session (chained, "
                     "and whole in one task), --repeat interleaved rounds")
@@ -663,7 +838,8 @@ def main() -> None:
         count_sessions(a.count_sessions, a.repeat, a.out, a.spark_conf, loaded=a.count_loaded)
         return
     if a.one_log_summary:
-        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf, loaded=a.count_loaded, breakdown=a.breakdown)
+        one_log_summary(a.one_log_summary, a.repeat, a.spark_conf, loaded=a.count_loaded, breakdown=a.breakdown,
+                        burners=a.burners, frames=a.frames, threads=a.threads)
         return
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")

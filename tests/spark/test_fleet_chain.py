@@ -149,6 +149,7 @@ def test_chain_only_for_one_big_log_summary(spark, corpus, monkeypatch):
     from wqtool.engine.workq import fleet
     from wqtool.spark.cluster import Cluster
     c = Cluster(spark)
+    monkeypatch.setattr(fleet, "PRESSURE_FILE", "/nonexistent/pressure/cpu")     # no PSI: the load average
     monkeypatch.setattr(fleet.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(fleet.os, "getloadavg", lambda: (1.1, 9.0, 9.0))     # no CPU spare: one task
     logs = [_log(corpus, "upstream-a-run1")]
@@ -168,6 +169,46 @@ def test_chain_only_for_one_big_log_summary(spark, corpus, monkeypatch):
     assert plan(c, logs, sizes, digest=True, want_jobs=False, stats=True, chain=True) == 0
     two = logs + [_log(corpus, "sample-clean")]
     assert plan(c, two, sizes * 2, digest=True, want_jobs=False, stats=False, chain=True) == 0
+
+
+PSI = "some avg10={} avg60=67.70 avg300=69.79 total=32594632266\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+
+
+@pytest.mark.parametrize("some, load, chained", [
+    (0.0, 7.5, True),           # a core free these last seconds, though the 1-minute load says busy
+    (49.9, 1.0, True),
+    (50.0, 0.2, False),         # runnable tasks waited for a CPU half the time: no core free
+    (81.07, 0.0, False),
+])
+def test_chain_pays_while_the_cpu_pressure_says_a_core_is_free(tmp_path, monkeypatch, some, load, chained):
+    """``chain_pays`` reads the kernel's CPU pressure (``some avg10``: the share of the last ~10 s in which a
+    runnable task waited for a CPU), not the 1-minute load average, which lags (bench_fleet --one-log-summary:
+    the chain won by its pairs' median while the load average still said busy, docs/spark.md)."""
+    from wqtool.engine.workq import fleet
+    f = tmp_path / "cpu"
+    f.write_text(PSI.format(some))
+    monkeypatch.setattr(fleet, "PRESSURE_FILE", str(f))
+    monkeypatch.setattr(fleet.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (load, load, load))
+    assert fleet.cpu_pressure() == some
+    assert fleet.chain_pays() is chained
+
+
+@pytest.mark.parametrize("text", [None, "", "full avg10=0.00\n", "some avg60=1.00\n", "some avg10=x\n"])
+def test_chain_pays_without_a_cpu_pressure_reads_the_load_average(tmp_path, monkeypatch, text):
+    """No PSI (an old kernel, a file missing or unreadable as expected): the 1-minute load average decides, as
+    before (a CPU spare: chained)."""
+    from wqtool.engine.workq import fleet
+    f = tmp_path / "cpu"
+    if text is not None:
+        f.write_text(text)
+    monkeypatch.setattr(fleet, "PRESSURE_FILE", str(f))
+    monkeypatch.setattr(fleet.os, "cpu_count", lambda: 2)
+    assert fleet.cpu_pressure() is None
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (1.0, 9.0, 9.0))
+    assert fleet.chain_pays() is True
+    monkeypatch.setattr(fleet.os, "getloadavg", lambda: (1.1, 0.0, 0.0))
+    assert fleet.chain_pays() is False
 
 
 def test_relay_passes_values_to_its_secret_only():

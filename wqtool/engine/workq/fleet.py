@@ -692,12 +692,44 @@ def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: boo
 CHAIN_SPARE_CPUS = 1.0
 
 
+#: chained only while runnable tasks waited for a CPU less than this share (%) of the last ~10 s
+#: (``cpu_pressure``; see chain_pays). bench_fleet --one-log-summary, 20 rounds at pressure 88-100 % (other
+#: sessions' work; 8 burners in sessions of their own): the chain lost 17 of them, 0.81x and 0.85x the local pass
+#: by the pairs' medians; at 3-32 % (11 rounds, load 9.5 -> 4.6: the load average said busy) it won 9 (the first
+#: round, at 30 %, lost: x0.62; the second, at 32 %, even), 1.27x (1.29x as chain_pays chose; one task 0.96x).
+#: Between 32 and 88 % no round came
+CHAIN_MAX_PRESSURE = 50.0
+
+#: the kernel's CPU pressure (PSI): ``some avg10`` is the share of the last ~10 s in which at least one runnable
+#: task waited for a CPU
+PRESSURE_FILE = "/proc/pressure/cpu"
+
+
+def cpu_pressure(path: str | None = None) -> float | None:
+    """``some avg10`` of the kernel's CPU pressure (percent), or None where it cannot be read (no PSI)."""
+    try:
+        with open(path or PRESSURE_FILE, encoding="ascii") as f:
+            for line in f:
+                w = line.split()
+                if w and w[0] == "some":
+                    return float(dict(x.split("=", 1) for x in w[1:])["avg10"])
+    except (OSError, ValueError, KeyError):
+        return None
+    return None
+
+
 def chain_pays() -> bool:
-    """Whether a chain should pay on this machine now (its 1-minute load average leaves ``CHAIN_SPARE_CPUS``
-    CPUs spare): a chain's shares frame every record each (~0.05 s of CPU a share for a 220 MiB log; each
-    record's CRC is checked by one share only, ``crc_share``), run at once, and gain only where a core is free. On a busy machine the CPU a process group gets is its fair
-    share (Linux's autogroups: one per session, so the local engine's process and a local Spark's JVM and
-    workers alike), however many threads it runs: two shares then take longer than one task (docs/spark.md)."""
+    """Whether a chain should pay on this machine now: a core is free — the kernel's CPU pressure over the last
+    ~10 s (``cpu_pressure``) below ``CHAIN_MAX_PRESSURE``; where that cannot be read, the 1-minute load average
+    leaves ``CHAIN_SPARE_CPUS`` CPUs spare. A chain's shares frame every record each (~0.05 s of CPU a share for
+    a 220 MiB log; each record's CRC is checked by one share only, ``crc_share``), run at once, and gain only
+    where a core is free. While other sessions keep the cores busy the session's two shares get no more CPU than
+    one task (Linux's autogroups; measured with burners each in a session of its own: docs/spark.md), and the
+    chain loses by its extra CPU. The load average lags by a minute or more; the pressure follows within
+    seconds."""
+    p = cpu_pressure()
+    if p is not None:
+        return p < CHAIN_MAX_PRESSURE
     try:
         return os.getloadavg()[0] + CHAIN_SPARE_CPUS <= (os.cpu_count() or 1)
     except OSError:
