@@ -860,7 +860,407 @@ static void idle_atfork_child(void)
     idle_parked = 0;
 }
 
+/* The reply writer (conn.py, WQTOOL_SERVE_WRITER): a C thread that sends the replies of a group commit, so the loop
+ * thread, which holds the GIL, hands them over in one call per loop iteration (writer_batch) instead of making one
+ * send(2) per connection. Beside other sessions' work a server gets about one scheduling group's share of each CPU
+ * where it has a runnable thread (autogroup); the sends (the loopback's whole TCP path, the client's wake-up) then
+ * run on the second CPU's share: at 16 connections the loop thread's CPU per request went from 25 to 19.5-20.5 us.
+ *
+ * Each connection in writer mode has a descriptor of the writer's own (a dup(2) of the socket, writer_open), so a
+ * descriptor number is never reused under a queued reply: only writer_reclaim closes it, with nothing of it queued
+ * or in flight. Replies of one connection leave in order: the queue is FIFO and one thread sends. A send that
+ * would block (a client not reading) marks the descriptor fallen back: what is left of it, and whatever is queued
+ * for it later, waits in a back list; the eventfd (writer_efd) tells the loop, which takes it all back with
+ * writer_reclaim and hands it to the asyncio transport, which then owns the connection's writes with its
+ * back-pressure (pause_writing). A send that fails otherwise (reset, EPIPE) drops the reply, as a transport whose
+ * connection is lost does; the reading side reports the loss. */
+#include <pthread.h>
+#include <errno.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+struct wnode { struct wnode *next; int fd; Py_ssize_t off, len; char data[]; };
+static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t w_cv = PTHREAD_COND_INITIALIZER;      /* work queued */
+static pthread_cond_t w_idle = PTHREAD_COND_INITIALIZER;    /* the batch in flight is done */
+static struct wnode *w_head, *w_tail;                       /* queued, not yet taken by the thread */
+static int w_sleeping, w_busy, w_started, w_efd = -1, w_cap;
+static int *w_pending;                  /* per descriptor: nodes queued or in flight (atomic) */
+static unsigned char *w_fallen;         /* per descriptor: a send would have blocked */
+static struct wnode **w_back_h, **w_back_t;   /* per descriptor: what is left once fallen back */
+static long long w_fallbacks;
+static int w_sigpipe_ign;               /* SIGPIPE ignored (CPython's default): plain write(2), else send(2) */
+
+/* one non-blocking write of a reply (the socket is O_NONBLOCK: the asyncio loop made it so) */
+static inline ssize_t w_write(int fd, const char *p, size_t n)
+{
+    return w_sigpipe_ign ? write(fd, p, n) : send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static void *w_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&w_mu);
+        while (!w_head) {
+            w_sleeping = 1;
+            pthread_cond_wait(&w_cv, &w_mu);
+        }
+        w_sleeping = 0;
+        struct wnode *n = w_head;
+        w_head = w_tail = NULL;
+        w_busy = 1;
+        pthread_mutex_unlock(&w_mu);
+        int fell = 0;
+        while (n) {
+            struct wnode *nx = n->next;
+            int fd = n->fd;
+            n->next = NULL;
+            if (!w_fallen[fd]) {
+                while (n->off < n->len) {
+                    ssize_t k = w_write(fd, n->data + n->off, (size_t)(n->len - n->off));
+                    if (k > 0) {
+                        n->off += k;
+                        continue;
+                    }
+                    if (k < 0 && errno == EINTR)
+                        continue;
+                    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                        w_fallen[fd] = 1;
+                        fell = 1;
+                    } else
+                        n->off = n->len;        /* the connection is gone: the reply is dropped */
+                    break;
+                }
+            }
+            if (w_fallen[fd]) {                 /* kept for writer_reclaim, in order */
+                if (w_back_t[fd])
+                    w_back_t[fd]->next = n;
+                else
+                    w_back_h[fd] = n;
+                w_back_t[fd] = n;
+            } else {
+                free(n);
+                __atomic_sub_fetch(&w_pending[fd], 1, __ATOMIC_RELEASE);
+            }
+            n = nx;
+        }
+        pthread_mutex_lock(&w_mu);
+        w_busy = 0;
+        pthread_cond_broadcast(&w_idle);
+        pthread_mutex_unlock(&w_mu);
+        if (fell) {
+            uint64_t one = 1;
+            ssize_t r = write(w_efd, &one, sizeof one);
+            (void)r;
+        }
+    }
+    return NULL;
+}
+
+/* writer_open(fd) -> the writer's own descriptor for the connection (a dup); starts the thread the first time */
+static PyObject *p_writer_open(PyObject *self, PyObject *args)
+{
+    int fd;
+    if (!PyArg_ParseTuple(args, "i:writer_open", &fd))
+        return NULL;
+    if (w_efd < 0) {
+        struct sigaction sa;
+        w_sigpipe_ign = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+        w_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (w_efd < 0)
+            return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    int wfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (wfd < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    pthread_mutex_lock(&w_mu);
+    while (w_busy)
+        pthread_cond_wait(&w_idle, &w_mu);
+    if (wfd >= w_cap) {                 /* (the thread reads these only while busy: not now) */
+        int cap = w_cap ? w_cap : 64;
+        while (cap <= wfd)
+            cap *= 2;
+        int *pe = realloc(w_pending, cap * sizeof *pe);
+        if (pe) w_pending = pe;
+        unsigned char *fa = realloc(w_fallen, cap);
+        if (fa) w_fallen = fa;
+        struct wnode **bh = realloc(w_back_h, cap * sizeof *bh);
+        if (bh) w_back_h = bh;
+        struct wnode **bt = realloc(w_back_t, cap * sizeof *bt);
+        if (bt) w_back_t = bt;
+        if (!pe || !fa || !bh || !bt) {
+            pthread_mutex_unlock(&w_mu);
+            close(wfd);
+            return PyErr_NoMemory();
+        }
+        for (int i = w_cap; i < cap; i++) {
+            w_pending[i] = 0;
+            w_fallen[i] = 0;
+            w_back_h[i] = w_back_t[i] = NULL;
+        }
+        w_cap = cap;
+    }
+    w_pending[wfd] = 0;
+    w_fallen[wfd] = 0;
+    w_back_h[wfd] = w_back_t[wfd] = NULL;
+    int start = !w_started;
+    w_started = 1;
+    pthread_mutex_unlock(&w_mu);
+    if (start) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&a, 65536);
+        int ok = pthread_create(&t, &a, w_main, NULL) == 0;
+        pthread_attr_destroy(&a);
+        if (!ok) {
+            w_started = 0;
+            close(wfd);
+            PyErr_SetString(PyExc_OSError, "writer_open: the writer thread could not be started");
+            return NULL;
+        }
+    }
+    return PyLong_FromLong(wfd);
+}
+
+static struct wnode *w_node(int fd, const char *data, Py_ssize_t len)
+{
+    struct wnode *x = malloc(sizeof *x + len);
+    if (!x)
+        return NULL;
+    x->next = NULL;
+    x->fd = fd;
+    x->off = 0;
+    x->len = len;
+    memcpy(x->data, data, len);
+    return x;
+}
+
+static void w_enqueue(struct wnode *h, struct wnode *t)
+{
+    pthread_mutex_lock(&w_mu);
+    if (w_tail)
+        w_tail->next = h;
+    else
+        w_head = h;
+    w_tail = t;
+    int wake = w_sleeping;
+    w_sleeping = 0;
+    pthread_mutex_unlock(&w_mu);
+    if (wake)
+        pthread_cond_signal(&w_cv);
+}
+
+/* writer_batch([wfd, bytes, wfd, bytes, ...]): queue replies (in order) and wake the thread once */
+static PyObject *p_writer_batch(PyObject *self, PyObject *lst)
+{
+    if (!PyList_Check(lst))
+        return PyErr_Format(PyExc_TypeError, "writer_batch: a list expected");
+    Py_ssize_t n = PyList_GET_SIZE(lst);
+    struct wnode *h = NULL, *t = NULL;
+    for (Py_ssize_t i = 0; i + 1 < n; i += 2) {
+        PyObject *o = PyList_GET_ITEM(lst, i), *b = PyList_GET_ITEM(lst, i + 1);
+        long fd = PyLong_AsLong(o);
+        if (fd < 0 || fd >= w_cap || !PyBytes_Check(b)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "writer_batch: (writer descriptor, bytes) pairs expected");
+            goto fail;
+        }
+        struct wnode *x = w_node((int)fd, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
+        if (!x) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        __atomic_add_fetch(&w_pending[fd], 1, __ATOMIC_RELAXED);
+        if (t)
+            t->next = x;
+        else
+            h = x;
+        t = x;
+    }
+    if (h)
+        w_enqueue(h, t);
+    Py_RETURN_NONE;
+fail:
+    while (h) {
+        struct wnode *nx = h->next;
+        __atomic_sub_fetch(&w_pending[h->fd], 1, __ATOMIC_RELAXED);
+        free(h);
+        h = nx;
+    }
+    return NULL;
+}
+
+/* writer_send(wfd, bytes): one reply sent now by the calling thread when nothing of this connection is queued (a
+ * lone connection: no hand-over on its critical path), else queued behind it. None when sent or queued; the bytes
+ * not sent when a send would block (the caller takes the connection back, writer_reclaim, and writes them). */
+static PyObject *p_writer_send(PyObject *self, PyObject *args)
+{
+    int fd;
+    Py_buffer b;
+    if (!PyArg_ParseTuple(args, "iy*:writer_send", &fd, &b))
+        return NULL;
+    if (fd < 0 || fd >= w_cap) {
+        PyBuffer_Release(&b);
+        PyErr_SetString(PyExc_ValueError, "writer_send: not a writer descriptor");
+        return NULL;
+    }
+    if (__atomic_load_n(&w_pending[fd], __ATOMIC_ACQUIRE) == 0) {
+        Py_ssize_t off = 0;
+        while (off < b.len) {
+            ssize_t k = w_write(fd, (char *)b.buf + off, (size_t)(b.len - off));
+            if (k > 0) {
+                off += k;
+                continue;
+            }
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                PyObject *rest = PyBytes_FromStringAndSize((char *)b.buf + off, b.len - off);
+                PyBuffer_Release(&b);
+                return rest;
+            }
+            break;                      /* the connection is gone: dropped, as a lost transport's */
+        }
+        PyBuffer_Release(&b);
+        Py_RETURN_NONE;
+    }
+    struct wnode *x = w_node(fd, b.buf, b.len);
+    PyBuffer_Release(&b);
+    if (!x)
+        return PyErr_NoMemory();
+    __atomic_add_fetch(&w_pending[fd], 1, __ATOMIC_RELAXED);
+    w_enqueue(x, x);
+    Py_RETURN_NONE;
+}
+
+/* writer_reclaim(wfd) -> bytes | None: the connection leaves writer mode. Waits for the batch in flight, takes
+ * back (in order) what was not sent — the fallen-back rest and what is still queued — and closes the writer's
+ * descriptor. */
+static PyObject *p_writer_reclaim(PyObject *self, PyObject *args)
+{
+    int fd;
+    if (!PyArg_ParseTuple(args, "i:writer_reclaim", &fd))
+        return NULL;
+    if (fd < 0 || fd >= w_cap) {
+        PyErr_SetString(PyExc_ValueError, "writer_reclaim: not a writer descriptor");
+        return NULL;
+    }
+    struct wnode *h = NULL, *t = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&w_mu);
+    while (w_busy)
+        pthread_cond_wait(&w_idle, &w_mu);
+    h = w_back_h[fd];
+    t = w_back_t[fd];
+    w_back_h[fd] = w_back_t[fd] = NULL;
+    if (w_fallen[fd] && h)
+        w_fallbacks++;
+    w_fallen[fd] = 0;
+    struct wnode **pp = &w_head, *last = NULL;
+    while (*pp) {                       /* queued for this descriptor: out of the queue, onto the list */
+        struct wnode *x = *pp;
+        if (x->fd == fd) {
+            *pp = x->next;
+            x->next = NULL;
+            if (t)
+                t->next = x;
+            else
+                h = x;
+            t = x;
+        } else {
+            last = x;
+            pp = &x->next;
+        }
+    }
+    w_tail = last;
+    w_pending[fd] = 0;
+    close(fd);
+    pthread_mutex_unlock(&w_mu);
+    Py_END_ALLOW_THREADS
+    Py_ssize_t total = 0;
+    for (struct wnode *x = h; x; x = x->next)
+        total += x->len - x->off;
+    PyObject *out = NULL;
+    if (total > 0) {
+        out = PyBytes_FromStringAndSize(NULL, total);
+        if (out) {
+            char *p = PyBytes_AS_STRING(out);
+            for (struct wnode *x = h; x; x = x->next) {
+                memcpy(p, x->data + x->off, x->len - x->off);
+                p += x->len - x->off;
+            }
+        }
+    }
+    while (h) {
+        struct wnode *nx = h->next;
+        free(h);
+        h = nx;
+    }
+    if (total > 0)
+        return out;
+    Py_RETURN_NONE;
+}
+
+/* writer_fallen() -> [wfd, ...]: the descriptors whose sends would have blocked (reset the eventfd first) */
+static PyObject *p_writer_fallen(PyObject *self, PyObject *noargs)
+{
+    PyObject *l = PyList_New(0);
+    if (!l)
+        return NULL;
+    pthread_mutex_lock(&w_mu);
+    while (w_busy)
+        pthread_cond_wait(&w_idle, &w_mu);
+    for (int i = 0; i < w_cap; i++)
+        if (w_fallen[i]) {
+            PyObject *v = PyLong_FromLong(i);
+            if (!v || PyList_Append(l, v) < 0) {
+                Py_XDECREF(v);
+                pthread_mutex_unlock(&w_mu);
+                Py_DECREF(l);
+                return NULL;
+            }
+            Py_DECREF(v);
+        }
+    pthread_mutex_unlock(&w_mu);
+    return l;
+}
+
+static PyObject *p_writer_efd(PyObject *self, PyObject *noargs)
+{
+    return PyLong_FromLong(w_efd);
+}
+
+static PyObject *p_writer_fallbacks(PyObject *self, PyObject *noargs)
+{
+    return PyLong_FromLongLong(w_fallbacks);
+}
+
+/* a child forked from the server has no writer thread (nor connections of its parent's in writer mode) */
+static void w_atfork_child(void)
+{
+    w_started = 0;
+    w_busy = 0;
+    w_sleeping = 0;
+    w_head = w_tail = NULL;
+    pthread_mutex_init(&w_mu, NULL);
+    pthread_cond_init(&w_cv, NULL);
+    pthread_cond_init(&w_idle, NULL);
+}
+
 static PyMethodDef methods[] = {
+    {"writer_open", p_writer_open, METH_VARARGS, "writer_open(fd) -> wfd: the reply writer's descriptor for a "
+                                                 "connection (conn.py)."},
+    {"writer_batch", p_writer_batch, METH_O, "writer_batch([wfd, bytes, ...]): replies for the writer thread."},
+    {"writer_send", p_writer_send, METH_VARARGS, "writer_send(wfd, bytes): sent now if nothing is queued, else "
+                                                 "queued; the unsent rest if a send would block."},
+    {"writer_reclaim", p_writer_reclaim, METH_VARARGS, "writer_reclaim(wfd) -> bytes | None: what was not sent; "
+                                                       "closes wfd."},
+    {"writer_fallen", p_writer_fallen, METH_NOARGS, "writer_fallen() -> [wfd]: sends that would have blocked."},
+    {"writer_efd", p_writer_efd, METH_NOARGS, "writer_efd(): the eventfd readable when a connection fell back."},
+    {"writer_fallbacks", p_writer_fallbacks, METH_NOARGS, "writer_fallbacks(): connections taken back with data."},
     {"idle_spin_start", p_idle_spin_start, METH_VARARGS, "idle_spin_start(window_ns, process): a SCHED_IDLE spinner "
                                                          "keeps a CPU awake while requests come (spin.py)."},
     {"spin_start", p_spin_start, METH_O, "spin_start(limit_ns): a C thread spins until spin_stop() (spin.py)."},
@@ -890,6 +1290,7 @@ PyMODINIT_FUNC PyInit__proto(void)
     crc_init();
     pthread_atfork(NULL, NULL, spin_atfork_child);
     pthread_atfork(NULL, NULL, idle_atfork_child);
+    pthread_atfork(NULL, NULL, w_atfork_child);
 #if HAVE_HW_CRC
     __builtin_cpu_init();
     if (__builtin_cpu_supports("sse4.2")) {
