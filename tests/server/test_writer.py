@@ -32,7 +32,6 @@ async def _connect(srv):
     b.setblocking(False)
     conn = Conn(srv)
     await srv.loop.connect_accepted_socket(lambda: conn, a)
-    conn.flush_out()                # (writer mode is entered at a flush with the transport's buffer empty)
     return conn, b
 
 

@@ -51,7 +51,7 @@ def set_sockopts(sock) -> None:
 class Conn:                     # an asyncio Protocol (not a subclass: asyncio is imported after the first replies)
     __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
                  "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
-                 "resume_scheduled", "made", "handed_over", "make_waiter", "wfd", "wlater")
+                 "resume_scheduled", "made", "handed_over", "make_waiter", "wfd")
 
     def __init__(self, srv):
         self.srv = srv
@@ -76,7 +76,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         self.handed_over = False            # early.handover: the asyncio transport replaces the early loop's
         self.make_waiter = self._make_waiter    # (bound once, not per request)
         self.wfd = -1                       # the reply writer's descriptor (writer mode), else -1 (the transport's)
-        self.wlater = False                 # writer mode to be entered at a flush (Conn._wopen)
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport) -> None:
@@ -84,7 +83,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         if self.handed_over:                # (early.py) the same connection, now on the asyncio loop
             self.handed_over = False
             transport.set_write_buffer_limits(high=OUT_HIGH)
-            self.wlater = self.srv.writer   # (once what the early loop had not sent has left: Conn._wopen)
             return
         srv = self.srv
         if len(srv.conns) >= srv.max_connections:
@@ -101,7 +99,10 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             if sock is not None:
                 set_sockopts(sock)
         transport.set_write_buffer_limits(high=OUT_HIGH)
-        self.wlater = srv.writer
+        if srv.writer:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                self.wfd = srv.writer_open(sock.fileno(), self)
         if srv.log.level <= 10:
             srv.log.debug("connection open", peer=self.peer)
 
@@ -344,8 +345,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             srv.dirty.add(self)
 
     def flush_out(self) -> None:
-        if self.wlater and self.t is not None:
-            self._wopen(self.t)
         out = self.out
         if not out or self.t is None:
             if self.closing and not out:
@@ -388,18 +387,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             self._maybe_close()
 
     # ---------------------------------------------------------------- the reply writer (_proto.c writer_*)
-    def _wopen(self, t) -> None:
-        """Enter writer mode, on the asyncio loop only (the early loop's connections once handed over: early.py),
-        and only with the transport's buffer empty (nothing it holds may be overtaken)."""
-        srv = self.srv
-        size = getattr(t, "get_write_buffer_size", None)
-        if size is None or not hasattr(srv.loop, "add_reader") or size() or self.paused_write or self.closing:
-            return
-        self.wlater = False
-        sock = t.get_extra_info("socket")
-        if sock is not None:
-            self.wfd = srv.writer_open(sock.fileno(), self)
-
     def _send(self, data: bytes) -> None:
         """A reply in writer mode: sent at once by this thread when this is the only connection (nothing to
         batch with; no hand-over on its critical path), else batched for the writer thread, which gets the
