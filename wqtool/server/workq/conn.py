@@ -22,8 +22,6 @@ from ...errors import WqError
 from . import wire
 from .queue import Waiter
 
-_proto = wire._c               # the C module (the reply writer: Conn._send, Conn.unwrite)
-
 OUT_HIGH = 1 << 20            # unsent reply bytes before this connection stops parsing requests
 #: requests handled per turn of one connection: a client that pipelines thousands of requests in one read (256 KB
 #: of adds) then waits for the next loop iteration, and every other connection (a probe, a lease timing out) gets
@@ -51,7 +49,7 @@ def set_sockopts(sock) -> None:
 class Conn:                     # an asyncio Protocol (not a subclass: asyncio is imported after the first replies)
     __slots__ = ("srv", "t", "buf", "pos", "scan", "req", "budget", "blocked", "eof", "closing", "out",
                  "out_bytes", "paused_write", "paused_read", "partial_since", "last_active", "in_process",
-                 "resume_scheduled", "made", "handed_over", "make_waiter", "wfd")
+                 "resume_scheduled", "made", "handed_over", "make_waiter")
 
     def __init__(self, srv):
         self.srv = srv
@@ -75,7 +73,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         self.made: Waiter | None = None     # the waiter a blocking command just made (``execute``)
         self.handed_over = False            # early.handover: the asyncio transport replaces the early loop's
         self.make_waiter = self._make_waiter    # (bound once, not per request)
-        self.wfd = -1                       # the reply writer's descriptor (writer mode), else -1 (the transport's)
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport) -> None:
@@ -99,10 +96,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             if sock is not None:
                 set_sockopts(sock)
         transport.set_write_buffer_limits(high=OUT_HIGH)
-        if srv.writer:
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                self.wfd = srv.writer_open(sock.fileno(), self)
         if srv.log.level <= 10:
             srv.log.debug("connection open", peer=self.peer)
 
@@ -129,8 +122,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         srv.conns.discard(self)
         srv.dirty.discard(self)
         self.closing = True
-        if self.wfd >= 0:
-            self.unwrite()
         if self.blocked is not None:
             srv.queue.abandon(self.blocked)     # a lease or result stops waiting; a run goes on (as upstream)
             self.blocked = None
@@ -166,7 +157,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         srv.inline = inline
         try:
             more = self._process()
-            full = self.out_bytes >= OUT_HIGH     # (the turn may have stopped for the replies owed)
         finally:
             self.in_process = False
             if inline:
@@ -180,8 +170,6 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         # not once per request), or now when no commit is coming
         if not srv._commit_scheduled:
             srv.after_change()
-        if full and not more and self.out_bytes < OUT_HIGH and not self.paused_write and not self.closing:
-            more = True     # the replies it stopped for have left (the writer took them): parse on next iteration
         if more and not self.resume_scheduled:       # its turn is over: the rest at the next loop iteration
             self.resume_scheduled = True
             srv.loop.call_soon(self._continue)
@@ -357,10 +345,7 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             self.out_bytes -= len(c)
             self.last_active = time.monotonic()
             if not t.is_closing():
-                if self.wfd < 0:
-                    t.write(c)
-                else:
-                    self._send(c)
+                t.write(c)
             if self.closing:
                 self._maybe_close()
             return
@@ -376,50 +361,11 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             self.out_bytes -= sent
             self.last_active = time.monotonic()
             if not t.is_closing():
-                data = b"".join(chunks) if len(chunks) > 1 else chunks[0]
-                if self.wfd < 0:
-                    t.write(data)
-                else:
-                    self._send(data)
+                t.write(b"".join(chunks) if len(chunks) > 1 else chunks[0])
         if out and out[0][0] <= durable and not self.paused_write:
             self.srv.loop.call_soon(self.flush_out)
         if self.closing and not out:
             self._maybe_close()
-
-    # ---------------------------------------------------------------- the reply writer (_proto.c writer_*)
-    def _send(self, data: bytes) -> None:
-        """A reply in writer mode: sent at once by this thread when this is the only connection (nothing to
-        batch with; no hand-over on its critical path), else batched for the writer thread, which gets the
-        loop iteration's replies in one call (``Server.wflush``: at the end of the group commit's release)."""
-        srv = self.srv
-        if len(srv.conns) == 1 and not srv.wbatch:
-            rest = _proto.writer_send(self.wfd, data)
-            if rest is not None:            # a send would block: the transport takes over (back-pressure)
-                srv.metrics["writer_fallbacks"] += 1
-                self.unwrite(rest)
-            return
-        srv.wbatch.append(self.wfd)
-        srv.wbatch.append(data)
-        if not srv._wsched:
-            srv._wsched = True
-            srv.loop.call_soon(srv.wflush)
-
-    def unwrite(self, rest: bytes | None = None) -> None:
-        """Leave writer mode: what the writer has not sent (and ``rest``) goes to the transport, in order, which
-        owns the connection's writes from now on; the writer's descriptor is closed."""
-        wfd = self.wfd
-        if wfd < 0:
-            return
-        srv = self.srv
-        if srv.wbatch:
-            srv.wflush()                    # (it may hold replies of this connection: into the writer's queue)
-        self.wfd = -1
-        srv.wconns.pop(wfd, None)
-        back = _proto.writer_reclaim(wfd)
-        if rest is not None:
-            back = rest if back is None else back + rest
-        if back and self.t is not None and not self.t.is_closing():
-            self.t.write(back)
 
     # ---------------------------------------------------------------- closing
     def close(self, why: str | None) -> None:
@@ -431,14 +377,10 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
 
     def _maybe_close(self) -> None:
         if not self.out and self.t is not None and not self.t.is_closing():
-            if self.wfd >= 0:
-                self.unwrite()              # (the transport closes after what the writer had not sent yet)
             self.t.close()
 
     def abort(self, why: str) -> None:
         self.srv.log.info("dropping connection", peer=self.peer, reason=why)
         self.closing = True
-        if self.wfd >= 0:
-            self.unwrite()
         if self.t is not None:
             self.t.abort()

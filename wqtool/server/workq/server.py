@@ -92,8 +92,6 @@ def short_record_py(unix_ns: int, cmd: int, jid: bytes, result: bytes | None) ->
                          encode_payload(Command(CmdType(cmd), jid, result=b"" if result is None else result)))
 
 
-_proto_c = wire._c      # the C module (None: WQTOOL_PURE_PYTHON=1 or not built)
-
 if wire._c is not None:
     _c_add_record, short_record = wire._c.add_record, wire._c.short_record
 
@@ -286,13 +284,6 @@ class Server:
         window = idle_window_us()
         self.spin_us = window if self.spinner is None else 0
         self.idle_spinner: int | None = None    # its pid (a process), 0 (a thread), None (none)
-        #: the reply writer (_proto.c writer_*, WQTOOL_SERVE_WRITER=0: none): a C thread sends the replies of a
-        #: group commit; connections accepted on the asyncio loop use it (Conn.connection_made, Conn._send)
-        self.writer = writer_enabled()
-        self.wbatch: list = []       # [wfd, reply, ...] for the writer, handed over once per loop iteration
-        self._wsched = False         # a wflush is scheduled
-        self.wconns: dict = {}       # wfd -> Conn in writer mode
-        self._wreader = False        # the writer's eventfd is watched by the loop
 
     # ---------------------------------------------------------------- start-up
     def open_log(self) -> None:
@@ -586,57 +577,10 @@ class Server:
         if self.dirty:
             dirty = self.dirty
             self.dirty = set()
-            sched = self._wsched
-            self._wsched = True         # (the replies below go to the writer in one call, not a loop callback)
             for c in dirty:
                 c.flush_out()
                 if c.out and c.out[0][0] > self.durable_lsn:
                     self.dirty.add(c)
-            self._wsched = sched
-            if self.wbatch:
-                self.wflush()
-
-    # ---------------------------------------------------------------- the reply writer
-    def writer_open(self, fd: int, conn) -> int:
-        """The writer's descriptor for a new connection's socket (-1: this loop cannot watch the writer's eventfd,
-        or no descriptor left: the transport writes)."""
-        c = _proto_c
-        try:
-            if not self._wreader:
-                add_reader = getattr(self.loop, "add_reader", None)
-                if add_reader is None:          # (the early loop: early.py)
-                    return -1
-                wfd = c.writer_open(fd)
-                add_reader(c.writer_efd(), self._writer_fell)
-                self._wreader = True
-            else:
-                wfd = c.writer_open(fd)
-        except OSError as exc:
-            self.log.warn("reply writer not used for a connection", error=str(exc))
-            return -1
-        self.wconns[wfd] = conn
-        return wfd
-
-    def wflush(self) -> None:
-        """The replies batched this loop iteration, to the writer thread in one call."""
-        self._wsched = False
-        b = self.wbatch
-        if b:
-            self.wbatch = []
-            _proto_c.writer_batch(b)
-
-    def _writer_fell(self) -> None:
-        """The writer's eventfd: sends that would have blocked (a client not reading); those connections' writes
-        go back to their transports (Conn.unwrite), whose buffers and pause_writing bound them from then on."""
-        try:
-            os.read(_proto_c.writer_efd(), 8)
-        except BlockingIOError:
-            pass
-        for wfd in _proto_c.writer_fallen():
-            c = self.wconns.get(wfd)
-            if c is not None:
-                self.metrics["writer_fallbacks"] += 1
-                c.unwrite()
 
     def _append_failed(self, exc: OSError) -> None:
         self.append_errors += 1
@@ -1005,12 +949,6 @@ class Server:
         self.listeners.append(srv)
         s = srv.sockets[0].getsockname()
         self.log.info("metrics listening", addr=f"{s[0]}:{s[1]}")
-
-
-def writer_enabled() -> bool:
-    """The reply writer is used unless ``WQTOOL_SERVE_WRITER=0`` (or without the C module)."""
-    return os.environ.get("WQTOOL_SERVE_WRITER", "1") != "0" and _proto_c is not None \
-        and hasattr(_proto_c, "writer_open")
 
 
 def listen_socket(host: str | None, port: int) -> socket.socket:
