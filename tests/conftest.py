@@ -38,6 +38,28 @@ def examples(n: int) -> int:
     return max(10, n // 10) if QUICK else n
 
 
+#: ``make test-quick`` runs every SWEEP_STRIDE-th case of a test marked ``sweep`` (in collection order, the first
+#: always); the full run runs them all.
+SWEEP_STRIDE = 5
+
+
+def pytest_collection_modifyitems(config, items):
+    if not QUICK:
+        return
+    seen: dict[tuple, int] = {}
+    kept, dropped = [], []
+    for item in items:
+        if item.get_closest_marker("sweep") is None:
+            kept.append(item)
+            continue
+        key = (item.fspath, getattr(item, "originalname", item.name))
+        n = seen[key] = seen.get(key, -1) + 1
+        (kept if n % SWEEP_STRIDE == 0 else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def fixture_log(name: str) -> str:
     return os.path.join(WORKQ_FIXTURES, name, "log")
 

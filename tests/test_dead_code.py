@@ -17,6 +17,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHITELIST = os.path.join("tests", "vulture_whitelist.py")
 
+#: whole-package audits (each reads every module): make test runs them, make test-quick does not
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("vulture")
 
 

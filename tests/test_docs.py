@@ -32,6 +32,7 @@ def test_verify_help_documents_the_exit_codes():
         assert f"\n  {code} " in out.replace("\n    ", "\n  ") or f" {code}  " in out
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("command", COMMANDS)
 def test_man_page_exists_and_is_current(command):
     path = os.path.join(ROOT, "man", f"wqtool-{command}.1")

@@ -255,6 +255,7 @@ def test_the_literal_finder_finds_what_the_old_code_wrote():
                    (2, "exit... ="), (2, "exit... compared"), (2, "getattr(..., exit..., N)"), (5, "return N")]
 
 
+@pytest.mark.slow
 def test_nothing_hands_exit_codes_down():
     """No mapping, callback or context variable carries exit codes into the middle: no ``code_of`` parameter
     (the Spark rows carry a finding's verdict, as a label), no ``ContextVar``

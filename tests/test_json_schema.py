@@ -105,6 +105,7 @@ def _scenarios() -> list[str]:
     return out
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("path", _scenarios())
 def test_every_json_output_over_the_corpus_validates(in_root, path):
     """verify, dump, replay and stats in -o json and -o jsonl, repair / clean / pack -o json: each validates."""

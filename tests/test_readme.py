@@ -75,6 +75,7 @@ def test_the_readme_is_a_page_for_users():
     assert tree.count("wqtool/formats/ ") == 1
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("line,command,expected", TOUR, ids=[n for n, _, _ in TOUR])
 def test_readme_tour_output_is_what_the_tool_prints(line, command, expected):
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}

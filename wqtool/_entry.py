@@ -15,10 +15,12 @@ def main() -> None:
         sys.exit(0)
     try:
         if sys.argv[1:2] == ["serve"]:      # listen before the CLI is imported (wqtool.server.prebind), and
-            from .server.prebind import early, lean     # serve without importing it when the flags are plain
-            early(sys.argv[2:])
+            from .server.prebind import early, hold_gc, lean, release_gc    # serve without importing it when
+            hold_gc()                                                       # the flags are plain; no collection
+            early(sys.argv[2:])                                             # until the first requests are served
             if lean(sys.argv[2:]):      # served, then a clean stop
                 sys.exit(0)
+            release_gc()
         from ._run import plain
         code = plain(sys.argv[1:], exiting=True)
         if code is not None:

@@ -95,6 +95,7 @@ D1 = [("link", 1), ("link", 2), ("link", 3), ("mkdir", 1), ("mkdir", 2), ("renam
 
 
 @needs_strace
+@pytest.mark.sweep
 @pytest.mark.parametrize("syscall,n", D1, ids=[f"{s}{n}" for s, n in D1])
 def test_kestrel_repair_killed_mid_swap_is_finished_by_the_rerun(syscall, n, tmp_path, tmp_path_factory):
     sc = cs.SCENARIOS["kestrel-repair-salvage"]

@@ -78,6 +78,7 @@ def test_workq_pack_on_a_nearly_full_disk_exits_0_or_5_and_leaves_no_file(tmpfs,
         assert left == [], left
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("free", [0, 4096, 8192, 12288])
 @pytest.mark.parametrize("cmd", ["pack", "repair"])
 def test_kestrel_apply_on_a_full_disk_leaves_no_temp(tmpfs, cmd, free):

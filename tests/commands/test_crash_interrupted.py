@@ -214,6 +214,7 @@ pack_plan(discover([log])[0], parse_instant(sys.argv[4])).apply(swap="rename", h
 """
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("when,label", [("after", "rename-temp-to-ready"), ("after", "rename-log-to-backup"),
                                         ("after", "fsync-dir:parent:backup"), ("before", "rename-ready-to-log")])
 def test_rename_fallback_killed_between_its_renames(when, label, tmp_path):

@@ -362,6 +362,7 @@ def _pack_cases():
     return cases
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("path", _pack_cases())
 @pytest.mark.parametrize("keep_open", [[], ["--keep-open"]])
 def test_pack_prints_the_digest_replay_prints(in_root, path, keep_open):

@@ -136,6 +136,7 @@ def s3(monkeypatch, stage_dir):
         server.stop()
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("scheme", ["s3", "s3a"])
 @pytest.mark.parametrize("argv", READS, ids=" ".join)
 def test_s3_uri_reads_as_the_local_log(s3, local_log, scheme, argv):

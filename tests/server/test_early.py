@@ -118,3 +118,146 @@ def test_a_stop_asked_for_during_the_early_loop_stops_the_server_cleanly(tmp_pat
         if p.poll() is None:
             p.kill()
             p.wait(5)
+
+
+#: what the first reply on an empty log must not wait for: the event loop (imported once the early loop is idle),
+#: the command line interface, the on-disk schemas' construct objects (a write needs the C encoder only)
+NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", "typer", "click", "rich",
+                              "construct", "wqtool.cli", "wqtool.commands",
+                              # nothing to replay: not the replay's verifier either
+                              "wqtool.engine.workq.startup", "wqtool.engine.workq.verify", "wqtool.engine.run",
+                              "wqtool.engine.stats", "json",
+                              # nor modules the lean path has no use for there: annotations, inspect's times
+                              "typing", "datetime", "google_crc32c", "socket", "selectors")
+
+
+def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str], bytes, list[bytes]]:
+    """Start ``wqtool serve`` on an empty directory with ``WQTOOL_SERVE_STARTUP_PROBE``, send ``request`` as soon as
+    the port accepts, read ``lines`` reply lines: (the modules imported when the first reply was written, the
+    server's log lines, the reply)."""
+    probe = tmp_path / "probe"
+    port = _free_port()
+    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_STARTUP_PROBE": str(probe)})
+    try:
+        s = _connect_when_bound(port, p, 30)
+        s.settimeout(20)
+        s.sendall(request)
+        got = b""
+        while got.count(b"\r\n") < lines:
+            chunk = s.recv(65536)
+            assert chunk, got
+            got += chunk
+        s.close()
+        # the event loop takes over (the cyclic collector runs again from then on)
+        deadline = time.monotonic() + 60
+        while not probe.exists() or "handover" not in probe.read_text():
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.01)
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 0
+    text = probe.read_text().splitlines()
+    # at the first reply: the event loop's import not started, no cyclic collection (wqtool._entry's hold_gc)
+    assert text[0].startswith("cpu_ms ") and text[1:3] == ["import_started False", "gc_enabled False"], text[:4]
+    assert text[-1] == "handover gc_enabled True"
+    modules = [m for m in text[3:-1] if not m.startswith("thread ")]
+    return modules, err, got.split(b"\r\n")[:lines]
+
+
+@pytest.mark.parametrize("request_, lines", [(b"inspect server\r\n", 4),
+                                             (b"add %s q 1000 60000 3\r\nabc\r\n" % jid(1), 1)])
+def test_the_first_reply_on_an_empty_log_waits_for_no_heavy_import(tmp_path, request_, lines):
+    """The first requests are answered before the event loop's import starts (it starts once the early loop is
+    idle) and without the CLI or construct: their modules are not imported when the first reply is written."""
+    modules, err, reply = _first_reply_probe(tmp_path, request_, lines)
+    heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_BEFORE_THE_FIRST_REPLY))
+    assert heavy == []
+    assert "wqtool.server.workq.early" in modules
+    assert "signal" not in modules                         # (the early loop takes _signal)
+    if request_.startswith(b"inspect"):
+        assert "sortedcontainers" not in modules           # (imported by the first queue; inspect makes none)
+    if lines == 1:
+        assert reply == [b"+OK"]
+    # the empty log's start says what the replay of the lock files alone says (segments, records, jobs, and the
+    # reader's one WQ-NO-SEGMENTS warning), with or without the replay's modules
+    line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+    assert b" segments=0 records=0 bytes=0 jobs=0 " in line and line.split()[-1] == b"warnings=1", line
+
+
+def test_a_directory_with_more_than_the_lock_files_is_replayed(tmp_path):
+    """Anything in the directory but the lock files takes the replay's path: a stray file is the replay's
+    WQ-IGNORED-FILE warning (engine/workq/reader.py _discover_dir), and a segment's jobs are restored."""
+    log = tmp_path / "log"
+    log.mkdir()
+    for name in ("append.lock", "read.lock", "notes.txt"):
+        (log / name).write_bytes(b"")
+    port = _free_port()
+    p = _serve(port, log, {})
+    try:
+        _connect_when_bound(port, p, 30).close()
+        a = Client(("127.0.0.1", port), timeout=20)
+        a.add(jid(5), b"q", 1000, 60000, b"five")
+        a.close()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 0
+    line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+    assert b" segments=0 records=0 bytes=0 jobs=0 " in line and line.split()[-1] == b"warnings=2", line
+    port = _free_port()
+    p = _serve(port, log, {})
+    try:
+        _connect_when_bound(port, p, 30).close()
+        s = Client(("127.0.0.1", port), timeout=20)
+        assert s.inspect_queue(b"q") == (1, 0)
+        s.close()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 0
+    line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+    assert b" segments=1 records=1 " in line and b" jobs=1 " in line and b" warnings=1 " in line, line
+
+
+def _timestamp_by_datetime(unix_ns: int) -> bytes:
+    import datetime as dt
+    d = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=unix_ns // 1_000_000_000)
+    return b"%04d-%02d-%02dT%02d:%02d:%02dZ" % (d.year, d.month, d.day, d.hour, d.minute, d.second)
+
+
+@pytest.mark.parametrize("unix_ns", [0, 1, -1, 999_999_999, 1_795_849_576_025_375_574, 951_782_400 * 10**9,
+                                     (951_782_400 - 1) * 10**9, 4_107_542_400 * 10**9, -62_135_596_800 * 10**9,
+                                     253_402_300_799 * 10**9 + 999_999_999, -86_400 * 10**9 - 1])
+def test_inspect_timestamps_are_datetimes_without_importing_it(unix_ns):
+    """``inspect``'s times (wire.timestamp) by arithmetic, as the datetime sum they were: leap days, before 1970,
+    the first and last second of years 1-9999; outside them datetime's error, as before."""
+    from wqtool.server.workq import wire
+    assert wire.timestamp(unix_ns) == _timestamp_by_datetime(unix_ns)
+
+
+@pytest.mark.parametrize("unix_ns", [-62_135_596_801 * 10**9, 253_402_300_800 * 10**9])
+def test_inspect_timestamps_outside_datetime_raise_as_before(unix_ns):
+    from wqtool.server.workq import wire
+    with pytest.raises(OverflowError):
+        _timestamp_by_datetime(unix_ns)
+    with pytest.raises(OverflowError):
+        wire.timestamp(unix_ns)
+
+
+def test_without_the_early_loop_the_bound_socket_still_serves(tmp_path):
+    """``WQTOOL_SERVE_EARLY=0``: the socket bound before the imports (an ``_socket.socket`` since the early loop
+    runs on those) is turned into a ``socket.socket`` for the asyncio loop, which answers and stops as always."""
+    port = _free_port()
+    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_EARLY": "0"})
+    try:
+        _connect_when_bound(port, p, 30).close()
+        a = Client(("127.0.0.1", port), timeout=20)
+        a.add(jid(9), b"q", 1000, 60000, b"nine")
+        assert a.lease([b"q"], 0) == (jid(9), b"q", 1000, b"nine")
+        a.close()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err.decode()
+    assert b"early=" not in err and b"msg=stopped" in err

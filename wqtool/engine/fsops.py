@@ -12,7 +12,7 @@ import itertools
 import os
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence   # (not typing: serve imports this before its first reply)
 
 from ..errors import InputError, UsageError
 from . import progress
@@ -38,37 +38,40 @@ def unlink_quiet(path: str) -> None:
         pass
 
 
+def write_all(fd: int, data, path: str) -> None:
+    """Write all of ``data`` to ``fd``: a short write (a nearly full disk) goes on from where it stopped, and a
+    write that takes nothing is ENOSPC (errors name ``path``)."""
+    view = memoryview(data).cast("B")
+    while view:
+        try:
+            n = os.write(fd, view[:1 << 30])
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, path) from None
+        if n <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        view = view[n:]
+
+
 def write_new(path: str, chunks: Iterable[bytes], *, fsync: bool = True, mode: int = 0o666) -> int:
     """Create ``path`` (O_EXCL: it must not exist), write ``chunks`` (1 MiB buffered), fsync; returns the bytes written.
     Every byte a plan writes goes through here: a short write (a nearly full disk) goes on from where it stopped,
     and a write that takes nothing is ENOSPC. On any error the partial file is removed, what is buffered dropped
     unwritten (a full disk would fail the flush again: the file must go all the same)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
-
-    def write_all(data) -> None:
-        view = memoryview(data).cast("B")
-        while view:
-            try:
-                n = os.write(fd, view[:1 << 30])
-            except OSError as exc:
-                raise OSError(exc.errno, exc.strerror, path) from None
-            if n <= 0:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-            view = view[n:]
     size, buf = 0, bytearray()
     try:
         for c in chunks:
             size += len(c)
             if len(c) >= 1 << 20:
                 data, buf = buf, bytearray()
-                write_all(data)
-                write_all(c)
+                write_all(fd, data, path)
+                write_all(fd, c, path)
                 continue
             buf += c
             if len(buf) >= 1 << 20:
                 data, buf = buf, bytearray()
-                write_all(data)
-        write_all(buf)
+                write_all(fd, data, path)
+        write_all(fd, buf, path)
         if fsync:
             os.fsync(fd)
     except BaseException:

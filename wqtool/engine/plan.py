@@ -115,6 +115,11 @@ class StepRunner:
             raise InjectedCrash("after:" + label)
         return r
 
+    def sync(self, label: str, path: str, fsync: bool = True) -> None:
+        """Step ``fsync-dir:<label>``: the directory ``path`` fsynced (no step without ``fsync``)."""
+        if fsync:
+            self("fsync-dir:" + label, lambda: fsync_dir(path))
+
     def during(self, label: str) -> bool:
         """True when this run must crash half way through step ``label`` (the step simulates it)."""
         return self.fail_at == "during:" + label
@@ -318,6 +323,20 @@ def replay_pass(events, record: type, before, after, *, past: Callable[[Any], bo
     return records, kept, cut, cut_from
 
 
+def read_cuts(cuts: list[Cut], read: Callable[[str, int, int], tuple[list, int]]) -> tuple[list, dict]:
+    """What a repair loses in its damaged cuts: ``read(path, start, end)`` -> (what it still reads there, bytes in
+    which it reads nothing) for each torn-tail or unreadable cut -> ([(cut, what)], the cut ranges / bytes in which
+    nothing could be read)."""
+    out, unread = [], {"ranges": 0, "bytes": 0}
+    for c in cuts:
+        if c.what in ("unreadable", "torn-tail") and c.length:
+            found, nbytes = read(c.path, c.offset, c.offset + c.length)
+            out.append((c, found))
+            unread["ranges"] += 1 if nbytes else 0
+            unread["bytes"] += nbytes
+    return out, unread
+
+
 def repair_doc(plan: "Plan", head: dict, why: str, before: dict, after: dict,
                actions: list[dict], kept_whole: int, digests: tuple[str, str], kept: KeptRanges, tail: dict) -> dict:
     """repair's report, for every format: ``head`` (format, root[, queue]), the input's exit code, the sizes, the
@@ -394,7 +413,7 @@ def rewrite_file(step: StepRunner, path: str, temp: str | None, new: Callable[[]
             step("verify-temp:" + name, verify)
         step("rename:" + name, lambda: rename(temp, path))
     step.commit()
-    step("fsync-dir:" + name, lambda: fsync_dir(os.path.dirname(path) or "."))
+    step.sync(name, os.path.dirname(path) or ".")
     if after is not None:
         after()
     if unlock is not None:

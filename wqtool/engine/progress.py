@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator    # (not typing: serve imports this before its first reply)
 
 #: The pass a format's engine adds when its kernel hands a log back to the reference reader and replay.
 REFERENCE_PASS = "reference pass (the kernel handed the log back)"

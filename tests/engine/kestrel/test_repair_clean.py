@@ -232,6 +232,7 @@ def _check_repaired(d: str, plan, res, data: bytes) -> None:
     assert sum(len(b) for b in want.values()) + os.path.getsize(os.path.join(d, "q")) == len(data)
 
 
+@pytest.mark.slow
 def test_every_truncation_point_of_a_small_journal(tmp_path):
     data = _small_journal(tmp_path / "src" / "q")
     ends = set()

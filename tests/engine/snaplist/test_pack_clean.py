@@ -174,6 +174,26 @@ def test_a_writer_that_opened_the_old_file_during_pack_loses_nothing(tmp_path):
     assert lines_of(d)["3.msg"] == want
 
 
+def test_a_late_writers_bytes_survive_short_writes(tmp_path, monkeypatch):
+    """The late writer's bytes are appended to the new file with every write checked: a short write (a nearly full
+    disk takes a few bytes at a time) goes on from where it stopped (``os.write``'s count was ignored: the line was
+    cut to its first 8 bytes)."""
+    d = journal(tmp_path / "j")
+    line = b"priority=1;key_start_date=%d;uri=http://e.com/late\n" % (AS_OF_US - MIN)
+    procs = []
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:8])))
+
+    def hook(when, label):
+        if when == "after" and label == "check:3.msg":
+            procs.append(_late_writer(tmp_path, os.path.join(d, "3.msg"), line))
+
+    want = lines_of(d)["3.msg"] + [line]
+    FMT.plans.pack(state(d)[1], PACK).apply(hook=hook)
+    procs[0].wait(10)
+    assert lines_of(d)["3.msg"] == want
+
+
 def test_clean_removes_exhausted_files_but_the_current_and_previous_hour(tmp_path):
     d = journal(tmp_path / "j")
     open(os.path.join(d, ".0.msg.wqtool-pack"), "wb").close()

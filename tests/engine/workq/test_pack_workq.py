@@ -486,6 +486,28 @@ def test_crash_at_every_step(tmp_path, swap):
                               "after:fsync-dir:parent:backup", "before:rename-ready-to-log"}
 
 
+@pytest.mark.parametrize("swap,at", [("exchange", "fsync-dir:parent:exchange"),
+                                      ("exchange", "rename-old-to-backup"),
+                                      ("rename", "fsync-dir:parent:backup"), ("rename", "rename-ready-to-log")])
+def test_an_error_after_the_swap_finishes_it_at_once(tmp_path, swap, at):
+    """An ordinary error (EIO) between the swap and its last rename: the apply fails, but what it still owed is done
+    before it returns (``finish_interrupted``): the log's name holds the new log, the old one its backup name, and
+    no sibling is left for the next run."""
+    base = crash_base(tmp_path)
+    original = digest(base)
+    plan = plans.pack_plan(load(base), AS_OF, segment_size=300)
+
+    def eio(when, label):
+        if (when, label) == ("before", at):
+            raise OSError(5, "Input/output error")
+    with pytest.raises(OSError):
+        plan.apply(swap=swap, stale_lock_hold=0, hook=eio)
+    names = sorted(os.listdir(tmp_path))
+    assert names[0] == "base" and len(names) == 2 and ".pre-pack-" in names[1], names
+    assert digest(base) == original and digest(str(tmp_path / names[1])) == original
+    assert len(records(base)) < len(records(str(tmp_path / names[1])))     # the packed log is installed
+
+
 def _hold_lock_in_child(path):
     code = ("import fcntl, os, sys, time\n"
             f"fd = os.open({path!r}, os.O_RDONLY | os.O_CREAT)\n"

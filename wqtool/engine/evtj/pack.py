@@ -9,14 +9,13 @@ file of the journal open (prinbee keeps offsets of its events: it must be stoppe
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ...errors import InputError, UsageError
 from ...formats.evtj import COUNTERS_FILE, JOURNAL_CONF
 from ..findings import ERROR, Verdict
-from ..fsops import unlink_quiet, write_new
+from ..fsops import range_chunks, unlink_quiet, write_new
 from ..live import refuse_holders
 from ..plan import (ApplyResult, Plan, StepRunner, WriteResult, pack_doc, pack_refusal, prove, rewrite_file,
                     timed)
@@ -88,9 +87,10 @@ class EvtjPackPlan(Plan):
             files.append(EventsFile(p, f.number))
         ids = {i for evs in self.events.values() for e in evs if e.status in LIVE for i in e.external_ids}
         for name in [JOURNAL_CONF, COUNTERS_FILE] + [f"{i}.bin" for i in sorted(ids & j.attachments)]:
-            if os.path.exists(os.path.join(j.root, name)):
-                shutil.copyfile(os.path.join(j.root, name), os.path.join(out, name))
+            src = os.path.join(j.root, name)
+            if os.path.exists(src):     # copied through the same checked, fsynced write as the events files
                 written.append(os.path.join(out, name))
+                write_new(written[-1], range_chunks([(src, 0, os.path.getsize(src))], advance=False), fsync=fsync)
         return written, total, self._after()[0], _verify(self, out, files, j.conf)
 
     def apply(self, **kw) -> ApplyResult:

@@ -105,7 +105,7 @@ class FjjPackPlan(Plan):
         def superseded():
             for p in ctx["removed"]:
                 step("unlink:" + os.path.basename(p), lambda p=p: unlink_quiet(p))
-            step("fsync-dir:unlink", lambda: fsync_dir(d))
+            step.sync("unlink", d)
         rewrite_file(step, final, temp, lambda: _snapshot(self, self.seq), check,
                      verify=lambda: _verify_segment(self, temp, self.seq),
                      lock=lambda: _lock(j, ctx), unlock=lambda: ctx.pop("lock").release(), rename=rename_noreplace,

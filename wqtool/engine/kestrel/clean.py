@@ -16,7 +16,7 @@ from typing import ClassVar
 from ...errors import InputError
 from ...formats.kestrel import PACK_SUFFIX
 from ..findings import Verdict
-from ..fsops import FileSig, fsync_dir, unlink_quiet
+from ..fsops import FileSig, unlink_quiet
 from ..live import refuse_holders
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, prove, timed, unchanged
 from .pack import replay_digest
@@ -68,12 +68,11 @@ class KestrelCleanPlan(Plan):
         d = self.fileset.root
         for p, _ in self.deletes:
             step(f"unlink:{os.path.basename(p)}", lambda p=p: unlink_quiet(p))
-        if self.deletes and fsync:
-            step("fsync-dir:unlink", lambda: fsync_dir(d))
+        if self.deletes:
+            step.sync("unlink", d, fsync)
         for src, dst in self.renames:
             step(f"rename:{os.path.basename(src)}", lambda src=src, dst=dst: os.rename(src, dst))
-            if fsync:
-                step(f"fsync-dir:{os.path.basename(dst)}", lambda: fsync_dir(d))
+            step.sync(os.path.basename(dst), d, fsync)
         step("verify", lambda: ctx.__setitem__("result", self.verify_queue()))
         ctx.update(path=self.fileset.live_path, bytes_before=sum((s.size or 0) for s in self.sigs.values()),
                    removed=[p for p, _ in self.deletes])

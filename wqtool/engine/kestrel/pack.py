@@ -275,10 +275,6 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
             if os.path.lexists(p):
                 raise InputError("a name the pack needs is taken; retry", path=p)
 
-    def dirsync(label):
-        if fsync:
-            step(f"fsync-dir:{label}", lambda: fsync_dir(d))
-
     # 1. write, fsync and verify the temp file (an error removes it)
     ctx["size"] = write_step(step, "write-temp", temp, plan.content_chunks, fsync=fsync)
     step("verify-temp", lambda: ctx.__setitem__("digest", plan.verify_file(temp)))
@@ -294,11 +290,11 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
     if has_live:
         step("check-live", lambda: _check_quiet(plan, ctx, live_exists=True))
         step("rename-live", lambda: os.rename(live, rotated_live), rollback=lambda: _unrotate(rotated_live, live))
-        dirsync("rename-live")
+        step.sync("rename-live", d, fsync)
         victims.append(rotated_live)
     # 4. publish the pack: from here the .pack rule supersedes every older file
     step("rename-temp-to-pack", lambda: os.rename(temp, packf), rollback=lambda: unlink_quiet(packf))
-    dirsync("rename-temp-to-pack")
+    step.sync("rename-temp-to-pack", d, fsync)
     # 5. the last look for a writer, then delete what the pack supersedes (Kestrel's cleanUpPackedFiles)
     step("check-quiet", lambda: _check_quiet(plan, ctx, live_exists=False))
     victims = ctx["removed"] = list(dict.fromkeys(victims))
@@ -307,10 +303,10 @@ def _run_steps(plan: PackPlan, step: StepRunner, stamps: tuple[int, int], fsync:
         step("unlink-rotated-live" if v == rotated_live else f"unlink:{os.path.basename(v)}",
              (lambda v=v: unlink_quiet(v)))
     if victims:
-        dirsync("unlink")
+        step.sync("unlink", d, fsync)
     # 6. move it into place (never over a live file that a writer may have created meanwhile)
     step("rename-pack-to-live", lambda: _place(packf, live, placed, ctx))
-    dirsync("rename-pack-to-live")
+    step.sync("rename-pack-to-live", d, fsync)
     ctx["result"] = WriteResult(ctx.get("path"), None, ctx["size"], plan.records_after, ctx.get("digest"), 0.0)
 
 

@@ -23,8 +23,8 @@ from typing import ClassVar
 from ...formats._common import format_unix_ns
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig, free_dir, range_chunks, same_file
-from ..plan import (Cut, KeptRanges, StepRunner, capped, quarantine_step, refusal, repair_doc, replay_pass, stamp,
-                    timed)
+from ..plan import (Cut, KeptRanges, StepRunner, capped, quarantine_step, read_cuts, refusal, repair_doc, replay_pass,
+                    stamp, timed)
 from ..run import LogReport
 from .pack import KestrelInstall, replay_digest
 from .model import Record
@@ -188,17 +188,8 @@ def repair_loss(fileset: FileSet, findings: list[Finding], *, salvage: bool, dro
 def _items_lost(cuts: list[Cut]) -> tuple[list[str], dict]:
     """The items a repair loses: every item add that decodes whole in a cut damaged range (``damaged_items``),
     as ``<file>@0x<offset>``; and the cut ranges / bytes in which nothing could be read."""
-    out: list[str] = []
-    unread = {"ranges": 0, "bytes": 0}
-    for c in cuts:
-        if c.what not in ("unreadable", "torn-tail") or not c.length:
-            continue
-        offs, nbytes = read_damaged_items(c.path, c.offset, c.offset + c.length)
-        out.extend(f"{os.path.basename(c.path)}@0x{o:x}" for o in offs)
-        if nbytes:
-            unread["ranges"] += 1
-            unread["bytes"] += nbytes
-    return out, unread
+    read, unread = read_cuts(cuts, read_damaged_items)
+    return [f"{os.path.basename(c.path)}@0x{o:x}" for c, offs in read for o in offs], unread
 
 
 def _where(state: KestrelState) -> dict[tuple, str]:

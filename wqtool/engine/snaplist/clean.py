@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from ...formats.snaplist import kept_hours
 from ..findings import Verdict
-from ..fsops import fsync_dir, unlink_quiet
+from ..fsops import unlink_quiet
 from ..plan import Plan, StepRunner, rewrite_file, timed
 from .model import ListJournal
 from .pack import _check_alone, _open_locked, read_all, rescue_late_writers
@@ -62,7 +62,7 @@ class ListCleanPlan(Plan):
             name = os.path.basename(path)
             if name.startswith("."):
                 step("unlink:" + name, lambda path=path: unlink_quiet(path))
-                step("fsync-dir:" + name, lambda: fsync_dir(d))
+                step.sync(name, d)
                 ctx["removed"].append(path)
                 continue
             key = "fd:" + name

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from ...errors import InputError
 from ..findings import Verdict
-from ..fsops import LogBusy, flock_fd, unlink_quiet, write_new
+from ..fsops import LogBusy, flock_fd, unlink_quiet, write_all, write_new
 from ..live import describe_holders, fd_holders
 from ..plan import Plan, StepRunner, pack_doc, prove, rewrite_file, timed
 from ..run import LogReport
@@ -208,7 +208,7 @@ def rescue_late_writers(fd: int, read_size: int, path: str, *, recreate: bool) -
         out = os.open(path, flags, 0o600)
         try:
             flock_fd(out, path, LOCK_TIMEOUT_S)
-            os.write(out, extra)
+            write_all(out, extra, path)     # every byte, a short write resumed (a nearly full disk)
             os.fsync(out)
         finally:
             os.close(out)

@@ -26,7 +26,7 @@ import errno
 import fcntl
 import os
 import time
-from typing import Sequence
+from collections.abc import Sequence      # (not typing: serve imports this before its first reply)
 
 from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE
 from ..fsops import LogBusy, fsync_dir

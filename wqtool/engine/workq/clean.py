@@ -29,7 +29,7 @@ from ...errors import InputError, PackRefused, UsageError
 from ...formats.workq import HEADER_BYTES, HEADER_SIZE, LOCK_FILES, CmdType
 from .. import progress
 from ..findings import ERROR, Verdict
-from ..fsops import FileSig, fsync_dir, ranged, unlink_quiet, without
+from ..fsops import FileSig, ranged, unlink_quiet, without
 from ..plan import ApplyResult, Plan, StepRunner, WriteResult, capped, prove, timed, unchanged, write_step
 from .model import Record
 from .pack import _read_varint_len
@@ -127,8 +127,10 @@ class WorkqCleanPlan(SwapPlan):
         return [(s.path, s.size, _drops(s), s.action == "keep" and not s.active) for s in self.segments
                 if s.action != "delete"]
 
-    def verify_copy(self, d: str) -> tuple[int, str]:
-        rep = run_log(discover([d])[0], self.as_of_ns, state=True)
+    def verify_copy(self, d: str, log: LogSet | None = None) -> tuple[int, str]:
+        """Replay the cleaned log (``d``'s, or ``log``) at the plan's as-of: (records, digest), the digest proven to
+        be the input's."""
+        rep = run_log(log or discover([d])[0], self.as_of_ns, state=True)
         return rep.records, prove("the cleaned log does not replay to the input's state", self.digest,
                                   rep.state.digest(), path=d, verdict=rep.verdict,
                                   accept=(Verdict.CLEAN, self.input_verdict))
@@ -171,7 +173,7 @@ class WorkqCleanPlan(SwapPlan):
                     without(sc.path, HEADER_SIZE, sc.size, _drops(sc)), head=HEADER_BYTES), fsync=fsync)
         if changed:
             progress.begin("re-verify", sum(sc.size_after for sc in self.segments if sc.action != "delete"))
-            step("verify", lambda: _verify(self))
+            step("verify", lambda: self.verify_copy(self.log.root, _in_place(self)))
         step.commit()       # from here every state of the directory replays the same (see the module docstring)
         for sc in changed:
             name = os.path.basename(sc.path)
@@ -179,8 +181,7 @@ class WorkqCleanPlan(SwapPlan):
                 step(f"rename:{name}.rw", lambda sc=sc: os.rename(_rw(sc.path), sc.path))
             else:
                 step(f"unlink:{name}", lambda sc=sc: unlink_quiet(sc.path))
-            if fsync:
-                step(f"fsync-dir:{name}", lambda: fsync_dir(d))
+            step.sync(name, d, fsync)
 
 
 
@@ -275,9 +276,8 @@ def _drops(sc: SegmentClean) -> list[tuple[int, int]]:
     return [(sc.drops[i], sc.drops[i + 1]) for i in range(0, len(sc.drops), 2)]
 
 
-def _verify(plan: WorkqCleanPlan) -> str:
-    """Replay the cleaned log (``.rw`` files in place of their segments, deleted ones left out) at the plan's
-    as-of: the digest must be the input's."""
+def _in_place(plan: WorkqCleanPlan) -> LogSet:
+    """The cleaned log before its renames: ``.rw`` files in place of their segments, deleted ones left out."""
     segs = []
     for sc in plan.segments:
         if sc.action == "delete":
@@ -285,9 +285,7 @@ def _verify(plan: WorkqCleanPlan) -> str:
         # a kept segment is read up to the size the plan replayed (the active one may have grown since: records
         # appended after the plan are not the input's, and would replay to another state)
         segs.append(Segment(_rw(sc.path), sc.seq) if sc.action == "rewrite" else Segment(sc.path, sc.seq, sc.size))
-    rep = run_log(LogSet(plan.log.root, segs, is_dir=False), plan.as_of_ns, state=True)
-    return prove("the cleaned log does not replay to the input's state", plan.digest, rep.state.digest(),
-                 path=plan.log.root, verdict=rep.verdict, accept=(Verdict.CLEAN, plan.input_verdict))
+    return LogSet(plan.log.root, segs, is_dir=False)
 
 
 def _check_unchanged(plan: WorkqCleanPlan) -> None:

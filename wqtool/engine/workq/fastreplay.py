@@ -37,7 +37,7 @@ import os
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable      # (not typing: serve imports this before its first reply)
 
 from ...formats.workq import HEADER_SIZE, JOB_ID_SIZE, CmdType
 from ..findings import ERROR, Finding, Fold, QuotaCap, Verdict, quota

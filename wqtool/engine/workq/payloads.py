@@ -24,7 +24,11 @@ from bisect import bisect_right
 from collections import OrderedDict
 
 from ...errors import FormatError, InvalidPayload
-from google_crc32c import value as _crc
+try:                    # the kernel's CRC-32C, as the reader's (no google_crc32c import before serve's first reply)
+    from . import _kernel
+    _crc = _kernel.crc32c
+except ImportError:     # not built: google-crc32c
+    from google_crc32c import value as _crc
 
 from ...formats._common import GO_TIME_SIZE, crc32c
 from ...formats.workq import JOB_ID_SIZE, MAX_COMMAND_SIZE, MAX_PAYLOAD_BYTES, CmdType

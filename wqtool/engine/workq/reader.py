@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence    # (not typing: serve imports this before its first reply)
 
 try:                    # the kernel's CRC-32C (SSE4.2 where the CPU has it), loaded by the walks anyway
     from . import _kernel

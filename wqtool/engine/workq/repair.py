@@ -28,11 +28,11 @@ from google_crc32c import value as _crc
 
 from ...errors import InputError, PackMismatch, PackRefused, UsageError  # noqa: F401  (PackMismatch re-exported)
 from ...formats._common import format_unix_ns, format_uuid
-from ...formats.workq import HEADER_SIZE, RECORD_CRC_STRUCT, CmdType
+from ...formats.workq import HEADER_SIZE, RECORD_CRC_STRUCT
 from .. import progress
 from ..findings import ERROR, Finding, Verdict, worst
 from ..fsops import FileSig
-from ..plan import Cut, KeptRanges, prove, refusal, repair_doc, replay_pass, timed
+from ..plan import Cut, KeptRanges, prove, read_cuts, refusal, repair_doc, replay_pass, timed
 from .fastreplay import Bail, FastResult, fast_run
 from .model import Record
 from .reader import LogSet, RecordReader, discover, read_damaged_jobs, record_length
@@ -270,17 +270,8 @@ def _jobs_lost(log: LogSet, cuts: list[Cut], findings: list[Finding], state) -> 
     (``reader.damaged_jobs``) and that is not live in the replay, with the later records that refer to it (its
     WQ-UNKNOWN-JOB findings); and the cut ranges / bytes in which no record could be read at all."""
     order = {s.path: i for i, s in enumerate(log.segments)}
-    found: list[tuple[tuple[int, int], str, CmdType, str]] = []
-    unread = {"ranges": 0, "bytes": 0}
-    for c in cuts:
-        if c.what not in ("unreadable", "torn-tail") or not c.length:
-            continue
-        jobs, nbytes = read_damaged_jobs(c.path, c.offset, c.offset + c.length)
-        if nbytes:
-            unread["ranges"] += 1
-            unread["bytes"] += nbytes
-        for off, cmd, jid in jobs:
-            found.append(((order[c.path], off), c.path, cmd, jid))
+    read, unread = read_cuts(cuts, read_damaged_jobs)
+    found = [((order[c.path], off), c.path, cmd, jid) for c, jobs in read for off, cmd, jid in jobs]
     if not found:
         return [], unread
     later: dict[str, list[tuple[int, int]]] = {}

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Iterator
+from collections.abc import Iterator      # (not typing: serve imports this before its first reply)
 
 from ...formats._common import GoTime, crc32c, format_uuid
 from ...formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, MAX_TTR_MS, MIN_TTL_MS, MIN_TTR_MS,

@@ -147,20 +147,6 @@ def make_lock_files(directory: str) -> None:
         os.close(fd)
 
 
-def _after_failure(d: str, ready: str, backup: str, swap: str) -> None:
-    """An ordinary error (EIO, ENOSPC) after the swap: what it still owed is done as far as it can be (the old log
-    to its backup name, or the new one to ``d``), as ``finish_interrupted`` would do later. (Before the swap the
-    steps' rollbacks remove the new copy: the old log stays, nothing else is left.)"""
-    try:
-        if swap == "exchange":
-            if os.path.lexists(ready):
-                os.rename(ready, backup)
-        elif not os.path.lexists(d) and os.path.lexists(ready):
-            os.rename(ready, d)
-    except OSError:
-        pass     # finish_interrupted finishes it at the next run
-
-
 class SwapPlan(Plan):
     """A workq plan whose result is a whole new log: written into ``out`` (``write``) or installed in place of the
     log directory by the swap (``apply``: the module docstring's sequence, as steps). The format gives ``fill(d,
@@ -213,15 +199,26 @@ class SwapPlan(Plan):
 
     def run(self, ctx: dict, fail_at: str | None, hook, *, stale_lock_hold: float = 1.1, **kw) -> StepRunner:
         """``Plan.run``; then the old log's locks are held ``stale_lock_hold`` s more after a swap, only while
-        another process holds one of them open (the module docstring, step 5)."""
+        another process holds one of them open (the module docstring, step 5). An ordinary error (EIO, ENOSPC) after
+        the swap: what it still owed (the old log to its backup name, or the new one to the log's name) is done at
+        once by ``finish_interrupted``, as the next run would do it."""
+        failed = False
         try:
             return Plan.run(self, ctx, fail_at, hook, **kw)
+        except Exception:       # an ordinary error, not a crash (a crash runs nothing: the next run finishes it)
+            failed = True
+            raise
         finally:
             old = ctx.get("old_locks")
             if old is not None:
                 if ctx.get("swapped") and stale_lock_hold > 0 and any(fd_holders(fd) for fd in old.fds):
                     time.sleep(stale_lock_hold)     # only a process holding the old lock files open can wait on them
                 old.release()
+            if failed and ctx.get("swapped"):
+                try:
+                    finish_interrupted(ctx["path"], lock_timeout=0, fsync=kw.get("fsync", True))
+                except Exception:  # noqa: BLE001 — the step's error is the one to report; the next run finishes it
+                    pass
 
     def steps(self, step: StepRunner, ctx: dict, *, quarantine: str | None = None, lock_timeout: float = 1.0,
               swap: str = "auto", fsync: bool = True, keep_backup: bool = True, **_kw) -> None:
@@ -230,10 +227,6 @@ class SwapPlan(Plan):
         ctx["path"], swap = d, ctx.setdefault("swap", resolve_swap(swap, parent))
         stamp = plan_stamp(self.as_of_ns)
         tmp = os.path.join(parent, f"{name}.{self.tag}-tmp-{os.getpid()}-{time.monotonic_ns()}")
-
-        def sync(label: str, path: str = parent) -> None:
-            if fsync:
-                step("fsync-dir:" + label, lambda: fsync_dir(path))
 
         def lock_files():
             make_lock_files(tmp)
@@ -252,38 +245,33 @@ class SwapPlan(Plan):
             progress.begin("re-verify", total)
         step("verify-temp", lambda: ctx.__setitem__("result", WriteResult(d, names, total, *self.verify_copy(tmp),
                                                                            0.0)))
-        sync("temp", tmp)
+        step.sync("temp", tmp, fsync)
         if hasattr(self, "cuts"):
             quarantine_step(self, step, ctx, quarantine, f"{d}.quarantine-{stamp}", fsync)
         # 3. verified and ready: named after its inode, so that recovery can tell it from the old log
         ready = os.path.join(parent, f"{name}.{self.tag}-new-{0 if step.dry else os.stat(tmp).st_ino}-{stamp}")
         step("rename-temp-to-ready", lambda: os.rename(tmp, ready),
              rollback=lambda: shutil.rmtree(ready, ignore_errors=True))
-        sync("parent:ready")
+        step.sync("parent:ready", parent, fsync)
         # 4. the swap: the point of no return (the old log is aside from here)
         backup = ctx["backup"] = backup_name(parent, name, f"pre-{self.tag}-{stamp}")
-        try:
-            if swap == "exchange":
-                step("exchange", lambda: _exchange(ready, d, parent))
-                ctx["swapped"] = True
-                step.commit()
-                sync("parent:exchange")
-                step("rename-old-to-backup", lambda: os.rename(ready, backup))
-                sync("parent:backup")
-            else:
-                step("rename-log-to-backup", lambda: os.rename(d, backup))
-                ctx["swapped"] = True
-                step.commit()
-                sync("parent:backup")
-                step("rename-ready-to-log", lambda: os.rename(ready, d))
-                sync("parent:log")
-        except Exception:
-            if ctx.get("swapped"):
-                _after_failure(d, ready, backup, swap)
-            raise
+        if swap == "exchange":
+            step("exchange", lambda: _exchange(ready, d, parent))
+            ctx["swapped"] = True
+            step.commit()
+            step.sync("parent:exchange", parent, fsync)
+            step("rename-old-to-backup", lambda: os.rename(ready, backup))
+            step.sync("parent:backup", parent, fsync)
+        else:
+            step("rename-log-to-backup", lambda: os.rename(d, backup))
+            ctx["swapped"] = True
+            step.commit()
+            step.sync("parent:backup", parent, fsync)
+            step("rename-ready-to-log", lambda: os.rename(ready, d))
+            step.sync("parent:log", parent, fsync)
         if not keep_backup:
             step("remove-backup", lambda: shutil.rmtree(backup))
-            sync("parent:no-backup")
+            step.sync("parent:no-backup", parent, fsync)
             ctx["backup"] = None
 
 

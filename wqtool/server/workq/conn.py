@@ -14,7 +14,7 @@ lease/result so no job is leased to nobody; its waiting run goes on until the ru
 """
 from __future__ import annotations
 
-import socket
+import _socket as socket     # (constants only: socket.py, with its enums, is not imported before the first reply)
 import time
 from collections import deque
 

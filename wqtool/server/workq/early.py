@@ -17,22 +17,31 @@ call. Timers still pending at the hand-over are armed again on the asyncio loop 
 ``cancel``). The interval fsync, cleaning and the slow-loris sweep are armed by ``Server.start`` as before, after the
 hand-over; a SIGTERM / SIGINT that arrives meanwhile is kept and acted on by the asyncio loop once it runs.
 
-Imports: nothing asyncio needs beyond what the engine imports already (select, socket, heapq, threading).
+Imports: select, heapq, threading, and _signal and _socket rather than signal and socket (their enums): nothing
+the first replies do not need. Until the hand-over the sockets are ``_socket.socket`` objects
+(``prebind.take(raw=True)``, ``_socket.socket._accept``); ``handover`` turns each into a ``socket.socket`` for
+asyncio's transports.
 """
 from __future__ import annotations
 
 import heapq
 import os
 import select
-import signal
 import sys
 import threading
 import time
 from collections import deque
 
+import _signal as signal        # (signal's enums: not needed to answer the first requests)
+import _socket                  # (likewise socket.py's: the accepted sockets are _socket.socket until the hand-over)
+
 _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
 #: how often (s) the loop looks whether the import is done, when nothing else wakes it
 POLL_S = 0.005
+#: the import of the event loop starts once the loop has had nothing to do for IDLE_S (the first requests are
+#: answered first: that import's CPU, taken before them, delayed them), or DEFER_MAX_S after it began serving
+IDLE_S = 0.003
+DEFER_MAX_S = 0.1
 ACCEPT_BATCH = 64
 RECV = 262_144
 
@@ -93,6 +102,8 @@ class Transport:
     def write(self, data) -> None:
         if self.closing or self.closed or not data:
             return
+        if self.loop.probe is not None:
+            self.loop.write_probe()
         if not self.out:
             try:
                 n = self.sock.send(data)
@@ -185,8 +196,14 @@ class Transport:
 class EarlyLoop:
     """The loop of the first requests (module docstring): one epoll set, a ready queue, a timer heap."""
 
-    def __init__(self, lsock, factory):
+    def __init__(self, lsock, factory, start_import=None):
         self.lsock, self.factory = lsock, factory
+        #: starts the thread that imports the event loop (``Server.start_early``), called once the loop is idle
+        self.start_import = start_import
+        #: ``WQTOOL_SERVE_STARTUP_PROBE=FILE`` (tests, measurements): at the first reply, the CPU used so far and
+        #: the modules imported are written to FILE (``write_probe``)
+        self.probe = os.environ.get("WQTOOL_SERVE_STARTUP_PROBE") or None
+        self.probed = None          # the probe file, once written (``handover`` adds a line)
         self.ep = select.epoll()
         self.ready: deque = deque()
         self.timers: list[Handle] = []
@@ -241,21 +258,41 @@ class EarlyLoop:
             t.mask = 0
 
     def _accept(self) -> None:
+        lsock = self.lsock
         for _ in range(ACCEPT_BATCH):
             try:
-                sock, _addr = self.lsock.accept()
+                fd, _addr = lsock._accept()     # (an _socket.socket: prebind.take(raw=True))
             except (BlockingIOError, InterruptedError):
                 return
             except ConnectionAbortedError:
                 continue
             except OSError:
                 return                      # (out of descriptors: the asyncio loop's acceptor reports it)
+            sock = _socket.socket(lsock.family, lsock.type, lsock.proto, fd)
             sock.setblocking(False)
             conn = self.factory()
             t = Transport(self, sock, conn)
             self.transports[t.fd] = t
             self.update(t)
             conn.connection_made(t)
+
+    def write_probe(self) -> None:
+        """At the first reply: the process's CPU (ms, every thread), each thread's (from /proc, ms), and the
+        modules imported so far, one a line, to the ``probe`` file."""
+        import gc
+        path, self.probe = self.probe, None
+        self.probed = path
+        lines = [f"cpu_ms {time.process_time() * 1000:.2f}", f"import_started {self.start_import is None}",
+                 f"gc_enabled {gc.isenabled()}"]
+        try:
+            for tid in sorted(os.listdir("/proc/self/task")):
+                with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+                    lines.append(f"thread {tid} {int(f.read().split()[0]) / 1e6:.2f}")
+        except OSError:
+            pass
+        lines += sorted(sys.modules)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
 
     def _on_signal(self, sig, _frame) -> None:
         self.signals.append(sig)
@@ -272,6 +309,7 @@ class EarlyLoop:
         sys.setswitchinterval(0.0005)           # the importing thread lets go of the GIL soon after a request
         ready, timers, lfd, transports = self.ready, self.timers, self.lsock.fileno(), self.transports
         hold = os.environ.get("WQTOOL_SERVE_EARLY_HOLD")   # (tests: no hand-over while this file exists)
+        began = busy = time.monotonic()
         try:
             while True:
                 if done.is_set() and not ready and not self.threadsafe and not (hold and os.path.exists(hold)):
@@ -282,7 +320,15 @@ class EarlyLoop:
                     timeout = min(POLL_S, max(0.0, timers[0].when - time.monotonic()))
                 else:
                     timeout = POLL_S
-                for fd, ev in self.ep.poll(timeout):
+                events = self.ep.poll(timeout)
+                if self.start_import is not None:
+                    now = time.monotonic()
+                    if events or ready:
+                        busy = now
+                    if now - busy >= IDLE_S or now - began >= DEFER_MAX_S:
+                        start, self.start_import = self.start_import, None
+                        start()                 # idle (or served long enough): the event loop's import may run
+                for fd, ev in events:
                     if fd == lfd:
                         self._accept()
                         continue
@@ -318,6 +364,7 @@ class EarlyLoop:
 
 async def handover(early: EarlyLoop, loop) -> None:
     """The asyncio loop takes over the early loop's timers and connections (``Server.start``)."""
+    import socket
     now = time.monotonic()
     for h in early.timers:
         if not h.cancelled:
@@ -328,10 +375,11 @@ async def handover(early: EarlyLoop, loop) -> None:
             continue
         conn = t.conn
         conn.handed_over = True             # connection_made: only the transport changes
+        sock = socket.socket(fileno=t.sock.detach())     # (asyncio's transports take a socket.socket)
         try:
-            transport, _ = await loop.connect_accepted_socket(lambda c=conn: c, t.sock)
+            transport, _ = await loop.connect_accepted_socket(lambda c=conn: c, sock)
         except OSError as exc:
-            t.sock.close()
+            sock.close()
             conn.connection_lost(exc)
             continue
         if t.out:
@@ -344,3 +392,7 @@ async def handover(early: EarlyLoop, loop) -> None:
             conn.paused_write = False       # the new transport pauses it again if its buffer fills
             loop.call_soon(conn._continue)
     early.transports = {}
+    if early.probed:
+        import gc
+        with open(early.probed, "a", encoding="utf-8") as f:
+            f.write(f"handover gc_enabled {gc.isenabled()}\n")

@@ -22,8 +22,11 @@ import struct
 from array import array
 from collections import OrderedDict
 
-from google_crc32c import value as _crc
-from sortedcontainers import SortedList
+try:                    # the kernel's CRC-32C, as the reader's (no google_crc32c import before serve's first reply)
+    from ...engine.workq import _kernel
+    _crc = _kernel.crc32c
+except ImportError:     # not built: google-crc32c
+    from google_crc32c import value as _crc
 
 from ...engine.workq.fastreplay import new_table
 from ...engine.workq.jobtable import (K_ATT, K_MA, K_OFF, K_PCRC, K_PLEN, K_RES, K_SEG, K_STATE, K_TTR, PyJobTable)
@@ -163,6 +166,7 @@ class WorkQueue:
     __slots__ = ("ready", "scheduled", "waiters")
 
     def __init__(self):
+        from sortedcontainers import SortedList     # (on the first queue: not before serve's first reply)
         self.ready = SortedList(key=_key)
         self.scheduled = SortedList(key=_key)
         self.waiters: OrderedDict[int, Waiter] = OrderedDict()

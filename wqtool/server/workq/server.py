@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
-import socket
 import sys
 import threading
 import time
@@ -40,17 +38,22 @@ from ...engine.fsops import LogBusy, fsync_dir
 from ...engine.workq.appender import Appender, CmdlogLocks, syncfs
 from ...engine.workq.fastpath import encode_payload, encode_record
 from ...engine.workq.model import Command
-from ...engine.workq.replay import state_digest
-from ...engine.workq.startup import replay_directory
+from ...engine.workq.fastreplay import new_table
+from ...engine.workq.replay import CompactJobs, ReplayState, state_digest
 from ...errors import InputError, UsageError, WqError
 from ...formats._common import GO_ZERO_TIME, GoTime, format_unix_ns
-from ...formats.workq import CmdType
+from ...formats.workq import LOCK_FILES, CmdType
 from .. import prebind
 from . import wire
 from .conn import Conn, set_sockopts
 from .handlers import Handlers
 from .queue import LiveQueue
 from .spin import Spinner, idle_as_process, idle_start, idle_window_us
+
+def _only_lock_files(path: str) -> bool:
+    """``path`` (a directory) holds nothing but workq's lock files: a log with nothing to replay."""
+    return all(name in LOCK_FILES for name in os.listdir(path))
+
 
 def syncfs_dir(directory: str) -> None:
     """syncfs(2) on the filesystem holding ``directory``."""
@@ -294,9 +297,10 @@ class Server:
             from ...engine.workq.interrupted import refuse_start
             refuse_start(path)
         check_log_dir(path, self.opts.create)
-        if os.listdir(path) and not os.path.exists(os.path.join(path, "append.lock")):
+        if not _only_lock_files(path) and not os.path.exists(os.path.join(path, "append.lock")):
             # no server ever ran here (workq-server creates append.lock first): a log it would refuse is refused
             # before anything is created in the directory — nothing modified (an empty directory is a new log)
+            from ...engine.workq.startup import replay_directory
             rep = replay_directory(path, self.clock(), payloads=False)
             if rep.verdict != Verdict.CLEAN:
                 raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
@@ -305,19 +309,32 @@ class Server:
         try:
             self.locks.lock_read_shared()
             now = self.clock() - prebind.since_start()     # the restart instant: the process's start
-            rep = replay_directory(path, now, payloads=False)
+            t0 = time.perf_counter()
+            if _only_lock_files(path):
+                # nothing to replay (the lock files alone): the replay's empty state, without importing the
+                # replay's verifier (its modules were a tenth of the CPU to a first reply); its one finding is
+                # the reader's WQ-NO-SEGMENTS warning (engine/workq/reader.py _discover_dir)
+                state = ReplayState(now, CompactJobs(new_table(), [], now))
+                segments = records = size = 0
+                warnings = 1
+            else:
+                from ...engine.workq.startup import replay_directory
+                rep = replay_directory(path, now, payloads=False)
+                if rep.verdict != Verdict.CLEAN:
+                    self.locks.unlock_read()
+                    raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
+                state, r = rep.state, rep.report
+                segments, records, size, warnings = r.segments, r.records, r.bytes, r.severities.get("warning", 0)
+            elapsed = time.perf_counter() - t0
             self.locks.unlock_read()
-            if rep.verdict != Verdict.CLEAN:
-                raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
-            self.queue.restore(rep.state, None, now)    # takes the replay's job table over; upstream's timers
+            self.queue.restore(state, None, now)        # takes the replay's job table over; upstream's timers
             self.appender = Appender(path, segment_size=self.opts.seg_size,
                                      defer_roll_sync={"always": None, "interval": self._roll_interval,
                                                       "os": self._roll_sync}[self.opts.sync])
             self.appender.open()
-            r = rep.report
-            self.log.info("log replayed", path=path, segments=r.segments, records=r.records, bytes=r.bytes,
-                          jobs=len(rep.state.jobs), elapsed_ms=round(rep.elapsed_s * 1000, 1),
-                          warnings=r.severities.get("warning", 0), active_segment=self.appender.path)
+            self.log.info("log replayed", path=path, segments=segments, records=records, bytes=size,
+                          jobs=len(state.jobs), elapsed_ms=round(elapsed * 1000, 1),
+                          warnings=warnings, active_segment=self.appender.path)
         except BaseException:
             self.locks.release()
             raise
@@ -331,7 +348,10 @@ class Server:
             self.open_log()
         host, _, port = self.opts.listen.rpartition(":")
         lsock, self._lsock = self._lsock, None
-        if lsock is None:
+        if lsock is not None:       # the early loop's _socket.socket: asyncio's acceptor takes a socket.socket
+            import socket
+            lsock = socket.socket(fileno=lsock.detach())
+        else:
             lsock = prebind.take(host.strip("[]"), int(port))      # bound before the imports
         if lsock is None:
             lsock = listen_socket(host.strip("[]") or None, int(port))
@@ -374,13 +394,13 @@ class Server:
             self.out.flush()
 
     def start_early(self):
-        """The lean start (``run_server``): while a thread imports the event loop (uvloop / asyncio), serve on the
-        socket ``prebind.early`` bound with the early loop (early.py); returns ``event_loop_factory()``'s (name,
-        factory) once the import is done. ``open_log`` has run. Without a bound socket (port 0, the CLI's start)
-        or epoll, or with ``WQTOOL_SERVE_EARLY=0``, it only waits for the import."""
+        """The lean start (``run_server``): serve on the socket ``prebind.early`` bound with the early loop
+        (early.py), and once it is idle, import the event loop (uvloop / asyncio) in a thread; returns
+        ``event_loop_factory()``'s (name, factory) once the import is done. ``open_log`` has run. Without a bound
+        socket (port 0, the CLI's start) or epoll, or with ``WQTOOL_SERVE_EARLY=0``, it only waits for the import."""
         import select
         host, _, port = self.opts.listen.rpartition(":")
-        lsock = self._lsock = prebind.take(host.strip("[]"), int(port))
+        lsock = self._lsock = prebind.take(host.strip("[]"), int(port), raw=True)
         box: list = []
         done = threading.Event()
 
@@ -392,8 +412,14 @@ class Server:
             finally:
                 done.set()
 
-        threading.Thread(target=load, name="wqtool-import", daemon=True).start()
+        importer = threading.Thread(target=load, name="wqtool-import", daemon=True)
+
+        def start_import() -> None:
+            prebind.release_gc()                # (held by wqtool._entry until the first requests are served)
+            importer.start()
+
         if lsock is None or not hasattr(select, "epoll") or os.environ.get("WQTOOL_SERVE_EARLY") == "0":
+            start_import()
             done.wait()
         else:
             from .early import EarlyLoop
@@ -401,8 +427,15 @@ class Server:
             self.inherits_sockopts = sys.platform.startswith("linux")
             lsock.setblocking(False)
             self._set_address(lsock)
-            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self))
-            self.idle_spinner = idle_start(self.spin_us, idle_as_process())
+
+            def when_idle() -> None:
+                # the idle spinner (a process started by fork) too: it keeps a CPU awake between requests, and the
+                # requests waiting at the start are served before it
+                self.idle_spinner = idle_start(self.spin_us, idle_as_process())
+                start_import()
+
+            # the import starts once the early loop is idle: the requests already waiting are answered first
+            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), when_idle)
             self.served_early = True
             self._announce()
             prebind.mark("early")
@@ -415,6 +448,7 @@ class Server:
         import asyncio
         await self.start()
         self._stop = asyncio.Event()
+        import signal
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 self.loop.add_signal_handler(sig, self._on_signal, sig)
@@ -427,6 +461,7 @@ class Server:
         await self.shutdown()
 
     def _on_signal(self, sig) -> None:
+        import signal
         self.log.info("stopping", signal=signal.Signals(sig).name)
         self._stop.set()
 
@@ -953,6 +988,7 @@ class Server:
 
 def listen_socket(host: str | None, port: int) -> socket.socket:
     """A listening TCP socket on (host, port) (IPv6 for a host with a colon; all IPv4 addresses for none)."""
+    import socket
     family = socket.AF_INET6 if host and ":" in host else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
     try:
