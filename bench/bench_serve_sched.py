@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Per-thread scheduler probe of ``wqtool serve`` and workq-server under the Go load client.
+
+    python bench/bench_serve_sched.py --peer /work/anchors/workq/workq-server [--conns 1,16] [--rounds 2]
+        [--seconds 4] [--variant NAME:ENV=VALUE[,ENV=VALUE...]]... [--burners 8]
+
+For each round, each ``--conns`` row and each server (wqtool, each ``--variant`` of wqtool — the same server with
+those environment variables — and workq-server, in an order that rotates from round to round): a fresh server on a
+fresh command log, started in a session of its own (its own scheduling group under ``sched_autogroup``, as
+``bench_serve_peer.py`` starts them), the compiled Go load client (add -> lease -> complete, one request in flight
+per connection) for ``--seconds``, and, from every thread's ``/proc/PID/task/TID/schedstat`` and ``status`` before
+and after, per request: CPU, time runnable but waiting for a CPU, slices (times put on a CPU), voluntary and
+involuntary context switches — over all the server's threads, and for wqtool also of its loop thread alone
+(``loop``). Each line carries the 1-minute load average. ``--burners N`` starts N ``python3 -c 'while 1: pass'``,
+each in a session of its own, waits until the load average reaches ``--burn-load``, and stops them (by their own
+pids) at the end, also on an error. The machine may be shared: only rows of one run compare.
+
+What the numbers say: ops/s follows how long a request waits for a CPU on its critical path; a server whose loop
+thread sleeps once per request (vol ~1) pays a wake-up each time, one that stays on a CPU (vol ~0, spinning) pays
+it only when preempted (invol).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def tasks(pid: int) -> dict[str, tuple[int, int, int, int, int]]:
+    out = {}
+    for t in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(t + "/schedstat") as f:
+                run, wait, n = map(int, f.read().split())
+            with open(t + "/status") as f:
+                st = f.read()
+            vol = int(st.split("\nvoluntary_ctxt_switches:")[1].split()[0])
+            inv = int(st.split("nonvoluntary_ctxt_switches:")[1].split()[0])
+            out[t] = (run, wait, n, vol, inv)
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def wait_port(port: int, limit: float = 20.0) -> None:
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.01)
+    raise SystemExit(f"bench_serve_sched: nothing listening on 127.0.0.1:{port} after {limit:.0f} s")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def one(name: str, cmd: list[str], env: dict, conns: int, seconds: int, loadgen: str) -> dict:
+    d = tempfile.mkdtemp(prefix="wq-sched-")
+    port = free_port()
+    p = subprocess.Popen(cmd + ["-listen", f"127.0.0.1:{port}", "-cmdlog-path", d], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_port(port)
+        a = tasks(p.pid)
+        r = subprocess.run([loadgen, f"127.0.0.1:{port}", str(conns), str(seconds)], capture_output=True,
+                           text=True, check=True)
+        b = tasks(p.pid)
+    finally:
+        p.terminate()
+        p.wait()
+        shutil.rmtree(d, ignore_errors=True)
+    ops = float(r.stdout.split()[0])
+    nreq = max(1.0, ops * seconds)
+    zero = (0,) * 5
+    tot = [sum(b[t][i] - a.get(t, zero)[i] for t in b) / nreq for i in range(5)]
+    main = f"/proc/{p.pid}/task/{p.pid}"
+    loop = [(b[main][i] - a.get(main, zero)[i]) / nreq for i in range(5)] if main in b else None
+    per = sorted(([(b[t][i] - a.get(t, zero)[i]) / nreq for i in range(5)] for t in b), key=lambda v: -v[0])
+    return {"name": name, "conns": conns, "ops": ops, "load": os.getloadavg()[0], "all": tot, "loop": loop,
+            "threads": len(b), "per": per}
+
+
+def fmt(v: list[float]) -> str:
+    return (f"cpu {v[0] / 1e3:5.1f} us  wait {v[1] / 1e3:6.1f} us  slices {v[2]:4.2f}  vol {v[3]:4.2f}  "
+            f"invol {v[4]:4.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--peer", default="/work/anchors/workq/workq-server", help="workq-server binary")
+    ap.add_argument("--loadgen", default="/work/anchors/loadgen-bin", help="the compiled Go load client")
+    ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"),
+                    help="the interpreter running `-m wqtool serve` (default: this tree's .venv)")
+    ap.add_argument("--conns", default="1,16", help="comma-separated connection counts (default 1,16)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seconds", type=int, default=4)
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME:ENV=VALUE[,ENV=VALUE...]: also run wqtool with these environment variables")
+    ap.add_argument("--no-base", action="store_true", help="leave out wqtool with the environment as it is")
+    ap.add_argument("--no-peer", action="store_true", help="leave out workq-server")
+    ap.add_argument("--per-thread", action="store_true", help="also one line per thread (busiest first)")
+    ap.add_argument("--burners", type=int, default=0, help="CPU burners, each in a session of its own")
+    ap.add_argument("--burn-load", type=float, default=6.0, help="load average to wait for with --burners")
+    a = ap.parse_args(argv)
+
+    base = dict(os.environ)
+    servers: list[tuple[str, list[str], dict]] = []
+    wq = [a.python, "-m", "wqtool", "serve"]
+    if not a.no_base:
+        servers.append(("wqtool", wq, base))
+    for v in a.variant:
+        name, _, kvs = v.partition(":")
+        env = dict(base)
+        for kv in filter(None, kvs.split(",")):
+            k, _, val = kv.partition("=")
+            env[k] = val
+        servers.append((name, wq, env))
+    if not a.no_peer:
+        servers.append(("workq", [a.peer], base))
+    subprocess.run([a.python, "-m", "compileall", "-q", os.path.join(ROOT, "wqtool")], check=False)
+
+    burners: list[subprocess.Popen] = []
+    try:
+        for _ in range(a.burners):
+            burners.append(subprocess.Popen([sys.executable, "-c", "while 1: pass"], start_new_session=True))
+        if burners:
+            end = time.monotonic() + 120
+            while os.getloadavg()[0] < a.burn_load and time.monotonic() < end:
+                time.sleep(1)
+            print(f"{len(burners)} burners, each in a session of its own; load {os.getloadavg()[0]:.1f}", flush=True)
+        res: list[dict] = []
+        for r in range(a.rounds):
+            for conns in (int(c) for c in a.conns.split(",")):
+                k = (r % len(servers))
+                order = servers[k:] + servers[:k]
+                for name, cmd, env in order:
+                    x = one(name, cmd, env, conns, a.seconds, a.loadgen)
+                    res.append(x)
+                    line = f"r{r + 1} {name:10s} conns={conns:<3d} load={x['load']:5.1f} ops/s={x['ops']:7.0f}  " \
+                           f"all {x['threads']:2d} threads: {fmt(x['all'])}"
+                    if x["loop"] is not None and name != "workq":
+                        line += f"\n{'':46s}loop thread: {fmt(x['loop'])}"
+                    if a.per_thread:
+                        for v in x["per"]:
+                            if v[2] >= 0.01:
+                                line += f"\n{'':46s}     thread: {fmt(v)}"
+                    print(line, flush=True)
+        print("medians (ops/s; ratio to workq-server in the same round):")
+        for conns in (int(c) for c in a.conns.split(",")):
+            for name, _, _ in servers:
+                xs = [x for x in res if x["name"] == name and x["conns"] == conns]
+                ops = statistics.median(x["ops"] for x in xs)
+                ratios = []
+                for i, x in enumerate(xs):
+                    peer = [y for y in res if y["name"] == "workq" and y["conns"] == conns]
+                    if i < len(peer) and peer[i]["ops"]:
+                        ratios.append(x["ops"] / peer[i]["ops"])
+                rs = f"{statistics.median(ratios):.2f}x ({', '.join(f'{q:.2f}' for q in ratios)})" if ratios else ""
+                print(f"  conns={conns:<3d} {name:10s} {ops:8.0f}  {rs}")
+    finally:
+        for b in burners:
+            b.kill()
+        for b in burners:
+            b.wait()
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
