@@ -248,10 +248,9 @@ def wait_for_load(least: float, timeout_s: float = 180.0) -> float:
     return os.getloadavg()[0]
 
 
-def _sched(pids: list[int]) -> tuple[float, float]:
-    """Seconds on a CPU and seconds runnable but waiting for one, summed over every thread of ``pids``
-    (``/proc/PID/task/*/schedstat``: run_ns, wait_ns)."""
-    run = wait = 0
+def _threads(pids: list[int]):
+    """(tid, name, seconds on a CPU, seconds runnable but waiting for one) of every thread of ``pids``
+    (``/proc/PID/task/*/schedstat``: run_ns, wait_ns; ``comm``)."""
     for pid in pids:
         try:
             tids = os.listdir(f"/proc/{pid}/task")
@@ -261,31 +260,22 @@ def _sched(pids: list[int]) -> tuple[float, float]:
             try:
                 with open(f"/proc/{pid}/task/{t}/schedstat") as f:
                     a, b, _ = f.read().split()
-            except (OSError, ValueError):
-                continue
-            run += int(a)
-            wait += int(b)
-    return run / 1e9, wait / 1e9
-
-
-def _thread_cpu(pids: list[int]) -> dict[tuple[int, str], float]:
-    """CPU seconds of each thread of ``pids``, by (tid, name)."""
-    out = {}
-    for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for t in tids:
-            try:
-                with open(f"/proc/{pid}/task/{t}/schedstat") as f:
-                    run = int(f.read().split()[0])
                 with open(f"/proc/{pid}/task/{t}/comm") as f:
                     name = f.read().strip()
             except (OSError, ValueError):
                 continue
-            out[(int(t), name)] = run / 1e9
-    return out
+            yield int(t), name, int(a) / 1e9, int(b) / 1e9
+
+
+def _sched(pids: list[int]) -> tuple[float, float]:
+    """Seconds on a CPU and seconds waiting for one, summed over every thread of ``pids``."""
+    ts = list(_threads(pids))
+    return sum(t[2] for t in ts), sum(t[3] for t in ts)
+
+
+def _thread_cpu(pids: list[int]) -> dict[tuple[int, str], float]:
+    """CPU seconds of each thread of ``pids``, by (tid, name)."""
+    return {(tid, name): run for tid, name, run, _ in _threads(pids)}
 
 
 def _warm_session(kind: str, conf: dict):

@@ -192,31 +192,27 @@ def test_a_directory_with_more_than_the_lock_files_is_replayed(tmp_path):
     log.mkdir()
     for name in ("append.lock", "read.lock", "notes.txt"):
         (log / name).write_bytes(b"")
-    port = _free_port()
-    p = _serve(port, log, {})
-    try:
-        _connect_when_bound(port, p, 30).close()
-        a = Client(("127.0.0.1", port), timeout=20)
-        a.add(jid(5), b"q", 1000, 60000, b"five")
-        a.close()
-    finally:
-        p.terminate()
-        _, err = p.communicate(timeout=20)
-    assert p.returncode == 0
-    line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+    def served(talk) -> bytes:
+        """Serve ``log``, ``talk`` to it over one connection, stop it: its 'log replayed' line."""
+        port = _free_port()
+        p = _serve(port, log, {})
+        try:
+            _connect_when_bound(port, p, 30).close()
+            c = Client(("127.0.0.1", port), timeout=20)
+            talk(c)
+            c.close()
+        finally:
+            p.terminate()
+            _, err = p.communicate(timeout=20)
+        assert p.returncode == 0
+        return next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+
+    line = served(lambda c: c.add(jid(5), b"q", 1000, 60000, b"five"))
     assert b" segments=0 records=0 bytes=0 jobs=0 " in line and line.split()[-1] == b"warnings=2", line
-    port = _free_port()
-    p = _serve(port, log, {})
-    try:
-        _connect_when_bound(port, p, 30).close()
-        s = Client(("127.0.0.1", port), timeout=20)
-        assert s.inspect_queue(b"q") == (1, 0)
-        s.close()
-    finally:
-        p.terminate()
-        _, err = p.communicate(timeout=20)
-    assert p.returncode == 0
-    line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)
+
+    def inspect(c):
+        assert c.inspect_queue(b"q") == (1, 0)
+    line = served(inspect)
     assert b" segments=1 records=1 " in line and b" jobs=1 " in line and b" warnings=1 " in line, line
 
 
