@@ -19,7 +19,8 @@ pids) at the end, also on an error. The machine may be shared: only rows of one 
 ``--rows SYNC:CONNS,...`` measures those rows (``-cmdlog-sync`` and connections; workq-server gets
 ``-cmdlog-sync-int 0`` with always, as ``bench_serve_peer.py`` starts it) in place of ``--sync`` x ``--conns``.
 ``--floor`` adds the floor servers of bench/floor (built with ``make -C bench/floor``; README.md there): ``c1`` the
-standalone C server, ``c4`` the same with a second thread for the commit (``-threads 2``), ``c2`` its loop in a
+standalone C server, ``c1fs`` with wqtool's fsync spinner (``-fsync-spin 5000``: a thread on sched_yield while
+the loop waits in fdatasync, at most 5 ms, as spin.py's), ``c4`` the same with a second thread for the commit (``-threads 2``), ``c2`` its loop in a
 thread of a Python process, ``c3`` / ``c3burnN`` / ``c3wq`` that with a Python call per request (the reply, the
 reply after N us of Python, wqtool's own request path). The load client's error count must be 0 (``errs``).
 
@@ -84,11 +85,13 @@ def floor_cmd(variant: str, python: str) -> list[str]:
     """The command of a floor server variant (bench/floor/README.md)."""
     if variant == "c1":
         return [os.path.join(FLOOR, "floor")]
+    if variant == "c1fs":
+        return [os.path.join(FLOOR, "floor"), "-fsync-spin", "5000"]
     if variant == "c4":
         return [os.path.join(FLOOR, "floor"), "-threads", "2"]
     if variant in ("c2", "c3", "c3wq") or variant.startswith("c3burn"):
         return [python, os.path.join(FLOOR, "pyfloor.py"), variant]
-    raise SystemExit(f"bench_serve_sched: unknown floor variant {variant!r} (c1, c2, c3, c3burnN, c3wq, c4)")
+    raise SystemExit(f"bench_serve_sched: unknown floor variant {variant!r} (c1, c1fs, c2, c3, c3burnN, c3wq, c4)")
 
 
 def one(name: str, cmd: list[str], env: dict, conns: int, seconds: int, loadgen: str, sync: str = "interval") -> dict:
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burn-load", type=float, default=6.0, help="load average to wait for with --burners")
     ap.add_argument("--sync", default="interval", help="-cmdlog-sync of every server (default interval)")
     ap.add_argument("--rows", default="", help="SYNC:CONNS,... (in place of --sync x --conns)")
-    ap.add_argument("--floor", default="", help="floor servers of bench/floor to add: c1,c2,c3,c3burnN,c3wq,c4")
+    ap.add_argument("--floor", default="", help="floor servers of bench/floor to add: c1,c1fs,c2,c3,c3burnN,c3wq,c4")
     a = ap.parse_args(argv)
     rows = ([(r.split(":")[0], int(r.split(":")[1])) for r in a.rows.split(",") if r] if a.rows
             else [(a.sync, int(c)) for c in a.conns.split(",")])
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                     res.append(x)
                     line = f"r{r + 1} {name:10s} {sync:8s} conns={conns:<3d} load={x['load']:5.1f} " \
                            f"ops/s={x['ops']:7.0f} errs={x['errs']}  all {x['threads']:2d} threads: {fmt(x['all'])}"
-                    if x["loop"] is not None and name not in ("workq", "c1", "c4"):
+                    if x["loop"] is not None and name not in ("workq", "c1", "c1fs", "c4"):
                         line += f"\n{'':46s}loop thread: {fmt(x['loop'])}"
                     if a.per_thread:
                         for v in x["per"]:

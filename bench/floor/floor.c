@@ -447,6 +447,44 @@ static void log_write(const char *p, size_t n) {
     }
 }
 
+/* ------------------------------------------------------------------ -fsync-spin US: wqtool's fsync spinner */
+/* As _proto.c spin_start/spin_stop (spin.py): a thread that loops on sched_yield() while the loop waits in
+ * fdatasync, at most US microseconds, so the thread the fsync returns to finds a CPU of the server's group awake. */
+#include <sched.h>
+static pthread_mutex_t sp_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sp_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long sp_gen, sp_active;
+static int64_t sp_end, sp_limit_ns;
+static int64_t mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+static void *spin_main(void *arg) {
+    (void)arg;
+    unsigned long seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&sp_mu);
+        while (sp_gen == seen) pthread_cond_wait(&sp_cv, &sp_mu);
+        seen = sp_gen;
+        int64_t end = sp_end;
+        pthread_mutex_unlock(&sp_mu);
+        while (__atomic_load_n(&sp_active, __ATOMIC_ACQUIRE) == seen && mono_ns() < end) sched_yield();
+    }
+    return NULL;
+}
+static void log_sync(void) {
+    if (!sp_limit_ns) { fdatasync(S.logfd); return; }
+    pthread_mutex_lock(&sp_mu);
+    unsigned long g = ++sp_gen;
+    sp_end = mono_ns() + sp_limit_ns;
+    __atomic_store_n(&sp_active, g, __ATOMIC_RELEASE);
+    pthread_cond_signal(&sp_cv);
+    pthread_mutex_unlock(&sp_mu);
+    fdatasync(S.logfd);
+    __atomic_store_n(&sp_active, 0, __ATOMIC_RELEASE);
+}
+
 /* ------------------------------------------------------------------ C4: a second thread for the commit */
 /* The loop thread reads, frames and handles; the commit thread writes the iteration's records (and fdatasyncs
  * them under always) and sends its replies.  Hand-over: one batch (records + (fd, reply) pairs) under a mutex, the
@@ -468,7 +506,7 @@ static void *commit_thread(void *arg) {
         pthread_mutex_unlock(&b_mu);
         if (b->log.len) {
             log_write(b->log.p, b->log.len);
-            if (S.always) fdatasync(S.logfd);
+            if (S.always) log_sync();
         }
         for (size_t o = 0; o < b->replies.len;) {
             int fd; uint32_t n;
@@ -505,7 +543,7 @@ static void commit(void) {
     } else {
         if (S.log.len) {
             log_write(S.log.p, S.log.len);
-            if (S.always) fdatasync(S.logfd);
+            if (S.always) log_sync();
         }
         for (conn *c = S.dirty; c; c = c->next_dirty) {
             c->dirty = 0;
@@ -576,6 +614,7 @@ static int floor_run(int argc, char **argv) {
         else if (!strcmp(a, "-cmdlog-path") && v) { dir = v; i++; }
         else if (!strcmp(a, "-cmdlog-sync") && v) { S.always = !strcmp(v, "always"); i++; }
         else if (!strcmp(a, "-threads") && v) { S.threads = atoi(v); i++; }
+        else if (!strcmp(a, "-fsync-spin") && v) { sp_limit_ns = atoll(v) * 1000; i++; }
         else if ((!strcmp(a, "-cmdlog-sync-int") || !strcmp(a, "-cmdlog-seg-size") ||
                   !strcmp(a, "-cmdlog-clean-int") || !strcmp(a, "--log-level")) && v) { i++; }
         else { fprintf(stderr, "floor: unknown argument %s\n", a); return 2; }
@@ -606,12 +645,16 @@ static int floor_run(int argc, char **argv) {
     S.ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     epoll_ctl(S.ep, EPOLL_CTL_ADD, S.lfd, &ev);
+    if (sp_limit_ns) {
+        pthread_t t;
+        pthread_create(&t, NULL, spin_main, NULL);
+    }
     if (S.threads >= 2) {
         pthread_t t;
         pthread_create(&t, NULL, commit_thread, NULL);
     }
-    fprintf(stderr, "floor: listening on %s (threads %d, sync %s, py %d)\n", listen_at, S.threads,
-            S.always ? "always" : "interval", S.pymode);
+    fprintf(stderr, "floor: listening on %s (threads %d, sync %s, fsync spin %lld us, py %d)\n", listen_at,
+            S.threads, S.always ? "always" : "interval", (long long)(sp_limit_ns / 1000), S.pymode);
     loop();
     fprintf(stderr, "floor: %lu requests, %lu errors\n", S.requests, S.errors);
     return 0;
