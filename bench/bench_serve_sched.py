@@ -3,7 +3,7 @@
 
     python bench/bench_serve_sched.py --peer /work/anchors/workq/workq-server [--conns 1,16] [--rounds 2]
         [--seconds 4] [--variant NAME:ENV=VALUE[,ENV=VALUE...]]... [--burners 8]
-        [--sync interval|always] [--rows interval:1,interval:16,always:1] [--floor c1,c2,c3,c3burn40,c3wq,c4]
+        [--sync interval|always] [--rows interval:1,interval:16,always:1] [--floor c1,c1fs,c2,c3,c3burn40,c3wq,c4]
 
 For each round, each ``--conns`` row and each server (wqtool, each ``--variant`` of wqtool — the same server with
 those environment variables — and workq-server, in an order that rotates from round to round): a fresh server on a
@@ -20,9 +20,10 @@ pids) at the end, also on an error. The machine may be shared: only rows of one 
 ``-cmdlog-sync-int 0`` with always, as ``bench_serve_peer.py`` starts it) in place of ``--sync`` x ``--conns``.
 ``--floor`` adds the floor servers of bench/floor (built with ``make -C bench/floor``; README.md there): ``c1`` the
 standalone C server, ``c1fs`` with wqtool's fsync spinner (``-fsync-spin 5000``: a thread on sched_yield while
-the loop waits in fdatasync, at most 5 ms, as spin.py's), ``c4`` the same with a second thread for the commit (``-threads 2``), ``c2`` its loop in a
-thread of a Python process, ``c3`` / ``c3burnN`` / ``c3wq`` that with a Python call per request (the reply, the
-reply after N us of Python, wqtool's own request path). The load client's error count must be 0 (``errs``).
+the loop waits in fdatasync, at most 5 ms, as spin.py's), ``c4`` the same with a second thread for the commit
+(``-threads 2``), ``c2`` its loop in a thread of a Python process, ``c3`` / ``c3burnN`` / ``c3wq`` that with a
+Python call per request (the reply, the reply after N us of Python, wqtool's own request path). The load client's
+error count must be 0 (``errs``).
 
 What the numbers say: ops/s follows how long a request waits for a CPU on its critical path; a server whose loop
 thread sleeps once per request (vol ~1) pays a wake-up each time, one that stays on a CPU (vol ~0, spinning) pays
@@ -83,6 +84,8 @@ FLOOR = os.path.join(HERE, "floor")
 
 def floor_cmd(variant: str, python: str) -> list[str]:
     """The command of a floor server variant (bench/floor/README.md)."""
+    if not os.path.exists(os.path.join(FLOOR, "floor")):
+        raise SystemExit("bench_serve_sched: the floor servers are not built (make -C bench/floor)")
     if variant == "c1":
         return [os.path.join(FLOOR, "floor")]
     if variant == "c1fs":
@@ -118,8 +121,8 @@ def one(name: str, cmd: list[str], env: dict, conns: int, seconds: int, loadgen:
     main = f"/proc/{p.pid}/task/{p.pid}"
     loop = [(b[main][i] - a.get(main, zero)[i]) / nreq for i in range(5)] if main in b else None
     per = sorted(([(b[t][i] - a.get(t, zero)[i]) / nreq for i in range(5)] for t in b), key=lambda v: -v[0])
-    return {"name": name, "conns": conns, "sync": sync, "errs": errs, "ops": ops, "load": os.getloadavg()[0], "all": tot, "loop": loop,
-            "threads": len(b), "per": per}
+    return {"name": name, "conns": conns, "sync": sync, "errs": errs, "ops": ops, "load": os.getloadavg()[0],
+            "all": tot, "loop": loop, "threads": len(b), "per": per}
 
 
 def fmt(v: list[float]) -> str:
