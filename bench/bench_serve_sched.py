@@ -3,6 +3,7 @@
 
     python bench/bench_serve_sched.py --peer /work/anchors/workq/workq-server [--conns 1,16] [--rounds 2]
         [--seconds 4] [--variant NAME:ENV=VALUE[,ENV=VALUE...]]... [--burners 8]
+        [--sync interval|always] [--rows interval:1,interval:16,always:1] [--floor c1,c1fs,c2,c3,c3burn40,c3wq,c4]
 
 For each round, each ``--conns`` row and each server (wqtool, each ``--variant`` of wqtool — the same server with
 those environment variables — and workq-server, in an order that rotates from round to round): a fresh server on a
@@ -14,6 +15,15 @@ involuntary context switches — over all the server's threads, and for wqtool a
 (``loop``). Each line carries the 1-minute load average. ``--burners N`` starts N ``python3 -c 'while 1: pass'``,
 each in a session of its own, waits until the load average reaches ``--burn-load``, and stops them (by their own
 pids) at the end, also on an error. The machine may be shared: only rows of one run compare.
+
+``--rows SYNC:CONNS,...`` measures those rows (``-cmdlog-sync`` and connections; workq-server gets
+``-cmdlog-sync-int 0`` with always, as ``bench_serve_peer.py`` starts it) in place of ``--sync`` x ``--conns``.
+``--floor`` adds the floor servers of bench/floor (built with ``make -C bench/floor``; README.md there): ``c1`` the
+standalone C server, ``c1fs`` with wqtool's fsync spinner (``-fsync-spin 5000``: a thread on sched_yield while
+the loop waits in fdatasync, at most 5 ms, as spin.py's), ``c4`` the same with a second thread for the commit
+(``-threads 2``), ``c2`` its loop in a thread of a Python process, ``c3`` / ``c3burnN`` / ``c3wq`` that with a
+Python call per request (the reply, the reply after N us of Python, wqtool's own request path). The load client's
+error count must be 0 (``errs``).
 
 What the numbers say: ops/s follows how long a request waits for a CPU on its critical path; a server whose loop
 thread sleeps once per request (vol ~1) pays a wake-up each time, one that stays on a CPU (vol ~0, spinning) pays
@@ -69,10 +79,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def one(name: str, cmd: list[str], env: dict, conns: int, seconds: int, loadgen: str) -> dict:
+FLOOR = os.path.join(HERE, "floor")
+
+
+def floor_cmd(variant: str, python: str) -> list[str]:
+    """The command of a floor server variant (bench/floor/README.md)."""
+    if not os.path.exists(os.path.join(FLOOR, "floor")):
+        raise SystemExit("bench_serve_sched: the floor servers are not built (make -C bench/floor)")
+    if variant == "c1":
+        return [os.path.join(FLOOR, "floor")]
+    if variant == "c1fs":
+        return [os.path.join(FLOOR, "floor"), "-fsync-spin", "5000"]
+    if variant == "c4":
+        return [os.path.join(FLOOR, "floor"), "-threads", "2"]
+    if variant in ("c2", "c3", "c3wq") or variant.startswith("c3burn"):
+        return [python, os.path.join(FLOOR, "pyfloor.py"), variant]
+    raise SystemExit(f"bench_serve_sched: unknown floor variant {variant!r} (c1, c1fs, c2, c3, c3burnN, c3wq, c4)")
+
+
+def one(name: str, cmd: list[str], env: dict, conns: int, seconds: int, loadgen: str, sync: str = "interval") -> dict:
     d = tempfile.mkdtemp(prefix="wq-sched-")
     port = free_port()
-    p = subprocess.Popen(cmd + ["-listen", f"127.0.0.1:{port}", "-cmdlog-path", d], env=env,
+    extra = ["-cmdlog-sync", sync] + (["-cmdlog-sync-int", "0"] if name == "workq" and sync != "interval" else [])
+    p = subprocess.Popen(cmd + ["-listen", f"127.0.0.1:{port}", "-cmdlog-path", d] + extra, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_port(port)
@@ -85,19 +114,21 @@ def one(name: str, cmd: list[str], env: dict, conns: int, seconds: int, loadgen:
         p.wait()
         shutil.rmtree(d, ignore_errors=True)
     ops = float(r.stdout.split()[0])
+    errs = int(r.stdout.split()[3])
     nreq = max(1.0, ops * seconds)
     zero = (0,) * 5
     tot = [sum(b[t][i] - a.get(t, zero)[i] for t in b) / nreq for i in range(5)]
     main = f"/proc/{p.pid}/task/{p.pid}"
     loop = [(b[main][i] - a.get(main, zero)[i]) / nreq for i in range(5)] if main in b else None
     per = sorted(([(b[t][i] - a.get(t, zero)[i]) / nreq for i in range(5)] for t in b), key=lambda v: -v[0])
-    return {"name": name, "conns": conns, "ops": ops, "load": os.getloadavg()[0], "all": tot, "loop": loop,
-            "threads": len(b), "per": per}
+    return {"name": name, "conns": conns, "sync": sync, "errs": errs, "ops": ops, "load": os.getloadavg()[0],
+            "all": tot, "loop": loop, "threads": len(b), "per": per}
 
 
 def fmt(v: list[float]) -> str:
-    return (f"cpu {v[0] / 1e3:5.1f} us  wait {v[1] / 1e3:6.1f} us  slices {v[2]:4.2f}  vol {v[3]:4.2f}  "
-            f"invol {v[4]:4.2f}")
+    per_slice = v[1] / 1e3 / v[2] if v[2] else 0.0
+    return (f"cpu {v[0] / 1e3:5.1f} us  wait {v[1] / 1e3:6.1f} us  slices {v[2]:4.2f}  wait/slice {per_slice:6.1f} us  "
+            f"vol {v[3]:4.2f}  invol {v[4]:4.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-thread", action="store_true", help="also one line per thread (busiest first)")
     ap.add_argument("--burners", type=int, default=0, help="CPU burners, each in a session of its own")
     ap.add_argument("--burn-load", type=float, default=6.0, help="load average to wait for with --burners")
+    ap.add_argument("--sync", default="interval", help="-cmdlog-sync of every server (default interval)")
+    ap.add_argument("--rows", default="", help="SYNC:CONNS,... (in place of --sync x --conns)")
+    ap.add_argument("--floor", default="", help="floor servers of bench/floor to add: c1,c1fs,c2,c3,c3burnN,c3wq,c4")
     a = ap.parse_args(argv)
+    rows = ([(r.split(":")[0], int(r.split(":")[1])) for r in a.rows.split(",") if r] if a.rows
+            else [(a.sync, int(c)) for c in a.conns.split(",")])
 
     base = dict(os.environ)
     servers: list[tuple[str, list[str], dict]] = []
@@ -131,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             k, _, val = kv.partition("=")
             env[k] = val
         servers.append((name, wq, env))
+    for v in filter(None, a.floor.split(",")):
+        servers.append((v, floor_cmd(v, a.python), base))
     if not a.no_peer:
         servers.append(("workq", [a.peer], base))
     subprocess.run([a.python, "-m", "compileall", "-q", os.path.join(ROOT, "wqtool")], check=False)
@@ -146,33 +184,39 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(burners)} burners, each in a session of its own; load {os.getloadavg()[0]:.1f}", flush=True)
         res: list[dict] = []
         for r in range(a.rounds):
-            for conns in (int(c) for c in a.conns.split(",")):
+            for sync, conns in rows:
                 k = (r % len(servers))
                 order = servers[k:] + servers[:k]
                 for name, cmd, env in order:
-                    x = one(name, cmd, env, conns, a.seconds, a.loadgen)
+                    x = one(name, cmd, env, conns, a.seconds, a.loadgen, sync)
                     res.append(x)
-                    line = f"r{r + 1} {name:10s} conns={conns:<3d} load={x['load']:5.1f} ops/s={x['ops']:7.0f}  " \
-                           f"all {x['threads']:2d} threads: {fmt(x['all'])}"
-                    if x["loop"] is not None and name != "workq":
+                    line = f"r{r + 1} {name:10s} {sync:8s} conns={conns:<3d} load={x['load']:5.1f} " \
+                           f"ops/s={x['ops']:7.0f} errs={x['errs']}  all {x['threads']:2d} threads: {fmt(x['all'])}"
+                    if x["loop"] is not None and name not in ("workq", "c1", "c1fs", "c4"):
                         line += f"\n{'':46s}loop thread: {fmt(x['loop'])}"
                     if a.per_thread:
                         for v in x["per"]:
                             if v[2] >= 0.01:
                                 line += f"\n{'':46s}     thread: {fmt(v)}"
                     print(line, flush=True)
-        print("medians (ops/s; ratio to workq-server in the same round):")
-        for conns in (int(c) for c in a.conns.split(",")):
+        print("medians (ops/s; ratio to workq-server in the same round, then each round's; per request over all "
+              "threads: CPU us, wait us, slices, wait per slice us; load range; load client errors):")
+        for sync, conns in rows:
+            peer = [y for y in res if y["name"] == "workq" and y["conns"] == conns and y["sync"] == sync]
             for name, _, _ in servers:
-                xs = [x for x in res if x["name"] == name and x["conns"] == conns]
+                xs = [x for x in res if x["name"] == name and x["conns"] == conns and x["sync"] == sync]
                 ops = statistics.median(x["ops"] for x in xs)
                 ratios = []
                 for i, x in enumerate(xs):
-                    peer = [y for y in res if y["name"] == "workq" and y["conns"] == conns]
                     if i < len(peer) and peer[i]["ops"]:
                         ratios.append(x["ops"] / peer[i]["ops"])
                 rs = f"{statistics.median(ratios):.2f}x ({', '.join(f'{q:.2f}' for q in ratios)})" if ratios else ""
-                print(f"  conns={conns:<3d} {name:10s} {ops:8.0f}  {rs}")
+                med = [statistics.median(x["all"][i] for x in xs) for i in range(3)]
+                wps = statistics.median(x["all"][1] / x["all"][2] for x in xs if x["all"][2]) / 1e3
+                lo, hi = min(x["load"] for x in xs), max(x["load"] for x in xs)
+                print(f"  {sync:8s} conns={conns:<3d} {name:10s} {ops:8.0f}  {rs}  cpu {med[0] / 1e3:.1f}  "
+                      f"wait {med[1] / 1e3:.1f}  slices {med[2]:.2f}  wait/slice {wps:.1f}  load {lo:.1f}-{hi:.1f}  "
+                      f"errs {sum(x['errs'] for x in xs)}")
     finally:
         for b in burners:
             b.kill()
