@@ -123,9 +123,12 @@ def test_ttr_timeouts_then_max_attempts_fail_with_empty_result():
 
 def test_the_live_queue_applies_the_engines_rules(monkeypatch):
     """The server keeps no copy of the job state machine's rules: it applies replay.py's (issue 18 item 2). With
-    the engine's timeout rule changed, the live queue changes with it (a server copy would not)."""
+    the engine's timeout rule changed, the live queue changes with it (a server copy would not). The queue takes
+    the engine's functions on their first use (an empty log's first replies import no replay module)."""
     from wqtool.engine.workq import replay
     from wqtool.server.workq import queue
+    assert queue.after_timeout(replay.JobState.LEASED, 1, 1) is replay.JobState.FAILED
+    assert queue.result_refused(replay.JobState.FAILED) == "WQ-DUPLICATE-RESULT"
     assert queue.after_timeout is replay.after_timeout and queue.result_refused is replay.result_refused
     monkeypatch.setattr(queue, "after_timeout", lambda state, att, ma: replay.JobState.PENDING)   # never fails
     q = LiveQueue()

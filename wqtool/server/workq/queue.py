@@ -18,7 +18,9 @@ was deleted answers -TIMEOUT (upstream dereferences a nil record and crashes); t
 from __future__ import annotations
 
 import heapq
+import os
 import struct
+import sys
 from array import array
 from collections import OrderedDict
 
@@ -26,14 +28,14 @@ try:                    # the kernel's CRC-32C, as the reader's (no google_crc32
     from ...engine.workq import _kernel
     _crc = _kernel.crc32c
 except ImportError:     # not built: google-crc32c
+    _kernel = None
     from google_crc32c import value as _crc
 
-from ...engine.workq.fastreplay import new_table
+# (the replay's modules — fastreplay, payloads, replay — are imported where they are used: an empty log's first
+# replies do without them, and without the dataclasses and enums they make)
 from ...engine.workq.jobtable import (K_ATT, K_MA, K_OFF, K_PCRC, K_PLEN, K_RES, K_SEG, K_STATE, K_TTR, PyJobTable)
-from ...engine.workq.payloads import PayloadReader, job_table
-from ...engine.workq.replay import CompactJobs, ReplayState, after_timeout, result_refused
 from ...errors import FormatError
-from ...formats.workq import CmdType
+from ...formats.workq import CMD_CODES
 from . import wire
 
 NEW, COMPLETED, FAILED, PENDING, LEASED = 0, 1, 2, 3, 4
@@ -54,7 +56,35 @@ _SEQ_BITS = 48
 _AT_SHIFT = _SEQ_BITS + 3
 _B63 = 1 << 63
 _KEY = struct.Struct(">QQQ").pack
-_ADD, _SCHEDULE = int(CmdType.ADD), int(CmdType.SCHEDULE)
+#: the opcodes the queue logs (``log(cmd, ...)``): the schema's CmdType values, as plain ints
+(_ADD, _SCHEDULE, _COMPLETE, _FAIL, _DELETE, _EXPIRE, _START_ATTEMPT, _TIMEOUT_ATTEMPT) = (
+    CMD_CODES[n] for n in ("ADD", "SCHEDULE", "COMPLETE", "FAIL", "DELETE", "EXPIRE", "START_ATTEMPT",
+                           "TIMEOUT_ATTEMPT"))
+
+
+def result_refused(state: int) -> str | None:
+    """The engine's rule (``engine.workq.replay.result_refused``, which takes this name on its first use: the
+    replay's module is not imported before a first complete / fail)."""
+    global result_refused
+    from ...engine.workq.replay import result_refused
+    return result_refused(state)
+
+
+def after_timeout(state: int, attempts: int, max_attempts: int):
+    """The engine's rule (``engine.workq.replay.after_timeout``, which takes this name on its first use)."""
+    global after_timeout
+    from ...engine.workq.replay import after_timeout
+    return after_timeout(state, attempts, max_attempts)
+
+
+def _empty_table():
+    """An empty job table, the one the replay makes (``fastreplay.new_table``): the C kernel's when the replay would
+    take it (the kernel built, ``WQTOOL_PURE_PYTHON`` unset: fastreplay's ``KERNEL``), without importing the replay
+    unless it is loaded already (tests switch its ``KERNEL``) or pure Python is asked for."""
+    fr = sys.modules.get("wqtool.engine.workq.fastreplay")
+    if fr is None and (_kernel is None or os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0")):
+        from ...engine.workq import fastreplay as fr
+    return _kernel.JobTable() if fr is None else fr.new_table()
 
 
 def job_key(priority: int, time_ns: int | None, created_ns: int, jid: bytes) -> bytes:
@@ -186,17 +216,17 @@ class LiveQueue:
     ``run`` jobs are never logged: their rows are lists in ``runs`` and their bodies stay in ``unwritten``."""
 
     def __init__(self, log=None):
-        self.log = log or _no_log          # log(cmd: CmdType, job_id: bytes, result: bytes | None)
+        self.log = log or _no_log          # log(cmd: int (a CmdType value), job_id: bytes, result: bytes | None)
         self.jobs: dict[bytes, Entry] = {}
         self.queues: dict[bytes, WorkQueue] = {}
-        self.table = new_table()
+        self.table = _empty_table()
         self.runs: dict[bytes, list] = {}
         self.unwritten: dict[bytes, bytes] = {}
         #: the bodies of the last jobs whose records were written (``located``), by id: (entry, body), oldest first,
         #: at most RECENT of them, each at most RECENT_BODY bytes — the Go load client, as most workers, leases a
         #: job right after its add, and its body is then at hand (no ``pread`` and no record check per lease)
         self.recent: dict[bytes, tuple] = {}
-        self.reader: PayloadReader | None = None
+        self.reader = None                 # a PayloadReader (``payload_reader``)
         self.evicted = 0
         #: told of a job body a timer could not read back (the job stays ready; the server logs it)
         self.on_read_error = None
@@ -431,7 +461,7 @@ class LiveQueue:
         if job.is_run:
             job.ttr_at = at
         job.ttr_seq = self._push(at, R_TTR, job)
-        self.log(CmdType.START_ATTEMPT, job.id, None)
+        self.log(_START_ATTEMPT, job.id, None)
         return row, body
 
     def _entry(self, job: Job, cls=Entry) -> tuple[Entry, str]:
@@ -458,7 +488,7 @@ class LiveQueue:
         self.unwritten[jid] = body
         self.jobs[jid] = e
         e.ttl_seq = self._push(exp, R_TTL, e)
-        self.log(CmdType.ADD if sched is None else CmdType.SCHEDULE, jid, job)
+        self.log(_ADD if sched is None else _SCHEDULE, jid, job)
         if sched is None:
             self._make_ready(e, now)
         else:
@@ -540,7 +570,7 @@ class LiveQueue:
         if job.where != IN_NONE or job.key is not None:     # (a leased job is in no list: nothing to dequeue)
             self._dequeue(job)
         if log:
-            self.log(CmdType.COMPLETE if state == COMPLETED else CmdType.FAIL, job.id, result)
+            self.log(_COMPLETE if state == COMPLETED else _FAIL, job.id, result)
         reply = None
         if job.waiters:
             reply = wire.result_reply(job.id, state == COMPLETED, result)
@@ -562,7 +592,7 @@ class LiveQueue:
         if job is None:
             return wire.NOT_FOUND
         self._remove(job)
-        self.log(CmdType.DELETE, jid, None)
+        self.log(_DELETE, jid, None)
         return wire.OK
 
     def _remove(self, job: Entry) -> None:
@@ -629,7 +659,7 @@ class LiveQueue:
         if st != COMPLETED and st != FAILED:
             self.evicted += 1
         self._remove(job)
-        self.log(CmdType.EXPIRE, job.id, None)
+        self.log(_EXPIRE, job.id, None)
 
     def _timeout_attempt(self, job: Entry, now: int) -> None:
         if self.jobs.get(job.id) is not job:
@@ -637,7 +667,7 @@ class LiveQueue:
         row = self.row(job)
         if row[K_STATE] != LEASED:
             return
-        self.log(CmdType.TIMEOUT_ATTEMPT, job.id, None)
+        self.log(_TIMEOUT_ATTEMPT, job.id, None)
         if after_timeout(LEASED, row[K_ATT], row[K_MA]) == FAILED:       # the engine's rule
             self._finish(job, FAILED, b"", now, row=row)
         else:
@@ -679,9 +709,17 @@ class LiveQueue:
     def _end_run(self, job: Entry) -> None:
         if self.jobs.get(job.id) is job:
             self._remove(job)
-            self.log(CmdType.EXPIRE, job.id, None)
+            self.log(_EXPIRE, job.id, None)
 
     # ---------------------------------------------------------------- start-up and checks
+    def payload_reader(self):
+        """The reader of the job bodies in the log (``PayloadReader``), made on first use when ``restore`` made
+        none (an empty log: the first record the server writes)."""
+        if self.reader is None:
+            from ...engine.workq.payloads import PayloadReader
+            self.reader = PayloadReader(None)
+        return self.reader
+
     def restore(self, state: ReplayState, payloads: dict[bytes, bytes] | None, now: int) -> None:
         """Rebuild the live queues from the engine's replayed state (start-up), taking its job table over (the
         kernel's ``CompactJobs.table``; a state of Job objects is turned into a table). Bodies are read back from
@@ -698,6 +736,7 @@ class LiveQueue:
         expiry (``outliving``): the cleaner must not drop the add record of one that outlives it."""
         if self.jobs:
             raise ValueError("restore: the queue is not empty")
+        from ...engine.workq.payloads import PayloadReader, job_table
         reader = self.reader
         if reader is None:
             reader = self.reader = PayloadReader(getattr(state.jobs, "paths", None))
@@ -763,6 +802,7 @@ class LiveQueue:
         """The live jobs as ``wqtool replay --as-of as_of_ns`` describes them (run jobs are never logged, so
         they are left out): its digest equals the replay digest of the log this server wrote. A view over the
         queue's job table (valid until the queue changes)."""
+        from ...engine.workq.replay import CompactJobs, ReplayState
         paths = self.reader.paths if self.reader is not None else []
         return ReplayState(as_of_ns, CompactJobs(self.table, paths, as_of_ns))
 
