@@ -102,7 +102,7 @@ class Transport:
     def write(self, data) -> None:
         if self.closing or self.closed or not data:
             return
-        if self.loop.probe is not None:
+        if self.loop.probe is not None and self.loop.start_import is not None:
             self.loop.write_probe()
         if not self.out:
             try:
@@ -201,7 +201,8 @@ class EarlyLoop:
         #: starts the thread that imports the event loop (``Server.start_early``), called once the loop is idle
         self.start_import = start_import
         #: ``WQTOOL_SERVE_STARTUP_PROBE=FILE`` (tests, measurements): at the first reply, the CPU used so far and
-        #: the modules imported are written to FILE (``write_probe``)
+        #: the modules imported are written to FILE (``write_probe``) — and again at each reply until the event
+        #: loop's import starts (requests sent together are answered before it: the file then tells what they needed)
         self.probe = os.environ.get("WQTOOL_SERVE_STARTUP_PROBE") or None
         self.probed = None          # the probe file, once written (``handover`` adds a line)
         self.ep = select.epoll()
@@ -277,11 +278,10 @@ class EarlyLoop:
             conn.connection_made(t)
 
     def write_probe(self) -> None:
-        """At the first reply: the process's CPU (ms, every thread), each thread's (from /proc, ms), and the
-        modules imported so far, one a line, to the ``probe`` file."""
+        """At a reply (the first, and each until the import starts): the process's CPU (ms, every thread), each
+        thread's (from /proc, ms), and the modules imported so far, one a line, to the ``probe`` file."""
         import gc
-        path, self.probe = self.probe, None
-        self.probed = path
+        path = self.probed = self.probe
         lines = [f"cpu_ms {time.process_time() * 1000:.2f}", f"import_started {self.start_import is None}",
                  f"gc_enabled {gc.isenabled()}"]
         try:

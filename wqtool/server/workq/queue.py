@@ -22,6 +22,7 @@ import os
 import struct
 import sys
 from array import array
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 
 try:                    # the kernel's CRC-32C, as the reader's (no google_crc32c import before serve's first reply)
@@ -33,12 +34,12 @@ except ImportError:     # not built: google-crc32c
 
 # (the replay's modules — fastreplay, payloads, replay — are imported where they are used: an empty log's first
 # replies do without them, and without the dataclasses and enums they make)
+from ...engine.workq.rules import COMPLETED, FAILED, LEASED, NEW, PENDING, result_refused   # (replay.py's own)
 from ...engine.workq.jobtable import (K_ATT, K_MA, K_OFF, K_PCRC, K_PLEN, K_RES, K_SEG, K_STATE, K_TTR, PyJobTable)
 from ...errors import FormatError
 from ...formats.workq import CMD_CODES
 from . import wire
 
-NEW, COMPLETED, FAILED, PENDING, LEASED = 0, 1, 2, 3, 4
 NS_PER_MS = 1_000_000
 MAX_HARD_ATTEMPTS = 255
 #: bodies kept after their records are written (``LiveQueue.recent``): at most this many, of at most RECENT_BODY
@@ -62,16 +63,9 @@ _KEY = struct.Struct(">QQQ").pack
                            "TIMEOUT_ATTEMPT"))
 
 
-def result_refused(state: int) -> str | None:
-    """The engine's rule (``engine.workq.replay.result_refused``, which takes this name on its first use: the
-    replay's module is not imported before a first complete / fail)."""
-    global result_refused
-    from ...engine.workq.replay import result_refused
-    return result_refused(state)
-
-
 def after_timeout(state: int, attempts: int, max_attempts: int):
-    """The engine's rule (``engine.workq.replay.after_timeout``, which takes this name on its first use)."""
+    """The engine's rule (``engine.workq.replay.after_timeout``, which takes this name on its first use: the
+    replay's module is not imported before a first lease times out)."""
     global after_timeout
     from ...engine.workq.replay import after_timeout
     return after_timeout(state, attempts, max_attempts)
@@ -196,10 +190,70 @@ class WorkQueue:
     __slots__ = ("ready", "scheduled", "waiters")
 
     def __init__(self):
-        from sortedcontainers import SortedList     # (on the first queue: not before serve's first reply)
-        self.ready = SortedList(key=_key)
-        self.scheduled = SortedList(key=_key)
+        sl = sys.modules.get("sortedcontainers")
+        if sl is not None:
+            self.ready = sl.SortedKeyList(key=_key)
+            self.scheduled = sl.SortedKeyList(key=_key)
+        else:       # (short lists until one grows: serve's first replies import no sortedcontainers, see FewSorted)
+            self.ready = FewSorted(self, "ready")
+            self.scheduled = FewSorted(self, "scheduled")
         self.waiters: OrderedDict[int, Waiter] = OrderedDict()
+
+
+class FewSorted:
+    """A work queue's ready or scheduled list while it is short: the operations of sortedcontainers' SortedKeyList
+    (key ``_key``) the queue and the handlers use, on a plain list kept in key order. Importing sortedcontainers
+    (with traceback, tokenize, re and enum) was a third of the CPU to an empty log's first ``add`` reply; past
+    ``LIMIT`` jobs the list hands its jobs to a SortedKeyList, which takes its place in the owning WorkQueue
+    (``owner.<attr>``: the queue reads the attribute at each use, never keeps the list). Job keys are unique (they
+    end with the job id), so the order is the SortedKeyList's (tests/server/test_queue.py compares the two)."""
+
+    __slots__ = ("keys", "jobs", "owner", "attr")
+    LIMIT = 64
+
+    def __init__(self, owner, attr: str):
+        self.keys: list[bytes] = []
+        self.jobs: list = []
+        self.owner, self.attr = owner, attr
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __iter__(self):
+        return iter(list(self.jobs))
+
+    def add(self, job) -> None:
+        keys = self.keys
+        if len(keys) >= self.LIMIT:
+            from sortedcontainers import SortedKeyList
+            big = SortedKeyList(self.jobs, key=_key)
+            setattr(self.owner, self.attr, big)
+            big.add(job)
+            return
+        i = bisect_right(keys, job.key)
+        keys.insert(i, job.key)
+        self.jobs.insert(i, job)
+
+    def remove(self, job) -> None:
+        keys, k = self.keys, job.key
+        i = bisect_left(keys, k)
+        while i < len(keys) and keys[i] == k:
+            if self.jobs[i] == job:
+                del keys[i], self.jobs[i]
+                return
+            i += 1
+        raise ValueError(f"{job!r} not in list")
+
+    def pop(self, index: int = -1):
+        if not self.jobs:
+            raise IndexError("pop index out of range")
+        del self.keys[index]
+        return self.jobs.pop(index)
+
+    def islice(self, start=None, stop=None, reverse=False):
+        if reverse:
+            return reversed(self.jobs[start:stop])
+        return iter(self.jobs[start:stop])
 
 
 def _key(job: Job):
