@@ -9,8 +9,8 @@ import errno
 import fcntl
 import functools
 import itertools
+import _thread
 import os
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence   # (not typing: serve imports this before its first reply)
 
@@ -412,7 +412,7 @@ def _file_sig() -> type:
     return FileSig
 
 
-_lazy_lock = threading.Lock()
+_lazy_lock = _thread.allocate_lock()
 
 
 def __getattr__(name: str):

@@ -18,8 +18,7 @@ or, when the reference path replayed the log (a dict of ``Job``), a new table wi
 from __future__ import annotations
 
 import os
-import threading
-from array import array
+import _thread
 from bisect import bisect_right
 from collections import OrderedDict
 
@@ -65,7 +64,7 @@ class PayloadReader:
         # been translated past it (``settled``), so it holds the rewrites of the last cycles, not of the server's life
         self._moved: dict[int, tuple[int, array, array, int]] = {}
         self._gen = 0
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()     # (threading.Lock: serve imports no threading before its first reply)
 
     def index(self, path: str) -> int:
         """The segment number of ``path`` (a new one is appended)."""
@@ -197,6 +196,7 @@ class PayloadReader:
         if old is None:
             return
         pairs = sorted((drops[i], drops[i + 1]) for i in range(0, len(drops), 2))
+        from array import array
         offs, cum, total = array("Q"), array("Q"), 0
         for off, ln in pairs:
             total += ln

@@ -17,7 +17,7 @@ call. Timers still pending at the hand-over are armed again on the asyncio loop 
 ``cancel``). The interval fsync, cleaning and the slow-loris sweep are armed by ``Server.start`` as before, after the
 hand-over; a SIGTERM / SIGINT that arrives meanwhile is kept and acted on by the asyncio loop once it runs.
 
-Imports: select, heapq, threading, and _signal and _socket rather than signal and socket (their enums): nothing
+Imports: select, heapq, and _signal and _socket rather than signal and socket (their enums): nothing
 the first replies do not need. Until the hand-over the sockets are ``_socket.socket`` objects
 (``prebind.take(raw=True)``, ``_socket.socket._accept``); ``handover`` turns each into a ``socket.socket`` for
 asyncio's transports.
@@ -28,7 +28,6 @@ import heapq
 import os
 import select
 import sys
-import threading
 import time
 from collections import deque
 
@@ -297,8 +296,9 @@ class EarlyLoop:
     def _on_signal(self, sig, _frame) -> None:
         self.signals.append(sig)
 
-    def run(self, done: threading.Event) -> None:
-        """Serve until ``done`` is set, then stop with no callback pending (timers stay, for the hand-over)."""
+    def run(self, done) -> None:
+        """Serve until ``done`` (a ``threading.Event`` or ``server.Flag``) is set, then stop with no callback
+        pending (timers stay, for the hand-over)."""
         old = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:

@@ -21,7 +21,6 @@ import heapq
 import os
 import struct
 import sys
-from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 
@@ -290,7 +289,7 @@ class LiveQueue:
         self._names: dict = {}             # queue name bytes -> str and str -> bytes (interned)
         self._settle: list | None = None   # a pass translating rows past rewritten segments: [ids, next, generation]
         # restored add-jobs by logged expiry, and the first not yet passed over (``outliving``)
-        self._outliving_exp = array("q")
+        self._outliving_exp = ()          # (an array("q") once restored: array is not imported before)
         self._outliving: list = []
         self._outliving_at = 0
 
@@ -828,6 +827,7 @@ class LiveQueue:
             elif st == LEASED:
                 e.ttr_seq = push(as_of + ttr * NS_PER_MS, R_TTR, e)
         outliving.sort(key=_first)
+        from array import array
         self._outliving_exp = array("q", [x[0] for x in outliving])
         self._outliving = [x[1] for x in outliving]
         self._outliving_at = 0
@@ -849,7 +849,7 @@ class LiveQueue:
             i += 1
         self._outliving_at = i
         if i == len(exps) and exps:
-            self._outliving_exp, self._outliving, self._outliving_at = array("q"), [], 0
+            self._outliving_exp, self._outliving, self._outliving_at = (), [], 0
         return None
 
     def snapshot(self, as_of_ns: int) -> ReplayState:

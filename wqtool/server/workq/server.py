@@ -25,9 +25,9 @@ One event loop thread runs the protocol, the live queues and the command log:
 """
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import time
 from collections import Counter
 
@@ -280,7 +280,7 @@ class Server:
         self._settling = False
         self._roll_pool = None       # the roll-over fsyncs' thread (interval / os)
         self._roll_q: list = []
-        self._roll_lock = threading.Lock()
+        self._roll_lock = _thread.allocate_lock()     # (threading.Lock itself; threading: not before the first reply)
         self._roll_busy = False
         self._roll_fut = None
         self._retry_handle = None
@@ -432,7 +432,7 @@ class Server:
         host, _, port = self.opts.listen.rpartition(":")
         lsock = self._lsock = prebind.take(host.strip("[]"), int(port), raw=True)
         box: list = []
-        done = threading.Event()
+        done = Flag()
 
         def load() -> None:
             try:
@@ -442,11 +442,10 @@ class Server:
             finally:
                 done.set()
 
-        importer = threading.Thread(target=load, name="wqtool-import", daemon=True)
-
         def start_import() -> None:
+            import threading                    # (once the first requests are served)
             prebind.release_gc()                # (held by wqtool._entry until the first requests are served)
-            importer.start()
+            threading.Thread(target=load, name="wqtool-import", daemon=True).start()
 
         if lsock is None or not hasattr(select, "epoll") or os.environ.get("WQTOOL_SERVE_EARLY") == "0":
             start_import()
@@ -909,6 +908,7 @@ class Server:
                 loop.call_soon_threadsafe(lambda: fut.done() or back[0](back[1]))
             except RuntimeError:        # the loop is closed: the server stopped
                 pass
+        import threading
         threading.Thread(target=work, name="wqtool-clean", daemon=True).start()
 
     def _moved(self, moved) -> None:
@@ -1110,8 +1110,8 @@ class Cleaner:
 
     def __init__(self, server: Server):
         self.server = server
-        self.stopping = threading.Event()
-        self.writing = threading.Lock()
+        self.stopping = Flag()
+        self.writing = _thread.allocate_lock()
 
     @staticmethod
     def available() -> bool:
@@ -1167,6 +1167,30 @@ class Cleaner:
                     reader.unpin([sc.path for sc in plan.changed])
                 raise
         return plan.report_doc(), [(sc.path, sc.action, sc.drops) for sc in plan.changed]
+
+
+class Flag:
+    """``threading.Event``'s set / is_set / wait, on a ``_thread`` lock (held while the flag is down): what the
+    start-up and the cleaner need of an event, without importing threading before serve's first reply."""
+
+    __slots__ = ("_down",)
+
+    def __init__(self):
+        self._down = _thread.allocate_lock()
+        self._down.acquire()
+
+    def set(self) -> None:
+        try:
+            self._down.release()
+        except RuntimeError:        # (set already)
+            pass
+
+    def is_set(self) -> bool:
+        return not self._down.locked()
+
+    def wait(self) -> None:
+        with self._down:
+            pass
 
 
 def check_loop_choice() -> str:
