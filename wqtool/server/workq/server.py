@@ -116,13 +116,14 @@ SYNC_POLICIES = ("interval", "os", "always")
 
 
 class ServeOptions:
-    """The server's options (keywords only, each defaulted). A plain class with slots, not a dataclass: serve's
-    first reply imports no ``dataclasses`` (nothing takes its fields(), asdict() or replace())."""
+    """The server's options (each defaulted; positional in this order, as the dataclass it was). A plain class with
+    slots, not a dataclass: serve's first reply imports no ``dataclasses`` (nothing takes its fields(), asdict()
+    or replace())."""
 
     __slots__ = ("listen", "cmdlog_path", "seg_size", "sync", "sync_int_ms", "clean_int_ms", "max_connections",
                  "idle_timeout_s", "request_timeout_s", "metrics", "log_level", "create")
 
-    def __init__(self, *, listen: str = "127.0.0.1:9922", cmdlog_path: str = "", seg_size: int = 67_108_864,
+    def __init__(self, listen: str = "127.0.0.1:9922", cmdlog_path: str = "", seg_size: int = 67_108_864,
                  sync: str = "interval", sync_int_ms: int = 1000, clean_int_ms: int = 300_000,
                  max_connections: int = 10_000,
                  idle_timeout_s: float = 0.0,           # 0: never close an idle client (upstream never does)
