@@ -914,7 +914,7 @@ class Server:
 
     def _moved(self, moved) -> None:
         """Segments a cleaning cycle rewrote or deleted: rows naming a rewritten one are translated on read."""
-        reader = self.queue.reader
+        reader = self.queue.payload_reader()    # (an empty log's start makes it with the first record written)
         for path, action, drops in moved:
             if action == "rewrite":
                 reader.rewritten(path, drops)
