@@ -119,6 +119,8 @@ def throughput(kind: str, peer: str, go: str, conns: int, seconds: float, sync: 
 
 #: kind -> the CPU ms (every thread, /proc/PID/task/*/schedstat) each ``first_reply`` start had used at its reply
 FIRST_CPU: dict[str, list[float]] = {}
+#: kind -> (ms from exec until the port accepted, CPU ms used by then) of each ``first_reply`` start
+FIRST_ACCEPT: dict[str, list[tuple[float, float]]] = {}
 
 
 def process_cpu_ms(pid: int) -> float:
@@ -155,6 +157,7 @@ def first_reply(kind: str, peer: str, starts: int = 5) -> float:
                     if p.poll() is not None:
                         raise SystemExit(f"{kind} did not start")
                     time.sleep(0.001)
+            FIRST_ACCEPT.setdefault(kind, []).append(((time.perf_counter() - t0) * 1000, process_cpu_ms(p.pid)))
             s.settimeout(30)
             s.sendall(b"inspect server\r\n")
             got = b""
@@ -300,6 +303,12 @@ def main() -> None:
             print(f"{'  CPU at the reply (ms)':<34} {cpu.get('wqtool', float('nan')):10.1f} "
                   + (f"{cpu.get('workq-server', float('nan')):13.1f}" if a.peer else f"{'-':>13}")
                   + "   (every thread; the median of all starts)", flush=True)
+            acc = {k: (statistics.median(t for t, _ in v), statistics.median(c for _, c in v))
+                   for k, v in FIRST_ACCEPT.items()}
+            nan = (float("nan"), float("nan"))
+            print(f"{'  port accepts (ms; CPU by then)':<34} {'%.1f; %.1f' % acc.get('wqtool', nan):>10} "
+                  + (f"{'%.1f; %.1f' % acc.get('workq-server', nan):>13}" if a.peer else f"{'-':>13}")
+                  + "   (exec to the first connect that succeeds, polled every 1 ms)", flush=True)
     if not want or any(w in "probes" for w in want):
         got = {k: [] for k in servers}
         for rnd in range(a.rounds):

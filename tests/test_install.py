@@ -55,3 +55,25 @@ def test_man_finds_the_pages_after_pip_install(wheel, tmp_path):
     assert "EXIT STATUS" in shown.stdout and "141" in shown.stdout
     formats = subprocess.run(["man", "5", "wqtool-formats"], env=env, capture_output=True, text=True, timeout=60)
     assert "WQ-IN-FLIGHT" in formats.stdout and "KQ-IN-FLIGHT" in formats.stdout
+
+
+def test_the_console_script_runs_wqtool_and_imports_no_re_first(wheel, tmp_path):
+    """``pip install`` makes ``PREFIX/bin/wqtool`` from bin/wqtool (pyproject ``script-files``, the interpreter's
+    path written in): it runs wqtool's entry point — ``--version``, and a usage error's exit 2 — and, unlike pip's
+    wrapper of an entry point, imports no ``re`` (nor ``enum``) before it (``wqtool serve``'s start-up)."""
+    prefix = tmp_path / "prefix"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
+                        "--prefix", str(prefix), wheel], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    script = prefix / "bin" / "wqtool"
+    first = script.read_text().splitlines()[0]
+    assert first.startswith("#!") and first[2:].startswith(os.path.dirname(sys.executable)[:-3]), first
+    [site] = glob.glob(str(prefix / "lib" / "python*" / "site-packages"))
+    env = dict(os.environ, PYTHONPATH=site, PYTHONPROFILEIMPORTTIME="1")
+    v = subprocess.run([str(script), "--version"], env=env, capture_output=True, text=True, timeout=60)
+    assert v.returncode == 0 and v.stdout == "wqtool 0.2.0\n", v.stderr
+    imported = [line.rsplit("|", 1)[1].strip() for line in v.stderr.splitlines() if line.startswith("import time:")]
+    assert "wqtool._entry" in imported and "re" not in imported and "enum" not in imported
+    u = subprocess.run([str(script), "serve", "-cmdlog-path", str(tmp_path / "missing")], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert u.returncode == 2 and "no such file or directory" in u.stderr

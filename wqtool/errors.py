@@ -1,4 +1,5 @@
-"""The WqError tree. Imports nothing from wqtool but ``wqtool.offsets`` (which imports nothing).
+"""The WqError tree. Imports nothing (``wqtool.offsets``, which imports nothing from wqtool, when an error is shown:
+serve's first replies import this module, not offsets' dataclass and ``re``).
 
 Every error the tool means to report is a WqError; the CLI funnel (``wqtool._run.settle``) renders it as one line
 (``<file>@0x<offset>: <message>``) and maps its class to an exit code once (``wqtool.exitcodes``). What a PATH that
@@ -6,8 +7,6 @@ failed with an error is called in reports ("not a log", "unreadable", ...) is th
 (``failure_label``), not the exit table's.
 """
 from __future__ import annotations
-
-from .offsets import hex_offset, printable
 
 
 class WqError(Exception):
@@ -26,6 +25,7 @@ class WqError(Exception):
         self.record_index = record_index
 
     def __str__(self) -> str:
+        from .offsets import hex_offset, printable
         where = ""
         if self.path is not None:
             where = self.path

@@ -35,10 +35,11 @@ def _stderr_until(p: subprocess.Popen, seen: bytearray, needle: bytes, timeout: 
         time.sleep(0.01)
 
 
-def _serve(port: int, log, env: dict) -> subprocess.Popen:
+def _serve(port: int, log, env: dict, *args: str) -> subprocess.Popen:
     e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
     return subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "-cmdlog-path",
-                             str(log), "--create"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, cwd=ROOT)
+                             str(log), "--create", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                            cwd=ROOT)
 
 
 def test_the_early_loop_serves_and_hands_every_connection_over(tmp_path):
@@ -128,16 +129,24 @@ NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", 
                               "wqtool.engine.workq.startup", "wqtool.engine.workq.verify", "wqtool.engine.run",
                               "wqtool.engine.stats", "json",
                               # nor modules the lean path has no use for there: annotations, inspect's times
-                              "typing", "datetime", "google_crc32c", "socket", "selectors")
+                              "typing", "datetime", "google_crc32c", "socket", "selectors",
+                              # nor what makes dataclasses, enums and patterns (CmdType and the schema's patterns
+                              # are built on first use; the queue's lists are short ones until they grow), nor the
+                              # replay's and the record encoders' modules when there is nothing to replay
+                              "dataclasses", "inspect", "enum", "re", "tokenize", "sortedcontainers",
+                              "wqtool.offsets", "wqtool.engine.findings", "wqtool.engine.fileio",
+                              "wqtool.engine.workq.reader", "wqtool.engine.workq.replay",
+                              "wqtool.engine.workq.fastreplay", "wqtool.engine.workq.fastpath",
+                              "wqtool.engine.workq.model", "wqtool.engine.workq.writer")
 
 
-def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str], bytes, list[bytes]]:
+def _first_reply_probe(tmp_path, request: bytes, lines: int, *args: str) -> tuple[list[str], bytes, list[bytes]]:
     """Start ``wqtool serve`` on an empty directory with ``WQTOOL_SERVE_STARTUP_PROBE``, send ``request`` as soon as
     the port accepts, read ``lines`` reply lines: (the modules imported when the first reply was written, the
     server's log lines, the reply)."""
     probe = tmp_path / "probe"
     port = _free_port()
-    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_STARTUP_PROBE": str(probe)})
+    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_STARTUP_PROBE": str(probe)}, *args)
     try:
         s = _connect_when_bound(port, p, 30)
         s.settimeout(20)
@@ -165,20 +174,30 @@ def _first_reply_probe(tmp_path, request: bytes, lines: int) -> tuple[list[str],
     return modules, err, got.split(b"\r\n")[:lines]
 
 
-@pytest.mark.parametrize("request_, lines", [(b"inspect server\r\n", 4),
-                                             (b"add %s q 1000 60000 3\r\nabc\r\n" % jid(1), 1)])
-def test_the_first_reply_on_an_empty_log_waits_for_no_heavy_import(tmp_path, request_, lines):
+_ALC = (b"add %s q 1000 60000 3\r\nabc\r\nlease q 0\r\ncomplete %s 2\r\nok\r\n" % (jid(1), jid(1)), 5)
+
+
+@pytest.mark.parametrize("request_, lines, args", [
+    (b"inspect server\r\n", 4, ()),
+    (b"add %s q 1000 60000 3\r\nabc\r\n" % jid(1), 1, ()),
+    # sent together: answered before the import starts, so the probe (rewritten at each reply until then) tells
+    # what an add, a lease and a complete needed, under both group-commit policies
+    (*_ALC, ("-cmdlog-sync", "interval")),
+    (*_ALC, ("-cmdlog-sync", "always"))], ids=["inspect", "add", "add-lease-complete-interval", "alc-always"])
+def test_the_first_reply_on_an_empty_log_waits_for_no_heavy_import(tmp_path, request_, lines, args):
     """The first requests are answered before the event loop's import starts (it starts once the early loop is
-    idle) and without the CLI or construct: their modules are not imported when the first reply is written."""
-    modules, err, reply = _first_reply_probe(tmp_path, request_, lines)
+    idle) and without the CLI, construct, dataclasses, enum, re nor the replay's modules: their modules are not
+    imported when the first replies are written."""
+    modules, err, reply = _first_reply_probe(tmp_path, request_, lines, *args)
     heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_BEFORE_THE_FIRST_REPLY))
     assert heavy == []
     assert "wqtool.server.workq.early" in modules
     assert "signal" not in modules                         # (the early loop takes _signal)
-    if request_.startswith(b"inspect"):
-        assert "sortedcontainers" not in modules           # (imported by the first queue; inspect makes none)
     if lines == 1:
         assert reply == [b"+OK"]
+    elif lines == 5:
+        assert reply == [b"+OK", b"+OK 1", jid(1) + b" q 1000 3", b"abc", b"+OK"]
+        assert "wqtool.engine.workq.payloads" in modules    # (the add's record written: where its body is)
     # the empty log's start says what the replay of the lock files alone says (segments, records, jobs, and the
     # reader's one WQ-NO-SEGMENTS warning), with or without the replay's modules
     line = next(x for x in err.splitlines() if b'msg="log replayed"' in x)

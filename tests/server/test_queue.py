@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+import pytest
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from wqtool.engine.workq.appender import Appender
 from wqtool.engine.workq.fastpath import encode_payload, encode_record
@@ -123,9 +124,12 @@ def test_ttr_timeouts_then_max_attempts_fail_with_empty_result():
 
 def test_the_live_queue_applies_the_engines_rules(monkeypatch):
     """The server keeps no copy of the job state machine's rules: it applies replay.py's (issue 18 item 2). With
-    the engine's timeout rule changed, the live queue changes with it (a server copy would not)."""
+    the engine's timeout rule changed, the live queue changes with it (a server copy would not). The queue takes
+    the engine's functions on their first use (an empty log's first replies import no replay module)."""
     from wqtool.engine.workq import replay
     from wqtool.server.workq import queue
+    assert queue.after_timeout(replay.JobState.LEASED, 1, 1) is replay.JobState.FAILED
+    assert queue.result_refused(replay.JobState.FAILED) == "WQ-DUPLICATE-RESULT"
     assert queue.after_timeout is replay.after_timeout and queue.result_refused is replay.result_refused
     monkeypatch.setattr(queue, "after_timeout", lambda state, att, ma: replay.JobState.PENDING)   # never fails
     q = LiveQueue()
@@ -224,3 +228,57 @@ def test_restore_gives_upstream_timers():
     assert jid(7) not in q2.jobs
     assert q2.outliving(restart + 5000 * MS) is None  # gone: nothing holds the cleaner back
     assert NEW == 0 and COMPLETED == 1
+
+
+class _Owner:
+    __slots__ = ("lst",)
+
+
+class _J:
+    __slots__ = ("key",)
+
+    def __init__(self, key: bytes):
+        self.key = key
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "add", "add", "remove", "pop0", "pop", "slice"]),
+                          st.integers(0, 10_000), st.integers(0, 90)), max_size=260))
+@example([("add", n * 7919, 0) for n in range(70)] + [("slice", 3, 60), ("pop0", 0, 0), ("remove", 5, 0)])
+def test_a_short_work_list_orders_as_sortedcontainers(ops):
+    """``FewSorted`` (a work queue's list while it is short: no sortedcontainers import before serve's first
+    replies) answers every operation the queue and the handlers use as SortedKeyList does, also once it has
+    grown past LIMIT and handed its jobs to a SortedKeyList in its owner."""
+    from sortedcontainers import SortedKeyList
+    from wqtool.server.workq.queue import FewSorted, _key
+    owner = _Owner()
+    owner.lst = FewSorted(owner, "lst")
+    ref = SortedKeyList(key=_key)
+    live: list = []
+    for op, n, m in ops:
+        got = owner.lst
+        if op == "add":
+            j = _J(b"%08d" % (n % 500) + b"%06d" % len(live))     # unique keys, as the queue's (they end with the id)
+            live.append(j)
+            got.add(j)
+            ref.add(j)
+        elif op == "remove" and live:
+            j = live.pop(n % len(live))
+            got.remove(j)
+            ref.remove(j)
+        elif op == "remove":
+            j = _J(b"none")
+            with pytest.raises(ValueError):
+                got.remove(j)
+        elif op in ("pop0", "pop") and len(ref):
+            i = 0 if op == "pop0" else -1
+            a, b = got.pop(i), ref.pop(i)
+            assert a is b
+            live.remove(a)
+        elif op == "slice":
+            assert list(got.islice(m, m + n % 20)) == list(ref.islice(m, m + n % 20))
+            assert list(got.islice(m, m + 5, reverse=True)) == list(ref.islice(m, m + 5, reverse=True))
+        assert len(owner.lst) == len(ref) and bool(owner.lst) == bool(ref)
+        assert list(owner.lst) == list(ref)
+        if len(ref) > FewSorted.LIMIT:
+            assert isinstance(owner.lst, SortedKeyList)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import _thread
 import functools
 import struct
-from enum import IntEnum
 from collections import namedtuple
 from collections.abc import Callable      # (not typing: serve imports this before its first reply)
 
@@ -276,7 +275,7 @@ def _declare() -> dict:
         members then silently takes its default branch.
         """
 
-        def __init__(self, subcon, enum_cls: type[IntEnum]):
+        def __init__(self, subcon, enum_cls: type):     # (an IntEnum class)
             super().__init__(subcon)
             self.enum_cls = enum_cls
 

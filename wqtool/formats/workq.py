@@ -5,9 +5,7 @@ Each schema here describes one header, one record or one payload.
 """
 from __future__ import annotations
 
-import re
 import struct
-from enum import IntEnum, unique
 
 from ._common import crc32c, declared_on_first_use
 
@@ -16,33 +14,42 @@ MAGIC = 0x77717771  # b"wqwq"
 VERSION = 1
 HEADER_SIZE = 8
 HEADER_BYTES = b"wqwq\x00\x00\x00\x01"
-#: `%09d.log`: exactly 9 digits parsing as a uint32, then ".log" (upstream scanSegments / parseSequence).
-SEGMENT_NAME = re.compile(r"^(\d{9})\.log$")
 SEGMENT_SEQ_MAX = 0xFFFFFFFF
 
 
 def segment_seq(name: str) -> int | None:
-    """Upstream parseSequence: exactly 9 digits that fit a uint32, then '.log'."""
-    m = SEGMENT_NAME.match(name)
-    if not m:
+    """Upstream parseSequence: exactly 9 digits that fit a uint32, then '.log' — ``SEGMENT_NAME``'s match, without
+    importing ``re`` (serve's first reply lists its directory through this): ``\\d`` is a Unicode decimal digit
+    (``str.isdecimal``) and ``$`` also matches before one final newline (tests/formats/test_workq_codes.py checks
+    it against the pattern)."""
+    if name[-1:] == "\n":
+        name = name[:-1]
+    if len(name) != 13 or name[9:] != ".log" or not name[:9].isdecimal():
         return None
-    seq = int(m.group(1))
+    seq = int(name[:9])
     return seq if seq <= SEGMENT_SEQ_MAX else None
+
+
+def segment_name(seq: int) -> str:
+    """A segment's file name: ``%09d.log`` (upstream's segment naming; ``segment_seq`` reads it back)."""
+    return f"{seq:09d}.log"
+
+
 LOCK_FILES = ("append.lock", "read.lock")
 DEFAULT_SEGMENT_SIZE = 67_108_864  # -cmdlog-seg-size
 
 
 # ---------------------------------------------------------------- commands
-@unique
-class CmdType(IntEnum):
-    ADD = 1
-    SCHEDULE = 2
-    COMPLETE = 3
-    FAIL = 4
-    DELETE = 5
-    EXPIRE = 6
-    START_ATTEMPT = 7
-    TIMEOUT_ATTEMPT = 8
+#: the command opcodes (a record's CMD byte): the one list ``CmdType`` is made from; plain ints for the paths that
+#: import no ``enum`` (serve's first replies)
+CMD_CODES = {"ADD": 1, "SCHEDULE": 2, "COMPLETE": 3, "FAIL": 4, "DELETE": 5, "EXPIRE": 6, "START_ATTEMPT": 7,
+             "TIMEOUT_ATTEMPT": 8}
+
+
+class _Labelled:
+    """``CmdType``'s own member property."""
+
+    __slots__ = ()
 
     @property
     def label(self) -> str:
@@ -50,7 +57,24 @@ class CmdType(IntEnum):
         return _CMD_LABELS[self]
 
 
-_CMD_LABELS = {c: c.name.lower().replace("_", "-") for c in CmdType}
+def _declare_plain() -> dict:
+    """The names built on first use without construct (``PLAIN``): ``CmdType`` (enum) and the patterns (re), which
+    serve's first replies do without."""
+    import re
+    from enum import IntEnum, unique
+
+    CmdType = unique(IntEnum("CmdType", CMD_CODES, module=__name__, qualname="CmdType", type=_Labelled))
+    return {
+        "CmdType": CmdType,
+        "_CMD_LABELS": {c: c.name.lower().replace("_", "-") for c in CmdType},
+        #: `%09d.log`: exactly 9 digits parsing as a uint32, then ".log" (upstream scanSegments / parseSequence).
+        "SEGMENT_NAME": re.compile(r"^(\d{9})\.log$"),
+        #: a queue name; use .match; \Z, not $: Go's $ is the end of text only
+        "NAME_RE": re.compile(rb"[A-Za-z0-9_.\-]{1,255}\Z"),
+    }
+
+
+PLAIN = ("CmdType", "_CMD_LABELS", "SEGMENT_NAME", "NAME_RE")
 
 
 JOB_ID_SIZE = 16
@@ -62,7 +86,6 @@ RECORD_CRC_STRUCT = struct.Struct(">I")
 
 # ---------------------------------------------------------------- limits (upstream validation and sanity caps)
 MAX_NAME_LEN = 255
-NAME_RE = re.compile(rb"[A-Za-z0-9_.\-]{1,255}\Z")  # use .match; \Z, not $: Go's $ is the end of text only
 MIN_TTR_MS, MAX_TTR_MS = 1, 86_400_000
 MIN_TTL_MS, MAX_TTL_MS = 1, 2_592_000_000
 MAX_PAYLOAD_BYTES = 1_048_576
@@ -83,6 +106,7 @@ def _declare() -> dict:
     from construct import (Bytes, Checksum, Const, GreedyBytes, Int8ub, Int32ub, Prefixed, RawCopy, Struct,
                            Switch, Terminated, this)
     from ._common import UVarInt, ZVarInt, StrictEnum, go_time
+    CmdType = __getattr__("CmdType")       # (built on first use too: ``PLAIN``)
 
     segment_header = Struct(
         "magic" / Const(MAGIC, Int32ub),
@@ -142,8 +166,18 @@ def _declare() -> dict:
         "crc" / Checksum(Int32ub, lambda data: crc32c(data), this.body.data),
     )
 
+    del CmdType
     return locals()
 
 
 DECLARED = ("segment_header", "job_spec", "result_spec", "id_spec", "BODY_BY_CMD", "payload", "record")
-__getattr__, __dir__ = declared_on_first_use(globals(), _declare, DECLARED)
+_declared, _declared_dir = declared_on_first_use(globals(), _declare, DECLARED)
+_plain, _ = declared_on_first_use(globals(), _declare_plain, PLAIN)
+
+
+def __getattr__(name: str):
+    return (_plain if name in PLAIN else _declared)(name)
+
+
+def __dir__():
+    return sorted({*_declared_dir(), *PLAIN})

@@ -28,10 +28,8 @@ import os
 import time
 from collections.abc import Sequence      # (not typing: serve imports this before its first reply)
 
-from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE
+from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, segment_name, segment_seq
 from ..fsops import LogBusy, fsync_dir
-from .reader import segment_seq
-from .writer import segment_name
 
 #: upstream's captain.TimeoutLock wait
 LOCK_TIMEOUT_S = 1.0

@@ -38,7 +38,7 @@ last record time, the distinct job ids), collected by the same scan.
 """
 from __future__ import annotations
 
-from ...formats.workq import NAME_RE
+from ...formats import workq as _schema     # (its NAME_RE, built on first use: serve imports no re)
 
 _KIND = ("?", "add", "schedule")
 _STATE = ("new", "completed", "failed", "pending", "leased")
@@ -86,7 +86,7 @@ class PyJobTable:
             raise TypeError("a job id is 16 bytes")
         if not isinstance(row, tuple) or len(row) != len(ROW):
             raise ValueError("JobTable.put: a row has 17 fields")
-        if not isinstance(row[K_NAME], str) or not NAME_RE.match(row[K_NAME].encode("latin-1", "replace")):
+        if not isinstance(row[K_NAME], str) or not _schema.NAME_RE.match(row[K_NAME].encode("latin-1", "replace")):
             raise ValueError("JobTable.put: the name is not [A-Za-z0-9_.-]{1,255}")
         self.d[jid] = list(row)
 

@@ -18,8 +18,7 @@ or, when the reference path replayed the log (a dict of ``Job``), a new table wi
 from __future__ import annotations
 
 import os
-import threading
-from array import array
+import _thread
 from bisect import bisect_right
 from collections import OrderedDict
 
@@ -31,8 +30,7 @@ except ImportError:     # not built: google-crc32c
     from google_crc32c import value as _crc
 
 from ...formats._common import GO_TIME_SIZE, crc32c
-from ...formats.workq import JOB_ID_SIZE, MAX_COMMAND_SIZE, MAX_PAYLOAD_BYTES, CmdType
-from .fastpath import _uvarint, decode_payload
+from ...formats.workq import CMD_CODES, JOB_ID_SIZE, MAX_COMMAND_SIZE, MAX_PAYLOAD_BYTES
 from .jobtable import PyJobTable
 
 #: the record header before SIZE: the record time
@@ -42,7 +40,7 @@ _ADD_OVERHEAD = MAX_COMMAND_SIZE - MAX_PAYLOAD_BYTES
 #: a payload starts with the command byte and the job id; an add/schedule payload ends with two Go times
 _ID_END = 1 + JOB_ID_SIZE
 _TIMES = 2 * GO_TIME_SIZE
-_ADD_KINDS = (int(CmdType.ADD), int(CmdType.SCHEDULE))
+_ADD_KINDS = (CMD_CODES["ADD"], CMD_CODES["SCHEDULE"])
 _pread = os.pread
 
 
@@ -66,7 +64,7 @@ class PayloadReader:
         # been translated past it (``settled``), so it holds the rewrites of the last cycles, not of the server's life
         self._moved: dict[int, tuple[int, array, array, int]] = {}
         self._gen = 0
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()     # (threading.Lock: serve imports no threading before its first reply)
 
     def index(self, path: str) -> int:
         """The segment number of ``path`` (a new one is appended)."""
@@ -149,6 +147,7 @@ class PayloadReader:
         path = self.paths[seg]
         if pos > len(buf) or pos + size > len(buf):
             raise FormatError("the add/schedule record read back is cut short", path=path, offset=offset)
+        from .fastpath import decode_payload      # (a body read back: not on serve's way to its first replies)
         try:
             cmd = decode_payload(buf, pos, pos + size)
         except FormatError as exc:
@@ -197,6 +196,7 @@ class PayloadReader:
         if old is None:
             return
         pairs = sorted((drops[i], drops[i + 1]) for i in range(0, len(drops), 2))
+        from array import array
         offs, cum, total = array("Q"), array("Q"), 0
         for off, ln in pairs:
             total += ln
@@ -262,6 +262,7 @@ class PayloadReader:
 def _size(buf: bytes, end: int) -> tuple[int, int]:
     """(payload start, SIZE) of the record in ``buf`` (its SIZE varint after the 15-byte time); a bad varint gives a
     position past the end."""
+    from .fastpath import _uvarint
     try:
         size, pos = _uvarint(buf, _TIME_BYTES, end, "SIZE")
     except InvalidPayload:

@@ -17,6 +17,7 @@ except ImportError:     # not built: google-crc32c
 
 from ...errors import InputError, InvalidPayload, UnknownOpcode, UsageError
 from ..fileio import FileView, input_error, listdir
+from ..fsops import has_siblings   # (there: serve checks it without importing this module)
 from ...formats.workq import (RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, JOB_ID_SIZE, LOCK_FILES, MAGIC,
                               SIZE_CAP, CmdType, segment_seq)
 from .fastpath import decode_payload
@@ -91,19 +92,6 @@ def discover(paths: Sequence[str], *, horizon: bool = False) -> list[LogSet]:
         if not log.is_dir and all(s.seq is not None for s in log.segments):
             log.segments.sort(key=lambda s: s.seq)
     return logs
-
-
-def has_siblings(d: str) -> bool:
-    """Whether ``d``'s parent holds a ``<name>.*`` directory (where an interrupted install leaves its copies:
-    ``interrupted``, imported only then — it is not free at start-up)."""
-    parent, name = os.path.split(os.path.abspath(d))
-    if not name:
-        return False
-    try:
-        with os.scandir(parent) as it:
-            return any(e.name.startswith(name + ".") and e.is_dir(follow_symlinks=False) for e in it)
-    except OSError:
-        return False
 
 
 def interrupted_missing(path: str) -> UsageError | None:

@@ -21,17 +21,19 @@ from ...formats.workq import (MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES, MAX_TTL_MS, M
                              NAME_RE, CmdType)
 from ..findings import ERROR, NOTE, WARNING, Finding, Verdict
 from .model import Command, Record
+from . import rules
+from .rules import result_refused       # (there: serve's live queue applies it without importing this module)
 
 NS_PER_MS = 1_000_000
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 class JobState(IntEnum):
-    NEW = 0
-    COMPLETED = 1
-    FAILED = 2
-    PENDING = 3
-    LEASED = 4
+    NEW = rules.NEW
+    COMPLETED = rules.COMPLETED
+    FAILED = rules.FAILED
+    PENDING = rules.PENDING
+    LEASED = rules.LEASED
 
     @property
     def label(self) -> str:
@@ -57,11 +59,6 @@ def start_refused(state: int, attempts: int, max_attempts: int) -> str | None:
     if max_attempts and attempts >= max_attempts:
         return "WQ-MAX-ATTEMPTS"
     return None
-
-
-def result_refused(state: int) -> str | None:
-    """Why a complete / fail does not apply (a finding code), or None: the job ends COMPLETED / FAILED with it."""
-    return "WQ-DUPLICATE-RESULT" if state in _DONE else None
 
 
 def after_timeout(state: int, attempts: int, max_attempts: int) -> JobState | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from ...formats._common import GO_ZERO_TIME, GoTime
-from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, CmdType
+from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, CmdType, segment_name  # (segment_name: re-exported)
 from .fastpath import encode_payload, encode_record
 from .model import Command
 
@@ -32,10 +32,6 @@ def result(cmd: CmdType, job_id: bytes, result: bytes = b"") -> Command:
 
 def simple(cmd: CmdType, job_id: bytes) -> Command:
     return Command(cmd, job_id)
-
-
-def segment_name(seq: int) -> str:
-    return f"{seq:09d}.log"
 
 
 class SegmentWriter:

@@ -17,7 +17,7 @@ call. Timers still pending at the hand-over are armed again on the asyncio loop 
 ``cancel``). The interval fsync, cleaning and the slow-loris sweep are armed by ``Server.start`` as before, after the
 hand-over; a SIGTERM / SIGINT that arrives meanwhile is kept and acted on by the asyncio loop once it runs.
 
-Imports: select, heapq, threading, and _signal and _socket rather than signal and socket (their enums): nothing
+Imports: select, heapq, and _signal and _socket rather than signal and socket (their enums): nothing
 the first replies do not need. Until the hand-over the sockets are ``_socket.socket`` objects
 (``prebind.take(raw=True)``, ``_socket.socket._accept``); ``handover`` turns each into a ``socket.socket`` for
 asyncio's transports.
@@ -28,7 +28,6 @@ import heapq
 import os
 import select
 import sys
-import threading
 import time
 from collections import deque
 
@@ -102,7 +101,7 @@ class Transport:
     def write(self, data) -> None:
         if self.closing or self.closed or not data:
             return
-        if self.loop.probe is not None:
+        if self.loop.probe is not None and self.loop.start_import is not None:
             self.loop.write_probe()
         if not self.out:
             try:
@@ -201,7 +200,8 @@ class EarlyLoop:
         #: starts the thread that imports the event loop (``Server.start_early``), called once the loop is idle
         self.start_import = start_import
         #: ``WQTOOL_SERVE_STARTUP_PROBE=FILE`` (tests, measurements): at the first reply, the CPU used so far and
-        #: the modules imported are written to FILE (``write_probe``)
+        #: the modules imported are written to FILE (``write_probe``) — and again at each reply until the event
+        #: loop's import starts (requests sent together are answered before it: the file then tells what they needed)
         self.probe = os.environ.get("WQTOOL_SERVE_STARTUP_PROBE") or None
         self.probed = None          # the probe file, once written (``handover`` adds a line)
         self.ep = select.epoll()
@@ -277,11 +277,10 @@ class EarlyLoop:
             conn.connection_made(t)
 
     def write_probe(self) -> None:
-        """At the first reply: the process's CPU (ms, every thread), each thread's (from /proc, ms), and the
-        modules imported so far, one a line, to the ``probe`` file."""
+        """At a reply (the first, and each until the import starts): the process's CPU (ms, every thread), each
+        thread's (from /proc, ms), and the modules imported so far, one a line, to the ``probe`` file."""
         import gc
-        path, self.probe = self.probe, None
-        self.probed = path
+        path = self.probed = self.probe
         lines = [f"cpu_ms {time.process_time() * 1000:.2f}", f"import_started {self.start_import is None}",
                  f"gc_enabled {gc.isenabled()}"]
         try:
@@ -297,8 +296,9 @@ class EarlyLoop:
     def _on_signal(self, sig, _frame) -> None:
         self.signals.append(sig)
 
-    def run(self, done: threading.Event) -> None:
-        """Serve until ``done`` is set, then stop with no callback pending (timers stay, for the hand-over)."""
+    def run(self, done) -> None:
+        """Serve until ``done`` (a ``threading.Event`` or ``server.Flag``) is set, then stop with no callback
+        pending (timers stay, for the hand-over)."""
         old = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:

@@ -18,25 +18,27 @@ was deleted answers -TIMEOUT (upstream dereferences a nil record and crashes); t
 from __future__ import annotations
 
 import heapq
+import os
 import struct
-from array import array
+import sys
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 
 try:                    # the kernel's CRC-32C, as the reader's (no google_crc32c import before serve's first reply)
     from ...engine.workq import _kernel
     _crc = _kernel.crc32c
 except ImportError:     # not built: google-crc32c
+    _kernel = None
     from google_crc32c import value as _crc
 
-from ...engine.workq.fastreplay import new_table
+# (the replay's modules — fastreplay, payloads, replay — are imported where they are used: an empty log's first
+# replies do without them, and without the dataclasses and enums they make)
+from ...engine.workq.rules import COMPLETED, FAILED, LEASED, NEW, PENDING, result_refused   # (replay.py's own)
 from ...engine.workq.jobtable import (K_ATT, K_MA, K_OFF, K_PCRC, K_PLEN, K_RES, K_SEG, K_STATE, K_TTR, PyJobTable)
-from ...engine.workq.payloads import PayloadReader, job_table
-from ...engine.workq.replay import CompactJobs, ReplayState, after_timeout, result_refused
 from ...errors import FormatError
-from ...formats.workq import CmdType
+from ...formats.workq import CMD_CODES
 from . import wire
 
-NEW, COMPLETED, FAILED, PENDING, LEASED = 0, 1, 2, 3, 4
 NS_PER_MS = 1_000_000
 MAX_HARD_ATTEMPTS = 255
 #: bodies kept after their records are written (``LiveQueue.recent``): at most this many, of at most RECENT_BODY
@@ -54,7 +56,28 @@ _SEQ_BITS = 48
 _AT_SHIFT = _SEQ_BITS + 3
 _B63 = 1 << 63
 _KEY = struct.Struct(">QQQ").pack
-_ADD, _SCHEDULE = int(CmdType.ADD), int(CmdType.SCHEDULE)
+#: the opcodes the queue logs (``log(cmd, ...)``): the schema's CmdType values, as plain ints
+(_ADD, _SCHEDULE, _COMPLETE, _FAIL, _DELETE, _EXPIRE, _START_ATTEMPT, _TIMEOUT_ATTEMPT) = (
+    CMD_CODES[n] for n in ("ADD", "SCHEDULE", "COMPLETE", "FAIL", "DELETE", "EXPIRE", "START_ATTEMPT",
+                           "TIMEOUT_ATTEMPT"))
+
+
+def after_timeout(state: int, attempts: int, max_attempts: int):
+    """The engine's rule (``engine.workq.replay.after_timeout``, which takes this name on its first use: the
+    replay's module is not imported before a first lease times out)."""
+    global after_timeout
+    from ...engine.workq.replay import after_timeout
+    return after_timeout(state, attempts, max_attempts)
+
+
+def _empty_table():
+    """An empty job table, the one the replay makes (``fastreplay.new_table``): the C kernel's when the replay would
+    take it (the kernel built, ``WQTOOL_PURE_PYTHON`` unset: fastreplay's ``KERNEL``), without importing the replay
+    unless it is loaded already (tests switch its ``KERNEL``) or pure Python is asked for."""
+    fr = sys.modules.get("wqtool.engine.workq.fastreplay")
+    if fr is None and (_kernel is None or os.environ.get("WQTOOL_PURE_PYTHON", "") not in ("", "0")):
+        from ...engine.workq import fastreplay as fr
+    return _kernel.JobTable() if fr is None else fr.new_table()
 
 
 def job_key(priority: int, time_ns: int | None, created_ns: int, jid: bytes) -> bytes:
@@ -166,10 +189,70 @@ class WorkQueue:
     __slots__ = ("ready", "scheduled", "waiters")
 
     def __init__(self):
-        from sortedcontainers import SortedList     # (on the first queue: not before serve's first reply)
-        self.ready = SortedList(key=_key)
-        self.scheduled = SortedList(key=_key)
+        sl = sys.modules.get("sortedcontainers")
+        if sl is not None:
+            self.ready = sl.SortedKeyList(key=_key)
+            self.scheduled = sl.SortedKeyList(key=_key)
+        else:       # (short lists until one grows: serve's first replies import no sortedcontainers, see FewSorted)
+            self.ready = FewSorted(self, "ready")
+            self.scheduled = FewSorted(self, "scheduled")
         self.waiters: OrderedDict[int, Waiter] = OrderedDict()
+
+
+class FewSorted:
+    """A work queue's ready or scheduled list while it is short: the operations of sortedcontainers' SortedKeyList
+    (key ``_key``) the queue and the handlers use, on a plain list kept in key order. Importing sortedcontainers
+    (with traceback, tokenize, re and enum) was a third of the CPU to an empty log's first ``add`` reply; past
+    ``LIMIT`` jobs the list hands its jobs to a SortedKeyList, which takes its place in the owning WorkQueue
+    (``owner.<attr>``: the queue reads the attribute at each use, never keeps the list). Job keys are unique (they
+    end with the job id), so the order is the SortedKeyList's (tests/server/test_queue.py compares the two)."""
+
+    __slots__ = ("keys", "jobs", "owner", "attr")
+    LIMIT = 64
+
+    def __init__(self, owner, attr: str):
+        self.keys: list[bytes] = []
+        self.jobs: list = []
+        self.owner, self.attr = owner, attr
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __iter__(self):
+        return iter(list(self.jobs))
+
+    def add(self, job) -> None:
+        keys = self.keys
+        if len(keys) >= self.LIMIT:
+            from sortedcontainers import SortedKeyList
+            big = SortedKeyList(self.jobs, key=_key)
+            setattr(self.owner, self.attr, big)
+            big.add(job)
+            return
+        i = bisect_right(keys, job.key)
+        keys.insert(i, job.key)
+        self.jobs.insert(i, job)
+
+    def remove(self, job) -> None:
+        keys, k = self.keys, job.key
+        i = bisect_left(keys, k)
+        while i < len(keys) and keys[i] == k:
+            if self.jobs[i] == job:
+                del keys[i], self.jobs[i]
+                return
+            i += 1
+        raise ValueError(f"{job!r} not in list")
+
+    def pop(self, index: int = -1):
+        if not self.jobs:
+            raise IndexError("pop index out of range")
+        del self.keys[index]
+        return self.jobs.pop(index)
+
+    def islice(self, start=None, stop=None, reverse=False):
+        if reverse:
+            return reversed(self.jobs[start:stop])
+        return iter(self.jobs[start:stop])
 
 
 def _key(job: Job):
@@ -186,17 +269,17 @@ class LiveQueue:
     ``run`` jobs are never logged: their rows are lists in ``runs`` and their bodies stay in ``unwritten``."""
 
     def __init__(self, log=None):
-        self.log = log or _no_log          # log(cmd: CmdType, job_id: bytes, result: bytes | None)
+        self.log = log or _no_log          # log(cmd: int (a CmdType value), job_id: bytes, result: bytes | None)
         self.jobs: dict[bytes, Entry] = {}
         self.queues: dict[bytes, WorkQueue] = {}
-        self.table = new_table()
+        self.table = _empty_table()
         self.runs: dict[bytes, list] = {}
         self.unwritten: dict[bytes, bytes] = {}
         #: the bodies of the last jobs whose records were written (``located``), by id: (entry, body), oldest first,
         #: at most RECENT of them, each at most RECENT_BODY bytes — the Go load client, as most workers, leases a
         #: job right after its add, and its body is then at hand (no ``pread`` and no record check per lease)
         self.recent: dict[bytes, tuple] = {}
-        self.reader: PayloadReader | None = None
+        self.reader = None                 # a PayloadReader (``payload_reader``)
         self.evicted = 0
         #: told of a job body a timer could not read back (the job stays ready; the server logs it)
         self.on_read_error = None
@@ -206,7 +289,7 @@ class LiveQueue:
         self._names: dict = {}             # queue name bytes -> str and str -> bytes (interned)
         self._settle: list | None = None   # a pass translating rows past rewritten segments: [ids, next, generation]
         # restored add-jobs by logged expiry, and the first not yet passed over (``outliving``)
-        self._outliving_exp = array("q")
+        self._outliving_exp = ()          # (an array("q") once restored: array is not imported before)
         self._outliving: list = []
         self._outliving_at = 0
 
@@ -431,7 +514,7 @@ class LiveQueue:
         if job.is_run:
             job.ttr_at = at
         job.ttr_seq = self._push(at, R_TTR, job)
-        self.log(CmdType.START_ATTEMPT, job.id, None)
+        self.log(_START_ATTEMPT, job.id, None)
         return row, body
 
     def _entry(self, job: Job, cls=Entry) -> tuple[Entry, str]:
@@ -458,7 +541,7 @@ class LiveQueue:
         self.unwritten[jid] = body
         self.jobs[jid] = e
         e.ttl_seq = self._push(exp, R_TTL, e)
-        self.log(CmdType.ADD if sched is None else CmdType.SCHEDULE, jid, job)
+        self.log(_ADD if sched is None else _SCHEDULE, jid, job)
         if sched is None:
             self._make_ready(e, now)
         else:
@@ -540,7 +623,7 @@ class LiveQueue:
         if job.where != IN_NONE or job.key is not None:     # (a leased job is in no list: nothing to dequeue)
             self._dequeue(job)
         if log:
-            self.log(CmdType.COMPLETE if state == COMPLETED else CmdType.FAIL, job.id, result)
+            self.log(_COMPLETE if state == COMPLETED else _FAIL, job.id, result)
         reply = None
         if job.waiters:
             reply = wire.result_reply(job.id, state == COMPLETED, result)
@@ -562,7 +645,7 @@ class LiveQueue:
         if job is None:
             return wire.NOT_FOUND
         self._remove(job)
-        self.log(CmdType.DELETE, jid, None)
+        self.log(_DELETE, jid, None)
         return wire.OK
 
     def _remove(self, job: Entry) -> None:
@@ -629,7 +712,7 @@ class LiveQueue:
         if st != COMPLETED and st != FAILED:
             self.evicted += 1
         self._remove(job)
-        self.log(CmdType.EXPIRE, job.id, None)
+        self.log(_EXPIRE, job.id, None)
 
     def _timeout_attempt(self, job: Entry, now: int) -> None:
         if self.jobs.get(job.id) is not job:
@@ -637,7 +720,7 @@ class LiveQueue:
         row = self.row(job)
         if row[K_STATE] != LEASED:
             return
-        self.log(CmdType.TIMEOUT_ATTEMPT, job.id, None)
+        self.log(_TIMEOUT_ATTEMPT, job.id, None)
         if after_timeout(LEASED, row[K_ATT], row[K_MA]) == FAILED:       # the engine's rule
             self._finish(job, FAILED, b"", now, row=row)
         else:
@@ -679,9 +762,17 @@ class LiveQueue:
     def _end_run(self, job: Entry) -> None:
         if self.jobs.get(job.id) is job:
             self._remove(job)
-            self.log(CmdType.EXPIRE, job.id, None)
+            self.log(_EXPIRE, job.id, None)
 
     # ---------------------------------------------------------------- start-up and checks
+    def payload_reader(self):
+        """The reader of the job bodies in the log (``PayloadReader``), made on first use when ``restore`` made
+        none (an empty log: the first record the server writes)."""
+        if self.reader is None:
+            from ...engine.workq.payloads import PayloadReader
+            self.reader = PayloadReader(None)
+        return self.reader
+
     def restore(self, state: ReplayState, payloads: dict[bytes, bytes] | None, now: int) -> None:
         """Rebuild the live queues from the engine's replayed state (start-up), taking its job table over (the
         kernel's ``CompactJobs.table``; a state of Job objects is turned into a table). Bodies are read back from
@@ -698,6 +789,7 @@ class LiveQueue:
         expiry (``outliving``): the cleaner must not drop the add record of one that outlives it."""
         if self.jobs:
             raise ValueError("restore: the queue is not empty")
+        from ...engine.workq.payloads import PayloadReader, job_table
         reader = self.reader
         if reader is None:
             reader = self.reader = PayloadReader(getattr(state.jobs, "paths", None))
@@ -735,6 +827,7 @@ class LiveQueue:
             elif st == LEASED:
                 e.ttr_seq = push(as_of + ttr * NS_PER_MS, R_TTR, e)
         outliving.sort(key=_first)
+        from array import array
         self._outliving_exp = array("q", [x[0] for x in outliving])
         self._outliving = [x[1] for x in outliving]
         self._outliving_at = 0
@@ -756,13 +849,14 @@ class LiveQueue:
             i += 1
         self._outliving_at = i
         if i == len(exps) and exps:
-            self._outliving_exp, self._outliving, self._outliving_at = array("q"), [], 0
+            self._outliving_exp, self._outliving, self._outliving_at = (), [], 0
         return None
 
     def snapshot(self, as_of_ns: int) -> ReplayState:
         """The live jobs as ``wqtool replay --as-of as_of_ns`` describes them (run jobs are never logged, so
         they are left out): its digest equals the replay digest of the log this server wrote. A view over the
         queue's job table (valid until the queue changes)."""
+        from ...engine.workq.replay import CompactJobs, ReplayState
         paths = self.reader.paths if self.reader is not None else []
         return ReplayState(as_of_ns, CompactJobs(self.table, paths, as_of_ns))
 

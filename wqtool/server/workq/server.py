@@ -25,24 +25,19 @@ One event loop thread runs the protocol, the live queues and the command log:
 """
 from __future__ import annotations
 
-import dataclasses
+import _thread
 import os
 import sys
-import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 
-from ...engine.findings import Finding, Verdict
-from ...engine.fsops import LogBusy, fsync_dir
+# (the replay's modules — findings, reader, replay, fastreplay, the record encoders' model — are imported where
+# they are used: an empty log's first replies do without them, and without the dataclasses and enums they make)
+from ...engine.fsops import LogBusy, fsync_dir, has_siblings
 from ...engine.workq.appender import Appender, CmdlogLocks, syncfs
-from ...engine.workq.fastpath import encode_payload, encode_record
-from ...engine.workq.model import Command
-from ...engine.workq.fastreplay import new_table
-from ...engine.workq.replay import CompactJobs, ReplayState, state_digest
 from ...errors import InputError, UsageError, WqError
-from ...formats._common import GO_ZERO_TIME, GoTime, format_unix_ns
-from ...formats.workq import LOCK_FILES, CmdType
+from ...formats._common import format_unix_ns
+from ...formats.workq import CMD_CODES, LOCK_FILES
 from .. import prebind
 from . import wire
 from .conn import Conn, set_sockopts
@@ -78,12 +73,16 @@ def make_clock():
     return lambda: time.time_ns() + offset
 
 
-_ADD, _SCHEDULE, _COMPLETE, _FAIL = CmdType.ADD, CmdType.SCHEDULE, CmdType.COMPLETE, CmdType.FAIL
+_ADD, _SCHEDULE, _COMPLETE, _FAIL = CMD_CODES["ADD"], CMD_CODES["SCHEDULE"], CMD_CODES["COMPLETE"], CMD_CODES["FAIL"]
 
 
 def add_record_py(unix_ns: int, cmd: int, jid: bytes, name: bytes, ttr: int, ttl: int, priority: int,
                   max_attempts: int, max_fails: int, body: bytes, time_ns: int | None, created_ns: int) -> bytes:
     """The framed record of an add / schedule command (the engine's encoders; _proto.add_record is its C twin)."""
+    from ...engine.workq.fastpath import encode_payload, encode_record
+    from ...engine.workq.model import Command
+    from ...formats._common import GO_ZERO_TIME, GoTime
+    from ...formats.workq import CmdType
     return encode_record(GoTime.from_unix_ns(unix_ns), encode_payload(Command(
         CmdType(cmd), jid, name, ttr, ttl, priority, max_attempts, max_fails, body,
         GO_ZERO_TIME if time_ns is None else GoTime.from_unix_ns(time_ns), GoTime.from_unix_ns(created_ns))))
@@ -91,6 +90,10 @@ def add_record_py(unix_ns: int, cmd: int, jid: bytes, name: bytes, ttr: int, ttl
 
 def short_record_py(unix_ns: int, cmd: int, jid: bytes, result: bytes | None) -> bytes:
     """The framed record of any other command, ``result`` for complete and fail (_proto.short_record's reference)."""
+    from ...engine.workq.fastpath import encode_payload, encode_record
+    from ...engine.workq.model import Command
+    from ...formats._common import GoTime
+    from ...formats.workq import CmdType
     return encode_record(GoTime.from_unix_ns(unix_ns),
                          encode_payload(Command(CmdType(cmd), jid, result=b"" if result is None else result)))
 
@@ -112,20 +115,44 @@ LOGO = "\n. . .,---.\n| | ||   |\n`-'-'`---|\n         |\n"
 SYNC_POLICIES = ("interval", "os", "always")
 
 
-@dataclass(slots=True)
 class ServeOptions:
-    listen: str = "127.0.0.1:9922"
-    cmdlog_path: str = ""
-    seg_size: int = 67_108_864
-    sync: str = "interval"
-    sync_int_ms: int = 1000
-    clean_int_ms: int = 300_000
-    max_connections: int = 10_000
-    idle_timeout_s: float = 0.0          # 0: never close an idle client (upstream never does)
-    request_timeout_s: float = 60.0      # a started request must be complete within this (slow-loris)
-    metrics: str | None = None           # [HOST:]PORT for Prometheus text
-    log_level: str = "info"
-    create: bool = False                 # make a missing -cmdlog-path (workq-server refuses one: MissingLogDir)
+    """The server's options (each defaulted; positional in this order, as the dataclass it was). A plain class with
+    slots, not a dataclass: serve's first reply imports no ``dataclasses`` (nothing takes its fields(), asdict()
+    or replace())."""
+
+    __slots__ = ("listen", "cmdlog_path", "seg_size", "sync", "sync_int_ms", "clean_int_ms", "max_connections",
+                 "idle_timeout_s", "request_timeout_s", "metrics", "log_level", "create")
+
+    def __init__(self, listen: str = "127.0.0.1:9922", cmdlog_path: str = "", seg_size: int = 67_108_864,
+                 sync: str = "interval", sync_int_ms: int = 1000, clean_int_ms: int = 300_000,
+                 max_connections: int = 10_000,
+                 idle_timeout_s: float = 0.0,           # 0: never close an idle client (upstream never does)
+                 request_timeout_s: float = 60.0,       # a started request must be complete within this (slow-loris)
+                 metrics: str | None = None,            # [HOST:]PORT for Prometheus text
+                 log_level: str = "info",
+                 create: bool = False):                 # make a missing -cmdlog-path (workq-server refuses one)
+        self.listen = listen
+        self.cmdlog_path = cmdlog_path
+        self.seg_size = seg_size
+        self.sync = sync
+        self.sync_int_ms = sync_int_ms
+        self.clean_int_ms = clean_int_ms
+        self.max_connections = max_connections
+        self.idle_timeout_s = idle_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self.metrics = metrics
+        self.log_level = log_level
+        self.create = create
+
+    def __repr__(self) -> str:
+        return "ServeOptions(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None
 
 
 class MissingLogDir(UsageError):
@@ -254,7 +281,7 @@ class Server:
         self._settling = False
         self._roll_pool = None       # the roll-over fsyncs' thread (interval / os)
         self._roll_q: list = []
-        self._roll_lock = threading.Lock()
+        self._roll_lock = _thread.allocate_lock()     # (threading.Lock itself; threading: not before the first reply)
         self._roll_busy = False
         self._roll_fut = None
         self._retry_handle = None
@@ -292,7 +319,6 @@ class Server:
     def open_log(self) -> None:
         """Locks, replay through the engine, live queues, appender. Raises StartRefused / LogBusy."""
         path = self.opts.cmdlog_path
-        from ...engine.workq.reader import has_siblings
         if has_siblings(path):      # a half-installed log (an interrupted wqtool repair / pack) is not served
             from ...engine.workq.interrupted import refuse_start
             refuse_start(path)
@@ -300,6 +326,7 @@ class Server:
         if not _only_lock_files(path) and not os.path.exists(os.path.join(path, "append.lock")):
             # no server ever ran here (workq-server creates append.lock first): a log it would refuse is refused
             # before anything is created in the directory — nothing modified (an empty directory is a new log)
+            from ...engine.findings import Finding, Verdict
             from ...engine.workq.startup import replay_directory
             rep = replay_directory(path, self.clock(), payloads=False)
             if rep.verdict != Verdict.CLEAN:
@@ -311,13 +338,15 @@ class Server:
             now = self.clock() - prebind.since_start()     # the restart instant: the process's start
             t0 = time.perf_counter()
             if _only_lock_files(path):
-                # nothing to replay (the lock files alone): the replay's empty state, without importing the
-                # replay's verifier (its modules were a tenth of the CPU to a first reply); its one finding is
-                # the reader's WQ-NO-SEGMENTS warning (engine/workq/reader.py _discover_dir)
-                state = ReplayState(now, CompactJobs(new_table(), [], now))
-                segments = records = size = 0
+                # nothing to replay (the lock files alone): the queue stays as it was made, empty (what restoring
+                # the replay's empty state makes), without importing the replay's modules (with their dataclasses
+                # and enums, most of the CPU to a first reply); its one finding is the reader's WQ-NO-SEGMENTS
+                # warning (engine/workq/reader.py _discover_dir)
+                state = None
+                segments = records = size = jobs = 0
                 warnings = 1
             else:
+                from ...engine.findings import Finding, Verdict
                 from ...engine.workq.startup import replay_directory
                 rep = replay_directory(path, now, payloads=False)
                 if rep.verdict != Verdict.CLEAN:
@@ -325,15 +354,17 @@ class Server:
                     raise StartRefused(rep.first_error() or Finding("error", "WQ-?", "log refused"), rep.verdict)
                 state, r = rep.state, rep.report
                 segments, records, size, warnings = r.segments, r.records, r.bytes, r.severities.get("warning", 0)
+                jobs = len(state.jobs)
             elapsed = time.perf_counter() - t0
             self.locks.unlock_read()
-            self.queue.restore(state, None, now)        # takes the replay's job table over; upstream's timers
+            if state is not None:
+                self.queue.restore(state, None, now)    # takes the replay's job table over; upstream's timers
             self.appender = Appender(path, segment_size=self.opts.seg_size,
                                      defer_roll_sync={"always": None, "interval": self._roll_interval,
                                                       "os": self._roll_sync}[self.opts.sync])
             self.appender.open()
             self.log.info("log replayed", path=path, segments=segments, records=records, bytes=size,
-                          jobs=len(state.jobs), elapsed_ms=round(elapsed * 1000, 1),
+                          jobs=jobs, elapsed_ms=round(elapsed * 1000, 1),
                           warnings=warnings, active_segment=self.appender.path)
         except BaseException:
             self.locks.release()
@@ -402,7 +433,7 @@ class Server:
         host, _, port = self.opts.listen.rpartition(":")
         lsock = self._lsock = prebind.take(host.strip("[]"), int(port), raw=True)
         box: list = []
-        done = threading.Event()
+        done = Flag()
 
         def load() -> None:
             try:
@@ -412,11 +443,10 @@ class Server:
             finally:
                 done.set()
 
-        importer = threading.Thread(target=load, name="wqtool-import", daemon=True)
-
         def start_import() -> None:
+            import threading                    # (once the first requests are served)
             prebind.release_gc()                # (held by wqtool._entry until the first requests are served)
-            importer.start()
+            threading.Thread(target=load, name="wqtool-import", daemon=True).start()
 
         if lsock is None or not hasattr(select, "epoll") or os.environ.get("WQTOOL_SERVE_EARLY") == "0":
             start_import()
@@ -502,6 +532,7 @@ class Server:
                     await asyncio.sleep(0.005)
                 self.log.info("cleaning cycle stopped", waited_ms=round((time.perf_counter() - t0) * 1000, 1))
             self.locks.release()
+            from ...engine.workq.replay import state_digest
             digest = state_digest(self.queue.snapshot(now))
         if self.queue.reader is not None and not self._cleaning:
             self.queue.reader.close()
@@ -509,16 +540,16 @@ class Server:
                       digest=f"sha256:{digest}" if digest else None, records=self.lsn)
 
     # ---------------------------------------------------------------- records and group commit
-    def _log_record(self, cmd: CmdType, jid: bytes, extra) -> None:
+    def _log_record(self, cmd: int, jid: bytes, extra) -> None:
         if self._closed:
             return
-        if cmd is _ADD or cmd is _SCHEDULE:
+        if cmd == _ADD or cmd == _SCHEDULE:
             j = extra
             rec = add_record(self.clock(), cmd, jid, j.name, j.ttr, j.ttl, j.priority, j.max_attempts, j.max_fails,
                              j.payload, j.time_ns, j.created_ns)
             self._adds[id(rec)] = self.queue.jobs.get(jid)   # where it is written goes to the job's row
         else:
-            rec = short_record(self.clock(), cmd, jid, extra if cmd is _COMPLETE or cmd is _FAIL else None)
+            rec = short_record(self.clock(), cmd, jid, extra if cmd == _COMPLETE or cmd == _FAIL else None)
         self.pending.append(rec)
         self.lsn += 1
         if not self._commit_scheduled and self._retry_handle is None:
@@ -605,7 +636,7 @@ class Server:
                 if e is not None:
                     seg = segs.get(seq)
                     if seg is None:
-                        seg = segs[seq] = q.reader.index(ap.segment_path(seq))
+                        seg = segs[seq] = q.payload_reader().index(ap.segment_path(seq))
                     q.located(e, seg, off)
 
     def _release(self) -> None:
@@ -878,11 +909,12 @@ class Server:
                 loop.call_soon_threadsafe(lambda: fut.done() or back[0](back[1]))
             except RuntimeError:        # the loop is closed: the server stopped
                 pass
+        import threading
         threading.Thread(target=work, name="wqtool-clean", daemon=True).start()
 
     def _moved(self, moved) -> None:
         """Segments a cleaning cycle rewrote or deleted: rows naming a rewritten one are translated on read."""
-        reader = self.queue.reader
+        reader = self.queue.payload_reader()    # (an empty log's start makes it with the first record written)
         for path, action, drops in moved:
             if action == "rewrite":
                 reader.rewritten(path, drops)
@@ -1079,8 +1111,8 @@ class Cleaner:
 
     def __init__(self, server: Server):
         self.server = server
-        self.stopping = threading.Event()
-        self.writing = threading.Lock()
+        self.stopping = Flag()
+        self.writing = _thread.allocate_lock()
 
     @staticmethod
     def available() -> bool:
@@ -1098,6 +1130,7 @@ class Cleaner:
 
     def __call__(self, as_of_ns: int, active_seq: int, active_size: int) -> tuple[dict, list] | None:
         from ...engine.workq import clean as clean_mod     # (imported by the first cycle, not at start-up)
+        import dataclasses
         from ...engine.workq.reader import discover
         server = self.server
         (log,) = discover([server.opts.cmdlog_path])
@@ -1135,6 +1168,30 @@ class Cleaner:
                     reader.unpin([sc.path for sc in plan.changed])
                 raise
         return plan.report_doc(), [(sc.path, sc.action, sc.drops) for sc in plan.changed]
+
+
+class Flag:
+    """``threading.Event``'s set / is_set / wait, on a ``_thread`` lock (held while the flag is down): what the
+    start-up and the cleaner need of an event, without importing threading before serve's first reply."""
+
+    __slots__ = ("_down",)
+
+    def __init__(self):
+        self._down = _thread.allocate_lock()
+        self._down.acquire()
+
+    def set(self) -> None:
+        try:
+            self._down.release()
+        except RuntimeError:        # (set already)
+            pass
+
+    def is_set(self) -> bool:
+        return not self._down.locked()
+
+    def wait(self) -> None:
+        with self._down:
+            pass
 
 
 def check_loop_choice() -> str:

@@ -25,7 +25,6 @@ ms: it takes the CPU the loop thread returns to) were slower.
 """
 from __future__ import annotations
 
-import threading
 import time
 
 
@@ -44,8 +43,8 @@ class Spinner:
     def __init__(self, limit_s: float = 0.005, use_c: bool | None = None):
         self.limit_s = limit_s
         self._on = False
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._wake = None           # a threading.Event, with the thread (threading: imported by the Python spinner)
+        self._thread = None
         #: the C thread (``_proto.spin_start``) when built and not turned off; else this module's Python thread
         self.c = _c if use_c is None or use_c else None
         if use_c and self.c is None:
@@ -57,6 +56,8 @@ class Spinner:
             self.c.spin_start(self._ns)
             return self
         if self._thread is None:
+            import threading
+            self._wake = threading.Event()
             self._thread = threading.Thread(target=self._run, name="wqtool-fsync-spin", daemon=True)
             self._thread.start()
         self._on = True

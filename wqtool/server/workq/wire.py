@@ -7,8 +7,6 @@ on exactly what those accept.
 """
 from __future__ import annotations
 
-import re
-
 from ...formats._common import _format_seconds, format_uuid
 
 CRLF = b"\r\n"
@@ -117,7 +115,7 @@ def parse_line(line: bytes) -> Request | bytes:
     then NOT read: the caller goes on parsing the next bytes as a new line)."""
     # runs of spaces are one separator (the empty tokens between them are skipped below): split by the C regex
     # engine, not into a list of one empty token per space (a 1 MB line of spaces cost 60-100 ms of the loop)
-    raw = _SPACES.split(line) if b"  " in line else line.split(b" ")
+    raw = _split_spaces(line) if b"  " in line else line.split(b" ")
     flags: dict[bytes, bytes] = {}
     if b" -" not in line and line[:1] != b"-" and b"" not in raw:    # no flag, no empty token: the tokens
         args = raw
@@ -150,7 +148,12 @@ def parse_line(line: bytes) -> Request | bytes:
     return Request(name, args[1:], flags, size)
 
 
-_SPACES = re.compile(rb" +")
+def _split_spaces(line: bytes) -> list[bytes]:
+    """``line`` split at each run of spaces (the pattern compiled on first use: the first replies import no ``re``)."""
+    global _split_spaces
+    import re
+    _split_spaces = re.compile(rb" +").split
+    return _split_spaces(line)
 
 
 def body_error(name: bytes) -> bytes:
