@@ -4,12 +4,12 @@ the quarantine (``Quarantine``), ``FileSig`` (a file changing under us). Who hol
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import fcntl
 import functools
 import itertools
-import _thread
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence   # (not typing: serve imports this before its first reply)
@@ -387,54 +387,19 @@ class Quarantine:
             pass
 
 
-def _file_sig() -> type:
-    """``FileSig``, made on first use (``__getattr__``): serve imports this module before its first reply, without
-    ``dataclasses``."""
-    from dataclasses import dataclass
+class FileSig(collections.namedtuple("FileSig", "ino size mtime_ns")):
+    """What tells a file changed under us: inode, size, modification time (None: the file is missing). A named
+    tuple, not a dataclass: serve imports this module before its first reply, without ``dataclasses``."""
 
-    @dataclass(frozen=True, slots=True)
-    class FileSig:
-        """What tells a file changed under us: inode, size, modification time (None: the file is missing)."""
+    __slots__ = ()
 
-        ino: int | None
-        size: int | None
-        mtime_ns: int | None
-
-        @classmethod
-        def of(cls, path: str) -> "FileSig":
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                return cls(None, None, None)
-            return cls(st.st_ino, st.st_size, st.st_mtime_ns)
-
-    FileSig.__qualname__ = "FileSig"       # (pickle finds it by module and name)
-    return FileSig
-
-
-_lazy_lock = _thread.allocate_lock()
-
-
-def __getattr__(name: str):
-    if name != "FileSig":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    with _lazy_lock:
-        if "FileSig" not in globals():
-            globals()["FileSig"] = _file_sig()
-    return globals()["FileSig"]
-
-
-def has_siblings(d: str) -> bool:
-    """Whether ``d``'s parent holds a ``<name>.*`` directory (where an interrupted install leaves its copies:
-    ``engine.workq.interrupted``, imported only then — it is not free at start-up)."""
-    parent, name = os.path.split(os.path.abspath(d))
-    if not name:
-        return False
-    try:
-        with os.scandir(parent) as it:
-            return any(e.name.startswith(name + ".") and e.is_dir(follow_symlinks=False) for e in it)
-    except OSError:
-        return False
+    @classmethod
+    def of(cls, path: str) -> "FileSig":
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return cls(None, None, None)
+        return cls(st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def flock_fd(fd: int, path: str, timeout: float, *, shared: bool = False) -> None:

@@ -17,7 +17,7 @@ except ImportError:     # not built: google-crc32c
 
 from ...errors import InputError, InvalidPayload, UnknownOpcode, UsageError
 from ..fileio import FileView, input_error, listdir
-from ..fsops import has_siblings   # (there: serve checks it without importing this module)
+from .rules import has_siblings   # (there: serve checks it without importing this module)
 from ...formats.workq import (RECORD_CRC_STRUCT, HEADER_BYTES, HEADER_STRUCT, HEADER_SIZE, JOB_ID_SIZE, LOCK_FILES, MAGIC,
                               SIZE_CAP, CmdType, segment_seq)
 from .fastpath import decode_payload
