@@ -739,8 +739,10 @@ CHAIN_SPARE_CPUS = 1.0
 #: sessions' work; 8 burners in sessions of their own): the chain lost 17 of them, 0.81x and 0.85x the local pass
 #: by the pairs' medians; at 3-32 % (11 rounds, load 9.5 -> 4.6: the load average said busy) it won 9 (the first
 #: round, at 30 %, lost: x0.62; the second, at 32 %, even), 1.27x (1.29x as chain_pays chose; one task 0.96x).
-#: Between 32 and 88 % no round came
-CHAIN_MAX_PRESSURE = 50.0
+#: Between 32 and 88 % no round came then; since (18 rounds at 15-67 %, each round's pressure at its start): at 15
+#: and 18 % the chain won (x1.31), at 24-45 % it lost 5 of 6 (x0.74-0.98; won at 45 %: x1.31), at 50-67 % won 3 of
+#: 6. Under 20 % it chains; above, one log's summary is read in the driver (``in_driver``), even with the engine
+CHAIN_MAX_PRESSURE = 20.0
 
 #: the kernel's CPU pressure (PSI): ``some avg10`` is the share of the last ~10 s in which at least one runnable
 #: task waited for a CPU
@@ -866,7 +868,9 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
     (its digest lines by job id, its job rows), which costs more than the split saves: replay + digest of one
     220 MiB log took 4.91 s split in two against 0.94 s whole (and 0.94 s locally; bench_fleet's dataset).
     ``chain``: a single log's digest and counts (``replay --summary``) chained over the slots by job-id range
-    (``chain_plan``: None decides by size and spare CPU; True forces it where it can run, False never).
+    (``chain_plan``: None decides by size and spare CPU; True forces it where it can run, False never). Where
+    ``chain`` None planned no chain for such a log, it is read in the driver, no Spark job (``in_driver``: at most
+    ``spark.wqtool.inDriver.threshold`` bytes, its files readable here).
 
     Logs go through the engine's kernel, damaged ones too, one task per share of a log's jobs (a big log is split
     by job over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on goes
