@@ -710,7 +710,7 @@ def in_driver(cluster, logs: Sequence[LogSet], sizes: list[int], why: list[str],
             or not why:
         return ""
     limit = cluster.in_driver_bytes()
-    if sizes[0] > limit or not cluster.reads_here([s.path for s in logs[0].segments]):
+    if limit <= 0 or sizes[0] > limit or not cluster.reads_here([s.path for s in logs[0].segments]):
         return ""
     return f"a job would not pay: {why[0]}"
 
@@ -739,9 +739,11 @@ CHAIN_SPARE_CPUS = 1.0
 #: sessions' work; 8 burners in sessions of their own): the chain lost 17 of them, 0.81x and 0.85x the local pass
 #: by the pairs' medians; at 3-32 % (11 rounds, load 9.5 -> 4.6: the load average said busy) it won 9 (the first
 #: round, at 30 %, lost: x0.62; the second, at 32 %, even), 1.27x (1.29x as chain_pays chose; one task 0.96x).
-#: Between 32 and 88 % no round came then; since (18 rounds at 15-67 %, each round's pressure at its start): at 15
-#: and 18 % the chain won (x1.31), at 24-45 % it lost 5 of 6 (x0.74-0.98; won at 45 %: x1.31), at 50-67 % won 3 of
-#: 6. Under 20 % it chains; above, one log's summary is read in the driver (``in_driver``), even with the engine
+#: Between 32 and 88 % no round came then. Since (23 rounds at 3-67 %, each round's pressure at its start, 220 MiB,
+#: 2 CPUs shared with other work): at 3-18 % the chain won 7 of 7 (x1.29-1.34); at 21-45 % it lost 6 of 10
+#: (x0.74-0.98; won x1.21-1.36); at 50-67 % it won 3 of 6. Under 20 % it chains; above, one log's summary is read
+#: in the driver (``in_driver``: the engine's own pass, x0.97-1.03 of it by the pairs' medians) — a chain forgone
+#: where it might have won, for a pass even with the engine's
 CHAIN_MAX_PRESSURE = 20.0
 
 #: the kernel's CPU pressure (PSI): ``some avg10`` is the share of the last ~10 s in which at least one runnable
