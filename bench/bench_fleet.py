@@ -486,7 +486,9 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     engine (this process) and a warm ``local[2]`` command session (``build_session(sources=False)``, the CLI's)
     through ``SparkRunner`` — the log whole in one task as on a busy machine (``Cluster.run``: one RDD stage),
     the same through a DataFrame (``Cluster.tasks`` + ``collect``: ``mapInArrow``, the path before), and chained
-    over the two slots (``chain_plan`` as with a CPU to spare). Wall-clock medians, every pair's ratio, the CPU
+    over the two slots (``chain_plan`` as with a CPU to spare) — each a Spark job (``spark.wqtool.inDriver.threshold``
+    0) —, and as the command chooses (``auto``: chained where ``chain_pays``, else read in the driver with no job,
+    ``in_driver``). Wall-clock medians, every pair's ratio, the CPU
     seconds of each side (this process and its JVM and Python workers) and the load; ``loaded``: a second process
     spins on a CPU throughout. ``breakdown``: where the Spark side's time goes, from timestamps in the task and
     on the driver (medians over the rounds).
@@ -515,8 +517,9 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     warm([lg.data for lg in logs])
     spark = build_session(master="local[2]", conf=parse_conf(conf), sources=False)
     warm_up(spark)
-    auto = "chained" if wf.chain_pays() else "whole (a busy machine)"
-    real_pays, real_run, real_task = wf.chain_pays, scl.Cluster.run, wf._FastTask
+    auto = "chained" if wf.chain_pays() else "in the driver (a busy machine)"
+    real_pays, real_run, real_task, real_here = wf.chain_pays, scl.Cluster.run, wf._FastTask, scl.Cluster.run_here
+    from wqtool.spark.session import IN_DRIVER_CONF
     marks: dict[str, float] = {}
 
     def through_frames(self, n_, fn, fields, what=None):
@@ -535,14 +538,20 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
                     marks.setdefault("shares", {})[r["part"]] = marks["t"]
         return rows
 
+    def here(self, n_, fn, fields):
+        marks["driver"] = True
+        return real_here(self, n_, fn, fields)
+
     def summary(view):
         return view.digest(), view.counts_by_state(), view.queues()
 
     def local():
         return summary(read(logs, opts, want=Want.REPLAY, max_findings=1000).results[0].view())
 
-    def on_spark(chain: bool | None, through_frames: bool = False):
-        """``chain`` None: ``chain_pays`` decides, as for a user's job (``marks["chained"]``: what it chose)."""
+    def on_spark(chain: bool | None, through_frames: bool = False, job: bool = True):
+        """``chain`` None: ``chain_pays`` decides, as for a user's job (``marks["chained"]``: what it chose);
+        ``job``: a Spark job always (``spark.wqtool.inDriver.threshold`` 0), else the log may be read in the driver
+        (``marks["driver"]``), as the command does by default."""
         marks_chain = []
 
         def pays():
@@ -552,6 +561,8 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
         wf.chain_pays = pays
         marks.clear()
         marks["frames"] = through_frames
+        if job:
+            spark.conf.set(IN_DRIVER_CONF, "0")
         marks["start"] = time.time()
         try:
             r = read(logs, opts, want=Want.REPLAY, runner=SparkRunner(spark), max_findings=1000, summary=True)
@@ -560,8 +571,11 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
             return summary(r.results[0].view())
         finally:
             wf.chain_pays = real_pays
+            if job:
+                spark.conf.unset(IN_DRIVER_CONF)
 
     scl.Cluster.run = timed_run
+    scl.Cluster.run_here = here
     if breakdown:
         wf._FastTask = _breakdown_task()
     iso = "2026-11-22T00:16:40Z"      # AS_OF_NS
@@ -588,7 +602,8 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     if frames:
         sides["frames"] = lambda: on_spark(False, True)
     sides["chained"] = lambda: on_spark(True)
-    sides["auto"] = lambda: on_spark(None)
+    sides["driver"] = lambda: on_spark(False, job=False)      # no chain: read in the driver, no job
+    sides["auto"] = lambda: on_spark(None, job=False)
     me = os.getpid()
     for f in sides.values():        # each path's first job (its workers, the JIT)
         f()
@@ -608,7 +623,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     cpu: dict[str, list[float]] = {k: [] for k in sides}
     waits: dict[str, list[float]] = {k: [] for k in sides}
     per_thread: dict[str, dict[str, list[float]]] = {"whole": {}, "chained": {}}
-    rounds: list[tuple[float, float, bool]] = []     # each round's CPU pressure and load at its start; auto chained?
+    rounds: list[tuple[float, float, str]] = []      # each round's CPU pressure and load at its start; auto's choice
     parts: list[dict] = []
     chain_cpu: list[list[float]] = []      # --breakdown: each chained share's CPU (its pass and its hashing)
     try:
@@ -617,7 +632,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
             names = list(sides) if i % 2 == 0 else list(reversed(sides))   # interleaved: none always first
             want = None
             psi = wf.cpu_pressure()
-            rounds.append((-1.0 if psi is None else psi, os.getloadavg()[0], False))
+            rounds.append((-1.0 if psi is None else psi, os.getloadavg()[0], "?"))
             for k in names:
                 procs = [me] + _descendants(me)
                 s0 = _sched(procs)
@@ -656,7 +671,8 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
                     want = got
                 assert got == want, f"{k}: another digest or counts"
                 if k == "auto":
-                    rounds[-1] = (*rounds[-1][:2], marks.get("chained", False))
+                    rounds[-1] = (*rounds[-1][:2], "driver" if marks.get("driver") else
+                                  "chain" if marks.get("chained") else "whole")
                 if k == "whole" and breakdown:
                     parts.append(dict(marks))
                 if k == "chained" and breakdown and len(marks.get("shares", {})) == 2:
@@ -664,6 +680,7 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
         load1 = os.getloadavg()[0]
     finally:
         wf.chain_pays, scl.Cluster.run, wf._FastTask = real_pays, real_run, real_task
+        scl.Cluster.run_here = real_here
         if burner is not None:
             burner.kill()
             burner.wait()
@@ -681,18 +698,21 @@ def one_log_summary(path: str, n: int, conf: list[str], loaded: bool = False, br
     words = {"local": "local (this process)", "cli": "wqtool replay --summary (a process)",
              "whole": "spark, one task (Cluster.run)",
              "frames": "spark, one task (DataFrame)", "chained": "spark, chained over 2 slots",
-             "auto": "spark, as chain_pays chooses"}
+             "driver": "spark session, read in the driver",
+             "auto": "spark, as the command chooses"}
     for k in sides:
         pairs = [a_ / b_ for a_, b_ in zip(wall["local"], wall[k])]
         ratio = "" if k == "local" else (f"; local/spark x{med(wall['local']) / med(wall[k]):.2f}, median of the "
                                          f"pairs x{med(pairs):.2f} (pairs " + " ".join(f"x{x:.2f}" for x in pairs) + ")")
         print(f"  {words[k]:<36} {med(wall[k]):.2f} s, CPU {med(cpu[k]):.2f} s, waited for a CPU "
               f"{med(waits[k]):.2f} s (runs {runs(wall[k])}){ratio}")
-    print("  each round: CPU pressure (some avg10, %) and load at its start; chained / local, one task / local; "
-          "what chain_pays chose: " + "; ".join(
-              f"{p_:.0f}% {ld:.1f} x{lc / c_:.2f} x{lc / w_:.2f} {'chain' if ch else 'whole'}"
-              for (p_, ld, ch), lc, c_, w_ in zip(rounds, wall["local"], wall["chained"], wall["whole"])))
-    for k in ("whole", "chained", "auto"):
+    print("  each round: CPU pressure (some avg10, %) and load at its start; local / chained, local / one task, "
+          "local / in the driver; what the command chose (chain, whole: one task, driver: no job) and local / "
+          "that: " + "; ".join(
+              f"{p_:.0f}% {ld:.1f} x{lc / c_:.2f} x{lc / w_:.2f} x{lc / d_:.2f} {ch} x{lc / a_:.2f}"
+              for (p_, ld, ch), lc, c_, w_, d_, a_ in zip(rounds, wall["local"], wall["chained"], wall["whole"],
+                                                           wall["driver"], wall["auto"])))
+    for k in ("whole", "chained", "driver", "auto"):
         if k != "local" and "cli" in wall:
             pairs = [a_ / b_ for a_, b_ in zip(wall["cli"], wall[k])]
             print(f"  {words['cli']} / {words[k]}: median of the pairs x{med(pairs):.2f} (pairs "
@@ -813,8 +833,9 @@ def main() -> None:
     ap.add_argument("--threads", action="store_true",
                     help="with --one-log-summary: the Spark side's CPU by thread")
     ap.add_argument("--one-log-summary", metavar="LOG",
-                    help="only measure replay --summary of one log, local vs a started local[2] session (chained, "
-                    "and whole in one task), --repeat interleaved rounds")
+                    help="only measure replay --summary of one log, local (this process, and wqtool as a process) vs "
+                    "a started local[2] session (a job chained, a job of one task, and as the command chooses: "
+                    "chained, or read in the driver where no job pays), --repeat interleaved rounds")
     ap.add_argument("--count-sessions", type=float, default=0, metavar="SCALE",
                     help="only measure count() in a user's session and the CLI's, both warm in child processes, "
                     "interleaved with `wqtool stats`, --repeat rounds (--loaded: a second process spinning)")

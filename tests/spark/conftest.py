@@ -108,3 +108,13 @@ def random_log(d: str, seed: int, damage: str) -> None:
         p = os.path.join(d, segs[-1])
         with open(p, "r+b") as f:
             f.truncate(rnd.randrange(0, os.path.getsize(p)))
+
+
+@pytest.fixture
+def always_a_job(spark):
+    """``spark.wqtool.inDriver.threshold`` 0 on the session for the test: one log's ``replay --summary`` runs a
+    Spark job, as it did before the driver read such a log itself (tests of what a job does)."""
+    from wqtool.spark.session import IN_DRIVER_CONF
+    spark.conf.set(IN_DRIVER_CONF, "0")
+    yield
+    spark.conf.unset(IN_DRIVER_CONF)

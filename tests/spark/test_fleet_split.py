@@ -117,9 +117,10 @@ def test_two_logs_big_one_split_small_one_whole(spark, corpus):
         _assert_same_jobs(fl, local, name)
 
 
-def test_replay_keeps_a_log_whole_verify_splits_it(spark, corpus):
+def test_replay_keeps_a_log_whole_verify_splits_it(spark, corpus, always_a_job):
     """Without ``split``: a log whose state is wanted (digest, jobs) stays in one task — merging a split log's
-    state on the driver costs more than the split saves —, while verify splits it over the slots."""
+    state on the driver costs more than the split saves —, while verify splits it over the slots (the summary's
+    job forced: ``always_a_job``)."""
     from wqtool.engine.workq.fleet import run_fleet
     from wqtool.spark.cluster import Cluster
     for kw, tasks in (({}, 1), ({"want_jobs": True}, 1), ({"digest": False}, 2)):

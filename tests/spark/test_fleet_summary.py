@@ -1,5 +1,5 @@
 """One log's ``replay --summary`` on Spark as the CLI reads it (``engine.read.read`` with the ``SparkRunner``), the
-log whole in one task: its result comes back through ``Cluster.run`` (one RDD stage; no DataFrame is planned for
+log whole in one task (a job forced: ``spark.wqtool.inDriver.threshold`` 0): its result comes back through ``Cluster.run`` (one RDD stage; no DataFrame is planned for
 it) and the report — findings in file order, counts, exit code, counts per state and per queue and the digest,
 byte for byte — is the local engine's, on every fixture, every damaged copy and random logs intact, with bit
 flips or truncated."""
@@ -17,8 +17,9 @@ from tests.spark.conftest import DAMAGE, as_of_ns, random_log
 
 
 @pytest.fixture
-def through_run(monkeypatch):
-    """Counts ``Cluster.run``'s jobs; a DataFrame of tasks (``Cluster.tasks``) fails the test."""
+def through_run(monkeypatch, always_a_job):
+    """Counts ``Cluster.run``'s jobs; a DataFrame of tasks (``Cluster.tasks``) fails the test. A job always
+    (``always_a_job``: else the driver reads such a log itself, ``test_in_driver.py``)."""
     from wqtool.spark.cluster import Cluster
     calls = []
     real = Cluster.run

@@ -139,6 +139,7 @@ def test_a_worker_in_its_own_mount_namespace_reads_s3a_logs(ns_cluster, s3, buck
     conf = [f"--spark-conf=spark.hadoop.fs.s3a.{k}" for k in (
         f"endpoint={host}", "connection.ssl.enabled=false", "access.key=test", "secret.key=test",
         "path.style.access=true")]
+    conf.append("--spark-conf=spark.wqtool.inDriver.threshold=0")   # a job: else the driver reads one log's summary
     uri = "s3a://wq-bucket/crc"
     local = _wqtool(*argv, "--as-of", AS_OF, bucket_log, env=env)
     remote = _wqtool(*argv, "--as-of", AS_OF, "--engine", "spark", "--master", url, *conf, uri, env=env)

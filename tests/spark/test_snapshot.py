@@ -225,9 +225,10 @@ def test_a_data_source_reads_the_bytes_its_plan_pinned(tmp_path, source):
     assert e.value.path == seg
 
 
-def test_a_task_that_finds_its_file_shrunk_is_exit_5_naming_it(spark, tmp_path):
+def test_a_task_that_finds_its_file_shrunk_is_exit_5_naming_it(spark, tmp_path, always_a_job):
     """The check in the task: the job planned (the files pinned), then a segment shrinks before the tasks read it:
-    the task's FileChanged is the job's error, with its exit code (5) and the file named."""
+    the task's FileChanged is the job's error, with its exit code (5) and the file named. (A job forced: else the
+    driver reads this one log itself, ``test_in_driver.py``.)"""
     from wqtool.engine.fileio import Snapshot
     from wqtool.engine.workq.fleet import run_fleet
     from wqtool.engine.workq.reader import discover

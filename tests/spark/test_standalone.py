@@ -97,6 +97,7 @@ def test_replay_summary_on_a_cluster_gives_the_local_digest(cluster, log):
     url, env = cluster
     local = json.loads(_wqtool("replay", "--summary", "-o", "json", "--as-of", AS_OF, log, env=env).stdout)
     r = _wqtool("replay", "--engine", "spark", "--master", url, "--summary", "-o", "json", "--as-of", AS_OF, log,
-                env=env)
+                "--spark-conf", "spark.wqtool.inDriver.threshold=0", env=env)   # a job (else read in the driver)
     assert r.returncode == 0, r.stderr[-1500:]
     assert json.loads(r.stdout) == local
+    assert "1 share(s) in 1 task(s)" in r.stderr, r.stderr[-1500:]

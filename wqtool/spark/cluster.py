@@ -325,6 +325,32 @@ class Cluster:
         with self.named_deaths(what):
             return [dict(zip(names, row)) for row in rdd.collect()]
 
+    def in_driver_bytes(self) -> int:
+        """How big a log the driver reads itself when no job can speed the work up (``session.IN_DRIVER_CONF``,
+        default ``IN_DRIVER_DEFAULT``; 0: never)."""
+        from .session import IN_DRIVER_CONF, IN_DRIVER_DEFAULT, size_setting
+        try:
+            value = self.spark.conf.get(IN_DRIVER_CONF, IN_DRIVER_DEFAULT)
+        except Exception:  # noqa: BLE001 — a session whose conf cannot be read: the default
+            value = IN_DRIVER_DEFAULT
+        return size_setting(IN_DRIVER_CONF, value if value is not None else IN_DRIVER_DEFAULT)
+
+    @staticmethod
+    def reads_here(paths: Sequence[str]) -> bool:
+        """Whether this process (the driver) can read every one of ``paths`` itself: local files, or the staged
+        copies of remote logs it made when it resolved them."""
+        import os
+        return all(os.path.isfile(p) and os.access(p, os.R_OK) for p in paths)
+
+    def run_here(self, n: int, fn: Callable[[Iterator], Iterator], fields: Sequence[tuple[str, str]]) -> list:
+        """``run(n, fn, fields)``'s rows computed in this process, no Spark job: each task function called as an
+        executor calls it (``_Indexed``: the driver's working directory, the staged copies made readable, the
+        files read as the driver pinned them — a file replaced or shrunk is the same ``FileChanged``), one after
+        another. For work a job cannot speed up (``spark.wqtool.inDriver.threshold``)."""
+        names = [f for f, _ in fields]
+        task = _Indexed(fn, self.cwd, self.staged, self.snap)
+        return [dict(zip(names, row)) for k in range(n) for row in task(k, iter([k]))]
+
     def _context(self):
         """The session's SparkContext, or None (Spark Connect has none)."""
         try:

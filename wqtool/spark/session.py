@@ -31,6 +31,28 @@ _DEFAULT_CONF = {
 }
 
 
+#: ``replay --summary`` of one log that no job can speed up (its chain would not pay, or cannot run) is read in
+#: the driver, by the local engine's pass, while the log is at most this many bytes — as Hive runs a small query
+#: as a fetch task instead of a job (``hive.fetch.task.conversion.threshold``, 1 GiB). A Spark size (``512m``,
+#: ``1g``, bytes without a suffix), set like any other (``--spark-conf spark.wqtool.inDriver.threshold=0``);
+#: 0: always a job. docs/spark.md, "One log in the driver".
+IN_DRIVER_CONF = "spark.wqtool.inDriver.threshold"
+IN_DRIVER_DEFAULT = "1g"
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+          "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
+
+
+def size_setting(key: str, value: str) -> int:
+    """A Spark size setting in bytes (``JavaUtils.byteStringAsBytes``' units: b, k/kb, m/mb, g/gb, t/tb, p/pb,
+    binary; no suffix: bytes); a usage error naming ``key`` otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", str(value).lower())
+    if m is None or m.group(2) not in _UNITS:
+        from ..errors import UsageError
+        raise UsageError(f"{key}: not a size (a number of bytes, or with k, m, g, t: 512m, 1g): {value!r}")
+    return int(m.group(1)) * _UNITS[m.group(2)]
+
+
 #: The JIT of a local-mode JVM of a command's session (driver and executors in one process, on the cores the
 #: Python workers use): C1 only (``build_session(sources=False)``; a data-source session keeps the full JIT). C2's compiler threads took 0.2-0.4 s of CPU per fleet job here, out of the Python tasks' 2 cores
 #: (bench_fleet: verify x1.43 -> x1.74 the local engine, replay x1.70 -> x1.79), while the JVM's own heavy

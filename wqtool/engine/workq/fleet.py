@@ -656,7 +656,7 @@ def chain_ranges(n: int, first: float = CHAIN_FIRST) -> list[tuple[int, int]]:
 
 
 def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: bool, want_jobs: bool, stats: bool,
-               chain: bool | None) -> int:
+               chain: bool | None, why: list[str] | None = None) -> int:
     """How many shares a chained replay of ``logs`` takes (0: none). Chained: ``replay --summary`` of one log
     (its digest and counts, no jobs, no stats) of at least ``CHAIN_MIN_BYTES`` while the machine is not busy
     (``chain_pays``; ``chain=True``: any size, any load),
@@ -666,22 +666,64 @@ def chain_plan(cluster, logs: Sequence[LogSet], sizes: list[int], *, digest: boo
     id order) — so the time is about the framing of every record (each share does it), the first share's
     replay and the whole hashing: with the first share's range smaller (``CHAIN_FIRST``) the next one's replay
     ends as the first one's hashing does. No share's lines leave its task (the modulo split shipped them to
-    the driver and cost more than it saved)."""
+    the driver and cost more than it saved).
+
+    ``why``: where no chain is planned for one such log, why (a phrase appended: ``in_driver`` names it)."""
+    said = why.append if why is not None else (lambda _w: None)
     if chain is False or not digest or want_jobs or stats:
         return 0
     live = [i for i, log in enumerate(logs) if log.segments]
-    if len(live) != 1 or (chain is None and sizes[live[0]] < CHAIN_MIN_BYTES):
+    if len(live) != 1:
+        return 0
+    if chain is None and sizes[live[0]] < CHAIN_MIN_BYTES:
+        said(f"too small to chain (under {CHAIN_MIN_BYTES >> 20} MiB)")
         return 0
     try:
         from . import _sha  # noqa: F401
     except ImportError:     # not built (no libcrypto headers): the log whole, in one task
+        said("no _sha to chain the digest")
         return 0
-    n = min(CHAIN_MAX_SHARES, cluster.slots(default=0))
-    if n < 2 or not cluster.local():
+    slots = cluster.slots(default=0)
+    n = min(CHAIN_MAX_SHARES, slots)
+    if n < 2:
+        said(f"{slots} slot(s), no chain")
+        return 0
+    if not cluster.local():
+        said("no chain off a local master")
         return 0
     if chain is None and not chain_pays():
+        said(busy_words())
         return 0
     return n
+
+
+def in_driver(cluster, logs: Sequence[LogSet], sizes: list[int], why: list[str], *, digest: bool,
+              want_jobs: bool, stats: bool, chain: bool | None, split: bool | None) -> str:
+    """Why ``replay --summary`` of ``logs`` is read in the driver (the local engine's pass, no Spark job), or ""
+    for a job. In the driver: one log's digest and counts (no jobs, no stats) for which ``chain_plan`` planned no
+    chain, deciding itself (``chain`` None; ``why``: its reason), of at most ``cluster.in_driver_bytes()``
+    (``spark.wqtool.inDriver.threshold``; 0: never) and every file readable in this process (a local path, or
+    the copy of a remote one staged when it was resolved). A job of one task is that same pass plus Spark's
+    fixed part (its scheduling, the result's way back, the JVM's CPU: docs/spark.md), so it cannot be faster —
+    as Hive's fetch-task conversion (``hive.fetch.task.conversion.threshold``) skips a job for a small query."""
+    if chain is not None or split or not digest or want_jobs or stats or len(logs) != 1 or not logs[0].segments \
+            or not why:
+        return ""
+    limit = cluster.in_driver_bytes()
+    if limit <= 0 or sizes[0] > limit or not cluster.reads_here([s.path for s in logs[0].segments]):
+        return ""
+    return f"a job would not pay: {why[0]}"
+
+
+def busy_words() -> str:
+    """How busy the machine is, as ``chain_pays`` reads it: the CPU pressure, else the load average."""
+    p = cpu_pressure()
+    if p is not None:
+        return f"CPU pressure {p:.0f} %"
+    try:
+        return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count() or 1} CPU(s)"
+    except OSError:
+        return "no CPU to spare"
 
 
 #: chained only while the 1-minute load average leaves this many CPUs spare (bench_fleet --one-log-summary on 2
@@ -697,8 +739,12 @@ CHAIN_SPARE_CPUS = 1.0
 #: sessions' work; 8 burners in sessions of their own): the chain lost 17 of them, 0.81x and 0.85x the local pass
 #: by the pairs' medians; at 3-32 % (11 rounds, load 9.5 -> 4.6: the load average said busy) it won 9 (the first
 #: round, at 30 %, lost: x0.62; the second, at 32 %, even), 1.27x (1.29x as chain_pays chose; one task 0.96x).
-#: Between 32 and 88 % no round came
-CHAIN_MAX_PRESSURE = 50.0
+#: Between 32 and 88 % no round came then. Since (23 rounds at 3-67 %, each round's pressure at its start, 220 MiB,
+#: 2 CPUs shared with other work): at 3-18 % the chain won 7 of 7 (x1.29-1.34); at 21-45 % it lost 6 of 10
+#: (x0.74-0.98; won x1.21-1.36); at 50-67 % it won 3 of 6. Under 20 % it chains; above, one log's summary is read
+#: in the driver (``in_driver``: the engine's own pass, x0.97-1.03 of it by the pairs' medians) — a chain forgone
+#: where it might have won, for a pass even with the engine's
+CHAIN_MAX_PRESSURE = 20.0
 
 #: the kernel's CPU pressure (PSI): ``some avg10`` is the share of the last ~10 s in which at least one runnable
 #: task waited for a CPU
@@ -824,7 +870,9 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
     (its digest lines by job id, its job rows), which costs more than the split saves: replay + digest of one
     220 MiB log took 4.91 s split in two against 0.94 s whole (and 0.94 s locally; bench_fleet's dataset).
     ``chain``: a single log's digest and counts (``replay --summary``) chained over the slots by job-id range
-    (``chain_plan``: None decides by size and spare CPU; True forces it where it can run, False never).
+    (``chain_plan``: None decides by size and spare CPU; True forces it where it can run, False never). Where
+    ``chain`` None planned no chain for such a log, it is read in the driver, no Spark job (``in_driver``: at most
+    ``spark.wqtool.inDriver.threshold`` bytes, its files readable here).
 
     Logs go through the engine's kernel, damaged ones too, one task per share of a log's jobs (a big log is split
     by job over the executor slots; a fleet of many logs runs a log per task); a log the kernel bails on goes
@@ -847,8 +895,11 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
     total = sum(sizes) or 1
     units: list[tuple[int, LogSet, int, int]] = []     # (log, log set, share, shares)
     cost: list[float] = []
+    why: list[str] = []
     chained = 0 if split else chain_plan(cluster, logs, sizes, digest=digest, want_jobs=want_jobs, stats=stats,
-                                         chain=chain)
+                                         chain=chain, why=why)
+    here = "" if chained else in_driver(cluster, logs, sizes, why, digest=digest, want_jobs=want_jobs,
+                                        stats=stats, chain=chain, split=split)
     for li, log in sorted(enumerate(logs), key=lambda il: -sizes[il[0]]):  # biggest first: better packing
         if not log.segments:
             continue
@@ -862,8 +913,11 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
     results: dict[int, list] = {}
     if units:
         bins = [[k] for k in range(chained)] if chained else pack(cost, slots)    # chained: share k is task k
-        say(f"spark: {len(logs)} log(s), {total} bytes, {len(units)} share(s) in {len(bins)} task(s) on "
-            f"{slots} slot(s)" + (", by job-id range, hashed in turn" if chained else ""))
+        if here:
+            say(f"spark: {len(logs)} log(s), {total} bytes, in the driver ({here})")
+        else:
+            say(f"spark: {len(logs)} log(s), {total} bytes, {len(units)} share(s) in {len(bins)} task(s) on "
+                f"{slots} slot(s)" + (", by job-id range, hashed in turn" if chained else ""))
         ids = stats and stats_total is not None and sum(bool(lg.segments) for lg in logs) > 1
         shuffle = ids and total // _LEAST_JOB_BYTES > DRIVER_UNION_IDS     # more ids than the driver should hold
         with contextlib.ExitStack() as relay:      # (a chain's relay stops with the job, or if it cannot start)
@@ -874,6 +928,8 @@ def run_fleet(cluster, logs: Sequence[LogSet], as_of_ns: int | Sequence[int], *,
             if shuffle:  # read once: the reports come to the driver, the ids go on to the union's shuffle
                 df = cluster.persist(cluster.tasks(len(bins), task, _B_FIELDS, what=_bin_words(units, bins)))
                 rows = cluster.collect(cluster.where(df, f"kind != {_IDS}"))
+            elif here:   # no job can pay: the same task function, in this process (``in_driver``)
+                rows = cluster.run_here(len(bins), task, _B_FIELDS)
             else:        # the results only: one stage, straight back (``Cluster.run``)
                 rows = cluster.run(len(bins), task, _B_FIELDS, what=_bin_words(units, bins))
         seen: set[int] = set()
