@@ -898,7 +898,8 @@ static PyObject *p_core_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         goto out;
     }
     int closed = PyObject_IsTrue(t);
-    if (closed != 0 || (c.q = PyObject_GetAttr(c.srv, S_queue)) == NULL || (log = PyObject_GetAttr(c.q, S_log)) == NULL) {
+    if (closed != 0 || (c.q = PyObject_GetAttr(c.srv, S_queue)) == NULL ||
+            (log = PyObject_GetAttr(c.q, S_log)) == NULL) {
         err = closed < 0 || PyErr_Occurred();
         goto out;
     }
