@@ -23,5 +23,6 @@ setup(ext_modules=[Extension("wqtool.engine.workq._kernel", ["wqtool/engine/work
                    Extension("wqtool.engine.kestrel._kernel", ["wqtool/engine/kestrel/_kernel.c"], optional=True,
                              depends=_SHARED + ["wqtool/engine/kestrel/consts.h"], extra_compile_args=["-O3"]),
                    Extension("wqtool.server.workq._proto", ["wqtool/server/workq/_proto.c"], optional=True,
-                             depends=["wqtool/engine/workq/kernel/consts.h", "wqtool/engine/workq/kernel/crc.c"],
+                             depends=["wqtool/engine/workq/kernel/consts.h", "wqtool/engine/workq/kernel/crc.c",
+                                      "wqtool/server/workq/_core.c"],
                              extra_compile_args=["-O3"])])

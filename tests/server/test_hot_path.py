@@ -128,6 +128,8 @@ def run(steps, directory: str, reference: bool, monkeypatch) -> tuple[bytes, byt
             for k, v in REFERENCE_SRV.items():
                 m.setattr(server_mod, k, v)
         now, srv, conns, ts = in_process(directory, 2)
+        if reference:
+            srv.core = None             # (the C request core: tests/server/test_core_c.py)
         for who, step in steps:
             if isinstance(step, int):
                 now[0] += step * 1_000_000

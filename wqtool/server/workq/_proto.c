@@ -15,6 +15,7 @@
  * E_PAYLOAD_SIZE, E_RESULT_SIZE). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 /* the workq kernel's constants (generated from wqtool/formats/ by scripts/gen_kernel_header.py) and CRC-32C */
@@ -409,6 +410,56 @@ static PyObject *framed_cmd(long long ns, Py_ssize_t plen, int cmd, const void *
     return out;
 }
 
+/* The add / schedule record (add_record below, and the request core's add): zero for the Go zero time, else t */
+static PyObject *build_add_record(long long ns, int cmd, const void *jid, const void *name, Py_ssize_t nlen,
+                                  unsigned long long ttr, unsigned long long ttl, long long prio,
+                                  unsigned long long ma, unsigned long long mf, const void *body, Py_ssize_t blen,
+                                  int zero, long long t, long long created)
+{
+    uint64_t zz = ((uint64_t)prio << 1) ^ (uint64_t)(prio >> 63);
+    Py_ssize_t plen = 1 + JOB_ID_SIZE + uvarint_len((uint64_t)nlen) + nlen + uvarint_len(ttr)
+        + uvarint_len(ttl) + uvarint_len(zz) + uvarint_len(ma) + uvarint_len(mf)
+        + uvarint_len((uint64_t)blen) + blen + 2 * GO_TIME_SIZE;
+    unsigned char *o;
+    PyObject *out = framed_cmd(ns, plen, cmd, jid, &o);
+    if (out == NULL)
+        return NULL;
+    o = put_uvarint(o, (uint64_t)nlen);
+    memcpy(o, name, (size_t)nlen);
+    o += nlen;
+    o = put_uvarint(o, ttr);
+    o = put_uvarint(o, ttl);
+    o = put_uvarint(o, zz);
+    o = put_uvarint(o, ma);
+    o = put_uvarint(o, mf);
+    o = put_uvarint(o, (uint64_t)blen);
+    memcpy(o, body, (size_t)blen);
+    o += blen;
+    if (zero)
+        put_go_time(o, 0, 0);           /* GO_ZERO_TIME: second 0 of year 1 */
+    else
+        put_time(o, t);
+    put_time(o + GO_TIME_SIZE, created);
+    seal(out);
+    return out;
+}
+
+/* The record of complete / fail (with their result, rlen >= 0) or of another short command (rlen < 0) */
+static PyObject *build_short_record(long long ns, int cmd, const void *jid, const void *res, Py_ssize_t rlen)
+{
+    Py_ssize_t plen = 1 + JOB_ID_SIZE + (rlen < 0 ? 0 : uvarint_len((uint64_t)rlen) + rlen);
+    unsigned char *o;
+    PyObject *out = framed_cmd(ns, plen, cmd, jid, &o);
+    if (out == NULL)
+        return NULL;
+    if (rlen >= 0) {
+        o = put_uvarint(o, (uint64_t)rlen);
+        memcpy(o, res, (size_t)rlen);
+    }
+    seal(out);
+    return out;
+}
+
 /* add_record(unix_ns, cmd, job_id, name, ttr, ttl, priority, max_attempts, max_fails, body, time_ns, created_ns):
  * the framed record of an add (cmd CMD_ADD) or schedule (CMD_SCHEDULE) command, time_ns None for the Go zero time:
  * encode_record(GoTime.from_unix_ns(unix_ns), encode_payload(Command(...))) in C (the field order of
@@ -440,31 +491,8 @@ static PyObject *p_add_record(PyObject *self, PyObject *args)
         if (t == -1 && PyErr_Occurred())
             goto done;
     }
-    uint64_t zz = ((uint64_t)prio << 1) ^ (uint64_t)(prio >> 63);
-    Py_ssize_t plen = 1 + JOB_ID_SIZE + uvarint_len((uint64_t)name.len) + name.len + uvarint_len(ttr)
-        + uvarint_len(ttl) + uvarint_len(zz) + uvarint_len(ma) + uvarint_len(mf)
-        + uvarint_len((uint64_t)body.len) + body.len + 2 * GO_TIME_SIZE;
-    unsigned char *o;
-    out = framed_cmd(ns, plen, cmd, jid.buf, &o);
-    if (out == NULL)
-        goto done;
-    o = put_uvarint(o, (uint64_t)name.len);
-    memcpy(o, name.buf, (size_t)name.len);
-    o += name.len;
-    o = put_uvarint(o, ttr);
-    o = put_uvarint(o, ttl);
-    o = put_uvarint(o, zz);
-    o = put_uvarint(o, ma);
-    o = put_uvarint(o, mf);
-    o = put_uvarint(o, (uint64_t)body.len);
-    memcpy(o, body.buf, (size_t)body.len);
-    o += body.len;
-    if (zero)
-        put_go_time(o, 0, 0);           /* GO_ZERO_TIME: second 0 of year 1 */
-    else
-        put_time(o, t);
-    put_time(o + GO_TIME_SIZE, created);
-    seal(out);
+    out = build_add_record(ns, cmd, jid.buf, name.buf, name.len, ttr, ttl, prio, ma, mf, body.buf, body.len, zero, t,
+                           created);
 done:
     PyBuffer_Release(&jid);
     PyBuffer_Release(&name);
@@ -489,17 +517,8 @@ static PyObject *p_short_record(PyObject *self, PyObject *args)
                                           "(bytes) for complete and fail only");
         goto done;
     }
-    Py_ssize_t rlen = res == Py_None ? 0 : PyBytes_GET_SIZE(res);
-    Py_ssize_t plen = 1 + JOB_ID_SIZE + (res == Py_None ? 0 : uvarint_len((uint64_t)rlen) + rlen);
-    unsigned char *o;
-    out = framed_cmd(ns, plen, cmd, jid.buf, &o);
-    if (out == NULL)
-        goto done;
-    if (res != Py_None) {
-        o = put_uvarint(o, (uint64_t)rlen);
-        memcpy(o, PyBytes_AS_STRING(res), (size_t)rlen);
-    }
-    seal(out);
+    out = build_short_record(ns, cmd, jid.buf, res == Py_None ? NULL : PyBytes_AS_STRING(res),
+                             res == Py_None ? -1 : PyBytes_GET_SIZE(res));
 done:
     PyBuffer_Release(&jid);
     return out;
@@ -860,7 +879,14 @@ static void idle_atfork_child(void)
     idle_parked = 0;
 }
 
+/* the request core (add / lease / complete / fail in C over the live queue's objects): its own file */
+#include "_core.c"
+
 static PyMethodDef methods[] = {
+    {"core_init", p_core_init, METH_O, "core_init(config): the live queue's classes and constants (server.py)."},
+    {"core_run", (PyCFunction)(void (*)(void))p_core_run, METH_FASTCALL, "core_run(conn, buf, pos, turn): requests "
+                                                                     "handled in C from pos on (conn.pos moved)."},
+    {"core_handled", p_core_handled, METH_NOARGS, "core_handled(): requests the core has answered, in all."},
     {"idle_spin_start", p_idle_spin_start, METH_VARARGS, "idle_spin_start(window_ns, process): a SCHED_IDLE spinner "
                                                          "keeps a CPU awake while requests come (spin.py)."},
     {"spin_start", p_spin_start, METH_O, "spin_start(limit_ns): a C thread spins until spin_stop() (spin.py)."},

@@ -182,10 +182,18 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         more = False
         n = len(buf)                # (the buffer does not change during a turn; self.pos is written as it moves)
         pos = self.pos
+        core = srv.core             # the C request core (_core.c): add / lease / complete / fail, or None
         while not self.closing and self.blocked is None and not self.paused_write and self.out_bytes < OUT_HIGH:
             req = self.req
-            if req is None and pos >= n:         # all of it handled (the usual end): no search for a line
-                break
+            if req is None:
+                if pos >= n:                     # all of it handled (the usual end): no search for a line
+                    break
+                if core is not None and turn > 0:
+                    k = core(self, buf, pos, turn)      # the requests it answers (moving self.pos), from pos on
+                    if k:
+                        turn -= k
+                        pos = self.pos
+                        continue
             turn -= 1
             if turn < 0:
                 more = True

@@ -189,13 +189,10 @@ class WorkQueue:
     __slots__ = ("ready", "scheduled", "waiters")
 
     def __init__(self):
-        sl = sys.modules.get("sortedcontainers")
-        if sl is not None:
-            self.ready = sl.SortedKeyList(key=_key)
-            self.scheduled = sl.SortedKeyList(key=_key)
-        else:       # (short lists until one grows: serve's first replies import no sortedcontainers, see FewSorted)
-            self.ready = FewSorted(self, "ready")
-            self.scheduled = FewSorted(self, "scheduled")
+        # short lists until one grows (serve's first replies import no sortedcontainers, see FewSorted), also once
+        # sortedcontainers is imported: the C request core (_core.c) adds to and leases from a FewSorted only
+        self.ready = FewSorted(self, "ready")
+        self.scheduled = FewSorted(self, "scheduled")
         self.waiters: OrderedDict[int, Waiter] = OrderedDict()
 
 

@@ -258,6 +258,10 @@ class Server:
         self.clock = make_clock()
         self.loop = None             # the asyncio loop (an EarlyLoop before it: early.py)
         self.queue = LiveQueue(self._log_record if opts.cmdlog_path else None)
+        #: the C request core (``_proto.core_run``, _core.c: add / lease / complete / fail over this queue's objects),
+        #: None in pure Python, without the C modules, without a log, or with WQTOOL_SERVE_CORE=0 (a benchmark's
+        #: A/B switch): queue.py and handlers.py then do it all
+        self.core = _CORE if opts.cmdlog_path and os.environ.get("WQTOOL_SERVE_CORE") != "0" else None
         self.queue.on_read_error = lambda exc: self.log.error("a job body could not be read back; the job stays "
                                                               "ready", error=str(exc))
         self.handlers = Handlers(self.queue, self._stats)
@@ -1193,6 +1197,29 @@ class Flag:
     def wait(self) -> None:
         with self._down:
             pass
+
+
+def _core_init():
+    """``_proto.core_run`` once the C module knows queue.py's classes, the row layout and the constants (the rules
+    stay in queue.py and handlers.py: _core.c takes only what they would do, else the request is theirs); None
+    when the C modules are not built or ``WQTOOL_PURE_PYTHON`` is set."""
+    from . import conn as conn_mod, queue as q
+    from ...engine.workq import jobtable as jt
+    c = wire._c
+    if c is None or q._kernel is None or not hasattr(c, "core_run"):
+        return None
+    c.core_init({
+        "Entry": q.Entry, "FewSorted": q.FewSorted, "WorkQueue": q.WorkQueue, "JobTable": q._kernel.JobTable,
+        "K_STATE": jt.K_STATE, "K_ATT": jt.K_ATT, "K_MA": jt.K_MA, "K_RES": jt.K_RES, "K_TTR": jt.K_TTR,
+        "ROW_LEN": len(jt.ROW), "AT_SHIFT": q._AT_SHIFT, "SEQ_BITS": q._SEQ_BITS, "R_TTL": q.R_TTL, "R_TTR": q.R_TTR,
+        "IN_READY": q.IN_READY, "IN_NONE": q.IN_NONE, "NOWHERE": q.NOWHERE, "HARD_ATTEMPTS": q.MAX_HARD_ATTEMPTS,
+        "FS_LIMIT": q.FewSorted.LIMIT, "OUT_HIGH": conn_mod.OUT_HIGH, "MAX_READ": conn_mod.MAX_READ,
+        "MAX_WAIT": wire.MAX_WAIT_MS, "OK": wire.OK, "TIMEOUT": wire.TIMEOUT, "NOT_FOUND": wire.NOT_FOUND,
+        "log_record": Server._log_record})
+    return c.core_run
+
+
+_CORE = _core_init()
 
 
 def check_loop_choice() -> str:
