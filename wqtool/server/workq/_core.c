@@ -1245,27 +1245,43 @@ static int lone_after_change(PyObject *srv)
         goto out;
     if (!PyList_CheckExact(heap))
         goto decided;
-    if (PyList_GET_SIZE(heap) == 0) {      /* next_deadline() is None */
-        python = 0;
-        goto decided;
+    PyObject *k;
+    for (;;) {
+        if (PyList_GET_SIZE(heap) == 0) {      /* next_deadline() is None */
+            python = 0;
+            goto decided;
+        }
+        PyObject *top = PyList_GET_ITEM(heap, 0);
+        if (!PyTuple_CheckExact(top) || PyTuple_GET_SIZE(top) != 2 || !PyLong_CheckExact(PyTuple_GET_ITEM(top, 0)))
+            goto decided;
+        k = PyTuple_GET_ITEM(top, 0);
+        PyObject *obj = PyTuple_GET_ITEM(top, 1);
+        if (!Py_IS_TYPE(obj, C_Entry))
+            goto decided;
+        unsigned long long low = PyLong_AsUnsignedLongLongMask(k);
+        if (low == (unsigned long long)-1 && PyErr_Occurred())
+            goto out;
+        int rank = (int)((low >> SEQ_BITS_C) & 7);
+        PyObject *cur = rank == R_TTL_C ? SLOT(obj, O_TTL_SEQ) : rank == R_TTR_C ? SLOT(obj, O_TTR_SEQ) : NULL;
+        if (cur == NULL)
+            goto decided;
+        int live = PyObject_RichCompareBool(cur, k, Py_EQ);
+        if (live < 0)
+            goto out;
+        if (live)
+            break;
+        /* LiveQueue.next_deadline: a stale timer on top is dropped (and counted off _stale) */
+        PyObject *a[1] = {heap}, *popped = PyObject_Vectorcall(C_heappop, a, 1, NULL);
+        if (popped == NULL)
+            goto out;
+        Py_DECREF(popped);
+        long long stale = get_ll(q, S_stale);
+        if (stale < 0 && PyErr_Occurred())
+            goto out;
+        if (stale && set_ll(q, S_stale, stale - 1) < 0)
+            goto out;
     }
-    PyObject *top = PyList_GET_ITEM(heap, 0);
-    if (!PyTuple_CheckExact(top) || PyTuple_GET_SIZE(top) != 2 || !PyLong_CheckExact(PyTuple_GET_ITEM(top, 0)))
-        goto decided;
-    PyObject *k = PyTuple_GET_ITEM(top, 0), *obj = PyTuple_GET_ITEM(top, 1);
-    if (!Py_IS_TYPE(obj, C_Entry))
-        goto decided;
-    unsigned long long low = PyLong_AsUnsignedLongLongMask(k);
-    if (low == (unsigned long long)-1 && PyErr_Occurred())
-        goto out;
-    int rank = (int)((low >> SEQ_BITS_C) & 7);
-    PyObject *cur = rank == R_TTL_C ? SLOT(obj, O_TTL_SEQ) : rank == R_TTR_C ? SLOT(obj, O_TTR_SEQ) : NULL;
-    if (cur == NULL)
-        goto decided;
-    int live = PyObject_RichCompareBool(cur, k, Py_EQ);
-    if (live < 0)
-        goto out;
-    if (!live || (at = PyObject_GetAttr(srv, L_timer_at)) == NULL || at == Py_None)
+    if ((at = PyObject_GetAttr(srv, L_timer_at)) == NULL || at == Py_None)
         goto decided;
     long long a = PyLong_AsLongLong(at);
     if (a == -1 && PyErr_Occurred())
