@@ -975,7 +975,20 @@ static PyObject *p_core_run(PyObject *self, PyObject *const *args, Py_ssize_t na
  * written, an appender whose append was replaced (a test's fault injection), a segment number not yet known,
  * replies past OUT_HIGH, a stale timer on top of the heap. A write error is handed to Server._append_failed as
  * _commit does (the segment cut back to its last complete record first, as Appender.repair_tail does): the
- * records stay pending, nothing is acknowledged, the circuit breaker opens. */
+ * records stay pending, nothing is acknowledged, the circuit breaker opens.
+ *
+ * Why this shape (the turn's tail in C, the event loop still delivering each read) and not a C loop of its own for
+ * the lone connection (poll / recv / send behind uvloop's back). The profile of one connection, add -> lease ->
+ * complete on the wire with the core on (perf record of the server, 3 s, load 7): uvloop's own code 1.9 % of the
+ * samples, the kernel 48 % (sockets, the log write, and the scheduler: the reply's send wakes the client, which
+ * preempts the server in that very write), the interpreter 43 % — and cProfile in process put that interpreter time
+ * in the frames around the core: Conn.data_received -> process -> _process, Server._commit -> _append -> located,
+ * _release -> flush_out, after_change -> next_deadline, a dozen Python frames per request. A C loop of its own
+ * would save uvloop's 2 % and its epoll_wait (a poll in its place), and take on uvloop's read and write states,
+ * signal delivery, timers and the other connections' accept behind its back; the frames are nearly all of what
+ * is ours to cut, and lone_turn cuts them where they run. After it, one request takes one Python frame
+ * (Conn.data_received) but for the first add of a queue, an add's row (LiveQueue.located) and a deadline that
+ * moved (Server.after_change). Measured: bench_serve_inproc.py --lone, bench_serve_sched.py (docs/serve.md). */
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -1412,6 +1425,21 @@ static PyObject *p_lone_turn(PyObject *self, PyObject *const *args, Py_ssize_t n
     int e = 0;
     if ((srv = PyObject_GetAttr(conn, S_srv)) == NULL)
         return NULL;
+    /* the only connection, no commit pending, nothing written but not yet sent */
+    Py_ssize_t nc = attr_len(srv, L_conns), np = attr_len(srv, S_pending), nd = attr_len(srv, S_dirty);
+    if (nc < 0 || np < 0 || nd < 0) {
+        e = -1;
+        goto out;
+    }
+    if (nc != 1 || np != 0 || nd != 0)
+        goto out;
+    if ((e = attr_is(srv, S_commit_scheduled, Py_False)) <= 0 || (e = attr_is(srv, S_inline, Py_False)) <= 0 ||
+            (e = attr_is(srv, S_retry_handle, Py_None)) <= 0)
+        goto out;
+    if ((e = attr_is(srv, L_core, Py_None)) != 0) {       /* Server.core None: all of it the Python path's */
+        e = e < 0 ? -1 : 0;
+        goto out;
+    }
     /* the connection idle between requests: nothing buffered, blocked, paused, closing or owed */
     static PyObject **const is_false[] = {&L_closing, &L_in_process, &L_resume_scheduled, &L_paused_read,
                                          &L_paused_write, &L_eof};
@@ -1427,21 +1455,6 @@ static PyObject *p_lone_turn(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (!PyByteArray_CheckExact(buf) || PyByteArray_GET_SIZE(buf) != 0 || get_ll(conn, S_pos) != 0 ||
             get_ll(conn, S_out_bytes) != 0 || PyErr_Occurred()) {
         e = PyErr_Occurred() ? -1 : 0;
-        goto out;
-    }
-    /* the only connection, no commit pending, nothing written but not yet sent */
-    Py_ssize_t nc = attr_len(srv, L_conns), np = attr_len(srv, S_pending), nd = attr_len(srv, S_dirty);
-    if (nc < 0 || np < 0 || nd < 0) {
-        e = -1;
-        goto out;
-    }
-    if (nc != 1 || np != 0 || nd != 0)
-        goto out;
-    if ((e = attr_is(srv, S_commit_scheduled, Py_False)) <= 0 || (e = attr_is(srv, S_inline, Py_False)) <= 0 ||
-            (e = attr_is(srv, S_retry_handle, Py_None)) <= 0)
-        goto out;
-    if ((e = attr_is(srv, L_core, Py_None)) != 0) {       /* Server.core None: all of it the Python path's */
-        e = e < 0 ? -1 : 0;
         goto out;
     }
     /* taken: Conn.data_received and Conn.process from here */
