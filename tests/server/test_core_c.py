@@ -158,6 +158,19 @@ def test_the_lone_turn_answers_logs_and_leaves_the_state_as_the_reference(tmp_pa
     assert a[2] == b[2]
 
 
+def test_the_lone_turn_keeps_the_recent_bodies_as_the_reference(tmp_path_factory, monkeypatch):
+    """300 adds, each leased, on one connection: each add's row located by the lone turn's commit, its body moved to
+    the recent ones, the oldest dropped past RECENT (256), a body past RECENT_BODY not kept — as LiveQueue.located."""
+    steps = [(0, s) for k, n in ((k, 1100 if k % 50 == 0 else 7) for k in range(1, 301))
+             for s in (b"add %s q1 60000 3600000 %d\r\n%s\r\n" % (_jid(k), n, b"b" * n), b"lease q1 0\r\n")]
+    turns = _proto.lone_counts()[0]
+    a = run(steps, str(tmp_path_factory.mktemp("c")), True, 1, monkeypatch)
+    assert _proto.lone_counts()[0] - turns == 600 - 1 - 6   # (not: the first add, a lease of a body read back)
+    b = run(steps, str(tmp_path_factory.mktemp("py")), False, 1, monkeypatch)
+    assert a == b
+    assert len(a[2][-1]) == 256 and not a[2][-2]          # (recent: the newest 256; unwritten: none)
+
+
 def test_the_load_clients_requests_take_the_lone_turn(tmp_path):
     """One connection, the Go load client's add -> lease -> complete, one request a read: every read but the
     queue's first add (the Python path makes the queue) answered by lone_turn, and every one of its records

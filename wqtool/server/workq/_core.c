@@ -999,12 +999,14 @@ static PyObject *L_closing, *L_blocked, *L_in_process, *L_resume_scheduled, *L_p
     *L_after_change, *L_timer_at, *L_t, *L_write, *L_is_closing, *L_partial_since, *L_lone_write, *L_segs,
     *L_located, *L_append_failed, *L_release, *L_pop, *L_clear, *L_core;
 static PyObject *C_ap_append, *C_heappop;
-static Py_ssize_t TURN_C;
+static Py_ssize_t TURN_C, K_SEG_C, K_OFF_C, RECENT_C, RECENT_BODY_C;
 static unsigned long long lone_turns_n, lone_commits_n;
 
 static int lone_init(PyObject *cfg)
 {
-    if ((C_ap_append = cfg_obj(cfg, "Appender_append")) == NULL || cfg_int(cfg, "TURN", &TURN_C) < 0)
+    if ((C_ap_append = cfg_obj(cfg, "Appender_append")) == NULL || cfg_int(cfg, "TURN", &TURN_C) < 0 ||
+            cfg_int(cfg, "K_SEG", &K_SEG_C) < 0 || cfg_int(cfg, "K_OFF", &K_OFF_C) < 0 ||
+            cfg_int(cfg, "RECENT", &RECENT_C) < 0 || cfg_int(cfg, "RECENT_BODY", &RECENT_BODY_C) < 0)
         return -1;
     PyObject *hq = PyImport_ImportModule("_heapq");
     if (hq == NULL)
@@ -1065,6 +1067,88 @@ static PyObject *monotonic_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return PyFloat_FromDouble((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+}
+
+/* LiveQueue.located(e, seg, off) on the kernel's job table: the row gets the segment and offset, the body is no
+ * longer held (kept among the recent ones when small). 0 or -1; another table: the Python method. */
+static int located_c(PyObject *q, PyObject *e, PyObject *seg, long long off)
+{
+    int r = -1;
+    PyObject *jobs = NULL, *table = NULL, *row = NULL, *lst = NULL, *tup = NULL, *o = NULL, *unw = NULL,
+             *body = NULL, *recent = NULL, *pair2 = NULL;
+    if ((table = PyObject_GetAttr(q, S_table)) == NULL || (jobs = PyObject_GetAttr(q, S_jobs)) == NULL ||
+            (unw = PyObject_GetAttr(q, S_unwritten)) == NULL || (recent = PyObject_GetAttr(q, S_recent)) == NULL)
+        goto out;
+    if (!Py_IS_TYPE(table, C_JobTable) || !PyDict_CheckExact(jobs) || !PyDict_CheckExact(unw) ||
+            !PyDict_CheckExact(recent)) {
+        PyObject *a = PyLong_FromLongLong(off), *rr = NULL;
+        if (a != NULL)
+            rr = PyObject_CallMethodObjArgs(q, L_located, e, seg, a, NULL);
+        Py_XDECREF(a);
+        if (rr != NULL) {
+            Py_DECREF(rr);
+            r = 0;
+        }
+        goto out;
+    }
+    PyObject *id = SLOT(e, O_ID);
+    PyObject *cur = PyDict_GetItemWithError(jobs, id);
+    if (cur != e) {                         /* gone, or another job with the same id now */
+        r = PyErr_Occurred() ? -1 : 0;
+        goto out;
+    }
+    if ((row = PyObject_CallMethodOneArg(table, S_get_row, id)) == NULL || (lst = PySequence_List(row)) == NULL ||
+            (o = PyLong_FromLongLong(off)) == NULL)
+        goto out;
+    Py_INCREF(seg);
+    if (PyList_SetItem(lst, K_SEG_C, seg) < 0)
+        goto out;
+    if (PyList_SetItem(lst, K_OFF_C, o) < 0) {
+        o = NULL;
+        goto out;
+    }
+    o = NULL;
+    if ((tup = PyList_AsTuple(lst)) == NULL)
+        goto out;
+    {
+        PyObject *rr = PyObject_CallMethodObjArgs(table, S_put, id, tup, NULL);
+        if (rr == NULL)
+            goto out;
+        Py_DECREF(rr);
+    }
+    body = PyDict_GetItemWithError(unw, id);
+    if (body == NULL) {
+        r = PyErr_Occurred() ? -1 : 0;
+        goto out;
+    }
+    Py_INCREF(body);
+    if (PyDict_DelItem(unw, id) < 0)
+        goto out;
+    if (PyBytes_Check(body) && PyBytes_GET_SIZE(body) <= RECENT_BODY_C) {
+        if (PyDict_Contains(recent, id) == 1 && PyDict_DelItem(recent, id) < 0)
+            goto out;
+        if ((pair2 = PyTuple_Pack(2, e, body)) == NULL || PyDict_SetItem(recent, id, pair2) < 0)
+            goto out;
+        if (PyDict_GET_SIZE(recent) > RECENT_C) {
+            Py_ssize_t p = 0;
+            PyObject *k, *v;
+            if (PyDict_Next(recent, &p, &k, &v)) {
+                Py_INCREF(k);
+                int d = PyDict_DelItem(recent, k);
+                Py_DECREF(k);
+                if (d < 0)
+                    goto out;
+            }
+        }
+    } else if (!PyBytes_Check(body)) {      /* (a body is bytes; anything else: as Python's len() would) */
+        if (PyObject_Size(body) < 0)
+            goto out;
+    }
+    r = 0;
+out:
+    Py_XDECREF(jobs), Py_XDECREF(table), Py_XDECREF(row), Py_XDECREF(lst), Py_XDECREF(tup), Py_XDECREF(o);
+    Py_XDECREF(unw), Py_XDECREF(body), Py_XDECREF(recent), Py_XDECREF(pair2);
+    return r;
 }
 
 /* Server._commit under interval / os without a roll-over: 1 done (here), 0 not the plain case (nothing changed:
@@ -1201,16 +1285,9 @@ static int lone_commit(PyObject *srv)
             Py_DECREF(id);
             if (e == NULL)
                 goto err;
-            if (e != Py_None) {
-                PyObject *o = PyLong_FromLongLong(off), *rr = NULL;
-                if (o != NULL)
-                    rr = PyObject_CallMethodObjArgs(q, L_located, e, segno, o, NULL);
-                Py_XDECREF(o);
-                if (rr == NULL) {
-                    Py_DECREF(e);
-                    goto err;
-                }
-                Py_DECREF(rr);
+            if (e != Py_None && located_c(q, e, segno, off) < 0) {
+                Py_DECREF(e);
+                goto err;
             }
             Py_DECREF(e);
             off += PyBytes_GET_SIZE(rec);

@@ -1223,7 +1223,8 @@ def _core_init():
         "IN_READY": q.IN_READY, "IN_NONE": q.IN_NONE, "NOWHERE": q.NOWHERE, "HARD_ATTEMPTS": q.MAX_HARD_ATTEMPTS,
         "FS_LIMIT": q.FewSorted.LIMIT, "OUT_HIGH": conn_mod.OUT_HIGH, "MAX_READ": conn_mod.MAX_READ,
         "MAX_WAIT": wire.MAX_WAIT_MS, "OK": wire.OK, "TIMEOUT": wire.TIMEOUT, "NOT_FOUND": wire.NOT_FOUND,
-        "log_record": Server._log_record, "Appender_append": Appender.append, "TURN": conn_mod.TURN})
+        "log_record": Server._log_record, "Appender_append": Appender.append, "TURN": conn_mod.TURN,
+        "K_SEG": jt.K_SEG, "K_OFF": jt.K_OFF, "RECENT": q.RECENT, "RECENT_BODY": q.RECENT_BODY})
     return c.core_run
 
 
