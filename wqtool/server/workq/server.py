@@ -370,14 +370,15 @@ class Server:
         except BaseException:
             self.locks.release()
             raise
-        self.clean = Cleaner(self) if Cleaner.available() else None
-        prebind.mark("log")
+        prebind.mark("log")       # (the cleaner is looked for by ``start``: importlib.util, after the first replies)
 
     async def start(self) -> None:
         import asyncio
         self.loop = asyncio.get_running_loop()
         if self.opts.cmdlog_path and self.locks is None:
             self.open_log()
+        if self.appender is not None and self.clean is None:
+            self.clean = Cleaner(self) if Cleaner.available() else None
         host, _, port = self.opts.listen.rpartition(":")
         lsock, self._lsock = self._lsock, None
         if lsock is not None:       # the early loop's _socket.socket: asyncio's acceptor takes a socket.socket
