@@ -143,9 +143,13 @@ NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", 
                               "wqtool.engine.workq.fastreplay", "wqtool.engine.workq.fastpath",
                               "wqtool.engine.workq.model", "wqtool.engine.workq.writer")
 #: ... and, started by the console script (no runpy), not what runpy imports either: importlib.util (the
-#: cleaner is looked for once the event loop runs) with warnings
+#: cleaner is looked for once the event loop runs) with warnings, nor the collections package with functools,
+#: contextlib, operator and types (deque and OrderedDict are _collections', the abstract classes
+#: _collections_abc's, GoTime and FileSig named tuples written out, the server's counts a dict with __missing__)
 NOT_BEFORE_THE_FIRST_REPLY_SCRIPT = NOT_BEFORE_THE_FIRST_REPLY + ("importlib.util", "importlib.machinery",
-                                                                  "warnings", "runpy")
+                                                                  "warnings", "runpy", "collections", "functools",
+                                                                  "contextlib", "operator", "types", "reprlib",
+                                                                  "keyword")
 
 
 def _first_reply_probe(tmp_path, request: bytes, lines: int, *args: str,

@@ -29,7 +29,7 @@ import os
 import select
 import sys
 import time
-from collections import deque
+from _collections import deque      # (collections.deque; the collections package: not before the first reply)
 
 import _signal as signal        # (signal's enums: not needed to answer the first requests)
 import _socket                  # (likewise socket.py's: the accepted sockets are _socket.socket until the hand-over)

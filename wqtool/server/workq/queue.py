@@ -22,7 +22,7 @@ import os
 import struct
 import sys
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
+from _collections import OrderedDict    # (collections.OrderedDict, without the collections package)
 
 try:                    # the kernel's CRC-32C, as the reader's (no google_crc32c import before serve's first reply)
     from ...engine.workq import _kernel
