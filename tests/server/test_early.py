@@ -145,11 +145,12 @@ NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", 
 #: ... and, started by the console script (no runpy), not what runpy imports either: importlib.util (the
 #: cleaner is looked for once the event loop runs) with warnings, nor the collections package with functools,
 #: contextlib, operator and types (deque and OrderedDict are _collections', the abstract classes
-#: _collections_abc's, GoTime and FileSig named tuples written out, the server's counts a dict with __missing__)
+#: _collections_abc's, GoTime and FileSig named tuples written out, the server's counts a dict with __missing__),
+#: nor heapq's, bisect's and struct's Python wrappers of their C modules
 NOT_BEFORE_THE_FIRST_REPLY_SCRIPT = NOT_BEFORE_THE_FIRST_REPLY + ("importlib.util", "importlib.machinery",
                                                                   "warnings", "runpy", "collections", "functools",
                                                                   "contextlib", "operator", "types", "reprlib",
-                                                                  "keyword")
+                                                                  "keyword", "heapq", "bisect", "struct")
 
 
 def _first_reply_probe(tmp_path, request: bytes, lines: int, *args: str,

@@ -11,8 +11,8 @@ references) gets the real declarations.
 """
 from __future__ import annotations
 
+import _struct as struct        # (struct's C module: serve imports this before its first reply)
 import _thread
-import struct
 from _collections_abc import Callable     # (collections.abc's: serve imports this before its first reply, without
                                           # typing, functools or the collections package)
 

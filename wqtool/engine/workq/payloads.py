@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import _thread
-from bisect import bisect_right
+from _bisect import bisect_right      # (bisect's C module: serve imports this before its first reply)
 from _collections import OrderedDict    # (collections.OrderedDict, without the collections package: serve)
 
 from ...errors import FormatError, InvalidPayload

@@ -24,7 +24,7 @@ asyncio's transports.
 """
 from __future__ import annotations
 
-import heapq
+import _heapq as heapq        # (heapq's C module, without its Python wrapper)
 import os
 import select
 import sys
