@@ -141,7 +141,10 @@ NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", 
                               "wqtool.offsets", "wqtool.engine.findings", "wqtool.engine.fileio",
                               "wqtool.engine.workq.reader", "wqtool.engine.workq.replay",
                               "wqtool.engine.workq.fastreplay", "wqtool.engine.workq.fastpath",
-                              "wqtool.engine.workq.model", "wqtool.engine.workq.writer")
+                              "wqtool.engine.workq.model", "wqtool.engine.workq.writer",
+                              # nor the plan template's file primitives (LogBusy is errors.py's, fsync_dir
+                              # engine/fsync.py's) with the progress hooks
+                              "wqtool.engine.fsops", "wqtool.engine.progress")
 #: ... and, started by the console script (no runpy), not what runpy imports either: importlib.util (the
 #: cleaner is looked for once the event loop runs) with warnings, nor the collections package with functools,
 #: contextlib, operator and types (deque and OrderedDict are _collections', the abstract classes

@@ -9,24 +9,11 @@ import fcntl
 import itertools
 import os
 import time
-from _collections_abc import Iterable, Iterator, Sequence   # (collections.abc's: serve imports this module before its
-                                                           # first reply, without typing or the collections package)
+from _collections_abc import Iterable, Iterator, Sequence   # (collections.abc's, without the collections package)
 
-from ..errors import InputError, UsageError
+from ..errors import InputError, LogBusy, UsageError     # (LogBusy: errors.py's, re-exported)
 from . import progress
-
-
-class LogBusy(InputError):
-    """Another process uses the log: a lock file is held (a running server, a cleaner, another apply), or a
-    process holds one of its files open, or a file changed while we worked."""
-
-
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+from .fsync import fsync_dir        # (re-exported: serve's appender imports it from there, without this module)
 
 
 def unlink_quiet(path: str) -> None:

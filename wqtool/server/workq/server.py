@@ -32,10 +32,10 @@ import time
 
 # (the replay's modules — findings, reader, replay, fastreplay, the record encoders' model — are imported where
 # they are used: an empty log's first replies do without them, and without the dataclasses and enums they make)
-from ...engine.fsops import LogBusy, fsync_dir
+from ...engine.fsync import fsync_dir
 from ...engine.workq.appender import Appender, CmdlogLocks, syncfs
 from ...engine.workq.rules import has_siblings
-from ...errors import InputError, UsageError, WqError
+from ...errors import InputError, LogBusy, UsageError, WqError
 from ...formats._common import format_unix_ns
 from ...formats.workq import CMD_CODES, LOCK_FILES
 from .. import prebind
