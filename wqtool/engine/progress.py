@@ -27,10 +27,9 @@ _done = 0        # bytes of the files closed so far (or units done) in this pass
 _base = 0        # ... when the file being read was opened
 
 
-def listen(callback: Callable[[int], None],
-           on_pass: Callable[[str, int | None, str], None] | None = None) -> contextlib.AbstractContextManager[None]:
-    """Call ``callback(done)`` while the block runs (as files are read, bytes written, jobs planned), and
-    ``on_pass(name, total, unit)`` when a new pass begins (``done`` then counts from 0 again)."""
+def listen(callback: Callable[[int], None], on_pass: Callable[[str, int | None, str], None] | None = None):
+    """A context manager: call ``callback(done)`` while the block runs (as files are read, bytes written, jobs
+    planned), and ``on_pass(name, total, unit)`` when a new pass begins (``done`` then counts from 0 again)."""
     import contextlib               # (on use: not before serve's first reply)
     return contextlib.contextmanager(_listen)(callback, on_pass)
 

@@ -494,12 +494,16 @@ class Server:
         await self.start()
         self._stop = asyncio.Event()
         import signal
+        handled = []
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 self.loop.add_signal_handler(sig, self._on_signal, sig)
+                handled.append(sig)
             except (NotImplementedError, RuntimeError):
                 pass
         early, self._early = self._early, None
+        if early is not None:               # its handlers noted a stop asked for until the loop's were installed
+            early.restore_signals(keep=handled)
         for sig in early.signals if early is not None else ():   # a stop asked for while the early loop ran
             self._on_signal(sig)
         await self._stop.wait()
@@ -959,10 +963,11 @@ class Server:
     def count_late(self, reply) -> None:
         self.replies[(b"(blocked)", reply[:4])] += 1
 
-    def reply_counts(self) -> Counter:
-        """Replies by (command, class): ``wire.reply_class`` of each counted prefix, ``waiting`` for blocks."""
+    def reply_counts(self) -> dict[tuple[bytes, str], int]:
+        """Replies by (command, class): ``wire.reply_class`` of each counted prefix, ``waiting`` for blocks (a
+        ``collections.Counter``)."""
         from collections import Counter
-        out: Counter = Counter()
+        out = Counter()
         for (name, head), n in self.replies.items():
             out[(name, "waiting" if head == b"(wai" else wire.reply_class(head))] += n
         return out
@@ -1258,6 +1263,8 @@ def run_server(srv: Server, factory=None) -> bool | None:
             runner.run(srv.run())
         return True                 # served, then a clean stop (SIGTERM / SIGINT)
     except BaseException as exc:
+        if srv._early is not None:          # (stopped before the asyncio loop's signal handlers: early.py's go)
+            srv._early.restore_signals()
         if not srv.listeners and not srv.served_early:      # nothing was served: the CLI runs and reports it
             if srv.locks is not None:
                 srv.locks.release()
