@@ -4,31 +4,16 @@ the quarantine (``Quarantine``), ``FileSig`` (a file changing under us). Who hol
 """
 from __future__ import annotations
 
-import collections
-import contextlib
 import errno
 import fcntl
-import functools
 import itertools
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence   # (not typing: serve imports this before its first reply)
+from _collections_abc import Iterable, Iterator, Sequence   # (collections.abc's, without the collections package)
 
-from ..errors import InputError, UsageError
+from ..errors import InputError, LogBusy, UsageError     # (LogBusy: errors.py's, re-exported)
 from . import progress
-
-
-class LogBusy(InputError):
-    """Another process uses the log: a lock file is held (a running server, a cleaner, another apply), or a
-    process holds one of its files open, or a file changed while we worked."""
-
-
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+from .fsync import fsync_dir        # (re-exported: serve's appender imports it from there, without this module)
 
 
 def unlink_quiet(path: str) -> None:
@@ -75,8 +60,10 @@ def write_new(path: str, chunks: Iterable[bytes], *, fsync: bool = True, mode: i
         if fsync:
             os.fsync(fd)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:
             os.close(fd)
+        except OSError:
+            pass
         unlink_quiet(path)
         raise
     os.close(fd)
@@ -178,16 +165,22 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-@functools.cache
+_RENAMEAT2: list = []       # libc's renameat2 (or None), looked up once (not functools.cache: start-up)
+
+
 def _renameat2():
+    if _RENAMEAT2:
+        return _RENAMEAT2[0]
     import ctypes             # the first exchange or no-replace rename only (start-up: readers never rename)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.renameat2
     except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    fn.restype = ctypes.c_int
+        fn = None
+    else:
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        fn.restype = ctypes.c_int
+    _RENAMEAT2[:] = [fn]
     return fn
 
 
@@ -387,11 +380,27 @@ class Quarantine:
             pass
 
 
-class FileSig(collections.namedtuple("FileSig", "ino size mtime_ns")):
+class FileSig(tuple):
     """What tells a file changed under us: inode, size, modification time (None: the file is missing). A named
-    tuple, not a dataclass: serve imports this module before its first reply, without ``dataclasses``."""
+    tuple written out (``collections.namedtuple("FileSig", "ino size mtime_ns")``'s fields, equality, repr and
+    pickling): serve imports this module before its first reply, without ``dataclasses`` or ``collections``."""
 
     __slots__ = ()
+    _fields = ("ino", "size", "mtime_ns")
+    __match_args__ = _fields
+
+    def __new__(cls, ino: int | None, size: int | None, mtime_ns: int | None) -> "FileSig":
+        return tuple.__new__(cls, (ino, size, mtime_ns))
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"FileSig(ino={self[0]!r}, size={self[1]!r}, mtime_ns={self[2]!r})"
+
+    ino = property(lambda self: self[0], doc="inode number")
+    size = property(lambda self: self[1], doc="size in bytes")
+    mtime_ns = property(lambda self: self[2], doc="modification time, ns")
 
     @classmethod
     def of(cls, path: str) -> "FileSig":
