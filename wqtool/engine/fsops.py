@@ -4,12 +4,15 @@ the quarantine (``Quarantine``), ``FileSig`` (a file changing under us). Who hol
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import errno
 import fcntl
+import functools
 import itertools
 import os
 import time
-from _collections_abc import Iterable, Iterator, Sequence   # (collections.abc's, without the collections package)
+from collections.abc import Iterable, Iterator, Sequence   # (not typing: serve imports this before its first reply)
 
 from ..errors import InputError, LogBusy, UsageError     # (LogBusy: errors.py's, re-exported)
 from . import progress
@@ -60,10 +63,8 @@ def write_new(path: str, chunks: Iterable[bytes], *, fsync: bool = True, mode: i
         if fsync:
             os.fsync(fd)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
         unlink_quiet(path)
         raise
     os.close(fd)
@@ -165,22 +166,16 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-_RENAMEAT2: list = []       # libc's renameat2 (or None), looked up once (not functools.cache: start-up)
-
-
+@functools.cache
 def _renameat2():
-    if _RENAMEAT2:
-        return _RENAMEAT2[0]
     import ctypes             # the first exchange or no-replace rename only (start-up: readers never rename)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.renameat2
     except (OSError, AttributeError):
-        fn = None
-    else:
-        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-        fn.restype = ctypes.c_int
-    _RENAMEAT2[:] = [fn]
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
     return fn
 
 
@@ -380,27 +375,11 @@ class Quarantine:
             pass
 
 
-class FileSig(tuple):
+class FileSig(collections.namedtuple("FileSig", "ino size mtime_ns")):
     """What tells a file changed under us: inode, size, modification time (None: the file is missing). A named
-    tuple written out (``collections.namedtuple("FileSig", "ino size mtime_ns")``'s fields, equality, repr and
-    pickling): serve imports this module before its first reply, without ``dataclasses`` or ``collections``."""
+    tuple, not a dataclass (``dataclasses`` costs milliseconds of a command's start)."""
 
     __slots__ = ()
-    _fields = ("ino", "size", "mtime_ns")
-    __match_args__ = _fields
-
-    def __new__(cls, ino: int | None, size: int | None, mtime_ns: int | None) -> "FileSig":
-        return tuple.__new__(cls, (ino, size, mtime_ns))
-
-    def __getnewargs__(self) -> tuple:
-        return tuple(self)
-
-    def __repr__(self) -> str:
-        return f"FileSig(ino={self[0]!r}, size={self[1]!r}, mtime_ns={self[2]!r})"
-
-    ino = property(lambda self: self[0], doc="inode number")
-    size = property(lambda self: self[1], doc="size in bytes")
-    mtime_ns = property(lambda self: self[2], doc="modification time, ns")
 
     @classmethod
     def of(cls, path: str) -> "FileSig":
