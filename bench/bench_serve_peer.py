@@ -18,7 +18,9 @@ result, and every line carries the load average (on a shared machine only ratios
 * with ``--systests`` (needs $ANCHORS/run_systests.sh, shared/peers/workq-server.md): upstream's TestCmdLog/1K, in
   seconds, and whether it passed.
 
-workq-server is found on PATH (or ``--peer PATH``); without it the wqtool rows are printed alone.
+workq-server is found on PATH (or ``--peer PATH``); without it the wqtool rows are printed alone. wqtool is
+started as users start it, by the ``wqtool`` console script next to this interpreter (every row; the first line
+says which), or as ``python -m wqtool`` with a note where there is none.
 """
 from __future__ import annotations
 
@@ -52,9 +54,26 @@ def free_port() -> int:
     return port
 
 
+#: how wqtool is started: as users start it, by the installed console script next to this interpreter (bin/wqtool,
+#: no runpy); ``python -m wqtool`` only where that script is missing (``launcher`` says which, once)
+_SCRIPT = os.path.join(os.path.dirname(sys.executable), "wqtool")
+_LAUNCHER: list[str] = []
+
+
+def launcher() -> list[str]:
+    """The command that starts wqtool: the console script beside ``sys.executable``, else ``python -m wqtool``."""
+    if not _LAUNCHER:
+        if os.path.isfile(_SCRIPT) and os.access(_SCRIPT, os.X_OK):
+            _LAUNCHER.append(_SCRIPT)
+        else:
+            print(f"note: no console script at {_SCRIPT}: wqtool is started as {sys.executable} -m wqtool", flush=True)
+            _LAUNCHER.extend([sys.executable, "-m", "wqtool"])
+    return list(_LAUNCHER)
+
+
 def command(kind: str, peer: str, port: int, logdir: str | None, sync: str = "interval", extra=()) -> list[str]:
     if kind == "wqtool":
-        cmd = [sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "--log-level", "warning"]
+        cmd = launcher() + ["serve", "-listen", f"127.0.0.1:{port}", "--log-level", "warning"]
     else:
         cmd = [peer, "-listen", f"127.0.0.1:{port}"]
     if logdir is not None:
@@ -241,7 +260,7 @@ def probes(kind: str, peer: str, seconds: float) -> tuple[int, int, float]:
 
 def systest(kind: str, peer: str) -> tuple[float, bool]:
     anchors = os.environ["ANCHORS"]
-    cmd = [peer] if kind == "workq-server" else [sys.executable, "-m", "wqtool", "serve"]
+    cmd = [peer] if kind == "workq-server" else launcher() + ["serve"]
     env = dict(os.environ, SYSTESTS_RUN="TestCmdLog/1K",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
@@ -270,7 +289,8 @@ def main() -> None:
     if go is None:
         raise SystemExit("the compiled load client needs go on PATH (apt-get install golang-go)")
     servers = ["wqtool"] + (["workq-server"] if a.peer else [])
-    print(f"wqtool serve vs {a.peer or '(no workq-server on PATH: wqtool alone)'}; {a.rounds} round(s), the servers "
+    print(f"wqtool serve ({' '.join(launcher())}) vs {a.peer or '(no workq-server on PATH: wqtool alone)'}; "
+          f"{a.rounds} round(s), the servers "
           f"back to back, alternating which goes first; load average {load()} ({os.cpu_count()} CPUs)")
     print(f"{'row':<34} {'wqtool':>10} {'workq-server':>13} {'ratio':>7}   rounds (ratio, load)")
     rows = [("always, 1 conn (ops/s)", lambda k: throughput(k, a.peer, go, 1, a.seconds, "always"), True),

@@ -52,6 +52,11 @@ class InputError(WqError):
     label = "unreadable"
 
 
+class LogBusy(InputError):
+    """Another process uses the log: a lock file is held (a running server, a cleaner, another apply), or a
+    process holds one of its files open, or a file changed while we worked. (Also ``engine.fsops.LogBusy``.)"""
+
+
 class FileChanged(InputError):
     """A file pinned when a job was planned was replaced or shrank before a pass read it (exit 5): the passes of
     the job would not read the same bytes, so there is no answer (``engine.fileio.Snapshot``)."""

@@ -35,11 +35,15 @@ def _stderr_until(p: subprocess.Popen, seen: bytearray, needle: bytes, timeout: 
         time.sleep(0.01)
 
 
-def _serve(port: int, log, env: dict, *args: str) -> subprocess.Popen:
+#: the installed console script (bin/wqtool) next to this interpreter: how users start the server
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "wqtool")
+
+
+def _serve(port: int, log, env: dict, *args: str, launcher=None) -> subprocess.Popen:
     e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
-    return subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", f"127.0.0.1:{port}", "-cmdlog-path",
-                             str(log), "--create", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
-                            cwd=ROOT)
+    return subprocess.Popen([*(launcher or (sys.executable, "-m", "wqtool")), "serve", "-listen", f"127.0.0.1:{port}",
+                             "-cmdlog-path", str(log), "--create", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=e, cwd=ROOT)
 
 
 def test_the_early_loop_serves_and_hands_every_connection_over(tmp_path):
@@ -137,16 +141,29 @@ NOT_BEFORE_THE_FIRST_REPLY = ("asyncio", "uvloop", "concurrent.futures", "ssl", 
                               "wqtool.offsets", "wqtool.engine.findings", "wqtool.engine.fileio",
                               "wqtool.engine.workq.reader", "wqtool.engine.workq.replay",
                               "wqtool.engine.workq.fastreplay", "wqtool.engine.workq.fastpath",
-                              "wqtool.engine.workq.model", "wqtool.engine.workq.writer")
+                              "wqtool.engine.workq.model", "wqtool.engine.workq.writer",
+                              # nor the plan template's file primitives (LogBusy is errors.py's, fsync_dir
+                              # engine/fsync.py's) with the progress hooks
+                              "wqtool.engine.fsops", "wqtool.engine.progress")
+#: ... and, started by the console script (no runpy), not what runpy imports either: importlib.util (the
+#: cleaner is looked for once the event loop runs) with warnings, nor the collections package with functools,
+#: contextlib, operator and types (deque and OrderedDict are _collections', the abstract classes
+#: _collections_abc's, GoTime and FileSig named tuples written out, the server's counts a dict with __missing__),
+#: nor heapq's, bisect's and struct's Python wrappers of their C modules
+NOT_BEFORE_THE_FIRST_REPLY_SCRIPT = NOT_BEFORE_THE_FIRST_REPLY + ("importlib.util", "importlib.machinery",
+                                                                  "warnings", "runpy", "collections", "functools",
+                                                                  "contextlib", "operator", "types", "reprlib",
+                                                                  "keyword", "heapq", "bisect", "struct")
 
 
-def _first_reply_probe(tmp_path, request: bytes, lines: int, *args: str) -> tuple[list[str], bytes, list[bytes]]:
+def _first_reply_probe(tmp_path, request: bytes, lines: int, *args: str,
+                       launcher=None) -> tuple[list[str], bytes, list[bytes]]:
     """Start ``wqtool serve`` on an empty directory with ``WQTOOL_SERVE_STARTUP_PROBE``, send ``request`` as soon as
     the port accepts, read ``lines`` reply lines: (the modules imported when the first reply was written, the
     server's log lines, the reply)."""
     probe = tmp_path / "probe"
     port = _free_port()
-    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_STARTUP_PROBE": str(probe)}, *args)
+    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_STARTUP_PROBE": str(probe)}, *args, launcher=launcher)
     try:
         s = _connect_when_bound(port, p, 30)
         s.settimeout(20)
@@ -188,8 +205,10 @@ def test_the_first_reply_on_an_empty_log_waits_for_no_heavy_import(tmp_path, req
     """The first requests are answered before the event loop's import starts (it starts once the early loop is
     idle) and without the CLI, construct, dataclasses, enum, re nor the replay's modules: their modules are not
     imported when the first replies are written."""
-    modules, err, reply = _first_reply_probe(tmp_path, request_, lines, *args)
-    heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_BEFORE_THE_FIRST_REPLY))
+    assert os.access(SCRIPT, os.X_OK), f"no console script at {SCRIPT} (make install-test)"
+    modules, err, reply = _first_reply_probe(tmp_path, request_, lines, *args, launcher=(SCRIPT,))
+    heavy = sorted(m for m in modules
+                   if any(m == h or m.startswith(h + ".") for h in NOT_BEFORE_THE_FIRST_REPLY_SCRIPT))
     assert heavy == []
     assert "wqtool.server.workq.early" in modules
     assert "signal" not in modules                         # (the early loop takes _signal)
@@ -276,3 +295,49 @@ def test_without_the_early_loop_the_bound_socket_still_serves(tmp_path):
         _, err = p.communicate(timeout=20)
     assert p.returncode == 0, err.decode()
     assert b"early=" not in err and b"msg=stopped" in err
+
+
+def test_python_m_wqtool_serve_answers_first_without_the_heavy_imports_and_finds_the_cleaner(tmp_path):
+    """``python -m wqtool serve`` (runpy) keeps the lean start, and the cleaner, looked for once the event loop
+    runs (not before the first reply), is found: the ``listening`` line says ``cleaning=on``."""
+    modules, err, reply = _first_reply_probe(tmp_path, b"inspect server\r\n", 4)
+    assert "runpy" in modules
+    heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_BEFORE_THE_FIRST_REPLY))
+    assert heavy == []
+    line = next(x for x in err.splitlines() if b"msg=listening" in x)
+    assert b" cleaning=on" in line, line
+
+
+def test_a_stop_asked_for_during_the_hand_over_is_noted_not_fatal():
+    """A SIGTERM after the early loop stopped and before the asyncio loop's own handlers are installed (``Server.run``
+    installs them after ``Server.start``: the hand-over, the idle spinner, the listening line) is noted by the early
+    loop's handler, which stays until ``restore_signals``, and acted on by ``Server.run``: a clean stop, not the
+    default action's end (exit -15, which the probe test above met under load, terminated just after the
+    hand-over)."""
+    import _socket
+    import signal
+
+    from wqtool.server.workq.early import EarlyLoop
+
+    class Done:
+        def is_set(self) -> bool:
+            return True
+
+    lsock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    lsock.setblocking(False)
+    before = signal.getsignal(signal.SIGTERM)
+    loop = EarlyLoop(lsock, lambda: None)
+    try:
+        loop.run(Done())                                    # stops at once, for the hand-over
+        assert signal.getsignal(signal.SIGTERM) == loop._on_signal     # (else the kill below ends this process)
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while not loop.signals and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert loop.signals == [signal.SIGTERM]
+    finally:
+        loop.restore_signals()
+        lsock.close()
+    assert signal.getsignal(signal.SIGTERM) == before

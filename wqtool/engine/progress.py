@@ -13,9 +13,9 @@ Only the process that started listening reports (worker processes of a parallel 
 """
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator    # (not typing: serve imports this before its first reply)
+from _collections_abc import Callable, Iterator   # (collections.abc's: serve imports this before its first reply,
+                                                  # without typing, contextlib or the collections package)
 
 #: The pass a format's engine adds when its kernel hands a log back to the reference reader and replay.
 REFERENCE_PASS = "reference pass (the kernel handed the log back)"
@@ -27,11 +27,14 @@ _done = 0        # bytes of the files closed so far (or units done) in this pass
 _base = 0        # ... when the file being read was opened
 
 
-@contextlib.contextmanager
-def listen(callback: Callable[[int], None],
-           on_pass: Callable[[str, int | None, str], None] | None = None) -> Iterator[None]:
-    """Call ``callback(done)`` while the block runs (as files are read, bytes written, jobs planned), and
-    ``on_pass(name, total, unit)`` when a new pass begins (``done`` then counts from 0 again)."""
+def listen(callback: Callable[[int], None], on_pass: Callable[[str, int | None, str], None] | None = None):
+    """A context manager: call ``callback(done)`` while the block runs (as files are read, bytes written, jobs
+    planned), and ``on_pass(name, total, unit)`` when a new pass begins (``done`` then counts from 0 again)."""
+    import contextlib               # (on use: not before serve's first reply)
+    return contextlib.contextmanager(_listen)(callback, on_pass)
+
+
+def _listen(callback: Callable[[int], None], on_pass: Callable[[str, int | None, str], None] | None) -> Iterator[None]:
     global _listener, _on_pass, _pid, _done, _base
     prev = (_listener, _on_pass, _pid, _done, _base)
     _listener, _on_pass, _pid, _done, _base = callback, on_pass, os.getpid(), 0, 0

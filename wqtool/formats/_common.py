@@ -11,11 +11,18 @@ references) gets the real declarations.
 """
 from __future__ import annotations
 
+import _struct as struct        # (struct's C module: serve imports this before its first reply)
 import _thread
-import functools
-import struct
-from collections import namedtuple
-from collections.abc import Callable      # (not typing: serve imports this before its first reply)
+from _collections_abc import Callable     # (collections.abc's: serve imports this before its first reply, without
+                                          # typing, functools or the collections package)
+
+try:                                      # collections.namedtuple's field accessor (GoTime is one written out)
+    from _collections import _tuplegetter
+except ImportError:                       # (namedtuple's own fallback)
+    from operator import itemgetter as _itemgetter
+
+    def _tuplegetter(index: int, doc: str):
+        return property(_itemgetter(index), doc=doc)
 
 
 # ---------------------------------------------------------------- declarations on first use
@@ -110,15 +117,32 @@ GO_TIME_SIZE = 15
 ZONE_UTC = -1  # FF FF
 
 
-class GoTime(namedtuple("GoTime", ("sec", "nsec", "zone"), defaults=(0, ZONE_UTC))):
+class GoTime(tuple):
     """A Go time.Time as MarshalBinary v1 stores it: seconds since year 1, nanoseconds, zone offset in minutes.
 
-    Kept raw so that re-encoding is byte-identical; ``zone == -1`` is UTC (what workq writes). (A
-    ``collections.namedtuple``, not ``typing.NamedTuple``: serve imports this before its first reply, and typing
-    was 5 % of that start's CPU.)
+    Kept raw so that re-encoding is byte-identical; ``zone == -1`` is UTC (what workq writes). (What
+    ``collections.namedtuple("GoTime", ("sec", "nsec", "zone"), defaults=(0, ZONE_UTC))`` makes — its fields,
+    defaults, equality, repr and pickling — written out: serve imports this before its first reply, and importing
+    collections (with functools and contextlib) was a fifth of that start's CPU, typing another 5 %.)
     """
 
     __slots__ = ()
+    _fields = ("sec", "nsec", "zone")
+    _field_defaults = {"nsec": 0, "zone": ZONE_UTC}
+    __match_args__ = _fields
+
+    def __new__(cls, sec: int, nsec: int = 0, zone: int = ZONE_UTC) -> "GoTime":
+        return tuple.__new__(cls, (sec, nsec, zone))
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"GoTime(sec={self[0]!r}, nsec={self[1]!r}, zone={self[2]!r})"
+
+    sec = _tuplegetter(0, "seconds since 0001-01-01T00:00:00Z")
+    nsec = _tuplegetter(1, "nanoseconds")
+    zone = _tuplegetter(2, "zone offset in minutes (-1: UTC)")
 
     @property
     def is_zero(self) -> bool:
@@ -146,10 +170,25 @@ def format_unix_ns(ns: int) -> str:
     return base + (f".{n:09d}".rstrip("0") if n else "") + "Z"
 
 
-@functools.lru_cache(maxsize=8192)
+_SECONDS: dict[int, str | None] = {}      # _format_seconds' answers, up to 8192 (functools.lru_cache: start-up)
+
+
 def _format_seconds(s: int) -> str | None:
     """Unix seconds as ``YYYY-MM-DDTHH:MM:SS`` (UTC), None outside datetime's years 1-9999 — by arithmetic
-    (H. Hinnant's civil_from_days), so that printing a time does not import datetime (start-up)."""
+    (H. Hinnant's civil_from_days), so that printing a time does not import datetime (start-up). Remembered:
+    a log's records share their seconds."""
+    try:
+        return _SECONDS[s]
+    except KeyError:
+        pass
+    out = _civil_seconds(s)
+    if len(_SECONDS) >= 8192:
+        _SECONDS.clear()
+    _SECONDS[s] = out
+    return out
+
+
+def _civil_seconds(s: int) -> str | None:
     days, rem = divmod(s, 86400)
     z = days + 719468
     era = z // 146097

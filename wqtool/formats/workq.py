@@ -5,7 +5,7 @@ Each schema here describes one header, one record or one payload.
 """
 from __future__ import annotations
 
-import struct
+import _struct as struct        # (struct's C module: serve imports this before its first reply)
 
 from ._common import crc32c, declared_on_first_use
 

@@ -26,10 +26,11 @@ import errno
 import fcntl
 import os
 import time
-from collections.abc import Sequence      # (not typing: serve imports this before its first reply)
+from _collections_abc import Sequence    # (collections.abc's: neither typing nor collections before serve's first reply)
 
 from ...formats.workq import DEFAULT_SEGMENT_SIZE, HEADER_BYTES, HEADER_SIZE, segment_name, segment_seq
-from ..fsops import LogBusy, fsync_dir
+from ...errors import LogBusy
+from ..fsync import fsync_dir       # (not fsops: serve imports this before its first reply)
 
 #: upstream's captain.TimeoutLock wait
 LOCK_TIMEOUT_S = 1.0

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import _thread
-from bisect import bisect_right
-from collections import OrderedDict
+from _bisect import bisect_right      # (bisect's C module: serve imports this before its first reply)
+from _collections import OrderedDict    # (collections.OrderedDict, without the collections package: serve)
 
 from ...errors import FormatError, InvalidPayload
 try:                    # the kernel's CRC-32C, as the reader's (no google_crc32c import before serve's first reply)

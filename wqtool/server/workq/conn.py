@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import _socket as socket     # (constants only: socket.py, with its enums, is not imported before the first reply)
 import time
-from collections import deque
+from _collections import deque      # (collections.deque, without importing the collections package)
 
 from ...errors import WqError
 from . import wire

@@ -24,12 +24,12 @@ asyncio's transports.
 """
 from __future__ import annotations
 
-import heapq
+import _heapq as heapq        # (heapq's C module, without its Python wrapper)
 import os
 import select
 import sys
 import time
-from collections import deque
+from _collections import deque      # (collections.deque; the collections package: not before the first reply)
 
 import _signal as signal        # (signal's enums: not needed to answer the first requests)
 import _socket                  # (likewise socket.py's: the accepted sockets are _socket.socket until the hand-over)
@@ -210,6 +210,7 @@ class EarlyLoop:
         self.threadsafe: deque = deque()
         self.transports: dict[int, Transport] = {}
         self.signals: list[int] = []
+        self.old_signals: dict = {}     # the handlers ``run`` replaced, until ``restore_signals``
         self.ep.register(lsock.fileno(), _IN)
 
     # the asyncio loop's interface (the part the server uses before ``start``)
@@ -296,10 +297,20 @@ class EarlyLoop:
     def _on_signal(self, sig, _frame) -> None:
         self.signals.append(sig)
 
+    def restore_signals(self, keep=()) -> None:
+        """Put back the SIGTERM / SIGINT handlers ``run`` replaced, but for ``keep`` (the signals the asyncio loop
+        handles now). ``run`` leaves its own in place when it stops for the hand-over: a stop asked for before the
+        asyncio loop's handlers are installed (``Server.run``, after ``Server.start``) is still noted in
+        ``signals`` and acted on then, not the default action's abrupt end."""
+        old, self.old_signals = self.old_signals, {}
+        for sig, handler in old.items():
+            if sig not in keep:
+                signal.signal(sig, handler)
+
     def run(self, done) -> None:
         """Serve until ``done`` (a ``threading.Event`` or ``server.Flag``) is set, then stop with no callback
-        pending (timers stay, for the hand-over)."""
-        old = {}
+        pending (timers stay, for the hand-over; so do the signal handlers: ``restore_signals``)."""
+        old = self.old_signals
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 old[sig] = signal.signal(sig, self._on_signal)
@@ -350,10 +361,11 @@ class EarlyLoop:
                     h = ready.popleft()
                     if not h.cancelled:
                         h.cb(*h.args)
+        except BaseException:
+            self.restore_signals()
+            raise
         finally:
             sys.setswitchinterval(switch)
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
             for t in transports.values():
                 if t.mask:
                     self.ep.unregister(t.fd)

@@ -17,12 +17,12 @@ was deleted answers -TIMEOUT (upstream dereferences a nil record and crashes); t
 """
 from __future__ import annotations
 
-import heapq
+import _heapq as heapq      # (heapq's, struct's and bisect's C modules: serve imports this before its first reply,
+import _struct as struct    # and their Python wrappers cost a third of a millisecond of CPU)
 import os
-import struct
 import sys
-from bisect import bisect_left, bisect_right
-from collections import OrderedDict
+from _bisect import bisect_left, bisect_right
+from _collections import OrderedDict    # (collections.OrderedDict, without the collections package)
 
 try:                    # the kernel's CRC-32C, as the reader's (no google_crc32c import before serve's first reply)
     from ...engine.workq import _kernel
