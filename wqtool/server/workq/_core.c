@@ -999,14 +999,15 @@ static PyObject *L_closing, *L_blocked, *L_in_process, *L_resume_scheduled, *L_p
     *L_after_change, *L_timer_at, *L_t, *L_write, *L_is_closing, *L_partial_since, *L_lone_write, *L_segs,
     *L_located, *L_append_failed, *L_release, *L_pop, *L_clear, *L_core;
 static PyObject *C_ap_append, *C_heappop;
-static Py_ssize_t TURN_C, K_SEG_C, K_OFF_C, RECENT_C, RECENT_BODY_C;
+static Py_ssize_t TURN_C, K_SEG_C, K_OFF_C;
+static PyObject *C_queue_mod, *L_RECENT, *L_RECENT_BODY;
 static unsigned long long lone_turns_n, lone_commits_n;
 
 static int lone_init(PyObject *cfg)
 {
     if ((C_ap_append = cfg_obj(cfg, "Appender_append")) == NULL || cfg_int(cfg, "TURN", &TURN_C) < 0 ||
             cfg_int(cfg, "K_SEG", &K_SEG_C) < 0 || cfg_int(cfg, "K_OFF", &K_OFF_C) < 0 ||
-            cfg_int(cfg, "RECENT", &RECENT_C) < 0 || cfg_int(cfg, "RECENT_BODY", &RECENT_BODY_C) < 0)
+            (C_queue_mod = cfg_obj(cfg, "queue_module")) == NULL)
         return -1;
     PyObject *hq = PyImport_ImportModule("_heapq");
     if (hq == NULL)
@@ -1026,7 +1027,8 @@ static int lone_init(PyObject *cfg)
     I(L_timer_at, "_timer_at"); I(L_t, "t"); I(L_write, "write"); I(L_is_closing, "is_closing");
     I(L_partial_since, "partial_since"); I(L_lone_write, "lone_write"); I(L_segs, "_segs");
     I(L_located, "located"); I(L_append_failed, "_append_failed"); I(L_release, "_release");
-    I(L_pop, "pop"); I(L_clear, "clear"); I(L_core, "core");
+    I(L_pop, "pop"); I(L_clear, "clear"); I(L_core, "core"); I(L_RECENT, "RECENT");
+    I(L_RECENT_BODY, "RECENT_BODY");
 #undef I
     return 0;
 }
@@ -1124,12 +1126,16 @@ static int located_c(PyObject *q, PyObject *e, PyObject *seg, long long off)
     Py_INCREF(body);
     if (PyDict_DelItem(unw, id) < 0)
         goto out;
-    if (PyBytes_Check(body) && PyBytes_GET_SIZE(body) <= RECENT_BODY_C) {
+    /* queue.RECENT and RECENT_BODY read where LiveQueue.located reads them: the module's globals */
+    long long recent_n = get_ll(C_queue_mod, L_RECENT), recent_body = get_ll(C_queue_mod, L_RECENT_BODY);
+    if (PyErr_Occurred())
+        goto out;
+    if (PyBytes_Check(body) && PyBytes_GET_SIZE(body) <= recent_body) {
         if (PyDict_Contains(recent, id) == 1 && PyDict_DelItem(recent, id) < 0)
             goto out;
         if ((pair2 = PyTuple_Pack(2, e, body)) == NULL || PyDict_SetItem(recent, id, pair2) < 0)
             goto out;
-        if (PyDict_GET_SIZE(recent) > RECENT_C) {
+        if (PyDict_GET_SIZE(recent) > recent_n) {
             Py_ssize_t p = 0;
             PyObject *k, *v;
             if (PyDict_Next(recent, &p, &k, &v)) {

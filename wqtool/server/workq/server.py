@@ -1244,7 +1244,7 @@ def _core_init():
         "FS_LIMIT": q.FewSorted.LIMIT, "OUT_HIGH": conn_mod.OUT_HIGH, "MAX_READ": conn_mod.MAX_READ,
         "MAX_WAIT": wire.MAX_WAIT_MS, "OK": wire.OK, "TIMEOUT": wire.TIMEOUT, "NOT_FOUND": wire.NOT_FOUND,
         "log_record": Server._log_record, "Appender_append": Appender.append, "TURN": conn_mod.TURN,
-        "K_SEG": jt.K_SEG, "K_OFF": jt.K_OFF, "RECENT": q.RECENT, "RECENT_BODY": q.RECENT_BODY})
+        "K_SEG": jt.K_SEG, "K_OFF": jt.K_OFF, "queue_module": q})
     return c.core_run
 
 
