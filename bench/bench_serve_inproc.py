@@ -4,9 +4,12 @@ sockets, no event loop), N connections each looping add -> lease -> complete as 
 ``--ready`` of them sending a request per loop iteration (16 connections: several requests per tick, one group
 commit and one release per tick). Prints microseconds of CPU (``time.process_time``) per request, the median of
 ``--rounds``; ``--profile`` prints a cProfile of one round instead. ``--ab`` runs every round twice, with the C
-request core (``Server.core``, _core.c) and without it (the Python handlers and queue), in interleaved pairs.
+request core (``Server.core``, _core.c) and without it (the Python handlers and queue), in interleaved pairs;
+``--lone`` runs every round with the lone connection's turn in C (``Server.lone``, _core.c lone_turn: one
+connection) and without it (the core alone), in interleaved pairs.
 
     python bench/bench_serve_inproc.py [--conns 16] [--ready 6] [--requests 60000] [--rounds 5] [--profile] [--ab]
+        [--lone]
 """
 from __future__ import annotations
 
@@ -23,12 +26,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from tests.server.test_hot_path import in_process  # noqa: E402
 
 
-def one_round(conns: int, ready: int, requests: int, profile: bool, core: bool = True) -> float:
+def one_round(conns: int, ready: int, requests: int, profile: bool, core: bool = True, lone: bool = True) -> float:
     d = tempfile.mkdtemp(prefix="wq-inproc-")
     try:
         now, srv, cs, ts = in_process(d, conns)
         if not core:
             srv.core = None
+        if not (core and lone):
+            srv.lone = None
         # per connection: its next requests, cycled (add -> lease -> complete of a fresh id each time)
         ids = [str(uuid.UUID(int=(k + 1) * 0x1_0000_0001, version=4)) for k in range(requests)]
         seqs = []
@@ -87,14 +92,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--ab", action="store_true", help="with and without the C request core, interleaved")
+    ap.add_argument("--lone", action="store_true", help="with and without the lone turn in C, interleaved")
     a = ap.parse_args()
     if a.profile:
         one_round(a.conns, a.ready, a.requests, True)
         return
-    if a.ab:
+    if a.ab or a.lone:
+        other = (True, False) if a.lone else (False, True)
         pairs = [(one_round(a.conns, a.ready, a.requests, False, True),
-                  one_round(a.conns, a.ready, a.requests, False, False)) for _ in range(a.rounds)]
-        for label, k in (("core", 0), ("no core", 1)):
+                  one_round(a.conns, a.ready, a.requests, False, *other)) for _ in range(a.rounds)]
+        for label, k in (("core + lone turn" if a.lone else "core", 0), ("core alone" if a.lone else "no core", 1)):
             us = [p[k] for p in pairs]
             print(f"{a.conns} conns, {a.ready} requests per tick, {label}: {statistics.median(us):.2f} us CPU per "
                   f"request (rounds {', '.join(f'{u:.2f}' for u in us)})")

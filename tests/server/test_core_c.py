@@ -34,18 +34,22 @@ def _state(srv) -> tuple:
             sorted(q.unwritten), sorted(q.recent))
 
 
-def run(steps, directory: str, core: bool, conns: int, monkeypatch) -> tuple:
-    """(every reply, the log's bytes, the final state) after ``steps`` through an in-process server."""
+def run(steps, directory: str, core: bool, conns: int, monkeypatch, lone: bool = True, seg_size: int = 0,
+        sync: str = "interval") -> tuple:
+    """(every reply, the log's bytes, the final state) after ``steps`` through an in-process server (``lone``: the
+    lone connection's turn in C, _core.c lone_turn, with the core; ``seg_size``: -cmdlog-seg-size)."""
     with monkeypatch.context() as m:
         if not core:                       # the whole Python reference
             for k, v in REFERENCE.items():
                 m.setattr(wire, k, v)
             for k, v in REFERENCE_SRV.items():
                 m.setattr(server_mod, k, v)
-        now, srv, cs, ts = in_process(directory, conns)
+        now, srv, cs, ts = in_process(directory, conns, seg_size, sync)
         if not core:
             srv.core = None
-        assert (srv.core is not None) == core
+        if not (core and lone):
+            srv.lone = None
+        assert (srv.core is not None) == core and (srv.lone is not None) == (core and lone)
         for who, step in steps:
             if isinstance(step, int):
                 now[0] += step * 1_000_000
@@ -130,11 +134,92 @@ _STEPS = st.lists(st.one_of(_STEP.map(lambda x: [x]), _LIFE, _LIFE), min_size=1,
 @settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_STEPS, st.sampled_from([1, 2]))
 def test_the_core_answers_logs_and_leaves_the_state_as_the_reference(tmp_path_factory, monkeypatch, steps, conns):
-    a = run(steps, str(tmp_path_factory.mktemp("c")), True, conns, monkeypatch)
+    a = run(steps, str(tmp_path_factory.mktemp("c")), True, conns, monkeypatch, lone=False)
     b = run(steps, str(tmp_path_factory.mktemp("py")), False, conns, monkeypatch)
     assert a[0] == b[0]
     assert a[1] == b[1]
     assert a[2] == b[2]
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_STEPS, st.sampled_from([0, 0, 300]), st.sampled_from(["interval", "interval", "always"]))
+def test_the_lone_turn_answers_logs_and_leaves_the_state_as_the_reference(tmp_path_factory, monkeypatch, steps,
+                                                                         seg_size, sync):
+    """The lone connection's turn in C (_core.c lone_turn: the read, the core, the commit's write(2), the replies'
+    write, the timer check) against the whole Python reference, one connection: pipelined reads, requests the core
+    declines in the middle of a read (a flagged add, a waiting lease, a queue's first add: the rest goes on in
+    Conn.process inside the same turn), -cmdlog-seg-size 300 (roll-overs: Server._commit's), always (the fsync:
+    Server._commit's) and interval."""
+    monkeypatch.setenv("WQTOOL_SERVE_SPIN", "0")
+    a = run(steps, str(tmp_path_factory.mktemp("c")), True, 1, monkeypatch, seg_size=seg_size, sync=sync)
+    b = run(steps, str(tmp_path_factory.mktemp("py")), False, 1, monkeypatch, seg_size=seg_size, sync=sync)
+    assert a[0] == b[0]
+    assert a[1] == b[1]
+    assert a[2] == b[2]
+
+
+def test_the_lone_turn_keeps_the_recent_bodies_as_the_reference(tmp_path_factory, monkeypatch):
+    """300 adds, each leased, on one connection: each add's row located by the lone turn's commit, its body moved to
+    the recent ones, the oldest dropped past RECENT (256), a body past RECENT_BODY not kept — as LiveQueue.located."""
+    steps = [(0, s) for k, n in ((k, 1100 if k % 50 == 0 else 7) for k in range(1, 301))
+             for s in (b"add %s q1 60000 3600000 %d\r\n%s\r\n" % (_jid(k), n, b"b" * n), b"lease q1 0\r\n")]
+    turns = _proto.lone_counts()[0]
+    a = run(steps, str(tmp_path_factory.mktemp("c")), True, 1, monkeypatch)
+    assert _proto.lone_counts()[0] - turns == 600 - 1 - 6   # (not: the first add, a lease of a body read back)
+    b = run(steps, str(tmp_path_factory.mktemp("py")), False, 1, monkeypatch)
+    assert a == b
+    assert len(a[2][-1]) == 256 and not a[2][-2]          # (recent: the newest 256; unwritten: none)
+
+
+def test_the_load_clients_requests_take_the_lone_turn(tmp_path):
+    """One connection, the Go load client's add -> lease -> complete, one request a read: every read but the
+    queue's first add (the Python path makes the queue) answered by lone_turn, and every one of its records
+    written by it (its counters) — if the lone turn were silently not taken, this fails."""
+    now, srv, cs, ts = in_process(str(tmp_path), 1)
+    assert srv.lone is not None
+    c, t = cs[0], ts[0]
+    turns, commits = _proto.lone_counts()
+    n = 0
+    for k in range(30):
+        jid = _jid(k + 1)
+        for req in (b"add %s bench-0 60000 3600000 16\r\n0123456789abcdef\r\n" % jid, b"lease bench-0 1000\r\n",
+                    b"complete %s 2\r\nok\r\n" % jid):
+            c.data_received(req)
+            assert not srv.loop.soon          # nothing left for the loop: the reply went out in the turn
+            n += 1
+    assert _proto.lone_counts() == (turns + n - 1, commits + n - 1)
+    assert bytes(t.got).count(b"+OK 1\r\n") == 30 and srv.durable_lsn == srv.lsn == n
+    assert srv.queue.counts() == {"new": 0, "completed": 30, "failed": 0, "pending": 0, "leased": 0}
+    rows = {bytes(r[0]): r for r in srv.queue.table.rows()}
+    assert len(rows) == 30 and not srv.queue.unwritten           # every add located (its body no longer held)
+    srv.appender.close(sync=False)
+    srv.locks.release()
+
+
+def test_a_write_error_in_the_lone_turn_opens_the_breaker(tmp_path):
+    """The lone turn's write(2) fails (the segment's descriptor read-only): no reply, the record stays pending,
+    Server._append_failed opens the circuit breaker and schedules the retry — as Server._commit does."""
+    now, srv, cs, ts = in_process(str(tmp_path), 1)
+    c, t = cs[0], ts[0]
+    c.data_received(b"add %s q1 100 5000 1\r\nA\r\n" % _jid(1))      # (the queue made: Python)
+    assert bytes(t.got) == b"+OK\r\n"
+    ap = srv.appender
+    good = ap.fd
+    ap.fd = os.open(ap.path, os.O_RDONLY)
+    turns, commits = _proto.lone_counts()
+    size = ap.size
+    c.data_received(b"add %s q1 100 5000 1\r\nB\r\n" % _jid(2))
+    assert _proto.lone_counts() == (turns + 1, commits)
+    assert bytes(t.got) == b"+OK\r\n" and srv.handlers.read_only and srv._retry_handle is not None
+    assert len(srv.pending) == 1 and srv.durable_lsn == srv.lsn - 1 and ap.size == size
+    assert os.path.getsize(ap.path) == size and srv.append_errors == 1
+    os.close(ap.fd)
+    ap.fd = good
+    now[0] += 1_001_000_000                     # the retry writes it; the reply leaves
+    srv.loop.run_due()
+    assert bytes(t.got) == b"+OK\r\n+OK\r\n" and srv.durable_lsn == srv.lsn
+    srv.appender.close(sync=False)
+    srv.locks.release()
 
 
 def test_the_load_clients_requests_take_the_c_path(tmp_path):

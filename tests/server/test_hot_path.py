@@ -104,10 +104,11 @@ REFERENCE = {"parse_line": wire.py_parse_line, "parse_uuid": wire.py_parse_uuid,
 REFERENCE_SRV = {"add_record": server_mod.add_record_py, "short_record": server_mod.short_record_py}
 
 
-def in_process(directory: str, n: int):
+def in_process(directory: str, n: int, seg_size: int = 0, sync: str = "interval"):
     """([now], a server on a fake loop and clock, ``n`` connections made, their transports)."""
     now = [T0]
-    srv = Server(ServeOptions(cmdlog_path=directory, log_level="error", create=True))
+    extra = {"seg_size": seg_size} if seg_size else {}
+    srv = Server(ServeOptions(cmdlog_path=directory, log_level="error", create=True, sync=sync, **extra))
     srv.clock = lambda: now[0]
     srv.loop = FakeLoop(srv.clock)
     srv.open_log()
@@ -129,7 +130,7 @@ def run(steps, directory: str, reference: bool, monkeypatch) -> tuple[bytes, byt
                 m.setattr(server_mod, k, v)
         now, srv, conns, ts = in_process(directory, 2)
         if reference:
-            srv.core = None             # (the C request core: tests/server/test_core_c.py)
+            srv.core = srv.lone = None  # (the C request core and lone turn: tests/server/test_core_c.py)
         for who, step in steps:
             if isinstance(step, int):
                 now[0] += step * 1_000_000

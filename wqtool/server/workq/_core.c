@@ -34,6 +34,7 @@
  * layout (jobtable.K_*), timer ranks, shifts, list limits, reply bytes from the Python modules at core_init. */
 
 static PyTypeObject *C_Entry, *C_FewSorted, *C_JobTable;
+static int lone_init(PyObject *cfg);
 static PyObject *C_log_func, *C_heappush;
 static PyObject *C_OK, *C_TIMEOUT, *C_NOT_FOUND, *C_NOWHERE, *C_ZERO, *C_NEW, *C_ADD;
 static PyObject *KEY_ADD_OK, *KEY_LEASE_OK, *KEY_LEASE_TO, *KEY_COMPLETE_OK, *KEY_COMPLETE_NF, *KEY_FAIL_OK,
@@ -163,6 +164,8 @@ static PyObject *p_core_init(PyObject *self, PyObject *cfg)
 #undef I
     /* wire.go_unix_nano(GO_ZERO_UNIX_NS): the int64 wrap-around of year 1's Unix ns, then biased by 2**63 */
     ZERO_KEY_TIME = (uint64_t)(-UNIX_TO_INTERNAL) * (uint64_t)NS + B63;
+    if (lone_init(cfg) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -868,20 +871,8 @@ static int one(Ctx *c, const unsigned char *s, Py_ssize_t n, Py_ssize_t pos, Py_
 
 /* core_run(conn, buf, pos, turn): the requests of conn's buffer from pos on that the core answers, at most turn;
  * conn.pos and conn.scan are moved past them; the count (0: the request at pos is the Python path's) */
-static PyObject *p_core_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static long core_run_c(PyObject *conn, PyObject *buf, Py_ssize_t pos, Py_ssize_t turn)
 {
-    if (nargs != 4 || !PyByteArray_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "core_run(conn, buf: bytearray, pos, turn)");
-        return NULL;
-    }
-    if (C_Entry == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "core_run: core_init() not called");
-        return NULL;
-    }
-    PyObject *conn = args[0], *buf = args[1];
-    Py_ssize_t pos = PyLong_AsSsize_t(args[2]), turn = PyLong_AsSsize_t(args[3]);
-    if ((pos == -1 || turn == -1) && PyErr_Occurred())
-        return NULL;
     Ctx c = {NULL, conn, NULL, NULL, NULL};
     PyObject *handlers = NULL, *log = NULL, *t = NULL;
     long done = 0;
@@ -947,7 +938,677 @@ out:
     Py_XDECREF(c.srv), Py_XDECREF(handlers), Py_XDECREF(log), Py_XDECREF(t), Py_XDECREF(c.q), Py_XDECREF(c.table);
     Py_XDECREF(c.clock);
     if (err && PyErr_Occurred())
-        return NULL;
+        return -1;
     PyErr_Clear();
-    return PyLong_FromLong(done);
+    return done;
+}
+
+static PyObject *p_core_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyByteArray_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "core_run(conn, buf: bytearray, pos, turn)");
+        return NULL;
+    }
+    if (C_Entry == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "core_run: core_init() not called");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[2]), turn = PyLong_AsSsize_t(args[3]);
+    if ((pos == -1 || turn == -1) && PyErr_Occurred())
+        return NULL;
+    long done = core_run_c(args[0], args[1], pos, turn);
+    return done < 0 ? NULL : PyLong_FromLong(done);
+}
+
+/* ---------------------------------------------------------------- the lone connection's turn
+ *
+ * lone_turn(conn, data): Conn.data_received of the only connection, when nothing else is pending (the common
+ * case of one client waiting for each reply): the read appended to conn.buf, core_run over it, and when the core
+ * took all of it, the tail of Conn.process done here too — the turn's records written with one write(2) to the
+ * current segment (Server._commit -> _append under interval / os: the add's row located), the replies handed to
+ * the transport with one write (Server._release -> Conn.flush_out) and the loop timer left alone unless the
+ * earliest live deadline moved earlier (Server.after_change). Returns 0 when it took nothing (conn and server
+ * untouched: the Python path), 1 when the read is answered, 2 when it took the read but the core stopped before
+ * its end (declined or incomplete request): conn.buf holds the rest, srv.inline stays True, and Conn.process (the
+ * Python path) goes on with the same inline turn. Anything but the plain case calls the Python method that would
+ * have run: -cmdlog-sync always (Server._commit: the fsync and its spinner), a roll-over, a segment not yet
+ * written, an appender whose append was replaced (a test's fault injection), a segment number not yet known,
+ * replies past OUT_HIGH, a stale timer on top of the heap. A write error is handed to Server._append_failed as
+ * _commit does (the segment cut back to its last complete record first, as Appender.repair_tail does): the
+ * records stay pending, nothing is acknowledged, the circuit breaker opens.
+ *
+ * Why this shape (the turn's tail in C, the event loop still delivering each read) and not a C loop of its own for
+ * the lone connection (poll / recv / send behind uvloop's back). The profile of one connection, add -> lease ->
+ * complete on the wire with the core on (perf record of the server, 3 s, load 7): uvloop's own code 1.9 % of the
+ * samples, the kernel 48 % (sockets, the log write, and the scheduler: the reply's send wakes the client, which
+ * preempts the server in that very write), the interpreter 43 % — and cProfile in process put that interpreter time
+ * in the frames around the core: Conn.data_received -> process -> _process, Server._commit -> _append -> located,
+ * _release -> flush_out, after_change -> next_deadline, a dozen Python frames per request. A C loop of its own
+ * would save uvloop's 2 % and its epoll_wait (a poll in its place), and take on uvloop's read and write states,
+ * signal delivery, timers and the other connections' accept behind its back; the frames are nearly all of what
+ * is ours to cut, and lone_turn cuts them where they run. After it, one request takes one Python frame
+ * (Conn.data_received) but for the first add of a queue, an add's row (LiveQueue.located) and a deadline that
+ * moved (Server.after_change). Measured: bench_serve_inproc.py --lone, bench_serve_sched.py (docs/serve.md). */
+
+#include <errno.h>
+#include <sys/stat.h>
+
+static PyObject *L_closing, *L_blocked, *L_in_process, *L_resume_scheduled, *L_paused_read, *L_paused_write,
+    *L_eof, *L_req, *L_buf, *L_conns, *L_last_active, *L_appender, *L_fd, *L_size, *L_segment_size, *L_head_due,
+    *L_ap_seq, *L_bytes_written, *L_records_written, *L_metrics, *L_records, *L_commit, *L_flush_out,
+    *L_after_change, *L_timer_at, *L_t, *L_write, *L_is_closing, *L_partial_since, *L_lone_write, *L_segs,
+    *L_located, *L_append_failed, *L_release, *L_pop, *L_clear, *L_core;
+static PyObject *C_ap_append, *C_heappop;
+static Py_ssize_t TURN_C, K_SEG_C, K_OFF_C;
+static PyObject *C_queue_mod, *L_RECENT, *L_RECENT_BODY;
+static unsigned long long lone_turns_n, lone_commits_n;
+
+static int lone_init(PyObject *cfg)
+{
+    if ((C_ap_append = cfg_obj(cfg, "Appender_append")) == NULL || cfg_int(cfg, "TURN", &TURN_C) < 0 ||
+            cfg_int(cfg, "K_SEG", &K_SEG_C) < 0 || cfg_int(cfg, "K_OFF", &K_OFF_C) < 0 ||
+            (C_queue_mod = cfg_obj(cfg, "queue_module")) == NULL)
+        return -1;
+    PyObject *hq = PyImport_ImportModule("_heapq");
+    if (hq == NULL)
+        return -1;
+    C_heappop = PyObject_GetAttrString(hq, "heappop");
+    Py_DECREF(hq);
+    if (C_heappop == NULL)
+        return -1;
+#define I(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
+    I(L_closing, "closing"); I(L_blocked, "blocked"); I(L_in_process, "in_process");
+    I(L_resume_scheduled, "resume_scheduled"); I(L_paused_read, "paused_read"); I(L_paused_write, "paused_write");
+    I(L_eof, "eof"); I(L_req, "req"); I(L_buf, "buf"); I(L_conns, "conns"); I(L_last_active, "last_active");
+    I(L_appender, "appender"); I(L_fd, "fd"); I(L_size, "size"); I(L_segment_size, "segment_size");
+    I(L_head_due, "_head_due"); I(L_ap_seq, "seq"); I(L_bytes_written, "bytes_written");
+    I(L_records_written, "records_written"); I(L_metrics, "metrics"); I(L_records, "records");
+    I(L_commit, "_commit"); I(L_flush_out, "flush_out"); I(L_after_change, "after_change");
+    I(L_timer_at, "_timer_at"); I(L_t, "t"); I(L_write, "write"); I(L_is_closing, "is_closing");
+    I(L_partial_since, "partial_since"); I(L_lone_write, "lone_write"); I(L_segs, "_segs");
+    I(L_located, "located"); I(L_append_failed, "_append_failed"); I(L_release, "_release");
+    I(L_pop, "pop"); I(L_clear, "clear"); I(L_core, "core"); I(L_RECENT, "RECENT");
+    I(L_RECENT_BODY, "RECENT_BODY");
+#undef I
+    return 0;
+}
+
+/* 1: o.name is v (identity), 0: not, -1: error */
+static int attr_is(PyObject *o, PyObject *name, PyObject *v)
+{
+    PyObject *x = PyObject_GetAttr(o, name);
+    if (x == NULL)
+        return -1;
+    int r = x == v;
+    Py_DECREF(x);
+    return r;
+}
+
+/* the length of o.name, or -1 with an error */
+static Py_ssize_t attr_len(PyObject *o, PyObject *name)
+{
+    PyObject *x = PyObject_GetAttr(o, name);
+    if (x == NULL)
+        return -1;
+    Py_ssize_t n = PyObject_Size(x);
+    Py_DECREF(x);
+    return n;
+}
+
+static int call0(PyObject *o, PyObject *name)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(o, name);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *monotonic_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return PyFloat_FromDouble((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+}
+
+/* LiveQueue.located(e, seg, off) on the kernel's job table: the row gets the segment and offset, the body is no
+ * longer held (kept among the recent ones when small). 0 or -1; another table: the Python method. */
+static int located_c(PyObject *q, PyObject *e, PyObject *seg, long long off)
+{
+    int r = -1;
+    PyObject *jobs = NULL, *table = NULL, *row = NULL, *lst = NULL, *tup = NULL, *o = NULL, *unw = NULL,
+             *body = NULL, *recent = NULL, *pair2 = NULL;
+    if ((table = PyObject_GetAttr(q, S_table)) == NULL || (jobs = PyObject_GetAttr(q, S_jobs)) == NULL ||
+            (unw = PyObject_GetAttr(q, S_unwritten)) == NULL || (recent = PyObject_GetAttr(q, S_recent)) == NULL)
+        goto out;
+    if (!Py_IS_TYPE(table, C_JobTable) || !PyDict_CheckExact(jobs) || !PyDict_CheckExact(unw) ||
+            !PyDict_CheckExact(recent)) {
+        PyObject *a = PyLong_FromLongLong(off), *rr = NULL;
+        if (a != NULL)
+            rr = PyObject_CallMethodObjArgs(q, L_located, e, seg, a, NULL);
+        Py_XDECREF(a);
+        if (rr != NULL) {
+            Py_DECREF(rr);
+            r = 0;
+        }
+        goto out;
+    }
+    PyObject *id = SLOT(e, O_ID);
+    PyObject *cur = PyDict_GetItemWithError(jobs, id);
+    if (cur != e) {                         /* gone, or another job with the same id now */
+        r = PyErr_Occurred() ? -1 : 0;
+        goto out;
+    }
+    if ((row = PyObject_CallMethodOneArg(table, S_get_row, id)) == NULL || (lst = PySequence_List(row)) == NULL ||
+            (o = PyLong_FromLongLong(off)) == NULL)
+        goto out;
+    Py_INCREF(seg);
+    if (PyList_SetItem(lst, K_SEG_C, seg) < 0)
+        goto out;
+    if (PyList_SetItem(lst, K_OFF_C, o) < 0) {
+        o = NULL;
+        goto out;
+    }
+    o = NULL;
+    if ((tup = PyList_AsTuple(lst)) == NULL)
+        goto out;
+    {
+        PyObject *rr = PyObject_CallMethodObjArgs(table, S_put, id, tup, NULL);
+        if (rr == NULL)
+            goto out;
+        Py_DECREF(rr);
+    }
+    body = PyDict_GetItemWithError(unw, id);
+    if (body == NULL) {
+        r = PyErr_Occurred() ? -1 : 0;
+        goto out;
+    }
+    Py_INCREF(body);
+    if (PyDict_DelItem(unw, id) < 0)
+        goto out;
+    /* queue.RECENT and RECENT_BODY read where LiveQueue.located reads them: the module's globals */
+    long long recent_n = get_ll(C_queue_mod, L_RECENT), recent_body = get_ll(C_queue_mod, L_RECENT_BODY);
+    if (PyErr_Occurred())
+        goto out;
+    if (PyBytes_Check(body) && PyBytes_GET_SIZE(body) <= recent_body) {
+        if (PyDict_Contains(recent, id) == 1 && PyDict_DelItem(recent, id) < 0)
+            goto out;
+        if ((pair2 = PyTuple_Pack(2, e, body)) == NULL || PyDict_SetItem(recent, id, pair2) < 0)
+            goto out;
+        if (PyDict_GET_SIZE(recent) > recent_n) {
+            Py_ssize_t p = 0;
+            PyObject *k, *v;
+            if (PyDict_Next(recent, &p, &k, &v)) {
+                Py_INCREF(k);
+                int d = PyDict_DelItem(recent, k);
+                Py_DECREF(k);
+                if (d < 0)
+                    goto out;
+            }
+        }
+    } else if (!PyBytes_Check(body)) {      /* (a body is bytes; anything else: as Python's len() would) */
+        if (PyObject_Size(body) < 0)
+            goto out;
+    }
+    r = 0;
+out:
+    Py_XDECREF(jobs), Py_XDECREF(table), Py_XDECREF(row), Py_XDECREF(lst), Py_XDECREF(tup), Py_XDECREF(o);
+    Py_XDECREF(unw), Py_XDECREF(body), Py_XDECREF(recent), Py_XDECREF(pair2);
+    return r;
+}
+
+/* Server._commit under interval / os without a roll-over: 1 done (here), 0 not the plain case (nothing changed:
+ * the caller runs Server._commit), -1 error */
+static int lone_commit(PyObject *srv)
+{
+    int ok = -1;
+    PyObject *ap = NULL, *pending = NULL, *t = NULL, *joined = NULL, *adds = NULL, *metrics = NULL, *q = NULL;
+    if ((t = PyObject_GetAttr(srv, L_lone_write)) == NULL)
+        return -1;
+    int lw = PyObject_IsTrue(t);
+    Py_CLEAR(t);
+    if (lw <= 0)
+        return lw;
+    int cl = attr_is(srv, S_closed, Py_False);
+    if (cl <= 0)
+        return cl;
+    if ((ap = PyObject_GetAttr(srv, L_appender)) == NULL || (pending = PyObject_GetAttr(srv, S_pending)) == NULL)
+        goto out;
+    ok = 0;
+    if (!PyList_CheckExact(pending) || ap == Py_None)
+        goto out;
+    Py_ssize_t n = PyList_GET_SIZE(pending);
+    if (n == 0)
+        goto out;
+    /* Appender.append not replaced on the instance (a test's fault injection), the segment open and written */
+    if ((t = PyObject_GetAttr(ap, S_append)) == NULL)
+        goto err;
+    int plain = PyMethod_Check(t) && PyMethod_GET_FUNCTION(t) == C_ap_append;
+    Py_CLEAR(t);
+    if (!plain)
+        goto out;
+    int r = attr_is(ap, L_head_due, Py_False);
+    if (r <= 0)
+        goto done_r;
+    if ((t = PyObject_GetAttr(ap, L_fd)) == NULL)
+        goto err;
+    if (!PyLong_Check(t))
+        goto out;
+    int fd = (int)PyLong_AsLong(t);
+    Py_CLEAR(t);
+    long long size = get_ll(ap, L_size), limit = get_ll(ap, L_segment_size), seq = get_ll(ap, L_ap_seq);
+    if (PyErr_Occurred())
+        goto err;
+    long long total = 0, last = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = PyList_GET_ITEM(pending, i);
+        if (!PyBytes_CheckExact(rec))
+            goto out;
+        last = PyBytes_GET_SIZE(rec);
+        total += last;
+    }
+    if (size + total - last >= limit)        /* Appender.append would roll over before the last record */
+        goto out;
+    /* a segment number for an add's row (Server._segs): known, or the Python path finds it */
+    if ((adds = PyObject_GetAttr(srv, S_adds)) == NULL)
+        goto err;
+    Py_ssize_t nadds = PyObject_Size(adds);
+    if (nadds < 0)
+        goto err;
+    PyObject *segno = NULL;
+    if (nadds) {
+        PyObject *segs = PyObject_GetAttr(srv, L_segs), *k = PyLong_FromLongLong(seq);
+        if (segs != NULL && k != NULL)
+            segno = PyDict_GetItemWithError(segs, k);
+        Py_XDECREF(segs), Py_XDECREF(k);
+        if (segno == NULL) {
+            if (PyErr_Occurred())
+                goto err;
+            goto out;
+        }
+    }
+    /* Server._commit: the commit no longer scheduled, the records written with one write(2) */
+    if (PyObject_SetAttr(srv, S_commit_scheduled, Py_False) < 0)
+        goto err;
+    const char *p;
+    if (n == 1) {
+        p = PyBytes_AS_STRING(PyList_GET_ITEM(pending, 0));
+    } else {
+        if ((joined = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total)) == NULL)
+            goto err;
+        char *w = PyBytes_AS_STRING(joined);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *rec = PyList_GET_ITEM(pending, i);
+            memcpy(w, PyBytes_AS_STRING(rec), (size_t)PyBytes_GET_SIZE(rec));
+            w += PyBytes_GET_SIZE(rec);
+        }
+        p = PyBytes_AS_STRING(joined);
+    }
+    long long left = total;
+    while (left > 0) {
+        ssize_t w = write(fd, p, (size_t)left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            /* Appender._write_run -> repair_tail: the segment cut back to its last complete record (best
+             * effort); Server._commit: the records stay pending, Server._append_failed opens the breaker */
+            int e = errno;
+            struct stat st;
+            if (fstat(fd, &st) == 0 && st.st_size > size)
+                (void)!ftruncate(fd, (off_t)size);
+            errno = e;
+            PyErr_SetFromErrno(PyExc_OSError);
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyErr_NormalizeException(&et, &ev, &tb);
+            Py_XDECREF(et), Py_XDECREF(tb);
+            PyObject *rr = ev != NULL ? PyObject_CallMethodOneArg(srv, L_append_failed, ev) : NULL;
+            Py_XDECREF(ev);
+            if (rr == NULL)
+                goto err;
+            Py_DECREF(rr);
+            ok = 1;
+            goto out;
+        }
+        p += w, left -= w;
+    }
+    if (set_ll(ap, L_size, size + total) < 0)
+        goto err;
+    long long bw = get_ll(ap, L_bytes_written), rw = get_ll(ap, L_records_written);
+    if (PyErr_Occurred() || set_ll(ap, L_bytes_written, bw + total) < 0 || set_ll(ap, L_records_written, rw + n) < 0)
+        goto err;
+    /* Server._append's finally: each add's row gets its segment and offset (LiveQueue.located) */
+    if (nadds) {
+        if ((q = PyObject_GetAttr(srv, S_queue)) == NULL)
+            goto err;
+        long long off = size;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *rec = PyList_GET_ITEM(pending, i);
+            PyObject *id = PyLong_FromVoidPtr(rec);
+            if (id == NULL)
+                goto err;
+            PyObject *e = PyObject_CallMethodObjArgs(adds, L_pop, id, Py_None, NULL);
+            Py_DECREF(id);
+            if (e == NULL)
+                goto err;
+            if (e != Py_None && located_c(q, e, segno, off) < 0) {
+                Py_DECREF(e);
+                goto err;
+            }
+            Py_DECREF(e);
+            off += PyBytes_GET_SIZE(rec);
+        }
+    }
+    if ((metrics = PyObject_GetAttr(srv, L_metrics)) == NULL)
+        goto err;
+    {
+        PyObject *m = PyObject_GetItem(metrics, L_records), *m2 = NULL, *nn = PyLong_FromSsize_t(n);
+        if (m != NULL && nn != NULL)
+            m2 = PyNumber_Add(m, nn);
+        int bad = m2 == NULL || PyObject_SetItem(metrics, L_records, m2) < 0;
+        Py_XDECREF(m), Py_XDECREF(m2), Py_XDECREF(nn);
+        if (bad)
+            goto err;
+    }
+    if (PyList_SetSlice(pending, 0, n, NULL) < 0)
+        goto err;
+    {
+        long long lsn = get_ll(srv, S_lsn);
+        if (PyErr_Occurred() || set_ll(srv, S_durable_lsn, lsn) < 0)
+            goto err;
+    }
+    lone_commits_n++;
+    ok = 1;
+    goto out;
+done_r:
+    ok = r;
+    goto out;
+err:
+    ok = -1;
+out:
+    Py_XDECREF(ap), Py_XDECREF(pending), Py_XDECREF(t), Py_XDECREF(joined), Py_XDECREF(adds), Py_XDECREF(metrics);
+    Py_XDECREF(q);
+    return ok;
+}
+
+/* Server.after_change: nothing when the earliest timer is live and not earlier than the loop timer armed (the
+ * usual case); else the Python method (it drops stale timers and re-arms). 0 or -1 */
+static int lone_after_change(PyObject *srv)
+{
+    PyObject *q = PyObject_GetAttr(srv, S_queue), *heap = NULL, *at = NULL, *lim = NULL;
+    int r = -1, python = 1;
+    if (q == NULL || (heap = PyObject_GetAttr(q, S_heap)) == NULL)
+        goto out;
+    if (!PyList_CheckExact(heap))
+        goto decided;
+    PyObject *k;
+    for (;;) {
+        if (PyList_GET_SIZE(heap) == 0) {      /* next_deadline() is None */
+            python = 0;
+            goto decided;
+        }
+        PyObject *top = PyList_GET_ITEM(heap, 0);
+        if (!PyTuple_CheckExact(top) || PyTuple_GET_SIZE(top) != 2 || !PyLong_CheckExact(PyTuple_GET_ITEM(top, 0)))
+            goto decided;
+        k = PyTuple_GET_ITEM(top, 0);
+        PyObject *obj = PyTuple_GET_ITEM(top, 1);
+        if (!Py_IS_TYPE(obj, C_Entry))
+            goto decided;
+        unsigned long long low = PyLong_AsUnsignedLongLongMask(k);
+        if (low == (unsigned long long)-1 && PyErr_Occurred())
+            goto out;
+        int rank = (int)((low >> SEQ_BITS_C) & 7);
+        PyObject *cur = rank == R_TTL_C ? SLOT(obj, O_TTL_SEQ) : rank == R_TTR_C ? SLOT(obj, O_TTR_SEQ) : NULL;
+        if (cur == NULL)
+            goto decided;
+        int live = PyObject_RichCompareBool(cur, k, Py_EQ);
+        if (live < 0)
+            goto out;
+        if (live)
+            break;
+        /* LiveQueue.next_deadline: a stale timer on top is dropped (and counted off _stale) */
+        PyObject *a[1] = {heap}, *popped = PyObject_Vectorcall(C_heappop, a, 1, NULL);
+        if (popped == NULL)
+            goto out;
+        Py_DECREF(popped);
+        long long stale = get_ll(q, S_stale);
+        if (stale < 0 && PyErr_Occurred())
+            goto out;
+        if (stale && set_ll(q, S_stale, stale - 1) < 0)
+            goto out;
+    }
+    if ((at = PyObject_GetAttr(srv, L_timer_at)) == NULL || at == Py_None)
+        goto decided;
+    long long a = PyLong_AsLongLong(at);
+    if (a == -1 && PyErr_Occurred())
+        goto out;
+    if (a < 0 || (lim = timer_key(a, 0, 0)) == NULL)
+        goto decided;
+    int later = PyObject_RichCompareBool(k, lim, Py_GE);
+    if (later < 0)
+        goto out;
+    python = !later;
+decided:
+    PyErr_Clear();
+    r = python ? call0(srv, L_after_change) : 0;
+out:
+    Py_XDECREF(q), Py_XDECREF(heap), Py_XDECREF(at), Py_XDECREF(lim);
+    return r;
+}
+
+/* Conn.flush_out of a lone turn: every reply queued is durable and they are below OUT_HIGH: one write to the
+ * transport here (else Conn.flush_out). 0 or -1 */
+static int lone_flush(PyObject *srv, PyObject *conn, PyObject *now)
+{
+    PyObject *out = PyObject_GetAttr(conn, S_out), *t = NULL, *data = NULL, *dirty = NULL;
+    int r = -1;
+    if (out == NULL)
+        return -1;
+    Py_ssize_t n = PyObject_Size(out);
+    if (n < 0)
+        goto out;
+    if (n == 0) {
+        r = 0;
+        goto out;
+    }
+    long long durable = get_ll(srv, S_durable_lsn), ob = get_ll(conn, S_out_bytes);
+    if (PyErr_Occurred())
+        goto out;
+    int plain = ob < OUT_HIGH_C;
+    PyObject *items[64];
+    if (n > 64)
+        plain = 0;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; plain && i < n; i++) {
+        PyObject *it = PySequence_GetItem(out, i);     /* (a deque: borrowed below, kept alive by out) */
+        if (it == NULL)
+            goto out;
+        Py_DECREF(it);
+        items[i] = it;
+        if (!PyTuple_CheckExact(it) || PyTuple_GET_SIZE(it) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(it, 1))) {
+            plain = 0;
+            break;
+        }
+        long long l = PyLong_AsLongLong(PyTuple_GET_ITEM(it, 0));
+        if (l == -1 && PyErr_Occurred())
+            goto out;
+        if (l > durable)
+            plain = 0;
+        total += PyBytes_GET_SIZE(PyTuple_GET_ITEM(it, 1));
+    }
+    if (!plain) {
+        if (durable >= 0 && n > 0) {       /* Conn.process: flush_out when the first reply is durable */
+            PyObject *first = PySequence_GetItem(out, 0);
+            if (first == NULL)
+                goto out;
+            long long l = PyTuple_Check(first) ? PyLong_AsLongLong(PyTuple_GET_ITEM(first, 0)) : 0;
+            Py_DECREF(first);
+            if (l == -1 && PyErr_Occurred())
+                goto out;
+            if (l > durable) {
+                r = 0;
+                goto out;
+            }
+        }
+        r = call0(conn, L_flush_out);
+        goto out;
+    }
+    if (n == 1) {
+        data = Py_NewRef(PyTuple_GET_ITEM(items[0], 1));
+    } else {
+        if ((data = PyBytes_FromStringAndSize(NULL, total)) == NULL)
+            goto out;
+        char *w = PyBytes_AS_STRING(data);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *c = PyTuple_GET_ITEM(items[i], 1);
+            memcpy(w, PyBytes_AS_STRING(c), (size_t)PyBytes_GET_SIZE(c));
+            w += PyBytes_GET_SIZE(c);
+        }
+    }
+    if (call0(out, L_clear) < 0 || set_ll(conn, S_out_bytes, ob - total) < 0 ||
+            PyObject_SetAttr(conn, L_last_active, now) < 0)
+        goto out;
+    /* Server._release: this connection is no longer dirty */
+    if ((dirty = PyObject_GetAttr(srv, S_dirty)) == NULL || PySet_Discard(dirty, conn) < 0)
+        goto out;
+    if ((t = PyObject_GetAttr(conn, L_t)) == NULL)
+        goto out;
+    if (t != Py_None) {
+        PyObject *c = PyObject_CallMethodNoArgs(t, L_is_closing);
+        if (c == NULL)
+            goto out;
+        int closing = PyObject_IsTrue(c);
+        Py_DECREF(c);
+        if (closing < 0)
+            goto out;
+        if (!closing && (c = PyObject_CallMethodOneArg(t, L_write, data)) == NULL)
+            goto out;
+        if (!closing)
+            Py_DECREF(c);
+    }
+    r = 0;
+out:
+    Py_XDECREF(out), Py_XDECREF(t), Py_XDECREF(data), Py_XDECREF(dirty);
+    return r;
+}
+
+/* lone_turn(conn, data) -> 0 / 1 / 2 (above) */
+static PyObject *p_lone_turn(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "lone_turn(conn, data: bytes)");
+        return NULL;
+    }
+    if (C_Entry == NULL || C_ap_append == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "lone_turn: core_init() not called");
+        return NULL;
+    }
+    PyObject *conn = args[0], *data = args[1], *srv = NULL, *buf = NULL, *now = NULL;
+    long res = 0;
+    int e = 0;
+    if ((srv = PyObject_GetAttr(conn, S_srv)) == NULL)
+        return NULL;
+    /* the only connection, no commit pending, nothing written but not yet sent */
+    Py_ssize_t nc = attr_len(srv, L_conns), np = attr_len(srv, S_pending), nd = attr_len(srv, S_dirty);
+    if (nc < 0 || np < 0 || nd < 0) {
+        e = -1;
+        goto out;
+    }
+    if (nc != 1 || np != 0 || nd != 0)
+        goto out;
+    if ((e = attr_is(srv, S_commit_scheduled, Py_False)) <= 0 || (e = attr_is(srv, S_inline, Py_False)) <= 0 ||
+            (e = attr_is(srv, S_retry_handle, Py_None)) <= 0)
+        goto out;
+    if ((e = attr_is(srv, L_core, Py_None)) != 0) {       /* Server.core None: all of it the Python path's */
+        e = e < 0 ? -1 : 0;
+        goto out;
+    }
+    /* the connection idle between requests: nothing buffered, blocked, paused, closing or owed */
+    static PyObject **const is_false[] = {&L_closing, &L_in_process, &L_resume_scheduled, &L_paused_read,
+                                         &L_paused_write, &L_eof};
+    for (size_t i = 0; i < sizeof is_false / sizeof *is_false; i++)
+        if ((e = attr_is(conn, *is_false[i], Py_False)) <= 0)
+            goto out;
+    if ((e = attr_is(conn, L_blocked, Py_None)) <= 0 || (e = attr_is(conn, L_req, Py_None)) <= 0)
+        goto out;
+    if ((buf = PyObject_GetAttr(conn, L_buf)) == NULL) {
+        e = -1;
+        goto out;
+    }
+    if (!PyByteArray_CheckExact(buf) || PyByteArray_GET_SIZE(buf) != 0 || get_ll(conn, S_pos) != 0 ||
+            get_ll(conn, S_out_bytes) != 0 || PyErr_Occurred()) {
+        e = PyErr_Occurred() ? -1 : 0;
+        goto out;
+    }
+    /* taken: Conn.data_received and Conn.process from here */
+    Py_ssize_t dn = PyBytes_GET_SIZE(data);
+    if (PyByteArray_Resize(buf, dn) < 0) {
+        e = -1;
+        goto out;
+    }
+    memcpy(PyByteArray_AS_STRING(buf), PyBytes_AS_STRING(data), (size_t)dn);
+    if ((now = monotonic_now()) == NULL || PyObject_SetAttr(conn, L_last_active, now) < 0 ||
+            PyObject_SetAttr(srv, S_inline, Py_True) < 0 || PyObject_SetAttr(conn, L_in_process, Py_True) < 0) {
+        e = -1;
+        goto out;
+    }
+    res = 1;
+    long k = core_run_c(conn, buf, 0, TURN_C);
+    long long pos = k < 0 ? 0 : get_ll(conn, S_pos);
+    if (k < 0 || PyErr_Occurred() || pos < PyByteArray_GET_SIZE(buf)) {
+        /* the rest is Conn.process's, inside the same inline turn (an error: its finally's work, then raised) */
+        e = k < 0 || PyErr_Occurred() ? -1 : 0;
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (PyObject_SetAttr(conn, L_in_process, Py_False) < 0)
+            e = -1;
+        if (e < 0) {
+            PyObject_SetAttr(srv, S_inline, Py_False);
+            int sched = attr_is(srv, S_commit_scheduled, Py_True);
+            if (sched > 0)
+                call0(srv, L_commit);
+        }
+        if (ev != NULL || et != NULL)
+            PyErr_Restore(et, ev, tb);
+        res = 2;
+        goto out;
+    }
+    lone_turns_n++;
+    /* the end of Conn._process with everything handled, then the rest of Conn.process */
+    if (PyByteArray_Resize(buf, 0) < 0 || set_ll(conn, S_pos, 0) < 0 || set_ll(conn, S_scan, 0) < 0 ||
+            PyObject_SetAttr(conn, L_partial_since, Py_None) < 0 || PyObject_SetAttr(conn, L_in_process, Py_False) < 0 ||
+            PyObject_SetAttr(srv, S_inline, Py_False) < 0) {
+        e = -1;
+        goto out;
+    }
+    int sched = attr_is(srv, S_commit_scheduled, Py_True);
+    if (sched < 0) {
+        e = -1;
+        goto out;
+    }
+    if (sched) {
+        int c = lone_commit(srv);
+        if (c < 0 || (c == 0 && call0(srv, L_commit) < 0)) {
+            e = -1;
+            goto out;
+        }
+    }
+    if (lone_flush(srv, conn, now) < 0) {
+        e = -1;
+        goto out;
+    }
+    if ((sched = attr_is(srv, S_commit_scheduled, Py_False)) < 0 || (sched && lone_after_change(srv) < 0)) {
+        e = -1;
+        goto out;
+    }
+out:
+    Py_XDECREF(srv), Py_XDECREF(buf), Py_XDECREF(now);
+    if (e < 0)
+        return NULL;
+    return PyLong_FromLong(res);
+}
+
+static PyObject *p_lone_counts(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("(KK)", lone_turns_n, lone_commits_n);
 }

@@ -102,9 +102,14 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return
-        self.buf += data
-        self.last_active = time.monotonic()
-        if self.blocked is None:
+        lone = self.srv.lone        # the only connection's read, all in C (_core.c lone_turn), or None
+        taken = lone(self, data) if lone is not None else 0
+        if taken == 1:              # answered: its records written, its replies sent
+            return
+        if not taken:
+            self.buf += data
+            self.last_active = time.monotonic()
+        if self.blocked is None:    # (taken == 2: the rest of the read, inside the inline turn lone_turn began)
             self.process()
         if not self.paused_read and len(self.buf) - self.pos > IN_CAP and not self.closing:
             self.paused_read = True
@@ -153,7 +158,7 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         # the only connection, and no commit pending: its records are written (fsynced under always) when its turn
         # ends, and the replies leave at once — not one loop iteration later (a group commit with nobody to group:
         # 1 client, add -> lease -> complete, a poll of the loop and a callback less per request)
-        inline = len(srv.conns) == 1 and not srv._commit_scheduled
+        inline = srv.inline or (len(srv.conns) == 1 and not srv._commit_scheduled)
         srv.inline = inline
         try:
             more = self._process()

@@ -275,6 +275,14 @@ class Server:
         #: None in pure Python, without the C modules, without a log, or with WQTOOL_SERVE_CORE=0 (a benchmark's
         #: A/B switch): queue.py and handlers.py then do it all
         self.core = _CORE if opts.cmdlog_path and os.environ.get("WQTOOL_SERVE_CORE") != "0" else None
+        #: the lone connection's turn in C (``_proto.lone_turn``, _core.c: a read of the only connection answered,
+        #: its records written and its replies sent without the Python frames of Conn.process), with the core;
+        #: WQTOOL_SERVE_LONE=0 turns it alone off (a benchmark's A/B switch)
+        self.lone = (_CORE_MOD.lone_turn if self.core is not None and os.environ.get("WQTOOL_SERVE_LONE") != "0"
+                     else None)
+        #: lone_turn writes a turn's records itself (no fsync to make: -cmdlog-sync interval / os), else it calls
+        #: _commit
+        self.lone_write = opts.sync != "always"
         self.queue.on_read_error = lambda exc: self.log.error("a job body could not be read back; the job stays "
                                                               "ready", error=str(exc))
         self.handlers = Handlers(self.queue, self._stats)
@@ -1235,11 +1243,13 @@ def _core_init():
         "IN_READY": q.IN_READY, "IN_NONE": q.IN_NONE, "NOWHERE": q.NOWHERE, "HARD_ATTEMPTS": q.MAX_HARD_ATTEMPTS,
         "FS_LIMIT": q.FewSorted.LIMIT, "OUT_HIGH": conn_mod.OUT_HIGH, "MAX_READ": conn_mod.MAX_READ,
         "MAX_WAIT": wire.MAX_WAIT_MS, "OK": wire.OK, "TIMEOUT": wire.TIMEOUT, "NOT_FOUND": wire.NOT_FOUND,
-        "log_record": Server._log_record})
+        "log_record": Server._log_record, "Appender_append": Appender.append, "TURN": conn_mod.TURN,
+        "K_SEG": jt.K_SEG, "K_OFF": jt.K_OFF, "queue_module": q})
     return c.core_run
 
 
 _CORE = _core_init()
+_CORE_MOD = wire._c if _CORE is not None else None
 
 
 def check_loop_choice() -> str:
