@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import examples
-from tests.server.test_hot_path import REFERENCE, REFERENCE_SRV, _jid, in_process
+from tests.server.test_hot_path import REFERENCE, REFERENCE_SRV, _jid, close_and_read_log, in_process
 from wqtool.server.workq import server as server_mod, wire
 
 _proto = pytest.importorskip("wqtool.server.workq._proto")
@@ -59,13 +59,7 @@ def run(steps, directory: str, core: bool, conns: int, monkeypatch, lone: bool =
             srv.loop.run_due()
         srv._commit()
         state = _state(srv)
-        srv.appender.close(sync=False)
-        srv.locks.release()
-        if srv.queue.reader is not None:
-            srv.queue.reader.close()
-        log = b"".join(open(os.path.join(directory, f), "rb").read()
-                       for f in sorted(os.listdir(directory)) if f.endswith(".log"))
-        return b"|".join(bytes(t.got) for t in ts), log, state
+        return b"|".join(bytes(t.got) for t in ts), close_and_read_log(srv, directory), state
 
 
 def _b(x) -> bytes:

@@ -104,6 +104,16 @@ REFERENCE = {"parse_line": wire.py_parse_line, "parse_uuid": wire.py_parse_uuid,
 REFERENCE_SRV = {"add_record": server_mod.add_record_py, "short_record": server_mod.short_record_py}
 
 
+
+def close_and_read_log(srv, directory: str) -> bytes:
+    """An in-process server's log closed (unsynced), its locks released: the bytes of its segments in order."""
+    srv.appender.close(sync=False)
+    srv.locks.release()
+    if srv.queue.reader is not None:
+        srv.queue.reader.close()
+    return b"".join(open(os.path.join(directory, f), "rb").read()
+                    for f in sorted(os.listdir(directory)) if f.endswith(".log"))
+
 def in_process(directory: str, n: int, seg_size: int = 0, sync: str = "interval"):
     """([now], a server on a fake loop and clock, ``n`` connections made, their transports)."""
     now = [T0]
@@ -139,13 +149,7 @@ def run(steps, directory: str, reference: bool, monkeypatch) -> tuple[bytes, byt
                 conns[who].data_received(step)
             srv.loop.run_due()
         srv._commit()
-        srv.appender.close(sync=False)
-        srv.locks.release()
-        if srv.queue.reader is not None:
-            srv.queue.reader.close()
-        log = b"".join(open(os.path.join(directory, f), "rb").read()
-                       for f in sorted(os.listdir(directory)) if f.endswith(".log"))
-        return b"|".join(bytes(t.got) for t in ts), log
+        return b"|".join(bytes(t.got) for t in ts), close_and_read_log(srv, directory)
 
 
 def _jid(n: int) -> bytes:
