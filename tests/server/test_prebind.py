@@ -116,6 +116,25 @@ def test_the_lean_start_leaves_anything_unusual_to_the_cli(argv):
     assert prebind.lean(argv) is None
 
 
+@pytest.mark.parametrize("extra, said", [((), False), (("--sync-rolled",), True)])
+def test_sync_rolled_reaches_the_server_on_the_lean_start(tmp_path, extra, said):
+    """``--sync-rolled`` is one of the lean start's flags (no CLI import for it) and the server says it is on."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "wqtool", "serve", "-listen", "127.0.0.1:0", "-cmdlog-path",
+                          str(tmp_path / "log"), "--create", *extra], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    try:
+        line = b""
+        while b"msg=listening" not in line:
+            line = p.stderr.readline()
+            assert line, "the server stopped before it listened"
+    finally:
+        p.terminate()
+        p.wait(20)
+    assert (b" sync_rolled=on" in line) is said and b" sync=interval" in line
+    assert b"imported=" in line                 # the lean start's mark: the CLI was not needed
+
+
 def test_the_lean_start_leaves_a_refused_log_to_the_cli(tmp_path):
     """A log the server refuses: lean() returns None having changed nothing, and the CLI reports it as always."""
     d = tmp_path / "log"

@@ -1,9 +1,11 @@
 """What ``wqtool serve`` syncs and when, counted by strace on the real process (one-record segments,
 ``-cmdlog-seg-size 15``, as upstream's TestCmdLog/1K):
 
-* ``-cmdlog-sync interval``: segments left by roll-overs are synced by the next tick's one syncfs(2) — the sync
-  calls are bounded by the ticks, not by the segments (before: an fsync of each segment and of the directory,
-  756 fsyncs and 131 syncfs for 1,000 adds); every record written is covered by a later sync call;
+* ``-cmdlog-sync interval``: as workq-server, each tick fsyncs the current segment only, and a segment left by a
+  roll-over is closed without a sync (int/captain/appender.go:94-111, 162-172); the stop syncs what rolled;
+* ``-cmdlog-sync interval --sync-rolled``: segments left by roll-overs are synced by the next tick's one syncfs(2)
+  — the sync calls are bounded by the ticks, not by the segments (before: an fsync of each segment and of the
+  directory, 756 fsyncs and 131 syncfs for 1,000 adds); every record written is covered by a later sync call;
 * ``-cmdlog-sync always``: before each reply, the segment holding its record is fsynced, and the directory after
   the segment's creation (upstream: int/captain/appender.go:139,188-191 fsyncs the segment, never the directory).
 
@@ -63,7 +65,7 @@ def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tu
     trace = str(tmp_path / "trace")
     s = ServerProc("-cmdlog-path", d, "-cmdlog-seg-size", "15", "-cmdlog-sync", sync, *extra,
                    prefix=(STRACE, "-f", "-qq", "-y", "-ttt", "-o", trace, "-e",
-                           "trace=fsync,fdatasync,syncfs,write,openat"), timeout=60)
+                           "trace=fsync,fdatasync,syncfs,write,openat,fcntl"), timeout=60)
     server = None
     try:
         with open(f"/proc/{s.p.pid}/task/{s.p.pid}/children") as f:
@@ -102,9 +104,29 @@ def segments(d: str) -> list[str]:
     return sorted(os.path.join(d, x) for x in os.listdir(d) if x.endswith(".log"))
 
 
-def test_interval_syncs_rolled_segments_once_per_tick(tmp_path):
+def test_interval_fsyncs_only_the_current_segment_as_upstream(tmp_path):
     tick = 0.25
     calls, d = traced(tmp_path, "interval", 100_000, "-cmdlog-sync-int", str(int(tick * 1000)), seconds=1.5)
+    segs = segments(d)
+    assert len(segs) >= 50                                  # one segment per record, several per tick
+    created = [c for c in calls if c[2] == "create" and c[3].startswith(d + os.sep) and c[3].endswith(".log")]
+    syncs = [c for c in calls if c[2] in SYNCS]
+    last_write = max(c[1] for c in calls if c[2] == "write" and c[3].startswith(d + os.sep))
+    during = [c for c in syncs if c[1] < last_write]
+    assert len(during) >= 3 and {c[2] for c in during} == {"fsync"}, [c[2:4] for c in during]
+    dups = [c for c in calls if c[2] == "fcntl" and "F_DUPFD" in c[4] and c[3].startswith(d + os.sep)]
+    for c in during:    # each fsyncs the descriptor the tick duplicated from the then current segment: never a rolled one
+        dup = max((x for x in dups if x[1] <= c[1] and x[3] == c[3]), key=lambda x: x[1])
+        current = max((x for x in created if x[1] < dup[1]), key=lambda x: x[1])[3]
+        assert c[3] == current, (c, dup, current)
+    # the stop: the current segment's fsync, then one syncfs for what rolled
+    assert [c[2] for c in syncs if c[1] > last_write][-2:] == ["fsync", "syncfs"], [c[2:4] for c in syncs[-4:]]
+
+
+def test_interval_with_sync_rolled_syncs_rolled_segments_once_per_tick(tmp_path):
+    tick = 0.25
+    calls, d = traced(tmp_path, "interval", 100_000, "-cmdlog-sync-int", str(int(tick * 1000)), "--sync-rolled",
+                      seconds=1.5)
     segs = segments(d)
     assert len(segs) >= 50                                  # one segment per record, several per tick
     syncs = [c for c in calls if c[2] in SYNCS]

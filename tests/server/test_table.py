@@ -523,14 +523,43 @@ def test_cleaning_under_traffic_completes_or_skips_and_never_mismatches(inproc, 
     assert cli("verify", d).code == 0
 
 
-def test_rolled_segments_are_synced_by_the_next_interval_tick(inproc, tmp_path):
-    """One-record segments (-cmdlog-seg-size 15) under ``interval``: a roll-over closes the segment it leaves
-    without an fsync and holds no descriptor; the next tick makes one syncfs(2) for all of them (their directory
-    entries and the current segment too) instead of its fsync of the current segment; a roll-over during that
-    sync is the next tick's; a stop syncs what rolled since the last tick before the locks are released.
-    (The counts of sync calls, by strace: tests/server/test_sync_calls.py.)"""
+def test_rolled_segments_are_left_to_the_kernel_by_default_as_upstream(inproc, tmp_path):
+    """One-record segments (-cmdlog-seg-size 15) under ``interval``, without ``--sync-rolled``: a roll-over closes
+    the segment it leaves without an fsync (int/captain/appender.go:162-172) and the tick fsyncs the current
+    segment only (appender.go:94-111): no syncfs(2) while serving, so the rolled segments' blocks are the kernel's
+    to write back (a delete of them costs no discard). A stop still syncs what rolled before the locks go."""
     d = str(tmp_path / "log")
     s = inproc(cmdlog_path=d, seg_size=15, sync="interval", sync_int_ms=3_600_000)
+    c = s.client()
+    for n in range(5):
+        c.add(jid(0xb100 + n), b"rs", 60_000, 3_600_000, b"x")
+    srv = s.srv
+    calls = []
+    real = server_mod.syncfs
+    server_mod.syncfs = lambda fd: (calls.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))
+    try:
+        s.call(srv._interval_sync)
+        deadline = time.monotonic() + 10
+        while s.call(lambda: srv._syncing) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert s.call(lambda: (srv._rolled, srv._syncing, srv._roll_pool, srv.metrics["fsyncs"])) == \
+            (True, False, None, 1)                                # the current segment's fsync, no syncfs
+        assert calls == []
+        c.close()
+        s.stop()
+        assert calls == [d]                                       # the stop's one syncfs
+    finally:
+        server_mod.syncfs = real
+
+
+def test_rolled_segments_are_synced_by_the_next_interval_tick_with_sync_rolled(inproc, tmp_path):
+    """One-record segments (-cmdlog-seg-size 15) under ``interval --sync-rolled``: a roll-over closes the segment
+    it leaves without an fsync and holds no descriptor; the next tick makes one syncfs(2) for all of them (their
+    directory entries and the current segment too) instead of its fsync of the current segment; a roll-over
+    during that sync is the next tick's; a stop syncs what rolled since the last tick before the locks are
+    released. (The counts of sync calls, by strace: tests/server/test_sync_calls.py.)"""
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=15, sync="interval", sync_int_ms=3_600_000, sync_rolled=True)
     c = s.client()
     for n in range(5):
         c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
@@ -560,11 +589,27 @@ def test_rolled_segments_are_synced_by_the_next_interval_tick(inproc, tmp_path):
     assert sorted(n for n in os.listdir(d) if n.endswith(".log")) == ["%09d.log" % i for i in range(1, 9)]
 
 
-def test_rolled_segments_under_os_are_fsynced_by_the_roll_over_thread(inproc, tmp_path):
-    """Under ``os`` a roll-over hands the segment it leaves (and then the directory) to the roll-over thread at
-    once; a stop waits for it before the locks are released."""
+def test_rolled_segments_under_os_are_closed_without_an_fsync_by_default(inproc, tmp_path):
+    """Under ``os`` (upstream: no fsync at all, appender.go:188-194) a roll-over closes the segment it leaves; no
+    roll-over thread starts; a stop syncs what rolled."""
     d = str(tmp_path / "log")
     s = inproc(cmdlog_path=d, seg_size=15, sync="os")
+    c = s.client()
+    for n in range(5):
+        c.add(jid(0xb200 + n), b"rs", 60_000, 3_600_000, b"x")
+    assert s.call(lambda: (s.srv._roll_pool, s.srv._roll_q, s.srv._rolled, s.srv.metrics["fsyncs"])) == \
+        (None, [], True, 0)
+    c.close()
+    s.stop()
+    assert not s.srv._rolled
+    assert sorted(n for n in os.listdir(d) if n.endswith(".log")) == ["%09d.log" % i for i in range(1, 6)]
+
+
+def test_rolled_segments_under_os_with_sync_rolled_are_fsynced_by_the_roll_over_thread(inproc, tmp_path):
+    """Under ``os --sync-rolled`` a roll-over hands the segment it leaves (and then the directory) to the roll-over
+    thread at once; a stop waits for it before the locks are released."""
+    d = str(tmp_path / "log")
+    s = inproc(cmdlog_path=d, seg_size=15, sync="os", sync_rolled=True)
     c = s.client()
     for n in range(5):
         c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")

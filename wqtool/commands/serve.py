@@ -139,6 +139,10 @@ def serve(
                                            "every reply that depends on a new record.")] = "interval",
     sync_int: Annotated[int, typer.Option("-cmdlog-sync-int", "--cmdlog-sync-int", help="Sync interval in ms "
                                           "(interval policy; ignored by os and always).", **Uint)] = 1000,
+    sync_rolled: Annotated[bool, typer.Option("--sync-rolled", help="Sync segments left by roll-overs too: "
+                                              "interval syncs them at the next tick (one syncfs), os in the "
+                                              "background. workq-server leaves them to the kernel's "
+                                              "writeback.")] = False,
     clean_int: Annotated[int, typer.Option("-cmdlog-clean-int", "--cmdlog-clean-int", help="Cleaning interval "
                                            "in ms (0: never clean).", **Uint)] = 300000,
     max_connections: Annotated[int, typer.Option("--max-connections", min=1, metavar="N",
@@ -243,7 +247,7 @@ def serve(
     opts = ServeOptions(listen=listen, cmdlog_path=cmdlog_path, seg_size=seg_size, sync=sync,
                         sync_int_ms=sync_int, clean_int_ms=clean_int, max_connections=max_connections,
                         idle_timeout_s=idle_timeout, request_timeout_s=request_timeout, metrics=metrics,
-                        log_level=log_level, create=create)
+                        log_level=log_level, create=create, sync_rolled=sync_rolled)
     try:
         run_server(opts)        # a clean stop (SIGTERM / SIGINT): nothing to say, exit 0
         return None

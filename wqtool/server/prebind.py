@@ -118,8 +118,8 @@ def early(argv: list[str]) -> bool:
         name, eq, value = a.lstrip("-").partition("=")
         if name in ("h", "help", "fastjournal", "orth-admin"):
             return False
-        if a == "--create":
-            create = True
+        if a in ("--create", "--sync-rolled"):
+            create = create or a == "--create"
             i += 1
             continue
         takes = name in ("listen", "cmdlog-path", "cmdlog-seg-size", "cmdlog-sync", "cmdlog-sync-int",
@@ -182,8 +182,8 @@ def lean(argv: list[str]) -> bool | None:
         a = argv[i]
         if not a.startswith("-") or a in ("-", "--"):
             return None
-        if a == "--create":
-            kw["create"] = True
+        if a in ("--create", "--sync-rolled"):
+            kw[a[2:].replace("-", "_")] = True
             i += 1
             continue
         name, eq, value = a[2:].partition("=") if a.startswith("--") else a[1:].partition("=")

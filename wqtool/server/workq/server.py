@@ -13,9 +13,10 @@ One event loop thread runs the protocol, the live queues and the command log:
   policy (writing each connection's records at once cost more: server CPU per add -> lease -> complete operation
   71-78 us against 55-60 us batched, 16 connections, three alternating pairs at load average 13);
 * ``-cmdlog-sync interval``: every ``-cmdlog-sync-int`` ms, in a worker thread, an fsync of the current segment
-  (on a duplicate descriptor, so a roll-over cannot close it under the fsync) — or, when segments were left by
-  roll-overs since the last one, one ``syncfs(2)`` that covers them, their directory entries and the current
-  segment (``Server._interval_sync``); ``os``: no fsync of the current segment;
+  (on a duplicate descriptor, so a roll-over cannot close it under the fsync); a segment left by a roll-over is
+  closed without an fsync, as upstream's; with ``--sync-rolled``, a tick after roll-overs makes one ``syncfs(2)``
+  that covers them, their directory entries and the current segment (``Server._interval_sync``); ``os``: no
+  fsync of the current segment (``--sync-rolled``: rolled segments fsynced by a background thread);
 * an append that fails opens the circuit breaker as upstream (mutating commands answer ``-SERVER-ERROR
   Read-only mode triggered by cmdlog circuit breaker`` until restart); the records are retried every second and
   the replies waiting for them are released once they are written;
@@ -135,7 +136,7 @@ class ServeOptions:
     or replace())."""
 
     __slots__ = ("listen", "cmdlog_path", "seg_size", "sync", "sync_int_ms", "clean_int_ms", "max_connections",
-                 "idle_timeout_s", "request_timeout_s", "metrics", "log_level", "create")
+                 "idle_timeout_s", "request_timeout_s", "metrics", "log_level", "create", "sync_rolled")
 
     def __init__(self, listen: str = "127.0.0.1:9922", cmdlog_path: str = "", seg_size: int = 67_108_864,
                  sync: str = "interval", sync_int_ms: int = 1000, clean_int_ms: int = 300_000,
@@ -144,7 +145,8 @@ class ServeOptions:
                  request_timeout_s: float = 60.0,       # a started request must be complete within this (slow-loris)
                  metrics: str | None = None,            # [HOST:]PORT for Prometheus text
                  log_level: str = "info",
-                 create: bool = False):                 # make a missing -cmdlog-path (workq-server refuses one)
+                 create: bool = False,                  # make a missing -cmdlog-path (workq-server refuses one)
+                 sync_rolled: bool = False):            # sync segments left by roll-overs (workq-server does not)
         self.listen = listen
         self.cmdlog_path = cmdlog_path
         self.seg_size = seg_size
@@ -157,6 +159,7 @@ class ServeOptions:
         self.metrics = metrics
         self.log_level = log_level
         self.create = create
+        self.sync_rolled = sync_rolled
 
     def __repr__(self) -> str:
         return "ServeOptions(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
@@ -387,7 +390,8 @@ class Server:
                 self.queue.restore(state, None, now)    # takes the replay's job table over; upstream's timers
             self.appender = Appender(path, segment_size=self.opts.seg_size,
                                      defer_roll_sync={"always": None, "interval": self._roll_interval,
-                                                      "os": self._roll_sync}[self.opts.sync])
+                                                      "os": self._roll_sync if self.opts.sync_rolled
+                                                      else self._roll_interval}[self.opts.sync])
             self.appender.open()
             self.log.info("log replayed", path=path, segments=segments, records=records, bytes=size,
                           jobs=jobs, elapsed_ms=round(elapsed * 1000, 1),
@@ -436,6 +440,7 @@ class Server:
         self.log.info("listening", addr=self.address, loop=self.loop_name, startup_ms=prebind.startup_marks(),
                       idle_spin_us=0 if self.idle_spinner is None else self.spin_us, cmdlog=self.opts.cmdlog_path or None,
                       sync=self.opts.sync if self.appender else None,
+                      sync_rolled="on" if self.opts.sync_rolled and self.appender else None,
                       cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
                       if self.appender else None)
         self._announce()
@@ -716,20 +721,22 @@ class Server:
         self._release()
 
     def _roll_interval(self, fd: int | None) -> None:
-        """A roll-over under ``interval``: the segment left (``fd``) is closed without an fsync and the next interval
-        tick makes one ``syncfs(2)`` instead of its fsync of the current segment (``_interval_sync``). That call
-        flushes every segment left since the last tick, their directory entries and the current segment: a
-        record acknowledged is durable within one interval wherever it was written — the policy's promise — in
-        one sync call per tick however many segments rolled (at ``-cmdlog-seg-size 15``, one per record, an
-        fsync of each segment and of the directory cost 756 fsyncs and 131 syncfs for 1,000 adds, and each
-        journal commit stalled the loop's next file creation). Upstream closes a rolled segment without any
-        fsync (int/captain/appender.go:162-172) and its ticker fsyncs only the active one (appender.go:94-111)."""
+        """A roll-over under ``interval`` (and ``os`` without ``--sync-rolled``): the segment left (``fd``) is closed
+        without an fsync, as upstream closes it (int/captain/appender.go:162-172; its ticker fsyncs only the active
+        segment, appender.go:94-111): a record in a rolled segment is left to the kernel's writeback. With
+        ``--sync-rolled`` the next interval tick makes one ``syncfs(2)`` instead of its fsync of the current
+        segment (``_sync_now``): it flushes every segment left since the last tick, their directory entries and
+        the current segment, so a record acknowledged is durable within one interval wherever it was written, in
+        one sync call per tick however many segments rolled. Not the default: the blocks it allocates make each
+        later delete of a one-record segment cost a discard (at ``-cmdlog-seg-size 15`` under load, upstream's
+        TestCmdLog/1K spent 17-26 s in its own ``RemoveAll``; docs/serve-lifecycle.md). A stop syncs what rolled
+        either way (``_run``'s end)."""
         if fd is not None:
             os.close(fd)
         self._rolled = True
 
     def _roll_sync(self, fd: int | None) -> None:
-        """A roll-over under ``os``: the segment left (``fd``, taken over) and then the directory (None) are fsynced
+        """A roll-over under ``os`` with ``--sync-rolled``: the segment left (``fd``, taken over) and then the directory (None) are fsynced
         by one background thread, in order, so a roll-over does not stall the loop on two fsyncs. The thread takes
         what has queued up in one batch: one segment is fsynced, then the directory; several are flushed by one
         syncfs(2). Past ``ROLL_BACKLOG`` (roll-overs faster than fsyncs), the loop waits for the batch in flight:
@@ -788,16 +795,16 @@ class Server:
         self._sync_now()
 
     def _sync_now(self) -> None:
-        """One sync in a worker thread: an fsync of the current segment, or one syncfs(2) when segments were left
-        by roll-overs since the last sync started (it covers them, their directory entries and the current
-        segment). A tick that finds a sync still running is not lost: the next sync starts as that one ends."""
+        """One sync in a worker thread: an fsync of the current segment, or, with ``--sync-rolled``, one syncfs(2)
+        when segments were left by roll-overs since the last sync started (it covers them, their directory entries
+        and the current segment). A tick that finds a sync still running is not lost: the next sync starts as that one ends."""
         ap = self.appender
         if ap is None or self._closed:
             return
         if self._syncing:
             self._sync_missed = True
             return
-        rolled = self._rolled
+        rolled = self._rolled and self.opts.sync_rolled
         if not rolled and ap.bytes_written == self._synced_bytes:
             return
         fd = ap.dup_fd()
@@ -806,7 +813,8 @@ class Server:
                 return
             fd = os.open(ap.directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         self._syncing = True
-        self._rolled = False                # a roll-over from now on is the next sync's
+        if rolled:
+            self._rolled = False            # a roll-over from now on is the next sync's
         mark = ap.bytes_written
 
         def work():
