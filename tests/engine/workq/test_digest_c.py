@@ -47,7 +47,9 @@ def job(**kw) -> Job:
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 2**32), st.integers(1, 1500), st.sampled_from([0.0, 0.5]),
        st.sampled_from([T0_NS, T, T + 40 * 86400 * 10**9]))
-def test_c_equals_python_on_generated_logs(tmp_path_factory, seed, n, reuse, as_of):
+def test_c_equals_python_on_generated_logs(tmp_path_factory, monkeypatch, seed, n, reuse, as_of):
+    from wqtool.engine.workq import fastreplay
+    monkeypatch.setattr(fastreplay, "KERNEL", "c")          # the kernel's jobs also under WQTOOL_PURE_PYTHON=1
     d = tmp_path_factory.mktemp("g")
     generate(str(d), SampleSpec(records=n, segment_size=4000, seed=seed, reuse_ids=reuse))
     state = run_log(discover([str(d)])[0], as_of, engine="fast").state

@@ -20,6 +20,13 @@ _kernel = pytest.importorskip("wqtool.engine.workq._kernel", reason="no C kernel
 AS_OF_NS = parse_instant(AS_OF)
 
 
+def _c_kernel(monkeypatch) -> None:
+    """The kernel's pass (its C job table packs), also under WQTOOL_PURE_PYTHON=1 (fastreplay.KERNEL "python": the
+    reference pass, whose plan has no table); as tests/engine/workq/test_jobtable.py does for the C table."""
+    from wqtool.engine.workq import fastreplay
+    monkeypatch.setattr(fastreplay, "KERNEL", "c")
+
+
 def _files(d: str) -> dict[str, bytes]:
     return {n: open(os.path.join(d, n), "rb").read() for n in sorted(os.listdir(d)) if n.endswith(".log")}
 
@@ -39,7 +46,9 @@ def _python_plan(log, as_of_ns: int, segment_size: int):
 @given(records=st.integers(0, 600), seed=st.integers(0, 10_000), queues=st.integers(1, 5),
        payload=st.integers(0, 300), segment_size=st.sampled_from([15, 200, 4096, 1 << 20]),
        as_of=st.sampled_from([AS_OF, "2026-11-21T00:00:00Z", "2027-06-01T00:00:00Z"]))
-def test_the_c_packer_is_the_python_packer(tmp_path_factory, records, seed, queues, payload, segment_size, as_of):
+def test_the_c_packer_is_the_python_packer(tmp_path_factory, monkeypatch, records, seed, queues, payload,
+                                           segment_size, as_of):
+    _c_kernel(monkeypatch)
     base = tmp_path_factory.mktemp("packc")
     src = str(base / "src")
     generate(src, SampleSpec(records=records, seed=seed, queues=queues, payload_max=payload, segment_size=2048))
@@ -59,9 +68,10 @@ def test_the_c_packer_is_the_python_packer(tmp_path_factory, records, seed, queu
     assert sum(len(x) for x in _files(a).values()) == c.bytes_after
 
 
-def test_a_changed_record_is_an_input_error(tmp_path):
+def test_a_changed_record_is_an_input_error(tmp_path, monkeypatch):
     """The C writer checks each add's CRC and id again, as the Python one: the log changed since the plan."""
     from wqtool.errors import InputError
+    _c_kernel(monkeypatch)
     src = str(tmp_path / "src")
     generate(src, SampleSpec(records=200, seed=3))
     plan = pack.pack_plan(discover([src])[0], AS_OF_NS)

@@ -268,11 +268,13 @@ def _whole_doc(plan) -> dict:
     return d
 
 
-def test_a_plan_from_the_reports_own_pass_is_the_plan_repair_reads(tmp_path):
+def test_a_plan_from_the_reports_own_pass_is_the_plan_repair_reads(tmp_path, monkeypatch):
     """report plans what a repair would lose from its own series pass (``LogReport.reuse``), reading nothing again:
     that plan, jobs lost included, equals the one ``repair`` reads for itself, on 60 damaged copies of a real
     segment and on every damaged fixture."""
+    from wqtool.engine.workq import fastreplay
     from wqtool.engine.workq.series import fast_series
+    monkeypatch.setattr(fastreplay, "KERNEL", "c")   # the kernel's pass is reused: also under WQTOOL_PURE_PYTHON=1
     logs = _damaged_copies(tmp_path, 30) + [_copy(fixture_log(name), tmp_path / name) for name, _, _ in CASES]
     pytest.importorskip("wqtool.engine.workq._kernel")
     planned = 0
@@ -297,6 +299,7 @@ def test_a_plan_from_the_reports_own_pass_is_the_plan_repair_reads(tmp_path):
 def test_report_reads_a_damaged_log_once(tmp_path, monkeypatch):
     """The incident page of a damaged log states what a repair would lose without a second pass over the log."""
     from wqtool.engine.workq import fastreplay
+    monkeypatch.setattr(fastreplay, "KERNEL", "c")   # the kernel's one pass: also under WQTOOL_PURE_PYTHON=1
     d = _copy(fixture_log("crc-mismatch-mid-segment"), tmp_path / "log")
     calls = []
     real = fastreplay.fast_run
