@@ -5,6 +5,7 @@ segment roll-overs, after the server's own cleaning moved records, and after kil
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import time
@@ -529,6 +530,26 @@ def test_cleaning_under_traffic_completes_or_skips_and_never_mismatches(inproc, 
     assert cli("verify", d).code == 0
 
 
+@contextlib.contextmanager
+def syncfs_calls():
+    """The server module's syncfs wrapped: the paths of the descriptors it is called on, in order."""
+    calls: list[str] = []
+    real = server_mod.syncfs
+    server_mod.syncfs = lambda fd: (calls.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))
+    try:
+        yield calls
+    finally:
+        server_mod.syncfs = real
+
+
+def tick(s, srv) -> None:
+    """One ``-cmdlog-sync-int`` tick on the loop, then a bounded wait until its sync in the worker thread ends."""
+    s.call(srv._interval_sync)
+    deadline = time.monotonic() + 10
+    while s.call(lambda: srv._syncing) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_rolled_segments_are_left_to_the_kernel_by_default_as_upstream(inproc, tmp_path):
     """One-record segments (-cmdlog-seg-size 15) under ``interval``, without ``--sync-rolled``: a roll-over closes
     the segment it leaves without an fsync (int/captain/appender.go:162-172) and the tick fsyncs the current
@@ -540,22 +561,14 @@ def test_rolled_segments_are_left_to_the_kernel_by_default_as_upstream(inproc, t
     for n in range(5):
         c.add(jid(0xb100 + n), b"rs", 60_000, 3_600_000, b"x")
     srv = s.srv
-    calls = []
-    real = server_mod.syncfs
-    server_mod.syncfs = lambda fd: (calls.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))
-    try:
-        s.call(srv._interval_sync)
-        deadline = time.monotonic() + 10
-        while s.call(lambda: srv._syncing) and time.monotonic() < deadline:
-            time.sleep(0.01)
+    with syncfs_calls() as calls:
+        tick(s, srv)
         assert s.call(lambda: (srv._rolled, srv._syncing, srv._roll_pool, srv.metrics["fsyncs"])) == \
             (True, False, None, 1)                                # the current segment's fsync, no syncfs
         assert calls == []
         c.close()
         s.stop()
         assert calls == [d]                                       # the stop's one syncfs
-    finally:
-        server_mod.syncfs = real
 
 
 def test_rolled_segments_are_synced_by_the_next_interval_tick_with_sync_rolled(inproc, tmp_path):
@@ -571,14 +584,8 @@ def test_rolled_segments_are_synced_by_the_next_interval_tick_with_sync_rolled(i
         c.add(jid(0xb000 + n), b"rs", 60_000, 3_600_000, b"x")
     srv = s.srv
     assert s.call(lambda: (srv._rolled, srv._roll_q, srv._roll_pool, srv.metrics["fsyncs"])) == (True, [], None, 0)
-    calls = []
-    real = server_mod.syncfs
-    server_mod.syncfs = lambda fd: (calls.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))
-    try:
-        s.call(srv._interval_sync)
-        deadline = time.monotonic() + 10
-        while s.call(lambda: srv._syncing) and time.monotonic() < deadline:
-            time.sleep(0.01)
+    with syncfs_calls() as calls:
+        tick(s, srv)
         assert s.call(lambda: (srv._rolled, srv._syncing, srv.metrics["fsyncs"])) == (False, False, 1)
         assert calls == [os.path.join(d, "000000005.log")]       # one syncfs, on the current segment's fs
         s.call(srv._interval_sync)                                # nothing rolled or written since: no call
@@ -589,8 +596,6 @@ def test_rolled_segments_are_synced_by_the_next_interval_tick_with_sync_rolled(i
         c.close()
         s.stop()
         assert calls[1:] == [d]                                   # the stop's, for segments 6 to 8
-    finally:
-        server_mod.syncfs = real
     assert not srv._rolled and srv._roll_pool is None
     assert sorted(n for n in os.listdir(d) if n.endswith(".log")) == ["%09d.log" % i for i in range(1, 9)]
 
