@@ -196,7 +196,7 @@ def serve(
     the one workq-server writes. With -cmdlog-path the log is replayed at start-up (a log workq-server would
     refuse is refused, with the finding; exit code as verify); -cmdlog-sync always answers a command only after
     its record is fsynced. SIGTERM or SIGINT: stop accepting, write and fsync what is pending, release the locks,
-    exit 0. Differences from workq-server (fixed upstream bugs) are listed in the README. An unknown flag written
+    exit 0. Differences from workq-server (fixed upstream bugs) are listed in docs/serve.md. An unknown flag written
     with one dash is refused as workq-server refuses it: "flag provided but not defined: -NAME", exit 2.
 
     Two other servers share the command: --fastjournal DIR serves the priority FIFO of the libfastjournal design
