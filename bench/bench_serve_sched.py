@@ -4,6 +4,7 @@
     python bench/bench_serve_sched.py --peer /work/anchors/workq/workq-server [--conns 1,16] [--rounds 2]
         [--seconds 4] [--variant NAME:ENV=VALUE[,ENV=VALUE...]]... [--burners 8]
         [--sync interval|always] [--rows interval:1,interval:16,always:1] [--floor c1,c1fs,c2,c3,c3burn40,c3wq,c4]
+        [--peer-variant NAME:GOMAXPROCS=1] [--peer-variant NAME:CPUS=0]
 
 For each round, each ``--conns`` row and each server (wqtool, each ``--variant`` of wqtool — the same server with
 those environment variables — and workq-server, in an order that rotates from round to round): a fresh server on a
@@ -143,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=int, default=4)
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:ENV=VALUE[,ENV=VALUE...]: also run wqtool with these environment variables")
+    ap.add_argument("--peer-variant", action="append", default=[],
+                    help="NAME:ENV=VALUE[,ENV=VALUE...]: also run workq-server with these environment variables "
+                         "(e.g. GOMAXPROCS=1); the key CPUS=LIST runs it under `taskset -c LIST` instead")
     ap.add_argument("--no-base", action="store_true", help="leave out wqtool with the environment as it is")
     ap.add_argument("--no-peer", action="store_true", help="leave out workq-server")
     ap.add_argument("--per-thread", action="store_true", help="also one line per thread (busiest first)")
@@ -171,6 +175,16 @@ def main(argv: list[str] | None = None) -> int:
         servers.append((v, floor_cmd(v, a.python), base))
     if not a.no_peer:
         servers.append(("workq", [a.peer], base))
+    for v in a.peer_variant:
+        name, _, kvs = v.partition(":")
+        env, cmd = dict(base), [a.peer]
+        for kv in filter(None, kvs.split(",")):
+            k, _, val = kv.partition("=")
+            if k == "CPUS":
+                cmd = ["taskset", "-c", val, a.peer]
+            else:
+                env[k] = val
+        servers.append((name, cmd, env))
     subprocess.run([a.python, "-m", "compileall", "-q", os.path.join(ROOT, "wqtool")], check=False)
 
     burners: list[subprocess.Popen] = []
