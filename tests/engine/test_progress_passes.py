@@ -42,14 +42,15 @@ def _run(fn):
 REF = progress.REFERENCE_PASS
 
 
-def _kernel_reads(d: str) -> bool:
-    """Does the hot kernel read this log through (else it hands it to the reference pass)?"""
+def _handed_back(d: str) -> bool:
+    """Does the hot kernel hand this log back to the reference pass (else it reads it through, or there is no
+    kernel to run: WQTOOL_PURE_PYTHON=1, and the reference read is the "read" pass itself)?"""
     from wqtool.engine.workq.fastreplay import Bail, fast_run
     try:
         fast_run(discover([d])[0], AS_OF_NS, through=True)
-    except Bail:
-        return False
-    return True
+    except Bail as exc:
+        return exc.handed_back
+    return False
 
 
 def _copy(name, tmp_path) -> str:
@@ -62,7 +63,7 @@ def _copy(name, tmp_path) -> str:
 
 def test_repair_apply_reads_writes_and_re_verifies(tmp_path):
     d = _copy("crc-mismatch-mid-segment", tmp_path)
-    ref = [] if _kernel_reads(d) else [REF]
+    ref = [REF] if _handed_back(d) else []
     holder = {}
 
     def go():
@@ -108,3 +109,23 @@ def test_the_reference_pass_is_a_pass_of_its_own(monkeypatch):
     rec = _run(lambda: verify.run_log(discover([fixture_log("upstream-a-run1")])[0], AS_OF_NS))
     assert rec.names() == ["read", REF]
     assert rec.passes[1][3] == os.path.getsize(os.path.join(fixture_log("upstream-a-run1"), "000000001.log"))
+
+
+def test_without_a_kernel_the_reference_read_is_the_read_pass(tmp_path, monkeypatch):
+    """No kernel to run (WQTOOL_PURE_PYTHON=1, or not built): nothing is handed back, so no pass says so; the
+    reference reads the log in "read" and the new log in "re-verify" (they were empty, each followed by a
+    "reference pass (the kernel handed the log back)")."""
+    from wqtool.engine.workq import fastreplay
+    monkeypatch.setattr(fastreplay, "KERNEL", "python")
+    d = _copy("crc-mismatch-mid-segment", tmp_path)
+    size = sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d))
+    holder = {}
+
+    def go():
+        plan = holder["plan"] = repair.repair_plan(discover([d])[0], AS_OF_NS, salvage=True)
+        plan.apply(fsync=False, stale_lock_hold=0)
+    rec = _run(go)
+    assert rec.names() == ["read", "write", "re-verify", "quarantine"]
+    written = sum(s.size_after for s in holder["plan"].segments if not s.remove)
+    read, _, verified, _ = rec.passes
+    assert read[3] >= size and verified[3] == written                     # every byte read where it is announced

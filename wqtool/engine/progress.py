@@ -17,7 +17,8 @@ import os
 from _collections_abc import Callable, Iterator   # (collections.abc's: serve imports this before its first reply,
                                                   # without typing, contextlib or the collections package)
 
-#: The pass a format's engine adds when its kernel hands a log back to the reference reader and replay.
+#: The pass a format's engine adds when its kernel hands a log back to the reference reader and replay (only then:
+#: with no kernel to run, the reference read is the command's own read, announced as "read" or "re-verify").
 REFERENCE_PASS = "reference pass (the kernel handed the log back)"
 
 _listener: Callable[[int], None] | None = None

@@ -13,9 +13,9 @@ reference says. ``tests/engine/workq/test_kernel_c.py`` and ``test_fastreplay.py
 random valid, invalid and damaged logs (bit flips, every truncation offset, hostile sizes).
 
 ``Bail`` is left for what the kernel cannot hold: no C kernel (built where a compiler was available; forced off
-with ``WQTOOL_PURE_PYTHON=1``: ``KERNEL`` is then "python" and every caller runs the reference path), a time
-outside int64 ns or an attempt count beyond uint32 in a live job, a ``stats`` pass over an undecodable record,
-and — only when a caller asks for an intact log (``through=False``) — the first error finding.
+with ``WQTOOL_PURE_PYTHON=1``: ``KERNEL`` is then "python", the Bail is ``NoKernel`` and every caller runs the
+reference path), a time outside int64 ns or an attempt count beyond uint32 in a live job, a ``stats`` pass over an
+undecodable record, and — only when a caller asks for an intact log (``through=False``) — the first error finding.
 
 One pass gives what a repair plans from (``FastResult``): the findings in file order, ``spans`` — the byte range
 of every error (damage: ``[offset, resumes_at)`` or to the segment's end; a refused record: the record; a bad
@@ -47,7 +47,8 @@ from ..fileio import Snapshot, pinned
 from .reader import FileView, LogSet, RecordReader, header_finding
 from .replay import CompactJobs, ReplayState, WorkqReplay, closing_notes, expired_finding, unknown_job_finding
 
-__all__ = ["Bail", "Damaged", "FastReplay", "FastResult", "Span", "fast_run", "finish_state", "merge_shares", "KERNEL"]
+__all__ = ["Bail", "Damaged", "FastReplay", "FastResult", "NoKernel", "Span", "fast_run", "finish_state",
+           "merge_shares", "KERNEL"]
 
 class CappedFindings(list):
     """The kernel's findings: the first ``limit`` (seg_no, Finding) pairs of each quota (``findings.quota``:
@@ -101,6 +102,17 @@ class CappedFindings(list):
 
 class Bail(Exception):
     """The kernel cannot take this log (see the module docstring): the caller runs the reference path."""
+
+    #: the kernel read (part of) the log and handed it back: the reference pass is a second read, a pass of its own
+    handed_back = True
+
+
+class NoKernel(Bail):
+    """No kernel to run (not built, or ``WQTOOL_PURE_PYTHON=1``): nothing was read, so the reference path is the
+    caller's only read, inside the pass it already announced (a "handed back" pass would name a read that never
+    happened, after an empty one)."""
+
+    handed_back = False
 
 
 class Damaged(Exception):
@@ -193,7 +205,7 @@ class FastReplay:
     def run(self) -> None:
         """Raises Bail when the log needs the reference path."""
         if self.kernel != "c":
-            raise Bail
+            raise NoKernel
         index = 0
         newest = self.log.newest
         for f in self.log.findings:          # discovery's findings come first (the series count them)
@@ -378,6 +390,8 @@ def fast_run(log: LogSet, as_of_ns: int, *, keep: bool = True, nparts: int = 1,
     ``through``: read through damage and refused records (the findings and ``spans`` say what and where); else
     the log must be free of errors (Bail at the first); ``series``: bin the time series too (at most that many
     bins; one process). Raises Bail when the log needs the reference path."""
+    if KERNEL != "c":       # (before the processes: each would only find no kernel, and the Bail must say so)
+        raise NoKernel
     if nparts > 1 and not keep and not stats and series is None:
         return _parallel(log, as_of_ns, nparts, limit, through)
     with gc_paused():

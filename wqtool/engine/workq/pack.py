@@ -293,8 +293,9 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     sigs = {s.path: FileSig.of(s.path) for s in log.segments}
     try:                    # one kernel pass: the replay, and the records by kind (its statistics)
         res = fast_run(log, as_of_ns, keep=True, stats=True, through=True)
-    except Bail:
-        progress.begin(progress.REFERENCE_PASS)
+    except Bail as exc:
+        if exc.handed_back:
+            progress.begin(progress.REFERENCE_PASS)
         res = None
         report = run_log(log, as_of_ns, state=True, engine="reference")
     else:

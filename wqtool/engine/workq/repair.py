@@ -164,8 +164,9 @@ def _read_once(log: LogSet, as_of_ns: int, on_error: Callable[[Finding], None]):
     pass meets it (a refusal need not wait for the end of the log)."""
     try:
         res = fast_run(log, as_of_ns, keep=True, through=True, on_error=on_error)
-    except Bail:
-        progress.begin(progress.REFERENCE_PASS)
+    except Bail as exc:
+        if exc.handed_back:
+            progress.begin(progress.REFERENCE_PASS)
     else:
         return res.findings, res.state, dict(zip((s.path for s in log.segments), res.seg_records)), res.records
     run = LogRun(log, as_of_ns)

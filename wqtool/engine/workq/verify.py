@@ -47,10 +47,11 @@ def run_log(log: LogSet, as_of_ns: int, *, limit: int | None = None, state: bool
     if engine != "reference":
         try:
             res = fast_run(log, as_of_ns, keep=state, nparts=workers, limit=limit, through=True)
-        except Bail:
+        except Bail as exc:
             if engine == "fast":
                 raise
-            progress.begin(progress.REFERENCE_PASS)
+            if exc.handed_back:
+                progress.begin(progress.REFERENCE_PASS)
         else:
             return fast_report(log, res, limit)
     run = LogRun(log, as_of_ns, limit=limit)
