@@ -15,6 +15,7 @@ not timed).
   repair-apply      repair --apply --salvage of a fresh damaged copy (write, re-verify, quarantine, swap)
   repair-apply-healthy  the same command on a fresh intact copy (a plan with nothing to cut: nothing installed)
   pack-plan         pack (plan only) of the intact log
+  pack-plan-damaged pack --salvage (plan only) of the damaged copy
   pack-apply        pack --apply of a fresh intact copy
 
 Goals (issue 18): verify-damaged <= 1.5x verify; repair-plan <= 30x floor and <= 250 MB peak RSS; repair-apply
@@ -40,7 +41,7 @@ import shapes  # noqa: E402
 from harness import loadavg, timed  # noqa: E402
 
 MEASURES = ["verify", "verify-damaged", "repair-plan", "repair-apply", "repair-apply-healthy", "pack-plan",
-            "pack-apply"]
+            "pack-plan-damaged", "pack-apply"]
 GOALS = {"repair-plan": 30.0, "repair-apply": 50.0, "repair-apply-healthy": 50.0, "pack-plan": 30.0,
          "pack-apply": 50.0}
 RSS_GOALS = {"repair-plan": 250 * 2**20}
@@ -80,6 +81,7 @@ def argv_of(name: str, intact: str, damaged: str, work: str) -> list[str]:
         "repair-apply": wq + ["repair", "--apply", "--salvage", *a, work],
         "repair-apply-healthy": wq + ["repair", "--apply", "--salvage", *a, work],
         "pack-plan": wq + ["pack", *a, intact],
+        "pack-plan-damaged": wq + ["pack", "--salvage", *a, damaged],
         "pack-apply": wq + ["pack", "--apply", *a, work],
     }[name]
 

@@ -129,3 +129,16 @@ def test_without_a_kernel_the_reference_read_is_the_read_pass(tmp_path, monkeypa
     written = sum(s.size_after for s in holder["plan"].segments if not s.remove)
     read, _, verified, _ = rec.passes
     assert read[3] >= size and verified[3] == written                     # every byte read where it is announced
+
+
+def test_pack_reads_a_damaged_log_once(tmp_path, monkeypatch):
+    """``pack --salvage`` counts the input's records by kind in its one read, on both paths: its "read" pass ends
+    at the log's size (a second read, to count the kinds of a log that is not clean, took it to twice that)."""
+    from wqtool.engine.workq import fastreplay
+    d = _copy("crc-mismatch-mid-segment", tmp_path)
+    size = sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d) if n.endswith(".log"))
+    for kernel in ("c", "python") if fastreplay.KERNEL == "c" else ("python",):
+        monkeypatch.setattr(fastreplay, "KERNEL", kernel)
+        rec = _run(lambda: pack.pack_plan(discover([d])[0], AS_OF_NS, salvage=True))
+        assert rec.names() == ["read", "plan the packed log"], kernel
+        assert 0 < rec.passes[0][3] <= size, (kernel, rec.passes[0][3], size)

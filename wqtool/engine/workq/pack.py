@@ -42,11 +42,12 @@ from ..fsops import FileSig, LogBusy
 from ..plan import (ApplyResult, InjectedCrash, StepRunner, input_exit_code, pack_doc, pack_refusal, prove,
                     timed, write_step)
 from .swap import SwapPlan, finish_interrupted
-from .reader import LogSet, RecordReader, discover, record_length
+from .model import Record
+from .reader import LogSet, discover, record_length
 from .replay import CompactJobs, Job, JobState, ReplayState
 from ..run import LogReport
 from .fastreplay import Bail, fast_run
-from .verify import fast_report, run_log
+from .verify import LogRun, fast_report, run_log
 from .writer import segment_name
 
 __all__ = ["WorkqPackPlan", "ApplyResult", "Dropped", "PackRefused", "PackMismatch", "LogBusy", "InjectedCrash",
@@ -242,16 +243,18 @@ def _iter_records(plan: WorkqPackPlan) -> Iterator[bytes]:
 
 
 # ---------------------------------------------------------------- counting the input
-def _count_kinds(log: LogSet) -> Counter:
-    """Input records by kind, framed by the reader (a log the kernel's statistics did not count: damaged)."""
-    out: Counter = Counter()
-    for ev in RecordReader(log, decode=False).events():
-        if ev.__class__ is Finding:
-            continue
-        body = ev.raw_payload
-        c = body[len(body) - ev.size] if ev.size else 0
-        out[_KIND.get(c, "(undecodable)")] += 1
-    return out
+def _reference_pass(log: LogSet, as_of_ns: int) -> tuple[LogReport, Counter]:
+    """The reference read and replay (the kernel could not take the log), counting the input's records by kind as
+    they go by, as the kernel's statistics do in its pass: one read. A record whose payload did not decode is
+    counted by its command byte, "(undecodable)" when that is no command."""
+    run = LogRun(log, as_of_ns)
+    kinds: Counter = Counter()
+    for ev in run.events():
+        if ev.__class__ is Record:
+            c = ev.command
+            kinds[_KIND[c.cmd] if c is not None else
+                  _KIND.get(ev.raw_payload[0] if ev.raw_payload else 0, "(undecodable)")] += 1
+    return run.report, kinds
 
 
 def _dropped_from(report: LogReport) -> list[Dropped]:
@@ -291,23 +294,19 @@ def pack_plan(log: LogSet, as_of_ns: int, *, segment_size: int = DEFAULT_SEGMENT
     if segment_size < 1:
         raise UsageError(f"segment size must be positive, not {segment_size}")
     sigs = {s.path: FileSig.of(s.path) for s in log.segments}
-    try:                    # one kernel pass: the replay, and the records by kind (its statistics)
+    try:                    # one pass: the replay, and the records by kind (the kernel's statistics)
         res = fast_run(log, as_of_ns, keep=True, stats=True, through=True)
     except Bail as exc:
         if exc.handed_back:
             progress.begin(progress.REFERENCE_PASS)
-        res = None
-        report = run_log(log, as_of_ns, state=True, engine="reference")
+        report, by_kind_before = _reference_pass(log, as_of_ns)
     else:
         report = fast_report(log, res, None)
+        by_kind_before = Counter({_KIND[c]: n for c, n in enumerate(res.stats.records()) if n and c in _KIND})
     code = report.verdict
     pack_refusal(report, salvage, ("a corrupt log", "a history workq-server refuses"),
                  "--salvage packs what is readable and lists what is dropped", where=True)
     state = report.state
-    if res is not None and code == Verdict.CLEAN:
-        by_kind_before = Counter({_KIND[c]: n for c, n in enumerate(res.stats.records()) if n and c in _KIND})
-    else:
-        by_kind_before = _count_kinds(log)
     table = _c_table(state)
     progress.begin("plan the packed log", len(state.jobs), "jobs")
     if table is not None:       # the kernel's job table lays the packed log out itself (kernel/pack.c)
