@@ -14,7 +14,7 @@ AS_OF   = 2026-11-22T00:00:00Z
 
 $(VENV)/.installed: pyproject.toml setup.py wqtool/engine/workq/_kernel.c $(wildcard wqtool/engine/workq/kernel/*.c wqtool/engine/workq/kernel/*.h) \
                      wqtool/engine/kestrel/_kernel.c wqtool/engine/kestrel/consts.h wqtool/engine/_cgrow.h wqtool/engine/_series.h \
-                     wqtool/server/workq/_proto.c
+                     wqtool/server/workq/_proto.c wqtool/server/launch.c bin/wqtool
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -e . $(EDITABLE)
 	@touch $@
@@ -101,7 +101,7 @@ bench-orth: $(VENV)/.installed-test
 	$(PY) bench/bench_orth.py
 
 bench-serve: $(VENV)/.installed
-	$(PY) bench/bench_serve_peer.py $(BENCH_SERVE_ARGS)
+	$(PY) bench/bench_serve_peer.py --drop-in $(BENCH_SERVE_ARGS)
 bench-fastjournal: $(VENV)/.installed
 	$(PY) bench/bench_fastjournal.py
 

@@ -18,6 +18,9 @@ result, and every line carries the load average (on a shared machine only ratios
 * with ``--systests`` (needs $ANCHORS/run_systests.sh, shared/peers/workq-server.md): upstream's TestCmdLog/1K, in
   seconds, and whether it passed.
 
+With ``--drop-in`` every row is also measured for ``wqtool-serve`` (the launcher beside the console script: the
+port bound before Python starts, then ``wqtool serve``), in the same rounds, on a line of its own under wqtool's.
+
 workq-server is found on PATH (or ``--peer PATH``); without it the wqtool rows are printed alone. wqtool is
 started as users start it, by the ``wqtool`` console script next to this interpreter (every row; the first line
 says which), or as ``python -m wqtool`` with a note where there is none.
@@ -57,6 +60,7 @@ def free_port() -> int:
 #: how wqtool is started: as users start it, by the installed console script next to this interpreter (bin/wqtool,
 #: no runpy); ``python -m wqtool`` only where that script is missing (``launcher`` says which, once)
 _SCRIPT = os.path.join(os.path.dirname(sys.executable), "wqtool")
+_DROP_IN = os.path.join(os.path.dirname(sys.executable), "wqtool-serve")
 _LAUNCHER: list[str] = []
 
 
@@ -74,11 +78,13 @@ def launcher() -> list[str]:
 def command(kind: str, peer: str, port: int, logdir: str | None, sync: str = "interval", extra=()) -> list[str]:
     if kind == "wqtool":
         cmd = launcher() + ["serve", "-listen", f"127.0.0.1:{port}", "--log-level", "warning"]
+    elif kind == "wqtool-serve":
+        cmd = [_DROP_IN, "-listen", f"127.0.0.1:{port}", "--log-level", "warning"]
     else:
         cmd = [peer, "-listen", f"127.0.0.1:{port}"]
     if logdir is not None:
         cmd += ["-cmdlog-path", logdir, "-cmdlog-sync", sync]
-        if kind != "wqtool" and sync != "interval":
+        if kind == "workq-server" and sync != "interval":
             cmd += ["-cmdlog-sync-int", "0"]
     return cmd + list(extra)
 
@@ -260,7 +266,7 @@ def probes(kind: str, peer: str, seconds: float) -> tuple[int, int, float]:
 
 def systest(kind: str, peer: str) -> tuple[float, bool]:
     anchors = os.environ["ANCHORS"]
-    cmd = [peer] if kind == "workq-server" else launcher() + ["serve"]
+    cmd = [peer] if kind == "workq-server" else [_DROP_IN] if kind == "wqtool-serve" else launcher() + ["serve"]
     env = dict(os.environ, SYSTESTS_RUN="TestCmdLog/1K",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
@@ -281,6 +287,7 @@ def main() -> None:
     ap.add_argument("--peer", default=shutil.which("workq-server"), help="workq-server (default: on PATH)")
     ap.add_argument("--systests", action="store_true", help="also upstream's TestCmdLog/1K ($ANCHORS)")
     ap.add_argument("--rows", default="", help="only the rows whose label contains one of these, comma-separated")
+    ap.add_argument("--drop-in", action="store_true", help="also wqtool-serve (the launcher), on lines of its own")
     a = ap.parse_args()
     # the bytecode of wqtool's modules, as an installed package has it (PYTHONDONTWRITEBYTECODE=1 here: without
     # it every start compiles what it imports, and the first reply measures the compiler)
@@ -288,7 +295,9 @@ def main() -> None:
     go = build_go_client()
     if go is None:
         raise SystemExit("the compiled load client needs go on PATH (apt-get install golang-go)")
-    servers = ["wqtool"] + (["workq-server"] if a.peer else [])
+    if a.drop_in and not os.access(_DROP_IN, os.X_OK):
+        raise SystemExit(f"--drop-in: no launcher at {_DROP_IN} (pip install . builds it)")
+    servers = ["wqtool"] + (["wqtool-serve"] if a.drop_in else []) + (["workq-server"] if a.peer else [])
     print(f"wqtool serve ({' '.join(launcher())}) vs {a.peer or '(no workq-server on PATH: wqtool alone)'}; "
           f"{a.rounds} round(s), the servers "
           f"back to back, alternating which goes first; load average {load()} ({os.cpu_count()} CPUs)")
@@ -304,31 +313,36 @@ def main() -> None:
     for label, run, higher_better in rows:
         if want and not any(w in label for w in want):
             continue
-        per, ratios = {k: [] for k in servers}, []
+        ours = [k for k in servers if k != "workq-server"]
+        per, ratios = {k: [] for k in servers}, {k: [] for k in ours}
         for rnd in range(a.rounds):
             order = servers if rnd % 2 == 0 else servers[::-1]
             got = {k: run(k) for k in order}
             for k in servers:
                 per[k].append(got[k])
             if a.peer:
-                r = got["wqtool"] / got["workq-server"] if higher_better else got["workq-server"] / got["wqtool"]
-                ratios.append((r, load()))
+                for k in ours:
+                    r = got[k] / got["workq-server"] if higher_better else got["workq-server"] / got[k]
+                    ratios[k].append((r, load()))
         med = {k: statistics.median(v) for k, v in per.items()}
-        ratio = f"{statistics.median(r for r, _ in ratios):.2f}x" if ratios else "-"
-        peer = f"{med['workq-server']:13.1f}" if a.peer else f"{'-':>13}"
-        print(f"{label:<34} {med['wqtool']:10.1f} {peer} {ratio:>7}   "
-              + ", ".join(f"{r:.2f}x ({ld})" for r, ld in ratios), flush=True)
+        for k in ours:
+            ratio = f"{statistics.median(r for r, _ in ratios[k]):.2f}x" if ratios[k] else "-"
+            peer = f"{med['workq-server']:13.1f}" if a.peer else f"{'-':>13}"
+            print(f"{label if k == 'wqtool' else '  ' + k:<34} {med[k]:10.1f} {peer} {ratio:>7}   "
+                  + ", ".join(f"{r:.2f}x ({ld})" for r, ld in ratios[k]), flush=True)
         if label.startswith("first reply") and FIRST_CPU:
-            cpu = {k: statistics.median(v) for k, v in FIRST_CPU.items()}
-            print(f"{'  CPU at the reply (ms)':<34} {cpu.get('wqtool', float('nan')):10.1f} "
-                  + (f"{cpu.get('workq-server', float('nan')):13.1f}" if a.peer else f"{'-':>13}")
-                  + "   (every thread; the median of all starts)", flush=True)
-            acc = {k: (statistics.median(t for t, _ in v), statistics.median(c for _, c in v))
-                   for k, v in FIRST_ACCEPT.items()}
-            nan = (float("nan"), float("nan"))
-            print(f"{'  port accepts (ms; CPU by then)':<34} {'%.1f; %.1f' % acc.get('wqtool', nan):>10} "
-                  + (f"{'%.1f; %.1f' % acc.get('workq-server', nan):>13}" if a.peer else f"{'-':>13}")
-                  + "   (exec to the first connect that succeeds, polled every 1 ms)", flush=True)
+            nan = float("nan")
+            for k in ours:
+                cpu = {x: statistics.median(v) for x, v in FIRST_CPU.items()}
+                acc = {x: "%.1f; %.1f" % (statistics.median(t for t, _ in v), statistics.median(c for _, c in v))
+                       for x, v in FIRST_ACCEPT.items()}
+                who = "" if k == "wqtool" else f" ({k})"
+                print(f"{'  CPU at the reply (ms)' + who:<34} {cpu.get(k, nan):10.1f} "
+                      + (f"{cpu.get('workq-server', nan):13.1f}" if a.peer else f"{'-':>13}")
+                      + "   (every thread; the median of all starts)", flush=True)
+                print(f"{'  port accepts (ms; CPU)' + who:<34} {acc.get(k, '-'):>10} "
+                      + (f"{acc.get('workq-server', '-'):>13}" if a.peer else f"{'-':>13}")
+                      + "   (exec to the first connect that succeeds, polled every 1 ms)", flush=True)
     if not want or any(w in "probes" for w in want):
         got = {k: [] for k in servers}
         for rnd in range(a.rounds):
@@ -346,12 +360,13 @@ def main() -> None:
                 for k in (servers if rnd % 2 == 0 else servers[::-1]):
                     dt, ok = systest(k, a.peer)
                     res[k].append((dt, ok, load()))
-            ratios = [w[0] / g[0] for w, g in zip(res["wqtool"], res["workq-server"])]
             for k in servers:
                 print(f"{'TestCmdLog/1K (s, wall of the run)':<34} {k:>10}: "
                       + ", ".join(f"{dt:.1f} {'pass' if ok else 'FAIL'} (load {ld})" for dt, ok, ld in res[k]))
-            print(f"{'TestCmdLog/1K ratio':<34} {statistics.median(ratios):10.2f}x   "
-                  + ", ".join(f"{r:.2f}x" for r in ratios))
+            for k in servers[:-1]:
+                ratios = [w[0] / g[0] for w, g in zip(res[k], res["workq-server"])]
+                print(f"{'TestCmdLog/1K ratio':<34} {k:>10}: {statistics.median(ratios):.2f}x   "
+                      + ", ".join(f"{r:.2f}x" for r in ratios))
     print(f"load average at the end: {load()}")
 
 

@@ -58,7 +58,7 @@ def test_man_finds_the_pages_after_pip_install(wheel, tmp_path):
 
 
 def test_the_console_script_runs_wqtool_and_imports_no_re_first(wheel, tmp_path):
-    """``pip install`` makes ``PREFIX/bin/wqtool`` from bin/wqtool (pyproject ``script-files``, the interpreter's
+    """``pip install`` makes ``PREFIX/bin/wqtool`` from bin/wqtool (setup.py ``scripts``, the interpreter's
     path written in): it runs wqtool's entry point — ``--version``, and a usage error's exit 2 — and, unlike pip's
     wrapper of an entry point, imports no ``re`` (nor ``enum``) before it (``wqtool serve``'s start-up)."""
     prefix = tmp_path / "prefix"
@@ -77,3 +77,22 @@ def test_the_console_script_runs_wqtool_and_imports_no_re_first(wheel, tmp_path)
     u = subprocess.run([str(script), "serve", "-cmdlog-path", str(tmp_path / "missing")], env=env,
                        capture_output=True, text=True, timeout=60)
     assert u.returncode == 2 and "no such file or directory" in u.stderr
+
+
+def test_wqtool_serve_is_installed_beside_the_console_script(wheel, tmp_path):
+    """setup.py builds wqtool-serve (wqtool/server/launch.c) and installs it as a script, executable, as it is (no
+    ``#!`` rewritten into it); installed, it runs the ``wqtool`` beside it: a missing -cmdlog-path is refused as
+    ``wqtool serve`` refuses it (exit 2, nothing created)."""
+    info = {i.filename: i for i in zipfile.ZipFile(wheel).infolist()}
+    entry = info["wqtool-0.2.0.data/scripts/wqtool-serve"]
+    assert entry.external_attr >> 16 & 0o111 == 0o111
+    prefix = tmp_path / "prefix"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
+                        "--prefix", str(prefix), wheel], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    launcher = prefix / "bin" / "wqtool-serve"
+    assert launcher.read_bytes()[:4] in (b"\x7fELF", b"#!/b")      # compiled, or the shell fallback
+    [site] = glob.glob(str(prefix / "lib" / "python*" / "site-packages"))
+    u = subprocess.run([str(launcher), "-cmdlog-path", str(tmp_path / "missing")], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=site, PATH="/usr/bin:/bin"), timeout=60)
+    assert u.returncode == 2 and "no such file or directory" in u.stderr and not (tmp_path / "missing").exists()

@@ -41,7 +41,8 @@ SCRIPT = os.path.join(os.path.dirname(sys.executable), "wqtool")
 
 
 def _serve(port: int, log, env: dict, *args: str, launcher=None) -> subprocess.Popen:
-    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
+    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    e.update(env)
     return subprocess.Popen([*(launcher or (sys.executable, "-m", "wqtool")), "serve", "-listen", f"127.0.0.1:{port}",
                              "-cmdlog-path", str(log), "--create", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=e, cwd=ROOT)
@@ -362,3 +363,40 @@ def test_a_stop_asked_for_during_the_hand_over_is_noted_not_fatal():
         loop.restore_signals()
         lsock.close()
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+_PROBE_IMPORT_THREAD = '''
+import sys, threading
+_start = threading.Thread.start
+def start(self):
+    if self.name == "wqtool-import":
+        t = sys.modules.get("typing")
+        with open(%r, "w") as f:
+            f.write("absent" if t is None else "half" if getattr(t.__spec__, "_initializing", False) else "whole")
+    return _start(self)
+threading.Thread.start = start
+'''
+
+
+def test_typing_is_whole_before_the_import_thread_starts(tmp_path):
+    """The event loop's import thread imports asyncio, which imports typing; a dataclass made by the loop thread
+    meanwhile (a module a request imports) reads typing from ``sys.modules`` without the import lock (CPython's
+    dataclasses ``_get_field``), and a half-imported typing failed it: ``partially initialized module 'typing' has no
+    attribute 'ClassVar'``, exit 70, upstream's TestCmdLog/1K reset by its server beside 8 CPU burners. So typing is
+    imported whole before the thread starts (a ``sitecustomize`` on PYTHONPATH notes its state at that moment)."""
+    probe, seen = tmp_path / "site", tmp_path / "typing-at-start"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(_PROBE_IMPORT_THREAD % str(seen))
+    port = _free_port()
+    p = _serve(port, tmp_path / "log", {"PYTHONPATH": f"{probe}{os.pathsep}{ROOT}"}, launcher=(SCRIPT,))
+    try:
+        c = _connect_when_bound(port, p, 30)
+        c.sendall(b"inspect server\r\n")
+        deadline = time.monotonic() + 30
+        while not seen.exists() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.01)
+        c.close()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=20)
+    assert seen.read_text() == "whole", err.decode()

@@ -204,6 +204,9 @@ def serve(
     an Orth executor's callbacks with the admin's update rules (what `replay --send` posts to). Each prints the
     same Listening line on stdout and stops the same way.
 
+    wqtool-serve ARGS..., installed beside wqtool, is `wqtool serve ARGS...` with the port bound before Python
+    starts (a workq-server binary's drop-in: clients connecting during the start wait instead of being refused).
+
     Example:
 
     \b
@@ -212,6 +215,7 @@ def serve(
       wqtool serve -listen 127.0.0.1:0        # in memory, on any free port
       wqtool serve --fastjournal /var/lib/fastjournal -listen 127.0.0.1:4008
       wqtool serve --orth-admin orth_job.db --context-path /orth-admin --access-token TOKEN
+      wqtool-serve -listen localhost:9944 -cmdlog-path /var/lib/workq
     """
     from ..server.prebind import handed_over
     failed = handed_over()

@@ -21,6 +21,11 @@ else goes to the CLI, which also reports every failure before the server listens
 
 ``early`` also notes when the process started (``started_ns``): the server's restart instant (``since_start``).
 
+``wqtool-serve`` (``launch.c``, installed beside the console script) binds before Python starts at all: the
+interpreter's own start is ~10 ms of CPU before ``early`` runs, ~80 ms at load 10 (upstream's tests connect after
+100 ms). It decides by ``decide``'s rules, binds, and execs ``wqtool serve`` with the socket's descriptor in
+``WQTOOL_SERVE_LISTEN_FD``; ``early`` adopts it where it would bind that address itself, else closes it and binds.
+
 Imports: os, time and ``_socket`` only (this runs before anything else is imported; ``socket`` would add enum).
 """
 from __future__ import annotations
@@ -103,12 +108,10 @@ def release_gc() -> None:
         gc.enable()
 
 
-def early(argv: list[str]) -> bool:
-    """Bind and listen on ``serve``'s ``-listen`` address now (see the module docstring); ``argv``: the arguments
-    after ``serve``. True when a socket was bound."""
-    global _held, started_ns
-    if started_ns is None:
-        started_ns = time.time_ns()
+def decide(argv: list[str]) -> tuple[str, int] | None:
+    """Whether ``early`` binds for ``argv`` (the arguments after ``serve``), and what: (host, "" for every address,
+    brackets stripped; port), or None. wqtool-serve's launcher (``launch.c`` ``decide``) applies the same rules
+    before Python starts (tests/server/test_launch.py proves them equal)."""
     listen, path, create = "127.0.0.1:9922", "", False
     i = 0
     while i < len(argv):
@@ -117,7 +120,7 @@ def early(argv: list[str]) -> bool:
             break
         name, eq, value = a.lstrip("-").partition("=")
         if name in ("h", "help", "fastjournal", "orth-admin"):
-            return False
+            return None
         if a in ("--create", "--sync-rolled"):
             create = create or a == "--create"
             i += 1
@@ -126,10 +129,10 @@ def early(argv: list[str]) -> bool:
                          "cmdlog-clean-int", "max-connections", "idle-timeout", "request-timeout", "metrics",
                          "log-level")
         if not takes:
-            return False                                    # a flag this does not know: the CLI decides
+            return None                                     # a flag this does not know: the CLI decides
         if not eq:
             if i + 1 >= len(argv):
-                return False
+                return None
             value = argv[i + 1]
             i += 1
         if name == "listen":
@@ -138,26 +141,76 @@ def early(argv: list[str]) -> bool:
             path = value
         i += 1
     host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit() or int(port) == 0 or int(port) > 65535:
-        return False                                        # (port 0: the Listening line says which; no hurry)
+    digits = port.lstrip("0")
+    if not sep or not (port.isascii() and port.isdigit()) or not digits or len(digits) > 5 or int(digits) > 65535:
+        return None                                         # (port 0: the Listening line says which; no hurry)
     if path and not _servable(path, create):
+        return None
+    return host.strip("[]"), int(digits)
+
+
+def early(argv: list[str]) -> bool:
+    """Bind and listen on ``serve``'s ``-listen`` address now (see the module docstring), or adopt the socket
+    wqtool-serve's launcher bound for it before Python started (``_launched``); ``argv``: the arguments after
+    ``serve``. True when a socket is held."""
+    global _held, started_ns
+    fd, t0 = _launched()
+    if started_ns is None:
+        started_ns = t0 or time.time_ns()
+    where = decide(argv)
+    if where is None:
+        if fd is not None:
+            os.close(fd)
         return False
-    host = host.strip("[]") or None
-    try:
-        family = _socket.AF_INET6 if host and ":" in host else _socket.AF_INET
-        s = _socket.socket(family, _socket.SOCK_STREAM)     # not inheritable (PEP 446)
+    host, port = where
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    if fd is not None:
+        fd = _adopt(fd, family, port)
+        if fd is not None and t0:           # when the launcher bound it, on the marks' clock
+            _marks.append(("launched", time.clock_gettime_ns(time.CLOCK_BOOTTIME) - (time.time_ns() - t0)))
+    if fd is None:
         try:
-            s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
-            s.bind((host or "", int(port)))
-            s.listen(BACKLOG)
-        except BaseException:
-            s.close()
-            raise
-    except (OSError, ValueError, UnicodeError):
-        return False                                        # the server's own bind reports it, as always
-    _held = (host or "", int(port), family, s.detach())
+            s = _socket.socket(family, _socket.SOCK_STREAM)     # not inheritable (PEP 446)
+            try:
+                s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+                s.bind((host, port))
+                s.listen(BACKLOG)
+            except BaseException:
+                s.close()
+                raise
+        except (OSError, ValueError, UnicodeError):
+            return False                                    # the server's own bind reports it, as always
+        fd = s.detach()
+    _held = (host, port, family, fd)
     mark("bound")
     return True
+
+
+def _launched() -> tuple[int | None, int | None]:
+    """The listening socket's descriptor and the process's start (ns) that wqtool-serve's launcher passed on
+    (``WQTOOL_SERVE_LISTEN_FD``, ``WQTOOL_SERVE_T0``), taken out of the environment (a process the server starts
+    does not see them); (None, None) when it passed none."""
+    fd, t0 = os.environ.pop("WQTOOL_SERVE_LISTEN_FD", ""), os.environ.pop("WQTOOL_SERVE_T0", "")
+    return (int(fd) if fd.isascii() and fd.isdigit() and len(fd) < 10 else None,
+            int(t0) if t0.isascii() and t0.isdigit() and len(t0) < 25 else None)
+
+
+def _adopt(fd: int, family: int, port: int) -> int | None:
+    """``fd`` when it is a listening TCP socket of ``family`` on ``port`` (what ``early`` would bind), made not
+    inheritable; else it is closed (and ``early`` binds itself) -> None."""
+    try:
+        s = _socket.socket(fileno=fd)
+    except OSError:
+        return None                                         # not a socket (or not open)
+    try:
+        if (s.family == family and s.type == _socket.SOCK_STREAM and s.getsockname()[1] == port
+                and s.getsockopt(_socket.SOL_SOCKET, _socket.SO_ACCEPTCONN)):
+            os.set_inheritable(fd, False)
+            return s.detach()
+    except OSError:
+        pass
+    s.close()
+    return None
 
 
 #: serve's workq-server flags and the few own ones the lean start takes: name -> (ServeOptions field, kind)

@@ -477,6 +477,11 @@ class Server:
 
         def start_import() -> None:
             import threading                    # (once the first requests are served)
+            # typing whole before the thread imports asyncio (which imports it): a dataclass made here meanwhile
+            # (a module a request imports) reads typing from sys.modules without the import lock, and a half-made
+            # typing failed it ("partially initialized module 'typing' has no attribute 'ClassVar'": exit 70 under
+            # upstream's TestCmdLog beside CPU burners)
+            import typing  # noqa: F401
             prebind.release_gc()                # (held by wqtool._entry until the first requests are served)
             threading.Thread(target=load, name="wqtool-import", daemon=True).start()
 
