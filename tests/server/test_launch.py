@@ -260,3 +260,29 @@ def test_the_shell_fallback_runs_wqtool_serve_beside_it(tmp_path):
     r = subprocess.run([str(tmp_path / "wqtool-serve"), "-listen", "a b:1", "--create"], env=_env(PATH="/usr/bin:/bin"),
                        capture_output=True, timeout=60)
     assert (r.returncode, r.stdout) == (0, b"serve|-listen|a b:1|--create|")
+
+
+@pytest.mark.parametrize("what", ["stdout-pipe", "connected-socket", "garbage"])
+def test_a_descriptor_that_is_no_listening_socket_is_left_alone(monkeypatch, held, what):
+    """WQTOOL_SERVE_LISTEN_FD naming anything but a listening socket (set by hand, inherited by mistake) is
+    ignored and never closed: the descriptor stays as it was, and ``early`` binds as it would without it."""
+    keep = []
+    if what == "stdout-pipe":
+        r, w = os.pipe()
+        keep, fd = [r, w], str(w)
+    elif what == "connected-socket":
+        a, b = socket.socketpair()
+        keep, fd = [a, b], str(a.fileno())
+    else:
+        fd = "x1"
+    monkeypatch.setenv("WQTOOL_SERVE_LISTEN_FD", fd)
+    monkeypatch.setenv("WQTOOL_SERVE_T0", "1")
+    monkeypatch.setattr(prebind, "started_ns", None)
+    port = _free_port()
+    assert prebind.early(["-listen", f"127.0.0.1:{port}"])
+    for k in keep:
+        (os.fstat(k) if isinstance(k, int) else k.getsockname())      # still open
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    assert prebind.started_ns != 1                                    # T0 only comes with a launcher's socket
+    for k in keep:
+        os.close(k) if isinstance(k, int) else k.close()

@@ -189,22 +189,31 @@ def early(argv: list[str]) -> bool:
 def _launched() -> tuple[int | None, int | None]:
     """The listening socket's descriptor and the process's start (ns) that wqtool-serve's launcher passed on
     (``WQTOOL_SERVE_LISTEN_FD``, ``WQTOOL_SERVE_T0``), taken out of the environment (a process the server starts
-    does not see them); (None, None) when it passed none."""
+    does not see them); (None, None) when it passed none, or a descriptor that is not a listening TCP socket
+    (which is left as it is: never closed)."""
     fd, t0 = os.environ.pop("WQTOOL_SERVE_LISTEN_FD", ""), os.environ.pop("WQTOOL_SERVE_T0", "")
-    return (int(fd) if fd.isascii() and fd.isdigit() and len(fd) < 10 else None,
-            int(t0) if t0.isascii() and t0.isdigit() and len(t0) < 25 else None)
+    if not (fd.isascii() and fd.isdigit() and len(fd) < 10):
+        return None, None
+    try:
+        s = _socket.socket(fileno=int(fd))
+    except (OSError, ValueError):
+        return None, None                                   # not a socket, not open
+    try:
+        listening = s.type == _socket.SOCK_STREAM and s.getsockopt(_socket.SOL_SOCKET, _socket.SO_ACCEPTCONN)
+    except OSError:
+        listening = False
+    s.detach()
+    if not listening:
+        return None, None
+    return int(fd), int(t0) if t0.isascii() and t0.isdigit() and len(t0) < 25 else None
 
 
 def _adopt(fd: int, family: int, port: int) -> int | None:
-    """``fd`` when it is a listening TCP socket of ``family`` on ``port`` (what ``early`` would bind), made not
-    inheritable; else it is closed (and ``early`` binds itself) -> None."""
+    """The launcher's listening socket ``fd`` when it is of ``family`` on ``port`` (what ``early`` would bind),
+    made not inheritable; else it is closed (and ``early`` binds itself) -> None."""
+    s = _socket.socket(fileno=fd)
     try:
-        s = _socket.socket(fileno=fd)
-    except OSError:
-        return None                                         # not a socket (or not open)
-    try:
-        if (s.family == family and s.type == _socket.SOCK_STREAM and s.getsockname()[1] == port
-                and s.getsockopt(_socket.SOL_SOCKET, _socket.SO_ACCEPTCONN)):
+        if s.family == family and s.getsockname()[1] == port:
             os.set_inheritable(fd, False)
             return s.detach()
     except OSError:
