@@ -302,17 +302,22 @@ def test_inspect_timestamps_outside_datetime_raise_as_before(unix_ns):
         wire.timestamp(unix_ns)
 
 
+def serves_a_job(port: int, p: subprocess.Popen) -> None:
+    """Once the server ``p`` accepts on ``port``: an add, and a lease that gets that job."""
+    _connect_when_bound(port, p, 30).close()
+    a = Client(("127.0.0.1", port), timeout=20)
+    a.add(jid(9), b"q", 1000, 60000, b"nine")
+    assert a.lease([b"q"], 0) == (jid(9), b"q", 1000, b"nine")
+    a.close()
+
+
 def test_without_the_early_loop_the_bound_socket_still_serves(tmp_path):
     """``WQTOOL_SERVE_EARLY=0``: the socket bound before the imports (an ``_socket.socket`` since the early loop
     runs on those) is turned into a ``socket.socket`` for the asyncio loop, which answers and stops as always."""
     port = _free_port()
     p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_EARLY": "0"})
     try:
-        _connect_when_bound(port, p, 30).close()
-        a = Client(("127.0.0.1", port), timeout=20)
-        a.add(jid(9), b"q", 1000, 60000, b"nine")
-        assert a.lease([b"q"], 0) == (jid(9), b"q", 1000, b"nine")
-        a.close()
+        serves_a_job(port, p)
     finally:
         p.terminate()
         _, err = p.communicate(timeout=20)

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.conftest import ROOT
-from tests.server.conftest import Client, jid
-from tests.server.test_prebind import _connect_when_bound, _free_port
+from tests.server.test_early import serves_a_job
+from tests.server.test_prebind import _free_port
 from wqtool.server import prebind
 
 #: pip installs it beside the console script (setup.py: built by build_ext, copied by build_scripts)
@@ -210,11 +210,7 @@ def test_the_installed_launcher_serves_and_stops(tmp_path):
     port = _free_port()
     p = _launch("-listen", f"127.0.0.1:{port}", "-cmdlog-path", str(tmp_path / "log"), "--create")
     try:
-        _connect_when_bound(port, p, 30).close()
-        c = Client(("127.0.0.1", port), timeout=20)
-        c.add(jid(1), b"q", 1000, 60000, b"one")
-        assert c.lease([b"q"], 0) == (jid(1), b"q", 1000, b"one")
-        c.close()
+        serves_a_job(port, p)
         assert os.path.realpath(f"/proc/{p.pid}/exe") == os.path.realpath(sys.executable)   # exec'd: one process
     finally:
         p.send_signal(signal.SIGTERM)
