@@ -23,6 +23,7 @@ import time
 import pytest
 
 from tests.server.conftest import ServerProc, jid
+from tests.server.test_early import _stderr_until
 
 STRACE = shutil.which("strace")
 pytestmark = [pytest.mark.skipif(STRACE is None, reason="strace is not installed (.ci/run installs it)"),
@@ -71,6 +72,8 @@ def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tu
         with open(f"/proc/{s.p.pid}/task/{s.p.pid}/children") as f:
             (server,) = map(int, f.read().split())          # strace's child: the server
         c = s.client(timeout=30)
+        if seconds:     # the timed traffic starts once the ticks are armed: the asyncio loop took over (early.py)
+            assert _stderr_until(s.p, bytearray(), b"msg=listening", 120), "no listening line"
         until = time.monotonic() + seconds
         for k in range(n):
             c.add(jid(0xe000 + k), b"sc", 60_000, 3_600_000, b"x")
