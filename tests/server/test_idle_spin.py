@@ -97,7 +97,9 @@ def test_parks_on_a_futex_when_traffic_stops_and_an_idle_server_uses_no_cpu(spin
     c = srv.client()
     assert c.quiet(0.2)
     c.close()
-    assert in_futex(pid, tid) and voluntary(pid, tid) == v and cpu_ticks(pid, tid) == ticks
+    # never woken (no voluntary switch, still in futex); its CPU within one clock tick of the reading before (a CI
+    # run read 12 after 11 with no switch in between: the kernel's tick-sampled utime/stime split, not a run)
+    assert in_futex(pid, tid) and voluntary(pid, tid) == v and cpu_ticks(pid, tid) - ticks <= 1
 
 
 @pytest.mark.skipif(FUTEX is None, reason="futex's number on this machine is not listed")
