@@ -47,7 +47,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def tasks(pid: int) -> dict[str, tuple[int, int, int, int, int]]:
+_TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+def tasks(pid: int) -> dict[str, tuple]:
+    """Per thread: CPU ns, runnable-waiting ns, slices (schedstat); voluntary, involuntary switches (status);
+    user and system CPU ns (stat's utime / stime, in clock ticks: coarse, but a split the run time has not)."""
     out = {}
     for t in glob.glob(f"/proc/{pid}/task/*"):
         try:
@@ -57,7 +62,9 @@ def tasks(pid: int) -> dict[str, tuple[int, int, int, int, int]]:
                 st = f.read()
             vol = int(st.split("\nvoluntary_ctxt_switches:")[1].split()[0])
             inv = int(st.split("nonvoluntary_ctxt_switches:")[1].split()[0])
-            out[t] = (run, wait, n, vol, inv)
+            with open(t + "/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[t] = (run, wait, n, vol, inv, int(fields[11]) * _TICK_NS, int(fields[12]) * _TICK_NS)
         except (OSError, IndexError, ValueError):
             pass
     return out
@@ -117,11 +124,11 @@ def one(name: str, cmd: list[str], env: dict, conns: int, seconds: int, loadgen:
     ops = float(r.stdout.split()[0])
     errs = int(r.stdout.split()[3])
     nreq = max(1.0, ops * seconds)
-    zero = (0,) * 5
-    tot = [sum(b[t][i] - a.get(t, zero)[i] for t in b) / nreq for i in range(5)]
+    zero = (0,) * 7
+    tot = [sum(b[t][i] - a.get(t, zero)[i] for t in b) / nreq for i in range(7)]
     main = f"/proc/{p.pid}/task/{p.pid}"
-    loop = [(b[main][i] - a.get(main, zero)[i]) / nreq for i in range(5)] if main in b else None
-    per = sorted(([(b[t][i] - a.get(t, zero)[i]) / nreq for i in range(5)] for t in b), key=lambda v: -v[0])
+    loop = [(b[main][i] - a.get(main, zero)[i]) / nreq for i in range(7)] if main in b else None
+    per = sorted(([(b[t][i] - a.get(t, zero)[i]) / nreq for i in range(7)] for t in b), key=lambda v: -v[0])
     return {"name": name, "conns": conns, "sync": sync, "errs": errs, "ops": ops, "load": os.getloadavg()[0],
             "all": tot, "loop": loop, "threads": len(b), "per": per}
 
@@ -129,7 +136,7 @@ def one(name: str, cmd: list[str], env: dict, conns: int, seconds: int, loadgen:
 def fmt(v: list[float]) -> str:
     per_slice = v[1] / 1e3 / v[2] if v[2] else 0.0
     return (f"cpu {v[0] / 1e3:5.1f} us  wait {v[1] / 1e3:6.1f} us  slices {v[2]:4.2f}  wait/slice {per_slice:6.1f} us  "
-            f"vol {v[3]:4.2f}  invol {v[4]:4.2f}")
+            f"vol {v[3]:4.2f}  invol {v[4]:4.2f}  usr {v[5] / 1e3:5.1f}  sys {v[6] / 1e3:5.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                                 line += f"\n{'':46s}     thread: {fmt(v)}"
                     print(line, flush=True)
         print("medians (ops/s; ratio to workq-server in the same round, then each round's; per request over all "
-              "threads: CPU us, wait us, slices, wait per slice us; load range; load client errors):")
+              "threads: CPU us, wait us, slices, wait per slice us, user and system CPU us; load range; load client errors):")
         for sync, conns in rows:
             peer = [y for y in res if y["name"] == "workq" and y["conns"] == conns and y["sync"] == sync]
             for name, _, _ in servers:
@@ -225,11 +232,12 @@ def main(argv: list[str] | None = None) -> int:
                     if i < len(peer) and peer[i]["ops"]:
                         ratios.append(x["ops"] / peer[i]["ops"])
                 rs = f"{statistics.median(ratios):.2f}x ({', '.join(f'{q:.2f}' for q in ratios)})" if ratios else ""
-                med = [statistics.median(x["all"][i] for x in xs) for i in range(3)]
+                med = [statistics.median(x["all"][i] for x in xs) for i in range(7)]
                 wps = statistics.median(x["all"][1] / x["all"][2] for x in xs if x["all"][2]) / 1e3
                 lo, hi = min(x["load"] for x in xs), max(x["load"] for x in xs)
                 print(f"  {sync:8s} conns={conns:<3d} {name:10s} {ops:8.0f}  {rs}  cpu {med[0] / 1e3:.1f}  "
-                      f"wait {med[1] / 1e3:.1f}  slices {med[2]:.2f}  wait/slice {wps:.1f}  load {lo:.1f}-{hi:.1f}  "
+                      f"wait {med[1] / 1e3:.1f}  slices {med[2]:.2f}  wait/slice {wps:.1f}  usr {med[5] / 1e3:.1f}  "
+                      f"sys {med[6] / 1e3:.1f}  load {lo:.1f}-{hi:.1f}  "
                       f"errs {sum(x['errs'] for x in xs)}")
     finally:
         for b in burners:

@@ -879,6 +879,43 @@ static void idle_atfork_child(void)
     idle_parked = 0;
 }
 
+/* sched_slice(tid, ns) -> the thread's slice (ns) after the call: EEVDF's custom slice (Linux 6.12 and later:
+ * sched_setattr's sched_runtime for a SCHED_OTHER / SCHED_BATCH thread; the kernel clamps it to 0.1-100 ms). ns > 0
+ * asks for that slice, 0 gives the default back, -1 only reads it. The thread's policy and nice value are kept (read
+ * with sched_getattr first); a thread of another policy is left alone. An older kernel ignores sched_runtime for
+ * these policies and reports no slice: then the result is 0. busy.py says when and why the server asks. */
+struct wq_sched_attr {                  /* SCHED_ATTR_SIZE_VER0 (48 bytes): glibc 2.36 has no wrapper */
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+};
+
+static PyObject *p_sched_slice(PyObject *self, PyObject *args)
+{
+    int tid;
+    long long ns;
+    if (!PyArg_ParseTuple(args, "iL", &tid, &ns))
+        return NULL;
+    struct wq_sched_attr a;
+    memset(&a, 0, sizeof a);
+    if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0) != 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    if (ns >= 0 && (a.policy == SCHED_OTHER || a.policy == SCHED_BATCH)) {
+        a.size = sizeof a;
+        a.flags = 0;
+        a.runtime = (uint64_t)ns;
+        a.deadline = a.period = 0;
+        if (syscall(SYS_sched_setattr, tid, &a, 0) != 0)
+            return PyErr_SetFromErrno(PyExc_OSError);
+        memset(&a, 0, sizeof a);
+        if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0) != 0)
+            return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromUnsignedLongLong(a.policy == SCHED_OTHER || a.policy == SCHED_BATCH ? a.runtime : 0);
+}
+
 /* the request core (add / lease / complete / fail in C over the live queue's objects): its own file */
 #include "_core.c"
 
@@ -894,6 +931,8 @@ static PyMethodDef methods[] = {
                                                          "keeps a CPU awake while requests come (spin.py)."},
     {"spin_start", p_spin_start, METH_O, "spin_start(limit_ns): a C thread spins until spin_stop() (spin.py)."},
     {"spin_stop", p_spin_stop, METH_NOARGS, "spin_stop(): the spinning thread parks."},
+    {"sched_slice", p_sched_slice, METH_VARARGS, "sched_slice(tid, ns): set (ns > 0), reset (0) or read (-1) the "
+     "thread's EEVDF slice; returns it in ns (0: the kernel has none)."},
     {"record", p_record, METH_VARARGS, "record(unix_ns, payload): fastpath.encode_record in C."},
     {"add_record", p_add_record, METH_VARARGS, "add_record(unix_ns, cmd, job_id, name, ttr, ttl, priority, "
                                                "max_attempts, max_fails, body, time_ns, created_ns): an add or "

@@ -91,6 +91,8 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             return
         srv.conns.add(self)
         srv.accepted += 1
+        if srv.slicer is not None:
+            srv.slicer.conns(len(srv.conns))
         if not srv.inherits_sockopts:
             sock = transport.get_extra_info("socket")
             if sock is not None:
@@ -125,6 +127,8 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         srv = self.srv
         was_open = self in srv.conns
         srv.conns.discard(self)
+        if srv.slicer is not None:
+            srv.slicer.conns(len(srv.conns))
         srv.dirty.discard(self)
         self.closing = True
         if self.blocked is not None:

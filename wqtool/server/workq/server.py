@@ -290,6 +290,8 @@ class Server:
                                                               "ready", error=str(exc))
         self.handlers = Handlers(self.queue, self._stats)
         self.conns: set[Conn] = set()
+        #: the loop thread's scheduler slice, short on a busy machine with one client (busy.py); None: off
+        self.slicer = None
         self.dirty: set[Conn] = set()
         self.max_connections = opts.max_connections
         self.accepted = self.refused = 0
@@ -343,6 +345,8 @@ class Server:
         window = idle_window_us()
         self.spin_us = window if self.spinner is None else 0
         self.idle_spinner: int | None = None    # its pid (a process), 0 (a thread), None (none)
+        from .busy import slice_us
+        self.slice_us = slice_us()              # (WQTOOL_SERVE_SLICE_US: checked before the port is served)
 
     # ---------------------------------------------------------------- start-up
     def open_log(self) -> None:
@@ -425,6 +429,12 @@ class Server:
         self.listeners.append(Acceptor(self.loop, lsock, lambda: Conn(self), self.log))
         if self.idle_spinner is None:
             self.idle_spinner = idle_start(self.spin_us, idle_as_process())
+        if self.slicer is None:
+            from . import busy
+            self.slicer = busy.start(self.slice_us, self.log)
+            if self.slicer is not None:
+                self.slicer.n = len(self.conns)
+                self.slicer.look()
         self._set_address(lsock)
         if self.opts.metrics:
             await self._start_metrics()
@@ -438,7 +448,8 @@ class Server:
         self.after_change()
         prebind.mark("listening")
         self.log.info("listening", addr=self.address, loop=self.loop_name, startup_ms=prebind.startup_marks(),
-                      idle_spin_us=0 if self.idle_spinner is None else self.spin_us, cmdlog=self.opts.cmdlog_path or None,
+                      idle_spin_us=0 if self.idle_spinner is None else self.spin_us,
+                      busy_slice_us=0 if self.slicer is None else self.slice_us, cmdlog=self.opts.cmdlog_path or None,
                       sync=self.opts.sync if self.appender else None,
                       sync_rolled="on" if self.opts.sync_rolled and self.appender else None,
                       cleaning=("off" if not self.opts.clean_int_ms else "on" if self.clean else "not available")
@@ -552,6 +563,8 @@ class Server:
                 c.blocked = None
             c.abort("server stopping")
         self.conns.clear()
+        if self.slicer is not None:             # (the thread may go on: a test's, an embedding program's)
+            self.slicer.close()
         digest = None
         if self.appender is not None:
             self._commit()
@@ -873,6 +886,8 @@ class Server:
         """Once a second: drop clients whose started request did not complete within --request-timeout
         (slow-loris) and, with --idle-timeout, clients idle that long (never one waiting in lease/run/result)."""
         self.loop.call_later(1.0, self._sweep)
+        if self.slicer is not None:
+            self.slicer.look()
         now = time.monotonic()
         rt, it = self.opts.request_timeout_s, self.opts.idle_timeout_s
         for c in list(self.conns):
