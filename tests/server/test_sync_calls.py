@@ -18,12 +18,15 @@ import os
 import re
 import shutil
 import signal
+import sys
 import time
 
 import pytest
 
-from tests.server.conftest import ServerProc, jid
-from tests.server.test_early import _stderr_until
+from tests.server.conftest import ServerProc, jid, poll
+from tests.server.conftest import Client
+from tests.server.test_early import _serve, _stderr_until
+from tests.server.test_prebind import _connect_when_bound, _free_port
 
 STRACE = shutil.which("strace")
 pytestmark = [pytest.mark.skipif(STRACE is None, reason="strace is not installed (.ci/run installs it)"),
@@ -90,6 +93,11 @@ def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tu
                 pass
         s.kill()
     assert s.p.returncode == 0, s.stderr_text()             # strace exits with its tracee's status
+    return parse(trace), d
+
+
+def parse(trace: str) -> list[tuple]:
+    """The calls of a trace file (pid, t, name, fd path, rest; "create" for a file created)."""
     calls = []
     with open(trace) as f:
         for line in joined(f):
@@ -100,7 +108,7 @@ def traced(tmp_path, sync: str, n: int, *extra: str, seconds: float = 0.0) -> tu
             m = CREATE.match(line.rstrip("\n"))
             if m:
                 calls.append((int(m[1]), float(m[2]), "create", m[3], ""))
-    return calls, d
+    return calls
 
 
 def segments(d: str) -> list[str]:
@@ -144,6 +152,49 @@ def test_interval_with_sync_rolled_syncs_rolled_segments_once_per_tick(tmp_path)
     for w in writes:
         t = min((c[1] for c in syncs if c[1] > w[1] and (c[2] == "syncfs" or c[3] == w[3])), default=None)
         assert t is not None and t - w[1] < tick + 2.0, (w, t)
+
+
+def test_interval_ticks_while_the_early_loop_serves(tmp_path):
+    """A start slow enough to outlast a tick (here the hand-over held by ``WQTOOL_SERVE_EARLY_HOLD``; a loaded
+    machine or strace do it too) syncs at each tick all the same: the early loop's tick fsyncs the current segment
+    inline (``Server._early_sync``). Before, nothing was synced until the asyncio loop took over."""
+    d = str(tmp_path / "log")
+    trace = str(tmp_path / "trace")
+    hold = tmp_path / "hold"
+    hold.write_bytes(b"")
+    port = _free_port()
+    p = _serve(port, d, {"WQTOOL_SERVE_EARLY_HOLD": str(hold)}, "-cmdlog-sync", "interval",
+               "-cmdlog-sync-int", "200", launcher=(STRACE, "-f", "-qq", "-y", "-ttt", "-o", trace, "-e", "trace=fsync,fdatasync,write",
+                         sys.executable, "-m", "wqtool"))
+    server = None
+    try:
+        _connect_when_bound(port, p, 60).close()
+        with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+            (server,) = map(int, f.read().split())          # strace's child: the server
+        c = Client(("127.0.0.1", port), timeout=30)
+        for k in range(5):
+            c.add(jid(0xf000 + k), b"early", 60_000, 3_600_000, b"x")
+
+        def synced_after_the_writes() -> bool:
+            calls = [x for x in parse(trace) if x[3].startswith(d + os.sep)]
+            writes = [x[1] for x in calls if x[2] == "write"]
+            return len(writes) >= 5 and any(x[2] in SYNCS and x[1] > max(writes) for x in calls)
+        assert poll(synced_after_the_writes, timeout=30, step=0.05), "no tick synced the early loop's records"
+        # and it was the early loop's: the asyncio loop has not taken over ("listening" is its line)
+        assert not _stderr_until(p, bytearray(), b"msg=listening", 0.1)
+        c.close()
+    finally:
+        hold.unlink()
+        if server is not None:
+            os.kill(server, signal.SIGTERM)                 # (strace itself would detach, not pass it on)
+        try:
+            p.wait(60)
+        finally:
+            if p.poll() is None:
+                if server is not None:
+                    os.kill(server, signal.SIGKILL)
+                p.kill()
+    assert p.returncode == 0, p.stderr.read().decode()
 
 
 def test_always_syncs_each_record_and_its_segment_before_the_reply(tmp_path):

@@ -14,7 +14,8 @@ asyncio loop and transport interfaces they use (``call_soon``, ``call_later`` wi
 ``get_extra_info``, write-buffer limits with ``pause_writing`` / ``resume_writing``), with asyncio's ordering:
 callbacks run in the order they were scheduled, ``connection_lost`` is called from the loop, never from inside a
 call. Timers still pending at the hand-over are armed again on the asyncio loop (their handles forward
-``cancel``). The interval fsync, cleaning and the slow-loris sweep are armed by ``Server.start`` as before, after the
+``cancel``). The interval fsync has a tick of its own here (``Server._early_sync``: inline, there is no worker
+thread); cleaning, the slow-loris sweep and the asyncio loop's fsync tick are armed by ``Server.start`` after the
 hand-over; a SIGTERM / SIGINT that arrives meanwhile is kept and acted on by the asyncio loop once it runs.
 
 Imports: select, heapq, and _signal and _socket rather than signal and socket (their enums): nothing

@@ -514,6 +514,8 @@ class Server:
 
             # the import starts once the early loop is idle: the requests already waiting are answered first
             self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), when_idle)
+            if self.appender is not None and self.opts.sync == "interval":
+                self._early.call_later(self.opts.sync_int_ms / 1000, self._early_sync)
             self.served_early = True
             self._announce()
             prebind.mark("early")
@@ -812,10 +814,21 @@ class Server:
         self.loop.call_later(self.opts.sync_int_ms / 1000, self._interval_sync)
         self._sync_now()
 
-    def _sync_now(self) -> None:
-        """One sync in a worker thread: an fsync of the current segment, or, with ``--sync-rolled``, one syncfs(2)
-        when segments were left by roll-overs since the last sync started (it covers them, their directory entries
-        and the current segment). A tick that finds a sync still running is not lost: the next sync starts as that one ends."""
+    def _early_sync(self) -> None:
+        """The ``-cmdlog-sync-int`` tick while the early loop serves (early.py: a start slow enough to outlast a
+        tick — a loaded machine, strace): ``_sync_now`` made inline, the early loop having no worker thread. It ends
+        at the hand-over, where ``start`` arms the asyncio loop's own tick."""
+        early = self._early
+        if early is None or self.loop is not early:
+            return
+        early.call_later(self.opts.sync_int_ms / 1000, self._early_sync)
+        self._sync_now(inline=True)
+
+    def _sync_now(self, inline: bool = False) -> None:
+        """One sync in a worker thread (``inline``: in this one): an fsync of the current segment, or, with
+        ``--sync-rolled``, one syncfs(2) when segments were left by roll-overs since the last sync started (it covers
+        them, their directory entries and the current segment). A tick that finds a sync still running is not lost:
+        the next sync starts as that one ends."""
         ap = self.appender
         if ap is None or self._closed:
             return
@@ -846,20 +859,36 @@ class Server:
                 os.close(fd)
             return time.perf_counter() - t0
 
-        def done(fut):
+        def finish(seconds: float, exc: OSError | None) -> None:
             self._syncing = False
-            try:
-                self.fsync_seconds += fut.result()
+            if exc is None:
+                self.fsync_seconds += seconds
                 self.metrics["fsyncs"] += 1
                 self._synced_bytes = mark
-            except OSError as exc:
+            else:
                 self._rolled = self._rolled or rolled       # tried again at the next tick
                 self.log.error("interval fsync failed", error=str(exc))
             if self._sync_missed:
                 self._sync_missed = False
-                self._sync_now()
+                self._sync_now(inline)
 
-        self.loop.run_in_executor(None, work).add_done_callback(done)
+        def done(fut):
+            try:
+                seconds = fut.result()
+            except OSError as exc:
+                finish(0.0, exc)
+            else:
+                finish(seconds, None)
+
+        if not inline:
+            self.loop.run_in_executor(None, work).add_done_callback(done)
+            return
+        try:
+            seconds = work()
+        except OSError as exc:
+            finish(0.0, exc)
+        else:
+            finish(seconds, None)
 
     # ---------------------------------------------------------------- timers and housekeeping
     def after_change(self) -> None:
