@@ -34,8 +34,9 @@ pytestmark = [pytest.mark.skipif(STRACE is None, reason="strace is not installed
 
 # pid, timestamp, syscall, first argument (strace -y: the descriptor's path in <...>), the rest
 LINE = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+(\w+)\((\d+)<([^>]*)>(.*)$")
-# a file created: pid, timestamp, the descriptor's path (reported as the call's result)
-CREATE = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+openat\(.*O_CREAT.*\)\s+=\s+\d+<([^>]*)>$")
+# a segment created: pid, timestamp, the descriptor's path (reported as the call's result) — opened with O_CREAT,
+# or (appender.create_whole: an unnamed file with its header, linked as the segment) opened again by its new name
+CREATE = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+openat\(.*(?:O_CREAT|O_WRONLY\|O_APPEND).*\)\s+=\s+\d+<([^>]*)>$")
 SYNCS = ("fsync", "fdatasync", "syncfs")
 
 
@@ -101,13 +102,16 @@ def parse(trace: str) -> list[tuple]:
     calls = []
     with open(trace) as f:
         for line in joined(f):
-            m = LINE.match(line)
-            if m:
-                calls.append((int(m[1]), float(m[2]), m[3], m[5], m[6]))
-                continue
             m = CREATE.match(line.rstrip("\n"))
             if m:
                 calls.append((int(m[1]), float(m[2]), "create", m[3], ""))
+                continue
+            m = LINE.match(line)
+            if m:
+                calls.append((int(m[1]), float(m[2]), m[3], m[5], m[6]))
+    # the header written into the unnamed file before its link ("DIR/#INODE"): the segment's, which the segment's
+    # own fsync covers (one inode)
+    calls = [c for c in calls if not (c[2] == "write" and "/#" in c[3])]
     return calls
 
 

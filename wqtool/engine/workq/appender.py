@@ -7,9 +7,10 @@ semantics). What a long-lived writer needs on top:
 * ``open()`` reopens the highest-numbered existing segment (``O_APPEND``) after checking its header, as
   upstream does; a new directory gets its first segment lazily, on the first append;
 * ``append(records)`` writes whole records with unbuffered ``write(2)`` calls (one per run of records that go
-  to the same segment; a new segment's header goes out with its first run, in the same call): once it returns,
-  a killed process loses none of them. If the first write into a new segment fails, the segment is removed
-  again, so no empty segment is left for a restart to refuse;
+  to the same segment): once it returns, a killed process loses none of them. A new segment is named only once
+  its header is in it (``create_whole``: O_TMPFILE, the header, linkat; upstream creates the file, then writes the
+  header, and a kill in between leaves a 0-byte newest segment that it refuses to start on). If the first write
+  into a new segment fails, the segment is removed again;
 * ``sync()`` fsyncs the current segment (``dup_fd()`` gives a descriptor a background thread can fsync while
   appends go on); a roll-over fsyncs the segment it leaves and the directory after creating the new one
   (upstream closes the old segment without fsync and never fsyncs the directory);
@@ -110,9 +111,11 @@ class Appender:
         self.fd: int | None = None
         self.seq = 0
         self.size = 0            # bytes of the current segment that hold complete records (or the header)
-        #: a roll-over's segment exists but its header is not written yet: it goes out with the first run of
-        #: records, in one write(2) (the file is empty until then, as it was between create and header write)
+        #: a roll-over's segment exists and its first run of records is not written yet
         self._head_due = False
+        #: that segment was made whole with its header (``create_whole``); else the header goes out with the first
+        #: run of records, in one write(2) (the file is empty until then)
+        self._head_written = False
         self._path: str | None = None
         self.rolls = 0
         self.bytes_written = 0
@@ -159,14 +162,17 @@ class Appender:
                 defer(old)
         seq = self.seq + 1
         path = self._prefix + segment_name(seq)
-        fd = os.open(path, _CREATE, self.mode)
+        fd = create_whole(path, self.mode)
+        self._head_written = fd is not None
+        if fd is None:                  # (no O_TMPFILE here: the header goes out with the first records)
+            fd = os.open(path, _CREATE, self.mode)
         self.fd, self.seq, self.size, self._path, self._head_due = fd, seq, HEADER_SIZE, path, True
         self.rolls += 1
         if defer is not None:
             defer(None)
         # else: the directory is fsync'd right after the segment's first write (``_write_run``), not here: a
-        # kill between the create and that write would leave a 0-byte newest segment, which workq-server (and
-        # so serve) refuses to start on; the window is now the few instructions between them, not a dir fsync
+        # segment made without O_TMPFILE is empty until that write, and a kill during a directory fsync would
+        # leave a 0-byte newest segment, which workq-server (and so serve) refuses to start on
 
     def append(self, records: Sequence[bytes]) -> int:
         """Write ``records`` (each one whole framed record), rolling over as upstream does; returns the bytes
@@ -216,7 +222,7 @@ class Appender:
 
     def _write_run(self, run: list[bytes], nbytes: int) -> None:
         data = run[0] if len(run) == 1 else b"".join(run)
-        if self._head_due:
+        if self._head_due and not self._head_written:
             data = HEADER_BYTES + data
         try:
             _write_all(self.fd, data)
@@ -312,6 +318,52 @@ _syncfs = None
 
 
 _CREATE = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_APPEND = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+#: an unnamed file in the directory (Linux 3.11+); False once the filesystem or the platform has none
+_TMPFILE: int | bool = (getattr(os, "O_TMPFILE", 0) | os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+                        if hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd") else False)
+
+
+def create_whole(path: str, mode: int) -> int | None:
+    """A new segment at ``path`` that holds its header before its name appears: an unnamed file (O_TMPFILE) in the
+    directory, the header written, then linked as ``path`` (linkat through /proc/self/fd; EEXIST as O_EXCL would).
+    Returns a descriptor of it by its name (O_APPEND), or None where the filesystem has no O_TMPFILE (the caller then
+    creates the file and writes the header with the first records).
+
+    Why: a process killed between the create and the first write leaves a 0-byte newest segment, which workq-server
+    refuses to start on (``Replay error, open segment cursor ...: invalid segment header: EOF``), and so does serve.
+    Upstream creates the file, then writes the header (int/captain/segment.go:89-118). The create is not a few
+    instructions: on this machine's ext4, with many files recently deleted, inode allocation (``find_inode_bit``,
+    ``recently_deleted``) took 0.5-1.5 ms per create, and upstream's own TestCmdLog/1K, which kills the server while
+    records are written, left such a segment in 2 of 4 idle runs (workq-server once, serve once). Killed here at any
+    point, the directory holds no new segment or a whole header-only one (a state workq-server and ``wqtool
+    verify`` accept: WQ-HEADER-ONLY, a warning)."""
+    global _TMPFILE
+    if _TMPFILE is False:
+        return None
+    directory, name = os.path.split(path)
+    dfd = os.open(directory or ".", _DIR)
+    try:
+        try:
+            fd = os.open(".", _TMPFILE, mode, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):   # (the filesystem has no O_TMPFILE)
+                _TMPFILE = False
+                return None
+            raise
+        try:
+            _write_all(fd, HEADER_BYTES)
+            # linkat(AT_FDCWD, "/proc/self/fd/N", dfd, name, AT_SYMLINK_FOLLOW): the open file itself (os.link
+            # calls link(2), which does not follow the magic link, without a dir_fd)
+            os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dfd)
+        finally:
+            os.close(fd)
+        # opened again by its name: the unnamed file's descriptor would show as "#INODE (deleted)" in
+        # /proc/PID/fd, lsof and strace, for a segment that is not deleted
+        return os.open(name, _APPEND, dir_fd=dfd)
+    finally:
+        os.close(dfd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
