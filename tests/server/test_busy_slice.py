@@ -119,7 +119,7 @@ def test_the_environment_sets_the_slice(monkeypatch, value, us):
 
 
 def test_a_bad_slice_is_refused_before_serving(tmp_path):
-    with pytest.raises(RuntimeError, match="WQTOOL_SERVE_SLICE_US: expected a whole number"):
+    with pytest.raises(RuntimeError, match="WQTOOL_SERVE_SLICE_US: expected microseconds"):
         ServerProc(env={"WQTOOL_SERVE_SLICE_US": "100us"}, timeout=30)
 
 

@@ -136,39 +136,8 @@ def test_a_failure_after_a_roll_over_says_how_many_records_were_written(tmp_path
     assert got["000000002.log"] == b"wqwq\x00\x00\x00\x01" + b"".join(recs[3:])
 
 
-def test_a_new_segment_has_its_header_before_its_name_appears(tmp_path, monkeypatch):
-    """A roll-over makes the segment whole before naming it (``create_whole``: O_TMPFILE, the header, linkat), then
-    writes the records: at the link the file already holds its 8-byte header, and each run of records is one
-    write(2) into the named segment. The bytes are SegmentWriter's."""
-    d = str(tmp_path)
-    real_link, real_write = appender_mod.os.link, appender_mod.os.write
-    at_link, writes = [], []
-
-    def link(src, dst, **kw):
-        at_link.append((dst, os.fstat(int(src.rsplit("/", 1)[1])).st_size))
-        return real_link(src, dst, **kw)
-
-    def write(fd, data):
-        writes.append(bytes(data))
-        return real_write(fd, data)
-
-    monkeypatch.setattr(appender_mod.os, "link", link)
-    monkeypatch.setattr(appender_mod.os, "write", write)
-    ap = Appender(d, segment_size=15, defer_roll_sync=_close)
-    recs = records(3)
-    for r in recs:
-        ap.append([r])
-    ap.close(sync=False)
-    assert at_link == [(f"00000000{k}.log", 8) for k in (1, 2, 3)]
-    assert writes == [w for r in recs for w in (b"wqwq\x00\x00\x00\x01", r)]
-    assert list(files(d).values()) == [b"wqwq\x00\x00\x00\x01" + r for r in recs]
-
-
-def test_without_o_tmpfile_the_header_goes_out_with_the_first_run(tmp_path, monkeypatch):
-    """Where the filesystem has no O_TMPFILE the segment is created empty and its header goes out with its first
-    records, in one write(2) (upstream writes it at once, in a call of its own)."""
-    d = str(tmp_path)
-    monkeypatch.setattr(appender_mod, "_TMPFILE", False)
+def three_rolls(d: str, monkeypatch) -> tuple[list[bytes], list[bytes]]:
+    """Three one-record segments (``-cmdlog-seg-size 15``): (the records, every write(2)'s bytes)."""
     real = appender_mod.os.write
     writes = []
 
@@ -182,6 +151,34 @@ def test_without_o_tmpfile_the_header_goes_out_with_the_first_run(tmp_path, monk
     for r in recs:
         ap.append([r])
     ap.close(sync=False)
+    return recs, writes
+
+
+def test_a_new_segment_has_its_header_before_its_name_appears(tmp_path, monkeypatch):
+    """A roll-over makes the segment whole before naming it (``create_whole``: O_TMPFILE, the header, linkat), then
+    writes the records: at the link the file already holds its 8-byte header, and each run of records is one
+    write(2) into the named segment. The bytes are SegmentWriter's."""
+    d = str(tmp_path)
+    real_link = appender_mod.os.link
+    at_link = []
+
+    def link(src, dst, **kw):
+        at_link.append((dst, os.fstat(int(src.rsplit("/", 1)[1])).st_size))
+        return real_link(src, dst, **kw)
+
+    monkeypatch.setattr(appender_mod.os, "link", link)
+    recs, writes = three_rolls(d, monkeypatch)
+    assert at_link == [(f"00000000{k}.log", 8) for k in (1, 2, 3)]
+    assert writes == [w for r in recs for w in (b"wqwq\x00\x00\x00\x01", r)]
+    assert list(files(d).values()) == [b"wqwq\x00\x00\x00\x01" + r for r in recs]
+
+
+def test_without_o_tmpfile_the_header_goes_out_with_the_first_run(tmp_path, monkeypatch):
+    """Where the filesystem has no O_TMPFILE the segment is created empty and its header goes out with its first
+    records, in one write(2) (upstream writes it at once, in a call of its own)."""
+    d = str(tmp_path)
+    monkeypatch.setattr(appender_mod, "_TMPFILE", False)
+    recs, writes = three_rolls(d, monkeypatch)
     assert writes == [b"wqwq\x00\x00\x00\x01" + r for r in recs]
     assert list(files(d).values()) == writes
 

@@ -35,14 +35,9 @@ SLICE_CONNS = 1
 
 
 def slice_us() -> int:
-    """``WQTOOL_SERVE_SLICE_US`` (0: off), else ``SLICE_US``; not a whole number >= 0: UsageError."""
-    v = os.environ.get("WQTOOL_SERVE_SLICE_US", "").strip()
-    if not v:
-        return SLICE_US
-    if not v.isdigit():
-        from ...errors import UsageError
-        raise UsageError(f"WQTOOL_SERVE_SLICE_US: expected a whole number >= 0, got {v!r}")
-    return int(v)
+    """``WQTOOL_SERVE_SLICE_US`` (0: off), else ``SLICE_US`` (``spin.env_us``)."""
+    from .spin import env_us
+    return env_us("WQTOOL_SERVE_SLICE_US", SLICE_US)
 
 
 def want_short(load1: float, ncpu: int, conns: int, max_conns: int = SLICE_CONNS) -> bool:

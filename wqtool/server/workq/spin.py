@@ -84,17 +84,22 @@ class Spinner:
 IDLE_SPIN_US = 1000
 
 
-def idle_window_us() -> int:
-    """``WQTOOL_SERVE_SPIN_US`` (0: off), else ``IDLE_SPIN_US``; a value that is not a whole number >= 0 is an
-    error (UsageError)."""
+def env_us(name: str, default: int) -> int:
+    """The environment variable ``name`` in microseconds (unset or empty: ``default``; 0: off); a value that is not
+    a whole number >= 0 is an error (UsageError)."""
     import os
-    v = os.environ.get("WQTOOL_SERVE_SPIN_US", "").strip()
+    v = os.environ.get(name, "").strip()
     if not v:
-        return IDLE_SPIN_US
+        return default
     if not v.isdigit():
         from ...errors import UsageError
-        raise UsageError(f"WQTOOL_SERVE_SPIN_US: expected microseconds (a whole number, 0 = off), got {v!r}")
+        raise UsageError(f"{name}: expected microseconds (a whole number, 0 = off), got {v!r}")
     return int(v)
+
+
+def idle_window_us() -> int:
+    """``WQTOOL_SERVE_SPIN_US`` (0: off), else ``IDLE_SPIN_US`` (``env_us``)."""
+    return env_us("WQTOOL_SERVE_SPIN_US", IDLE_SPIN_US)
 
 
 def idle_as_process() -> bool:
