@@ -285,6 +285,7 @@ def test_every_waiting_connection_is_accepted_at_once_up_to_the_batch():
     and a new client waited seconds behind thousands of dropped ones."""
     import asyncio
 
+    from wqtool.server.workq.early import ACCEPT_BATCH
     from wqtool.server.workq.server import Acceptor, StructLog, listen_socket
 
     async def main():
@@ -298,15 +299,15 @@ def test_every_waiting_connection_is_accepted_at_once_up_to_the_batch():
 
         acc = Acceptor(loop, lsock, P, StructLog("error"))
         loop.remove_reader(lsock.fileno())                  # the test calls it by hand
-        clients = [socket.create_connection(lsock.getsockname(), timeout=5) for _ in range(Acceptor.BATCH + 10)]
+        clients = [socket.create_connection(lsock.getsockname(), timeout=5) for _ in range(ACCEPT_BATCH + 10)]
         acc._ready()                                        # one readiness: one batch
         for _ in range(20):
             await asyncio.sleep(0)
-        assert len(made) == Acceptor.BATCH
+        assert len(made) == ACCEPT_BATCH
         acc._ready()
         for _ in range(20):
             await asyncio.sleep(0)
-        assert len(made) == Acceptor.BATCH + 10
+        assert len(made) == ACCEPT_BATCH + 10
         for t in made:
             t.close()
         for c in clients:

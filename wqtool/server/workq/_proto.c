@@ -916,6 +916,62 @@ static PyObject *p_sched_slice(PyObject *self, PyObject *args)
     return PyLong_FromUnsignedLongLong(a.policy == SCHED_OTHER || a.policy == SCHED_BATCH ? a.runtime : 0);
 }
 
+/* accept_live(listen_fd, max_live, max_total) -> (live descriptors, closed, errno): the connections waiting on a
+ * listening socket, accepted (accept4, close-on-exec) until max_live of them are live, max_total were taken, or
+ * none is left. One whose peer closed (or reset) it before sending a byte, which a 1-byte MSG_PEEK | MSG_DONTWAIT
+ * recv reads as 0 or an error, is closed here at once: there is nothing to serve on it. A client opening and
+ * dropping connections in a loop (a TCP health check does the same) filled the accept queue with thousands, and a
+ * new client waited behind them, each one a Python socket, a task and a transport (the first probe of
+ * bench_serve_peer.py's hostile row: 230-300 ms). early.accept_live is the Python reference; errno: the accept
+ * error that stopped it (0: the queue is empty, or a limit was reached). */
+#include <sys/socket.h>
+static PyObject *p_accept_live(PyObject *self, PyObject *args)
+{
+    int lfd, max_live, max_total;
+    if (!PyArg_ParseTuple(args, "iii", &lfd, &max_live, &max_total))
+        return NULL;
+    PyObject *live = PyList_New(0);
+    if (live == NULL)
+        return NULL;
+    int closed = 0, err = 0;
+    char c;
+    for (int taken = 0; taken < max_total && PyList_GET_SIZE(live) < max_live;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == ECONNABORTED) {
+                taken++;
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                err = errno;
+            break;
+        }
+        taken++;
+        ssize_t n;
+        do
+            n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            close(fd);
+            closed++;
+            continue;
+        }
+        PyObject *o = PyLong_FromLong(fd);
+        if (o == NULL || PyList_Append(live, o) < 0) {
+            Py_XDECREF(o);
+            close(fd);
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(live); i++)      /* (none is handed out: none stays open) */
+                close((int)PyLong_AsLong(PyList_GET_ITEM(live, i)));
+            Py_DECREF(live);
+            return NULL;
+        }
+        Py_DECREF(o);
+    }
+    return Py_BuildValue("(Nii)", live, closed, err);
+}
+
 /* the request core (add / lease / complete / fail in C over the live queue's objects): its own file */
 #include "_core.c"
 
@@ -933,6 +989,8 @@ static PyMethodDef methods[] = {
     {"spin_stop", p_spin_stop, METH_NOARGS, "spin_stop(): the spinning thread parks."},
     {"sched_slice", p_sched_slice, METH_VARARGS, "sched_slice(tid, ns): set (ns > 0), reset (0) or read (-1) the "
      "thread's EEVDF slice; returns it in ns (0: the kernel has none)."},
+    {"accept_live", p_accept_live, METH_VARARGS, "accept_live(listen_fd, max_live, max_total): (live descriptors, "
+     "connections closed by their peer before a byte, accept errno) (early.accept_live in C)."},
     {"record", p_record, METH_VARARGS, "record(unix_ns, payload): fastpath.encode_record in C."},
     {"add_record", p_add_record, METH_VARARGS, "add_record(unix_ns, cmd, job_id, name, ttr, ttl, priority, "
                                                "max_attempts, max_fails, body, time_ns, created_ns): an add or "

@@ -5,8 +5,11 @@ marks, load average 3.5-5): the interpreter 16-30 ms, the engine's modules 35-50
 concurrent.futures, logging and ssl, which it imports), uvloop 4 ms — asyncio was the largest single step, and on
 a loaded machine every one of them stretches 3-6 fold. So the lean start (``prebind.lean``) opens the log,
 prints ``Listening`` and serves on the socket ``prebind.early`` bound with this small epoll loop, while a thread
-imports uvloop / asyncio; once that import is done the loop stops at a clean point (no callback pending) and the
-asyncio loop takes every connection over (``Server.start``: ``handover``) with what was buffered on it.
+imports uvloop / asyncio; once that import is done the loop stops at its next iteration and the asyncio loop takes
+every connection over (``Server.start``: ``handover``) with what was buffered on it, and the callbacks still pending
+(a connection's next turn, a group commit), in their order. It did wait for a moment with no callback pending: two
+clients pipelining adds from the start never gave it one, and the hand-over, with the stop a SIGTERM asked for, the
+slow-loris sweep and cleaning, waited until they stopped (8.5 s after the signal in a 9 s run).
 
 The same ``Conn`` objects, handlers, queue and group commit run here: this module gives them the part of the
 asyncio loop and transport interfaces they use (``call_soon``, ``call_later`` with ``cancel``,
@@ -35,6 +38,8 @@ from _collections import deque      # (collections.deque; the collections packag
 import _signal as signal        # (signal's enums: not needed to answer the first requests)
 import _socket                  # (likewise socket.py's: the accepted sockets are _socket.socket until the hand-over)
 
+from .wire import _c as _C      # (the C module of wire.py's parser, or None: WQTOOL_PURE_PYTHON, no build)
+
 _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
 #: how often (s) the loop looks whether the import is done, when nothing else wakes it
 POLL_S = 0.005
@@ -42,8 +47,51 @@ POLL_S = 0.005
 #: answered first: that import's CPU, taken before them, delayed them), or DEFER_MAX_S after it began serving
 IDLE_S = 0.003
 DEFER_MAX_S = 0.1
+#: per readiness of the listening socket (both loops): the live connections taken, and the connections taken in all
+#: (those closed by their peer before a byte cost a system call or three each: ``accept_live``)
 ACCEPT_BATCH = 64
+ACCEPT_MAX = 1024
 RECV = 262_144
+_PEEK = _socket.MSG_PEEK | _socket.MSG_DONTWAIT
+
+
+def accept_live(lsock, max_live: int = ACCEPT_BATCH, max_total: int = ACCEPT_MAX) -> tuple[list[int], int, int]:
+    """The connections waiting on the listening socket ``lsock`` (non-blocking), accepted until ``max_live`` are
+    live, ``max_total`` were taken, or none is left -> (their descriptors, how many were closed at once, the errno of
+    the accept that failed or 0). A connection its peer closed or reset before sending a byte (a 1-byte MSG_PEEK
+    reads 0, or fails) has nothing to serve: it is closed here, not handed to the loop as a socket, a transport and
+    a task. A client that opens and drops connections in a loop (a TCP health check does the same) filled the
+    accept queue with thousands of them, and a new client's first reply waited 230-300 ms behind them
+    (bench_serve_peer.py's hostile row; 64 per loop iteration). ``_proto.accept_live`` is this in C."""
+    c = _C
+    if c is not None:
+        return c.accept_live(lsock.fileno(), max_live, max_total)
+    live: list[int] = []
+    closed = taken = 0
+    while taken < max_total and len(live) < max_live:
+        try:
+            fd, _addr = lsock._accept()
+        except BlockingIOError:
+            break
+        except ConnectionAbortedError:
+            taken += 1
+            continue
+        except OSError as exc:
+            return live, closed, exc.errno or 0
+        taken += 1
+        s = _socket.socket(lsock.family, lsock.type, lsock.proto, fd)
+        try:
+            gone = not s.recv(1, _PEEK)
+        except BlockingIOError:
+            gone = False
+        except OSError:
+            gone = True
+        if gone:
+            s.close()
+            closed += 1
+        else:
+            live.append(s.detach())
+    return live, closed, 0
 
 
 class Handle:
@@ -196,8 +244,10 @@ class Transport:
 class EarlyLoop:
     """The loop of the first requests (module docstring): one epoll set, a ready queue, a timer heap."""
 
-    def __init__(self, lsock, factory, start_import=None):
+    def __init__(self, lsock, factory, start_import=None, closed_unused=None):
         self.lsock, self.factory = lsock, factory
+        #: called with how many connections ``accept_live`` closed unused (the server counts them as accepted)
+        self.closed_unused = closed_unused
         #: starts the thread that imports the event loop (``Server.start_early``), called once the loop is idle
         self.start_import = start_import
         #: ``WQTOOL_SERVE_STARTUP_PROBE=FILE`` (tests, measurements): at the first reply, the CPU used so far and
@@ -260,16 +310,11 @@ class EarlyLoop:
             t.mask = 0
 
     def _accept(self) -> None:
-        lsock = self.lsock
-        for _ in range(ACCEPT_BATCH):
-            try:
-                fd, _addr = lsock._accept()     # (an _socket.socket: prebind.take(raw=True))
-            except (BlockingIOError, InterruptedError):
-                return
-            except ConnectionAbortedError:
-                continue
-            except OSError:
-                return                      # (out of descriptors: the asyncio loop's acceptor reports it)
+        lsock = self.lsock                  # (an _socket.socket: prebind.take(raw=True))
+        live, closed, _err = accept_live(lsock)   # (an error, out of descriptors: the asyncio loop's acceptor reports it)
+        if closed and self.closed_unused is not None:
+            self.closed_unused(closed)
+        for fd in live:
             sock = _socket.socket(lsock.family, lsock.type, lsock.proto, fd)
             sock.setblocking(False)
             conn = self.factory()
@@ -309,8 +354,9 @@ class EarlyLoop:
                 signal.signal(sig, handler)
 
     def run(self, done) -> None:
-        """Serve until ``done`` (a ``threading.Event`` or ``server.Flag``) is set, then stop with no callback
-        pending (timers stay, for the hand-over; so do the signal handlers: ``restore_signals``)."""
+        """Serve until ``done`` (a ``threading.Event`` or ``server.Flag``) is set, then stop at the top of the next
+        iteration: the callbacks still pending and the timers stay, for the hand-over (``handover``); so do the
+        signal handlers (``restore_signals``)."""
         old = self.old_signals
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
@@ -324,7 +370,7 @@ class EarlyLoop:
         began = busy = time.monotonic()
         try:
             while True:
-                if done.is_set() and not ready and not self.threadsafe and not (hold and os.path.exists(hold)):
+                if done.is_set() and not (hold and os.path.exists(hold)):
                     break
                 if ready or self.threadsafe:
                     timeout = 0.0
@@ -405,6 +451,12 @@ async def handover(early: EarlyLoop, loop) -> None:
             conn.paused_write = False       # the new transport pauses it again if its buffer fills
             loop.call_soon(conn._continue)
     early.transports = {}
+    # what the early loop had scheduled runs next, in order, once every connection has its asyncio transport (a
+    # connection's next turn writes to it); a handle a caller keeps forwards ``cancel`` (``Handle.real``)
+    while early.ready or early.threadsafe:
+        h = (early.ready or early.threadsafe).popleft()
+        if not h.cancelled:
+            h.real = loop.call_soon(h.cb, *h.args)
     if early.probed:
         import gc
         with open(early.probed, "a", encoding="utf-8") as f:

@@ -426,7 +426,7 @@ class Server:
         if self._early is not None:         # the connections the early loop served go on here (early.py)
             from .early import handover
             await handover(self._early, self.loop)
-        self.listeners.append(Acceptor(self.loop, lsock, lambda: Conn(self), self.log))
+        self.listeners.append(Acceptor(self.loop, lsock, lambda: Conn(self), self.log, self._closed_unused))
         if self.idle_spinner is None:
             self.idle_spinner = idle_start(self.spin_us, idle_as_process())
         if self.slicer is None:
@@ -513,7 +513,7 @@ class Server:
                 start_import()
 
             # the import starts once the early loop is idle: the requests already waiting are answered first
-            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), when_idle)
+            self._early = self.loop = EarlyLoop(lsock, lambda: Conn(self), when_idle, self._closed_unused)
             if self.appender is not None and self.opts.sync == "interval":
                 self._early.call_later(self.opts.sync_int_ms / 1000, self._early_sync)
             self.served_early = True
@@ -1000,6 +1000,11 @@ class Server:
         import threading
         threading.Thread(target=work, name="wqtool-clean", daemon=True).start()
 
+    def _closed_unused(self, n: int) -> None:
+        """``n`` connections their peer closed before sending a byte, closed as they were accepted
+        (``early.accept_live``): accepted all the same (``wqtool_serve_connections_accepted_total``)."""
+        self.accepted += n
+
     def _moved(self, moved) -> None:
         """Segments a cleaning cycle rewrote or deleted: rows naming a rewritten one are translated on read."""
         reader = self.queue.payload_reader()    # (an empty log's start makes it with the first record written)
@@ -1124,17 +1129,20 @@ def listen_socket(host: str | None, port: int) -> socket.socket:
 
 
 class Acceptor:
-    """The listening socket, accepted from by the server itself: every connection waiting (up to ``BATCH``) each
-    time it is readable. uvloop's own server accepts one connection per loop iteration: a client that opens and
-    drops connections in a loop (the kernel completes them without the server) filled the accept queue with
-    thousands of them, and a new client waited seconds behind them (4.4 s for a probe, with a client flooding
-    pipelined requests at the same time). The connections are handed to the loop as usual
-    (``connect_accepted_socket``)."""
+    """The listening socket, accepted from by the server itself: up to ``early.ACCEPT_BATCH`` live connections each
+    time it is readable, those their peer already closed dropped at once (``early.accept_live``). uvloop's own
+    server accepts one connection per loop iteration: a client that opens and drops connections in a loop (the
+    kernel completes them without the server) filled the accept queue with thousands of them, and a new client
+    waited seconds behind them (4.4 s for a probe, with a client flooding pipelined requests at the same time). The
+    connections are handed to the loop as usual (``connect_accepted_socket``); ``closed_unused(n)`` counts the
+    others."""
 
-    BATCH = 64
-
-    def __init__(self, loop, sock: socket.socket, factory, log):
+    def __init__(self, loop, sock: socket.socket, factory, log, closed_unused=None):
         self.loop, self.sock, self.factory, self.log = loop, sock, factory, log
+        self.closed_unused = closed_unused
+        import socket
+        from .early import accept_live
+        self._socket, self._accept_live = socket.socket, accept_live
         self.sockets = [sock]
         self._paused = None
         self._attaching: set = set()        # the hand-over tasks in flight (the loop keeps only weak references)
@@ -1142,22 +1150,18 @@ class Acceptor:
         loop.add_reader(sock.fileno(), self._ready)
 
     def _ready(self) -> None:
-        accept, attach = self.sock.accept, self._attach
-        for _ in range(self.BATCH):
-            try:
-                conn, _addr = accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except ConnectionAbortedError:
-                continue
-            except OSError as exc:          # out of descriptors or memory: accepting again in a second
-                self.log.error("accept failed; accepting again in 1 s", error=str(exc))
-                self.loop.remove_reader(self.sock.fileno())
-                self._paused = self.loop.call_later(1.0, self._resume)
-                return
-            task = self.loop.create_task(attach(conn))
+        sock, attach, make = self.sock, self._attach, self._socket
+        live, closed, err = self._accept_live(sock)
+        if closed and self.closed_unused is not None:
+            self.closed_unused(closed)
+        for fd in live:
+            task = self.loop.create_task(attach(make(sock.family, sock.type, sock.proto, fd)))
             self._attaching.add(task)
             task.add_done_callback(self._attaching.discard)
+        if err:                             # out of descriptors or memory: accepting again in a second
+            self.log.error("accept failed; accepting again in 1 s", error=os.strerror(err))
+            self.loop.remove_reader(sock.fileno())
+            self._paused = self.loop.call_later(1.0, self._resume)
 
     def _resume(self) -> None:
         self._paused = None
