@@ -253,3 +253,52 @@ def test_callbacks_pending_at_the_hand_over_run_on_the_asyncio_loop_in_order():
     asyncio.run(main())
     assert ran == [1, 3, 5]
     assert not loop.ready and not loop.threadsafe
+
+
+def test_the_hand_over_keeps_a_paused_connection_paused(tmp_path):
+    """A connection whose reading the early loop paused (its unread input over conn.IN_CAP, here behind a blocked
+    lease) stays paused on the asyncio loop: uvloop starts reading a transport after connection_made whatever the
+    protocol did there, and Conn looked only at its own flag, so after the hand-over it read a pipelining client's
+    whole input (8-9 MB per connection in the 45 ms the hand-over awaited it; here all 48 MB)."""
+    from wqtool.server.workq.conn import IN_CAP
+    hold = tmp_path / "hold"
+    hold.write_bytes(b"")
+    port = _free_port()
+    p = _serve(port, tmp_path / "log", {"WQTOOL_SERVE_EARLY_HOLD": str(hold)}, "--log-level", "info")
+    err = bytearray()
+    total = 48 << 20
+    sent = [0]
+    s = None
+    try:
+        _connect_when_bound(port, p, 30).close()
+        s = socket.create_connection(("127.0.0.1", port), timeout=60)
+        s.sendall(b"lease nothing-here 60000\r\n")               # blocked: what follows is only buffered
+        chunk = b"inspect server\r\n" * 4096
+
+        def send():
+            try:
+                while sent[0] < total:
+                    s.sendall(chunk)
+                    sent[0] += len(chunk)
+            except OSError:
+                pass
+        threading.Thread(target=send, daemon=True).start()
+
+        def settled() -> int:                                   # what the server took, once it stops taking more
+            last, since = -1, time.monotonic()
+            while time.monotonic() - since < 0.5 and sent[0] < total:
+                if sent[0] != last:
+                    last, since = sent[0], time.monotonic()
+                time.sleep(0.01)
+            return sent[0]
+        before = settled()
+        assert IN_CAP < before < total // 2                     # the early loop paused at IN_CAP (+ socket buffers)
+        hold.unlink()
+        assert _stderr_until(p, err, b"msg=listening", 30), err.decode()[-2000:]
+        after = settled()
+        assert after - before <= 1 << 20, (before, after)       # one read at most, then paused again
+    finally:
+        if s is not None:
+            s.close()
+        p.terminate()
+        p.wait(20)

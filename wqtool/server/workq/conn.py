@@ -80,7 +80,8 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
         if self.handed_over:                # (early.py) the same connection, now on the asyncio loop
             self.handed_over = False
             transport.set_write_buffer_limits(high=OUT_HIGH)
-            return
+            return          # (it reads at once, paused or not: uvloop starts reading after this call; data_received
+                            # pauses it again if its unread input is over IN_CAP)
         srv = self.srv
         if len(srv.conns) >= srv.max_connections:
             srv.refused += 1
@@ -113,7 +114,9 @@ class Conn:                     # an asyncio Protocol (not a subclass: asyncio i
             self.last_active = time.monotonic()
         if self.blocked is None:    # (taken == 2: the rest of the read, inside the inline turn lone_turn began)
             self.process()
-        if not self.paused_read and len(self.buf) - self.pos > IN_CAP and not self.closing:
+        if len(self.buf) - self.pos > IN_CAP and not self.closing:
+            # (paused already: a transport that reads all the same, the asyncio one after the early loop's
+            # hand-over, is paused now; it read 8 MB of a pipelining client's input when only this flag was looked at)
             self.paused_read = True
             self.t.pause_reading()
 

@@ -443,8 +443,6 @@ async def handover(early: EarlyLoop, loop) -> None:
             continue
         if t.out:
             transport.write(bytes(t.out))
-        if not t.reading:
-            transport.pause_reading()
         if t.closing:
             transport.close()
         elif conn.paused_write and t.proto_paused:
