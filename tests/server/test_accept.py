@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tests.server.conftest import jid
-from tests.server.test_early import _serve, _stderr_until
+from tests.server.test_early import Done, _serve, _stderr_until, early_loop
 from tests.server.test_prebind import _connect_when_bound, _free_port
 from wqtool.server.workq import early, wire
 
@@ -218,20 +218,11 @@ def test_callbacks_pending_at_the_hand_over_run_on_the_asyncio_loop_in_order():
     """The early loop stops at the top of its next iteration once the event loop is imported, whatever is pending:
     those callbacks (a connection's next turn, a group commit) run on the asyncio loop after every connection has
     its transport, in order; a cancelled one does not, and a handle cancelled later forwards the cancel."""
-    import _socket
     import asyncio
 
-    from wqtool.server.workq.early import EarlyLoop, handover
+    from wqtool.server.workq.early import handover
 
-    class Done:
-        def is_set(self) -> bool:
-            return True
-
-    lsock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-    lsock.bind(("127.0.0.1", 0))
-    lsock.listen(1)
-    lsock.setblocking(False)
-    loop = EarlyLoop(lsock, lambda: None)
+    loop, lsock = early_loop()
     ran: list[int] = []
     loop.call_soon(ran.append, 1)
     loop.call_soon(ran.append, 2).cancel()

@@ -335,27 +335,35 @@ def test_python_m_wqtool_serve_answers_first_without_the_heavy_imports_and_finds
     assert b" cleaning=on" in line, line
 
 
+class Done:
+    """``EarlyLoop.run``'s ``done``, set already: the loop stops at its first iteration, for the hand-over."""
+
+    def is_set(self) -> bool:
+        return True
+
+
+def early_loop():
+    """An EarlyLoop on a new listening socket (127.0.0.1, any port), in this process -> (the loop, the socket)."""
+    import _socket
+
+    from wqtool.server.workq.early import EarlyLoop
+    lsock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    lsock.setblocking(False)
+    return EarlyLoop(lsock, lambda: None), lsock
+
+
 def test_a_stop_asked_for_during_the_hand_over_is_noted_not_fatal():
     """A SIGTERM after the early loop stopped and before the asyncio loop's own handlers are installed (``Server.run``
     installs them after ``Server.start``: the hand-over, the idle spinner, the listening line) is noted by the early
     loop's handler, which stays until ``restore_signals``, and acted on by ``Server.run``: a clean stop, not the
     default action's end (exit -15, which the probe test above met under load, terminated just after the
     hand-over)."""
-    import _socket
     import signal
 
-    from wqtool.server.workq.early import EarlyLoop
-
-    class Done:
-        def is_set(self) -> bool:
-            return True
-
-    lsock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-    lsock.bind(("127.0.0.1", 0))
-    lsock.listen(1)
-    lsock.setblocking(False)
     before = signal.getsignal(signal.SIGTERM)
-    loop = EarlyLoop(lsock, lambda: None)
+    loop, lsock = early_loop()
     try:
         loop.run(Done())                                    # stops at once, for the hand-over
         assert signal.getsignal(signal.SIGTERM) == loop._on_signal     # (else the kill below ends this process)
