@@ -334,8 +334,8 @@ def create_whole(path: str, mode: int) -> int | None:
     Why: a process killed between the create and the first write leaves a 0-byte newest segment, which workq-server
     refuses to start on (``Replay error, open segment cursor ...: invalid segment header: EOF``), and so does serve.
     Upstream creates the file, then writes the header (int/captain/segment.go:89-118). The create is not a few
-    instructions: on this machine's ext4, with many files recently deleted, inode allocation (``find_inode_bit``,
-    ``recently_deleted``) took 0.5-1.5 ms per create, and upstream's own TestCmdLog/1K, which kills the server while
+    instructions: on this machine's ext4 (which has no journal), with many files recently deleted, inode allocation
+    (``find_inode_bit``, ``recently_deleted``) took 0.5-1.5 ms per create, and upstream's own TestCmdLog/1K, which kills the server while
     records are written, left such a segment in 2 of 4 idle runs (workq-server once, serve once). Killed here at any
     point, the directory holds no new segment or a whole header-only one (a state workq-server and ``wqtool
     verify`` accept: WQ-HEADER-ONLY, a warning)."""
