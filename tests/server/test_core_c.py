@@ -152,6 +152,80 @@ def test_the_lone_turn_answers_logs_and_leaves_the_state_as_the_reference(tmp_pa
     assert a[2] == b[2]
 
 
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_STEPS, st.sampled_from([2, 2, 3]), st.sampled_from([0, 0, 300]), st.sampled_from(["interval", "interval",
+                                                                                           "always"]))
+def test_the_group_turn_and_tick_answer_log_and_leave_the_state_as_the_reference(tmp_path_factory, monkeypatch,
+                                                                                  steps, conns, seg_size, sync):
+    """Several connections: a read of one of them answered in C (_core.c lone_turn's group turn: the core, the end of
+    Conn.process, the commit left to the loop iteration) and the loop iteration's group commit in C
+    (_proto.commit_tick: the records' write(2), each dirty connection's replies, the timer check), against the whole
+    Python reference: requests the core declines mid-read, roll-overs (-cmdlog-seg-size 300: Server._commit's),
+    always (the fsync: Server._commit's) and interval."""
+    monkeypatch.setenv("WQTOOL_SERVE_SPIN", "0")
+    a = run(steps, str(tmp_path_factory.mktemp("c")), True, conns, monkeypatch, seg_size=seg_size, sync=sync)
+    b = run(steps, str(tmp_path_factory.mktemp("py")), False, conns, monkeypatch, seg_size=seg_size, sync=sync)
+    assert a[0] == b[0]
+    assert a[1] == b[1]
+    assert a[2] == b[2]
+
+
+def test_the_load_clients_requests_take_the_group_turn_and_tick(tmp_path):
+    """16 connections, the Go load client's add -> lease -> complete, 6 reads a loop iteration: every read but each
+    queue's first add answered by the group turn, every loop iteration's commit written by commit_tick in C (its
+    counters), every reply sent by it — if either were silently not taken, this fails."""
+    now, srv, cs, ts = in_process(str(tmp_path), 16)
+    g0, t0 = _proto.lone_counts()[2:]
+    reads = iters = 0
+    jobs = [[_jid(1000 * k + i + 1) for i in range(6)] for k in range(16)]
+    for phase in range(18):                     # per connection: add, lease, complete of its 6 jobs in turn
+        kind, i = phase % 3, phase // 3
+        for first in range(0, 16, 6):
+            for k in range(first, min(first + 6, 16)):
+                jid, q = jobs[k][i], b"bench-%d" % k
+                cs[k].data_received((b"add %s %s 60000 3600000 2\r\nab\r\n" % (jid, q), b"lease %s 1000\r\n" % q,
+                                     b"complete %s 2\r\nok\r\n" % jid)[kind])
+                reads += 1
+            assert srv.loop.soon                # the commit: the loop iteration's
+            srv.loop.run_due()
+            iters += 1
+            assert not srv.dirty and srv.durable_lsn == srv.lsn
+    assert _proto.lone_counts()[2:] == (g0 + reads - 16, t0 + iters)
+    assert all(bytes(t.got).count(b"+OK 1\r\n") == 6 for t in ts)
+    assert srv.queue.counts() == {"new": 0, "completed": 96, "failed": 0, "pending": 0, "leased": 0}
+    assert not srv.queue.unwritten                                  # every add located by the C commit
+    srv.appender.close(sync=False)
+    srv.locks.release()
+
+
+def test_a_write_error_in_the_c_tick_opens_the_breaker(tmp_path):
+    """commit_tick's write(2) fails: no reply leaves, the records stay pending, Server._append_failed opens the
+    breaker and schedules the retry (Server._commit releases nothing then); the retry writes them and the replies
+    leave."""
+    now, srv, cs, ts = in_process(str(tmp_path), 2)
+    for k, c in enumerate(cs):                  # (the queues made: Python)
+        c.data_received(b"add %s q%d 100 5000 1\r\nA\r\n" % (_jid(k + 1), k))
+    srv.loop.run_due()
+    ap = srv.appender
+    good, size = ap.fd, ap.size
+    ap.fd = os.open(ap.path, os.O_RDONLY)
+    t0 = _proto.lone_counts()[3]
+    for k, c in enumerate(cs):
+        c.data_received(b"add %s q%d 100 5000 1\r\nB\r\n" % (_jid(k + 11), k))
+    srv.loop.run_due()
+    assert _proto.lone_counts()[3] == t0 + 1
+    assert [bytes(t.got) for t in ts] == [b"+OK\r\n"] * 2 and srv.handlers.read_only
+    assert srv._retry_handle is not None and len(srv.pending) == 2 and srv.durable_lsn == srv.lsn - 2
+    assert os.path.getsize(ap.path) == size == ap.size and srv.append_errors == 1 and srv.dirty == set(cs)
+    os.close(ap.fd)
+    ap.fd = good
+    now[0] += 1_001_000_000
+    srv.loop.run_due()
+    assert [bytes(t.got) for t in ts] == [b"+OK\r\n+OK\r\n"] * 2 and srv.durable_lsn == srv.lsn
+    srv.appender.close(sync=False)
+    srv.locks.release()
+
+
 def test_the_lone_turn_keeps_the_recent_bodies_as_the_reference(tmp_path_factory, monkeypatch):
     """300 adds, each leased, on one connection: each add's row located by the lone turn's commit, its body moved to
     the recent ones, the oldest dropped past RECENT (256), a body past RECENT_BODY not kept — as LiveQueue.located."""
@@ -172,7 +246,7 @@ def test_the_load_clients_requests_take_the_lone_turn(tmp_path):
     now, srv, cs, ts = in_process(str(tmp_path), 1)
     assert srv.lone is not None
     c, t = cs[0], ts[0]
-    turns, commits = _proto.lone_counts()
+    turns, commits = _proto.lone_counts()[:2]
     n = 0
     for k in range(30):
         jid = _jid(k + 1)
@@ -181,7 +255,7 @@ def test_the_load_clients_requests_take_the_lone_turn(tmp_path):
             c.data_received(req)
             assert not srv.loop.soon          # nothing left for the loop: the reply went out in the turn
             n += 1
-    assert _proto.lone_counts() == (turns + n - 1, commits + n - 1)
+    assert _proto.lone_counts()[:2] == (turns + n - 1, commits + n - 1)
     assert bytes(t.got).count(b"+OK 1\r\n") == 30 and srv.durable_lsn == srv.lsn == n
     assert srv.queue.counts() == {"new": 0, "completed": 30, "failed": 0, "pending": 0, "leased": 0}
     rows = {bytes(r[0]): r for r in srv.queue.table.rows()}
@@ -200,10 +274,10 @@ def test_a_write_error_in_the_lone_turn_opens_the_breaker(tmp_path):
     ap = srv.appender
     good = ap.fd
     ap.fd = os.open(ap.path, os.O_RDONLY)
-    turns, commits = _proto.lone_counts()
+    turns, commits = _proto.lone_counts()[:2]
     size = ap.size
     c.data_received(b"add %s q1 100 5000 1\r\nB\r\n" % _jid(2))
-    assert _proto.lone_counts() == (turns + 1, commits)
+    assert _proto.lone_counts()[:2] == (turns + 1, commits)
     assert bytes(t.got) == b"+OK\r\n" and srv.handlers.read_only and srv._retry_handle is not None
     assert len(srv.pending) == 1 and srv.durable_lsn == srv.lsn - 1 and ap.size == size
     assert os.path.getsize(ap.path) == size and srv.append_errors == 1

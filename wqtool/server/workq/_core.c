@@ -158,7 +158,7 @@ static PyObject *p_core_init(PyObject *self, PyObject *cfg)
     I(S_names, "_names"); I(S_queues, "queues"); I(S_unwritten, "unwritten"); I(S_recent, "recent");
     I(S_seq, "_seq"); I(S_stale, "_stale"); I(S_pending, "pending"); I(S_adds, "_adds"); I(S_lsn, "lsn");
     I(S_durable_lsn, "durable_lsn"); I(S_commit_scheduled, "_commit_scheduled"); I(S_retry_handle, "_retry_handle");
-    I(S_inline, "inline"); I(S_loop, "loop"); I(S_call_soon, "call_soon"); I(S_commit_tick, "_commit_tick");
+    I(S_inline, "inline"); I(S_loop, "loop"); I(S_call_soon, "call_soon"); I(S_commit_tick, "_tick");
     I(S_replies, "replies"); I(S_dirty, "dirty"); I(S_out, "out"); I(S_out_bytes, "out_bytes"); I(S_pos, "pos");
     I(S_scan, "scan"); I(S_put, "put"); I(S_get_row, "get_row"); I(S_append, "append");
 #undef I
@@ -977,6 +977,15 @@ static PyObject *p_core_run(PyObject *self, PyObject *const *args, Py_ssize_t na
  * _commit does (the segment cut back to its last complete record first, as Appender.repair_tail does): the
  * records stay pending, nothing is acknowledged, the circuit breaker opens.
  *
+ * The group turn: a read of one of several connections (or of one while a commit is pending), idle between
+ * requests as above, is taken the same way, but its turn is not inline (Conn.process's ``inline`` is False there):
+ * the core's records go to Server.pending for the loop iteration's group commit, which the core schedules
+ * (Server._tick: commit_tick below, the plain case of Server._commit_tick in C: lone_commit's write, release_c,
+ * lone_after_change); its replies leave now only when the first is durable already (lone_flush), and the loop
+ * timer is looked at now only when no commit is coming. With 16 connections this took the Python frames of
+ * Conn.process, Server._commit, _append, _release and Conn.flush_out off every request (bench_serve_inproc.py
+ * --conns 16 --lone: 11.5 -> 9.0 us of CPU a request; docs/serve.md).
+ *
  * Why this shape (the turn's tail in C, the event loop still delivering each read) and not a C loop of its own for
  * the lone connection (poll / recv / send behind uvloop's back). The profile of one connection, add -> lease ->
  * complete on the wire with the core on (perf record of the server, 3 s, load 7): uvloop's own code 1.9 % of the
@@ -997,11 +1006,11 @@ static PyObject *L_closing, *L_blocked, *L_in_process, *L_resume_scheduled, *L_p
     *L_eof, *L_req, *L_buf, *L_conns, *L_last_active, *L_appender, *L_fd, *L_size, *L_segment_size, *L_head_due,
     *L_ap_seq, *L_bytes_written, *L_records_written, *L_metrics, *L_records, *L_commit, *L_flush_out,
     *L_after_change, *L_timer_at, *L_t, *L_write, *L_is_closing, *L_partial_since, *L_lone_write, *L_segs,
-    *L_located, *L_append_failed, *L_release, *L_pop, *L_clear, *L_core;
+    *L_located, *L_append_failed, *L_release, *L_pop, *L_clear, *L_core, *L_lone, *L_commit_tick;
 static PyObject *C_ap_append, *C_heappop;
 static Py_ssize_t TURN_C, K_SEG_C, K_OFF_C;
 static PyObject *C_queue_mod, *L_RECENT, *L_RECENT_BODY;
-static unsigned long long lone_turns_n, lone_commits_n;
+static unsigned long long lone_turns_n, lone_commits_n, group_turns_n, ticks_n;
 
 static int lone_init(PyObject *cfg)
 {
@@ -1028,6 +1037,7 @@ static int lone_init(PyObject *cfg)
     I(L_partial_since, "partial_since"); I(L_lone_write, "lone_write"); I(L_segs, "_segs");
     I(L_located, "located"); I(L_append_failed, "_append_failed"); I(L_release, "_release");
     I(L_pop, "pop"); I(L_clear, "clear"); I(L_core, "core"); I(L_RECENT, "RECENT");
+    I(L_lone, "lone"); I(L_commit_tick, "_commit_tick");
     I(L_RECENT_BODY, "RECENT_BODY");
 #undef I
     return 0;
@@ -1157,8 +1167,9 @@ out:
     return r;
 }
 
-/* Server._commit under interval / os without a roll-over: 1 done (here), 0 not the plain case (nothing changed:
- * the caller runs Server._commit), -1 error */
+/* Server._commit under interval / os without a roll-over: 1 done (here; the caller releases the replies), 2 the
+ * write failed and Server._append_failed took it (the records stay pending; Server._commit releases nothing then),
+ * 0 not the plain case (nothing changed: the caller runs Server._commit), -1 error */
 static int lone_commit(PyObject *srv)
 {
     int ok = -1;
@@ -1267,7 +1278,7 @@ static int lone_commit(PyObject *srv)
             if (rr == NULL)
                 goto err;
             Py_DECREF(rr);
-            ok = 1;
+            ok = 2;             /* Server._commit returns here: no _release */
             goto out;
         }
         p += w, left -= w;
@@ -1508,16 +1519,23 @@ static PyObject *p_lone_turn(PyObject *self, PyObject *const *args, Py_ssize_t n
     int e = 0;
     if ((srv = PyObject_GetAttr(conn, S_srv)) == NULL)
         return NULL;
-    /* the only connection, no commit pending, nothing written but not yet sent */
+    /* lone: the only connection, no commit pending, nothing written but not yet sent (the commit is this turn's);
+     * group: other connections, or a commit pending (Conn.process's turn is not inline: the commit is the loop
+     * iteration's, Server._tick) */
     Py_ssize_t nc = attr_len(srv, L_conns), np = attr_len(srv, S_pending), nd = attr_len(srv, S_dirty);
     if (nc < 0 || np < 0 || nd < 0) {
         e = -1;
         goto out;
     }
-    if (nc != 1 || np != 0 || nd != 0)
+    int sched0 = attr_is(srv, S_commit_scheduled, Py_True);
+    if (sched0 < 0) {
+        e = -1;
         goto out;
-    if ((e = attr_is(srv, S_commit_scheduled, Py_False)) <= 0 || (e = attr_is(srv, S_inline, Py_False)) <= 0 ||
-            (e = attr_is(srv, S_retry_handle, Py_None)) <= 0)
+    }
+    int lone = nc == 1 && np == 0 && nd == 0 && !sched0;
+    if (!lone && nc <= 1 && !sched0)        /* (one connection with records pending and no commit: Python's) */
+        goto out;
+    if ((e = attr_is(srv, S_inline, Py_False)) <= 0 || (e = attr_is(srv, S_retry_handle, Py_None)) <= 0)
         goto out;
     if ((e = attr_is(srv, L_core, Py_None)) != 0) {       /* Server.core None: all of it the Python path's */
         e = e < 0 ? -1 : 0;
@@ -1548,7 +1566,8 @@ static PyObject *p_lone_turn(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     memcpy(PyByteArray_AS_STRING(buf), PyBytes_AS_STRING(data), (size_t)dn);
     if ((now = monotonic_now()) == NULL || PyObject_SetAttr(conn, L_last_active, now) < 0 ||
-            PyObject_SetAttr(srv, S_inline, Py_True) < 0 || PyObject_SetAttr(conn, L_in_process, Py_True) < 0) {
+            (lone && PyObject_SetAttr(srv, S_inline, Py_True) < 0) ||
+            PyObject_SetAttr(conn, L_in_process, Py_True) < 0) {
         e = -1;
         goto out;
     }
@@ -1562,7 +1581,7 @@ static PyObject *p_lone_turn(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_Fetch(&et, &ev, &tb);
         if (PyObject_SetAttr(conn, L_in_process, Py_False) < 0)
             e = -1;
-        if (e < 0) {
+        if (e < 0 && lone) {
             PyObject_SetAttr(srv, S_inline, Py_False);
             int sched = attr_is(srv, S_commit_scheduled, Py_True);
             if (sched > 0)
@@ -1573,11 +1592,10 @@ static PyObject *p_lone_turn(PyObject *self, PyObject *const *args, Py_ssize_t n
         res = 2;
         goto out;
     }
-    lone_turns_n++;
     /* the end of Conn._process with everything handled, then the rest of Conn.process */
     if (PyByteArray_Resize(buf, 0) < 0 || set_ll(conn, S_pos, 0) < 0 || set_ll(conn, S_scan, 0) < 0 ||
             PyObject_SetAttr(conn, L_partial_since, Py_None) < 0 || PyObject_SetAttr(conn, L_in_process, Py_False) < 0 ||
-            PyObject_SetAttr(srv, S_inline, Py_False) < 0) {
+            (lone && PyObject_SetAttr(srv, S_inline, Py_False) < 0)) {
         e = -1;
         goto out;
     }
@@ -1586,6 +1604,15 @@ static PyObject *p_lone_turn(PyObject *self, PyObject *const *args, Py_ssize_t n
         e = -1;
         goto out;
     }
+    if (!lone) {
+        /* Conn.process: the replies sent now only when the first is durable already (a reply that made no
+         * record), else by the tick's release; the loop timer re-armed now only when no commit is coming */
+        group_turns_n++;
+        if (lone_flush(srv, conn, now) < 0 || (!sched && lone_after_change(srv) < 0))
+            e = -1;
+        goto out;
+    }
+    lone_turns_n++;
     if (sched) {
         int c = lone_commit(srv);
         if (c < 0 || (c == 0 && call0(srv, L_commit) < 0)) {
@@ -1610,5 +1637,83 @@ out:
 
 static PyObject *p_lone_counts(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("(KK)", lone_turns_n, lone_commits_n);
+    return Py_BuildValue("(KKKK)", lone_turns_n, lone_commits_n, group_turns_n, ticks_n);
+}
+
+/* Server._release: every dirty connection's durable replies handed to its transport (lone_flush; a closing
+ * connection, or one without a transport, through Conn.flush_out), and those still owed a reply that is not
+ * durable kept dirty. 0 or -1 */
+static int release_c(PyObject *srv)
+{
+    PyObject *dirty = PyObject_GetAttr(srv, S_dirty), *fresh = NULL, *it = NULL, *c = NULL, *now = NULL;
+    int r = -1;
+    if (dirty == NULL)
+        return -1;
+    if (!PySet_CheckExact(dirty)) {
+        r = call0(srv, L_release);
+        goto out;
+    }
+    if (PySet_GET_SIZE(dirty) == 0) {
+        r = 0;
+        goto out;
+    }
+    if ((fresh = PySet_New(NULL)) == NULL || PyObject_SetAttr(srv, S_dirty, fresh) < 0 ||
+            (now = monotonic_now()) == NULL || (it = PyObject_GetIter(dirty)) == NULL)
+        goto out;
+    while ((c = PyIter_Next(it)) != NULL) {
+        int open = attr_is(c, L_closing, Py_False), no_t = open > 0 ? attr_is(c, L_t, Py_None) : 0;
+        if (open < 0 || no_t < 0)
+            goto out;
+        if ((!open || no_t ? call0(c, L_flush_out) : lone_flush(srv, c, now)) < 0)
+            goto out;
+        /* still owed a reply that is not durable: dirty again */
+        PyObject *out = PyObject_GetAttr(c, S_out);
+        if (out == NULL)
+            goto out;
+        Py_ssize_t n = PyObject_Size(out);
+        long long l = 0;
+        if (n > 0) {
+            PyObject *first = PySequence_GetItem(out, 0);
+            l = first != NULL && PyTuple_Check(first) ? PyLong_AsLongLong(PyTuple_GET_ITEM(first, 0)) : -1;
+            Py_XDECREF(first);
+        }
+        Py_DECREF(out);
+        if (n < 0 || PyErr_Occurred())
+            goto out;
+        if (n > 0) {
+            long long durable = get_ll(srv, S_durable_lsn);
+            PyObject *d = PyErr_Occurred() ? NULL : PyObject_GetAttr(srv, S_dirty);
+            int bad = d == NULL || (l > durable && PySet_Add(d, c) < 0);
+            Py_XDECREF(d);
+            if (bad)
+                goto out;
+        }
+        Py_CLEAR(c);
+    }
+    r = PyErr_Occurred() ? -1 : 0;
+out:
+    Py_XDECREF(dirty), Py_XDECREF(fresh), Py_XDECREF(it), Py_XDECREF(c), Py_XDECREF(now);
+    return r;
+}
+
+/* commit_tick(srv): Server._commit_tick (the group commit of a loop iteration, then the loop timer) with the plain
+ * case in C: the records written by lone_commit, the replies released by release_c, the timer by
+ * lone_after_change. Anything else, and a server whose turn in C is off (srv.lone None), is the Python
+ * method's. */
+static PyObject *p_commit_tick(PyObject *self, PyObject *srv)
+{
+    int off = attr_is(srv, L_lone, Py_None);
+    if (off < 0)
+        return NULL;
+    if (off || C_ap_append == NULL) {
+        if (call0(srv, L_commit_tick) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    int c = lone_commit(srv);
+    if (c < 0 || (c == 0 && call0(srv, L_commit) < 0) || (c == 1 && release_c(srv) < 0) ||
+            lone_after_change(srv) < 0)
+        return NULL;
+    ticks_n++;
+    Py_RETURN_NONE;
 }

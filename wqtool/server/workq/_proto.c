@@ -982,7 +982,9 @@ static PyMethodDef methods[] = {
     {"core_handled", p_core_handled, METH_NOARGS, "core_handled(): requests the core has answered, in all."},
     {"lone_turn", (PyCFunction)(void (*)(void))p_lone_turn, METH_FASTCALL, "lone_turn(conn, data): a lone "
      "connection's read answered in C (1), not taken (0), or taken and left to Conn.process (2)."},
-    {"lone_counts", p_lone_counts, METH_NOARGS, "lone_counts(): (reads answered by lone_turn, commits it wrote)."},
+    {"lone_counts", p_lone_counts, METH_NOARGS, "lone_counts(): (reads answered by lone_turn alone, the commits it "
+     "wrote, reads of one of several connections answered by it, commit_tick's group commits in C)."},
+    {"commit_tick", p_commit_tick, METH_O, "commit_tick(server): Server._commit_tick, the plain case in C."},
     {"idle_spin_start", p_idle_spin_start, METH_VARARGS, "idle_spin_start(window_ns, process): a SCHED_IDLE spinner "
                                                          "keeps a CPU awake while requests come (spin.py)."},
     {"spin_start", p_spin_start, METH_O, "spin_start(limit_ns): a C thread spins until spin_stop() (spin.py)."},

@@ -278,11 +278,17 @@ class Server:
         #: None in pure Python, without the C modules, without a log, or with WQTOOL_SERVE_CORE=0 (a benchmark's
         #: A/B switch): queue.py and handlers.py then do it all
         self.core = _CORE if opts.cmdlog_path and os.environ.get("WQTOOL_SERVE_CORE") != "0" else None
-        #: the lone connection's turn in C (``_proto.lone_turn``, _core.c: a read of the only connection answered,
-        #: its records written and its replies sent without the Python frames of Conn.process), with the core;
-        #: WQTOOL_SERVE_LONE=0 turns it alone off (a benchmark's A/B switch)
+        #: the turn of a read in C (``_proto.lone_turn``, _core.c: a read of the only connection answered, its
+        #: records written and its replies sent without the Python frames of Conn.process; a read of one of several
+        #: answered, its commit left to the loop iteration's ``_tick``), with the core; WQTOOL_SERVE_LONE=0 turns it
+        #: and the C tick off (a benchmark's A/B switch)
         self.lone = (_CORE_MOD.lone_turn if self.core is not None and os.environ.get("WQTOOL_SERVE_LONE") != "0"
                      else None)
+        #: what a loop iteration's group commit runs (``_commit_tick``): with the turn in C, ``_proto.commit_tick``
+        #: (its plain case in C; it calls ``_commit_tick`` for the rest, and whenever ``lone`` is None)
+        self._tick = self._commit_tick
+        if self.lone is not None:       # (a bound method's class, without importing ``types``)
+            self._tick = type(self._tick)(_CORE_MOD.commit_tick, self)
         #: lone_turn writes a turn's records itself (no fsync to make: -cmdlog-sync interval / os), else it calls
         #: _commit
         self.lone_write = opts.sync != "always"
@@ -611,7 +617,7 @@ class Server:
         if not self._commit_scheduled and self._retry_handle is None:
             self._commit_scheduled = True
             if not self.inline:
-                self.loop.call_soon(self._commit_tick)
+                self.loop.call_soon(self._tick)
 
     def _commit_tick(self) -> None:
         """The group commit of a loop iteration, then the loop timer re-armed for what its requests changed (the
