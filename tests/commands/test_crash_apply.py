@@ -251,6 +251,9 @@ def test_kestrel_half_done_rotation_is_rolled_back(tmp_path):
     r = cli("repair", "--apply", "--as-of", cs.AS_OF, q)
     assert r.code == 1, r.err
     assert sorted(os.listdir(q)) == ["mail"]
+    # the report says what the crashed run had left and this one finished first (it said nothing before)
+    assert "  recovered: rolled back a half-done rotation: renamed mail.1795659519664 to mail\n" in r.out, r.out
+    assert "  recovered: removed mail~~1795659519665 (the temp file of an unfinished pack)\n" in r.out, r.out
     assert cli("verify", "-q", "--as-of", cs.AS_OF, q).code == 0
 
 

@@ -119,6 +119,8 @@ def test_missing_log_beside_its_verified_copy_is_one_line(tmp_path):
     # ... and the rerun finishes it: D is the verified copy, nothing left
     r = cli("repair", "--apply", "--as-of", AS_OF, log)
     assert r.code == 1, r.err        # the copy laid out here is the torn input itself: installed, then repaired
+    assert (f"  recovered: finished an interrupted swap: renamed {os.path.basename(ready)} to "
+            f"{os.path.basename(log)}\n") in r.out, r.out
     assert cli("verify", "-q", "--as-of", AS_OF, log).code == 0
     assert not [n for n in os.listdir(tmp_path) if "-new-" in n or "-tmp-" in n]
 
@@ -240,3 +242,34 @@ def test_rename_fallback_killed_between_its_renames(when, label, tmp_path):
     assert again.returncode == 0, again.stderr
     assert cs.state(str(work), log, sc) == want
     assert not [n for n in os.listdir(work) if "-tmp-" in n or "-new-" in n], os.listdir(work)
+
+
+#: what the rerun says it finished, for each layout: (where in the JSON, the line); the apply itself removes what
+#: only a holder of the log's locks may remove (swap.py's finish_interrupted with cleanup)
+RECOVERED = {
+    "tmp": ("applied", "removed {left} (an unfinished rewrite)"),
+    "new-before-swap": ("applied", "removed {left} (a verified rewrite whose swap never started)"),
+    "old-after-exchange": ("top", "finished an interrupted swap: the old log {left} renamed to {log}.pre-repair-"),
+}
+
+
+@pytest.mark.parametrize("layout, command", [(k, "repair") for k in sorted(LAYOUTS)]
+                         + [("old-after-exchange", "clean")])
+def test_the_rerun_says_what_it_finished(layout, command, tmp_path):
+    """repair and clean --apply finish what a crashed earlier --apply left, and their reports say so, one line each
+    (text: ``recovered: ...``; JSON: ``recovered`` of the log's entry, or of ``applied`` for what the apply's own
+    look under the locks removed). Before, both discarded those lines and said nothing. (A clean with nothing to
+    clean runs no install, so a repair's temp and verified copies stay for the repair's rerun.)"""
+    import json
+    log = _log(tmp_path)
+    twin = _copy_beside(log, ".twin")                   # the same input and leftover, for the JSON run
+    where, line = RECOVERED[layout]
+    lines = [line.format(left=os.path.basename(LAYOUTS[layout](p)), log=os.path.basename(p)) for p in (log, twin)]
+    r = cli(command, "--apply", "--as-of", AS_OF, log)
+    assert r.code == 1, r.err                           # the input's class: a torn tail
+    assert f"  recovered: {lines[0]}" in r.out, r.out
+    j = cli(command, "--apply", "-o", "json", "--as-of", AS_OF, twin)
+    [doc] = json.loads(j.out)["logs"]
+    got = (doc["applied"] if where == "applied" else doc).get("recovered", [])
+    assert any(x.startswith(lines[1]) for x in got), got
+    assert not [n for n in os.listdir(tmp_path) if "-new-" in n or "-tmp-" in n]

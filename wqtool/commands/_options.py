@@ -3,6 +3,7 @@ words, per-PATH outcomes, live writers, --as-of last|first."""
 from __future__ import annotations
 
 import enum
+import os
 import re
 import sys
 import time
@@ -225,14 +226,29 @@ def parse_time(value: str | None, option: str, *, default_now: bool = True) -> i
 
 
 # ---------------------------------------------------------------- before writing anything
-def finish_interrupted(paths: list[str], fmt: str) -> list[str]:
+def finish_interrupted(paths: list[str], fmt: str) -> dict[str, list[str]]:
     """``--apply`` first finishes what a crashed earlier ``--apply`` left beside each PATH (each format's rule; a
-    no-op otherwise), so that the identical command, run again, completes the work or finds nothing to do."""
-    done = []
+    no-op otherwise), so that the identical command, run again, completes the work or finds nothing to do.
+    Returns what was done, one line each, by PATH (the report says it: ``recovered_for``)."""
+    done: dict[str, list[str]] = {}
     for p in paths:
         for f in ([registry.get(fmt)] if fmt != "auto" else registry.formats()):
-            done += f.plans.finish_interrupted(p) if f.plans is not None else []
+            lines = f.plans.finish_interrupted(p) if f.plans is not None else []
+            if lines:
+                done.setdefault(p, []).extend(lines)
     return done
+
+
+def recovered_for(done: dict[str, list[str]], root: str) -> list[str]:
+    """The lines of ``finish_interrupted`` for the log at ``root``: those of each PATH that is the log, a file in
+    it, or a directory holding it."""
+    r = os.path.realpath(root)
+    out = []
+    for p, lines in done.items():
+        q = os.path.realpath(p)
+        if q == r or q.startswith(r.rstrip(os.sep) + os.sep) or r.startswith(q.rstrip(os.sep) + os.sep):
+            out += lines
+    return out
 
 
 def refuse_unsafe_write(log: Log, what: str, *, live: bool = False, why: str = "") -> None:

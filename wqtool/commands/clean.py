@@ -11,7 +11,7 @@ from ..engine.format import Log, resolve_each
 from ..errors import UsageError
 from ..render.outcome import Outcome
 from ..render.progress import track
-from ._options import finish_interrupted, say_error
+from ._options import finish_interrupted, recovered_for, say_error
 from ._options import (QuietOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, refuse_unsafe_write, report_each)
 
@@ -73,8 +73,9 @@ def clean(
                          "'now' (the default) or earlier")
     if out and not apply:
         raise UsageError("--out DIR writes the cleaned log: it needs --apply (without it nothing is written)")
+    done = {}
     if apply and not out:   # what a crashed earlier --apply left is finished first (no-op otherwise)
-        finish_interrupted(paths, fmt)
+        done = finish_interrupted(paths, fmt)
     entries = resolve_each(paths, fmt, opts, on_note=say_error)
     if out and sum(isinstance(e, Log) for e in entries) > 1:
         raise UsageError("--out names one directory: clean one log at a time with it")
@@ -86,6 +87,9 @@ def clean(
         with track([log], "clean", passes=("read", "write", "re-verify") if apply else ("read",)):
             plan = Plans.of(log.fmt).clean(log.data, for_log(log, opts))
             doc = plan.report_doc()
+            recovered = recovered_for(done, log.root)
+            if recovered:       # the report says what the crashed run left and this one finished
+                doc["recovered"] = recovered
             if out:         # a copy: the input is not touched
                 doc["applied"] = plan.write_out(out, source=log.root).to_jsonable()
                 doc["applied"]["out"] = True

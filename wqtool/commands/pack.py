@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..render.outcome import Outcome
 from ..render.plan import report_after_apply, write_pack_report
 from ..render.progress import track
-from ._options import as_of_moves, finish_interrupted, say_error
+from ._options import as_of_moves, finish_interrupted, recovered_for, say_error
 from ._options import (QuietOpt, MAX_SEGMENT_SIZE, AsOf, FormatOpt, KeepOpen, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths,
                        ReportOutput, ReportOutputOpt, SettingOpt, for_log, options, refuse_unsafe_write, whole_number)
 
@@ -78,7 +78,7 @@ def pack(
     if out and apply:
         raise UsageError("--out and --apply exclude each other")
     # a pack --apply that crashed mid-swap is finished first (no-op otherwise); a plan alone writes nothing
-    recovered = finish_interrupted(paths, fmt) if apply else []
+    done = finish_interrupted(paths, fmt) if apply else {}
     logs = resolve(paths, fmt, opts, on_note=say_error)
     if len(logs) != 1:
         if len(paths) == 1 and len({lg.fmt.name for lg in logs}) == len(logs):   # a directory formats share
@@ -97,6 +97,7 @@ def pack(
     with track(logs, "pack", passes=passes):
         plan = Plans.of(log.fmt).pack(log.data, for_log(log, opts))
         doc = plan.report_doc()
+        recovered = recovered_for(done, log.root)
         if recovered:
             doc["recovered"] = recovered + doc.get("recovered", [])
         if out:

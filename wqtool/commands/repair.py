@@ -13,7 +13,7 @@ from ..engine.live import refuse_live
 from ..errors import UsageError
 from ..render.outcome import Outcome
 from ..render.progress import track
-from ._options import finish_interrupted, say_error
+from ._options import finish_interrupted, recovered_for, say_error
 from ._options import (QuietOpt, AsOf, FormatOpt, KestrelVersion, KestrelVersionOpt, LiveOpt, Paths, ReportOutput, ReportOutputOpt,
                        SettingOpt, for_log, options, parse_time, refuse_unsafe_write, report_each)
 
@@ -81,8 +81,9 @@ def repair(
         raise UsageError("--out DIR writes the repaired log: it needs --apply (without it nothing is written)")
     if out and no_backup:
         raise UsageError("--out leaves the input as it is: --no-backup has nothing to drop")
+    done = {}
     if apply and not out:   # what a crashed earlier --apply left is finished first (no-op otherwise)
-        finish_interrupted(paths, fmt)
+        done = finish_interrupted(paths, fmt)
     entries = resolve_each(paths, fmt, opts, on_note=say_error)
     if apply and (quarantine or out) and sum(isinstance(e, Log) for e in entries) > 1:
         raise UsageError(f"{'--out' if out else '--quarantine'} names one directory: repair one log at a time "
@@ -98,6 +99,9 @@ def repair(
         with track([log], "repair", passes=("read", "write", "re-verify", "quarantine") if apply else ("read",)):
             plan = Plans.of(log.fmt).repair(log.data, for_log(log, opts))
             doc = plan.report_doc()
+            recovered = recovered_for(done, log.root)
+            if recovered:       # the report says what the crashed run left and this one finished
+                doc["recovered"] = recovered
             doc["backup"] = not no_backup and not out
             if out:         # a copy: the input is not touched, so nothing to back up
                 doc["applied"] = plan.write_out(out, source=log.root, quarantine=quarantine).to_jsonable()

@@ -188,6 +188,8 @@ class ApplyResult:
             d["removed"] = self.removed
         if self.quarantine:
             d["quarantine"] = self.quarantine
+        if self.recovered:
+            d["recovered"] = self.recovered
         d.update(bytes_after=self.bytes_after, steps=self.steps)
         return d
 

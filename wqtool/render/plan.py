@@ -32,6 +32,8 @@ def write_pack_report(out: TextIO, doc: dict, *, as_json: bool, wrote: bool, as_
     w(f"  before: {b['records']} records, {b['bytes']} bytes\n")
     w(f"  after:  {a['records']} records, {a['bytes']} bytes "
       f"({(1 - a['bytes'] / b['bytes']) * 100 if b['bytes'] else 0:.1f}% smaller)\n")
+    for line in doc.get("recovered", []) + (doc.get("installed") or {}).get("recovered", []):
+        w(f"  recovered: {line}\n")
     w(f"  records dropped: {doc['records_dropped']}\n")
     for line in doc["dropped"]:
         w(f"  dropped: {line}\n")
@@ -127,6 +129,8 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
     w = out.write
     w(f"{kind} {doc['root']}{' queue ' + doc['queue'] if doc.get('queue') else ''} ({doc['format']}):\n")
     damaged = doc.get("exit_code") or 0
+    for line in doc.get("recovered", []) + (doc.get("applied") or {}).get("recovered", []):
+        w(f"  recovered: {line}\n")     # what a crashed earlier --apply left, finished by this one
     if doc.get("nothing_to_do") or not doc.get("actions"):
         if damaged:       # clean leaves damage as it is: say so rather than "as it should be"
             w(f"  nothing to {kind}, but the log is damaged ({doc.get('verdict')}, exit {damaged}): "

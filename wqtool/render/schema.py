@@ -54,6 +54,10 @@ def _map(values: dict) -> dict:
     return {"type": "object", "additionalProperties": values}
 
 
+_RECOVERED = {"type": "array", "items": {"type": "string"},
+              "description": "what a crashed earlier --apply had left beside the log and this run finished or removed "
+                             "first, one line each (absent when there was nothing; the apply's own finds are under "
+                             "applied / installed, recovered)"}
 _AT = {"type": "string", "description": "the position as tables print it and options read it back: FILE@0xOFFSET "
                                         "(the file's name alone for a finding about a whole file)"}
 _EXIT = {"type": "integer", "minimum": 0, "maximum": 255, "description": "the exit code (wqtool --help: Exit codes)"}
@@ -132,7 +136,8 @@ DEFS: dict[str, dict] = {
                                                       "later_records": _INT, "id_unverified": {"type": "boolean"}},
                                                      ["job_id", "cmd", "at", "later_records"], more=False)},
         "jobs_changed": {"type": "array", "items": _obj({"job_id": _STR, "at": _AT, "before": _STR, "after": _STR},
-                                                        ["before", "after"], more=False)}},
+                                                        ["before", "after"], more=False)},
+        "recovered": _RECOVERED},
         ["root", "format", "verdict", "exit_code"],
         desc="What a repair or clean plans (or did, with --apply): the ranges it cuts and keeps, the jobs it "
              "loses and changes."),
@@ -198,7 +203,7 @@ COMMANDS: dict[str, tuple[dict, dict | None, str]] = {
         "then the summary line with the total."),
     "pack": (
         _with_run(_obj({"root": _STR, "format": _STR, "digest": _STR, "records_dropped": _INT,
-                        "before": {"type": "object"}, "after": {"type": "object"}},
+                        "before": {"type": "object"}, "after": {"type": "object"}, "recovered": _RECOVERED},
                        ["root", "format", "digest", "before", "after"])),
         None,
         "The packed log's plan (and what --out / --apply wrote), with the input's exit code and verdict."),

@@ -1667,17 +1667,17 @@ static int release_c(PyObject *srv)
         if ((!open || no_t ? call0(c, L_flush_out) : lone_flush(srv, c, now)) < 0)
             goto out;
         /* still owed a reply that is not durable: dirty again */
-        PyObject *out = PyObject_GetAttr(c, S_out);
-        if (out == NULL)
+        PyObject *owed = PyObject_GetAttr(c, S_out);
+        if (owed == NULL)
             goto out;
-        Py_ssize_t n = PyObject_Size(out);
+        Py_ssize_t n = PyObject_Size(owed);
         long long l = 0;
         if (n > 0) {
-            PyObject *first = PySequence_GetItem(out, 0);
+            PyObject *first = PySequence_GetItem(owed, 0);
             l = first != NULL && PyTuple_Check(first) ? PyLong_AsLongLong(PyTuple_GET_ITEM(first, 0)) : -1;
             Py_XDECREF(first);
         }
-        Py_DECREF(out);
+        Py_DECREF(owed);
         if (n < 0 || PyErr_Occurred())
             goto out;
         if (n > 0) {
