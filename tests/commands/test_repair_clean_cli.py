@@ -193,6 +193,17 @@ def test_clean_on_a_torn_log_says_so():
     assert "nothing to clean, but the log is damaged (torn tail, exit 1): `wqtool repair" in r.out
 
 
+def test_clean_apply_with_nothing_to_clean_claims_no_apply(tmp_path):
+    """--apply with nothing to clean writes nothing: the report says "nothing to clean", not "applied: 0 step(s),
+    re-verified" (it said both)."""
+    import shutil
+    log = str(tmp_path / "log")
+    shutil.copytree(fixture_log("upstream-b-before-clean"), log)
+    r = cli("clean", "--apply", "--as-of", "last", log)
+    assert r.code == 0, r.err
+    assert "nothing to clean" in r.out and "applied:" not in r.out, r.out
+
+
 def test_the_exit_code_of_apply_is_documented():
     """The exit code of --apply is the input's class (1 after a torn tail is cut): --help, README, man pages."""
     import re

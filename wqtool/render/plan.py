@@ -199,8 +199,8 @@ def write_plan_report(out: TextIO, kind: str, doc: dict, *, as_json: bool, appli
     if ap.get("out"):
         w(f"  wrote {ap['path']}: re-verified, replay digest equal; the input is unchanged"
           + (f"; quarantine: {', '.join(ap['quarantine'])}" if ap.get("quarantine") else "") + "\n")
-    elif doc.get("nothing_to_do"):
-        pass
+    elif doc.get("nothing_to_do") or (applied and not ap.get("steps") and not doc.get("actions")):
+        pass                # (nothing was written: the "nothing to ..." line above says it)
     elif applied:
         w(f"  applied: {len(ap.get('steps', []))} step(s), re-verified"
           + (f"; backup: {ap['backup']}" if ap.get("backup") else "")
